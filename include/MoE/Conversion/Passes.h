@@ -1,0 +1,30 @@
+//===- Passes.h - moe to other dialects -------------------------*- C++ -*-===//
+
+#ifndef MOE_CONVERSION_PASSES_H
+#define MOE_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class RewritePatternSet;
+class ConversionTarget;
+namespace moe {
+
+#define GEN_PASS_DECL
+#include "MoE/Conversion/Passes.h.inc"
+
+/// Patterns lowering every basic moe op to linalg/tensor/scf/arith/math.
+void populateMoEToLinalgPatterns(RewritePatternSet &patterns);
+
+#define GEN_PASS_REGISTRATION
+#include "MoE/Conversion/Passes.h.inc"
+
+} // namespace moe
+} // namespace mlir
+
+#endif // MOE_CONVERSION_PASSES_H

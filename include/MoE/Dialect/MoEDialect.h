@@ -1,0 +1,28 @@
+//===- MoEDialect.h - moe dialect -------------------------------*- C++ -*-===//
+
+#ifndef MOE_DIALECT_MOEDIALECT_H
+#define MOE_DIALECT_MOEDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "MoE/Dialect/MoEOpsDialect.h.inc"
+
+#include "MoE/Dialect/MoEEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "MoE/Dialect/MoEAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "MoE/Dialect/MoEOps.h.inc"
+
+namespace mlir::moe {
+/// Largest finite value of an FP8 element type (448 for e4m3, 57344 for e5m2).
+double getMaxFiniteFP8(Type elementType);
+} // namespace mlir::moe
+
+#endif // MOE_DIALECT_MOEDIALECT_H

@@ -1,0 +1,313 @@
+//===- MoEOps.td - moe dialect operations ------------------*- tablegen -*-===//
+
+#ifndef MOE_DIALECT_MOEOPS_TD
+#define MOE_DIALECT_MOEOPS_TD
+
+include "MoE/Dialect/MoEBase.td"
+include "MoE/Dialect/MoEAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/CommonTypeConstraints.td"
+
+// Element types the expert compute accepts (f32 is the reference precision).
+def MoE_ComputeFloat : AnyTypeOf<[F32, BF16, F16]>;
+def MoE_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
+def MoE_F32Tensor : RankedTensorOf<[F32]>;
+def MoE_I32Tensor : RankedTensorOf<[I32]>;
+// Offsets and slot indices: i32 suffices for rows < 2^31, i64 is always safe.
+def MoE_IndexTensor : RankedTensorOf<[I32, I64]>;
+def MoE_FP8Tensor : RankedTensorOf<[F8E4M3FN, F8E5M2]>;
+def MoE_ScaleTensor : RankedTensorOf<[F8E8M0FNU, F32]>;
+
+//===----------------------------------------------------------------------===//
+// moe.route
+//===----------------------------------------------------------------------===//
+
+def MoE_RouteOp : MoE_Op<"route", [Pure]> {
+  let summary = "top-k gating: router logits to expert ids and weights";
+  let description = [{
+    Chooses `top` experts per token from router logits `[T, E]` and returns
+    their ids `[T, k]` (i32, best first) and routing weights `[T, k]` (f32).
+
+    - `routing` picks how scores and weights are formed (see `Routing`).
+    - `bias %b` (`sigmoid_topk` only): a per-expert correction `[E]` added to
+      the scores for the choice only; the weights stay the unbiased scores.
+    - `groups G select Gk`: group-limited top-k. The experts form G equal
+      groups; a group's score is the sum of its two best (biased) scores;
+      only experts in the Gk best groups may be chosen (DeepSeek-V3: G = 8,
+      Gk = 4).
+    - `renormalize`: the k weights are divided by their sum (plus 1e-20 for
+      `sigmoid_topk`, as DeepSeek-V3 does).
+    - `scale s`: the weights are multiplied by s (DeepSeek-V3: 2.5).
+
+    Ties go to the lower expert id. All arithmetic is f32.
+
+    ```mlir
+    // Mixtral-8x7B
+    %ids, %w = moe.route softmax_topk %logits top 2 renormalize
+        : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+    // DeepSeek-V3
+    %ids, %w = moe.route sigmoid_topk %logits bias %b top 8 groups 8 select 4
+        renormalize scale 2.5
+        : (tensor<?x256xf32>, tensor<256xf32>)
+        -> (tensor<?x8xi32>, tensor<?x8xf32>)
+    ```
+  }];
+  let arguments = (ins MoE_FloatTensor:$logits,
+                       Optional<MoE_F32Tensor>:$correction_bias,
+                       MoE_RoutingAttr:$routing,
+                       I64Attr:$top_k,
+                       OptionalAttr<I64Attr>:$num_groups,
+                       OptionalAttr<I64Attr>:$top_groups,
+                       UnitAttr:$renormalize,
+                       OptionalAttr<F32Attr>:$scaling_factor);
+  let results = (outs MoE_I32Tensor:$expert_ids, MoE_F32Tensor:$weights);
+  let assemblyFormat = [{
+    $routing $logits (`bias` $correction_bias^)? `top` $top_k
+    (`groups` $num_groups^ `select` $top_groups)? (`renormalize` $renormalize^)?
+    (`scale` $scaling_factor^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// moe.permute
+//===----------------------------------------------------------------------===//
+
+def MoE_PermuteOp : MoE_Op<"permute", [Pure]> {
+  let summary = "sort token copies by expert";
+  let description = [{
+    Makes one row per (token, slot) pair, grouped by expert: expert e owns
+    rows `[offsets[e], offsets[e+1])`. Within an expert, rows keep the order
+    of the flattened `[T, k]` ids (stable). `slots[t, j]` is the row that
+    holds token t's copy for its j-th expert; `moe.unpermute` uses it to undo
+    the permutation. E is the static size of `offsets` minus one.
+
+    With `pad_to B` every expert's row range starts at a multiple of B and
+    its length is rounded up to a multiple of B; padding rows are zero. The
+    result then has `T*k + E*(B-1)` rows; rows past `offsets[E]` are zero.
+    Without padding it has `T*k` rows.
+
+    Ids outside `[0, E)` are dropped: their slot is -1 and they own no row.
+
+    ```mlir
+    %rows, %offsets, %slots = moe.permute %x, %ids
+        : (tensor<?x4096xbf16>, tensor<?x2xi32>)
+        -> (tensor<?x4096xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+    ```
+  }];
+  let arguments = (ins MoE_FloatTensor:$tokens, MoE_I32Tensor:$expert_ids,
+                       OptionalAttr<I64Attr>:$pad_to);
+  let results = (outs MoE_FloatTensor:$rows, MoE_IndexTensor:$offsets,
+                      MoE_IndexTensor:$slots);
+  let assemblyFormat = [{
+    $tokens `,` $expert_ids (`pad_to` $pad_to^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// moe.grouped_matmul
+//===----------------------------------------------------------------------===//
+
+def MoE_GroupedMatmulOp : MoE_Op<"grouped_matmul",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "ragged per-expert matmul: rows [M,K] x weights [E,N,K]";
+  let description = [{
+    `result[m, :] = (rows[m, :] @ weights[e]^T (+ bias[e])) (* scale[m])` for
+    every row m in expert e's range `[offsets[e], offsets[e+1])`; rows outside
+    every range are zero. Offsets are data (a tensor), never attributes, so
+    one compiled op serves every routing; they are clamped to `[0, M]` and
+    made non-decreasing, so bad offsets never read out of bounds. Products
+    accumulate in f32. The optional per-row `scale` (a routing weight) is the
+    GEMM epilogue the fused expert MLP needs after its down projection.
+
+    ```mlir
+    %gu = moe.grouped_matmul %rows, %w13, %offsets
+        : (tensor<?x4096xbf16>, tensor<8x28672x4096xbf16>, tensor<9xi64>)
+        -> tensor<?x28672xbf16>
+    // GPT-OSS: per-expert bias
+    %gu = moe.grouped_matmul %rows, %w13, %offsets bias %b13
+        : (tensor<?x2880xbf16>, tensor<128x5760x2880xbf16>, tensor<129xi32>,
+           tensor<128x5760xf32>) -> tensor<?x5760xf32>
+    ```
+  }];
+  let arguments = (ins MoE_FloatTensor:$rows, MoE_FloatTensor:$weights,
+                       MoE_IndexTensor:$offsets,
+                       Optional<MoE_FloatTensor>:$bias,
+                       Optional<MoE_F32Tensor>:$row_scale);
+  let results = (outs MoE_FloatTensor:$result);
+  let assemblyFormat = [{
+    $rows `,` $weights `,` $offsets (`bias` $bias^)? (`scale` $row_scale^)?
+    attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// moe.swiglu
+//===----------------------------------------------------------------------===//
+
+def MoE_SwiGLUOp : MoE_Op<"swiglu", [Pure]> {
+  let summary = "gated activation [M, 2I] -> [M, I], optional per-row scale";
+  let description = [{
+    Splits each row into gate (first I columns) and up (last I columns) and
+    returns `act(gate, up) * scale[m]` (see `GatedActivation`; `alpha` and
+    `limit` apply to `gptoss` only and default to 1.702 and 7). Computes in
+    f32.
+
+    ```mlir
+    %h = moe.swiglu silu %gu : (tensor<?x28672xbf16>) -> tensor<?x14336xbf16>
+    %h = moe.swiglu gptoss %gu scale %row_weights alpha 1.702 limit 7.0
+        : (tensor<?x5760xf32>, tensor<?xf32>) -> tensor<?x2880xf32>
+    ```
+  }];
+  let arguments = (ins MoE_FloatTensor:$input, Optional<MoE_F32Tensor>:$scale,
+                       MoE_GatedActivationAttr:$activation,
+                       OptionalAttr<F32Attr>:$alpha,
+                       OptionalAttr<F32Attr>:$limit);
+  let results = (outs MoE_FloatTensor:$result);
+  let assemblyFormat = [{
+    $activation $input (`scale` $scale^)? (`alpha` $alpha^)? (`limit` $limit^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    static constexpr float kGptOssAlpha = 1.702f;
+    static constexpr float kGptOssLimit = 7.0f;
+    float getAlphaOrDefault() { return getAlpha() ? getAlpha()->convertToFloat() : kGptOssAlpha; }
+    float getLimitOrDefault() { return getLimit() ? getLimit()->convertToFloat() : kGptOssLimit; }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// moe.unpermute
+//===----------------------------------------------------------------------===//
+
+def MoE_UnpermuteOp : MoE_Op<"unpermute", [Pure]> {
+  let summary = "combine expert rows back into tokens: weighted sum over k";
+  let description = [{
+    `result[t, :] = sum_j weights[t, j] * rows[slots[t, j], :]`, accumulated
+    in f32; without `weights` every weight is 1. Slots outside `[0, M)` (a
+    dropped id) contribute nothing.
+
+    ```mlir
+    %y = moe.unpermute %expert_out, %slots weights %w
+        : (tensor<?x4096xbf16>, tensor<?x2xi64>, tensor<?x2xf32>)
+        -> tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins MoE_FloatTensor:$rows, MoE_IndexTensor:$slots,
+                       Optional<MoE_F32Tensor>:$weights);
+  let results = (outs MoE_FloatTensor:$result);
+  let assemblyFormat = [{
+    $rows `,` $slots (`weights` $weights^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// moe.quantize / moe.dequantize
+//===----------------------------------------------------------------------===//
+
+def MoE_QuantizeOp : MoE_Op<"quantize", [Pure]> {
+  let summary = "block-scaled quantization to FP8 values and per-block scales";
+  let description = [{
+    Quantizes `input` with `encoding` (a `#moe.block_scaled`). For a block
+    with largest magnitude `amax`:
+
+    - MX (E8M0 scales), OCP MX v1.0 section 6.3: `scale = 2^clamp(
+      floor(log2(amax)) - emax_elem, -127, 127)` (emax_elem = 8 for e4m3,
+      15 for e5m2); an all-zero block gets the smallest scale 2^-127.
+    - f32 scales (DeepSeek style): `scale = amax / max_elem` (448 for e4m3,
+      57344 for e5m2); an all-zero block, or one whose scale underflows to
+      zero, gets scale 1.
+    - Values: `input / scale` rounded to nearest, ties to even, saturated to
+      the largest finite element value.
+    - NaN or infinity anywhere in a block: its scale is NaN (E8M0 0xFF) and
+      all its values are NaN (0x7F).
+
+    ```mlir
+    %q, %s = moe.quantize %x #moe.block_scaled<f8E4M3FN, [1, 32], f8E8M0FNU>
+        : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x128xf8E8M0FNU>
+    ```
+  }];
+  let arguments = (ins MoE_FloatTensor:$input,
+                       MoE_BlockScaledEncodingAttr:$encoding);
+  let results = (outs MoE_FP8Tensor:$values, MoE_ScaleTensor:$scales);
+  let assemblyFormat = [{
+    $input $encoding attr-dict `:` type($input) `->` type($values) `,` type($scales)
+  }];
+  let hasVerifier = 1;
+}
+
+def MoE_DequantizeOp : MoE_Op<"dequantize", [Pure]> {
+  let summary = "block-scaled FP8 values and scales back to floats";
+  let description = [{
+    `result = value * scale` per element, in f32, then rounded to the result
+    element type. A NaN scale makes its whole block NaN (OCP MX v1.0).
+
+    ```mlir
+    %x = moe.dequantize %q, %s #moe.block_scaled<f8E4M3FN, [128, 128], f32>
+        : tensor<8x256x512xf8E4M3FN>, tensor<8x2x4xf32> -> tensor<8x256x512xf32>
+    ```
+  }];
+  let arguments = (ins MoE_FP8Tensor:$values, MoE_ScaleTensor:$scales,
+                       MoE_BlockScaledEncodingAttr:$encoding);
+  let results = (outs MoE_FloatTensor:$result);
+  let assemblyFormat = [{
+    $values `,` $scales $encoding attr-dict `:` type($values) `,` type($scales)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// moe.expert_mlp (fused)
+//===----------------------------------------------------------------------===//
+
+def MoE_ExpertMLPOp : MoE_Op<"expert_mlp", [Pure, AttrSizedOperandSegments]> {
+  let summary = "fused expert MLP: gate-up matmul, gated activation, down "
+                "matmul, routing scale";
+  let description = [{
+    For rows grouped by expert (as `moe.permute` makes them):
+
+    ```
+    gu  = grouped_matmul(rows, gate_up_weights, offsets) (+ gate_up_bias)
+    h   = act(gu[:, :I], gu[:, I:])
+    out = (grouped_matmul(h, down_weights, offsets) (+ down_bias)) * row_scale
+    ```
+
+    `gate_up_weights` is `[E, 2I, H]` (gate rows, then up rows),
+    `down_weights` is `[E, H, I]`. The fusion passes produce this op so that
+    the `[M, 2I]` intermediate need not make a round trip through memory;
+    `--moe-expand-fused-ops` turns it back into its parts.
+
+    ```mlir
+    %o = moe.expert_mlp silu %rows, %offsets, %w13, %w2 scale %row_weights
+        : (tensor<?x4096xbf16>, tensor<9xi64>, tensor<8x28672x4096xbf16>,
+           tensor<8x4096x14336xbf16>, tensor<?xf32>) -> tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins MoE_FloatTensor:$rows, MoE_IndexTensor:$offsets,
+                       MoE_FloatTensor:$gate_up_weights,
+                       MoE_FloatTensor:$down_weights,
+                       Optional<MoE_FloatTensor>:$gate_up_bias,
+                       Optional<MoE_FloatTensor>:$down_bias,
+                       Optional<MoE_F32Tensor>:$row_scale,
+                       MoE_GatedActivationAttr:$activation,
+                       OptionalAttr<F32Attr>:$alpha,
+                       OptionalAttr<F32Attr>:$limit);
+  let results = (outs MoE_FloatTensor:$result);
+  let assemblyFormat = [{
+    $activation $rows `,` $offsets `,` $gate_up_weights `,` $down_weights
+    (`gate_up_bias` $gate_up_bias^)? (`down_bias` $down_bias^)?
+    (`scale` $row_scale^)? (`alpha` $alpha^)? (`limit` $limit^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // MOE_DIALECT_MOEOPS_TD

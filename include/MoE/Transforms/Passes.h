@@ -1,0 +1,25 @@
+//===- Passes.h - moe to moe rewrites ---------------------------*- C++ -*-===//
+
+#ifndef MOE_TRANSFORMS_PASSES_H
+#define MOE_TRANSFORMS_PASSES_H
+
+#include "MoE/Dialect/MoEDialect.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class RewritePatternSet;
+namespace moe {
+
+#define GEN_PASS_DECL
+#include "MoE/Transforms/Passes.h.inc"
+
+/// Patterns that rewrite fused moe ops (`moe.expert_mlp`) into basic ones.
+void populateExpandFusedOpsPatterns(RewritePatternSet &patterns);
+
+#define GEN_PASS_REGISTRATION
+#include "MoE/Transforms/Passes.h.inc"
+
+} // namespace moe
+} // namespace mlir
+
+#endif // MOE_TRANSFORMS_PASSES_H

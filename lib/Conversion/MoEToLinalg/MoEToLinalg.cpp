@@ -1,0 +1,1001 @@
+//===- MoEToLinalg.cpp - moe ops to linalg/tensor/scf/arith ----------------===//
+//
+// The executable reference semantics of the moe dialect. Every pattern works
+// on tensors with f32 arithmetic and supports a dynamic token count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FP8Codec.h"
+#include "MoE/Conversion/Passes.h"
+#include "MoE/Dialect/MoEDialect.h"
+#include "MoE/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_CONVERTMOETOLINALG
+#include "MoE/Conversion/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+namespace {
+
+using BodyFn = function_ref<SmallVector<Value>(ImplicitLocOpBuilder &,
+                                               ValueRange)>;
+
+/// Tensor-level building blocks shared by the lowerings.
+struct Emitter {
+  ImplicitLocOpBuilder &b;
+
+  Type f32() { return b.getF32Type(); }
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f32(double v) {
+    return arith::ConstantFloatOp::create(b, b.getF32Type(),
+                                          APFloat(static_cast<float>(v)));
+  }
+  Value intConst(Type type, int64_t v) {
+    return arith::ConstantIntOp::create(b, type, v);
+  }
+  OpFoldResult size(Value tensor, int64_t dim) {
+    return tensor::getMixedSize(b, b.getLoc(), tensor, dim);
+  }
+  Value sizeValue(Value tensor, int64_t dim) {
+    return getValueOrCreateConstantIndexOp(b, b.getLoc(), size(tensor, dim));
+  }
+  Value toIndex(Value v) {
+    return arith::IndexCastOp::create(b, b.getIndexType(), v);
+  }
+  Value fromIndex(Value v, Type type) {
+    return arith::IndexCastOp::create(b, type, v);
+  }
+  Value empty(ArrayRef<OpFoldResult> sizes, Type elementType) {
+    return tensor::EmptyOp::create(b, sizes, elementType);
+  }
+  Value filled(ArrayRef<OpFoldResult> sizes, Type elementType, Value scalar) {
+    return linalg::FillOp::create(b, scalar, empty(sizes, elementType))
+        .getResult(0);
+  }
+  Value extract(Value tensor, ValueRange indices) {
+    return tensor::ExtractOp::create(b, tensor, indices);
+  }
+  Value insert(Value scalar, Value tensor, ValueRange indices) {
+    return tensor::InsertOp::create(b, scalar, tensor, indices);
+  }
+
+  /// Scalar float -> f32 and back.
+  Value toF32(Value v) {
+    return v.getType() == f32() ? v : arith::ExtFOp::create(b, f32(), v);
+  }
+  Value fromF32(Value v, Type type) {
+    return type == f32() ? v : arith::TruncFOp::create(b, type, v);
+  }
+  Value sigmoid(Value x) {
+    Value e = math::ExpOp::create(b, arith::NegFOp::create(b, x));
+    return arith::DivFOp::create(b, f32(1.0), arith::AddFOp::create(b, f32(1.0), e));
+  }
+
+  /// `linalg.generic` over `numDims` loops; dims in `reductions` reduce.
+  SmallVector<Value> generic(int64_t numDims, ArrayRef<int64_t> reductions,
+                             ValueRange ins, ArrayRef<AffineMap> inMaps,
+                             ValueRange outs, ArrayRef<AffineMap> outMaps,
+                             BodyFn body) {
+    SmallVector<utils::IteratorType> iterators(numDims,
+                                               utils::IteratorType::parallel);
+    for (int64_t d : reductions)
+      iterators[d] = utils::IteratorType::reduction;
+    SmallVector<AffineMap> maps(inMaps);
+    llvm::append_range(maps, outMaps);
+    auto op = linalg::GenericOp::create(
+        b, ValueRange(outs).getTypes(), ins, outs, maps, iterators,
+        [&](OpBuilder &nested, Location loc, ValueRange args) {
+          ImplicitLocOpBuilder nb(loc, nested);
+          linalg::YieldOp::create(nb, body(nb, args));
+        });
+    return SmallVector<Value>(op.getResults());
+  }
+
+  /// Affine map over `numDims` loops selecting `dims`.
+  AffineMap map(int64_t numDims, ArrayRef<int64_t> dims) {
+    SmallVector<AffineExpr> exprs;
+    for (int64_t d : dims)
+      exprs.push_back(b.getAffineDimExpr(d));
+    return AffineMap::get(numDims, 0, exprs, b.getContext());
+  }
+  AffineMap identity(int64_t numDims) {
+    return AffineMap::getMultiDimIdentityMap(numDims, b.getContext());
+  }
+
+  /// Elementwise conversion of a float tensor to `elementType`.
+  Value convertElements(Value tensor, Type elementType) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    if (type.getElementType() == elementType)
+      return tensor;
+    int64_t rank = type.getRank();
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t d = 0; d < rank; ++d)
+      sizes.push_back(size(tensor, d));
+    return generic(rank, {}, tensor, identity(rank),
+                   empty(sizes, elementType), identity(rank),
+                   [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+                     Emitter e{nb};
+                     return SmallVector<Value>{
+                         e.fromF32(e.toF32(args[0]), elementType)};
+                   })[0];
+  }
+
+  /// Casts `tensor` to the (possibly more static) type the op declared.
+  Value castTo(Value tensor, Type type) {
+    return tensor.getType() == type ? tensor
+                                    : tensor::CastOp::create(b, type, tensor);
+  }
+
+  /// Reduces a [R, C] f32 tensor along C into [R].
+  Value reduceRows(Value x, Value init,
+                   function_ref<Value(ImplicitLocOpBuilder &, Value, Value)>
+                       combine) {
+    Value acc = filled({size(x, 0)}, f32(), init);
+    return generic(2, {1}, x, map(2, {0, 1}), acc, map(2, {0}),
+                   [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+                     return SmallVector<Value>{combine(nb, args[1], args[0])};
+                   })[0];
+  }
+
+  /// Row-wise softmax of a [R, C] f32 tensor.
+  Value softmaxRows(Value x) {
+    Value rowMax = reduceRows(
+        x, f32(-INFINITY), [](ImplicitLocOpBuilder &nb, Value acc, Value v) {
+          return arith::MaximumFOp::create(nb, acc, v).getResult();
+        });
+    Value exps = generic(2, {}, {x, rowMax}, {map(2, {0, 1}), map(2, {0})},
+                         empty({size(x, 0), size(x, 1)}, f32()),
+                         map(2, {0, 1}),
+                         [](ImplicitLocOpBuilder &nb, ValueRange args) {
+                           Value d = arith::SubFOp::create(nb, args[0], args[1]);
+                           return SmallVector<Value>{math::ExpOp::create(nb, d)};
+                         })[0];
+    Value sums = reduceRows(exps, f32(0.0), [](ImplicitLocOpBuilder &nb,
+                                               Value acc, Value v) {
+      return arith::AddFOp::create(nb, acc, v).getResult();
+    });
+    return divideRows(exps, sums, 0.0);
+  }
+
+  /// x[r, c] / (denominator[r] + epsilon).
+  Value divideRows(Value x, Value denominator, double epsilon) {
+    return generic(2, {}, {x, denominator}, {map(2, {0, 1}), map(2, {0})},
+                   empty({size(x, 0), size(x, 1)}, f32()), map(2, {0, 1}),
+                   [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+                     Emitter e{nb};
+                     Value d = args[1];
+                     if (epsilon != 0.0)
+                       d = arith::AddFOp::create(nb, d, e.f32(epsilon));
+                     return SmallVector<Value>{
+                         arith::DivFOp::create(nb, args[0], d)};
+                   })[0];
+  }
+
+  /// The row range [start, start + count) of expert `e`, with the offsets
+  /// clamped to [0, numRows] and made non-decreasing.
+  std::pair<Value, Value> expertRange(Value offsets, Value e, Value numRows) {
+    Value zero = index(0);
+    auto clamp = [&](Value v, Value lo) {
+      return arith::MinSIOp::create(b, arith::MaxSIOp::create(b, v, lo),
+                                    numRows)
+          .getResult();
+    };
+    Value start = clamp(toIndex(extract(offsets, e)), zero);
+    Value next = arith::AddIOp::create(b, e, index(1));
+    Value end = clamp(toIndex(extract(offsets, next)), start);
+    return {start, arith::SubIOp::create(b, end, start)};
+  }
+
+  /// `source[row, col]` as f32, or 0 where `row` is outside [0, numRows).
+  Value gatherOrZero(Value source, Value row, Value col, Value numRows) {
+    Value inRange = arith::AndIOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sge, row, index(0)),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::slt, row, numRows));
+    auto ifOp = scf::IfOp::create(
+        b, inRange,
+        [&](OpBuilder &nested, Location loc) {
+          ImplicitLocOpBuilder nb(loc, nested);
+          Emitter e{nb};
+          scf::YieldOp::create(nb, e.toF32(e.extract(source, {row, col})));
+        },
+        [&](OpBuilder &nested, Location loc) {
+          ImplicitLocOpBuilder nb(loc, nested);
+          scf::YieldOp::create(nb, Emitter{nb}.f32(0.0));
+        });
+    return ifOp.getResult(0);
+  }
+
+  /// One step of iterative top-k over [R, C] scores: the best column per row
+  /// among those `allowed` (may be null) and not yet `taken`, lowest column
+  /// on ties; -1 where none is left. Returns [R] i32.
+  Value argmaxStep(Value scores, Value allowed, Value taken) {
+    OpFoldResult rows = size(scores, 0);
+    Value best = filled({rows}, f32(), f32(-INFINITY));
+    Value bestIdx = filled({rows}, b.getI32Type(), intConst(b.getI32Type(), -1));
+    SmallVector<Value> ins{scores, taken};
+    SmallVector<AffineMap> inMaps{map(2, {0, 1}), map(2, {0, 1})};
+    if (allowed) {
+      ins.push_back(allowed);
+      inMaps.push_back(map(2, {0, 1}));
+    }
+    return generic(
+        2, {1}, ins, inMaps, {best, bestIdx}, {map(2, {0}), map(2, {0})},
+        [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Emitter e{nb};
+          Value v = args[0], isTaken = args[1];
+          Value cur = args[ins.size()], curIdx = args[ins.size() + 1];
+          Value candidate = arith::XOrIOp::create(
+              nb, isTaken, e.intConst(nb.getI1Type(), 1));
+          if (allowed)
+            candidate = arith::AndIOp::create(nb, candidate, args[2]);
+          Value none = arith::CmpIOp::create(nb, arith::CmpIPredicate::eq,
+                                             curIdx,
+                                             e.intConst(nb.getI32Type(), -1));
+          Value better =
+              arith::CmpFOp::create(nb, arith::CmpFPredicate::OGT, v, cur);
+          Value take = arith::AndIOp::create(
+              nb, candidate, arith::OrIOp::create(nb, none, better));
+          Value col = e.fromIndex(linalg::IndexOp::create(nb, 1),
+                                  nb.getI32Type());
+          return SmallVector<Value>{
+              arith::SelectOp::create(nb, take, v, cur),
+              arith::SelectOp::create(nb, take, col, curIdx)};
+        })[1];
+  }
+
+  /// taken[r, c] |= (c == chosen[r]).
+  Value markTaken(Value taken, Value chosen) {
+    return generic(2, {}, chosen, map(2, {0}), taken, map(2, {0, 1}),
+                   [](ImplicitLocOpBuilder &nb, ValueRange args) {
+                     Emitter e{nb};
+                     Value col = e.fromIndex(linalg::IndexOp::create(nb, 1),
+                                             nb.getI32Type());
+                     Value hit = arith::CmpIOp::create(
+                         nb, arith::CmpIPredicate::eq, col, args[0]);
+                     return SmallVector<Value>{
+                         arith::OrIOp::create(nb, args[1], hit)};
+                   })[0];
+  }
+
+  /// Iterative top-`k` over [R, C] scores: returns the [R] i32 column picked
+  /// at each step through `onPick(step, picked)` and the final taken mask.
+  Value topK(Value scores, Value allowed, int64_t k,
+             function_ref<void(int64_t, Value)> onPick) {
+    Value taken = filled({size(scores, 0), size(scores, 1)}, b.getI1Type(),
+                         intConst(b.getI1Type(), 0));
+    for (int64_t step = 0; step < k; ++step) {
+      Value picked = argmaxStep(scores, allowed, taken);
+      taken = markTaken(taken, picked);
+      if (onPick)
+        onPick(step, picked);
+    }
+    return taken;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// moe.route
+//===----------------------------------------------------------------------===//
+
+/// Group-limited routing: which experts lie in each token's best groups.
+static Value groupMask(Emitter &em, Value choice, int64_t numGroups,
+                       int64_t topGroups) {
+  ImplicitLocOpBuilder &b = em.b;
+  auto choiceType = cast<RankedTensorType>(choice.getType());
+  int64_t numExperts = choiceType.getDimSize(1);
+  int64_t groupSize = numExperts / numGroups;
+  OpFoldResult tokens = em.size(choice, 0);
+  SmallVector<ReassociationIndices> reassoc{{0}, {1, 2}};
+  auto groupedType = RankedTensorType::get(
+      {choiceType.getDimSize(0), numGroups, groupSize}, em.f32());
+  Value grouped = tensor::ExpandShapeOp::create(
+      b, groupedType, choice, reassoc,
+      ArrayRef<OpFoldResult>{tokens, b.getIndexAttr(numGroups),
+                             b.getIndexAttr(groupSize)});
+
+  // A group's score is the sum of its two best scores (DeepSeek-V3).
+  Value minusInf = em.f32(-INFINITY);
+  Value best1 = em.filled({tokens, b.getIndexAttr(numGroups)}, em.f32(), minusInf);
+  Value best2 = em.filled({tokens, b.getIndexAttr(numGroups)}, em.f32(), minusInf);
+  SmallVector<Value> bests = em.generic(
+      3, {2}, grouped, em.map(3, {0, 1, 2}), {best1, best2},
+      {em.map(3, {0, 1}), em.map(3, {0, 1})},
+      [](ImplicitLocOpBuilder &nb, ValueRange args) {
+        Value v = args[0], b1 = args[1], b2 = args[2];
+        Value gt1 = arith::CmpFOp::create(nb, arith::CmpFPredicate::OGT, v, b1);
+        Value gt2 = arith::CmpFOp::create(nb, arith::CmpFPredicate::OGT, v, b2);
+        Value newB2 = arith::SelectOp::create(
+            nb, gt1, b1, arith::SelectOp::create(nb, gt2, v, b2));
+        return SmallVector<Value>{arith::SelectOp::create(nb, gt1, v, b1),
+                                  newB2};
+      });
+  Value groupScores = bests[0];
+  if (groupSize >= 2)
+    groupScores = em.generic(
+        2, {}, {bests[0], bests[1]}, {em.map(2, {0, 1}), em.map(2, {0, 1})},
+        em.empty({tokens, b.getIndexAttr(numGroups)}, em.f32()),
+        em.map(2, {0, 1}), [](ImplicitLocOpBuilder &nb, ValueRange args) {
+          return SmallVector<Value>{
+              arith::AddFOp::create(nb, args[0], args[1])};
+        })[0];
+
+  Value chosenGroups = em.topK(groupScores, Value(), topGroups, {});
+  Value expertAllowed =
+      em.generic(3, {}, chosenGroups, em.map(3, {0, 1}),
+                 em.empty({tokens, b.getIndexAttr(numGroups),
+                           b.getIndexAttr(groupSize)},
+                          b.getI1Type()),
+                 em.map(3, {0, 1, 2}),
+                 [](ImplicitLocOpBuilder &, ValueRange args) {
+                   return SmallVector<Value>{args[0]};
+                 })[0];
+  return tensor::CollapseShapeOp::create(b, expertAllowed, reassoc);
+}
+
+/// Lowers `moe.route` to per-token softmax/sigmoid and an iterative top-k.
+struct RouteLowering : OpConversionPattern<RouteOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RouteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Emitter em{b};
+    Value logits = em.convertElements(adaptor.getLogits(), em.f32());
+    OpFoldResult tokens = em.size(logits, 0);
+    int64_t k = op.getTopK();
+    Routing routing = op.getRouting();
+
+    // Scores that become weights, and (possibly biased) scores that choose.
+    Value scores = logits;
+    if (routing == Routing::softmax_topk)
+      scores = em.softmaxRows(logits);
+    if (routing == Routing::sigmoid_topk)
+      scores = em.generic(2, {}, logits, em.map(2, {0, 1}),
+                          em.empty({tokens, em.size(logits, 1)}, em.f32()),
+                          em.map(2, {0, 1}),
+                          [](ImplicitLocOpBuilder &nb, ValueRange args) {
+                            return SmallVector<Value>{Emitter{nb}.sigmoid(args[0])};
+                          })[0];
+    Value choice = scores;
+    if (Value bias = adaptor.getCorrectionBias())
+      choice = em.generic(2, {}, {scores, bias},
+                          {em.map(2, {0, 1}), em.map(2, {1})},
+                          em.empty({tokens, em.size(logits, 1)}, em.f32()),
+                          em.map(2, {0, 1}),
+                          [](ImplicitLocOpBuilder &nb, ValueRange args) {
+                            return SmallVector<Value>{
+                                arith::AddFOp::create(nb, args[0], args[1])};
+                          })[0];
+    Value allowed;
+    if (op.getNumGroups())
+      allowed = groupMask(em, choice, *op.getNumGroups(), *op.getTopGroups());
+
+    Value ids = em.empty({tokens, b.getIndexAttr(k)}, b.getI32Type());
+    em.topK(choice, allowed, k, [&](int64_t step, Value picked) {
+      ids = tensor::InsertSliceOp::create(
+          b, picked, ids,
+          ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(step)},
+          ArrayRef<OpFoldResult>{tokens, b.getIndexAttr(1)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+    });
+
+    // Weights come from the unbiased scores of the chosen experts. An id of
+    // -1 (no candidate left, only with NaN scores) reads expert 0.
+    Value weights = em.generic(
+        2, {}, ids, em.map(2, {0, 1}),
+        em.empty({tokens, b.getIndexAttr(k)}, em.f32()), em.map(2, {0, 1}),
+        [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Emitter e{nb};
+          Value expert = arith::MaxSIOp::create(
+              nb, args[0], e.intConst(nb.getI32Type(), 0));
+          Value token = linalg::IndexOp::create(nb, 0);
+          return SmallVector<Value>{
+              e.extract(scores, {token, e.toIndex(expert)})};
+        })[0];
+    auto sumRows = [&](Value x) {
+      return em.reduceRows(x, em.f32(0.0),
+                           [](ImplicitLocOpBuilder &nb, Value acc, Value v) {
+                             return arith::AddFOp::create(nb, acc, v).getResult();
+                           });
+    };
+    if (routing == Routing::topk_softmax)
+      weights = em.softmaxRows(weights);
+    if (op.getRenormalize())
+      weights = em.divideRows(weights, sumRows(weights),
+                              routing == Routing::sigmoid_topk ? 1e-20 : 0.0);
+    if (std::optional<APFloat> scale = op.getScalingFactor()) {
+      double factor = scale->convertToDouble();
+      weights = em.generic(2, {}, ValueRange{}, {}, weights, em.map(2, {0, 1}),
+                           [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+                             return SmallVector<Value>{arith::MulFOp::create(
+                                 nb, args[0], Emitter{nb}.f32(factor))};
+                           })[0];
+    }
+    rewriter.replaceOp(op, {em.castTo(ids, op.getExpertIds().getType()),
+                            em.castTo(weights, op.getWeights().getType())});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// moe.permute
+//===----------------------------------------------------------------------===//
+
+/// Sizes of `type` with its dynamic dims taken from `dynamicSizes` in order.
+static SmallVector<OpFoldResult> mixedSizes(Builder &b, RankedTensorType type,
+                                            ArrayRef<Value> dynamicSizes) {
+  SmallVector<OpFoldResult> sizes;
+  unsigned next = 0;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (type.isDynamicDim(d))
+      sizes.push_back(dynamicSizes[next++]);
+    else
+      sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+  }
+  return sizes;
+}
+
+/// One (token, slot) pair of the flattened expert ids.
+struct RoutedPair {
+  Value token, slot, expert;
+  Value valid; // expert id in [0, E)
+};
+
+/// Lowers `moe.permute` to a counting sort in `scf.for` loops over the
+/// flattened (token, slot) pairs, then a gather of the token rows.
+struct PermuteLowering : OpConversionPattern<PermuteOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(PermuteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Emitter em{b};
+    Value tokens = adaptor.getTokens(), ids = adaptor.getExpertIds();
+    auto offsetsType = cast<RankedTensorType>(op.getOffsets().getType());
+    auto slotsType = cast<RankedTensorType>(op.getSlots().getType());
+    auto rowsType = cast<RankedTensorType>(op.getRows().getType());
+    Type offsetType = offsetsType.getElementType();
+    Type slotType = slotsType.getElementType();
+    int64_t numExperts = offsetsType.getDimSize(0) - 1;
+    int64_t padTo = op.getPadTo().value_or(1);
+
+    Value numTokens = em.sizeValue(tokens, 0);
+    Value k = em.sizeValue(ids, 1);
+    Value numPairs = arith::MulIOp::create(b, numTokens, k);
+    Value numRows = arith::AddIOp::create(
+        b, numPairs, em.index(numExperts * (padTo - 1)));
+    Value zero = em.index(0), one = em.index(1);
+    Value expertCount = em.index(numExperts);
+    Type i64 = b.getI64Type();
+
+    // Decodes pair i into (token, slot, expert, valid expert id).
+    auto decodePair = [&](Emitter &e, Value i) {
+      Value token = arith::DivUIOp::create(e.b, i, k);
+      Value slot = arith::RemUIOp::create(e.b, i, k);
+      Value expert = e.toIndex(e.extract(ids, {token, slot}));
+      Value valid = arith::AndIOp::create(
+          e.b,
+          arith::CmpIOp::create(e.b, arith::CmpIPredicate::sge, expert,
+                                e.index(0)),
+          arith::CmpIOp::create(e.b, arith::CmpIPredicate::slt, expert,
+                                expertCount));
+      return RoutedPair{token, slot, expert, valid};
+    };
+    // Emits `scf.if cond` yielding `thenFn()` or `elseValues`.
+    auto ifElse = [](ImplicitLocOpBuilder &ib, Value cond,
+                     function_ref<SmallVector<Value>(Emitter &)> thenFn,
+                     ValueRange elseValues) {
+      auto ifOp = scf::IfOp::create(
+          ib, cond,
+          [&](OpBuilder &nested, Location loc) {
+            ImplicitLocOpBuilder nb(loc, nested);
+            Emitter e{nb};
+            scf::YieldOp::create(nb, thenFn(e));
+          },
+          [&](OpBuilder &nested, Location loc) {
+            scf::YieldOp::create(nested, loc, elseValues);
+          });
+      return SmallVector<Value>(ifOp.getResults());
+    };
+
+    // 1. Rows per expert.
+    Value counts =
+        em.filled({b.getIndexAttr(numExperts)}, i64, em.intConst(i64, 0));
+    counts = scf::ForOp::create(
+                 b, zero, numPairs, one, ValueRange{counts},
+                 [&](OpBuilder &nested, Location loc, Value i,
+                     ValueRange iter) {
+                   ImplicitLocOpBuilder nb(loc, nested);
+                   Emitter e{nb};
+                   RoutedPair pair = decodePair(e, i);
+                   SmallVector<Value> next = ifElse(
+                       nb, pair.valid,
+                       [&](Emitter &t) {
+                         Value c = t.extract(iter[0], pair.expert);
+                         c = arith::AddIOp::create(t.b, c,
+                                                   t.intConst(i64, 1));
+                         return SmallVector<Value>{
+                             t.insert(c, iter[0], pair.expert)};
+                       },
+                       iter);
+                   scf::YieldOp::create(nb, next);
+                 })
+                 .getResult(0);
+
+    // 2. Exclusive scan of the (padded) counts.
+    Value offsets = em.filled({b.getIndexAttr(numExperts + 1)}, offsetType,
+                              em.intConst(offsetType, 0));
+    offsets =
+        scf::ForOp::create(
+            b, zero, expertCount, one, ValueRange{offsets, zero},
+            [&](OpBuilder &nested, Location loc, Value expert,
+                ValueRange iter) {
+              ImplicitLocOpBuilder nb(loc, nested);
+              Emitter e{nb};
+              Value count = e.toIndex(e.extract(counts, expert));
+              if (padTo > 1) {
+                Value pad = e.index(padTo);
+                count = arith::MulIOp::create(
+                    nb, arith::CeilDivUIOp::create(nb, count, pad), pad);
+              }
+              Value end = arith::AddIOp::create(nb, iter[1], count);
+              Value next = arith::AddIOp::create(nb, expert, e.index(1));
+              Value updated =
+                  e.insert(e.fromIndex(end, offsetType), iter[0], next);
+              scf::YieldOp::create(nb, ValueRange{updated, end});
+            })
+            .getResult(0);
+
+    // 3. Hand out rows in pair order: the slot map and its inverse.
+    SmallVector<OpFoldResult> rowSizes = mixedSizes(b, rowsType, {numRows});
+    Value rowToken = em.filled({rowSizes[0]}, i64, em.intConst(i64, -1));
+    Value cursor = tensor::ExtractSliceOp::create(
+        b, offsets, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(numExperts)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    Value slots = em.empty(mixedSizes(b, slotsType, {numTokens, k}), slotType);
+    auto assign = scf::ForOp::create(
+        b, zero, numPairs, one, ValueRange{cursor, rowToken, slots},
+        [&](OpBuilder &nested, Location loc, Value i, ValueRange iter) {
+          ImplicitLocOpBuilder nb(loc, nested);
+          Emitter e{nb};
+          RoutedPair pair = decodePair(e, i);
+          // The if yields the slot as a scalar so slots is updated once.
+          SmallVector<Value> next = ifElse(
+              nb, pair.valid,
+              [&](Emitter &t) {
+                Value row = t.toIndex(t.extract(iter[0], pair.expert));
+                Value bumped = arith::AddIOp::create(t.b, row, t.index(1));
+                return SmallVector<Value>{
+                    t.insert(t.fromIndex(bumped, offsetType), iter[0],
+                             pair.expert),
+                    t.insert(t.fromIndex(pair.token, i64), iter[1], row),
+                    t.fromIndex(row, slotType)};
+              },
+              ValueRange{iter[0], iter[1], e.intConst(slotType, -1)});
+          Value updatedSlots =
+              e.insert(next[2], iter[2], {pair.token, pair.slot});
+          scf::YieldOp::create(nb, ValueRange{next[0], next[1], updatedSlots});
+        });
+    rowToken = assign.getResult(1);
+    slots = assign.getResult(2);
+
+    // 4. Gather token rows; padding rows are zero.
+    Type elementType = rowsType.getElementType();
+    Value rows = em.generic(
+        2, {}, rowToken, em.map(2, {0}),
+        em.empty({rowSizes[0], em.size(tokens, 1)}, elementType),
+        em.map(2, {0, 1}), [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Emitter e{nb};
+          Value token = e.toIndex(args[0]);
+          Value col = linalg::IndexOp::create(nb, 1);
+          Value v = e.gatherOrZero(tokens, token, col, numTokens);
+          return SmallVector<Value>{e.fromF32(v, elementType)};
+        })[0];
+
+    rewriter.replaceOp(op, {em.castTo(rows, rowsType), offsets,
+                            em.castTo(slots, slotsType)});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// moe.grouped_matmul
+//===----------------------------------------------------------------------===//
+
+/// Lowers `moe.grouped_matmul` to a loop over experts, each a matmul on its
+/// dynamic row range inserted into an f32 accumulator.
+struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GroupedMatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Emitter em{b};
+    Value rows = adaptor.getRows(), weights = adaptor.getWeights();
+    Value offsets = adaptor.getOffsets(), bias = adaptor.getBias();
+    auto weightsType = cast<RankedTensorType>(weights.getType());
+    int64_t numExperts =
+        cast<RankedTensorType>(offsets.getType()).getDimSize(0) - 1;
+    OpFoldResult m = em.size(rows, 0), kSize = em.size(rows, 1),
+                 n = em.size(weights, 1);
+    Value numRows = em.sizeValue(rows, 0);
+    Value acc = em.filled({m, n}, em.f32(), em.f32(0.0));
+    auto one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
+
+    auto loop = scf::ForOp::create(
+        b, em.index(0), em.index(numExperts), em.index(1), ValueRange{acc},
+        [&](OpBuilder &nested, Location loc, Value expert, ValueRange iter) {
+          ImplicitLocOpBuilder nb(loc, nested);
+          Emitter e{nb};
+          auto [start, count] = e.expertRange(offsets, expert, numRows);
+          Value lhs = tensor::ExtractSliceOp::create(
+              nb, rows, ArrayRef<OpFoldResult>{start, zero},
+              ArrayRef<OpFoldResult>{count, kSize},
+              ArrayRef<OpFoldResult>{one, one});
+          auto expertWeightsType = RankedTensorType::get(
+              weightsType.getShape().drop_front(),
+              weightsType.getElementType());
+          Value rhs = tensor::ExtractSliceOp::create(
+              nb, expertWeightsType, weights,
+              ArrayRef<OpFoldResult>{expert, zero, zero},
+              ArrayRef<OpFoldResult>{one, n, kSize},
+              ArrayRef<OpFoldResult>{one, one, one});
+          Value tile = e.filled({count, n}, e.f32(), e.f32(0.0));
+          tile = e.generic(3, {2}, {lhs, rhs},
+                           {e.map(3, {0, 2}), e.map(3, {1, 2})}, tile,
+                           e.map(3, {0, 1}),
+                           [](ImplicitLocOpBuilder &bb, ValueRange args) {
+                             Emitter s{bb};
+                             Value p = arith::MulFOp::create(
+                                 bb, s.toF32(args[0]), s.toF32(args[1]));
+                             return SmallVector<Value>{
+                                 arith::AddFOp::create(bb, args[2], p)};
+                           })[0];
+          if (bias) {
+            auto biasType = cast<RankedTensorType>(bias.getType());
+            Value expertBias = tensor::ExtractSliceOp::create(
+                nb,
+                RankedTensorType::get({biasType.getDimSize(1)},
+                                      biasType.getElementType()),
+                bias, ArrayRef<OpFoldResult>{expert, zero},
+                ArrayRef<OpFoldResult>{one, n},
+                ArrayRef<OpFoldResult>{one, one});
+            tile = e.generic(2, {}, expertBias, e.map(2, {1}), tile,
+                             e.map(2, {0, 1}),
+                             [](ImplicitLocOpBuilder &bb, ValueRange args) {
+                               return SmallVector<Value>{arith::AddFOp::create(
+                                   bb, args[1], Emitter{bb}.toF32(args[0]))};
+                             })[0];
+          }
+          Value updated = tensor::InsertSliceOp::create(
+              nb, tile, iter[0], ArrayRef<OpFoldResult>{start, zero},
+              ArrayRef<OpFoldResult>{count, n},
+              ArrayRef<OpFoldResult>{one, one});
+          scf::YieldOp::create(nb, updated);
+        });
+    Value result = loop.getResult(0);
+    if (Value scale = adaptor.getRowScale())
+      result = em.generic(2, {}, scale, em.map(2, {0}), result,
+                          em.map(2, {0, 1}),
+                          [](ImplicitLocOpBuilder &bb, ValueRange args) {
+                            return SmallVector<Value>{
+                                arith::MulFOp::create(bb, args[1], args[0])};
+                          })[0];
+    auto resultType = cast<RankedTensorType>(op.getType());
+    result = em.convertElements(result, resultType.getElementType());
+    rewriter.replaceOp(op, em.castTo(result, resultType));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// moe.swiglu
+//===----------------------------------------------------------------------===//
+
+/// The gated activation on f32 scalars.
+static Value gatedActivation(Emitter &e, GatedActivation activation,
+                             Value gate, Value up, float alpha, float limit) {
+  ImplicitLocOpBuilder &b = e.b;
+  if (activation == GatedActivation::silu)
+    return arith::MulFOp::create(
+        b, arith::MulFOp::create(b, gate, e.sigmoid(gate)), up);
+  // GPT-OSS: gate clamped from above, up on both sides (NaN propagates).
+  Value g = arith::MinimumFOp::create(b, gate, e.f32(limit));
+  Value u = arith::MaximumFOp::create(
+      b, arith::MinimumFOp::create(b, up, e.f32(limit)), e.f32(-limit));
+  Value glu = arith::MulFOp::create(
+      b, g, e.sigmoid(arith::MulFOp::create(b, g, e.f32(alpha))));
+  return arith::MulFOp::create(
+      b, arith::AddFOp::create(b, u, e.f32(1.0)), glu);
+}
+
+/// Lowers `moe.swiglu` to one elementwise `linalg.generic` over the halves.
+struct SwiGLULowering : OpConversionPattern<SwiGLUOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SwiGLUOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Emitter em{b};
+    Value input = adaptor.getInput();
+    OpFoldResult m = em.size(input, 0);
+    Value width = arith::DivUIOp::create(b, em.sizeValue(input, 1),
+                                         em.index(2));
+    auto one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
+    auto half = [&](OpFoldResult col) {
+      return tensor::ExtractSliceOp::create(
+                 b, input, ArrayRef<OpFoldResult>{zero, col},
+                 ArrayRef<OpFoldResult>{m, width},
+                 ArrayRef<OpFoldResult>{one, one})
+          .getResult();
+    };
+    SmallVector<Value> ins{half(zero), half(width)};
+    SmallVector<AffineMap> maps{em.map(2, {0, 1}), em.map(2, {0, 1})};
+    if (Value scale = adaptor.getScale()) {
+      ins.push_back(scale);
+      maps.push_back(em.map(2, {0}));
+    }
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type elementType = resultType.getElementType();
+    GatedActivation activation = op.getActivation();
+    float alpha = op.getAlphaOrDefault(), limit = op.getLimitOrDefault();
+    Value result = em.generic(
+        2, {}, ins, maps, em.empty({m, width}, elementType), em.map(2, {0, 1}),
+        [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Emitter e{nb};
+          Value v = gatedActivation(e, activation, e.toF32(args[0]),
+                                    e.toF32(args[1]), alpha, limit);
+          if (ins.size() == 3)
+            v = arith::MulFOp::create(nb, v, args[2]);
+          return SmallVector<Value>{e.fromF32(v, elementType)};
+        })[0];
+    rewriter.replaceOp(op, em.castTo(result, resultType));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// moe.unpermute
+//===----------------------------------------------------------------------===//
+
+/// Lowers `moe.unpermute` to a gather-and-reduce `linalg.generic` over
+/// (token, hidden, slot).
+struct UnpermuteLowering : OpConversionPattern<UnpermuteOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(UnpermuteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Emitter em{b};
+    Value rows = adaptor.getRows(), slots = adaptor.getSlots();
+    Value weights = adaptor.getWeights();
+    Value numRows = em.sizeValue(rows, 0);
+    SmallVector<Value> ins{slots};
+    SmallVector<AffineMap> maps{em.map(3, {0, 2})};
+    if (weights) {
+      ins.push_back(weights);
+      maps.push_back(em.map(3, {0, 2}));
+    }
+    Value acc = em.filled({em.size(slots, 0), em.size(rows, 1)}, em.f32(),
+                          em.f32(0.0));
+    Value result = em.generic(
+        3, {2}, ins, maps, acc, em.map(3, {0, 1}),
+        [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Emitter e{nb};
+          Value row = e.toIndex(args[0]);
+          Value col = linalg::IndexOp::create(nb, 1);
+          Value v = e.gatherOrZero(rows, row, col, numRows);
+          if (weights)
+            v = arith::MulFOp::create(nb, v, args[1]);
+          return SmallVector<Value>{
+              arith::AddFOp::create(nb, args.back(), v)};
+        })[0];
+    auto resultType = cast<RankedTensorType>(op.getType());
+    result = em.convertElements(result, resultType.getElementType());
+    rewriter.replaceOp(op, em.castTo(result, resultType));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// moe.quantize / moe.dequantize
+//===----------------------------------------------------------------------===//
+
+/// A tensor viewed as [d0/b0, b0, d1/b1, b1, ...] so that blocks are loops.
+struct BlockedView {
+  SmallVector<ReassociationIndices> reassociation;
+  int64_t rank; // of the original tensor
+  /// Map from the 2*rank loops to the per-block (scale) indices.
+  AffineMap blockMap(Emitter &e) const {
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(2 * d);
+    return e.map(2 * rank, dims);
+  }
+};
+
+static std::pair<Value, BlockedView>
+expandToBlocks(Emitter &e, Value tensor, BlockScaledEncodingAttr encoding) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  BlockedView view{{}, type.getRank()};
+  SmallVector<int64_t> shape;
+  SmallVector<OpFoldResult> outputShape;
+  for (int64_t d = 0; d < view.rank; ++d) {
+    int64_t block = encoding.getBlockExtent(d, view.rank);
+    int64_t size = type.getDimSize(d);
+    view.reassociation.push_back({2 * d, 2 * d + 1});
+    if (ShapedType::isDynamic(size)) {
+      shape.append({ShapedType::kDynamic, 1});
+      outputShape.push_back(e.size(tensor, d));
+    } else {
+      shape.append({size / block, block});
+      outputShape.push_back(e.b.getIndexAttr(size / block));
+    }
+    outputShape.push_back(e.b.getIndexAttr(block));
+  }
+  auto expandedType = RankedTensorType::get(shape, type.getElementType());
+  Value expanded = tensor::ExpandShapeOp::create(
+      e.b, expandedType, tensor, view.reassociation, outputShape);
+  return {expanded, view};
+}
+
+static SmallVector<OpFoldResult> allSizes(Emitter &e, Value tensor) {
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d = 0, r = cast<RankedTensorType>(tensor.getType()).getRank();
+       d < r; ++d)
+    sizes.push_back(e.size(tensor, d));
+  return sizes;
+}
+
+/// Lowers `moe.quantize`: per-block amax, the scale, then the encoded values.
+struct QuantizeLowering : OpConversionPattern<QuantizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(QuantizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Emitter em{b};
+    BlockScaledEncodingAttr encoding = op.getEncoding();
+    Type fp8Type = encoding.getElement();
+    auto [blocked, view] = expandToBlocks(em, adaptor.getInput(), encoding);
+    int64_t loops = 2 * view.rank;
+    SmallVector<int64_t> blockDims;
+    for (int64_t d = 0; d < view.rank; ++d)
+      blockDims.push_back(2 * d + 1);
+
+    // Largest magnitude per block; NaN and infinity propagate into it.
+    SmallVector<OpFoldResult> scaleSizes;
+    for (int64_t d = 0; d < view.rank; ++d)
+      scaleSizes.push_back(em.size(blocked, 2 * d));
+    Value amax = em.filled(scaleSizes, em.f32(), em.f32(0.0));
+    amax = em.generic(loops, blockDims, blocked, em.identity(loops), amax,
+                      view.blockMap(em),
+                      [](ImplicitLocOpBuilder &nb, ValueRange args) {
+                        Value v = math::AbsFOp::create(
+                            nb, Emitter{nb}.toF32(args[0]));
+                        return SmallVector<Value>{
+                            arith::MaximumFOp::create(nb, args[1], v)};
+                      })[0];
+
+    // The stored scale and the f32 divisor it stands for.
+    Type scaleType = encoding.getScale();
+    int64_t rank = view.rank;
+    SmallVector<Value> scales = em.generic(
+        rank, {}, amax, em.identity(rank),
+        {em.empty(scaleSizes, scaleType), em.empty(scaleSizes, em.f32())},
+        {em.identity(rank), em.identity(rank)},
+        [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Emitter e{nb};
+          Value a = args[0];
+          if (encoding.isMX()) {
+            Value code = mxScaleCode(nb, a, fp8Type);
+            return SmallVector<Value>{
+                arith::BitcastOp::create(nb, scaleType, code),
+                decodeE8M0(nb, code)};
+          }
+          Value s = arith::DivFOp::create(nb, a, e.f32(getMaxFiniteFP8(fp8Type)));
+          Value isZero =
+              arith::CmpFOp::create(nb, arith::CmpFPredicate::OEQ, s, e.f32(0));
+          s = arith::SelectOp::create(nb, isZero, e.f32(1.0), s);
+          Value finite = arith::CmpFOp::create(nb, arith::CmpFPredicate::OLT,
+                                               a, e.f32(INFINITY));
+          s = arith::SelectOp::create(nb, finite, s, e.f32(std::nan("")));
+          return SmallVector<Value>{s, s};
+        });
+
+    Value values = em.generic(
+        loops, {}, {blocked, scales[1]}, {em.identity(loops), view.blockMap(em)},
+        em.empty(allSizes(em, blocked), fp8Type), em.identity(loops),
+        [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Emitter e{nb};
+          Value x = arith::DivFOp::create(nb, e.toF32(args[0]), args[1]);
+          return SmallVector<Value>{arith::BitcastOp::create(
+              nb, fp8Type, encodeFP8(nb, x, fp8Type))};
+        })[0];
+    values = tensor::CollapseShapeOp::create(b, values, view.reassociation);
+    rewriter.replaceOp(op, {em.castTo(values, op.getValues().getType()),
+                            em.castTo(scales[0], op.getScales().getType())});
+    return success();
+  }
+};
+
+/// Lowers `moe.dequantize` to one elementwise decode-and-scale.
+struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(DequantizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Emitter em{b};
+    BlockScaledEncodingAttr encoding = op.getEncoding();
+    Type fp8Type = encoding.getElement();
+    auto [blocked, view] = expandToBlocks(em, adaptor.getValues(), encoding);
+    int64_t loops = 2 * view.rank;
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type elementType = resultType.getElementType();
+    Value result = em.generic(
+        loops, {}, {blocked, adaptor.getScales()},
+        {em.identity(loops), view.blockMap(em)},
+        em.empty(allSizes(em, blocked), elementType), em.identity(loops),
+        [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Emitter e{nb};
+          Value code = arith::BitcastOp::create(nb, nb.getI8Type(), args[0]);
+          Value scale = args[1];
+          if (encoding.isMX())
+            scale = decodeE8M0(
+                nb, arith::BitcastOp::create(nb, nb.getI8Type(), scale));
+          Value v = arith::MulFOp::create(nb, decodeFP8(nb, code, fp8Type),
+                                          scale);
+          return SmallVector<Value>{e.fromF32(v, elementType)};
+        })[0];
+    result = tensor::CollapseShapeOp::create(b, result, view.reassociation);
+    rewriter.replaceOp(op, em.castTo(result, resultType));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Pass
+//===----------------------------------------------------------------------===//
+
+struct ConvertMoEToLinalgPass
+    : moe::impl::ConvertMoEToLinalgBase<ConvertMoEToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    ConversionTarget target(*context);
+    target.addIllegalDialect<MoEDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(context);
+    populateExpandFusedOpsPatterns(patterns);
+    populateMoEToLinalgPatterns(patterns);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::moe::populateMoEToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<RouteLowering, PermuteLowering, GroupedMatmulLowering,
+               SwiGLULowering, UnpermuteLowering, QuantizeLowering,
+               DequantizeLowering>(patterns.getContext());
+}

@@ -1,0 +1,449 @@
+//===- MoEOps.cpp - moe op verifiers ---------------------------------------===//
+
+#include "MoE/Dialect/MoEDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::moe;
+
+//===----------------------------------------------------------------------===//
+// Shape checks shared by the verifiers. Each names the operand it rejects.
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// One dimension of a named operand or result, for shape diagnostics.
+struct Dim {
+  StringRef name;
+  Value value;
+  int64_t dim;
+
+  int64_t size() const {
+    return cast<RankedTensorType>(value.getType()).getDimSize(dim);
+  }
+};
+} // namespace
+
+static RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+static LogicalResult checkRank(Operation *op, StringRef name, Value v,
+                               int64_t rank, StringRef layout) {
+  int64_t actual = tensorType(v).getRank();
+  if (actual == rank)
+    return success();
+  return op->emitOpError() << "'" << name << "' must have rank " << rank
+                           << " (" << layout << "), got rank " << actual;
+}
+
+/// Requires `a` and `b` to agree where both are static.
+static LogicalResult checkSameExtent(Operation *op, StringRef meaning, Dim a,
+                                     Dim b) {
+  int64_t sa = a.size(), sb = b.size();
+  if (ShapedType::isDynamic(sa) || ShapedType::isDynamic(sb) || sa == sb)
+    return success();
+  return op->emitOpError() << meaning << " of '" << a.name << "' (dim "
+                           << a.dim << " = " << sa << ") does not match '"
+                           << b.name << "' (dim " << b.dim << " = " << sb
+                           << ")";
+}
+
+/// Requires a dimension to have exactly `expected` entries where static.
+static LogicalResult checkExtent(Operation *op, StringRef meaning, Dim a,
+                                 int64_t expected, StringRef why) {
+  int64_t sa = a.size();
+  if (ShapedType::isDynamic(sa) || sa == expected)
+    return success();
+  return op->emitOpError() << meaning << " of '" << a.name << "' (dim "
+                           << a.dim << " = " << sa << ") must be " << expected
+                           << " (" << why << ")";
+}
+
+static LogicalResult checkStatic(Operation *op, StringRef meaning, Dim a) {
+  if (!ShapedType::isDynamic(a.size()))
+    return success();
+  return op->emitOpError() << meaning << " of '" << a.name << "' (dim "
+                           << a.dim << ") must be static";
+}
+
+/// Offsets are `[E + 1]`, statically sized: E is a model dimension.
+static FailureOr<int64_t> verifyOffsets(Operation *op, Value offsets) {
+  if (failed(checkRank(op, "offsets", offsets, 1, "[E+1]")) ||
+      failed(checkStatic(op, "expert count", {"offsets", offsets, 0})))
+    return failure();
+  int64_t size = tensorType(offsets).getDimSize(0);
+  if (size < 2)
+    return op->emitOpError()
+           << "'offsets' must have E+1 >= 2 entries, got " << size;
+  return size - 1;
+}
+
+static LogicalResult verifyActivationParams(Operation *op,
+                                            GatedActivation activation,
+                                            std::optional<APFloat> alpha,
+                                            std::optional<APFloat> limit) {
+  if (activation != GatedActivation::gptoss && (alpha || limit))
+    return op->emitOpError()
+           << "'alpha' and 'limit' apply to the gptoss activation only";
+  if (alpha && !alpha->isFiniteNonZero())
+    return op->emitOpError() << "'alpha' must be finite and non-zero";
+  if (limit && (!limit->isFiniteNonZero() || limit->isNegative()))
+    return op->emitOpError() << "'limit' must be finite and positive";
+  return success();
+}
+
+/// An optional per-row scale `[M]` (a routing weight per expert row).
+static LogicalResult verifyRowScale(Operation *op, Value scale, Value rows) {
+  if (!scale)
+    return success();
+  if (failed(checkRank(op, "row_scale", scale, 1, "[M]")))
+    return failure();
+  return checkSameExtent(op, "row count", {"row_scale", scale, 0},
+                         {"rows", rows, 0});
+}
+
+//===----------------------------------------------------------------------===//
+// RouteOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RouteOp::verify() {
+  Operation *op = getOperation();
+  Value logits = getLogits(), ids = getExpertIds(), weights = getWeights();
+  if (failed(checkRank(op, "logits", logits, 2, "[T, E]")) ||
+      failed(checkRank(op, "expert_ids", ids, 2, "[T, k]")) ||
+      failed(checkRank(op, "weights", weights, 2, "[T, k]")) ||
+      failed(checkStatic(op, "expert count", {"logits", logits, 1})))
+    return failure();
+  int64_t numExperts = tensorType(logits).getDimSize(1);
+  int64_t k = getTopK();
+  if (k < 1 || k > numExperts)
+    return emitOpError() << "'top' must be in [1, " << numExperts
+                         << "] (the expert count of 'logits'), got " << k;
+  if (failed(checkSameExtent(op, "token count", {"expert_ids", ids, 0},
+                             {"logits", logits, 0})) ||
+      failed(checkSameExtent(op, "token count", {"weights", weights, 0},
+                             {"logits", logits, 0})) ||
+      failed(checkExtent(op, "experts per token", {"expert_ids", ids, 1}, k,
+                         "the 'top' attribute")) ||
+      failed(checkExtent(op, "experts per token", {"weights", weights, 1}, k,
+                         "the 'top' attribute")))
+    return failure();
+
+  if (Value bias = getCorrectionBias()) {
+    if (getRouting() != Routing::sigmoid_topk)
+      return emitOpError() << "'correction_bias' is only defined for "
+                              "sigmoid_topk routing";
+    if (failed(checkRank(op, "correction_bias", bias, 1, "[E]")) ||
+        failed(checkExtent(op, "expert count", {"correction_bias", bias, 0},
+                           numExperts, "the expert count of 'logits'")))
+      return failure();
+  }
+
+  if (getNumGroups().has_value() != getTopGroups().has_value())
+    return emitOpError() << "'num_groups' and 'top_groups' must be given "
+                            "together";
+  if (getNumGroups()) {
+    if (getRouting() == Routing::topk_softmax)
+      return emitOpError() << "group-limited routing needs softmax_topk or "
+                              "sigmoid_topk scores";
+    int64_t groups = *getNumGroups(), topGroups = *getTopGroups();
+    if (groups < 1 || numExperts % groups != 0)
+      return emitOpError() << "'groups' (" << groups
+                           << ") must divide the expert count " << numExperts;
+    if (topGroups < 1 || topGroups > groups)
+      return emitOpError() << "'select' must be in [1, " << groups
+                           << "] groups, got " << topGroups;
+    int64_t reachable = topGroups * (numExperts / groups);
+    if (k > reachable)
+      return emitOpError() << "'top' (" << k << ") exceeds the " << reachable
+                           << " experts in the " << topGroups
+                           << " selected groups";
+  }
+
+  if (std::optional<APFloat> scale = getScalingFactor())
+    if (!scale->isFiniteNonZero() || scale->isNegative())
+      return emitOpError() << "'scale' must be finite and positive";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PermuteOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PermuteOp::verify() {
+  Operation *op = getOperation();
+  Value tokens = getTokens(), ids = getExpertIds(), rows = getRows(),
+        slots = getSlots();
+  if (failed(checkRank(op, "tokens", tokens, 2, "[T, H]")) ||
+      failed(checkRank(op, "expert_ids", ids, 2, "[T, k]")) ||
+      failed(checkRank(op, "rows", rows, 2, "[M, H]")) ||
+      failed(checkRank(op, "slots", slots, 2, "[T, k]")))
+    return failure();
+  FailureOr<int64_t> numExperts = verifyOffsets(op, getOffsets());
+  if (failed(numExperts))
+    return failure();
+  if (failed(checkSameExtent(op, "token count", {"expert_ids", ids, 0},
+                             {"tokens", tokens, 0})) ||
+      failed(checkSameExtent(op, "token count", {"slots", slots, 0},
+                             {"expert_ids", ids, 0})) ||
+      failed(checkSameExtent(op, "experts per token", {"slots", slots, 1},
+                             {"expert_ids", ids, 1})) ||
+      failed(checkSameExtent(op, "hidden size", {"rows", rows, 1},
+                             {"tokens", tokens, 1})))
+    return failure();
+  if (getElementTypeOrSelf(rows) != getElementTypeOrSelf(tokens))
+    return emitOpError() << "'rows' element type must match 'tokens'";
+
+  int64_t padTo = getPadTo().value_or(1);
+  if (padTo < 1)
+    return emitOpError() << "'pad_to' must be positive, got " << padTo;
+  int64_t numTokens = tensorType(tokens).getDimSize(0);
+  int64_t k = tensorType(ids).getDimSize(1);
+  int64_t numRows = tensorType(rows).getDimSize(0);
+  if (ShapedType::isDynamic(numTokens) || ShapedType::isDynamic(k)) {
+    if (!ShapedType::isDynamic(numRows))
+      return emitOpError() << "row count of 'rows' must be dynamic when the "
+                              "token count or k is dynamic";
+    return success();
+  }
+  int64_t expected = numTokens * k + *numExperts * (padTo - 1);
+  return checkExtent(op, "row count", {"rows", rows, 0}, expected,
+                     "T*k + E*(pad_to-1)");
+}
+
+//===----------------------------------------------------------------------===//
+// GroupedMatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GroupedMatmulOp::verify() {
+  Operation *op = getOperation();
+  Value rows = getRows(), weights = getWeights(), result = getResult();
+  if (failed(checkRank(op, "rows", rows, 2, "[M, K]")) ||
+      failed(checkRank(op, "weights", weights, 3, "[E, N, K]")) ||
+      failed(checkRank(op, "result", result, 2, "[M, N]")))
+    return failure();
+  FailureOr<int64_t> numExperts = verifyOffsets(op, getOffsets());
+  if (failed(numExperts) ||
+      failed(checkExtent(op, "expert count", {"weights", weights, 0},
+                         *numExperts, "the size of 'offsets' minus one")) ||
+      failed(checkSameExtent(op, "contraction size", {"rows", rows, 1},
+                             {"weights", weights, 2})) ||
+      failed(checkSameExtent(op, "row count", {"result", result, 0},
+                             {"rows", rows, 0})) ||
+      failed(checkSameExtent(op, "output size", {"result", result, 1},
+                             {"weights", weights, 1})))
+    return failure();
+  if (getElementTypeOrSelf(rows) != getElementTypeOrSelf(weights))
+    return emitOpError() << "'rows' and 'weights' must have the same element "
+                            "type";
+  if (Value bias = getBias())
+    if (failed(checkRank(op, "bias", bias, 2, "[E, N]")) ||
+        failed(checkExtent(op, "expert count", {"bias", bias, 0}, *numExperts,
+                           "the size of 'offsets' minus one")) ||
+        failed(checkSameExtent(op, "output size", {"bias", bias, 1},
+                               {"weights", weights, 1})))
+      return failure();
+  return verifyRowScale(op, getRowScale(), rows);
+}
+
+//===----------------------------------------------------------------------===//
+// SwiGLUOp
+//===----------------------------------------------------------------------===//
+
+/// Checks `[M, 2I] -> [M, I]` for a gated activation's input and output.
+static LogicalResult verifyGatedHalves(Operation *op, Dim gateUp, Dim out) {
+  int64_t twoI = gateUp.size(), width = out.size();
+  if (!ShapedType::isDynamic(twoI) && twoI % 2 != 0)
+    return op->emitOpError() << "'" << gateUp.name << "' dim " << gateUp.dim
+                             << " (" << twoI
+                             << ") must be even: gate columns, then up columns";
+  if (!ShapedType::isDynamic(twoI) && !ShapedType::isDynamic(width) &&
+      twoI != 2 * width)
+    return op->emitOpError()
+           << "'" << out.name << "' dim " << out.dim << " (" << width
+           << ") must be half of '" << gateUp.name << "' dim " << gateUp.dim
+           << " (" << twoI << ")";
+  return success();
+}
+
+LogicalResult SwiGLUOp::verify() {
+  Operation *op = getOperation();
+  Value input = getInput(), result = getResult();
+  if (failed(checkRank(op, "input", input, 2, "[M, 2I]")) ||
+      failed(checkRank(op, "result", result, 2, "[M, I]")) ||
+      failed(checkSameExtent(op, "row count", {"result", result, 0},
+                             {"input", input, 0})) ||
+      failed(verifyGatedHalves(op, {"input", input, 1},
+                               {"result", result, 1})) ||
+      failed(verifyActivationParams(op, getActivation(), getAlpha(),
+                                    getLimit())))
+    return failure();
+  if (Value scale = getScale())
+    if (failed(checkRank(op, "scale", scale, 1, "[M]")) ||
+        failed(checkSameExtent(op, "row count", {"scale", scale, 0},
+                               {"input", input, 0})))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// UnpermuteOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult UnpermuteOp::verify() {
+  Operation *op = getOperation();
+  Value rows = getRows(), slots = getSlots(), result = getResult();
+  if (failed(checkRank(op, "rows", rows, 2, "[M, H]")) ||
+      failed(checkRank(op, "slots", slots, 2, "[T, k]")) ||
+      failed(checkRank(op, "result", result, 2, "[T, H]")) ||
+      failed(checkSameExtent(op, "token count", {"result", result, 0},
+                             {"slots", slots, 0})) ||
+      failed(checkSameExtent(op, "hidden size", {"result", result, 1},
+                             {"rows", rows, 1})))
+    return failure();
+  if (Value weights = getWeights())
+    if (failed(checkRank(op, "weights", weights, 2, "[T, k]")) ||
+        failed(checkSameExtent(op, "token count", {"weights", weights, 0},
+                               {"slots", slots, 0})) ||
+        failed(checkSameExtent(op, "experts per token",
+                               {"weights", weights, 1}, {"slots", slots, 1})))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// QuantizeOp / DequantizeOp
+//===----------------------------------------------------------------------===//
+
+/// Checks that `values` and `scales` fit `encoding` for data of shape
+/// `values`: element and scale types, and one scale per block.
+static LogicalResult verifyBlockScaled(Operation *op,
+                                       BlockScaledEncodingAttr encoding,
+                                       Value values, Value scales) {
+  RankedTensorType valuesType = tensorType(values);
+  RankedTensorType scalesType = tensorType(scales);
+  int64_t rank = valuesType.getRank();
+  if (valuesType.getElementType() != encoding.getElement())
+    return op->emitOpError() << "'values' element type "
+                             << valuesType.getElementType()
+                             << " does not match the encoding's "
+                             << encoding.getElement();
+  if (scalesType.getElementType() != encoding.getScale())
+    return op->emitOpError() << "'scales' element type "
+                             << scalesType.getElementType()
+                             << " does not match the encoding's "
+                             << encoding.getScale();
+  if (static_cast<int64_t>(encoding.getBlock().size()) > rank)
+    return op->emitOpError() << "block shape of rank "
+                             << encoding.getBlock().size()
+                             << " does not fit 'values' of rank " << rank;
+  if (scalesType.getRank() != rank)
+    return op->emitOpError() << "'scales' must have rank " << rank
+                             << " (one scale per block), got rank "
+                             << scalesType.getRank();
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = valuesType.getDimSize(d);
+    int64_t block = encoding.getBlockExtent(d, rank);
+    int64_t scaleSize = scalesType.getDimSize(d);
+    if (ShapedType::isDynamic(size)) {
+      if (block != 1)
+        return op->emitOpError() << "dim " << d
+                                 << " of 'values' is dynamic, so its block "
+                                    "extent must be 1, got "
+                                 << block;
+      if (!ShapedType::isDynamic(scaleSize))
+        return op->emitOpError() << "dim " << d
+                                 << " of 'scales' must be dynamic like "
+                                    "'values'";
+      continue;
+    }
+    if (size % block != 0)
+      return op->emitOpError() << "block extent " << block
+                               << " does not divide dim " << d
+                               << " of 'values' (" << size << ")";
+    if (!ShapedType::isDynamic(scaleSize) && scaleSize != size / block)
+      return op->emitOpError()
+             << "dim " << d << " of 'scales' (" << scaleSize << ") must be "
+             << size / block << " (one scale per block of " << block << ")";
+  }
+  return success();
+}
+
+LogicalResult QuantizeOp::verify() {
+  if (tensorType(getInput()).getShape() != tensorType(getValues()).getShape())
+    return emitOpError() << "'values' must have the shape of 'input'";
+  return verifyBlockScaled(getOperation(), getEncoding(), getValues(),
+                           getScales());
+}
+
+LogicalResult DequantizeOp::verify() {
+  if (tensorType(getResult()).getShape() != tensorType(getValues()).getShape())
+    return emitOpError() << "'result' must have the shape of 'values'";
+  return verifyBlockScaled(getOperation(), getEncoding(), getValues(),
+                           getScales());
+}
+
+//===----------------------------------------------------------------------===//
+// ExpertMLPOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExpertMLPOp::verify() {
+  Operation *op = getOperation();
+  Value rows = getRows(), w13 = getGateUpWeights(), w2 = getDownWeights(),
+        result = getResult();
+  if (failed(checkRank(op, "rows", rows, 2, "[M, H]")) ||
+      failed(checkRank(op, "gate_up_weights", w13, 3, "[E, 2I, H]")) ||
+      failed(checkRank(op, "down_weights", w2, 3, "[E, H, I]")) ||
+      failed(checkRank(op, "result", result, 2, "[M, H]")))
+    return failure();
+  FailureOr<int64_t> numExperts = verifyOffsets(op, getOffsets());
+  if (failed(numExperts))
+    return failure();
+  StringRef why = "the size of 'offsets' minus one";
+  if (failed(checkExtent(op, "expert count", {"gate_up_weights", w13, 0},
+                         *numExperts, why)) ||
+      failed(checkExtent(op, "expert count", {"down_weights", w2, 0},
+                         *numExperts, why)) ||
+      failed(checkSameExtent(op, "hidden size", {"gate_up_weights", w13, 2},
+                             {"rows", rows, 1})) ||
+      failed(checkSameExtent(op, "hidden size", {"down_weights", w2, 1},
+                             {"rows", rows, 1})) ||
+      failed(verifyGatedHalves(op, {"gate_up_weights", w13, 1},
+                               {"down_weights", w2, 2})) ||
+      failed(checkSameExtent(op, "row count", {"result", result, 0},
+                             {"rows", rows, 0})) ||
+      failed(checkSameExtent(op, "hidden size", {"result", result, 1},
+                             {"rows", rows, 1})) ||
+      failed(verifyActivationParams(op, getActivation(), getAlpha(),
+                                    getLimit())))
+    return failure();
+  Type elementType = getElementTypeOrSelf(rows);
+  if (getElementTypeOrSelf(w13) != elementType ||
+      getElementTypeOrSelf(w2) != elementType)
+    return emitOpError() << "'gate_up_weights' and 'down_weights' must have "
+                            "the element type of 'rows'";
+  if (Value bias = getGateUpBias())
+    if (failed(checkRank(op, "gate_up_bias", bias, 2, "[E, 2I]")) ||
+        failed(checkExtent(op, "expert count", {"gate_up_bias", bias, 0},
+                           *numExperts, why)) ||
+        failed(checkSameExtent(op, "gate-up width", {"gate_up_bias", bias, 1},
+                               {"gate_up_weights", w13, 1})))
+      return failure();
+  if (Value bias = getDownBias())
+    if (failed(checkRank(op, "down_bias", bias, 2, "[E, H]")) ||
+        failed(checkExtent(op, "expert count", {"down_bias", bias, 0},
+                           *numExperts, why)) ||
+        failed(checkSameExtent(op, "hidden size", {"down_bias", bias, 1},
+                               {"rows", rows, 1})))
+      return failure();
+  return verifyRowScale(op, getRowScale(), rows);
+}
+
+#define GET_OP_CLASSES
+#include "MoE/Dialect/MoEOps.cpp.inc"

@@ -1,0 +1,62 @@
+//===- ExpandFusedOps.cpp - fused moe ops into their parts -----------------===//
+
+#include "MoE/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_MOEEXPANDFUSEDOPS
+#include "MoE/Transforms/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+namespace {
+
+/// Expands `moe.expert_mlp` into grouped_matmul -> swiglu -> grouped_matmul.
+struct ExpandExpertMLP : OpRewritePattern<ExpertMLPOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ExpertMLPOp op,
+                                PatternRewriter &rewriter) const override {
+    auto rowsType = cast<RankedTensorType>(op.getRows().getType());
+    auto gateUpType = cast<RankedTensorType>(op.getGateUpWeights().getType());
+    auto downType = cast<RankedTensorType>(op.getDownWeights().getType());
+    Type elementType = rowsType.getElementType();
+    int64_t numRows = rowsType.getDimSize(0);
+    auto gateUpResultType = RankedTensorType::get(
+        {numRows, gateUpType.getDimSize(1)}, elementType);
+    auto activationType =
+        RankedTensorType::get({numRows, downType.getDimSize(2)}, elementType);
+
+    Location loc = op.getLoc();
+    Value gateUp = GroupedMatmulOp::create(
+        rewriter, loc, gateUpResultType, op.getRows(), op.getGateUpWeights(),
+        op.getOffsets(), op.getGateUpBias(), /*row_scale=*/Value());
+    Value activated = SwiGLUOp::create(
+        rewriter, loc, activationType, gateUp, /*scale=*/Value(),
+        op.getActivationAttr(), op.getAlphaAttr(), op.getLimitAttr());
+    rewriter.replaceOpWithNewOp<GroupedMatmulOp>(
+        op, op.getType(), activated, op.getDownWeights(), op.getOffsets(),
+        op.getDownBias(), op.getRowScale());
+    return success();
+  }
+};
+
+struct MoEExpandFusedOpsPass
+    : moe::impl::MoEExpandFusedOpsBase<MoEExpandFusedOpsPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateExpandFusedOpsPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::moe::populateExpandFusedOpsPatterns(RewritePatternSet &patterns) {
+  patterns.add<ExpandExpertMLP>(patterns.getContext());
+}

@@ -1,0 +1,6 @@
+// Runs a small MoE layer (t1) on the CPU and compares it with the numpy
+// reference in test/lib/moe_ref.py at the tolerance layer_case.py states.
+// RUN: %python %testlib/layer_case.py gen t1 > %t.mlir
+// RUN: moe-opt %t.mlir --moe-cpu-reference-pipeline | %mlir-runner > %t.out
+// RUN: %python %testlib/layer_case.py check t1 %t.out | FileCheck %s
+// CHECK: PASS t1

@@ -1,0 +1,203 @@
+"""Executable layer tests: `gen CASE` writes an MLIR program that runs one
+small MoE layer on seeded random inputs and prints its output, routing ids
+and weights; `check CASE FILE` compares what mlir-runner printed with the
+numpy reference (moe_ref.py) at the case's stated tolerance."""
+import sys
+
+import numpy as np
+
+import moe_ref
+from mlir_data import bf16_round, literal, parse_memrefs, rel_l2, tensor_type
+
+# name: dict(T, H, I, E, k, routing, ...). Tolerances: f32 runs are compared
+# at 1e-5 relative L2 (printing keeps 6 digits); bf16 runs at 1e-2, the
+# numerics contract of design.md.
+CASES = {
+    "mixtral": dict(T=5, H=16, I=24, E=8, k=2, routing="softmax_topk", renormalize=True),
+    "qwen3": dict(T=9, H=8, I=12, E=16, k=4, routing="softmax_topk", renormalize=True),
+    "olmoe": dict(T=6, H=8, I=8, E=8, k=3, routing="softmax_topk"),
+    "deepseek": dict(T=7, H=12, I=8, E=16, k=4, routing="sigmoid_topk", bias=True,
+                     groups=4, top_groups=2, renormalize=True, scale=2.5),
+    "gptoss": dict(T=6, H=12, I=8, E=8, k=2, routing="topk_softmax", activation="gptoss",
+                   expert_bias=True, big=True),
+    "t1": dict(T=1, H=8, I=16, E=4, k=2, routing="softmax_topk", renormalize=True),
+    "k1": dict(T=6, H=8, I=8, E=4, k=1, routing="softmax_topk"),
+    "empty-expert": dict(T=8, H=8, I=8, E=6, k=2, routing="softmax_topk", renormalize=True,
+                         cold=[1, 4]),
+    "hot-expert": dict(T=8, H=8, I=8, E=6, k=1, routing="softmax_topk", hot=3, cold=[0]),
+    "padded": dict(T=5, H=8, I=8, E=4, k=2, routing="softmax_topk", renormalize=True,
+                   pad_to=4, cold=[2]),
+    "fused": dict(T=6, H=8, I=12, E=4, k=2, routing="softmax_topk", renormalize=True,
+                  fused=True, cold=[3]),
+    "fused-gptoss": dict(T=5, H=12, I=8, E=4, k=2, routing="topk_softmax",
+                         activation="gptoss", expert_bias=True, big=True, fused=True),
+    "bf16": dict(T=7, H=16, I=16, E=4, k=2, routing="softmax_topk", renormalize=True,
+                 dtype="bf16"),
+    "large-t": dict(T=300, H=8, I=8, E=8, k=2, routing="softmax_topk", renormalize=True),
+}
+
+
+def inputs(name):
+    c = CASES[name]
+    rng = np.random.default_rng(sum(map(ord, name)))
+    T, H, I, E = c["T"], c["H"], c["I"], c["E"]
+    # "big" inputs push GPT-OSS pre-activations past its clamp limit of 7.
+    amp = 3.0 if c.get("big") else 1.0
+    x = (rng.standard_normal((T, H)) * amp).astype(np.float32)
+    logits = rng.standard_normal((T, E)).astype(np.float32)
+    for e in c.get("cold", []):
+        logits[:, e] = -30.0
+    if "hot" in c:
+        logits[:, c["hot"]] += 30.0
+    w13 = (rng.standard_normal((E, 2 * I, H)) * amp / np.sqrt(H)).astype(np.float32)
+    w2 = (rng.standard_normal((E, H, I)) / np.sqrt(I)).astype(np.float32)
+    d = dict(x=x, logits=logits, w13=w13, w2=w2)
+    if c.get("expert_bias"):
+        d["b13"] = rng.standard_normal((E, 2 * I)).astype(np.float32)
+        d["b2"] = rng.standard_normal((E, H)).astype(np.float32)
+    if c.get("bias"):
+        d["bias"] = (rng.standard_normal(E) * 0.5).astype(np.float32)
+    if c.get("dtype") == "bf16":
+        for key in ("x", "w13", "w2"):
+            d[key] = bf16_round(d[key])
+    return d
+
+
+def route_kw(c, d):
+    return dict(routing=c["routing"], k=c["k"], bias=d.get("bias"), groups=c.get("groups"),
+                top_groups=c.get("top_groups"), renormalize=c.get("renormalize", False),
+                scale=c.get("scale"))
+
+
+def gen(name):
+    c, d = CASES[name], inputs(name)
+    T, H, I, E, k = c["T"], c["H"], c["I"], c["E"], c["k"]
+    dt = c.get("dtype", "f32")
+    act = c.get("activation", "silu")
+    ty = lambda shape, t=dt: tensor_type(shape, t)
+    args = [("x", ty([None, H])), ("logits", ty([None, E], "f32")), ("w13", ty([E, 2 * I, H])),
+            ("w2", ty([E, H, I]))]
+    if "b13" in d:
+        args += [("b13", ty([E, 2 * I], "f32")), ("b2", ty([E, H], "f32"))]
+    if "bias" in d:
+        args += [("bias", ty([E], "f32"))]
+    L = []
+    L.append("func.func private @printMemrefF32(tensor<*xf32>)")
+    L.append("func.func private @printMemrefI32(tensor<*xi32>)")
+    sig = ", ".join("%%%s: %s" % a for a in args)
+    ids_t, w_t = ty([None, k], "i32"), ty([None, k], "f32")
+    L.append("func.func @layer(%s) -> (%s, %s, %s) {" % (sig, ty([None, H], "f32"), ids_t, w_t))
+    route = "moe.route %s %%logits" % c["routing"]
+    route_types = [ty([None, E], "f32")]
+    if "bias" in d:
+        route += " bias %bias"
+        route_types.append(ty([E], "f32"))
+    route += " top %d" % k
+    if c.get("groups"):
+        route += " groups %d select %d" % (c["groups"], c["top_groups"])
+    if c.get("renormalize"):
+        route += " renormalize"
+    if c.get("scale"):
+        route += " scale %s" % c["scale"]
+    L.append("  %%ids, %%w = %s : (%s) -> (%s, %s)" % (route, ", ".join(route_types), ids_t, w_t))
+    pad = c.get("pad_to", 1)
+    pad_s = " pad_to %d" % pad if pad > 1 else ""
+    off_t, slot_t = ty([E + 1], "i64"), ty([None, k], "i64")
+    L.append("  %%rows, %%offsets, %%slots = moe.permute %%x, %%ids%s : (%s, %s) -> (%s, %s, %s)"
+             % (pad_s, ty([None, H]), ids_t, ty([None, H]), off_t, slot_t))
+    b13 = " bias %b13" if "b13" in d else ""
+    b2 = " bias %b2" if "b2" in d else ""
+    if c.get("fused"):
+        ops = "%rows, %offsets, %w13, %w2"
+        tys = [ty([None, H]), off_t, ty([E, 2 * I, H]), ty([E, H, I])]
+        if "b13" in d:
+            ops += " gate_up_bias %b13 down_bias %b2"
+            tys += [ty([E, 2 * I], "f32"), ty([E, H], "f32")]
+        L.append("  %%o = moe.expert_mlp %s %s : (%s) -> %s" % (act, ops, ", ".join(tys), ty([None, H])))
+    else:
+        tys = [ty([None, H]), ty([E, 2 * I, H]), off_t] + ([ty([E, 2 * I], "f32")] if b13 else [])
+        L.append("  %%gu = moe.grouped_matmul %%rows, %%w13, %%offsets%s : (%s) -> %s"
+                 % (b13, ", ".join(tys), ty([None, 2 * I])))
+        L.append("  %%h = moe.swiglu %s %%gu : (%s) -> %s" % (act, ty([None, 2 * I]), ty([None, I])))
+        tys = [ty([None, I]), ty([E, H, I]), off_t] + ([ty([E, H], "f32")] if b2 else [])
+        L.append("  %%o = moe.grouped_matmul %%h, %%w2, %%offsets%s : (%s) -> %s"
+                 % (b2, ", ".join(tys), ty([None, H])))
+    L.append("  %%y = moe.unpermute %%o, %%slots weights %%w : (%s, %s, %s) -> %s"
+             % (ty([None, H]), slot_t, w_t, ty([None, H], "f32")))
+    L.append("  return %%y, %%ids, %%w : %s, %s, %s" % (ty([None, H], "f32"), ids_t, w_t))
+    L.append("}")
+    L.append("func.func @main() {")
+    names = []
+    for a, t in args:
+        static = t.replace("?", str(T))
+        src = "f32" if a in ("logits", "b13", "b2", "bias") else dt
+        L.append("  %%%s_c = arith.constant %s : %s" % (a, literal(d[a], src), static))
+        if static != t:
+            L.append("  %%%s_d = tensor.cast %%%s_c : %s to %s" % (a, a, static, t))
+            names.append("%%%s_d" % a)
+        else:
+            names.append("%%%s_c" % a)
+    L.append("  %%y, %%ids, %%w = func.call @layer(%s) : (%s) -> (%s, %s, %s)"
+             % (", ".join(names), ", ".join(t for _, t in args), ty([None, H], "f32"), ids_t, w_t))
+    for v, t, fn in (("y", "f32", "F32"), ("ids", "i32", "I32"), ("w", "f32", "F32")):
+        src = {"y": ty([None, H], "f32"), "ids": ids_t, "w": w_t}[v]
+        L.append("  %%%s_u = tensor.cast %%%s : %s to tensor<*x%s>" % (v, v, src, t))
+        L.append("  call @printMemref%s(%%%s_u) : (tensor<*x%s>) -> ()" % (fn, v, t))
+    L.append("  return")
+    L.append("}")
+    print("\n".join(L))
+
+
+def check(name, path):
+    c, d = CASES[name], inputs(name)
+    T, k = c["T"], c["k"]
+    f64 = {key: v.astype(np.float64) for key, v in d.items()}
+    kw = route_kw(c, f64)
+    act = c.get("activation", "silu")
+    y_ref, ids_ref, w_ref = moe_ref.layer(f64["x"], f64["logits"], f64["w13"], f64["w2"], kw, act,
+                                          f64.get("b13"), f64.get("b2"), c.get("pad_to", 1))
+    y_loop = moe_ref.layer_loop(f64["x"], f64["logits"], f64["w13"], f64["w2"], kw, act,
+                                f64.get("b13"), f64.get("b2"))
+    assert rel_l2(y_loop, y_ref) < 1e-12, "the two numpy references disagree"
+    # The case must exercise what it is named for, or it could not fail.
+    if c.get("groups"):
+        ungrouped, _ = moe_ref.route(f64["logits"], **dict(kw, groups=None, top_groups=None))
+        assert not np.array_equal(np.sort(ungrouped, 1), np.sort(ids_ref, 1)), \
+            "group limiting changes no token's choice"
+    if act == "gptoss":
+        rows, offsets, _ = moe_ref.permute(f64["x"], ids_ref, c["E"])
+        gu = moe_ref.grouped_matmul(rows, f64["w13"], offsets, f64["b13"])
+        assert (gu[:, :c["I"]] > 7).any() and (np.abs(gu[:, c["I"]:]) > 7).any(), \
+            "inputs never reach the GPT-OSS clamp"
+    printed = parse_memrefs(open(path).read())
+    if len(printed) != 3:
+        sys.exit("FAIL %s: expected 3 printed tensors, got %d" % (name, len(printed)))
+    y, ids, w = printed[0], printed[1].reshape(T, k).astype(np.int64), printed[2].reshape(T, k)
+    tol = 1e-2 if c.get("dtype") == "bf16" else 1e-5
+    failures = []
+    err = rel_l2(y, y_ref)
+    if not err <= tol:
+        failures.append("layer output rel L2 %.3g > %.g" % (err, tol))
+    # Ids as sets per token (order among equals is not part of the contract).
+    if not np.array_equal(np.sort(ids, 1), np.sort(ids_ref, 1)):
+        failures.append("expert ids differ:\n%s\nvs reference\n%s" % (ids, ids_ref))
+    else:
+        werr = rel_l2(np.take_along_axis(w, np.argsort(ids, 1), 1),
+                      np.take_along_axis(w_ref, np.argsort(ids_ref, 1), 1))
+        if not werr <= 1e-5:
+            failures.append("routing weights rel L2 %.3g" % werr)
+    for cold in c.get("cold", []):
+        if (ids == cold).any():
+            failures.append("cold expert %d got tokens" % cold)
+    if failures:
+        sys.exit("FAIL %s: %s" % (name, "; ".join(failures)))
+    print("PASS %s: rel L2 %.3g (tolerance %.g)" % (name, err, tol))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "gen":
+        gen(sys.argv[2])
+    elif sys.argv[1] == "check":
+        check(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit("usage: layer_case.py gen|check CASE [FILE]")

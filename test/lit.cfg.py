@@ -1,0 +1,29 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "MOE"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.excludes = ["lib", "Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.moe_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.moe_tools_dir, append_path=True)
+
+runner_libs = ",".join(
+    os.path.join(config.mlir_lib_dir, lib)
+    for lib in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"))
+test_lib = os.path.join(config.test_source_root, "lib")
+config.substitutions.append(("%python", config.moe_python))
+config.substitutions.append(("%testlib", test_lib))
+config.substitutions.append(
+    ("%mlir-runner",
+     f"{os.path.join(config.llvm_tools_dir, 'mlir-runner')} -e main "
+     f"-entry-point-result=void -shared-libs={runner_libs}"))
+llvm_config.add_tool_substitutions(["moe-opt"], [config.moe_tools_dir])
+llvm_config.add_tool_substitutions(["FileCheck", "not", "count"], [config.llvm_tools_dir])
