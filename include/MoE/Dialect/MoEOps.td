@@ -215,7 +215,9 @@ def MoE_UnpermuteOp : MoE_Op<"unpermute", [Pure]> {
 def MoE_QuantizeOp : MoE_Op<"quantize", [Pure]> {
   let summary = "block-scaled quantization to FP8 values and per-block scales";
   let description = [{
-    Quantizes `input` with `encoding` (a `#moe.block_scaled`). For a block
+    Quantizes `input` with `encoding`, a `#moe.block_scaled` attribute
+    written in the op without its prefix: `to <element, [block], scale>`.
+    For a block
     with largest magnitude `amax`:
 
     - MX (E8M0 scales), OCP MX v1.0 section 6.3: `scale = 2^clamp(
@@ -230,7 +232,7 @@ def MoE_QuantizeOp : MoE_Op<"quantize", [Pure]> {
       all its values are NaN (0x7F).
 
     ```mlir
-    %q, %s = moe.quantize %x #moe.block_scaled<f8E4M3FN, [1, 32], f8E8M0FNU>
+    %q, %s = moe.quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU>
         : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x128xf8E8M0FNU>
     ```
   }];
@@ -238,7 +240,7 @@ def MoE_QuantizeOp : MoE_Op<"quantize", [Pure]> {
                        MoE_BlockScaledEncodingAttr:$encoding);
   let results = (outs MoE_FP8Tensor:$values, MoE_ScaleTensor:$scales);
   let assemblyFormat = [{
-    $input $encoding attr-dict `:` type($input) `->` type($values) `,` type($scales)
+    $input `to` $encoding attr-dict `:` type($input) `->` type($values) `,` type($scales)
   }];
   let hasVerifier = 1;
 }
@@ -250,7 +252,7 @@ def MoE_DequantizeOp : MoE_Op<"dequantize", [Pure]> {
     element type. A NaN scale makes its whole block NaN (OCP MX v1.0).
 
     ```mlir
-    %x = moe.dequantize %q, %s #moe.block_scaled<f8E4M3FN, [128, 128], f32>
+    %x = moe.dequantize %q, %s from <f8E4M3FN, [128, 128], f32>
         : tensor<8x256x512xf8E4M3FN>, tensor<8x2x4xf32> -> tensor<8x256x512xf32>
     ```
   }];
@@ -258,7 +260,7 @@ def MoE_DequantizeOp : MoE_Op<"dequantize", [Pure]> {
                        MoE_BlockScaledEncodingAttr:$encoding);
   let results = (outs MoE_FloatTensor:$result);
   let assemblyFormat = [{
-    $values `,` $scales $encoding attr-dict `:` type($values) `,` type($scales)
+    $values `,` $scales `from` $encoding attr-dict `:` type($values) `,` type($scales)
     `->` type($result)
   }];
   let hasVerifier = 1;

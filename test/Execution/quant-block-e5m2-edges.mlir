@@ -1,0 +1,6 @@
+// Quantizes and dequantizes the block-e5m2-edges inputs on the CPU; every code, scale and
+// dequantized value must be bit-identical to test/lib/moe_ref.py.
+// RUN: %python %testlib/quant_case.py gen block-e5m2-edges > %t.mlir
+// RUN: moe-opt %t.mlir --moe-cpu-reference-pipeline | %mlir-runner > %t.out
+// RUN: %python %testlib/quant_case.py check block-e5m2-edges %t.out | FileCheck %s
+// CHECK: PASS block-e5m2-edges
