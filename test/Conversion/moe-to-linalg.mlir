@@ -1,0 +1,132 @@
+// Pins the shape of the CPU reference lowering; the numbers it computes are
+// checked by the tests in test/Execution.
+// RUN: moe-opt %s --convert-moe-to-linalg --split-input-file | FileCheck %s
+
+// Softmax over experts, then k arg-max steps, each marking its choice taken.
+// CHECK-LABEL: func @route_softmax
+// CHECK-NOT: moe.
+// CHECK: math.exp
+// CHECK-COUNT-2: arith.cmpf ogt
+// CHECK: tensor.insert_slice {{.*}}[0, 1] [%{{.*}}, 1]
+// CHECK: arith.divf
+// CHECK: return
+func.func @route_softmax(%l: tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>) {
+  %i, %w = moe.route softmax_topk %l top 2 renormalize
+      : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return %i, %w : tensor<?x2xi32>, tensor<?x2xf32>
+}
+
+// -----
+
+// Group scores come from a [T, G, E/G] view of the biased sigmoid scores.
+// CHECK-LABEL: func @route_groups
+// CHECK: tensor.expand_shape {{.*}} into tensor<?x4x4xf32>
+// CHECK: tensor.collapse_shape {{.*}} into tensor<?x16xi1>
+// CHECK-NOT: moe.route
+func.func @route_groups(%l: tensor<?x16xf32>, %b: tensor<16xf32>) -> (tensor<?x4xi32>, tensor<?x4xf32>) {
+  %i, %w = moe.route sigmoid_topk %l bias %b top 4 groups 4 select 2 renormalize scale 2.5
+      : (tensor<?x16xf32>, tensor<16xf32>) -> (tensor<?x4xi32>, tensor<?x4xf32>)
+  return %i, %w : tensor<?x4xi32>, tensor<?x4xf32>
+}
+
+// -----
+
+// Counting sort: count, scan, hand out rows; then gather token rows.
+// CHECK-LABEL: func @permute
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: arith.ceildivui
+// CHECK: scf.for
+// CHECK: linalg.generic
+// CHECK-NOT: moe.permute
+func.func @permute(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>)
+    -> (tensor<?x16xf32>, tensor<9xi64>, tensor<?x2xi32>) {
+  %r, %o, %s = moe.permute %x, %ids pad_to 4
+      : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<?x2xi32>)
+  return %r, %o, %s : tensor<?x16xf32>, tensor<9xi64>, tensor<?x2xi32>
+}
+
+// -----
+
+// One matmul per expert on its clamped row range, accumulated in f32.
+// CHECK-LABEL: func @grouped_matmul
+// CHECK: scf.for %[[E:.*]] = %{{.*}} to %c4
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: tensor.extract_slice %{{.*}}[%[[E]], 0, 0] [1, 32, 16] [1, 1, 1] : tensor<4x32x16xbf16> to tensor<32x16xbf16>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: arith.extf
+// CHECK: tensor.insert_slice
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+func.func @grouped_matmul(%r: tensor<?x16xbf16>, %w: tensor<4x32x16xbf16>, %o: tensor<5xi32>,
+                          %b: tensor<4x32xf32>) -> tensor<?x32xbf16> {
+  %y = moe.grouped_matmul %r, %w, %o bias %b
+      : (tensor<?x16xbf16>, tensor<4x32x16xbf16>, tensor<5xi32>, tensor<4x32xf32>) -> tensor<?x32xbf16>
+  return %y : tensor<?x32xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func @swiglu_gptoss
+// CHECK: arith.minimumf
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK-NOT: moe.swiglu
+func.func @swiglu_gptoss(%g: tensor<?x32xf32>) -> tensor<?x16xf32> {
+  %h = moe.swiglu gptoss %g : (tensor<?x32xf32>) -> tensor<?x16xf32>
+  return %h : tensor<?x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @unpermute
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: scf.if
+// CHECK: tensor.extract
+func.func @unpermute(%r: tensor<?x16xf32>, %s: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> tensor<?x16xf32> {
+  %y = moe.unpermute %r, %s weights %w
+      : (tensor<?x16xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
+
+// -----
+
+// Blocks become loops of a [d0/b0, b0, d1/b1, b1] view.
+// CHECK-LABEL: func @quantize_mx
+// CHECK: tensor.expand_shape {{.*}} output_shape [%{{.*}}, 1, 2, 32] : tensor<?x64xf32> into tensor<?x1x2x32xf32>
+// CHECK: math.absf
+// CHECK: arith.bitcast {{.*}} : i8 to f8E8M0FNU
+// CHECK: math.roundeven
+// CHECK: arith.bitcast {{.*}} : i8 to f8E4M3FN
+// CHECK: tensor.collapse_shape
+func.func @quantize_mx(%x: tensor<?x64xf32>) -> (tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU>) {
+  %q, %s = moe.quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : tensor<?x64xf32> -> tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU>
+  return %q, %s : tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU>
+}
+
+// -----
+
+// CHECK-LABEL: func @dequantize_blocks
+// CHECK: tensor.expand_shape {{.*}} into tensor<2x128x2x128xf8E4M3FN>
+// CHECK: arith.bitcast {{.*}} : f8E4M3FN to i8
+// CHECK: arith.mulf
+// CHECK-NOT: moe.dequantize
+func.func @dequantize_blocks(%q: tensor<256x256xf8E4M3FN>, %s: tensor<2x2xf32>) -> tensor<256x256xbf16> {
+  %d = moe.dequantize %q, %s from <f8E4M3FN, [128, 128], f32>
+      : tensor<256x256xf8E4M3FN>, tensor<2x2xf32> -> tensor<256x256xbf16>
+  return %d : tensor<256x256xbf16>
+}
+
+// -----
+
+// Fused ops are expanded and lowered in the same pass.
+// CHECK-LABEL: func @expert_mlp
+// CHECK-NOT: moe.
+// CHECK-COUNT-2: scf.for
+func.func @expert_mlp(%rows: tensor<?x12xf32>, %offsets: tensor<5xi64>,
+                      %w13: tensor<4x16x12xf32>, %w2: tensor<4x12x8xf32>) -> tensor<?x12xf32> {
+  %y = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x8xf32>) -> tensor<?x12xf32>
+  return %y : tensor<?x12xf32>
+}

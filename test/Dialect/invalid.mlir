@@ -1,0 +1,730 @@
+// Every verifier error of the moe dialect, each naming what it rejects.
+// RUN: moe-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{block_scaled element type must be f8E4M3FN or f8E5M2, got 'bf16'}}
+func.func @f() attributes {e = #moe.block_scaled<bf16, [1, 32], f32>} { return }
+
+// -----
+
+// expected-error @+1 {{block_scaled scale type must be f8E8M0FNU (MX) or f32, got 'f16'}}
+func.func @f() attributes {e = #moe.block_scaled<f8E4M3FN, [1, 32], f16>} { return }
+
+// -----
+
+// expected-error @+2 {{expected integer value}}
+// expected-error @+1 {{failed to parse MoE_BlockScaledEncodingAttr parameter 'block'}}
+func.func @f() attributes {e = #moe.block_scaled<f8E4M3FN, [], f32>} { return }
+
+// -----
+
+// expected-error @+1 {{block_scaled block extents must be positive, got 0}}
+func.func @f() attributes {e = #moe.block_scaled<f8E4M3FN, [0, 128], f32>} { return }
+
+// -----
+
+// expected-error @+1 {{MX (f8E8M0FNU-scaled) encodings need blocks of 32 along the last dimension ([1, 32]), got [128, 128]}}
+func.func @f() attributes {e = #moe.block_scaled<f8E4M3FN, [128, 128], f8E8M0FNU>} { return }
+
+// -----
+
+func.func @f(%l: tensor<8xf32>) {
+  // expected-error @+1 {{'logits' must have rank 2 ([T, E]), got rank 1}}
+  %i, %w = moe.route softmax_topk %l top 2 : (tensor<8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'expert_ids' must have rank 2 ([T, k]), got rank 1}}
+  %i, %w = moe.route softmax_topk %l top 2 : (tensor<?x8xf32>) -> (tensor<2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'weights' must have rank 2 ([T, k]), got rank 3}}
+  %i, %w = moe.route softmax_topk %l top 2 : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2x1xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<4x?xf32>) {
+  // expected-error @+1 {{expert count of 'logits' (dim 1) must be static}}
+  %i, %w = moe.route softmax_topk %l top 2 : (tensor<4x?xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'top' must be in [1, 8] (the expert count of 'logits'), got 0}}
+  %i, %w = moe.route softmax_topk %l top 0 : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'top' must be in [1, 8] (the expert count of 'logits'), got 9}}
+  %i, %w = moe.route softmax_topk %l top 9 : (tensor<?x8xf32>) -> (tensor<?x9xi32>, tensor<?x9xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<4x8xf32>) {
+  // expected-error @+1 {{token count of 'expert_ids' (dim 0 = 5) does not match 'logits' (dim 0 = 4)}}
+  %i, %w = moe.route softmax_topk %l top 2 : (tensor<4x8xf32>) -> (tensor<5x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<4x8xf32>) {
+  // expected-error @+1 {{token count of 'weights' (dim 0 = 3) does not match 'logits' (dim 0 = 4)}}
+  %i, %w = moe.route softmax_topk %l top 2 : (tensor<4x8xf32>) -> (tensor<?x2xi32>, tensor<3x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{experts per token of 'expert_ids' (dim 1 = 3) must be 2 (the 'top' attribute)}}
+  %i, %w = moe.route softmax_topk %l top 2 : (tensor<?x8xf32>) -> (tensor<?x3xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{experts per token of 'weights' (dim 1 = 1) must be 2 (the 'top' attribute)}}
+  %i, %w = moe.route softmax_topk %l top 2 : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x1xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'correction_bias' is only defined for sigmoid_topk routing}}
+  %i, %w = moe.route softmax_topk %l bias %b top 2 : (tensor<?x8xf32>, tensor<8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %b: tensor<1x8xf32>) {
+  // expected-error @+1 {{'correction_bias' must have rank 1 ([E]), got rank 2}}
+  %i, %w = moe.route sigmoid_topk %l bias %b top 2 : (tensor<?x8xf32>, tensor<1x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %b: tensor<7xf32>) {
+  // expected-error @+1 {{expert count of 'correction_bias' (dim 0 = 7) must be 8 (the expert count of 'logits')}}
+  %i, %w = moe.route sigmoid_topk %l bias %b top 2 : (tensor<?x8xf32>, tensor<7xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'num_groups' and 'top_groups' must be given together}}
+  %i, %w = "moe.route"(%l) {routing = 2 : i32, top_k = 2 : i64, num_groups = 4 : i64} : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{group-limited routing needs softmax_topk or sigmoid_topk scores}}
+  %i, %w = moe.route topk_softmax %l top 2 groups 4 select 2 : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'groups' (3) must divide the expert count 8}}
+  %i, %w = moe.route sigmoid_topk %l top 2 groups 3 select 2 : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'groups' (0) must divide the expert count 8}}
+  %i, %w = moe.route sigmoid_topk %l top 2 groups 0 select 2 : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'select' must be in [1, 4] groups, got 5}}
+  %i, %w = moe.route sigmoid_topk %l top 2 groups 4 select 5 : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'top' (5) exceeds the 4 experts in the 2 selected groups}}
+  %i, %w = moe.route sigmoid_topk %l top 5 groups 4 select 2 : (tensor<?x8xf32>) -> (tensor<?x5xi32>, tensor<?x5xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'scale' must be finite and positive}}
+  %i, %w = moe.route sigmoid_topk %l top 2 scale -1.0 : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'scale' must be finite and positive}}
+  %i, %w = moe.route sigmoid_topk %l top 2 scale 0x7F800000 : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xi32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or bfloat16 type or 16-bit float values}}
+  %i, %w = moe.route softmax_topk %l top 2 : (tensor<?x8xi32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<16xf32>, %ids: tensor<?x2xi32>) {
+  // expected-error @+1 {{'tokens' must have rank 2 ([T, H]), got rank 1}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?xi32>) {
+  // expected-error @+1 {{'expert_ids' must have rank 2 ([T, k]), got rank 1}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x16xf32>, tensor<?xi32>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
+  // expected-error @+1 {{'rows' must have rank 2 ([M, H]), got rank 1}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?xf32>, tensor<9xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
+  // expected-error @+1 {{'slots' must have rank 2 ([T, k]), got rank 1}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<?xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
+  // expected-error @+1 {{'offsets' must have rank 1 ([E+1]), got rank 2}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<9x1xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
+  // expected-error @+1 {{expert count of 'offsets' (dim 0) must be static}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<?xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
+  // expected-error @+1 {{'offsets' must have E+1 >= 2 entries, got 1}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<1xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3x16xf32>, %ids: tensor<4x2xi32>) {
+  // expected-error @+1 {{token count of 'expert_ids' (dim 0 = 4) does not match 'tokens' (dim 0 = 3)}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<3x16xf32>, tensor<4x2xi32>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
+  // expected-error @+1 {{experts per token of 'slots' (dim 1 = 3) does not match 'expert_ids' (dim 1 = 2)}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<?x3xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
+  // expected-error @+1 {{hidden size of 'rows' (dim 1 = 15) does not match 'tokens' (dim 1 = 16)}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x15xf32>, tensor<9xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
+  // expected-error @+1 {{'rows' element type must match 'tokens'}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
+  // expected-error @+1 {{'pad_to' must be positive, got 0}}
+  %r, %o, %s = moe.permute %x, %ids pad_to 0 : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
+  // expected-error @+1 {{row count of 'rows' must be dynamic when the token count or k is dynamic}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<10x16xf32>, tensor<9xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<5x16xf32>, %ids: tensor<5x2xi32>) {
+  // expected-error @+1 {{row count of 'rows' (dim 0 = 10) must be 34 (T*k + E*(pad_to-1))}}
+  %r, %o, %s = moe.permute %x, %ids pad_to 4 : (tensor<5x16xf32>, tensor<5x2xi32>) -> (tensor<10x16xf32>, tensor<9xi64>, tensor<5x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi64>) {
+  // expected-error @+1 {{operand #1 must be ranked tensor of 32-bit signless integer values}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x16xf32>, tensor<?x2xi64>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %w: tensor<32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'weights' must have rank 3 ([E, N, K]), got rank 2}}
+  %y = moe.grouped_matmul %r, %w, %o : (tensor<?x16xf32>, tensor<32x16xf32>, tensor<5xi64>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'result' must have rank 2 ([M, N]), got rank 1}}
+  %y = moe.grouped_matmul %r, %w, %o : (tensor<?x16xf32>, tensor<4x32x16xf32>, tensor<5xi64>) -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<6xi64>) {
+  // expected-error @+1 {{expert count of 'weights' (dim 0 = 4) must be 5 (the size of 'offsets' minus one)}}
+  %y = moe.grouped_matmul %r, %w, %o : (tensor<?x16xf32>, tensor<4x32x16xf32>, tensor<6xi64>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x8xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{contraction size of 'rows' (dim 1 = 8) does not match 'weights' (dim 2 = 16)}}
+  %y = moe.grouped_matmul %r, %w, %o : (tensor<?x8xf32>, tensor<4x32x16xf32>, tensor<5xi64>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<7x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{row count of 'result' (dim 0 = 6) does not match 'rows' (dim 0 = 7)}}
+  %y = moe.grouped_matmul %r, %w, %o : (tensor<7x16xf32>, tensor<4x32x16xf32>, tensor<5xi64>) -> tensor<6x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{output size of 'result' (dim 1 = 31) does not match 'weights' (dim 1 = 32)}}
+  %y = moe.grouped_matmul %r, %w, %o : (tensor<?x16xf32>, tensor<4x32x16xf32>, tensor<5xi64>) -> tensor<?x31xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xbf16>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'rows' and 'weights' must have the same element type}}
+  %y = moe.grouped_matmul %r, %w, %o : (tensor<?x16xbf16>, tensor<4x32x16xf32>, tensor<5xi64>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>, %b: tensor<32xf32>) {
+  // expected-error @+1 {{'bias' must have rank 2 ([E, N]), got rank 1}}
+  %y = moe.grouped_matmul %r, %w, %o bias %b : (tensor<?x16xf32>, tensor<4x32x16xf32>, tensor<5xi64>, tensor<32xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>, %b: tensor<3x32xf32>) {
+  // expected-error @+1 {{expert count of 'bias' (dim 0 = 3) must be 4 (the size of 'offsets' minus one)}}
+  %y = moe.grouped_matmul %r, %w, %o bias %b : (tensor<?x16xf32>, tensor<4x32x16xf32>, tensor<5xi64>, tensor<3x32xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>, %b: tensor<4x16xf32>) {
+  // expected-error @+1 {{output size of 'bias' (dim 1 = 16) does not match 'weights' (dim 1 = 32)}}
+  %y = moe.grouped_matmul %r, %w, %o bias %b : (tensor<?x16xf32>, tensor<4x32x16xf32>, tensor<5xi64>, tensor<4x16xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<7x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>, %s: tensor<6xf32>) {
+  // expected-error @+1 {{row count of 'row_scale' (dim 0 = 6) does not match 'rows' (dim 0 = 7)}}
+  %y = moe.grouped_matmul %r, %w, %o scale %s : (tensor<7x16xf32>, tensor<4x32x16xf32>, tensor<5xi64>, tensor<6xf32>) -> tensor<7x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>, %s: tensor<?x1xf32>) {
+  // expected-error @+1 {{'row_scale' must have rank 1 ([M]), got rank 2}}
+  %y = moe.grouped_matmul %r, %w, %o scale %s : (tensor<?x16xf32>, tensor<4x32x16xf32>, tensor<5xi64>, tensor<?x1xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x31xf32>) {
+  // expected-error @+1 {{'input' dim 1 (31) must be even: gate columns, then up columns}}
+  %h = moe.swiglu silu %g : (tensor<?x31xf32>) -> tensor<?x15xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>) {
+  // expected-error @+1 {{'result' dim 1 (32) must be half of 'input' dim 1 (32)}}
+  %h = moe.swiglu silu %g : (tensor<?x32xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>) {
+  // expected-error @+1 {{'result' must have rank 2 ([M, I]), got rank 1}}
+  %h = moe.swiglu silu %g : (tensor<?x32xf32>) -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<4x32xf32>) {
+  // expected-error @+1 {{row count of 'result' (dim 0 = 5) does not match 'input' (dim 0 = 4)}}
+  %h = moe.swiglu silu %g : (tensor<4x32xf32>) -> tensor<5x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>) {
+  // expected-error @+1 {{'alpha' and 'limit' apply to the gptoss activation only}}
+  %h = moe.swiglu silu %g alpha 1.0 : (tensor<?x32xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>) {
+  // expected-error @+1 {{'limit' must be finite and positive}}
+  %h = moe.swiglu gptoss %g limit -7.0 : (tensor<?x32xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>) {
+  // expected-error @+1 {{'alpha' must be finite and non-zero}}
+  %h = moe.swiglu gptoss %g alpha 0.0 : (tensor<?x32xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<4x32xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{row count of 'scale' (dim 0 = 3) does not match 'input' (dim 0 = 4)}}
+  %h = moe.swiglu silu %g scale %s : (tensor<4x32xf32>, tensor<3xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<4x32xf32>, %s: tensor<4x1xf32>) {
+  // expected-error @+1 {{'scale' must have rank 1 ([M]), got rank 2}}
+  %h = moe.swiglu silu %g scale %s : (tensor<4x32xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %s: tensor<?xi64>) {
+  // expected-error @+1 {{'slots' must have rank 2 ([T, k]), got rank 1}}
+  %y = moe.unpermute %r, %s : (tensor<?x16xf32>, tensor<?xi64>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<16xf32>, %s: tensor<?x2xi64>) {
+  // expected-error @+1 {{'rows' must have rank 2 ([M, H]), got rank 1}}
+  %y = moe.unpermute %r, %s : (tensor<16xf32>, tensor<?x2xi64>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %s: tensor<4x2xi64>) {
+  // expected-error @+1 {{token count of 'result' (dim 0 = 5) does not match 'slots' (dim 0 = 4)}}
+  %y = moe.unpermute %r, %s : (tensor<?x16xf32>, tensor<4x2xi64>) -> tensor<5x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %s: tensor<?x2xi64>) {
+  // expected-error @+1 {{hidden size of 'result' (dim 1 = 8) does not match 'rows' (dim 1 = 16)}}
+  %y = moe.unpermute %r, %s : (tensor<?x16xf32>, tensor<?x2xi64>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %s: tensor<?x2xi64>, %w: tensor<?x3xf32>) {
+  // expected-error @+1 {{experts per token of 'weights' (dim 1 = 3) does not match 'slots' (dim 1 = 2)}}
+  %y = moe.unpermute %r, %s weights %w : (tensor<?x16xf32>, tensor<?x2xi64>, tensor<?x3xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %s: tensor<4x2xi64>, %w: tensor<3x2xf32>) {
+  // expected-error @+1 {{token count of 'weights' (dim 0 = 3) does not match 'slots' (dim 0 = 4)}}
+  %y = moe.unpermute %r, %s weights %w : (tensor<?x16xf32>, tensor<4x2xi64>, tensor<3x2xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %s: tensor<?x2xi64>, %w: tensor<?xf32>) {
+  // expected-error @+1 {{'weights' must have rank 2 ([T, k]), got rank 1}}
+  %y = moe.unpermute %r, %s weights %w : (tensor<?x16xf32>, tensor<?x2xi64>, tensor<?xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'values' must have the shape of 'input'}}
+  %q, %s = moe.quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<4x64xf32> -> tensor<4x32xf8E4M3FN>, tensor<4x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'values' element type 'f8E5M2' does not match the encoding's 'f8E4M3FN'}}
+  %q, %s = moe.quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<4x64xf32> -> tensor<4x64xf8E5M2>, tensor<4x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'scales' element type 'f32' does not match the encoding's 'f8E8M0FNU'}}
+  %q, %s = moe.quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<64xf32>) {
+  // expected-error @+1 {{block shape of rank 2 does not fit 'values' of rank 1}}
+  %q, %s = moe.quantize %x to <f8E4M3FN, [1, 128], f32> : tensor<64xf32> -> tensor<64xf8E4M3FN>, tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'scales' must have rank 2 (one scale per block), got rank 1}}
+  %q, %s = moe.quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<8xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x?xf32>) {
+  // expected-error @+1 {{dim 1 of 'values' is dynamic, so its block extent must be 1, got 32}}
+  %q, %s = moe.quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<4x?xf32> -> tensor<4x?xf8E4M3FN>, tensor<4x?xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{dim 0 of 'scales' must be dynamic like 'values'}}
+  %q, %s = moe.quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<?x64xf32> -> tensor<?x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x48xf32>) {
+  // expected-error @+1 {{block extent 32 does not divide dim 1 of 'values' (48)}}
+  %q, %s = moe.quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<4x48xf32> -> tensor<4x48xf8E4M3FN>, tensor<4x1xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{dim 1 of 'scales' (3) must be 2 (one scale per block of 32)}}
+  %q, %s = moe.quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<4x3xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<200x256xf32>) {
+  // expected-error @+1 {{block extent 128 does not divide dim 0 of 'values' (200)}}
+  %q, %s = moe.quantize %x to <f8E4M3FN, [128, 128], f32> : tensor<200x256xf32> -> tensor<200x256xf8E4M3FN>, tensor<1x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<4x64xf8E4M3FN>, %s: tensor<4x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'result' must have the shape of 'values'}}
+  %d = moe.dequantize %q, %s from <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU> -> tensor<4x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<4x64xf8E4M3FN>, %s: tensor<4x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'values' element type 'f8E4M3FN' does not match the encoding's 'f8E5M2'}}
+  %d = moe.dequantize %q, %s from <f8E5M2, [1, 32], f8E8M0FNU> : tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU> -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{result #0 must be ranked tensor of f8E4M3FN type or f8E5M2 type values}}
+  %q, %s = moe.quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<4x64xf32> -> tensor<4x64xi8>, tensor<4x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x12xf32>, %o: tensor<5xi64>, %a: tensor<16x12xf32>, %b: tensor<4x12x8xf32>) {
+  // expected-error @+1 {{'gate_up_weights' must have rank 3 ([E, 2I, H]), got rank 2}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b : (tensor<?x12xf32>, tensor<5xi64>, tensor<16x12xf32>, tensor<4x12x8xf32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x12xf32>, %o: tensor<5xi64>, %a: tensor<4x16x12xf32>, %b: tensor<3x12x8xf32>) {
+  // expected-error @+1 {{expert count of 'down_weights' (dim 0 = 3) must be 4 (the size of 'offsets' minus one)}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<3x12x8xf32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x12xf32>, %o: tensor<5xi64>, %a: tensor<4x16x10xf32>, %b: tensor<4x12x8xf32>) {
+  // expected-error @+1 {{hidden size of 'gate_up_weights' (dim 2 = 10) does not match 'rows' (dim 1 = 12)}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x10xf32>, tensor<4x12x8xf32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x12xf32>, %o: tensor<5xi64>, %a: tensor<4x16x12xf32>, %b: tensor<4x10x8xf32>) {
+  // expected-error @+1 {{hidden size of 'down_weights' (dim 1 = 10) does not match 'rows' (dim 1 = 12)}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x10x8xf32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x12xf32>, %o: tensor<5xi64>, %a: tensor<4x16x12xf32>, %b: tensor<4x12x6xf32>) {
+  // expected-error @+1 {{'down_weights' dim 2 (6) must be half of 'gate_up_weights' dim 1 (16)}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x6xf32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x12xf32>, %o: tensor<5xi64>, %a: tensor<4x16x12xf32>, %b: tensor<4x12x8xbf16>) {
+  // expected-error @+1 {{'gate_up_weights' and 'down_weights' must have the element type of 'rows'}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x8xbf16>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x12xf32>, %o: tensor<5xi64>, %a: tensor<4x16x12xf32>, %b: tensor<4x12x8xf32>, %c: tensor<4x12xf32>) {
+  // expected-error @+1 {{gate-up width of 'gate_up_bias' (dim 1 = 12) does not match 'gate_up_weights' (dim 1 = 16)}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b gate_up_bias %c : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x8xf32>, tensor<4x12xf32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x12xf32>, %o: tensor<5xi64>, %a: tensor<4x16x12xf32>, %b: tensor<4x12x8xf32>, %c: tensor<4x8xf32>) {
+  // expected-error @+1 {{hidden size of 'down_bias' (dim 1 = 8) does not match 'rows' (dim 1 = 12)}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b down_bias %c : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x8xf32>, tensor<4x8xf32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x12xf32>, %o: tensor<5xi64>, %a: tensor<4x16x12xf32>, %b: tensor<4x12x8xf32>) {
+  // expected-error @+1 {{hidden size of 'result' (dim 1 = 8) does not match 'rows' (dim 1 = 12)}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x12xf32>, %o: tensor<5xi64>, %a: tensor<4x16x12xf32>, %b: tensor<4x12x8xf32>) {
+  // expected-error @+1 {{'alpha' and 'limit' apply to the gptoss activation only}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b limit 3.0 : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x8xf32>) -> tensor<?x12xf32>
+  return
+}

@@ -1,0 +1,106 @@
+// Every moe op and attribute parses, verifies and prints back to a form that
+// parses again to the same thing.
+// RUN: moe-opt %s | moe-opt | FileCheck %s
+// RUN: moe-opt %s --mlir-print-op-generic | moe-opt | FileCheck %s
+
+// CHECK-LABEL: func @mixtral_layer
+func.func @mixtral_layer(%x: tensor<?x64xbf16>, %logits: tensor<?x8xf32>,
+                         %w13: tensor<8x256x64xbf16>, %w2: tensor<8x64x128xbf16>)
+    -> tensor<?x64xbf16> {
+  // CHECK: moe.route softmax_topk %{{.*}} top 2 renormalize : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %ids, %w = moe.route softmax_topk %logits top 2 renormalize
+      : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  // CHECK: moe.permute %{{.*}}, %{{.*}} : (tensor<?x64xbf16>, tensor<?x2xi32>) -> (tensor<?x64xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x64xbf16>, tensor<?x2xi32>)
+      -> (tensor<?x64xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  // CHECK: moe.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x64xbf16>, tensor<8x256x64xbf16>, tensor<9xi64>) -> tensor<?x256xbf16>
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x64xbf16>, tensor<8x256x64xbf16>, tensor<9xi64>) -> tensor<?x256xbf16>
+  // CHECK: moe.swiglu silu %{{.*}} : (tensor<?x256xbf16>) -> tensor<?x128xbf16>
+  %h = moe.swiglu silu %gu : (tensor<?x256xbf16>) -> tensor<?x128xbf16>
+  %o = moe.grouped_matmul %h, %w2, %offsets
+      : (tensor<?x128xbf16>, tensor<8x64x128xbf16>, tensor<9xi64>) -> tensor<?x64xbf16>
+  // CHECK: moe.unpermute %{{.*}}, %{{.*}} weights %{{.*}} : (tensor<?x64xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x64xbf16>
+  %y = moe.unpermute %o, %slots weights %w
+      : (tensor<?x64xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+
+// CHECK-LABEL: func @deepseek_route
+func.func @deepseek_route(%logits: tensor<?x256xf32>, %bias: tensor<256xf32>)
+    -> (tensor<?x8xi32>, tensor<?x8xf32>) {
+  // CHECK: moe.route sigmoid_topk %{{.*}} bias %{{.*}} top 8 groups 8 select 4 renormalize scale 2.500000e+00
+  %ids, %w = moe.route sigmoid_topk %logits bias %bias top 8 groups 8 select 4
+      renormalize scale 2.5
+      : (tensor<?x256xf32>, tensor<256xf32>) -> (tensor<?x8xi32>, tensor<?x8xf32>)
+  return %ids, %w : tensor<?x8xi32>, tensor<?x8xf32>
+}
+
+// CHECK-LABEL: func @gptoss_parts
+func.func @gptoss_parts(%logits: tensor<3x16xbf16>, %rows: tensor<?x24xf32>,
+                        %w13: tensor<16x32x24xf32>, %offsets: tensor<17xi32>,
+                        %b13: tensor<16x32xf32>, %scale: tensor<?xf32>)
+    -> (tensor<3x4xi32>, tensor<?x16xf32>) {
+  // CHECK: moe.route topk_softmax %{{.*}} top 4 :
+  %ids, %w = moe.route topk_softmax %logits top 4
+      : (tensor<3x16xbf16>) -> (tensor<3x4xi32>, tensor<3x4xf32>)
+  // CHECK: moe.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}} bias %{{.*}} scale %{{.*}} :
+  %gu = moe.grouped_matmul %rows, %w13, %offsets bias %b13 scale %scale
+      : (tensor<?x24xf32>, tensor<16x32x24xf32>, tensor<17xi32>, tensor<16x32xf32>,
+         tensor<?xf32>) -> tensor<?x32xf32>
+  // CHECK: moe.swiglu gptoss %{{.*}} scale %{{.*}} alpha 1.702000e+00 limit 7.000000e+00
+  %h = moe.swiglu gptoss %gu scale %scale alpha 1.702 limit 7.0
+      : (tensor<?x32xf32>, tensor<?xf32>) -> tensor<?x16xf32>
+  return %ids, %h : tensor<3x4xi32>, tensor<?x16xf32>
+}
+
+// CHECK-LABEL: func @padded_permute
+func.func @padded_permute(%x: tensor<5x8xf32>, %ids: tensor<5x2xi32>)
+    -> (tensor<22x8xf32>, tensor<5xi32>, tensor<5x2xi32>) {
+  // CHECK: moe.permute %{{.*}}, %{{.*}} pad_to 4 :
+  %rows, %offsets, %slots = moe.permute %x, %ids pad_to 4
+      : (tensor<5x8xf32>, tensor<5x2xi32>) -> (tensor<22x8xf32>, tensor<5xi32>, tensor<5x2xi32>)
+  return %rows, %offsets, %slots : tensor<22x8xf32>, tensor<5xi32>, tensor<5x2xi32>
+}
+
+// CHECK-LABEL: func @expert_mlp
+func.func @expert_mlp(%rows: tensor<?x12xf32>, %offsets: tensor<5xi64>,
+                      %w13: tensor<4x16x12xf32>, %w2: tensor<4x12x8xf32>,
+                      %b13: tensor<4x16xf32>, %b2: tensor<4x12xf32>,
+                      %s: tensor<?xf32>) -> (tensor<?x12xf32>, tensor<?x12xf32>) {
+  // CHECK: moe.expert_mlp silu %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} :
+  %a = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x8xf32>)
+      -> tensor<?x12xf32>
+  // CHECK: moe.expert_mlp gptoss %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} gate_up_bias %{{.*}} down_bias %{{.*}} scale %{{.*}} limit 5.000000e+00 :
+  %b = moe.expert_mlp gptoss %rows, %offsets, %w13, %w2 gate_up_bias %b13
+      down_bias %b2 scale %s limit 5.0
+      : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x8xf32>,
+         tensor<4x16xf32>, tensor<4x12xf32>, tensor<?xf32>) -> tensor<?x12xf32>
+  return %a, %b : tensor<?x12xf32>, tensor<?x12xf32>
+}
+
+// CHECK-LABEL: func @quantization
+func.func @quantization(%x: tensor<?x64xbf16>, %w: tensor<2x256x128xf32>)
+    -> (tensor<?x64xf32>, tensor<2x256x128xbf16>) {
+  // CHECK: moe.quantize %{{.*}} to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU>
+  %q, %s = moe.quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU>
+  // CHECK: moe.dequantize %{{.*}}, %{{.*}} from <f8E4M3FN, [1, 32], f8E8M0FNU>
+  %d = moe.dequantize %q, %s from <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU> -> tensor<?x64xf32>
+  // CHECK: moe.quantize %{{.*}} to <f8E5M2, [128, 128], f32>
+  %wq, %ws = moe.quantize %w to <f8E5M2, [128, 128], f32>
+      : tensor<2x256x128xf32> -> tensor<2x256x128xf8E5M2>, tensor<2x2x1xf32>
+  %wd = moe.dequantize %wq, %ws from <f8E5M2, [128, 128], f32>
+      : tensor<2x256x128xf8E5M2>, tensor<2x2x1xf32> -> tensor<2x256x128xbf16>
+  return %d, %wd : tensor<?x64xf32>, tensor<2x256x128xbf16>
+}
+
+// CHECK-LABEL: func @encoding_attribute
+// CHECK-SAME: moe.encoding = #moe.block_scaled<f8E4M3FN, [128, 128], f32>
+func.func @encoding_attribute() attributes {
+    moe.encoding = #moe.block_scaled<f8E4M3FN, [128, 128], f32>} {
+  return
+}

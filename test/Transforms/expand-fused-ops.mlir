@@ -1,0 +1,35 @@
+// RUN: moe-opt %s --moe-expand-fused-ops --split-input-file | FileCheck %s
+
+// CHECK-LABEL: func @silu
+// CHECK-SAME: (%[[ROWS:.*]]: tensor<?x12xbf16>, %[[OFF:.*]]: tensor<5xi64>, %[[W13:.*]]: tensor<4x16x12xbf16>, %[[W2:.*]]: tensor<4x12x8xbf16>)
+// CHECK: %[[GU:.*]] = moe.grouped_matmul %[[ROWS]], %[[W13]], %[[OFF]] : {{.*}} -> tensor<?x16xbf16>
+// CHECK: %[[H:.*]] = moe.swiglu silu %[[GU]] : (tensor<?x16xbf16>) -> tensor<?x8xbf16>
+// CHECK: %[[Y:.*]] = moe.grouped_matmul %[[H]], %[[W2]], %[[OFF]] : {{.*}} -> tensor<?x12xbf16>
+// CHECK-NOT: moe.expert_mlp
+// CHECK: return %[[Y]]
+func.func @silu(%rows: tensor<?x12xbf16>, %offsets: tensor<5xi64>,
+                %w13: tensor<4x16x12xbf16>, %w2: tensor<4x12x8xbf16>) -> tensor<?x12xbf16> {
+  %y = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x12xbf16>, tensor<5xi64>, tensor<4x16x12xbf16>, tensor<4x12x8xbf16>)
+      -> tensor<?x12xbf16>
+  return %y : tensor<?x12xbf16>
+}
+
+// -----
+
+// The routing scale goes to the down projection's epilogue, after its bias.
+// CHECK-LABEL: func @gptoss
+// CHECK-SAME: %[[B13:[a-z0-9]+]]: tensor<4x16xf32>, %[[B2:[a-z0-9]+]]: tensor<4x12xf32>, %[[S:[a-z0-9]+]]: tensor<?xf32>
+// CHECK: %[[GU:.*]] = moe.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}} bias %[[B13]] :
+// CHECK: %[[H:.*]] = moe.swiglu gptoss %[[GU]] alpha 1.500000e+00 limit 5.000000e+00 :
+// CHECK: moe.grouped_matmul %[[H]], %{{.*}}, %{{.*}} bias %[[B2]] scale %[[S]] :
+func.func @gptoss(%rows: tensor<?x12xf32>, %offsets: tensor<5xi64>,
+                  %w13: tensor<4x16x12xf32>, %w2: tensor<4x12x8xf32>,
+                  %b13: tensor<4x16xf32>, %b2: tensor<4x12xf32>, %s: tensor<?xf32>)
+    -> tensor<?x12xf32> {
+  %y = moe.expert_mlp gptoss %rows, %offsets, %w13, %w2 gate_up_bias %b13
+      down_bias %b2 scale %s alpha 1.5 limit 5.0
+      : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x8xf32>,
+         tensor<4x16xf32>, tensor<4x12xf32>, tensor<?xf32>) -> tensor<?x12xf32>
+  return %y : tensor<?x12xf32>
+}
