@@ -1,4 +1,5 @@
-//===- MoEAttrs.cpp - moe attributes and enums -----------------------------===//
+//===- MoEAttrs.cpp - moe attributes and enums
+//-----------------------------===//
 
 #include "MoE/Dialect/MoEDialect.h"
 
@@ -45,9 +46,9 @@ BlockScaledEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          << extent;
   // OCP MX v1.0 fixes the block at 32 consecutive elements.
   if (isa<Float8E8M0FNUType>(scale)) {
-    bool isOneByThirtyTwo = block.back() == 32 &&
-                            llvm::all_of(block.drop_back(),
-                                         [](int64_t e) { return e == 1; });
+    bool isOneByThirtyTwo =
+        block.back() == 32 &&
+        llvm::all_of(block.drop_back(), [](int64_t e) { return e == 1; });
     if (!isOneByThirtyTwo)
       return emitError() << "MX (f8E8M0FNU-scaled) encodings need blocks of "
                             "32 along the last dimension ([1, 32]), got ["

@@ -1,4 +1,5 @@
-//===- MoEDialect.cpp - moe dialect registration ---------------------------===//
+//===- MoEDialect.cpp - moe dialect registration
+//---------------------------===//
 
 #include "MoE/Dialect/MoEDialect.h"
 

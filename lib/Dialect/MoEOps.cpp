@@ -1,4 +1,5 @@
-//===- MoEOps.cpp - moe op verifiers ---------------------------------------===//
+//===- MoEOps.cpp - moe op verifiers
+//---------------------------------------===//
 
 #include "MoE/Dialect/MoEDialect.h"
 
@@ -38,8 +39,8 @@ static LogicalResult checkRank(Operation *op, StringRef name, Value v,
   int64_t actual = tensorType(v).getRank();
   if (actual == rank)
     return success();
-  return op->emitOpError() << "'" << name << "' must have rank " << rank
-                           << " (" << layout << "), got rank " << actual;
+  return op->emitOpError() << "'" << name << "' must have rank " << rank << " ("
+                           << layout << "), got rank " << actual;
 }
 
 /// Requires `a` and `b` to agree where both are static.
@@ -48,10 +49,9 @@ static LogicalResult checkSameExtent(Operation *op, StringRef meaning, Dim a,
   int64_t sa = a.size(), sb = b.size();
   if (ShapedType::isDynamic(sa) || ShapedType::isDynamic(sb) || sa == sb)
     return success();
-  return op->emitOpError() << meaning << " of '" << a.name << "' (dim "
-                           << a.dim << " = " << sa << ") does not match '"
-                           << b.name << "' (dim " << b.dim << " = " << sb
-                           << ")";
+  return op->emitOpError() << meaning << " of '" << a.name << "' (dim " << a.dim
+                           << " = " << sa << ") does not match '" << b.name
+                           << "' (dim " << b.dim << " = " << sb << ")";
 }
 
 /// Requires a dimension to have exactly `expected` entries where static.
@@ -60,16 +60,16 @@ static LogicalResult checkExtent(Operation *op, StringRef meaning, Dim a,
   int64_t sa = a.size();
   if (ShapedType::isDynamic(sa) || sa == expected)
     return success();
-  return op->emitOpError() << meaning << " of '" << a.name << "' (dim "
-                           << a.dim << " = " << sa << ") must be " << expected
-                           << " (" << why << ")";
+  return op->emitOpError() << meaning << " of '" << a.name << "' (dim " << a.dim
+                           << " = " << sa << ") must be " << expected << " ("
+                           << why << ")";
 }
 
 static LogicalResult checkStatic(Operation *op, StringRef meaning, Dim a) {
   if (!ShapedType::isDynamic(a.size()))
     return success();
-  return op->emitOpError() << meaning << " of '" << a.name << "' (dim "
-                           << a.dim << ") must be static";
+  return op->emitOpError() << meaning << " of '" << a.name << "' (dim " << a.dim
+                           << ") must be static";
 }
 
 /// Offsets are `[E + 1]`, statically sized: E is a model dimension.
@@ -260,15 +260,14 @@ LogicalResult GroupedMatmulOp::verify() {
 static LogicalResult verifyGatedHalves(Operation *op, Dim gateUp, Dim out) {
   int64_t twoI = gateUp.size(), width = out.size();
   if (!ShapedType::isDynamic(twoI) && twoI % 2 != 0)
-    return op->emitOpError() << "'" << gateUp.name << "' dim " << gateUp.dim
-                             << " (" << twoI
-                             << ") must be even: gate columns, then up columns";
+    return op->emitOpError()
+           << "'" << gateUp.name << "' dim " << gateUp.dim << " (" << twoI
+           << ") must be even: gate columns, then up columns";
   if (!ShapedType::isDynamic(twoI) && !ShapedType::isDynamic(width) &&
       twoI != 2 * width)
-    return op->emitOpError()
-           << "'" << out.name << "' dim " << out.dim << " (" << width
-           << ") must be half of '" << gateUp.name << "' dim " << gateUp.dim
-           << " (" << twoI << ")";
+    return op->emitOpError() << "'" << out.name << "' dim " << out.dim << " ("
+                             << width << ") must be half of '" << gateUp.name
+                             << "' dim " << gateUp.dim << " (" << twoI << ")";
   return success();
 }
 
@@ -279,10 +278,10 @@ LogicalResult SwiGLUOp::verify() {
       failed(checkRank(op, "result", result, 2, "[M, I]")) ||
       failed(checkSameExtent(op, "row count", {"result", result, 0},
                              {"input", input, 0})) ||
-      failed(verifyGatedHalves(op, {"input", input, 1},
-                               {"result", result, 1})) ||
-      failed(verifyActivationParams(op, getActivation(), getAlpha(),
-                                    getLimit())))
+      failed(
+          verifyGatedHalves(op, {"input", input, 1}, {"result", result, 1})) ||
+      failed(
+          verifyActivationParams(op, getActivation(), getAlpha(), getLimit())))
     return failure();
   if (Value scale = getScale())
     if (failed(checkRank(op, "scale", scale, 1, "[M]")) ||
@@ -311,8 +310,8 @@ LogicalResult UnpermuteOp::verify() {
     if (failed(checkRank(op, "weights", weights, 2, "[T, k]")) ||
         failed(checkSameExtent(op, "token count", {"weights", weights, 0},
                                {"slots", slots, 0})) ||
-        failed(checkSameExtent(op, "experts per token",
-                               {"weights", weights, 1}, {"slots", slots, 1})))
+        failed(checkSameExtent(op, "experts per token", {"weights", weights, 1},
+                               {"slots", slots, 1})))
       return failure();
   return success();
 }
@@ -330,23 +329,21 @@ static LogicalResult verifyBlockScaled(Operation *op,
   RankedTensorType scalesType = tensorType(scales);
   int64_t rank = valuesType.getRank();
   if (valuesType.getElementType() != encoding.getElement())
-    return op->emitOpError() << "'values' element type "
-                             << valuesType.getElementType()
-                             << " does not match the encoding's "
-                             << encoding.getElement();
+    return op->emitOpError()
+           << "'values' element type " << valuesType.getElementType()
+           << " does not match the encoding's " << encoding.getElement();
   if (scalesType.getElementType() != encoding.getScale())
-    return op->emitOpError() << "'scales' element type "
-                             << scalesType.getElementType()
-                             << " does not match the encoding's "
-                             << encoding.getScale();
+    return op->emitOpError()
+           << "'scales' element type " << scalesType.getElementType()
+           << " does not match the encoding's " << encoding.getScale();
   if (static_cast<int64_t>(encoding.getBlock().size()) > rank)
-    return op->emitOpError() << "block shape of rank "
-                             << encoding.getBlock().size()
-                             << " does not fit 'values' of rank " << rank;
+    return op->emitOpError()
+           << "block shape of rank " << encoding.getBlock().size()
+           << " does not fit 'values' of rank " << rank;
   if (scalesType.getRank() != rank)
-    return op->emitOpError() << "'scales' must have rank " << rank
-                             << " (one scale per block), got rank "
-                             << scalesType.getRank();
+    return op->emitOpError()
+           << "'scales' must have rank " << rank
+           << " (one scale per block), got rank " << scalesType.getRank();
   for (int64_t d = 0; d < rank; ++d) {
     int64_t size = valuesType.getDimSize(d);
     int64_t block = encoding.getBlockExtent(d, rank);
@@ -364,9 +361,9 @@ static LogicalResult verifyBlockScaled(Operation *op,
       continue;
     }
     if (size % block != 0)
-      return op->emitOpError() << "block extent " << block
-                               << " does not divide dim " << d
-                               << " of 'values' (" << size << ")";
+      return op->emitOpError()
+             << "block extent " << block << " does not divide dim " << d
+             << " of 'values' (" << size << ")";
     if (!ShapedType::isDynamic(scaleSize) && scaleSize != size / block)
       return op->emitOpError()
              << "dim " << d << " of 'scales' (" << scaleSize << ") must be "
@@ -420,8 +417,8 @@ LogicalResult ExpertMLPOp::verify() {
                              {"rows", rows, 0})) ||
       failed(checkSameExtent(op, "hidden size", {"result", result, 1},
                              {"rows", rows, 1})) ||
-      failed(verifyActivationParams(op, getActivation(), getAlpha(),
-                                    getLimit())))
+      failed(
+          verifyActivationParams(op, getActivation(), getAlpha(), getLimit())))
     return failure();
   Type elementType = getElementTypeOrSelf(rows);
   if (getElementTypeOrSelf(w13) != elementType ||

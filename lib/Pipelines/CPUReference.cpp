@@ -1,4 +1,5 @@
-//===- CPUReference.cpp - --moe-cpu-reference-pipeline ---------------------===//
+//===- CPUReference.cpp - --moe-cpu-reference-pipeline
+//---------------------===//
 
 #include "MoE/Conversion/Passes.h"
 #include "MoE/Pipelines/Pipelines.h"
@@ -17,8 +18,8 @@
 
 using namespace mlir;
 
-void mlir::moe::buildCPUReferencePipeline(
-    OpPassManager &pm, const CPUReferencePipelineOptions &) {
+void mlir::moe::buildCPUReferencePipeline(OpPassManager &pm,
+                                          const CPUReferencePipelineOptions &) {
   pm.addPass(createMoEExpandFusedOps());
   pm.addPass(createConvertMoEToLinalg());
   pm.addPass(createCanonicalizerPass());
@@ -28,6 +29,8 @@ void mlir::moe::buildCPUReferencePipeline(
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+  // Deallocation may leave bufferization.clone behind for returned buffers.
+  pm.addPass(createConvertBufferizationToMemRefPass());
 
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createSCFToControlFlowPass());

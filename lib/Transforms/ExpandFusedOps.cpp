@@ -1,4 +1,5 @@
-//===- ExpandFusedOps.cpp - fused moe ops into their parts -----------------===//
+//===- ExpandFusedOps.cpp - fused moe ops into their parts
+//-----------------===//
 
 #include "MoE/Transforms/Passes.h"
 
@@ -26,8 +27,8 @@ struct ExpandExpertMLP : OpRewritePattern<ExpertMLPOp> {
     auto downType = cast<RankedTensorType>(op.getDownWeights().getType());
     Type elementType = rowsType.getElementType();
     int64_t numRows = rowsType.getDimSize(0);
-    auto gateUpResultType = RankedTensorType::get(
-        {numRows, gateUpType.getDimSize(1)}, elementType);
+    auto gateUpResultType =
+        RankedTensorType::get({numRows, gateUpType.getDimSize(1)}, elementType);
     auto activationType =
         RankedTensorType::get({numRows, downType.getDimSize(2)}, elementType);
 

@@ -1,4 +1,5 @@
-//===- moe-opt.cpp - the moe optimizer driver ------------------------------===//
+//===- moe-opt.cpp - the moe optimizer driver
+//------------------------------===//
 //
 // mlir-opt with every upstream dialect, pass and extension, plus the moe
 // dialect, its passes and its named pipelines.
@@ -22,6 +23,6 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   mlir::moe::registerMoEDialect(registry);
 
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "moe-mlir optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "moe-mlir optimizer driver\n", registry));
 }

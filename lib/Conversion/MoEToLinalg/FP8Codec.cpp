@@ -1,4 +1,5 @@
-//===- FP8Codec.cpp - scalar FP8 / E8M0 encode and decode ------------------===//
+//===- FP8Codec.cpp - scalar FP8 / E8M0 encode and decode
+//------------------===//
 
 #include "FP8Codec.h"
 
@@ -63,8 +64,7 @@ Value mlir::moe::encodeFP8(ImplicitLocOpBuilder &b, Value x, Type fp8Type) {
   Value bits = s.bitsOf(x);
   Value magnitudeBits = s.band(bits, 0x7FFFFFFF);
   Value magnitude = s.floatOf(magnitudeBits);
-  Value signByte =
-      s.select(s.eq(s.shr(bits, 31), 1), s.i32(0x80), s.i32(0));
+  Value signByte = s.select(s.eq(s.shr(bits, 31), 1), s.i32(0x80), s.i32(0));
   Value isNaN = arith::CmpIOp::create(b, arith::CmpIPredicate::ugt,
                                       magnitudeBits, s.i32(0x7F800000));
 
@@ -83,37 +83,35 @@ Value mlir::moe::encodeFP8(ImplicitLocOpBuilder &b, Value x, Type fp8Type) {
   Value lsb = s.band(s.shr(magnitudeBits, shift), 1);
   Value rounded = s.shr(
       s.add(s.add(magnitudeBits, s.i32((1 << (shift - 1)) - 1)), lsb), shift);
-  Value normalCode = s.sub(
-      rounded, s.i32(static_cast<int64_t>(127 - fmt.exponentBias)
-                     << fmt.mantissaBits));
+  Value normalCode =
+      s.sub(rounded, s.i32(static_cast<int64_t>(127 - fmt.exponentBias)
+                           << fmt.mantissaBits));
 
   Value saturates = arith::CmpFOp::create(b, arith::CmpFPredicate::OGE,
                                           magnitude, s.f32(fmt.maxFinite));
-  Value code = s.select(
-      isSubnormal, subnormalCode,
-      s.select(saturates, s.i32(fmt.maxFiniteCode), normalCode));
+  Value code =
+      s.select(isSubnormal, subnormalCode,
+               s.select(saturates, s.i32(fmt.maxFiniteCode), normalCode));
   code = arith::OrIOp::create(b, code, signByte);
   code = s.select(isNaN, s.i32(0x7F), code);
   return arith::TruncIOp::create(b, b.getI8Type(), code);
 }
 
-Value mlir::moe::decodeFP8(ImplicitLocOpBuilder &b, Value code8,
-                           Type fp8Type) {
+Value mlir::moe::decodeFP8(ImplicitLocOpBuilder &b, Value code8, Type fp8Type) {
   FP8Format fmt = getFormat(fp8Type);
   Scalar s{b};
   int exponentBits = 7 - fmt.mantissaBits;
   Value code = arith::ExtUIOp::create(b, b.getI32Type(), code8);
-  Value exponent = s.band(s.shr(code, fmt.mantissaBits), (1 << exponentBits) - 1);
+  Value exponent =
+      s.band(s.shr(code, fmt.mantissaBits), (1 << exponentBits) - 1);
   Value mantissa = s.band(code, (1 << fmt.mantissaBits) - 1);
 
   Value subnormal = arith::MulFOp::create(
       b, arith::UIToFPOp::create(b, b.getF32Type(), mantissa),
       s.f32(std::ldexp(1.0, 1 - fmt.exponentBias - fmt.mantissaBits)));
-  Value normalBits =
-      arith::OrIOp::create(b,
-                           s.shl(s.add(exponent, s.i32(127 - fmt.exponentBias)),
-                                 23),
-                           s.shl(mantissa, 23 - fmt.mantissaBits));
+  Value normalBits = arith::OrIOp::create(
+      b, s.shl(s.add(exponent, s.i32(127 - fmt.exponentBias)), 23),
+      s.shl(mantissa, 23 - fmt.mantissaBits));
   Value magnitude =
       s.select(s.eq(exponent, 0), subnormal, s.floatOf(normalBits));
 
@@ -121,8 +119,8 @@ Value mlir::moe::decodeFP8(ImplicitLocOpBuilder &b, Value code8,
   if (fmt.hasInfinity) {
     Value special = s.eq(exponent, (1 << exponentBits) - 1);
     Value inf = s.f32(INFINITY);
-    magnitude = s.select(special, s.select(s.eq(mantissa, 0), inf, nan),
-                         magnitude);
+    magnitude =
+        s.select(special, s.select(s.eq(mantissa, 0), inf, nan), magnitude);
   } else {
     magnitude = s.select(s.eq(s.band(code, 0x7F), 0x7F), nan, magnitude);
   }

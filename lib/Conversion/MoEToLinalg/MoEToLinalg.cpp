@@ -1,4 +1,5 @@
-//===- MoEToLinalg.cpp - moe ops to linalg/tensor/scf/arith ----------------===//
+//===- MoEToLinalg.cpp - moe ops to linalg/tensor/scf/arith
+//----------------===//
 //
 // The executable reference semantics of the moe dialect. Every pattern works
 // on tensors with f32 arithmetic and supports a dynamic token count.
@@ -26,8 +27,8 @@ using namespace mlir::moe;
 
 namespace {
 
-using BodyFn = function_ref<SmallVector<Value>(ImplicitLocOpBuilder &,
-                                               ValueRange)>;
+using BodyFn =
+    function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, ValueRange)>;
 
 /// Tensor-level building blocks shared by the lowerings.
 struct Emitter {
@@ -77,7 +78,8 @@ struct Emitter {
   }
   Value sigmoid(Value x) {
     Value e = math::ExpOp::create(b, arith::NegFOp::create(b, x));
-    return arith::DivFOp::create(b, f32(1.0), arith::AddFOp::create(b, f32(1.0), e));
+    return arith::DivFOp::create(b, f32(1.0),
+                                 arith::AddFOp::create(b, f32(1.0), e));
   }
 
   /// `linalg.generic` over `numDims` loops; dims in `reductions` reduce.
@@ -120,13 +122,12 @@ struct Emitter {
     SmallVector<OpFoldResult> sizes;
     for (int64_t d = 0; d < rank; ++d)
       sizes.push_back(size(tensor, d));
-    return generic(rank, {}, tensor, identity(rank),
-                   empty(sizes, elementType), identity(rank),
-                   [&](ImplicitLocOpBuilder &nb, ValueRange args) {
-                     Emitter e{nb};
-                     return SmallVector<Value>{
-                         e.fromF32(e.toF32(args[0]), elementType)};
-                   })[0];
+    return generic(
+        rank, {}, tensor, identity(rank), empty(sizes, elementType),
+        identity(rank), [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Emitter e{nb};
+          return SmallVector<Value>{e.fromF32(e.toF32(args[0]), elementType)};
+        })[0];
   }
 
   /// Casts `tensor` to the (possibly more static) type the op declared.
@@ -136,9 +137,9 @@ struct Emitter {
   }
 
   /// Reduces a [R, C] f32 tensor along C into [R].
-  Value reduceRows(Value x, Value init,
-                   function_ref<Value(ImplicitLocOpBuilder &, Value, Value)>
-                       combine) {
+  Value reduceRows(
+      Value x, Value init,
+      function_ref<Value(ImplicitLocOpBuilder &, Value, Value)> combine) {
     Value acc = filled({size(x, 0)}, f32(), init);
     return generic(2, {1}, x, map(2, {0, 1}), acc, map(2, {0}),
                    [&](ImplicitLocOpBuilder &nb, ValueRange args) {
@@ -152,17 +153,17 @@ struct Emitter {
         x, f32(-INFINITY), [](ImplicitLocOpBuilder &nb, Value acc, Value v) {
           return arith::MaximumFOp::create(nb, acc, v).getResult();
         });
-    Value exps = generic(2, {}, {x, rowMax}, {map(2, {0, 1}), map(2, {0})},
-                         empty({size(x, 0), size(x, 1)}, f32()),
-                         map(2, {0, 1}),
-                         [](ImplicitLocOpBuilder &nb, ValueRange args) {
-                           Value d = arith::SubFOp::create(nb, args[0], args[1]);
-                           return SmallVector<Value>{math::ExpOp::create(nb, d)};
-                         })[0];
-    Value sums = reduceRows(exps, f32(0.0), [](ImplicitLocOpBuilder &nb,
-                                               Value acc, Value v) {
-      return arith::AddFOp::create(nb, acc, v).getResult();
-    });
+    Value exps =
+        generic(2, {}, {x, rowMax}, {map(2, {0, 1}), map(2, {0})},
+                empty({size(x, 0), size(x, 1)}, f32()), map(2, {0, 1}),
+                [](ImplicitLocOpBuilder &nb, ValueRange args) {
+                  Value d = arith::SubFOp::create(nb, args[0], args[1]);
+                  return SmallVector<Value>{math::ExpOp::create(nb, d)};
+                })[0];
+    Value sums = reduceRows(
+        exps, f32(0.0), [](ImplicitLocOpBuilder &nb, Value acc, Value v) {
+          return arith::AddFOp::create(nb, acc, v).getResult();
+        });
     return divideRows(exps, sums, 0.0);
   }
 
@@ -198,8 +199,7 @@ struct Emitter {
   /// `source[row, col]` as f32, or 0 where `row` is outside [0, numRows).
   Value gatherOrZero(Value source, Value row, Value col, Value numRows) {
     Value inRange = arith::AndIOp::create(
-        b,
-        arith::CmpIOp::create(b, arith::CmpIPredicate::sge, row, index(0)),
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, row, index(0)),
         arith::CmpIOp::create(b, arith::CmpIPredicate::slt, row, numRows));
     auto ifOp = scf::IfOp::create(
         b, inRange,
@@ -221,7 +221,8 @@ struct Emitter {
   Value argmaxStep(Value scores, Value allowed, Value taken) {
     OpFoldResult rows = size(scores, 0);
     Value best = filled({rows}, f32(), f32(-INFINITY));
-    Value bestIdx = filled({rows}, b.getI32Type(), intConst(b.getI32Type(), -1));
+    Value bestIdx =
+        filled({rows}, b.getI32Type(), intConst(b.getI32Type(), -1));
     SmallVector<Value> ins{scores, taken};
     SmallVector<AffineMap> inMaps{map(2, {0, 1}), map(2, {0, 1})};
     if (allowed) {
@@ -234,19 +235,19 @@ struct Emitter {
           Emitter e{nb};
           Value v = args[0], isTaken = args[1];
           Value cur = args[ins.size()], curIdx = args[ins.size() + 1];
-          Value candidate = arith::XOrIOp::create(
-              nb, isTaken, e.intConst(nb.getI1Type(), 1));
+          Value candidate =
+              arith::XOrIOp::create(nb, isTaken, e.intConst(nb.getI1Type(), 1));
           if (allowed)
             candidate = arith::AndIOp::create(nb, candidate, args[2]);
-          Value none = arith::CmpIOp::create(nb, arith::CmpIPredicate::eq,
-                                             curIdx,
-                                             e.intConst(nb.getI32Type(), -1));
+          Value none =
+              arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, curIdx,
+                                    e.intConst(nb.getI32Type(), -1));
           Value better =
               arith::CmpFOp::create(nb, arith::CmpFPredicate::OGT, v, cur);
           Value take = arith::AndIOp::create(
               nb, candidate, arith::OrIOp::create(nb, none, better));
-          Value col = e.fromIndex(linalg::IndexOp::create(nb, 1),
-                                  nb.getI32Type());
+          Value col =
+              e.fromIndex(linalg::IndexOp::create(nb, 1), nb.getI32Type());
           return SmallVector<Value>{
               arith::SelectOp::create(nb, take, v, cur),
               arith::SelectOp::create(nb, take, col, curIdx)};
@@ -255,16 +256,16 @@ struct Emitter {
 
   /// taken[r, c] |= (c == chosen[r]).
   Value markTaken(Value taken, Value chosen) {
-    return generic(2, {}, chosen, map(2, {0}), taken, map(2, {0, 1}),
-                   [](ImplicitLocOpBuilder &nb, ValueRange args) {
-                     Emitter e{nb};
-                     Value col = e.fromIndex(linalg::IndexOp::create(nb, 1),
-                                             nb.getI32Type());
-                     Value hit = arith::CmpIOp::create(
-                         nb, arith::CmpIPredicate::eq, col, args[0]);
-                     return SmallVector<Value>{
-                         arith::OrIOp::create(nb, args[1], hit)};
-                   })[0];
+    return generic(
+        2, {}, chosen, map(2, {0}), taken, map(2, {0, 1}),
+        [](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Emitter e{nb};
+          Value col =
+              e.fromIndex(linalg::IndexOp::create(nb, 1), nb.getI32Type());
+          Value hit =
+              arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, col, args[0]);
+          return SmallVector<Value>{arith::OrIOp::create(nb, args[1], hit)};
+        })[0];
   }
 
   /// Iterative top-`k` over [R, C] scores: returns the [R] i32 column picked
@@ -305,8 +306,10 @@ static Value groupMask(Emitter &em, Value choice, int64_t numGroups,
 
   // A group's score is the sum of its two best scores (DeepSeek-V3).
   Value minusInf = em.f32(-INFINITY);
-  Value best1 = em.filled({tokens, b.getIndexAttr(numGroups)}, em.f32(), minusInf);
-  Value best2 = em.filled({tokens, b.getIndexAttr(numGroups)}, em.f32(), minusInf);
+  Value best1 =
+      em.filled({tokens, b.getIndexAttr(numGroups)}, em.f32(), minusInf);
+  Value best2 =
+      em.filled({tokens, b.getIndexAttr(numGroups)}, em.f32(), minusInf);
   SmallVector<Value> bests = em.generic(
       3, {2}, grouped, em.map(3, {0, 1, 2}), {best1, best2},
       {em.map(3, {0, 1}), em.map(3, {0, 1})},
@@ -330,15 +333,13 @@ static Value groupMask(Emitter &em, Value choice, int64_t numGroups,
         })[0];
 
   Value chosenGroups = em.topK(groupScores, Value(), topGroups, {});
-  Value expertAllowed =
-      em.generic(3, {}, chosenGroups, em.map(3, {0, 1}),
-                 em.empty({tokens, b.getIndexAttr(numGroups),
-                           b.getIndexAttr(groupSize)},
-                          b.getI1Type()),
-                 em.map(3, {0, 1, 2}),
-                 [](ImplicitLocOpBuilder &, ValueRange args) {
-                   return SmallVector<Value>{args[0]};
-                 })[0];
+  Value expertAllowed = em.generic(
+      3, {}, chosenGroups, em.map(3, {0, 1}),
+      em.empty({tokens, b.getIndexAttr(numGroups), b.getIndexAttr(groupSize)},
+               b.getI1Type()),
+      em.map(3, {0, 1, 2}), [](ImplicitLocOpBuilder &, ValueRange args) {
+        return SmallVector<Value>{args[0]};
+      })[0];
   return tensor::CollapseShapeOp::create(b, expertAllowed, reassoc);
 }
 
@@ -361,22 +362,21 @@ struct RouteLowering : OpConversionPattern<RouteOp> {
     if (routing == Routing::softmax_topk)
       scores = em.softmaxRows(logits);
     if (routing == Routing::sigmoid_topk)
-      scores = em.generic(2, {}, logits, em.map(2, {0, 1}),
-                          em.empty({tokens, em.size(logits, 1)}, em.f32()),
-                          em.map(2, {0, 1}),
-                          [](ImplicitLocOpBuilder &nb, ValueRange args) {
-                            return SmallVector<Value>{Emitter{nb}.sigmoid(args[0])};
-                          })[0];
+      scores = em.generic(
+          2, {}, logits, em.map(2, {0, 1}),
+          em.empty({tokens, em.size(logits, 1)}, em.f32()), em.map(2, {0, 1}),
+          [](ImplicitLocOpBuilder &nb, ValueRange args) {
+            return SmallVector<Value>{Emitter{nb}.sigmoid(args[0])};
+          })[0];
     Value choice = scores;
     if (Value bias = adaptor.getCorrectionBias())
-      choice = em.generic(2, {}, {scores, bias},
-                          {em.map(2, {0, 1}), em.map(2, {1})},
-                          em.empty({tokens, em.size(logits, 1)}, em.f32()),
-                          em.map(2, {0, 1}),
-                          [](ImplicitLocOpBuilder &nb, ValueRange args) {
-                            return SmallVector<Value>{
-                                arith::AddFOp::create(nb, args[0], args[1])};
-                          })[0];
+      choice = em.generic(
+          2, {}, {scores, bias}, {em.map(2, {0, 1}), em.map(2, {1})},
+          em.empty({tokens, em.size(logits, 1)}, em.f32()), em.map(2, {0, 1}),
+          [](ImplicitLocOpBuilder &nb, ValueRange args) {
+            return SmallVector<Value>{
+                arith::AddFOp::create(nb, args[0], args[1])};
+          })[0];
     Value allowed;
     if (op.getNumGroups())
       allowed = groupMask(em, choice, *op.getNumGroups(), *op.getTopGroups());
@@ -397,17 +397,17 @@ struct RouteLowering : OpConversionPattern<RouteOp> {
         em.empty({tokens, b.getIndexAttr(k)}, em.f32()), em.map(2, {0, 1}),
         [&](ImplicitLocOpBuilder &nb, ValueRange args) {
           Emitter e{nb};
-          Value expert = arith::MaxSIOp::create(
-              nb, args[0], e.intConst(nb.getI32Type(), 0));
+          Value expert = arith::MaxSIOp::create(nb, args[0],
+                                                e.intConst(nb.getI32Type(), 0));
           Value token = linalg::IndexOp::create(nb, 0);
           return SmallVector<Value>{
               e.extract(scores, {token, e.toIndex(expert)})};
         })[0];
     auto sumRows = [&](Value x) {
-      return em.reduceRows(x, em.f32(0.0),
-                           [](ImplicitLocOpBuilder &nb, Value acc, Value v) {
-                             return arith::AddFOp::create(nb, acc, v).getResult();
-                           });
+      return em.reduceRows(
+          x, em.f32(0.0), [](ImplicitLocOpBuilder &nb, Value acc, Value v) {
+            return arith::AddFOp::create(nb, acc, v).getResult();
+          });
     };
     if (routing == Routing::topk_softmax)
       weights = em.softmaxRows(weights);
@@ -474,8 +474,8 @@ struct PermuteLowering : OpConversionPattern<PermuteOp> {
     Value numTokens = em.sizeValue(tokens, 0);
     Value k = em.sizeValue(ids, 1);
     Value numPairs = arith::MulIOp::create(b, numTokens, k);
-    Value numRows = arith::AddIOp::create(
-        b, numPairs, em.index(numExperts * (padTo - 1)));
+    Value numRows =
+        arith::AddIOp::create(b, numPairs, em.index(numExperts * (padTo - 1)));
     Value zero = em.index(0), one = em.index(1);
     Value expertCount = em.index(numExperts);
     Type i64 = b.getI64Type();
@@ -513,50 +513,48 @@ struct PermuteLowering : OpConversionPattern<PermuteOp> {
     // 1. Rows per expert.
     Value counts =
         em.filled({b.getIndexAttr(numExperts)}, i64, em.intConst(i64, 0));
-    counts = scf::ForOp::create(
-                 b, zero, numPairs, one, ValueRange{counts},
-                 [&](OpBuilder &nested, Location loc, Value i,
-                     ValueRange iter) {
-                   ImplicitLocOpBuilder nb(loc, nested);
-                   Emitter e{nb};
-                   RoutedPair pair = decodePair(e, i);
-                   SmallVector<Value> next = ifElse(
-                       nb, pair.valid,
-                       [&](Emitter &t) {
-                         Value c = t.extract(iter[0], pair.expert);
-                         c = arith::AddIOp::create(t.b, c,
-                                                   t.intConst(i64, 1));
-                         return SmallVector<Value>{
-                             t.insert(c, iter[0], pair.expert)};
-                       },
-                       iter);
-                   scf::YieldOp::create(nb, next);
-                 })
-                 .getResult(0);
+    counts =
+        scf::ForOp::create(
+            b, zero, numPairs, one, ValueRange{counts},
+            [&](OpBuilder &nested, Location loc, Value i, ValueRange iter) {
+              ImplicitLocOpBuilder nb(loc, nested);
+              Emitter e{nb};
+              RoutedPair pair = decodePair(e, i);
+              SmallVector<Value> next = ifElse(
+                  nb, pair.valid,
+                  [&](Emitter &t) {
+                    Value c = t.extract(iter[0], pair.expert);
+                    c = arith::AddIOp::create(t.b, c, t.intConst(i64, 1));
+                    return SmallVector<Value>{
+                        t.insert(c, iter[0], pair.expert)};
+                  },
+                  iter);
+              scf::YieldOp::create(nb, next);
+            })
+            .getResult(0);
 
     // 2. Exclusive scan of the (padded) counts.
     Value offsets = em.filled({b.getIndexAttr(numExperts + 1)}, offsetType,
                               em.intConst(offsetType, 0));
-    offsets =
-        scf::ForOp::create(
-            b, zero, expertCount, one, ValueRange{offsets, zero},
-            [&](OpBuilder &nested, Location loc, Value expert,
-                ValueRange iter) {
-              ImplicitLocOpBuilder nb(loc, nested);
-              Emitter e{nb};
-              Value count = e.toIndex(e.extract(counts, expert));
-              if (padTo > 1) {
-                Value pad = e.index(padTo);
-                count = arith::MulIOp::create(
-                    nb, arith::CeilDivUIOp::create(nb, count, pad), pad);
-              }
-              Value end = arith::AddIOp::create(nb, iter[1], count);
-              Value next = arith::AddIOp::create(nb, expert, e.index(1));
-              Value updated =
-                  e.insert(e.fromIndex(end, offsetType), iter[0], next);
-              scf::YieldOp::create(nb, ValueRange{updated, end});
-            })
-            .getResult(0);
+    offsets = scf::ForOp::create(
+                  b, zero, expertCount, one, ValueRange{offsets, zero},
+                  [&](OpBuilder &nested, Location loc, Value expert,
+                      ValueRange iter) {
+                    ImplicitLocOpBuilder nb(loc, nested);
+                    Emitter e{nb};
+                    Value count = e.toIndex(e.extract(counts, expert));
+                    if (padTo > 1) {
+                      Value pad = e.index(padTo);
+                      count = arith::MulIOp::create(
+                          nb, arith::CeilDivUIOp::create(nb, count, pad), pad);
+                    }
+                    Value end = arith::AddIOp::create(nb, iter[1], count);
+                    Value next = arith::AddIOp::create(nb, expert, e.index(1));
+                    Value updated =
+                        e.insert(e.fromIndex(end, offsetType), iter[0], next);
+                    scf::YieldOp::create(nb, ValueRange{updated, end});
+                  })
+                  .getResult(0);
 
     // 3. Hand out rows in pair order: the slot map and its inverse.
     SmallVector<OpFoldResult> rowSizes = mixedSizes(b, rowsType, {numRows});
@@ -605,8 +603,8 @@ struct PermuteLowering : OpConversionPattern<PermuteOp> {
           return SmallVector<Value>{e.fromF32(v, elementType)};
         })[0];
 
-    rewriter.replaceOp(op, {em.castTo(rows, rowsType), offsets,
-                            em.castTo(slots, slotsType)});
+    rewriter.replaceOp(
+        op, {em.castTo(rows, rowsType), offsets, em.castTo(slots, slotsType)});
     return success();
   }
 };
@@ -646,25 +644,24 @@ struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
               nb, rows, ArrayRef<OpFoldResult>{start, zero},
               ArrayRef<OpFoldResult>{count, kSize},
               ArrayRef<OpFoldResult>{one, one});
-          auto expertWeightsType = RankedTensorType::get(
-              weightsType.getShape().drop_front(),
-              weightsType.getElementType());
+          auto expertWeightsType =
+              RankedTensorType::get(weightsType.getShape().drop_front(),
+                                    weightsType.getElementType());
           Value rhs = tensor::ExtractSliceOp::create(
               nb, expertWeightsType, weights,
               ArrayRef<OpFoldResult>{expert, zero, zero},
               ArrayRef<OpFoldResult>{one, n, kSize},
               ArrayRef<OpFoldResult>{one, one, one});
           Value tile = e.filled({count, n}, e.f32(), e.f32(0.0));
-          tile = e.generic(3, {2}, {lhs, rhs},
-                           {e.map(3, {0, 2}), e.map(3, {1, 2})}, tile,
-                           e.map(3, {0, 1}),
-                           [](ImplicitLocOpBuilder &bb, ValueRange args) {
-                             Emitter s{bb};
-                             Value p = arith::MulFOp::create(
-                                 bb, s.toF32(args[0]), s.toF32(args[1]));
-                             return SmallVector<Value>{
-                                 arith::AddFOp::create(bb, args[2], p)};
-                           })[0];
+          tile = e.generic(
+              3, {2}, {lhs, rhs}, {e.map(3, {0, 2}), e.map(3, {1, 2})}, tile,
+              e.map(3, {0, 1}), [](ImplicitLocOpBuilder &bb, ValueRange args) {
+                Emitter s{bb};
+                Value p = arith::MulFOp::create(bb, s.toF32(args[0]),
+                                                s.toF32(args[1]));
+                return SmallVector<Value>{
+                    arith::AddFOp::create(bb, args[2], p)};
+              })[0];
           if (bias) {
             auto biasType = cast<RankedTensorType>(bias.getType());
             Value expertBias = tensor::ExtractSliceOp::create(
@@ -689,12 +686,12 @@ struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
         });
     Value result = loop.getResult(0);
     if (Value scale = adaptor.getRowScale())
-      result = em.generic(2, {}, scale, em.map(2, {0}), result,
-                          em.map(2, {0, 1}),
-                          [](ImplicitLocOpBuilder &bb, ValueRange args) {
-                            return SmallVector<Value>{
-                                arith::MulFOp::create(bb, args[1], args[0])};
-                          })[0];
+      result =
+          em.generic(2, {}, scale, em.map(2, {0}), result, em.map(2, {0, 1}),
+                     [](ImplicitLocOpBuilder &bb, ValueRange args) {
+                       return SmallVector<Value>{
+                           arith::MulFOp::create(bb, args[1], args[0])};
+                     })[0];
     auto resultType = cast<RankedTensorType>(op.getType());
     result = em.convertElements(result, resultType.getElementType());
     rewriter.replaceOp(op, em.castTo(result, resultType));
@@ -707,8 +704,8 @@ struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
 //===----------------------------------------------------------------------===//
 
 /// The gated activation on f32 scalars.
-static Value gatedActivation(Emitter &e, GatedActivation activation,
-                             Value gate, Value up, float alpha, float limit) {
+static Value gatedActivation(Emitter &e, GatedActivation activation, Value gate,
+                             Value up, float alpha, float limit) {
   ImplicitLocOpBuilder &b = e.b;
   if (activation == GatedActivation::silu)
     return arith::MulFOp::create(
@@ -719,8 +716,7 @@ static Value gatedActivation(Emitter &e, GatedActivation activation,
       b, arith::MinimumFOp::create(b, up, e.f32(limit)), e.f32(-limit));
   Value glu = arith::MulFOp::create(
       b, g, e.sigmoid(arith::MulFOp::create(b, g, e.f32(alpha))));
-  return arith::MulFOp::create(
-      b, arith::AddFOp::create(b, u, e.f32(1.0)), glu);
+  return arith::MulFOp::create(b, arith::AddFOp::create(b, u, e.f32(1.0)), glu);
 }
 
 /// Lowers `moe.swiglu` to one elementwise `linalg.generic` over the halves.
@@ -734,14 +730,14 @@ struct SwiGLULowering : OpConversionPattern<SwiGLUOp> {
     Emitter em{b};
     Value input = adaptor.getInput();
     OpFoldResult m = em.size(input, 0);
-    Value width = arith::DivUIOp::create(b, em.sizeValue(input, 1),
-                                         em.index(2));
+    Value width =
+        arith::DivUIOp::create(b, em.sizeValue(input, 1), em.index(2));
     auto one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
     auto half = [&](OpFoldResult col) {
-      return tensor::ExtractSliceOp::create(
-                 b, input, ArrayRef<OpFoldResult>{zero, col},
-                 ArrayRef<OpFoldResult>{m, width},
-                 ArrayRef<OpFoldResult>{one, one})
+      return tensor::ExtractSliceOp::create(b, input,
+                                            ArrayRef<OpFoldResult>{zero, col},
+                                            ArrayRef<OpFoldResult>{m, width},
+                                            ArrayRef<OpFoldResult>{one, one})
           .getResult();
     };
     SmallVector<Value> ins{half(zero), half(width)};
@@ -792,8 +788,8 @@ struct UnpermuteLowering : OpConversionPattern<UnpermuteOp> {
       ins.push_back(weights);
       maps.push_back(em.map(3, {0, 2}));
     }
-    Value acc = em.filled({em.size(slots, 0), em.size(rows, 1)}, em.f32(),
-                          em.f32(0.0));
+    Value acc =
+        em.filled({em.size(slots, 0), em.size(rows, 1)}, em.f32(), em.f32(0.0));
     Value result = em.generic(
         3, {2}, ins, maps, acc, em.map(3, {0, 1}),
         [&](ImplicitLocOpBuilder &nb, ValueRange args) {
@@ -803,8 +799,7 @@ struct UnpermuteLowering : OpConversionPattern<UnpermuteOp> {
           Value v = e.gatherOrZero(rows, row, col, numRows);
           if (weights)
             v = arith::MulFOp::create(nb, v, args[1]);
-          return SmallVector<Value>{
-              arith::AddFOp::create(nb, args.back(), v)};
+          return SmallVector<Value>{arith::AddFOp::create(nb, args.back(), v)};
         })[0];
     auto resultType = cast<RankedTensorType>(op.getType());
     result = em.convertElements(result, resultType.getElementType());
@@ -885,14 +880,12 @@ struct QuantizeLowering : OpConversionPattern<QuantizeOp> {
     for (int64_t d = 0; d < view.rank; ++d)
       scaleSizes.push_back(em.size(blocked, 2 * d));
     Value amax = em.filled(scaleSizes, em.f32(), em.f32(0.0));
-    amax = em.generic(loops, blockDims, blocked, em.identity(loops), amax,
-                      view.blockMap(em),
-                      [](ImplicitLocOpBuilder &nb, ValueRange args) {
-                        Value v = math::AbsFOp::create(
-                            nb, Emitter{nb}.toF32(args[0]));
-                        return SmallVector<Value>{
-                            arith::MaximumFOp::create(nb, args[1], v)};
-                      })[0];
+    amax = em.generic(
+        loops, blockDims, blocked, em.identity(loops), amax, view.blockMap(em),
+        [](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Value v = math::AbsFOp::create(nb, Emitter{nb}.toF32(args[0]));
+          return SmallVector<Value>{arith::MaximumFOp::create(nb, args[1], v)};
+        })[0];
 
     // The stored scale and the f32 divisor it stands for.
     Type scaleType = encoding.getScale();
@@ -910,24 +903,26 @@ struct QuantizeLowering : OpConversionPattern<QuantizeOp> {
                 arith::BitcastOp::create(nb, scaleType, code),
                 decodeE8M0(nb, code)};
           }
-          Value s = arith::DivFOp::create(nb, a, e.f32(getMaxFiniteFP8(fp8Type)));
+          Value s =
+              arith::DivFOp::create(nb, a, e.f32(getMaxFiniteFP8(fp8Type)));
           Value isZero =
               arith::CmpFOp::create(nb, arith::CmpFPredicate::OEQ, s, e.f32(0));
           s = arith::SelectOp::create(nb, isZero, e.f32(1.0), s);
-          Value finite = arith::CmpFOp::create(nb, arith::CmpFPredicate::OLT,
-                                               a, e.f32(INFINITY));
+          Value finite = arith::CmpFOp::create(nb, arith::CmpFPredicate::OLT, a,
+                                               e.f32(INFINITY));
           s = arith::SelectOp::create(nb, finite, s, e.f32(std::nan("")));
           return SmallVector<Value>{s, s};
         });
 
     Value values = em.generic(
-        loops, {}, {blocked, scales[1]}, {em.identity(loops), view.blockMap(em)},
+        loops, {}, {blocked, scales[1]},
+        {em.identity(loops), view.blockMap(em)},
         em.empty(allSizes(em, blocked), fp8Type), em.identity(loops),
         [&](ImplicitLocOpBuilder &nb, ValueRange args) {
           Emitter e{nb};
           Value x = arith::DivFOp::create(nb, e.toF32(args[0]), args[1]);
-          return SmallVector<Value>{arith::BitcastOp::create(
-              nb, fp8Type, encodeFP8(nb, x, fp8Type))};
+          return SmallVector<Value>{
+              arith::BitcastOp::create(nb, fp8Type, encodeFP8(nb, x, fp8Type))};
         })[0];
     values = tensor::CollapseShapeOp::create(b, values, view.reassociation);
     rewriter.replaceOp(op, {em.castTo(values, op.getValues().getType()),
@@ -962,8 +957,8 @@ struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
           if (encoding.isMX())
             scale = decodeE8M0(
                 nb, arith::BitcastOp::create(nb, nb.getI8Type(), scale));
-          Value v = arith::MulFOp::create(nb, decodeFP8(nb, code, fp8Type),
-                                          scale);
+          Value v =
+              arith::MulFOp::create(nb, decodeFP8(nb, code, fp8Type), scale);
           return SmallVector<Value>{e.fromF32(v, elementType)};
         })[0];
     result = tensor::CollapseShapeOp::create(b, result, view.reassociation);

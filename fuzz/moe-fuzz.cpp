@@ -1,0 +1,70 @@
+//===- moe-fuzz.cpp - libFuzzer target: parse, verify, lower
+//---------------===//
+//
+// Feeds arbitrary text to the MLIR parser with the dialects a moe program
+// uses, verifies it, and, when it holds only ops our pipeline is meant to
+// take (moe ops in functions with constants and casts), runs
+// --moe-cpu-reference-pipeline on it. Diagnostics are expected; crashes,
+// sanitizer reports and hangs are bugs. See docs/fuzzing.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MoE/InitAll.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <cstddef>
+#include <cstdint>
+
+using namespace mlir;
+
+/// True when every op is one the CPU pipeline is designed to accept; other
+/// upstream ops would only fuzz upstream passes, which we do not own.
+static bool onlyPipelineInput(ModuleOp module) {
+  bool ok = true;
+  module.walk([&](Operation *op) {
+    StringRef dialect =
+        op->getDialect() ? op->getDialect()->getNamespace() : "";
+    if (dialect == "moe" ||
+        isa<ModuleOp, func::FuncOp, func::ReturnOp, func::CallOp,
+            arith::ConstantOp, tensor::CastOp, tensor::EmptyOp>(op))
+      return;
+    ok = false;
+  });
+  return ok;
+}
+
+// LLVM's inline allocators poison memory in our instrumented code but not in
+// the uninstrumented libMLIR; that mix reports false use-after-poison.
+extern "C" const char *__asan_default_options() {
+  return "allow_user_poisoning=0";
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static DialectRegistry *registry = [] {
+    auto *r = new DialectRegistry();
+    registerAllDialects(*r);
+    registerAllExtensions(*r);
+    moe::registerMoEDialect(*r);
+    return r;
+  }();
+  MLIRContext context(*registry, MLIRContext::Threading::DISABLED);
+  context.allowUnregisteredDialects(false);
+  ScopedDiagnosticHandler quiet(&context,
+                                [](Diagnostic &) { return success(); });
+
+  StringRef text(reinterpret_cast<const char *>(data), size);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
+  if (!module || !onlyPipelineInput(*module))
+    return 0;
+  PassManager pm(&context);
+  moe::buildCPUReferencePipeline(pm, moe::CPUReferencePipelineOptions());
+  (void)pm.run(*module);
+  return 0;
+}
