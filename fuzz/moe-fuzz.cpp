@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 using namespace mlir;
 
@@ -59,7 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ScopedDiagnosticHandler quiet(&context,
                                 [](Diagnostic &) { return success(); });
 
-  StringRef text(reinterpret_cast<const char *>(data), size);
+  // The MLIR lexer reads up to a terminating NUL, as files from disk have.
+  std::string text(reinterpret_cast<const char *>(data), size);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
   if (!module || !onlyPipelineInput(*module))
     return 0;
