@@ -117,8 +117,9 @@ def MoE_GroupedMatmulOp : MoE_Op<"grouped_matmul",
     `result[m, :] = (rows[m, :] @ weights[e]^T (+ bias[e])) (* scale[m])` for
     every row m in expert e's range `[offsets[e], offsets[e+1])`; rows outside
     every range are zero. Offsets are data (a tensor), never attributes, so
-    one compiled op serves every routing; they are clamped to `[0, M]` and
-    made non-decreasing, so bad offsets never read out of bounds. Products
+    one compiled op serves every routing. Offsets are clamped so that ranges
+    never overlap or leave `[0, M)` (expert e starts no earlier than expert
+    e-1 ends): bad offsets give wrong rows, never out-of-bounds accesses. Products
     accumulate in f32. The optional per-row `scale` (a routing weight) is the
     GEMM epilogue the fused expert MLP needs after its down projection.
 

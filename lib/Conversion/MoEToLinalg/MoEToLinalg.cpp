@@ -181,16 +181,17 @@ struct Emitter {
                    })[0];
   }
 
-  /// The row range [start, start + count) of expert `e`, with the offsets
-  /// clamped to [0, numRows] and made non-decreasing.
-  std::pair<Value, Value> expertRange(Value offsets, Value e, Value numRows) {
-    Value zero = index(0);
+  /// The row range [start, start + count) of expert `e`: its offsets
+  /// clamped to [previousEnd, numRows], so ranges never overlap or leave
+  /// the rows whatever the offsets hold.
+  std::pair<Value, Value> expertRange(Value offsets, Value e, Value previousEnd,
+                                      Value numRows) {
     auto clamp = [&](Value v, Value lo) {
       return arith::MinSIOp::create(b, arith::MaxSIOp::create(b, v, lo),
                                     numRows)
           .getResult();
     };
-    Value start = clamp(toIndex(extract(offsets, e)), zero);
+    Value start = clamp(toIndex(extract(offsets, e)), previousEnd);
     Value next = arith::AddIOp::create(b, e, index(1));
     Value end = clamp(toIndex(extract(offsets, next)), start);
     return {start, arith::SubIOp::create(b, end, start)};
@@ -432,17 +433,13 @@ struct RouteLowering : OpConversionPattern<RouteOp> {
 // moe.permute
 //===----------------------------------------------------------------------===//
 
-/// Sizes of `type` with its dynamic dims taken from `dynamicSizes` in order.
+/// Sizes of `type`: its static dims, else the matching entry of `values`.
 static SmallVector<OpFoldResult> mixedSizes(Builder &b, RankedTensorType type,
-                                            ArrayRef<Value> dynamicSizes) {
+                                            ArrayRef<OpFoldResult> values) {
   SmallVector<OpFoldResult> sizes;
-  unsigned next = 0;
-  for (int64_t d = 0; d < type.getRank(); ++d) {
-    if (type.isDynamicDim(d))
-      sizes.push_back(dynamicSizes[next++]);
-    else
-      sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
-  }
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    sizes.push_back(type.isDynamicDim(d) ? values[d]
+                                         : b.getIndexAttr(type.getDimSize(d)));
   return sizes;
 }
 
@@ -557,7 +554,8 @@ struct PermuteLowering : OpConversionPattern<PermuteOp> {
                   .getResult(0);
 
     // 3. Hand out rows in pair order: the slot map and its inverse.
-    SmallVector<OpFoldResult> rowSizes = mixedSizes(b, rowsType, {numRows});
+    SmallVector<OpFoldResult> rowSizes =
+        mixedSizes(b, rowsType, {numRows, em.size(tokens, 1)});
     Value rowToken = em.filled({rowSizes[0]}, i64, em.intConst(i64, -1));
     Value cursor = tensor::ExtractSliceOp::create(
         b, offsets, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
@@ -593,8 +591,7 @@ struct PermuteLowering : OpConversionPattern<PermuteOp> {
     // 4. Gather token rows; padding rows are zero.
     Type elementType = rowsType.getElementType();
     Value rows = em.generic(
-        2, {}, rowToken, em.map(2, {0}),
-        em.empty({rowSizes[0], em.size(tokens, 1)}, elementType),
+        2, {}, rowToken, em.map(2, {0}), em.empty(rowSizes, elementType),
         em.map(2, {0, 1}), [&](ImplicitLocOpBuilder &nb, ValueRange args) {
           Emitter e{nb};
           Value token = e.toIndex(args[0]);
@@ -635,11 +632,13 @@ struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
     auto one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
 
     auto loop = scf::ForOp::create(
-        b, em.index(0), em.index(numExperts), em.index(1), ValueRange{acc},
+        b, em.index(0), em.index(numExperts), em.index(1),
+        ValueRange{acc, em.index(0)},
         [&](OpBuilder &nested, Location loc, Value expert, ValueRange iter) {
           ImplicitLocOpBuilder nb(loc, nested);
           Emitter e{nb};
-          auto [start, count] = e.expertRange(offsets, expert, numRows);
+          auto [start, count] =
+              e.expertRange(offsets, expert, iter[1], numRows);
           Value lhs = tensor::ExtractSliceOp::create(
               nb, rows, ArrayRef<OpFoldResult>{start, zero},
               ArrayRef<OpFoldResult>{count, kSize},
@@ -682,7 +681,8 @@ struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
               nb, tile, iter[0], ArrayRef<OpFoldResult>{start, zero},
               ArrayRef<OpFoldResult>{count, n},
               ArrayRef<OpFoldResult>{one, one});
-          scf::YieldOp::create(nb, updated);
+          Value end = arith::AddIOp::create(nb, start, count);
+          scf::YieldOp::create(nb, ValueRange{updated, end});
         });
     Value result = loop.getResult(0);
     if (Value scale = adaptor.getRowScale())
