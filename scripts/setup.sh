@@ -30,16 +30,16 @@ fi
 "$venv/bin/python" -c "import numpy" 2>/dev/null || "$venv/bin/pip" install -q numpy
 
 # 3. CUDA's ptxas and libdevice (for the GPU pipelines): the toolkit where
-#    present, else PyPI's nvidia-cuda-nvcc wheel inside the venv.
+#    present, else PyPI wheels inside the venv.
+# CUDA 13 wheels install into site-packages/nvidia/cu13 (bin/ptxas from
+# nvidia-cuda-nvcc, nvvm/libdevice from nvidia-nvvm).
 if [ -x /usr/local/cuda/bin/ptxas ] && [ -f /usr/local/cuda/nvvm/libdevice/libdevice.10.bc ]; then
   cuda=/usr/local/cuda
 else
-  "$venv/bin/python" -c "import nvidia.cuda_nvcc" 2>/dev/null || "$venv/bin/pip" install -q "nvidia-cuda-nvcc>=13,<14"
-  cuda=$("$venv/bin/python" - <<'PY'
-import os, nvidia.cuda_nvcc as m
-print(os.path.dirname(m.__file__) if m.__file__ else list(m.__path__)[0])
-PY
-)
+  cuda=$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/nvidia/cu13
+  if [ ! -x "$cuda/bin/ptxas" ] || [ ! -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]; then
+    "$venv/bin/pip" install -q "nvidia-cuda-nvcc>=13,<14" "nvidia-nvvm>=13,<14"
+  fi
 fi
 echo "== CUDA toolkit for ptxas/libdevice: $cuda ($("$cuda/bin/ptxas" --version | tail -1))"
 
