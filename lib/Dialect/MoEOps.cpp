@@ -8,6 +8,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -201,8 +203,13 @@ LogicalResult PermuteOp::verify() {
     return emitOpError() << "'rows' element type must match 'tokens'";
 
   int64_t padTo = getPadTo().value_or(1);
-  if (padTo < 1)
-    return emitOpError() << "'pad_to' must be positive, got " << padTo;
+  if (padTo < 1 || padTo > kMaxPadTo)
+    return emitOpError() << "'pad_to' must be in [1, " << kMaxPadTo << "], got "
+                         << padTo;
+  // Shapes come from untrusted IR: compute the row count without overflow.
+  std::optional<int64_t> padding = llvm::checkedMul(*numExperts, padTo - 1);
+  if (!padding)
+    return emitOpError() << "padding E*(pad_to-1) overflows int64";
   int64_t numTokens = tensorType(tokens).getDimSize(0);
   int64_t k = tensorType(ids).getDimSize(1);
   int64_t numRows = tensorType(rows).getDimSize(0);
@@ -212,8 +219,12 @@ LogicalResult PermuteOp::verify() {
                               "token count or k is dynamic";
     return success();
   }
-  int64_t expected = numTokens * k + *numExperts * (padTo - 1);
-  return checkExtent(op, "row count", {"rows", rows, 0}, expected,
+  std::optional<int64_t> pairs = llvm::checkedMul(numTokens, k);
+  std::optional<int64_t> expected =
+      pairs ? llvm::checkedAdd(*pairs, *padding) : std::nullopt;
+  if (!expected)
+    return emitOpError() << "row count T*k + E*(pad_to-1) overflows int64";
+  return checkExtent(op, "row count", {"rows", rows, 0}, *expected,
                      "T*k + E*(pad_to-1)");
 }
 

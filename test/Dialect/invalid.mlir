@@ -196,7 +196,7 @@ func.func @f(%l: tensor<?x8xf32>) {
 // -----
 
 func.func @f(%l: tensor<?x8xi32>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or bfloat16 type or 16-bit float values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or bfloat16 type or 16-bit float values without encoding}}
   %i, %w = moe.route softmax_topk %l top 2 : (tensor<?x8xi32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
   return
 }
@@ -292,7 +292,7 @@ func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
 // -----
 
 func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
-  // expected-error @+1 {{'pad_to' must be positive, got 0}}
+  // expected-error @+1 {{'pad_to' must be in [1, 65536], got 0}}
   %r, %o, %s = moe.permute %x, %ids pad_to 0 : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<?x2xi64>)
   return
 }
@@ -316,7 +316,7 @@ func.func @f(%x: tensor<5x16xf32>, %ids: tensor<5x2xi32>) {
 // -----
 
 func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi64>) {
-  // expected-error @+1 {{operand #1 must be ranked tensor of 32-bit signless integer values}}
+  // expected-error @+1 {{operand #1 must be ranked tensor of 32-bit signless integer values without encoding}}
   %r, %o, %s = moe.permute %x, %ids : (tensor<?x16xf32>, tensor<?x2xi64>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<?x2xi64>)
   return
 }
@@ -644,7 +644,7 @@ func.func @f(%q: tensor<4x64xf8E4M3FN>, %s: tensor<4x2xf8E8M0FNU>) {
 // -----
 
 func.func @f(%x: tensor<4x64xf32>) {
-  // expected-error @+1 {{result #0 must be ranked tensor of f8E4M3FN type or f8E5M2 type values}}
+  // expected-error @+1 {{result #0 must be ranked tensor of f8E4M3FN type or f8E5M2 type values without encoding}}
   %q, %s = moe.quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<4x64xf32> -> tensor<4x64xi8>, tensor<4x2xf8E8M0FNU>
   return
 }
@@ -726,5 +726,37 @@ func.func @f(%r: tensor<?x12xf32>, %o: tensor<5xi64>, %a: tensor<4x16x12xf32>, %
 func.func @f(%r: tensor<?x12xf32>, %o: tensor<5xi64>, %a: tensor<4x16x12xf32>, %b: tensor<4x12x8xf32>) {
   // expected-error @+1 {{'alpha' and 'limit' apply to the gptoss activation only}}
   %y = moe.expert_mlp silu %r, %o, %a, %b limit 3.0 : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x8xf32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4611686018427387904x16xf32>, %ids: tensor<4611686018427387904x2xi32>) {
+  // expected-error @+1 {{row count T*k + E*(pad_to-1) overflows int64}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<4611686018427387904x16xf32>, tensor<4611686018427387904x2xi32>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<4611686018427387904x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
+  // expected-error @+1 {{'pad_to' must be in [1, 65536], got 4611686018427387904}}
+  %r, %o, %s = moe.permute %x, %ids pad_to 4611686018427387904 : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
+  // expected-error @+1 {{padding E*(pad_to-1) overflows int64}}
+  %r, %o, %s = moe.permute %x, %ids pad_to 4 : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<4611686018427387904xi64>, tensor<?x2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32, "rows">) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or bfloat16 type or 16-bit float values without encoding}}
+  %h = moe.swiglu silu %x : (tensor<?x16xf32, "rows">) -> tensor<?x8xf32>
   return
 }

@@ -8,15 +8,23 @@ include "MoE/Dialect/MoEAttrs.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonTypeConstraints.td"
 
+// moe ops take plain ranked tensors: an encoding (sparse, ...) would reach
+// bufferization and the lowerings, which do not handle it.
+class MoE_Tensor<list<Type> elementTypes>
+    : Type<And<[RankedTensorOf<elementTypes>.predicate,
+                CPred<"!::llvm::cast<::mlir::RankedTensorType>($_self)"
+                      ".getEncoding()">]>,
+           RankedTensorOf<elementTypes>.summary # " without encoding",
+           "::mlir::RankedTensorType">;
+
 // Element types the expert compute accepts (f32 is the reference precision).
-def MoE_ComputeFloat : AnyTypeOf<[F32, BF16, F16]>;
-def MoE_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
-def MoE_F32Tensor : RankedTensorOf<[F32]>;
-def MoE_I32Tensor : RankedTensorOf<[I32]>;
+def MoE_FloatTensor : MoE_Tensor<[F32, BF16, F16]>;
+def MoE_F32Tensor : MoE_Tensor<[F32]>;
+def MoE_I32Tensor : MoE_Tensor<[I32]>;
 // Offsets and slot indices: i32 suffices for rows < 2^31, i64 is always safe.
-def MoE_IndexTensor : RankedTensorOf<[I32, I64]>;
-def MoE_FP8Tensor : RankedTensorOf<[F8E4M3FN, F8E5M2]>;
-def MoE_ScaleTensor : RankedTensorOf<[F8E8M0FNU, F32]>;
+def MoE_IndexTensor : MoE_Tensor<[I32, I64]>;
+def MoE_FP8Tensor : MoE_Tensor<[F8E4M3FN, F8E5M2]>;
+def MoE_ScaleTensor : MoE_Tensor<[F8E8M0FNU, F32]>;
 
 //===----------------------------------------------------------------------===//
 // moe.route
@@ -88,6 +96,7 @@ def MoE_PermuteOp : MoE_Op<"permute", [Pure]> {
     Without padding it has `T*k` rows.
 
     Ids outside `[0, E)` are dropped: their slot is -1 and they own no row.
+    `pad_to` is at most 65536 (a tile, not a size).
 
     ```mlir
     %rows, %offsets, %slots = moe.permute %x, %ids
@@ -104,6 +113,9 @@ def MoE_PermuteOp : MoE_Op<"permute", [Pure]> {
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    static constexpr int64_t kMaxPadTo = 65536;
+  }];
 }
 
 //===----------------------------------------------------------------------===//
