@@ -33,6 +33,17 @@ func.func @grouped_matmul_dynamic(%r: tensor<?x?xf16>, %w: tensor<3x?x?xf16>, %o
 
 // -----
 
+// The bias may be more static than the weights.
+// CHECK: llvm.func @grouped_matmul_static_bias
+func.func @grouped_matmul_static_bias(%r: tensor<?x16xf32>, %w: tensor<3x?x16xf32>, %o: tensor<4xi32>,
+                                      %b: tensor<3x8xf32>) -> tensor<?x?xf32> {
+  %y = moe.grouped_matmul %r, %w, %o bias %b
+      : (tensor<?x16xf32>, tensor<3x?x16xf32>, tensor<4xi32>, tensor<3x8xf32>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+
+// -----
+
 // CHECK: llvm.func @grouped_matmul_static
 func.func @grouped_matmul_static(%r: tensor<6x4xf32>, %w: tensor<2x5x4xf32>, %o: tensor<3xi64>) -> tensor<6x5xf32> {
   %y = moe.grouped_matmul %r, %w, %o

@@ -668,7 +668,7 @@ struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
                 RankedTensorType::get({biasType.getDimSize(1)},
                                       biasType.getElementType()),
                 bias, ArrayRef<OpFoldResult>{expert, zero},
-                ArrayRef<OpFoldResult>{one, n},
+                ArrayRef<OpFoldResult>{one, e.size(bias, 1)},
                 ArrayRef<OpFoldResult>{one, one});
             tile = e.generic(2, {}, expertBias, e.map(2, {1}), tile,
                              e.map(2, {0, 1}),
