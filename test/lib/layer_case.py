@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 import moe_ref
-from mlir_data import bf16_round, literal, parse_memrefs, rel_l2, tensor_type
+from mlir_data import run_cli, bf16_round, literal, parse_memrefs, rel_l2, tensor_type
 
 # name: dict(T, H, I, E, k, routing, ...). Tolerances: f32 runs are compared
 # at 1e-5 relative L2 (printing keeps 6 digits); bf16 runs at 1e-2, the
@@ -195,9 +195,4 @@ def check(name, path):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "gen":
-        gen(sys.argv[2])
-    elif sys.argv[1] == "check":
-        check(sys.argv[2], sys.argv[3])
-    else:
-        sys.exit("usage: layer_case.py gen|check CASE [FILE]")
+    run_cli(gen, check, "layer_case.py")

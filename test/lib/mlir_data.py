@@ -49,3 +49,15 @@ def rel_l2(out, ref):
         return np.inf
     denom = np.linalg.norm(ref)
     return np.linalg.norm(out - ref) / (denom if denom > 0 else 1.0)
+
+
+def run_cli(gen, check, script):
+    """`SCRIPT gen CASE` prints the test program; `SCRIPT check CASE FILE`
+    compares what the runner printed with the reference."""
+    import sys
+    if len(sys.argv) == 3 and sys.argv[1] == "gen":
+        gen(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "check":
+        check(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit("usage: %s gen CASE | check CASE RUNNER_OUTPUT" % script)

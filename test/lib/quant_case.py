@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 import moe_ref
-from mlir_data import bf16_round, literal, parse_memrefs, tensor_type
+from mlir_data import run_cli, bf16_round, literal, parse_memrefs, tensor_type
 
 
 def edge_rows(fmt, n=32):
@@ -31,7 +31,11 @@ def edge_rows(fmt, n=32):
     table = moe_ref.fp8_table(fmt)
     pos = np.sort(table[:128][np.isfinite(table[:128])])
     mids = (pos[:-1] + pos[1:]) / 2
-    r = np.concatenate([mids[::max(1, len(mids) // (n - 2))][: n - 2], [-0.0, mx]])
+    # Pairs of neighbouring midpoints: one rounds up to its even code, the
+    # next down, so rounding half up or half down cannot pass.
+    step = max(2, 2 * (len(mids) // (n - 2)))
+    pick = [j for b in range(0, len(mids) - 1, step) for j in (b, b + 1)][: n - 2]
+    r = np.concatenate([mids[pick], [-0.0, mx]])
     rows.append(r)                                             # ties to even
     r = rng.standard_normal(n) * 2.0 ** -12                   # elements land subnormal
     r[0] = 1.0
@@ -165,9 +169,4 @@ def check(name, path):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "gen":
-        gen(sys.argv[2])
-    elif sys.argv[1] == "check":
-        check(sys.argv[2], sys.argv[3])
-    else:
-        sys.exit("usage: quant_case.py gen|check CASE [FILE]")
+    run_cli(gen, check, "quant_case.py")
