@@ -21,6 +21,12 @@ runner_libs = ",".join(
 test_lib = os.path.join(config.test_source_root, "lib")
 config.substitutions.append(("%python", config.moe_python))
 config.substitutions.append(("%testlib", test_lib))
+# GPU code generation tests assemble with the toolkit scripts/setup.sh found;
+# without it they would not test anything, so that is an error, not a skip.
+ptxas = os.path.join(config.moe_cuda_toolkit, "bin", "ptxas")
+if not os.access(ptxas, os.X_OK):
+    lit_config.fatal("no ptxas at %r: configure with -DMOE_CUDA_TOOLKIT=<dir> (scripts/setup.sh does)" % ptxas)
+config.substitutions.append(("%ptxas", ptxas))
 config.substitutions.append(
     ("%mlir-runner",
      f"{os.path.join(config.llvm_tools_dir, 'mlir-runner')} -e main "
