@@ -50,4 +50,9 @@ void mlir::moe::registerMoEPipelines() {
       "Lower moe ops through linalg and bufferization to the LLVM dialect, "
       "runnable on the CPU with mlir-runner",
       buildCPUReferencePipeline);
+  PassPipelineRegistration<GPUPipelineOptions>(
+      "moe-gpu-pipeline",
+      "Build GPU kernels for moe ops and serialize them to a gpu.binary with "
+      "a launch manifest (moe.manifest)",
+      buildGPUPipeline);
 }

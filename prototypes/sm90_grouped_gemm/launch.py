@@ -166,13 +166,13 @@ def main_gpu(opts):
         with open(opts.ptx_file, "rb") as f:
             module = ok(cu.cuModuleLoadData(f.read() + b"\0"), "cuModuleLoadData(ptx)")
         print(f"JIT-compiled {opts.ptx_file}")
-    fn = ok(cu.cuModuleGetFunction(module, KERNEL_NAME), "cuModuleGetFunction")
+    fn = ok(cu.cuModuleGetFunction(module, opts.kernel.encode()), "cuModuleGetFunction")
     FA = cu.CUfunction_attribute
-    ok(cu.cuFuncSetAttribute(fn, FA.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, DYN_SMEM),
+    ok(cu.cuFuncSetAttribute(fn, FA.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, opts.dynamic_smem),
        "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
     static_smem = ok(cu.cuFuncGetAttribute(FA.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn), "cuFuncGetAttribute")
     nregs = ok(cu.cuFuncGetAttribute(FA.CU_FUNC_ATTRIBUTE_NUM_REGS, fn), "cuFuncGetAttribute")
-    print(f"kernel: {nregs} regs, static smem {static_smem} B, dynamic smem {DYN_SMEM} B")
+    print(f"kernel: {nregs} regs, static smem {static_smem} B, dynamic smem {opts.dynamic_smem} B")
 
     def encode_bf16(ptr, dims, strides_bytes, box):
         """dims/box innermost-first; strides_bytes has rank-1 entries (dims 1..rank-1)."""
@@ -217,7 +217,7 @@ def main_gpu(opts):
         argv = (ctypes.c_void_p * len(cvals))(*[ctypes.addressof(c) for c in cvals])
         gx, gy, gz = grid_of(M, E, N)
 
-        ok(cu.cuLaunchKernel(fn, gx, gy, gz, 128, 1, 1, DYN_SMEM, stream, ctypes.addressof(argv), 0),
+        ok(cu.cuLaunchKernel(fn, gx, gy, gz, 128, 1, 1, opts.dynamic_smem, stream, ctypes.addressof(argv), 0),
            "cuLaunchKernel")
         ev = torch.cuda.Event()
         ev.record(stream_t)
@@ -263,7 +263,59 @@ def main_gpu(opts):
             print(f"PASS {tag}")
 
     print(f"{passed} passed, {failed} failed")
+    if opts.bench and failed == 0:
+        bench(fn, encode_bf16, stream, stream_t, dev, opts)
     return 0 if failed == 0 else 1
+
+
+def bench(fn, encode_bf16, stream, stream_t, dev, opts):
+    """Median time of the kernel and of torch._grouped_mm on the same data."""
+    import torch
+    from cuda.bindings import driver as cu
+
+    def median_ms(launch, reps=30):
+        for _ in range(3):
+            launch()
+        times = []
+        for _ in range(reps):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record(stream_t); launch(); b.record(stream_t)
+            b.synchronize()
+            times.append(a.elapsed_time(b))
+        return sorted(times)[len(times) // 2]
+
+    shapes = [("mixtral gate-up", 8, 28672, 4096, 2048), ("deepseek-v3 gate-up", 256, 4096, 7168, 256),
+              ("mixtral gate-up decode", 8, 28672, 4096, 8), ("deepseek-v3 gate-up decode", 256, 4096, 7168, 4)]
+    print("\nshape                      rows/expert   ours ms  TFLOP/s  GB/s(w) | grouped_mm ms  TFLOP/s | ratio")
+    for name, E, N, K, rows in shapes:
+        M = E * rows
+        A = torch.randn(M, K, device=dev).to(torch.bfloat16)
+        B = (torch.randn(E, N, K, device=dev) / math.sqrt(K)).to(torch.bfloat16)
+        offs = [rows * e for e in range(E + 1)]
+        off_t = torch.tensor(offs, dtype=torch.int32, device=dev)
+        ends = off_t[1:].contiguous()
+        out = torch.empty(M, N, dtype=torch.bfloat16, device=dev)
+        dA = encode_bf16(A.data_ptr(), [K, M], [K * 2], [BK, BM])
+        dB = encode_bf16(B.data_ptr(), [K, N, E], [K * 2, N * K * 2], [BK, BN, 1])
+        desc = torch.empty(256, dtype=torch.uint8, device=dev)
+        desc.copy_(torch.frombuffer(bytearray(dA + dB), dtype=torch.uint8))
+        vals = kernel_arg_values(desc.data_ptr(), desc.data_ptr() + 128, off_t.data_ptr(), E,
+                                 out.data_ptr(), M, N, out.stride(0), K)
+        cvals = [t(v) for v, t in vals]
+        argv = (ctypes.c_void_p * len(cvals))(*[ctypes.addressof(c) for c in cvals])
+        gx, gy, gz = grid_of(M, E, N)
+        ours = median_ms(lambda: cu.cuLaunchKernel(fn, gx, gy, gz, 128, 1, 1, opts.dynamic_smem, stream,
+                                                   ctypes.addressof(argv), 0))
+        Bt = B.transpose(1, 2)
+        peer = median_ms(lambda: torch._grouped_mm(A, Bt, offs=ends))
+        ref = torch._grouped_mm(A, Bt, offs=ends)
+        err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
+        flops = 2.0 * M * N * K
+        wbytes = E * N * K * 2
+        print(f"{name:26s} {rows:6d}   {ours:9.3f} {flops / ours / 1e9:8.1f} {wbytes / ours / 1e6:8.0f} |"
+              f" {peer:9.3f} {flops / peer / 1e9:8.1f} | {peer / ours:5.2f}  (rel err vs grouped_mm {err:.1e})")
+        del A, B, out
+        torch.cuda.empty_cache()
 
 
 def main():
@@ -273,6 +325,9 @@ def main():
     ap.add_argument("--ptx", action="store_true", help="load the PTX (driver JIT) instead of the cubin")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per launch before declaring a hang")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: print cases and simulate the scheduler")
+    ap.add_argument("--kernel", default=KERNEL_NAME.decode(), help="kernel symbol in the cubin")
+    ap.add_argument("--dynamic-smem", type=int, default=DYN_SMEM, help="bytes of dynamic shared memory")
+    ap.add_argument("--bench", action="store_true", help="after the checks, time it beside torch._grouped_mm")
     opts = ap.parse_args()
     if opts.dry_run:
         dry_run()

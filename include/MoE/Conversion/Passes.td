@@ -26,4 +26,39 @@ def ConvertMoEToLinalg : Pass<"convert-moe-to-linalg"> {
   ];
 }
 
+def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
+  let summary = "Build sm_90a kernels (TMA, mbarrier, WGMMA) for moe ops";
+  let description = [{
+    For every `moe.grouped_matmul` (bf16 rows and weights, bf16 result, no
+    bias or row scale yet) builds a grouped GEMM kernel in
+    `gpu.module @moe_kernels`, from upstream gpu/nvgpu/nvvm ops: a device-side
+    tile scheduler over the expert offsets, TMA loads with 128-byte swizzle
+    into `stages` shared-memory buffers completing on mbarriers,
+    `nvgpu.warpgroup.mma` with f32 accumulation, and an epilogue that writes
+    only the rows of the tile's own expert. The op is tagged with the kernel
+    it runs as (`moe.kernel`); host code is left alone. Forms the kernel
+    does not cover are errors, never silently different code. The kernel and
+    its ABI are described in docs/hopper-notes.md.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_90a\"",
+           "Target chip; only sm_90a has kernels so far">,
+    Option<"tileM", "tile-m", "int64_t", "64", "Rows per tile (WGMMA M)">,
+    Option<"tileN", "tile-n", "int64_t", "128", "Output columns per tile">,
+    Option<"tileK", "tile-k", "int64_t", "64", "K per pipeline stage">,
+    Option<"stages", "stages", "int64_t", "2",
+           "Shared-memory buffers in the TMA pipeline">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
 #endif // MOE_CONVERSION_PASSES_TD

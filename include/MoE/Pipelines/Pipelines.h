@@ -17,6 +17,32 @@ struct CPUReferencePipelineOptions
 void buildCPUReferencePipeline(OpPassManager &pm,
                                const CPUReferencePipelineOptions &options);
 
+/// Options of `--moe-gpu-pipeline`.
+struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("Target chip (sm_90a)"),
+                           llvm::cl::init("sm_90a")};
+  Option<int64_t> tileM{*this, "tile-m", llvm::cl::desc("Rows per tile"),
+                        llvm::cl::init(64)};
+  Option<int64_t> tileN{*this, "tile-n",
+                        llvm::cl::desc("Output columns per tile"),
+                        llvm::cl::init(128)};
+  Option<int64_t> tileK{*this, "tile-k", llvm::cl::desc("K per stage"),
+                        llvm::cl::init(64)};
+  Option<int64_t> stages{*this, "stages",
+                         llvm::cl::desc("TMA pipeline buffers"),
+                         llvm::cl::init(2)};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What gpu.binary holds: bin (cubin), isa (PTX), fatbin"),
+      llvm::cl::init("bin")};
+};
+
+/// moe -> sm_90a kernels -> gpu.binary, plus the `moe.manifest` a launcher
+/// reads. ptxas is found as gpu-module-to-binary finds it ($PATH,
+/// $CUDA_ROOT, $CUDA_HOME, $CUDA_PATH).
+void buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options);
+
 /// Registers the named pipelines with the global pass registry.
 void registerMoEPipelines();
 

@@ -22,4 +22,17 @@ def MoEExpandFusedOps : Pass<"moe-expand-fused-ops"> {
   let dependentDialects = ["::mlir::moe::MoEDialect"];
 }
 
+def MoEExtractDeviceCode : Pass<"moe-extract-device-code", "::mlir::ModuleOp"> {
+  let summary = "Keep only the device code and its launch manifest";
+  let description = [{
+    After `--convert-moe-to-nvgpu`, removes everything but the gpu.modules
+    and records, as the module attribute `moe.manifest`, what a launcher
+    needs to know of each kernel that serialization to a binary would
+    otherwise lose: its name, the moe op it implements, its tile
+    (`[tile_m, tile_n, tile_k, stages]`), threads per block and dynamic
+    shared memory. The host side is the runtime's (see docs/hopper-notes.md);
+    `--moe-gpu-pipeline` runs this before serializing the kernels.
+  }];
+}
+
 #endif // MOE_TRANSFORMS_PASSES_TD

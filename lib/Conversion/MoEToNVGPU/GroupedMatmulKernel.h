@@ -1,0 +1,37 @@
+//===- GroupedMatmulKernel.h - sm_90a grouped GEMM kernel builder -*- C++
+//-*-===//
+
+#ifndef MOE_CONVERSION_MOETONVGPU_GROUPEDMATMULKERNEL_H
+#define MOE_CONVERSION_MOETONVGPU_GROUPEDMATMULKERNEL_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::moe {
+
+/// Tile shape of the sm_90a grouped GEMM kernel. One warpgroup computes a
+/// tileM x tileN tile in K steps of tileK with `stages` TMA buffers.
+struct GroupedMatmulTile {
+  int64_t tileM = 64;
+  int64_t tileN = 128;
+  int64_t tileK = 64;
+  int64_t stages = 2;
+
+  /// Bytes of dynamic shared memory the kernel needs.
+  int64_t dynamicSharedBytes() const;
+  /// A name that says what the kernel was built for.
+  std::string kernelName(Type offsetType) const;
+};
+
+/// Builds `gpu.func` computing out[rows of e] = rows[rows of e] @ weights[e]^T
+/// for bf16 operands with f32 accumulation, inside `module`. Its arguments:
+/// (rows tensor map ptr, weights tensor map ptr, offsets memref<?xT>,
+/// out memref<?x?xbf16>, K as i32). See docs/hopper-notes.md.
+gpu::GPUFuncOp buildGroupedMatmulKernel(OpBuilder &builder, Location loc,
+                                        gpu::GPUModuleOp module,
+                                        const GroupedMatmulTile &tile,
+                                        Type offsetType);
+
+} // namespace mlir::moe
+
+#endif // MOE_CONVERSION_MOETONVGPU_GROUPEDMATMULKERNEL_H

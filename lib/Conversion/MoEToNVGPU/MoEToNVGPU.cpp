@@ -1,0 +1,119 @@
+//===- MoEToNVGPU.cpp - moe ops to sm_90a kernels
+//---------------------------===//
+
+#include "GroupedMatmulKernel.h"
+#include "MoE/Conversion/Passes.h"
+#include "MoE/Dialect/MoEDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_CONVERTMOETONVGPU
+#include "MoE/Conversion/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+/// The gpu.module every moe kernel goes into.
+static constexpr StringLiteral kKernelModuleName = "moe_kernels";
+
+/// Why the sm_90a kernel cannot run `op`, or an empty string.
+static std::string unsupportedReason(GroupedMatmulOp op) {
+  auto rowsType = cast<RankedTensorType>(op.getRows().getType());
+  auto resultType = cast<RankedTensorType>(op.getType());
+  if (!rowsType.getElementType().isBF16() ||
+      !resultType.getElementType().isBF16())
+    return "only bf16 rows, weights and result are implemented";
+  if (op.getBias() || op.getRowScale())
+    return "bias and row scale epilogues are not implemented yet";
+  int64_t k = rowsType.getDimSize(1);
+  if (!ShapedType::isDynamic(k) && k % 8 != 0)
+    return "K must be a multiple of 8 (TMA row pitch is a multiple of 16 "
+           "bytes)";
+  return "";
+}
+
+namespace {
+struct ConvertMoEToNVGPUPass
+    : moe::impl::ConvertMoEToNVGPUBase<ConvertMoEToNVGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (chip != "sm_90a") {
+      mlir::emitError(module.getLoc())
+          << "convert-moe-to-nvgpu: no kernels for chip '" << chip
+          << "' yet (sm_90a only)";
+      return signalPassFailure();
+    }
+    GroupedMatmulTile tile{tileM, tileN, tileK, stages};
+    // The kernel builder implements one warpgroup with one thread per
+    // output column and 4 wgmma k16 steps per stage.
+    if (tile.tileM != 64 || tile.tileN != 128 || tile.tileK != 64) {
+      mlir::emitError(module.getLoc())
+          << "convert-moe-to-nvgpu: only 64x128x64 tiles are "
+             "implemented, got "
+          << tile.tileM << "x" << tile.tileN << "x" << tile.tileK;
+      return signalPassFailure();
+    }
+    // 227 KiB is the sm_90 limit of dynamic shared memory per block.
+    if (tile.stages < 1 || tile.dynamicSharedBytes() > 227 * 1024) {
+      mlir::emitError(module.getLoc())
+          << "convert-moe-to-nvgpu: 'stages' must be in [1, 9] "
+             "for 64x128x64 tiles, got "
+          << tile.stages;
+      return signalPassFailure();
+    }
+
+    SmallVector<GroupedMatmulOp> ops;
+    module.walk([&](GroupedMatmulOp op) { ops.push_back(op); });
+    if (ops.empty())
+      return;
+    bool failedAny = false;
+    for (GroupedMatmulOp op : ops) {
+      std::string reason = unsupportedReason(op);
+      if (!reason.empty()) {
+        op.emitOpError() << "cannot be lowered to sm_90a yet: " << reason;
+        failedAny = true;
+      }
+    }
+    if (failedAny)
+      return signalPassFailure();
+
+    OpBuilder builder(module.getBodyRegion());
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    builder.getUnitAttr());
+    auto kernels = dyn_cast_or_null<gpu::GPUModuleOp>(
+        SymbolTable::lookupSymbolIn(module, kKernelModuleName));
+    if (!kernels) {
+      builder.setInsertionPointToEnd(module.getBody());
+      kernels =
+          gpu::GPUModuleOp::create(builder, module.getLoc(), kKernelModuleName);
+    }
+    for (GroupedMatmulOp op : ops) {
+      Type offsetType =
+          cast<RankedTensorType>(op.getOffsets().getType()).getElementType();
+      std::string name = tile.kernelName(offsetType);
+      auto func = dyn_cast_or_null<gpu::GPUFuncOp>(
+          SymbolTable::lookupSymbolIn(kernels, name));
+      if (!func) {
+        func = buildGroupedMatmulKernel(builder, op.getLoc(), kernels, tile,
+                                        offsetType);
+        // What a launcher needs beyond the signature.
+        func->setAttr("moe.op", builder.getStringAttr(
+                                    GroupedMatmulOp::getOperationName()));
+        func->setAttr("moe.dynamic_shared_bytes",
+                      builder.getI64IntegerAttr(tile.dynamicSharedBytes()));
+        func->setAttr("moe.tile",
+                      builder.getDenseI64ArrayAttr(
+                          {tile.tileM, tile.tileN, tile.tileK, tile.stages}));
+      }
+      op->setAttr("moe.kernel",
+                  SymbolRefAttr::get(builder.getStringAttr(kKernelModuleName),
+                                     {FlatSymbolRefAttr::get(func)}));
+    }
+  }
+};
+} // namespace
