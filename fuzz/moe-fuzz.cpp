@@ -2,10 +2,11 @@
 //---------------===//
 //
 // Feeds arbitrary text to the MLIR parser with the dialects a moe program
-// uses, verifies it, and, when it holds only ops our pipeline is meant to
-// take (moe ops in functions with constants and casts), runs
-// --moe-cpu-reference-pipeline on it. Diagnostics are expected; crashes,
-// sanitizer reports and hangs are bugs. See docs/fuzzing.md.
+// uses, verifies it, and, when it holds only ops our pipelines are meant to
+// take (moe ops in functions with constants and casts), runs the GPU kernel
+// builder (without serialization) and --moe-cpu-reference-pipeline on it.
+// Diagnostics are expected; crashes, sanitizer reports and hangs are bugs. See
+// docs/fuzzing.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,6 +66,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
   if (!module || !onlyPipelineInput(*module))
     return 0;
+  // The GPU kernel builder up to (not including) serialization, which
+  // would run ptxas per input.
+  OwningOpRef<ModuleOp> gpuModule = module->clone();
+  PassManager gpuPm(&context);
+  gpuPm.addPass(moe::createConvertMoEToNVGPU());
+  gpuPm.addPass(moe::createMoEExtractDeviceCode());
+  (void)gpuPm.run(*gpuModule);
+
   PassManager pm(&context);
   moe::buildCPUReferencePipeline(pm, moe::CPUReferencePipelineOptions());
   (void)pm.run(*module);

@@ -27,6 +27,7 @@ ptxas = os.path.join(config.moe_cuda_toolkit, "bin", "ptxas")
 if not os.access(ptxas, os.X_OK):
     lit_config.fatal("no ptxas at %r: configure with -DMOE_CUDA_TOOLKIT=<dir> (scripts/setup.sh does)" % ptxas)
 config.substitutions.append(("%ptxas", ptxas))
+config.substitutions.append(("%cuda_toolkit", config.moe_cuda_toolkit))
 config.substitutions.append(
     ("%mlir-runner",
      f"{os.path.join(config.llvm_tools_dir, 'mlir-runner')} -e main "

@@ -1,0 +1,18 @@
+// Bad options of convert-moe-to-nvgpu end with a diagnostic.
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="chip=sm_100a" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-n=256" 2>&1 | FileCheck %s --check-prefix=TILE
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="stages=0" 2>&1 | FileCheck %s --check-prefix=STAGES
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="stages=x" 2>&1 | FileCheck %s --check-prefix=PARSE
+// RUN: moe-opt %s --convert-moe-to-nvgpu="stages=4" | FileCheck %s --check-prefix=FOUR
+
+// CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_100a' yet (sm_90a only)
+// TILE: error: convert-moe-to-nvgpu: only 64x128x64 tiles are implemented, got 64x256x64
+// STAGES: error: convert-moe-to-nvgpu: 'stages' must be in [1, 9] for 64x128x64 tiles, got 0
+// PARSE: for the --stages option: 'x' value invalid for long argument!
+// FOUR: moe.dynamic_shared_bytes = 98304
+// FOUR-COUNT-4: nvgpu.mbarrier.init
+func.func @gm(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %y = moe.grouped_matmul %rows, %w, %off
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}

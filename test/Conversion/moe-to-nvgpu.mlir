@@ -1,0 +1,67 @@
+// RUN: moe-opt %s --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
+
+// One kernel per offsets type, shared by every grouped_matmul that uses it;
+// each op is tagged with the kernel it runs as.
+// CHECK: module attributes {gpu.container_module}
+// CHECK-LABEL: func @two_matmuls
+// CHECK: moe.grouped_matmul {{.*}} {moe.kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64}
+// CHECK: moe.grouped_matmul {{.*}} {moe.kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64}
+// CHECK: gpu.module @moe_kernels
+// CHECK: memref.global @moe_dynamic_smem : memref<0xi8, #gpu.address_space<workgroup>> {alignment = 1024 : i64}
+// CHECK: gpu.func @grouped_matmul_bf16_64x128x64_s2_off64(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32) kernel
+// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK-SAME: moe.dynamic_shared_bytes = 49152
+// CHECK-SAME: moe.tile = array<i64: 64, 128, 64, 2>
+// Tile scheduler over the experts, then an early exit for idle CTAs.
+// CHECK: scf.for
+// CHECK: cf.cond_br
+// CHECK: gpu.return
+// CHECK-COUNT-2: nvgpu.mbarrier.init
+// CHECK: nvvm.fence.mbarrier.init
+// Prologue: one TMA load pair per stage.
+// CHECK-COUNT-2: nvgpu.mbarrier.arrive.expect_tx
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK-COUNT-4: nvgpu.warpgroup.mma {{.*}} -> <fragmented = vector<64x128xf32>>
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvgpu.tma.async.load
+// CHECK: nvgpu.warpgroup.mma.store
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+// CHECK: memref.store
+// CHECK-NOT: gpu.func
+func.func @two_matmuls(%rows: tensor<?x256xbf16>, %w13: tensor<8x512x256xbf16>,
+                       %w2: tensor<8x256x256xbf16>, %off: tensor<9xi64>) -> tensor<?x256xbf16> {
+  %gu = moe.grouped_matmul %rows, %w13, %off
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi64>) -> tensor<?x512xbf16>
+  %h = moe.swiglu silu %gu : (tensor<?x512xbf16>) -> tensor<?x256xbf16>
+  %y = moe.grouped_matmul %h, %w2, %off
+      : (tensor<?x256xbf16>, tensor<8x256x256xbf16>, tensor<9xi64>) -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+func.func @f32_rows(%rows: tensor<?x256xf32>, %w: tensor<8x512x256xf32>, %off: tensor<9xi64>) -> tensor<?x512xf32> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: only bf16 rows, weights and result are implemented}}
+  %y = moe.grouped_matmul %rows, %w, %off
+      : (tensor<?x256xf32>, tensor<8x512x256xf32>, tensor<9xi64>) -> tensor<?x512xf32>
+  return %y : tensor<?x512xf32>
+}
+
+// -----
+
+func.func @bias(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi64>,
+                %b: tensor<8x512xf32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: bias and row scale epilogues are not implemented yet}}
+  %y = moe.grouped_matmul %rows, %w, %off bias %b
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi64>, tensor<8x512xf32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+func.func @odd_k(%rows: tensor<?x100xbf16>, %w: tensor<8x512x100xbf16>, %off: tensor<9xi64>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{K must be a multiple of 8}}
+  %y = moe.grouped_matmul %rows, %w, %off
+      : (tensor<?x100xbf16>, tensor<8x512x100xbf16>, tensor<9xi64>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}

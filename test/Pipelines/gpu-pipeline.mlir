@@ -1,0 +1,33 @@
+// --moe-gpu-pipeline turns a grouped_matmul into a gpu.binary whose PTX has
+// TMA loads, mbarriers and 4 K-major wgmma per K step, which ptxas
+// assembles for sm_90a; with format=bin the binary is a cubin (ELF).
+// RUN: moe-opt %s --moe-gpu-pipeline="chip=sm_90a format=isa" -o %t.isa.mlir
+// RUN: FileCheck %s --check-prefix=MANIFEST --input-file %t.isa.mlir
+// RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.isa.mlir %t.ptx
+// RUN: FileCheck %s --check-prefix=PTX --input-file %t.ptx
+// RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
+// RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-gpu-pipeline -o %t.bin.mlir
+// RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.bin.mlir %t.bin.cubin
+// RUN: %python -c "import sys; d = open(sys.argv[1], 'rb').read(); sys.exit(0 if d[:4] == b'\x7fELF' else 'not an ELF cubin')" %t.bin.cubin
+
+// MANIFEST: moe.manifest = {kernels = [{dynamic_shared_bytes = 49152 : i64, {{.*}}name = "grouped_matmul_bf16_64x128x64_s2_off64"
+// MANIFEST: gpu.binary @moe_kernels
+// MANIFEST-NOT: func.func
+
+// PTX: .target sm_90a
+// PTX: .extern .shared .align 1024 .b8 moe_dynamic_smem[];
+// PTX: .visible .entry grouped_matmul_bf16_64x128x64_s2_off64(
+// PTX: .maxntid 128, 1, 1
+// PTX: mbarrier.init.shared.b64
+// PTX: mbarrier.arrive.expect_tx.shared.b64
+// PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX: mbarrier.try_wait.parity.shared.b64
+// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// PTX: wgmma.wait_group.sync.aligned 0;
+// PTX: cvt.rn.bf16.f32
+func.func @gate_up(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi64>) -> tensor<?x28672xbf16> {
+  %y = moe.grouped_matmul %rows, %w, %off
+      : (tensor<?x4096xbf16>, tensor<8x28672x4096xbf16>, tensor<9xi64>) -> tensor<?x28672xbf16>
+  return %y : tensor<?x28672xbf16>
+}
