@@ -21,9 +21,11 @@
 // Prologue: one TMA load pair per stage.
 // CHECK-COUNT-2: nvgpu.mbarrier.arrive.expect_tx
 // CHECK: nvgpu.mbarrier.try_wait.parity
-// CHECK-COUNT-4: nvgpu.warpgroup.mma {{.*}} -> <fragmented = vector<64x128xf32>>
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-COUNT-4: nvgpu.warpgroup.mma {{.*}} {waitGroup = 4 : i64} : {{.*}} -> <fragmented = vector<64x128xf32>>
+// The previous step's stage is refilled while this step's wgmma run.
+// CHECK: gpu.barrier
 // CHECK: nvgpu.tma.async.load
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvgpu.warpgroup.mma.store
 // CHECK: arith.truncf {{.*}} : f32 to bf16
 // CHECK: memref.store

@@ -23,8 +23,11 @@
 // PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX: mbarrier.try_wait.parity.shared.b64
+// Each of the 4 wgmma of a K step leaves up to one step (4 groups) in
+// flight; the accumulators are read after a full drain.
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
-// PTX: wgmma.wait_group.sync.aligned 0;
+// PTX: wgmma.wait_group.sync.aligned {{[[:space:]]*}}4;
+// PTX: wgmma.wait_group.sync.aligned {{[[:space:]]*}}0;
 // PTX: cvt.rn.bf16.f32
 func.func @gate_up(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi64>) -> tensor<?x28672xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off

@@ -265,6 +265,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             n.view(smem, n.add(base, n.c(rowsBytes)), ty.weightsTile);
         // One wgmma per K = 16: +32 bytes inside the 128-byte swizzle atom
         // (nvgpu.warpgroup.mma over K > 16 steps K-major B wrongly).
+        // Each op may leave one K step of wgmma (tileK / 16 groups) in
+        // flight: after this step's last op, the previous step has retired.
+        int64_t groupsPerStep = t.tileK / 16;
         Value acc = iter[0];
         for (int64_t kk = 0; kk < t.tileK; kk += 16) {
           auto slice = [&](Value tile, int64_t rows) {
@@ -282,16 +285,24 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
               nb, ty.rowsDesc, slice(rowsTile, t.tileM), rowsMap);
           Value descB = nvgpu::WarpgroupGenerateDescriptorOp::create(
               nb, ty.weightsDesc, slice(weightsTile, t.tileN), weightsMap);
-          acc = nvgpu::WarpgroupMmaOp::create(nb, ty.accumulator, descA, descB,
-                                              IntegerAttr(), UnitAttr(),
-                                              UnitAttr(), acc);
+          acc = nvgpu::WarpgroupMmaOp::create(
+              nb, ty.accumulator, descA, descB,
+              nb.getI64IntegerAttr(groupsPerStep), UnitAttr(), UnitAttr(), acc);
         }
-        // Every wgmma reading this stage retires before it is refilled.
-        NVVM::WgmmaWaitGroupSyncOp::create(nb, nb.getI64IntegerAttr(0));
+        // The previous step's stage is free once every warp has seen its
+        // wgmma retire; refill it while this step's wgmma run.
         gpu::BarrierOp::create(nb);
-        Value next = n.add(kStep, n.c(t.stages));
-        ifThen(nb, arith::AndIOp::create(nb, leader, n.lt(next, numK)),
-               [&](ImplicitLocOpBuilder &lb) { issueLoad(lb, stage, next); });
+        Value previous = n.sub(kStep, n.c(1));
+        Value refillStep = n.add(previous, n.c(t.stages));
+        Value refill = arith::AndIOp::create(
+            nb, leader,
+            arith::AndIOp::create(nb, n.lt(n.c(0), kStep),
+                                  n.lt(refillStep, numK)));
+        ifThen(nb, refill, [&](ImplicitLocOpBuilder &lb) {
+          Value previousStage =
+              arith::RemSIOp::create(lb, previous, IndexMath{lb}.c(t.stages));
+          issueLoad(lb, previousStage, refillStep);
+        });
         scf::YieldOp::create(nb, acc);
       });
   NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(0));
