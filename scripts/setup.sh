@@ -41,15 +41,29 @@ else
     "$venv/bin/pip" install -q "nvidia-cuda-nvcc>=13,<14" "nvidia-nvvm>=13,<14"
   fi
 fi
+# Disassemblers new enough for sm_90a and sm_100a SASS (the lit tests read
+# the cubins with them): PyPI's 13.x wheels, also under nvidia/cu13.
+site=$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+if [ ! -x "$site/nvidia/cu13/bin/cuobjdump" ] || [ ! -x "$site/nvidia/cu13/bin/nvdisasm" ]; then
+  "$venv/bin/pip" install -q "nvidia-cuda-cuobjdump>=13,<14" "nvidia-cuda-nvdisasm>=13,<14"
+fi
+disasm=$site/nvidia/cu13/bin
+
 echo "== CUDA toolkit for ptxas/libdevice: $cuda ($("$cuda/bin/ptxas" --version | tail -1))"
 
-# 4. Configure and build with clang-22 + lld against libMLIR.so.
+# 4. Configure and build with clang-22 + lld against libMLIR.so. A build
+#    folder configured with another compiler is reset: CMake would drop
+#    every -D option while switching compilers.
+if [ -f "$build/CMakeCache.txt" ] &&
+   ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=$llvm/bin/clang++$" "$build/CMakeCache.txt"; then
+  rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
+fi
 cmake -G Ninja -S "$root" -B "$build" \
   -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_COMPILER=$llvm/bin/clang -DCMAKE_CXX_COMPILER=$llvm/bin/clang++ \
   -DLLVM_USE_LINKER=lld \
   -DMLIR_DIR=$llvm/lib/cmake/mlir -DLLVM_EXTERNAL_LIT=$llvm/bin/lit \
-  -DMOE_PYTHON="$venv/bin/python" -DMOE_CUDA_TOOLKIT="$cuda" \
+  -DMOE_PYTHON="$venv/bin/python" -DMOE_CUDA_TOOLKIT="$cuda" -DMOE_CUDA_DISASSEMBLERS="$disasm" \
   -DMOE_ENABLE_FUZZER=ON > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
 cmake --build "$build"
 

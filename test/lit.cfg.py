@@ -28,6 +28,11 @@ if not os.access(ptxas, os.X_OK):
     lit_config.fatal("no ptxas at %r: configure with -DMOE_CUDA_TOOLKIT=<dir> (scripts/setup.sh does)" % ptxas)
 config.substitutions.append(("%ptxas", ptxas))
 config.substitutions.append(("%cuda_toolkit", config.moe_cuda_toolkit))
+cuobjdump = os.path.join(config.moe_cuda_disassemblers, "cuobjdump")
+if not os.access(cuobjdump, os.X_OK):
+    lit_config.fatal("no cuobjdump at %r: configure with -DMOE_CUDA_DISASSEMBLERS=<dir> "
+                     "(scripts/setup.sh installs PyPI's nvidia-cuda-cuobjdump)" % cuobjdump)
+config.substitutions.append(("%cuobjdump", cuobjdump))
 config.substitutions.append(
     ("%mlir-runner",
      f"{os.path.join(config.llvm_tools_dir, 'mlir-runner')} -e main "

@@ -9,6 +9,13 @@
 // RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-gpu-pipeline -o %t.bin.mlir
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.bin.mlir %t.bin.cubin
 // RUN: %python -c "import sys; d = open(sys.argv[1], 'rb').read(); sys.exit(0 if d[:4] == b'\x7fELF' else 'not an ELF cubin')" %t.bin.cubin
+// RUN: %cuobjdump -sass %t.bin.cubin | FileCheck %s --check-prefix=SASS
+
+// The tensor cores and the copy engine do the work: 4 HGMMA per K step
+// (twice: the loop is peeled by ptxas or not, so at least 4), TMA loads.
+// SASS: Function : grouped_matmul_bf16_64x128x64_s2_off64
+// SASS-COUNT-4: HGMMA.64x128x16.F32.BF16
+// SASS: UTMALDG.3D
 
 // MANIFEST: moe.manifest = {kernels = [{dynamic_shared_bytes = 49152 : i64, {{.*}}name = "grouped_matmul_bf16_64x128x64_s2_off64"
 // MANIFEST: gpu.binary @moe_kernels
