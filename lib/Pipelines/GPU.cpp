@@ -18,6 +18,7 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   kernels.tileN = options.tileN;
   kernels.tileK = options.tileK;
   kernels.stages = options.stages;
+  kernels.swapAB = options.swapAB;
   pm.addPass(createConvertMoEToNVGPU(kernels));
   pm.addPass(createMoEExtractDeviceCode());
 

@@ -321,6 +321,12 @@ def bench(fn, encode_bf16, stream, stream_t, dev, opts):
         torch.cuda.empty_cache()
 
 
+def set_tile(tile_m, tile_n):
+    """Token rows and output columns per tile (swap-AB kernels: 8..64 x 64)."""
+    global BM, BN
+    BM, BN = tile_m, tile_n
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cubin", default=os.path.join(HERE, "build", "grouped_gemm_sm90.cubin"))
@@ -330,8 +336,11 @@ def main():
     ap.add_argument("--dry-run", action="store_true", help="no GPU: print cases and simulate the scheduler")
     ap.add_argument("--kernel", default=KERNEL_NAME.decode(), help="kernel symbol in the cubin")
     ap.add_argument("--dynamic-smem", type=int, default=DYN_SMEM, help="bytes of dynamic shared memory")
+    ap.add_argument("--tile-m", type=int, default=64, help="token rows per tile (the kernel's tile-m)")
+    ap.add_argument("--tile-n", type=int, default=128, help="output columns per tile (the kernel's tile-n)")
     ap.add_argument("--bench", action="store_true", help="after the checks, time it beside torch._grouped_mm")
     opts = ap.parse_args()
+    set_tile(opts.tile_m, opts.tile_n)
     if opts.dry_run:
         dry_run()
         return 0

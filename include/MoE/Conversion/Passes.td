@@ -48,6 +48,9 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
     Option<"tileK", "tile-k", "int64_t", "64", "K per pipeline stage">,
     Option<"stages", "stages", "int64_t", "2",
            "Shared-memory buffers in the TMA pipeline">,
+    Option<"swapAB", "swap-ab", "bool", "false",
+           "Compute out^T: the weights fill WGMMA's 64-row M operand and "
+           "tile-m tokens (8..64) its N (tile-n must be 64)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

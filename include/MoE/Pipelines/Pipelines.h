@@ -32,6 +32,9 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("TMA pipeline buffers"),
                          llvm::cl::init(2)};
+  Option<bool> swapAB{*this, "swap-ab",
+                      llvm::cl::desc("Build the swap-AB kernel (decode)"),
+                      llvm::cl::init(false)};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu.binary holds: bin (cubin), isa (PTX), fatbin"),

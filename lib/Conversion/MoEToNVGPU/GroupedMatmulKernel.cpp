@@ -30,12 +30,13 @@ using namespace mlir::moe;
 /// epilogue reuses it for the f32 output tile.
 int64_t GroupedMatmulTile::dynamicSharedBytes() const {
   int64_t stageBytes = (tileM + tileN) * tileK * 2;
-  return std::max(stages * stageBytes, tileM * tileN * 4);
+  return std::max(stages * stageBytes, 64 * accumulatorColumns() * 4);
 }
 
 std::string GroupedMatmulTile::kernelName(Type offsetType) const {
-  return llvm::formatv("grouped_matmul_bf16_{0}x{1}x{2}_s{3}_off{4}", tileM,
-                       tileN, tileK, stages, offsetType.getIntOrFloatBitWidth())
+  return llvm::formatv("grouped_matmul_bf16_{0}x{1}x{2}_s{3}{4}_off{5}", tileM,
+                       tileN, tileK, stages, swapAB ? "_swapab" : "",
+                       offsetType.getIntOrFloatBitWidth())
       .str();
 }
 
@@ -48,7 +49,7 @@ struct KernelTypes {
   MemRefType rowsTile, weightsLoadTile, weightsTile, outTile, sharedBytes;
   nvgpu::MBarrierGroupType barriers;
   nvgpu::WarpgroupAccumulatorType accumulator;
-  nvgpu::WarpgroupMatrixDescriptorType rowsDesc, weightsDesc;
+  nvgpu::WarpgroupMatrixDescriptorType mmaADesc, mmaBDesc;
 
   KernelTypes(MLIRContext *ctx, const GroupedMatmulTile &t) {
     Type bf16 = BFloat16Type::get(ctx), f32 = Float32Type::get(ctx);
@@ -59,7 +60,8 @@ struct KernelTypes {
     rowsTile = shared({t.tileM, t.tileK}, bf16);
     weightsLoadTile = shared({1, t.tileN, t.tileK}, bf16);
     weightsTile = shared({t.tileN, t.tileK}, bf16);
-    outTile = shared({t.tileM, t.tileN}, f32);
+    int64_t accColumns = t.accumulatorColumns();
+    outTile = shared({64, accColumns}, f32);
     sharedBytes = shared({t.dynamicSharedBytes()}, IntegerType::get(ctx, 8));
     auto tensorMap = [&](MemRefType box) {
       return nvgpu::TensorMapDescriptorType::get(
@@ -72,13 +74,13 @@ struct KernelTypes {
     weightsMap = tensorMap(weightsLoadTile);
     barriers = nvgpu::MBarrierGroupType::get(ctx, smem, t.stages);
     accumulator = nvgpu::WarpgroupAccumulatorType::get(
-        ctx, VectorType::get({t.tileM, t.tileN}, f32));
-    // One wgmma covers K = 16; the weights slice is spelled [K][N] as the
-    // verifier wants, though shared memory holds it K-major ([N][K]).
-    rowsDesc = nvgpu::WarpgroupMatrixDescriptorType::get(
-        ctx, shared({t.tileM, 16}, bf16));
-    weightsDesc = nvgpu::WarpgroupMatrixDescriptorType::get(
-        ctx, shared({16, t.tileN}, bf16));
+        ctx, VectorType::get({64, accColumns}, f32));
+    // One wgmma covers K = 16; its B slice is spelled [K][N] as the verifier
+    // wants, though shared memory holds it K-major ([N][K]).
+    mmaADesc =
+        nvgpu::WarpgroupMatrixDescriptorType::get(ctx, shared({64, 16}, bf16));
+    mmaBDesc = nvgpu::WarpgroupMatrixDescriptorType::get(
+        ctx, shared({16, accColumns}, bf16));
   }
 };
 
@@ -281,10 +283,15 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                                               nb.getIndexAttr(1)})
                 .getResult();
           };
+          Value rowsSlice = slice(rowsTile, t.tileM);
+          Value weightsSlice = slice(weightsTile, t.tileN);
+          // Swap-AB: the weights are WGMMA's 64-row A operand.
           Value descA = nvgpu::WarpgroupGenerateDescriptorOp::create(
-              nb, ty.rowsDesc, slice(rowsTile, t.tileM), rowsMap);
+              nb, ty.mmaADesc, t.swapAB ? weightsSlice : rowsSlice,
+              t.swapAB ? weightsMap : rowsMap);
           Value descB = nvgpu::WarpgroupGenerateDescriptorOp::create(
-              nb, ty.weightsDesc, slice(weightsTile, t.tileN), weightsMap);
+              nb, ty.mmaBDesc, t.swapAB ? rowsSlice : weightsSlice,
+              t.swapAB ? rowsMap : weightsMap);
           acc = nvgpu::WarpgroupMmaOp::create(
               nb, ty.accumulator, descA, descB,
               nb.getI64IntegerAttr(groupsPerStep), UnitAttr(), UnitAttr(), acc);
@@ -313,22 +320,39 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   nvgpu::WarpgroupMmaStoreOp::create(b, mainLoop.getResult(0), outTile);
   gpu::BarrierOp::create(b);
   Value rowsHere = arith::MinSIOp::create(b, m.sub(rowEnd, row0), m.c(t.tileM));
-  // Each thread owns one column; tileN == 128 threads.
-  Value col = m.add(col0, tid);
-  ifThen(b, m.lt(col, numCols), [&](ImplicitLocOpBuilder &nb) {
-    scf::ForOp::create(
-        nb, IndexMath{nb}.c(0), rowsHere, IndexMath{nb}.c(1), ValueRange{},
-        [&](OpBuilder &inner, Location l, Value r, ValueRange) {
-          ImplicitLocOpBuilder ib(l, inner);
-          IndexMath i{ib};
-          Value v = i.load(outTile, ValueRange{r, tid});
-          Value narrowed = arith::TruncFOp::create(ib, ib.getBF16Type(), v);
-          // Row indices are `index` (64-bit): no 2^31 overflow for big M*N.
-          memref::StoreOp::create(ib, narrowed, out,
-                                  ValueRange{i.add(row0, r), col});
-          scf::YieldOp::create(ib);
-        });
-  });
+  // Writes out[row0 + r, col] = outTile[tileRow, tileCol] for rows r in
+  // [firstRow, rowsHere) stepping by rowStep, if col < N. Row indices are
+  // `index` (64-bit): no 2^31 overflow for big M*N.
+  auto storeRows = [&](Value col, Value firstRow, int64_t rowStep,
+                       function_ref<std::pair<Value, Value>(Value)> tileAt) {
+    ifThen(b, m.lt(col, numCols), [&](ImplicitLocOpBuilder &nb) {
+      scf::ForOp::create(
+          nb, firstRow, rowsHere, IndexMath{nb}.c(rowStep), ValueRange{},
+          [&](OpBuilder &inner, Location l, Value r, ValueRange) {
+            ImplicitLocOpBuilder ib(l, inner);
+            IndexMath i{ib};
+            auto [tileRow, tileCol] = tileAt(r);
+            Value v = i.load(outTile, ValueRange{tileRow, tileCol});
+            Value narrowed = arith::TruncFOp::create(ib, ib.getBF16Type(), v);
+            memref::StoreOp::create(ib, narrowed, out,
+                                    ValueRange{i.add(row0, r), col});
+            scf::YieldOp::create(ib);
+          });
+    });
+  };
+  if (!t.swapAB) {
+    // One thread per output column (tileN == 128 threads), row by row.
+    storeRows(m.add(col0, tid), m.c(0), 1,
+              [&](Value r) { return std::make_pair(r, tid); });
+  } else {
+    // The tile holds out^T: weight row i is output column col0 + i. Threads
+    // t and t + 64 share column t % 64 and take alternate token rows, so
+    // each row's 64 columns are stored by 64 consecutive threads.
+    Value lane = arith::RemUIOp::create(b, tid, m.c(64));
+    Value half = arith::DivUIOp::create(b, tid, m.c(64));
+    storeRows(m.add(col0, lane), half, 2,
+              [&](Value r) { return std::make_pair(lane, r); });
+  }
   gpu::ReturnOp::create(b);
   return func;
 }

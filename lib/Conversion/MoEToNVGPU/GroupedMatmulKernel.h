@@ -9,13 +9,21 @@
 
 namespace mlir::moe {
 
-/// Tile shape of the sm_90a grouped GEMM kernel. One warpgroup computes a
-/// tileM x tileN tile in K steps of tileK with `stages` TMA buffers.
+/// Tile shape of the sm_90a grouped GEMM kernel. One warpgroup computes
+/// tileM token rows x tileN output columns in K steps of tileK with
+/// `stages` TMA buffers. WGMMA fixes its M operand at 64 rows: normally the
+/// tokens fill it (tileM = 64); with `swapAB` the weights do (tileN = 64)
+/// and the tokens are WGMMA's N (tileM = 8..64), computing out^T so that an
+/// expert with few rows wastes less of each instruction.
 struct GroupedMatmulTile {
   int64_t tileM = 64;
   int64_t tileN = 128;
   int64_t tileK = 64;
   int64_t stages = 2;
+  bool swapAB = false;
+
+  /// Columns of the WGMMA accumulator (its rows are always 64).
+  int64_t accumulatorColumns() const { return swapAB ? tileM : tileN; }
 
   /// Bytes of dynamic shared memory the kernel needs.
   int64_t dynamicSharedBytes() const;

@@ -35,6 +35,32 @@ static std::string unsupportedReason(GroupedMatmulOp op) {
   return "";
 }
 
+/// The tiles the kernel builder implements: one warpgroup, 4 wgmma k16
+/// steps per stage; normally 64 token rows x 128 columns (one thread per
+/// column in the epilogue), with swap-AB 64 columns x 8..64 token rows.
+static LogicalResult verifyTile(ModuleOp module,
+                                const GroupedMatmulTile &tile) {
+  auto fail = [&]() { return mlir::emitError(module.getLoc()); };
+  if (tile.tileK != 64)
+    return fail() << "convert-moe-to-nvgpu: tile-k must be 64, got "
+                  << tile.tileK;
+  if (!tile.swapAB && (tile.tileM != 64 || tile.tileN != 128))
+    return fail() << "convert-moe-to-nvgpu: only 64x128x64 tiles are "
+                     "implemented without swap-ab, got "
+                  << tile.tileM << "x" << tile.tileN << "x" << tile.tileK;
+  if (tile.swapAB &&
+      (tile.tileN != 64 ||
+       !llvm::is_contained(ArrayRef<int64_t>{8, 16, 32, 64}, tile.tileM)))
+    return fail() << "convert-moe-to-nvgpu: swap-ab needs tile-n = 64 and "
+                     "tile-m in {8, 16, 32, 64}, got tile-m = "
+                  << tile.tileM << ", tile-n = " << tile.tileN;
+  // 227 KiB is the sm_90 limit of dynamic shared memory per block.
+  if (tile.stages < 1 || tile.dynamicSharedBytes() > 227 * 1024)
+    return fail() << "convert-moe-to-nvgpu: 'stages' (" << tile.stages
+                  << ") must be at least 1 and fit 227 KiB of shared memory";
+  return success();
+}
+
 namespace {
 struct ConvertMoEToNVGPUPass
     : moe::impl::ConvertMoEToNVGPUBase<ConvertMoEToNVGPUPass> {
@@ -48,24 +74,9 @@ struct ConvertMoEToNVGPUPass
           << "' yet (sm_90a only)";
       return signalPassFailure();
     }
-    GroupedMatmulTile tile{tileM, tileN, tileK, stages};
-    // The kernel builder implements one warpgroup with one thread per
-    // output column and 4 wgmma k16 steps per stage.
-    if (tile.tileM != 64 || tile.tileN != 128 || tile.tileK != 64) {
-      mlir::emitError(module.getLoc())
-          << "convert-moe-to-nvgpu: only 64x128x64 tiles are "
-             "implemented, got "
-          << tile.tileM << "x" << tile.tileN << "x" << tile.tileK;
+    GroupedMatmulTile tile{tileM, tileN, tileK, stages, swapAB};
+    if (failed(verifyTile(module, tile)))
       return signalPassFailure();
-    }
-    // 227 KiB is the sm_90 limit of dynamic shared memory per block.
-    if (tile.stages < 1 || tile.dynamicSharedBytes() > 227 * 1024) {
-      mlir::emitError(module.getLoc())
-          << "convert-moe-to-nvgpu: 'stages' must be in [1, 9] "
-             "for 64x128x64 tiles, got "
-          << tile.stages;
-      return signalPassFailure();
-    }
 
     SmallVector<GroupedMatmulOp> ops;
     module.walk([&](GroupedMatmulOp op) { ops.push_back(op); });
@@ -109,6 +120,8 @@ struct ConvertMoEToNVGPUPass
         func->setAttr("moe.tile",
                       builder.getDenseI64ArrayAttr(
                           {tile.tileM, tile.tileN, tile.tileK, tile.stages}));
+        if (tile.swapAB)
+          func->setAttr("moe.swap_ab", builder.getUnitAttr());
       }
       op->setAttr("moe.kernel",
                   SymbolRefAttr::get(builder.getStringAttr(kKernelModuleName),

@@ -1,0 +1,25 @@
+// Swap-AB: the weights fill WGMMA's 64-row M operand and 8..64 tokens its
+// N, so an expert with a few rows wastes little of each instruction; the
+// epilogue writes the transposed tile.
+// RUN: moe-opt %s --convert-moe-to-nvgpu="swap-ab=1 tile-m=8 tile-n=64 stages=4" | FileCheck %s
+
+// CHECK: moe.grouped_matmul {{.*}} {moe.kernel = @moe_kernels::@grouped_matmul_bf16_8x64x64_s4_swapab_off64}
+// CHECK: gpu.func @grouped_matmul_bf16_8x64x64_s4_swapab_off64
+// CHECK-SAME: moe.dynamic_shared_bytes = 36864
+// CHECK-SAME: moe.swap_ab
+// CHECK-SAME: moe.tile = array<i64: 8, 64, 64, 4>
+// Tokens come in 8-row boxes, weights in 64-row boxes.
+// CHECK: nvgpu.tma.async.load {{.*}} : <tensor = memref<8x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.tma.async.load {{.*}} : <tensor = memref<1x64x64xbf16, #gpu.address_space<workgroup>>
+// The weights' descriptor is WGMMA's A, the tokens' its B: acc is 64 x 8.
+// CHECK-COUNT-4: nvgpu.warpgroup.mma {{.*}} : <tensor = memref<64x16xbf16, #gpu.address_space<workgroup>>>, <tensor = memref<16x8xbf16, #gpu.address_space<workgroup>>>, <fragmented = vector<64x8xf32>>
+// CHECK: nvgpu.warpgroup.mma.store {{.*}} to memref<64x8xf32, #gpu.address_space<workgroup>>
+// Threads t and t + 64 share an output column and take alternate rows.
+// CHECK: arith.remui %{{.*}}, %c64
+// CHECK: arith.divui %{{.*}}, %c64
+// CHECK: memref.store
+func.func @decode(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi64>) -> tensor<?x28672xbf16> {
+  %y = moe.grouped_matmul %rows, %w, %off
+      : (tensor<?x4096xbf16>, tensor<8x28672x4096xbf16>, tensor<9xi64>) -> tensor<?x28672xbf16>
+  return %y : tensor<?x28672xbf16>
+}
