@@ -12,13 +12,15 @@ using namespace mlir;
 
 void mlir::moe::buildGPUPipeline(OpPassManager &pm,
                                  const GPUPipelineOptions &options) {
+  MoESwapABOptions swapAB;
+  swapAB.maxRows = options.swapABMaxRows;
+  pm.addPass(createMoESwapAB(swapAB));
   ConvertMoEToNVGPUOptions kernels;
   kernels.chip = options.chip;
   kernels.tileM = options.tileM;
   kernels.tileN = options.tileN;
   kernels.tileK = options.tileK;
   kernels.stages = options.stages;
-  kernels.swapAB = options.swapAB;
   pm.addPass(createConvertMoEToNVGPU(kernels));
   pm.addPass(createMoEExtractDeviceCode());
 

@@ -1,7 +1,7 @@
 // Swap-AB: the weights fill WGMMA's 64-row M operand and 8..64 tokens its
 // N, so an expert with a few rows wastes little of each instruction; the
 // epilogue writes the transposed tile.
-// RUN: moe-opt %s --convert-moe-to-nvgpu="swap-ab=1 tile-m=8 tile-n=64 stages=4" | FileCheck %s
+// RUN: moe-opt %s --split-input-file --convert-moe-to-nvgpu="swap-ab=1 tile-m=8 tile-n=64 stages=4" | FileCheck %s
 
 // CHECK: moe.grouped_matmul {{.*}} {moe.kernel = @moe_kernels::@grouped_matmul_bf16_8x64x64_s4_swapab_off64}
 // CHECK: gpu.func @grouped_matmul_bf16_8x64x64_s4_swapab_off64
@@ -22,4 +22,22 @@ func.func @decode(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %of
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x4096xbf16>, tensor<8x28672x4096xbf16>, tensor<9xi64>) -> tensor<?x28672xbf16>
   return %y : tensor<?x28672xbf16>
+}
+
+// -----
+
+// After --moe-swap-ab both forms are built and the op names both; the
+// swap-AB tile is the narrowest WGMMA N that holds max-rows.
+// RUN: moe-opt %s --split-input-file --moe-swap-ab="max-rows=12" --convert-moe-to-nvgpu | FileCheck %s --check-prefix=BOTH
+// BOTH: moe.grouped_matmul {{.*}} {moe.kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off32, moe.kernel_swap_ab = @moe_kernels::@grouped_matmul_bf16_16x64x64_s2_swapab_off32, moe.swap_ab_max_rows = 12 : i64}
+// BOTH: moe.grouped_matmul {{.*}} {moe.kernel_swap_ab = @moe_kernels::@grouped_matmul_bf16_16x64x64_s2_swapab_off32, moe.swap_ab_max_rows = 12 : i64, moe.swap_ab_only}
+// BOTH-COUNT-2: gpu.func
+// BOTH-NOT: gpu.func
+func.func @both(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi32>,
+                %few: tensor<4x4096xbf16>) -> (tensor<?x28672xbf16>, tensor<4x28672xbf16>) {
+  %y = moe.grouped_matmul %rows, %w, %off
+      : (tensor<?x4096xbf16>, tensor<8x28672x4096xbf16>, tensor<9xi32>) -> tensor<?x28672xbf16>
+  %z = moe.grouped_matmul %few, %w, %off
+      : (tensor<4x4096xbf16>, tensor<8x28672x4096xbf16>, tensor<9xi32>) -> tensor<4x28672xbf16>
+  return %y, %z : tensor<?x28672xbf16>, tensor<4x28672xbf16>
 }

@@ -9,15 +9,21 @@
 // RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-gpu-pipeline -o %t.bin.mlir
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.bin.mlir %t.bin.cubin
 // RUN: %python -c "import sys; d = open(sys.argv[1], 'rb').read(); sys.exit(0 if d[:4] == b'\x7fELF' else 'not an ELF cubin')" %t.bin.cubin
-// RUN: %cuobjdump -sass %t.bin.cubin | FileCheck %s --check-prefix=SASS
+// RUN: %cuobjdump -sass -fun grouped_matmul_bf16_64x128x64_s2_off64 %t.bin.cubin | FileCheck %s --check-prefix=SASS
+// RUN: %cuobjdump -sass -fun grouped_matmul_bf16_16x64x64_s2_swapab_off64 %t.bin.cubin | FileCheck %s --check-prefix=SWAP-SASS
 
 // The tensor cores and the copy engine do the work: 4 HGMMA per K step
 // (twice: the loop is peeled by ptxas or not, so at least 4), TMA loads.
 // SASS: Function : grouped_matmul_bf16_64x128x64_s2_off64
 // SASS-COUNT-4: HGMMA.64x128x16.F32.BF16
 // SASS: UTMALDG.3D
+// SWAP-SASS: Function : grouped_matmul_bf16_16x64x64_s2_swapab_off64
+// SWAP-SASS-COUNT-4: HGMMA.64x16x16.F32.BF16
+// SWAP-SASS: UTMALDG.2D
 
+// Both forms by default (--moe-swap-ab's threshold of 16 rows per expert).
 // MANIFEST: moe.manifest = {kernels = [{dynamic_shared_bytes = 49152 : i64, {{.*}}name = "grouped_matmul_bf16_64x128x64_s2_off64"
+// MANIFEST-SAME: name = "grouped_matmul_bf16_16x64x64_s2_swapab_off64", op = "moe.grouped_matmul", swap_ab
 // MANIFEST: gpu.binary @moe_kernels
 // MANIFEST-NOT: func.func
 
@@ -36,6 +42,8 @@
 // PTX: wgmma.wait_group.sync.aligned {{[[:space:]]*}}4;
 // PTX: wgmma.wait_group.sync.aligned {{[[:space:]]*}}0;
 // PTX: cvt.rn.bf16.f32
+// PTX: .visible .entry grouped_matmul_bf16_16x64x64_s2_swapab_off64(
+// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 func.func @gate_up(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi64>) -> tensor<?x28672xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x4096xbf16>, tensor<8x28672x4096xbf16>, tensor<9xi64>) -> tensor<?x28672xbf16>

@@ -36,7 +36,10 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
     into `stages` shared-memory buffers completing on mbarriers,
     `nvgpu.warpgroup.mma` with f32 accumulation, and an epilogue that writes
     only the rows of the tile's own expert. The op is tagged with the kernel
-    it runs as (`moe.kernel`); host code is left alone. Forms the kernel
+    it runs as (`moe.kernel`) and, when `--moe-swap-ab` asked for it, with
+    its swap-AB kernel (`moe.kernel_swap_ab`, tokens as WGMMA's N, sized
+    for `moe.swap_ab_max_rows`); `moe.swap_ab_only` drops the normal one.
+    Host code is left alone. Forms the kernel
     does not cover are errors, never silently different code. The kernel and
     its ABI are described in docs/hopper-notes.md.
   }];

@@ -32,18 +32,20 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("TMA pipeline buffers"),
                          llvm::cl::init(2)};
-  Option<bool> swapAB{*this, "swap-ab",
-                      llvm::cl::desc("Build the swap-AB kernel (decode)"),
-                      llvm::cl::init(false)};
+  Option<int64_t> swapABMaxRows{
+      *this, "swap-ab-max-rows",
+      llvm::cl::desc("Experts with at most this many rows run the swap-AB "
+                     "kernel (0: never); see --moe-swap-ab"),
+      llvm::cl::init(16)};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu.binary holds: bin (cubin), isa (PTX), fatbin"),
       llvm::cl::init("bin")};
 };
 
-/// moe -> sm_90a kernels -> gpu.binary, plus the `moe.manifest` a launcher
-/// reads. ptxas is found as gpu-module-to-binary finds it ($PATH,
-/// $CUDA_ROOT, $CUDA_HOME, $CUDA_PATH).
+/// moe -> swap-AB choice -> sm_90a kernels -> gpu.binary, plus the
+/// `moe.manifest` a launcher reads. ptxas is found as gpu-module-to-binary
+/// finds it ($PATH, $CUDA_ROOT, $CUDA_HOME, $CUDA_PATH).
 void buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options);
 
 /// Registers the named pipelines with the global pass registry.

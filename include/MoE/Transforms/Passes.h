@@ -13,6 +13,13 @@ namespace moe {
 #define GEN_PASS_DECL
 #include "MoE/Transforms/Passes.h.inc"
 
+/// Attributes `--moe-swap-ab` puts on `moe.grouped_matmul`: the largest
+/// rows per expert that take the swap-AB form, and whether only that form
+/// is needed.
+inline constexpr llvm::StringLiteral kSwapABMaxRowsAttr =
+    "moe.swap_ab_max_rows";
+inline constexpr llvm::StringLiteral kSwapABOnlyAttr = "moe.swap_ab_only";
+
 /// Patterns that rewrite fused moe ops (`moe.expert_mlp`) into basic ones.
 void populateExpandFusedOpsPatterns(RewritePatternSet &patterns);
 

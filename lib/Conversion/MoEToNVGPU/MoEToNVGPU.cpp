@@ -4,6 +4,7 @@
 #include "GroupedMatmulKernel.h"
 #include "MoE/Conversion/Passes.h"
 #include "MoE/Dialect/MoEDialect.h"
+#include "MoE/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -61,6 +62,38 @@ static LogicalResult verifyTile(ModuleOp module,
   return success();
 }
 
+/// The swap-AB tile for experts of at most `maxRows` rows: the narrowest
+/// WGMMA N in {8, 16, 32, 64} that holds them.
+static GroupedMatmulTile swapABTile(int64_t maxRows, int64_t stages) {
+  int64_t tokens = 8;
+  while (tokens < maxRows && tokens < 64)
+    tokens *= 2;
+  return GroupedMatmulTile{tokens, 64, 64, stages, /*swapAB=*/true};
+}
+
+/// The kernel for `tile` and `offsetType` in `kernels`, built on first use
+/// with the attributes a launcher needs beyond its signature.
+static gpu::GPUFuncOp getOrBuildKernel(OpBuilder &builder,
+                                       gpu::GPUModuleOp kernels, Location loc,
+                                       const GroupedMatmulTile &tile,
+                                       Type offsetType) {
+  if (auto func = dyn_cast_or_null<gpu::GPUFuncOp>(
+          SymbolTable::lookupSymbolIn(kernels, tile.kernelName(offsetType))))
+    return func;
+  gpu::GPUFuncOp func =
+      buildGroupedMatmulKernel(builder, loc, kernels, tile, offsetType);
+  func->setAttr("moe.op",
+                builder.getStringAttr(GroupedMatmulOp::getOperationName()));
+  func->setAttr("moe.dynamic_shared_bytes",
+                builder.getI64IntegerAttr(tile.dynamicSharedBytes()));
+  func->setAttr("moe.tile",
+                builder.getDenseI64ArrayAttr(
+                    {tile.tileM, tile.tileN, tile.tileK, tile.stages}));
+  if (tile.swapAB)
+    func->setAttr("moe.swap_ab", builder.getUnitAttr());
+  return func;
+}
+
 namespace {
 struct ConvertMoEToNVGPUPass
     : moe::impl::ConvertMoEToNVGPUBase<ConvertMoEToNVGPUPass> {
@@ -106,26 +139,21 @@ struct ConvertMoEToNVGPUPass
     for (GroupedMatmulOp op : ops) {
       Type offsetType =
           cast<RankedTensorType>(op.getOffsets().getType()).getElementType();
-      std::string name = tile.kernelName(offsetType);
-      auto func = dyn_cast_or_null<gpu::GPUFuncOp>(
-          SymbolTable::lookupSymbolIn(kernels, name));
-      if (!func) {
-        func = buildGroupedMatmulKernel(builder, op.getLoc(), kernels, tile,
-                                        offsetType);
-        // What a launcher needs beyond the signature.
-        func->setAttr("moe.op", builder.getStringAttr(
-                                    GroupedMatmulOp::getOperationName()));
-        func->setAttr("moe.dynamic_shared_bytes",
-                      builder.getI64IntegerAttr(tile.dynamicSharedBytes()));
-        func->setAttr("moe.tile",
-                      builder.getDenseI64ArrayAttr(
-                          {tile.tileM, tile.tileN, tile.tileK, tile.stages}));
-        if (tile.swapAB)
-          func->setAttr("moe.swap_ab", builder.getUnitAttr());
-      }
-      op->setAttr("moe.kernel",
-                  SymbolRefAttr::get(builder.getStringAttr(kKernelModuleName),
-                                     {FlatSymbolRefAttr::get(func)}));
+      auto tag = [&](StringRef attr, gpu::GPUFuncOp func) {
+        op->setAttr(attr,
+                    SymbolRefAttr::get(builder.getStringAttr(kKernelModuleName),
+                                       {FlatSymbolRefAttr::get(func)}));
+      };
+      // The forms --moe-swap-ab chose; the pass options decide otherwise.
+      auto maxRows = op->getAttrOfType<IntegerAttr>(kSwapABMaxRowsAttr);
+      if (!op->hasAttr(kSwapABOnlyAttr))
+        tag("moe.kernel",
+            getOrBuildKernel(builder, kernels, op.getLoc(), tile, offsetType));
+      if (maxRows && !tile.swapAB)
+        tag("moe.kernel_swap_ab",
+            getOrBuildKernel(builder, kernels, op.getLoc(),
+                             swapABTile(maxRows.getInt(), tile.stages),
+                             offsetType));
     }
   }
 };
