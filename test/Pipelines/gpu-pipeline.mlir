@@ -1,6 +1,9 @@
 // --moe-gpu-pipeline turns a grouped_matmul into a gpu.binary whose PTX has
 // TMA loads, mbarriers and 4 K-major wgmma per K step, which ptxas
 // assembles for sm_90a; with format=bin the binary is a cubin (ELF).
+// RUN: not moe-opt %s --moe-gpu-pipeline="chip=sm_100a" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not moe-opt %s --moe-gpu-pipeline="swap-ab-max-rows=100" 2>&1 | FileCheck %s --check-prefix=ROWS
+// RUN: not moe-opt %s --moe-gpu-pipeline="bogus=1" 2>&1 | FileCheck %s --check-prefix=BOGUS
 // RUN: moe-opt %s --moe-gpu-pipeline="chip=sm_90a format=isa" -o %t.isa.mlir
 // RUN: FileCheck %s --check-prefix=MANIFEST --input-file %t.isa.mlir
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.isa.mlir %t.ptx
@@ -22,6 +25,9 @@
 // SWAP-SASS: UTMALDG.2D
 
 // Both forms by default (--moe-swap-ab's threshold of 16 rows per expert).
+// CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_100a' yet (sm_90a only)
+// ROWS: error: moe-swap-ab: 'max-rows' must be in [0, 64], got 100
+// BOGUS: no such option bogus
 // MANIFEST: moe.manifest = {kernels = [{dynamic_shared_bytes = 49152 : i64, {{.*}}name = "grouped_matmul_bf16_64x128x64_s2_off64"
 // MANIFEST-SAME: name = "grouped_matmul_bf16_16x64x64_s2_swapab_off64", op = "moe.grouped_matmul", swap_ab
 // MANIFEST: gpu.binary @moe_kernels
