@@ -18,7 +18,7 @@ func.func @gate_up(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %o
 }
 MLIR
 # variant: options of convert-moe-to-nvgpu
-variants=("stages=2" "stages=4"
+variants=("tile-n=128 stages=2" "tile-n=256 stages=4"
           "swap-ab=1 tile-m=8 tile-n=64 stages=4" "swap-ab=1 tile-m=16 tile-n=64 stages=4"
           "swap-ab=1 tile-m=32 tile-n=64 stages=4" "swap-ab=1 tile-m=64 tile-n=64 stages=4")
 : > "$out/kernels.txt"

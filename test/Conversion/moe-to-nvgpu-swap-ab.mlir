@@ -29,8 +29,8 @@ func.func @decode(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %of
 // After --moe-swap-ab both forms are built and the op names both; the
 // swap-AB tile is the narrowest WGMMA N that holds max-rows.
 // RUN: moe-opt %s --split-input-file --moe-swap-ab="max-rows=12" --convert-moe-to-nvgpu | FileCheck %s --check-prefix=BOTH
-// BOTH: moe.grouped_matmul {{.*}} {moe.kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off32, moe.kernel_swap_ab = @moe_kernels::@grouped_matmul_bf16_16x64x64_s2_swapab_off32, moe.swap_ab_max_rows = 12 : i64}
-// BOTH: moe.grouped_matmul {{.*}} {moe.kernel_swap_ab = @moe_kernels::@grouped_matmul_bf16_16x64x64_s2_swapab_off32, moe.swap_ab_max_rows = 12 : i64, moe.swap_ab_only}
+// BOTH: moe.grouped_matmul {{.*}} {moe.kernel = @moe_kernels::@grouped_matmul_bf16_64x256x64_s4_off32, moe.kernel_swap_ab = @moe_kernels::@grouped_matmul_bf16_16x64x64_s4_swapab_off32, moe.swap_ab_max_rows = 12 : i64}
+// BOTH: moe.grouped_matmul {{.*}} {moe.kernel_swap_ab = @moe_kernels::@grouped_matmul_bf16_16x64x64_s4_swapab_off32, moe.swap_ab_max_rows = 12 : i64, moe.swap_ab_only}
 // BOTH-COUNT-2: gpu.func
 // BOTH-NOT: gpu.func
 func.func @both(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi32>,

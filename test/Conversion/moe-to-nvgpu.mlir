@@ -1,4 +1,4 @@
-// RUN: moe-opt %s --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
+// RUN: moe-opt %s --convert-moe-to-nvgpu="tile-n=128 stages=2" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
 
 // One kernel per offsets type, shared by every grouped_matmul that uses it;
 // each op is tagged with the kernel it runs as.

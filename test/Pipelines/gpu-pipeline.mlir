@@ -12,15 +12,15 @@
 // RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-gpu-pipeline -o %t.bin.mlir
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.bin.mlir %t.bin.cubin
 // RUN: %python -c "import sys; d = open(sys.argv[1], 'rb').read(); sys.exit(0 if d[:4] == b'\x7fELF' else 'not an ELF cubin')" %t.bin.cubin
-// RUN: %cuobjdump -sass -fun grouped_matmul_bf16_64x128x64_s2_off64 %t.bin.cubin | FileCheck %s --check-prefix=SASS
-// RUN: %cuobjdump -sass -fun grouped_matmul_bf16_16x64x64_s2_swapab_off64 %t.bin.cubin | FileCheck %s --check-prefix=SWAP-SASS
+// RUN: %cuobjdump -sass -fun grouped_matmul_bf16_64x256x64_s4_off64 %t.bin.cubin | FileCheck %s --check-prefix=SASS
+// RUN: %cuobjdump -sass -fun grouped_matmul_bf16_16x64x64_s4_swapab_off64 %t.bin.cubin | FileCheck %s --check-prefix=SWAP-SASS
 
 // The tensor cores and the copy engine do the work: 4 HGMMA per K step
 // (twice: the loop is peeled by ptxas or not, so at least 4), TMA loads.
-// SASS: Function : grouped_matmul_bf16_64x128x64_s2_off64
-// SASS-COUNT-4: HGMMA.64x128x16.F32.BF16
+// SASS: Function : grouped_matmul_bf16_64x256x64_s4_off64
+// SASS-COUNT-4: HGMMA.64x256x16.F32.BF16
 // SASS: UTMALDG.3D
-// SWAP-SASS: Function : grouped_matmul_bf16_16x64x64_s2_swapab_off64
+// SWAP-SASS: Function : grouped_matmul_bf16_16x64x64_s4_swapab_off64
 // SWAP-SASS-COUNT-4: HGMMA.64x16x16.F32.BF16
 // SWAP-SASS: UTMALDG.2D
 
@@ -28,14 +28,14 @@
 // CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_100a' yet (sm_90a only)
 // ROWS: error: moe-swap-ab: 'max-rows' must be in [0, 64], got 100
 // BOGUS: no such option bogus
-// MANIFEST: moe.manifest = {kernels = [{dynamic_shared_bytes = 49152 : i64, {{.*}}name = "grouped_matmul_bf16_64x128x64_s2_off64"
-// MANIFEST-SAME: name = "grouped_matmul_bf16_16x64x64_s2_swapab_off64", op = "moe.grouped_matmul", swap_ab
+// MANIFEST: moe.manifest = {kernels = [{dynamic_shared_bytes = 163840 : i64, {{.*}}name = "grouped_matmul_bf16_64x256x64_s4_off64"
+// MANIFEST-SAME: name = "grouped_matmul_bf16_16x64x64_s4_swapab_off64", op = "moe.grouped_matmul", swap_ab
 // MANIFEST: gpu.binary @moe_kernels
 // MANIFEST-NOT: func.func
 
 // PTX: .target sm_90a
 // PTX: .extern .shared .align 1024 .b8 moe_dynamic_smem[];
-// PTX: .visible .entry grouped_matmul_bf16_64x128x64_s2_off64(
+// PTX: .visible .entry grouped_matmul_bf16_64x256x64_s4_off64(
 // PTX: .maxntid 128, 1, 1
 // PTX: mbarrier.init.shared.b64
 // PTX: mbarrier.arrive.expect_tx.shared.b64
@@ -44,11 +44,11 @@
 // PTX: mbarrier.try_wait.parity.shared.b64
 // Each of the 4 wgmma of a K step leaves up to one step (4 groups) in
 // flight; the accumulators are read after a full drain.
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // PTX: wgmma.wait_group.sync.aligned {{[[:space:]]*}}4;
 // PTX: wgmma.wait_group.sync.aligned {{[[:space:]]*}}0;
 // PTX: cvt.rn.bf16.f32
-// PTX: .visible .entry grouped_matmul_bf16_16x64x64_s2_swapab_off64(
+// PTX: .visible .entry grouped_matmul_bf16_16x64x64_s4_swapab_off64(
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 func.func @gate_up(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi64>) -> tensor<?x28672xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off

@@ -47,9 +47,9 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
     Option<"chip", "chip", "std::string", "\"sm_90a\"",
            "Target chip; only sm_90a has kernels so far">,
     Option<"tileM", "tile-m", "int64_t", "64", "Rows per tile (WGMMA M)">,
-    Option<"tileN", "tile-n", "int64_t", "128", "Output columns per tile">,
+    Option<"tileN", "tile-n", "int64_t", "256", "Output columns per tile">,
     Option<"tileK", "tile-k", "int64_t", "64", "K per pipeline stage">,
-    Option<"stages", "stages", "int64_t", "2",
+    Option<"stages", "stages", "int64_t", "4",
            "Shared-memory buffers in the TMA pipeline">,
     Option<"swapAB", "swap-ab", "bool", "false",
            "Compute out^T: the weights fill WGMMA's 64-row M operand and "

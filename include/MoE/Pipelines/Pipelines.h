@@ -26,12 +26,12 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
                         llvm::cl::init(64)};
   Option<int64_t> tileN{*this, "tile-n",
                         llvm::cl::desc("Output columns per tile"),
-                        llvm::cl::init(128)};
+                        llvm::cl::init(256)};
   Option<int64_t> tileK{*this, "tile-k", llvm::cl::desc("K per stage"),
                         llvm::cl::init(64)};
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("TMA pipeline buffers"),
-                         llvm::cl::init(2)};
+                         llvm::cl::init(4)};
   Option<int64_t> swapABMaxRows{
       *this, "swap-ab-max-rows",
       llvm::cl::desc("Experts with at most this many rows run the swap-AB "

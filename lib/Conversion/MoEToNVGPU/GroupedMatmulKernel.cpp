@@ -341,9 +341,12 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     });
   };
   if (!t.swapAB) {
-    // One thread per output column (tileN == 128 threads), row by row.
-    storeRows(m.add(col0, tid), m.c(0), 1,
-              [&](Value r) { return std::make_pair(r, tid); });
+    // Thread t stores columns t, t + 128, ... of the tile, row by row.
+    for (int64_t base = 0; base < t.tileN; base += 128) {
+      Value tileCol = m.add(tid, m.c(base));
+      storeRows(m.add(col0, tileCol), m.c(0), 1,
+                [&](Value r) { return std::make_pair(r, tileCol); });
+    }
   } else {
     // The tile holds out^T: weight row i is output column col0 + i. Threads
     // t and t + 64 share column t % 64 and take alternate token rows, so

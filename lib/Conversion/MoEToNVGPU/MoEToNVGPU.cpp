@@ -37,17 +37,18 @@ static std::string unsupportedReason(GroupedMatmulOp op) {
 }
 
 /// The tiles the kernel builder implements: one warpgroup, 4 wgmma k16
-/// steps per stage; normally 64 token rows x 128 columns (one thread per
-/// column in the epilogue), with swap-AB 64 columns x 8..64 token rows.
+/// steps per stage; normally 64 token rows x 128 or 256 columns, with
+/// swap-AB 64 columns x 8..64 token rows.
 static LogicalResult verifyTile(ModuleOp module,
                                 const GroupedMatmulTile &tile) {
   auto fail = [&]() { return mlir::emitError(module.getLoc()); };
   if (tile.tileK != 64)
     return fail() << "convert-moe-to-nvgpu: tile-k must be 64, got "
                   << tile.tileK;
-  if (!tile.swapAB && (tile.tileM != 64 || tile.tileN != 128))
-    return fail() << "convert-moe-to-nvgpu: only 64x128x64 tiles are "
-                     "implemented without swap-ab, got "
+  if (!tile.swapAB &&
+      (tile.tileM != 64 || (tile.tileN != 128 && tile.tileN != 256)))
+    return fail() << "convert-moe-to-nvgpu: without swap-ab the tile must be "
+                     "64x128x64 or 64x256x64, got "
                   << tile.tileM << "x" << tile.tileN << "x" << tile.tileK;
   if (tile.swapAB &&
       (tile.tileN != 64 ||
