@@ -1,5 +1,4 @@
-//===- moe-fuzz.cpp - libFuzzer target: parse, verify, lower
-//---------------===//
+//===- moe-fuzz.cpp - libFuzzer target: parse, verify, lower -------------===//
 //
 // Feeds arbitrary text to the MLIR parser with the dialects a moe program
 // uses, verifies it, and, when it holds only ops our pipelines are meant to

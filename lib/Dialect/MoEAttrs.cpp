@@ -1,5 +1,4 @@
-//===- MoEAttrs.cpp - moe attributes and enums
-//-----------------------------===//
+//===- MoEAttrs.cpp - moe attributes and enums ---------------------------===//
 
 #include "MoE/Dialect/MoEDialect.h"
 

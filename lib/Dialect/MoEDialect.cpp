@@ -1,5 +1,4 @@
-//===- MoEDialect.cpp - moe dialect registration
-//---------------------------===//
+//===- MoEDialect.cpp - moe dialect registration -------------------------===//
 
 #include "MoE/Dialect/MoEDialect.h"
 

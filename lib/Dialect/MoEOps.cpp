@@ -1,5 +1,4 @@
-//===- MoEOps.cpp - moe op verifiers
-//---------------------------------------===//
+//===- MoEOps.cpp - moe op verifiers -------------------------------------===//
 
 #include "MoE/Dialect/MoEDialect.h"
 

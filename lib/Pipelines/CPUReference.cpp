@@ -1,5 +1,4 @@
-//===- CPUReference.cpp - --moe-cpu-reference-pipeline
-//---------------------===//
+//===- CPUReference.cpp - --moe-cpu-reference-pipeline -------------------===//
 
 #include "MoE/Conversion/Passes.h"
 #include "MoE/Pipelines/Pipelines.h"

@@ -1,5 +1,4 @@
-//===- GPU.cpp - --moe-gpu-pipeline
-//----------------------------------------===//
+//===- GPU.cpp - --moe-gpu-pipeline --------------------------------------===//
 
 #include "MoE/Conversion/Passes.h"
 #include "MoE/Pipelines/Pipelines.h"

@@ -1,5 +1,4 @@
-//===- ExpandFusedOps.cpp - fused moe ops into their parts
-//-----------------===//
+//===- ExpandFusedOps.cpp - fused moe ops into their parts ---------------===//
 
 #include "MoE/Transforms/Passes.h"
 

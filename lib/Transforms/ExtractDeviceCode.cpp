@@ -1,5 +1,4 @@
-//===- ExtractDeviceCode.cpp - device code and its launch manifest
-//----------===//
+//===- ExtractDeviceCode.cpp - device code and its launch manifest -------===//
 
 #include "MoE/Transforms/Passes.h"
 

@@ -1,5 +1,4 @@
-//===- SwapAB.cpp - choose the grouped GEMM forms to compile
-//---------------===//
+//===- SwapAB.cpp - choose the grouped GEMM forms to compile -------------===//
 
 #include "MoE/Transforms/Passes.h"
 

@@ -1,5 +1,4 @@
-//===- moe-opt.cpp - the moe optimizer driver
-//------------------------------===//
+//===- moe-opt.cpp - the moe optimizer driver ----------------------------===//
 //
 // mlir-opt with every upstream dialect, pass and extension, plus the moe
 // dialect, its passes and its named pipelines.

@@ -1,5 +1,4 @@
-//===- FP8Codec.cpp - scalar FP8 / E8M0 encode and decode
-//------------------===//
+//===- FP8Codec.cpp - scalar FP8 / E8M0 encode and decode ----------------===//
 
 #include "FP8Codec.h"
 

@@ -1,5 +1,4 @@
-//===- MoEToLinalg.cpp - moe ops to linalg/tensor/scf/arith
-//----------------===//
+//===- MoEToLinalg.cpp - moe ops to linalg/tensor/scf/arith --------------===//
 //
 // The executable reference semantics of the moe dialect. Every pattern works
 // on tensors with f32 arithmetic and supports a dynamic token count.
@@ -147,6 +146,14 @@ struct Emitter {
                    })[0];
   }
 
+  /// Row sums of a [R, C] f32 tensor.
+  Value sumRows(Value x) {
+    return reduceRows(x, f32(0.0),
+                      [](ImplicitLocOpBuilder &nb, Value acc, Value v) {
+                        return arith::AddFOp::create(nb, acc, v).getResult();
+                      });
+  }
+
   /// Row-wise softmax of a [R, C] f32 tensor.
   Value softmaxRows(Value x) {
     Value rowMax = reduceRows(
@@ -160,10 +167,7 @@ struct Emitter {
                   Value d = arith::SubFOp::create(nb, args[0], args[1]);
                   return SmallVector<Value>{math::ExpOp::create(nb, d)};
                 })[0];
-    Value sums = reduceRows(
-        exps, f32(0.0), [](ImplicitLocOpBuilder &nb, Value acc, Value v) {
-          return arith::AddFOp::create(nb, acc, v).getResult();
-        });
+    Value sums = sumRows(exps);
     return divideRows(exps, sums, 0.0);
   }
 
@@ -404,16 +408,10 @@ struct RouteLowering : OpConversionPattern<RouteOp> {
           return SmallVector<Value>{
               e.extract(scores, {token, e.toIndex(expert)})};
         })[0];
-    auto sumRows = [&](Value x) {
-      return em.reduceRows(
-          x, em.f32(0.0), [](ImplicitLocOpBuilder &nb, Value acc, Value v) {
-            return arith::AddFOp::create(nb, acc, v).getResult();
-          });
-    };
     if (routing == Routing::topk_softmax)
       weights = em.softmaxRows(weights);
     if (op.getRenormalize())
-      weights = em.divideRows(weights, sumRows(weights),
+      weights = em.divideRows(weights, em.sumRows(weights),
                               routing == Routing::sigmoid_topk ? 1e-20 : 0.0);
     if (std::optional<APFloat> scale = op.getScalingFactor()) {
       double factor = scale->convertToDouble();

@@ -1,5 +1,4 @@
-//===- GroupedMatmulKernel.cpp - sm_90a grouped GEMM kernel builder
-//---------===//
+//===- GroupedMatmulKernel.cpp - sm_90a grouped GEMM kernel builder ------===//
 //
 // Builds the grouped GEMM kernel of docs/hopper-notes.md from upstream ops:
 // a device-side tile scheduler over the expert offsets, TMA loads with

@@ -1,5 +1,4 @@
-//===- MoEToNVGPU.cpp - moe ops to sm_90a kernels
-//---------------------------===//
+//===- MoEToNVGPU.cpp - moe ops to sm_90a kernels ------------------------===//
 
 #include "GroupedMatmulKernel.h"
 #include "MoE/Conversion/Passes.h"
