@@ -54,4 +54,9 @@ void mlir::moe::registerMoEPipelines() {
       "Build GPU kernels for moe ops and serialize them to a gpu.binary with "
       "a launch manifest (moe.manifest)",
       buildGPUPipeline);
+  PassPipelineRegistration<GPUDevicePipelineOptions>(
+      "moe-gpu-device-pipeline",
+      "Lower the gpu.modules of moe kernels to NVVM and serialize them (the "
+      "device half of moe-gpu-pipeline, after moe-extract-device-code)",
+      buildGPUDevicePipeline);
 }

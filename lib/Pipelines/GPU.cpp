@@ -4,10 +4,50 @@
 #include "MoE/Pipelines/Pipelines.h"
 #include "MoE/Transforms/Passes.h"
 
-#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
+
+// The device half of upstream's gpu-lower-to-nvvm-pipeline (after
+// --moe-extract-device-code there is no host code), with the kernel ABI
+// finalized between the NVVM lowering and serialization.
+void mlir::moe::buildGPUDevicePipeline(
+    OpPassManager &pm, const GPUDevicePipelineOptions &options) {
+  pm.addPass(createConvertNVGPUToNVVMPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  // PTX 8.0 is the first with sm_90a's wgmma and TMA.
+  target.features = "+ptx80";
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createStripDebugInfoPass());
+  device.addPass(createConvertGpuOpsToNVVMOps());
+  device.addPass(LLVM::createNVVMOptimizeForTargetPass());
+  device.addPass(createCanonicalizerPass());
+  device.addPass(createCSEPass());
+  device.addPass(createReconcileUnrealizedCastsPass());
+
+  pm.addPass(moe::createMoEFinalizeKernelABI());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
 
 void mlir::moe::buildGPUPipeline(OpPassManager &pm,
                                  const GPUPipelineOptions &options) {
@@ -22,12 +62,8 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   kernels.stages = options.stages;
   pm.addPass(createConvertMoEToNVGPU(kernels));
   pm.addPass(createMoEExtractDeviceCode());
-
-  gpu::GPUToNVVMPipelineOptions nvvm;
-  nvvm.cubinChip = options.chip;
-  // PTX 8.0 is the first with sm_90a's wgmma and TMA.
-  nvvm.cubinFeatures = "+ptx80";
-  nvvm.cubinFormat = options.format;
-  nvvm.optLevel = 3;
-  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+  GPUDevicePipelineOptions device;
+  device.chip = options.chip;
+  device.format = options.format;
+  buildGPUDevicePipeline(pm, device);
 }

@@ -2,8 +2,10 @@
 
 #include "MoE/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace mlir::moe {
 #define GEN_PASS_DEF_MOEEXTRACTDEVICECODE
@@ -12,37 +14,84 @@ namespace mlir::moe {
 
 using namespace mlir;
 
+/// Version of the manifest and bundle layout in docs/runtime-contract.md.
+static constexpr int64_t kManifestVersion = 1;
+
 namespace {
 struct MoEExtractDeviceCodePass
     : moe::impl::MoEExtractDeviceCodeBase<MoEExtractDeviceCodePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Builder b(&getContext());
-    SmallVector<Attribute> kernels;
-    for (auto gpuModule : module.getOps<gpu::GPUModuleOp>()) {
-      for (auto func : gpuModule.getOps<gpu::GPUFuncOp>()) {
-        if (!func.isKernel())
-          continue;
-        SmallVector<NamedAttribute> entry{
-            b.getNamedAttr("module", b.getStringAttr(gpuModule.getName())),
-            b.getNamedAttr("name", b.getStringAttr(func.getName()))};
-        if (DenseI32ArrayAttr block = func.getKnownBlockSizeAttr())
-          entry.push_back(b.getNamedAttr("threads", block));
-        // The kernel builders record what else a launcher needs as moe.*.
-        for (NamedAttribute attr : func->getAttrs())
-          if (attr.getName().strref().starts_with("moe."))
-            entry.push_back(b.getNamedAttr(
-                attr.getName().strref().drop_front(4), attr.getValue()));
-        kernels.push_back(b.getDictionaryAttr(entry));
-      }
+    SmallVector<Attribute> entries;
+    bool failedAny = false;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      unsigned index = 0;
+      func.walk([&](Operation *op) {
+        auto launch = op->getAttrOfType<DictionaryAttr>(moe::kLaunchAttr);
+        if (!launch)
+          return;
+        std::string name = func.getName().str();
+        if (index > 0)
+          name += "_" + std::to_string(index - 1);
+        ++index;
+        FailureOr<DictionaryAttr> entry = describeEntry(b, op, name, launch);
+        if (failed(entry)) {
+          failedAny = true;
+          return;
+        }
+        entries.push_back(*entry);
+      });
     }
+    if (failedAny)
+      return signalPassFailure();
     for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
       if (!isa<gpu::GPUModuleOp>(op))
         op.erase();
-    module->setAttr("moe.manifest",
-                    b.getDictionaryAttr(
-                        {b.getNamedAttr("version", b.getI64IntegerAttr(0)),
-                         b.getNamedAttr("kernels", b.getArrayAttr(kernels))}));
+    module->setAttr(
+        "moe.manifest",
+        b.getDictionaryAttr(
+            {b.getNamedAttr("version", b.getI64IntegerAttr(kManifestVersion)),
+             b.getNamedAttr("entries", b.getArrayAttr(entries))}));
+  }
+
+  /// The manifest entry of `op`: its launch dictionary with each kernel
+  /// reference replaced by what a launcher needs to know about the kernel.
+  FailureOr<DictionaryAttr> describeEntry(Builder &b, Operation *op,
+                                          StringRef name,
+                                          DictionaryAttr launch) {
+    NamedAttrList entry(launch);
+    entry.set("name", b.getStringAttr(name));
+    entry.set("op", b.getStringAttr(op->getName().getStringRef()));
+    auto forms = dyn_cast_or_null<ArrayAttr>(launch.get("kernels"));
+    if (!forms)
+      return op->emitOpError("moe.launch has no 'kernels' array");
+    SmallVector<Attribute> kernels;
+    for (Attribute form : forms) {
+      auto dict = dyn_cast<DictionaryAttr>(form);
+      auto ref = dict ? dyn_cast_or_null<SymbolRefAttr>(dict.get("kernel"))
+                      : SymbolRefAttr();
+      auto func = ref ? dyn_cast_or_null<gpu::GPUFuncOp>(
+                            SymbolTable::lookupSymbolIn(getOperation(), ref))
+                      : gpu::GPUFuncOp();
+      if (!func)
+        return op->emitOpError("moe.launch names a kernel that is not a "
+                               "gpu.func of this module: ")
+               << form;
+      NamedAttrList kernel(dict);
+      kernel.erase("kernel");
+      kernel.set("module", ref.getRootReference());
+      kernel.set("name", func.getNameAttr());
+      if (DenseI32ArrayAttr block = func.getKnownBlockSizeAttr())
+        kernel.set("threads", b.getI64IntegerAttr(block[0]));
+      // The kernel builders record the rest as moe.* attributes.
+      for (NamedAttribute attr : func->getAttrs())
+        if (attr.getName().strref().starts_with("moe."))
+          kernel.set(attr.getName().strref().drop_front(4), attr.getValue());
+      kernels.push_back(kernel.getDictionary(&getContext()));
+    }
+    entry.set("kernels", b.getArrayAttr(kernels));
+    return entry.getDictionary(&getContext());
   }
 };
 } // namespace

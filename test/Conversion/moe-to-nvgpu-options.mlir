@@ -6,17 +6,29 @@
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="stages=10" 2>&1 | FileCheck %s --check-prefix=SMEM
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="swap-ab=1 tile-m=12 tile-n=64" 2>&1 | FileCheck %s --check-prefix=SWAP
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-k=32" 2>&1 | FileCheck %s --check-prefix=TILEK
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-m=96" 2>&1 | FileCheck %s --check-prefix=ROWS
 // RUN: moe-opt %s --convert-moe-to-nvgpu="stages=4" | FileCheck %s --check-prefix=FOUR
+// RUN: moe-opt %s --convert-moe-to-nvgpu="tile-m=128" | FileCheck %s --check-prefix=TWO-WG
 
 // CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_100a' yet (sm_90a only)
-// TILE: error: convert-moe-to-nvgpu: without swap-ab the tile must be 64x128x64 or 64x256x64, got 64x192x64
+// TILE: error: convert-moe-to-nvgpu: without swap-ab the tile must be 64 or 128 rows x 128 or 256 columns x 64, got 64x192x64
 // STAGES: error: convert-moe-to-nvgpu: 'stages' (0) must be at least 1 and fit 227 KiB of shared memory
 // SMEM: error: convert-moe-to-nvgpu: 'stages' (10) must be at least 1 and fit 227 KiB of shared memory
 // SWAP: error: convert-moe-to-nvgpu: swap-ab needs tile-n = 64 and tile-m in {8, 16, 32, 64}, got tile-m = 12, tile-n = 64
 // TILEK: error: convert-moe-to-nvgpu: tile-k must be 64, got 32
 // PARSE: for the --stages option: 'x' value invalid for long argument!
+// ROWS: error: convert-moe-to-nvgpu: without swap-ab the tile must be 64 or 128 rows x 128 or 256 columns x 64, got 96x256x64
 // FOUR: moe.dynamic_shared_bytes = 163840
 // FOUR-COUNT-4: nvgpu.mbarrier.init
+// A 128-row tile: two warpgroups (256 threads) share each weights tile and
+// multiply 64 token rows each; 4 stages of (128 + 256) x 64 bf16.
+// TWO-WG: gpu.func @grouped_matmul_bf16_128x256x64_s4_off32
+// TWO-WG-SAME: known_block_size = array<i32: 256, 1, 1>
+// TWO-WG-SAME: moe.dynamic_shared_bytes = 196608
+// TWO-WG: nvgpu.tma.async.load {{.*}} : <tensor = memref<128x64xbf16, #gpu.address_space<workgroup>>
+// TWO-WG: arith.muli %{{.*}}, %c8192
+// TWO-WG-COUNT-4: nvgpu.warpgroup.mma {{.*}} : <tensor = memref<64x16xbf16, #gpu.address_space<workgroup>>>, <tensor = memref<16x256xbf16, #gpu.address_space<workgroup>>>, <fragmented = vector<64x256xf32>>
+// TWO-WG: nvgpu.warpgroup.mma.store {{.*}} to memref<64x256xf32, #gpu.address_space<workgroup>>
 func.func @gm(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>

@@ -3,10 +3,10 @@
 // epilogue writes the transposed tile.
 // RUN: moe-opt %s --split-input-file --convert-moe-to-nvgpu="swap-ab=1 tile-m=8 tile-n=64 stages=4" | FileCheck %s
 
-// CHECK: moe.grouped_matmul {{.*}} {moe.kernel = @moe_kernels::@grouped_matmul_bf16_8x64x64_s4_swapab_off64}
+// CHECK: moe.grouped_matmul {{.*}} {moe.launch = {{{.*}}kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_8x64x64_s4_swapab_off64, rows_max = 2147483647 : i64, rows_min = 1 : i64}]
 // CHECK: gpu.func @grouped_matmul_bf16_8x64x64_s4_swapab_off64
 // CHECK-SAME: moe.dynamic_shared_bytes = 36864
-// CHECK-SAME: moe.swap_ab
+// CHECK-SAME: moe.swap_ab = true
 // CHECK-SAME: moe.tile = array<i64: 8, 64, 64, 4>
 // Tokens come in 8-row boxes, weights in 64-row boxes.
 // CHECK: nvgpu.tma.async.load {{.*}} : <tensor = memref<8x64xbf16, #gpu.address_space<workgroup>>
@@ -26,11 +26,13 @@ func.func @decode(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %of
 
 // -----
 
-// After --moe-swap-ab both forms are built and the op names both; the
-// swap-AB tile is the narrowest WGMMA N that holds max-rows.
+// After --moe-swap-ab both forms are built and the op names both, with the
+// row counts each takes (the choice is made per expert, on the device); the
+// swap-AB tile is the narrowest WGMMA N that holds max-rows. With at most
+// max-rows rows in all, the swap-AB kernel takes every expert.
 // RUN: moe-opt %s --split-input-file --moe-swap-ab="max-rows=12" --convert-moe-to-nvgpu | FileCheck %s --check-prefix=BOTH
-// BOTH: moe.grouped_matmul {{.*}} {moe.kernel = @moe_kernels::@grouped_matmul_bf16_64x256x64_s4_off32, moe.kernel_swap_ab = @moe_kernels::@grouped_matmul_bf16_16x64x64_s4_swapab_off32, moe.swap_ab_max_rows = 12 : i64}
-// BOTH: moe.grouped_matmul {{.*}} {moe.kernel_swap_ab = @moe_kernels::@grouped_matmul_bf16_16x64x64_s4_swapab_off32, moe.swap_ab_max_rows = 12 : i64, moe.swap_ab_only}
+// BOTH: moe.grouped_matmul {{.*}} kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x256x64_s4_off32, rows_max = 2147483647 : i64, rows_min = 13 : i64}, {kernel = @moe_kernels::@grouped_matmul_bf16_16x64x64_s4_swapab_off32, rows_max = 12 : i64, rows_min = 1 : i64}], max_rows = 2147483647 : i64
+// BOTH: moe.grouped_matmul {{.*}} kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_16x64x64_s4_swapab_off32, rows_max = 2147483647 : i64, rows_min = 1 : i64}], max_rows = 4 : i64
 // BOTH-COUNT-2: gpu.func
 // BOTH-NOT: gpu.func
 func.func @both(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi32>,

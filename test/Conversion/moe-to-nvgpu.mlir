@@ -1,19 +1,32 @@
 // RUN: moe-opt %s --convert-moe-to-nvgpu="tile-n=128 stages=2" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
 
 // One kernel per offsets type, shared by every grouped_matmul that uses it;
-// each op is tagged with the kernel it runs as.
+// each op carries what a runtime needs to launch it (moe.launch): ABI,
+// static shapes (-1: dynamic), row limit and its kernels with the row
+// counts each one takes.
 // CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func @two_matmuls
-// CHECK: moe.grouped_matmul {{.*}} {moe.kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64}
-// CHECK: moe.grouped_matmul {{.*}} {moe.kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64}
+// CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul.v1", experts = 8 : i64, k = 256 : i64, kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, rows_max = 2147483647 : i64, rows_min = 1 : i64}], max_rows = 2147483647 : i64, n = 512 : i64, offsets = i64}}
+// CHECK: moe.grouped_matmul {{.*}} {moe.launch = {{{.*}}kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, {{.*}} n = 256 : i64
 // CHECK: gpu.module @moe_kernels
 // CHECK: memref.global @moe_dynamic_smem : memref<0xi8, #gpu.address_space<workgroup>> {alignment = 1024 : i64}
-// CHECK: gpu.func @grouped_matmul_bf16_64x128x64_s2_off64(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32) kernel
+// The ABI of docs/runtime-contract.md: tensor maps (by value once
+// moe-finalize-kernel-abi ran), offsets, out, K, rows_min, rows_max.
+// CHECK: gpu.func @grouped_matmul_bf16_64x128x64_s2_off64(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %[[MIN:.*]]: i32, %[[MAX:.*]]: i32) kernel
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK-SAME: moe.dynamic_shared_bytes = 49152
+// CHECK-SAME: moe.swap_ab = false
+// CHECK-SAME: moe.tensor_map_args = array<i64: 0, 1>
 // CHECK-SAME: moe.tile = array<i64: 64, 128, 64, 2>
-// Tile scheduler over the experts, then an early exit for idle CTAs.
+// Tile scheduler over the experts whose clamped row count lies in
+// [rows_min, rows_max], then an early exit for idle CTAs.
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
 // CHECK: scf.for
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: arith.cmpi sle, %{{.*}}, %{{.*}}
+// CHECK: arith.cmpi sle, %{{.*}}, %{{.*}}
 // CHECK: cf.cond_br
 // CHECK: gpu.return
 // CHECK-COUNT-2: nvgpu.mbarrier.init

@@ -28,15 +28,26 @@
 // CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_100a' yet (sm_90a only)
 // ROWS: error: moe-swap-ab: 'max-rows' must be in [0, 64], got 100
 // BOGUS: no such option bogus
-// MANIFEST: moe.manifest = {kernels = [{dynamic_shared_bytes = 163840 : i64, {{.*}}name = "grouped_matmul_bf16_64x256x64_s4_off64"
-// MANIFEST-SAME: name = "grouped_matmul_bf16_16x64x64_s4_swapab_off64", op = "moe.grouped_matmul", swap_ab
+// MANIFEST: moe.manifest = {entries = [{abi = "grouped_matmul.v1", {{.*}}dynamic_shared_bytes = 163840 : i64, {{.*}}name = "grouped_matmul_bf16_64x256x64_s4_off64", {{.*}}rows_min = 17
+// MANIFEST-SAME: name = "grouped_matmul_bf16_16x64x64_s4_swapab_off64", op = "moe.grouped_matmul", rows_max = 16 : i64, rows_min = 1 : i64, swap_ab = true
+// MANIFEST-SAME: name = "gate_up"
+// MANIFEST-SAME: version = 1
 // MANIFEST: gpu.binary @moe_kernels
 // MANIFEST-NOT: func.func
 
 // PTX: .target sm_90a
 // PTX: .extern .shared .align 1024 .b8 moe_dynamic_smem[];
 // PTX: .visible .entry grouped_matmul_bf16_64x256x64_s4_off64(
+// The tensor maps are 128-byte grid constants in parameter space, read
+// through their generic addresses (docs/runtime-contract.md); then the
+// memrefs, K, rows_min and rows_max.
+// PTX-NEXT: .param .align 64 .b8 grouped_matmul_bf16_64x256x64_s4_off64_param_0[128],
+// PTX-NEXT: .param .align 64 .b8 grouped_matmul_bf16_64x256x64_s4_off64_param_1[128],
+// PTX-COUNT-12: .param .u64
+// PTX-COUNT-3: .param .u32
 // PTX: .maxntid 128, 1, 1
+// PTX: cvta.param.u64
+// PTX: cvta.param.u64
 // PTX: mbarrier.init.shared.b64
 // PTX: mbarrier.arrive.expect_tx.shared.b64
 // PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes

@@ -1,13 +1,50 @@
-// RUN: moe-opt %s --convert-moe-to-nvgpu --moe-extract-device-code | FileCheck %s
+// RUN: moe-opt %s --split-input-file --moe-swap-ab=max-rows=16 --convert-moe-to-nvgpu --moe-extract-device-code | FileCheck %s
+// RUN: moe-opt %s --split-input-file --moe-extract-device-code --verify-diagnostics --mlir-print-op-on-diagnostic=false -o /dev/null
 
-// Host code goes; the gpu.module stays; the manifest keeps what a launcher
-// needs once the kernels are serialized.
-// CHECK: module attributes {gpu.container_module, moe.manifest = {kernels = [{dynamic_shared_bytes = 163840 : i64, module = "moe_kernels", name = "grouped_matmul_bf16_64x256x64_s4_off32", op = "moe.grouped_matmul", threads = array<i32: 128, 1, 1>, tile = array<i64: 64, 256, 64, 4>}], version = 0 : i64}}
+// Host code goes; the gpu.module stays; the manifest (version 1 of
+// docs/runtime-contract.md) has one entry per compiled op, named after its
+// function (`<func>_<i>` for the ops after the first), with the kernels
+// that compute it and the row counts each takes.
+// CHECK: module attributes {gpu.container_module, moe.manifest = {entries = [
+// CHECK-SAME: {abi = "grouped_matmul.v1", experts = 8 : i64, k = 256 : i64, kernels = [
+// CHECK-SAME: {dynamic_shared_bytes = 163840 : i64, module = "moe_kernels", name = "grouped_matmul_bf16_64x256x64_s4_off32", op = "moe.grouped_matmul", rows_max = 2147483647 : i64, rows_min = 17 : i64, swap_ab = false, tensor_map_args = array<i64: 0, 1>, threads = 128 : i64, tile = array<i64: 64, 256, 64, 4>},
+// CHECK-SAME: {dynamic_shared_bytes = 40960 : i64, module = "moe_kernels", name = "grouped_matmul_bf16_16x64x64_s4_swapab_off32", op = "moe.grouped_matmul", rows_max = 16 : i64, rows_min = 1 : i64, swap_ab = true, tensor_map_args = array<i64: 0, 1>, threads = 128 : i64, tile = array<i64: 16, 64, 64, 4>}],
+// CHECK-SAME: max_rows = 2147483647 : i64, n = 512 : i64, name = "gate_up", offsets = i32, op = "moe.grouped_matmul"},
+// CHECK-SAME: {abi = "grouped_matmul.v1", experts = 8 : i64, k = 512 : i64, {{.*}} max_rows = 2147483647 : i64, n = 256 : i64, name = "down", offsets = i32, op = "moe.grouped_matmul"},
+// CHECK-SAME: {abi = "grouped_matmul.v1", experts = 8 : i64, k = 512 : i64, {{.*}}name = "grouped_matmul_bf16_16x64x64_s4_swapab_off32", {{.*}} max_rows = 12 : i64, n = 256 : i64, name = "down_0", offsets = i32, op = "moe.grouped_matmul"}
+// CHECK-SAME: ], version = 1 : i64}}
 // CHECK-NOT: func.func
 // CHECK: gpu.module @moe_kernels
 // CHECK-NOT: func.func
-func.func @gm(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+func.func @gate_up(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+func.func @down(%rows: tensor<?x512xbf16>, %w: tensor<8x256x512xbf16>, %off: tensor<9xi32>,
+                %few: tensor<12x512xbf16>) -> (tensor<?x256xbf16>, tensor<12x256xbf16>) {
+  %y = moe.grouped_matmul %rows, %w, %off
+      : (tensor<?x512xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>) -> tensor<?x256xbf16>
+  %z = moe.grouped_matmul %few, %w, %off
+      : (tensor<12x512xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>) -> tensor<12x256xbf16>
+  return %y, %z : tensor<?x256xbf16>, tensor<12x256xbf16>
+}
+
+// -----
+
+// A launch description that names no kernel of the module is an error.
+func.func @dangling(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{moe.launch names a kernel that is not a gpu.func of this module}}
+  %y = moe.grouped_matmul %rows, %w, %off {moe.launch = {kernels = [{kernel = @moe_kernels::@missing}]}}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+func.func @no_kernels(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{moe.launch has no 'kernels' array}}
+  %y = moe.grouped_matmul %rows, %w, %off {moe.launch = {abi = "grouped_matmul.v1"}}
       : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
   return %y : tensor<?x512xbf16>
 }

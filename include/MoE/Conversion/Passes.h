@@ -24,6 +24,10 @@ namespace moe {
 #define GEN_PASS_DECL
 #include "MoE/Conversion/Passes.h.inc"
 
+/// Kernel attribute listing the parameters that are 128-byte TMA
+/// descriptors passed by value; moe-finalize-kernel-abi makes them so.
+inline constexpr llvm::StringLiteral kTensorMapArgsAttr = "moe.tensor_map_args";
+
 /// Patterns lowering every basic moe op to linalg/tensor/scf/arith/math.
 void populateMoEToLinalgPatterns(RewritePatternSet &patterns);
 

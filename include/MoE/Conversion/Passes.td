@@ -32,21 +32,29 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
     For every `moe.grouped_matmul` (bf16 rows and weights, bf16 result, no
     bias or row scale yet) builds a grouped GEMM kernel in
     `gpu.module @moe_kernels`, from upstream gpu/nvgpu/nvvm ops: a device-side
-    tile scheduler over the expert offsets, TMA loads with 128-byte swizzle
-    into `stages` shared-memory buffers completing on mbarriers,
-    `nvgpu.warpgroup.mma` with f32 accumulation, and an epilogue that writes
-    only the rows of the tile's own expert. The op is tagged with the kernel
-    it runs as (`moe.kernel`) and, when `--moe-swap-ab` asked for it, with
-    its swap-AB kernel (`moe.kernel_swap_ab`, tokens as WGMMA's N, sized
-    for `moe.swap_ab_max_rows`); `moe.swap_ab_only` drops the normal one.
-    Host code is left alone. Forms the kernel
-    does not cover are errors, never silently different code. The kernel and
-    its ABI are described in docs/hopper-notes.md.
+    tile scheduler over the expert offsets (clamped as on the CPU), TMA loads
+    with 128-byte swizzle into `stages` shared-memory buffers completing on
+    mbarriers, `nvgpu.warpgroup.mma` with f32 accumulation (one warpgroup
+    per 64 token rows of the tile, sharing the weights tile), and an
+    epilogue that writes only the rows of the tile's own expert.
+
+    Each op gets `moe.launch`: its ABI, static shapes and the kernels that
+    together compute it, each for the experts whose row count lies in its
+    `[rows_min, rows_max]`. When `--moe-swap-ab` asked for it
+    (`moe.swap_ab_max_rows`), a swap-AB kernel (tokens as WGMMA's N) takes
+    the experts with at most that many rows and the normal kernel the rest,
+    so the form is chosen per expert on the device; `moe.swap_ab_only`
+    keeps only the swap-AB kernel. Host code is left alone. Forms the kernel
+    does not cover are errors, never silently different code. The ABI is
+    docs/runtime-contract.md; the kernel is described in
+    docs/hopper-notes.md.
   }];
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90a\"",
            "Target chip; only sm_90a has kernels so far">,
-    Option<"tileM", "tile-m", "int64_t", "64", "Rows per tile (WGMMA M)">,
+    Option<"tileM", "tile-m", "int64_t", "64",
+           "Token rows per tile: 64 or 128 (one warpgroup per 64 rows); "
+           "8..64 with swap-ab">,
     Option<"tileN", "tile-n", "int64_t", "256", "Output columns per tile">,
     Option<"tileK", "tile-k", "int64_t", "64", "K per pipeline stage">,
     Option<"stages", "stages", "int64_t", "4",
@@ -64,6 +72,25 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
     "::mlir::NVVM::NVVMDialect",
     "::mlir::nvgpu::NVGPUDialect",
     "::mlir::scf::SCFDialect",
+  ];
+}
+
+def MoEFinalizeKernelABI : Pass<"moe-finalize-kernel-abi", "::mlir::ModuleOp"> {
+  let summary = "Pass the TMA descriptors of moe kernels by value";
+  let description = [{
+    Runs after the gpu.modules are lowered to NVVM, before serialization.
+    The kernel builders list in `moe.tensor_map_args` the parameters that
+    are 128-byte `CUtensorMap`s; this marks them `llvm.byval` (128 bytes,
+    64-byte aligned) and `nvvm.grid_constant`, so PTX declares them
+    `.param .align 64 .b8 [128]` and TMA reads them in parameter space,
+    the way `__grid_constant__` does in CUDA C++. The runtime then passes
+    descriptors with the launch, with no device memory to write first, and
+    the launch can be captured in a CUDA graph. (gpu.func cannot carry
+    `llvm.byval` through `convert-gpu-to-nvvm`, hence a separate step.)
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect",
   ];
 }
 

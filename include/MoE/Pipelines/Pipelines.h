@@ -43,6 +43,25 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       llvm::cl::init("bin")};
 };
 
+/// Options of the device half of --moe-gpu-pipeline.
+struct GPUDevicePipelineOptions
+    : public PassPipelineOptions<GPUDevicePipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("Target chip (sm_90a)"),
+                           llvm::cl::init("sm_90a")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What gpu.binary holds: bin (cubin), isa (PTX), fatbin"),
+      llvm::cl::init("bin")};
+};
+
+/// gpu.modules of moe kernels (after --moe-extract-device-code) -> NVVM ->
+/// by-value tensor-map parameters -> gpu.binary. For modules whose kernels
+/// were chosen by hand (`--convert-moe-to-nvgpu` options) rather than by
+/// --moe-gpu-pipeline.
+void buildGPUDevicePipeline(OpPassManager &pm,
+                            const GPUDevicePipelineOptions &options);
+
 /// moe -> swap-AB choice -> sm_90a kernels -> gpu.binary, plus the
 /// `moe.manifest` a launcher reads. ptxas is found as gpu-module-to-binary
 /// finds it ($PATH, $CUDA_ROOT, $CUDA_HOME, $CUDA_PATH).

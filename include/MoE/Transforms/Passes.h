@@ -20,6 +20,11 @@ inline constexpr llvm::StringLiteral kSwapABMaxRowsAttr =
     "moe.swap_ab_max_rows";
 inline constexpr llvm::StringLiteral kSwapABOnlyAttr = "moe.swap_ab_only";
 
+/// Dictionary that a kernel builder (convert-moe-to-nvgpu) puts on each op it
+/// built kernels for: ABI, shapes and kernels with their row ranges; it becomes
+/// an entry of the `moe.manifest` (docs/runtime-contract.md).
+inline constexpr llvm::StringLiteral kLaunchAttr = "moe.launch";
+
 /// Patterns that rewrite fused moe ops (`moe.expert_mlp`) into basic ones.
 void populateExpandFusedOpsPatterns(RewritePatternSet &patterns);
 

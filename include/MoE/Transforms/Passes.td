@@ -55,12 +55,16 @@ def MoEExtractDeviceCode : Pass<"moe-extract-device-code", "::mlir::ModuleOp"> {
   let summary = "Keep only the device code and its launch manifest";
   let description = [{
     After `--convert-moe-to-nvgpu`, removes everything but the gpu.modules
-    and records, as the module attribute `moe.manifest`, what a launcher
-    needs to know of each kernel that serialization to a binary would
-    otherwise lose: its name, the moe op it implements, its tile
-    (`[tile_m, tile_n, tile_k, stages]`), threads per block and dynamic
-    shared memory. The host side is the runtime's (see docs/hopper-notes.md);
-    `--moe-gpu-pipeline` runs this before serializing the kernels.
+    and records, as the module attribute `moe.manifest` (version 1), what a
+    runtime needs to launch each compiled op that serialization to a binary
+    would otherwise lose: one entry per op carrying `moe.launch` (named
+    after its function), with its ABI, static shapes, row limit, offsets
+    type, and every kernel that computes part of it (the experts whose row
+    count lies in `[rows_min, rows_max]`) with its tile, threads per block,
+    dynamic shared memory and by-value tensor-map parameters. The layout is
+    versioned in docs/runtime-contract.md; `--moe-gpu-pipeline` runs this
+    before serializing the kernels and `moe-translate --moe-to-bundle`
+    writes the result for the runtime.
   }];
 }
 

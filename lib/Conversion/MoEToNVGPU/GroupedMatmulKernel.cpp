@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GroupedMatmulKernel.h"
+#include "MoE/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -29,7 +30,8 @@ using namespace mlir::moe;
 /// epilogue reuses it for the f32 output tile.
 int64_t GroupedMatmulTile::dynamicSharedBytes() const {
   int64_t stageBytes = (tileM + tileN) * tileK * 2;
-  return std::max(stages * stageBytes, 64 * accumulatorColumns() * 4);
+  return std::max(stages * stageBytes,
+                  64 * warpgroups() * accumulatorColumns() * 4);
 }
 
 std::string GroupedMatmulTile::kernelName(Type offsetType) const {
@@ -45,7 +47,8 @@ namespace {
 struct KernelTypes {
   gpu::AddressSpaceAttr smem;
   nvgpu::TensorMapDescriptorType rowsMap, weightsMap;
-  MemRefType rowsTile, weightsLoadTile, weightsTile, outTile, sharedBytes;
+  MemRefType rowsTile, rowsSliceTile, weightsLoadTile, weightsTile, outTile,
+      outTiles, sharedBytes;
   nvgpu::MBarrierGroupType barriers;
   nvgpu::WarpgroupAccumulatorType accumulator;
   nvgpu::WarpgroupMatrixDescriptorType mmaADesc, mmaBDesc;
@@ -61,6 +64,8 @@ struct KernelTypes {
     weightsTile = shared({t.tileN, t.tileK}, bf16);
     int64_t accColumns = t.accumulatorColumns();
     outTile = shared({64, accColumns}, f32);
+    outTiles = shared({64 * t.warpgroups(), accColumns}, f32);
+    rowsSliceTile = shared({64, t.tileK}, bf16);
     sharedBytes = shared({t.dynamicSharedBytes()}, IntegerType::get(ctx, 8));
     auto tensorMap = [&](MemRefType box) {
       return nvgpu::TensorMapDescriptorType::get(
@@ -95,6 +100,9 @@ struct IndexMath {
   }
   Value lt(Value x, Value y) {
     return arith::CmpIOp::create(b, arith::CmpIPredicate::slt, x, y);
+  }
+  Value le(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::sle, x, y);
   }
   Value toIndex(Value v) {
     return arith::IndexCastOp::create(b, b.getIndexType(), v);
@@ -144,11 +152,20 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   auto offsetsType = MemRefType::get({ShapedType::kDynamic}, offsetType);
   auto outType = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
                                  b.getBF16Type());
+  Type i32 = b.getI32Type();
   auto funcType = b.getFunctionType(
-      {ptrType, ptrType, offsetsType, outType, b.getI32Type()}, {});
+      {ptrType, ptrType, offsetsType, outType, i32, i32, i32}, {});
   auto func = gpu::GPUFuncOp::create(b, t.kernelName(offsetType), funcType);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({128, 1, 1}));
+  int64_t threads = 128 * t.warpgroups();
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  // The tensor maps travel by value in parameter space (see
+  // docs/runtime-contract.md); moe-finalize-kernel-abi marks them so once
+  // the function is an llvm.func, since gpu.func drops llvm.byval.
+  func->setAttr(kTensorMapArgsAttr, b.getDenseI64ArrayAttr({0, 1}));
+  for (unsigned arg : {0u, 1u})
+    func.setArgAttr(arg, LLVM::LLVMDialect::getAlignAttrName(),
+                    b.getI64IntegerAttr(64));
 
   Block *entry = &func.getBody().front();
   Value rowsMapPtr = entry->getArgument(0),
@@ -157,30 +174,54 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   Value kArg = entry->getArgument(4);
   b.setInsertionPointToStart(entry);
   IndexMath m{b};
+  Value rowsMin = m.toIndex(entry->getArgument(5));
+  Value rowsMax = m.toIndex(entry->getArgument(6));
 
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value warpgroup = arith::DivUIOp::create(b, tid, m.c(128));
   Value slot = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   Value nTile = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   Value numExperts =
       m.sub(memref::DimOp::create(b, offsets, m.c(0)).getResult(), m.c(1));
+  Value numRows = memref::DimOp::create(b, out, m.c(0));
   Value numCols = memref::DimOp::create(b, out, m.c(1));
 
-  // Tile scheduler: expert e owns ceil(rows_e / tileM) consecutive slots.
+  // Offsets are clamped into [previous end, M] as on the CPU
+  // (docs/semantics.md), so bad offsets never address outside `out`.
+  auto clampedOffset = [&](IndexMath &n, Value e, Value previousEnd) {
+    Value v = n.toIndex(n.load(offsets, e));
+    return arith::MinSIOp::create(
+        n.b, arith::MaxSIOp::create(n.b, v, previousEnd), numRows);
+  };
+  // Tile scheduler: an expert whose row count lies in [rowsMin, rowsMax]
+  // owns ceil(rows / tileM) consecutive slots; the others belong to the
+  // entry's other kernels (swap-AB or normal form).
+  Value firstBegin = clampedOffset(m, m.c(0), m.c(0));
   auto walk = scf::ForOp::create(
-      b, m.c(0), numExperts, m.c(1), ValueRange{m.c(0), m.c(-1), m.c(0)},
+      b, m.c(0), numExperts, m.c(1),
+      ValueRange{m.c(0), m.c(-1), m.c(0), firstBegin, m.c(0), m.c(0)},
       [&](OpBuilder &nested, Location l, Value e, ValueRange iter) {
         ImplicitLocOpBuilder nb(l, nested);
         IndexMath n{nb};
-        Value lo = n.toIndex(n.load(offsets, e));
-        Value hi = n.toIndex(n.load(offsets, n.add(e, n.c(1))));
-        Value tilesUpTo = n.add(iter[0], n.ceilDiv(n.sub(hi, lo), t.tileM));
+        Value lo = iter[3];
+        Value hi = clampedOffset(n, n.add(e, n.c(1)), lo);
+        Value rows = n.sub(hi, lo);
+        Value eligible =
+            arith::AndIOp::create(nb, n.lt(n.c(0), rows),
+                                  arith::AndIOp::create(nb, n.le(rowsMin, rows),
+                                                        n.le(rows, rowsMax)));
+        Value tiles = arith::SelectOp::create(nb, eligible,
+                                              n.ceilDiv(rows, t.tileM), n.c(0));
+        Value tilesUpTo = n.add(iter[0], tiles);
         Value notFound = n.lt(iter[1], n.c(0));
         Value hit = arith::AndIOp::create(nb, notFound, n.lt(slot, tilesUpTo));
-        scf::YieldOp::create(
-            nb,
-            ValueRange{tilesUpTo, arith::SelectOp::create(nb, hit, e, iter[1]),
-                       arith::SelectOp::create(nb, hit, n.sub(slot, iter[0]),
-                                               iter[2])});
+        auto pick = [&](Value now, Value before) {
+          return arith::SelectOp::create(nb, hit, now, before).getResult();
+        };
+        scf::YieldOp::create(nb,
+                             ValueRange{tilesUpTo, pick(e, iter[1]),
+                                        pick(n.sub(slot, iter[0]), iter[2]), hi,
+                                        pick(lo, iter[4]), pick(hi, iter[5])});
       });
   Value expert = walk.getResult(1), mTile = walk.getResult(2);
   Value col0 = m.mul(nTile, m.c(t.tileN));
@@ -194,8 +235,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   cf::CondBranchOp::create(b, hasWork, compute, done);
   b.setInsertionPointToStart(compute);
 
-  Value rowBegin = m.toIndex(m.load(offsets, expert));
-  Value rowEnd = m.toIndex(m.load(offsets, m.add(expert, m.c(1))));
+  Value rowBegin = walk.getResult(4);
+  Value rowEnd = walk.getResult(5);
   Value row0 = m.add(rowBegin, m.mul(mTile, m.c(t.tileM)));
   Value numK = m.ceilDiv(m.toIndex(kArg), t.tileK);
 
@@ -261,7 +302,13 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         nvgpu::MBarrierTryWaitParityOp::create(nb, barriers, parity,
                                                n.c(10000000), stage);
         Value base = n.mul(stage, n.c(stageBytes));
-        Value rowsTile = n.view(smem, base, ty.rowsTile);
+        // Warpgroup w multiplies rows [64w, 64w + 64) of the token tile.
+        Value rowsTile =
+            t.swapAB
+                ? n.view(smem, base, ty.rowsTile)
+                : n.view(smem,
+                         n.add(base, n.mul(warpgroup, n.c(64 * t.tileK * 2))),
+                         ty.rowsSliceTile);
         Value weightsTile =
             n.view(smem, n.add(base, n.c(rowsBytes)), ty.weightsTile);
         // One wgmma per K = 16: +32 bytes inside the 128-byte swizzle atom
@@ -282,7 +329,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                                               nb.getIndexAttr(1)})
                 .getResult();
           };
-          Value rowsSlice = slice(rowsTile, t.tileM);
+          Value rowsSlice = slice(rowsTile, t.swapAB ? t.tileM : 64);
           Value weightsSlice = slice(weightsTile, t.tileN);
           // Swap-AB: the weights are WGMMA's 64-row A operand.
           Value descA = nvgpu::WarpgroupGenerateDescriptorOp::create(
@@ -315,9 +362,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   gpu::BarrierOp::create(b);
 
   // Epilogue: accumulators -> shared f32 tile -> bf16 rows of this expert.
-  Value outTile = m.view(smem, m.c(0), ty.outTile);
-  nvgpu::WarpgroupMmaStoreOp::create(b, mainLoop.getResult(0), outTile);
+  Value ownTile = m.view(
+      smem, m.mul(warpgroup, m.c(64 * t.accumulatorColumns() * 4)), ty.outTile);
+  nvgpu::WarpgroupMmaStoreOp::create(b, mainLoop.getResult(0), ownTile);
   gpu::BarrierOp::create(b);
+  Value outTile = m.view(smem, m.c(0), ty.outTiles);
   Value rowsHere = arith::MinSIOp::create(b, m.sub(rowEnd, row0), m.c(t.tileM));
   // Writes out[row0 + r, col] = outTile[tileRow, tileCol] for rows r in
   // [firstRow, rowsHere) stepping by rowStep, if col < N. Row indices are
@@ -339,9 +388,16 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           });
     });
   };
-  if (!t.swapAB) {
-    // Thread t stores columns t, t + 128, ... of the tile, row by row.
-    for (int64_t base = 0; base < t.tileN; base += 128) {
+  if (!t.swapAB && threads >= t.tileN) {
+    // Consecutive threads store consecutive columns of a row; the block
+    // covers threads / tileN rows at a time.
+    Value tileCol = arith::RemUIOp::create(b, tid, m.c(t.tileN));
+    Value firstRow = arith::DivUIOp::create(b, tid, m.c(t.tileN));
+    storeRows(m.add(col0, tileCol), firstRow, threads / t.tileN,
+              [&](Value r) { return std::make_pair(r, tileCol); });
+  } else if (!t.swapAB) {
+    // Thread t stores columns t, t + threads, ... of the tile, row by row.
+    for (int64_t base = 0; base < t.tileN; base += threads) {
       Value tileCol = m.add(tid, m.c(base));
       storeRows(m.add(col0, tileCol), m.c(0), 1,
                 [&](Value r) { return std::make_pair(r, tileCol); });

@@ -9,12 +9,13 @@
 
 namespace mlir::moe {
 
-/// Tile shape of the sm_90a grouped GEMM kernel. One warpgroup computes
-/// tileM token rows x tileN output columns in K steps of tileK with
-/// `stages` TMA buffers. WGMMA fixes its M operand at 64 rows: normally the
-/// tokens fill it (tileM = 64); with `swapAB` the weights do (tileN = 64)
-/// and the tokens are WGMMA's N (tileM = 8..64), computing out^T so that an
-/// expert with few rows wastes less of each instruction.
+/// Tile shape of the sm_90a grouped GEMM kernel. tileM / 64 warpgroups
+/// compute tileM token rows x tileN output columns in K steps of tileK with
+/// `stages` TMA buffers, sharing each weights tile. WGMMA fixes its M operand
+/// at 64 rows: normally the tokens fill it (tileM = 64); with `swapAB` the
+/// weights do (tileN = 64) and the tokens are WGMMA's N (tileM = 8..64),
+/// computing out^T so that an expert with few rows wastes less of each
+/// instruction.
 struct GroupedMatmulTile {
   int64_t tileM = 64;
   int64_t tileN = 128;
@@ -24,6 +25,9 @@ struct GroupedMatmulTile {
 
   /// Columns of the WGMMA accumulator (its rows are always 64).
   int64_t accumulatorColumns() const { return swapAB ? tileM : tileN; }
+  /// Warpgroups of the block: each computes 64 token rows of the tile (one
+  /// with swap-AB, where the tokens are WGMMA's N).
+  int64_t warpgroups() const { return swapAB ? 1 : tileM / 64; }
 
   /// Bytes of dynamic shared memory the kernel needs.
   int64_t dynamicSharedBytes() const;

@@ -18,6 +18,8 @@ using namespace mlir::moe;
 
 /// The gpu.module every moe kernel goes into.
 static constexpr StringLiteral kKernelModuleName = "moe_kernels";
+/// Rows per launch are 32-bit in the kernel ABI (offsets, TMA coordinates).
+static constexpr int64_t kMaxLaunchRows = 2147483647;
 
 /// Why the sm_90a kernel cannot run `op`, or an empty string.
 static std::string unsupportedReason(GroupedMatmulOp op) {
@@ -35,19 +37,19 @@ static std::string unsupportedReason(GroupedMatmulOp op) {
   return "";
 }
 
-/// The tiles the kernel builder implements: one warpgroup, 4 wgmma k16
-/// steps per stage; normally 64 token rows x 128 or 256 columns, with
-/// swap-AB 64 columns x 8..64 token rows.
+/// The tiles the kernel builder implements: 4 wgmma k16 steps per stage;
+/// normally 64 or 128 token rows (one warpgroup per 64) x 128 or 256
+/// columns, with swap-AB one warpgroup on 64 columns x 8..64 token rows.
 static LogicalResult verifyTile(ModuleOp module,
                                 const GroupedMatmulTile &tile) {
   auto fail = [&]() { return mlir::emitError(module.getLoc()); };
   if (tile.tileK != 64)
     return fail() << "convert-moe-to-nvgpu: tile-k must be 64, got "
                   << tile.tileK;
-  if (!tile.swapAB &&
-      (tile.tileM != 64 || (tile.tileN != 128 && tile.tileN != 256)))
+  if (!tile.swapAB && ((tile.tileM != 64 && tile.tileM != 128) ||
+                       (tile.tileN != 128 && tile.tileN != 256)))
     return fail() << "convert-moe-to-nvgpu: without swap-ab the tile must be "
-                     "64x128x64 or 64x256x64, got "
+                     "64 or 128 rows x 128 or 256 columns x 64, got "
                   << tile.tileM << "x" << tile.tileN << "x" << tile.tileK;
   if (tile.swapAB &&
       (tile.tileN != 64 ||
@@ -89,9 +91,35 @@ static gpu::GPUFuncOp getOrBuildKernel(OpBuilder &builder,
   func->setAttr("moe.tile",
                 builder.getDenseI64ArrayAttr(
                     {tile.tileM, tile.tileN, tile.tileK, tile.stages}));
-  if (tile.swapAB)
-    func->setAttr("moe.swap_ab", builder.getUnitAttr());
+  func->setAttr("moe.swap_ab", builder.getBoolAttr(tile.swapAB));
   return func;
+}
+
+/// What a runtime needs to launch `op` (docs/runtime-contract.md): its
+/// shapes, ABI and the kernels (`forms`) that together compute it.
+static DictionaryAttr launchInfo(Builder &b, GroupedMatmulOp op,
+                                 ArrayRef<Attribute> forms) {
+  auto rowsType = cast<RankedTensorType>(op.getRows().getType());
+  auto weightsType = cast<RankedTensorType>(op.getWeights().getType());
+  auto offsetsType = cast<RankedTensorType>(op.getOffsets().getType());
+  auto size = [](int64_t dim) {
+    return ShapedType::isDynamic(dim) ? int64_t(-1) : dim;
+  };
+  int64_t rows = rowsType.getDimSize(0);
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("abi", b.getStringAttr("grouped_matmul.v1")),
+       b.getNamedAttr("experts",
+                      b.getI64IntegerAttr(size(weightsType.getDimSize(0)))),
+       b.getNamedAttr("n",
+                      b.getI64IntegerAttr(size(weightsType.getDimSize(1)))),
+       b.getNamedAttr("k",
+                      b.getI64IntegerAttr(size(weightsType.getDimSize(2)))),
+       b.getNamedAttr("max_rows", b.getI64IntegerAttr(
+                                      ShapedType::isDynamic(rows)
+                                          ? kMaxLaunchRows
+                                          : std::min(rows, kMaxLaunchRows))),
+       b.getNamedAttr("offsets", TypeAttr::get(offsetsType.getElementType())),
+       b.getNamedAttr("kernels", b.getArrayAttr(forms))});
 }
 
 namespace {
@@ -139,21 +167,34 @@ struct ConvertMoEToNVGPUPass
     for (GroupedMatmulOp op : ops) {
       Type offsetType =
           cast<RankedTensorType>(op.getOffsets().getType()).getElementType();
-      auto tag = [&](StringRef attr, gpu::GPUFuncOp func) {
-        op->setAttr(attr,
-                    SymbolRefAttr::get(builder.getStringAttr(kKernelModuleName),
-                                       {FlatSymbolRefAttr::get(func)}));
+      SmallVector<Attribute> forms;
+      auto addForm = [&](const GroupedMatmulTile &formTile, int64_t rowsMin,
+                         int64_t rowsMax) {
+        gpu::GPUFuncOp func = getOrBuildKernel(builder, kernels, op.getLoc(),
+                                               formTile, offsetType);
+        forms.push_back(builder.getDictionaryAttr(
+            {builder.getNamedAttr(
+                 "kernel",
+                 SymbolRefAttr::get(builder.getStringAttr(kKernelModuleName),
+                                    {FlatSymbolRefAttr::get(func)})),
+             builder.getNamedAttr("rows_min",
+                                  builder.getI64IntegerAttr(rowsMin)),
+             builder.getNamedAttr("rows_max",
+                                  builder.getI64IntegerAttr(rowsMax))}));
       };
-      // The forms --moe-swap-ab chose; the pass options decide otherwise.
+      // The forms --moe-swap-ab chose, each for the experts whose row
+      // count falls in its range (decided on the device at run time).
       auto maxRows = op->getAttrOfType<IntegerAttr>(kSwapABMaxRowsAttr);
-      if (!op->hasAttr(kSwapABOnlyAttr))
-        tag("moe.kernel",
-            getOrBuildKernel(builder, kernels, op.getLoc(), tile, offsetType));
-      if (maxRows && !tile.swapAB)
-        tag("moe.kernel_swap_ab",
-            getOrBuildKernel(builder, kernels, op.getLoc(),
-                             swapABTile(maxRows.getInt(), tile.stages),
-                             offsetType));
+      bool swapABOnly = op->hasAttr(kSwapABOnlyAttr);
+      if (!maxRows || tile.swapAB) {
+        addForm(tile, 1, kMaxLaunchRows);
+      } else if (swapABOnly) {
+        addForm(swapABTile(maxRows.getInt(), tile.stages), 1, kMaxLaunchRows);
+      } else {
+        addForm(tile, maxRows.getInt() + 1, kMaxLaunchRows);
+        addForm(swapABTile(maxRows.getInt(), tile.stages), 1, maxRows.getInt());
+      }
+      op->setAttr(kLaunchAttr, launchInfo(builder, op, forms));
     }
   }
 };

@@ -1,0 +1,191 @@
+//===- Bundle.cpp - compiled moe modules as runtime bundles --------------===//
+//
+// The writer side of docs/runtime-contract.md: the manifest that
+// --moe-extract-device-code recorded and the cubins of gpu-module-to-binary
+// become one `.moebundle` file, which runtime/ reads without MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MoE/Target/Bundle.h"
+#include "MoE/Dialect/MoEDialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+/// Bundle layout version; the manifest version it is written from.
+static constexpr int64_t kBundleVersion = 1;
+
+/// Names travel unquoted on space-separated lines.
+static bool isBundleName(StringRef name) {
+  return !name.empty() && name.size() <= 255 && llvm::all_of(name, [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '.' || c == '$';
+  });
+}
+
+namespace {
+/// Reads one manifest dictionary, reporting what is missing at `loc`.
+struct ManifestReader {
+  Location loc;
+  DictionaryAttr dict;
+  std::string what;
+
+  FailureOr<int64_t> integer(StringRef key) {
+    if (auto attr = dyn_cast_or_null<IntegerAttr>(dict.get(key)))
+      return attr.getInt();
+    return emitError(loc) << "moe-to-bundle: " << what << " lacks integer '"
+                          << key << "'";
+  }
+  FailureOr<StringRef> name(StringRef key) {
+    auto attr = dyn_cast_or_null<StringAttr>(dict.get(key));
+    if (!attr)
+      return emitError(loc)
+             << "moe-to-bundle: " << what << " lacks '" << key << "'";
+    if (!isBundleName(attr.getValue()))
+      return emitError(loc) << "moe-to-bundle: " << what << " " << key << " '"
+                            << attr.getValue()
+                            << "' is not 1-255 characters of [A-Za-z0-9_.$]";
+    return attr.getValue();
+  }
+};
+} // namespace
+
+/// Writes the `kernel` line of one manifest kernel of `entry`.
+static LogicalResult writeKernel(Location loc, StringRef entry,
+                                 DictionaryAttr kernel,
+                                 const llvm::StringSet<> &images,
+                                 llvm::raw_ostream &os) {
+  ManifestReader r{loc, kernel, "a kernel of entry " + entry.str()};
+  FailureOr<StringRef> name = r.name("name"), image = r.name("module");
+  FailureOr<int64_t> rowsMin = r.integer("rows_min"),
+                     rowsMax = r.integer("rows_max"),
+                     threads = r.integer("threads"),
+                     smem = r.integer("dynamic_shared_bytes");
+  auto tile = dyn_cast_or_null<DenseI64ArrayAttr>(kernel.get("tile"));
+  auto swapAB = dyn_cast_or_null<BoolAttr>(kernel.get("swap_ab"));
+  if (failed(name) || failed(image) || failed(rowsMin) || failed(rowsMax) ||
+      failed(threads) || failed(smem))
+    return failure();
+  if (!tile || tile.size() != 4 || !swapAB)
+    return emitError(loc) << "moe-to-bundle: kernel " << *name
+                          << " lacks its tile or swap_ab";
+  if (!images.contains(*image))
+    return emitError(loc) << "moe-to-bundle: kernel " << *name
+                          << " is in gpu.binary @" << *image
+                          << ", which the module does not have";
+  os << "kernel " << entry << " " << *name << " image=" << *image
+     << " rows_min=" << *rowsMin << " rows_max=" << *rowsMax
+     << " threads=" << *threads << " smem=" << *smem << " tile_m=" << tile[0]
+     << " tile_n=" << tile[1] << " tile_k=" << tile[2] << " stages=" << tile[3]
+     << " swap_ab=" << (swapAB.getValue() ? 1 : 0) << "\n";
+  return success();
+}
+
+LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
+  Location loc = module.getLoc();
+  auto manifest = module->getAttrOfType<DictionaryAttr>("moe.manifest");
+  if (!manifest)
+    return emitError(loc) << "moe-to-bundle: the module has no moe.manifest; "
+                             "run --moe-gpu-pipeline first";
+  auto version = dyn_cast_or_null<IntegerAttr>(manifest.get("version"));
+  if (!version || version.getInt() != kBundleVersion)
+    return emitError(loc) << "moe-to-bundle: manifest version "
+                          << manifest.get("version") << " is not "
+                          << kBundleVersion;
+  auto entries = dyn_cast_or_null<ArrayAttr>(manifest.get("entries"));
+  if (!entries)
+    return emitError(loc) << "moe-to-bundle: the manifest has no entries";
+
+  // One cubin per gpu.binary, all for the same chip.
+  std::string chip, images;
+  llvm::raw_string_ostream imageStream(images);
+  llvm::StringSet<> imageNames;
+  for (auto binary : module.getOps<gpu::BinaryOp>()) {
+    if (binary.getObjects().size() != 1)
+      return binary.emitError("moe-to-bundle: expected one object (one "
+                              "target) per gpu.binary");
+    auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
+    auto target = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget());
+    if (!target)
+      return binary.emitError("moe-to-bundle: only NVVM targets are bundled");
+    if (object.getFormat() != gpu::CompilationTarget::Binary)
+      return binary.emitError("moe-to-bundle: the object is not a cubin; "
+                              "compile with --moe-gpu-pipeline=\"format=bin\"");
+    if (!chip.empty() && chip != target.getChip())
+      return binary.emitError("moe-to-bundle: binaries for both ")
+             << chip << " and " << target.getChip();
+    chip = target.getChip().str();
+    if (!isBundleName(binary.getName()))
+      return binary.emitError("moe-to-bundle: binary name is not 1-255 "
+                              "characters of [A-Za-z0-9_.$]");
+    StringRef bytes = object.getObject().getValue();
+    imageNames.insert(binary.getName());
+    imageStream << "image " << binary.getName() << " " << bytes.size() << "\n"
+                << bytes << "\n";
+  }
+  if (chip.empty())
+    return emitError(loc) << "moe-to-bundle: the module has no gpu.binary";
+
+  std::string body;
+  llvm::raw_string_ostream bodyStream(body);
+  llvm::StringSet<> entryNames;
+  for (Attribute attr : entries) {
+    auto entry = dyn_cast<DictionaryAttr>(attr);
+    if (!entry)
+      return emitError(loc) << "moe-to-bundle: manifest entry " << attr
+                            << " is not a dictionary";
+    ManifestReader r{loc, entry, "a manifest entry"};
+    FailureOr<StringRef> name = r.name("name"), op = r.name("op"),
+                         abi = r.name("abi");
+    FailureOr<int64_t> experts = r.integer("experts"), n = r.integer("n"),
+                       k = r.integer("k"), maxRows = r.integer("max_rows");
+    auto offsets = dyn_cast_or_null<TypeAttr>(entry.get("offsets"));
+    auto kernels = dyn_cast_or_null<ArrayAttr>(entry.get("kernels"));
+    if (failed(name) || failed(op) || failed(abi) || failed(experts) ||
+        failed(n) || failed(k) || failed(maxRows))
+      return failure();
+    if (!offsets || !offsets.getValue().isSignlessInteger() || !kernels ||
+        kernels.empty())
+      return emitError(loc) << "moe-to-bundle: entry " << *name
+                            << " lacks its offsets type or kernels";
+    if (!entryNames.insert(*name).second)
+      return emitError(loc) << "moe-to-bundle: two entries named " << *name;
+    bodyStream << "entry " << *name << " op=" << *op << " abi=" << *abi
+               << " experts=" << *experts << " n=" << *n << " k=" << *k
+               << " max_rows=" << *maxRows << " offsets=i"
+               << offsets.getValue().getIntOrFloatBitWidth() << "\n";
+    for (Attribute kernel : kernels) {
+      auto dict = dyn_cast<DictionaryAttr>(kernel);
+      if (!dict ||
+          failed(writeKernel(loc, *name, dict, imageNames, bodyStream)))
+        return failure();
+    }
+  }
+  os << "MOEBUNDLE " << kBundleVersion << "\nchip " << chip << "\n"
+     << images << body << "end\n";
+  return success();
+}
+
+void mlir::moe::registerToBundleTranslation() {
+  TranslateFromMLIRRegistration registration(
+      "moe-to-bundle",
+      "Write the output of --moe-gpu-pipeline as a .moebundle for the runtime",
+      [](Operation *op, llvm::raw_ostream &os) {
+        auto module = dyn_cast<ModuleOp>(op);
+        if (!module)
+          return LogicalResult(op->emitError("moe-to-bundle: expected a "
+                                             "builtin.module"));
+        return writeBundle(module, os);
+      },
+      [](DialectRegistry &registry) {
+        registerAllDialects(registry);
+        // Uncompiled moe modules parse, to be told what to run first.
+        registry.insert<MoEDialect>();
+      });
+}
