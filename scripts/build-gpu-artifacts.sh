@@ -1,42 +1,60 @@
 #!/usr/bin/env bash
-# Builds, on this machine (it has MLIR; the GPU machine does not), the
-# grouped GEMM cubins that scripts/gpu-tests.sh checks on the H200: the
-# normal kernel and the swap-AB kernels, each from --moe-gpu-pipeline's
-# passes. Output: .gpu-artifacts/<name>.cubin plus kernels.txt (name,
-# tile-m, tile-n, dynamic shared bytes), for the device tool's `carry`.
+# Builds here (this machine has MLIR; the GPU machine does not) what
+# scripts/gpu-tests.sh and bench/ run on the H200: runtime bundles of
+# grouped GEMMs compiled by moe-opt + moe-translate, and the runtime
+# library. Output: .gpu-artifacts/ (carry it with the device tool):
+#   <variant>.moebundle  one entry per test shape (test/device/shapes.txt)
+#   bench.moebundle      Mixtral and DeepSeek-V3 gate-up, default pipeline
+#   libmoe_runtime.so, moe_runtime.py
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-moe_opt=${MOE_OPT:-$root/build/bin/moe-opt}
-cuda=${CUDA:-/usr/local/cuda}
+build=${BUILD:-$root/build}
+moe_opt=$build/bin/moe-opt
+moe_translate=$build/bin/moe-translate
+export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
 out=$root/.gpu-artifacts
 rm -rf "$out" && mkdir -p "$out"
-cat > "$out/input.mlir" <<'MLIR'
-func.func @gate_up(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi32>) -> tensor<?x28672xbf16> {
+
+# One function per (name E N K offsets) line: a grouped_matmul with dynamic M.
+module_of() {
+  while read -r name e n k off; do
+    [ -z "$name" ] || [ "${name:0:1}" = "#" ] && continue
+    cat <<MLIR
+func.func @$name(%rows: tensor<?x${k}xbf16>, %w: tensor<${e}x${n}x${k}xbf16>, %off: tensor<$((e + 1))x${off}>) -> tensor<?x${n}xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
-      : (tensor<?x4096xbf16>, tensor<8x28672x4096xbf16>, tensor<9xi32>) -> tensor<?x28672xbf16>
-  return %y : tensor<?x28672xbf16>
+      : (tensor<?x${k}xbf16>, tensor<${e}x${n}x${k}xbf16>, tensor<$((e + 1))x${off}>) -> tensor<?x${n}xbf16>
+  return %y : tensor<?x${n}xbf16>
 }
 MLIR
-# variant: options of convert-moe-to-nvgpu
-variants=("tile-n=128 stages=2" "tile-n=256 stages=4"
-          "swap-ab=1 tile-m=8 tile-n=64 stages=4" "swap-ab=1 tile-m=16 tile-n=64 stages=4"
-          "swap-ab=1 tile-m=32 tile-n=64 stages=4" "swap-ab=1 tile-m=64 tile-n=64 stages=4")
-: > "$out/kernels.txt"
-for v in "${variants[@]}"; do
-  "$moe_opt" "$out/input.mlir" --convert-moe-to-nvgpu="$v" --moe-extract-device-code \
-    -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 opt-level=3 cubin-format=isa" \
-    -o "$out/lowered.mlir"
-  # name, tile and shared memory come from the manifest the pipeline wrote
-  read -r name tm tn smem < <(python3 - "$out/lowered.mlir" <<'PY'
-import re, sys
-text = open(sys.argv[1]).read()
-m = re.search(r'dynamic_shared_bytes = (\d+).*?name = "([^"]+)".*?tile = array<i64: (\d+), (\d+)', text)
-print(m.group(2), m.group(3), m.group(4), m.group(1))
-PY
-)
-  python3 "$root/prototypes/sm90_grouped_gemm/extract_gpu_object.py" "$out/lowered.mlir" "$out/$name.ptx" > /dev/null
-  "$cuda/bin/ptxas" -arch=sm_90a -O3 "$out/$name.ptx" -o "$out/$name.cubin"
-  echo "$name $tm $tn $smem" >> "$out/kernels.txt"
+  done < "$1"
+}
+module_of "$root/test/device/shapes.txt" > "$out/shapes.mlir"
+printf 'mixtral_gate_up 8 28672 4096 i32\ndeepseek_gate_up 256 4096 7168 i32\n' > "$out/bench.txt"
+module_of "$out/bench.txt" > "$out/bench.mlir"
+
+bundle() { # <name> <input> <moe-opt arguments...>
+  local name=$1 input=$2; shift 2
+  "$moe_opt" "$input" "$@" -o "$out/$name.mlir"
+  "$moe_translate" --moe-to-bundle "$out/$name.mlir" -o "$out/$name.moebundle"
+  rm "$out/$name.mlir"
+  echo "$name.moebundle"
+}
+# The default pipeline: 64x256 tiles, swap-AB (16 rows) for experts of <= 16.
+bundle default "$out/shapes.mlir" --moe-gpu-pipeline
+bundle swap8-split "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=8"
+bundle normal-64x128-s2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-n=128 stages=2"
+bundle normal-64x256-s4 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0"
+bundle normal-128x256-s4 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=128"
+bundle split-128x128-s4 "$out/shapes.mlir" --moe-gpu-pipeline="tile-m=128 tile-n=128"
+# Every expert through one swap-AB kernel, whatever its rows.
+for tm in 8 16 32 64; do
+  bundle "swap-only-$tm" "$out/shapes.mlir" \
+    --convert-moe-to-nvgpu="swap-ab=1 tile-m=$tm tile-n=64 stages=4" \
+    --moe-extract-device-code --moe-gpu-device-pipeline
 done
-rm -f "$out/lowered.mlir"
-cat "$out/kernels.txt"
+bundle bench-64x256 "$out/bench.mlir" --moe-gpu-pipeline
+bundle bench-128x256 "$out/bench.mlir" --moe-gpu-pipeline="tile-m=128"
+
+cmake --build "$build" --target moe_runtime > /dev/null
+cp "$build/lib/libmoe_runtime.so" "$root/runtime/python/moe_runtime.py" "$out/"
+ls -l "$out"

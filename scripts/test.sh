@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: the lit suite (dialect, passes, executable CPU layers and
-# quantization), the fuzz regression corpus, and the clang-format check.
+# quantization, bundles, runtime), the runtime's own checks, the fuzz
+# regression corpus, and the clang-format check.
 # Exits non-zero when any fails. Usage: scripts/test.sh [build-dir]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -9,6 +10,9 @@ status=0
 
 echo "== lit"
 cmake --build "$build" --target check-moe || status=1
+
+echo "== runtime (unit tests, C header, Python wrapper, bundle fuzz corpus)"
+cmake --build "$build" --target check-moe-runtime || status=1
 
 if [ -x "$build/bin/moe-fuzz" ]; then
   echo "== fuzz regression corpus (every saved input, no new exploration)"

@@ -6,7 +6,7 @@ from lit.llvm import llvm_config
 
 config.name = "MOE"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.excludes = ["lib", "device", "Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.moe_obj_root, "test")
@@ -37,5 +37,7 @@ config.substitutions.append(
     ("%mlir-runner",
      f"{os.path.join(config.llvm_tools_dir, 'mlir-runner')} -e main "
      f"-entry-point-result=void -shared-libs={runner_libs}"))
-llvm_config.add_tool_substitutions(["moe-opt", "moe-translate"], [config.moe_tools_dir])
+llvm_config.add_tool_substitutions(
+    ["moe-opt", "moe-translate", "moe-bundle-info", "moe-runtime-tests",
+     "moe-runtime-c-api-test"], [config.moe_tools_dir])
 llvm_config.add_tool_substitutions(["FileCheck", "not", "count"], [config.llvm_tools_dir])

@@ -28,7 +28,10 @@
 // TWO-WG: nvgpu.tma.async.load {{.*}} : <tensor = memref<128x64xbf16, #gpu.address_space<workgroup>>
 // TWO-WG: arith.muli %{{.*}}, %c8192
 // TWO-WG-COUNT-4: nvgpu.warpgroup.mma {{.*}} : <tensor = memref<64x16xbf16, #gpu.address_space<workgroup>>>, <tensor = memref<16x256xbf16, #gpu.address_space<workgroup>>>, <fragmented = vector<64x256xf32>>
-// TWO-WG: nvgpu.warpgroup.mma.store {{.*}} to memref<64x256xf32, #gpu.address_space<workgroup>>
+// Both warpgroups store through one 64-row view at the tile start (the
+// lowering offsets warpgroup g by 64 g rows).
+// TWO-WG: %[[EPI:.*]] = memref.view %{{.*}}[%c0{{.*}}][] : memref<196608xi8, #gpu.address_space<workgroup>> to memref<64x256xf32, #gpu.address_space<workgroup>>
+// TWO-WG-NEXT: nvgpu.warpgroup.mma.store %{{.*}}, %[[EPI]]
 func.func @gm(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>

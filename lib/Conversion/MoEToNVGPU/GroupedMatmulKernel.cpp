@@ -43,6 +43,9 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
 
 namespace {
 
+/// Token tiles per group of the L2-friendly launch order.
+constexpr int64_t kSlotGroup = 8;
+
 /// Types and constants of one kernel, derived from its tile shape.
 struct KernelTypes {
   gpu::AddressSpaceAttr smem;
@@ -179,8 +182,25 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
 
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value warpgroup = arith::DivUIOp::create(b, tid, m.c(128));
-  Value slot = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  Value nTile = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  // L2-friendly order: CTAs start in launch order (x fastest), so the
+  // launch index walks groups of kSlotGroup token tiles, all column tiles
+  // of a group before the next, token tiles fastest inside it. A group's
+  // token rows stay in L2 across the column tiles, and the token tiles of
+  // one expert meet each weights tile back to back.
+  Value numSlots = gpu::GridDimOp::create(b, gpu::Dimension::x);
+  Value numColTiles = gpu::GridDimOp::create(b, gpu::Dimension::y);
+  Value launchIndex =
+      m.add(gpu::BlockIdOp::create(b, gpu::Dimension::x),
+            m.mul(gpu::BlockIdOp::create(b, gpu::Dimension::y), numSlots));
+  Value groupSize = m.mul(m.c(kSlotGroup), numColTiles);
+  Value group = arith::DivUIOp::create(b, launchIndex, groupSize);
+  Value inGroup = arith::RemUIOp::create(b, launchIndex, groupSize);
+  Value firstSlot = m.mul(group, m.c(kSlotGroup));
+  Value slotsInGroup =
+      arith::MinUIOp::create(b, m.c(kSlotGroup), m.sub(numSlots, firstSlot));
+  Value slot =
+      m.add(firstSlot, arith::RemUIOp::create(b, inGroup, slotsInGroup));
+  Value nTile = arith::DivUIOp::create(b, inGroup, slotsInGroup);
   Value numExperts =
       m.sub(memref::DimOp::create(b, offsets, m.c(0)).getResult(), m.c(1));
   Value numRows = memref::DimOp::create(b, out, m.c(0));
@@ -362,9 +382,12 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   gpu::BarrierOp::create(b);
 
   // Epilogue: accumulators -> shared f32 tile -> bf16 rows of this expert.
-  Value ownTile = m.view(
-      smem, m.mul(warpgroup, m.c(64 * t.accumulatorColumns() * 4)), ty.outTile);
-  nvgpu::WarpgroupMmaStoreOp::create(b, mainLoop.getResult(0), ownTile);
+  // nvgpu.warpgroup.mma.store puts warp w's rows at 16 w (w counted in the
+  // block, not the warpgroup), so every warpgroup stores through the same
+  // 64-row view at 0 and warpgroup g lands on rows [64 g, 64 g + 64) of the
+  // tile (docs/hopper-notes.md, pitfall 10).
+  nvgpu::WarpgroupMmaStoreOp::create(b, mainLoop.getResult(0),
+                                     m.view(smem, m.c(0), ty.outTile));
   gpu::BarrierOp::create(b);
   Value outTile = m.view(smem, m.c(0), ty.outTiles);
   Value rowsHere = arith::MinSIOp::create(b, m.sub(rowEnd, row0), m.c(t.tileM));

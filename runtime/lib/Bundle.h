@@ -1,0 +1,86 @@
+//===- Bundle.h - the parsed form of a .moebundle ----------------*- C++
+//-*-===//
+//
+// Internal. BundleReader.cpp fills a BundleData from bytes (contract §2);
+// Runtime.cpp wraps it in the public moeBundle.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_RUNTIME_LIB_BUNDLE_H
+#define MOE_RUNTIME_LIB_BUNDLE_H
+
+#include "moe_runtime.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace moe::runtime {
+
+/// Limits of contract §2 and of the kernel ABI (§3).
+inline constexpr int64_t kMaxRows = 2147483647; // 2^31 - 1
+inline constexpr size_t kMaxNameBytes = 255;
+inline constexpr size_t kMaxImages = 64;
+inline constexpr size_t kMaxEntries = 256;
+inline constexpr size_t kMaxKernelsPerEntry = 16;
+inline constexpr uint64_t kMaxImageBytes = uint64_t(256) << 20;
+inline constexpr int64_t kMaxThreads = 1024;
+inline constexpr int64_t kMaxTile = 256; // TMA box dimensions
+inline constexpr int64_t kMaxTileK = 64; // 128-byte swizzle: 64 bf16 per row
+inline constexpr int64_t kMaxStages = 64;
+
+struct FreeDeleter {
+  void operator()(void *p) const { std::free(p); }
+};
+
+struct Image {
+  std::string name;
+  std::unique_ptr<uint8_t, FreeDeleter> data; // malloc'd copy, 16-aligned
+  uint64_t size = 0;
+  int line = 0;
+};
+
+struct Kernel {
+  std::string symbol;
+  std::string imageName;
+  int image = -1; // index into BundleData::images
+  int64_t rowsMin = 0, rowsMax = 0;
+  int32_t threads = 0, smem = 0;
+  int32_t tileM = 0, tileN = 0, tileK = 0, stages = 0;
+  bool swapAB = false;
+  int line = 0;
+};
+
+struct Entry {
+  std::string name, op, abi;
+  int64_t experts = 0, n = 0, k = 0, maxRows = 0;
+  int32_t offsetsBits = 0;
+  std::vector<Kernel> kernels;
+  int line = 0;
+};
+
+struct BundleData {
+  int32_t version = 0;
+  std::string chip;
+  int ccMajor = 0, ccMinor = 0;
+  bool archSpecific = false; // the `a` suffix: exact compute capability
+  std::vector<Image> images;
+  std::vector<Entry> entries;
+};
+
+/// Parses and validates `size` bytes. On failure returns INVALID_BUNDLE,
+/// UNSUPPORTED or OUT_OF_MEMORY with a message (naming the line) in `error`.
+moeStatus parseBundle(const uint8_t *data, size_t size, BundleData &out,
+                      std::string &error);
+
+/// Sets the calling thread's last error message (printf-style) and returns
+/// `status`.
+moeStatus setError(moeStatus status, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+} // namespace moe::runtime
+
+#endif // MOE_RUNTIME_LIB_BUNDLE_H

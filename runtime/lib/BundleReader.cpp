@@ -1,0 +1,616 @@
+//===- BundleReader.cpp - parsing and validating a .moebundle -------------===//
+//
+// The bytes are untrusted: every length is bounded before use, numbers are
+// range-checked without overflow, and any deviation from contract §2 is an
+// error naming the line. Line numbers count the text lines only (an image's
+// payload belongs to its `image` line).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bundle.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <string_view>
+
+namespace moe::runtime {
+namespace {
+
+/// `text` between single quotes, with bytes outside printable ASCII escaped
+/// and the middle of long values elided, for error messages.
+std::string quote(std::string_view text) {
+  constexpr size_t kShown = 64;
+  std::string result = "'";
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (i == kShown && text.size() > kShown + 8) {
+      result += "...";
+      i = text.size() - 8;
+    }
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
+      result += static_cast<char>(c);
+    } else {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02x", c);
+      result += escaped;
+    }
+  }
+  return result + "'";
+}
+
+bool isNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '$';
+}
+
+bool isValidName(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxNameBytes &&
+         std::all_of(name.begin(), name.end(), isNameChar);
+}
+
+/// Canonical decimal: an optional '-', then "0" or digits without a leading
+/// zero ("-0" is not canonical). False on anything else or int64 overflow.
+bool parseDecimal(std::string_view text, int64_t &value) {
+  bool negative = !text.empty() && text[0] == '-';
+  std::string_view digits = negative ? text.substr(1) : text;
+  if (digits.empty() || digits.size() > 19 ||
+      (digits.size() > 1 && digits[0] == '0') || (negative && digits == "0"))
+    return false;
+  uint64_t magnitude = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9')
+      return false;
+    magnitude = magnitude * 10 + uint64_t(c - '0'); // 19 digits cannot wrap
+  }
+  if (magnitude > uint64_t(INT64_MAX))
+    return false;
+  value = negative ? -int64_t(magnitude) : int64_t(magnitude);
+  return true;
+}
+
+struct KeyValue {
+  std::string_view key, value;
+};
+
+/// One kind of key=value record: its keys, all required.
+struct RecordSpec {
+  const char *what; // "entry" or "kernel"
+  const char *const *keys;
+  size_t numKeys;
+};
+
+constexpr const char *kEntryKeys[] = {"op", "abi",      "experts", "n",
+                                      "k",  "max_rows", "offsets"};
+constexpr const char *kKernelKeys[] = {
+    "image",  "rows_min", "rows_max", "threads", "smem",
+    "tile_m", "tile_n",   "tile_k",   "stages",  "swap_ab"};
+constexpr RecordSpec kEntrySpec = {"entry", kEntryKeys, std::size(kEntryKeys)};
+constexpr RecordSpec kKernelSpec = {"kernel", kKernelKeys,
+                                    std::size(kKernelKeys)};
+
+class Reader {
+public:
+  Reader(const uint8_t *data, size_t size, BundleData &out, std::string &error)
+      : data(data), size(size), out(out), error(error) {}
+
+  moeStatus run();
+
+private:
+  moeStatus fail(moeStatus status, const char *format, ...)
+      __attribute__((format(printf, 3, 4)));
+  moeStatus failAt(int atLine, moeStatus status, const char *format, ...)
+      __attribute__((format(printf, 4, 5)));
+  moeStatus vfail(int atLine, moeStatus status, const char *format,
+                  va_list args);
+
+  /// Reads the next text line into `tokens` (split on single spaces).
+  moeStatus readLine(std::vector<std::string_view> &tokens);
+  moeStatus parseHeader();
+  moeStatus parseChip(const std::vector<std::string_view> &tokens);
+  moeStatus parseImage(const std::vector<std::string_view> &tokens);
+  moeStatus parseEntry(const std::vector<std::string_view> &tokens);
+  moeStatus parseKernel(const std::vector<std::string_view> &tokens);
+  moeStatus finish();
+
+  moeStatus checkName(std::string_view name, const char *what);
+  /// Splits tokens[first..] into key=value pairs in the order of spec.keys;
+  /// rejects missing '=', unknown, duplicate and missing keys.
+  moeStatus collectKeys(const std::vector<std::string_view> &tokens,
+                        size_t first, const RecordSpec &spec,
+                        std::string_view owner,
+                        std::vector<std::string_view> &values);
+  /// Parses `value` of `key` as a number in [min, max] (or -1 when
+  /// allowMinusOne).
+  moeStatus number(std::string_view owner, const char *key,
+                   std::string_view value, int64_t min, int64_t max,
+                   bool allowMinusOne, int64_t &result);
+
+  const uint8_t *data;
+  size_t size;
+  size_t pos = 0;
+  int line = 0;
+  BundleData &out;
+  std::string &error;
+};
+
+moeStatus Reader::vfail(int atLine, moeStatus status, const char *format,
+                        va_list args) {
+  char message[1024];
+  std::vsnprintf(message, sizeof(message), format, args);
+  char prefix[48];
+  std::snprintf(prefix, sizeof(prefix), "bundle line %d: ", atLine);
+  error = std::string(prefix) + message;
+  return status;
+}
+
+moeStatus Reader::fail(moeStatus status, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  moeStatus result = vfail(line, status, format, args);
+  va_end(args);
+  return result;
+}
+
+moeStatus Reader::failAt(int atLine, moeStatus status, const char *format,
+                         ...) {
+  va_list args;
+  va_start(args, format);
+  moeStatus result = vfail(atLine, status, format, args);
+  va_end(args);
+  return result;
+}
+
+moeStatus Reader::readLine(std::vector<std::string_view> &tokens) {
+  ++line;
+  tokens.clear();
+  if (pos >= size)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "unexpected end of the data (the bundle must finish with an "
+                "'end' line)");
+  const char *begin = reinterpret_cast<const char *>(data + pos);
+  const void *newline = std::memchr(begin, '\n', size - pos);
+  if (!newline)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "the line does not end with '\\n' before the end of the data");
+  size_t length = static_cast<const char *>(newline) - begin;
+  std::string_view text(begin, length);
+  for (size_t i = 0; i < length; ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == 0)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "NUL byte at column %zu of a text line", i + 1);
+    if (c < 0x20 || c == 0x7f)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "control character 0x%02x at column %zu (text lines end "
+                  "with a single '\\n')",
+                  c, i + 1);
+  }
+  pos += length + 1;
+  if (text.empty())
+    return fail(MOE_STATUS_INVALID_BUNDLE, "empty line");
+  size_t start = 0;
+  while (true) {
+    size_t space = text.find(' ', start);
+    std::string_view token = text.substr(start, space - start);
+    if (token.empty())
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "empty field at column %zu (fields are separated by "
+                  "exactly one space, with none at either end of the line)",
+                  start + 1);
+    tokens.push_back(token);
+    if (space == std::string_view::npos)
+      break;
+    start = space + 1;
+  }
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::checkName(std::string_view name, const char *what) {
+  if (isValidName(name))
+    return MOE_STATUS_SUCCESS;
+  if (name.size() > kMaxNameBytes)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s name %s has %zu bytes (at most %zu)", what,
+                quote(name).c_str(), name.size(), kMaxNameBytes);
+  return fail(MOE_STATUS_INVALID_BUNDLE,
+              "%s name %s has a character outside [A-Za-z0-9_.$]", what,
+              quote(name).c_str());
+}
+
+moeStatus Reader::number(std::string_view owner, const char *key,
+                         std::string_view value, int64_t min, int64_t max,
+                         bool allowMinusOne, int64_t &result) {
+  int64_t parsed = 0;
+  if (!parseDecimal(value, parsed))
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: %s=%s is not a decimal integer in canonical form "
+                "(or does not fit in 64 bits)",
+                std::string(owner).c_str(), key, quote(value).c_str());
+  if ((parsed < min || parsed > max) && !(allowMinusOne && parsed == -1))
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: %s=%lld is out of range (%s[%lld, %lld])",
+                std::string(owner).c_str(), key, (long long)parsed,
+                allowMinusOne ? "-1 or " : "", (long long)min, (long long)max);
+  result = parsed;
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::collectKeys(const std::vector<std::string_view> &tokens,
+                              size_t first, const RecordSpec &spec,
+                              std::string_view owner,
+                              std::vector<std::string_view> &values) {
+  std::string who(owner);
+  std::vector<bool> seen(spec.numKeys, false);
+  values.assign(spec.numKeys, std::string_view());
+  for (size_t i = first; i < tokens.size(); ++i) {
+    size_t equals = tokens[i].find('=');
+    if (equals == std::string_view::npos)
+      return fail(MOE_STATUS_INVALID_BUNDLE, "%s: expected key=value, got %s",
+                  who.c_str(), quote(tokens[i]).c_str());
+    std::string_view key = tokens[i].substr(0, equals);
+    size_t index = 0;
+    while (index < spec.numKeys && key != spec.keys[index])
+      ++index;
+    if (index == spec.numKeys)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: unknown key %s (a bundle from a newer compiler?)",
+                  who.c_str(), quote(key).c_str());
+    if (seen[index])
+      return fail(MOE_STATUS_INVALID_BUNDLE, "%s: duplicate key '%s'",
+                  who.c_str(), spec.keys[index]);
+    seen[index] = true;
+    values[index] = tokens[i].substr(equals + 1);
+  }
+  for (size_t index = 0; index < spec.numKeys; ++index)
+    if (!seen[index])
+      return fail(MOE_STATUS_INVALID_BUNDLE, "%s: missing key '%s'",
+                  who.c_str(), spec.keys[index]);
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::parseHeader() {
+  static constexpr char kMagic[] = "MOEBUNDLE ";
+  constexpr size_t kMagicBytes = sizeof(kMagic) - 1;
+  if (size < kMagicBytes || std::memcmp(data, kMagic, kMagicBytes) != 0)
+    return failAt(1, MOE_STATUS_INVALID_BUNDLE,
+                  "not a moe bundle (it must start with 'MOEBUNDLE 1')");
+  std::vector<std::string_view> tokens;
+  if (moeStatus status = readLine(tokens))
+    return status;
+  int64_t version = 0;
+  if (tokens.size() != 2 || !parseDecimal(tokens[1], version) || version < 0)
+    return fail(
+        MOE_STATUS_INVALID_BUNDLE, "expected 'MOEBUNDLE <version>', got %s",
+        quote(std::string_view(reinterpret_cast<const char *>(data), pos - 1))
+            .c_str());
+  if (version != MOE_BUNDLE_VERSION)
+    return fail(MOE_STATUS_UNSUPPORTED,
+                "bundle version %lld is not supported (this runtime reads "
+                "version %d)",
+                (long long)version, MOE_BUNDLE_VERSION);
+  out.version = int32_t(version);
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::parseChip(const std::vector<std::string_view> &tokens) {
+  if (tokens.size() != 2)
+    return fail(MOE_STATUS_INVALID_BUNDLE, "expected 'chip <name>'");
+  if (!out.chip.empty())
+    return fail(MOE_STATUS_INVALID_BUNDLE, "second 'chip' line");
+  if (!out.entries.empty())
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "the 'chip' line must come before every entry");
+  std::string_view chip = tokens[1];
+  if (moeStatus status = checkName(chip, "chip"))
+    return status;
+  // sm_<major><minor>[a]: two or three digits without a leading zero.
+  bool archSpecific = chip.back() == 'a';
+  std::string_view digits;
+  if (chip.size() > 3 && chip.substr(0, 3) == "sm_")
+    digits = chip.substr(3, chip.size() - 3 - (archSpecific ? 1 : 0));
+  int64_t number = 0;
+  if (digits.size() < 2 || digits.size() > 3 || !parseDecimal(digits, number) ||
+      number < 10)
+    return fail(MOE_STATUS_UNSUPPORTED,
+                "chip %s is not supported (expected sm_<major><minor> or "
+                "sm_<major><minor>a, e.g. sm_90a)",
+                quote(chip).c_str());
+  out.chip = std::string(chip);
+  out.ccMajor = int(number / 10);
+  out.ccMinor = int(number % 10);
+  out.archSpecific = archSpecific;
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::parseImage(const std::vector<std::string_view> &tokens) {
+  if (tokens.size() != 3)
+    return fail(MOE_STATUS_INVALID_BUNDLE, "expected 'image <name> <size>'");
+  std::string_view name = tokens[1];
+  if (moeStatus status = checkName(name, "image"))
+    return status;
+  std::string who = "image '" + std::string(name) + "'";
+  for (const Image &image : out.images)
+    if (image.name == name)
+      return fail(MOE_STATUS_INVALID_BUNDLE, "%s is already defined on line %d",
+                  who.c_str(), image.line);
+  if (out.images.size() == kMaxImages)
+    return fail(MOE_STATUS_INVALID_BUNDLE, "more than %zu images", kMaxImages);
+  int64_t bytes = 0;
+  if (!parseDecimal(tokens[2], bytes) || bytes < 0)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: size %s is not a decimal integer", who.c_str(),
+                quote(tokens[2]).c_str());
+  if (bytes == 0)
+    return fail(MOE_STATUS_INVALID_BUNDLE, "%s is empty", who.c_str());
+  if (uint64_t(bytes) > kMaxImageBytes)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s has %lld bytes, more than the limit of %llu", who.c_str(),
+                (long long)bytes, (unsigned long long)kMaxImageBytes);
+  size_t length = size_t(bytes);
+  if (size - pos < length + 1)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: its %zu bytes and '\\n' do not fit in the %zu bytes "
+                "that follow (truncated bundle?)",
+                who.c_str(), length, size - pos);
+  if (data[pos + length] != '\n')
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: expected '\\n' right after its %zu bytes", who.c_str(),
+                length);
+  static constexpr unsigned char kElfMagic[4] = {0x7f, 'E', 'L', 'F'};
+  if (length < sizeof(kElfMagic) ||
+      std::memcmp(data + pos, kElfMagic, sizeof(kElfMagic)) != 0)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s is not an ELF cubin (it does not start with \\x7fELF)",
+                who.c_str());
+  Image image;
+  image.data.reset(static_cast<uint8_t *>(std::malloc(length)));
+  if (!image.data)
+    return fail(MOE_STATUS_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes",
+                who.c_str(), length);
+  std::memcpy(image.data.get(), data + pos, length);
+  image.name = std::string(name);
+  image.size = length;
+  image.line = line;
+  out.images.push_back(std::move(image));
+  pos += length + 1;
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
+  if (tokens.size() < 2)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "expected 'entry <name> key=value...'");
+  std::string_view name = tokens[1];
+  if (moeStatus status = checkName(name, "entry"))
+    return status;
+  std::string who = "entry '" + std::string(name) + "'";
+  if (out.chip.empty())
+    return fail(MOE_STATUS_INVALID_BUNDLE, "%s comes before the 'chip' line",
+                who.c_str());
+  for (const Entry &entry : out.entries)
+    if (entry.name == name)
+      return fail(MOE_STATUS_INVALID_BUNDLE, "%s is already defined on line %d",
+                  who.c_str(), entry.line);
+  if (out.entries.size() == kMaxEntries)
+    return fail(MOE_STATUS_INVALID_BUNDLE, "more than %zu entries",
+                kMaxEntries);
+  // An ABI this runtime does not implement makes the rest of the line
+  // meaningless to it (a newer compiler may add keys with a new ABI), so it
+  // is reported first.
+  for (size_t i = 2; i < tokens.size(); ++i) {
+    std::string_view token = tokens[i];
+    if (token.substr(0, 4) != "abi=")
+      continue;
+    std::string_view abi = token.substr(4);
+    if (abi != MOE_ABI_GROUPED_MATMUL_V1)
+      return fail(MOE_STATUS_UNSUPPORTED,
+                  "%s: abi %s is not supported (this runtime implements "
+                  "bundle version %d with abi " MOE_ABI_GROUPED_MATMUL_V1 ")",
+                  who.c_str(), quote(abi).c_str(), MOE_BUNDLE_VERSION);
+  }
+  std::vector<std::string_view> values;
+  if (moeStatus status = collectKeys(tokens, 2, kEntrySpec, who, values))
+    return status;
+  Entry entry;
+  entry.name = std::string(name);
+  entry.line = line;
+  if (moeStatus status = checkName(values[0], "op"))
+    return status;
+  entry.op = std::string(values[0]);
+  entry.abi = std::string(values[1]);
+  moeStatus status;
+  if ((status = number(who, "experts", values[2], 1, kMaxRows, true,
+                       entry.experts)) ||
+      (status = number(who, "n", values[3], 1, kMaxRows, true, entry.n)) ||
+      (status = number(who, "k", values[4], 1, kMaxRows, true, entry.k)) ||
+      (status = number(who, "max_rows", values[5], 1, kMaxRows, false,
+                       entry.maxRows)))
+    return status;
+  if (values[6] == "i32")
+    entry.offsetsBits = 32;
+  else if (values[6] == "i64")
+    entry.offsetsBits = 64;
+  else
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: offsets=%s is neither i32 nor i64", who.c_str(),
+                quote(values[6]).c_str());
+  out.entries.push_back(std::move(entry));
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
+  if (tokens.size() < 3)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "expected 'kernel <entry> <symbol> key=value...'");
+  std::string_view entryName = tokens[1], symbol = tokens[2];
+  if (moeStatus status = checkName(entryName, "entry"))
+    return status;
+  if (moeStatus status = checkName(symbol, "kernel"))
+    return status;
+  std::string who = "kernel '" + std::string(symbol) + "'";
+  if (out.entries.empty() || out.entries.back().name != entryName) {
+    for (const Entry &entry : out.entries)
+      if (entry.name == entryName)
+        return fail(MOE_STATUS_INVALID_BUNDLE,
+                    "%s of entry %s must follow that entry's line directly "
+                    "(it follows entry '%s')",
+                    who.c_str(), quote(entryName).c_str(),
+                    out.entries.back().name.c_str());
+    return fail(MOE_STATUS_INVALID_BUNDLE, "%s refers to unknown entry %s",
+                who.c_str(), quote(entryName).c_str());
+  }
+  Entry &entry = out.entries.back();
+  for (const Kernel &kernel : entry.kernels)
+    if (kernel.symbol == symbol)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s appears twice in entry '%s' (also on line %d)",
+                  who.c_str(), entry.name.c_str(), kernel.line);
+  if (entry.kernels.size() == kMaxKernelsPerEntry)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "entry '%s' has more than %zu kernels", entry.name.c_str(),
+                kMaxKernelsPerEntry);
+  std::vector<std::string_view> values;
+  if (moeStatus status = collectKeys(tokens, 3, kKernelSpec, who, values))
+    return status;
+  Kernel kernel;
+  kernel.symbol = std::string(symbol);
+  kernel.line = line;
+  if (moeStatus status = checkName(values[0], "image"))
+    return status;
+  kernel.imageName = std::string(values[0]);
+  int64_t threads = 0, smem = 0, tileM = 0, tileN = 0, tileK = 0, stages = 0,
+          swapAB = 0;
+  moeStatus status;
+  if ((status = number(who, "rows_min", values[1], 1, kMaxRows, false,
+                       kernel.rowsMin)) ||
+      (status = number(who, "rows_max", values[2], 1, kMaxRows, false,
+                       kernel.rowsMax)) ||
+      (status =
+           number(who, "threads", values[3], 1, kMaxThreads, false, threads)) ||
+      (status = number(who, "smem", values[4], 0, INT32_MAX, false, smem)) ||
+      (status = number(who, "tile_m", values[5], 1, kMaxTile, false, tileM)) ||
+      (status = number(who, "tile_n", values[6], 1, kMaxTile, false, tileN)) ||
+      (status = number(who, "tile_k", values[7], 8, kMaxTileK, false, tileK)) ||
+      (status =
+           number(who, "stages", values[8], 1, kMaxStages, false, stages)) ||
+      (status = number(who, "swap_ab", values[9], 0, 1, false, swapAB)))
+    return status;
+  if (kernel.rowsMin > kernel.rowsMax)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: rows_min=%lld is greater than rows_max=%lld", who.c_str(),
+                (long long)kernel.rowsMin, (long long)kernel.rowsMax);
+  if (tileK % 8 != 0)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: tile_k=%lld is not a multiple of 8 (a TMA box row must "
+                "be a multiple of 16 bytes)",
+                who.c_str(), (long long)tileK);
+  kernel.threads = int32_t(threads);
+  kernel.smem = int32_t(smem);
+  kernel.tileM = int32_t(tileM);
+  kernel.tileN = int32_t(tileN);
+  kernel.tileK = int32_t(tileK);
+  kernel.stages = int32_t(stages);
+  kernel.swapAB = swapAB != 0;
+  entry.kernels.push_back(std::move(kernel));
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::finish() {
+  if (pos != size)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%zu bytes of trailing data after 'end'", size - pos);
+  if (out.chip.empty())
+    return fail(MOE_STATUS_INVALID_BUNDLE, "the bundle has no 'chip' line");
+  for (Entry &entry : out.entries) {
+    if (entry.kernels.empty())
+      return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
+                    "entry '%s' has no kernels", entry.name.c_str());
+    for (Kernel &kernel : entry.kernels) {
+      for (size_t i = 0; i < out.images.size(); ++i)
+        if (out.images[i].name == kernel.imageName)
+          kernel.image = int(i);
+      if (kernel.image < 0)
+        return failAt(kernel.line, MOE_STATUS_INVALID_BUNDLE,
+                      "kernel '%s' refers to unknown image '%s'",
+                      kernel.symbol.c_str(), kernel.imageName.c_str());
+    }
+    // The rows ranges must partition [1, 2^31 - 1].
+    std::vector<const Kernel *> sorted;
+    for (const Kernel &kernel : entry.kernels)
+      sorted.push_back(&kernel);
+    std::sort(sorted.begin(), sorted.end(),
+              [](const Kernel *a, const Kernel *b) {
+                return a->rowsMin < b->rowsMin;
+              });
+    int64_t next = 1;
+    const Kernel *previous = nullptr;
+    for (const Kernel *kernel : sorted) {
+      if (kernel->rowsMin < next)
+        return failAt(kernel->line, MOE_STATUS_INVALID_BUNDLE,
+                      "entry '%s': rows [%lld, %lld] of kernel '%s' overlap "
+                      "rows [%lld, %lld] of kernel '%s'",
+                      entry.name.c_str(), (long long)kernel->rowsMin,
+                      (long long)kernel->rowsMax, kernel->symbol.c_str(),
+                      (long long)previous->rowsMin,
+                      (long long)previous->rowsMax, previous->symbol.c_str());
+      if (kernel->rowsMin > next)
+        return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
+                      "entry '%s': no kernel covers rows [%lld, %lld]",
+                      entry.name.c_str(), (long long)next,
+                      (long long)kernel->rowsMin - 1);
+      next = kernel->rowsMax + 1;
+      previous = kernel;
+    }
+    if (next <= kMaxRows)
+      return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
+                    "entry '%s': no kernel covers rows [%lld, %lld]",
+                    entry.name.c_str(), (long long)next, (long long)kMaxRows);
+  }
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::run() {
+  if (size == 0)
+    return failAt(1, MOE_STATUS_INVALID_BUNDLE, "the bundle is empty");
+  if (moeStatus status = parseHeader())
+    return status;
+  std::vector<std::string_view> tokens;
+  while (true) {
+    if (moeStatus status = readLine(tokens))
+      return status;
+    std::string_view record = tokens[0];
+    moeStatus status = MOE_STATUS_SUCCESS;
+    if (record == "chip") {
+      status = parseChip(tokens);
+    } else if (record == "image") {
+      status = parseImage(tokens);
+    } else if (record == "entry") {
+      status = parseEntry(tokens);
+    } else if (record == "kernel") {
+      status = parseKernel(tokens);
+    } else if (record == "end") {
+      if (tokens.size() != 1)
+        return fail(MOE_STATUS_INVALID_BUNDLE, "unexpected text after 'end'");
+      return finish();
+    } else {
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "unknown record %s (expected chip, image, entry, kernel "
+                  "or end)",
+                  quote(record).c_str());
+    }
+    if (status != MOE_STATUS_SUCCESS)
+      return status;
+  }
+}
+
+} // namespace
+
+moeStatus parseBundle(const uint8_t *data, size_t size, BundleData &out,
+                      std::string &error) {
+  return Reader(data, size, out, error).run();
+}
+
+} // namespace moe::runtime

@@ -1,0 +1,762 @@
+//===- Runtime.cpp - the C API: bundles, loading, launching ---------------===//
+//
+// Implements moe_runtime.h over the driver table of DriverAPI.h: contract §3
+// (argument checks, TMA descriptors, grid, the 17 kernel parameters).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bundle.h"
+#include "DriverAPI.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+using namespace moe::runtime;
+
+namespace {
+
+/// A bundle's modules and functions in one CUDA context.
+struct ContextState {
+  const Driver *driver = nullptr; // the table that loaded them
+  cu::Context context = nullptr;
+  unsigned long long id = 0; // cuCtxGetId: unique for the process lifetime
+  std::vector<cu::Module> modules;                  // per image, or null
+  std::vector<std::vector<cu::Function>> functions; // [entry][kernel]
+};
+
+thread_local char lastError[2048];
+
+} // namespace
+
+struct moeBundle {
+  BundleData data;
+  std::mutex mutex; // guards contexts
+  std::vector<std::unique_ptr<ContextState>> contexts;
+};
+
+namespace moe::runtime {
+moeStatus setError(moeStatus status, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(lastError, sizeof(lastError), format, args);
+  va_end(args);
+  return status;
+}
+} // namespace moe::runtime
+
+namespace {
+
+/// "CUDA_ERROR_NAME (description)" of a driver result.
+std::string describe(const Driver *driver, cu::Result result) {
+  const char *name = nullptr, *text = nullptr;
+  if (driver->getErrorName(result, &name) != cu::kSuccess || !name)
+    name = nullptr;
+  if (driver->getErrorString(result, &text) != cu::kSuccess || !text)
+    text = nullptr;
+  char buffer[512];
+  if (name)
+    std::snprintf(buffer, sizeof(buffer), "%s (%s)", name,
+                  text ? text : "no description");
+  else
+    std::snprintf(buffer, sizeof(buffer), "CUresult %d", result);
+  return buffer;
+}
+
+moeStatus statusOf(cu::Result result) {
+  switch (result) {
+  case cu::kErrorOutOfMemory:
+    return MOE_STATUS_OUT_OF_MEMORY;
+  case cu::kErrorNoDevice:
+  case cu::kErrorStubLibrary:
+    return MOE_STATUS_NO_GPU;
+  case cu::kErrorNotFound:
+    return MOE_STATUS_NOT_FOUND;
+  default:
+    return MOE_STATUS_CUDA_ERROR;
+  }
+}
+
+/// Sets the error for a failed driver call and returns its status.
+moeStatus driverError(const Driver *driver, const char *caller,
+                      const std::string &call, cu::Result result) {
+  return setError(statusOf(result), "%s: %s failed: %s", caller, call.c_str(),
+                  describe(driver, result).c_str());
+}
+
+ContextState *findContext(moeBundle *bundle, const Driver *driver,
+                          unsigned long long id) {
+  for (auto &state : bundle->contexts)
+    if (state->driver == driver && state->id == id)
+      return state.get();
+  return nullptr;
+}
+
+void unloadModules(const Driver *driver, std::vector<cu::Module> &modules) {
+  for (cu::Module &module : modules)
+    if (module) {
+      driver->moduleUnload(module);
+      module = nullptr;
+    }
+}
+
+/// Loads `bundle` into the current context (the primary context of device 0
+/// when none is current) unless it already is there; sets *out to its state.
+/// Takes bundle->mutex.
+moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
+                       ContextState **out) {
+  std::string whyNot;
+  const Driver *driver = getDriver(whyNot);
+  if (!driver)
+    return setError(MOE_STATUS_NO_GPU, "%s: %s", caller, whyNot.c_str());
+  std::lock_guard<std::mutex> lock(bundle->mutex);
+  cu::Context context = nullptr;
+  unsigned long long id = 0;
+  // Fast path: a context where the bundle is loaded is current.
+  if (!bundle->contexts.empty() &&
+      driver->ctxGetCurrent(&context) == cu::kSuccess && context &&
+      driver->ctxGetId(context, &id) == cu::kSuccess) {
+    if (ContextState *state = findContext(bundle, driver, id)) {
+      *out = state;
+      return MOE_STATUS_SUCCESS;
+    }
+  }
+
+  if (cu::Result result = driver->init(0)) {
+    if (result == cu::kErrorNoDevice || result == cu::kErrorStubLibrary)
+      return setError(MOE_STATUS_NO_GPU,
+                      "%s: no CUDA device: cuInit failed: %s", caller,
+                      describe(driver, result).c_str());
+    return driverError(driver, caller, "cuInit", result);
+  }
+  context = nullptr;
+  if (cu::Result result = driver->ctxGetCurrent(&context))
+    return driverError(driver, caller, "cuCtxGetCurrent", result);
+  if (!context) {
+    cu::Device device0 = 0;
+    if (cu::Result result = driver->deviceGet(&device0, 0))
+      return driverError(driver, caller, "cuDeviceGet(0)", result);
+    // Retained for the rest of the process, like the CUDA runtime does.
+    if (cu::Result result = driver->devicePrimaryCtxRetain(&context, device0))
+      return driverError(driver, caller, "cuDevicePrimaryCtxRetain(device 0)",
+                         result);
+    if (cu::Result result = driver->ctxSetCurrent(context))
+      return driverError(driver, caller, "cuCtxSetCurrent", result);
+  }
+  if (cu::Result result = driver->ctxGetId(context, &id))
+    return driverError(driver, caller, "cuCtxGetId", result);
+  if (ContextState *state = findContext(bundle, driver, id)) {
+    *out = state;
+    return MOE_STATUS_SUCCESS;
+  }
+
+  const BundleData &data = bundle->data;
+  cu::Device device = 0;
+  if (cu::Result result = driver->ctxGetDevice(&device))
+    return driverError(driver, caller, "cuCtxGetDevice", result);
+  int major = 0, minor = 0, maxSmem = 0;
+  if (cu::Result result = driver->deviceGetAttribute(
+          &major, cu::kDevAttrComputeCapabilityMajor, device))
+    return driverError(driver, caller, "cuDeviceGetAttribute(major)", result);
+  if (cu::Result result = driver->deviceGetAttribute(
+          &minor, cu::kDevAttrComputeCapabilityMinor, device))
+    return driverError(driver, caller, "cuDeviceGetAttribute(minor)", result);
+  bool compatible =
+      major == data.ccMajor &&
+      (data.archSpecific ? minor == data.ccMinor : minor >= data.ccMinor);
+  if (!compatible)
+    return setError(MOE_STATUS_UNSUPPORTED,
+                    "%s: bundle is for %s but the device is sm_%d%d (compute "
+                    "capability %d.%d)",
+                    caller, data.chip.c_str(), major, minor, major, minor);
+  if (cu::Result result = driver->deviceGetAttribute(
+          &maxSmem, cu::kDevAttrMaxSharedMemoryPerBlockOptin, device))
+    return driverError(driver, caller,
+                       "cuDeviceGetAttribute(max shared memory per block)",
+                       result);
+  for (const Entry &entry : data.entries)
+    for (const Kernel &kernel : entry.kernels)
+      if (kernel.smem > maxSmem)
+        return setError(MOE_STATUS_UNSUPPORTED,
+                        "%s: kernel '%s' of entry '%s' needs smem = %d bytes "
+                        "but the device allows at most %d per block",
+                        caller, kernel.symbol.c_str(), entry.name.c_str(),
+                        kernel.smem, maxSmem);
+
+  auto state = std::make_unique<ContextState>();
+  state->driver = driver;
+  state->context = context;
+  state->id = id;
+  state->modules.assign(data.images.size(), nullptr);
+  // Load only the images some kernel uses.
+  for (const Entry &entry : data.entries)
+    for (const Kernel &kernel : entry.kernels) {
+      cu::Module &module = state->modules[kernel.image];
+      if (module)
+        continue;
+      const Image &image = data.images[kernel.image];
+      if (cu::Result result =
+              driver->moduleLoadData(&module, image.data.get())) {
+        module = nullptr;
+        unloadModules(driver, state->modules);
+        return driverError(driver, caller,
+                           "cuModuleLoadData(image '" + image.name + "')",
+                           result);
+      }
+    }
+  // Look the kernels up; a function shared by several entries gets the
+  // largest dynamic shared memory any of them asks for.
+  struct Unique {
+    cu::Function function;
+    int32_t smem;
+  };
+  std::vector<Unique> unique;
+  for (const Entry &entry : data.entries) {
+    std::vector<cu::Function> functions;
+    for (const Kernel &kernel : entry.kernels) {
+      cu::Function function = nullptr;
+      const Image &image = data.images[kernel.image];
+      if (cu::Result result = driver->moduleGetFunction(
+              &function, state->modules[kernel.image], kernel.symbol.c_str())) {
+        unloadModules(driver, state->modules);
+        if (result == cu::kErrorNotFound)
+          return setError(MOE_STATUS_NOT_FOUND,
+                          "%s: kernel symbol '%s' (entry '%s') not found in "
+                          "image '%s'",
+                          caller, kernel.symbol.c_str(), entry.name.c_str(),
+                          image.name.c_str());
+        return driverError(driver, caller,
+                           "cuModuleGetFunction('" + kernel.symbol + "')",
+                           result);
+      }
+      int maxThreads = 0;
+      if (cu::Result result = driver->funcGetAttribute(
+              &maxThreads, cu::kFuncAttrMaxThreadsPerBlock, function)) {
+        unloadModules(driver, state->modules);
+        return driverError(driver, caller,
+                           "cuFuncGetAttribute('" + kernel.symbol + "')",
+                           result);
+      }
+      if (maxThreads < kernel.threads) {
+        unloadModules(driver, state->modules);
+        return setError(MOE_STATUS_UNSUPPORTED,
+                        "%s: kernel '%s' (entry '%s') runs at most %d threads "
+                        "per block on this device, the bundle says threads = "
+                        "%d",
+                        caller, kernel.symbol.c_str(), entry.name.c_str(),
+                        maxThreads, kernel.threads);
+      }
+      functions.push_back(function);
+      auto it =
+          std::find_if(unique.begin(), unique.end(),
+                       [&](const Unique &u) { return u.function == function; });
+      if (it == unique.end())
+        unique.push_back({function, kernel.smem});
+      else
+        it->smem = std::max(it->smem, kernel.smem);
+    }
+    state->functions.push_back(std::move(functions));
+  }
+  for (const Unique &u : unique)
+    if (cu::Result result = driver->funcSetAttribute(
+            u.function, cu::kFuncAttrMaxDynamicSharedSizeBytes, u.smem)) {
+      unloadModules(driver, state->modules);
+      return driverError(driver, caller,
+                         "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES = " +
+                             std::to_string(u.smem) + ")",
+                         result);
+    }
+  *out = state.get();
+  bundle->contexts.push_back(std::move(state));
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus openBytes(const uint8_t *data, size_t size, moeBundle **out,
+                    const char *origin) {
+  auto bundle = std::make_unique<moeBundle>();
+  std::string error;
+  moeStatus status = parseBundle(data, size, bundle->data, error);
+  if (status != MOE_STATUS_SUCCESS)
+    return setError(status, "%s%s", origin, error.c_str());
+  *out = bundle.release();
+  return MOE_STATUS_SUCCESS;
+}
+
+/// An INVALID_ARGUMENT error of moeGroupedMatmul for entry `entry`.
+__attribute__((format(printf, 2, 3))) moeStatus
+invalidArgument(const char *entry, const char *format, ...) {
+  char message[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(message, sizeof(message), format, args);
+  va_end(args);
+  return setError(MOE_STATUS_INVALID_ARGUMENT, "moeGroupedMatmul(%s): %s",
+                  entry, message);
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+/// One kernel launch of a grouped matmul.
+struct Launch {
+  const Kernel *kernel;
+  int index;
+  int64_t gridX, gridY;
+};
+
+} // namespace
+
+extern "C" {
+
+MOE_API const char *moeStatusName(moeStatus status) {
+  switch (status) {
+  case MOE_STATUS_SUCCESS:
+    return "SUCCESS";
+  case MOE_STATUS_INVALID_ARGUMENT:
+    return "INVALID_ARGUMENT";
+  case MOE_STATUS_INVALID_BUNDLE:
+    return "INVALID_BUNDLE";
+  case MOE_STATUS_UNSUPPORTED:
+    return "UNSUPPORTED";
+  case MOE_STATUS_NO_GPU:
+    return "NO_GPU";
+  case MOE_STATUS_CUDA_ERROR:
+    return "CUDA_ERROR";
+  case MOE_STATUS_OUT_OF_MEMORY:
+    return "OUT_OF_MEMORY";
+  case MOE_STATUS_NOT_FOUND:
+    return "NOT_FOUND";
+  }
+  return "UNKNOWN";
+}
+
+MOE_API const char *moeLastErrorMessage(void) { return lastError; }
+
+MOE_API moeStatus moeBundleOpenMemory(const void *data, size_t size,
+                                      moeBundle **out) {
+  if (!out)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeBundleOpenMemory: out is NULL");
+  *out = nullptr;
+  if (!data && size != 0)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeBundleOpenMemory: data is NULL but size is %zu", size);
+  static const uint8_t empty = 0;
+  return openBytes(data ? static_cast<const uint8_t *>(data) : &empty, size,
+                   out, "");
+}
+
+MOE_API moeStatus moeBundleOpenFile(const char *path, moeBundle **out) {
+  if (!out)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeBundleOpenFile: out is NULL");
+  *out = nullptr;
+  if (!path)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeBundleOpenFile: path is NULL");
+  std::FILE *file = std::fopen(path, "rb");
+  if (!file) {
+    int error = errno;
+    return setError(error == ENOENT ? MOE_STATUS_NOT_FOUND
+                                    : MOE_STATUS_INVALID_ARGUMENT,
+                    "cannot open '%s': %s", path, std::strerror(error));
+  }
+  // Read it whole; the largest valid bundle is bounded by the image limits.
+  constexpr size_t kMaxBundleBytes =
+      kMaxImages * (size_t(kMaxImageBytes) + 512) + (size_t(64) << 20);
+  std::unique_ptr<uint8_t, FreeDeleter> buffer;
+  size_t size = 0, capacity = 0;
+  while (true) {
+    if (size == capacity) {
+      if (capacity >= kMaxBundleBytes) {
+        std::fclose(file);
+        return setError(MOE_STATUS_INVALID_BUNDLE,
+                        "%s: larger than any valid bundle (%zu bytes)", path,
+                        kMaxBundleBytes);
+      }
+      size_t grown =
+          capacity ? std::min(capacity * 2, kMaxBundleBytes) : size_t(1) << 16;
+      void *bigger = std::realloc(buffer.get(), grown);
+      if (!bigger) {
+        std::fclose(file);
+        return setError(MOE_STATUS_OUT_OF_MEMORY,
+                        "%s: cannot allocate %zu bytes to read it", path,
+                        grown);
+      }
+      buffer.release();
+      buffer.reset(static_cast<uint8_t *>(bigger));
+      capacity = grown;
+    }
+    size_t got = std::fread(buffer.get() + size, 1, capacity - size, file);
+    size += got;
+    if (got == 0)
+      break;
+  }
+  bool readError = std::ferror(file);
+  int error = errno;
+  std::fclose(file);
+  if (readError)
+    return setError(MOE_STATUS_INVALID_ARGUMENT, "cannot read '%s': %s", path,
+                    std::strerror(error));
+  std::string origin = std::string(path) + ": ";
+  return openBytes(buffer.get(), size, out, origin.c_str());
+}
+
+MOE_API void moeBundleClose(moeBundle *bundle) {
+  if (!bundle)
+    return;
+  for (auto &state : bundle->contexts) {
+    const Driver *driver = state->driver;
+    cu::Context previous = nullptr;
+    unsigned long long id = 0;
+    // Skip contexts that are gone, and everything once the driver has shut
+    // down (process exit).
+    if (driver->ctxGetCurrent(&previous) != cu::kSuccess ||
+        driver->ctxGetId(state->context, &id) != cu::kSuccess ||
+        id != state->id)
+      continue;
+    if (previous != state->context &&
+        driver->ctxSetCurrent(state->context) != cu::kSuccess)
+      continue;
+    unloadModules(driver, state->modules);
+    if (previous != state->context)
+      driver->ctxSetCurrent(previous);
+  }
+  delete bundle;
+}
+
+MOE_API moeStatus moeBundleGetInfo(const moeBundle *bundle,
+                                   moeBundleInfo *out) {
+  if (!bundle || !out)
+    return setError(MOE_STATUS_INVALID_ARGUMENT, "moeBundleGetInfo: %s is NULL",
+                    bundle ? "out" : "bundle");
+  out->version = bundle->data.version;
+  out->chip = bundle->data.chip.c_str();
+  out->num_images = int32_t(bundle->data.images.size());
+  out->num_entries = int32_t(bundle->data.entries.size());
+  return MOE_STATUS_SUCCESS;
+}
+
+MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
+                                    moeEntryInfo *out) {
+  if (!bundle || !out)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeBundleGetEntry: %s is NULL", bundle ? "out" : "bundle");
+  const auto &entries = bundle->data.entries;
+  if (index < 0 || size_t(index) >= entries.size())
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeBundleGetEntry: index %d is out of range (the bundle "
+                    "has %zu entries)",
+                    index, entries.size());
+  const Entry &entry = entries[index];
+  out->name = entry.name.c_str();
+  out->op = entry.op.c_str();
+  out->abi = entry.abi.c_str();
+  out->experts = entry.experts;
+  out->n = entry.n;
+  out->k = entry.k;
+  out->max_rows = entry.maxRows;
+  out->offsets_bits = entry.offsetsBits;
+  out->num_kernels = int32_t(entry.kernels.size());
+  return MOE_STATUS_SUCCESS;
+}
+
+MOE_API moeStatus moeBundleFindEntry(const moeBundle *bundle, const char *name,
+                                     int32_t *index) {
+  if (!bundle || !name || !index)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeBundleFindEntry: %s is NULL",
+                    !bundle ? "bundle"
+                    : !name ? "name"
+                            : "index");
+  const auto &entries = bundle->data.entries;
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].name == name) {
+      *index = int32_t(i);
+      return MOE_STATUS_SUCCESS;
+    }
+  return setError(MOE_STATUS_NOT_FOUND,
+                  "moeBundleFindEntry: no entry '%.300s' in the bundle", name);
+}
+
+MOE_API moeStatus moeBundleGetKernel(const moeBundle *bundle, int32_t entry,
+                                     int32_t kernel, moeKernelInfo *out) {
+  if (!bundle || !out)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeBundleGetKernel: %s is NULL",
+                    bundle ? "out" : "bundle");
+  const auto &entries = bundle->data.entries;
+  if (entry < 0 || size_t(entry) >= entries.size())
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeBundleGetKernel: entry index %d is out of range (the "
+                    "bundle has %zu entries)",
+                    entry, entries.size());
+  const auto &kernels = entries[entry].kernels;
+  if (kernel < 0 || size_t(kernel) >= kernels.size())
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeBundleGetKernel: kernel index %d is out of range "
+                    "(entry '%s' has %zu kernels)",
+                    kernel, entries[entry].name.c_str(), kernels.size());
+  const Kernel &k = kernels[kernel];
+  const Image &image = bundle->data.images[k.image];
+  out->symbol = k.symbol.c_str();
+  out->image = image.name.c_str();
+  out->image_size = image.size;
+  out->rows_min = k.rowsMin;
+  out->rows_max = k.rowsMax;
+  out->threads = k.threads;
+  out->smem = k.smem;
+  out->tile_m = k.tileM;
+  out->tile_n = k.tileN;
+  out->tile_k = k.tileK;
+  out->stages = k.stages;
+  out->swap_ab = k.swapAB ? 1 : 0;
+  return MOE_STATUS_SUCCESS;
+}
+
+MOE_API moeStatus moeBundleLoad(moeBundle *bundle) {
+  if (!bundle)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeBundleLoad: bundle is NULL");
+  ContextState *state = nullptr;
+  return ensureLoaded(bundle, "moeBundleLoad", &state);
+}
+
+MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
+                                   const moeGroupedMatmulArgs *args,
+                                   void *stream) {
+  if (!bundle)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeGroupedMatmul: bundle is NULL");
+  if (!entryName)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeGroupedMatmul: entry name is NULL");
+  if (!args)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeGroupedMatmul: args is NULL");
+  const auto &entries = bundle->data.entries;
+  int entryIndex = -1;
+  for (size_t i = 0; i < entries.size() && entryIndex < 0; ++i)
+    if (entries[i].name == entryName)
+      entryIndex = int(i);
+  if (entryIndex < 0) {
+    std::string names;
+    for (size_t i = 0; i < entries.size() && i < 8; ++i)
+      names += (i ? ", " : "") + entries[i].name;
+    if (entries.size() > 8)
+      names += ", ...";
+    return setError(MOE_STATUS_NOT_FOUND,
+                    "moeGroupedMatmul: no entry '%.300s' in the bundle "
+                    "(entries: %s)",
+                    entryName, names.empty() ? "none" : names.c_str());
+  }
+  const Entry &entry = entries[entryIndex];
+  const char *name = entry.name.c_str();
+  if (entry.op != MOE_OP_GROUPED_MATMUL ||
+      entry.abi != MOE_ABI_GROUPED_MATMUL_V1)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeGroupedMatmul(%s): the entry is op=%s abi=%s, not "
+                    "op=" MOE_OP_GROUPED_MATMUL
+                    " abi=" MOE_ABI_GROUPED_MATMUL_V1,
+                    name, entry.op.c_str(), entry.abi.c_str());
+
+  const moeGroupedMatmulArgs &a = *args;
+  if (a.m < 1)
+    return invalidArgument(name, "M = %lld must be at least 1", (long long)a.m);
+  if (a.m > entry.maxRows)
+    return invalidArgument(name, "M = %lld exceeds the entry's max_rows = %lld",
+                           (long long)a.m, (long long)entry.maxRows);
+  if (entry.n != -1 && a.n != entry.n)
+    return invalidArgument(name, "N = %lld does not match the entry's n = %lld",
+                           (long long)a.n, (long long)entry.n);
+  if (a.n < 1)
+    return invalidArgument(name, "N = %lld must be at least 1", (long long)a.n);
+  if (a.n > kMaxRows)
+    return invalidArgument(name, "N = %lld exceeds 2147483647", (long long)a.n);
+  if (entry.k != -1 && a.k != entry.k)
+    return invalidArgument(name, "K = %lld does not match the entry's k = %lld",
+                           (long long)a.k, (long long)entry.k);
+  if (a.k < 8)
+    return invalidArgument(
+        name,
+        "K = %lld is less than 8 (TMA row pitch must be a multiple "
+        "of 16 bytes)",
+        (long long)a.k);
+  if (a.k % 8)
+    return invalidArgument(
+        name,
+        "K = %lld is not a multiple of 8 (TMA row pitch must be a "
+        "multiple of 16 bytes)",
+        (long long)a.k);
+  if (a.k > kMaxRows)
+    return invalidArgument(
+        name, "K = %lld exceeds 2147483647 (the kernel takes K as i32)",
+        (long long)a.k);
+  if (entry.experts != -1 && a.experts != entry.experts)
+    return invalidArgument(name,
+                           "E = %lld does not match the entry's experts = %lld",
+                           (long long)a.experts, (long long)entry.experts);
+  if (a.experts < 1)
+    return invalidArgument(name, "E = %lld must be at least 1",
+                           (long long)a.experts);
+  if (a.experts > kMaxRows)
+    return invalidArgument(name, "E = %lld exceeds 2147483647",
+                           (long long)a.experts);
+  // Pointers after sizes: an empty tensor (M = 0) often has a null one.
+  const struct {
+    const char *what;
+    uint64_t pointer;
+    uint64_t alignment;
+  } pointers[] = {{"rows", a.rows, 16},
+                  {"weights", a.weights, 16},
+                  {"offsets", a.offsets, uint64_t(entry.offsetsBits / 8)},
+                  {"out", a.out, 16}};
+  for (const auto &p : pointers)
+    if (!p.pointer)
+      return invalidArgument(name, "%s pointer is NULL", p.what);
+  for (const auto &p : pointers)
+    if (p.pointer % p.alignment)
+      return invalidArgument(
+          name, "%s pointer 0x%llx is not %d-byte aligned%s", p.what,
+          (unsigned long long)p.pointer, int(p.alignment),
+          p.alignment == 16  ? ""
+          : p.alignment == 4 ? " (the entry's offsets are i32)"
+                             : " (the entry's offsets are i64)");
+  // Byte sizes: M*K*2 and M*N*2 fit in int64 since every size is below
+  // 2^31; E*N*K*2 may not. One expert's weights are a TMA stride, which must
+  // stay below 2^40.
+  const int64_t rowBytes = 2 * a.k;
+  int64_t expertBytes = 0, allBytes = 0;
+  if (__builtin_mul_overflow(rowBytes, a.n, &expertBytes) ||
+      __builtin_mul_overflow(expertBytes, a.experts, &allBytes))
+    return invalidArgument(
+        name,
+        "E*N*K*2 (bytes of weights) overflows int64 (E = %lld, N = "
+        "%lld, K = %lld)",
+        (long long)a.experts, (long long)a.n, (long long)a.k);
+  if (expertBytes >= (int64_t(1) << 40))
+    return invalidArgument(
+        name,
+        "N*K*2 = %lld bytes per expert reaches the TMA stride limit "
+        "of 2^40",
+        (long long)expertBytes);
+
+  // Grids (contract §3), all in 64 bits.
+  Launch launches[kMaxKernelsPerEntry];
+  int numLaunches = 0;
+  for (size_t i = 0; i < entry.kernels.size(); ++i) {
+    const Kernel &kernel = entry.kernels[i];
+    int64_t eligible = std::min(a.experts, a.m / kernel.rowsMin);
+    if (eligible == 0)
+      continue; // no expert can have rows_min rows: nothing to compute
+    int64_t bound = ceilDiv(a.m, kernel.tileM) + eligible;
+    int64_t perExpert = ceilDiv(kernel.rowsMax, kernel.tileM), all = 0;
+    if (!__builtin_mul_overflow(a.experts, perExpert, &all))
+      bound = std::min(bound, all);
+    int64_t gridY = ceilDiv(a.n, kernel.tileN);
+    if (bound > INT32_MAX)
+      return invalidArgument(name,
+                             "grid.x = %lld of kernel '%s' exceeds 2^31-1",
+                             (long long)bound, kernel.symbol.c_str());
+    if (gridY > 65535)
+      return invalidArgument(
+          name,
+          "grid.y = ceil(N / tile_n) = %lld of kernel '%s' exceeds "
+          "65535 (N = %lld, tile_n = %d)",
+          (long long)gridY, kernel.symbol.c_str(), (long long)a.n,
+          kernel.tileN);
+    launches[numLaunches++] = {&kernel, int(i), bound, gridY};
+  }
+
+  ContextState *state = nullptr;
+  if (moeStatus status = ensureLoaded(bundle, "moeGroupedMatmul", &state))
+    return status;
+  const Driver *driver = state->driver;
+
+  // Descriptors for every launch before the first launch, so that a bad
+  // descriptor launches nothing.
+  cu::TensorMap maps[kMaxKernelsPerEntry][2];
+  for (int i = 0; i < numLaunches; ++i) {
+    const Kernel &kernel = *launches[i].kernel;
+    const uint64_t rowsDims[2] = {uint64_t(a.k), uint64_t(a.m)};
+    const uint64_t rowsStrides[1] = {uint64_t(rowBytes)};
+    const uint32_t rowsBox[2] = {uint32_t(kernel.tileK),
+                                 uint32_t(kernel.tileM)};
+    const uint64_t weightsDims[3] = {uint64_t(a.k), uint64_t(a.n),
+                                     uint64_t(a.experts)};
+    const uint64_t weightsStrides[2] = {uint64_t(rowBytes),
+                                        uint64_t(expertBytes)};
+    const uint32_t weightsBox[3] = {uint32_t(kernel.tileK),
+                                    uint32_t(kernel.tileN), 1};
+    const uint32_t unit[3] = {1, 1, 1};
+    struct {
+      const char *what;
+      uint64_t pointer;
+      uint32_t rank;
+      const uint64_t *dims, *strides;
+      const uint32_t *box;
+    } tensors[2] = {
+        {"rows", a.rows, 2, rowsDims, rowsStrides, rowsBox},
+        {"weights", a.weights, 3, weightsDims, weightsStrides, weightsBox}};
+    for (int t = 0; t < 2; ++t)
+      if (cu::Result result = driver->tensorMapEncodeTiled(
+              &maps[i][t], cu::kTensorMapDataTypeBFloat16, tensors[t].rank,
+              reinterpret_cast<void *>(tensors[t].pointer), tensors[t].dims,
+              tensors[t].strides, tensors[t].box, unit,
+              cu::kTensorMapInterleaveNone, cu::kTensorMapSwizzle128B,
+              cu::kTensorMapL2Promotion128B, cu::kTensorMapFloatOOBFillNone))
+        return driverError(driver, "moeGroupedMatmul",
+                           "cuTensorMapEncodeTiled(" +
+                               std::string(tensors[t].what) + " of kernel '" +
+                               kernel.symbol + "' of entry '" + entry.name +
+                               "')",
+                           result);
+  }
+
+  // The 17 parameters of grouped_matmul.v1 (the driver copies them).
+  uint64_t offsetsPointer = a.offsets, outPointer = a.out;
+  int64_t zero = 0, one = 1, offsetsSize = a.experts + 1, m = a.m, n = a.n;
+  int32_t k32 = int32_t(a.k);
+  for (int i = 0; i < numLaunches; ++i) {
+    const Kernel &kernel = *launches[i].kernel;
+    int32_t rowsMin = int32_t(kernel.rowsMin),
+            rowsMax = int32_t(kernel.rowsMax);
+    void *params[17] = {&maps[i][0],
+                        &maps[i][1],
+                        &offsetsPointer,
+                        &offsetsPointer,
+                        &zero,
+                        &offsetsSize,
+                        &one,
+                        &outPointer,
+                        &outPointer,
+                        &zero,
+                        &m,
+                        &n,
+                        &n,
+                        &one,
+                        &k32,
+                        &rowsMin,
+                        &rowsMax};
+    cu::Function function = state->functions[entryIndex][launches[i].index];
+    if (cu::Result result = driver->launchKernel(
+            function, unsigned(launches[i].gridX), unsigned(launches[i].gridY),
+            1, unsigned(kernel.threads), 1, 1, unsigned(kernel.smem),
+            static_cast<cu::Stream>(stream), params, nullptr)) {
+      char call[600];
+      std::snprintf(call, sizeof(call),
+                    "cuLaunchKernel('%s' of entry '%s', grid (%lld, %lld, 1), "
+                    "block (%d, 1, 1), smem %d; %d of %d launches already "
+                    "issued)",
+                    kernel.symbol.c_str(), name, (long long)launches[i].gridX,
+                    (long long)launches[i].gridY, kernel.threads, kernel.smem,
+                    i, numLaunches);
+      return driverError(driver, "moeGroupedMatmul", call, result);
+    }
+  }
+  return MOE_STATUS_SUCCESS;
+}
+
+} // extern "C"

@@ -1,0 +1,557 @@
+//===- BundleReaderTests.cpp - the .moebundle reader ----------------------===//
+
+#include "TestBundles.h"
+#include "TestHarness.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <unistd.h>
+
+using namespace moe_test;
+
+namespace {
+
+/// The valid bundle with the first `from` replaced by `to`.
+std::string replaced(const std::string &from, const std::string &to,
+                     std::string bytes = validBundle()) {
+  size_t at = bytes.find(from);
+  if (at == std::string::npos) {
+    fail(__FILE__, __LINE__, "test bug: '" + from + "' not in the bundle");
+    return "";
+  }
+  return bytes.replace(at, from.size(), to);
+}
+
+/// The valid bundle with its final "end\n" replaced by `to` (the images
+/// contain "end\n" too).
+std::string withEnd(const std::string &to) {
+  std::string bytes = validBundle();
+  return bytes.substr(0, bytes.size() - 4) + to;
+}
+
+/// Header, chip, one image and `body` (entry/kernel lines), then `end`.
+std::string bundleWith(const std::string &body) {
+  return "MOEBUNDLE 1\nchip sm_90a\n" + imageRecord("img", fakeCubin('C')) +
+         body + "end\n";
+}
+
+std::string entryLine(const std::string &name) {
+  return "entry " + name +
+         " op=moe.grouped_matmul abi=grouped_matmul.v1 experts=4 n=64 k=64 "
+         "max_rows=2147483647 offsets=i32\n";
+}
+
+/// `count` kernels of entry `entry` whose rows ranges partition [1, 2^31-1].
+std::string kernelsCovering(const std::string &entry, int count) {
+  std::string lines;
+  for (int i = 1; i <= count; ++i)
+    lines += kernelLine(entry, "k" + std::to_string(i), "img", i,
+                        i == count ? 2147483647LL : i, 64, 64, 0, 0);
+  return lines;
+}
+
+struct Malformed {
+  const char *name;
+  std::string bytes;
+  moeStatus status;
+  const char *message;
+};
+
+std::vector<Malformed> malformedBundles() {
+  const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
+  const moeStatus unsupported = MOE_STATUS_UNSUPPORTED;
+  std::string valid = validBundle();
+  std::string swapKernel = kernelLine(
+      "gate_up", kSwapAB32, "moe_kernels_swapab", 1, 16, 16, 64, 81920, 1);
+  std::string downKernel = kernelLine("down", kNormal64, "moe_kernels", 1,
+                                      2147483647, 64, 256, 163840, 0);
+  std::string manyImages = "MOEBUNDLE 1\nchip sm_90a\n";
+  for (int i = 0; i < 65; ++i)
+    manyImages += imageRecord("img" + std::to_string(i), fakeCubin('D'));
+  std::string manyEntries;
+  for (int i = 0; i < 257; ++i)
+    manyEntries += entryLine("e" + std::to_string(i)) +
+                   kernelsCovering("e" + std::to_string(i), 1);
+  std::string notElf = fakeCubin('E');
+  notElf[1] = 'X';
+  return {
+      {"empty", "", bad, "bundle line 1: the bundle is empty"},
+      {"not a bundle",
+       "\x7f"
+       "ELF\x02\x01\x01\n",
+       bad, "bundle line 1: not a moe bundle"},
+      {"wrong magic", replaced("MOEBUNDLE 1", "MOEBUNDLX 1"), bad,
+       "not a moe bundle"},
+      {"newer version", replaced("MOEBUNDLE 1", "MOEBUNDLE 2"), unsupported,
+       "bundle line 1: bundle version 2 is not supported (this runtime reads "
+       "version 1)"},
+      {"version 0", replaced("MOEBUNDLE 1", "MOEBUNDLE 0"), unsupported,
+       "bundle version 0 is not supported"},
+      {"version leading zero", replaced("MOEBUNDLE 1", "MOEBUNDLE 01"), bad,
+       "expected 'MOEBUNDLE <version>', got 'MOEBUNDLE 01'"},
+      {"version negative", replaced("MOEBUNDLE 1", "MOEBUNDLE -1"), bad,
+       "expected 'MOEBUNDLE <version>'"},
+      {"version overflow",
+       replaced("MOEBUNDLE 1", "MOEBUNDLE 99999999999999999999"), bad,
+       "expected 'MOEBUNDLE <version>'"},
+      {"header extra field", replaced("MOEBUNDLE 1", "MOEBUNDLE 1 x"), bad,
+       "expected 'MOEBUNDLE <version>'"},
+      {"missing end", withEnd(""), bad,
+       "bundle line 13: unexpected end of the data (the bundle must finish "
+       "with an 'end' line)"},
+      {"trailing garbage", valid + "x", bad,
+       "bundle line 13: 1 bytes of trailing data after 'end'"},
+      {"trailing line", valid + "end\n", bad,
+       "4 bytes of trailing data after 'end'"},
+      {"text after end", withEnd("end now\n"), bad,
+       "bundle line 13: unexpected text after 'end'"},
+      {"end without newline", withEnd("end"), bad,
+       "bundle line 13: the line does not end with '\\n'"},
+      {"NUL in a text line",
+       replaced("chip sm_90a", std::string("chip sm_9\0a", 11)), bad,
+       "bundle line 2: NUL byte at column 10 of a text line"},
+      {"CRLF line end", replaced("chip sm_90a\n", "chip sm_90a\r\n"), bad,
+       "bundle line 2: control character 0x0d"},
+      {"tab separator", replaced("entry gate_up ", "entry\tgate_up "), bad,
+       "control character 0x09"},
+      {"two spaces", replaced("entry gate_up op", "entry gate_up  op"), bad,
+       "bundle line 5: empty field at column 15"},
+      {"trailing space", replaced("offsets=i32\n", "offsets=i32 \n"), bad,
+       "bundle line 5: empty field"},
+      {"empty line", replaced("chip sm_90a\n", "chip sm_90a\n\n"), bad,
+       "bundle line 3: empty line"},
+      {"unknown record", withEnd("note hello\nend\n"), bad,
+       "bundle line 13: unknown record 'note'"},
+      {"unknown entry key", replaced("offsets=i32", "offsets=i32 foo=1"), bad,
+       "bundle line 5: entry 'gate_up': unknown key 'foo' (a bundle from a "
+       "newer compiler?)"},
+      {"unknown kernel key", replaced("swap_ab=1", "swap_ab=1 split_k=2"), bad,
+       "bundle line 7: kernel 'grouped_matmul_bf16_16x64x64_s4_swapab_off32': "
+       "unknown key 'split_k'"},
+      {"empty key", replaced("offsets=i32", "offsets=i32 =5"), bad,
+       "unknown key ''"},
+      {"duplicate key", replaced("n=28672 ", "n=28672 n=28672 "), bad,
+       "bundle line 5: entry 'gate_up': duplicate key 'n'"},
+      {"missing entry key", replaced(" max_rows=4096", ""), bad,
+       "bundle line 8: entry 'down': missing key 'max_rows'"},
+      {"missing kernel key", replaced(" stages=4 swap_ab=1", " swap_ab=1"), bad,
+       "bundle line 7: kernel 'grouped_matmul_bf16_16x64x64_s4_swapab_off32': "
+       "missing key 'stages'"},
+      {"no equals sign", replaced("experts=8 n=28672", "experts=8 n 28672"),
+       bad, "entry 'gate_up': expected key=value, got 'n'"},
+      {"newer abi",
+       replaced("abi=grouped_matmul.v1 experts=8 n=28672",
+                "abi=grouped_matmul.v2 experts=8 n=28672"),
+       unsupported,
+       "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
+       "supported (this runtime implements bundle version 1 with abi "
+       "grouped_matmul.v1)"},
+      {"newer abi with new keys",
+       replaced("abi=grouped_matmul.v1 experts=8 n=28672",
+                "split_k=2 abi=grouped_matmul.v2 experts=8 n=28672"),
+       unsupported, "abi 'grouped_matmul.v2' is not supported"},
+      {"duplicate entry", replaced("entry down ", "entry gate_up "), bad,
+       "bundle line 8: entry 'gate_up' is already defined on line 5"},
+      {"duplicate image",
+       replaced("image moe_kernels_swapab ", "image moe_kernels "), bad,
+       "bundle line 4: image 'moe_kernels' is already defined on line 3"},
+      {"second chip", replaced("chip sm_90a\n", "chip sm_90a\nchip sm_90a\n"),
+       bad, "bundle line 3: second 'chip' line"},
+      {"entry before chip", replaced("chip sm_90a\n", ""), bad,
+       "bundle line 4: entry 'gate_up' comes before the 'chip' line"},
+      {"chip after entry",
+       replaced("chip sm_90a\n", "", withEnd("chip sm_90a\nend\n")), bad,
+       "comes before the 'chip' line"},
+      {"no chip", "MOEBUNDLE 1\nend\n", bad,
+       "bundle line 2: the bundle has no 'chip' line"},
+      {"unknown chip", replaced("chip sm_90a", "chip gfx942"), unsupported,
+       "bundle line 2: chip 'gfx942' is not supported"},
+      {"chip family suffix", replaced("chip sm_90a", "chip sm_100f"),
+       unsupported, "chip 'sm_100f' is not supported"},
+      {"chip bad character", replaced("chip sm_90a", "chip sm-90a"), bad,
+       "chip name 'sm-90a' has a character outside [A-Za-z0-9_.$]"},
+      {"chip without name", replaced("chip sm_90a", "chip"), bad,
+       "bundle line 2: expected 'chip <name>'"},
+      {"kernel of unknown entry", replaced("kernel down ", "kernel dawn "), bad,
+       "bundle line 9: kernel 'grouped_matmul_bf16_64x256x64_s4_off64' "
+       "refers to unknown entry 'dawn'"},
+      {"kernel away from its entry",
+       replaced("kernel any grouped_matmul_bf16_64x128x64",
+                "kernel gate_up grouped_matmul_bf16_64x128x64"),
+       bad,
+       "bundle line 12: kernel 'grouped_matmul_bf16_64x128x64_s2_off64' of "
+       "entry 'gate_up' must follow that entry's line directly (it follows "
+       "entry 'any')"},
+      {"kernel before any entry",
+       "MOEBUNDLE 1\nchip sm_90a\n" + kernelsCovering("x", 1) + "end\n", bad,
+       "refers to unknown entry 'x'"},
+      {"kernel of unknown image",
+       replaced("image=moe_kernels_swapab", "image=moe_kernels_nope"), bad,
+       "bundle line 7: kernel 'grouped_matmul_bf16_16x64x64_s4_swapab_off32' "
+       "refers to unknown image 'moe_kernels_nope'"},
+      {"entry without kernels", replaced(downKernel, ""), bad,
+       "bundle line 8: entry 'down' has no kernels"},
+      {"last entry without kernels", withEnd(entryLine("x") + "end\n"), bad,
+       "bundle line 13: entry 'x' has no kernels"},
+      {"overlapping rows", replaced("rows_min=17", "rows_min=16"), bad,
+       "bundle line 6: entry 'gate_up': rows [16, 2147483647] of kernel "
+       "'grouped_matmul_bf16_64x256x64_s4_off32' overlap rows [1, 16] of "
+       "kernel 'grouped_matmul_bf16_16x64x64_s4_swapab_off32'"},
+      {"identical rows",
+       bundleWith(entryLine("e") + kernelsCovering("e", 1) +
+                  kernelLine("e", "again", "img", 1, 2147483647, 64, 64, 0, 0)),
+       bad, "overlap"},
+      {"rows gap", replaced("rows_min=17", "rows_min=20"), bad,
+       "bundle line 5: entry 'gate_up': no kernel covers rows [17, 19]"},
+      {"rows not from 1",
+       replaced("rows_min=1 rows_max=16", "rows_min=2 "
+                                          "rows_max=16"),
+       bad, "entry 'gate_up': no kernel covers rows [1, 1]"},
+      {"rows not to 2^31-1",
+       replaced("rows_min=1 rows_max=2147483647",
+                "rows_min=1 rows_max=1000000"),
+       bad,
+       "bundle line 8: entry 'down': no kernel covers rows [1000001, "
+       "2147483647]"},
+      {"rows_min above rows_max",
+       replaced("rows_min=1 rows_max=16", "rows_min=16 rows_max=15"), bad,
+       "bundle line 7: kernel 'grouped_matmul_bf16_16x64x64_s4_swapab_off32': "
+       "rows_min=16 is greater than rows_max=15"},
+      {"rows_max above 2^31-1",
+       replaced("rows_min=1 rows_max=2147483647",
+                "rows_min=1 rows_max=2147483648"),
+       bad, "rows_max=2147483648 is out of range ([1, 2147483647])"},
+      {"rows_min 0",
+       replaced("rows_min=1 rows_max=16", "rows_min=0 "
+                                          "rows_max=16"),
+       bad, "rows_min=0 is out of range ([1, 2147483647])"},
+      {"number overflow", replaced("n=28672", "n=99999999999999999999"), bad,
+       "entry 'gate_up': n='99999999999999999999' is not a decimal integer"},
+      {"number at int64 max", replaced("n=28672", "n=9223372036854775807"), bad,
+       "n=9223372036854775807 is out of range"},
+      {"number leading zero", replaced("n=28672", "n=028672"), bad,
+       "n='028672' is not a decimal integer in canonical form"},
+      {"number with plus", replaced("n=28672", "n=+28672"), bad,
+       "n='+28672' is not a decimal integer"},
+      {"number empty", replaced("n=28672", "n="), bad,
+       "n='' is not a decimal integer"},
+      {"negative size", replaced("n=28672", "n=-2"), bad,
+       "entry 'gate_up': n=-2 is out of range (-1 or [1, 2147483647])"},
+      {"minus zero", replaced("k=4096", "k=-0"), bad,
+       "k='-0' is not a decimal integer"},
+      {"max_rows -1", replaced("max_rows=4096", "max_rows=-1"), bad,
+       "max_rows=-1 is out of range ([1, 2147483647])"},
+      {"offsets type", replaced("offsets=i32", "offsets=i16"), bad,
+       "entry 'gate_up': offsets='i16' is neither i32 nor i64"},
+      {"op bad character",
+       replaced("op=moe.grouped_matmul", "op=moe/grouped_matmul"), bad,
+       "op name 'moe/grouped_matmul' has a character outside"},
+      {"truncated image",
+       valid.substr(0, valid.find("image moe_kernels 32\n") + 21 + 10), bad,
+       "bundle line 3: image 'moe_kernels': its 32 bytes and '\\n' do not fit "
+       "in the 10 bytes that follow (truncated bundle?)"},
+      {"image too large",
+       replaced("image moe_kernels 32", "image moe_kernels 268435457"), bad,
+       "image 'moe_kernels' has 268435457 bytes, more than the limit of "
+       "268435456"},
+      {"image size overflow",
+       replaced("image moe_kernels 32",
+                "image moe_kernels 18446744073709551615"),
+       bad,
+       "image 'moe_kernels': size '18446744073709551615' is not a "
+       "decimal integer"},
+      {"image size not a number",
+       replaced("image moe_kernels 32", "image moe_kernels 32x"), bad,
+       "size '32x' is not a decimal integer"},
+      {"empty image",
+       replaced(imageRecord("moe_kernels", fakeCubin('A')),
+                "image moe_kernels 0\n\n"),
+       bad, "bundle line 3: image 'moe_kernels' is empty"},
+      {"image size one short",
+       replaced("image moe_kernels 32", "image moe_kernels 31"), bad,
+       "bundle line 3: image 'moe_kernels': expected '\\n' right after its "
+       "31 bytes"},
+      {"image not ELF",
+       replaced(imageRecord("moe_kernels_swapab", fakeCubin('B')),
+                imageRecord("moe_kernels_swapab", notElf)),
+       bad, "bundle line 4: image 'moe_kernels_swapab' is not an ELF cubin"},
+      {"image without size", replaced("image moe_kernels 32", "image x"), bad,
+       "bundle line 3: expected 'image <name> <size>'"},
+      {"name too long",
+       replaced("entry down ", "entry " + std::string(256, 'd') + " "), bad,
+       "bundle line 8: entry name 'dddddddd"},
+      {"name too long says the size",
+       replaced("entry down ", "entry " + std::string(256, 'd') + " "), bad,
+       "has 256 bytes (at most 255)"},
+      {"name bad character", replaced("entry gate_up ", "entry gate-up "), bad,
+       "entry name 'gate-up' has a character outside [A-Za-z0-9_.$]"},
+      {"name non-ASCII", replaced("entry gate_up ", "entry gat\xc3\xa9 "), bad,
+       "entry name 'gat\\xc3\\xa9' has a character outside"},
+      {"65 images", manyImages + "end\n", bad,
+       "bundle line 67: more than 64 images"},
+      {"257 entries", bundleWith(manyEntries), bad, "more than 256 entries"},
+      {"17 kernels", bundleWith(entryLine("e") + kernelsCovering("e", 17)), bad,
+       "bundle line 21: entry 'e' has more than 16 kernels"},
+      {"kernel twice", replaced(swapKernel, swapKernel + swapKernel), bad,
+       "bundle line 8: kernel 'grouped_matmul_bf16_16x64x64_s4_swapab_off32' "
+       "appears twice in entry 'gate_up' (also on line 7)"},
+      {"tile_k not a multiple of 8", replaced("tile_k=64", "tile_k=12"), bad,
+       "tile_k=12 is not a multiple of 8"},
+      {"tile_k above 64", replaced("tile_k=64", "tile_k=128"), bad,
+       "tile_k=128 is out of range ([8, 64])"},
+      {"tile_m 0", replaced("tile_m=64", "tile_m=0"), bad,
+       "tile_m=0 is out of range ([1, 256])"},
+      {"tile_n above 256", replaced("tile_n=256", "tile_n=512"), bad,
+       "tile_n=512 is out of range ([1, 256])"},
+      {"threads above 1024", replaced("threads=128", "threads=2048"), bad,
+       "threads=2048 is out of range ([1, 1024])"},
+      {"smem negative", replaced("smem=163840", "smem=-1"), bad,
+       "smem=-1 is out of range"},
+      {"smem above int32", replaced("smem=163840", "smem=2147483648"), bad,
+       "smem=2147483648 is out of range ([0, 2147483647])"},
+      {"stages 0", replaced("stages=4", "stages=0"), bad,
+       "stages=0 is out of range ([1, 64])"},
+      {"swap_ab 2", replaced("swap_ab=0", "swap_ab=2"), bad,
+       "swap_ab=2 is out of range ([0, 1])"},
+      {"kernel without symbol", replaced(swapKernel, "kernel gate_up\n"), bad,
+       "bundle line 7: expected 'kernel <entry> <symbol> key=value...'"},
+      {"entry without name", withEnd("entry\nend\n"), bad,
+       "bundle line 13: expected 'entry <name> key=value...'"},
+  };
+}
+
+} // namespace
+
+TEST(bundleMalformedVariants) {
+  std::vector<Malformed> cases = malformedBundles();
+  CHECK(cases.size() >= 25);
+  for (const Malformed &c : cases) {
+    checksMade += 2; // the status and the message
+    moeStatus status = MOE_STATUS_SUCCESS;
+    moeBundle *bundle = openBundle(c.bytes, &status);
+    if (status != c.status)
+      fail(__FILE__, __LINE__,
+           std::string(c.name) + ": status " + moeStatusName(status) +
+               ", expected " + moeStatusName(c.status) + " (" +
+               moeLastErrorMessage() + ")");
+    else if (!std::strstr(moeLastErrorMessage(), c.message))
+      fail(__FILE__, __LINE__,
+           std::string(c.name) + ": message '" + moeLastErrorMessage() +
+               "' lacks '" + c.message + "'");
+    CHECK(bundle == nullptr);
+    moeBundleClose(bundle);
+  }
+}
+
+TEST(bundleValidParses) {
+  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle = openBundle(validBundle(), &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  CHECK(bundle != nullptr);
+  if (!bundle)
+    return;
+  moeBundleInfo info;
+  CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
+  CHECK_EQ(info.version, 1);
+  CHECK_EQ(std::string(info.chip), "sm_90a");
+  CHECK_EQ(info.num_images, 2);
+  CHECK_EQ(info.num_entries, 3);
+
+  moeEntryInfo entry;
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "gate_up");
+  CHECK_EQ(std::string(entry.op), "moe.grouped_matmul");
+  CHECK_EQ(std::string(entry.abi), "grouped_matmul.v1");
+  CHECK_EQ(entry.experts, 8);
+  CHECK_EQ(entry.n, 28672);
+  CHECK_EQ(entry.k, 4096);
+  CHECK_EQ(entry.max_rows, 2147483647);
+  CHECK_EQ(entry.offsets_bits, 32);
+  CHECK_EQ(entry.num_kernels, 2);
+  CHECK_EQ(moeBundleGetEntry(bundle, 2, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "any");
+  CHECK_EQ(entry.experts, -1);
+  CHECK_EQ(entry.n, -1);
+  CHECK_EQ(entry.k, -1);
+  CHECK_EQ(entry.offsets_bits, 64);
+
+  moeKernelInfo kernel;
+  CHECK_EQ(moeBundleGetKernel(bundle, 0, 1, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(kernel.symbol), kSwapAB32);
+  CHECK_EQ(std::string(kernel.image), "moe_kernels_swapab");
+  CHECK_EQ(kernel.image_size, 32u);
+  CHECK_EQ(kernel.rows_min, 1);
+  CHECK_EQ(kernel.rows_max, 16);
+  CHECK_EQ(kernel.threads, 128);
+  CHECK_EQ(kernel.smem, 81920);
+  CHECK_EQ(kernel.tile_m, 16);
+  CHECK_EQ(kernel.tile_n, 64);
+  CHECK_EQ(kernel.tile_k, 64);
+  CHECK_EQ(kernel.stages, 4);
+  CHECK_EQ(kernel.swap_ab, 1);
+  // Kernels keep their file order.
+  CHECK_EQ(moeBundleGetKernel(bundle, 2, 0, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(kernel.rows_min, 65);
+
+  int32_t index = -1;
+  CHECK_EQ(moeBundleFindEntry(bundle, "down", &index), MOE_STATUS_SUCCESS);
+  CHECK_EQ(index, 1);
+  CHECK_STATUS(moeBundleFindEntry(bundle, "up", &index), MOE_STATUS_NOT_FOUND,
+               "no entry 'up'");
+  moeBundleClose(bundle);
+}
+
+TEST(bundleIntrospectionArguments) {
+  moeBundle *bundle = openBundle(validBundle());
+  CHECK(bundle != nullptr);
+  moeBundleInfo info;
+  moeEntryInfo entry;
+  moeKernelInfo kernel;
+  int32_t index;
+  CHECK_STATUS(moeBundleGetInfo(nullptr, &info), MOE_STATUS_INVALID_ARGUMENT,
+               "bundle is NULL");
+  CHECK_STATUS(moeBundleGetInfo(bundle, nullptr), MOE_STATUS_INVALID_ARGUMENT,
+               "out is NULL");
+  CHECK_STATUS(moeBundleGetEntry(bundle, 3, &entry),
+               MOE_STATUS_INVALID_ARGUMENT,
+               "index 3 is out of range (the bundle has 3 entries)");
+  CHECK_STATUS(moeBundleGetEntry(bundle, -1, &entry),
+               MOE_STATUS_INVALID_ARGUMENT, "index -1 is out of range");
+  CHECK_STATUS(moeBundleGetEntry(nullptr, 0, &entry),
+               MOE_STATUS_INVALID_ARGUMENT, "bundle is NULL");
+  CHECK_STATUS(moeBundleGetKernel(bundle, 1, 1, &kernel),
+               MOE_STATUS_INVALID_ARGUMENT,
+               "kernel index 1 is out of range (entry 'down' has 1 kernels)");
+  CHECK_STATUS(moeBundleGetKernel(bundle, 7, 0, &kernel),
+               MOE_STATUS_INVALID_ARGUMENT, "entry index 7 is out of range");
+  CHECK_STATUS(moeBundleGetKernel(bundle, 0, 0, nullptr),
+               MOE_STATUS_INVALID_ARGUMENT, "out is NULL");
+  CHECK_STATUS(moeBundleFindEntry(bundle, nullptr, &index),
+               MOE_STATUS_INVALID_ARGUMENT, "name is NULL");
+  CHECK_STATUS(moeBundleFindEntry(bundle, "down", nullptr),
+               MOE_STATUS_INVALID_ARGUMENT, "index is NULL");
+  moeBundleClose(bundle);
+}
+
+TEST(bundleOpenArguments) {
+  moeBundle *bundle = reinterpret_cast<moeBundle *>(1);
+  CHECK_STATUS(moeBundleOpenMemory(nullptr, 5, &bundle),
+               MOE_STATUS_INVALID_ARGUMENT, "data is NULL but size is 5");
+  CHECK(bundle == nullptr);
+  CHECK_STATUS(moeBundleOpenMemory(nullptr, 0, &bundle),
+               MOE_STATUS_INVALID_BUNDLE, "the bundle is empty");
+  CHECK_STATUS(moeBundleOpenMemory("x", 1, nullptr),
+               MOE_STATUS_INVALID_ARGUMENT, "out is NULL");
+  CHECK_STATUS(moeBundleOpenFile(nullptr, &bundle), MOE_STATUS_INVALID_ARGUMENT,
+               "path is NULL");
+  CHECK_STATUS(moeBundleOpenFile("/x", nullptr), MOE_STATUS_INVALID_ARGUMENT,
+               "out is NULL");
+  moeBundleClose(nullptr); // a no-op
+}
+
+TEST(bundleAcceptsWhatTheContractAllows) {
+  // Keys in any order, chip after the images, an image no kernel uses,
+  // names of 255 bytes, the limits exactly.
+  std::string reordered = replaced(
+      "entry down op=moe.grouped_matmul abi=grouped_matmul.v1 experts=8 "
+      "n=4096 k=14336 max_rows=4096 offsets=i64",
+      "entry down offsets=i64 max_rows=4096 k=14336 n=4096 experts=8 "
+      "abi=grouped_matmul.v1 op=moe.grouped_matmul");
+  std::string lateChip = "MOEBUNDLE 1\n" + imageRecord("img", fakeCubin('C')) +
+                         imageRecord("unused", fakeCubin('U')) +
+                         "chip sm_100a\n" + entryLine("e") +
+                         kernelsCovering("e", 1) + "end\n";
+  std::string longName(255, 'n');
+  std::string longNames =
+      bundleWith(entryLine(longName) + kernelsCovering(longName, 1));
+  std::string manyImages = "MOEBUNDLE 1\nchip sm_80\n";
+  for (int i = 0; i < 64; ++i)
+    manyImages += imageRecord("img" + std::to_string(i), fakeCubin('D'));
+  manyImages += "end\n";
+  std::string manyEntries;
+  for (int i = 0; i < 256; ++i)
+    manyEntries += entryLine("e" + std::to_string(i)) +
+                   kernelsCovering("e" + std::to_string(i), 1);
+  std::string sixteenKernels =
+      bundleWith(entryLine("e") + kernelsCovering("e", 16));
+  std::string noEntries = "MOEBUNDLE 1\nchip sm_90a\nend\n";
+  const char *names[] = {"reordered",   "late chip",  "long names", "64 images",
+                         "256 entries", "16 kernels", "no entries"};
+  std::string bytes[] = {
+      reordered,      lateChip, longNames, manyImages, bundleWith(manyEntries),
+      sixteenKernels, noEntries};
+  for (size_t i = 0; i < std::size(bytes); ++i) {
+    ++checksMade;
+    moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
+    moeBundle *bundle = openBundle(bytes[i], &status);
+    if (status != MOE_STATUS_SUCCESS)
+      fail(__FILE__, __LINE__,
+           std::string(names[i]) + ": " + moeLastErrorMessage());
+    moeBundleClose(bundle);
+  }
+  moeBundle *bundle = openBundle(lateChip);
+  moeBundleInfo info;
+  CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(info.chip), "sm_100a");
+  moeBundleClose(bundle);
+}
+
+TEST(bundleOpenFile) {
+  char path[] = "/tmp/moe-runtime-test-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd < 0)
+    return;
+  std::string bytes = validBundle();
+  CHECK_EQ(write(fd, bytes.data(), bytes.size()), ssize_t(bytes.size()));
+  close(fd);
+  moeBundle *bundle = nullptr;
+  CHECK_EQ(moeBundleOpenFile(path, &bundle), MOE_STATUS_SUCCESS);
+  moeBundleInfo info;
+  CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
+  CHECK_EQ(info.num_entries, 3);
+  moeBundleClose(bundle);
+
+  // Errors name the file.
+  std::FILE *file = std::fopen(path, "wb");
+  std::fputs("MOEBUNDLE 1\nchip sm_90a\nentry\n", file);
+  std::fclose(file);
+  CHECK_STATUS(moeBundleOpenFile(path, &bundle), MOE_STATUS_INVALID_BUNDLE,
+               std::string(path) + ": bundle line 3: expected 'entry <name>");
+  CHECK(bundle == nullptr);
+  unlink(path);
+
+  CHECK_STATUS(moeBundleOpenFile(path, &bundle), MOE_STATUS_NOT_FOUND,
+               "cannot open '" + std::string(path) + "': No such file");
+  CHECK_STATUS(moeBundleOpenFile("/", &bundle), MOE_STATUS_INVALID_ARGUMENT,
+               "cannot read '/': Is a directory");
+}
+
+TEST(statusNames) {
+  CHECK_EQ(std::string(moeStatusName(MOE_STATUS_SUCCESS)), "SUCCESS");
+  CHECK_EQ(std::string(moeStatusName(MOE_STATUS_INVALID_ARGUMENT)),
+           "INVALID_ARGUMENT");
+  CHECK_EQ(std::string(moeStatusName(MOE_STATUS_INVALID_BUNDLE)),
+           "INVALID_BUNDLE");
+  CHECK_EQ(std::string(moeStatusName(MOE_STATUS_UNSUPPORTED)), "UNSUPPORTED");
+  CHECK_EQ(std::string(moeStatusName(MOE_STATUS_NO_GPU)), "NO_GPU");
+  CHECK_EQ(std::string(moeStatusName(MOE_STATUS_CUDA_ERROR)), "CUDA_ERROR");
+  CHECK_EQ(std::string(moeStatusName(MOE_STATUS_OUT_OF_MEMORY)),
+           "OUT_OF_MEMORY");
+  CHECK_EQ(std::string(moeStatusName(MOE_STATUS_NOT_FOUND)), "NOT_FOUND");
+  CHECK_EQ(std::string(moeStatusName(moeStatus(42))), "UNKNOWN");
+}
+
+TEST(lastErrorIsPerThreadAndKeptOnSuccess) {
+  moeBundle *bundle = nullptr;
+  CHECK_EQ(moeBundleOpenMemory("MOEBUNDLE 3\n", 12, &bundle),
+           MOE_STATUS_UNSUPPORTED);
+  std::string message = moeLastErrorMessage();
+  CHECK_CONTAINS(message, "bundle version 3");
+  bundle = openBundle(validBundle());
+  CHECK(bundle != nullptr);
+  CHECK_EQ(std::string(moeLastErrorMessage()), message);
+  moeBundleClose(bundle);
+}

@@ -1,0 +1,134 @@
+//===- DriverABICheck.cpp - DriverAPI.h against the real cuda.h -----------===//
+//
+// Compiled only when CMake finds a cuda.h. Every check is a static_assert, so
+// a mismatch breaks the build of moe-runtime-tests: the constants, the sizes
+// of the types, the signatures of the entry points (parameter by parameter,
+// up to what the calling convention sees), and that each dlsym'd name is the
+// one cuda.h binds rather than a legacy version of a `_v2` function.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DriverAPI.h"
+
+#include <cuda.h>
+
+#include <type_traits>
+
+namespace {
+
+using namespace moe::runtime;
+
+// Constants.
+static_assert(cu::kSuccess == CUDA_SUCCESS);
+static_assert(cu::kErrorInvalidValue == CUDA_ERROR_INVALID_VALUE);
+static_assert(cu::kErrorOutOfMemory == CUDA_ERROR_OUT_OF_MEMORY);
+static_assert(cu::kErrorNotInitialized == CUDA_ERROR_NOT_INITIALIZED);
+static_assert(cu::kErrorDeinitialized == CUDA_ERROR_DEINITIALIZED);
+static_assert(cu::kErrorStubLibrary == CUDA_ERROR_STUB_LIBRARY);
+static_assert(cu::kErrorNoDevice == CUDA_ERROR_NO_DEVICE);
+static_assert(cu::kErrorInvalidImage == CUDA_ERROR_INVALID_IMAGE);
+static_assert(cu::kErrorInvalidContext == CUDA_ERROR_INVALID_CONTEXT);
+static_assert(cu::kErrorNotFound == CUDA_ERROR_NOT_FOUND);
+static_assert(cu::kErrorContextIsDestroyed == CUDA_ERROR_CONTEXT_IS_DESTROYED);
+static_assert(cu::kDevAttrComputeCapabilityMajor ==
+              CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+static_assert(cu::kDevAttrComputeCapabilityMinor ==
+              CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+static_assert(cu::kDevAttrMaxSharedMemoryPerBlockOptin ==
+              CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+static_assert(cu::kFuncAttrMaxThreadsPerBlock ==
+              CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+static_assert(cu::kFuncAttrMaxDynamicSharedSizeBytes ==
+              CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+static_assert(cu::kTensorMapDataTypeBFloat16 ==
+              CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+static_assert(cu::kTensorMapInterleaveNone == CU_TENSOR_MAP_INTERLEAVE_NONE);
+static_assert(cu::kTensorMapSwizzle128B == CU_TENSOR_MAP_SWIZZLE_128B);
+static_assert(cu::kTensorMapL2PromotionNone == CU_TENSOR_MAP_L2_PROMOTION_NONE);
+static_assert(cu::kTensorMapL2Promotion64B ==
+              CU_TENSOR_MAP_L2_PROMOTION_L2_64B);
+static_assert(cu::kTensorMapL2Promotion128B ==
+              CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
+static_assert(cu::kTensorMapL2Promotion256B ==
+              CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+static_assert(cu::kTensorMapFloatOOBFillNone ==
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+
+// Types.
+static_assert(sizeof(cu::TensorMap) == sizeof(CUtensorMap));
+// CUDA 12's cuda.h aligns CUtensorMap to 64 bytes, CUDA 13's to 128.
+static_assert(alignof(cu::TensorMap) == alignof(CUtensorMap) ||
+              (alignof(CUtensorMap) == 64 && alignof(cu::TensorMap) == 128));
+static_assert(sizeof(cu::TensorMap) == 128 && alignof(cu::TensorMap) >= 64);
+static_assert(sizeof(cu::Result) == sizeof(CUresult));
+static_assert(sizeof(cu::Device) == sizeof(CUdevice));
+static_assert(std::is_integral_v<CUdevice>);
+static_assert(sizeof(cu::Context) == sizeof(CUcontext));
+static_assert(sizeof(cu::Module) == sizeof(CUmodule));
+static_assert(sizeof(cu::Function) == sizeof(CUfunction));
+static_assert(sizeof(cu::Stream) == sizeof(CUstream));
+static_assert(std::is_same_v<std::uint32_t, cuuint32_t>);
+static_assert(std::is_same_v<std::uint64_t, cuuint64_t>);
+
+template <typename T, typename = void> struct IsComplete : std::false_type {};
+template <typename T>
+struct IsComplete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
+
+/// Whether the calling convention treats A and B alike: integers and enums
+/// of one size; pointers to such types, to void, to two complete types of
+/// one size (A at least as aligned as B), or to two opaque structs.
+template <typename A, typename B> constexpr bool sameAbi() {
+  if constexpr (std::is_pointer_v<A> || std::is_pointer_v<B>) {
+    if constexpr (!std::is_pointer_v<A> || !std::is_pointer_v<B>) {
+      return false;
+    } else {
+      using PA = std::remove_pointer_t<A>;
+      using PB = std::remove_pointer_t<B>;
+      if constexpr (std::is_const_v<PA> != std::is_const_v<PB>)
+        return false;
+      else if constexpr (std::is_void_v<PA> || std::is_void_v<PB>)
+        return std::is_void_v<PA> && std::is_void_v<PB>;
+      else if constexpr (std::is_class_v<PA> && std::is_class_v<PB>) {
+        if constexpr (IsComplete<PA>::value != IsComplete<PB>::value)
+          return false;
+        else if constexpr (IsComplete<PA>::value)
+          return sizeof(PA) == sizeof(PB) && alignof(PA) >= alignof(PB);
+        else
+          return true;
+      } else {
+        return sameAbi<std::remove_const_t<PA>, std::remove_const_t<PB>>();
+      }
+    }
+  } else {
+    return (std::is_integral_v<A> || std::is_enum_v<A>) &&
+           (std::is_integral_v<B> || std::is_enum_v<B>) &&
+           sizeof(A) == sizeof(B);
+  }
+}
+
+template <typename R1, typename... A1, typename R2, typename... A2>
+constexpr bool sameSignature(R1 (*)(A1...), R2 (*)(A2...)) {
+  if constexpr (sizeof...(A1) != sizeof...(A2))
+    return false;
+  else
+    return sameAbi<R1, R2>() && (sameAbi<A1, A2>() && ...);
+}
+
+constexpr bool sameString(const char *a, const char *b) {
+  while (*a && *a == *b)
+    ++a, ++b;
+  return *a == *b;
+}
+
+#define MOE_STRINGIFY_EXPANDED(x) #x
+#define MOE_STRINGIFY(x) MOE_STRINGIFY_EXPANDED(x)
+#define MOE_CHECK_DRIVER_FUNCTION(member, symbol, ...)                         \
+  static_assert(sameSignature(static_cast<decltype(Driver::member)>(nullptr),  \
+                              &::symbol),                                      \
+                "Driver::" #member " does not match " #symbol " of cuda.h");   \
+  static_assert(sameString(#symbol, MOE_STRINGIFY(symbol)),                    \
+                "cuda.h binds " #symbol " to another symbol name");
+MOE_DRIVER_FUNCTIONS(MOE_CHECK_DRIVER_FUNCTION)
+#undef MOE_CHECK_DRIVER_FUNCTION
+
+} // namespace

@@ -1,0 +1,307 @@
+//===- FakeDriver.cpp - a recording stand-in for libcuda ------------------===//
+
+#include "FakeDriver.h"
+
+#include <cstring>
+
+namespace moe_test {
+namespace {
+
+// Handles are addresses of these objects, never dereferenced by the runtime.
+char contextA, primaryContext, contextB;
+struct FakeModule {
+  int index;
+};
+struct FakeFunction {
+  std::string symbol;
+};
+std::vector<FakeModule *> modules;
+std::vector<FakeFunction *> functions;
+
+FakeGpu &gpu() {
+  static FakeGpu *instance = new FakeGpu;
+  return *instance;
+}
+
+cu::Result record(const char *name) {
+  gpu().calls.push_back(name);
+  return cu::kSuccess;
+}
+
+cu::Result fakeInit(unsigned) {
+  record("cuInit");
+  return gpu().initResult;
+}
+
+const char *errorName(cu::Result result) {
+  switch (result) {
+  case cu::kErrorInvalidValue:
+    return "CUDA_ERROR_INVALID_VALUE";
+  case cu::kErrorOutOfMemory:
+    return "CUDA_ERROR_OUT_OF_MEMORY";
+  case cu::kErrorNoDevice:
+    return "CUDA_ERROR_NO_DEVICE";
+  case cu::kErrorInvalidImage:
+    return "CUDA_ERROR_INVALID_IMAGE";
+  case cu::kErrorNotFound:
+    return "CUDA_ERROR_NOT_FOUND";
+  default:
+    return nullptr;
+  }
+}
+
+cu::Result fakeGetErrorName(cu::Result result, const char **name) {
+  // Not recorded: error reporting is not a GPU operation.
+  *name = errorName(result);
+  return *name ? cu::kSuccess : cu::kErrorInvalidValue;
+}
+
+cu::Result fakeGetErrorString(cu::Result result, const char **text) {
+  *text = errorName(result) ? "fake driver error" : nullptr;
+  return *text ? cu::kSuccess : cu::kErrorInvalidValue;
+}
+
+cu::Result fakeCtxGetCurrent(cu::Context *context) {
+  record("cuCtxGetCurrent");
+  *context = gpu().current;
+  return cu::kSuccess;
+}
+
+cu::Result fakeCtxSetCurrent(cu::Context context) {
+  record("cuCtxSetCurrent");
+  gpu().current = context;
+  return cu::kSuccess;
+}
+
+cu::Result fakeCtxGetDevice(cu::Device *device) {
+  record("cuCtxGetDevice");
+  if (!gpu().current)
+    return cu::kErrorInvalidContext;
+  *device = 0;
+  return cu::kSuccess;
+}
+
+cu::Result fakeCtxGetId(cu::Context context, unsigned long long *id) {
+  record("cuCtxGetId");
+  if (context == fakeContextA())
+    *id = 11;
+  else if (context == fakePrimaryContext())
+    *id = 22;
+  else if (context == fakeContextB())
+    *id = 33;
+  else
+    return cu::kErrorInvalidContext;
+  return cu::kSuccess;
+}
+
+cu::Result fakeDeviceGet(cu::Device *device, int ordinal) {
+  record("cuDeviceGet");
+  if (ordinal != 0)
+    return cu::kErrorInvalidValue;
+  *device = 0;
+  return cu::kSuccess;
+}
+
+cu::Result fakeDeviceGetAttribute(int *value, cu::DeviceAttribute attribute,
+                                  cu::Device) {
+  record("cuDeviceGetAttribute");
+  switch (attribute) {
+  case cu::kDevAttrComputeCapabilityMajor:
+    *value = gpu().ccMajor;
+    return cu::kSuccess;
+  case cu::kDevAttrComputeCapabilityMinor:
+    *value = gpu().ccMinor;
+    return cu::kSuccess;
+  case cu::kDevAttrMaxSharedMemoryPerBlockOptin:
+    *value = gpu().maxSharedOptin;
+    return cu::kSuccess;
+  default:
+    return cu::kErrorInvalidValue;
+  }
+}
+
+cu::Result fakePrimaryCtxRetain(cu::Context *context, cu::Device) {
+  record("cuDevicePrimaryCtxRetain");
+  ++gpu().primaryRetains;
+  *context = fakePrimaryContext();
+  return cu::kSuccess;
+}
+
+cu::Result fakeModuleLoadData(cu::Module *module, const void *image) {
+  record("cuModuleLoadData");
+  if (gpu().loadResult != cu::kSuccess)
+    return gpu().loadResult;
+  if (gpu().recordImages)
+    gpu().loadedImages.push_back(
+        std::string(static_cast<const char *>(image), 16));
+  modules.push_back(new FakeModule{int(modules.size())});
+  ++gpu().liveModules;
+  *module = reinterpret_cast<cu::Module>(modules.back());
+  return cu::kSuccess;
+}
+
+cu::Result fakeModuleUnload(cu::Module) {
+  record("cuModuleUnload");
+  --gpu().liveModules;
+  gpu().unloadContexts.push_back(gpu().current);
+  return cu::kSuccess;
+}
+
+cu::Result fakeModuleGetFunction(cu::Function *function, cu::Module module,
+                                 const char *name) {
+  record("cuModuleGetFunction");
+  if (!module)
+    return cu::kErrorInvalidValue;
+  if (gpu().missingSymbols.count(name))
+    return cu::kErrorNotFound;
+  // One handle per symbol: two entries naming the same kernel share it.
+  for (FakeFunction *existing : functions)
+    if (existing->symbol == name) {
+      *function = reinterpret_cast<cu::Function>(existing);
+      return cu::kSuccess;
+    }
+  functions.push_back(new FakeFunction{name});
+  *function = reinterpret_cast<cu::Function>(functions.back());
+  return cu::kSuccess;
+}
+
+cu::Result fakeFuncGetAttribute(int *value, cu::FunctionAttribute attribute,
+                                cu::Function) {
+  record("cuFuncGetAttribute");
+  if (attribute != cu::kFuncAttrMaxThreadsPerBlock)
+    return cu::kErrorInvalidValue;
+  *value = gpu().maxThreadsPerBlock;
+  return cu::kSuccess;
+}
+
+cu::Result fakeFuncSetAttribute(cu::Function function,
+                                cu::FunctionAttribute attribute, int value) {
+  record("cuFuncSetAttribute");
+  if (attribute != cu::kFuncAttrMaxDynamicSharedSizeBytes)
+    return cu::kErrorInvalidValue;
+  gpu().smemAttributes.push_back(
+      {reinterpret_cast<FakeFunction *>(function)->symbol, value});
+  return cu::kSuccess;
+}
+
+cu::Result fakeLaunchKernel(cu::Function function, unsigned gridX,
+                            unsigned gridY, unsigned gridZ, unsigned blockX,
+                            unsigned blockY, unsigned blockZ, unsigned smem,
+                            cu::Stream stream, void **params, void **extra) {
+  record("cuLaunchKernel");
+  FakeLaunch launch;
+  launch.function = reinterpret_cast<FakeFunction *>(function)->symbol;
+  launch.grid[0] = gridX;
+  launch.grid[1] = gridY;
+  launch.grid[2] = gridZ;
+  launch.block[0] = blockX;
+  launch.block[1] = blockY;
+  launch.block[2] = blockZ;
+  launch.smem = smem;
+  launch.stream = stream;
+  launch.extraIsNull = extra == nullptr;
+  launch.mapsAligned =
+      uintptr_t(params[0]) % 64 == 0 && uintptr_t(params[1]) % 64 == 0;
+  for (int i = 0; i < 2; ++i) {
+    cu::TensorMap map;
+    std::memcpy(&map, params[i], sizeof(map));
+    launch.mapEncode[i] = int(map.opaque[0]) - 1;
+  }
+  for (int i = 0; i < 12; ++i)
+    std::memcpy(&launch.words[i], params[2 + i], 8);
+  for (int i = 0; i < 3; ++i)
+    std::memcpy(&launch.ints[i], params[14 + i], 4);
+  int number = int(gpu().launches.size());
+  gpu().launches.push_back(launch);
+  if (number == gpu().failLaunchNumber)
+    return gpu().launchResult;
+  return cu::kSuccess;
+}
+
+cu::Result fakeTensorMapEncodeTiled(
+    cu::TensorMap *map, cu::TensorMapDataType dataType, uint32_t rank,
+    void *address, const uint64_t *dims, const uint64_t *strides,
+    const uint32_t *box, const uint32_t *elementStrides,
+    cu::TensorMapInterleave interleave, cu::TensorMapSwizzle swizzle,
+    cu::TensorMapL2Promotion l2Promotion, cu::TensorMapFloatOOBFill oobFill) {
+  record("cuTensorMapEncodeTiled");
+  if (gpu().encodeResult != cu::kSuccess)
+    return gpu().encodeResult;
+  FakeEncode encode;
+  encode.dataType = dataType;
+  encode.rank = rank;
+  encode.address = uint64_t(uintptr_t(address));
+  for (uint32_t i = 0; i < rank && i < 5; ++i) {
+    encode.dims[i] = dims[i];
+    encode.box[i] = box[i];
+    encode.elementStrides[i] = elementStrides[i];
+    if (i + 1 < rank)
+      encode.strides[i] = strides[i];
+  }
+  encode.interleave = interleave;
+  encode.swizzle = swizzle;
+  encode.l2Promotion = l2Promotion;
+  encode.oobFill = oobFill;
+  gpu().encodes.push_back(encode);
+  // Tag the map with its encode number so launches can be matched to it.
+  std::memset(map, 0, sizeof(*map));
+  map->opaque[0] = gpu().encodes.size();
+  return cu::kSuccess;
+}
+
+} // namespace
+
+FakeGpu &fakeGpu() { return gpu(); }
+cu::Context fakeContextA() { return reinterpret_cast<cu::Context>(&contextA); }
+cu::Context fakePrimaryContext() {
+  return reinterpret_cast<cu::Context>(&primaryContext);
+}
+cu::Context fakeContextB() { return reinterpret_cast<cu::Context>(&contextB); }
+
+const Driver &fakeDriverTable() {
+  static const Driver table = [] {
+    Driver d;
+    d.init = fakeInit;
+    d.getErrorName = fakeGetErrorName;
+    d.getErrorString = fakeGetErrorString;
+    d.ctxGetCurrent = fakeCtxGetCurrent;
+    d.ctxSetCurrent = fakeCtxSetCurrent;
+    d.ctxGetDevice = fakeCtxGetDevice;
+    d.ctxGetId = fakeCtxGetId;
+    d.deviceGet = fakeDeviceGet;
+    d.deviceGetAttribute = fakeDeviceGetAttribute;
+    d.devicePrimaryCtxRetain = fakePrimaryCtxRetain;
+    d.moduleLoadData = fakeModuleLoadData;
+    d.moduleUnload = fakeModuleUnload;
+    d.moduleGetFunction = fakeModuleGetFunction;
+    d.funcGetAttribute = fakeFuncGetAttribute;
+    d.funcSetAttribute = fakeFuncSetAttribute;
+    d.launchKernel = fakeLaunchKernel;
+    d.tensorMapEncodeTiled = fakeTensorMapEncodeTiled;
+    return d;
+  }();
+  return table;
+}
+
+FakeGpu &installFakeDriver() {
+  FakeGpu &state = gpu();
+  state = FakeGpu();
+  state.current = fakeContextA();
+  for (FakeModule *module : modules)
+    delete module;
+  modules.clear();
+  for (FakeFunction *function : functions)
+    delete function;
+  functions.clear();
+  setDriverForTesting(&fakeDriverTable());
+  return state;
+}
+
+std::string callsSince(size_t from) {
+  std::string joined;
+  for (size_t i = from; i < gpu().calls.size(); ++i)
+    joined += (joined.empty() ? "" : " ") + gpu().calls[i];
+  return joined;
+}
+
+} // namespace moe_test

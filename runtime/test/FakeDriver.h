@@ -1,0 +1,88 @@
+//===- FakeDriver.h - a recording stand-in for libcuda -----------*- C++
+//-*-===//
+//
+// installFakeDriver() injects a driver table whose functions record every
+// call into fakeGpu() and answer from its configuration, so the launch path
+// runs without a GPU. Not thread-safe (one test at a time).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_RUNTIME_TEST_FAKEDRIVER_H
+#define MOE_RUNTIME_TEST_FAKEDRIVER_H
+
+#include "DriverAPI.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace moe_test {
+
+using namespace moe::runtime;
+
+struct FakeEncode {
+  int dataType = -1;
+  unsigned rank = 0;
+  uint64_t address = 0;
+  uint64_t dims[5] = {}, strides[4] = {};
+  uint32_t box[5] = {}, elementStrides[5] = {};
+  int interleave = -1, swizzle = -1, l2Promotion = -1, oobFill = -1;
+};
+
+struct FakeLaunch {
+  std::string function; // symbol
+  unsigned grid[3] = {}, block[3] = {};
+  unsigned smem = 0;
+  void *stream = nullptr;
+  bool extraIsNull = false;
+  bool mapsAligned = false; // params[0] and params[1] 64-byte aligned
+  int mapEncode[2] = {};    // which FakeEncode produced each map (index)
+  uint64_t words[12] = {};  // params 2..13
+  int32_t ints[3] = {};     // params 14..16: K, rows_min, rows_max
+};
+
+struct FakeGpu {
+  // Configuration.
+  cu::Result initResult = cu::kSuccess;
+  cu::Result loadResult = cu::kSuccess;   // cuModuleLoadData
+  cu::Result encodeResult = cu::kSuccess; // cuTensorMapEncodeTiled
+  int failLaunchNumber = -1;              // this launch (from 0) fails
+  cu::Result launchResult = cu::kErrorInvalidValue;
+  std::set<std::string> missingSymbols; // cuModuleGetFunction fails
+  int ccMajor = 9, ccMinor = 0;
+  int maxSharedOptin = 232448;
+  int maxThreadsPerBlock = 1024;
+  bool recordImages = true; // keep the first 16 bytes of each loaded image
+
+  // State and records.
+  cu::Context current = nullptr;
+  std::vector<std::string> calls;        // driver function names, in order
+  std::vector<std::string> loadedImages; // first 16 bytes of each image
+  int liveModules = 0;
+  std::vector<std::pair<std::string, int>> smemAttributes; // symbol, value
+  std::vector<FakeEncode> encodes;
+  std::vector<FakeLaunch> launches;
+  int primaryRetains = 0;
+  std::vector<void *> unloadContexts; // current context at each unload
+};
+
+FakeGpu &fakeGpu();
+
+/// Fake context handles: the one current at start, the primary context of
+/// device 0, and a second one tests can switch to.
+cu::Context fakeContextA();
+cu::Context fakePrimaryContext();
+cu::Context fakeContextB();
+
+/// The fake table, filled once.
+const Driver &fakeDriverTable();
+
+/// Resets fakeGpu() to its defaults and injects the fake driver.
+FakeGpu &installFakeDriver();
+
+/// Names of the calls recorded since index `from`, joined by ' '.
+std::string callsSince(size_t from);
+
+} // namespace moe_test
+
+#endif // MOE_RUNTIME_TEST_FAKEDRIVER_H

@@ -1,0 +1,430 @@
+//===- GroupedMatmulTests.cpp - moeGroupedMatmul checks and launches ------===//
+//
+// Every argument check of contract §3, then what a valid call hands the
+// (fake) driver: tensor maps, grids, blocks, shared memory, the 17 parameters
+// and the stream, and that nothing else is called.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeDriver.h"
+#include "TestBundles.h"
+#include "TestHarness.h"
+
+using namespace moe_test;
+
+namespace {
+
+constexpr uint64_t kRows = 0x7f0000010000, kWeights = 0x7f0000020000,
+                   kOffsets = 0x7f0000030000, kOut = 0x7f0000040000;
+constexpr int64_t kMax = 2147483647;
+
+moeGroupedMatmulArgs args(int64_t m, int64_t n, int64_t k, int64_t experts) {
+  moeGroupedMatmulArgs a;
+  a.rows = kRows;
+  a.weights = kWeights;
+  a.offsets = kOffsets;
+  a.out = kOut;
+  a.m = m;
+  a.n = n;
+  a.k = k;
+  a.experts = experts;
+  return a;
+}
+
+/// Arguments matching entry gate_up (E=8, N=28672, K=4096).
+moeGroupedMatmulArgs gateUp(int64_t m) { return args(m, 28672, 4096, 8); }
+
+/// Expects `call` to fail with INVALID_ARGUMENT (or `status`) and `message`,
+/// without having called the driver at all.
+#define CHECK_REJECTED(call, status, message)                                  \
+  do {                                                                         \
+    size_t callsBefore = fakeGpu().calls.size();                               \
+    CHECK_STATUS(call, status, message);                                       \
+    CHECK_EQ(callsSince(callsBefore), std::string());                          \
+  } while (0)
+
+moeStatus run(moeBundle *bundle, const char *entry,
+              const moeGroupedMatmulArgs &a, void *stream = nullptr) {
+  return moeGroupedMatmul(bundle, entry, &a, stream);
+}
+
+} // namespace
+
+TEST(groupedMatmulRejectsNullsAndUnknownEntries) {
+  installFakeDriver();
+  moeBundle *bundle = openBundle(validBundle());
+  moeGroupedMatmulArgs a = gateUp(64);
+  CHECK_REJECTED(moeGroupedMatmul(nullptr, "gate_up", &a, nullptr),
+                 MOE_STATUS_INVALID_ARGUMENT,
+                 "moeGroupedMatmul: bundle is NULL");
+  CHECK_REJECTED(moeGroupedMatmul(bundle, nullptr, &a, nullptr),
+                 MOE_STATUS_INVALID_ARGUMENT,
+                 "moeGroupedMatmul: entry name is NULL");
+  CHECK_REJECTED(moeGroupedMatmul(bundle, "gate_up", nullptr, nullptr),
+                 MOE_STATUS_INVALID_ARGUMENT, "moeGroupedMatmul: args is NULL");
+  CHECK_REJECTED(run(bundle, "gate", a), MOE_STATUS_NOT_FOUND,
+                 "moeGroupedMatmul: no entry 'gate' in the bundle (entries: "
+                 "gate_up, down, any)");
+  CHECK_REJECTED(run(bundle, "", a), MOE_STATUS_NOT_FOUND, "no entry ''");
+  moeBundleClose(bundle);
+
+  // An entry of another op (same ABI) is not a grouped matmul.
+  std::string other = validBundle();
+  other.replace(other.find("entry down op=moe.grouped_matmul"), 32,
+                "entry down op=moe.grouped_swiglu");
+  bundle = openBundle(other);
+  CHECK(bundle != nullptr);
+  CHECK_REJECTED(run(bundle, "down", args(64, 4096, 14336, 8)),
+                 MOE_STATUS_INVALID_ARGUMENT,
+                 "moeGroupedMatmul(down): the entry is op=moe.grouped_swiglu "
+                 "abi=grouped_matmul.v1, not op=moe.grouped_matmul "
+                 "abi=grouped_matmul.v1");
+  moeBundleClose(bundle);
+}
+
+TEST(groupedMatmulRejectsBadPointers) {
+  installFakeDriver();
+  moeBundle *bundle = openBundle(validBundle());
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  moeGroupedMatmulArgs a = gateUp(64);
+  a.rows = 0;
+  CHECK_REJECTED(run(bundle, "gate_up", a), bad,
+                 "moeGroupedMatmul(gate_up): rows pointer is NULL");
+  a = gateUp(64);
+  a.weights = 0;
+  CHECK_REJECTED(run(bundle, "gate_up", a), bad, "weights pointer is NULL");
+  a = gateUp(64);
+  a.offsets = 0;
+  CHECK_REJECTED(run(bundle, "gate_up", a), bad, "offsets pointer is NULL");
+  a = gateUp(64);
+  a.out = 0;
+  CHECK_REJECTED(run(bundle, "gate_up", a), bad, "out pointer is NULL");
+
+  a = gateUp(64);
+  a.rows = kRows + 8;
+  CHECK_REJECTED(run(bundle, "gate_up", a), bad,
+                 "moeGroupedMatmul(gate_up): rows pointer 0x7f0000010008 is "
+                 "not 16-byte aligned");
+  a = gateUp(64);
+  a.weights = kWeights + 2;
+  CHECK_REJECTED(run(bundle, "gate_up", a), bad,
+                 "weights pointer 0x7f0000020002 is not 16-byte aligned");
+  a = gateUp(64);
+  a.out = kOut + 1;
+  CHECK_REJECTED(run(bundle, "gate_up", a), bad,
+                 "out pointer 0x7f0000040001 is not 16-byte aligned");
+  // The offsets type of the entry decides their alignment.
+  a = gateUp(64);
+  a.offsets = kOffsets + 2;
+  CHECK_REJECTED(run(bundle, "gate_up", a), bad,
+                 "offsets pointer 0x7f0000030002 is not 4-byte aligned (the "
+                 "entry's offsets are i32)");
+  moeGroupedMatmulArgs down = args(64, 4096, 14336, 8);
+  down.offsets = kOffsets + 4;
+  CHECK_REJECTED(run(bundle, "down", down), bad,
+                 "moeGroupedMatmul(down): offsets pointer 0x7f0000030004 is "
+                 "not 8-byte aligned (the entry's offsets are i64)");
+  // ... which allows 4-byte-aligned i32 offsets.
+  a = gateUp(64);
+  a.offsets = kOffsets + 4;
+  CHECK_EQ(run(bundle, "gate_up", a), MOE_STATUS_SUCCESS);
+  moeBundleClose(bundle);
+}
+
+TEST(groupedMatmulRejectsBadSizes) {
+  installFakeDriver();
+  moeBundle *bundle = openBundle(validBundle());
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  // Rows.
+  CHECK_REJECTED(run(bundle, "gate_up", gateUp(0)), bad,
+                 "moeGroupedMatmul(gate_up): M = 0 must be at least 1");
+  CHECK_REJECTED(run(bundle, "gate_up", gateUp(-3)), bad,
+                 "M = -3 must be at least 1");
+  CHECK_REJECTED(run(bundle, "down", args(4097, 4096, 14336, 8)), bad,
+                 "moeGroupedMatmul(down): M = 4097 exceeds the entry's "
+                 "max_rows = 4096");
+  CHECK_REJECTED(run(bundle, "gate_up", gateUp(kMax + 1)), bad,
+                 "M = 2147483648 exceeds the entry's max_rows = 2147483647");
+  // Static sizes must match the manifest.
+  CHECK_REJECTED(run(bundle, "gate_up", args(64, 28673, 4096, 8)), bad,
+                 "moeGroupedMatmul(gate_up): N = 28673 does not match the "
+                 "entry's n = 28672");
+  CHECK_REJECTED(run(bundle, "gate_up", args(64, -1, 4096, 8)), bad,
+                 "N = -1 does not match the entry's n = 28672");
+  CHECK_REJECTED(run(bundle, "gate_up", args(64, 28672, 4104, 8)), bad,
+                 "K = 4104 does not match the entry's k = 4096");
+  CHECK_REJECTED(run(bundle, "gate_up", args(64, 28672, 4096, 9)), bad,
+                 "E = 9 does not match the entry's experts = 8");
+  CHECK_REJECTED(run(bundle, "gate_up", args(64, 28672, 4096, 0)), bad,
+                 "E = 0 does not match the entry's experts = 8");
+  // Dynamic sizes are checked on their own.
+  CHECK_REJECTED(run(bundle, "any", args(64, 0, 64, 4)), bad,
+                 "moeGroupedMatmul(any): N = 0 must be at least 1");
+  CHECK_REJECTED(run(bundle, "any", args(64, -5, 64, 4)), bad,
+                 "N = -5 must be at least 1");
+  CHECK_REJECTED(run(bundle, "any", args(64, 64, 100, 4)), bad,
+                 "moeGroupedMatmul(any): K = 100 is not a multiple of 8 (TMA "
+                 "row pitch must be a multiple of 16 bytes)");
+  CHECK_REJECTED(run(bundle, "any", args(64, 64, 4, 4)), bad,
+                 "K = 4 is less than 8");
+  CHECK_REJECTED(run(bundle, "any", args(64, 64, 0, 4)), bad,
+                 "K = 0 is less than 8");
+  CHECK_REJECTED(run(bundle, "any", args(64, 64, -8, 4)), bad,
+                 "K = -8 is less than 8");
+  CHECK_REJECTED(run(bundle, "any", args(64, 64, 64, 0)), bad,
+                 "E = 0 must be at least 1");
+  CHECK_REJECTED(run(bundle, "any", args(64, 64, 64, -2)), bad,
+                 "E = -2 must be at least 1");
+  CHECK_REJECTED(run(bundle, "any", args(64, kMax + 1, 64, 4)), bad,
+                 "N = 2147483648 exceeds 2147483647");
+  CHECK_REJECTED(run(bundle, "any", args(64, 64, kMax + 9, 4)), bad,
+                 "K = 2147483656 exceeds 2147483647 (the kernel takes K as "
+                 "i32)");
+  CHECK_REJECTED(run(bundle, "any", args(64, 64, 64, kMax + 1)), bad,
+                 "E = 2147483648 exceeds 2147483647");
+  // Byte sizes that overflow int64 (with M, N, K, E < 2^31 only the
+  // weights can), and the TMA stride limit.
+  CHECK_REJECTED(run(bundle, "any", args(64, 1 << 20, 1 << 20, kMax)), bad,
+                 "E*N*K*2 (bytes of weights) overflows int64 (E = "
+                 "2147483647, N = 1048576, K = 1048576)");
+  CHECK_REJECTED(run(bundle, "any", args(64, 1 << 20, 1 << 19, 1)), bad,
+                 "N*K*2 = 1099511627776 bytes per expert reaches the TMA "
+                 "stride limit of 2^40");
+  // Grid limits.
+  CHECK_REJECTED(run(bundle, "any", args(1000, 65535 * 256 + 1, 8, 4)), bad,
+                 "grid.y = ceil(N / tile_n) = 65536 of kernel "
+                 "'grouped_matmul_bf16_64x256x64_s4_off64' exceeds 65535 (N = "
+                 "16776961, tile_n = 256)");
+  moeBundleClose(bundle);
+
+  // grid.x beyond 2^31 - 1 needs 1-row tiles and rows_min = 1.
+  std::string tiny =
+      "MOEBUNDLE 1\nchip sm_90a\n" + imageRecord("img", fakeCubin('T')) +
+      "entry tiny op=moe.grouped_matmul abi=grouped_matmul.v1 "
+      "experts=-1 n=-1 k=-1 max_rows=2147483647 offsets=i32\n" +
+      kernelLine("tiny", "k1", "img", 1, kMax, 1, 8, 0, 0) + "end\n";
+  bundle = openBundle(tiny);
+  CHECK(bundle != nullptr);
+  CHECK_REJECTED(run(bundle, "tiny", args(kMax, 8, 8, kMax)), bad,
+                 "grid.x = 4294967294 of kernel 'k1' exceeds 2^31-1");
+  // Just below the limit it launches.
+  CHECK_EQ(run(bundle, "tiny", args(kMax - 1, 8, 8, 1)), MOE_STATUS_SUCCESS);
+  CHECK_EQ(fakeGpu().launches.size(), size_t(1));
+  if (!fakeGpu().launches.empty())
+    CHECK_EQ(fakeGpu().launches[0].grid[0], unsigned(kMax));
+  moeBundleClose(bundle);
+}
+
+namespace {
+
+struct ExpectedLaunch {
+  const char *symbol;
+  unsigned gridX, gridY;
+  unsigned smem;
+  int32_t rowsMin, rowsMax;
+  uint32_t tileM, tileN;
+};
+
+/// Runs `entry` with `a` after loading, and checks that exactly the expected
+/// launches (and their tensor maps) reached the driver, in order.
+void checkLaunches(moeBundle *bundle, const char *entry,
+                   const moeGroupedMatmulArgs &a,
+                   const std::vector<ExpectedLaunch> &expected,
+                   int64_t offsetsBits) {
+  FakeGpu &gpu = fakeGpu();
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  size_t callsBefore = gpu.calls.size();
+  size_t launchesBefore = gpu.launches.size();
+  size_t encodesBefore = gpu.encodes.size();
+  void *stream = reinterpret_cast<void *>(uintptr_t(0x5712ea));
+  CHECK_EQ(moeGroupedMatmul(bundle, entry, &a, stream), MOE_STATUS_SUCCESS);
+
+  // Only host-side descriptor encoding and launches: no sync, no copies, no
+  // allocations (the fake table has nothing else to call).
+  std::string calls = "cuCtxGetCurrent cuCtxGetId";
+  for (size_t i = 0; i < expected.size(); ++i)
+    calls += " cuTensorMapEncodeTiled cuTensorMapEncodeTiled";
+  for (size_t i = 0; i < expected.size(); ++i)
+    calls += " cuLaunchKernel";
+  CHECK_EQ(callsSince(callsBefore), calls);
+  CHECK_EQ(gpu.launches.size() - launchesBefore, expected.size());
+  CHECK_EQ(gpu.encodes.size() - encodesBefore, 2 * expected.size());
+  if (gpu.launches.size() - launchesBefore != expected.size() ||
+      gpu.encodes.size() - encodesBefore != 2 * expected.size())
+    return;
+  (void)offsetsBits;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const ExpectedLaunch &want = expected[i];
+    const FakeLaunch &got = gpu.launches[launchesBefore + i];
+    CHECK_EQ(got.function, std::string(want.symbol));
+    CHECK_EQ(got.grid[0], want.gridX);
+    CHECK_EQ(got.grid[1], want.gridY);
+    CHECK_EQ(got.grid[2], 1u);
+    CHECK_EQ(got.block[0], 128u);
+    CHECK_EQ(got.block[1], 1u);
+    CHECK_EQ(got.block[2], 1u);
+    CHECK_EQ(got.smem, want.smem);
+    CHECK_EQ(got.stream, stream);
+    CHECK(got.extraIsNull);
+    CHECK(got.mapsAligned);
+    // Parameters 2-6: the offsets memref; 7-13: the out memref; 14-16.
+    const uint64_t words[12] = {
+        a.offsets,     a.offsets, 0, uint64_t(a.experts + 1), 1,
+        a.out,         a.out,     0, uint64_t(a.m),           uint64_t(a.n),
+        uint64_t(a.n), 1};
+    for (int w = 0; w < 12; ++w)
+      CHECK_EQ(got.words[w], words[w]);
+    CHECK_EQ(got.ints[0], int32_t(a.k));
+    CHECK_EQ(got.ints[1], want.rowsMin);
+    CHECK_EQ(got.ints[2], want.rowsMax);
+
+    // Its tensor maps: the pair encoded for it (maps before launches).
+    int rowsIndex = int(encodesBefore + 2 * i);
+    CHECK_EQ(got.mapEncode[0], rowsIndex);
+    CHECK_EQ(got.mapEncode[1], rowsIndex + 1);
+    const FakeEncode &rows = gpu.encodes[rowsIndex];
+    const FakeEncode &weights = gpu.encodes[rowsIndex + 1];
+    for (const FakeEncode *map : {&rows, &weights}) {
+      CHECK_EQ(map->dataType, 9); // bf16
+      CHECK_EQ(map->interleave, 0);
+      CHECK_EQ(map->swizzle, 3);     // 128 B
+      CHECK_EQ(map->oobFill, 0);     // zeros
+      CHECK_EQ(map->l2Promotion, 2); // 128 B
+      for (unsigned d = 0; d < map->rank; ++d)
+        CHECK_EQ(map->elementStrides[d], 1u);
+    }
+    CHECK_EQ(rows.address, a.rows);
+    CHECK_EQ(rows.rank, 2u);
+    CHECK_EQ(rows.dims[0], uint64_t(a.k));
+    CHECK_EQ(rows.dims[1], uint64_t(a.m));
+    CHECK_EQ(rows.strides[0], uint64_t(2 * a.k));
+    CHECK_EQ(rows.box[0], 64u);
+    CHECK_EQ(rows.box[1], want.tileM);
+    CHECK_EQ(weights.address, a.weights);
+    CHECK_EQ(weights.rank, 3u);
+    CHECK_EQ(weights.dims[0], uint64_t(a.k));
+    CHECK_EQ(weights.dims[1], uint64_t(a.n));
+    CHECK_EQ(weights.dims[2], uint64_t(a.experts));
+    CHECK_EQ(weights.strides[0], uint64_t(2 * a.k));
+    CHECK_EQ(weights.strides[1], uint64_t(2 * a.n * a.k));
+    CHECK_EQ(weights.box[0], 64u);
+    CHECK_EQ(weights.box[1], want.tileN);
+    CHECK_EQ(weights.box[2], 1u);
+  }
+}
+
+} // namespace
+
+TEST(groupedMatmulLaunchesPerContract) {
+  installFakeDriver();
+  moeBundle *bundle = openBundle(validBundle());
+  CHECK(bundle != nullptr);
+  const int32_t big = int32_t(kMax);
+  // One row in all: no expert can reach rows_min = 17, so only the swap-AB
+  // kernel runs: ceil(1/16) + min(8, 1) = 2, bounded by 8 * ceil(16/16) = 8.
+  checkLaunches(bundle, "gate_up", gateUp(1),
+                {{kSwapAB32, 2, 28672 / 64, 81920, 1, 16, 16, 64}}, 32);
+  // Decode, 8 rows over 8 experts: swap-AB only, grid.x = min(1 + 8, 8).
+  checkLaunches(bundle, "gate_up", gateUp(8),
+                {{kSwapAB32, 8, 448, 81920, 1, 16, 16, 64}}, 32);
+  // 64 rows: the normal kernel may see at most floor(64/17) = 3 experts
+  // (grid 1 + 3 = 4 x 112 = 448 CTAs); the swap-AB kernel gets most of the
+  // work (min(4 + 8, 8 * 1) = 8 x 448 = 3584 CTAs).
+  checkLaunches(bundle, "gate_up", gateUp(64),
+                {{kNormal32, 4, 112, 163840, 17, big, 64, 256},
+                 {kSwapAB32, 8, 448, 81920, 1, 16, 16, 64}},
+                32);
+  // Prefill, 131072 rows: 2048 + 8 tiles for the normal kernel; the swap-AB
+  // kernel is bounded by 8 experts * 1 tile.
+  checkLaunches(bundle, "gate_up", gateUp(131072),
+                {{kNormal32, 2056, 112, 163840, 17, big, 64, 256},
+                 {kSwapAB32, 8, 448, 81920, 1, 16, 16, 64}},
+                32);
+  // The largest M.
+  checkLaunches(bundle, "gate_up", gateUp(kMax),
+                {{kNormal32, 33554432 + 8, 112, 163840, 17, big, 64, 256},
+                 {kSwapAB32, 8, 448, 81920, 1, 16, 16, 64}},
+                32);
+  // i64 offsets, one kernel for every count.
+  checkLaunches(bundle, "down", args(4096, 4096, 14336, 8),
+                {{kNormal64, 64 + 8, 16, 163840, 1, big, 64, 256}}, 64);
+  // DeepSeek-like E = 256, dynamic sizes: 4 rows per expert on average.
+  // rows >= 65: at most floor(1024/65) = 15 experts, 16 + 15 = 31 tiles;
+  // rows 1..64: min(16 + 256, 256 * 1) = 256.
+  checkLaunches(bundle, "any", args(1024, 4096, 7168, 256),
+                {{kNormal64, 31, 16, 200000, 65, big, 64, 256},
+                 {kSmall64, 256, 32, 98304, 1, 64, 64, 128}},
+                64);
+  // E = 256 with 131072 rows: both bounded by M/64 + E, the small one by E.
+  checkLaunches(bundle, "any", args(131072, 2048, 7168, 256),
+                {{kNormal64, 2048 + 256, 8, 200000, 65, big, 64, 256},
+                 {kSmall64, 256, 16, 98304, 1, 64, 64, 128}},
+                64);
+  // N not a multiple of the tile: grid.y rounds up.
+  checkLaunches(bundle, "any", args(100, 200, 8, 3),
+                {{kNormal64, 2 + 1, 1, 200000, 65, big, 64, 256},
+                 {kSmall64, 3, 2, 98304, 1, 64, 64, 128}},
+                64);
+  moeBundleClose(bundle);
+}
+
+TEST(groupedMatmulPassesNullStream) {
+  installFakeDriver();
+  moeBundle *bundle = openBundle(validBundle());
+  moeGroupedMatmulArgs a = gateUp(1);
+  CHECK_EQ(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(fakeGpu().launches.size(), size_t(1));
+  if (!fakeGpu().launches.empty())
+    CHECK(fakeGpu().launches[0].stream == nullptr);
+  moeBundleClose(bundle);
+}
+
+TEST(groupedMatmulLoadsLazily) {
+  FakeGpu &gpu = installFakeDriver();
+  moeBundle *bundle = openBundle(validBundle());
+  moeGroupedMatmulArgs a = gateUp(64);
+  CHECK_EQ(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(gpu.liveModules, 2);
+  CHECK_EQ(gpu.launches.size(), size_t(2));
+  CHECK_CONTAINS(callsSince(0), "cuInit");
+  // The second call finds the loaded state.
+  size_t before = gpu.calls.size();
+  CHECK_EQ(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(callsSince(before),
+           "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "
+           "cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
+           "cuTensorMapEncodeTiled cuLaunchKernel cuLaunchKernel");
+  moeBundleClose(bundle);
+  CHECK_EQ(gpu.liveModules, 0);
+}
+
+TEST(groupedMatmulReportsDriverFailures) {
+  FakeGpu &gpu = installFakeDriver();
+  moeBundle *bundle = openBundle(validBundle());
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  // A descriptor that does not encode launches nothing.
+  gpu.encodeResult = cu::kErrorInvalidValue;
+  CHECK_STATUS(run(bundle, "gate_up", gateUp(131072)), MOE_STATUS_CUDA_ERROR,
+               "moeGroupedMatmul: cuTensorMapEncodeTiled(rows of kernel "
+               "'grouped_matmul_bf16_64x256x64_s4_off32' of entry 'gate_up') "
+               "failed: CUDA_ERROR_INVALID_VALUE (fake driver error)");
+  CHECK_EQ(gpu.launches.size(), size_t(0));
+  // A failed second launch says that the first one was issued.
+  gpu.encodeResult = cu::kSuccess;
+  gpu.failLaunchNumber = 1;
+  CHECK_STATUS(run(bundle, "gate_up", gateUp(131072)), MOE_STATUS_CUDA_ERROR,
+               "moeGroupedMatmul: cuLaunchKernel("
+               "'grouped_matmul_bf16_16x64x64_s4_swapab_off32' of entry "
+               "'gate_up', grid (8, 448, 1), block (128, 1, 1), smem 81920; 1 "
+               "of 2 launches already issued) failed: "
+               "CUDA_ERROR_INVALID_VALUE");
+  // Unknown CUresults are shown as numbers.
+  gpu.failLaunchNumber = 2;
+  gpu.launchResult = 719;
+  CHECK_STATUS(run(bundle, "gate_up", gateUp(1)), MOE_STATUS_CUDA_ERROR,
+               "failed: CUresult 719");
+  moeBundleClose(bundle);
+}

@@ -1,0 +1,99 @@
+//===- TestBundles.h - bundles the tests start from --------------*- C++
+//-*-===//
+
+#ifndef MOE_RUNTIME_TEST_TESTBUNDLES_H
+#define MOE_RUNTIME_TEST_TESTBUNDLES_H
+
+#include "moe_runtime.h"
+
+#include <string>
+
+namespace moe_test {
+
+/// 32 bytes that pass for a cubin: ELF magic, then a '\n', a NUL and a fake
+/// `end` line, so readers must honour the announced size.
+inline std::string fakeCubin(char tag) {
+  std::string image("\x7f"
+                    "ELF\x02\x01\x01",
+                    7);
+  image += '\n';
+  image += tag;
+  image += std::string("\0\nend\n", 6);
+  image.resize(32, tag);
+  return image;
+}
+
+inline std::string imageRecord(const std::string &name,
+                               const std::string &bytes) {
+  return "image " + name + " " + std::to_string(bytes.size()) + "\n" + bytes +
+         "\n";
+}
+
+inline std::string kernelLine(const std::string &entry,
+                              const std::string &symbol,
+                              const std::string &image, long long rowsMin,
+                              long long rowsMax, int tileM, int tileN, int smem,
+                              int swapAB) {
+  return "kernel " + entry + " " + symbol + " image=" + image +
+         " rows_min=" + std::to_string(rowsMin) +
+         " rows_max=" + std::to_string(rowsMax) +
+         " threads=128 smem=" + std::to_string(smem) +
+         " tile_m=" + std::to_string(tileM) +
+         " tile_n=" + std::to_string(tileN) +
+         " tile_k=64 stages=4 swap_ab=" + std::to_string(swapAB) + "\n";
+}
+
+/// Symbols of the valid bundle.
+inline constexpr const char *kNormal32 =
+    "grouped_matmul_bf16_64x256x64_s4_off32";
+inline constexpr const char *kSwapAB32 =
+    "grouped_matmul_bf16_16x64x64_s4_swapab_off32";
+inline constexpr const char *kNormal64 =
+    "grouped_matmul_bf16_64x256x64_s4_off64";
+inline constexpr const char *kSmall64 =
+    "grouped_matmul_bf16_64x128x64_s2_off64";
+
+/// A valid bundle (line numbers on the right):
+///   gate_up: E=8 N=28672 K=4096, i32 offsets, a normal kernel for rows
+///            >= 17 and a swap-AB kernel for 1..16, in two images;  (5-7)
+///   down:    E=8 N=4096 K=14336 max_rows=4096, i64 offsets, one kernel;
+///            (8-9)
+///   any:     all sizes dynamic, i64 offsets, two kernels listed with the
+///            larger rows first; its second kernel is down's, with more
+///            shared memory. (10-12)
+inline std::string validBundle() {
+  return "MOEBUNDLE 1\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('A')) +
+         imageRecord("moe_kernels_swapab", fakeCubin('B')) +
+         "entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v1 "
+         "experts=8 n=28672 k=4096 max_rows=2147483647 offsets=i32\n" +
+         kernelLine("gate_up", kNormal32, "moe_kernels", 17, 2147483647, 64,
+                    256, 163840, 0) +
+         kernelLine("gate_up", kSwapAB32, "moe_kernels_swapab", 1, 16, 16, 64,
+                    81920, 1) +
+         "entry down op=moe.grouped_matmul abi=grouped_matmul.v1 experts=8 "
+         "n=4096 k=14336 max_rows=4096 offsets=i64\n" +
+         kernelLine("down", kNormal64, "moe_kernels", 1, 2147483647, 64, 256,
+                    163840, 0) +
+         "entry any op=moe.grouped_matmul abi=grouped_matmul.v1 experts=-1 "
+         "n=-1 k=-1 max_rows=2147483647 offsets=i64\n" +
+         kernelLine("any", kNormal64, "moe_kernels", 65, 2147483647, 64, 256,
+                    200000, 0) +
+         kernelLine("any", kSmall64, "moe_kernels", 1, 64, 64, 128, 98304, 0) +
+         "end\n";
+}
+
+/// Opens `bytes`; returns NULL (and leaves the status in *status) on failure.
+inline moeBundle *openBundle(const std::string &bytes,
+                             moeStatus *status = nullptr) {
+  moeBundle *bundle = nullptr;
+  moeStatus result = moeBundleOpenMemory(bytes.data(), bytes.size(), &bundle);
+  if (status)
+    *status = result;
+  return bundle;
+}
+
+} // namespace moe_test
+
+#endif // MOE_RUNTIME_TEST_TESTBUNDLES_H

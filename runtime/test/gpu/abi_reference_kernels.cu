@@ -1,0 +1,182 @@
+//===- abi_reference_kernels.cu - grouped_matmul.v1 kernels for tests -----===//
+//
+// Simple kernels with exactly the parameters, grid and tile scheduling of
+// kernel ABI grouped_matmul.v1 (docs/runtime-contract.md §3), so that the
+// runtime can be tested on a GPU without the compiler: they read rows and
+// weights only through the two by-value TMA descriptors (a wrong dimension,
+// stride, box or swizzle gives wrong numbers or a trap, never a silent pass),
+// compute out in fp32 with plain FMAs, and __trap() on any ABI parameter they
+// can check (memref offsets and strides, block size, a TMA load that never
+// completes). Not fast: a correctness reference.
+//
+// Build: nvcc -arch=sm_90a -cubin -O2 abi_reference_kernels.cu
+//
+//===----------------------------------------------------------------------===//
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kTileK = 64; // one 128-byte swizzled row per box row
+constexpr int kBoxRowBytes = 128;
+
+__device__ uint32_t sharedAddress(const void *pointer) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
+}
+
+__device__ void waitPhase(uint64_t *barrier, uint32_t phase) {
+  long long start = clock64();
+  while (true) {
+    uint32_t done;
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n"
+                 "}\n"
+                 : "=r"(done)
+                 : "r"(sharedAddress(barrier)), "r"(phase)
+                 : "memory");
+    if (done)
+      return;
+    if (clock64() - start > (1ll << 32)) // about 2 s: the load never came
+      __trap();
+  }
+}
+
+/// Element (row, k) of a box of 128-byte rows stored with the 128-byte
+/// swizzle: 16-byte chunk c of row r lives at chunk c ^ (r % 8).
+__device__ float swizzled(const uint8_t *box, int row, int k) {
+  int chunk = (k >> 3) ^ (row & 7);
+  const __nv_bfloat16 *element = reinterpret_cast<const __nv_bfloat16 *>(
+      box + row * kBoxRowBytes + chunk * 16 + (k & 7) * 2);
+  return __bfloat162float(*element);
+}
+
+template <int TileM, int TileN, typename Offset>
+__device__ void
+groupedMatmul(const CUtensorMap *rowsMap, const CUtensorMap *weightsMap,
+              const Offset *offsetsAllocated, const Offset *offsets,
+              int64_t offsetsOffset, int64_t offsetsSize, int64_t offsetsStride,
+              __nv_bfloat16 *outAllocated, __nv_bfloat16 *out,
+              int64_t outOffset, int64_t M, int64_t N, int64_t outStride0,
+              int64_t outStride1, int32_t K, int32_t rowsMin, int32_t rowsMax) {
+  static_assert(TileM % 2 == 0 && TileN == 64, "two rows per 64 threads");
+  // The memref expansion of the contract.
+  if (offsetsAllocated != offsets || offsetsOffset != 0 || offsetsStride != 1 ||
+      outAllocated != out || outOffset != 0 || outStride0 != N ||
+      outStride1 != 1 || blockDim.x != kThreads || blockDim.y != 1 ||
+      gridDim.z != 1 || offsetsSize < 2 || M < 1 || K < 8 || rowsMin < 1 ||
+      rowsMin > rowsMax)
+    __trap();
+  const int64_t experts = offsetsSize - 1;
+
+  __shared__ uint64_t barrier;
+  __shared__ int64_t tileExpert, tileRow0, tileRowEnd;
+  extern __shared__ uint8_t dynamicShared[];
+  // The 128-byte swizzle needs 1024-byte aligned boxes.
+  uint8_t *boxes = reinterpret_cast<uint8_t *>(
+      (reinterpret_cast<uintptr_t>(dynamicShared) + 1023) & ~uintptr_t(1023));
+  uint8_t *rowsBox = boxes;
+  uint8_t *weightsBox = boxes + TileM * kBoxRowBytes;
+
+  // Which tile of which eligible expert this block computes: the blocks
+  // enumerate the tiles of the experts whose (clamped) row count lies in
+  // [rowsMin, rowsMax], in expert order.
+  if (threadIdx.x == 0) {
+    tileExpert = -1;
+    int64_t before = 0;
+    int64_t end = min(max(int64_t(offsets[0]), int64_t(0)), M);
+    for (int64_t e = 0; e < experts; ++e) {
+      int64_t start = end;
+      end = min(max(int64_t(offsets[e + 1]), start), M);
+      int64_t rows = end - start;
+      if (rows < rowsMin || rows > rowsMax)
+        continue;
+      int64_t tiles = (rows + TileM - 1) / TileM;
+      if (blockIdx.x < before + tiles) {
+        tileExpert = e;
+        tileRow0 = start + (blockIdx.x - before) * TileM;
+        tileRowEnd = end;
+        break;
+      }
+      before += tiles;
+    }
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(
+        sharedAddress(&barrier)));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  if (tileExpert < 0)
+    return; // more blocks than tiles: the grid is an upper bound
+  const int64_t n0 = int64_t(blockIdx.y) * TileN;
+
+  const int column = threadIdx.x % TileN;
+  const int rowLane = threadIdx.x / TileN; // 0 or 1
+  float accumulators[TileM / 2] = {};
+  uint32_t phase = 0;
+  for (int32_t k0 = 0; k0 < K; k0 += kTileK) {
+    if (threadIdx.x == 0) {
+      uint32_t bytes = (TileM + TileN) * kBoxRowBytes;
+      asm volatile(
+          "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+              sharedAddress(&barrier)),
+          "r"(bytes)
+          : "memory");
+      asm volatile(
+          "cp.async.bulk.tensor.2d.shared::cluster.global.tile."
+          "mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+              sharedAddress(rowsBox)),
+          "l"(reinterpret_cast<uint64_t>(rowsMap)), "r"(k0),
+          "r"(int32_t(tileRow0)), "r"(sharedAddress(&barrier))
+          : "memory");
+      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile."
+                   "mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+                   "[%5];" ::"r"(sharedAddress(weightsBox)),
+                   "l"(reinterpret_cast<uint64_t>(weightsMap)), "r"(k0),
+                   "r"(int32_t(n0)), "r"(int32_t(tileExpert)),
+                   "r"(sharedAddress(&barrier))
+                   : "memory");
+    }
+    waitPhase(&barrier, phase);
+    phase ^= 1;
+    for (int k = 0; k < kTileK; ++k) {
+      float w = swizzled(weightsBox, column, k);
+      for (int i = 0; i < TileM / 2; ++i)
+        accumulators[i] += swizzled(rowsBox, rowLane + 2 * i, k) * w;
+    }
+    __syncthreads(); // everyone has read the boxes before they are refilled
+  }
+  int64_t n = n0 + column;
+  if (n >= N)
+    return;
+  for (int i = 0; i < TileM / 2; ++i) {
+    int64_t row = tileRow0 + rowLane + 2 * i;
+    if (row < tileRowEnd)
+      out[row * N + n] = __float2bfloat16(accumulators[i]);
+  }
+}
+
+} // namespace
+
+#define MOE_REFERENCE_KERNEL(NAME, TILE_M, OFFSET)                             \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      NAME(const __grid_constant__ CUtensorMap rowsMap,                        \
+           const __grid_constant__ CUtensorMap weightsMap,                     \
+           const OFFSET *offsetsAllocated, const OFFSET *offsets,              \
+           int64_t offsetsOffset, int64_t offsetsSize, int64_t offsetsStride,  \
+           __nv_bfloat16 *outAllocated, __nv_bfloat16 *out, int64_t outOffset, \
+           int64_t M, int64_t N, int64_t outStride0, int64_t outStride1,       \
+           int32_t K, int32_t rowsMin, int32_t rowsMax) {                      \
+    groupedMatmul<TILE_M, 64, OFFSET>(                                         \
+        &rowsMap, &weightsMap, offsetsAllocated, offsets, offsetsOffset,       \
+        offsetsSize, offsetsStride, outAllocated, out, outOffset, M, N,        \
+        outStride0, outStride1, K, rowsMin, rowsMax);                          \
+  }
+
+MOE_REFERENCE_KERNEL(reference_16x64x64_off32, 16, int32_t)
+MOE_REFERENCE_KERNEL(reference_64x64x64_off32, 64, int32_t)
+MOE_REFERENCE_KERNEL(reference_64x64x64_off64, 64, int64_t)

@@ -1,0 +1,79 @@
+//===- moe-bundle-info.cpp - print what a .moebundle holds ----------------===//
+//
+// Usage: moe-bundle-info <file>
+//
+// Parses and validates the bundle with libmoe_runtime (no GPU needed) and
+// prints one line for the bundle, then one per entry, each followed by its
+// kernels, in file order. The format is stable, for FileCheck:
+//
+//   bundle version=1 chip=sm_90a images=1 entries=1
+//   entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v1 experts=8
+//     n=28672 k=4096 max_rows=2147483647 offsets=i32         (one line)
+//     kernel grouped_matmul_bf16_64x256x64_s4_off32 rows=[17,2147483647]
+//     tile=64x256x64 stages=4 threads=128 smem=163840 swap_ab=0
+//     image=moe_kernels (123456 bytes)                       (one line)
+//
+// On error prints "moe-bundle-info: error: <message>" and exits 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe_runtime.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace {
+
+int failWith(const char *message) {
+  std::fprintf(stderr, "moe-bundle-info: error: %s\n", message);
+  return 1;
+}
+
+int failWithStatus() { return failWith(moeLastErrorMessage()); }
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc == 2 &&
+      (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+    std::printf("usage: moe-bundle-info <file>\n"
+                "Prints the entries and kernels of a .moebundle.\n");
+    return 0;
+  }
+  if (argc != 2)
+    return failWith("expected one argument, the bundle file (usage: "
+                    "moe-bundle-info <file>)");
+  moeBundle *bundle = nullptr;
+  if (moeBundleOpenFile(argv[1], &bundle) != MOE_STATUS_SUCCESS)
+    return failWithStatus();
+  moeBundleInfo info;
+  if (moeBundleGetInfo(bundle, &info) != MOE_STATUS_SUCCESS)
+    return failWithStatus();
+  std::printf("bundle version=%d chip=%s images=%d entries=%d\n",
+              int(info.version), info.chip, int(info.num_images),
+              int(info.num_entries));
+  for (int32_t e = 0; e < info.num_entries; ++e) {
+    moeEntryInfo entry;
+    if (moeBundleGetEntry(bundle, e, &entry) != MOE_STATUS_SUCCESS)
+      return failWithStatus();
+    std::printf("entry %s op=%s abi=%s experts=%" PRId64 " n=%" PRId64
+                " k=%" PRId64 " max_rows=%" PRId64 " offsets=i%d\n",
+                entry.name, entry.op, entry.abi, entry.experts, entry.n,
+                entry.k, entry.max_rows, int(entry.offsets_bits));
+    for (int32_t k = 0; k < entry.num_kernels; ++k) {
+      moeKernelInfo kernel;
+      if (moeBundleGetKernel(bundle, e, k, &kernel) != MOE_STATUS_SUCCESS)
+        return failWithStatus();
+      std::printf("  kernel %s rows=[%" PRId64 ",%" PRId64
+                  "] tile=%dx%dx%d stages=%d threads=%d smem=%d swap_ab=%d "
+                  "image=%s (%" PRIu64 " bytes)\n",
+                  kernel.symbol, kernel.rows_min, kernel.rows_max,
+                  int(kernel.tile_m), int(kernel.tile_n), int(kernel.tile_k),
+                  int(kernel.stages), int(kernel.threads), int(kernel.smem),
+                  int(kernel.swap_ab), kernel.image, kernel.image_size);
+    }
+  }
+  moeBundleClose(bundle);
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
