@@ -39,21 +39,22 @@ bundle() { # <name> <input> <moe-opt arguments...>
   rm "$out/$name.mlir"
   echo "$name.moebundle"
 }
-# The default pipeline: 64x256 tiles, swap-AB (16 rows) for experts of <= 16.
+# The default pipeline: swap-AB (16 rows) for experts of <= 16 rows, a
+# 64x256 tile up to 64 rows, 128x256 above.
 bundle default "$out/shapes.mlir" --moe-gpu-pipeline
 bundle swap8-split "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=8"
-bundle normal-64x128-s2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-n=128 stages=2"
-bundle normal-64x256-s4 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0"
-bundle normal-128x256-s4 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=128"
-bundle split-128x128-s4 "$out/shapes.mlir" --moe-gpu-pipeline="tile-m=128 tile-n=128"
+bundle split-128x128-s4 "$out/shapes.mlir" --moe-gpu-pipeline="tile-n=128"
+bundle normal-64x128-s2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64 tile-n=128 stages=2"
+bundle normal-64x256-s4 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64"
+bundle normal-64-128-split "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0"
 # Every expert through one swap-AB kernel, whatever its rows.
 for tm in 8 16 32 64; do
   bundle "swap-only-$tm" "$out/shapes.mlir" \
     --convert-moe-to-nvgpu="swap-ab=1 tile-m=$tm tile-n=64 stages=4" \
     --moe-extract-device-code --moe-gpu-device-pipeline
 done
-bundle bench-64x256 "$out/bench.mlir" --moe-gpu-pipeline
-bundle bench-128x256 "$out/bench.mlir" --moe-gpu-pipeline="tile-m=128"
+bundle bench-64x256 "$out/bench.mlir" --moe-gpu-pipeline="tile-m=64"
+bundle bench-default "$out/bench.mlir" --moe-gpu-pipeline
 
 cmake --build "$build" --target moe_runtime > /dev/null
 cp "$build/lib/libmoe_runtime.so" "$root/runtime/python/moe_runtime.py" "$out/"

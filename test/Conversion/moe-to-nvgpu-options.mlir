@@ -1,13 +1,13 @@
 // Bad options of convert-moe-to-nvgpu end with a diagnostic.
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="chip=sm_100a" 2>&1 | FileCheck %s --check-prefix=CHIP
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-n=192" 2>&1 | FileCheck %s --check-prefix=TILE
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-m=64 tile-n=192" 2>&1 | FileCheck %s --check-prefix=TILE
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="stages=0" 2>&1 | FileCheck %s --check-prefix=STAGES
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="stages=x" 2>&1 | FileCheck %s --check-prefix=PARSE
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="stages=10" 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-m=64 stages=10" 2>&1 | FileCheck %s --check-prefix=SMEM
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="swap-ab=1 tile-m=12 tile-n=64" 2>&1 | FileCheck %s --check-prefix=SWAP
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-k=32" 2>&1 | FileCheck %s --check-prefix=TILEK
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-m=96" 2>&1 | FileCheck %s --check-prefix=ROWS
-// RUN: moe-opt %s --convert-moe-to-nvgpu="stages=4" | FileCheck %s --check-prefix=FOUR
+// RUN: moe-opt %s --convert-moe-to-nvgpu="tile-m=64 stages=4" | FileCheck %s --check-prefix=FOUR
 // RUN: moe-opt %s --convert-moe-to-nvgpu="tile-m=128" | FileCheck %s --check-prefix=TWO-WG
 
 // CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_100a' yet (sm_90a only)

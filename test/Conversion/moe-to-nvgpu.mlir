@@ -1,4 +1,4 @@
-// RUN: moe-opt %s --convert-moe-to-nvgpu="tile-n=128 stages=2" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
+// RUN: moe-opt %s --convert-moe-to-nvgpu="tile-m=64 tile-n=128 stages=2" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
 
 // One kernel per offsets type, shared by every grouped_matmul that uses it;
 // each op carries what a runtime needs to launch it (moe.launch): ABI,
@@ -18,15 +18,26 @@
 // CHECK-SAME: moe.swap_ab = false
 // CHECK-SAME: moe.tensor_map_args = array<i64: 0, 1>
 // CHECK-SAME: moe.tile = array<i64: 64, 128, 64, 2>
-// Tile scheduler over the experts whose clamped row count lies in
-// [rows_min, rows_max], then an early exit for idle CTAs.
+// L2-friendly launch order: groups of 8 token tiles, all column tiles of a
+// group before the next.
+// CHECK: gpu.grid_dim x
+// CHECK: gpu.grid_dim y
+// CHECK: arith.divui
+// CHECK: arith.remui
+// Tile scheduler: each warp scans 32 experts per step (clamped ends by a
+// shuffle prefix max, tiles of the experts whose row count lies in
+// [rows_min, rows_max] by a shuffle prefix sum), a ballot finds the slot's
+// expert; then an early exit for idle CTAs.
 // CHECK: arith.maxsi
 // CHECK: arith.minsi
-// CHECK: scf.for
-// CHECK: arith.maxsi
-// CHECK: arith.minsi
-// CHECK: arith.cmpi sle, %{{.*}}, %{{.*}}
-// CHECK: arith.cmpi sle, %{{.*}}, %{{.*}}
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
+// CHECK-COUNT-5: gpu.shuffle  up
+// CHECK: arith.cmpi sge, %{{.*}}, %{{.*}} : i32
+// CHECK: arith.cmpi sle, %{{.*}}, %{{.*}} : i32
+// CHECK-COUNT-5: gpu.shuffle  up
+// CHECK: nvvm.vote.sync  ballot
+// CHECK: llvm.intr.cttz
+// CHECK-COUNT-6: gpu.shuffle  idx
 // CHECK: cf.cond_br
 // CHECK: gpu.return
 // CHECK-COUNT-2: nvgpu.mbarrier.init

@@ -14,6 +14,7 @@
 // RUN: %python -c "import sys; d = open(sys.argv[1], 'rb').read(); sys.exit(0 if d[:4] == b'\x7fELF' else 'not an ELF cubin')" %t.bin.cubin
 // RUN: %cuobjdump -sass -fun grouped_matmul_bf16_64x256x64_s4_off64 %t.bin.cubin | FileCheck %s --check-prefix=SASS
 // RUN: %cuobjdump -sass -fun grouped_matmul_bf16_16x64x64_s4_swapab_off64 %t.bin.cubin | FileCheck %s --check-prefix=SWAP-SASS
+// RUN: %cuobjdump -sass -fun grouped_matmul_bf16_128x256x64_s4_off64 %t.bin.cubin | FileCheck %s --check-prefix=WIDE-SASS
 
 // The tensor cores and the copy engine do the work: 4 HGMMA per K step
 // (twice: the loop is peeled by ptxas or not, so at least 4), TMA loads.
@@ -23,13 +24,20 @@
 // SWAP-SASS: Function : grouped_matmul_bf16_16x64x64_s4_swapab_off64
 // SWAP-SASS-COUNT-4: HGMMA.64x16x16.F32.BF16
 // SWAP-SASS: UTMALDG.2D
+// WIDE-SASS: Function : grouped_matmul_bf16_128x256x64_s4_off64
+// WIDE-SASS-COUNT-4: HGMMA.64x256x16.F32.BF16
+// WIDE-SASS: UTMALDG.3D
 
-// Both forms by default (--moe-swap-ab's threshold of 16 rows per expert).
+// Three forms by default, each for the experts whose row count lies in its
+// range: swap-AB up to 16 rows (--moe-swap-ab's threshold), a 64-row tile
+// up to 64, the 128-row tile (two warpgroups) above.
 // CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_100a' yet (sm_90a only)
 // ROWS: error: moe-swap-ab: 'max-rows' must be in [0, 64], got 100
 // BOGUS: no such option bogus
-// MANIFEST: moe.manifest = {entries = [{abi = "grouped_matmul.v1", {{.*}}dynamic_shared_bytes = 163840 : i64, {{.*}}name = "grouped_matmul_bf16_64x256x64_s4_off64", {{.*}}rows_min = 17
+// MANIFEST: moe.manifest = {entries = [{abi = "grouped_matmul.v1",
 // MANIFEST-SAME: name = "grouped_matmul_bf16_16x64x64_s4_swapab_off64", op = "moe.grouped_matmul", rows_max = 16 : i64, rows_min = 1 : i64, swap_ab = true
+// MANIFEST-SAME: dynamic_shared_bytes = 163840 : i64, {{.*}}name = "grouped_matmul_bf16_64x256x64_s4_off64", {{.*}}rows_max = 64 : i64, rows_min = 17
+// MANIFEST-SAME: dynamic_shared_bytes = 196608 : i64, {{.*}}name = "grouped_matmul_bf16_128x256x64_s4_off64", {{.*}}rows_max = 2147483647 : i64, rows_min = 65 : i64, {{.*}}threads = 256
 // MANIFEST-SAME: name = "gate_up"
 // MANIFEST-SAME: version = 1
 // MANIFEST: gpu.binary @moe_kernels
@@ -37,6 +45,8 @@
 
 // PTX: .target sm_90a
 // PTX: .extern .shared .align 1024 .b8 moe_dynamic_smem[];
+// PTX: .visible .entry grouped_matmul_bf16_16x64x64_s4_swapab_off64(
+// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // PTX: .visible .entry grouped_matmul_bf16_64x256x64_s4_off64(
 // The tensor maps are 128-byte grid constants in parameter space, read
 // through their generic addresses (docs/runtime-contract.md); then the
@@ -48,6 +58,10 @@
 // PTX: .maxntid 128, 1, 1
 // PTX: cvta.param.u64
 // PTX: cvta.param.u64
+// The tile lookup: warp shuffles and a ballot over 32 experts at a time.
+// PTX: shfl.sync.up.b32
+// PTX: vote.sync.ballot.b32
+// PTX: shfl.sync.idx.b32
 // PTX: mbarrier.init.shared.b64
 // PTX: mbarrier.arrive.expect_tx.shared.b64
 // PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
@@ -59,8 +73,9 @@
 // PTX: wgmma.wait_group.sync.aligned {{[[:space:]]*}}4;
 // PTX: wgmma.wait_group.sync.aligned {{[[:space:]]*}}0;
 // PTX: cvt.rn.bf16.f32
-// PTX: .visible .entry grouped_matmul_bf16_16x64x64_s4_swapab_off64(
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// PTX: .visible .entry grouped_matmul_bf16_128x256x64_s4_off64(
+// PTX: .maxntid 256, 1, 1
+// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 func.func @gate_up(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi64>) -> tensor<?x28672xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x4096xbf16>, tensor<8x28672x4096xbf16>, tensor<9xi64>) -> tensor<?x28672xbf16>

@@ -44,7 +44,9 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
     (`moe.swap_ab_max_rows`), a swap-AB kernel (tokens as WGMMA's N) takes
     the experts with at most that many rows and the normal kernel the rest,
     so the form is chosen per expert on the device; `moe.swap_ab_only`
-    keeps only the swap-AB kernel. Host code is left alone. Forms the kernel
+    keeps only the swap-AB kernel. With 128-row tiles, experts of at most
+    64 rows take a 64-row kernel (one warpgroup) instead. Host code is left
+    alone. Forms the kernel
     does not cover are errors, never silently different code. The ABI is
     docs/runtime-contract.md; the kernel is described in
     docs/hopper-notes.md.
@@ -52,7 +54,7 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90a\"",
            "Target chip; only sm_90a has kernels so far">,
-    Option<"tileM", "tile-m", "int64_t", "64",
+    Option<"tileM", "tile-m", "int64_t", "128",
            "Token rows per tile: 64 or 128 (one warpgroup per 64 rows); "
            "8..64 with swap-ab">,
     Option<"tileN", "tile-n", "int64_t", "256", "Output columns per tile">,

@@ -22,8 +22,11 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("Target chip (sm_90a)"),
                            llvm::cl::init("sm_90a")};
-  Option<int64_t> tileM{*this, "tile-m", llvm::cl::desc("Rows per tile"),
-                        llvm::cl::init(64)};
+  Option<int64_t> tileM{
+      *this, "tile-m",
+      llvm::cl::desc("Token rows per tile (64 or 128; with 128, experts of at "
+                     "most 64 rows take a 64-row tile)"),
+      llvm::cl::init(128)};
   Option<int64_t> tileN{*this, "tile-n",
                         llvm::cl::desc("Output columns per tile"),
                         llvm::cl::init(256)};

@@ -128,6 +128,136 @@ void ifThen(ImplicitLocOpBuilder &b, Value cond,
   });
 }
 
+
+/// The (expert, token tile) a CTA's slot stands for, and the expert's rows.
+struct TileLookup {
+  Value expert; // -1 when the slot is past the last tile
+  Value mTile, rowBegin, rowEnd;
+};
+
+/// Tile scheduler: an expert whose row count lies in [rowsMin, rowsMax]
+/// owns ceil(rows / tileM) consecutive slots; the others belong to the
+/// entry's other kernels. Offsets are clamped into [previous end, M] as on
+/// the CPU (docs/semantics.md): expert e's rows end at clamp(max(offsets[0
+/// .. e + 1]), 0, M), a running maximum. Every warp scans 32 experts per
+/// step with shuffles (prefix max of the ends, prefix sum of the tiles) and
+/// a ballot finds the expert that holds `slot`, so a CTA's lookup costs
+/// E / 32 steps instead of E dependent loads. Row counts are i32: the ABI
+/// limits M to 2^31 - 1.
+TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value numExperts,
+                      Value numRows, Value slot, Value rowsMin, Value rowsMax,
+                      int64_t tileM, Value tid) {
+  IndexMath m{b};
+  Type i32 = b.getI32Type();
+  auto c32 = [&](ImplicitLocOpBuilder &nb, int32_t v) -> Value {
+    return arith::ConstantIntOp::create(nb, i32, v);
+  };
+  auto cmp = [&](ImplicitLocOpBuilder &nb, arith::CmpIPredicate p, Value x,
+                 Value y) -> Value { return arith::CmpIOp::create(nb, p, x, y); };
+  auto toI32 = [&](ImplicitLocOpBuilder &nb, Value v) -> Value {
+    return arith::IndexCastOp::create(nb, i32, v);
+  };
+  auto clampedEnd = [&](ImplicitLocOpBuilder &nb, Value e) {
+    IndexMath n{nb};
+    Value v = n.toIndex(n.load(offsets, e));
+    return toI32(nb, arith::MinSIOp::create(
+                         nb, arith::MaxSIOp::create(nb, v, n.c(0)), numRows));
+  };
+  Value lane = toI32(b, arith::RemUIOp::create(b, tid, m.c(32)));
+  Value slot32 = toI32(b, slot), min32 = toI32(b, rowsMin),
+        max32 = toI32(b, rowsMax);
+  Value firstBegin = clampedEnd(b, m.c(0));
+  Value minusOne = c32(b, -1), zero = c32(b, 0);
+
+  auto scan = scf::ForOp::create(
+      b, m.c(0), numExperts, m.c(32),
+      ValueRange{firstBegin, zero, minusOne, zero, zero, zero},
+      [&](OpBuilder &nested, Location l, Value base, ValueRange iter) {
+        ImplicitLocOpBuilder nb(l, nested);
+        IndexMath n{nb};
+        Value carryEnd = iter[0], carryTiles = iter[1];
+        Value e = n.add(base, n.toIndex(lane));
+        Value valid = n.lt(e, numExperts);
+        Value end = arith::SelectOp::create(
+            nb, valid,
+            clampedEnd(nb, arith::MinSIOp::create(nb, n.add(e, n.c(1)),
+                                                  numExperts)),
+            zero);
+        // Inclusive prefix over the warp's lanes with shuffles.
+        auto prefix = [&](Value v, auto combine) {
+          for (int32_t d = 1; d < 32; d *= 2) {
+            Value up = gpu::ShuffleOp::create(nb, v, d, 32,
+                                              gpu::ShuffleMode::UP)
+                           .getShuffleResult();
+            v = arith::SelectOp::create(
+                nb, cmp(nb, arith::CmpIPredicate::sge, lane, c32(nb, d)),
+                combine(v, up), v);
+          }
+          return v;
+        };
+        auto maxOf = [&](Value x, Value y) -> Value {
+          return arith::MaxSIOp::create(nb, x, y);
+        };
+        auto sumOf = [&](Value x, Value y) -> Value {
+          return arith::AddIOp::create(nb, x, y);
+        };
+        Value hi = maxOf(prefix(end, maxOf), carryEnd);
+        Value below =
+            gpu::ShuffleOp::create(nb, hi, 1, 32, gpu::ShuffleMode::UP)
+                .getShuffleResult();
+        Value lo = arith::SelectOp::create(
+            nb, cmp(nb, arith::CmpIPredicate::eq, lane, zero), carryEnd, below);
+        Value rows = arith::SubIOp::create(nb, hi, lo);
+        Value eligible = arith::AndIOp::create(
+            nb, arith::AndIOp::create(nb, valid,
+                                      cmp(nb, arith::CmpIPredicate::sgt, rows,
+                                          zero)),
+            arith::AndIOp::create(
+                nb, cmp(nb, arith::CmpIPredicate::sge, rows, min32),
+                cmp(nb, arith::CmpIPredicate::sle, rows, max32)));
+        Value tiles = arith::SelectOp::create(
+            nb, eligible,
+            arith::DivSIOp::create(nb, sumOf(rows, c32(nb, tileM - 1)),
+                                   c32(nb, tileM)),
+            zero);
+        Value upTo = sumOf(prefix(tiles, sumOf), carryTiles);
+        Value from = arith::SubIOp::create(nb, upTo, tiles);
+        Value hit = arith::AndIOp::create(
+            nb, cmp(nb, arith::CmpIPredicate::sge, slot32, from),
+            cmp(nb, arith::CmpIPredicate::slt, slot32, upTo));
+        Value ballot = NVVM::VoteSyncOp::create(nb, i32, c32(nb, -1), hit,
+                                                NVVM::VoteSyncKind::ballot);
+        Value anyHit = cmp(nb, arith::CmpIPredicate::ne, ballot, zero);
+        Value source = arith::SelectOp::create(
+            nb, anyHit,
+            LLVM::CountTrailingZerosOp::create(nb, ballot,
+                                               nb.getBoolAttr(false)),
+            zero);
+        auto from_ = [&](Value v, Value srcLane) -> Value {
+          return gpu::ShuffleOp::create(nb, v, srcLane, c32(nb, 32),
+                                        gpu::ShuffleMode::IDX)
+              .getShuffleResult();
+        };
+        Value fresh = arith::AndIOp::create(
+            nb, anyHit, cmp(nb, arith::CmpIPredicate::slt, iter[2], zero));
+        auto pick = [&](Value now, Value before) -> Value {
+          return arith::SelectOp::create(nb, fresh, now, before);
+        };
+        Value last = c32(nb, 31);
+        scf::YieldOp::create(
+            nb, ValueRange{from_(hi, last), from_(upTo, last),
+                           pick(from_(toI32(nb, e), source), iter[2]),
+                           pick(arith::SubIOp::create(nb, slot32,
+                                                      from_(from, source)),
+                                iter[3]),
+                           pick(from_(lo, source), iter[4]),
+                           pick(from_(hi, source), iter[5])});
+      });
+  auto index = [&](Value v) { return m.toIndex(v); };
+  return {index(scan.getResult(2)), index(scan.getResult(3)),
+          index(scan.getResult(4)), index(scan.getResult(5))};
+}
+
 } // namespace
 
 gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
@@ -206,44 +336,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   Value numRows = memref::DimOp::create(b, out, m.c(0));
   Value numCols = memref::DimOp::create(b, out, m.c(1));
 
-  // Offsets are clamped into [previous end, M] as on the CPU
-  // (docs/semantics.md), so bad offsets never address outside `out`.
-  auto clampedOffset = [&](IndexMath &n, Value e, Value previousEnd) {
-    Value v = n.toIndex(n.load(offsets, e));
-    return arith::MinSIOp::create(
-        n.b, arith::MaxSIOp::create(n.b, v, previousEnd), numRows);
-  };
-  // Tile scheduler: an expert whose row count lies in [rowsMin, rowsMax]
-  // owns ceil(rows / tileM) consecutive slots; the others belong to the
-  // entry's other kernels (swap-AB or normal form).
-  Value firstBegin = clampedOffset(m, m.c(0), m.c(0));
-  auto walk = scf::ForOp::create(
-      b, m.c(0), numExperts, m.c(1),
-      ValueRange{m.c(0), m.c(-1), m.c(0), firstBegin, m.c(0), m.c(0)},
-      [&](OpBuilder &nested, Location l, Value e, ValueRange iter) {
-        ImplicitLocOpBuilder nb(l, nested);
-        IndexMath n{nb};
-        Value lo = iter[3];
-        Value hi = clampedOffset(n, n.add(e, n.c(1)), lo);
-        Value rows = n.sub(hi, lo);
-        Value eligible =
-            arith::AndIOp::create(nb, n.lt(n.c(0), rows),
-                                  arith::AndIOp::create(nb, n.le(rowsMin, rows),
-                                                        n.le(rows, rowsMax)));
-        Value tiles = arith::SelectOp::create(nb, eligible,
-                                              n.ceilDiv(rows, t.tileM), n.c(0));
-        Value tilesUpTo = n.add(iter[0], tiles);
-        Value notFound = n.lt(iter[1], n.c(0));
-        Value hit = arith::AndIOp::create(nb, notFound, n.lt(slot, tilesUpTo));
-        auto pick = [&](Value now, Value before) {
-          return arith::SelectOp::create(nb, hit, now, before).getResult();
-        };
-        scf::YieldOp::create(nb,
-                             ValueRange{tilesUpTo, pick(e, iter[1]),
-                                        pick(n.sub(slot, iter[0]), iter[2]), hi,
-                                        pick(lo, iter[4]), pick(hi, iter[5])});
-      });
-  Value expert = walk.getResult(1), mTile = walk.getResult(2);
+  TileLookup found = lookUpTile(b, offsets, numExperts, numRows, slot,
+                                rowsMin, rowsMax, t.tileM, tid);
+  Value expert = found.expert, mTile = found.mTile;
   Value col0 = m.mul(nTile, m.c(t.tileN));
   Value hasWork = arith::AndIOp::create(
       b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, expert, m.c(0)),
@@ -255,8 +350,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   cf::CondBranchOp::create(b, hasWork, compute, done);
   b.setInsertionPointToStart(compute);
 
-  Value rowBegin = walk.getResult(4);
-  Value rowEnd = walk.getResult(5);
+  Value rowBegin = found.rowBegin;
+  Value rowEnd = found.rowEnd;
   Value row0 = m.add(rowBegin, m.mul(mTile, m.c(t.tileM)));
   Value numK = m.ceilDiv(m.toIndex(kArg), t.tileK);
 

@@ -185,14 +185,24 @@ struct ConvertMoEToNVGPUPass
       // The forms --moe-swap-ab chose, each for the experts whose row
       // count falls in its range (decided on the device at run time).
       auto maxRows = op->getAttrOfType<IntegerAttr>(kSwapABMaxRowsAttr);
-      bool swapABOnly = op->hasAttr(kSwapABOnlyAttr);
-      if (!maxRows || tile.swapAB) {
+      if (tile.swapAB) {
         addForm(tile, 1, kMaxLaunchRows);
-      } else if (swapABOnly) {
+      } else if (maxRows && op->hasAttr(kSwapABOnlyAttr)) {
         addForm(swapABTile(maxRows.getInt(), tile.stages), 1, kMaxLaunchRows);
       } else {
-        addForm(tile, maxRows.getInt() + 1, kMaxLaunchRows);
-        addForm(swapABTile(maxRows.getInt(), tile.stages), 1, maxRows.getInt());
+        int64_t swapRows = maxRows ? maxRows.getInt() : 0;
+        if (swapRows > 0)
+          addForm(swapABTile(swapRows, tile.stages), 1, swapRows);
+        // A 128-row tile would be mostly padding for experts of at most 64
+        // rows: they take one warpgroup's 64-row tile instead.
+        int64_t firstRows = swapRows + 1;
+        if (tile.tileM == 128 && swapRows < 64) {
+          GroupedMatmulTile narrow = tile;
+          narrow.tileM = 64;
+          addForm(narrow, firstRows, 64);
+          firstRows = 65;
+        }
+        addForm(tile, firstRows, kMaxLaunchRows);
       }
       op->setAttr(kLaunchAttr, launchInfo(builder, op, forms));
     }
