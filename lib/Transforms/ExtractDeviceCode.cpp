@@ -15,7 +15,7 @@ namespace mlir::moe {
 using namespace mlir;
 
 /// Version of the manifest and bundle layout in docs/runtime-contract.md.
-static constexpr int64_t kManifestVersion = 1;
+static constexpr int64_t kManifestVersion = 2;
 
 namespace {
 struct MoEExtractDeviceCodePass

@@ -2,8 +2,8 @@
 |*                                                                            *|
 |* Reads the `.moebundle` files that `moe-translate --moe-to-bundle` writes *|
 |* and launches their kernels through the CUDA driver API. The contract this  *|
-|* implements is docs/runtime-contract.md (bundle version 1, kernel ABI       *|
-|* grouped_matmul.v1).                                                        *|
+|* implements is docs/runtime-contract.md (bundle version 2, kernel ABI       *|
+|* grouped_matmul.v2: persistent kernels).                                    *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -25,10 +25,10 @@
 extern "C" {
 #endif
 
-/// The bundle format version this runtime reads (`MOEBUNDLE 1`).
-#define MOE_BUNDLE_VERSION 1
-/// The only kernel ABI this runtime launches.
-#define MOE_ABI_GROUPED_MATMUL_V1 "grouped_matmul.v1"
+/// The bundle format version this runtime reads (`MOEBUNDLE 2`).
+#define MOE_BUNDLE_VERSION 2
+/// The only kernel ABI this runtime launches (persistent kernels).
+#define MOE_ABI_GROUPED_MATMUL "grouped_matmul.v2"
 /// The op name of entries that moeGroupedMatmul launches.
 #define MOE_OP_GROUPED_MATMUL "moe.grouped_matmul"
 
@@ -99,7 +99,7 @@ typedef struct moeBundleInfo {
 typedef struct moeEntryInfo {
   const char *name;     ///< Unique in the bundle; moeGroupedMatmul's `entry`.
   const char *op;       ///< e.g. "moe.grouped_matmul".
-  const char *abi;      ///< e.g. "grouped_matmul.v1".
+  const char *abi;      ///< e.g. "grouped_matmul.v2".
   int64_t experts;      ///< E of the weights [E, N, K], or -1 (dynamic).
   int64_t n;            ///< N, or -1 (dynamic).
   int64_t k;            ///< K, or -1 (dynamic).
@@ -143,16 +143,20 @@ MOE_API moeStatus moeBundleGetKernel(const moeBundle *bundle, int32_t entry,
 /// (when none is current, retains the primary context of device 0 and makes it
 /// current), after checking the device's compute capability against `chip`
 /// (sm_90a needs exactly 9.0, sm_100a 10.0; a chip without the `a` suffix
-/// accepts any later minor version of the same major). Looks up every kernel
-/// and sets its CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to `smem`.
+/// accepts any later minor version of the same major). Looks up every kernel,
+/// sets its CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to `smem`, then
+/// caches how many of its CTAs the device holds at once (its
+/// cuOccupancyMaxActiveBlocksPerMultiprocessor for `threads` and `smem`, times
+/// the device's multiprocessor count): the persistent grid of contract §3.
 /// Idempotent per context; a bundle may be loaded into several contexts (one
 /// per device). Thread-safe. Module loading is not allowed while a stream is
 /// being captured, so call this before capturing moeGroupedMatmul in a graph.
-/// Errors: NO_GPU, UNSUPPORTED (compute capability), CUDA_ERROR, NOT_FOUND
-/// (kernel symbol missing from its image), OUT_OF_MEMORY.
+/// Errors: NO_GPU, UNSUPPORTED (compute capability, or a kernel of which not
+/// one CTA fits on a multiprocessor), CUDA_ERROR, NOT_FOUND (kernel symbol
+/// missing from its image), OUT_OF_MEMORY.
 MOE_API moeStatus moeBundleLoad(moeBundle *bundle);
 
-/// Arguments of a grouped matmul, ABI grouped_matmul.v1:
+/// Arguments of a grouped matmul, ABI grouped_matmul.v2:
 /// out[r, :] = rows[r, :] @ weights[e]^T for the rows r of expert e, that is
 /// offsets[e] <= r < offsets[e + 1]. All tensors are dense and row-major.
 typedef struct moeGroupedMatmulArgs {
@@ -169,22 +173,23 @@ typedef struct moeGroupedMatmulArgs {
 } moeGroupedMatmulArgs;
 
 /// Launches the kernels of `entry` (an op=moe.grouped_matmul,
-/// abi=grouped_matmul.v1 entry) on `stream` (a CUstream; NULL is the legacy
+/// abi=grouped_matmul.v2 entry) on `stream` (a CUstream; NULL is the legacy
 /// default stream) of the current context. Validates every argument first
 /// (INVALID_ARGUMENT / NOT_FOUND with a message naming the problem, without
 /// touching the driver), then loads the bundle into the current context if
 /// moeBundleLoad has not (see there), then encodes the TMA descriptors on the
 /// host and launches. A kernel whose rows_min exceeds M cannot have an eligible
-/// expert and is not launched; every other kernel is, in file order. The call
+/// expert and is not launched; every other kernel is, in file order, on the
+/// grid (min(work, resident), 1, 1) of contract §3, where `resident` was
+/// cached by the load: once loaded, the call makes no driver queries. It
 /// neither synchronises, nor allocates or copies device memory, so once the
 /// bundle is loaded it can be captured in a CUDA graph. The contents of
 /// `offsets` are not read on the host: the kernels clamp them (see the
 /// contract). Besides the checks listed with moeGroupedMatmulArgs: N, K and
 /// E at most 2^31 - 1, E*N*K*2 bytes within int64, N*K*2 below 2^40 (a TMA
-/// stride), grid.x <= 2^31 - 1 and grid.y <= 65535 for every kernel. The
-/// pointers must be of the current context's device (not checked). Thread-
-/// safe. Errors after a launch was issued name how many kernels had already
-/// been launched.
+/// stride). The pointers must be of the current context's device (not
+/// checked). Thread-safe. Errors after a launch was issued name how many
+/// kernels had already been launched.
 MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entry,
                                    const moeGroupedMatmulArgs *args,
                                    void *stream);

@@ -276,7 +276,8 @@ moeStatus Reader::parseHeader() {
   constexpr size_t kMagicBytes = sizeof(kMagic) - 1;
   if (size < kMagicBytes || std::memcmp(data, kMagic, kMagicBytes) != 0)
     return failAt(1, MOE_STATUS_INVALID_BUNDLE,
-                  "not a moe bundle (it must start with 'MOEBUNDLE 1')");
+                  "not a moe bundle (it must start with 'MOEBUNDLE %d')",
+                  MOE_BUNDLE_VERSION);
   std::vector<std::string_view> tokens;
   if (moeStatus status = readLine(tokens))
     return status;
@@ -286,6 +287,12 @@ moeStatus Reader::parseHeader() {
         MOE_STATUS_INVALID_BUNDLE, "expected 'MOEBUNDLE <version>', got %s",
         quote(std::string_view(reinterpret_cast<const char *>(data), pos - 1))
             .c_str());
+  if (version == 1)
+    return fail(MOE_STATUS_UNSUPPORTED,
+                "bundle version 1 predates persistent kernels (this runtime "
+                "reads version %d): recompile it with moe-translate "
+                "--moe-to-bundle",
+                MOE_BUNDLE_VERSION);
   if (version != MOE_BUNDLE_VERSION)
     return fail(MOE_STATUS_UNSUPPORTED,
                 "bundle version %lld is not supported (this runtime reads "
@@ -405,11 +412,14 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
     if (token.substr(0, 4) != "abi=")
       continue;
     std::string_view abi = token.substr(4);
-    if (abi != MOE_ABI_GROUPED_MATMUL_V1)
+    if (abi != MOE_ABI_GROUPED_MATMUL)
       return fail(MOE_STATUS_UNSUPPORTED,
                   "%s: abi %s is not supported (this runtime implements "
-                  "bundle version %d with abi " MOE_ABI_GROUPED_MATMUL_V1 ")",
-                  who.c_str(), quote(abi).c_str(), MOE_BUNDLE_VERSION);
+                  "bundle version %d with abi " MOE_ABI_GROUPED_MATMUL ")%s",
+                  who.c_str(), quote(abi).c_str(), MOE_BUNDLE_VERSION,
+                  abi == "grouped_matmul.v1"
+                      ? ": its kernels are not persistent, recompile it"
+                      : "");
   }
   std::vector<std::string_view> values;
   if (moeStatus status = collectKeys(tokens, 2, kEntrySpec, who, values))

@@ -14,6 +14,7 @@
 #ifndef MOE_RUNTIME_LIB_DRIVERAPI_H
 #define MOE_RUNTIME_LIB_DRIVERAPI_H
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -52,6 +53,7 @@ inline constexpr Result kErrorInvalidContext = 201;
 inline constexpr Result kErrorNotFound = 500; // CUDA_ERROR_NOT_FOUND
 inline constexpr Result kErrorContextIsDestroyed = 709;
 
+inline constexpr DeviceAttribute kDevAttrMultiprocessorCount = 16;
 inline constexpr DeviceAttribute kDevAttrComputeCapabilityMajor = 75;
 inline constexpr DeviceAttribute kDevAttrComputeCapabilityMinor = 76;
 inline constexpr DeviceAttribute kDevAttrMaxSharedMemoryPerBlockOptin = 97;
@@ -95,6 +97,9 @@ inline constexpr TensorMapFloatOOBFill kTensorMapFloatOOBFillNone = 0;
     cu::Function)                                                              \
   X(funcSetAttribute, cuFuncSetAttribute, cu::Function, cu::FunctionAttribute, \
     int)                                                                       \
+  X(occupancyMaxActiveBlocksPerMultiprocessor,                                 \
+    cuOccupancyMaxActiveBlocksPerMultiprocessor, int *, cu::Function, int,     \
+    std::size_t)                                                               \
   X(launchKernel, cuLaunchKernel, cu::Function, unsigned, unsigned, unsigned,  \
     unsigned, unsigned, unsigned, unsigned, cu::Stream, void **, void **)      \
   X(tensorMapEncodeTiled, cuTensorMapEncodeTiled, cu::TensorMap *,             \

@@ -1,7 +1,8 @@
 //===- Runtime.cpp - the C API: bundles, loading, launching ---------------===//
 //
 // Implements moe_runtime.h over the driver table of DriverAPI.h: contract §3
-// (argument checks, TMA descriptors, grid, the 17 kernel parameters).
+// (argument checks, TMA descriptors, persistent grids, the 17 kernel
+// parameters).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,13 +20,21 @@ using namespace moe::runtime;
 
 namespace {
 
+/// A kernel record of the bundle as loaded in one context.
+struct LoadedKernel {
+  cu::Function function = nullptr;
+  /// CTAs of it the device holds at once (occupancy for its threads and
+  /// smem, times the multiprocessor count): the persistent grid's cap.
+  int64_t resident = 0;
+};
+
 /// A bundle's modules and functions in one CUDA context.
 struct ContextState {
   const Driver *driver = nullptr; // the table that loaded them
   cu::Context context = nullptr;
   unsigned long long id = 0; // cuCtxGetId: unique for the process lifetime
-  std::vector<cu::Module> modules;                  // per image, or null
-  std::vector<std::vector<cu::Function>> functions; // [entry][kernel]
+  std::vector<cu::Module> modules;                // per image, or null
+  std::vector<std::vector<LoadedKernel>> kernels; // [entry][kernel]
 };
 
 thread_local char lastError[2048];
@@ -157,7 +166,7 @@ moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
   cu::Device device = 0;
   if (cu::Result result = driver->ctxGetDevice(&device))
     return driverError(driver, caller, "cuCtxGetDevice", result);
-  int major = 0, minor = 0, maxSmem = 0;
+  int major = 0, minor = 0, maxSmem = 0, smCount = 0;
   if (cu::Result result = driver->deviceGetAttribute(
           &major, cu::kDevAttrComputeCapabilityMajor, device))
     return driverError(driver, caller, "cuDeviceGetAttribute(major)", result);
@@ -185,6 +194,14 @@ moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
                         "but the device allows at most %d per block",
                         caller, kernel.symbol.c_str(), entry.name.c_str(),
                         kernel.smem, maxSmem);
+  if (cu::Result result = driver->deviceGetAttribute(
+          &smCount, cu::kDevAttrMultiprocessorCount, device))
+    return driverError(driver, caller,
+                       "cuDeviceGetAttribute(multiprocessor count)", result);
+  if (smCount < 1)
+    return setError(MOE_STATUS_UNSUPPORTED,
+                    "%s: the device reports %d multiprocessors", caller,
+                    smCount);
 
   auto state = std::make_unique<ContextState>();
   state->driver = driver;
@@ -215,7 +232,7 @@ moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
   };
   std::vector<Unique> unique;
   for (const Entry &entry : data.entries) {
-    std::vector<cu::Function> functions;
+    std::vector<LoadedKernel> loaded;
     for (const Kernel &kernel : entry.kernels) {
       cu::Function function = nullptr;
       const Image &image = data.images[kernel.image];
@@ -249,7 +266,7 @@ moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
                         caller, kernel.symbol.c_str(), entry.name.c_str(),
                         maxThreads, kernel.threads);
       }
-      functions.push_back(function);
+      loaded.push_back({function, 0});
       auto it =
           std::find_if(unique.begin(), unique.end(),
                        [&](const Unique &u) { return u.function == function; });
@@ -258,7 +275,7 @@ moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
       else
         it->smem = std::max(it->smem, kernel.smem);
     }
-    state->functions.push_back(std::move(functions));
+    state->kernels.push_back(std::move(loaded));
   }
   for (const Unique &u : unique)
     if (cu::Result result = driver->funcSetAttribute(
@@ -269,6 +286,53 @@ moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
                              std::to_string(u.smem) + ")",
                          result);
     }
+  // Residency of every kernel record, once the attribute allows its smem:
+  // one query per (function, threads, smem), as a function shared by
+  // entries may be launched with different smem.
+  struct Occupancy {
+    cu::Function function;
+    int32_t threads, smem;
+    int64_t resident;
+  };
+  std::vector<Occupancy> known;
+  for (size_t e = 0; e < data.entries.size(); ++e) {
+    const Entry &entry = data.entries[e];
+    for (size_t i = 0; i < entry.kernels.size(); ++i) {
+      const Kernel &kernel = entry.kernels[i];
+      LoadedKernel &loaded = state->kernels[e][i];
+      auto same =
+          std::find_if(known.begin(), known.end(), [&](const Occupancy &o) {
+            return o.function == loaded.function &&
+                   o.threads == kernel.threads && o.smem == kernel.smem;
+          });
+      if (same != known.end()) {
+        loaded.resident = same->resident;
+        continue;
+      }
+      int perSM = 0;
+      if (cu::Result result = driver->occupancyMaxActiveBlocksPerMultiprocessor(
+              &perSM, loaded.function, kernel.threads, size_t(kernel.smem))) {
+        unloadModules(driver, state->modules);
+        return driverError(driver, caller,
+                           "cuOccupancyMaxActiveBlocksPerMultiprocessor('" +
+                               kernel.symbol + "', " +
+                               std::to_string(kernel.threads) + " threads, " +
+                               std::to_string(kernel.smem) + " bytes)",
+                           result);
+      }
+      if (perSM < 1) {
+        unloadModules(driver, state->modules);
+        return setError(MOE_STATUS_UNSUPPORTED,
+                        "%s: kernel '%s' (entry '%s') cannot be resident: %d "
+                        "threads, %d bytes of shared memory",
+                        caller, kernel.symbol.c_str(), entry.name.c_str(),
+                        kernel.threads, kernel.smem);
+      }
+      loaded.resident = int64_t(perSM) * smCount;
+      known.push_back(
+          {loaded.function, kernel.threads, kernel.smem, loaded.resident});
+    }
+  }
   *out = state.get();
   bundle->contexts.push_back(std::move(state));
   return MOE_STATUS_SUCCESS;
@@ -303,7 +367,8 @@ int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 struct Launch {
   const Kernel *kernel;
   int index;
-  int64_t gridX, gridY;
+  int64_t work;  // work items: tiles of eligible experts x column tiles
+  int64_t gridX; // min(work, resident)
 };
 
 } // namespace
@@ -554,12 +619,10 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
   }
   const Entry &entry = entries[entryIndex];
   const char *name = entry.name.c_str();
-  if (entry.op != MOE_OP_GROUPED_MATMUL ||
-      entry.abi != MOE_ABI_GROUPED_MATMUL_V1)
+  if (entry.op != MOE_OP_GROUPED_MATMUL || entry.abi != MOE_ABI_GROUPED_MATMUL)
     return setError(MOE_STATUS_INVALID_ARGUMENT,
                     "moeGroupedMatmul(%s): the entry is op=%s abi=%s, not "
-                    "op=" MOE_OP_GROUPED_MATMUL
-                    " abi=" MOE_ABI_GROUPED_MATMUL_V1,
+                    "op=" MOE_OP_GROUPED_MATMUL " abi=" MOE_ABI_GROUPED_MATMUL,
                     name, entry.op.c_str(), entry.abi.c_str());
 
   const moeGroupedMatmulArgs &a = *args;
@@ -643,7 +706,8 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
         "of 2^40",
         (long long)expertBytes);
 
-  // Grids (contract §3), all in 64 bits.
+  // Work items (contract §3), all in 64 bits: slots bounds the row tiles of
+  // eligible experts, each paired with every column tile.
   Launch launches[kMaxKernelsPerEntry];
   int numLaunches = 0;
   for (size_t i = 0; i < entry.kernels.size(); ++i) {
@@ -651,29 +715,37 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
     int64_t eligible = std::min(a.experts, a.m / kernel.rowsMin);
     if (eligible == 0)
       continue; // no expert can have rows_min rows: nothing to compute
-    int64_t bound = ceilDiv(a.m, kernel.tileM) + eligible;
+    int64_t slots = ceilDiv(a.m, kernel.tileM) + eligible;
     int64_t perExpert = ceilDiv(kernel.rowsMax, kernel.tileM), all = 0;
     if (!__builtin_mul_overflow(a.experts, perExpert, &all))
-      bound = std::min(bound, all);
-    int64_t gridY = ceilDiv(a.n, kernel.tileN);
-    if (bound > INT32_MAX)
-      return invalidArgument(name,
-                             "grid.x = %lld of kernel '%s' exceeds 2^31-1",
-                             (long long)bound, kernel.symbol.c_str());
-    if (gridY > 65535)
-      return invalidArgument(
-          name,
-          "grid.y = ceil(N / tile_n) = %lld of kernel '%s' exceeds "
-          "65535 (N = %lld, tile_n = %d)",
-          (long long)gridY, kernel.symbol.c_str(), (long long)a.n,
-          kernel.tileN);
-    launches[numLaunches++] = {&kernel, int(i), bound, gridY};
+      slots = std::min(slots, all);
+    // slots < 2^32 and column tiles < 2^31, so this cannot overflow; the
+    // grid is capped by residency anyway.
+    int64_t work = 0;
+    if (__builtin_mul_overflow(slots, ceilDiv(a.n, kernel.tileN), &work))
+      work = INT64_MAX;
+    if (work == 0)
+      continue;
+    launches[numLaunches++] = {&kernel, int(i), work, 0};
   }
 
   ContextState *state = nullptr;
   if (moeStatus status = ensureLoaded(bundle, "moeGroupedMatmul", &state))
     return status;
   const Driver *driver = state->driver;
+
+  // One wave of resident CTAs at most: the kernels loop over the work.
+  for (int i = 0; i < numLaunches; ++i) {
+    Launch &launch = launches[i];
+    launch.gridX = std::min(launch.work,
+                            state->kernels[entryIndex][launch.index].resident);
+    if (launch.gridX > INT32_MAX) // a device this large does not exist
+      return setError(MOE_STATUS_UNSUPPORTED,
+                      "moeGroupedMatmul(%s): grid.x = %lld of kernel '%s' "
+                      "exceeds 2^31-1",
+                      name, (long long)launch.gridX,
+                      launch.kernel->symbol.c_str());
+  }
 
   // Descriptors for every launch before the first launch, so that a bad
   // descriptor launches nothing.
@@ -715,7 +787,7 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
                            result);
   }
 
-  // The 17 parameters of grouped_matmul.v1 (the driver copies them).
+  // The 17 parameters of grouped_matmul.v2 (the driver copies them).
   uint64_t offsetsPointer = a.offsets, outPointer = a.out;
   int64_t zero = 0, one = 1, offsetsSize = a.experts + 1, m = a.m, n = a.n;
   int32_t k32 = int32_t(a.k);
@@ -740,19 +812,19 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
                         &k32,
                         &rowsMin,
                         &rowsMax};
-    cu::Function function = state->functions[entryIndex][launches[i].index];
+    cu::Function function =
+        state->kernels[entryIndex][launches[i].index].function;
     if (cu::Result result = driver->launchKernel(
-            function, unsigned(launches[i].gridX), unsigned(launches[i].gridY),
-            1, unsigned(kernel.threads), 1, 1, unsigned(kernel.smem),
+            function, unsigned(launches[i].gridX), 1, 1,
+            unsigned(kernel.threads), 1, 1, unsigned(kernel.smem),
             static_cast<cu::Stream>(stream), params, nullptr)) {
       char call[600];
       std::snprintf(call, sizeof(call),
-                    "cuLaunchKernel('%s' of entry '%s', grid (%lld, %lld, 1), "
+                    "cuLaunchKernel('%s' of entry '%s', grid (%lld, 1, 1), "
                     "block (%d, 1, 1), smem %d; %d of %d launches already "
                     "issued)",
                     kernel.symbol.c_str(), name, (long long)launches[i].gridX,
-                    (long long)launches[i].gridY, kernel.threads, kernel.smem,
-                    i, numLaunches);
+                    kernel.threads, kernel.smem, i, numLaunches);
       return driverError(driver, "moeGroupedMatmul", call, result);
     }
   }

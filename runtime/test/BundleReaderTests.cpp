@@ -33,13 +33,13 @@ std::string withEnd(const std::string &to) {
 
 /// Header, chip, one image and `body` (entry/kernel lines), then `end`.
 std::string bundleWith(const std::string &body) {
-  return "MOEBUNDLE 1\nchip sm_90a\n" + imageRecord("img", fakeCubin('C')) +
+  return "MOEBUNDLE 2\nchip sm_90a\n" + imageRecord("img", fakeCubin('C')) +
          body + "end\n";
 }
 
 std::string entryLine(const std::string &name) {
   return "entry " + name +
-         " op=moe.grouped_matmul abi=grouped_matmul.v1 experts=4 n=64 k=64 "
+         " op=moe.grouped_matmul abi=grouped_matmul.v2 experts=4 n=64 k=64 "
          "max_rows=2147483647 offsets=i32\n";
 }
 
@@ -67,7 +67,7 @@ std::vector<Malformed> malformedBundles() {
       "gate_up", kSwapAB32, "moe_kernels_swapab", 1, 16, 16, 64, 81920, 1);
   std::string downKernel = kernelLine("down", kNormal64, "moe_kernels", 1,
                                       2147483647, 64, 256, 163840, 0);
-  std::string manyImages = "MOEBUNDLE 1\nchip sm_90a\n";
+  std::string manyImages = "MOEBUNDLE 2\nchip sm_90a\n";
   for (int i = 0; i < 65; ++i)
     manyImages += imageRecord("img" + std::to_string(i), fakeCubin('D'));
   std::string manyEntries;
@@ -82,21 +82,25 @@ std::vector<Malformed> malformedBundles() {
        "\x7f"
        "ELF\x02\x01\x01\n",
        bad, "bundle line 1: not a moe bundle"},
-      {"wrong magic", replaced("MOEBUNDLE 1", "MOEBUNDLX 1"), bad,
-       "not a moe bundle"},
-      {"newer version", replaced("MOEBUNDLE 1", "MOEBUNDLE 2"), unsupported,
-       "bundle line 1: bundle version 2 is not supported (this runtime reads "
-       "version 1)"},
-      {"version 0", replaced("MOEBUNDLE 1", "MOEBUNDLE 0"), unsupported,
+      {"wrong magic", replaced("MOEBUNDLE 2", "MOEBUNDLX 2"), bad,
+       "not a moe bundle (it must start with 'MOEBUNDLE 2')"},
+      {"version 1", replaced("MOEBUNDLE 2", "MOEBUNDLE 1"), unsupported,
+       "bundle line 1: bundle version 1 predates persistent kernels (this "
+       "runtime reads version 2): recompile it with moe-translate "
+       "--moe-to-bundle"},
+      {"newer version", replaced("MOEBUNDLE 2", "MOEBUNDLE 3"), unsupported,
+       "bundle line 1: bundle version 3 is not supported (this runtime reads "
+       "version 2)"},
+      {"version 0", replaced("MOEBUNDLE 2", "MOEBUNDLE 0"), unsupported,
        "bundle version 0 is not supported"},
-      {"version leading zero", replaced("MOEBUNDLE 1", "MOEBUNDLE 01"), bad,
-       "expected 'MOEBUNDLE <version>', got 'MOEBUNDLE 01'"},
-      {"version negative", replaced("MOEBUNDLE 1", "MOEBUNDLE -1"), bad,
+      {"version leading zero", replaced("MOEBUNDLE 2", "MOEBUNDLE 02"), bad,
+       "expected 'MOEBUNDLE <version>', got 'MOEBUNDLE 02'"},
+      {"version negative", replaced("MOEBUNDLE 2", "MOEBUNDLE -2"), bad,
        "expected 'MOEBUNDLE <version>'"},
       {"version overflow",
-       replaced("MOEBUNDLE 1", "MOEBUNDLE 99999999999999999999"), bad,
+       replaced("MOEBUNDLE 2", "MOEBUNDLE 99999999999999999999"), bad,
        "expected 'MOEBUNDLE <version>'"},
-      {"header extra field", replaced("MOEBUNDLE 1", "MOEBUNDLE 1 x"), bad,
+      {"header extra field", replaced("MOEBUNDLE 2", "MOEBUNDLE 2 x"), bad,
        "expected 'MOEBUNDLE <version>'"},
       {"missing end", withEnd(""), bad,
        "bundle line 13: unexpected end of the data (the bundle must finish "
@@ -141,17 +145,24 @@ std::vector<Malformed> malformedBundles() {
        "missing key 'stages'"},
       {"no equals sign", replaced("experts=8 n=28672", "experts=8 n 28672"),
        bad, "entry 'gate_up': expected key=value, got 'n'"},
-      {"newer abi",
-       replaced("abi=grouped_matmul.v1 experts=8 n=28672",
-                "abi=grouped_matmul.v2 experts=8 n=28672"),
+      {"older abi",
+       replaced("abi=grouped_matmul.v2 experts=8 n=28672",
+                "abi=grouped_matmul.v1 experts=8 n=28672"),
        unsupported,
-       "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
-       "supported (this runtime implements bundle version 1 with abi "
-       "grouped_matmul.v1)"},
+       "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v1' is not "
+       "supported (this runtime implements bundle version 2 with abi "
+       "grouped_matmul.v2): its kernels are not persistent, recompile it"},
+      {"newer abi",
+       replaced("abi=grouped_matmul.v2 experts=8 n=28672",
+                "abi=grouped_matmul.v3 experts=8 n=28672"),
+       unsupported,
+       "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v3' is not "
+       "supported (this runtime implements bundle version 2 with abi "
+       "grouped_matmul.v2)"},
       {"newer abi with new keys",
-       replaced("abi=grouped_matmul.v1 experts=8 n=28672",
-                "split_k=2 abi=grouped_matmul.v2 experts=8 n=28672"),
-       unsupported, "abi 'grouped_matmul.v2' is not supported"},
+       replaced("abi=grouped_matmul.v2 experts=8 n=28672",
+                "split_k=2 abi=grouped_matmul.v3 experts=8 n=28672"),
+       unsupported, "abi 'grouped_matmul.v3' is not supported"},
       {"duplicate entry", replaced("entry down ", "entry gate_up "), bad,
        "bundle line 8: entry 'gate_up' is already defined on line 5"},
       {"duplicate image",
@@ -164,7 +175,7 @@ std::vector<Malformed> malformedBundles() {
       {"chip after entry",
        replaced("chip sm_90a\n", "", withEnd("chip sm_90a\nend\n")), bad,
        "comes before the 'chip' line"},
-      {"no chip", "MOEBUNDLE 1\nend\n", bad,
+      {"no chip", "MOEBUNDLE 2\nend\n", bad,
        "bundle line 2: the bundle has no 'chip' line"},
       {"unknown chip", replaced("chip sm_90a", "chip gfx942"), unsupported,
        "bundle line 2: chip 'gfx942' is not supported"},
@@ -185,7 +196,7 @@ std::vector<Malformed> malformedBundles() {
        "entry 'gate_up' must follow that entry's line directly (it follows "
        "entry 'any')"},
       {"kernel before any entry",
-       "MOEBUNDLE 1\nchip sm_90a\n" + kernelsCovering("x", 1) + "end\n", bad,
+       "MOEBUNDLE 2\nchip sm_90a\n" + kernelsCovering("x", 1) + "end\n", bad,
        "refers to unknown entry 'x'"},
       {"kernel of unknown image",
        replaced("image=moe_kernels_swapab", "image=moe_kernels_nope"), bad,
@@ -354,7 +365,8 @@ TEST(bundleValidParses) {
     return;
   moeBundleInfo info;
   CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
-  CHECK_EQ(info.version, 1);
+  CHECK_EQ(info.version, 2);
+  CHECK_EQ(info.version, MOE_BUNDLE_VERSION);
   CHECK_EQ(std::string(info.chip), "sm_90a");
   CHECK_EQ(info.num_images, 2);
   CHECK_EQ(info.num_entries, 3);
@@ -363,7 +375,7 @@ TEST(bundleValidParses) {
   CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(std::string(entry.name), "gate_up");
   CHECK_EQ(std::string(entry.op), "moe.grouped_matmul");
-  CHECK_EQ(std::string(entry.abi), "grouped_matmul.v1");
+  CHECK_EQ(std::string(entry.abi), "grouped_matmul.v2");
   CHECK_EQ(entry.experts, 8);
   CHECK_EQ(entry.n, 28672);
   CHECK_EQ(entry.k, 4096);
@@ -455,18 +467,18 @@ TEST(bundleAcceptsWhatTheContractAllows) {
   // Keys in any order, chip after the images, an image no kernel uses,
   // names of 255 bytes, the limits exactly.
   std::string reordered = replaced(
-      "entry down op=moe.grouped_matmul abi=grouped_matmul.v1 experts=8 "
+      "entry down op=moe.grouped_matmul abi=grouped_matmul.v2 experts=8 "
       "n=4096 k=14336 max_rows=4096 offsets=i64",
       "entry down offsets=i64 max_rows=4096 k=14336 n=4096 experts=8 "
-      "abi=grouped_matmul.v1 op=moe.grouped_matmul");
-  std::string lateChip = "MOEBUNDLE 1\n" + imageRecord("img", fakeCubin('C')) +
+      "abi=grouped_matmul.v2 op=moe.grouped_matmul");
+  std::string lateChip = "MOEBUNDLE 2\n" + imageRecord("img", fakeCubin('C')) +
                          imageRecord("unused", fakeCubin('U')) +
                          "chip sm_100a\n" + entryLine("e") +
                          kernelsCovering("e", 1) + "end\n";
   std::string longName(255, 'n');
   std::string longNames =
       bundleWith(entryLine(longName) + kernelsCovering(longName, 1));
-  std::string manyImages = "MOEBUNDLE 1\nchip sm_80\n";
+  std::string manyImages = "MOEBUNDLE 2\nchip sm_80\n";
   for (int i = 0; i < 64; ++i)
     manyImages += imageRecord("img" + std::to_string(i), fakeCubin('D'));
   manyImages += "end\n";
@@ -476,7 +488,7 @@ TEST(bundleAcceptsWhatTheContractAllows) {
                    kernelsCovering("e" + std::to_string(i), 1);
   std::string sixteenKernels =
       bundleWith(entryLine("e") + kernelsCovering("e", 16));
-  std::string noEntries = "MOEBUNDLE 1\nchip sm_90a\nend\n";
+  std::string noEntries = "MOEBUNDLE 2\nchip sm_90a\nend\n";
   const char *names[] = {"reordered",   "late chip",  "long names", "64 images",
                          "256 entries", "16 kernels", "no entries"};
   std::string bytes[] = {
@@ -516,7 +528,7 @@ TEST(bundleOpenFile) {
 
   // Errors name the file.
   std::FILE *file = std::fopen(path, "wb");
-  std::fputs("MOEBUNDLE 1\nchip sm_90a\nentry\n", file);
+  std::fputs("MOEBUNDLE 2\nchip sm_90a\nentry\n", file);
   std::fclose(file);
   CHECK_STATUS(moeBundleOpenFile(path, &bundle), MOE_STATUS_INVALID_BUNDLE,
                std::string(path) + ": bundle line 3: expected 'entry <name>");

@@ -30,6 +30,8 @@ static_assert(cu::kErrorInvalidImage == CUDA_ERROR_INVALID_IMAGE);
 static_assert(cu::kErrorInvalidContext == CUDA_ERROR_INVALID_CONTEXT);
 static_assert(cu::kErrorNotFound == CUDA_ERROR_NOT_FOUND);
 static_assert(cu::kErrorContextIsDestroyed == CUDA_ERROR_CONTEXT_IS_DESTROYED);
+static_assert(cu::kDevAttrMultiprocessorCount ==
+              CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
 static_assert(cu::kDevAttrComputeCapabilityMajor ==
               CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
 static_assert(cu::kDevAttrComputeCapabilityMinor ==

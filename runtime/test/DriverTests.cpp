@@ -166,6 +166,28 @@ TEST(driverLoadsFunctionsAndSharedMemory) {
                                                        {kNormal64, 200000},
                                                        {kSmall64, 98304}};
   CHECK(gpu.smemAttributes == expected);
+  // Then the residency of each kernel record with its own threads and smem
+  // (down's and any's records of one function differ in smem), and the
+  // multiprocessor count once, before loading anything.
+  std::vector<std::pair<std::string, size_t>> queried;
+  for (const FakeOccupancy &q : gpu.occupancyQueries) {
+    CHECK_EQ(q.threads, 128);
+    queried.push_back({q.function, q.smem});
+  }
+  std::vector<std::pair<std::string, size_t>> records = {{kNormal32, 163840},
+                                                         {kSwapAB32, 81920},
+                                                         {kNormal64, 163840},
+                                                         {kNormal64, 200000},
+                                                         {kSmall64, 98304}};
+  CHECK(queried == records);
+  CHECK_CONTAINS(
+      callsSince(0),
+      "cuFuncSetAttribute cuFuncSetAttribute cuFuncSetAttribute "
+      "cuFuncSetAttribute cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  CHECK_CONTAINS(callsSince(0), "cuDeviceGetAttribute cuDeviceGetAttribute "
+                                "cuDeviceGetAttribute cuDeviceGetAttribute "
+                                "cuModuleLoadData");
+  CHECK_EQ(count(gpu.calls, "cuDeviceGetAttribute"), 4);
   // A no-op the second time in the same context.
   size_t before = gpu.calls.size();
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
@@ -256,4 +278,81 @@ TEST(driverLoadFailures) {
   CHECK_EQ(gpu.liveModules, 0);
   CHECK_STATUS(moeBundleLoad(nullptr), MOE_STATUS_INVALID_ARGUMENT,
                "moeBundleLoad: bundle is NULL");
+}
+
+TEST(driverOccupancyQueriedOncePerKernel) {
+  // Two entries launching one function with the same threads and smem share
+  // one query; another smem is another query.
+  FakeGpu &gpu = installFakeDriver();
+  std::string entry = " op=moe.grouped_matmul abi=grouped_matmul.v2 experts=4 "
+                      "n=64 k=64 max_rows=2147483647 offsets=i32\n";
+  std::string bytes =
+      "MOEBUNDLE 2\nchip sm_90a\n" + imageRecord("img", fakeCubin('S')) +
+      "entry a" + entry +
+      kernelLine("a", "k", "img", 1, 2147483647, 64, 64, 0, 0) + "entry b" +
+      entry + kernelLine("b", "k", "img", 1, 2147483647, 64, 64, 0, 0) +
+      "entry c" + entry +
+      kernelLine("c", "k", "img", 1, 2147483647, 64, 64, 1024, 0) + "end\n";
+  moeBundle *bundle = openBundle(bytes);
+  CHECK(bundle != nullptr);
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  CHECK_EQ(gpu.occupancyQueries.size(), size_t(2));
+  moeBundleClose(bundle);
+}
+
+TEST(driverOccupancyFailures) {
+  FakeGpu &gpu = installFakeDriver();
+  moeBundle *bundle = openBundle(validBundle());
+  moeGroupedMatmulArgs a = validGateUp();
+
+  // Not one CTA fits on a multiprocessor: a load error, whichever entry is
+  // launched, and nothing stays loaded.
+  gpu.ctasPerSm[kNormal64] = 0;
+  CHECK_STATUS(moeBundleLoad(bundle), MOE_STATUS_UNSUPPORTED,
+               "moeBundleLoad: kernel 'grouped_matmul_bf16_64x256x64_s4_off64' "
+               "(entry 'down') cannot be resident: 128 threads, 163840 bytes "
+               "of shared memory");
+  CHECK_EQ(gpu.liveModules, 0);
+  CHECK_STATUS(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
+               MOE_STATUS_UNSUPPORTED,
+               "moeGroupedMatmul: kernel "
+               "'grouped_matmul_bf16_64x256x64_s4_off64' (entry 'down') "
+               "cannot be resident");
+  CHECK_EQ(gpu.launches.size(), size_t(0));
+  CHECK_EQ(gpu.liveModules, 0);
+  gpu.ctasPerSm[kNormal64] = -1;
+  CHECK_STATUS(moeBundleLoad(bundle), MOE_STATUS_UNSUPPORTED,
+               "cannot be resident");
+  gpu.ctasPerSm.clear();
+
+  // (The fake also answers 0 for more smem than cuFuncSetAttribute allowed,
+  // as the driver does, so every successful load shows that the attribute
+  // is set before the query.) A failing query:
+  gpu.occupancyResult = cu::kErrorInvalidValue;
+  CHECK_STATUS(moeBundleLoad(bundle), MOE_STATUS_CUDA_ERROR,
+               "moeBundleLoad: cuOccupancyMaxActiveBlocksPerMultiprocessor("
+               "'grouped_matmul_bf16_64x256x64_s4_off32', 128 threads, "
+               "163840 bytes) failed: CUDA_ERROR_INVALID_VALUE");
+  CHECK_EQ(gpu.liveModules, 0);
+  gpu.occupancyResult = cu::kSuccess;
+
+  // The multiprocessor count is read before any module is loaded.
+  int loads = count(gpu.calls, "cuModuleLoadData");
+  gpu.smCountResult = cu::kErrorInvalidValue;
+  CHECK_STATUS(moeBundleLoad(bundle), MOE_STATUS_CUDA_ERROR,
+               "moeBundleLoad: cuDeviceGetAttribute(multiprocessor count) "
+               "failed: CUDA_ERROR_INVALID_VALUE");
+  gpu.smCountResult = cu::kSuccess;
+  gpu.smCount = 0;
+  CHECK_STATUS(moeBundleLoad(bundle), MOE_STATUS_UNSUPPORTED,
+               "moeBundleLoad: the device reports 0 multiprocessors");
+  CHECK_EQ(count(gpu.calls, "cuModuleLoadData"), loads);
+  gpu.smCount = 132;
+
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  CHECK_EQ(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(gpu.launches.size(), size_t(2));
+  moeBundleClose(bundle);
+  CHECK_EQ(gpu.liveModules, 0);
 }

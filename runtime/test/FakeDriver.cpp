@@ -14,6 +14,7 @@ struct FakeModule {
 };
 struct FakeFunction {
   std::string symbol;
+  int maxDynamicSmem = 48 << 10; // the driver's default opt-in limit
 };
 std::vector<FakeModule *> modules;
 std::vector<FakeFunction *> functions;
@@ -115,6 +116,9 @@ cu::Result fakeDeviceGetAttribute(int *value, cu::DeviceAttribute attribute,
   case cu::kDevAttrMaxSharedMemoryPerBlockOptin:
     *value = gpu().maxSharedOptin;
     return cu::kSuccess;
+  case cu::kDevAttrMultiprocessorCount:
+    *value = gpu().smCount;
+    return gpu().smCountResult;
   default:
     return cu::kErrorInvalidValue;
   }
@@ -179,8 +183,26 @@ cu::Result fakeFuncSetAttribute(cu::Function function,
   record("cuFuncSetAttribute");
   if (attribute != cu::kFuncAttrMaxDynamicSharedSizeBytes)
     return cu::kErrorInvalidValue;
-  gpu().smemAttributes.push_back(
-      {reinterpret_cast<FakeFunction *>(function)->symbol, value});
+  auto *fake = reinterpret_cast<FakeFunction *>(function);
+  fake->maxDynamicSmem = value;
+  gpu().smemAttributes.push_back({fake->symbol, value});
+  return cu::kSuccess;
+}
+
+cu::Result fakeOccupancy(int *blocks, cu::Function function, int threads,
+                         size_t smem) {
+  record("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  auto *fake = reinterpret_cast<FakeFunction *>(function);
+  gpu().occupancyQueries.push_back({fake->symbol, threads, smem});
+  if (gpu().occupancyResult != cu::kSuccess)
+    return gpu().occupancyResult;
+  auto it = gpu().ctasPerSm.find(fake->symbol);
+  if (smem > size_t(fake->maxDynamicSmem))
+    *blocks = 0;
+  else if (it != gpu().ctasPerSm.end())
+    *blocks = it->second;
+  else
+    *blocks = smem > (114u << 10) ? 1 : 4;
   return cu::kSuccess;
 }
 
@@ -276,6 +298,7 @@ const Driver &fakeDriverTable() {
     d.moduleGetFunction = fakeModuleGetFunction;
     d.funcGetAttribute = fakeFuncGetAttribute;
     d.funcSetAttribute = fakeFuncSetAttribute;
+    d.occupancyMaxActiveBlocksPerMultiprocessor = fakeOccupancy;
     d.launchKernel = fakeLaunchKernel;
     d.tensorMapEncodeTiled = fakeTensorMapEncodeTiled;
     return d;

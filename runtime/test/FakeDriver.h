@@ -12,6 +12,7 @@
 
 #include "DriverAPI.h"
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -41,6 +42,13 @@ struct FakeLaunch {
   int32_t ints[3] = {};     // params 14..16: K, rows_min, rows_max
 };
 
+/// A cuOccupancyMaxActiveBlocksPerMultiprocessor call.
+struct FakeOccupancy {
+  std::string function; // symbol
+  int threads = 0;
+  size_t smem = 0;
+};
+
 struct FakeGpu {
   // Configuration.
   cu::Result initResult = cu::kSuccess;
@@ -52,6 +60,13 @@ struct FakeGpu {
   int ccMajor = 9, ccMinor = 0;
   int maxSharedOptin = 232448;
   int maxThreadsPerBlock = 1024;
+  int smCount = 132; // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+  cu::Result smCountResult = cu::kSuccess;
+  /// CTAs per multiprocessor by symbol; symbols not listed get 1 when their
+  /// smem exceeds 114 KiB, else 4. Any smem above what cuFuncSetAttribute
+  /// allowed the function (48 KiB if never set) gives 0, as the driver does.
+  std::map<std::string, int> ctasPerSm;
+  cu::Result occupancyResult = cu::kSuccess;
   bool recordImages = true; // keep the first 16 bytes of each loaded image
 
   // State and records.
@@ -60,6 +75,7 @@ struct FakeGpu {
   std::vector<std::string> loadedImages; // first 16 bytes of each image
   int liveModules = 0;
   std::vector<std::pair<std::string, int>> smemAttributes; // symbol, value
+  std::vector<FakeOccupancy> occupancyQueries;
   std::vector<FakeEncode> encodes;
   std::vector<FakeLaunch> launches;
   int primaryRetains = 0;

@@ -1,8 +1,10 @@
 //===- GroupedMatmulTests.cpp - moeGroupedMatmul checks and launches ------===//
 //
 // Every argument check of contract §3, then what a valid call hands the
-// (fake) driver: tensor maps, grids, blocks, shared memory, the 17 parameters
-// and the stream, and that nothing else is called.
+// (fake) driver: tensor maps, persistent grids, blocks, shared memory, the 17
+// parameters and the stream, and that nothing else is called. The fake device
+// has 132 multiprocessors holding 1 CTA of a kernel with more than 114 KiB of
+// shared memory, else 4: 132 or 528 resident CTAs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,8 +79,8 @@ TEST(groupedMatmulRejectsNullsAndUnknownEntries) {
   CHECK_REJECTED(run(bundle, "down", args(64, 4096, 14336, 8)),
                  MOE_STATUS_INVALID_ARGUMENT,
                  "moeGroupedMatmul(down): the entry is op=moe.grouped_swiglu "
-                 "abi=grouped_matmul.v1, not op=moe.grouped_matmul "
-                 "abi=grouped_matmul.v1");
+                 "abi=grouped_matmul.v2, not op=moe.grouped_matmul "
+                 "abi=grouped_matmul.v2");
   moeBundleClose(bundle);
 }
 
@@ -190,28 +192,6 @@ TEST(groupedMatmulRejectsBadSizes) {
   CHECK_REJECTED(run(bundle, "any", args(64, 1 << 20, 1 << 19, 1)), bad,
                  "N*K*2 = 1099511627776 bytes per expert reaches the TMA "
                  "stride limit of 2^40");
-  // Grid limits.
-  CHECK_REJECTED(run(bundle, "any", args(1000, 65535 * 256 + 1, 8, 4)), bad,
-                 "grid.y = ceil(N / tile_n) = 65536 of kernel "
-                 "'grouped_matmul_bf16_64x256x64_s4_off64' exceeds 65535 (N = "
-                 "16776961, tile_n = 256)");
-  moeBundleClose(bundle);
-
-  // grid.x beyond 2^31 - 1 needs 1-row tiles and rows_min = 1.
-  std::string tiny =
-      "MOEBUNDLE 1\nchip sm_90a\n" + imageRecord("img", fakeCubin('T')) +
-      "entry tiny op=moe.grouped_matmul abi=grouped_matmul.v1 "
-      "experts=-1 n=-1 k=-1 max_rows=2147483647 offsets=i32\n" +
-      kernelLine("tiny", "k1", "img", 1, kMax, 1, 8, 0, 0) + "end\n";
-  bundle = openBundle(tiny);
-  CHECK(bundle != nullptr);
-  CHECK_REJECTED(run(bundle, "tiny", args(kMax, 8, 8, kMax)), bad,
-                 "grid.x = 4294967294 of kernel 'k1' exceeds 2^31-1");
-  // Just below the limit it launches.
-  CHECK_EQ(run(bundle, "tiny", args(kMax - 1, 8, 8, 1)), MOE_STATUS_SUCCESS);
-  CHECK_EQ(fakeGpu().launches.size(), size_t(1));
-  if (!fakeGpu().launches.empty())
-    CHECK_EQ(fakeGpu().launches[0].grid[0], unsigned(kMax));
   moeBundleClose(bundle);
 }
 
@@ -219,7 +199,7 @@ namespace {
 
 struct ExpectedLaunch {
   const char *symbol;
-  unsigned gridX, gridY;
+  unsigned gridX; // grid (gridX, 1, 1)
   unsigned smem;
   int32_t rowsMin, rowsMax;
   uint32_t tileM, tileN;
@@ -240,7 +220,8 @@ void checkLaunches(moeBundle *bundle, const char *entry,
   CHECK_EQ(moeGroupedMatmul(bundle, entry, &a, stream), MOE_STATUS_SUCCESS);
 
   // Only host-side descriptor encoding and launches: no sync, no copies, no
-  // allocations (the fake table has nothing else to call).
+  // allocations, no occupancy or attribute queries (the grids use what the
+  // load cached).
   std::string calls = "cuCtxGetCurrent cuCtxGetId";
   for (size_t i = 0; i < expected.size(); ++i)
     calls += " cuTensorMapEncodeTiled cuTensorMapEncodeTiled";
@@ -258,7 +239,7 @@ void checkLaunches(moeBundle *bundle, const char *entry,
     const FakeLaunch &got = gpu.launches[launchesBefore + i];
     CHECK_EQ(got.function, std::string(want.symbol));
     CHECK_EQ(got.grid[0], want.gridX);
-    CHECK_EQ(got.grid[1], want.gridY);
+    CHECK_EQ(got.grid[1], 1u);
     CHECK_EQ(got.grid[2], 1u);
     CHECK_EQ(got.block[0], 128u);
     CHECK_EQ(got.block[1], 1u);
@@ -320,51 +301,155 @@ TEST(groupedMatmulLaunchesPerContract) {
   moeBundle *bundle = openBundle(validBundle());
   CHECK(bundle != nullptr);
   const int32_t big = int32_t(kMax);
+  // grid.x = min(work, resident), work = slots * ceil(N / tile_n),
+  // slots = min(ceil(M / tile_m) + min(E, floor(M / rows_min)),
+  //             E * ceil(rows_max / tile_m)).
   // One row in all: no expert can reach rows_min = 17, so only the swap-AB
-  // kernel runs: ceil(1/16) + min(8, 1) = 2, bounded by 8 * ceil(16/16) = 8.
+  // kernel runs: slots = min(1 + 1, 8 * 1) = 2, work = 2 * 448 = 896 > 528.
   checkLaunches(bundle, "gate_up", gateUp(1),
-                {{kSwapAB32, 2, 28672 / 64, 81920, 1, 16, 16, 64}}, 32);
-  // Decode, 8 rows over 8 experts: swap-AB only, grid.x = min(1 + 8, 8).
+                {{kSwapAB32, 528, 81920, 1, 16, 16, 64}}, 32);
+  // Decode, 8 rows over 8 experts: slots = min(1 + 8, 8) = 8, work 3584.
   checkLaunches(bundle, "gate_up", gateUp(8),
-                {{kSwapAB32, 8, 448, 81920, 1, 16, 16, 64}}, 32);
+                {{kSwapAB32, 528, 81920, 1, 16, 16, 64}}, 32);
   // 64 rows: the normal kernel may see at most floor(64/17) = 3 experts
-  // (grid 1 + 3 = 4 x 112 = 448 CTAs); the swap-AB kernel gets most of the
-  // work (min(4 + 8, 8 * 1) = 8 x 448 = 3584 CTAs).
+  // (slots 1 + 3 = 4, work 4 * 112 = 448 > 132); the swap-AB kernel gets
+  // most of the work (min(4 + 8, 8 * 1) = 8 slots, 3584 items).
   checkLaunches(bundle, "gate_up", gateUp(64),
-                {{kNormal32, 4, 112, 163840, 17, big, 64, 256},
-                 {kSwapAB32, 8, 448, 81920, 1, 16, 16, 64}},
+                {{kNormal32, 132, 163840, 17, big, 64, 256},
+                 {kSwapAB32, 528, 81920, 1, 16, 16, 64}},
                 32);
-  // Prefill, 131072 rows: 2048 + 8 tiles for the normal kernel; the swap-AB
-  // kernel is bounded by 8 experts * 1 tile.
+  // Prefill, 131072 rows: work > resident, one wave of resident CTAs
+  // (2056 * 112 = 230272 work items for the normal kernel).
   checkLaunches(bundle, "gate_up", gateUp(131072),
-                {{kNormal32, 2056, 112, 163840, 17, big, 64, 256},
-                 {kSwapAB32, 8, 448, 81920, 1, 16, 16, 64}},
+                {{kNormal32, 132, 163840, 17, big, 64, 256},
+                 {kSwapAB32, 528, 81920, 1, 16, 16, 64}},
                 32);
-  // The largest M.
+  // The largest M: (2^25 + 8) * 112 work items, in 64 bits.
   checkLaunches(bundle, "gate_up", gateUp(kMax),
-                {{kNormal32, 33554432 + 8, 112, 163840, 17, big, 64, 256},
-                 {kSwapAB32, 8, 448, 81920, 1, 16, 16, 64}},
+                {{kNormal32, 132, 163840, 17, big, 64, 256},
+                 {kSwapAB32, 528, 81920, 1, 16, 16, 64}},
                 32);
-  // i64 offsets, one kernel for every count.
+  // i64 offsets, one kernel for every count: 72 slots * 16 > 132.
   checkLaunches(bundle, "down", args(4096, 4096, 14336, 8),
-                {{kNormal64, 64 + 8, 16, 163840, 1, big, 64, 256}}, 64);
+                {{kNormal64, 132, 163840, 1, big, 64, 256}}, 64);
+  // Decode with work < resident: M = 1 gives min(1 + 1, 8 * 2^25) = 2 slots,
+  // 2 * 16 = 32 work items, so 32 CTAs; M = 4: 5 * 16 = 80.
+  checkLaunches(bundle, "down", args(1, 4096, 14336, 8),
+                {{kNormal64, 32, 163840, 1, big, 64, 256}}, 64);
+  checkLaunches(bundle, "down", args(4, 4096, 14336, 8),
+                {{kNormal64, 80, 163840, 1, big, 64, 256}}, 64);
+  // M = 8: 9 slots * 16 = 144, just above one wave.
+  checkLaunches(bundle, "down", args(8, 4096, 14336, 8),
+                {{kNormal64, 132, 163840, 1, big, 64, 256}}, 64);
   // DeepSeek-like E = 256, dynamic sizes: 4 rows per expert on average.
-  // rows >= 65: at most floor(1024/65) = 15 experts, 16 + 15 = 31 tiles;
-  // rows 1..64: min(16 + 256, 256 * 1) = 256.
+  // rows >= 65: at most floor(1024/65) = 15 experts, 16 + 15 = 31 slots,
+  // 496 work items; rows 1..64: min(16 + 256, 256 * 1) = 256 slots, 8192.
   checkLaunches(bundle, "any", args(1024, 4096, 7168, 256),
-                {{kNormal64, 31, 16, 200000, 65, big, 64, 256},
-                 {kSmall64, 256, 32, 98304, 1, 64, 64, 128}},
+                {{kNormal64, 132, 200000, 65, big, 64, 256},
+                 {kSmall64, 528, 98304, 1, 64, 64, 128}},
                 64);
-  // E = 256 with 131072 rows: both bounded by M/64 + E, the small one by E.
+  // E = 256, decode: 8 rows; rows_min = 65 is out of reach, the small kernel
+  // has min(1 + 8, 256) = 9 slots * 32 = 288 work items < 528.
+  checkLaunches(bundle, "any", args(8, 4096, 7168, 256),
+                {{kSmall64, 288, 98304, 1, 64, 64, 128}}, 64);
+  // E = 256 with 131072 rows: slots M/64 + E = 2304 (18432 work items) and
+  // E = 256 (4096 work items), both above one wave.
   checkLaunches(bundle, "any", args(131072, 2048, 7168, 256),
-                {{kNormal64, 2048 + 256, 8, 200000, 65, big, 64, 256},
-                 {kSmall64, 256, 16, 98304, 1, 64, 64, 128}},
+                {{kNormal64, 132, 200000, 65, big, 64, 256},
+                 {kSmall64, 528, 98304, 1, 64, 64, 128}},
                 64);
-  // N not a multiple of the tile: grid.y rounds up.
+  // N not a multiple of the tile: 3 slots * 1 and 3 slots * ceil(200/128).
   checkLaunches(bundle, "any", args(100, 200, 8, 3),
-                {{kNormal64, 2 + 1, 1, 200000, 65, big, 64, 256},
-                 {kSmall64, 3, 2, 98304, 1, 64, 64, 128}},
+                {{kNormal64, 3, 200000, 65, big, 64, 256},
+                 {kSmall64, 6, 98304, 1, 64, 64, 128}},
                 64);
+  // N beyond 65535 column tiles (v1's grid.y limit) is fine now.
+  checkLaunches(bundle, "any", args(1000, 65535 * 256 + 1, 8, 4),
+                {{kNormal64, 132, 200000, 65, big, 64, 256},
+                 {kSmall64, 528, 98304, 1, 64, 64, 128}},
+                64);
+  moeBundleClose(bundle);
+}
+
+TEST(groupedMatmulGridIn64Bits) {
+  FakeGpu &gpu = installFakeDriver();
+  // 1-row tiles with rows_min = 1 give the most work items: M = N = 2^31 - 1
+  // and E = 2^27 (the largest with E*N*K*2 in int64) make 2^31 - 1 + 2^27
+  // slots and about 2^62 work items. 0 bytes of shared memory: 4 * 132
+  // resident CTAs.
+  std::string tiny =
+      "MOEBUNDLE 2\nchip sm_90a\n" + imageRecord("img", fakeCubin('T')) +
+      "entry tiny op=moe.grouped_matmul abi=grouped_matmul.v2 "
+      "experts=-1 n=-1 k=-1 max_rows=2147483647 offsets=i32\n" +
+      kernelLine("tiny", "k1", "img", 1, kMax, 1, 1, 0, 0) + "end\n";
+  moeBundle *bundle = openBundle(tiny);
+  CHECK(bundle != nullptr);
+  CHECK_EQ(run(bundle, "tiny", args(kMax, kMax, 8, 1 << 27)),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(run(bundle, "tiny", args(kMax, 1, 8, 1)), MOE_STATUS_SUCCESS);
+  // One row, one column: slots = 1 + min(E, 1) = 2, two CTAs.
+  CHECK_EQ(run(bundle, "tiny", args(1, 1, 8, kMax)), MOE_STATUS_SUCCESS);
+  CHECK_EQ(gpu.launches.size(), size_t(3));
+  if (gpu.launches.size() == 3) {
+    CHECK_EQ(gpu.launches[0].grid[0], 528u);
+    CHECK_EQ(gpu.launches[1].grid[0], 528u);
+    CHECK_EQ(gpu.launches[2].grid[0], 2u);
+    for (const FakeLaunch &launch : gpu.launches) {
+      CHECK_EQ(launch.grid[1], 1u);
+      CHECK_EQ(launch.grid[2], 1u);
+    }
+  }
+  moeBundleClose(bundle);
+
+  // A device holding more than 2^31 - 1 CTAs does not exist; if one did,
+  // the call would refuse rather than truncate the grid.
+  gpu.smCount = 1 << 30;
+  bundle = openBundle(tiny);
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  size_t before = gpu.calls.size();
+  CHECK_STATUS(run(bundle, "tiny", args(kMax, 1, 8, kMax)),
+               MOE_STATUS_UNSUPPORTED,
+               "moeGroupedMatmul(tiny): grid.x = 4294967294 of kernel 'k1' "
+               "exceeds 2^31-1");
+  CHECK_EQ(callsSince(before), "cuCtxGetCurrent cuCtxGetId");
+  // Below the cap it launches: 2^31 - 1 work items, as many CTAs.
+  CHECK_EQ(run(bundle, "tiny", args(kMax - 1, 1, 8, 1)), MOE_STATUS_SUCCESS);
+  CHECK_EQ(gpu.launches.size(), size_t(4));
+  if (gpu.launches.size() == 4)
+    CHECK_EQ(gpu.launches[3].grid[0], unsigned(kMax));
+  moeBundleClose(bundle);
+}
+
+TEST(groupedMatmulGridPerContext) {
+  // Residency is cached per context at load: another device (here: fewer
+  // multiprocessors) gets its own grid, and nothing is queried at launch.
+  FakeGpu &gpu = installFakeDriver();
+  moeBundle *bundle = openBundle(validBundle());
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  gpu.current = fakeContextB();
+  gpu.smCount = 78;
+  gpu.ctasPerSm[kNormal32] = 2;
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  gpu.smCount = 1000; // not read again
+  gpu.ctasPerSm.clear();
+  moeGroupedMatmulArgs a = gateUp(131072);
+  size_t before = gpu.calls.size();
+  CHECK_EQ(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
+           MOE_STATUS_SUCCESS);
+  gpu.current = fakeContextA();
+  CHECK_EQ(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
+           MOE_STATUS_SUCCESS);
+  std::string once = "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "
+                     "cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
+                     "cuTensorMapEncodeTiled cuLaunchKernel cuLaunchKernel";
+  CHECK_EQ(callsSince(before), once + " " + once);
+  CHECK_EQ(gpu.launches.size(), size_t(4));
+  if (gpu.launches.size() == 4) {
+    CHECK_EQ(gpu.launches[0].grid[0], 156u); // 2 * 78
+    CHECK_EQ(gpu.launches[1].grid[0], 312u); // 4 * 78
+    CHECK_EQ(gpu.launches[2].grid[0], 132u);
+    CHECK_EQ(gpu.launches[3].grid[0], 528u);
+  }
   moeBundleClose(bundle);
 }
 
@@ -397,6 +482,9 @@ TEST(groupedMatmulLoadsLazily) {
            "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "
            "cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
            "cuTensorMapEncodeTiled cuLaunchKernel cuLaunchKernel");
+  // The first call's load queried the residency of the 5 kernel records;
+  // the second queried nothing.
+  CHECK_EQ(gpu.occupancyQueries.size(), size_t(5));
   moeBundleClose(bundle);
   CHECK_EQ(gpu.liveModules, 0);
 }
@@ -418,7 +506,7 @@ TEST(groupedMatmulReportsDriverFailures) {
   CHECK_STATUS(run(bundle, "gate_up", gateUp(131072)), MOE_STATUS_CUDA_ERROR,
                "moeGroupedMatmul: cuLaunchKernel("
                "'grouped_matmul_bf16_16x64x64_s4_swapab_off32' of entry "
-               "'gate_up', grid (8, 448, 1), block (128, 1, 1), smem 81920; 1 "
+               "'gate_up', grid (528, 1, 1), block (128, 1, 1), smem 81920; 1 "
                "of 2 launches already issued) failed: "
                "CUDA_ERROR_INVALID_VALUE");
   // Unknown CUresults are shown as numbers.

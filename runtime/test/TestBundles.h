@@ -62,21 +62,21 @@ inline constexpr const char *kSmall64 =
 ///            larger rows first; its second kernel is down's, with more
 ///            shared memory. (10-12)
 inline std::string validBundle() {
-  return "MOEBUNDLE 1\n"
+  return "MOEBUNDLE 2\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('A')) +
          imageRecord("moe_kernels_swapab", fakeCubin('B')) +
-         "entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v1 "
+         "entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v2 "
          "experts=8 n=28672 k=4096 max_rows=2147483647 offsets=i32\n" +
          kernelLine("gate_up", kNormal32, "moe_kernels", 17, 2147483647, 64,
                     256, 163840, 0) +
          kernelLine("gate_up", kSwapAB32, "moe_kernels_swapab", 1, 16, 16, 64,
                     81920, 1) +
-         "entry down op=moe.grouped_matmul abi=grouped_matmul.v1 experts=8 "
+         "entry down op=moe.grouped_matmul abi=grouped_matmul.v2 experts=8 "
          "n=4096 k=14336 max_rows=4096 offsets=i64\n" +
          kernelLine("down", kNormal64, "moe_kernels", 1, 2147483647, 64, 256,
                     163840, 0) +
-         "entry any op=moe.grouped_matmul abi=grouped_matmul.v1 experts=-1 "
+         "entry any op=moe.grouped_matmul abi=grouped_matmul.v2 experts=-1 "
          "n=-1 k=-1 max_rows=2147483647 offsets=i64\n" +
          kernelLine("any", kNormal64, "moe_kernels", 65, 2147483647, 64, 256,
                     200000, 0) +

@@ -3,7 +3,8 @@
 // Each input is a candidate .moebundle: moeBundleOpenMemory, then, when it is
 // accepted, every introspection call and a moeGroupedMatmul per entry with
 // sizes derived from the input, launched on the fake driver (so the grid and
-// descriptor arithmetic runs on fuzzed tiles and rows ranges), then
+// descriptor arithmetic runs on fuzzed tiles and rows ranges; each grid is
+// checked against contract §3 recomputed here in 128 bits), then
 // moeBundleClose. Built with MOE_ENABLE_FUZZER=ON (address and undefined
 // sanitizers); seeds in runtime/test/bundle-corpus/.
 //
@@ -35,7 +36,7 @@ uint64_t hashOf(const uint8_t *data, size_t size) {
 void exercise(moeBundle *bundle, uint64_t hash) {
   moeBundleInfo info;
   require(moeBundleGetInfo(bundle, &info) == MOE_STATUS_SUCCESS);
-  require(info.version == 1 && std::strlen(info.chip) > 3);
+  require(info.version == MOE_BUNDLE_VERSION && std::strlen(info.chip) > 3);
   for (int32_t e = 0; e < info.num_entries; ++e) {
     moeEntryInfo entry;
     require(moeBundleGetEntry(bundle, e, &entry) == MOE_STATUS_SUCCESS);
@@ -44,8 +45,9 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     require(moeBundleFindEntry(bundle, entry.name, &found) ==
                 MOE_STATUS_SUCCESS &&
             found == e);
+    moeKernelInfo kernels[16];
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
-      moeKernelInfo kernel;
+      moeKernelInfo &kernel = kernels[k];
       require(moeBundleGetKernel(bundle, e, k, &kernel) == MOE_STATUS_SUCCESS);
       require(kernel.rows_min >= 1 && kernel.rows_min <= kernel.rows_max);
     }
@@ -68,15 +70,37 @@ void exercise(moeBundle *bundle, uint64_t hash) {
             status == MOE_STATUS_UNSUPPORTED || status == MOE_STATUS_NO_GPU);
     if (status != MOE_STATUS_SUCCESS)
       continue;
-    // Some kernel covers every count, so at least one launch, each within
-    // the limits the runtime promises.
+    // Some kernel covers every count, so at least one launch. The grid is
+    // (min(work, resident), 1, 1), in file order, skipping the kernels
+    // whose rows_min exceeds M; the fake holds 1 CTA per multiprocessor of
+    // a kernel with more than 114 KiB of shared memory, else 4.
     require(fakeGpu().launches.size() > launchesBefore);
-    for (size_t i = launchesBefore; i < fakeGpu().launches.size(); ++i) {
-      const FakeLaunch &launch = fakeGpu().launches[i];
-      require(launch.grid[0] >= 1 && launch.grid[0] <= 2147483647u);
-      require(launch.grid[1] >= 1 && launch.grid[1] <= 65535u);
+    size_t next = launchesBefore;
+    for (int32_t k = 0; k < entry.num_kernels; ++k) {
+      const moeKernelInfo &kernel = kernels[k];
+      using Wide = __int128;
+      auto ceilDiv = [](Wide a, Wide b) { return (a + b - 1) / b; };
+      Wide eligible = args.m / kernel.rows_min;
+      if (eligible > args.experts)
+        eligible = args.experts;
+      if (eligible == 0)
+        continue;
+      Wide slots = ceilDiv(args.m, kernel.tile_m) + eligible;
+      Wide all = Wide(args.experts) * ceilDiv(kernel.rows_max, kernel.tile_m);
+      if (all < slots)
+        slots = all;
+      Wide work = slots * ceilDiv(args.n, kernel.tile_n);
+      Wide resident =
+          (kernel.smem > (114 << 10) ? 1 : 4) * Wide(fakeGpu().smCount);
+      require(next < fakeGpu().launches.size());
+      const FakeLaunch &launch = fakeGpu().launches[next++];
+      require(launch.function == kernel.symbol);
+      require(Wide(launch.grid[0]) == (work < resident ? work : resident));
+      require(launch.grid[1] == 1 && launch.grid[2] == 1);
+      require(launch.block[0] == unsigned(kernel.threads));
       require(launch.ints[0] == int32_t(args.k));
     }
+    require(next == fakeGpu().launches.size());
   }
 }
 

@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
     moeEntryInfo entry;
     check(moeBundleGetEntry(bundle, e, &entry) == MOE_STATUS_SUCCESS,
           "moeBundleGetEntry");
-    check(strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL_V1) == 0, "abi");
+    check(strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0, "abi");
     for (k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo kernel;
       check(moeBundleGetKernel(bundle, e, k, &kernel) == MOE_STATUS_SUCCESS,
@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
   moeBundleClose(bundle);
   moeBundleClose(NULL);
 
-  check(moeBundleOpenMemory("MOEBUNDLE 1\n", 12, &bundle) ==
+  check(moeBundleOpenMemory("MOEBUNDLE 2\n", 12, &bundle) ==
             MOE_STATUS_INVALID_BUNDLE,
         "a bundle without end");
   check(bundle == NULL, "no bundle on failure");

@@ -47,14 +47,17 @@ bundle.close()  # idempotent
 
 expect_error(lambda: moe_runtime.Bundle("/nonexistent.moebundle"), "NOT_FOUND",
              "cannot open '/nonexistent.moebundle'")
+check(bundle.version == 2 and gate_up.abi == "grouped_matmul.v2", "version and abi")
 with tempfile.NamedTemporaryFile(suffix=".moebundle") as bad:
-    bad.write(b"MOEBUNDLE 2\n")
+    bad.write(b"MOEBUNDLE 3\n")
     bad.flush()
     expect_error(lambda: moe_runtime.Bundle(bad.name), "UNSUPPORTED",
-                 "bundle version 2 is not supported")
-expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 1\nchip sm_90a\nend\nx"),
+                 "bundle version 3 is not supported")
+expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 1\nchip sm_90a\nend\n"),
+             "UNSUPPORTED", "bundle version 1 predates persistent kernels")
+expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 2\nchip sm_90a\nend\nx"),
              "INVALID_BUNDLE", "bundle line 3: 1 bytes of trailing data after 'end'")
-empty = moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 1\nchip sm_90a\nend\n")
+empty = moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 2\nchip sm_90a\nend\n")
 check(empty.entries == (), "no entries")
 expect_error(lambda: empty.entry("x"), "NOT_FOUND", "no entry 'x' in the bundle (entries: none)")
 

@@ -6,8 +6,8 @@
 // prints one line for the bundle, then one per entry, each followed by its
 // kernels, in file order. The format is stable, for FileCheck:
 //
-//   bundle version=1 chip=sm_90a images=1 entries=1
-//   entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v1 experts=8
+//   bundle version=2 chip=sm_90a images=1 entries=1
+//   entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v2 experts=8
 //     n=28672 k=4096 max_rows=2147483647 offsets=i32         (one line)
 //     kernel grouped_matmul_bf16_64x256x64_s4_off32 rows=[17,2147483647]
 //     tile=64x256x64 stages=4 threads=128 smem=163840 swap_ab=0

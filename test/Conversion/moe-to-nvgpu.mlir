@@ -6,7 +6,7 @@
 // counts each one takes.
 // CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func @two_matmuls
-// CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul.v1", experts = 8 : i64, k = 256 : i64, kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, rows_max = 2147483647 : i64, rows_min = 1 : i64}], max_rows = 2147483647 : i64, n = 512 : i64, offsets = i64}}
+// CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul.v2", experts = 8 : i64, k = 256 : i64, kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, rows_max = 2147483647 : i64, rows_min = 1 : i64}], max_rows = 2147483647 : i64, n = 512 : i64, offsets = i64}}
 // CHECK: moe.grouped_matmul {{.*}} {moe.launch = {{{.*}}kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, {{.*}} n = 256 : i64
 // CHECK: gpu.module @moe_kernels
 // CHECK: memref.global @moe_dynamic_smem : memref<0xi8, #gpu.address_space<workgroup>> {alignment = 1024 : i64}
@@ -18,16 +18,15 @@
 // CHECK-SAME: moe.swap_ab = false
 // CHECK-SAME: moe.tensor_map_args = array<i64: 0, 1>
 // CHECK-SAME: moe.tile = array<i64: 64, 128, 64, 2>
-// L2-friendly launch order: groups of 8 token tiles, all column tiles of a
-// group before the next.
-// CHECK: gpu.grid_dim x
-// CHECK: gpu.grid_dim y
-// CHECK: arith.divui
-// CHECK: arith.remui
-// Tile scheduler: each warp scans 32 experts per step (clamped ends by a
+// Once per CTA: mbarriers, then the number of tiles of the eligible
+// experts (a scan over the experts, below).
+// CHECK-COUNT-2: nvgpu.mbarrier.init
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK: gpu.barrier
+// Tile lookup: each warp scans 32 experts per step (clamped ends by a
 // shuffle prefix max, tiles of the experts whose row count lies in
 // [rows_min, rows_max] by a shuffle prefix sum), a ballot finds the slot's
-// expert; then an early exit for idle CTAs.
+// expert.
 // CHECK: arith.maxsi
 // CHECK: arith.minsi
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
@@ -38,10 +37,17 @@
 // CHECK: nvvm.vote.sync  ballot
 // CHECK: llvm.intr.cttz
 // CHECK-COUNT-6: gpu.shuffle  idx
-// CHECK: cf.cond_br
-// CHECK: gpu.return
-// CHECK-COUNT-2: nvgpu.mbarrier.init
-// CHECK: nvvm.fence.mbarrier.init
+// Persistent CTAs: work items c, c + gridDim.x, ... (tiles x column
+// tiles) in an L2-friendly order (groups of 8 token tiles, all column
+// tiles of a group before the next), each looked up as above.
+// CHECK: gpu.grid_dim x
+// CHECK: scf.while
+// CHECK: arith.cmpi slt
+// CHECK: scf.condition
+// CHECK: arith.divui
+// CHECK: arith.remui
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
+// CHECK: nvvm.vote.sync  ballot
 // Prologue: one TMA load pair per stage.
 // CHECK-COUNT-2: nvgpu.mbarrier.arrive.expect_tx
 // CHECK: nvgpu.mbarrier.try_wait.parity
@@ -53,6 +59,11 @@
 // CHECK: nvgpu.warpgroup.mma.store
 // CHECK: arith.truncf {{.*}} : f32 to bf16
 // CHECK: memref.store
+// The next tile's loads reuse the shared memory the epilogue read; the
+// pipeline steps continue where this tile stopped.
+// CHECK: gpu.barrier
+// CHECK: scf.yield
+// CHECK: gpu.return
 // CHECK-NOT: gpu.func
 func.func @two_matmuls(%rows: tensor<?x256xbf16>, %w13: tensor<8x512x256xbf16>,
                        %w2: tensor<8x256x256xbf16>, %off: tensor<9xi64>) -> tensor<?x256xbf16> {

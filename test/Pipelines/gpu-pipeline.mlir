@@ -34,48 +34,53 @@
 // CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_100a' yet (sm_90a only)
 // ROWS: error: moe-swap-ab: 'max-rows' must be in [0, 64], got 100
 // BOGUS: no such option bogus
-// MANIFEST: moe.manifest = {entries = [{abi = "grouped_matmul.v1",
+// MANIFEST: moe.manifest = {entries = [{abi = "grouped_matmul.v2",
 // MANIFEST-SAME: name = "grouped_matmul_bf16_16x64x64_s4_swapab_off64", op = "moe.grouped_matmul", rows_max = 16 : i64, rows_min = 1 : i64, swap_ab = true
 // MANIFEST-SAME: dynamic_shared_bytes = 163840 : i64, {{.*}}name = "grouped_matmul_bf16_64x256x64_s4_off64", {{.*}}rows_max = 64 : i64, rows_min = 17
 // MANIFEST-SAME: dynamic_shared_bytes = 196608 : i64, {{.*}}name = "grouped_matmul_bf16_128x256x64_s4_off64", {{.*}}rows_max = 2147483647 : i64, rows_min = 65 : i64, {{.*}}threads = 256
 // MANIFEST-SAME: name = "gate_up"
-// MANIFEST-SAME: version = 1
+// MANIFEST-SAME: version = 2
 // MANIFEST: gpu.binary @moe_kernels
 // MANIFEST-NOT: func.func
 
 // PTX: .target sm_90a
 // PTX: .extern .shared .align 1024 .b8 moe_dynamic_smem[];
 // PTX: .visible .entry grouped_matmul_bf16_16x64x64_s4_swapab_off64(
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // PTX: .visible .entry grouped_matmul_bf16_64x256x64_s4_off64(
-// The tensor maps are 128-byte grid constants in parameter space, read
-// through their generic addresses (docs/runtime-contract.md); then the
-// memrefs, K, rows_min and rows_max.
-// PTX-NEXT: .param .align 64 .b8 grouped_matmul_bf16_64x256x64_s4_off64_param_0[128],
-// PTX-NEXT: .param .align 64 .b8 grouped_matmul_bf16_64x256x64_s4_off64_param_1[128],
-// PTX-COUNT-12: .param .u64
-// PTX-COUNT-3: .param .u32
-// PTX: .maxntid 128, 1, 1
-// PTX: cvta.param.u64
-// PTX: cvta.param.u64
-// The tile lookup: warp shuffles and a ballot over 32 experts at a time.
-// PTX: shfl.sync.up.b32
-// PTX: vote.sync.ballot.b32
-// PTX: shfl.sync.idx.b32
-// PTX: mbarrier.init.shared.b64
-// PTX: mbarrier.arrive.expect_tx.shared.b64
-// PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// PTX: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// PTX: mbarrier.try_wait.parity.shared.b64
-// Each of the 4 wgmma of a K step leaves up to one step (4 groups) in
-// flight; the accumulators are read after a full drain.
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
-// PTX: wgmma.wait_group.sync.aligned {{[[:space:]]*}}4;
-// PTX: wgmma.wait_group.sync.aligned {{[[:space:]]*}}0;
-// PTX: cvt.rn.bf16.f32
 // PTX: .visible .entry grouped_matmul_bf16_128x256x64_s4_off64(
 // PTX: .maxntid 256, 1, 1
-// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+
+// The PTX of one kernel. The tensor maps are 128-byte grid constants in
+// parameter space, read through their generic addresses
+// (docs/runtime-contract.md); then the memrefs, K, rows_min, rows_max.
+// RUN: awk '/[.]entry /{f = /grouped_matmul_bf16_64x256x64_s4_off64[(]/} f' %t.ptx > %t.k64.ptx
+// RUN: FileCheck %s --check-prefix=K64 --input-file %t.k64.ptx
+// RUN: awk '/[.]entry /{f = /grouped_matmul_bf16_16x64x64_s4_swapab_off64[(]/} f' %t.ptx | FileCheck %s --check-prefix=SWAP
+// K64: .param .align 64 .b8 grouped_matmul_bf16_64x256x64_s4_off64_param_0[128],
+// K64-NEXT: .param .align 64 .b8 grouped_matmul_bf16_64x256x64_s4_off64_param_1[128],
+// K64-COUNT-12: .param .u64
+// K64-COUNT-3: .param .u32
+// K64: .maxntid 128, 1, 1
+// The tile lookup (warp shuffles and a ballot over 32 experts at a time),
+// the TMA pipeline on mbarriers, the drain before the epilogue, bf16 out.
+// K64-DAG: cvta.param.u64
+// K64-DAG: shfl.sync.up.b32
+// K64-DAG: vote.sync.ballot.b32
+// K64-DAG: shfl.sync.idx.b32
+// K64-DAG: mbarrier.init.shared.b64
+// K64-DAG: mbarrier.arrive.expect_tx.shared.b64
+// K64-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// K64-DAG: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// K64-DAG: mbarrier.try_wait.parity.shared.b64
+// K64-DAG: wgmma.wait_group.sync.aligned {{[[:space:]]*}}0;
+// K64-DAG: cvt.rn.bf16.f32
+// Each of the 4 wgmma of a K step leaves up to one step (4 groups) in
+// flight.
+// K64: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// K64: wgmma.commit_group.sync.aligned
+// K64-NEXT: wgmma.wait_group.sync.aligned {{[[:space:]]*}}4;
+// K64-COUNT-3: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// SWAP-COUNT-4: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 func.func @gate_up(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi64>) -> tensor<?x28672xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x4096xbf16>, tensor<8x28672x4096xbf16>, tensor<9xi64>) -> tensor<?x28672xbf16>

@@ -55,7 +55,7 @@ def MoEExtractDeviceCode : Pass<"moe-extract-device-code", "::mlir::ModuleOp"> {
   let summary = "Keep only the device code and its launch manifest";
   let description = [{
     After `--convert-moe-to-nvgpu`, removes everything but the gpu.modules
-    and records, as the module attribute `moe.manifest` (version 1), what a
+    and records, as the module attribute `moe.manifest` (version 2), what a
     runtime needs to launch each compiled op that serialization to a binary
     would otherwise lose: one entry per op carrying `moe.launch` (named
     after its function), with its ABI, static shapes, row limit, offsets

@@ -128,11 +128,11 @@ void ifThen(ImplicitLocOpBuilder &b, Value cond,
   });
 }
 
-
 /// The (expert, token tile) a CTA's slot stands for, and the expert's rows.
 struct TileLookup {
   Value expert; // -1 when the slot is past the last tile
   Value mTile, rowBegin, rowEnd;
+  Value numTiles; // of all eligible experts
 };
 
 /// Tile scheduler: an expert whose row count lies in [rowsMin, rowsMax]
@@ -153,7 +153,9 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value numExperts,
     return arith::ConstantIntOp::create(nb, i32, v);
   };
   auto cmp = [&](ImplicitLocOpBuilder &nb, arith::CmpIPredicate p, Value x,
-                 Value y) -> Value { return arith::CmpIOp::create(nb, p, x, y); };
+                 Value y) -> Value {
+    return arith::CmpIOp::create(nb, p, x, y);
+  };
   auto toI32 = [&](ImplicitLocOpBuilder &nb, Value v) -> Value {
     return arith::IndexCastOp::create(nb, i32, v);
   };
@@ -180,15 +182,15 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value numExperts,
         Value valid = n.lt(e, numExperts);
         Value end = arith::SelectOp::create(
             nb, valid,
-            clampedEnd(nb, arith::MinSIOp::create(nb, n.add(e, n.c(1)),
-                                                  numExperts)),
+            clampedEnd(
+                nb, arith::MinSIOp::create(nb, n.add(e, n.c(1)), numExperts)),
             zero);
         // Inclusive prefix over the warp's lanes with shuffles.
         auto prefix = [&](Value v, auto combine) {
           for (int32_t d = 1; d < 32; d *= 2) {
-            Value up = gpu::ShuffleOp::create(nb, v, d, 32,
-                                              gpu::ShuffleMode::UP)
-                           .getShuffleResult();
+            Value up =
+                gpu::ShuffleOp::create(nb, v, d, 32, gpu::ShuffleMode::UP)
+                    .getShuffleResult();
             v = arith::SelectOp::create(
                 nb, cmp(nb, arith::CmpIPredicate::sge, lane, c32(nb, d)),
                 combine(v, up), v);
@@ -209,9 +211,9 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value numExperts,
             nb, cmp(nb, arith::CmpIPredicate::eq, lane, zero), carryEnd, below);
         Value rows = arith::SubIOp::create(nb, hi, lo);
         Value eligible = arith::AndIOp::create(
-            nb, arith::AndIOp::create(nb, valid,
-                                      cmp(nb, arith::CmpIPredicate::sgt, rows,
-                                          zero)),
+            nb,
+            arith::AndIOp::create(
+                nb, valid, cmp(nb, arith::CmpIPredicate::sgt, rows, zero)),
             arith::AndIOp::create(
                 nb, cmp(nb, arith::CmpIPredicate::sge, rows, min32),
                 cmp(nb, arith::CmpIPredicate::sle, rows, max32)));
@@ -228,11 +230,11 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value numExperts,
         Value ballot = NVVM::VoteSyncOp::create(nb, i32, c32(nb, -1), hit,
                                                 NVVM::VoteSyncKind::ballot);
         Value anyHit = cmp(nb, arith::CmpIPredicate::ne, ballot, zero);
-        Value source = arith::SelectOp::create(
-            nb, anyHit,
-            LLVM::CountTrailingZerosOp::create(nb, ballot,
-                                               nb.getBoolAttr(false)),
-            zero);
+        Value source =
+            arith::SelectOp::create(nb, anyHit,
+                                    LLVM::CountTrailingZerosOp::create(
+                                        nb, ballot, nb.getBoolAttr(false)),
+                                    zero);
         auto from_ = [&](Value v, Value srcLane) -> Value {
           return gpu::ShuffleOp::create(nb, v, srcLane, c32(nb, 32),
                                         gpu::ShuffleMode::IDX)
@@ -245,17 +247,18 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value numExperts,
         };
         Value last = c32(nb, 31);
         scf::YieldOp::create(
-            nb, ValueRange{from_(hi, last), from_(upTo, last),
-                           pick(from_(toI32(nb, e), source), iter[2]),
-                           pick(arith::SubIOp::create(nb, slot32,
-                                                      from_(from, source)),
-                                iter[3]),
-                           pick(from_(lo, source), iter[4]),
-                           pick(from_(hi, source), iter[5])});
+            nb, ValueRange{
+                    from_(hi, last), from_(upTo, last),
+                    pick(from_(toI32(nb, e), source), iter[2]),
+                    pick(arith::SubIOp::create(nb, slot32, from_(from, source)),
+                         iter[3]),
+                    pick(from_(lo, source), iter[4]),
+                    pick(from_(hi, source), iter[5])});
       });
   auto index = [&](Value v) { return m.toIndex(v); };
   return {index(scan.getResult(2)), index(scan.getResult(3)),
-          index(scan.getResult(4)), index(scan.getResult(5))};
+          index(scan.getResult(4)), index(scan.getResult(5)),
+          index(scan.getResult(1))};
 }
 
 } // namespace
@@ -312,47 +315,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
 
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value warpgroup = arith::DivUIOp::create(b, tid, m.c(128));
-  // L2-friendly order: CTAs start in launch order (x fastest), so the
-  // launch index walks groups of kSlotGroup token tiles, all column tiles
-  // of a group before the next, token tiles fastest inside it. A group's
-  // token rows stay in L2 across the column tiles, and the token tiles of
-  // one expert meet each weights tile back to back.
-  Value numSlots = gpu::GridDimOp::create(b, gpu::Dimension::x);
-  Value numColTiles = gpu::GridDimOp::create(b, gpu::Dimension::y);
-  Value launchIndex =
-      m.add(gpu::BlockIdOp::create(b, gpu::Dimension::x),
-            m.mul(gpu::BlockIdOp::create(b, gpu::Dimension::y), numSlots));
-  Value groupSize = m.mul(m.c(kSlotGroup), numColTiles);
-  Value group = arith::DivUIOp::create(b, launchIndex, groupSize);
-  Value inGroup = arith::RemUIOp::create(b, launchIndex, groupSize);
-  Value firstSlot = m.mul(group, m.c(kSlotGroup));
-  Value slotsInGroup =
-      arith::MinUIOp::create(b, m.c(kSlotGroup), m.sub(numSlots, firstSlot));
-  Value slot =
-      m.add(firstSlot, arith::RemUIOp::create(b, inGroup, slotsInGroup));
-  Value nTile = arith::DivUIOp::create(b, inGroup, slotsInGroup);
   Value numExperts =
       m.sub(memref::DimOp::create(b, offsets, m.c(0)).getResult(), m.c(1));
   Value numRows = memref::DimOp::create(b, out, m.c(0));
   Value numCols = memref::DimOp::create(b, out, m.c(1));
-
-  TileLookup found = lookUpTile(b, offsets, numExperts, numRows, slot,
-                                rowsMin, rowsMax, t.tileM, tid);
-  Value expert = found.expert, mTile = found.mTile;
-  Value col0 = m.mul(nTile, m.c(t.tileN));
-  Value hasWork = arith::AndIOp::create(
-      b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, expert, m.c(0)),
-      m.lt(col0, numCols));
-  Block *done = b.createBlock(&func.getBody());
-  gpu::ReturnOp::create(b);
-  Block *compute = b.createBlock(&func.getBody());
-  b.setInsertionPointToEnd(entry);
-  cf::CondBranchOp::create(b, hasWork, compute, done);
-  b.setInsertionPointToStart(compute);
-
-  Value rowBegin = found.rowBegin;
-  Value rowEnd = found.rowEnd;
-  Value row0 = m.add(rowBegin, m.mul(mTile, m.c(t.tileM)));
+  Value numColTiles = m.ceilDiv(numCols, t.tileN);
   Value numK = m.ceilDiv(m.toIndex(kArg), t.tileK);
 
   Value rowsMap = UnrealizedConversionCastOp::create(b, ty.rowsMap, rowsMapPtr)
@@ -379,6 +346,57 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   });
   gpu::BarrierOp::create(b);
 
+  // Persistent CTAs: the token tiles of the eligible experts (counted on
+  // the device) times the column tiles are the work items; CTA c takes
+  // items c, c + gridDim.x, ... A kernel with no eligible expert costs one
+  // lookup per CTA.
+  Value numTiles = lookUpTile(b, offsets, numExperts, numRows, m.c(-1), rowsMin,
+                              rowsMax, t.tileM, tid)
+                       .numTiles;
+  Value numWork = m.mul(numTiles, numColTiles);
+  Value numCTAs = gpu::GridDimOp::create(b, gpu::Dimension::x);
+  Type indexType = b.getIndexType();
+  auto loop = scf::WhileOp::create(
+      b, TypeRange{indexType, indexType},
+      ValueRange{gpu::BlockIdOp::create(b, gpu::Dimension::x), m.c(0)});
+  Location loc0 = b.getLoc();
+  Block *before = b.createBlock(&loop.getBefore(), {},
+                                TypeRange{indexType, indexType}, {loc0, loc0});
+  scf::ConditionOp::create(b, m.lt(before->getArgument(0), numWork),
+                           before->getArguments());
+  Block *after = b.createBlock(&loop.getAfter(), {},
+                               TypeRange{indexType, indexType}, {loc0, loc0});
+  Value work = after->getArgument(0);
+  // Pipeline steps of the tiles this CTA did before: stage and mbarrier
+  // phase continue across tiles.
+  Value stepBase = after->getArgument(1);
+
+  // L2-friendly order: work items run in groups of kSlotGroup token tiles,
+  // all column tiles of a group before the next, token tiles fastest
+  // inside it. A group's token rows stay in L2 across the column tiles,
+  // and the token tiles of one expert meet each weights tile back to back.
+  Value groupSize = m.mul(m.c(kSlotGroup), numColTiles);
+  Value group = arith::DivUIOp::create(b, work, groupSize);
+  Value inGroup = arith::RemUIOp::create(b, work, groupSize);
+  Value firstSlot = m.mul(group, m.c(kSlotGroup));
+  Value slotsInGroup =
+      arith::MinUIOp::create(b, m.c(kSlotGroup), m.sub(numTiles, firstSlot));
+  Value slot =
+      m.add(firstSlot, arith::RemUIOp::create(b, inGroup, slotsInGroup));
+  Value nTile = arith::DivUIOp::create(b, inGroup, slotsInGroup);
+
+  TileLookup found = lookUpTile(b, offsets, numExperts, numRows, slot, rowsMin,
+                                rowsMax, t.tileM, tid);
+  Value expert = found.expert, mTile = found.mTile;
+  Value col0 = m.mul(nTile, m.c(t.tileN));
+  Value rowBegin = found.rowBegin;
+  Value rowEnd = found.rowEnd;
+  Value row0 = m.add(rowBegin, m.mul(mTile, m.c(t.tileM)));
+  auto stageOf = [&](ImplicitLocOpBuilder &nb, Value kStep) -> Value {
+    return arith::RemUIOp::create(nb, IndexMath{nb}.add(stepBase, kStep),
+                                  IndexMath{nb}.c(t.stages));
+  };
+
   // The leader loads K step `kStep` into `stage` (coordinates innermost
   // first: rows (k, row), weights (k, n, expert)).
   auto issueLoad = [&](ImplicitLocOpBuilder &nb, Value stage, Value kStep) {
@@ -400,7 +418,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   for (int64_t s = 0; s < t.stages; ++s) {
     Value issue = arith::AndIOp::create(b, leader, m.lt(m.c(s), numK));
     ifThen(b, issue, [&](ImplicitLocOpBuilder &nb) {
-      issueLoad(nb, IndexMath{nb}.c(s), IndexMath{nb}.c(s));
+      issueLoad(nb, stageOf(nb, IndexMath{nb}.c(s)), IndexMath{nb}.c(s));
     });
   }
 
@@ -410,8 +428,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
       [&](OpBuilder &nested, Location l, Value kStep, ValueRange iter) {
         ImplicitLocOpBuilder nb(l, nested);
         IndexMath n{nb};
-        Value stage = arith::RemSIOp::create(nb, kStep, n.c(t.stages));
-        Value round = arith::DivSIOp::create(nb, kStep, n.c(t.stages));
+        Value stage = stageOf(nb, kStep);
+        Value round =
+            arith::DivUIOp::create(nb, n.add(stepBase, kStep), n.c(t.stages));
         Value parity = arith::IndexCastOp::create(
             nb, nb.getI1Type(), arith::RemSIOp::create(nb, round, n.c(2)));
         nvgpu::MBarrierTryWaitParityOp::create(nb, barriers, parity,
@@ -467,9 +486,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             arith::AndIOp::create(nb, n.lt(n.c(0), kStep),
                                   n.lt(refillStep, numK)));
         ifThen(nb, refill, [&](ImplicitLocOpBuilder &lb) {
-          Value previousStage =
-              arith::RemSIOp::create(lb, previous, IndexMath{lb}.c(t.stages));
-          issueLoad(lb, previousStage, refillStep);
+          issueLoad(lb, stageOf(lb, previous), refillStep);
         });
         scf::YieldOp::create(nb, acc);
       });
@@ -529,6 +546,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     storeRows(m.add(col0, lane), half, 2,
               [&](Value r) { return std::make_pair(lane, r); });
   }
+  // The next tile's loads overwrite the shared memory just read.
+  gpu::BarrierOp::create(b);
+  scf::YieldOp::create(b,
+                       ValueRange{m.add(work, numCTAs), m.add(stepBase, numK)});
+  b.setInsertionPointAfter(loop);
   gpu::ReturnOp::create(b);
   return func;
 }

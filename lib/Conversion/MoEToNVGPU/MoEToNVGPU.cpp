@@ -107,7 +107,7 @@ static DictionaryAttr launchInfo(Builder &b, GroupedMatmulOp op,
   };
   int64_t rows = rowsType.getDimSize(0);
   return b.getDictionaryAttr(
-      {b.getNamedAttr("abi", b.getStringAttr("grouped_matmul.v1")),
+      {b.getNamedAttr("abi", b.getStringAttr("grouped_matmul.v2")),
        b.getNamedAttr("experts",
                       b.getI64IntegerAttr(size(weightsType.getDimSize(0)))),
        b.getNamedAttr("n",

@@ -20,7 +20,7 @@
 using namespace mlir;
 
 /// Bundle layout version; the manifest version it is written from.
-static constexpr int64_t kBundleVersion = 1;
+static constexpr int64_t kBundleVersion = 2;
 
 /// Names travel unquoted on space-separated lines.
 static bool isBundleName(StringRef name) {

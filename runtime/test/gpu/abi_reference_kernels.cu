@@ -1,7 +1,9 @@
-//===- abi_reference_kernels.cu - grouped_matmul.v1 kernels for tests -----===//
+//===- abi_reference_kernels.cu - grouped_matmul.v2 kernels for tests -----===//
 //
-// Simple kernels with exactly the parameters, grid and tile scheduling of
-// kernel ABI grouped_matmul.v1 (docs/runtime-contract.md §3), so that the
+// Simple persistent kernels with exactly the parameters, grid and tile
+// scheduling of kernel ABI grouped_matmul.v2 (docs/runtime-contract.md §3):
+// each CTA takes work items blockIdx.x, blockIdx.x + gridDim.x, ... of the
+// exact list (row tile of an eligible expert x column tile), so that the
 // runtime can be tested on a GPU without the compiler: they read rows and
 // weights only through the two by-value TMA descriptors (a wrong dimension,
 // stride, box or swizzle gives wrong numbers or a trap, never a silent pass),
@@ -68,8 +70,8 @@ groupedMatmul(const CUtensorMap *rowsMap, const CUtensorMap *weightsMap,
   if (offsetsAllocated != offsets || offsetsOffset != 0 || offsetsStride != 1 ||
       outAllocated != out || outOffset != 0 || outStride0 != N ||
       outStride1 != 1 || blockDim.x != kThreads || blockDim.y != 1 ||
-      gridDim.z != 1 || offsetsSize < 2 || M < 1 || K < 8 || rowsMin < 1 ||
-      rowsMin > rowsMax)
+      gridDim.y != 1 || gridDim.z != 1 || offsetsSize < 2 || M < 1 || K < 8 ||
+      rowsMin < 1 || rowsMin > rowsMax)
     __trap();
   const int64_t experts = offsetsSize - 1;
 
@@ -82,81 +84,87 @@ groupedMatmul(const CUtensorMap *rowsMap, const CUtensorMap *weightsMap,
   uint8_t *rowsBox = boxes;
   uint8_t *weightsBox = boxes + TileM * kBoxRowBytes;
 
-  // Which tile of which eligible expert this block computes: the blocks
-  // enumerate the tiles of the experts whose (clamped) row count lies in
-  // [rowsMin, rowsMax], in expert order.
   if (threadIdx.x == 0) {
-    tileExpert = -1;
-    int64_t before = 0;
-    int64_t end = min(max(int64_t(offsets[0]), int64_t(0)), M);
-    for (int64_t e = 0; e < experts; ++e) {
-      int64_t start = end;
-      end = min(max(int64_t(offsets[e + 1]), start), M);
-      int64_t rows = end - start;
-      if (rows < rowsMin || rows > rowsMax)
-        continue;
-      int64_t tiles = (rows + TileM - 1) / TileM;
-      if (blockIdx.x < before + tiles) {
-        tileExpert = e;
-        tileRow0 = start + (blockIdx.x - before) * TileM;
-        tileRowEnd = end;
-        break;
-      }
-      before += tiles;
-    }
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(
         sharedAddress(&barrier)));
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   }
-  __syncthreads();
-  if (tileExpert < 0)
-    return; // more blocks than tiles: the grid is an upper bound
-  const int64_t n0 = int64_t(blockIdx.y) * TileN;
-
+  const int64_t columnTiles = (N + TileN - 1) / TileN;
   const int column = threadIdx.x % TileN;
   const int rowLane = threadIdx.x / TileN; // 0 or 1
-  float accumulators[TileM / 2] = {};
   uint32_t phase = 0;
-  for (int32_t k0 = 0; k0 < K; k0 += kTileK) {
+  for (int64_t item = blockIdx.x;; item += gridDim.x) {
+    // Which tile of which eligible expert this work item is: the row tiles
+    // of the experts whose (clamped) row count lies in [rowsMin, rowsMax], in
+    // expert order, each with every column tile.
     if (threadIdx.x == 0) {
-      uint32_t bytes = (TileM + TileN) * kBoxRowBytes;
-      asm volatile(
-          "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
-              sharedAddress(&barrier)),
-          "r"(bytes)
-          : "memory");
-      asm volatile(
-          "cp.async.bulk.tensor.2d.shared::cluster.global.tile."
-          "mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
-              sharedAddress(rowsBox)),
-          "l"(reinterpret_cast<uint64_t>(rowsMap)), "r"(k0),
-          "r"(int32_t(tileRow0)), "r"(sharedAddress(&barrier))
-          : "memory");
-      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile."
-                   "mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
-                   "[%5];" ::"r"(sharedAddress(weightsBox)),
-                   "l"(reinterpret_cast<uint64_t>(weightsMap)), "r"(k0),
-                   "r"(int32_t(n0)), "r"(int32_t(tileExpert)),
-                   "r"(sharedAddress(&barrier))
-                   : "memory");
+      tileExpert = -1;
+      const int64_t wanted = item / columnTiles;
+      int64_t before = 0;
+      int64_t end = min(max(int64_t(offsets[0]), int64_t(0)), M);
+      for (int64_t e = 0; e < experts; ++e) {
+        int64_t start = end;
+        end = min(max(int64_t(offsets[e + 1]), start), M);
+        int64_t rows = end - start;
+        if (rows < rowsMin || rows > rowsMax)
+          continue;
+        int64_t tiles = (rows + TileM - 1) / TileM;
+        if (wanted < before + tiles) {
+          tileExpert = e;
+          tileRow0 = start + (wanted - before) * TileM;
+          tileRowEnd = end;
+          break;
+        }
+        before += tiles;
+      }
     }
-    waitPhase(&barrier, phase);
-    phase ^= 1;
-    for (int k = 0; k < kTileK; ++k) {
-      float w = swizzled(weightsBox, column, k);
-      for (int i = 0; i < TileM / 2; ++i)
-        accumulators[i] += swizzled(rowsBox, rowLane + 2 * i, k) * w;
+    __syncthreads();
+    if (tileExpert < 0)
+      return; // past the last work item (the grid is one wave at most)
+    const int64_t expert = tileExpert, row0 = tileRow0, rowEnd = tileRowEnd;
+    const int64_t n0 = (item % columnTiles) * TileN;
+
+    float accumulators[TileM / 2] = {};
+    for (int32_t k0 = 0; k0 < K; k0 += kTileK) {
+      if (threadIdx.x == 0) {
+        uint32_t bytes = (TileM + TileN) * kBoxRowBytes;
+        asm volatile(
+            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                sharedAddress(&barrier)),
+            "r"(bytes)
+            : "memory");
+        asm volatile(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile."
+            "mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+                sharedAddress(rowsBox)),
+            "l"(reinterpret_cast<uint64_t>(rowsMap)), "r"(k0),
+            "r"(int32_t(row0)), "r"(sharedAddress(&barrier))
+            : "memory");
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile."
+                     "mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+                     "[%5];" ::"r"(sharedAddress(weightsBox)),
+                     "l"(reinterpret_cast<uint64_t>(weightsMap)), "r"(k0),
+                     "r"(int32_t(n0)), "r"(int32_t(expert)),
+                     "r"(sharedAddress(&barrier))
+                     : "memory");
+      }
+      waitPhase(&barrier, phase);
+      phase ^= 1;
+      for (int k = 0; k < kTileK; ++k) {
+        float w = swizzled(weightsBox, column, k);
+        for (int i = 0; i < TileM / 2; ++i)
+          accumulators[i] += swizzled(rowsBox, rowLane + 2 * i, k) * w;
+      }
+      __syncthreads(); // everyone has read the boxes before they are refilled
     }
-    __syncthreads(); // everyone has read the boxes before they are refilled
-  }
-  int64_t n = n0 + column;
-  if (n >= N)
-    return;
-  for (int i = 0; i < TileM / 2; ++i) {
-    int64_t row = tileRow0 + rowLane + 2 * i;
-    if (row < tileRowEnd)
-      out[row * N + n] = __float2bfloat16(accumulators[i]);
+    int64_t n = n0 + column;
+    if (n < N)
+      for (int i = 0; i < TileM / 2; ++i) {
+        int64_t row = row0 + rowLane + 2 * i;
+        if (row < rowEnd)
+          out[row * N + n] = __float2bfloat16(accumulators[i]);
+      }
   }
 }
 

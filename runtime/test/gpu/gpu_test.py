@@ -3,7 +3,8 @@
 abi_reference_kernels.cu (compiled to a cubin by run.sh) in a bundle written
 here: the driver loaded with dlopen, the primary context retained when none
 is current, TMA descriptors encoded by the runtime and read by the kernels,
-the 17 parameters, grids, rows_min/rows_max selection, dynamic shared memory
+the 17 parameters, persistent grids (one wave of resident CTAs looping over
+the work items), rows_min/rows_max selection, dynamic shared memory
 above 48 KiB, i32 and i64 offsets, torch's current stream, a CUDA-graph
 replay, and errors. Every result is checked against a float32 torch
 reference, with the output poisoned (NaN) first: owned rows must match,
@@ -30,8 +31,8 @@ def kernel_line(entry, symbol, rows_min, rows_max, tile_m, smem):
 
 
 def write_bundle(cubin, path):
-    entry = "entry {} op=moe.grouped_matmul abi=grouped_matmul.v1 experts={} n={} k={} max_rows={} offsets={}\n"
-    text = ("MOEBUNDLE 1\nchip sm_90a\n" + f"image reference {len(cubin)}\n").encode() + cubin + b"\n"
+    entry = "entry {} op=moe.grouped_matmul abi=grouped_matmul.v2 experts={} n={} k={} max_rows={} offsets={}\n"
+    text = ("MOEBUNDLE 2\nchip sm_90a\n" + f"image reference {len(cubin)}\n").encode() + cubin + b"\n"
     text += (
         # Dynamic sizes; the 16-row form for experts of 1..16 rows (only
         # 11264 bytes of shared memory are used; 100000 tests the attribute).
