@@ -57,8 +57,14 @@
 // CHECK: nvgpu.tma.async.load
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvgpu.warpgroup.mma.store
-// CHECK: arith.truncf {{.*}} : f32 to bf16
-// CHECK: memref.store
+// Eight columns per thread: a 32-byte shared-memory load, a 16-byte global
+// store when the row is 16-byte aligned and inside N, else column by column.
+// CHECK: vector.load %{{.*}} {alignment = 32 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>, vector<8xf32>
+// CHECK: arith.truncf {{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK: scf.if
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
+// CHECK: } else {
+// CHECK-COUNT-8: memref.store
 // The next tile's loads reuse the shared memory the epilogue read; the
 // pipeline steps continue where this tile stopped.
 // CHECK: gpu.barrier

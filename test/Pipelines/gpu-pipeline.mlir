@@ -73,7 +73,8 @@
 // K64-DAG: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // K64-DAG: mbarrier.try_wait.parity.shared.b64
 // K64-DAG: wgmma.wait_group.sync.aligned {{[[:space:]]*}}0;
-// K64-DAG: cvt.rn.bf16.f32
+// K64-DAG: cvt.rn.bf16x2.f32
+// K64-DAG: st.global.v4.b32
 // Each of the 4 wgmma of a K step leaves up to one step (4 groups) in
 // flight.
 // K64: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;

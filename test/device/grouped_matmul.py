@@ -51,6 +51,7 @@ def cases():
     yield "decode: 1..16 rows per expert", "e8_n4096_k1024", [1, 2, 4, 8, 16, 0, 3, 7], None
     yield "i64 offsets", "e8_n256_k256_i64", [10, 0, 50, 17, 16, 1, 0, 200], None
     yield "64 experts, skewed, mostly empty", "e64_n512_k256", skewed_counts(rng, 64, 700, 0.2), None
+    yield "N % 8 != 0 (rows not 16-byte aligned)", "e4_n100_k64", [30, 0, 70, 5], None
     # Offsets the caller got wrong: decreasing, negative, past M. The kernel
     # clamps them like the CPU semantics; unowned rows stay untouched.
     yield "malformed offsets (clamped)", "e8_n256_k256", [5, 3, 40, 40, 1000, 20, -7, 60, 2000], 100

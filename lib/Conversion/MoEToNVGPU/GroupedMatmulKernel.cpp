@@ -18,6 +18,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -523,20 +524,56 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           });
     });
   };
-  if (!t.swapAB && threads >= t.tileN) {
-    // Consecutive threads store consecutive columns of a row; the block
-    // covers threads / tileN rows at a time.
-    Value tileCol = arith::RemUIOp::create(b, tid, m.c(t.tileN));
-    Value firstRow = arith::DivUIOp::create(b, tid, m.c(t.tileN));
-    storeRows(m.add(col0, tileCol), firstRow, threads / t.tileN,
-              [&](Value r) { return std::make_pair(r, tileCol); });
-  } else if (!t.swapAB) {
-    // Thread t stores columns t, t + threads, ... of the tile, row by row.
-    for (int64_t base = 0; base < t.tileN; base += threads) {
-      Value tileCol = m.add(tid, m.c(base));
-      storeRows(m.add(col0, tileCol), m.c(0), 1,
-                [&](Value r) { return std::make_pair(r, tileCol); });
-    }
+  if (!t.swapAB) {
+    // Each thread moves 8 consecutive columns (32 bytes of f32 in, 16 of
+    // bf16 out) per row; a warp covers 512 contiguous bytes of a row. Rows
+    // start 16-byte aligned when N % 8 == 0 (the runtime aligns `out`);
+    // otherwise, and at the right edge, columns go one at a time.
+    constexpr int64_t kVector = 8;
+    int64_t chunksPerRow = t.tileN / kVector;
+    Value chunk = arith::RemUIOp::create(b, tid, m.c(chunksPerRow));
+    Value firstRow = arith::DivUIOp::create(b, tid, m.c(chunksPerRow));
+    Value tileCol = m.mul(chunk, m.c(kVector));
+    Value col = m.add(col0, tileCol);
+    Value rowsAligned = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(b, numCols, m.c(kVector)), m.c(0));
+    Value whole = arith::AndIOp::create(
+        b, rowsAligned, m.le(m.add(col, m.c(kVector)), numCols));
+    auto f32Vector = VectorType::get({kVector}, b.getF32Type());
+    auto bf16Vector = VectorType::get({kVector}, b.getBF16Type());
+    scf::ForOp::create(
+        b, firstRow, rowsHere, m.c(threads / chunksPerRow), ValueRange{},
+        [&](OpBuilder &inner, Location l, Value r, ValueRange) {
+          ImplicitLocOpBuilder ib(l, inner);
+          IndexMath i{ib};
+          Value row = i.add(row0, r);
+          Value values = vector::LoadOp::create(ib, f32Vector, outTile,
+                                                ValueRange{r, tileCol}, false,
+                                                llvm::Align(32));
+          Value narrowed = arith::TruncFOp::create(ib, bf16Vector, values);
+          scf::IfOp::create(
+              ib, whole,
+              [&](OpBuilder &thenBuilder, Location tl) {
+                ImplicitLocOpBuilder tb(tl, thenBuilder);
+                vector::StoreOp::create(tb, narrowed, out, ValueRange{row, col},
+                                        /*nontemporal=*/false, llvm::Align(16));
+                scf::YieldOp::create(tb);
+              },
+              [&](OpBuilder &elseBuilder, Location el) {
+                ImplicitLocOpBuilder eb(el, elseBuilder);
+                for (int64_t j = 0; j < kVector; ++j) {
+                  IndexMath e{eb};
+                  Value c = e.add(col, e.c(j));
+                  ifThen(eb, e.lt(c, numCols), [&](ImplicitLocOpBuilder &sb) {
+                    Value v = vector::ExtractOp::create(sb, narrowed, j);
+                    memref::StoreOp::create(sb, v, out, ValueRange{row, c});
+                  });
+                }
+                scf::YieldOp::create(eb);
+              });
+          scf::YieldOp::create(ib);
+        });
   } else {
     // The tile holds out^T: weight row i is output column col0 + i. Threads
     // t and t + 64 share column t % 64 and take alternate token rows, so
