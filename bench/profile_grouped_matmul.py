@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""One grouped GEMM call through the runtime, for a profiler to look at.
+
+    ncu -k regex:grouped_matmul -c 1 --section SpeedOfLight \\
+        python3 bench/profile_grouped_matmul.py [.gpu-artifacts] [entry] [rows per expert]
+
+Runs the entry of bench-default.moebundle (mixtral_gate_up or
+deepseek_gate_up) twice on uniform routing, the first time to load.
+"""
+import os
+import sys
+
+import torch
+
+ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
+ENTRY = sys.argv[2] if len(sys.argv) > 2 else "mixtral_gate_up"
+ROWS = int(sys.argv[3]) if len(sys.argv) > 3 else 2048
+sys.path.insert(0, ARTIFACTS)
+os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
+import moe_runtime  # noqa: E402
+
+bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "bench-default.moebundle"))
+info = bundle.entry(ENTRY)
+E, N, K = info.experts, info.n, info.k
+rows = torch.randn(ROWS * E, K, device="cuda").to(torch.bfloat16)
+weights = (torch.randn(E, N, K, device="cuda") * K ** -0.5).to(torch.bfloat16)
+offsets = torch.arange(E + 1, device="cuda", dtype=torch.int32) * ROWS
+out = torch.empty(ROWS * E, N, device="cuda", dtype=torch.bfloat16)
+for _ in range(2):
+    bundle.grouped_matmul(ENTRY, rows, weights, offsets, out)
+torch.cuda.synchronize()
+print(f"{ENTRY}: {ROWS} rows x {E} experts done")
