@@ -2,7 +2,7 @@
 # GPU tests, run on the H200 through the device tool with `.gpu-artifacts`
 # carried (build it here first: scripts/build-gpu-artifacts.sh). Runs
 # test/device/grouped_matmul.py: every compiled bundle (both swap-AB and
-# normal forms, each alone and split per expert on the device) over 14
+# normal forms, each alone and split per expert on the device) over 15
 # routings, a CUDA-graph replay and the runtime's argument errors, against
 # a float32 torch reference with outputs poisoned first. Prints
 # `N passed, N failed`; exits non-zero on any failure.
