@@ -92,16 +92,20 @@ def run_point(bundles, entry, weights, counts, label, workload):
 
 def main():
     torch.manual_seed(0)
-    # Every bench-<variant>.moebundle runs beside the same peer call.
+    # Every bench-<variant>.moebundle runs beside the same peer call
+    # (MOE_BENCH_BUNDLES="a,b" picks some).
+    picked = os.environ.get("MOE_BENCH_BUNDLES")
     bundles = {f[len("bench-"):-len(".moebundle")]: moe_runtime.Bundle(os.path.join(ARTIFACTS, f))
-               for f in sorted(os.listdir(ARTIFACTS)) if f.startswith("bench-") and f.endswith(".moebundle")}
+               for f in sorted(os.listdir(ARTIFACTS)) if f.startswith("bench-") and f.endswith(".moebundle")
+               and (not picked or f[len("bench-"):-len(".moebundle")] in picked.split(","))}
     only = os.environ.get("MOE_BENCH_ONLY")  # e.g. "mixtral_gate_up"
+    max_rows = int(os.environ.get("MOE_BENCH_MAX_ROWS", "1000000"))  # e.g. 16 for decode only
     points = []
     for entry, (label, E, N, K, topk) in SHAPES.items():
         if only and entry not in only.split(","):
             continue
         weights = (torch.randn(E, N, K, device="cuda") * K ** -0.5).to(torch.bfloat16)
-        for r in UNIFORM_ROWS[entry]:
+        for r in (r for r in UNIFORM_ROWS[entry] if r <= max_rows):
             points += run_point(bundles, entry, weights, [r] * E, label, f"{r} rows x {E} experts")
         for T in ROUTED_T:
             logits = torch.randn(T, E, device="cuda")
