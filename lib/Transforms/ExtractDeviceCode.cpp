@@ -14,9 +14,6 @@ namespace mlir::moe {
 
 using namespace mlir;
 
-/// Version of the manifest and bundle layout in docs/runtime-contract.md.
-static constexpr int64_t kManifestVersion = 2;
-
 namespace {
 struct MoEExtractDeviceCodePass
     : moe::impl::MoEExtractDeviceCodeBase<MoEExtractDeviceCodePass> {
@@ -51,7 +48,8 @@ struct MoEExtractDeviceCodePass
     module->setAttr(
         "moe.manifest",
         b.getDictionaryAttr(
-            {b.getNamedAttr("version", b.getI64IntegerAttr(kManifestVersion)),
+            {b.getNamedAttr("version",
+                            b.getI64IntegerAttr(moe::kRuntimeContractVersion)),
              b.getNamedAttr("entries", b.getArrayAttr(entries))}));
   }
 

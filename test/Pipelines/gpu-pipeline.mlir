@@ -35,7 +35,7 @@
 // ROWS: error: moe-swap-ab: 'max-rows' must be in [0, 64], got 100
 // BOGUS: no such option bogus
 // MANIFEST: moe.manifest = {entries = [{abi = "grouped_matmul.v2",
-// MANIFEST-SAME: name = "grouped_matmul_bf16_16x64x64_s4_swapab_off64", op = "moe.grouped_matmul", rows_max = 16 : i64, rows_min = 1 : i64, swap_ab = true
+// MANIFEST-SAME: name = "grouped_matmul_bf16_16x64x64_s4_swapab_off64", rows_max = 16 : i64, rows_min = 1 : i64, swap_ab = true
 // MANIFEST-SAME: dynamic_shared_bytes = 163840 : i64, {{.*}}name = "grouped_matmul_bf16_64x256x64_s4_off64", {{.*}}rows_max = 64 : i64, rows_min = 17
 // MANIFEST-SAME: dynamic_shared_bytes = 196608 : i64, {{.*}}name = "grouped_matmul_bf16_128x256x64_s4_off64", {{.*}}rows_max = 2147483647 : i64, rows_min = 65 : i64, {{.*}}threads = 256
 // MANIFEST-SAME: name = "gate_up"

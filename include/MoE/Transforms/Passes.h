@@ -24,6 +24,9 @@ inline constexpr llvm::StringLiteral kSwapABOnlyAttr = "moe.swap_ab_only";
 /// built kernels for: ABI, shapes and kernels with their row ranges; it becomes
 /// an entry of the `moe.manifest` (docs/runtime-contract.md).
 inline constexpr llvm::StringLiteral kLaunchAttr = "moe.launch";
+/// Version of docs/runtime-contract.md that `moe.manifest` and the
+/// `.moebundle` written from it follow.
+inline constexpr int64_t kRuntimeContractVersion = 2;
 
 /// Patterns that rewrite fused moe ops (`moe.expert_mlp`) into basic ones.
 void populateExpandFusedOpsPatterns(RewritePatternSet &patterns);

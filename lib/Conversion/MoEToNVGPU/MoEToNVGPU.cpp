@@ -84,8 +84,6 @@ static gpu::GPUFuncOp getOrBuildKernel(OpBuilder &builder,
     return func;
   gpu::GPUFuncOp func =
       buildGroupedMatmulKernel(builder, loc, kernels, tile, offsetType);
-  func->setAttr("moe.op",
-                builder.getStringAttr(GroupedMatmulOp::getOperationName()));
   func->setAttr("moe.dynamic_shared_bytes",
                 builder.getI64IntegerAttr(tile.dynamicSharedBytes()));
   func->setAttr("moe.tile",

@@ -8,6 +8,7 @@
 
 #include "MoE/Target/Bundle.h"
 #include "MoE/Dialect/MoEDialect.h"
+#include "MoE/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -19,8 +20,8 @@
 
 using namespace mlir;
 
-/// Bundle layout version; the manifest version it is written from.
-static constexpr int64_t kBundleVersion = 2;
+/// The bundle layout follows the manifest's contract version.
+static constexpr int64_t kBundleVersion = moe::kRuntimeContractVersion;
 
 /// Names travel unquoted on space-separated lines.
 static bool isBundleName(StringRef name) {
