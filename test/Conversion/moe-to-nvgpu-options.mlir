@@ -18,20 +18,24 @@
 // TILEK: error: convert-moe-to-nvgpu: tile-k must be 64, got 32
 // PARSE: for the --stages option: 'x' value invalid for long argument!
 // ROWS: error: convert-moe-to-nvgpu: without swap-ab the tile must be 64 or 128 rows x 128 or 256 columns x 64, got 96x256x64
-// FOUR: moe.dynamic_shared_bytes = 163840
+// FOUR: moe.dynamic_shared_bytes = 172032
 // FOUR-COUNT-4: nvgpu.mbarrier.init
 // A 128-row tile: two warpgroups (256 threads) share each weights tile and
 // multiply 64 token rows each; 4 stages of (128 + 256) x 64 bf16.
 // TWO-WG: gpu.func @grouped_matmul_bf16_128x256x64_s4_off32
 // TWO-WG-SAME: known_block_size = array<i32: 256, 1, 1>
-// TWO-WG-SAME: moe.dynamic_shared_bytes = 196608
+// TWO-WG-SAME: moe.dynamic_shared_bytes = 212992
 // TWO-WG: nvgpu.tma.async.load {{.*}} : <tensor = memref<128x64xbf16, #gpu.address_space<workgroup>>
 // TWO-WG: arith.muli %{{.*}}, %c8192
 // TWO-WG-COUNT-4: nvgpu.warpgroup.mma {{.*}} : <tensor = memref<64x16xbf16, #gpu.address_space<workgroup>>>, <tensor = memref<16x256xbf16, #gpu.address_space<workgroup>>>, <fragmented = vector<64x256xf32>>
-// Both warpgroups store through one 64-row view at the tile start (the
-// lowering offsets warpgroup g by 64 g rows).
-// TWO-WG: %[[EPI:.*]] = memref.view %{{.*}}[%c0{{.*}}][] : memref<196608xi8, #gpu.address_space<workgroup>> to memref<64x256xf32, #gpu.address_space<workgroup>>
-// TWO-WG-NEXT: nvgpu.warpgroup.mma.store %{{.*}}, %[[EPI]]
+// The epilogue leaves the stage buffers to the next tile's loads: each
+// warpgroup stages its accumulator fragment as bf16 in a 64x64 tile of its
+// own past the 4 stages, four column chunks, synchronised on named barriers.
+// TWO-WG: builtin.unrealized_conversion_cast %{{.*}} : !nvgpu.warpgroup.accumulator<fragmented = vector<64x256xf32>> to !llvm.struct<(struct<(f32,
+// TWO-WG: memref.view %{{.*}} : memref<212992xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+// TWO-WG-COUNT-16: vector.store %{{.*}} {alignment = 4 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// TWO-WG: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// TWO-WG-NOT: nvgpu.warpgroup.mma.store
 func.func @gm(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>

@@ -14,7 +14,7 @@
 // moe-finalize-kernel-abi ran), offsets, out, K, rows_min, rows_max.
 // CHECK: gpu.func @grouped_matmul_bf16_64x128x64_s2_off64(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %[[MIN:.*]]: i32, %[[MAX:.*]]: i32) kernel
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
-// CHECK-SAME: moe.dynamic_shared_bytes = 49152
+// CHECK-SAME: moe.dynamic_shared_bytes = 57344
 // CHECK-SAME: moe.swap_ab = false
 // CHECK-SAME: moe.tensor_map_args = array<i64: 0, 1>
 // CHECK-SAME: moe.tile = array<i64: 64, 128, 64, 2>
@@ -41,6 +41,11 @@
 // tiles) in an L2-friendly order (groups of 8 token tiles, all column
 // tiles of a group before the next), each looked up as above.
 // CHECK: gpu.grid_dim x
+// The first item is looked up and its first stages loaded before the
+// loop; each iteration looks up the next item while its own loads fly.
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
+// CHECK: nvvm.vote.sync  ballot
+// CHECK-COUNT-2: nvgpu.mbarrier.arrive.expect_tx
 // CHECK: scf.while
 // CHECK: arith.cmpi slt
 // CHECK: scf.condition
@@ -48,26 +53,28 @@
 // CHECK: arith.remui
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
 // CHECK: nvvm.vote.sync  ballot
-// Prologue: one TMA load pair per stage.
-// CHECK-COUNT-2: nvgpu.mbarrier.arrive.expect_tx
 // CHECK: nvgpu.mbarrier.try_wait.parity
 // CHECK-COUNT-4: nvgpu.warpgroup.mma {{.*}} {waitGroup = 4 : i64} : {{.*}} -> <fragmented = vector<64x128xf32>>
 // The previous step's stage is refilled while this step's wgmma run.
 // CHECK: gpu.barrier
 // CHECK: nvgpu.tma.async.load
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK: nvgpu.warpgroup.mma.store
-// Eight columns per thread: a 32-byte shared-memory load, a 16-byte global
-// store when the row is 16-byte aligned and inside N, else column by column.
-// CHECK: vector.load %{{.*}} {alignment = 32 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>, vector<8xf32>
-// CHECK: arith.truncf {{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK: gpu.barrier
+// The stages are free: the next item's first loads go out before the
+// epilogue, which stages bf16 pairs of the accumulator fragment in a 64x64
+// tile of shared memory past the stages and stores 16-byte row chunks.
+// CHECK-COUNT-2: nvgpu.mbarrier.arrive.expect_tx
+// CHECK: builtin.unrealized_conversion_cast %{{.*}} : !nvgpu.warpgroup.accumulator<fragmented = vector<64x128xf32>> to !llvm.struct<(struct<(f32,
+// CHECK: memref.view %{{.*}} : memref<57344xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-16: vector.store %{{.*}} {alignment = 4 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: scf.if
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
 // CHECK: } else {
 // CHECK-COUNT-8: memref.store
-// The next tile's loads reuse the shared memory the epilogue read; the
-// pipeline steps continue where this tile stopped.
-// CHECK: gpu.barrier
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// The pipeline steps continue where this tile stopped.
 // CHECK: scf.yield
 // CHECK: gpu.return
 // CHECK-NOT: gpu.func

@@ -26,12 +26,19 @@
 using namespace mlir;
 using namespace mlir::moe;
 
-/// Shared memory holds `stages` (rows tile, weights tile) pairs; the
-/// epilogue reuses it for the f32 output tile.
+/// Columns of the bf16 staging tile each warpgroup's epilogue goes through.
+static constexpr int64_t kStagingColumns = 64;
+static constexpr int64_t kStagingBytes = 64 * kStagingColumns * 2;
+
+/// Shared memory holds `stages` (rows tile, weights tile) pairs and, for
+/// the normal form, a bf16 staging tile per warpgroup, so the next tile's
+/// loads can overlap the epilogue. Swap-AB's epilogue reuses the stages for
+/// its small f32 tile instead (more resident CTAs for decode).
 int64_t GroupedMatmulTile::dynamicSharedBytes() const {
   int64_t stageBytes = (tileM + tileN) * tileK * 2;
-  return std::max(stages * stageBytes,
-                  64 * warpgroups() * accumulatorColumns() * 4);
+  if (swapAB)
+    return std::max(stages * stageBytes, 64 * accumulatorColumns() * 4);
+  return stages * stageBytes + warpgroups() * kStagingBytes;
 }
 
 std::string GroupedMatmulTile::kernelName(Type offsetType) const {
@@ -51,7 +58,7 @@ struct KernelTypes {
   gpu::AddressSpaceAttr smem;
   nvgpu::TensorMapDescriptorType rowsMap, weightsMap;
   MemRefType rowsTile, rowsSliceTile, weightsLoadTile, weightsTile, outTile,
-      outTiles, sharedBytes;
+      stagingTile, sharedBytes;
   nvgpu::MBarrierGroupType barriers;
   nvgpu::WarpgroupAccumulatorType accumulator;
   nvgpu::WarpgroupMatrixDescriptorType mmaADesc, mmaBDesc;
@@ -67,7 +74,7 @@ struct KernelTypes {
     weightsTile = shared({t.tileN, t.tileK}, bf16);
     int64_t accColumns = t.accumulatorColumns();
     outTile = shared({64, accColumns}, f32);
-    outTiles = shared({64 * t.warpgroups(), accColumns}, f32);
+    stagingTile = shared({64, kStagingColumns}, bf16);
     rowsSliceTile = shared({64, t.tileK}, bf16);
     sharedBytes = shared({t.dynamicSharedBytes()}, IntegerType::get(ctx, 8));
     auto tensorMap = [&](MemRefType box) {
@@ -127,6 +134,11 @@ void ifThen(ImplicitLocOpBuilder &b, Value cond,
     scf::YieldOp::create(nb);
   });
 }
+
+/// A work item: an output tile of one expert.
+struct WorkItem {
+  Value expert, row0, rowEnd, col0;
+};
 
 /// The (expert, token tile) a CTA's slot stands for, and the expert's rows.
 struct TileLookup {
@@ -355,51 +367,39 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                        .numTiles;
   Value numWork = m.mul(numTiles, numColTiles);
   Value numCTAs = gpu::GridDimOp::create(b, gpu::Dimension::x);
-  Type indexType = b.getIndexType();
-  auto loop = scf::WhileOp::create(
-      b, TypeRange{indexType, indexType},
-      ValueRange{gpu::BlockIdOp::create(b, gpu::Dimension::x), m.c(0)});
-  Location loc0 = b.getLoc();
-  Block *before = b.createBlock(&loop.getBefore(), {},
-                                TypeRange{indexType, indexType}, {loc0, loc0});
-  scf::ConditionOp::create(b, m.lt(before->getArgument(0), numWork),
-                           before->getArguments());
-  Block *after = b.createBlock(&loop.getAfter(), {},
-                               TypeRange{indexType, indexType}, {loc0, loc0});
-  Value work = after->getArgument(0);
-  // Pipeline steps of the tiles this CTA did before: stage and mbarrier
-  // phase continue across tiles.
-  Value stepBase = after->getArgument(1);
 
-  // L2-friendly order: work items run in groups of kSlotGroup token tiles,
-  // all column tiles of a group before the next, token tiles fastest
-  // inside it. A group's token rows stay in L2 across the column tiles,
-  // and the token tiles of one expert meet each weights tile back to back.
-  Value groupSize = m.mul(m.c(kSlotGroup), numColTiles);
-  Value group = arith::DivUIOp::create(b, work, groupSize);
-  Value inGroup = arith::RemUIOp::create(b, work, groupSize);
-  Value firstSlot = m.mul(group, m.c(kSlotGroup));
-  Value slotsInGroup =
-      arith::MinUIOp::create(b, m.c(kSlotGroup), m.sub(numTiles, firstSlot));
-  Value slot =
-      m.add(firstSlot, arith::RemUIOp::create(b, inGroup, slotsInGroup));
-  Value nTile = arith::DivUIOp::create(b, inGroup, slotsInGroup);
-
-  TileLookup found = lookUpTile(b, offsets, numExperts, numRows, slot, rowsMin,
-                                rowsMax, t.tileM, tid);
-  Value expert = found.expert, mTile = found.mTile;
-  Value col0 = m.mul(nTile, m.c(t.tileN));
-  Value rowBegin = found.rowBegin;
-  Value rowEnd = found.rowEnd;
-  Value row0 = m.add(rowBegin, m.mul(mTile, m.c(t.tileM)));
-  auto stageOf = [&](ImplicitLocOpBuilder &nb, Value kStep) -> Value {
-    return arith::RemUIOp::create(nb, IndexMath{nb}.add(stepBase, kStep),
-                                  IndexMath{nb}.c(t.stages));
+  // Where a work item lies. L2-friendly order: work items run in groups of
+  // kSlotGroup token tiles, all column tiles of a group before the next,
+  // token tiles fastest inside it. A group's token rows stay in L2 across
+  // the column tiles, and the token tiles of one expert meet each weights
+  // tile back to back. Items past the last describe the last (never run).
+  auto describe = [&](ImplicitLocOpBuilder &nb, Value work) -> WorkItem {
+    IndexMath n{nb};
+    work = arith::MinSIOp::create(nb, work, n.sub(numWork, n.c(1)));
+    work = arith::MaxSIOp::create(nb, work, n.c(0));
+    Value groupSize = n.mul(n.c(kSlotGroup), numColTiles);
+    Value group = arith::DivUIOp::create(nb, work, groupSize);
+    Value inGroup = arith::RemUIOp::create(nb, work, groupSize);
+    Value firstSlot = n.mul(group, n.c(kSlotGroup));
+    // At least 1: no division by zero when there is no work at all.
+    Value slotsInGroup = arith::MaxSIOp::create(
+        nb,
+        arith::MinSIOp::create(nb, n.c(kSlotGroup), n.sub(numTiles, firstSlot)),
+        n.c(1));
+    Value slot =
+        n.add(firstSlot, arith::RemUIOp::create(nb, inGroup, slotsInGroup));
+    Value nTile = arith::DivUIOp::create(nb, inGroup, slotsInGroup);
+    TileLookup found = lookUpTile(nb, offsets, numExperts, numRows, slot,
+                                  rowsMin, rowsMax, t.tileM, tid);
+    return {found.expert,
+            n.add(found.rowBegin, n.mul(found.mTile, n.c(t.tileM))),
+            found.rowEnd, n.mul(nTile, n.c(t.tileN))};
   };
 
-  // The leader loads K step `kStep` into `stage` (coordinates innermost
-  // first: rows (k, row), weights (k, n, expert)).
-  auto issueLoad = [&](ImplicitLocOpBuilder &nb, Value stage, Value kStep) {
+  // The leader loads K step `kStep` of `w` into `stage` (coordinates
+  // innermost first: rows (k, row), weights (k, n, expert)).
+  auto issueLoad = [&](ImplicitLocOpBuilder &nb, const WorkItem &w, Value stage,
+                       Value kStep) {
     IndexMath n{nb};
     Value base = n.mul(stage, n.c(stageBytes));
     Value rowsDst = n.view(smem, base, ty.rowsTile);
@@ -409,18 +409,54 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     nvgpu::MBarrierArriveExpectTxOp::create(nb, barriers, n.c(stageBytes),
                                             stage, Value());
     nvgpu::TmaAsyncLoadOp::create(nb, rowsDst, barriers, rowsMap,
-                                  ValueRange{k0, row0}, stage, Value(),
+                                  ValueRange{k0, w.row0}, stage, Value(),
                                   Value());
     nvgpu::TmaAsyncLoadOp::create(nb, weightsDst, barriers, weightsMap,
-                                  ValueRange{k0, col0, expert}, stage, Value(),
-                                  Value());
+                                  ValueRange{k0, w.col0, w.expert}, stage,
+                                  Value(), Value());
   };
-  for (int64_t s = 0; s < t.stages; ++s) {
-    Value issue = arith::AndIOp::create(b, leader, m.lt(m.c(s), numK));
-    ifThen(b, issue, [&](ImplicitLocOpBuilder &nb) {
-      issueLoad(nb, stageOf(nb, IndexMath{nb}.c(s)), IndexMath{nb}.c(s));
-    });
-  }
+  auto stageOf = [&](ImplicitLocOpBuilder &nb, Value step) -> Value {
+    return arith::RemUIOp::create(nb, step, IndexMath{nb}.c(t.stages));
+  };
+  // The first `stages` K steps of `w`, pipeline steps from `stepBase` on.
+  auto issuePrologue = [&](ImplicitLocOpBuilder &nb, const WorkItem &w,
+                           Value stepBase, Value active) {
+    for (int64_t s = 0; s < t.stages; ++s) {
+      IndexMath n{nb};
+      Value issue = arith::AndIOp::create(
+          nb, arith::AndIOp::create(nb, leader, active), n.lt(n.c(s), numK));
+      ifThen(nb, issue, [&](ImplicitLocOpBuilder &ib) {
+        IndexMath i{ib};
+        issueLoad(ib, w, stageOf(ib, i.add(stepBase, i.c(s))), i.c(s));
+      });
+    }
+  };
+
+  Value firstWork = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  WorkItem first = describe(b, firstWork);
+  issuePrologue(b, first, m.c(0), m.lt(firstWork, numWork));
+
+  Type indexType = b.getIndexType();
+  SmallVector<Type> carried(6, indexType);
+  SmallVector<Value> initial{firstWork,  m.c(0),       first.expert,
+                             first.row0, first.rowEnd, first.col0};
+  auto loop = scf::WhileOp::create(b, carried, initial);
+  Location loc0 = b.getLoc();
+  SmallVector<Location> locs(carried.size(), loc0);
+  Block *before = b.createBlock(&loop.getBefore(), {}, carried, locs);
+  scf::ConditionOp::create(b, m.lt(before->getArgument(0), numWork),
+                           before->getArguments());
+  Block *after = b.createBlock(&loop.getAfter(), {}, carried, locs);
+  Value work = after->getArgument(0);
+  // Pipeline steps of the tiles this CTA did before: stage and mbarrier
+  // phase continue across tiles.
+  Value stepBase = after->getArgument(1);
+  WorkItem current{after->getArgument(2), after->getArgument(3),
+                   after->getArgument(4), after->getArgument(5)};
+  // The next item is looked up while this one's first loads are in flight.
+  Value nextWork = m.add(work, numCTAs);
+  WorkItem next = describe(b, nextWork);
+  Value row0 = current.row0, col0 = current.col0;
 
   Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, ty.accumulator);
   auto mainLoop = scf::ForOp::create(
@@ -428,9 +464,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
       [&](OpBuilder &nested, Location l, Value kStep, ValueRange iter) {
         ImplicitLocOpBuilder nb(l, nested);
         IndexMath n{nb};
-        Value stage = stageOf(nb, kStep);
-        Value round =
-            arith::DivUIOp::create(nb, n.add(stepBase, kStep), n.c(t.stages));
+        Value step = n.add(stepBase, kStep);
+        Value stage = stageOf(nb, step);
+        Value round = arith::DivUIOp::create(nb, step, n.c(t.stages));
         Value parity = arith::IndexCastOp::create(
             nb, nb.getI1Type(), arith::RemSIOp::create(nb, round, n.c(2)));
         nvgpu::MBarrierTryWaitParityOp::create(nb, barriers, parity,
@@ -486,106 +522,166 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             arith::AndIOp::create(nb, n.lt(n.c(0), kStep),
                                   n.lt(refillStep, numK)));
         ifThen(nb, refill, [&](ImplicitLocOpBuilder &lb) {
-          issueLoad(lb, stageOf(lb, previous), refillStep);
+          issueLoad(lb, current,
+                    stageOf(lb, IndexMath{lb}.add(stepBase, previous)),
+                    refillStep);
         });
         scf::YieldOp::create(nb, acc);
       });
   NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(0));
   gpu::BarrierOp::create(b);
+  Value nextStepBase = m.add(stepBase, numK);
+  Value nextActive = m.lt(nextWork, numWork);
+  Value rowsHere =
+      arith::MinSIOp::create(b, m.sub(current.rowEnd, row0), m.c(t.tileM));
 
-  // Epilogue: accumulators -> shared f32 tile -> bf16 rows of this expert.
-  // nvgpu.warpgroup.mma.store puts warp w's rows at 16 w (w counted in the
-  // block, not the warpgroup), so every warpgroup stores through the same
-  // 64-row view at 0 and warpgroup g lands on rows [64 g, 64 g + 64) of the
-  // tile (docs/hopper-notes.md, pitfall 10).
-  nvgpu::WarpgroupMmaStoreOp::create(b, mainLoop.getResult(0),
-                                     m.view(smem, m.c(0), ty.outTile));
-  gpu::BarrierOp::create(b);
-  Value outTile = m.view(smem, m.c(0), ty.outTiles);
-  Value rowsHere = arith::MinSIOp::create(b, m.sub(rowEnd, row0), m.c(t.tileM));
-  // Writes out[row0 + r, col] = outTile[tileRow, tileCol] for rows r in
-  // [firstRow, rowsHere) stepping by rowStep, if col < N. Row indices are
-  // `index` (64-bit): no 2^31 overflow for big M*N.
-  auto storeRows = [&](Value col, Value firstRow, int64_t rowStep,
-                       function_ref<std::pair<Value, Value>(Value)> tileAt) {
+  // Stores 8 bf16 values at out[row, col ..): one 16-byte store when rows
+  // are 16-byte aligned (N % 8 == 0; the runtime aligns `out`) and all 8
+  // columns exist, else column by column below N. Rows are `index`
+  // (64-bit): no 2^31 overflow for big M * N.
+  constexpr int64_t kVector = 8;
+  Value rowsAligned = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, numCols, m.c(kVector)), m.c(0));
+  auto storeVector = [&](ImplicitLocOpBuilder &nb, Value values, Value row,
+                         Value col) {
+    IndexMath n{nb};
+    Value whole = arith::AndIOp::create(
+        nb, rowsAligned, n.le(n.add(col, n.c(kVector)), numCols));
+    scf::IfOp::create(
+        nb, whole,
+        [&](OpBuilder &thenBuilder, Location tl) {
+          ImplicitLocOpBuilder tb(tl, thenBuilder);
+          vector::StoreOp::create(tb, values, out, ValueRange{row, col},
+                                  /*nontemporal=*/false, llvm::Align(16));
+          scf::YieldOp::create(tb);
+        },
+        [&](OpBuilder &elseBuilder, Location el) {
+          ImplicitLocOpBuilder eb(el, elseBuilder);
+          for (int64_t j = 0; j < kVector; ++j) {
+            IndexMath e{eb};
+            Value c = e.add(col, e.c(j));
+            ifThen(eb, e.lt(c, numCols), [&](ImplicitLocOpBuilder &sb) {
+              Value v = vector::ExtractOp::create(sb, values, j);
+              memref::StoreOp::create(sb, v, out, ValueRange{row, c});
+            });
+          }
+          scf::YieldOp::create(eb);
+        });
+  };
+
+  if (!t.swapAB) {
+    // The stage buffers are free: the next item's first loads overlap this
+    // epilogue.
+    issuePrologue(b, next, nextStepBase, nextActive);
+    // Epilogue: accumulator registers -> a 64 x 64 bf16 staging tile per
+    // warpgroup -> 16-byte stores of the rows of this expert. Its 16-byte
+    // chunks are XOR-swizzled by row so that neither side conflicts on
+    // banks. The wgmma D fragment: lane l of the warpgroup's warp w holds
+    // rows l / 4 + 16 w + 8 i, columns 8 j + 2 (l % 4) + {0, 1} as
+    // elements 4 j + 2 i + {0, 1} of the struct the accumulator lowers to.
+    int64_t accColumns = t.accumulatorColumns();
+    Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
+    auto fragment = LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(accColumns / 2, f32));
+    Value regs = UnrealizedConversionCastOp::create(
+                     b, LLVM::LLVMStructType::getLiteral(ctx, {fragment}),
+                     mainLoop.getResult(0))
+                     .getResult(0);
+    Value lane = arith::RemUIOp::create(b, tid, m.c(32));
+    Value quad = arith::DivUIOp::create(b, lane, m.c(4));
+    Value warpInGroup = arith::RemUIOp::create(
+        b, arith::DivUIOp::create(b, tid, m.c(32)), m.c(4));
+    Value fragRow = m.add(quad, m.mul(warpInGroup, m.c(16)));
+    Value fragCol = m.mul(arith::RemUIOp::create(b, lane, m.c(4)), m.c(2));
+    Value groupTid = arith::RemUIOp::create(b, tid, m.c(128));
+    Value staging = m.view(
+        smem,
+        m.add(m.c(t.stages * stageBytes), m.mul(warpgroup, m.c(kStagingBytes))),
+        ty.stagingTile);
+    Value barrierId =
+        arith::IndexCastOp::create(b, i32, m.add(warpgroup, m.c(1)));
+    Value groupThreads = arith::ConstantIntOp::create(b, i32, 128);
+    auto syncWarpgroup = [&]() {
+      NVVM::BarrierOp::create(b, Type(), barrierId, groupThreads,
+                              NVVM::BarrierReductionAttr(), Value());
+    };
+    // Readers: 8 threads per 128-byte row, 16 rows per pass.
+    Value readRow = arith::DivUIOp::create(b, groupTid, m.c(8));
+    Value readChunk = arith::RemUIOp::create(b, groupTid, m.c(8));
+    Value readPhysical = arith::XOrIOp::create(
+        b, readChunk, arith::RemUIOp::create(b, readRow, m.c(8)));
+    Value groupRow0 = m.mul(warpgroup, m.c(64));
+    auto pairType = VectorType::get({2}, bf16);
+    auto chunkType = VectorType::get({kVector}, bf16);
+    for (int64_t c = 0; c < accColumns / kStagingColumns; ++c) {
+      for (int64_t j = 0; j < kStagingColumns / 8; ++j) {
+        // Row % 8 is quad for both i: one swizzled chunk per j.
+        Value chunk = arith::XOrIOp::create(b, quad, m.c(j));
+        Value col = m.add(m.mul(chunk, m.c(8)), fragCol);
+        for (int64_t i = 0; i < 2; ++i) {
+          int64_t e = 4 * (c * (kStagingColumns / 8) + j) + 2 * i;
+          auto narrow = [&](int64_t at) -> Value {
+            Value v =
+                LLVM::ExtractValueOp::create(b, regs, ArrayRef<int64_t>{0, at});
+            return arith::TruncFOp::create(b, bf16, v);
+          };
+          Value pair = vector::FromElementsOp::create(
+              b, pairType, ValueRange{narrow(e), narrow(e + 1)});
+          vector::StoreOp::create(b, pair, staging,
+                                  ValueRange{m.add(fragRow, m.c(8 * i)), col},
+                                  /*nontemporal=*/false, llvm::Align(4));
+        }
+      }
+      syncWarpgroup();
+      for (int64_t pass = 0; pass < 64 / 16; ++pass) {
+        Value r = m.add(readRow, m.c(16 * pass));
+        Value values = vector::LoadOp::create(
+            b, chunkType, staging, ValueRange{r, m.mul(readPhysical, m.c(8))},
+            /*nontemporal=*/false, llvm::Align(16));
+        Value tileRow = m.add(groupRow0, r);
+        ifThen(b, m.lt(tileRow, rowsHere), [&](ImplicitLocOpBuilder &nb) {
+          IndexMath n{nb};
+          storeVector(nb, values, n.add(row0, tileRow),
+                      n.add(col0, n.add(n.c(c * kStagingColumns),
+                                        n.mul(readChunk, n.c(8)))));
+        });
+      }
+      // The next chunk overwrites the staging tile just read.
+      syncWarpgroup();
+    }
+  } else {
+    // Epilogue through the stage buffers: accumulators -> shared f32 tile
+    // (out^T: weight row i is output column col0 + i) -> bf16 rows of this
+    // expert. Threads t and t + 64 share column t % 64 and take alternate
+    // token rows, so each row's 64 columns are stored by 64 consecutive
+    // threads.
+    nvgpu::WarpgroupMmaStoreOp::create(b, mainLoop.getResult(0),
+                                       m.view(smem, m.c(0), ty.outTile));
+    gpu::BarrierOp::create(b);
+    Value outTile = m.view(smem, m.c(0), ty.outTile);
+    Value lane = arith::RemUIOp::create(b, tid, m.c(64));
+    Value half = arith::DivUIOp::create(b, tid, m.c(64));
+    Value col = m.add(col0, lane);
     ifThen(b, m.lt(col, numCols), [&](ImplicitLocOpBuilder &nb) {
       scf::ForOp::create(
-          nb, firstRow, rowsHere, IndexMath{nb}.c(rowStep), ValueRange{},
+          nb, half, rowsHere, IndexMath{nb}.c(2), ValueRange{},
           [&](OpBuilder &inner, Location l, Value r, ValueRange) {
             ImplicitLocOpBuilder ib(l, inner);
             IndexMath i{ib};
-            auto [tileRow, tileCol] = tileAt(r);
-            Value v = i.load(outTile, ValueRange{tileRow, tileCol});
+            Value v = i.load(outTile, ValueRange{lane, r});
             Value narrowed = arith::TruncFOp::create(ib, ib.getBF16Type(), v);
             memref::StoreOp::create(ib, narrowed, out,
                                     ValueRange{i.add(row0, r), col});
             scf::YieldOp::create(ib);
           });
     });
-  };
-  if (!t.swapAB) {
-    // Each thread moves 8 consecutive columns (32 bytes of f32 in, 16 of
-    // bf16 out) per row; a warp covers 512 contiguous bytes of a row. Rows
-    // start 16-byte aligned when N % 8 == 0 (the runtime aligns `out`);
-    // otherwise, and at the right edge, columns go one at a time.
-    constexpr int64_t kVector = 8;
-    int64_t chunksPerRow = t.tileN / kVector;
-    Value chunk = arith::RemUIOp::create(b, tid, m.c(chunksPerRow));
-    Value firstRow = arith::DivUIOp::create(b, tid, m.c(chunksPerRow));
-    Value tileCol = m.mul(chunk, m.c(kVector));
-    Value col = m.add(col0, tileCol);
-    Value rowsAligned = arith::CmpIOp::create(
-        b, arith::CmpIPredicate::eq,
-        arith::RemUIOp::create(b, numCols, m.c(kVector)), m.c(0));
-    Value whole = arith::AndIOp::create(
-        b, rowsAligned, m.le(m.add(col, m.c(kVector)), numCols));
-    auto f32Vector = VectorType::get({kVector}, b.getF32Type());
-    auto bf16Vector = VectorType::get({kVector}, b.getBF16Type());
-    scf::ForOp::create(
-        b, firstRow, rowsHere, m.c(threads / chunksPerRow), ValueRange{},
-        [&](OpBuilder &inner, Location l, Value r, ValueRange) {
-          ImplicitLocOpBuilder ib(l, inner);
-          IndexMath i{ib};
-          Value row = i.add(row0, r);
-          Value values = vector::LoadOp::create(ib, f32Vector, outTile,
-                                                ValueRange{r, tileCol}, false,
-                                                llvm::Align(32));
-          Value narrowed = arith::TruncFOp::create(ib, bf16Vector, values);
-          scf::IfOp::create(
-              ib, whole,
-              [&](OpBuilder &thenBuilder, Location tl) {
-                ImplicitLocOpBuilder tb(tl, thenBuilder);
-                vector::StoreOp::create(tb, narrowed, out, ValueRange{row, col},
-                                        /*nontemporal=*/false, llvm::Align(16));
-                scf::YieldOp::create(tb);
-              },
-              [&](OpBuilder &elseBuilder, Location el) {
-                ImplicitLocOpBuilder eb(el, elseBuilder);
-                for (int64_t j = 0; j < kVector; ++j) {
-                  IndexMath e{eb};
-                  Value c = e.add(col, e.c(j));
-                  ifThen(eb, e.lt(c, numCols), [&](ImplicitLocOpBuilder &sb) {
-                    Value v = vector::ExtractOp::create(sb, narrowed, j);
-                    memref::StoreOp::create(sb, v, out, ValueRange{row, c});
-                  });
-                }
-                scf::YieldOp::create(eb);
-              });
-          scf::YieldOp::create(ib);
-        });
-  } else {
-    // The tile holds out^T: weight row i is output column col0 + i. Threads
-    // t and t + 64 share column t % 64 and take alternate token rows, so
-    // each row's 64 columns are stored by 64 consecutive threads.
-    Value lane = arith::RemUIOp::create(b, tid, m.c(64));
-    Value half = arith::DivUIOp::create(b, tid, m.c(64));
-    storeRows(m.add(col0, lane), half, 2,
-              [&](Value r) { return std::make_pair(lane, r); });
+    // The next item's loads overwrite the shared memory just read.
+    gpu::BarrierOp::create(b);
+    issuePrologue(b, next, nextStepBase, nextActive);
   }
-  // The next tile's loads overwrite the shared memory just read.
-  gpu::BarrierOp::create(b);
-  scf::YieldOp::create(b,
-                       ValueRange{m.add(work, numCTAs), m.add(stepBase, numK)});
+  scf::YieldOp::create(b, ValueRange{nextWork, nextStepBase, next.expert,
+                                     next.row0, next.rowEnd, next.col0});
   b.setInsertionPointAfter(loop);
   gpu::ReturnOp::create(b);
   return func;
