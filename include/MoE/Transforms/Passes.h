@@ -31,6 +31,10 @@ inline constexpr int64_t kRuntimeContractVersion = 2;
 /// Patterns that rewrite fused moe ops (`moe.expert_mlp`) into basic ones.
 void populateExpandFusedOpsPatterns(RewritePatternSet &patterns);
 
+/// Patterns that fuse grouped_matmul -> swiglu -> grouped_matmul chains into
+/// `moe.expert_mlp` where that computes the same thing.
+void populateFuseExpertsPatterns(RewritePatternSet &patterns);
+
 #define GEN_PASS_REGISTRATION
 #include "MoE/Transforms/Passes.h.inc"
 

@@ -22,6 +22,42 @@ def MoEExpandFusedOps : Pass<"moe-expand-fused-ops"> {
   let dependentDialects = ["::mlir::moe::MoEDialect"];
 }
 
+def MoEFuseExperts : Pass<"moe-fuse-experts"> {
+  let summary = "Fuse grouped_matmul -> swiglu -> grouped_matmul into "
+                "moe.expert_mlp";
+  let description = [{
+    Rewrites the expert MLP chain
+
+    ```mlir
+    %gu = moe.grouped_matmul %rows, %w13, %offsets (bias %b13)?
+    %h  = moe.swiglu act %gu (scale %s1)? (alpha a)? (limit l)?
+    %y  = moe.grouped_matmul %h, %w2, %offsets (bias %b2)? (scale %s2)?
+    ```
+
+    into `moe.expert_mlp act %rows, %offsets, %w13, %w2` with
+    `gate_up_bias %b13`, `down_bias %b2`, the routing weight as `scale` and
+    the activation's `alpha`/`limit`, so that the `[M, 2I]` intermediate need
+    not make a round trip through memory. It is the inverse of
+    `--moe-expand-fused-ops`.
+
+    The chain is fused only when the result computes the same thing:
+
+    - both matmuls take the same offsets value, `%gu` is used only by the
+      swiglu and `%h` only by the down matmul;
+    - the gate-up matmul has no row scale, and at most one of `%s1`, `%s2`
+      is present (the routing weight);
+    - a swiglu scale `%s1` moves past the down matmul only when it has no
+      bias: `expert_mlp` computes `(h @ w2^T + b2) * s`, which differs from
+      `(s1 * h) @ w2^T + b2`;
+    - `%gu` and `%h` have the element type of `%rows` (the type the fused
+      op's intermediates take), and the fused op passes its verifier (for
+      example the down matmul must map back to the hidden size of `%rows`).
+
+    Anything else is left as it is.
+  }];
+  let dependentDialects = ["::mlir::moe::MoEDialect"];
+}
+
 def MoESwapAB : Pass<"moe-swap-ab"> {
   let summary = "Choose which grouped GEMM forms to compile: normal, swap-AB "
                 "or both";

@@ -1,0 +1,100 @@
+//===- FuseExperts.cpp - expert MLP chains into moe.expert_mlp ------------===//
+
+#include "MoE/Transforms/Passes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_MOEFUSEEXPERTS
+#include "MoE/Transforms/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+namespace {
+
+/// Fuses grouped_matmul -> swiglu -> grouped_matmul, rooted at the down
+/// matmul, into `moe.expert_mlp` where that computes the same thing.
+struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GroupedMatmulOp down,
+                                PatternRewriter &rewriter) const override {
+    auto act = down.getRows().getDefiningOp<SwiGLUOp>();
+    if (!act)
+      return rewriter.notifyMatchFailure(down, "rows are not a swiglu");
+    auto gateUp = act.getInput().getDefiningOp<GroupedMatmulOp>();
+    if (!gateUp)
+      return rewriter.notifyMatchFailure(down, "swiglu input is no matmul");
+    // Both matmuls must see the same expert ranges.
+    if (gateUp.getOffsets() != down.getOffsets())
+      return rewriter.notifyMatchFailure(down, "different offsets");
+    // Other users would still need the intermediates.
+    if (!gateUp.getResult().hasOneUse() || !act.getResult().hasOneUse())
+      return rewriter.notifyMatchFailure(down, "intermediate has other uses");
+    // expert_mlp has no scale between the gate-up matmul and the activation.
+    if (gateUp.getRowScale())
+      return rewriter.notifyMatchFailure(down, "gate-up matmul has a scale");
+    Value actScale = act.getScale(), downScale = down.getRowScale();
+    // expert_mlp has a single routing scale.
+    if (actScale && downScale)
+      return rewriter.notifyMatchFailure(down, "two row scales");
+    // (s * h) @ w2^T + b2 != (h @ w2^T + b2) * s: only linear without b2.
+    if (actScale && down.getBias())
+      return rewriter.notifyMatchFailure(down, "swiglu scale before a bias");
+    // The fused intermediates take the rows' element type (see expansion).
+    Type elementType = getElementTypeOrSelf(gateUp.getRows());
+    if (getElementTypeOrSelf(gateUp.getResult()) != elementType ||
+        getElementTypeOrSelf(act.getResult()) != elementType)
+      return rewriter.notifyMatchFailure(down, "intermediate element type");
+
+    // Build the fused op detached and keep it only if it verifies: the chain
+    // can be valid where expert_mlp is not (e.g. w2 not mapping back to H).
+    OpBuilder detached(rewriter.getContext());
+    Location loc =
+        rewriter.getFusedLoc({gateUp.getLoc(), act.getLoc(), down.getLoc()});
+    auto fused = ExpertMLPOp::create(
+        detached, loc, down.getType(), gateUp.getRows(), down.getOffsets(),
+        gateUp.getWeights(), down.getWeights(), gateUp.getBias(),
+        down.getBias(), actScale ? actScale : downScale,
+        act.getActivationAttr(), act.getAlphaAttr(), act.getLimitAttr());
+    LogicalResult verified = success();
+    {
+      // A refused fusion is not an error: keep its diagnostics quiet.
+      ScopedDiagnosticHandler quiet(rewriter.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      verified = verify(fused, /*verifyRecursively=*/false);
+    }
+    if (failed(verified)) {
+      fused->erase();
+      return rewriter.notifyMatchFailure(down, "expert_mlp would not verify");
+    }
+
+    rewriter.setInsertionPoint(down);
+    rewriter.insert(fused);
+    rewriter.replaceOp(down, fused.getResult());
+    rewriter.eraseOp(act);
+    rewriter.eraseOp(gateUp);
+    return success();
+  }
+};
+
+struct MoEFuseExpertsPass : moe::impl::MoEFuseExpertsBase<MoEFuseExpertsPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateFuseExpertsPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::moe::populateFuseExpertsPatterns(RewritePatternSet &patterns) {
+  patterns.add<FuseExpertMLP>(patterns.getContext());
+}

@@ -1,0 +1,229 @@
+// RUN: moe-opt %s --moe-fuse-experts --split-input-file | FileCheck %s
+// RUN: moe-opt %s --moe-fuse-experts --moe-expand-fused-ops --split-input-file | FileCheck %s --check-prefix=ROUND
+
+// Mixtral: the routing weight is the down projection's epilogue scale.
+// CHECK-LABEL: func @mixtral
+// CHECK-SAME: (%[[ROWS:[a-z0-9]+]]: tensor<?x12xbf16>, %[[OFF:[a-z0-9]+]]: tensor<5xi64>, %[[W13:[a-z0-9]+]]: tensor<4x16x12xbf16>, %[[W2:[a-z0-9]+]]: tensor<4x12x8xbf16>, %[[S:[a-z0-9]+]]: tensor<?xf32>)
+// CHECK-NOT: moe.grouped_matmul
+// CHECK-NOT: moe.swiglu
+// CHECK: %[[Y:.*]] = moe.expert_mlp silu %[[ROWS]], %[[OFF]], %[[W13]], %[[W2]] scale %[[S]] : {{.*}} -> tensor<?x12xbf16>
+// CHECK-NOT: moe.grouped_matmul
+// CHECK: return %[[Y]]
+func.func @mixtral(%rows: tensor<?x12xbf16>, %offsets: tensor<5xi64>,
+                   %w13: tensor<4x16x12xbf16>, %w2: tensor<4x12x8xbf16>,
+                   %s: tensor<?xf32>) -> tensor<?x12xbf16> {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x12xbf16>, tensor<4x16x12xbf16>, tensor<5xi64>) -> tensor<?x16xbf16>
+  %h = moe.swiglu silu %gu : (tensor<?x16xbf16>) -> tensor<?x8xbf16>
+  %y = moe.grouped_matmul %h, %w2, %offsets scale %s
+      : (tensor<?x8xbf16>, tensor<4x12x8xbf16>, tensor<5xi64>, tensor<?xf32>) -> tensor<?x12xbf16>
+  return %y : tensor<?x12xbf16>
+}
+
+// -----
+
+// A per-row scale on the activation commutes with a bias-free down matmul,
+// so it becomes the fused op's scale; a gate-up bias does not matter.
+// CHECK-LABEL: func @swiglu_scale
+// CHECK-SAME: (%[[ROWS:[a-z0-9]+]]: tensor<?x12xf32>, %[[OFF:[a-z0-9]+]]: tensor<5xi32>, %[[W13:[a-z0-9]+]]: tensor<4x16x12xf32>, %[[W2:[a-z0-9]+]]: tensor<4x12x8xf32>, %[[B13:[a-z0-9]+]]: tensor<4x16xf32>, %[[S:[a-z0-9]+]]: tensor<?xf32>)
+// CHECK-NOT: moe.swiglu
+// CHECK: %[[Y:.*]] = moe.expert_mlp silu %[[ROWS]], %[[OFF]], %[[W13]], %[[W2]] gate_up_bias %[[B13]] scale %[[S]] : {{.*}} -> tensor<?x12xf32>
+// CHECK-NOT: moe.grouped_matmul
+// CHECK: return %[[Y]]
+func.func @swiglu_scale(%rows: tensor<?x12xf32>, %offsets: tensor<5xi32>,
+                        %w13: tensor<4x16x12xf32>, %w2: tensor<4x12x8xf32>,
+                        %b13: tensor<4x16xf32>, %s: tensor<?xf32>) -> tensor<?x12xf32> {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets bias %b13
+      : (tensor<?x12xf32>, tensor<4x16x12xf32>, tensor<5xi32>, tensor<4x16xf32>) -> tensor<?x16xf32>
+  %h = moe.swiglu silu %gu scale %s : (tensor<?x16xf32>, tensor<?xf32>) -> tensor<?x8xf32>
+  %y = moe.grouped_matmul %h, %w2, %offsets
+      : (tensor<?x8xf32>, tensor<4x12x8xf32>, tensor<5xi32>) -> tensor<?x12xf32>
+  return %y : tensor<?x12xf32>
+}
+
+// -----
+
+// GPT-OSS: both biases, alpha and limit, the routing weight after the down bias.
+// CHECK-LABEL: func @gptoss
+// CHECK-SAME: (%[[ROWS:[a-z0-9]+]]: tensor<?x12xf32>, %[[OFF:[a-z0-9]+]]: tensor<5xi64>, %[[W13:[a-z0-9]+]]: tensor<4x16x12xf32>, %[[W2:[a-z0-9]+]]: tensor<4x12x8xf32>, %[[B13:[a-z0-9]+]]: tensor<4x16xf32>, %[[B2:[a-z0-9]+]]: tensor<4x12xf32>, %[[S:[a-z0-9]+]]: tensor<?xf32>)
+// CHECK-NOT: moe.grouped_matmul
+// CHECK-NOT: moe.swiglu
+// CHECK: %[[Y:.*]] = moe.expert_mlp gptoss %[[ROWS]], %[[OFF]], %[[W13]], %[[W2]] gate_up_bias %[[B13]] down_bias %[[B2]] scale %[[S]] alpha 1.500000e+00 limit 5.000000e+00 : {{.*}} -> tensor<?x12xf32>
+// CHECK-NOT: moe.grouped_matmul
+// CHECK: return %[[Y]]
+
+// Fusing and expanding again gives back the chain.
+// ROUND-LABEL: func @gptoss
+// ROUND-SAME: (%[[ROWS:[a-z0-9]+]]: tensor<?x12xf32>, %[[OFF:[a-z0-9]+]]: tensor<5xi64>, %[[W13:[a-z0-9]+]]: tensor<4x16x12xf32>, %[[W2:[a-z0-9]+]]: tensor<4x12x8xf32>, %[[B13:[a-z0-9]+]]: tensor<4x16xf32>, %[[B2:[a-z0-9]+]]: tensor<4x12xf32>, %[[S:[a-z0-9]+]]: tensor<?xf32>)
+// ROUND: %[[GU:.*]] = moe.grouped_matmul %[[ROWS]], %[[W13]], %[[OFF]] bias %[[B13]] : {{.*}} -> tensor<?x16xf32>
+// ROUND: %[[H:.*]] = moe.swiglu gptoss %[[GU]] alpha 1.500000e+00 limit 5.000000e+00 : (tensor<?x16xf32>) -> tensor<?x8xf32>
+// ROUND: %[[Y:.*]] = moe.grouped_matmul %[[H]], %[[W2]], %[[OFF]] bias %[[B2]] scale %[[S]] : {{.*}} -> tensor<?x12xf32>
+// ROUND-NOT: moe.expert_mlp
+// ROUND: return %[[Y]]
+func.func @gptoss(%rows: tensor<?x12xf32>, %offsets: tensor<5xi64>,
+                  %w13: tensor<4x16x12xf32>, %w2: tensor<4x12x8xf32>,
+                  %b13: tensor<4x16xf32>, %b2: tensor<4x12xf32>, %s: tensor<?xf32>)
+    -> tensor<?x12xf32> {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets bias %b13
+      : (tensor<?x12xf32>, tensor<4x16x12xf32>, tensor<5xi64>, tensor<4x16xf32>) -> tensor<?x16xf32>
+  %h = moe.swiglu gptoss %gu alpha 1.5 limit 5.0 : (tensor<?x16xf32>) -> tensor<?x8xf32>
+  %y = moe.grouped_matmul %h, %w2, %offsets bias %b2 scale %s
+      : (tensor<?x8xf32>, tensor<4x12x8xf32>, tensor<5xi64>, tensor<4x12xf32>, tensor<?xf32>)
+      -> tensor<?x12xf32>
+  return %y : tensor<?x12xf32>
+}
+
+// -----
+
+// The two matmuls must use the same offsets value.
+// CHECK-LABEL: func @different_offsets
+// CHECK: moe.grouped_matmul
+// CHECK: moe.swiglu
+// CHECK: moe.grouped_matmul
+// CHECK-NOT: moe.expert_mlp
+func.func @different_offsets(%rows: tensor<?x12xf32>, %off1: tensor<5xi64>, %off2: tensor<5xi64>,
+                             %w13: tensor<4x16x12xf32>, %w2: tensor<4x12x8xf32>) -> tensor<?x12xf32> {
+  %gu = moe.grouped_matmul %rows, %w13, %off1
+      : (tensor<?x12xf32>, tensor<4x16x12xf32>, tensor<5xi64>) -> tensor<?x16xf32>
+  %h = moe.swiglu silu %gu : (tensor<?x16xf32>) -> tensor<?x8xf32>
+  %y = moe.grouped_matmul %h, %w2, %off2
+      : (tensor<?x8xf32>, tensor<4x12x8xf32>, tensor<5xi64>) -> tensor<?x12xf32>
+  return %y : tensor<?x12xf32>
+}
+
+// -----
+
+// The gate-up result has another user.
+// CHECK-LABEL: func @gate_up_used_twice
+// CHECK: %[[GU:.*]] = moe.grouped_matmul
+// CHECK: moe.swiglu silu %[[GU]]
+// CHECK: %[[Y:.*]] = moe.grouped_matmul
+// CHECK-NOT: moe.expert_mlp
+// CHECK: return %[[Y]], %[[GU]]
+func.func @gate_up_used_twice(%rows: tensor<?x12xf32>, %offsets: tensor<5xi64>,
+                              %w13: tensor<4x16x12xf32>, %w2: tensor<4x12x8xf32>)
+    -> (tensor<?x12xf32>, tensor<?x16xf32>) {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x12xf32>, tensor<4x16x12xf32>, tensor<5xi64>) -> tensor<?x16xf32>
+  %h = moe.swiglu silu %gu : (tensor<?x16xf32>) -> tensor<?x8xf32>
+  %y = moe.grouped_matmul %h, %w2, %offsets
+      : (tensor<?x8xf32>, tensor<4x12x8xf32>, tensor<5xi64>) -> tensor<?x12xf32>
+  return %y, %gu : tensor<?x12xf32>, tensor<?x16xf32>
+}
+
+// -----
+
+// The activation has another user.
+// CHECK-LABEL: func @act_used_twice
+// CHECK: moe.grouped_matmul
+// CHECK: %[[H:.*]] = moe.swiglu
+// CHECK: %[[Y:.*]] = moe.grouped_matmul %[[H]]
+// CHECK-NOT: moe.expert_mlp
+// CHECK: return %[[Y]], %[[H]]
+func.func @act_used_twice(%rows: tensor<?x12xf32>, %offsets: tensor<5xi64>,
+                          %w13: tensor<4x16x12xf32>, %w2: tensor<4x12x8xf32>)
+    -> (tensor<?x12xf32>, tensor<?x8xf32>) {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x12xf32>, tensor<4x16x12xf32>, tensor<5xi64>) -> tensor<?x16xf32>
+  %h = moe.swiglu silu %gu : (tensor<?x16xf32>) -> tensor<?x8xf32>
+  %y = moe.grouped_matmul %h, %w2, %offsets
+      : (tensor<?x8xf32>, tensor<4x12x8xf32>, tensor<5xi64>) -> tensor<?x12xf32>
+  return %y, %h : tensor<?x12xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// (s * h) @ w2^T + b2 is not (h @ w2^T + b2) * s: the scale cannot move past
+// the down bias.
+// CHECK-LABEL: func @swiglu_scale_before_down_bias
+// CHECK: moe.grouped_matmul
+// CHECK: moe.swiglu silu %{{.*}} scale
+// CHECK: moe.grouped_matmul %{{.*}} bias
+// CHECK-NOT: moe.expert_mlp
+func.func @swiglu_scale_before_down_bias(%rows: tensor<?x12xf32>, %offsets: tensor<5xi64>,
+                                         %w13: tensor<4x16x12xf32>, %w2: tensor<4x12x8xf32>,
+                                         %b2: tensor<4x12xf32>, %s: tensor<?xf32>) -> tensor<?x12xf32> {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x12xf32>, tensor<4x16x12xf32>, tensor<5xi64>) -> tensor<?x16xf32>
+  %h = moe.swiglu silu %gu scale %s : (tensor<?x16xf32>, tensor<?xf32>) -> tensor<?x8xf32>
+  %y = moe.grouped_matmul %h, %w2, %offsets bias %b2
+      : (tensor<?x8xf32>, tensor<4x12x8xf32>, tensor<5xi64>, tensor<4x12xf32>) -> tensor<?x12xf32>
+  return %y : tensor<?x12xf32>
+}
+
+// -----
+
+// expert_mlp has no scale on the gate-up matmul.
+// CHECK-LABEL: func @gate_up_scale
+// CHECK: moe.grouped_matmul %{{.*}} scale
+// CHECK: moe.swiglu
+// CHECK: moe.grouped_matmul
+// CHECK-NOT: moe.expert_mlp
+func.func @gate_up_scale(%rows: tensor<?x12xf32>, %offsets: tensor<5xi64>,
+                         %w13: tensor<4x16x12xf32>, %w2: tensor<4x12x8xf32>,
+                         %s: tensor<?xf32>) -> tensor<?x12xf32> {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets scale %s
+      : (tensor<?x12xf32>, tensor<4x16x12xf32>, tensor<5xi64>, tensor<?xf32>) -> tensor<?x16xf32>
+  %h = moe.swiglu silu %gu : (tensor<?x16xf32>) -> tensor<?x8xf32>
+  %y = moe.grouped_matmul %h, %w2, %offsets
+      : (tensor<?x8xf32>, tensor<4x12x8xf32>, tensor<5xi64>) -> tensor<?x12xf32>
+  return %y : tensor<?x12xf32>
+}
+
+// -----
+
+// Two row scales: expert_mlp has room for one.
+// CHECK-LABEL: func @two_scales
+// CHECK: moe.grouped_matmul
+// CHECK: moe.swiglu silu %{{.*}} scale
+// CHECK: moe.grouped_matmul %{{.*}} scale
+// CHECK-NOT: moe.expert_mlp
+func.func @two_scales(%rows: tensor<?x12xf32>, %offsets: tensor<5xi64>,
+                      %w13: tensor<4x16x12xf32>, %w2: tensor<4x12x8xf32>,
+                      %s1: tensor<?xf32>, %s2: tensor<?xf32>) -> tensor<?x12xf32> {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x12xf32>, tensor<4x16x12xf32>, tensor<5xi64>) -> tensor<?x16xf32>
+  %h = moe.swiglu silu %gu scale %s1 : (tensor<?x16xf32>, tensor<?xf32>) -> tensor<?x8xf32>
+  %y = moe.grouped_matmul %h, %w2, %offsets scale %s2
+      : (tensor<?x8xf32>, tensor<4x12x8xf32>, tensor<5xi64>, tensor<?xf32>) -> tensor<?x12xf32>
+  return %y : tensor<?x12xf32>
+}
+
+// -----
+
+// An f32 gate-up result from bf16 rows: expert_mlp's intermediate would be
+// bf16, so fusing would round it.
+// CHECK-LABEL: func @f32_intermediate
+// CHECK: moe.grouped_matmul
+// CHECK: moe.swiglu
+// CHECK: moe.grouped_matmul
+// CHECK-NOT: moe.expert_mlp
+func.func @f32_intermediate(%rows: tensor<?x12xbf16>, %offsets: tensor<5xi64>,
+                            %w13: tensor<4x16x12xbf16>, %w2: tensor<4x12x8xbf16>)
+    -> tensor<?x12xbf16> {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x12xbf16>, tensor<4x16x12xbf16>, tensor<5xi64>) -> tensor<?x16xf32>
+  %h = moe.swiglu silu %gu : (tensor<?x16xf32>) -> tensor<?x8xbf16>
+  %y = moe.grouped_matmul %h, %w2, %offsets
+      : (tensor<?x8xbf16>, tensor<4x12x8xbf16>, tensor<5xi64>) -> tensor<?x12xbf16>
+  return %y : tensor<?x12xbf16>
+}
+
+// -----
+
+// The down matmul maps to 10 columns, not back to H = 12: a valid chain, but
+// not an expert_mlp (its verifier would reject it).
+// CHECK-LABEL: func @not_hidden_size
+// CHECK: moe.grouped_matmul
+// CHECK: moe.swiglu
+// CHECK: moe.grouped_matmul
+// CHECK-NOT: moe.expert_mlp
+func.func @not_hidden_size(%rows: tensor<?x12xf32>, %offsets: tensor<5xi64>,
+                           %w13: tensor<4x16x12xf32>, %w2: tensor<4x10x8xf32>) -> tensor<?x10xf32> {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x12xf32>, tensor<4x16x12xf32>, tensor<5xi64>) -> tensor<?x16xf32>
+  %h = moe.swiglu silu %gu : (tensor<?x16xf32>) -> tensor<?x8xf32>
+  %y = moe.grouped_matmul %h, %w2, %offsets
+      : (tensor<?x8xf32>, tensor<4x10x8xf32>, tensor<5xi64>) -> tensor<?x10xf32>
+  return %y : tensor<?x10xf32>
+}
