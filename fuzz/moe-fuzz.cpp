@@ -69,6 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // would run ptxas per input.
   OwningOpRef<ModuleOp> gpuModule = module->clone();
   PassManager gpuPm(&context);
+  gpuPm.addPass(moe::createMoEFuseExperts());
   gpuPm.addPass(moe::createMoESwapAB());
   gpuPm.addPass(moe::createConvertMoEToNVGPU());
   gpuPm.addPass(moe::createMoEExtractDeviceCode());

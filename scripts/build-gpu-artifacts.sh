@@ -53,6 +53,43 @@ for tm in 8 16 32 64; do
     --convert-moe-to-nvgpu="swap-ab=1 tile-m=$tm tile-n=64 stages=4" \
     --moe-extract-device-code --moe-gpu-device-pipeline
 done
+# The fused expert MLP (test/device/mlp_shapes.txt): written as
+# moe.expert_mlp, and written unfused (grouped_matmul -> swiglu ->
+# grouped_matmul), which --moe-gpu-pipeline fuses with --moe-fuse-experts.
+mlp_module_of() { # <shapes> <fused|unfused>
+  while read -r name e h i off scale; do
+    [ -z "$name" ] || [ "${name:0:1}" = "#" ] && continue
+    local sarg="" stype="" sop="" sdown=""
+    if [ "$scale" = scale ]; then
+      sarg=", %s: tensor<?xf32>"; stype=", tensor<?xf32>"; sop=" scale %s"
+    fi
+    echo "func.func @$name(%rows: tensor<?x${h}xbf16>, %off: tensor<$((e + 1))x${off}>, %w13: tensor<${e}x$((2 * i))x${h}xbf16>, %w2: tensor<${e}x${h}x${i}xbf16>$sarg) -> tensor<?x${h}xbf16> {"
+    if [ "$2" = fused ]; then
+      echo "  %y = moe.expert_mlp silu %rows, %off, %w13, %w2$sop : (tensor<?x${h}xbf16>, tensor<$((e + 1))x${off}>, tensor<${e}x$((2 * i))x${h}xbf16>, tensor<${e}x${h}x${i}xbf16>$stype) -> tensor<?x${h}xbf16>"
+    else
+      echo "  %gu = moe.grouped_matmul %rows, %w13, %off : (tensor<?x${h}xbf16>, tensor<${e}x$((2 * i))x${h}xbf16>, tensor<$((e + 1))x${off}>) -> tensor<?x$((2 * i))xbf16>"
+      echo "  %hh = moe.swiglu silu %gu : (tensor<?x$((2 * i))xbf16>) -> tensor<?x${i}xbf16>"
+      echo "  %y = moe.grouped_matmul %hh, %w2, %off$sop : (tensor<?x${i}xbf16>, tensor<${e}x${h}x${i}xbf16>, tensor<$((e + 1))x${off}>$stype) -> tensor<?x${h}xbf16>"
+    fi
+    echo "  return %y : tensor<?x${h}xbf16>"
+    echo "}"
+  done < "$1"
+}
+mlp_module_of "$root/test/device/mlp_shapes.txt" fused > "$out/mlp.mlir"
+mlp_module_of "$root/test/device/mlp_shapes.txt" unfused > "$out/mlp-chain.mlir"
+bundle mlp-default "$out/mlp.mlir" --moe-gpu-pipeline
+bundle mlp-unfused "$out/mlp-chain.mlir" --moe-gpu-pipeline
+bundle mlp-swap8-split "$out/mlp.mlir" --moe-gpu-pipeline="swap-ab-max-rows=8"
+bundle mlp-128x128 "$out/mlp.mlir" --moe-gpu-pipeline="tile-n=128"
+bundle mlp-swap-only "$out/mlp.mlir" \
+  --convert-moe-to-nvgpu="swap-ab=1 tile-m=16 tile-n=64 stages=4" \
+  --moe-extract-device-code --moe-gpu-device-pipeline
+bundle mlp-normal-64x256 "$out/mlp.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64"
+
+printf 'mixtral_mlp 8 4096 14336 i32 scale\nqwen3_mlp 128 2048 768 i32 scale\ndeepseek_mlp 256 7168 2048 i32 scale\n' > "$out/bench-mlp.txt"
+mlp_module_of "$out/bench-mlp.txt" fused > "$out/bench-mlp.mlir"
+bundle mlpbench-default "$out/bench-mlp.mlir" --moe-gpu-pipeline
+
 bundle bench-64x256 "$out/bench.mlir" --moe-gpu-pipeline="tile-m=64"
 bundle bench-default "$out/bench.mlir" --moe-gpu-pipeline
 

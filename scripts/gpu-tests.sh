@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # GPU tests, run on the H200 through the device tool with `.gpu-artifacts`
 # carried (build it here first: scripts/build-gpu-artifacts.sh). Runs
-# test/device/grouped_matmul.py: every compiled bundle (both swap-AB and
-# normal forms, each alone and split per expert on the device) over 15
-# routings, a CUDA-graph replay and the runtime's argument errors, against
-# a float32 torch reference with outputs poisoned first. Prints
-# `N passed, N failed`; exits non-zero on any failure.
+# test/device/grouped_matmul.py (every compiled bundle, both swap-AB and
+# normal forms, each alone and split per expert on the device, over 15
+# routings, a CUDA-graph replay and the runtime's argument errors) and
+# test/device/expert_mlp.py (the fused expert MLP bundles), against float32
+# torch references with outputs poisoned first. Prints each test's and the
+# total `N passed, N failed`; exits non-zero on any failure.
 #   scripts/gpu-tests.sh            the tests
 #   scripts/gpu-tests.sh --bench    then bench/grouped_matmul.py (needs
 #                                   .shared-bench carried too)
@@ -13,8 +14,20 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 art=$root/.gpu-artifacts
 [ -f "$art/libmoe_runtime.so" ] || { echo "no $art/libmoe_runtime.so: run scripts/build-gpu-artifacts.sh and carry .gpu-artifacts"; exit 2; }
-python3 "$root/test/device/grouped_matmul.py" "$art"
-status=$?
+status=0 passed=0 failed=0
+for test in grouped_matmul expert_mlp; do
+  log=$(mktemp)
+  python3 "$root/test/device/$test.py" "$art" 2>&1 | tee "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  # Each test ends with `N passed, N failed`; a test that died says neither.
+  counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
+  rm -f "$log"
+  [ -n "$counts" ] || { counts="0 passed, 1 failed"; status=1; }
+  passed=$((passed + ${counts%% *}))
+  rest=${counts#*, }
+  failed=$((failed + ${rest%% *}))
+done
+echo "all GPU tests: $passed passed, $failed failed"
 if [ "${1:-}" = "--bench" ]; then
   python3 "$root/bench/grouped_matmul.py" "$art" "$root/.shared-bench" || status=1
 fi

@@ -51,6 +51,9 @@ void mlir::moe::buildGPUDevicePipeline(
 
 void mlir::moe::buildGPUPipeline(OpPassManager &pm,
                                  const GPUPipelineOptions &options) {
+  // Fuse first: the fused expert MLP's kernels keep the [M, 2I]
+  // intermediate in registers.
+  pm.addPass(createMoEFuseExperts());
   MoESwapABOptions swapAB;
   swapAB.maxRows = options.swapABMaxRows;
   pm.addPass(createMoESwapAB(swapAB));

@@ -1,5 +1,6 @@
 //===- ExtractDeviceCode.cpp - device code and its launch manifest -------===//
 
+#include "MoE/Dialect/MoEDialect.h"
 #include "MoE/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -25,21 +26,49 @@ struct MoEExtractDeviceCodePass
     for (auto func : module.getOps<func::FuncOp>()) {
       unsigned index = 0;
       func.walk([&](Operation *op) {
-        auto launch = op->getAttrOfType<DictionaryAttr>(moe::kLaunchAttr);
+        Attribute launch = op->getAttr(moe::kLaunchAttr);
         if (!launch)
           return;
         std::string name = func.getName().str();
         if (index > 0)
           name += "_" + std::to_string(index - 1);
         ++index;
-        FailureOr<DictionaryAttr> entry = describeEntry(b, op, name, launch);
-        if (failed(entry)) {
-          failedAny = true;
-          return;
+        // A fused op launches in parts (an array), each an entry named
+        // `<name>_<part>`.
+        auto parts = dyn_cast<ArrayAttr>(launch);
+        for (Attribute part : parts ? parts.getValue() : ArrayRef(launch)) {
+          auto dict = dyn_cast<DictionaryAttr>(part);
+          auto partName = dict ? dict.getAs<StringAttr>("part") : StringAttr();
+          if (!dict || (parts && !partName)) {
+            op->emitOpError("moe.launch must be a dictionary or an array of "
+                            "dictionaries with a 'part' name");
+            failedAny = true;
+            return;
+          }
+          std::string entryName =
+              parts ? name + "_" + partName.getValue().str() : name;
+          FailureOr<DictionaryAttr> entry =
+              describeEntry(b, op, entryName, dict);
+          if (failed(entry)) {
+            failedAny = true;
+            return;
+          }
+          entries.push_back(*entry);
         }
-        entries.push_back(*entry);
       });
     }
+    // Dropping the host code must not drop part of the computation: every
+    // moe op left must have been compiled (carry moe.launch).
+    module.walk([&](Operation *op) {
+      if (isa<moe::MoEDialect>(op->getDialect()) &&
+          !op->hasAttr(moe::kLaunchAttr)) {
+        op->emitOpError("has no GPU kernel yet, and the bundle would "
+                        "silently skip it; give the GPU pipeline only ops "
+                        "that have kernels (moe.grouped_matmul, "
+                        "moe.expert_mlp)");
+        failedAny = true;
+      }
+    });
     if (failedAny)
       return signalPassFailure();
     for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
@@ -59,6 +88,7 @@ struct MoEExtractDeviceCodePass
                                           StringRef name,
                                           DictionaryAttr launch) {
     NamedAttrList entry(launch);
+    entry.erase("part");
     entry.set("name", b.getStringAttr(name));
     entry.set("op", b.getStringAttr(op->getName().getStringRef()));
     auto forms = dyn_cast_or_null<ArrayAttr>(launch.get("kernels"));

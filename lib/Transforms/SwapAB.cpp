@@ -25,10 +25,17 @@ struct MoESwapABPass : moe::impl::MoESwapABBase<MoESwapABPass> {
     if (maxRows == 0)
       return;
     Builder b(&getContext());
-    getOperation()->walk([&](GroupedMatmulOp op) {
+    // Both matmuls of a fused expert MLP see the same row counts.
+    getOperation()->walk([&](Operation *op) {
+      Value rowsValue;
+      if (auto matmul = dyn_cast<GroupedMatmulOp>(op))
+        rowsValue = matmul.getRows();
+      else if (auto mlp = dyn_cast<ExpertMLPOp>(op))
+        rowsValue = mlp.getRows();
+      else
+        return;
       op->setAttr(kSwapABMaxRowsAttr, b.getI64IntegerAttr(maxRows));
-      int64_t rows =
-          cast<RankedTensorType>(op.getRows().getType()).getDimSize(0);
+      int64_t rows = cast<RankedTensorType>(rowsValue.getType()).getDimSize(0);
       if (!ShapedType::isDynamic(rows) && rows <= maxRows)
         op->setAttr(kSwapABOnlyAttr, b.getUnitAttr());
     });

@@ -2,8 +2,9 @@
 |*                                                                            *|
 |* Reads the `.moebundle` files that `moe-translate --moe-to-bundle` writes *|
 |* and launches their kernels through the CUDA driver API. The contract this  *|
-|* implements is docs/runtime-contract.md (bundle version 2, kernel ABI       *|
-|* grouped_matmul.v2: persistent kernels).                                    *|
+|* implements is docs/runtime-contract.md (bundle version 3, kernel ABI       *|
+|* grouped_matmul.v3: persistent kernels with a store, swiglu or row_scale    *|
+|* epilogue).                                                                 *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -25,12 +26,20 @@
 extern "C" {
 #endif
 
-/// The bundle format version this runtime reads (`MOEBUNDLE 2`).
-#define MOE_BUNDLE_VERSION 2
-/// The only kernel ABI this runtime launches (persistent kernels).
-#define MOE_ABI_GROUPED_MATMUL "grouped_matmul.v2"
-/// The op name of entries that moeGroupedMatmul launches.
+/// The bundle format version this runtime reads (`MOEBUNDLE 3`).
+#define MOE_BUNDLE_VERSION 3
+/// The only kernel ABI this runtime launches (persistent kernels with an
+/// epilogue).
+#define MOE_ABI_GROUPED_MATMUL "grouped_matmul.v3"
+/// The op names of entries that moeGroupedMatmul launches: a grouped matmul,
+/// and the two halves (`<name>_gate_up`, `<name>_down`) of a fused expert MLP.
 #define MOE_OP_GROUPED_MATMUL "moe.grouped_matmul"
+#define MOE_OP_EXPERT_MLP "moe.expert_mlp"
+/// The epilogues of an entry (contract §3): out = rows @ weights^T; the
+/// SwiGLU of its gate and up halves; scaled by a weight per row.
+#define MOE_EPILOGUE_STORE "store"
+#define MOE_EPILOGUE_SWIGLU "swiglu"
+#define MOE_EPILOGUE_ROW_SCALE "row_scale"
 
 /// What every function returns. On anything but MOE_STATUS_SUCCESS,
 /// moeLastErrorMessage() says what went wrong.
@@ -98,14 +107,15 @@ typedef struct moeBundleInfo {
 /// One `entry` record: a compiled op and its kernels.
 typedef struct moeEntryInfo {
   const char *name;     ///< Unique in the bundle; moeGroupedMatmul's `entry`.
-  const char *op;       ///< e.g. "moe.grouped_matmul".
-  const char *abi;      ///< e.g. "grouped_matmul.v2".
+  const char *op;       ///< "moe.grouped_matmul" or "moe.expert_mlp".
+  const char *abi;      ///< e.g. "grouped_matmul.v3".
   int64_t experts;      ///< E of the weights [E, N, K], or -1 (dynamic).
   int64_t n;            ///< N, or -1 (dynamic).
   int64_t k;            ///< K, or -1 (dynamic).
   int64_t max_rows;     ///< Largest M accepted, at most 2^31 - 1.
   int32_t offsets_bits; ///< 32 (offsets=i32) or 64 (offsets=i64).
   int32_t num_kernels;  ///< Kernel records of the entry, in file order.
+  const char *epilogue; ///< "store", "swiglu" or "row_scale".
 } moeEntryInfo;
 
 /// One `kernel` record of an entry.
@@ -156,35 +166,47 @@ MOE_API moeStatus moeBundleGetKernel(const moeBundle *bundle, int32_t entry,
 /// missing from its image), OUT_OF_MEMORY.
 MOE_API moeStatus moeBundleLoad(moeBundle *bundle);
 
-/// Arguments of a grouped matmul, ABI grouped_matmul.v2:
-/// out[r, :] = rows[r, :] @ weights[e]^T for the rows r of expert e, that is
-/// offsets[e] <= r < offsets[e + 1]. All tensors are dense and row-major.
+/// Arguments of a grouped matmul, ABI grouped_matmul.v3, for the rows r of
+/// expert e (offsets[e] <= r < offsets[e + 1]), by the entry's epilogue:
+///   store:     out[r, :] = rows[r, :] @ weights[e]^T;
+///   swiglu:    with g = rows[r, :] @ weights[e][0 : N/2]^T (gate rows) and
+///              u = rows[r, :] @ weights[e][N/2 : N]^T (up rows),
+///              out[r, :] = silu(g) * u, N/2 columns;
+///   row_scale: out[r, :] = (rows[r, :] @ weights[e]^T) * row_scale[r].
+/// All tensors are dense and row-major.
 typedef struct moeGroupedMatmulArgs {
-  uint64_t rows;    ///< Device pointer, bf16 [M, K], 16-byte aligned.
-  uint64_t weights; ///< Device pointer, bf16 [E, N, K], 16-byte aligned.
-  uint64_t offsets; ///< Device pointer, [E + 1] of the entry's offsets type
-                    ///< (i32 or i64), aligned to its element size.
-  uint64_t out;     ///< Device pointer, bf16 [M, N], 16-byte aligned.
-  int64_t m;        ///< Rows (1 <= M <= the entry's max_rows).
-  int64_t n;        ///< Output columns; must equal the entry's n unless -1.
-  int64_t k;        ///< Reduction size, K >= 8 and K % 8 == 0; must equal the
-                    ///< entry's k unless that is -1.
-  int64_t experts;  ///< E >= 1; must equal the entry's experts unless -1.
+  uint64_t rows;      ///< Device pointer, bf16 [M, K], 16-byte aligned.
+  uint64_t weights;   ///< Device pointer, bf16 [E, N, K], 16-byte aligned.
+  uint64_t offsets;   ///< Device pointer, [E + 1] of the entry's offsets type
+                      ///< (i32 or i64), aligned to its element size.
+  uint64_t out;       ///< Device pointer, bf16 [M, N] ([M, N/2] for swiglu
+                      ///< entries), 16-byte aligned.
+  int64_t m;          ///< Rows (1 <= M <= the entry's max_rows).
+  int64_t n;          ///< The weights' N: the output columns, except for
+                      ///< swiglu entries, where it is 2 x the output columns
+                      ///< (even, >= 2) and out has N/2 columns. Must equal
+                      ///< the entry's n unless that is -1.
+  int64_t k;          ///< Reduction size, K >= 8 and K % 8 == 0; must equal
+                      ///< the entry's k unless that is -1.
+  int64_t experts;    ///< E >= 1; must equal the entry's experts unless -1.
+  uint64_t row_scale; ///< Device pointer, f32 [M], 4-byte aligned: the
+                      ///< routing weight of each row. Required by row_scale
+                      ///< entries, must be 0 for the others.
 } moeGroupedMatmulArgs;
 
-/// Launches the kernels of `entry` (an op=moe.grouped_matmul,
-/// abi=grouped_matmul.v2 entry) on `stream` (a CUstream; NULL is the legacy
-/// default stream) of the current context. Validates every argument first
-/// (INVALID_ARGUMENT / NOT_FOUND with a message naming the problem, without
-/// touching the driver), then loads the bundle into the current context if
-/// moeBundleLoad has not (see there), then encodes the TMA descriptors on the
-/// host and launches. A kernel whose rows_min exceeds M cannot have an eligible
-/// expert and is not launched; every other kernel is, in file order, on the
-/// grid (min(work, resident), 1, 1) of contract §3, where `resident` was
-/// cached by the load: once loaded, the call makes no driver queries. It
-/// neither synchronises, nor allocates or copies device memory, so once the
-/// bundle is loaded it can be captured in a CUDA graph. The contents of
-/// `offsets` are not read on the host: the kernels clamp them (see the
+/// Launches the kernels of `entry` (an op=moe.grouped_matmul or
+/// op=moe.expert_mlp, abi=grouped_matmul.v3 entry) on `stream` (a CUstream;
+/// NULL is the legacy default stream) of the current context. Validates every
+/// argument first (INVALID_ARGUMENT / NOT_FOUND with a message naming the
+/// problem, without touching the driver), then loads the bundle into the
+/// current context if moeBundleLoad has not (see there), then encodes the TMA
+/// descriptors on the host and launches. A kernel whose rows_min exceeds M
+/// cannot have an eligible expert and is not launched; every other kernel is,
+/// in file order, on the grid (min(work, resident), 1, 1) of contract §3, where
+/// `resident` was cached by the load: once loaded, the call makes no driver
+/// queries. It neither synchronises, nor allocates or copies device memory, so
+/// once the bundle is loaded it can be captured in a CUDA graph. The contents
+/// of `offsets` are not read on the host: the kernels clamp them (see the
 /// contract). Besides the checks listed with moeGroupedMatmulArgs: N, K and
 /// E at most 2^31 - 1, E*N*K*2 bytes within int64, N*K*2 below 2^40 (a TMA
 /// stride). The pointers must be of the current context's device (not

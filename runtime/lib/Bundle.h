@@ -54,8 +54,25 @@ struct Kernel {
   int line = 0;
 };
 
+/// What the kernels of an entry do with the accumulator (contract §3).
+enum class Epilogue { Store, SwiGLU, RowScale };
+
+/// "store", "swiglu" or "row_scale": the bundle's spelling.
+inline const char *epilogueName(Epilogue epilogue) {
+  switch (epilogue) {
+  case Epilogue::Store:
+    return MOE_EPILOGUE_STORE;
+  case Epilogue::SwiGLU:
+    return MOE_EPILOGUE_SWIGLU;
+  case Epilogue::RowScale:
+    return MOE_EPILOGUE_ROW_SCALE;
+  }
+  return "?";
+}
+
 struct Entry {
   std::string name, op, abi;
+  Epilogue epilogue = Epilogue::Store;
   int64_t experts = 0, n = 0, k = 0, maxRows = 0;
   int32_t offsetsBits = 0;
   std::vector<Kernel> kernels;

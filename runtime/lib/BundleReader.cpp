@@ -83,7 +83,7 @@ struct RecordSpec {
 };
 
 constexpr const char *kEntryKeys[] = {"op", "abi",      "experts", "n",
-                                      "k",  "max_rows", "offsets"};
+                                      "k",  "max_rows", "offsets", "epilogue"};
 constexpr const char *kKernelKeys[] = {
     "image",  "rows_min", "rows_max", "threads", "smem",
     "tile_m", "tile_n",   "tile_k",   "stages",  "swap_ab"};
@@ -287,11 +287,12 @@ moeStatus Reader::parseHeader() {
         MOE_STATUS_INVALID_BUNDLE, "expected 'MOEBUNDLE <version>', got %s",
         quote(std::string_view(reinterpret_cast<const char *>(data), pos - 1))
             .c_str());
-  if (version == 1)
+  if (version == 1 || version == 2)
     return fail(MOE_STATUS_UNSUPPORTED,
-                "bundle version 1 predates persistent kernels (this runtime "
-                "reads version %d): recompile it with moe-translate "
-                "--moe-to-bundle",
+                "bundle version %d predates %s (this runtime reads version "
+                "%d): recompile it with moe-translate --moe-to-bundle",
+                int(version),
+                version == 1 ? "persistent kernels" : "kernel epilogues",
                 MOE_BUNDLE_VERSION);
   if (version != MOE_BUNDLE_VERSION)
     return fail(MOE_STATUS_UNSUPPORTED,
@@ -419,6 +420,8 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
                   who.c_str(), quote(abi).c_str(), MOE_BUNDLE_VERSION,
                   abi == "grouped_matmul.v1"
                       ? ": its kernels are not persistent, recompile it"
+                  : abi == "grouped_matmul.v2"
+                      ? ": it predates kernel epilogues, recompile it"
                       : "");
   }
   std::vector<std::string_view> values;
@@ -447,6 +450,22 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: offsets=%s is neither i32 nor i64", who.c_str(),
                 quote(values[6]).c_str());
+  if (values[7] == MOE_EPILOGUE_STORE)
+    entry.epilogue = Epilogue::Store;
+  else if (values[7] == MOE_EPILOGUE_SWIGLU)
+    entry.epilogue = Epilogue::SwiGLU;
+  else if (values[7] == MOE_EPILOGUE_ROW_SCALE)
+    entry.epilogue = Epilogue::RowScale;
+  else
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: epilogue=%s is not store, swiglu or row_scale",
+                who.c_str(), quote(values[7]).c_str());
+  // A swiglu entry's weights hold N/2 gate rows, then N/2 up rows.
+  if (entry.epilogue == Epilogue::SwiGLU && entry.n != -1 && entry.n % 2)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: n=%lld is odd, but epilogue=swiglu needs N/2 gate rows "
+                "and N/2 up rows",
+                who.c_str(), (long long)entry.n);
   out.entries.push_back(std::move(entry));
   return MOE_STATUS_SUCCESS;
 }
@@ -517,6 +536,12 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
                 "%s: tile_k=%lld is not a multiple of 8 (a TMA box row must "
                 "be a multiple of 16 bytes)",
                 who.c_str(), (long long)tileK);
+  // Its weights box is tile_n/2 gate rows (and as many up rows).
+  if (entry.epilogue == Epilogue::SwiGLU && tileN % 2 != 0)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: tile_n=%lld is odd, but entry '%s' has epilogue=swiglu "
+                "(tile_n/2 gate and tile_n/2 up columns)",
+                who.c_str(), (long long)tileN, entry.name.c_str());
   kernel.threads = int32_t(threads);
   kernel.smem = int32_t(smem);
   kernel.tileM = int32_t(tileM);

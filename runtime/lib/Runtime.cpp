@@ -2,7 +2,7 @@
 //
 // Implements moe_runtime.h over the driver table of DriverAPI.h: contract §3
 // (argument checks, TMA descriptors, persistent grids, the 17 kernel
-// parameters).
+// parameters and the 5 more of row_scale entries).
 //
 //===----------------------------------------------------------------------===//
 
@@ -525,6 +525,7 @@ MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
   out->max_rows = entry.maxRows;
   out->offsets_bits = entry.offsetsBits;
   out->num_kernels = int32_t(entry.kernels.size());
+  out->epilogue = epilogueName(entry.epilogue);
   return MOE_STATUS_SUCCESS;
 }
 
@@ -619,11 +620,15 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
   }
   const Entry &entry = entries[entryIndex];
   const char *name = entry.name.c_str();
-  if (entry.op != MOE_OP_GROUPED_MATMUL || entry.abi != MOE_ABI_GROUPED_MATMUL)
+  if ((entry.op != MOE_OP_GROUPED_MATMUL && entry.op != MOE_OP_EXPERT_MLP) ||
+      entry.abi != MOE_ABI_GROUPED_MATMUL)
     return setError(MOE_STATUS_INVALID_ARGUMENT,
                     "moeGroupedMatmul(%s): the entry is op=%s abi=%s, not "
-                    "op=" MOE_OP_GROUPED_MATMUL " abi=" MOE_ABI_GROUPED_MATMUL,
+                    "op=" MOE_OP_GROUPED_MATMUL " or " MOE_OP_EXPERT_MLP
+                    " with abi=" MOE_ABI_GROUPED_MATMUL,
                     name, entry.op.c_str(), entry.abi.c_str());
+  const bool swiglu = entry.epilogue == Epilogue::SwiGLU;
+  const bool rowScale = entry.epilogue == Epilogue::RowScale;
 
   const moeGroupedMatmulArgs &a = *args;
   if (a.m < 1)
@@ -638,6 +643,12 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
     return invalidArgument(name, "N = %lld must be at least 1", (long long)a.n);
   if (a.n > kMaxRows)
     return invalidArgument(name, "N = %lld exceeds 2147483647", (long long)a.n);
+  if (swiglu && a.n % 2)
+    return invalidArgument(name,
+                           "N = %lld is odd: a swiglu entry's weights hold N/2 "
+                           "gate rows then N/2 up rows (N must be even and at "
+                           "least 2; out has N/2 columns)",
+                           (long long)a.n);
   if (entry.k != -1 && a.k != entry.k)
     return invalidArgument(name, "K = %lld does not match the entry's k = %lld",
                            (long long)a.k, (long long)entry.k);
@@ -672,21 +683,35 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
     const char *what;
     uint64_t pointer;
     uint64_t alignment;
-  } pointers[] = {{"rows", a.rows, 16},
-                  {"weights", a.weights, 16},
-                  {"offsets", a.offsets, uint64_t(entry.offsetsBits / 8)},
-                  {"out", a.out, 16}};
-  for (const auto &p : pointers)
-    if (!p.pointer)
-      return invalidArgument(name, "%s pointer is NULL", p.what);
-  for (const auto &p : pointers)
-    if (p.pointer % p.alignment)
-      return invalidArgument(
-          name, "%s pointer 0x%llx is not %d-byte aligned%s", p.what,
-          (unsigned long long)p.pointer, int(p.alignment),
-          p.alignment == 16  ? ""
-          : p.alignment == 4 ? " (the entry's offsets are i32)"
-                             : " (the entry's offsets are i64)");
+    const char *why; // appended to its error
+  } pointers[] = {
+      {"rows", a.rows, 16, ""},
+      {"weights", a.weights, 16, ""},
+      {"offsets", a.offsets, uint64_t(entry.offsetsBits / 8),
+       entry.offsetsBits == 32 ? " (the entry's offsets are i32)"
+                               : " (the entry's offsets are i64)"},
+      {"out", a.out, 16, ""},
+      {"row_scale", a.row_scale, 4,
+       " (row_scale entries take the f32 routing weight of each row)"}};
+  // row_scale, last, only for row_scale entries.
+  const size_t numPointers = rowScale ? 5 : 4;
+  for (size_t i = 0; i < numPointers; ++i)
+    if (!pointers[i].pointer)
+      return invalidArgument(name, "%s pointer is NULL%s", pointers[i].what,
+                             i == 4 ? pointers[i].why : "");
+  for (size_t i = 0; i < numPointers; ++i)
+    if (pointers[i].pointer % pointers[i].alignment)
+      return invalidArgument(name, "%s pointer 0x%llx is not %d-byte aligned%s",
+                             pointers[i].what,
+                             (unsigned long long)pointers[i].pointer,
+                             int(pointers[i].alignment), pointers[i].why);
+  if (!rowScale && a.row_scale)
+    return invalidArgument(name,
+                           "row_scale = 0x%llx, but row_scale is only taken "
+                           "by row_scale entries (this one's epilogue is %s): "
+                           "it must be 0",
+                           (unsigned long long)a.row_scale,
+                           epilogueName(entry.epilogue));
   // Byte sizes: M*K*2 and M*N*2 fit in int64 since every size is below
   // 2^31; E*N*K*2 may not. One expert's weights are a TMA stride, which must
   // stay below 2^40.
@@ -760,8 +785,11 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
                                      uint64_t(a.experts)};
     const uint64_t weightsStrides[2] = {uint64_t(rowBytes),
                                         uint64_t(expertBytes)};
-    const uint32_t weightsBox[3] = {uint32_t(kernel.tileK),
-                                    uint32_t(kernel.tileN), 1};
+    // A swiglu kernel loads tile_n/2 gate rows and as many up rows (tile_n
+    // is even: the reader checks it).
+    const uint32_t weightsBox[3] = {
+        uint32_t(kernel.tileK),
+        uint32_t(swiglu ? kernel.tileN / 2 : kernel.tileN), 1};
     const uint32_t unit[3] = {1, 1, 1};
     struct {
       const char *what;
@@ -787,15 +815,19 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
                            result);
   }
 
-  // The 17 parameters of grouped_matmul.v2 (the driver copies them).
-  uint64_t offsetsPointer = a.offsets, outPointer = a.out;
-  int64_t zero = 0, one = 1, offsetsSize = a.experts + 1, m = a.m, n = a.n;
+  // The 17 parameters of grouped_matmul.v3, then the 5 of the row_scale
+  // memref that only row_scale kernels take (the driver reads as many as the
+  // kernel has, and copies them). out has N/2 columns after a swiglu.
+  uint64_t offsetsPointer = a.offsets, outPointer = a.out,
+           scalePointer = a.row_scale;
+  int64_t zero = 0, one = 1, offsetsSize = a.experts + 1, m = a.m,
+          outColumns = swiglu ? a.n / 2 : a.n;
   int32_t k32 = int32_t(a.k);
   for (int i = 0; i < numLaunches; ++i) {
     const Kernel &kernel = *launches[i].kernel;
     int32_t rowsMin = int32_t(kernel.rowsMin),
             rowsMax = int32_t(kernel.rowsMax);
-    void *params[17] = {&maps[i][0],
+    void *params[22] = {&maps[i][0],
                         &maps[i][1],
                         &offsetsPointer,
                         &offsetsPointer,
@@ -806,12 +838,17 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
                         &outPointer,
                         &zero,
                         &m,
-                        &n,
-                        &n,
+                        &outColumns,
+                        &outColumns,
                         &one,
                         &k32,
                         &rowsMin,
-                        &rowsMax};
+                        &rowsMax,
+                        &scalePointer,
+                        &scalePointer,
+                        &zero,
+                        &m,
+                        &one};
     cu::Function function =
         state->kernels[entryIndex][launches[i].index].function;
     if (cu::Result result = driver->launchKernel(

@@ -24,6 +24,16 @@ std::string replaced(const std::string &from, const std::string &to,
   return bytes.replace(at, from.size(), to);
 }
 
+/// `bytes` as contract version 2 wrote it: no epilogues, ABI v2.
+std::string asVersion2(std::string bytes) {
+  bytes.replace(0, 11, "MOEBUNDLE 2");
+  const std::string from = "abi=grouped_matmul.v3 epilogue=store ",
+                    to = "abi=grouped_matmul.v2 ";
+  for (size_t at; (at = bytes.find(from)) != std::string::npos;)
+    bytes.replace(at, from.size(), to);
+  return bytes;
+}
+
 /// The valid bundle with its final "end\n" replaced by `to` (the images
 /// contain "end\n" too).
 std::string withEnd(const std::string &to) {
@@ -33,13 +43,14 @@ std::string withEnd(const std::string &to) {
 
 /// Header, chip, one image and `body` (entry/kernel lines), then `end`.
 std::string bundleWith(const std::string &body) {
-  return "MOEBUNDLE 2\nchip sm_90a\n" + imageRecord("img", fakeCubin('C')) +
+  return "MOEBUNDLE 3\nchip sm_90a\n" + imageRecord("img", fakeCubin('C')) +
          body + "end\n";
 }
 
 std::string entryLine(const std::string &name) {
   return "entry " + name +
-         " op=moe.grouped_matmul abi=grouped_matmul.v2 experts=4 n=64 k=64 "
+         " op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store "
+         "experts=4 n=64 k=64 "
          "max_rows=2147483647 offsets=i32\n";
 }
 
@@ -67,7 +78,7 @@ std::vector<Malformed> malformedBundles() {
       "gate_up", kSwapAB32, "moe_kernels_swapab", 1, 16, 16, 64, 81920, 1);
   std::string downKernel = kernelLine("down", kNormal64, "moe_kernels", 1,
                                       2147483647, 64, 256, 163840, 0);
-  std::string manyImages = "MOEBUNDLE 2\nchip sm_90a\n";
+  std::string manyImages = "MOEBUNDLE 3\nchip sm_90a\n";
   for (int i = 0; i < 65; ++i)
     manyImages += imageRecord("img" + std::to_string(i), fakeCubin('D'));
   std::string manyEntries;
@@ -82,25 +93,31 @@ std::vector<Malformed> malformedBundles() {
        "\x7f"
        "ELF\x02\x01\x01\n",
        bad, "bundle line 1: not a moe bundle"},
-      {"wrong magic", replaced("MOEBUNDLE 2", "MOEBUNDLX 2"), bad,
-       "not a moe bundle (it must start with 'MOEBUNDLE 2')"},
-      {"version 1", replaced("MOEBUNDLE 2", "MOEBUNDLE 1"), unsupported,
+      {"wrong magic", replaced("MOEBUNDLE 3", "MOEBUNDLX 3"), bad,
+       "not a moe bundle (it must start with 'MOEBUNDLE 3')"},
+      {"version 1", replaced("MOEBUNDLE 3", "MOEBUNDLE 1"), unsupported,
        "bundle line 1: bundle version 1 predates persistent kernels (this "
-       "runtime reads version 2): recompile it with moe-translate "
+       "runtime reads version 3): recompile it with moe-translate "
        "--moe-to-bundle"},
-      {"newer version", replaced("MOEBUNDLE 2", "MOEBUNDLE 3"), unsupported,
-       "bundle line 1: bundle version 3 is not supported (this runtime reads "
-       "version 2)"},
-      {"version 0", replaced("MOEBUNDLE 2", "MOEBUNDLE 0"), unsupported,
+      {"version 2", replaced("MOEBUNDLE 3", "MOEBUNDLE 2"), unsupported,
+       "bundle line 1: bundle version 2 predates kernel epilogues (this "
+       "runtime reads version 3): recompile it with moe-translate "
+       "--moe-to-bundle"},
+      {"version 2 bundle as v2 wrote it", asVersion2(valid), unsupported,
+       "bundle line 1: bundle version 2 predates kernel epilogues"},
+      {"newer version", replaced("MOEBUNDLE 3", "MOEBUNDLE 4"), unsupported,
+       "bundle line 1: bundle version 4 is not supported (this runtime reads "
+       "version 3)"},
+      {"version 0", replaced("MOEBUNDLE 3", "MOEBUNDLE 0"), unsupported,
        "bundle version 0 is not supported"},
-      {"version leading zero", replaced("MOEBUNDLE 2", "MOEBUNDLE 02"), bad,
+      {"version leading zero", replaced("MOEBUNDLE 3", "MOEBUNDLE 02"), bad,
        "expected 'MOEBUNDLE <version>', got 'MOEBUNDLE 02'"},
-      {"version negative", replaced("MOEBUNDLE 2", "MOEBUNDLE -2"), bad,
+      {"version negative", replaced("MOEBUNDLE 3", "MOEBUNDLE -2"), bad,
        "expected 'MOEBUNDLE <version>'"},
       {"version overflow",
-       replaced("MOEBUNDLE 2", "MOEBUNDLE 99999999999999999999"), bad,
+       replaced("MOEBUNDLE 3", "MOEBUNDLE 99999999999999999999"), bad,
        "expected 'MOEBUNDLE <version>'"},
-      {"header extra field", replaced("MOEBUNDLE 2", "MOEBUNDLE 2 x"), bad,
+      {"header extra field", replaced("MOEBUNDLE 3", "MOEBUNDLE 3 x"), bad,
        "expected 'MOEBUNDLE <version>'"},
       {"missing end", withEnd(""), bad,
        "bundle line 13: unexpected end of the data (the bundle must finish "
@@ -145,24 +162,63 @@ std::vector<Malformed> malformedBundles() {
        "missing key 'stages'"},
       {"no equals sign", replaced("experts=8 n=28672", "experts=8 n 28672"),
        bad, "entry 'gate_up': expected key=value, got 'n'"},
-      {"older abi",
-       replaced("abi=grouped_matmul.v2 experts=8 n=28672",
-                "abi=grouped_matmul.v1 experts=8 n=28672"),
+      {"abi v1",
+       replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
+                "abi=grouped_matmul.v1 epilogue=store experts=8 n=28672"),
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v1' is not "
-       "supported (this runtime implements bundle version 2 with abi "
-       "grouped_matmul.v2): its kernels are not persistent, recompile it"},
-      {"newer abi",
-       replaced("abi=grouped_matmul.v2 experts=8 n=28672",
-                "abi=grouped_matmul.v3 experts=8 n=28672"),
+       "supported (this runtime implements bundle version 3 with abi "
+       "grouped_matmul.v3): its kernels are not persistent, recompile it"},
+      {"abi v2",
+       replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
+                "abi=grouped_matmul.v2 epilogue=store experts=8 n=28672"),
        unsupported,
-       "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v3' is not "
-       "supported (this runtime implements bundle version 2 with abi "
-       "grouped_matmul.v2)"},
+       "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
+       "supported (this runtime implements bundle version 3 with abi "
+       "grouped_matmul.v3): it predates kernel epilogues, recompile it"},
+      {"newer abi",
+       replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
+                "abi=grouped_matmul.v4 epilogue=store experts=8 n=28672"),
+       unsupported,
+       "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v4' is not "
+       "supported (this runtime implements bundle version 3 with abi "
+       "grouped_matmul.v3)"},
       {"newer abi with new keys",
-       replaced("abi=grouped_matmul.v2 experts=8 n=28672",
-                "split_k=2 abi=grouped_matmul.v3 experts=8 n=28672"),
-       unsupported, "abi 'grouped_matmul.v3' is not supported"},
+       replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
+                "split_k=2 abi=grouped_matmul.v4 experts=8 n=28672"),
+       unsupported, "abi 'grouped_matmul.v4' is not supported"},
+      {"missing epilogue",
+       replaced(" epilogue=store experts=8 n=28672", " experts=8 n=28672"), bad,
+       "bundle line 5: entry 'gate_up': missing key 'epilogue'"},
+      {"unknown epilogue",
+       replaced("epilogue=store experts=8 n=28672",
+                "epilogue=gelu experts=8 n=28672"),
+       bad,
+       "bundle line 5: entry 'gate_up': epilogue='gelu' is not store, swiglu "
+       "or row_scale"},
+      {"empty epilogue",
+       replaced("epilogue=store experts=8 n=4096",
+                "epilogue= experts=8 n=4096"),
+       bad, "bundle line 8: entry 'down': epilogue='' is not store"},
+      {"epilogue in capitals",
+       replaced("epilogue=store experts=8 n=28672",
+                "epilogue=STORE experts=8 n=28672"),
+       bad, "epilogue='STORE' is not store, swiglu or row_scale"},
+      {"duplicate epilogue",
+       replaced("epilogue=store experts=8 n=28672",
+                "epilogue=store epilogue=swiglu experts=8 n=28672"),
+       bad, "bundle line 5: entry 'gate_up': duplicate key 'epilogue'"},
+      {"swiglu with odd n", replaced("n=28672", "n=28671", mlpBundle()), bad,
+       "bundle line 4: entry 'mlp_gate_up': n=28671 is odd, but "
+       "epilogue=swiglu needs N/2 gate rows and N/2 up rows"},
+      {"swiglu with n 1", replaced("n=28672", "n=1", mlpBundle()), bad,
+       "n=1 is odd"},
+      {"swiglu with odd tile_n",
+       replaced("tile_n=128", "tile_n=127", mlpBundle()), bad,
+       "bundle line 10: kernel "
+       "'grouped_matmul_bf16_64x128x64_s2_swiglu_off64': "
+       "tile_n=127 is odd, but entry 'dyn_gate_up' has epilogue=swiglu "
+       "(tile_n/2 gate and tile_n/2 up columns)"},
       {"duplicate entry", replaced("entry down ", "entry gate_up "), bad,
        "bundle line 8: entry 'gate_up' is already defined on line 5"},
       {"duplicate image",
@@ -175,7 +231,7 @@ std::vector<Malformed> malformedBundles() {
       {"chip after entry",
        replaced("chip sm_90a\n", "", withEnd("chip sm_90a\nend\n")), bad,
        "comes before the 'chip' line"},
-      {"no chip", "MOEBUNDLE 2\nend\n", bad,
+      {"no chip", "MOEBUNDLE 3\nend\n", bad,
        "bundle line 2: the bundle has no 'chip' line"},
       {"unknown chip", replaced("chip sm_90a", "chip gfx942"), unsupported,
        "bundle line 2: chip 'gfx942' is not supported"},
@@ -196,7 +252,7 @@ std::vector<Malformed> malformedBundles() {
        "entry 'gate_up' must follow that entry's line directly (it follows "
        "entry 'any')"},
       {"kernel before any entry",
-       "MOEBUNDLE 2\nchip sm_90a\n" + kernelsCovering("x", 1) + "end\n", bad,
+       "MOEBUNDLE 3\nchip sm_90a\n" + kernelsCovering("x", 1) + "end\n", bad,
        "refers to unknown entry 'x'"},
       {"kernel of unknown image",
        replaced("image=moe_kernels_swapab", "image=moe_kernels_nope"), bad,
@@ -365,7 +421,7 @@ TEST(bundleValidParses) {
     return;
   moeBundleInfo info;
   CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
-  CHECK_EQ(info.version, 2);
+  CHECK_EQ(info.version, 3);
   CHECK_EQ(info.version, MOE_BUNDLE_VERSION);
   CHECK_EQ(std::string(info.chip), "sm_90a");
   CHECK_EQ(info.num_images, 2);
@@ -375,7 +431,8 @@ TEST(bundleValidParses) {
   CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(std::string(entry.name), "gate_up");
   CHECK_EQ(std::string(entry.op), "moe.grouped_matmul");
-  CHECK_EQ(std::string(entry.abi), "grouped_matmul.v2");
+  CHECK_EQ(std::string(entry.abi), "grouped_matmul.v3");
+  CHECK_EQ(std::string(entry.epilogue), "store");
   CHECK_EQ(entry.experts, 8);
   CHECK_EQ(entry.n, 28672);
   CHECK_EQ(entry.k, 4096);
@@ -412,6 +469,43 @@ TEST(bundleValidParses) {
   CHECK_EQ(index, 1);
   CHECK_STATUS(moeBundleFindEntry(bundle, "up", &index), MOE_STATUS_NOT_FOUND,
                "no entry 'up'");
+  moeBundleClose(bundle);
+}
+
+TEST(bundleExpertMlpParses) {
+  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle = openBundle(mlpBundle(), &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (!bundle)
+    return;
+  const char *names[] = {"mlp_gate_up", "mlp_down", "dyn_gate_up", "dyn_down"};
+  const char *epilogues[] = {"swiglu", "row_scale", "swiglu", "row_scale"};
+  for (int32_t e = 0; e < 4; ++e) {
+    moeEntryInfo entry;
+    CHECK_EQ(moeBundleGetEntry(bundle, e, &entry), MOE_STATUS_SUCCESS);
+    CHECK_EQ(std::string(entry.name), names[e]);
+    CHECK_EQ(std::string(entry.op), "moe.expert_mlp");
+    CHECK_EQ(std::string(entry.abi), MOE_ABI_GROUPED_MATMUL);
+    CHECK_EQ(std::string(entry.epilogue), epilogues[e]);
+  }
+  moeEntryInfo entry;
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(entry.n, 28672); // the weights' N, not the output columns
+  moeBundleClose(bundle);
+
+  // The reader does not care about the op (moeGroupedMatmul does): any
+  // name it accepts is reported. Odd N and tile_n are fine outside swiglu
+  // entries.
+  std::string other = mlpBundle();
+  other.replace(other.find("op=moe.expert_mlp"), 17, "op=vendor.fused_thing");
+  other.replace(other.find("n=4096"), 6, "n=4095");
+  other.replace(other.rfind("tile_n=128"), 10, "tile_n=127");
+  bundle = openBundle(other, &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.op), "vendor.fused_thing");
+  CHECK_EQ(moeBundleGetEntry(bundle, 1, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(entry.n, 4095);
   moeBundleClose(bundle);
 }
 
@@ -466,19 +560,20 @@ TEST(bundleOpenArguments) {
 TEST(bundleAcceptsWhatTheContractAllows) {
   // Keys in any order, chip after the images, an image no kernel uses,
   // names of 255 bytes, the limits exactly.
-  std::string reordered = replaced(
-      "entry down op=moe.grouped_matmul abi=grouped_matmul.v2 experts=8 "
-      "n=4096 k=14336 max_rows=4096 offsets=i64",
-      "entry down offsets=i64 max_rows=4096 k=14336 n=4096 experts=8 "
-      "abi=grouped_matmul.v2 op=moe.grouped_matmul");
-  std::string lateChip = "MOEBUNDLE 2\n" + imageRecord("img", fakeCubin('C')) +
+  std::string reordered =
+      replaced("entry down op=moe.grouped_matmul abi=grouped_matmul.v3 "
+               "epilogue=store experts=8 "
+               "n=4096 k=14336 max_rows=4096 offsets=i64",
+               "entry down offsets=i64 max_rows=4096 k=14336 n=4096 experts=8 "
+               "abi=grouped_matmul.v3 epilogue=store op=moe.grouped_matmul");
+  std::string lateChip = "MOEBUNDLE 3\n" + imageRecord("img", fakeCubin('C')) +
                          imageRecord("unused", fakeCubin('U')) +
                          "chip sm_100a\n" + entryLine("e") +
                          kernelsCovering("e", 1) + "end\n";
   std::string longName(255, 'n');
   std::string longNames =
       bundleWith(entryLine(longName) + kernelsCovering(longName, 1));
-  std::string manyImages = "MOEBUNDLE 2\nchip sm_80\n";
+  std::string manyImages = "MOEBUNDLE 3\nchip sm_80\n";
   for (int i = 0; i < 64; ++i)
     manyImages += imageRecord("img" + std::to_string(i), fakeCubin('D'));
   manyImages += "end\n";
@@ -488,7 +583,7 @@ TEST(bundleAcceptsWhatTheContractAllows) {
                    kernelsCovering("e" + std::to_string(i), 1);
   std::string sixteenKernels =
       bundleWith(entryLine("e") + kernelsCovering("e", 16));
-  std::string noEntries = "MOEBUNDLE 2\nchip sm_90a\nend\n";
+  std::string noEntries = "MOEBUNDLE 3\nchip sm_90a\nend\n";
   const char *names[] = {"reordered",   "late chip",  "long names", "64 images",
                          "256 entries", "16 kernels", "no entries"};
   std::string bytes[] = {
@@ -528,7 +623,7 @@ TEST(bundleOpenFile) {
 
   // Errors name the file.
   std::FILE *file = std::fopen(path, "wb");
-  std::fputs("MOEBUNDLE 2\nchip sm_90a\nentry\n", file);
+  std::fputs("MOEBUNDLE 3\nchip sm_90a\nentry\n", file);
   std::fclose(file);
   CHECK_STATUS(moeBundleOpenFile(path, &bundle), MOE_STATUS_INVALID_BUNDLE,
                std::string(path) + ": bundle line 3: expected 'entry <name>");
@@ -558,10 +653,10 @@ TEST(statusNames) {
 
 TEST(lastErrorIsPerThreadAndKeptOnSuccess) {
   moeBundle *bundle = nullptr;
-  CHECK_EQ(moeBundleOpenMemory("MOEBUNDLE 3\n", 12, &bundle),
+  CHECK_EQ(moeBundleOpenMemory("MOEBUNDLE 4\n", 12, &bundle),
            MOE_STATUS_UNSUPPORTED);
   std::string message = moeLastErrorMessage();
-  CHECK_CONTAINS(message, "bundle version 3");
+  CHECK_CONTAINS(message, "bundle version 4");
   bundle = openBundle(validBundle());
   CHECK(bundle != nullptr);
   CHECK_EQ(std::string(moeLastErrorMessage()), message);

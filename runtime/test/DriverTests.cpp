@@ -18,6 +18,7 @@ moeGroupedMatmulArgs validGateUp() {
   a.n = 28672;
   a.k = 4096;
   a.experts = 8;
+  a.row_scale = 0;
   return a;
 }
 
@@ -284,10 +285,11 @@ TEST(driverOccupancyQueriedOncePerKernel) {
   // Two entries launching one function with the same threads and smem share
   // one query; another smem is another query.
   FakeGpu &gpu = installFakeDriver();
-  std::string entry = " op=moe.grouped_matmul abi=grouped_matmul.v2 experts=4 "
-                      "n=64 k=64 max_rows=2147483647 offsets=i32\n";
+  std::string entry =
+      " op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts=4 "
+      "n=64 k=64 max_rows=2147483647 offsets=i32\n";
   std::string bytes =
-      "MOEBUNDLE 2\nchip sm_90a\n" + imageRecord("img", fakeCubin('S')) +
+      "MOEBUNDLE 3\nchip sm_90a\n" + imageRecord("img", fakeCubin('S')) +
       "entry a" + entry +
       kernelLine("a", "k", "img", 1, 2147483647, 64, 64, 0, 0) + "entry b" +
       entry + kernelLine("b", "k", "img", 1, 2147483647, 64, 64, 0, 0) +

@@ -233,6 +233,12 @@ cu::Result fakeLaunchKernel(cu::Function function, unsigned gridX,
     std::memcpy(&launch.words[i], params[2 + i], 8);
   for (int i = 0; i < 3; ++i)
     std::memcpy(&launch.ints[i], params[14 + i], 4);
+  auto count = gpu().numParams.find(launch.function);
+  if (count != gpu().numParams.end())
+    launch.numParams = count->second;
+  if (launch.numParams == 22)
+    for (int i = 0; i < 5; ++i)
+      std::memcpy(&launch.scale[i], params[17 + i], 8);
   int number = int(gpu().launches.size());
   gpu().launches.push_back(launch);
   if (number == gpu().failLaunchNumber)

@@ -40,6 +40,8 @@ struct FakeLaunch {
   int mapEncode[2] = {};    // which FakeEncode produced each map (index)
   uint64_t words[12] = {};  // params 2..13
   int32_t ints[3] = {};     // params 14..16: K, rows_min, rows_max
+  int numParams = 17;       // what the kernel takes (FakeGpu::numParams)
+  uint64_t scale[5] = {};   // params 17..21 when it takes 22
 };
 
 /// A cuOccupancyMaxActiveBlocksPerMultiprocessor call.
@@ -66,6 +68,10 @@ struct FakeGpu {
   /// smem exceeds 114 KiB, else 4. Any smem above what cuFuncSetAttribute
   /// allowed the function (48 KiB if never set) gives 0, as the driver does.
   std::map<std::string, int> ctasPerSm;
+  /// Parameters a kernel takes, by symbol (a real driver knows them from the
+  /// image): 17 when not listed; a kernel with 22 (a row_scale kernel) has
+  /// params 17..21 recorded too.
+  std::map<std::string, int> numParams;
   cu::Result occupancyResult = cu::kSuccess;
   bool recordImages = true; // keep the first 16 bytes of each loaded image
 

@@ -2,7 +2,8 @@
 //
 // Every argument check of contract §3, then what a valid call hands the
 // (fake) driver: tensor maps, persistent grids, blocks, shared memory, the 17
-// parameters and the stream, and that nothing else is called. The fake device
+// parameters (22 for row_scale entries) and the stream, and that nothing else
+// is called; the same for the swiglu and row_scale epilogues. The fake device
 // has 132 multiprocessors holding 1 CTA of a kernel with more than 114 KiB of
 // shared memory, else 4: 132 or 528 resident CTAs.
 //
@@ -17,7 +18,8 @@ using namespace moe_test;
 namespace {
 
 constexpr uint64_t kRows = 0x7f0000010000, kWeights = 0x7f0000020000,
-                   kOffsets = 0x7f0000030000, kOut = 0x7f0000040000;
+                   kOffsets = 0x7f0000030000, kOut = 0x7f0000040000,
+                   kScale = 0x7f0000050000;
 constexpr int64_t kMax = 2147483647;
 
 moeGroupedMatmulArgs args(int64_t m, int64_t n, int64_t k, int64_t experts) {
@@ -30,6 +32,7 @@ moeGroupedMatmulArgs args(int64_t m, int64_t n, int64_t k, int64_t experts) {
   a.n = n;
   a.k = k;
   a.experts = experts;
+  a.row_scale = 0;
   return a;
 }
 
@@ -79,8 +82,8 @@ TEST(groupedMatmulRejectsNullsAndUnknownEntries) {
   CHECK_REJECTED(run(bundle, "down", args(64, 4096, 14336, 8)),
                  MOE_STATUS_INVALID_ARGUMENT,
                  "moeGroupedMatmul(down): the entry is op=moe.grouped_swiglu "
-                 "abi=grouped_matmul.v2, not op=moe.grouped_matmul "
-                 "abi=grouped_matmul.v2");
+                 "abi=grouped_matmul.v3, not op=moe.grouped_matmul or "
+                 "moe.expert_mlp with abi=grouped_matmul.v3");
   moeBundleClose(bundle);
 }
 
@@ -210,7 +213,11 @@ struct ExpectedLaunch {
 void checkLaunches(moeBundle *bundle, const char *entry,
                    const moeGroupedMatmulArgs &a,
                    const std::vector<ExpectedLaunch> &expected,
-                   int64_t offsetsBits) {
+                   int64_t offsetsBits, const char *epilogue = "store") {
+  const bool swiglu = std::string(epilogue) == "swiglu";
+  const bool rowScale = std::string(epilogue) == "row_scale";
+  // out has N/2 columns after a swiglu.
+  const uint64_t outColumns = uint64_t(swiglu ? a.n / 2 : a.n);
   FakeGpu &gpu = fakeGpu();
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
   size_t callsBefore = gpu.calls.size();
@@ -248,16 +255,23 @@ void checkLaunches(moeBundle *bundle, const char *entry,
     CHECK_EQ(got.stream, stream);
     CHECK(got.extraIsNull);
     CHECK(got.mapsAligned);
-    // Parameters 2-6: the offsets memref; 7-13: the out memref; 14-16.
+    // Parameters 2-6: the offsets memref; 7-13: the out memref; 14-16;
+    // 17-21 (row_scale kernels): the row_scale memref.
     const uint64_t words[12] = {
-        a.offsets,     a.offsets, 0, uint64_t(a.experts + 1), 1,
-        a.out,         a.out,     0, uint64_t(a.m),           uint64_t(a.n),
-        uint64_t(a.n), 1};
+        a.offsets,  a.offsets, 0, uint64_t(a.experts + 1), 1,
+        a.out,      a.out,     0, uint64_t(a.m),           outColumns,
+        outColumns, 1};
     for (int w = 0; w < 12; ++w)
       CHECK_EQ(got.words[w], words[w]);
     CHECK_EQ(got.ints[0], int32_t(a.k));
     CHECK_EQ(got.ints[1], want.rowsMin);
     CHECK_EQ(got.ints[2], want.rowsMax);
+    if (rowScale) {
+      CHECK_EQ(got.numParams, 22);
+      const uint64_t scale[5] = {a.row_scale, a.row_scale, 0, uint64_t(a.m), 1};
+      for (int w = 0; w < 5; ++w)
+        CHECK_EQ(got.scale[w], scale[w]);
+    }
 
     // Its tensor maps: the pair encoded for it (maps before launches).
     int rowsIndex = int(encodesBefore + 2 * i);
@@ -289,7 +303,8 @@ void checkLaunches(moeBundle *bundle, const char *entry,
     CHECK_EQ(weights.strides[0], uint64_t(2 * a.k));
     CHECK_EQ(weights.strides[1], uint64_t(2 * a.n * a.k));
     CHECK_EQ(weights.box[0], 64u);
-    CHECK_EQ(weights.box[1], want.tileN);
+    // A swiglu kernel loads tile_n/2 gate rows, then as many up rows.
+    CHECK_EQ(weights.box[1], swiglu ? want.tileN / 2 : want.tileN);
     CHECK_EQ(weights.box[2], 1u);
   }
 }
@@ -378,8 +393,8 @@ TEST(groupedMatmulGridIn64Bits) {
   // slots and about 2^62 work items. 0 bytes of shared memory: 4 * 132
   // resident CTAs.
   std::string tiny =
-      "MOEBUNDLE 2\nchip sm_90a\n" + imageRecord("img", fakeCubin('T')) +
-      "entry tiny op=moe.grouped_matmul abi=grouped_matmul.v2 "
+      "MOEBUNDLE 3\nchip sm_90a\n" + imageRecord("img", fakeCubin('T')) +
+      "entry tiny op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store "
       "experts=-1 n=-1 k=-1 max_rows=2147483647 offsets=i32\n" +
       kernelLine("tiny", "k1", "img", 1, kMax, 1, 1, 0, 0) + "end\n";
   moeBundle *bundle = openBundle(tiny);
@@ -514,5 +529,168 @@ TEST(groupedMatmulReportsDriverFailures) {
   gpu.launchResult = 719;
   CHECK_STATUS(run(bundle, "gate_up", gateUp(1)), MOE_STATUS_CUDA_ERROR,
                "failed: CUresult 719");
+  moeBundleClose(bundle);
+}
+
+namespace {
+
+/// Arguments matching entry mlp_down (E=8, N=4096, K=14336), with routing
+/// weights.
+moeGroupedMatmulArgs mlpDown(int64_t m) {
+  moeGroupedMatmulArgs a = args(m, 4096, 14336, 8);
+  a.row_scale = kScale;
+  return a;
+}
+
+/// The fake's row_scale kernels take 22 parameters.
+void declareRowScaleKernels(FakeGpu &gpu) {
+  gpu.numParams[kDown32] = 22;
+  gpu.numParams[kDown64] = 22;
+}
+
+} // namespace
+
+TEST(groupedMatmulRunsExpertMlpEntries) {
+  // op=moe.expert_mlp entries launch like op=moe.grouped_matmul ones.
+  FakeGpu &gpu = installFakeDriver();
+  declareRowScaleKernels(gpu);
+  moeBundle *bundle = openBundle(mlpBundle());
+  CHECK(bundle != nullptr);
+  CHECK_EQ(run(bundle, "mlp_gate_up", gateUp(64)), MOE_STATUS_SUCCESS);
+  CHECK_EQ(run(bundle, "mlp_down", mlpDown(64)), MOE_STATUS_SUCCESS);
+  CHECK_EQ(gpu.launches.size(), size_t(3));
+  moeBundleClose(bundle);
+}
+
+TEST(groupedMatmulRejectsBadRowScale) {
+  installFakeDriver();
+  moeBundle *bundle = openBundle(mlpBundle());
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  // A row_scale entry needs a non-null, 4-byte aligned f32 pointer.
+  moeGroupedMatmulArgs a = mlpDown(64);
+  a.row_scale = 0;
+  CHECK_REJECTED(run(bundle, "mlp_down", a), bad,
+                 "moeGroupedMatmul(mlp_down): row_scale pointer is NULL "
+                 "(row_scale entries take the f32 routing weight of each "
+                 "row)");
+  a.row_scale = kScale + 2;
+  CHECK_REJECTED(run(bundle, "mlp_down", a), bad,
+                 "moeGroupedMatmul(mlp_down): row_scale pointer "
+                 "0x7f0000050002 is not 4-byte aligned (row_scale entries "
+                 "take the f32 routing weight of each row)");
+  a.row_scale = kScale + 1;
+  CHECK_REJECTED(run(bundle, "dyn_down", a), bad,
+                 "moeGroupedMatmul(dyn_down): row_scale pointer "
+                 "0x7f0000050001 is not 4-byte aligned");
+  // The other pointers are checked first.
+  a = mlpDown(64);
+  a.row_scale = 0;
+  a.out = 0;
+  CHECK_REJECTED(run(bundle, "mlp_down", a), bad, "out pointer is NULL");
+  a = mlpDown(64);
+  a.row_scale = kScale + 2;
+  a.rows = kRows + 8;
+  CHECK_REJECTED(run(bundle, "mlp_down", a), bad,
+                 "rows pointer 0x7f0000010008 is not 16-byte aligned");
+  // f32 needs 4-byte alignment only.
+  a = mlpDown(64);
+  a.row_scale = kScale + 4;
+  CHECK_EQ(run(bundle, "mlp_down", a), MOE_STATUS_SUCCESS);
+
+  // The other epilogues take no row_scale.
+  moeGroupedMatmulArgs gate = gateUp(64);
+  gate.row_scale = kScale;
+  CHECK_REJECTED(run(bundle, "mlp_gate_up", gate), bad,
+                 "moeGroupedMatmul(mlp_gate_up): row_scale = 0x7f0000050000, "
+                 "but row_scale is only taken by row_scale entries (this "
+                 "one's epilogue is swiglu): it must be 0");
+  moeBundleClose(bundle);
+  bundle = openBundle(validBundle());
+  CHECK_REJECTED(run(bundle, "gate_up", gate), bad,
+                 "moeGroupedMatmul(gate_up): row_scale = 0x7f0000050000, but "
+                 "row_scale is only taken by row_scale entries (this one's "
+                 "epilogue is store): it must be 0");
+  gate.row_scale = 4; // even a small value is not "none"
+  CHECK_REJECTED(run(bundle, "gate_up", gate), bad,
+                 "row_scale = 0x4, but row_scale is only taken");
+  moeBundleClose(bundle);
+}
+
+TEST(groupedMatmulRejectsOddSwiGLU) {
+  installFakeDriver();
+  moeBundle *bundle = openBundle(mlpBundle());
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  CHECK_REJECTED(run(bundle, "dyn_gate_up", args(64, 7, 64, 4)), bad,
+                 "moeGroupedMatmul(dyn_gate_up): N = 7 is odd: a swiglu "
+                 "entry's weights hold N/2 gate rows then N/2 up rows (N "
+                 "must be even and at least 2; out has N/2 columns)");
+  CHECK_REJECTED(run(bundle, "dyn_gate_up", args(64, 1, 64, 4)), bad,
+                 "N = 1 is odd");
+  CHECK_REJECTED(run(bundle, "dyn_gate_up", args(64, 0, 64, 4)), bad,
+                 "N = 0 must be at least 1");
+  CHECK_REJECTED(run(bundle, "dyn_gate_up", args(64, kMax, 64, 4)), bad,
+                 "N = 2147483647 is odd");
+  // Static N: the entry's n (even: the reader checks it) comes first.
+  CHECK_REJECTED(run(bundle, "mlp_gate_up", args(64, 28671, 4096, 8)), bad,
+                 "N = 28671 does not match the entry's n = 28672");
+  // 2 is the smallest N: one output column.
+  CHECK_EQ(run(bundle, "dyn_gate_up", args(64, 2, 64, 4)), MOE_STATUS_SUCCESS);
+  // Odd N is fine for the other epilogues.
+  moeGroupedMatmulArgs down = args(64, 7, 64, 4);
+  down.row_scale = kScale;
+  CHECK_EQ(run(bundle, "dyn_down", down), MOE_STATUS_SUCCESS);
+  moeBundleClose(bundle);
+}
+
+TEST(groupedMatmulLaunchesSwiGLU) {
+  installFakeDriver();
+  moeBundle *bundle = openBundle(mlpBundle());
+  CHECK(bundle != nullptr);
+  const int32_t big = int32_t(kMax);
+  // The grid is a store's: work = slots * ceil(N / tile_n), the number
+  // of (tile_n/2)-column tiles of the N/2 output columns. The weights box
+  // has tile_n/2 rows (checkLaunches), out is [M, N/2].
+  // 64 rows, N = 28672: as gate_up in groupedMatmulLaunchesPerContract.
+  checkLaunches(bundle, "mlp_gate_up", gateUp(64),
+                {{kGateUp32, 132, 163840, 17, big, 64, 256},
+                 {kGateUpSwapAB32, 528, 81920, 1, 16, 16, 64}},
+                32, "swiglu");
+  checkLaunches(bundle, "mlp_gate_up", gateUp(1),
+                {{kGateUpSwapAB32, 528, 81920, 1, 16, 16, 64}}, 32, "swiglu");
+  // 8 rows over 4 experts, tile 64x128: 1 + 4 = 5 slots; N = 256: 128
+  // output columns in 2 tiles of 64, 10 work items.
+  checkLaunches(bundle, "dyn_gate_up", args(8, 256, 64, 4),
+                {{kGateUp64, 10, 98304, 1, big, 64, 128}}, 64, "swiglu");
+  // N = 258: 129 output columns, ceil(129 / 64) = ceil(258 / 128) = 3.
+  checkLaunches(bundle, "dyn_gate_up", args(8, 258, 64, 4),
+                {{kGateUp64, 15, 98304, 1, big, 64, 128}}, 64, "swiglu");
+  // N = 2: one output column, one column tile.
+  checkLaunches(bundle, "dyn_gate_up", args(8, 2, 64, 4),
+                {{kGateUp64, 5, 98304, 1, big, 64, 128}}, 64, "swiglu");
+  moeBundleClose(bundle);
+}
+
+TEST(groupedMatmulLaunchesRowScale) {
+  FakeGpu &gpu = installFakeDriver();
+  declareRowScaleKernels(gpu);
+  moeBundle *bundle = openBundle(mlpBundle());
+  CHECK(bundle != nullptr);
+  const int32_t big = int32_t(kMax);
+  // 22 parameters: 17..21 are the row_scale memref (pointer, pointer, 0, M,
+  // 1); the weights box and out are those of a store (checkLaunches).
+  // 64 rows over 8 experts: 1 + 8 = 9 slots * 16 column tiles > 132.
+  checkLaunches(bundle, "mlp_down", mlpDown(64),
+                {{kDown32, 132, 163840, 1, big, 64, 256}}, 32, "row_scale");
+  // One row: 2 slots * 16 = 32 CTAs.
+  checkLaunches(bundle, "mlp_down", mlpDown(1),
+                {{kDown32, 32, 163840, 1, big, 64, 256}}, 32, "row_scale");
+  moeGroupedMatmulArgs a = args(100, 200, 8, 3);
+  a.row_scale = kScale + 12;
+  // 2 + 3 = 5 slots * ceil(200 / 128) = 10.
+  checkLaunches(bundle, "dyn_down", a, {{kDown64, 10, 98304, 1, big, 64, 128}},
+                64, "row_scale");
+  a.m = kMax;
+  checkLaunches(bundle, "dyn_down", a, {{kDown64, 528, 98304, 1, big, 64, 128}},
+                64, "row_scale");
   moeBundleClose(bundle);
 }

@@ -52,6 +52,17 @@ inline constexpr const char *kNormal64 =
     "grouped_matmul_bf16_64x256x64_s4_off64";
 inline constexpr const char *kSmall64 =
     "grouped_matmul_bf16_64x128x64_s2_off64";
+/// Symbols of the expert-MLP bundle.
+inline constexpr const char *kGateUp32 =
+    "grouped_matmul_bf16_64x256x64_s4_swiglu_off32";
+inline constexpr const char *kGateUpSwapAB32 =
+    "grouped_matmul_bf16_16x64x64_s4_swapab_swiglu_off32";
+inline constexpr const char *kDown32 =
+    "grouped_matmul_bf16_64x256x64_s4_rowscale_off32";
+inline constexpr const char *kGateUp64 =
+    "grouped_matmul_bf16_64x128x64_s2_swiglu_off64";
+inline constexpr const char *kDown64 =
+    "grouped_matmul_bf16_64x128x64_s2_rowscale_off64";
 
 /// A valid bundle (line numbers on the right):
 ///   gate_up: E=8 N=28672 K=4096, i32 offsets, a normal kernel for rows
@@ -62,25 +73,64 @@ inline constexpr const char *kSmall64 =
 ///            larger rows first; its second kernel is down's, with more
 ///            shared memory. (10-12)
 inline std::string validBundle() {
-  return "MOEBUNDLE 2\n"
+  return "MOEBUNDLE 3\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('A')) +
          imageRecord("moe_kernels_swapab", fakeCubin('B')) +
-         "entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v2 "
+         "entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 "
+         "epilogue=store "
          "experts=8 n=28672 k=4096 max_rows=2147483647 offsets=i32\n" +
          kernelLine("gate_up", kNormal32, "moe_kernels", 17, 2147483647, 64,
                     256, 163840, 0) +
          kernelLine("gate_up", kSwapAB32, "moe_kernels_swapab", 1, 16, 16, 64,
                     81920, 1) +
-         "entry down op=moe.grouped_matmul abi=grouped_matmul.v2 experts=8 "
+         "entry down op=moe.grouped_matmul abi=grouped_matmul.v3 "
+         "epilogue=store experts=8 "
          "n=4096 k=14336 max_rows=4096 offsets=i64\n" +
          kernelLine("down", kNormal64, "moe_kernels", 1, 2147483647, 64, 256,
                     163840, 0) +
-         "entry any op=moe.grouped_matmul abi=grouped_matmul.v2 experts=-1 "
+         "entry any op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store "
+         "experts=-1 "
          "n=-1 k=-1 max_rows=2147483647 offsets=i64\n" +
          kernelLine("any", kNormal64, "moe_kernels", 65, 2147483647, 64, 256,
                     200000, 0) +
          kernelLine("any", kSmall64, "moe_kernels", 1, 64, 64, 128, 98304, 0) +
+         "end\n";
+}
+
+/// The entries of two moe.expert_mlp ops (line numbers on the right):
+///   mlp_gate_up: swiglu, E=8 N=28672 K=4096 (out [M, 14336]), i32
+///                offsets, a normal kernel for rows >= 17 and a swap-AB one
+///                for 1..16;                                       (4-6)
+///   mlp_down:    row_scale, E=8 N=4096 K=14336, i32 offsets;      (7-8)
+///   dyn_gate_up: swiglu, all sizes dynamic, i64 offsets;          (9-10)
+///   dyn_down:    row_scale, all sizes dynamic, i64 offsets.       (11-12)
+inline std::string mlpBundle() {
+  return "MOEBUNDLE 3\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('M')) +
+         "entry mlp_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 "
+         "epilogue=swiglu experts=8 n=28672 k=4096 max_rows=2147483647 "
+         "offsets=i32\n" +
+         kernelLine("mlp_gate_up", kGateUp32, "moe_kernels", 17, 2147483647, 64,
+                    256, 163840, 0) +
+         kernelLine("mlp_gate_up", kGateUpSwapAB32, "moe_kernels", 1, 16, 16,
+                    64, 81920, 1) +
+         "entry mlp_down op=moe.expert_mlp abi=grouped_matmul.v3 "
+         "epilogue=row_scale experts=8 n=4096 k=14336 max_rows=2147483647 "
+         "offsets=i32\n" +
+         kernelLine("mlp_down", kDown32, "moe_kernels", 1, 2147483647, 64, 256,
+                    163840, 0) +
+         "entry dyn_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 "
+         "epilogue=swiglu experts=-1 n=-1 k=-1 max_rows=2147483647 "
+         "offsets=i64\n" +
+         kernelLine("dyn_gate_up", kGateUp64, "moe_kernels", 1, 2147483647, 64,
+                    128, 98304, 0) +
+         "entry dyn_down op=moe.expert_mlp abi=grouped_matmul.v3 "
+         "epilogue=row_scale experts=-1 n=-1 k=-1 max_rows=2147483647 "
+         "offsets=i64\n" +
+         kernelLine("dyn_down", kDown64, "moe_kernels", 1, 2147483647, 64, 128,
+                    98304, 0) +
          "end\n";
 }
 

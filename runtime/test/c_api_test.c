@@ -45,6 +45,10 @@ int main(int argc, char **argv) {
     check(moeBundleGetEntry(bundle, e, &entry) == MOE_STATUS_SUCCESS,
           "moeBundleGetEntry");
     check(strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0, "abi");
+    check(strcmp(entry.epilogue, MOE_EPILOGUE_STORE) == 0 ||
+              strcmp(entry.epilogue, MOE_EPILOGUE_SWIGLU) == 0 ||
+              strcmp(entry.epilogue, MOE_EPILOGUE_ROW_SCALE) == 0,
+          "epilogue");
     for (k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo kernel;
       check(moeBundleGetKernel(bundle, e, k, &kernel) == MOE_STATUS_SUCCESS,
@@ -65,6 +69,7 @@ int main(int argc, char **argv) {
   args.n = 28672;
   args.k = 4096;
   args.experts = 8;
+  args.row_scale = 0;
   check(moeGroupedMatmul(bundle, "gate_up", &args, NULL) ==
             MOE_STATUS_INVALID_ARGUMENT,
         "moeGroupedMatmul with NULL pointers");
@@ -76,10 +81,15 @@ int main(int argc, char **argv) {
   moeBundleClose(bundle);
   moeBundleClose(NULL);
 
-  check(moeBundleOpenMemory("MOEBUNDLE 2\n", 12, &bundle) ==
+  check(moeBundleOpenMemory("MOEBUNDLE 3\n", 12, &bundle) ==
             MOE_STATUS_INVALID_BUNDLE,
         "a bundle without end");
   check(bundle == NULL, "no bundle on failure");
+  check(moeBundleOpenMemory("MOEBUNDLE 2\nchip sm_90a\nend\n", 28, &bundle) ==
+            MOE_STATUS_UNSUPPORTED,
+        "a version 2 bundle");
+  check(strstr(moeLastErrorMessage(), "recompile it") != NULL,
+        "message says to recompile");
   printf("%s\n", failures ? "c api test FAILED" : "c api test passed");
   return failures ? 1 : 0;
 }

@@ -6,9 +6,9 @@
 // prints one line for the bundle, then one per entry, each followed by its
 // kernels, in file order. The format is stable, for FileCheck:
 //
-//   bundle version=2 chip=sm_90a images=1 entries=1
-//   entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v2 experts=8
-//     n=28672 k=4096 max_rows=2147483647 offsets=i32         (one line)
+//   bundle version=3 chip=sm_90a images=1 entries=1
+//   entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store
+//     experts=8 n=28672 k=4096 max_rows=2147483647 offsets=i32  (one line)
 //     kernel grouped_matmul_bf16_64x256x64_s4_off32 rows=[17,2147483647]
 //     tile=64x256x64 stages=4 threads=128 smem=163840 swap_ab=0
 //     image=moe_kernels (123456 bytes)                       (one line)
@@ -57,10 +57,11 @@ int main(int argc, char **argv) {
     moeEntryInfo entry;
     if (moeBundleGetEntry(bundle, e, &entry) != MOE_STATUS_SUCCESS)
       return failWithStatus();
-    std::printf("entry %s op=%s abi=%s experts=%" PRId64 " n=%" PRId64
-                " k=%" PRId64 " max_rows=%" PRId64 " offsets=i%d\n",
-                entry.name, entry.op, entry.abi, entry.experts, entry.n,
-                entry.k, entry.max_rows, int(entry.offsets_bits));
+    std::printf("entry %s op=%s abi=%s epilogue=%s experts=%" PRId64
+                " n=%" PRId64 " k=%" PRId64 " max_rows=%" PRId64
+                " offsets=i%d\n",
+                entry.name, entry.op, entry.abi, entry.epilogue, entry.experts,
+                entry.n, entry.k, entry.max_rows, int(entry.offsets_bits));
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo kernel;
       if (moeBundleGetKernel(bundle, e, k, &kernel) != MOE_STATUS_SUCCESS)

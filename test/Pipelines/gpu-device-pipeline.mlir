@@ -9,7 +9,7 @@
 // RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="swap-ab=1 tile-m=8 tile-n=64" --moe-extract-device-code --moe-gpu-device-pipeline="chip=sm_80" 2>&1 | FileCheck %s --check-prefix=OLD-CHIP
 
-// CHECK: moe.manifest = {entries = [{abi = "grouped_matmul.v2", {{.*}}name = "grouped_matmul_bf16_8x64x64_s4_swapab_off32", {{.*}}rows_max = 2147483647 : i64, rows_min = 1 : i64, swap_ab = true
+// CHECK: moe.manifest = {entries = [{abi = "grouped_matmul.v3", {{.*}}name = "grouped_matmul_bf16_8x64x64_s4_swapab_off32", {{.*}}rows_max = 2147483647 : i64, rows_min = 1 : i64, swap_ab = true
 // CHECK: gpu.binary @moe_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
 // PTX: .visible .entry grouped_matmul_bf16_8x64x64_s4_swapab_off32(
 // PTX-NEXT: .param .align 64 .b8 grouped_matmul_bf16_8x64x64_s4_swapab_off32_param_0[128],

@@ -34,12 +34,12 @@
 // CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_100a' yet (sm_90a only)
 // ROWS: error: moe-swap-ab: 'max-rows' must be in [0, 64], got 100
 // BOGUS: no such option bogus
-// MANIFEST: moe.manifest = {entries = [{abi = "grouped_matmul.v2",
+// MANIFEST: moe.manifest = {entries = [{abi = "grouped_matmul.v3",
 // MANIFEST-SAME: name = "grouped_matmul_bf16_16x64x64_s4_swapab_off64", rows_max = 16 : i64, rows_min = 1 : i64, swap_ab = true
 // MANIFEST-SAME: dynamic_shared_bytes = 172032 : i64, {{.*}}name = "grouped_matmul_bf16_64x256x64_s4_off64", {{.*}}rows_max = 64 : i64, rows_min = 17
 // MANIFEST-SAME: dynamic_shared_bytes = 212992 : i64, {{.*}}name = "grouped_matmul_bf16_128x256x64_s4_off64", {{.*}}rows_max = 2147483647 : i64, rows_min = 65 : i64, {{.*}}threads = 256
 // MANIFEST-SAME: name = "gate_up"
-// MANIFEST-SAME: version = 2
+// MANIFEST-SAME: version = 3
 // MANIFEST: gpu.binary @moe_kernels
 // MANIFEST-NOT: func.func
 

@@ -8,24 +8,24 @@
 // RUN: not moe-translate --moe-to-bundle %s 2>&1 | FileCheck %s --check-prefix=NO-MANIFEST
 // RUN: moe-opt %s --moe-gpu-pipeline=format=isa -o %t.isa.mlir
 // RUN: not moe-translate --moe-to-bundle %t.isa.mlir 2>&1 | FileCheck %s --check-prefix=ISA
-// RUN: sed -e 's/version = 2 : i64/version = 7 : i64/' %t.mlir > %t.v7.mlir
+// RUN: sed -e 's/version = 3 : i64/version = 7 : i64/' %t.mlir > %t.v7.mlir
 // RUN: not moe-translate --moe-to-bundle %t.v7.mlir 2>&1 | FileCheck %s --check-prefix=VERSION
 
-// CHECK: MOEBUNDLE 2
+// CHECK: MOEBUNDLE 3
 // CHECK-NEXT: chip sm_90a
 // CHECK-NEXT: image moe_kernels <{{[0-9]+}} bytes, ELF>
-// CHECK-NEXT: entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v2 experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32
+// CHECK-NEXT: entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_16x64x64_s4_swapab_off32 image=moe_kernels rows_min=1 rows_max=16 threads=128 smem=40960 tile_m=16 tile_n=64 tile_k=64 stages=4 swap_ab=1
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_64x256x64_s4_off32 image=moe_kernels rows_min=17 rows_max=64 threads=128 smem=172032 tile_m=64 tile_n=256 tile_k=64 stages=4 swap_ab=0
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_128x256x64_s4_off32 image=moe_kernels rows_min=65 rows_max=2147483647 threads=256 smem=212992 tile_m=128 tile_n=256 tile_k=64 stages=4 swap_ab=0
-// CHECK-NEXT: entry decode op=moe.grouped_matmul abi=grouped_matmul.v2 experts=8 n=512 k=1024 max_rows=8 offsets=i64
+// CHECK-NEXT: entry decode op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts=8 n=512 k=1024 max_rows=8 offsets=i64
 // CHECK-NEXT: kernel decode grouped_matmul_bf16_16x64x64_s4_swapab_off64 image=moe_kernels rows_min=1 rows_max=2147483647
 // CHECK-NEXT: end
 // CHECK-EMPTY:
 
 // NO-MANIFEST: error: moe-to-bundle: the module has no moe.manifest; run --moe-gpu-pipeline first
 // ISA: error: moe-to-bundle: the object is not a cubin; compile with --moe-gpu-pipeline="format=bin"
-// VERSION: error: moe-to-bundle: manifest version 7 : i64 is not 2
+// VERSION: error: moe-to-bundle: manifest version 7 : i64 is not 3
 func.func @gate_up(%rows: tensor<?x512xbf16>, %w: tensor<8x1024x512xbf16>, %off: tensor<9xi32>) -> tensor<?x1024xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x512xbf16>, tensor<8x1024x512xbf16>, tensor<9xi32>) -> tensor<?x1024xbf16>

@@ -29,14 +29,21 @@ def ConvertMoEToLinalg : Pass<"convert-moe-to-linalg"> {
 def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
   let summary = "Build sm_90a kernels (TMA, mbarrier, WGMMA) for moe ops";
   let description = [{
-    For every `moe.grouped_matmul` (bf16 rows and weights, bf16 result, no
-    bias or row scale yet) builds a grouped GEMM kernel in
+    For every `moe.grouped_matmul` (bf16 rows and weights, bf16 result, an
+    optional row scale, no bias yet) builds a grouped GEMM kernel in
     `gpu.module @moe_kernels`, from upstream gpu/nvgpu/nvvm ops: a device-side
     tile scheduler over the expert offsets (clamped as on the CPU), TMA loads
     with 128-byte swizzle into `stages` shared-memory buffers completing on
     mbarriers, `nvgpu.warpgroup.mma` with f32 accumulation (one warpgroup
     per 64 token rows of the tile, sharing the weights tile), and an
     epilogue that writes only the rows of the tile's own expert.
+
+    A `moe.expert_mlp` (silu, no biases yet) becomes two such GEMMs: the
+    gate-up kernel loads each tile's gate rows and their up rows (N / 2
+    further) side by side and stores silu(gate) * up from its registers, so
+    the [M, 2I] intermediate is never written; the down kernel multiplies
+    each row by its routing weight (the row scale) in its epilogue. Its
+    `moe.launch` is an array of the two parts, `gate_up` and `down`.
 
     Each op gets `moe.launch`: its ABI, static shapes and the kernels that
     together compute it, each for the experts whose row count lies in its

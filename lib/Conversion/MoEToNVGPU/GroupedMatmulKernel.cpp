@@ -42,9 +42,12 @@ int64_t GroupedMatmulTile::dynamicSharedBytes() const {
 }
 
 std::string GroupedMatmulTile::kernelName(Type offsetType) const {
-  return llvm::formatv("grouped_matmul_bf16_{0}x{1}x{2}_s{3}{4}_off{5}", tileM,
-                       tileN, tileK, stages, swapAB ? "_swapab" : "",
-                       offsetType.getIntOrFloatBitWidth())
+  StringRef suffix = epilogue == Epilogue::SwiGLU     ? "_swiglu"
+                     : epilogue == Epilogue::RowScale ? "_rowscale"
+                                                      : "";
+  return llvm::formatv("grouped_matmul_bf16_{0}x{1}x{2}_s{3}{4}{5}_off{6}",
+                       tileM, tileN, tileK, stages, swapAB ? "_swapab" : "",
+                       suffix, offsetType.getIntOrFloatBitWidth())
       .str();
 }
 
@@ -70,7 +73,9 @@ struct KernelTypes {
       return MemRefType::get(shape, element, MemRefLayoutAttrInterface(), smem);
     };
     rowsTile = shared({t.tileM, t.tileK}, bf16);
-    weightsLoadTile = shared({1, t.tileN, t.tileK}, bf16);
+    // Gated tiles load their gate and up halves as two boxes.
+    weightsLoadTile =
+        shared({1, t.gated() ? t.tileN / 2 : t.tileN, t.tileK}, bf16);
     weightsTile = shared({t.tileN, t.tileK}, bf16);
     int64_t accColumns = t.accumulatorColumns();
     outTile = shared({64, accColumns}, f32);
@@ -273,6 +278,24 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value numExperts,
           index(scan.getResult(1))};
 }
 
+/// silu(gate) * up in f32, as gate / (1 + 2^(-gate log2 e)) * up: ex2 is
+/// one instruction (the NVVM lowering refuses llvm.intr.exp2), and an
+/// overflow to inf gives the right limit, -0.
+Value siluTimes(ImplicitLocOpBuilder &b, Value gate, Value up) {
+  Type f32 = b.getF32Type();
+  auto constant = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, b.getFloatAttr(f32, v));
+  };
+  Value power = LLVM::CallIntrinsicOp::create(
+                    b, f32, b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+                    ValueRange{arith::MulFOp::create(
+                        b, gate, constant(-1.4426950408889634))})
+                    .getResult(0);
+  Value sigmoidDenominator = arith::AddFOp::create(b, power, constant(1.0));
+  return arith::MulFOp::create(
+      b, arith::DivFOp::create(b, gate, sigmoidDenominator), up);
+}
+
 } // namespace
 
 gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
@@ -301,8 +324,12 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   auto outType = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
                                  b.getBF16Type());
   Type i32 = b.getI32Type();
-  auto funcType = b.getFunctionType(
-      {ptrType, ptrType, offsetsType, outType, i32, i32, i32}, {});
+  SmallVector<Type> argTypes{ptrType, ptrType, offsetsType, outType,
+                             i32,     i32,     i32};
+  bool rowScale = t.epilogue == GroupedMatmulTile::Epilogue::RowScale;
+  if (rowScale)
+    argTypes.push_back(MemRefType::get({ShapedType::kDynamic}, b.getF32Type()));
+  auto funcType = b.getFunctionType(argTypes, {});
   auto func = gpu::GPUFuncOp::create(b, t.kernelName(offsetType), funcType);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   int64_t threads = 128 * t.warpgroups();
@@ -324,6 +351,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   IndexMath m{b};
   Value rowsMin = m.toIndex(entry->getArgument(5));
   Value rowsMax = m.toIndex(entry->getArgument(6));
+  Value rowScales = rowScale ? entry->getArgument(7) : Value();
 
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value warpgroup = arith::DivUIOp::create(b, tid, m.c(128));
@@ -331,7 +359,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
       m.sub(memref::DimOp::create(b, offsets, m.c(0)).getResult(), m.c(1));
   Value numRows = memref::DimOp::create(b, out, m.c(0));
   Value numCols = memref::DimOp::create(b, out, m.c(1));
-  Value numColTiles = m.ceilDiv(numCols, t.tileN);
+  int64_t tileCols = t.outputColumns();
+  Value numColTiles = m.ceilDiv(numCols, tileCols);
   Value numK = m.ceilDiv(m.toIndex(kArg), t.tileK);
 
   Value rowsMap = UnrealizedConversionCastOp::create(b, ty.rowsMap, rowsMapPtr)
@@ -393,7 +422,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                                   rowsMin, rowsMax, t.tileM, tid);
     return {found.expert,
             n.add(found.rowBegin, n.mul(found.mTile, n.c(t.tileM))),
-            found.rowEnd, n.mul(nTile, n.c(t.tileN))};
+            found.rowEnd, n.mul(nTile, n.c(tileCols))};
   };
 
   // The leader loads K step `kStep` of `w` into `stage` (coordinates
@@ -414,6 +443,18 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     nvgpu::TmaAsyncLoadOp::create(nb, weightsDst, barriers, weightsMap,
                                   ValueRange{k0, w.col0, w.expert}, stage,
                                   Value(), Value());
+    // Gated: the up rows of the same columns lie N / 2 = numCols further;
+    // they fill the tile's second half, so accumulator column c + tileN / 2
+    // is the up partner of gate column c.
+    if (t.gated()) {
+      Value upDst =
+          n.view(smem, n.add(base, n.c(rowsBytes + tileCols * t.tileK * 2)),
+                 ty.weightsLoadTile);
+      nvgpu::TmaAsyncLoadOp::create(
+          nb, upDst, barriers, weightsMap,
+          ValueRange{k0, n.add(w.col0, numCols), w.expert}, stage, Value(),
+          Value());
+    }
   };
   auto stageOf = [&](ImplicitLocOpBuilder &nb, Value step) -> Value {
     return arith::RemUIOp::create(nb, step, IndexMath{nb}.c(t.stages));
@@ -612,9 +653,24 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     Value readPhysical = arith::XOrIOp::create(
         b, readChunk, arith::RemUIOp::create(b, readRow, m.c(8)));
     Value groupRow0 = m.mul(warpgroup, m.c(64));
+    // The routing weights of this thread's two fragment rows (clamped: rows
+    // past the expert are computed but never stored).
+    Value weightOfRow[2];
+    if (rowScale)
+      for (int64_t i = 0; i < 2; ++i) {
+        Value row = m.add(m.add(row0, groupRow0), m.add(fragRow, m.c(8 * i)));
+        row = arith::MinSIOp::create(b, row, m.sub(numRows, m.c(1)));
+        weightOfRow[i] = m.load(rowScales, row);
+      }
     auto pairType = VectorType::get({2}, bf16);
     auto chunkType = VectorType::get({kVector}, bf16);
-    for (int64_t c = 0; c < accColumns / kStagingColumns; ++c) {
+    auto element = [&](int64_t at) -> Value {
+      return LLVM::ExtractValueOp::create(b, regs, ArrayRef<int64_t>{0, at});
+    };
+    // Gated: gate column c pairs with up column c + tileN / 2, which is
+    // fragment element + 4 * (tileN / 16) of the same thread.
+    int64_t upDistance = 4 * (accColumns / 16);
+    for (int64_t c = 0; c < tileCols / kStagingColumns; ++c) {
       for (int64_t j = 0; j < kStagingColumns / 8; ++j) {
         // Row % 8 is quad for both i: one swizzled chunk per j.
         Value chunk = arith::XOrIOp::create(b, quad, m.c(j));
@@ -622,8 +678,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         for (int64_t i = 0; i < 2; ++i) {
           int64_t e = 4 * (c * (kStagingColumns / 8) + j) + 2 * i;
           auto narrow = [&](int64_t at) -> Value {
-            Value v =
-                LLVM::ExtractValueOp::create(b, regs, ArrayRef<int64_t>{0, at});
+            Value v = element(at);
+            if (t.gated())
+              v = siluTimes(b, v, element(at + upDistance));
+            if (rowScale)
+              v = arith::MulFOp::create(b, v, weightOfRow[i]);
             return arith::TruncFOp::create(b, bf16, v);
           };
           Value pair = vector::FromElementsOp::create(
@@ -659,17 +718,26 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     nvgpu::WarpgroupMmaStoreOp::create(b, mainLoop.getResult(0),
                                        m.view(smem, m.c(0), ty.outTile));
     gpu::BarrierOp::create(b);
+    // Gated: weight rows [0, 32) are gate, [32, 64) their up partners, and
+    // 32 consecutive threads store a row's 32 columns, 4 rows at a time.
     Value outTile = m.view(smem, m.c(0), ty.outTile);
-    Value lane = arith::RemUIOp::create(b, tid, m.c(64));
-    Value half = arith::DivUIOp::create(b, tid, m.c(64));
+    Value lane = arith::RemUIOp::create(b, tid, m.c(tileCols));
+    Value firstRow = arith::DivUIOp::create(b, tid, m.c(tileCols));
     Value col = m.add(col0, lane);
     ifThen(b, m.lt(col, numCols), [&](ImplicitLocOpBuilder &nb) {
       scf::ForOp::create(
-          nb, half, rowsHere, IndexMath{nb}.c(2), ValueRange{},
-          [&](OpBuilder &inner, Location l, Value r, ValueRange) {
+          nb, firstRow, rowsHere, IndexMath{nb}.c(threads / tileCols),
+          ValueRange{}, [&](OpBuilder &inner, Location l, Value r, ValueRange) {
             ImplicitLocOpBuilder ib(l, inner);
             IndexMath i{ib};
             Value v = i.load(outTile, ValueRange{lane, r});
+            if (t.gated())
+              v = siluTimes(
+                  ib, v,
+                  i.load(outTile, ValueRange{i.add(lane, i.c(tileCols)), r}));
+            if (rowScale)
+              v = arith::MulFOp::create(ib, v,
+                                        i.load(rowScales, i.add(row0, r)));
             Value narrowed = arith::TruncFOp::create(ib, ib.getBF16Type(), v);
             memref::StoreOp::create(ib, narrowed, out,
                                     ValueRange{i.add(row0, r), col});

@@ -17,17 +17,34 @@ namespace mlir::moe {
 /// computing out^T so that an expert with few rows wastes less of each
 /// instruction.
 struct GroupedMatmulTile {
+  /// What the epilogue does with the f32 accumulator before storing bf16.
+  enum class Epilogue {
+    /// out = acc.
+    Store,
+    /// The fused expert MLP's gate-up projection: each tile loads tileN / 2
+    /// gate rows and the matching up rows (N / 2 further on) of the
+    /// weights, and stores silu(gate) * up: out has N / 2 columns.
+    SwiGLU,
+    /// The down projection: out = acc * scale[row] (the routing weight).
+    RowScale,
+  };
+
   int64_t tileM = 64;
   int64_t tileN = 128;
   int64_t tileK = 64;
   int64_t stages = 2;
   bool swapAB = false;
+  Epilogue epilogue = Epilogue::Store;
 
   /// Columns of the WGMMA accumulator (its rows are always 64).
   int64_t accumulatorColumns() const { return swapAB ? tileM : tileN; }
   /// Warpgroups of the block: each computes 64 token rows of the tile (one
   /// with swap-AB, where the tokens are WGMMA's N).
   int64_t warpgroups() const { return swapAB ? 1 : tileM / 64; }
+
+  bool gated() const { return epilogue == Epilogue::SwiGLU; }
+  /// Output columns of one tile (gate and up share a tile when gated).
+  int64_t outputColumns() const { return gated() ? tileN / 2 : tileN; }
 
   /// Bytes of dynamic shared memory the kernel needs.
   int64_t dynamicSharedBytes() const;
@@ -36,9 +53,11 @@ struct GroupedMatmulTile {
 };
 
 /// Builds `gpu.func` computing out[rows of e] = rows[rows of e] @ weights[e]^T
-/// for bf16 operands with f32 accumulation, inside `module`. Its arguments:
-/// (rows tensor map ptr, weights tensor map ptr, offsets memref<?xT>,
-/// out memref<?x?xbf16>, K as i32). See docs/hopper-notes.md.
+/// for bf16 operands with f32 accumulation (then the tile's epilogue),
+/// inside `module`. Its arguments: (rows tensor map ptr, weights tensor map
+/// ptr, offsets memref<?xT>, out memref<?x?xbf16>, K, rows_min, rows_max as
+/// i32, and for Epilogue::RowScale the scale memref<?xf32>). See
+/// docs/hopper-notes.md and docs/runtime-contract.md.
 gpu::GPUFuncOp buildGroupedMatmulKernel(OpBuilder &builder, Location loc,
                                         gpu::GPUModuleOp module,
                                         const GroupedMatmulTile &tile,

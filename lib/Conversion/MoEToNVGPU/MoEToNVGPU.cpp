@@ -21,6 +21,33 @@ static constexpr StringLiteral kKernelModuleName = "moe_kernels";
 /// Rows per launch are 32-bit in the kernel ABI (offsets, TMA coordinates).
 static constexpr int64_t kMaxLaunchRows = 2147483647;
 
+using Epilogue = GroupedMatmulTile::Epilogue;
+
+/// Why `k` cannot be a TMA-loaded reduction size, or an empty string.
+static std::string unsupportedK(int64_t k) {
+  if (!ShapedType::isDynamic(k) && k % 8 != 0)
+    return "K must be a multiple of 8 (TMA row pitch is a multiple of 16 "
+           "bytes)";
+  return "";
+}
+
+/// Why the sm_90a kernels cannot run `op`, or an empty string.
+static std::string unsupportedReason(ExpertMLPOp op) {
+  for (Value v : {op.getRows(), op.getGateUpWeights(), op.getDownWeights(),
+                  op.getResult()})
+    if (!cast<RankedTensorType>(v.getType()).getElementType().isBF16())
+      return "only bf16 rows, weights and result are implemented";
+  if (op.getGateUpBias() || op.getDownBias())
+    return "biases are not implemented yet";
+  if (op.getActivation() != GatedActivation::silu)
+    return "only the silu activation is implemented yet";
+  int64_t hidden = cast<RankedTensorType>(op.getRows().getType()).getDimSize(1);
+  int64_t intermediate =
+      cast<RankedTensorType>(op.getDownWeights().getType()).getDimSize(2);
+  std::string reason = unsupportedK(hidden);
+  return reason.empty() ? unsupportedK(intermediate) : reason;
+}
+
 /// Why the sm_90a kernel cannot run `op`, or an empty string.
 static std::string unsupportedReason(GroupedMatmulOp op) {
   auto rowsType = cast<RankedTensorType>(op.getRows().getType());
@@ -28,13 +55,9 @@ static std::string unsupportedReason(GroupedMatmulOp op) {
   if (!rowsType.getElementType().isBF16() ||
       !resultType.getElementType().isBF16())
     return "only bf16 rows, weights and result are implemented";
-  if (op.getBias() || op.getRowScale())
-    return "bias and row scale epilogues are not implemented yet";
-  int64_t k = rowsType.getDimSize(1);
-  if (!ShapedType::isDynamic(k) && k % 8 != 0)
-    return "K must be a multiple of 8 (TMA row pitch is a multiple of 16 "
-           "bytes)";
-  return "";
+  if (op.getBias())
+    return "bias epilogues are not implemented yet";
+  return unsupportedK(rowsType.getDimSize(1));
 }
 
 /// The tiles the kernel builder implements: 4 wgmma k16 steps per stage;
@@ -93,31 +116,98 @@ static gpu::GPUFuncOp getOrBuildKernel(OpBuilder &builder,
   return func;
 }
 
-/// What a runtime needs to launch `op` (docs/runtime-contract.md): its
-/// shapes, ABI and the kernels (`forms`) that together compute it.
-static DictionaryAttr launchInfo(Builder &b, GroupedMatmulOp op,
-                                 ArrayRef<Attribute> forms) {
-  auto rowsType = cast<RankedTensorType>(op.getRows().getType());
-  auto weightsType = cast<RankedTensorType>(op.getWeights().getType());
-  auto offsetsType = cast<RankedTensorType>(op.getOffsets().getType());
+static StringRef epilogueName(Epilogue epilogue) {
+  switch (epilogue) {
+  case Epilogue::Store:
+    return "store";
+  case Epilogue::SwiGLU:
+    return "swiglu";
+  case Epilogue::RowScale:
+    return "row_scale";
+  }
+  llvm_unreachable("unknown epilogue");
+}
+
+/// What a runtime needs to launch one grouped GEMM (docs/runtime-contract.md):
+/// its shapes, ABI, epilogue and the kernels (`forms`) that together
+/// compute it; `part` names it inside a fused op.
+static DictionaryAttr launchInfo(Builder &b, Value rows, Value weights,
+                                 Value offsets, Epilogue epilogue,
+                                 ArrayRef<Attribute> forms,
+                                 StringRef part = "") {
+  auto rowsType = cast<RankedTensorType>(rows.getType());
+  auto weightsType = cast<RankedTensorType>(weights.getType());
+  auto offsetsType = cast<RankedTensorType>(offsets.getType());
   auto size = [](int64_t dim) {
     return ShapedType::isDynamic(dim) ? int64_t(-1) : dim;
   };
-  int64_t rows = rowsType.getDimSize(0);
-  return b.getDictionaryAttr(
-      {b.getNamedAttr("abi", b.getStringAttr("grouped_matmul.v2")),
-       b.getNamedAttr("experts",
-                      b.getI64IntegerAttr(size(weightsType.getDimSize(0)))),
-       b.getNamedAttr("n",
-                      b.getI64IntegerAttr(size(weightsType.getDimSize(1)))),
-       b.getNamedAttr("k",
-                      b.getI64IntegerAttr(size(weightsType.getDimSize(2)))),
-       b.getNamedAttr("max_rows", b.getI64IntegerAttr(
-                                      ShapedType::isDynamic(rows)
-                                          ? kMaxLaunchRows
-                                          : std::min(rows, kMaxLaunchRows))),
-       b.getNamedAttr("offsets", TypeAttr::get(offsetsType.getElementType())),
-       b.getNamedAttr("kernels", b.getArrayAttr(forms))});
+  int64_t numRows = rowsType.getDimSize(0);
+  NamedAttrList info;
+  info.set("abi", b.getStringAttr("grouped_matmul.v3"));
+  info.set("epilogue", b.getStringAttr(epilogueName(epilogue)));
+  info.set("experts", b.getI64IntegerAttr(size(weightsType.getDimSize(0))));
+  info.set("n", b.getI64IntegerAttr(size(weightsType.getDimSize(1))));
+  info.set("k", b.getI64IntegerAttr(size(weightsType.getDimSize(2))));
+  info.set("max_rows",
+           b.getI64IntegerAttr(ShapedType::isDynamic(numRows)
+                                   ? kMaxLaunchRows
+                                   : std::min(numRows, kMaxLaunchRows)));
+  info.set("offsets", TypeAttr::get(offsetsType.getElementType()));
+  info.set("kernels", b.getArrayAttr(forms));
+  if (!part.empty())
+    info.set("part", b.getStringAttr(part));
+  return info.getDictionary(b.getContext());
+}
+
+/// The kernels that together compute one grouped GEMM of `op` with
+/// `epilogue`: the forms --moe-swap-ab chose (its attributes on `op`), each
+/// for the experts whose row count falls in its range (decided on the
+/// device at run time).
+static SmallVector<Attribute> buildForms(OpBuilder &builder,
+                                         gpu::GPUModuleOp kernels,
+                                         Operation *op, GroupedMatmulTile tile,
+                                         Type offsetType, Epilogue epilogue) {
+  tile.epilogue = epilogue;
+  SmallVector<Attribute> forms;
+  auto addForm = [&](const GroupedMatmulTile &formTile, int64_t rowsMin,
+                     int64_t rowsMax) {
+    gpu::GPUFuncOp func =
+        getOrBuildKernel(builder, kernels, op->getLoc(), formTile, offsetType);
+    forms.push_back(builder.getDictionaryAttr(
+        {builder.getNamedAttr(
+             "kernel",
+             SymbolRefAttr::get(builder.getStringAttr(kKernelModuleName),
+                                {FlatSymbolRefAttr::get(func)})),
+         builder.getNamedAttr("rows_min", builder.getI64IntegerAttr(rowsMin)),
+         builder.getNamedAttr("rows_max",
+                              builder.getI64IntegerAttr(rowsMax))}));
+  };
+  auto maxRows = op->getAttrOfType<IntegerAttr>(kSwapABMaxRowsAttr);
+  if (tile.swapAB) {
+    addForm(tile, 1, kMaxLaunchRows);
+  } else if (maxRows && op->hasAttr(kSwapABOnlyAttr)) {
+    GroupedMatmulTile swap = swapABTile(maxRows.getInt(), tile.stages);
+    swap.epilogue = epilogue;
+    addForm(swap, 1, kMaxLaunchRows);
+  } else {
+    int64_t swapRows = maxRows ? maxRows.getInt() : 0;
+    if (swapRows > 0) {
+      GroupedMatmulTile swap = swapABTile(swapRows, tile.stages);
+      swap.epilogue = epilogue;
+      addForm(swap, 1, swapRows);
+    }
+    // A 128-row tile would be mostly padding for experts of at most 64
+    // rows: they take one warpgroup's 64-row tile instead.
+    int64_t firstRows = swapRows + 1;
+    if (tile.tileM == 128 && swapRows < 64) {
+      GroupedMatmulTile narrow = tile;
+      narrow.tileM = 64;
+      addForm(narrow, firstRows, 64);
+      firstRows = 65;
+    }
+    addForm(tile, firstRows, kMaxLaunchRows);
+  }
+  return forms;
 }
 
 namespace {
@@ -137,20 +227,26 @@ struct ConvertMoEToNVGPUPass
     if (failed(verifyTile(module, tile)))
       return signalPassFailure();
 
-    SmallVector<GroupedMatmulOp> ops;
-    module.walk([&](GroupedMatmulOp op) { ops.push_back(op); });
-    if (ops.empty())
-      return;
+    SmallVector<Operation *> ops;
     bool failedAny = false;
-    for (GroupedMatmulOp op : ops) {
-      std::string reason = unsupportedReason(op);
+    module.walk([&](Operation *op) {
+      std::string reason;
+      if (auto matmul = dyn_cast<GroupedMatmulOp>(op))
+        reason = unsupportedReason(matmul);
+      else if (auto mlp = dyn_cast<ExpertMLPOp>(op))
+        reason = unsupportedReason(mlp);
+      else
+        return;
+      ops.push_back(op);
       if (!reason.empty()) {
-        op.emitOpError() << "cannot be lowered to sm_90a yet: " << reason;
+        op->emitOpError() << "cannot be lowered to sm_90a yet: " << reason;
         failedAny = true;
       }
-    }
+    });
     if (failedAny)
       return signalPassFailure();
+    if (ops.empty())
+      return;
 
     OpBuilder builder(module.getBodyRegion());
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -162,47 +258,38 @@ struct ConvertMoEToNVGPUPass
       kernels =
           gpu::GPUModuleOp::create(builder, module.getLoc(), kKernelModuleName);
     }
-    for (GroupedMatmulOp op : ops) {
-      Type offsetType =
-          cast<RankedTensorType>(op.getOffsets().getType()).getElementType();
-      SmallVector<Attribute> forms;
-      auto addForm = [&](const GroupedMatmulTile &formTile, int64_t rowsMin,
-                         int64_t rowsMax) {
-        gpu::GPUFuncOp func = getOrBuildKernel(builder, kernels, op.getLoc(),
-                                               formTile, offsetType);
-        forms.push_back(builder.getDictionaryAttr(
-            {builder.getNamedAttr(
-                 "kernel",
-                 SymbolRefAttr::get(builder.getStringAttr(kKernelModuleName),
-                                    {FlatSymbolRefAttr::get(func)})),
-             builder.getNamedAttr("rows_min",
-                                  builder.getI64IntegerAttr(rowsMin)),
-             builder.getNamedAttr("rows_max",
-                                  builder.getI64IntegerAttr(rowsMax))}));
-      };
-      // The forms --moe-swap-ab chose, each for the experts whose row
-      // count falls in its range (decided on the device at run time).
-      auto maxRows = op->getAttrOfType<IntegerAttr>(kSwapABMaxRowsAttr);
-      if (tile.swapAB) {
-        addForm(tile, 1, kMaxLaunchRows);
-      } else if (maxRows && op->hasAttr(kSwapABOnlyAttr)) {
-        addForm(swapABTile(maxRows.getInt(), tile.stages), 1, kMaxLaunchRows);
-      } else {
-        int64_t swapRows = maxRows ? maxRows.getInt() : 0;
-        if (swapRows > 0)
-          addForm(swapABTile(swapRows, tile.stages), 1, swapRows);
-        // A 128-row tile would be mostly padding for experts of at most 64
-        // rows: they take one warpgroup's 64-row tile instead.
-        int64_t firstRows = swapRows + 1;
-        if (tile.tileM == 128 && swapRows < 64) {
-          GroupedMatmulTile narrow = tile;
-          narrow.tileM = 64;
-          addForm(narrow, firstRows, 64);
-          firstRows = 65;
-        }
-        addForm(tile, firstRows, kMaxLaunchRows);
+    for (Operation *op : ops) {
+      if (auto matmul = dyn_cast<GroupedMatmulOp>(op)) {
+        Value offsets = matmul.getOffsets();
+        Type offsetType =
+            cast<RankedTensorType>(offsets.getType()).getElementType();
+        Epilogue epilogue =
+            matmul.getRowScale() ? Epilogue::RowScale : Epilogue::Store;
+        auto forms =
+            buildForms(builder, kernels, op, tile, offsetType, epilogue);
+        op->setAttr(kLaunchAttr,
+                    launchInfo(builder, matmul.getRows(), matmul.getWeights(),
+                               offsets, epilogue, forms));
+        continue;
       }
-      op->setAttr(kLaunchAttr, launchInfo(builder, op, forms));
+      // The fused expert MLP: the gate-up GEMM stores silu(gate) * up (the
+      // [M, 2I] intermediate never leaves registers), then the down GEMM
+      // applies the routing weight in its epilogue.
+      auto mlp = cast<ExpertMLPOp>(op);
+      Value offsets = mlp.getOffsets();
+      Type offsetType =
+          cast<RankedTensorType>(offsets.getType()).getElementType();
+      Epilogue down = mlp.getRowScale() ? Epilogue::RowScale : Epilogue::Store;
+      auto gateUpForms =
+          buildForms(builder, kernels, op, tile, offsetType, Epilogue::SwiGLU);
+      auto downForms = buildForms(builder, kernels, op, tile, offsetType, down);
+      op->setAttr(
+          kLaunchAttr,
+          builder.getArrayAttr(
+              {launchInfo(builder, mlp.getRows(), mlp.getGateUpWeights(),
+                          offsets, Epilogue::SwiGLU, gateUpForms, "gate_up"),
+               launchInfo(builder, mlp.getRows(), mlp.getDownWeights(), offsets,
+                          down, downForms, "down")}));
     }
   }
 };

@@ -143,13 +143,13 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
                             << " is not a dictionary";
     ManifestReader r{loc, entry, "a manifest entry"};
     FailureOr<StringRef> name = r.name("name"), op = r.name("op"),
-                         abi = r.name("abi");
+                         abi = r.name("abi"), epilogue = r.name("epilogue");
     FailureOr<int64_t> experts = r.integer("experts"), n = r.integer("n"),
                        k = r.integer("k"), maxRows = r.integer("max_rows");
     auto offsets = dyn_cast_or_null<TypeAttr>(entry.get("offsets"));
     auto kernels = dyn_cast_or_null<ArrayAttr>(entry.get("kernels"));
-    if (failed(name) || failed(op) || failed(abi) || failed(experts) ||
-        failed(n) || failed(k) || failed(maxRows))
+    if (failed(name) || failed(op) || failed(abi) || failed(epilogue) ||
+        failed(experts) || failed(n) || failed(k) || failed(maxRows))
       return failure();
     if (!offsets || !offsets.getValue().isSignlessInteger() || !kernels ||
         kernels.empty())
@@ -158,9 +158,10 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
     if (!entryNames.insert(*name).second)
       return emitError(loc) << "moe-to-bundle: two entries named " << *name;
     bodyStream << "entry " << *name << " op=" << *op << " abi=" << *abi
-               << " experts=" << *experts << " n=" << *n << " k=" << *k
-               << " max_rows=" << *maxRows << " offsets=i"
-               << offsets.getValue().getIntOrFloatBitWidth() << "\n";
+               << " epilogue=" << *epilogue << " experts=" << *experts
+               << " n=" << *n << " k=" << *k << " max_rows=" << *maxRows
+               << " offsets=i" << offsets.getValue().getIntOrFloatBitWidth()
+               << "\n";
     for (Attribute kernel : kernels) {
       auto dict = dyn_cast<DictionaryAttr>(kernel);
       if (!dict ||

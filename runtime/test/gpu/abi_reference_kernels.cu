@@ -1,15 +1,19 @@
-//===- abi_reference_kernels.cu - grouped_matmul.v2 kernels for tests -----===//
+//===- abi_reference_kernels.cu - grouped_matmul.v3 kernels for tests -----===//
 //
 // Simple persistent kernels with exactly the parameters, grid and tile
-// scheduling of kernel ABI grouped_matmul.v2 (docs/runtime-contract.md §3):
+// scheduling of kernel ABI grouped_matmul.v3 (docs/runtime-contract.md §3),
+// for each epilogue (store, swiglu, row_scale):
 // each CTA takes work items blockIdx.x, blockIdx.x + gridDim.x, ... of the
 // exact list (row tile of an eligible expert x column tile), so that the
 // runtime can be tested on a GPU without the compiler: they read rows and
 // weights only through the two by-value TMA descriptors (a wrong dimension,
 // stride, box or swizzle gives wrong numbers or a trap, never a silent pass),
 // compute out in fp32 with plain FMAs, and __trap() on any ABI parameter they
-// can check (memref offsets and strides, block size, a TMA load that never
-// completes). Not fast: a correctness reference.
+// can check (memref offsets, sizes and strides, block size, a TMA load that
+// never completes). A swiglu kernel loads, per k step, a box of tile_n/2 gate
+// rows and one of tile_n/2 up rows (N/2 rows further) and writes tile_n/2 of
+// the N/2 output columns; a row_scale kernel scales row r by row_scale[r]. Not
+// fast: a correctness reference.
 //
 // Build: nvcc -arch=sm_90a -cubin -O2 abi_reference_kernels.cu
 //
@@ -57,21 +61,34 @@ __device__ float swizzled(const uint8_t *box, int row, int k) {
   return __bfloat162float(*element);
 }
 
-template <int TileM, int TileN, typename Offset>
+enum class Epilogue { Store, SwiGLU, RowScale };
+
+/// N is out's number of columns: the weights' N, or half of it for SwiGLU.
+template <int TileM, int TileN, typename Offset, Epilogue Kind>
 __device__ void
 groupedMatmul(const CUtensorMap *rowsMap, const CUtensorMap *weightsMap,
               const Offset *offsetsAllocated, const Offset *offsets,
               int64_t offsetsOffset, int64_t offsetsSize, int64_t offsetsStride,
               __nv_bfloat16 *outAllocated, __nv_bfloat16 *out,
               int64_t outOffset, int64_t M, int64_t N, int64_t outStride0,
-              int64_t outStride1, int32_t K, int32_t rowsMin, int32_t rowsMax) {
-  static_assert(TileM % 2 == 0 && TileN == 64, "two rows per 64 threads");
+              int64_t outStride1, int32_t K, int32_t rowsMin, int32_t rowsMax,
+              const float *scaleAllocated, const float *scale,
+              int64_t scaleOffset, int64_t scaleSize, int64_t scaleStride) {
+  static_assert(TileN == 64, "one column per thread of 64 (32 for SwiGLU)");
+  // Output columns of a tile, and threads per row of the tile.
+  constexpr int kColumns = Kind == Epilogue::SwiGLU ? TileN / 2 : TileN;
+  constexpr int kLanes = kThreads / kColumns;
+  static_assert(TileM % kLanes == 0, "rows split over the lanes");
   // The memref expansion of the contract.
   if (offsetsAllocated != offsets || offsetsOffset != 0 || offsetsStride != 1 ||
       outAllocated != out || outOffset != 0 || outStride0 != N ||
       outStride1 != 1 || blockDim.x != kThreads || blockDim.y != 1 ||
       gridDim.y != 1 || gridDim.z != 1 || offsetsSize < 2 || M < 1 || K < 8 ||
       rowsMin < 1 || rowsMin > rowsMax)
+    __trap();
+  if (Kind == Epilogue::RowScale &&
+      (scaleAllocated != scale || scaleOffset != 0 || scaleSize != M ||
+       scaleStride != 1))
     __trap();
   const int64_t experts = offsetsSize - 1;
 
@@ -90,9 +107,9 @@ groupedMatmul(const CUtensorMap *rowsMap, const CUtensorMap *weightsMap,
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   }
-  const int64_t columnTiles = (N + TileN - 1) / TileN;
-  const int column = threadIdx.x % TileN;
-  const int rowLane = threadIdx.x / TileN; // 0 or 1
+  const int64_t columnTiles = (N + kColumns - 1) / kColumns;
+  const int column = threadIdx.x % kColumns;
+  const int rowLane = threadIdx.x / kColumns; // 0..kLanes-1
   uint32_t phase = 0;
   for (int64_t item = blockIdx.x;; item += gridDim.x) {
     // Which tile of which eligible expert this work item is: the row tiles
@@ -123,9 +140,9 @@ groupedMatmul(const CUtensorMap *rowsMap, const CUtensorMap *weightsMap,
     if (tileExpert < 0)
       return; // past the last work item (the grid is one wave at most)
     const int64_t expert = tileExpert, row0 = tileRow0, rowEnd = tileRowEnd;
-    const int64_t n0 = (item % columnTiles) * TileN;
+    const int64_t n0 = (item % columnTiles) * kColumns;
 
-    float accumulators[TileM / 2] = {};
+    float accumulators[TileM / kLanes] = {}, up[TileM / kLanes] = {};
     for (int32_t k0 = 0; k0 < K; k0 += kTileK) {
       if (threadIdx.x == 0) {
         uint32_t bytes = (TileM + TileN) * kBoxRowBytes;
@@ -141,50 +158,88 @@ groupedMatmul(const CUtensorMap *rowsMap, const CUtensorMap *weightsMap,
             "l"(reinterpret_cast<uint64_t>(rowsMap)), "r"(k0),
             "r"(int32_t(row0)), "r"(sharedAddress(&barrier))
             : "memory");
-        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile."
-                     "mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
-                     "[%5];" ::"r"(sharedAddress(weightsBox)),
-                     "l"(reinterpret_cast<uint64_t>(weightsMap)), "r"(k0),
-                     "r"(int32_t(n0)), "r"(int32_t(expert)),
-                     "r"(sharedAddress(&barrier))
-                     : "memory");
+        // SwiGLU: the gate rows n0.., then the up rows N + n0.. (N is half
+        // the weights' rows), each a box of TileN/2 rows.
+        for (int half = 0; half < (Kind == Epilogue::SwiGLU ? 2 : 1); ++half)
+          asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile."
+                       "mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+                       "[%5];" ::"r"(sharedAddress(
+                           weightsBox + half * kColumns * kBoxRowBytes)),
+                       "l"(reinterpret_cast<uint64_t>(weightsMap)), "r"(k0),
+                       "r"(int32_t(n0 + half * N)), "r"(int32_t(expert)),
+                       "r"(sharedAddress(&barrier))
+                       : "memory");
       }
       waitPhase(&barrier, phase);
       phase ^= 1;
       for (int k = 0; k < kTileK; ++k) {
         float w = swizzled(weightsBox, column, k);
-        for (int i = 0; i < TileM / 2; ++i)
-          accumulators[i] += swizzled(rowsBox, rowLane + 2 * i, k) * w;
+        float u = Kind == Epilogue::SwiGLU
+                      ? swizzled(weightsBox, kColumns + column, k)
+                      : 0.0f;
+        for (int i = 0; i < TileM / kLanes; ++i) {
+          float x = swizzled(rowsBox, rowLane + kLanes * i, k);
+          accumulators[i] += x * w;
+          if (Kind == Epilogue::SwiGLU)
+            up[i] += x * u;
+        }
       }
       __syncthreads(); // everyone has read the boxes before they are refilled
     }
     int64_t n = n0 + column;
     if (n < N)
-      for (int i = 0; i < TileM / 2; ++i) {
-        int64_t row = row0 + rowLane + 2 * i;
-        if (row < rowEnd)
-          out[row * N + n] = __float2bfloat16(accumulators[i]);
+      for (int i = 0; i < TileM / kLanes; ++i) {
+        int64_t row = row0 + rowLane + kLanes * i;
+        if (row >= rowEnd)
+          continue;
+        float value = accumulators[i];
+        if (Kind == Epilogue::SwiGLU)
+          value = value / (1.0f + __expf(-value)) * up[i];
+        if (Kind == Epilogue::RowScale)
+          value *= scale[row];
+        out[row * N + n] = __float2bfloat16(value);
       }
   }
 }
 
 } // namespace
 
-#define MOE_REFERENCE_KERNEL(NAME, TILE_M, OFFSET)                             \
+// The 17 parameters of every kernel.
+#define MOE_REFERENCE_PARAMS(OFFSET)                                           \
+  const __grid_constant__ CUtensorMap rowsMap,                                 \
+      const __grid_constant__ CUtensorMap weightsMap,                          \
+      const OFFSET *offsetsAllocated, const OFFSET *offsets,                   \
+      int64_t offsetsOffset, int64_t offsetsSize, int64_t offsetsStride,       \
+      __nv_bfloat16 *outAllocated, __nv_bfloat16 *out, int64_t outOffset,      \
+      int64_t M, int64_t N, int64_t outStride0, int64_t outStride1, int32_t K, \
+      int32_t rowsMin, int32_t rowsMax
+#define MOE_REFERENCE_ARGS                                                     \
+  &rowsMap, &weightsMap, offsetsAllocated, offsets, offsetsOffset,             \
+      offsetsSize, offsetsStride, outAllocated, out, outOffset, M, N,          \
+      outStride0, outStride1, K, rowsMin, rowsMax
+
+#define MOE_REFERENCE_KERNEL(NAME, TILE_M, OFFSET, KIND)                       \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
-      NAME(const __grid_constant__ CUtensorMap rowsMap,                        \
-           const __grid_constant__ CUtensorMap weightsMap,                     \
-           const OFFSET *offsetsAllocated, const OFFSET *offsets,              \
-           int64_t offsetsOffset, int64_t offsetsSize, int64_t offsetsStride,  \
-           __nv_bfloat16 *outAllocated, __nv_bfloat16 *out, int64_t outOffset, \
-           int64_t M, int64_t N, int64_t outStride0, int64_t outStride1,       \
-           int32_t K, int32_t rowsMin, int32_t rowsMax) {                      \
-    groupedMatmul<TILE_M, 64, OFFSET>(                                         \
-        &rowsMap, &weightsMap, offsetsAllocated, offsets, offsetsOffset,       \
-        offsetsSize, offsetsStride, outAllocated, out, outOffset, M, N,        \
-        outStride0, outStride1, K, rowsMin, rowsMax);                          \
+      NAME(MOE_REFERENCE_PARAMS(OFFSET)) {                                     \
+    groupedMatmul<TILE_M, 64, OFFSET, Epilogue::KIND>(                         \
+        MOE_REFERENCE_ARGS, nullptr, nullptr, 0, M, 1);                        \
   }
 
-MOE_REFERENCE_KERNEL(reference_16x64x64_off32, 16, int32_t)
-MOE_REFERENCE_KERNEL(reference_64x64x64_off32, 64, int32_t)
-MOE_REFERENCE_KERNEL(reference_64x64x64_off64, 64, int64_t)
+// row_scale kernels take the 5 parameters of a memref<?xf32> more.
+#define MOE_REFERENCE_ROW_SCALE_KERNEL(NAME, TILE_M, OFFSET)                   \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      NAME(MOE_REFERENCE_PARAMS(OFFSET), const float *scaleAllocated,          \
+           const float *scale, int64_t scaleOffset, int64_t scaleSize,         \
+           int64_t scaleStride) {                                              \
+    groupedMatmul<TILE_M, 64, OFFSET, Epilogue::RowScale>(                     \
+        MOE_REFERENCE_ARGS, scaleAllocated, scale, scaleOffset, scaleSize,     \
+        scaleStride);                                                          \
+  }
+
+MOE_REFERENCE_KERNEL(reference_16x64x64_off32, 16, int32_t, Store)
+MOE_REFERENCE_KERNEL(reference_64x64x64_off32, 64, int32_t, Store)
+MOE_REFERENCE_KERNEL(reference_64x64x64_off64, 64, int64_t, Store)
+MOE_REFERENCE_KERNEL(reference_swiglu_16x64x64_off32, 16, int32_t, SwiGLU)
+MOE_REFERENCE_KERNEL(reference_swiglu_64x64x64_off32, 64, int32_t, SwiGLU)
+MOE_REFERENCE_ROW_SCALE_KERNEL(reference_rowscale_16x64x64_off32, 16, int32_t)
+MOE_REFERENCE_ROW_SCALE_KERNEL(reference_rowscale_64x64x64_off32, 64, int32_t)

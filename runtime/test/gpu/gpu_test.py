@@ -3,7 +3,8 @@
 abi_reference_kernels.cu (compiled to a cubin by run.sh) in a bundle written
 here: the driver loaded with dlopen, the primary context retained when none
 is current, TMA descriptors encoded by the runtime and read by the kernels,
-the 17 parameters, persistent grids (one wave of resident CTAs looping over
+the 17 parameters (22 with row_scale), the swiglu and row_scale epilogues
+and Bundle.expert_mlp, persistent grids (one wave of resident CTAs looping over
 the work items), rows_min/rows_max selection, dynamic shared memory
 above 48 KiB, i32 and i64 offsets, torch's current stream, a CUDA-graph
 replay, and errors. Every result is checked against a float32 torch
@@ -31,8 +32,15 @@ def kernel_line(entry, symbol, rows_min, rows_max, tile_m, smem):
 
 
 def write_bundle(cubin, path):
-    entry = "entry {} op=moe.grouped_matmul abi=grouped_matmul.v2 experts={} n={} k={} max_rows={} offsets={}\n"
-    text = ("MOEBUNDLE 2\nchip sm_90a\n" + f"image reference {len(cubin)}\n").encode() + cubin + b"\n"
+    entry = "entry {} op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts={} n={} k={} max_rows={} offsets={}\n"
+
+    def mlp_entry(name, epilogue, kind):
+        return (f"entry {name} op=moe.expert_mlp abi=grouped_matmul.v3 epilogue={epilogue} "
+                f"experts=-1 n=-1 k=-1 max_rows={MAX} offsets=i32\n"
+                + kernel_line(name, f"reference{kind}_16x64x64_off32", 1, 16, 16, 11264)
+                + kernel_line(name, f"reference{kind}_64x64x64_off32", 17, MAX, 64, 20480))
+
+    text = ("MOEBUNDLE 3\nchip sm_90a\n" + f"image reference {len(cubin)}\n").encode() + cubin + b"\n"
     text += (
         # Dynamic sizes; the 16-row form for experts of 1..16 rows (only
         # 11264 bytes of shared memory are used; 100000 tests the attribute).
@@ -45,6 +53,11 @@ def write_bundle(cubin, path):
         + entry.format("e8_n256_k512", 8, 256, 512, 4096, "i32")
         + kernel_line("e8_n256_k512", "reference_16x64x64_off32", 1, 16, 16, 60000)
         + kernel_line("e8_n256_k512", "reference_64x64x64_off32", 17, MAX, 64, 20480)
+        # Two expert MLPs: with the routing scale, and without.
+        + mlp_entry("mlp_gate_up", "swiglu", "_swiglu")
+        + mlp_entry("mlp_down", "row_scale", "_rowscale")
+        + mlp_entry("plain_gate_up", "swiglu", "_swiglu")
+        + mlp_entry("plain_down", "store", "")
         + "end\n").encode()
     with open(path, "wb") as f:
         f.write(text)
@@ -145,6 +158,82 @@ def main():
             report(False, name, f"{type(error).__name__}: {error}")
         torch.cuda.empty_cache()
 
+    # The epilogues, and expert_mlp: references in float32 from the bf16
+    # inputs (the workspace rounded to bf16 like the kernel's).
+    def mlp_case(experts, n, k, n2, spec, seed, scaled):
+        rows, w13, offs, _ = make("mlp_gate_up", experts, n, k, spec, seed=seed)
+        g = torch.Generator(device=dev).manual_seed(seed + 1000)
+        w2 = (torch.randn(experts, n2, n // 2, device=dev, generator=g) * (n // 2) ** -0.5).to(torch.bfloat16)
+        scale = torch.rand(rows.shape[0], device=dev, generator=g) + 0.5 if scaled else None
+        m = rows.shape[0]
+        h = torch.full((m, n // 2), float("nan"), device=dev)
+        ref = torch.full((m, n2), float("nan"), device=dev)
+        for e, (lo, hi) in enumerate(clamped_ranges(offs.tolist(), m)):
+            if hi > lo:
+                both = rows[lo:hi].float() @ w13[e].float().t()
+                h[lo:hi] = torch.nn.functional.silu(both[:, :n // 2]) * both[:, n // 2:]
+                ref[lo:hi] = h[lo:hi].to(torch.bfloat16).float() @ w2[e].float().t()
+                if scaled:
+                    ref[lo:hi] *= scale[lo:hi, None]
+        return rows, w13, w2, offs, scale, h, ref
+
+    mlp_cases = [
+        ("uniform", 8, 256, 512, 192, [96] * 8),
+        ("decode mix around 16 rows", 8, 512, 256, 256, [100, 1, 3, 0, 16, 17, 5, 64]),
+        ("N tails (N13/2 = 104, N = 72)", 4, 208, 128, 72, [0, 30, 1, 65]),
+        ("one row in all", 4, 128, 64, 64, [0, 0, 1, 0]),
+    ]
+    for seed, (name, experts, n, k, n2, spec) in enumerate(mlp_cases):
+        for scaled in (True, False):
+            what = f"{name} (E={experts} N13={n} K={k} N={n2}, {'scaled' if scaled else 'no scale'})"
+            try:
+                rows, w13, w2, offs, scale, h, ref = mlp_case(experts, n, k, n2, spec, 200 + seed, scaled)
+                # Each entry on its own: swiglu, then row_scale (or store).
+                hidden = torch.full((rows.shape[0], n // 2), float("nan"), device=dev, dtype=torch.bfloat16)
+                bundle.grouped_matmul("mlp_gate_up", rows, w13, offs, hidden)
+                p = problem(hidden, h)
+                if scaled:
+                    alone = bundle.grouped_matmul("mlp_down", h.nan_to_num().to(torch.bfloat16), w2, offs,
+                                                  row_scale=scale)
+                    owned = ~torch.isnan(ref[:, 0])
+                    p = p or problem(torch.where(owned[:, None], alone.float(), float("nan")), ref)
+                # The pair, on a side stream.
+                out = torch.full((rows.shape[0], n2), float("nan"), device=dev, dtype=torch.bfloat16)
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    got = bundle.expert_mlp("mlp" if scaled else "plain", rows, offs, w13, w2,
+                                            row_scale=scale, out=out)
+                side.synchronize()
+                p = p or (None if got is out else "out not returned") or problem(out, ref)
+                report(p is None, f"expert_mlp {what}", p or "")
+            except Exception as error:
+                report(False, f"expert_mlp {what}", f"{type(error).__name__}: {error}")
+            torch.cuda.empty_cache()
+
+    # A captured expert MLP replays on new data and routing weights.
+    try:
+        first = mlp_case(8, 256, 256, 128, [100, 1, 3, 0, 16, 17, 5, 64], 300, True)
+        second = mlp_case(8, 256, 256, 128, [3, 150, 0, 9, 9, 9, 20, 6], 301, True)
+        rows, w13, w2, offs, scale = (t.clone() for t in first[:5])
+        out = torch.full((rows.shape[0], 128), float("nan"), device=dev, dtype=torch.bfloat16)
+        workspace = torch.empty(rows.shape[0], 128, device=dev, dtype=torch.bfloat16)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            bundle.expert_mlp("mlp", rows, offs, w13, w2, row_scale=scale, out=out, workspace=workspace)
+        problems = []
+        for data in (first, second):
+            for dst, src in zip((rows, w13, w2, offs, scale), data[:5]):
+                dst.copy_(src)
+            out.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            problems.append(problem(out, data[6]))
+        report(problems == [None, None], "CUDA graph replay of expert_mlp",
+               "; ".join(p for p in problems if p))
+    except Exception as error:
+        report(False, "CUDA graph replay of expert_mlp", f"{type(error).__name__}: {error}")
+
     # A captured call replays on new data in the same buffers.
     try:
         first = make("dyn32", 8, 1024, 512, [1000, 1, 3, 0, 16, 17, 5, 64], seed=99)
@@ -181,6 +270,42 @@ def main():
         "static N mismatch": (lambda: bundle.grouped_matmul(
             "e8_n256_k512", rows, weights[:, :128].contiguous(), offs, out[:, :128].contiguous()),
             "N = 128 does not match the entry's n = 256"),
+        "swiglu with odd N": (lambda: bundle.grouped_matmul(
+            "mlp_gate_up", rows, weights[:, :255].contiguous(), offs),
+            "needs an even N"),
+        "swiglu out of N columns": (lambda: bundle.grouped_matmul("mlp_gate_up", rows, weights, offs, out),
+                                    "out is (32, 256), expected (32, 128)"),
+        "row_scale missing": (lambda: bundle.grouped_matmul("mlp_down", rows, weights, offs),
+                              "the entry's epilogue is row_scale: pass row_scale"),
+        "row_scale for a store entry": (lambda: bundle.grouped_matmul(
+            "dyn32", rows, weights, offs, out, row_scale=torch.ones(32, device=dev)),
+            "row_scale is only taken by row_scale entries"),
+        "row_scale of bf16": (lambda: bundle.grouped_matmul(
+            "mlp_down", rows, weights, offs, out, row_scale=torch.ones(32, device=dev, dtype=torch.bfloat16)),
+            "row_scale is torch.bfloat16, expected torch.float32"),
+        "row_scale of M - 1 elements": (lambda: bundle.grouped_matmul(
+            "mlp_down", rows, weights, offs, out, row_scale=torch.ones(31, device=dev)),
+            "row_scale has 31 elements, expected M = 32"),
+        "row_scale on the CPU": (lambda: bundle.grouped_matmul(
+            "mlp_down", rows, weights, offs, out, row_scale=torch.ones(32)),
+            "row_scale is on cpu"),
+        "row_scale not contiguous": (lambda: bundle.grouped_matmul(
+            "mlp_down", rows, weights, offs, out, row_scale=torch.ones(64, device=dev)[::2]),
+            "row_scale is not contiguous"),
+        "expert_mlp without its row_scale": (lambda: bundle.expert_mlp("mlp", rows, offs, weights, weights),
+                                             "entry 'mlp_down' has epilogue row_scale: pass row_scale"),
+        "expert_mlp with a row_scale its op lacks": (lambda: bundle.expert_mlp(
+            "plain", rows, offs, weights, weights, row_scale=torch.ones(32, device=dev)),
+            "entry 'plain_down' has epilogue store, not row_scale"),
+        "expert_mlp with a bad workspace": (lambda: bundle.expert_mlp(
+            "plain", rows, offs, weights, weights[:, :, :128].contiguous(), workspace=out),
+            "workspace is (32, 256), expected (32, 128)"),
+        "expert_mlp with a float workspace": (lambda: bundle.expert_mlp(
+            "plain", rows, offs, weights, weights[:, :, :128].contiguous(),
+            workspace=torch.empty(32, 128, device=dev)),
+            "workspace is torch.float32, expected torch.bfloat16"),
+        "expert_mlp with w2 of another K": (lambda: bundle.expert_mlp("plain", rows, offs, weights, weights),
+                                            "w2 is (8, 256, 512), expected (8, N, 128)"),
     }
     for what, (call, needle) in bad.items():
         try:
