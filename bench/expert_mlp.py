@@ -36,15 +36,21 @@ TOKENS = [1, 16, 128, 1024, 8192]
 
 def main():
     torch.manual_seed(0)
-    bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "mlpbench-default.moebundle"))
+    # Every mlpbench-<variant>.moebundle runs beside the same peer call
+    # (MOE_BENCH_BUNDLES="a,b" picks some).
+    picked = os.environ.get("MOE_BENCH_BUNDLES")
+    bundles = {f[len("mlpbench-"):-len(".moebundle")]: moe_runtime.Bundle(os.path.join(ARTIFACTS, f))
+               for f in sorted(os.listdir(ARTIFACTS)) if f.startswith("mlpbench-") and f.endswith(".moebundle")
+               and (not picked or f[len("mlpbench-"):-len(".moebundle")] in picked.split(","))}
     only = os.environ.get("MOE_BENCH_ONLY")
+    tokens = [int(t) for t in os.environ.get("MOE_BENCH_TOKENS", ",".join(map(str, TOKENS))).split(",")]
     points = []
     for entry, (label, E, H, I, topk) in SHAPES.items():
         if only and entry not in only.split(","):
             continue
         w13 = (torch.randn(E, 2 * I, H, device="cuda") * H ** -0.5).to(torch.bfloat16)
         w2 = (torch.randn(E, H, I, device="cuda") * I ** -0.5).to(torch.bfloat16)
-        for T in TOKENS:
+        for T in tokens:
             _, ids = route(torch.randn(T, E, device="cuda"), topk)
             counts = torch.bincount(ids.flatten(), minlength=E)
             M = int(counts.sum())
@@ -60,35 +66,37 @@ def main():
                 h = torch.nn.functional.silu(gu[:, :I]) * gu[:, I:]
                 return (torch._grouped_mm(h, w2.transpose(1, 2), offs=ends).float() * scale[:, None]).to(torch.bfloat16)
 
-            def ours():
-                bundle.expert_mlp(entry, rows, offsets, w13, w2, row_scale=scale, out=out, workspace=workspace)
-
             expected = peer()
-            out.fill_(float("nan"))
-            ours()
-            torch.cuda.synchronize()
-            err = ((out.float() - expected.float()).norm() / expected.float().norm()).item()
             peer_ms = min(x for x in bench(peer) if x)
-            ours_ms = min(x for x in bench(ours) if x)
             active = int((counts > 0).sum())
             flops = 2.0 * M * H * 3 * I
             weight_bytes = active * 3 * I * H * 2
-            point = dict(shape=label, T=T, M=M, active_experts=active, ours_ms=round(ours_ms, 4),
-                         peer_ms=round(peer_ms, 4), speedup=round(peer_ms / ours_ms, 3),
-                         ours_tflops=round(flops / ours_ms / 1e9, 1),
-                         ours_weight_tbs=round(weight_bytes / ours_ms / 1e9, 2),
-                         peer_weight_tbs=round(weight_bytes / peer_ms / 1e9, 2),
-                         rel_err_vs_peer=float(f"{err:.2e}"))
-            print(json.dumps(point), flush=True)
-            points.append(point)
+            for variant, bundle in bundles.items():
+                def ours():
+                    bundle.expert_mlp(entry, rows, offsets, w13, w2, row_scale=scale, out=out, workspace=workspace)
+
+                out.fill_(float("nan"))
+                ours()
+                torch.cuda.synchronize()
+                err = ((out.float() - expected.float()).norm() / expected.float().norm()).item()
+                ours_ms = min(x for x in bench(ours) if x)
+                point = dict(shape=label, T=T, M=M, variant=variant, active_experts=active,
+                             ours_ms=round(ours_ms, 4), peer_ms=round(peer_ms, 4),
+                             speedup=round(peer_ms / ours_ms, 3),
+                             ours_tflops=round(flops / ours_ms / 1e9, 1),
+                             ours_weight_tbs=round(weight_bytes / ours_ms / 1e9, 2),
+                             peer_weight_tbs=round(weight_bytes / peer_ms / 1e9, 2),
+                             rel_err_vs_peer=float(f"{err:.2e}"))
+                print(json.dumps(point), flush=True)
+                points.append(point)
         del w13, w2
         torch.cuda.empty_cache()
     print()
-    print("| experts | T | M | active | ours ms | grouped_mm+SwiGLU ms | speed-up | ours TFLOP/s (of 689) | "
+    print("| experts | T | M | active | kernels | ours ms | grouped_mm+SwiGLU ms | speed-up | ours TFLOP/s (of 689) | "
           "ours weights TB/s (of 4.4) | peer weights TB/s | rel. err vs peer |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for p in points:
-        print(f"| {p['shape']} | {p['T']} | {p['M']} | {p['active_experts']} | {p['ours_ms']:.4f} | "
+        print(f"| {p['shape']} | {p['T']} | {p['M']} | {p['active_experts']} | {p['variant']} | {p['ours_ms']:.4f} | "
               f"{p['peer_ms']:.4f} | {p['speedup']:.2f} | {p['ours_tflops']:.1f} ({p['ours_tflops'] / DENSE_BF16_TFLOPS:.2f}) | "
               f"{p['ours_weight_tbs']:.2f} ({p['ours_weight_tbs'] / HBM_TBS:.2f}) | {p['peer_weight_tbs']:.2f} | "
               f"{p['rel_err_vs_peer']:.1e} |")

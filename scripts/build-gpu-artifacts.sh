@@ -89,9 +89,12 @@ bundle mlp-normal-64x256 "$out/mlp.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 
 printf 'mixtral_mlp 8 4096 14336 i32 scale\nqwen3_mlp 128 2048 768 i32 scale\ndeepseek_mlp 256 7168 2048 i32 scale\n' > "$out/bench-mlp.txt"
 mlp_module_of "$out/bench-mlp.txt" fused > "$out/bench-mlp.mlir"
 bundle mlpbench-default "$out/bench-mlp.mlir" --moe-gpu-pipeline
+bundle mlpbench-swap8 "$out/bench-mlp.mlir" --moe-gpu-pipeline="swap-ab-stages=8"
+bundle mlpbench-swap12 "$out/bench-mlp.mlir" --moe-gpu-pipeline="swap-ab-stages=12"
 
 bundle bench-64x256 "$out/bench.mlir" --moe-gpu-pipeline="tile-m=64"
 bundle bench-default "$out/bench.mlir" --moe-gpu-pipeline
+bundle bench-swap8 "$out/bench.mlir" --moe-gpu-pipeline="swap-ab-stages=8"
 
 cmake --build "$build" --target moe_runtime > /dev/null
 cp "$build/lib/libmoe_runtime.so" "$root/runtime/python/moe_runtime.py" "$out/"

@@ -63,6 +63,7 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   kernels.tileN = options.tileN;
   kernels.tileK = options.tileK;
   kernels.stages = options.stages;
+  kernels.swapABStages = options.swapABStages;
   pm.addPass(createConvertMoEToNVGPU(kernels));
   pm.addPass(createMoEExtractDeviceCode());
   GPUDevicePipelineOptions device;

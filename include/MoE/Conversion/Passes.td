@@ -68,6 +68,10 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
     Option<"tileK", "tile-k", "int64_t", "64", "K per pipeline stage">,
     Option<"stages", "stages", "int64_t", "4",
            "Shared-memory buffers in the TMA pipeline">,
+    Option<"swapABStages", "swap-ab-stages", "int64_t", "0",
+           "Pipeline stages of the swap-AB forms --moe-swap-ab asked for "
+           "(0: `stages`); their tiles are small, so decode can keep more "
+           "bytes in flight">,
     Option<"swapAB", "swap-ab", "bool", "false",
            "Compute out^T: the weights fill WGMMA's 64-row M operand and "
            "tile-m tokens (8..64) its N (tile-n must be 64)">,

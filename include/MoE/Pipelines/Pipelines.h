@@ -35,6 +35,11 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("TMA pipeline buffers"),
                          llvm::cl::init(4)};
+  Option<int64_t> swapABStages{
+      *this, "swap-ab-stages",
+      llvm::cl::desc("TMA pipeline buffers of the swap-AB kernels (0: "
+                     "`stages`)"),
+      llvm::cl::init(0)};
   Option<int64_t> swapABMaxRows{
       *this, "swap-ab-max-rows",
       llvm::cl::desc("Experts with at most this many rows run the swap-AB "

@@ -166,7 +166,8 @@ static DictionaryAttr launchInfo(Builder &b, Value rows, Value weights,
 static SmallVector<Attribute> buildForms(OpBuilder &builder,
                                          gpu::GPUModuleOp kernels,
                                          Operation *op, GroupedMatmulTile tile,
-                                         Type offsetType, Epilogue epilogue) {
+                                         int64_t swapStages, Type offsetType,
+                                         Epilogue epilogue) {
   tile.epilogue = epilogue;
   SmallVector<Attribute> forms;
   auto addForm = [&](const GroupedMatmulTile &formTile, int64_t rowsMin,
@@ -186,13 +187,13 @@ static SmallVector<Attribute> buildForms(OpBuilder &builder,
   if (tile.swapAB) {
     addForm(tile, 1, kMaxLaunchRows);
   } else if (maxRows && op->hasAttr(kSwapABOnlyAttr)) {
-    GroupedMatmulTile swap = swapABTile(maxRows.getInt(), tile.stages);
+    GroupedMatmulTile swap = swapABTile(maxRows.getInt(), swapStages);
     swap.epilogue = epilogue;
     addForm(swap, 1, kMaxLaunchRows);
   } else {
     int64_t swapRows = maxRows ? maxRows.getInt() : 0;
     if (swapRows > 0) {
-      GroupedMatmulTile swap = swapABTile(swapRows, tile.stages);
+      GroupedMatmulTile swap = swapABTile(swapRows, swapStages);
       swap.epilogue = epilogue;
       addForm(swap, 1, swapRows);
     }
@@ -225,6 +226,10 @@ struct ConvertMoEToNVGPUPass
     }
     GroupedMatmulTile tile{tileM, tileN, tileK, stages, swapAB};
     if (failed(verifyTile(module, tile)))
+      return signalPassFailure();
+    int64_t swapStages = swapABStages > 0 ? int64_t(swapABStages) : tile.stages;
+    if (swapABStages < 0 ||
+        failed(verifyTile(module, swapABTile(64, swapStages))))
       return signalPassFailure();
 
     SmallVector<Operation *> ops;
@@ -265,8 +270,8 @@ struct ConvertMoEToNVGPUPass
             cast<RankedTensorType>(offsets.getType()).getElementType();
         Epilogue epilogue =
             matmul.getRowScale() ? Epilogue::RowScale : Epilogue::Store;
-        auto forms =
-            buildForms(builder, kernels, op, tile, offsetType, epilogue);
+        auto forms = buildForms(builder, kernels, op, tile, swapStages,
+                                offsetType, epilogue);
         op->setAttr(kLaunchAttr,
                     launchInfo(builder, matmul.getRows(), matmul.getWeights(),
                                offsets, epilogue, forms));
@@ -280,9 +285,10 @@ struct ConvertMoEToNVGPUPass
       Type offsetType =
           cast<RankedTensorType>(offsets.getType()).getElementType();
       Epilogue down = mlp.getRowScale() ? Epilogue::RowScale : Epilogue::Store;
-      auto gateUpForms =
-          buildForms(builder, kernels, op, tile, offsetType, Epilogue::SwiGLU);
-      auto downForms = buildForms(builder, kernels, op, tile, offsetType, down);
+      auto gateUpForms = buildForms(builder, kernels, op, tile, swapStages,
+                                    offsetType, Epilogue::SwiGLU);
+      auto downForms =
+          buildForms(builder, kernels, op, tile, swapStages, offsetType, down);
       op->setAttr(
           kLaunchAttr,
           builder.getArrayAttr(
