@@ -4,7 +4,9 @@
 # test/device/grouped_matmul.py (every compiled bundle, both swap-AB and
 # normal forms, each alone and split per expert on the device, over 15
 # routings, a CUDA-graph replay and the runtime's argument errors) and
-# test/device/expert_mlp.py (the fused expert MLP bundles), against float32
+# test/device/expert_mlp.py (the fused expert MLP bundles) and
+# test/device/routing.py (the five models' routers against shared/bench's
+# route_model, and the combine; needs .shared-bench carried), against float32
 # torch references with outputs poisoned first. Prints each test's and the
 # total `N passed, N failed`; exits non-zero on any failure.
 #   scripts/gpu-tests.sh            the tests
@@ -15,9 +17,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 art=$root/.gpu-artifacts
 [ -f "$art/libmoe_runtime.so" ] || { echo "no $art/libmoe_runtime.so: run scripts/build-gpu-artifacts.sh and carry .gpu-artifacts"; exit 2; }
 status=0 passed=0 failed=0
-for test in grouped_matmul expert_mlp; do
+for test in grouped_matmul expert_mlp routing; do
   log=$(mktemp)
-  python3 "$root/test/device/$test.py" "$art" 2>&1 | tee "$log"
+  python3 "$root/test/device/$test.py" "$art" "$root/.shared-bench" 2>&1 | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   # Each test ends with `N passed, N failed`; a test that died says neither.
   counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)

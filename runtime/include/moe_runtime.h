@@ -2,9 +2,9 @@
 |*                                                                            *|
 |* Reads the `.moebundle` files that `moe-translate --moe-to-bundle` writes *|
 |* and launches their kernels through the CUDA driver API. The contract this  *|
-|* implements is docs/runtime-contract.md (bundle version 3, kernel ABI       *|
+|* implements is docs/runtime-contract.md (bundle version 4; kernel ABIs      *|
 |* grouped_matmul.v3: persistent kernels with a store, swiglu or row_scale    *|
-|* epilogue).                                                                 *|
+|* epilogue; route.v1: top-k routing; unpermute.v1: the weighted combine).    *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -26,16 +26,22 @@
 extern "C" {
 #endif
 
-/// The bundle format version this runtime reads (`MOEBUNDLE 3`).
-#define MOE_BUNDLE_VERSION 3
-/// The only kernel ABI this runtime launches (persistent kernels with an
-/// epilogue).
+/// The bundle format version this runtime reads (`MOEBUNDLE 4`).
+#define MOE_BUNDLE_VERSION 4
+/// The kernel ABIs this runtime launches: persistent grouped GEMMs with an
+/// epilogue (moeGroupedMatmul), top-k routing (moeRoute), and the combine of
+/// the experts' rows of each token (moeUnpermute).
 #define MOE_ABI_GROUPED_MATMUL "grouped_matmul.v3"
+#define MOE_ABI_ROUTE "route.v1"
+#define MOE_ABI_UNPERMUTE "unpermute.v1"
 /// The op names of entries that moeGroupedMatmul launches: a grouped matmul,
 /// and the two halves (`<name>_gate_up`, `<name>_down`) of a fused expert MLP.
 #define MOE_OP_GROUPED_MATMUL "moe.grouped_matmul"
 #define MOE_OP_EXPERT_MLP "moe.expert_mlp"
-/// The epilogues of an entry (contract §3): out = rows @ weights^T; the
+/// The op names of the entries that moeRoute and moeUnpermute launch.
+#define MOE_OP_ROUTE "moe.route"
+#define MOE_OP_UNPERMUTE "moe.unpermute"
+/// The epilogues of an entry (contract §3.1): out = rows @ weights^T; the
 /// SwiGLU of its gate and up halves; scaled by a weight per row.
 #define MOE_EPILOGUE_STORE "store"
 #define MOE_EPILOGUE_SWIGLU "swiglu"
@@ -104,21 +110,39 @@ typedef struct moeBundleInfo {
   int32_t num_entries; ///< `entry` records, in file order.
 } moeBundleInfo;
 
-/// One `entry` record: a compiled op and its kernels.
+/// One `entry` record: a compiled op and its kernels. Which fields apply
+/// depends on the ABI (`abi`); the others are 0 ("" for `epilogue`):
+///   grouped_matmul.v3: experts, n, k, offsets_bits, epilogue;
+///   route.v1:          experts, top_k, logits_bits, bias;
+///   unpermute.v1:      top_k, slots_bits, hidden, weighted.
 typedef struct moeEntryInfo {
-  const char *name;     ///< Unique in the bundle; moeGroupedMatmul's `entry`.
-  const char *op;       ///< "moe.grouped_matmul" or "moe.expert_mlp".
-  const char *abi;      ///< e.g. "grouped_matmul.v3".
-  int64_t experts;      ///< E of the weights [E, N, K], or -1 (dynamic).
+  const char *name;     ///< Unique in the bundle: the calls' `entry`.
+  const char *op;       ///< "moe.grouped_matmul", "moe.expert_mlp",
+                        ///< "moe.route" or "moe.unpermute".
+  const char *abi;      ///< "grouped_matmul.v3", "route.v1", "unpermute.v1".
+  int64_t experts;      ///< E of the weights [E, N, K], or -1 (dynamic);
+                        ///< route.v1: E of the logits [T, E] (static).
   int64_t n;            ///< N, or -1 (dynamic).
   int64_t k;            ///< K, or -1 (dynamic).
-  int64_t max_rows;     ///< Largest M accepted, at most 2^31 - 1.
+  int64_t max_rows;     ///< Largest M (route, unpermute: T) accepted, at
+                        ///< most 2^31 - 1.
   int32_t offsets_bits; ///< 32 (offsets=i32) or 64 (offsets=i64).
-  int32_t num_kernels;  ///< Kernel records of the entry, in file order.
-  const char *epilogue; ///< "store", "swiglu" or "row_scale".
+  int32_t num_kernels;  ///< Kernel records of the entry, in file order
+                        ///< (exactly 1 for route.v1 and unpermute.v1).
+  const char *epilogue; ///< "store", "swiglu" or "row_scale"; "" for the
+                        ///< other ABIs. Never NULL.
+  // Added in version 4.
+  int32_t top_k;       ///< k: experts per token (route: 1..min(E, 32)).
+  int32_t logits_bits; ///< route.v1: 32 (logits=f32) or 16 (logits=bf16).
+  int32_t bias;        ///< route.v1: 1 when it takes a correction bias [E].
+  int32_t slots_bits;  ///< unpermute.v1: 32 (slots=i32) or 64 (slots=i64).
+  int64_t hidden;      ///< unpermute.v1: H of rows and out, or -1 (dynamic).
+  int32_t weighted;    ///< unpermute.v1: 1 when it takes weights [T, k].
 } moeEntryInfo;
 
-/// One `kernel` record of an entry.
+/// One `kernel` record of an entry. The kernels of route.v1 and
+/// unpermute.v1 entries have only symbol, image, threads and smem; their
+/// other fields are 0.
 typedef struct moeKernelInfo {
   const char *symbol;  ///< Kernel function name in its image.
   const char *image;   ///< Name of the image holding it.
@@ -154,13 +178,15 @@ MOE_API moeStatus moeBundleGetKernel(const moeBundle *bundle, int32_t entry,
 /// current), after checking the device's compute capability against `chip`
 /// (sm_90a needs exactly 9.0, sm_100a 10.0; a chip without the `a` suffix
 /// accepts any later minor version of the same major). Looks up every kernel,
-/// sets its CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to `smem`, then
+/// sets its CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to `smem` (for
+/// every grouped_matmul.v3 kernel, for the others only when smem > 0), then
 /// caches how many of its CTAs the device holds at once (its
 /// cuOccupancyMaxActiveBlocksPerMultiprocessor for `threads` and `smem`, times
-/// the device's multiprocessor count): the persistent grid of contract §3.
+/// the device's multiprocessor count): the persistent grid of contract §3.1.
 /// Idempotent per context; a bundle may be loaded into several contexts (one
 /// per device). Thread-safe. Module loading is not allowed while a stream is
-/// being captured, so call this before capturing moeGroupedMatmul in a graph.
+/// being captured, so call this before capturing moeGroupedMatmul, moeRoute
+/// or moeUnpermute in a graph.
 /// Errors: NO_GPU, UNSUPPORTED (compute capability, or a kernel of which not
 /// one CTA fits on a multiprocessor), CUDA_ERROR, NOT_FOUND (kernel symbol
 /// missing from its image), OUT_OF_MEMORY.
@@ -202,12 +228,12 @@ typedef struct moeGroupedMatmulArgs {
 /// current context if moeBundleLoad has not (see there), then encodes the TMA
 /// descriptors on the host and launches. A kernel whose rows_min exceeds M
 /// cannot have an eligible expert and is not launched; every other kernel is,
-/// in file order, on the grid (min(work, resident), 1, 1) of contract §3, where
-/// `resident` was cached by the load: once loaded, the call makes no driver
-/// queries. It neither synchronises, nor allocates or copies device memory, so
-/// once the bundle is loaded it can be captured in a CUDA graph. The contents
-/// of `offsets` are not read on the host: the kernels clamp them (see the
-/// contract). Besides the checks listed with moeGroupedMatmulArgs: N, K and
+/// in file order, on the grid (min(work, resident), 1, 1) of contract §3.1,
+/// where `resident` was cached by the load: once loaded, the call makes no
+/// driver queries. It neither synchronises, nor allocates or copies device
+/// memory, so once the bundle is loaded it can be captured in a CUDA graph. The
+/// contents of `offsets` are not read on the host: the kernels clamp them (see
+/// the contract). Besides the checks listed with moeGroupedMatmulArgs: N, K and
 /// E at most 2^31 - 1, E*N*K*2 bytes within int64, N*K*2 below 2^40 (a TMA
 /// stride). The pointers must be of the current context's device (not
 /// checked). Thread-safe. Errors after a launch was issued name how many
@@ -215,6 +241,64 @@ typedef struct moeGroupedMatmulArgs {
 MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entry,
                                    const moeGroupedMatmulArgs *args,
                                    void *stream);
+
+/// Arguments of a routing step, ABI route.v1 (contract §3.2): for each token t,
+/// the entry's top_k experts of the scores derived from logits[t, :] (plus
+/// bias, when the entry has bias=1, for the choice), as ids[t, :] and their
+/// routing weights[t, :]. Ties go to the lower expert id; a slot without a
+/// valid candidate gets id -1. All tensors are dense and row-major.
+typedef struct moeRouteArgs {
+  uint64_t logits;  ///< Device pointer, [T, E] of the entry's logits type
+                    ///< (f32 or bf16), aligned to its element size.
+  uint64_t bias;    ///< Device pointer, f32 [E], 4-byte aligned: required by
+                    ///< bias=1 entries, must be 0 for the others.
+  uint64_t ids;     ///< Device pointer, i32 [T, top_k], 4-byte aligned.
+  uint64_t weights; ///< Device pointer, f32 [T, top_k], 4-byte aligned.
+  int64_t tokens;   ///< T: 1 <= T <= the entry's max_rows.
+  int64_t experts;  ///< E: must equal the entry's experts.
+} moeRouteArgs;
+
+/// Launches the kernel of `entry` (an op=moe.route, abi=route.v1 entry) on
+/// `stream` of the current context, on the grid (min(ceil(T / (threads/32)),
+/// 65535), 1, 1) (one warp per token, grid-stride) with its 21 parameters (26
+/// with a bias; contract §3.2). Validates every argument first
+/// (INVALID_ARGUMENT / NOT_FOUND, without touching the driver; besides the
+/// checks listed with moeRouteArgs: the T*E*2 or T*E*4 bytes of logits within
+/// int64), then loads the bundle into the current context if needed (see
+/// moeBundleLoad). No host synchronisation, allocation or copy: capturable in a
+/// CUDA graph once the bundle is loaded. Thread-safe.
+MOE_API moeStatus moeRoute(moeBundle *bundle, const char *entry,
+                           const moeRouteArgs *args, void *stream);
+
+/// Arguments of a combine, ABI unpermute.v1 (contract §3.3): for each token t,
+///   out[t, :] = sum over j of weights[t, j] * rows[slots[t, j], :]
+/// (weight 1 when the entry has weighted=0), skipping the slots outside
+/// [0, M); bf16 rows and out, f32 accumulation. k is the entry's top_k. All
+/// tensors are dense and row-major.
+typedef struct moeUnpermuteArgs {
+  uint64_t rows;      ///< Device pointer, bf16 [M, H], 16-byte aligned.
+  uint64_t slots;     ///< Device pointer, [T, k] of the entry's slots type
+                      ///< (i32 or i64), aligned to its element size.
+  uint64_t weights;   ///< Device pointer, f32 [T, k], 4-byte aligned:
+                      ///< required by weighted=1 entries, must be 0 for the
+                      ///< others.
+  uint64_t out;       ///< Device pointer, bf16 [T, H], 16-byte aligned.
+  int64_t rows_count; ///< M >= 1.
+  int64_t tokens;     ///< T: 1 <= T <= the entry's max_rows.
+  int64_t hidden;     ///< H >= 8, H % 8 == 0; must equal the entry's hidden
+                      ///< unless that is -1.
+} moeUnpermuteArgs;
+
+/// Launches the kernel of `entry` (an op=moe.unpermute, abi=unpermute.v1
+/// entry) on `stream` of the current context, on the grid (min(T, 65535), 1,
+/// 1) (one CTA per token, grid-stride) with its 21 parameters (28 when
+/// weighted; contract §3.3). Validates every argument first, as moeRoute does
+/// (besides the checks listed with moeUnpermuteArgs: the bytes of rows, out
+/// and slots within int64), then loads the bundle if needed. The contents of
+/// `slots` are not read on the host. No host synchronisation, allocation or
+/// copy. Thread-safe.
+MOE_API moeStatus moeUnpermute(moeBundle *bundle, const char *entry,
+                               const moeUnpermuteArgs *args, void *stream);
 
 #ifdef __cplusplus
 } // extern "C"

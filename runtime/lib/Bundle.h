@@ -20,7 +20,7 @@
 
 namespace moe::runtime {
 
-/// Limits of contract §2 and of the kernel ABI (§3).
+/// Limits of contract §2 and of the kernel ABIs (§3).
 inline constexpr int64_t kMaxRows = 2147483647; // 2^31 - 1
 inline constexpr size_t kMaxNameBytes = 255;
 inline constexpr size_t kMaxImages = 64;
@@ -31,6 +31,9 @@ inline constexpr int64_t kMaxThreads = 1024;
 inline constexpr int64_t kMaxTile = 256; // TMA box dimensions
 inline constexpr int64_t kMaxTileK = 64; // 128-byte swizzle: 64 bf16 per row
 inline constexpr int64_t kMaxStages = 64;
+inline constexpr int64_t kMaxTopK = 32; // route.v1: top_k <= min(E, 32)
+/// Grid limit of the route.v1 and unpermute.v1 launches (grid-stride).
+inline constexpr int64_t kMaxSimpleGrid = 65535;
 
 struct FreeDeleter {
   void operator()(void *p) const { std::free(p); }
@@ -47,14 +50,31 @@ struct Kernel {
   std::string symbol;
   std::string imageName;
   int image = -1; // index into BundleData::images
-  int64_t rowsMin = 0, rowsMax = 0;
   int32_t threads = 0, smem = 0;
+  // grouped_matmul.v3 only (0 for the kernels of the other ABIs).
+  int64_t rowsMin = 0, rowsMax = 0;
   int32_t tileM = 0, tileN = 0, tileK = 0, stages = 0;
   bool swapAB = false;
   int line = 0;
 };
 
-/// What the kernels of an entry do with the accumulator (contract §3).
+/// The kernel ABI of an entry (its `abi` key), which decides its other keys.
+enum class Abi { GroupedMatmul, Route, Unpermute };
+
+/// "grouped_matmul.v3", "route.v1" or "unpermute.v1".
+inline const char *abiName(Abi abi) {
+  switch (abi) {
+  case Abi::GroupedMatmul:
+    return MOE_ABI_GROUPED_MATMUL;
+  case Abi::Route:
+    return MOE_ABI_ROUTE;
+  case Abi::Unpermute:
+    return MOE_ABI_UNPERMUTE;
+  }
+  return "?";
+}
+
+/// What the kernels of an entry do with the accumulator (contract §3.1).
 enum class Epilogue { Store, SwiGLU, RowScale };
 
 /// "store", "swiglu" or "row_scale": the bundle's spelling.
@@ -72,9 +92,20 @@ inline const char *epilogueName(Epilogue epilogue) {
 
 struct Entry {
   std::string name, op, abi;
+  Abi kind = Abi::GroupedMatmul;
+  int64_t maxRows = 0;
+  // grouped_matmul.v3 (and experts for route.v1).
   Epilogue epilogue = Epilogue::Store;
-  int64_t experts = 0, n = 0, k = 0, maxRows = 0;
+  int64_t experts = 0, n = 0, k = 0;
   int32_t offsetsBits = 0;
+  // route.v1 and unpermute.v1 (top_k), route.v1 (logits, bias) and
+  // unpermute.v1 (hidden, slots, weighted).
+  int32_t topK = 0;
+  int32_t logitsBits = 0;
+  bool bias = false;
+  int64_t hidden = 0;
+  int32_t slotsBits = 0;
+  bool weighted = false;
   std::vector<Kernel> kernels;
   int line = 0;
 };

@@ -13,7 +13,6 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <iterator>
 #include <string_view>
 
 namespace moe::runtime {
@@ -77,19 +76,45 @@ struct KeyValue {
 
 /// One kind of key=value record: its keys, all required.
 struct RecordSpec {
-  const char *what; // "entry" or "kernel"
-  const char *const *keys;
+  const char *keys[10];
   size_t numKeys;
+  /// Appended to the error for an unknown key.
+  const char *unknownKeyHint;
 };
 
-constexpr const char *kEntryKeys[] = {"op", "abi",      "experts", "n",
-                                      "k",  "max_rows", "offsets", "epilogue"};
-constexpr const char *kKernelKeys[] = {
-    "image",  "rows_min", "rows_max", "threads", "smem",
-    "tile_m", "tile_n",   "tile_k",   "stages",  "swap_ab"};
-constexpr RecordSpec kEntrySpec = {"entry", kEntryKeys, std::size(kEntryKeys)};
-constexpr RecordSpec kKernelSpec = {"kernel", kKernelKeys,
-                                    std::size(kKernelKeys)};
+constexpr const char *kNewerCompiler = "(a bundle from a newer compiler?)";
+
+// Entries, by ABI (contract §2). The values come back in this order.
+constexpr RecordSpec kGroupedMatmulEntry = {
+    {"op", "abi", "experts", "n", "k", "max_rows", "offsets", "epilogue"},
+    8,
+    kNewerCompiler};
+constexpr RecordSpec kRouteEntry = {
+    {"op", "abi", "max_rows", "experts", "top_k", "logits", "bias"},
+    7,
+    "(abi " MOE_ABI_ROUTE " takes op, abi, max_rows, experts, top_k, logits "
+    "and bias)"};
+constexpr RecordSpec kUnpermuteEntry = {
+    {"op", "abi", "max_rows", "hidden", "top_k", "slots", "weighted"},
+    7,
+    "(abi " MOE_ABI_UNPERMUTE " takes op, abi, max_rows, hidden, top_k, "
+    "slots and weighted)"};
+// Kernels, by the ABI of their entry.
+constexpr RecordSpec kGroupedMatmulKernel = {
+    {"image", "rows_min", "rows_max", "threads", "smem", "tile_m", "tile_n",
+     "tile_k", "stages", "swap_ab"},
+    10,
+    kNewerCompiler};
+constexpr RecordSpec kRouteKernel = {{"image", "threads", "smem"},
+                                     3,
+                                     "(the kernel of an abi " MOE_ABI_ROUTE
+                                     " entry takes image, threads and "
+                                     "smem)"};
+constexpr RecordSpec kUnpermuteKernel = {
+    {"image", "threads", "smem"},
+    3,
+    "(the kernel of an abi " MOE_ABI_UNPERMUTE " entry takes image, threads "
+    "and smem)"};
 
 class Reader {
 public:
@@ -112,7 +137,21 @@ private:
   moeStatus parseChip(const std::vector<std::string_view> &tokens);
   moeStatus parseImage(const std::vector<std::string_view> &tokens);
   moeStatus parseEntry(const std::vector<std::string_view> &tokens);
+  /// The ABI-specific keys of an entry (values in the order of its spec).
+  moeStatus parseGroupedMatmulEntry(const std::string &who,
+                                    const std::vector<std::string_view> &values,
+                                    Entry &entry);
+  moeStatus parseRouteEntry(const std::string &who,
+                            const std::vector<std::string_view> &values,
+                            Entry &entry);
+  moeStatus parseUnpermuteEntry(const std::string &who,
+                                const std::vector<std::string_view> &values,
+                                Entry &entry);
   moeStatus parseKernel(const std::vector<std::string_view> &tokens);
+  moeStatus
+  parseGroupedMatmulKernel(const std::string &who, const Entry &entry,
+                           const std::vector<std::string_view> &values,
+                           Kernel &kernel);
   moeStatus finish();
 
   moeStatus checkName(std::string_view name, const char *what);
@@ -255,9 +294,8 @@ moeStatus Reader::collectKeys(const std::vector<std::string_view> &tokens,
     while (index < spec.numKeys && key != spec.keys[index])
       ++index;
     if (index == spec.numKeys)
-      return fail(MOE_STATUS_INVALID_BUNDLE,
-                  "%s: unknown key %s (a bundle from a newer compiler?)",
-                  who.c_str(), quote(key).c_str());
+      return fail(MOE_STATUS_INVALID_BUNDLE, "%s: unknown key %s %s",
+                  who.c_str(), quote(key).c_str(), spec.unknownKeyHint);
     if (seen[index])
       return fail(MOE_STATUS_INVALID_BUNDLE, "%s: duplicate key '%s'",
                   who.c_str(), spec.keys[index]);
@@ -287,12 +325,14 @@ moeStatus Reader::parseHeader() {
         MOE_STATUS_INVALID_BUNDLE, "expected 'MOEBUNDLE <version>', got %s",
         quote(std::string_view(reinterpret_cast<const char *>(data), pos - 1))
             .c_str());
-  if (version == 1 || version == 2)
+  if (version >= 1 && version < MOE_BUNDLE_VERSION)
     return fail(MOE_STATUS_UNSUPPORTED,
                 "bundle version %d predates %s (this runtime reads version "
                 "%d): recompile it with moe-translate --moe-to-bundle",
                 int(version),
-                version == 1 ? "persistent kernels" : "kernel epilogues",
+                version == 1   ? "persistent kernels"
+                : version == 2 ? "kernel epilogues"
+                               : "the route and unpermute kernels",
                 MOE_BUNDLE_VERSION);
   if (version != MOE_BUNDLE_VERSION)
     return fail(MOE_STATUS_UNSUPPORTED,
@@ -407,33 +447,69 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
                 kMaxEntries);
   // An ABI this runtime does not implement makes the rest of the line
   // meaningless to it (a newer compiler may add keys with a new ABI), so it
-  // is reported first.
+  // is reported first; a known one says which keys the line must have.
+  const RecordSpec *spec = nullptr;
+  Abi kind = Abi::GroupedMatmul;
   for (size_t i = 2; i < tokens.size(); ++i) {
     std::string_view token = tokens[i];
     if (token.substr(0, 4) != "abi=")
       continue;
     std::string_view abi = token.substr(4);
-    if (abi != MOE_ABI_GROUPED_MATMUL)
+    const RecordSpec *known = nullptr;
+    Abi knownKind = Abi::GroupedMatmul;
+    if (abi == MOE_ABI_GROUPED_MATMUL) {
+      known = &kGroupedMatmulEntry;
+    } else if (abi == MOE_ABI_ROUTE) {
+      known = &kRouteEntry;
+      knownKind = Abi::Route;
+    } else if (abi == MOE_ABI_UNPERMUTE) {
+      known = &kUnpermuteEntry;
+      knownKind = Abi::Unpermute;
+    } else {
       return fail(MOE_STATUS_UNSUPPORTED,
                   "%s: abi %s is not supported (this runtime implements "
-                  "bundle version %d with abi " MOE_ABI_GROUPED_MATMUL ")%s",
+                  "bundle version %d with abis " MOE_ABI_GROUPED_MATMUL
+                  ", " MOE_ABI_ROUTE " and " MOE_ABI_UNPERMUTE ")%s",
                   who.c_str(), quote(abi).c_str(), MOE_BUNDLE_VERSION,
                   abi == "grouped_matmul.v1"
                       ? ": its kernels are not persistent, recompile it"
                   : abi == "grouped_matmul.v2"
                       ? ": it predates kernel epilogues, recompile it"
                       : "");
+    }
+    if (!spec) { // a second abi key is a duplicate (collectKeys)
+      spec = known;
+      kind = knownKind;
+    }
   }
+  if (!spec)
+    return fail(MOE_STATUS_INVALID_BUNDLE, "%s: missing key 'abi'",
+                who.c_str());
   std::vector<std::string_view> values;
-  if (moeStatus status = collectKeys(tokens, 2, kEntrySpec, who, values))
+  if (moeStatus status = collectKeys(tokens, 2, *spec, who, values))
     return status;
   Entry entry;
   entry.name = std::string(name);
   entry.line = line;
+  entry.kind = kind;
   if (moeStatus status = checkName(values[0], "op"))
     return status;
   entry.op = std::string(values[0]);
   entry.abi = std::string(values[1]);
+  moeStatus status = kind == Abi::Route ? parseRouteEntry(who, values, entry)
+                     : kind == Abi::Unpermute
+                         ? parseUnpermuteEntry(who, values, entry)
+                         : parseGroupedMatmulEntry(who, values, entry);
+  if (status != MOE_STATUS_SUCCESS)
+    return status;
+  out.entries.push_back(std::move(entry));
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus
+Reader::parseGroupedMatmulEntry(const std::string &who,
+                                const std::vector<std::string_view> &values,
+                                Entry &entry) {
   moeStatus status;
   if ((status = number(who, "experts", values[2], 1, kMaxRows, true,
                        entry.experts)) ||
@@ -466,7 +542,69 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
                 "%s: n=%lld is odd, but epilogue=swiglu needs N/2 gate rows "
                 "and N/2 up rows",
                 who.c_str(), (long long)entry.n);
-  out.entries.push_back(std::move(entry));
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::parseRouteEntry(const std::string &who,
+                                  const std::vector<std::string_view> &values,
+                                  Entry &entry) {
+  int64_t topK = 0, bias = 0;
+  moeStatus status;
+  if ((status = number(who, "max_rows", values[2], 1, kMaxRows, false,
+                       entry.maxRows)) ||
+      (status = number(who, "experts", values[3], 1, kMaxRows, false,
+                       entry.experts)) ||
+      (status = number(who, "top_k", values[4], 1, kMaxTopK, false, topK)))
+    return status;
+  if (topK > entry.experts)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: top_k=%lld exceeds experts=%lld", who.c_str(),
+                (long long)topK, (long long)entry.experts);
+  if (values[5] == "f32")
+    entry.logitsBits = 32;
+  else if (values[5] == "bf16")
+    entry.logitsBits = 16;
+  else
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: logits=%s is neither f32 nor bf16", who.c_str(),
+                quote(values[5]).c_str());
+  if ((status = number(who, "bias", values[6], 0, 1, false, bias)))
+    return status;
+  entry.topK = int32_t(topK);
+  entry.bias = bias != 0;
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus
+Reader::parseUnpermuteEntry(const std::string &who,
+                            const std::vector<std::string_view> &values,
+                            Entry &entry) {
+  int64_t topK = 0, weighted = 0;
+  moeStatus status;
+  if ((status = number(who, "max_rows", values[2], 1, kMaxRows, false,
+                       entry.maxRows)) ||
+      (status =
+           number(who, "hidden", values[3], 8, kMaxRows, true, entry.hidden)))
+    return status;
+  if (entry.hidden != -1 && entry.hidden % 8)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: hidden=%lld is not a multiple of 8 (rows are read in "
+                "16-byte vectors)",
+                who.c_str(), (long long)entry.hidden);
+  if ((status = number(who, "top_k", values[4], 1, kMaxRows, false, topK)))
+    return status;
+  if (values[5] == "i32")
+    entry.slotsBits = 32;
+  else if (values[5] == "i64")
+    entry.slotsBits = 64;
+  else
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: slots=%s is neither i32 nor i64", who.c_str(),
+                quote(values[5]).c_str());
+  if ((status = number(who, "weighted", values[6], 0, 1, false, weighted)))
+    return status;
+  entry.topK = int32_t(topK);
+  entry.weighted = weighted != 0;
   return MOE_STATUS_SUCCESS;
 }
 
@@ -501,8 +639,19 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "entry '%s' has more than %zu kernels", entry.name.c_str(),
                 kMaxKernelsPerEntry);
+  // The kernel of a route.v1 or unpermute.v1 entry computes everything.
+  if (entry.kind != Abi::GroupedMatmul && !entry.kernels.empty())
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: entry '%s' (abi %s) takes exactly one kernel, and has "
+                "'%s' already (line %d)",
+                who.c_str(), entry.name.c_str(), abiName(entry.kind),
+                entry.kernels[0].symbol.c_str(), entry.kernels[0].line);
+  const RecordSpec &spec = entry.kind == Abi::Route ? kRouteKernel
+                           : entry.kind == Abi::Unpermute
+                               ? kUnpermuteKernel
+                               : kGroupedMatmulKernel;
   std::vector<std::string_view> values;
-  if (moeStatus status = collectKeys(tokens, 3, kKernelSpec, who, values))
+  if (moeStatus status = collectKeys(tokens, 3, spec, who, values))
     return status;
   Kernel kernel;
   kernel.symbol = std::string(symbol);
@@ -510,6 +659,33 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
   if (moeStatus status = checkName(values[0], "image"))
     return status;
   kernel.imageName = std::string(values[0]);
+  if (entry.kind == Abi::GroupedMatmul) {
+    if (moeStatus status = parseGroupedMatmulKernel(who, entry, values, kernel))
+      return status;
+  } else {
+    int64_t threads = 0, smem = 0;
+    moeStatus status;
+    if ((status = number(who, "threads", values[1], 1, kMaxThreads, false,
+                         threads)) ||
+        (status = number(who, "smem", values[2], 0, INT32_MAX, false, smem)))
+      return status;
+    // One warp per token: the grid is derived from threads/32.
+    if (entry.kind == Abi::Route && threads % 32)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: threads=%lld is not a multiple of 32 (a %s kernel "
+                  "runs one warp per token)",
+                  who.c_str(), (long long)threads, MOE_ABI_ROUTE);
+    kernel.threads = int32_t(threads);
+    kernel.smem = int32_t(smem);
+  }
+  entry.kernels.push_back(std::move(kernel));
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus
+Reader::parseGroupedMatmulKernel(const std::string &who, const Entry &entry,
+                                 const std::vector<std::string_view> &values,
+                                 Kernel &kernel) {
   int64_t threads = 0, smem = 0, tileM = 0, tileN = 0, tileK = 0, stages = 0,
           swapAB = 0;
   moeStatus status;
@@ -549,7 +725,6 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
   kernel.tileK = int32_t(tileK);
   kernel.stages = int32_t(stages);
   kernel.swapAB = swapAB != 0;
-  entry.kernels.push_back(std::move(kernel));
   return MOE_STATUS_SUCCESS;
 }
 
@@ -572,6 +747,8 @@ moeStatus Reader::finish() {
                       "kernel '%s' refers to unknown image '%s'",
                       kernel.symbol.c_str(), kernel.imageName.c_str());
     }
+    if (entry.kind != Abi::GroupedMatmul)
+      continue;
     // The rows ranges must partition [1, 2^31 - 1].
     std::vector<const Kernel *> sorted;
     for (const Kernel &kernel : entry.kernels)

@@ -1,8 +1,9 @@
 //===- Runtime.cpp - the C API: bundles, loading, launching ---------------===//
 //
 // Implements moe_runtime.h over the driver table of DriverAPI.h: contract §3
-// (argument checks, TMA descriptors, persistent grids, the 17 kernel
-// parameters and the 5 more of row_scale entries).
+// (argument checks; for grouped_matmul.v3 the TMA descriptors, persistent
+// grids, the 17 kernel parameters and the 5 more of row_scale entries; the
+// memref parameters and grids of route.v1 and unpermute.v1).
 //
 //===----------------------------------------------------------------------===//
 
@@ -229,6 +230,7 @@ moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
   struct Unique {
     cu::Function function;
     int32_t smem;
+    bool setSmem; // grouped_matmul.v3 kernels always set it, others if > 0
   };
   std::vector<Unique> unique;
   for (const Entry &entry : data.entries) {
@@ -270,14 +272,19 @@ moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
       auto it =
           std::find_if(unique.begin(), unique.end(),
                        [&](const Unique &u) { return u.function == function; });
-      if (it == unique.end())
-        unique.push_back({function, kernel.smem});
-      else
+      const bool setSmem = entry.kind == Abi::GroupedMatmul || kernel.smem > 0;
+      if (it == unique.end()) {
+        unique.push_back({function, kernel.smem, setSmem});
+      } else {
         it->smem = std::max(it->smem, kernel.smem);
+        it->setSmem = it->setSmem || setSmem;
+      }
     }
     state->kernels.push_back(std::move(loaded));
   }
-  for (const Unique &u : unique)
+  for (const Unique &u : unique) {
+    if (!u.setSmem)
+      continue;
     if (cu::Result result = driver->funcSetAttribute(
             u.function, cu::kFuncAttrMaxDynamicSharedSizeBytes, u.smem)) {
       unloadModules(driver, state->modules);
@@ -286,6 +293,7 @@ moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
                              std::to_string(u.smem) + ")",
                          result);
     }
+  }
   // Residency of every kernel record, once the attribute allows its smem:
   // one query per (function, threads, smem), as a function shared by
   // entries may be launched with different smem.
@@ -349,16 +357,126 @@ moeStatus openBytes(const uint8_t *data, size_t size, moeBundle **out,
   return MOE_STATUS_SUCCESS;
 }
 
+/// An INVALID_ARGUMENT error of `caller` for entry `entry`.
+moeStatus vInvalidArgument(const char *caller, const char *entry,
+                           const char *format, va_list args) {
+  char message[512];
+  std::vsnprintf(message, sizeof(message), format, args);
+  return setError(MOE_STATUS_INVALID_ARGUMENT, "%s(%s): %s", caller, entry,
+                  message);
+}
+
+__attribute__((format(printf, 3, 4))) moeStatus
+invalidArgumentOf(const char *caller, const char *entry, const char *format,
+                  ...) {
+  va_list args;
+  va_start(args, format);
+  moeStatus status = vInvalidArgument(caller, entry, format, args);
+  va_end(args);
+  return status;
+}
+
 /// An INVALID_ARGUMENT error of moeGroupedMatmul for entry `entry`.
 __attribute__((format(printf, 2, 3))) moeStatus
 invalidArgument(const char *entry, const char *format, ...) {
-  char message[512];
   va_list args;
   va_start(args, format);
-  std::vsnprintf(message, sizeof(message), format, args);
+  moeStatus status = vInvalidArgument("moeGroupedMatmul", entry, format, args);
   va_end(args);
-  return setError(MOE_STATUS_INVALID_ARGUMENT, "moeGroupedMatmul(%s): %s",
-                  entry, message);
+  return status;
+}
+
+/// The checks every launching call starts with: non-null bundle, entry name
+/// and args, and an entry of that name (NOT_FOUND lists the first ones).
+moeStatus findEntry(const moeBundle *bundle, const char *caller,
+                    const char *entryName, const void *args, int *index) {
+  if (!bundle)
+    return setError(MOE_STATUS_INVALID_ARGUMENT, "%s: bundle is NULL", caller);
+  if (!entryName)
+    return setError(MOE_STATUS_INVALID_ARGUMENT, "%s: entry name is NULL",
+                    caller);
+  if (!args)
+    return setError(MOE_STATUS_INVALID_ARGUMENT, "%s: args is NULL", caller);
+  const auto &entries = bundle->data.entries;
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].name == entryName) {
+      *index = int(i);
+      return MOE_STATUS_SUCCESS;
+    }
+  std::string names;
+  for (size_t i = 0; i < entries.size() && i < 8; ++i)
+    names += (i ? ", " : "") + entries[i].name;
+  if (entries.size() > 8)
+    names += ", ...";
+  return setError(MOE_STATUS_NOT_FOUND,
+                  "%s: no entry '%.300s' in the bundle (entries: %s)", caller,
+                  entryName, names.empty() ? "none" : names.c_str());
+}
+
+/// One pointer argument of moeRoute or moeUnpermute.
+struct PointerArg {
+  const char *what;
+  uint64_t pointer;
+  int64_t alignment;
+  const char *whyNeeded;  // appended to the error when it is NULL
+  const char *whyAligned; // appended to the error when it is misaligned
+};
+
+/// Nulls first, then alignments, in the order given.
+moeStatus checkPointers(const char *caller, const char *entry,
+                        const PointerArg *pointers, size_t count) {
+  for (size_t i = 0; i < count; ++i)
+    if (!pointers[i].pointer)
+      return invalidArgumentOf(caller, entry, "%s pointer is NULL%s",
+                               pointers[i].what, pointers[i].whyNeeded);
+  for (size_t i = 0; i < count; ++i)
+    if (pointers[i].pointer % uint64_t(pointers[i].alignment))
+      return invalidArgumentOf(
+          caller, entry, "%s pointer 0x%llx is not %d-byte aligned%s",
+          pointers[i].what, (unsigned long long)pointers[i].pointer,
+          int(pointers[i].alignment), pointers[i].whyAligned);
+  return MOE_STATUS_SUCCESS;
+}
+
+/// Appends the 7 parameters of a rank-2 memref descriptor of `pointer` with
+/// sizes [rows, columns] (dense, row-major) to params[count...].
+void appendMemref2D(void **params, int &count, uint64_t *pointer, int64_t *rows,
+                    int64_t *columns, int64_t *zero, int64_t *one) {
+  void *descriptor[7] = {pointer, pointer, zero, rows, columns, columns, one};
+  for (void *param : descriptor)
+    params[count++] = param;
+}
+
+/// Whether a * b * c fits in int64 (all non-negative).
+bool productFits(int64_t a, int64_t b, int64_t c) {
+  int64_t ab = 0, abc = 0;
+  return !__builtin_mul_overflow(a, b, &ab) &&
+         !__builtin_mul_overflow(ab, c, &abc);
+}
+
+/// Launches the one kernel of a route.v1 or unpermute.v1 entry (loading the
+/// bundle first if needed) with `params`.
+moeStatus launchSimple(moeBundle *bundle, const char *caller, int entryIndex,
+                       int64_t gridX, void **params, void *stream) {
+  ContextState *state = nullptr;
+  if (moeStatus status = ensureLoaded(bundle, caller, &state))
+    return status;
+  const Entry &entry = bundle->data.entries[entryIndex];
+  const Kernel &kernel = entry.kernels[0];
+  cu::Function function = state->kernels[entryIndex][0].function;
+  if (cu::Result result = state->driver->launchKernel(
+          function, unsigned(gridX), 1, 1, unsigned(kernel.threads), 1, 1,
+          unsigned(kernel.smem), static_cast<cu::Stream>(stream), params,
+          nullptr)) {
+    char call[600];
+    std::snprintf(call, sizeof(call),
+                  "cuLaunchKernel('%s' of entry '%s', grid (%lld, 1, 1), "
+                  "block (%d, 1, 1), smem %d)",
+                  kernel.symbol.c_str(), entry.name.c_str(), (long long)gridX,
+                  kernel.threads, kernel.smem);
+    return driverError(state->driver, caller, call, result);
+  }
+  return MOE_STATUS_SUCCESS;
 }
 
 int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
@@ -525,7 +643,14 @@ MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
   out->max_rows = entry.maxRows;
   out->offsets_bits = entry.offsetsBits;
   out->num_kernels = int32_t(entry.kernels.size());
-  out->epilogue = epilogueName(entry.epilogue);
+  const bool gemm = entry.kind == Abi::GroupedMatmul;
+  out->epilogue = gemm ? epilogueName(entry.epilogue) : "";
+  out->top_k = entry.topK;
+  out->logits_bits = entry.logitsBits;
+  out->bias = entry.bias ? 1 : 0;
+  out->slots_bits = entry.slotsBits;
+  out->hidden = entry.hidden;
+  out->weighted = entry.weighted ? 1 : 0;
   return MOE_STATUS_SUCCESS;
 }
 
@@ -593,32 +718,11 @@ MOE_API moeStatus moeBundleLoad(moeBundle *bundle) {
 MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
                                    const moeGroupedMatmulArgs *args,
                                    void *stream) {
-  if (!bundle)
-    return setError(MOE_STATUS_INVALID_ARGUMENT,
-                    "moeGroupedMatmul: bundle is NULL");
-  if (!entryName)
-    return setError(MOE_STATUS_INVALID_ARGUMENT,
-                    "moeGroupedMatmul: entry name is NULL");
-  if (!args)
-    return setError(MOE_STATUS_INVALID_ARGUMENT,
-                    "moeGroupedMatmul: args is NULL");
-  const auto &entries = bundle->data.entries;
   int entryIndex = -1;
-  for (size_t i = 0; i < entries.size() && entryIndex < 0; ++i)
-    if (entries[i].name == entryName)
-      entryIndex = int(i);
-  if (entryIndex < 0) {
-    std::string names;
-    for (size_t i = 0; i < entries.size() && i < 8; ++i)
-      names += (i ? ", " : "") + entries[i].name;
-    if (entries.size() > 8)
-      names += ", ...";
-    return setError(MOE_STATUS_NOT_FOUND,
-                    "moeGroupedMatmul: no entry '%.300s' in the bundle "
-                    "(entries: %s)",
-                    entryName, names.empty() ? "none" : names.c_str());
-  }
-  const Entry &entry = entries[entryIndex];
+  if (moeStatus status =
+          findEntry(bundle, "moeGroupedMatmul", entryName, args, &entryIndex))
+    return status;
+  const Entry &entry = bundle->data.entries[entryIndex];
   const char *name = entry.name.c_str();
   if ((entry.op != MOE_OP_GROUPED_MATMUL && entry.op != MOE_OP_EXPERT_MLP) ||
       entry.abi != MOE_ABI_GROUPED_MATMUL)
@@ -731,7 +835,7 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
         "of 2^40",
         (long long)expertBytes);
 
-  // Work items (contract §3), all in 64 bits: slots bounds the row tiles of
+  // Work items (contract §3.1), all in 64 bits: slots bounds the row tiles of
   // eligible experts, each paired with every column tile.
   Launch launches[kMaxKernelsPerEntry];
   int numLaunches = 0;
@@ -866,6 +970,172 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
     }
   }
   return MOE_STATUS_SUCCESS;
+}
+
+MOE_API moeStatus moeRoute(moeBundle *bundle, const char *entryName,
+                           const moeRouteArgs *args, void *stream) {
+  static constexpr const char *kCaller = "moeRoute";
+  int entryIndex = -1;
+  if (moeStatus status =
+          findEntry(bundle, kCaller, entryName, args, &entryIndex))
+    return status;
+  const Entry &entry = bundle->data.entries[entryIndex];
+  const char *name = entry.name.c_str();
+  if (entry.op != MOE_OP_ROUTE || entry.kind != Abi::Route)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeRoute(%s): the entry is op=%s abi=%s, not "
+                    "op=" MOE_OP_ROUTE " with abi=" MOE_ABI_ROUTE,
+                    name, entry.op.c_str(), entry.abi.c_str());
+  const moeRouteArgs &a = *args;
+  if (a.tokens < 1)
+    return invalidArgumentOf(kCaller, name, "T = %lld must be at least 1",
+                             (long long)a.tokens);
+  if (a.tokens > entry.maxRows)
+    return invalidArgumentOf(kCaller, name,
+                             "T = %lld exceeds the entry's max_rows = %lld",
+                             (long long)a.tokens, (long long)entry.maxRows);
+  // The entry's experts is static (1 <= E < 2^31: the reader checks it).
+  if (a.experts != entry.experts)
+    return invalidArgumentOf(
+        kCaller, name, "E = %lld does not match the entry's experts = %lld",
+        (long long)a.experts, (long long)entry.experts);
+  // T, E < 2^31 and k <= 32: only the logits' bytes can overflow.
+  const int64_t logitsBytes = entry.logitsBits / 8;
+  if (!productFits(a.tokens, a.experts, logitsBytes))
+    return invalidArgumentOf(kCaller, name,
+                             "T*E*%d (bytes of logits) overflows int64 (T = "
+                             "%lld, E = %lld)",
+                             int(logitsBytes), (long long)a.tokens,
+                             (long long)a.experts);
+  // Pointers after sizes, as for moeGroupedMatmul; bias only with bias=1.
+  const PointerArg pointers[] = {
+      {"logits", a.logits, logitsBytes, "",
+       entry.logitsBits == 32 ? " (the entry's logits are f32)"
+                              : " (the entry's logits are bf16)"},
+      {"ids", a.ids, 4, "", ""},
+      {"weights", a.weights, 4, "", ""},
+      {"bias", a.bias, 4, " (the entry has bias=1: f32 [E])", ""}};
+  if (moeStatus status =
+          checkPointers(kCaller, name, pointers, entry.bias ? 4 : 3))
+    return status;
+  if (!entry.bias && a.bias)
+    return invalidArgumentOf(kCaller, name,
+                             "bias = 0x%llx, but the entry has bias=0 (its "
+                             "kernel takes no bias): it must be 0",
+                             (unsigned long long)a.bias);
+
+  // One warp per token, threads/32 tokens per CTA (threads is a multiple of
+  // 32: the reader checks it), grid-stride beyond 65535 CTAs.
+  const Kernel &kernel = entry.kernels[0];
+  const int64_t tokensPerCta = kernel.threads / 32;
+  const int64_t gridX =
+      std::min(ceilDiv(a.tokens, tokensPerCta), kMaxSimpleGrid);
+  // logits [T, E], bias [E] (bias=1 only), ids [T, k], weights [T, k].
+  uint64_t logits = a.logits, bias = a.bias, ids = a.ids, weights = a.weights;
+  int64_t zero = 0, one = 1, tokens = a.tokens, experts = a.experts,
+          topK = entry.topK;
+  void *params[26];
+  int count = 0;
+  appendMemref2D(params, count, &logits, &tokens, &experts, &zero, &one);
+  if (entry.bias) {
+    void *biasMemref[5] = {&bias, &bias, &zero, &experts, &one};
+    for (void *param : biasMemref)
+      params[count++] = param;
+  }
+  appendMemref2D(params, count, &ids, &tokens, &topK, &zero, &one);
+  appendMemref2D(params, count, &weights, &tokens, &topK, &zero, &one);
+  return launchSimple(bundle, kCaller, entryIndex, gridX, params, stream);
+}
+
+MOE_API moeStatus moeUnpermute(moeBundle *bundle, const char *entryName,
+                               const moeUnpermuteArgs *args, void *stream) {
+  static constexpr const char *kCaller = "moeUnpermute";
+  int entryIndex = -1;
+  if (moeStatus status =
+          findEntry(bundle, kCaller, entryName, args, &entryIndex))
+    return status;
+  const Entry &entry = bundle->data.entries[entryIndex];
+  const char *name = entry.name.c_str();
+  if (entry.op != MOE_OP_UNPERMUTE || entry.kind != Abi::Unpermute)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeUnpermute(%s): the entry is op=%s abi=%s, not "
+                    "op=" MOE_OP_UNPERMUTE " with abi=" MOE_ABI_UNPERMUTE,
+                    name, entry.op.c_str(), entry.abi.c_str());
+  const moeUnpermuteArgs &a = *args;
+  if (a.tokens < 1)
+    return invalidArgumentOf(kCaller, name, "T = %lld must be at least 1",
+                             (long long)a.tokens);
+  if (a.tokens > entry.maxRows)
+    return invalidArgumentOf(kCaller, name,
+                             "T = %lld exceeds the entry's max_rows = %lld",
+                             (long long)a.tokens, (long long)entry.maxRows);
+  if (a.rows_count < 1)
+    return invalidArgumentOf(kCaller, name,
+                             "M = %lld (rows_count) must be at least 1",
+                             (long long)a.rows_count);
+  if (entry.hidden != -1 && a.hidden != entry.hidden)
+    return invalidArgumentOf(kCaller, name,
+                             "H = %lld does not match the entry's hidden = "
+                             "%lld",
+                             (long long)a.hidden, (long long)entry.hidden);
+  if (a.hidden < 8)
+    return invalidArgumentOf(kCaller, name,
+                             "H = %lld is less than 8 (rows are read in "
+                             "16-byte vectors)",
+                             (long long)a.hidden);
+  if (a.hidden % 8)
+    return invalidArgumentOf(kCaller, name,
+                             "H = %lld is not a multiple of 8 (rows are read "
+                             "in 16-byte vectors)",
+                             (long long)a.hidden);
+  const int64_t slotBytes = entry.slotsBits / 8;
+  if (!productFits(a.rows_count, a.hidden, 2))
+    return invalidArgumentOf(kCaller, name,
+                             "M*H*2 (bytes of rows) overflows int64 (M = "
+                             "%lld, H = %lld)",
+                             (long long)a.rows_count, (long long)a.hidden);
+  if (!productFits(a.tokens, a.hidden, 2))
+    return invalidArgumentOf(kCaller, name,
+                             "T*H*2 (bytes of out) overflows int64 (T = %lld, "
+                             "H = %lld)",
+                             (long long)a.tokens, (long long)a.hidden);
+  if (!productFits(a.tokens, entry.topK, slotBytes))
+    return invalidArgumentOf(kCaller, name,
+                             "T*k*%d (bytes of slots) overflows int64 (T = "
+                             "%lld, k = %d)",
+                             int(slotBytes), (long long)a.tokens,
+                             int(entry.topK));
+  // Pointers after sizes; weights only with weighted=1.
+  const PointerArg pointers[] = {
+      {"rows", a.rows, 16, "", ""},
+      {"slots", a.slots, slotBytes, "",
+       entry.slotsBits == 32 ? " (the entry's slots are i32)"
+                             : " (the entry's slots are i64)"},
+      {"out", a.out, 16, "", ""},
+      {"weights", a.weights, 4, " (the entry has weighted=1: f32 [T, k])", ""}};
+  if (moeStatus status =
+          checkPointers(kCaller, name, pointers, entry.weighted ? 4 : 3))
+    return status;
+  if (!entry.weighted && a.weights)
+    return invalidArgumentOf(kCaller, name,
+                             "weights = 0x%llx, but the entry has weighted=0 "
+                             "(its kernel takes no weights): it must be 0",
+                             (unsigned long long)a.weights);
+
+  // One CTA per token, grid-stride beyond 65535 CTAs.
+  const int64_t gridX = std::min(a.tokens, kMaxSimpleGrid);
+  // rows [M, H], slots [T, k], weights [T, k] (weighted=1 only), out [T, H].
+  uint64_t rows = a.rows, slots = a.slots, weights = a.weights, out = a.out;
+  int64_t zero = 0, one = 1, rowsCount = a.rows_count, tokens = a.tokens,
+          hidden = a.hidden, topK = entry.topK;
+  void *params[28];
+  int count = 0;
+  appendMemref2D(params, count, &rows, &rowsCount, &hidden, &zero, &one);
+  appendMemref2D(params, count, &slots, &tokens, &topK, &zero, &one);
+  if (entry.weighted)
+    appendMemref2D(params, count, &weights, &tokens, &topK, &zero, &one);
+  appendMemref2D(params, count, &out, &tokens, &hidden, &zero, &one);
+  return launchSimple(bundle, kCaller, entryIndex, gridX, params, stream);
 }
 
 } // extern "C"

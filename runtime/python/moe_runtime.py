@@ -3,13 +3,15 @@
     from moe_runtime import Bundle
     bundle = Bundle("layer.moebundle")        # parse + validate, no GPU needed
     print(bundle.chip, [entry.name for entry in bundle.entries])
-    out = bundle.grouped_matmul("gate_up", rows, weights, offsets)  # torch
-    y = bundle.expert_mlp("experts", rows, offsets, w13, w2, row_scale=weights)
+    ids, weights = bundle.route("router", logits, bias)             # torch
+    out = bundle.grouped_matmul("gate_up", rows, weights, offsets)
+    y = bundle.expert_mlp("experts", rows, offsets, w13, w2, row_scale=w)
+    out = bundle.unpermute("combine", y, slots, weights)
 
 The library is found through $MOE_RUNTIME_LIB, else next to this file, else
-in <repo>/build*/lib/. torch is imported only by grouped_matmul and
-expert_mlp (after the checks that need no tensor), so the module serves
-introspection on machines without it.
+in <repo>/build*/lib/. torch is imported only by the launching methods
+(after the checks that need no tensor), so the module serves introspection
+on machines without it.
 """
 
 import ctypes
@@ -52,7 +54,11 @@ class _EntryInfo(ctypes.Structure):
                 ("abi", ctypes.c_char_p), ("experts", ctypes.c_int64),
                 ("n", ctypes.c_int64), ("k", ctypes.c_int64),
                 ("max_rows", ctypes.c_int64), ("offsets_bits", ctypes.c_int32),
-                ("num_kernels", ctypes.c_int32), ("epilogue", ctypes.c_char_p)]
+                ("num_kernels", ctypes.c_int32), ("epilogue", ctypes.c_char_p),
+                # Version 4.
+                ("top_k", ctypes.c_int32), ("logits_bits", ctypes.c_int32),
+                ("bias", ctypes.c_int32), ("slots_bits", ctypes.c_int32),
+                ("hidden", ctypes.c_int64), ("weighted", ctypes.c_int32)]
 
 
 class _KernelInfo(ctypes.Structure):
@@ -70,6 +76,19 @@ class _GroupedMatmulArgs(ctypes.Structure):
                 ("m", ctypes.c_int64), ("n", ctypes.c_int64),
                 ("k", ctypes.c_int64), ("experts", ctypes.c_int64),
                 ("row_scale", ctypes.c_uint64)]
+
+
+class _RouteArgs(ctypes.Structure):
+    _fields_ = [("logits", ctypes.c_uint64), ("bias", ctypes.c_uint64),
+                ("ids", ctypes.c_uint64), ("weights", ctypes.c_uint64),
+                ("tokens", ctypes.c_int64), ("experts", ctypes.c_int64)]
+
+
+class _UnpermuteArgs(ctypes.Structure):
+    _fields_ = [("rows", ctypes.c_uint64), ("slots", ctypes.c_uint64),
+                ("weights", ctypes.c_uint64), ("out", ctypes.c_uint64),
+                ("rows_count", ctypes.c_int64), ("tokens", ctypes.c_int64),
+                ("hidden", ctypes.c_int64)]
 
 
 @dataclass(frozen=True)
@@ -90,18 +109,32 @@ class Kernel:
 
 @dataclass(frozen=True)
 class Entry:
+    """One entry. The fields that do not apply to its ABI are 0 ("" for
+    epilogue, False for bias and weighted); see moeEntryInfo."""
     name: str
     op: str
+    #: "grouped_matmul.v3", "route.v1" or "unpermute.v1".
     abi: str
-    experts: int  # -1: dynamic
+    experts: int  # -1: dynamic (grouped_matmul.v3); route.v1: static E
     n: int
     k: int
-    max_rows: int
+    max_rows: int  # largest M, or T for route.v1 and unpermute.v1
     offsets_bits: int  # 32 or 64
     kernels: Tuple[Kernel, ...]
     #: "store", "swiglu" (out has n/2 columns) or "row_scale" (takes the
     #: routing weight of each row).
     epilogue: str
+    #: route.v1, unpermute.v1: experts per token.
+    top_k: int = 0
+    #: route.v1: 32 (float32 logits) or 16 (bfloat16); whether it takes a
+    #: float32 correction bias [E].
+    logits_bits: int = 0
+    bias: bool = False
+    #: unpermute.v1: 32 (int32 slots) or 64 (int64); H, or -1 (dynamic);
+    #: whether it takes float32 weights [T, top_k].
+    slots_bits: int = 0
+    hidden: int = 0
+    weighted: bool = False
 
 
 def library_path() -> str:
@@ -157,6 +190,13 @@ def _library():
     lib.moeGroupedMatmul.argtypes = [handle, ctypes.c_char_p,
                                      ctypes.POINTER(_GroupedMatmulArgs),
                                      ctypes.c_void_p]
+    lib.moeRoute.restype = status
+    lib.moeRoute.argtypes = [handle, ctypes.c_char_p,
+                             ctypes.POINTER(_RouteArgs), ctypes.c_void_p]
+    lib.moeUnpermute.restype = status
+    lib.moeUnpermute.argtypes = [handle, ctypes.c_char_p,
+                                 ctypes.POINTER(_UnpermuteArgs),
+                                 ctypes.c_void_p]
     _lib = lib
     return lib
 
@@ -213,7 +253,10 @@ class Bundle:
             entries.append(Entry(
                 entry.name.decode(), entry.op.decode(), entry.abi.decode(),
                 entry.experts, entry.n, entry.k, entry.max_rows,
-                entry.offsets_bits, tuple(kernels), entry.epilogue.decode()))
+                entry.offsets_bits, tuple(kernels),
+                (entry.epilogue or b"").decode(), entry.top_k,
+                entry.logits_bits, bool(entry.bias), entry.slots_bits,
+                entry.hidden, bool(entry.weighted)))
         #: The entries in file order.
         self.entries: Tuple[Entry, ...] = tuple(entries)
         self._by_name: Dict[str, Entry] = {e.name: e for e in entries}
@@ -271,6 +314,7 @@ class Bundle:
         handle = self._live_handle()
         info = self.entry(entry)
         where = f"grouped_matmul({entry})"
+        _check_abi(where, info, "grouped_matmul.v3")
         if info.epilogue == "row_scale" and row_scale is None:
             raise _invalid(f"{where}: the entry's epilogue is row_scale: pass "
                            "row_scale, the float32 routing weight of each "
@@ -394,10 +438,147 @@ class Bundle:
         return self.grouped_matmul(down.name, workspace, w2, offsets, out=out,
                                    row_scale=row_scale)
 
+    def route(self, entry: str, logits, bias=None, ids=None, weights=None):
+        """Top-k routing by a route.v1 entry, on torch's current stream of
+        the tensors' device: for each token t, the entry's top_k experts of
+        logits[t] (float32 or bfloat16 [T, E], as the entry says; E must be
+        the entry's), chosen with bias (float32 [E]: given exactly when the
+        entry has bias) added, as ids (int32 [T, top_k]; ties go to the lower
+        expert id, -1 where a token has no valid candidate) and their routing
+        weights (float32 [T, top_k]). ids and weights are allocated when
+        None. All CUDA, contiguous, one device. Returns (ids, weights);
+        raises MoERuntimeError."""
+        handle = self._live_handle()
+        info = self.entry(entry)
+        where = f"route({entry})"
+        _check_abi(where, info, "route.v1")
+        if info.bias and bias is None:
+            raise _invalid(f"{where}: the entry has bias=1: pass bias, the "
+                           f"float32 correction bias [{info.experts}]")
+        if not info.bias and bias is not None:
+            raise _invalid(f"{where}: the entry has bias=0: its kernel takes "
+                           "no bias")
+        import torch
 
-def _check_tensors(torch, where: str, tensors, rows, dtypes) -> None:
-    """Each of `tensors` is a contiguous torch.Tensor on rows' CUDA device,
-    of dtypes[name] where listed."""
+        logits_dtype = torch.float32 if info.logits_bits == 32 \
+            else torch.bfloat16
+        tensors = {"logits": logits}
+        for name, tensor in (("bias", bias), ("ids", ids),
+                             ("weights", weights)):
+            if tensor is not None:
+                tensors[name] = tensor
+        _check_tensors(torch, where, tensors, logits,
+                       {"logits": logits_dtype, "bias": torch.float32,
+                        "ids": torch.int32, "weights": torch.float32},
+                       first="logits")
+        if logits.dim() != 2:
+            raise _invalid(f"{where}: expected logits [T, E], got "
+                           f"{tuple(logits.shape)}")
+        tokens, experts = logits.shape
+        if experts != info.experts:
+            raise _invalid(f"{where}: logits {tuple(logits.shape)} have E = "
+                           f"{experts} columns, the entry has experts = "
+                           f"{info.experts}")
+        if bias is not None and tuple(bias.shape) != (experts,):
+            raise _invalid(f"{where}: bias is {tuple(bias.shape)}, expected "
+                           f"({experts},)")
+        shape = (tokens, info.top_k)
+        if ids is None:
+            ids = torch.empty(shape, dtype=torch.int32, device=logits.device)
+        elif tuple(ids.shape) != shape:
+            raise _invalid(f"{where}: ids is {tuple(ids.shape)}, expected "
+                           f"{shape} = (T, top_k)")
+        if weights is None:
+            weights = torch.empty(shape, dtype=torch.float32,
+                                  device=logits.device)
+        elif tuple(weights.shape) != shape:
+            raise _invalid(f"{where}: weights is {tuple(weights.shape)}, "
+                           f"expected {shape} = (T, top_k)")
+        args = _RouteArgs(logits.data_ptr(),
+                          0 if bias is None else bias.data_ptr(),
+                          ids.data_ptr(), weights.data_ptr(), tokens, experts)
+        with torch.cuda.device(logits.device):
+            stream = torch.cuda.current_stream(logits.device).cuda_stream
+            _check(_library().moeRoute(handle, entry.encode(),
+                                       ctypes.byref(args),
+                                       ctypes.c_void_p(stream)))
+        return ids, weights
+
+    def unpermute(self, entry: str, rows, slots, weights=None, out=None):
+        """The combine of an unpermute.v1 entry, on torch's current stream of
+        the tensors' device: out[t] = sum over j of weights[t, j] *
+        rows[slots[t, j]], slots outside [0, M) skipped, f32 accumulation.
+        rows: bfloat16 [M, H] (H the entry's hidden unless that is -1; a
+        multiple of 8), slots: int32/int64 (as the entry says) [T, top_k],
+        weights: float32 [T, top_k], given exactly when the entry is
+        weighted (else every weight is 1), out: bfloat16 [T, H] or None (a
+        new tensor). All CUDA, contiguous, one device. Returns out; raises
+        MoERuntimeError."""
+        handle = self._live_handle()
+        info = self.entry(entry)
+        where = f"unpermute({entry})"
+        _check_abi(where, info, "unpermute.v1")
+        if info.weighted and weights is None:
+            raise _invalid(f"{where}: the entry has weighted=1: pass weights, "
+                           "the float32 routing weights [T, top_k]")
+        if not info.weighted and weights is not None:
+            raise _invalid(f"{where}: the entry has weighted=0: its kernel "
+                           "takes no weights")
+        import torch
+
+        slots_dtype = torch.int32 if info.slots_bits == 32 else torch.int64
+        tensors = {"rows": rows, "slots": slots}
+        if weights is not None:
+            tensors["weights"] = weights
+        if out is not None:
+            tensors["out"] = out
+        _check_tensors(torch, where, tensors, rows,
+                       {"rows": torch.bfloat16, "slots": slots_dtype,
+                        "weights": torch.float32, "out": torch.bfloat16})
+        if rows.dim() != 2 or slots.dim() != 2:
+            raise _invalid(f"{where}: expected rows [M, H] and slots [T, "
+                           f"top_k], got {tuple(rows.shape)}, "
+                           f"{tuple(slots.shape)}")
+        rows_count, hidden = rows.shape
+        tokens, top_k = slots.shape
+        if top_k != info.top_k:
+            raise _invalid(f"{where}: slots {tuple(slots.shape)} have "
+                           f"{top_k} columns, the entry has top_k = "
+                           f"{info.top_k}")
+        if info.hidden != -1 and hidden != info.hidden:
+            raise _invalid(f"{where}: rows {tuple(rows.shape)} have H = "
+                           f"{hidden} columns, the entry has hidden = "
+                           f"{info.hidden}")
+        if weights is not None and tuple(weights.shape) != (tokens, top_k):
+            raise _invalid(f"{where}: weights is {tuple(weights.shape)}, "
+                           f"expected {(tokens, top_k)} like slots")
+        if out is None:
+            out = torch.empty((tokens, hidden), dtype=torch.bfloat16,
+                              device=rows.device)
+        elif tuple(out.shape) != (tokens, hidden):
+            raise _invalid(f"{where}: out is {tuple(out.shape)}, expected "
+                           f"{(tokens, hidden)} = (T, H)")
+        args = _UnpermuteArgs(rows.data_ptr(), slots.data_ptr(),
+                              0 if weights is None else weights.data_ptr(),
+                              out.data_ptr(), rows_count, tokens, hidden)
+        with torch.cuda.device(rows.device):
+            stream = torch.cuda.current_stream(rows.device).cuda_stream
+            _check(_library().moeUnpermute(handle, entry.encode(),
+                                           ctypes.byref(args),
+                                           ctypes.c_void_p(stream)))
+        return out
+
+
+def _check_abi(where: str, info: Entry, abi: str) -> None:
+    if info.abi != abi:
+        raise _invalid(f"{where}: entry {info.name!r} has abi {info.abi} "
+                       f"(op {info.op}), not {abi}")
+
+
+def _check_tensors(torch, where: str, tensors, rows, dtypes,
+                   first: str = "rows") -> None:
+    """Each of `tensors` is a contiguous torch.Tensor on the CUDA device of
+    `rows` (called `first`), of dtypes[name] where listed."""
     for name, tensor in tensors.items():
         if not isinstance(tensor, torch.Tensor):
             raise _invalid(f"{where}: {name} is a {type(tensor).__name__}, "
@@ -406,8 +587,8 @@ def _check_tensors(torch, where: str, tensors, rows, dtypes) -> None:
             raise _invalid(f"{where}: {name} is on {tensor.device}, not on a "
                            "CUDA device")
         if tensor.device != rows.device:
-            raise _invalid(f"{where}: {name} is on {tensor.device} but rows "
-                           f"is on {rows.device}")
+            raise _invalid(f"{where}: {name} is on {tensor.device} but "
+                           f"{first} is on {rows.device}")
         if not tensor.is_contiguous():
             raise _invalid(f"{where}: {name} is not contiguous")
     for name, tensor in tensors.items():

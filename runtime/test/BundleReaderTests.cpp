@@ -43,7 +43,7 @@ std::string withEnd(const std::string &to) {
 
 /// Header, chip, one image and `body` (entry/kernel lines), then `end`.
 std::string bundleWith(const std::string &body) {
-  return "MOEBUNDLE 3\nchip sm_90a\n" + imageRecord("img", fakeCubin('C')) +
+  return "MOEBUNDLE 4\nchip sm_90a\n" + imageRecord("img", fakeCubin('C')) +
          body + "end\n";
 }
 
@@ -67,8 +67,186 @@ struct Malformed {
   const char *name;
   std::string bytes;
   moeStatus status;
-  const char *message;
+  std::string message;
 };
+
+/// routeBundle() with the first `from` replaced by `to`.
+std::string routeReplaced(const std::string &from, const std::string &to) {
+  return replaced(from, to, routeBundle());
+}
+
+/// Errors of route.v1 and unpermute.v1 entries and their kernels.
+std::vector<Malformed> malformedRouteBundles() {
+  const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
+  const std::string routerKernel =
+      simpleKernelLine("router", kRouteBias, "moe_kernels", 128, 0);
+  const std::string gatherKernel =
+      simpleKernelLine("gather", kGather, "moe_kernels", 128, 0);
+  return {
+      // route.v1 entries.
+      {"route missing bias", routeReplaced(" logits=f32 bias=1", " logits=f32"),
+       bad, "bundle line 4: entry 'router': missing key 'bias'"},
+      {"route missing experts", routeReplaced(" experts=256", ""), bad,
+       "bundle line 4: entry 'router': missing key 'experts'"},
+      {"route missing top_k", routeReplaced(" top_k=8", ""), bad,
+       "entry 'router': missing key 'top_k'"},
+      {"route missing max_rows",
+       routeReplaced("route.v1 max_rows=4096", "route.v1"), bad,
+       "bundle line 6: entry 'softmax': missing key 'max_rows'"},
+      {"route with an epilogue",
+       routeReplaced("bias=1\n", "bias=1 epilogue=store\n"), bad,
+       "bundle line 4: entry 'router': unknown key 'epilogue' (abi route.v1 "
+       "takes op, abi, max_rows, experts, top_k, logits and bias)"},
+      {"route with GEMM keys",
+       routeReplaced("experts=256 top_k=8", "experts=256 n=64 k=64 top_k=8"),
+       bad, "entry 'router': unknown key 'n' (abi route.v1 takes"},
+      {"route with offsets", routeReplaced("bias=0\n", "bias=0 offsets=i32\n"),
+       bad, "entry 'softmax': unknown key 'offsets'"},
+      {"route experts 0", routeReplaced("experts=256", "experts=0"), bad,
+       "entry 'router': experts=0 is out of range ([1, 2147483647])"},
+      {"route experts dynamic", routeReplaced("experts=256", "experts=-1"), bad,
+       "entry 'router': experts=-1 is out of range ([1, 2147483647])"},
+      {"route top_k 0", routeReplaced("top_k=8", "top_k=0"), bad,
+       "entry 'router': top_k=0 is out of range ([1, 32])"},
+      {"route top_k 33", routeReplaced("top_k=8", "top_k=33"), bad,
+       "bundle line 4: entry 'router': top_k=33 is out of range ([1, 32])"},
+      {"route top_k above experts",
+       routeReplaced("experts=8 top_k=2", "experts=8 top_k=9"), bad,
+       "bundle line 6: entry 'softmax': top_k=9 exceeds experts=8"},
+      {"route logits f16", routeReplaced("logits=f32", "logits=f16"), bad,
+       "bundle line 4: entry 'router': logits='f16' is neither f32 nor bf16"},
+      {"route logits empty", routeReplaced("logits=bf16", "logits="), bad,
+       "entry 'softmax': logits='' is neither f32 nor bf16"},
+      {"route bias 2", routeReplaced("bias=1", "bias=2"), bad,
+       "entry 'router': bias=2 is out of range ([0, 1])"},
+      {"route bias text", routeReplaced("bias=1", "bias=yes"), bad,
+       "entry 'router': bias='yes' is not a decimal integer"},
+      {"route max_rows 0", routeReplaced("max_rows=4096", "max_rows=0"), bad,
+       "entry 'softmax': max_rows=0 is out of range ([1, 2147483647])"},
+      {"route max_rows above 2^31-1",
+       routeReplaced("route.v1 max_rows=2147483647",
+                     "route.v1 max_rows=2147483648"),
+       bad, "max_rows=2147483648 is out of range ([1, 2147483647])"},
+      // unpermute.v1 entries.
+      {"unpermute missing hidden", routeReplaced(" hidden=4096", ""), bad,
+       "bundle line 8: entry 'combine': missing key 'hidden'"},
+      {"unpermute missing weighted", routeReplaced(" weighted=0", ""), bad,
+       "bundle line 10: entry 'gather': missing key 'weighted'"},
+      {"unpermute missing slots", routeReplaced(" slots=i64", ""), bad,
+       "entry 'combine': missing key 'slots'"},
+      {"unpermute with offsets",
+       routeReplaced("slots=i32", "slots=i32 offsets=i32"), bad,
+       "bundle line 10: entry 'gather': unknown key 'offsets' (abi "
+       "unpermute.v1 takes op, abi, max_rows, hidden, top_k, slots and "
+       "weighted)"},
+      {"unpermute with bias", routeReplaced("weighted=1", "weighted=1 bias=0"),
+       bad, "entry 'combine': unknown key 'bias'"},
+      {"unpermute odd hidden", routeReplaced("hidden=4096", "hidden=4100"), bad,
+       "bundle line 8: entry 'combine': hidden=4100 is not a multiple of 8 "
+       "(rows are read in 16-byte vectors)"},
+      {"unpermute hidden 4", routeReplaced("hidden=4096", "hidden=4"), bad,
+       "entry 'combine': hidden=4 is out of range (-1 or [8, 2147483647])"},
+      {"unpermute hidden 0", routeReplaced("hidden=4096", "hidden=0"), bad,
+       "hidden=0 is out of range"},
+      {"unpermute hidden -2", routeReplaced("hidden=-1", "hidden=-2"), bad,
+       "entry 'gather': hidden=-2 is out of range (-1 or [8, 2147483647])"},
+      {"unpermute top_k 0", routeReplaced("top_k=2 slots", "top_k=0 slots"),
+       bad, "entry 'combine': top_k=0 is out of range ([1, 2147483647])"},
+      {"unpermute slots i16", routeReplaced("slots=i64", "slots=i16"), bad,
+       "bundle line 8: entry 'combine': slots='i16' is neither i32 nor i64"},
+      {"unpermute weighted 2", routeReplaced("weighted=1", "weighted=2"), bad,
+       "entry 'combine': weighted=2 is out of range ([0, 1])"},
+      {"unpermute weighted -1", routeReplaced("weighted=0", "weighted=-1"), bad,
+       "entry 'gather': weighted=-1 is out of range ([0, 1])"},
+      // Their kernels.
+      {"route with two kernels",
+       routeReplaced(routerKernel,
+                     routerKernel + simpleKernelLine("router", "again",
+                                                     "moe_kernels", 128, 0)),
+       bad,
+       "bundle line 6: kernel 'again': entry 'router' (abi route.v1) takes "
+       "exactly one kernel, and has "
+       "'moe_route_sigmoid_topk_e256_k8_f32_bias' already (line 5)"},
+      {"unpermute with two kernels",
+       routeReplaced(gatherKernel,
+                     gatherKernel + simpleKernelLine("gather", "second",
+                                                     "moe_kernels", 128, 0)),
+       bad,
+       "bundle line 12: kernel 'second': entry 'gather' (abi unpermute.v1) "
+       "takes exactly one kernel"},
+      {"route kernel twice",
+       routeReplaced(routerKernel, routerKernel + routerKernel), bad,
+       "kernel 'moe_route_sigmoid_topk_e256_k8_f32_bias' appears twice in "
+       "entry 'router'"},
+      {"route kernel with GEMM keys",
+       routeReplaced(routerKernel,
+                     kernelLine("router", kRouteBias, "moe_kernels", 1,
+                                2147483647, 64, 64, 0, 0)),
+       bad,
+       "bundle line 5: kernel 'moe_route_sigmoid_topk_e256_k8_f32_bias': "
+       "unknown key 'rows_min' (the kernel of an abi route.v1 entry takes "
+       "image, threads and smem)"},
+      {"route kernel with a tile",
+       routeReplaced("threads=128 smem=0\n", "threads=128 smem=0 tile_m=64\n"),
+       bad, "unknown key 'tile_m' (the kernel of an abi route.v1 entry"},
+      {"unpermute kernel with GEMM keys",
+       routeReplaced(gatherKernel, kernelLine("gather", kGather, "moe_kernels",
+                                              1, 2147483647, 64, 64, 0, 0)),
+       bad,
+       "bundle line 11: kernel 'moe_unpermute_k8_i32': unknown key 'rows_min' "
+       "(the kernel of an abi unpermute.v1 entry takes image, threads and "
+       "smem)"},
+      {"route kernel missing smem",
+       routeReplaced(routerKernel, "kernel router " + std::string(kRouteBias) +
+                                       " image=moe_kernels threads=128\n"),
+       bad,
+       "bundle line 5: kernel 'moe_route_sigmoid_topk_e256_k8_f32_bias': "
+       "missing key 'smem'"},
+      {"unpermute kernel missing image",
+       routeReplaced(gatherKernel, "kernel gather " + std::string(kGather) +
+                                       " threads=128 smem=0\n"),
+       bad, "kernel 'moe_unpermute_k8_i32': missing key 'image'"},
+      {"route kernel threads not a multiple of 32",
+       routeReplaced(routerKernel, simpleKernelLine("router", kRouteBias,
+                                                    "moe_kernels", 100, 0)),
+       bad,
+       "bundle line 5: kernel 'moe_route_sigmoid_topk_e256_k8_f32_bias': "
+       "threads=100 is not a multiple of 32 (a route.v1 kernel runs one warp "
+       "per token)"},
+      {"route kernel threads 16",
+       routeReplaced(routerKernel, simpleKernelLine("router", kRouteBias,
+                                                    "moe_kernels", 16, 0)),
+       bad, "threads=16 is not a multiple of 32"},
+      {"route kernel threads 2048",
+       routeReplaced(routerKernel, simpleKernelLine("router", kRouteBias,
+                                                    "moe_kernels", 2048, 0)),
+       bad, "threads=2048 is out of range ([1, 1024])"},
+      {"unpermute kernel threads 0",
+       routeReplaced(gatherKernel,
+                     simpleKernelLine("gather", kGather, "moe_kernels", 0, 0)),
+       bad, "kernel 'moe_unpermute_k8_i32': threads=0 is out of range"},
+      {"route kernel smem negative",
+       routeReplaced(routerKernel, simpleKernelLine("router", kRouteBias,
+                                                    "moe_kernels", 128, -1)),
+       bad, "smem=-1 is out of range ([0, 2147483647])"},
+      {"route kernel of unknown image",
+       routeReplaced(routerKernel,
+                     simpleKernelLine("router", kRouteBias, "nope", 128, 0)),
+       bad,
+       "bundle line 5: kernel 'moe_route_sigmoid_topk_e256_k8_f32_bias' "
+       "refers to unknown image 'nope'"},
+      {"route entry without kernels", routeReplaced(routerKernel, ""), bad,
+       "bundle line 4: entry 'router' has no kernels"},
+      {"GEMM kernel with only route keys",
+       routeReplaced(
+           kernelLine("experts", kNormal32, "moe_kernels", 1, 2147483647, 64,
+                      64, 0, 0),
+           simpleKernelLine("experts", kNormal32, "moe_kernels", 128, 0)),
+       bad,
+       "bundle line 13: kernel '" + std::string(kNormal32) +
+           "': missing key 'rows_min'"},
+  };
+}
 
 std::vector<Malformed> malformedBundles() {
   const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
@@ -78,7 +256,7 @@ std::vector<Malformed> malformedBundles() {
       "gate_up", kSwapAB32, "moe_kernels_swapab", 1, 16, 16, 64, 81920, 1);
   std::string downKernel = kernelLine("down", kNormal64, "moe_kernels", 1,
                                       2147483647, 64, 256, 163840, 0);
-  std::string manyImages = "MOEBUNDLE 3\nchip sm_90a\n";
+  std::string manyImages = "MOEBUNDLE 4\nchip sm_90a\n";
   for (int i = 0; i < 65; ++i)
     manyImages += imageRecord("img" + std::to_string(i), fakeCubin('D'));
   std::string manyEntries;
@@ -87,37 +265,44 @@ std::vector<Malformed> malformedBundles() {
                    kernelsCovering("e" + std::to_string(i), 1);
   std::string notElf = fakeCubin('E');
   notElf[1] = 'X';
-  return {
+  std::vector<Malformed> cases = {
       {"empty", "", bad, "bundle line 1: the bundle is empty"},
       {"not a bundle",
        "\x7f"
        "ELF\x02\x01\x01\n",
        bad, "bundle line 1: not a moe bundle"},
-      {"wrong magic", replaced("MOEBUNDLE 3", "MOEBUNDLX 3"), bad,
-       "not a moe bundle (it must start with 'MOEBUNDLE 3')"},
-      {"version 1", replaced("MOEBUNDLE 3", "MOEBUNDLE 1"), unsupported,
+      {"wrong magic", replaced("MOEBUNDLE 4", "MOEBUNDLX 4"), bad,
+       "not a moe bundle (it must start with 'MOEBUNDLE 4')"},
+      {"version 1", replaced("MOEBUNDLE 4", "MOEBUNDLE 1"), unsupported,
        "bundle line 1: bundle version 1 predates persistent kernels (this "
-       "runtime reads version 3): recompile it with moe-translate "
+       "runtime reads version 4): recompile it with moe-translate "
        "--moe-to-bundle"},
-      {"version 2", replaced("MOEBUNDLE 3", "MOEBUNDLE 2"), unsupported,
+      {"version 2", replaced("MOEBUNDLE 4", "MOEBUNDLE 2"), unsupported,
        "bundle line 1: bundle version 2 predates kernel epilogues (this "
-       "runtime reads version 3): recompile it with moe-translate "
+       "runtime reads version 4): recompile it with moe-translate "
        "--moe-to-bundle"},
+      {"version 3", replaced("MOEBUNDLE 4", "MOEBUNDLE 3"), unsupported,
+       "bundle line 1: bundle version 3 predates the route and unpermute "
+       "kernels (this runtime reads version 4): recompile it with "
+       "moe-translate --moe-to-bundle"},
+      {"version 3 with route entries",
+       replaced("MOEBUNDLE 4", "MOEBUNDLE 3", routeBundle()), unsupported,
+       "bundle version 3 predates"},
       {"version 2 bundle as v2 wrote it", asVersion2(valid), unsupported,
        "bundle line 1: bundle version 2 predates kernel epilogues"},
-      {"newer version", replaced("MOEBUNDLE 3", "MOEBUNDLE 4"), unsupported,
-       "bundle line 1: bundle version 4 is not supported (this runtime reads "
-       "version 3)"},
-      {"version 0", replaced("MOEBUNDLE 3", "MOEBUNDLE 0"), unsupported,
+      {"newer version", replaced("MOEBUNDLE 4", "MOEBUNDLE 5"), unsupported,
+       "bundle line 1: bundle version 5 is not supported (this runtime reads "
+       "version 4)"},
+      {"version 0", replaced("MOEBUNDLE 4", "MOEBUNDLE 0"), unsupported,
        "bundle version 0 is not supported"},
-      {"version leading zero", replaced("MOEBUNDLE 3", "MOEBUNDLE 02"), bad,
+      {"version leading zero", replaced("MOEBUNDLE 4", "MOEBUNDLE 02"), bad,
        "expected 'MOEBUNDLE <version>', got 'MOEBUNDLE 02'"},
-      {"version negative", replaced("MOEBUNDLE 3", "MOEBUNDLE -2"), bad,
+      {"version negative", replaced("MOEBUNDLE 4", "MOEBUNDLE -2"), bad,
        "expected 'MOEBUNDLE <version>'"},
       {"version overflow",
-       replaced("MOEBUNDLE 3", "MOEBUNDLE 99999999999999999999"), bad,
+       replaced("MOEBUNDLE 4", "MOEBUNDLE 99999999999999999999"), bad,
        "expected 'MOEBUNDLE <version>'"},
-      {"header extra field", replaced("MOEBUNDLE 3", "MOEBUNDLE 3 x"), bad,
+      {"header extra field", replaced("MOEBUNDLE 4", "MOEBUNDLE 4 x"), bad,
        "expected 'MOEBUNDLE <version>'"},
       {"missing end", withEnd(""), bad,
        "bundle line 13: unexpected end of the data (the bundle must finish "
@@ -167,26 +352,44 @@ std::vector<Malformed> malformedBundles() {
                 "abi=grouped_matmul.v1 epilogue=store experts=8 n=28672"),
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v1' is not "
-       "supported (this runtime implements bundle version 3 with abi "
-       "grouped_matmul.v3): its kernels are not persistent, recompile it"},
+       "supported (this runtime implements bundle version 4 with abis "
+       "grouped_matmul.v3, route.v1 and unpermute.v1): its kernels are not "
+       "persistent, recompile it"},
       {"abi v2",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
                 "abi=grouped_matmul.v2 epilogue=store experts=8 n=28672"),
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
-       "supported (this runtime implements bundle version 3 with abi "
-       "grouped_matmul.v3): it predates kernel epilogues, recompile it"},
+       "supported (this runtime implements bundle version 4 with abis "
+       "grouped_matmul.v3, route.v1 and unpermute.v1): it predates kernel "
+       "epilogues, recompile it"},
       {"newer abi",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
                 "abi=grouped_matmul.v4 epilogue=store experts=8 n=28672"),
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v4' is not "
-       "supported (this runtime implements bundle version 3 with abi "
-       "grouped_matmul.v3)"},
+       "supported (this runtime implements bundle version 4 with abis "
+       "grouped_matmul.v3, route.v1 and unpermute.v1)"},
       {"newer abi with new keys",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
                 "split_k=2 abi=grouped_matmul.v4 experts=8 n=28672"),
        unsupported, "abi 'grouped_matmul.v4' is not supported"},
+      {"missing abi",
+       replaced(" abi=grouped_matmul.v3 epilogue=store experts=8 "
+                "n=28672",
+                " epilogue=store experts=8 n=28672"),
+       bad, "bundle line 5: entry 'gate_up': missing key 'abi'"},
+      {"duplicate abi",
+       replaced("abi=route.v1 max_rows=4096",
+                "abi=route.v1 abi=unpermute.v1 max_rows=4096", routeBundle()),
+       bad, "bundle line 6: entry 'softmax': duplicate key 'abi'"},
+      {"newer route abi",
+       replaced("abi=route.v1 max_rows=4096", "abi=route.v2 max_rows=4096",
+                routeBundle()),
+       unsupported,
+       "bundle line 6: entry 'softmax': abi 'route.v2' is not supported (this "
+       "runtime implements bundle version 4 with abis grouped_matmul.v3, "
+       "route.v1 and unpermute.v1)"},
       {"missing epilogue",
        replaced(" epilogue=store experts=8 n=28672", " experts=8 n=28672"), bad,
        "bundle line 5: entry 'gate_up': missing key 'epilogue'"},
@@ -231,7 +434,7 @@ std::vector<Malformed> malformedBundles() {
       {"chip after entry",
        replaced("chip sm_90a\n", "", withEnd("chip sm_90a\nend\n")), bad,
        "comes before the 'chip' line"},
-      {"no chip", "MOEBUNDLE 3\nend\n", bad,
+      {"no chip", "MOEBUNDLE 4\nend\n", bad,
        "bundle line 2: the bundle has no 'chip' line"},
       {"unknown chip", replaced("chip sm_90a", "chip gfx942"), unsupported,
        "bundle line 2: chip 'gfx942' is not supported"},
@@ -252,7 +455,7 @@ std::vector<Malformed> malformedBundles() {
        "entry 'gate_up' must follow that entry's line directly (it follows "
        "entry 'any')"},
       {"kernel before any entry",
-       "MOEBUNDLE 3\nchip sm_90a\n" + kernelsCovering("x", 1) + "end\n", bad,
+       "MOEBUNDLE 4\nchip sm_90a\n" + kernelsCovering("x", 1) + "end\n", bad,
        "refers to unknown entry 'x'"},
       {"kernel of unknown image",
        replaced("image=moe_kernels_swapab", "image=moe_kernels_nope"), bad,
@@ -387,6 +590,9 @@ std::vector<Malformed> malformedBundles() {
       {"entry without name", withEnd("entry\nend\n"), bad,
        "bundle line 13: expected 'entry <name> key=value...'"},
   };
+  for (Malformed &c : malformedRouteBundles())
+    cases.push_back(std::move(c));
+  return cases;
 }
 
 } // namespace
@@ -403,7 +609,7 @@ TEST(bundleMalformedVariants) {
            std::string(c.name) + ": status " + moeStatusName(status) +
                ", expected " + moeStatusName(c.status) + " (" +
                moeLastErrorMessage() + ")");
-    else if (!std::strstr(moeLastErrorMessage(), c.message))
+    else if (!std::strstr(moeLastErrorMessage(), c.message.c_str()))
       fail(__FILE__, __LINE__,
            std::string(c.name) + ": message '" + moeLastErrorMessage() +
                "' lacks '" + c.message + "'");
@@ -421,7 +627,7 @@ TEST(bundleValidParses) {
     return;
   moeBundleInfo info;
   CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
-  CHECK_EQ(info.version, 3);
+  CHECK_EQ(info.version, 4);
   CHECK_EQ(info.version, MOE_BUNDLE_VERSION);
   CHECK_EQ(std::string(info.chip), "sm_90a");
   CHECK_EQ(info.num_images, 2);
@@ -509,6 +715,150 @@ TEST(bundleExpertMlpParses) {
   moeBundleClose(bundle);
 }
 
+TEST(bundleRouteAndUnpermuteParse) {
+  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle = openBundle(routeBundle(), &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (!bundle) {
+    fail(__FILE__, __LINE__, moeLastErrorMessage());
+    return;
+  }
+  moeBundleInfo info;
+  CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
+  CHECK_EQ(info.num_entries, 5);
+
+  // route.v1: experts, top_k, logits, bias; the GEMM fields are 0 and the
+  // epilogue "".
+  moeEntryInfo entry;
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "router");
+  CHECK_EQ(std::string(entry.op), MOE_OP_ROUTE);
+  CHECK_EQ(std::string(entry.abi), MOE_ABI_ROUTE);
+  CHECK_EQ(entry.max_rows, 2147483647);
+  CHECK_EQ(entry.experts, 256);
+  CHECK_EQ(entry.top_k, 8);
+  CHECK_EQ(entry.logits_bits, 32);
+  CHECK_EQ(entry.bias, 1);
+  CHECK_EQ(entry.n, 0);
+  CHECK_EQ(entry.k, 0);
+  CHECK_EQ(entry.offsets_bits, 0);
+  CHECK(entry.epilogue != nullptr);
+  CHECK_EQ(std::string(entry.epilogue), "");
+  CHECK_EQ(entry.slots_bits, 0);
+  CHECK_EQ(entry.hidden, 0);
+  CHECK_EQ(entry.weighted, 0);
+  CHECK_EQ(entry.num_kernels, 1);
+  CHECK_EQ(moeBundleGetEntry(bundle, 1, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "softmax");
+  CHECK_EQ(entry.max_rows, 4096);
+  CHECK_EQ(entry.experts, 8);
+  CHECK_EQ(entry.top_k, 2);
+  CHECK_EQ(entry.logits_bits, 16);
+  CHECK_EQ(entry.bias, 0);
+
+  // unpermute.v1: hidden, top_k, slots, weighted; experts too is 0.
+  CHECK_EQ(moeBundleGetEntry(bundle, 2, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "combine");
+  CHECK_EQ(std::string(entry.op), MOE_OP_UNPERMUTE);
+  CHECK_EQ(std::string(entry.abi), MOE_ABI_UNPERMUTE);
+  CHECK_EQ(entry.max_rows, 2147483647);
+  CHECK_EQ(entry.hidden, 4096);
+  CHECK_EQ(entry.top_k, 2);
+  CHECK_EQ(entry.slots_bits, 64);
+  CHECK_EQ(entry.weighted, 1);
+  CHECK_EQ(entry.experts, 0);
+  CHECK_EQ(entry.n, 0);
+  CHECK_EQ(entry.k, 0);
+  CHECK_EQ(entry.offsets_bits, 0);
+  CHECK_EQ(std::string(entry.epilogue), "");
+  CHECK_EQ(entry.logits_bits, 0);
+  CHECK_EQ(entry.bias, 0);
+  CHECK_EQ(moeBundleGetEntry(bundle, 3, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "gather");
+  CHECK_EQ(entry.max_rows, 1024);
+  CHECK_EQ(entry.hidden, -1);
+  CHECK_EQ(entry.top_k, 8);
+  CHECK_EQ(entry.slots_bits, 32);
+  CHECK_EQ(entry.weighted, 0);
+
+  // A grouped matmul's new fields are 0.
+  CHECK_EQ(moeBundleGetEntry(bundle, 4, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.abi), MOE_ABI_GROUPED_MATMUL);
+  CHECK_EQ(std::string(entry.epilogue), "store");
+  CHECK_EQ(entry.experts, 8);
+  CHECK_EQ(entry.top_k, 0);
+  CHECK_EQ(entry.logits_bits, 0);
+  CHECK_EQ(entry.bias, 0);
+  CHECK_EQ(entry.slots_bits, 0);
+  CHECK_EQ(entry.hidden, 0);
+  CHECK_EQ(entry.weighted, 0);
+
+  // Their kernels: symbol, image, threads, smem; the rest 0.
+  moeKernelInfo kernel;
+  CHECK_EQ(moeBundleGetKernel(bundle, 1, 0, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(kernel.symbol), kRouteSoftmax);
+  CHECK_EQ(std::string(kernel.image), "moe_kernels");
+  CHECK_EQ(kernel.image_size, 32u);
+  CHECK_EQ(kernel.threads, 256);
+  CHECK_EQ(kernel.smem, 2048);
+  CHECK_EQ(kernel.rows_min, 0);
+  CHECK_EQ(kernel.rows_max, 0);
+  CHECK_EQ(kernel.tile_m, 0);
+  CHECK_EQ(kernel.tile_n, 0);
+  CHECK_EQ(kernel.tile_k, 0);
+  CHECK_EQ(kernel.stages, 0);
+  CHECK_EQ(kernel.swap_ab, 0);
+  CHECK_EQ(moeBundleGetKernel(bundle, 3, 0, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(kernel.symbol), kGather);
+  CHECK_EQ(kernel.threads, 128);
+  CHECK_STATUS(moeBundleGetKernel(bundle, 0, 1, &kernel),
+               MOE_STATUS_INVALID_ARGUMENT,
+               "kernel index 1 is out of range (entry 'router' has 1 kernels)");
+  moeBundleClose(bundle);
+
+  // Keys in any order; the reader does not care about the op (moeRoute and
+  // moeUnpermute do); an unpermute kernel's threads need not be a multiple
+  // of 32; a route kernel's may be just 32; top_k = experts = 32 and
+  // top_k = experts = 1 are fine; hidden = 8.
+  std::string other = routeBundle();
+  auto swap = [&other](const std::string &from, const std::string &to) {
+    size_t at = other.find(from);
+    CHECK(at != std::string::npos);
+    if (at != std::string::npos)
+      other.replace(at, from.size(), to);
+  };
+  swap("op=moe.route abi=route.v1 max_rows=2147483647 experts=256 top_k=8 "
+       "logits=f32 bias=1",
+       "bias=1 logits=f32 top_k=32 experts=32 max_rows=2147483647 "
+       "abi=route.v1 op=vendor.router");
+  swap("experts=8 top_k=2", "experts=1 top_k=1");
+  swap("op=moe.unpermute abi=unpermute.v1 max_rows=2147483647 hidden=4096 "
+       "top_k=2 slots=i64 weighted=1",
+       "weighted=1 slots=i64 top_k=2 hidden=8 max_rows=2147483647 "
+       "abi=unpermute.v1 op=moe.unpermute");
+  swap("moe_kernels threads=128 smem=0\nentry softmax",
+       "moe_kernels threads=32 smem=0\nentry softmax");
+  swap("moe_unpermute_k8_i32 image=moe_kernels threads=128",
+       "moe_unpermute_k8_i32 image=moe_kernels threads=100");
+  bundle = openBundle(other, &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (!bundle) {
+    fail(__FILE__, __LINE__, moeLastErrorMessage());
+    return;
+  }
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.op), "vendor.router");
+  CHECK_EQ(entry.top_k, 32);
+  CHECK_EQ(entry.experts, 32);
+  CHECK_EQ(moeBundleGetEntry(bundle, 2, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(entry.hidden, 8);
+  CHECK_EQ(moeBundleGetKernel(bundle, 0, 0, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(kernel.threads, 32);
+  CHECK_EQ(moeBundleGetKernel(bundle, 3, 0, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(kernel.threads, 100);
+  moeBundleClose(bundle);
+}
+
 TEST(bundleIntrospectionArguments) {
   moeBundle *bundle = openBundle(validBundle());
   CHECK(bundle != nullptr);
@@ -566,14 +916,14 @@ TEST(bundleAcceptsWhatTheContractAllows) {
                "n=4096 k=14336 max_rows=4096 offsets=i64",
                "entry down offsets=i64 max_rows=4096 k=14336 n=4096 experts=8 "
                "abi=grouped_matmul.v3 epilogue=store op=moe.grouped_matmul");
-  std::string lateChip = "MOEBUNDLE 3\n" + imageRecord("img", fakeCubin('C')) +
+  std::string lateChip = "MOEBUNDLE 4\n" + imageRecord("img", fakeCubin('C')) +
                          imageRecord("unused", fakeCubin('U')) +
                          "chip sm_100a\n" + entryLine("e") +
                          kernelsCovering("e", 1) + "end\n";
   std::string longName(255, 'n');
   std::string longNames =
       bundleWith(entryLine(longName) + kernelsCovering(longName, 1));
-  std::string manyImages = "MOEBUNDLE 3\nchip sm_80\n";
+  std::string manyImages = "MOEBUNDLE 4\nchip sm_80\n";
   for (int i = 0; i < 64; ++i)
     manyImages += imageRecord("img" + std::to_string(i), fakeCubin('D'));
   manyImages += "end\n";
@@ -583,7 +933,7 @@ TEST(bundleAcceptsWhatTheContractAllows) {
                    kernelsCovering("e" + std::to_string(i), 1);
   std::string sixteenKernels =
       bundleWith(entryLine("e") + kernelsCovering("e", 16));
-  std::string noEntries = "MOEBUNDLE 3\nchip sm_90a\nend\n";
+  std::string noEntries = "MOEBUNDLE 4\nchip sm_90a\nend\n";
   const char *names[] = {"reordered",   "late chip",  "long names", "64 images",
                          "256 entries", "16 kernels", "no entries"};
   std::string bytes[] = {
@@ -623,7 +973,7 @@ TEST(bundleOpenFile) {
 
   // Errors name the file.
   std::FILE *file = std::fopen(path, "wb");
-  std::fputs("MOEBUNDLE 3\nchip sm_90a\nentry\n", file);
+  std::fputs("MOEBUNDLE 4\nchip sm_90a\nentry\n", file);
   std::fclose(file);
   CHECK_STATUS(moeBundleOpenFile(path, &bundle), MOE_STATUS_INVALID_BUNDLE,
                std::string(path) + ": bundle line 3: expected 'entry <name>");
@@ -653,10 +1003,10 @@ TEST(statusNames) {
 
 TEST(lastErrorIsPerThreadAndKeptOnSuccess) {
   moeBundle *bundle = nullptr;
-  CHECK_EQ(moeBundleOpenMemory("MOEBUNDLE 4\n", 12, &bundle),
+  CHECK_EQ(moeBundleOpenMemory("MOEBUNDLE 5\n", 12, &bundle),
            MOE_STATUS_UNSUPPORTED);
   std::string message = moeLastErrorMessage();
-  CHECK_CONTAINS(message, "bundle version 4");
+  CHECK_CONTAINS(message, "bundle version 5");
   bundle = openBundle(validBundle());
   CHECK(bundle != nullptr);
   CHECK_EQ(std::string(moeLastErrorMessage()), message);

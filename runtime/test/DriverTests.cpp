@@ -289,7 +289,7 @@ TEST(driverOccupancyQueriedOncePerKernel) {
       " op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts=4 "
       "n=64 k=64 max_rows=2147483647 offsets=i32\n";
   std::string bytes =
-      "MOEBUNDLE 3\nchip sm_90a\n" + imageRecord("img", fakeCubin('S')) +
+      "MOEBUNDLE 4\nchip sm_90a\n" + imageRecord("img", fakeCubin('S')) +
       "entry a" + entry +
       kernelLine("a", "k", "img", 1, 2147483647, 64, 64, 0, 0) + "entry b" +
       entry + kernelLine("b", "k", "img", 1, 2147483647, 64, 64, 0, 0) +

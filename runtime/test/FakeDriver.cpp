@@ -206,6 +206,15 @@ cu::Result fakeOccupancy(int *blocks, cu::Function function, int threads,
   return cu::kSuccess;
 }
 
+/// Records `launch`; fails it if it is the configured one.
+cu::Result finishLaunch(const FakeLaunch &launch) {
+  int number = int(gpu().launches.size());
+  gpu().launches.push_back(launch);
+  if (number == gpu().failLaunchNumber)
+    return gpu().launchResult;
+  return cu::kSuccess;
+}
+
 cu::Result fakeLaunchKernel(cu::Function function, unsigned gridX,
                             unsigned gridY, unsigned gridZ, unsigned blockX,
                             unsigned blockY, unsigned blockZ, unsigned smem,
@@ -222,6 +231,14 @@ cu::Result fakeLaunchKernel(cu::Function function, unsigned gridX,
   launch.smem = smem;
   launch.stream = stream;
   launch.extraIsNull = extra == nullptr;
+  auto words = gpu().wordParams.find(launch.function);
+  if (words != gpu().wordParams.end()) {
+    launch.numParams = words->second;
+    launch.params.resize(size_t(words->second));
+    for (int i = 0; i < words->second; ++i)
+      std::memcpy(&launch.params[i], params[i], 8);
+    return finishLaunch(launch);
+  }
   launch.mapsAligned =
       uintptr_t(params[0]) % 64 == 0 && uintptr_t(params[1]) % 64 == 0;
   for (int i = 0; i < 2; ++i) {
@@ -239,11 +256,7 @@ cu::Result fakeLaunchKernel(cu::Function function, unsigned gridX,
   if (launch.numParams == 22)
     for (int i = 0; i < 5; ++i)
       std::memcpy(&launch.scale[i], params[17 + i], 8);
-  int number = int(gpu().launches.size());
-  gpu().launches.push_back(launch);
-  if (number == gpu().failLaunchNumber)
-    return gpu().launchResult;
-  return cu::kSuccess;
+  return finishLaunch(launch);
 }
 
 cu::Result fakeTensorMapEncodeTiled(

@@ -42,6 +42,10 @@ struct FakeLaunch {
   int32_t ints[3] = {};     // params 14..16: K, rows_min, rows_max
   int numParams = 17;       // what the kernel takes (FakeGpu::numParams)
   uint64_t scale[5] = {};   // params 17..21 when it takes 22
+  /// Every parameter of a kernel that takes only 8-byte ones (a route.v1 or
+  /// unpermute.v1 kernel, FakeGpu::wordParams); the fields above are then
+  /// not filled.
+  std::vector<uint64_t> params;
 };
 
 /// A cuOccupancyMaxActiveBlocksPerMultiprocessor call.
@@ -72,6 +76,10 @@ struct FakeGpu {
   /// image): 17 when not listed; a kernel with 22 (a row_scale kernel) has
   /// params 17..21 recorded too.
   std::map<std::string, int> numParams;
+  /// Kernels whose parameters are all 8 bytes wide (route.v1, unpermute.v1),
+  /// by symbol: how many they take. Their launches record them all in
+  /// FakeLaunch::params and read no tensor maps.
+  std::map<std::string, int> wordParams;
   cu::Result occupancyResult = cu::kSuccess;
   bool recordImages = true; // keep the first 16 bytes of each loaded image
 

@@ -393,7 +393,7 @@ TEST(groupedMatmulGridIn64Bits) {
   // slots and about 2^62 work items. 0 bytes of shared memory: 4 * 132
   // resident CTAs.
   std::string tiny =
-      "MOEBUNDLE 3\nchip sm_90a\n" + imageRecord("img", fakeCubin('T')) +
+      "MOEBUNDLE 4\nchip sm_90a\n" + imageRecord("img", fakeCubin('T')) +
       "entry tiny op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store "
       "experts=-1 n=-1 k=-1 max_rows=2147483647 offsets=i32\n" +
       kernelLine("tiny", "k1", "img", 1, kMax, 1, 1, 0, 0) + "end\n";

@@ -73,7 +73,7 @@ inline constexpr const char *kDown64 =
 ///            larger rows first; its second kernel is down's, with more
 ///            shared memory. (10-12)
 inline std::string validBundle() {
-  return "MOEBUNDLE 3\n"
+  return "MOEBUNDLE 4\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('A')) +
          imageRecord("moe_kernels_swapab", fakeCubin('B')) +
@@ -106,7 +106,7 @@ inline std::string validBundle() {
 ///   dyn_gate_up: swiglu, all sizes dynamic, i64 offsets;          (9-10)
 ///   dyn_down:    row_scale, all sizes dynamic, i64 offsets.       (11-12)
 inline std::string mlpBundle() {
-  return "MOEBUNDLE 3\n"
+  return "MOEBUNDLE 4\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('M')) +
          "entry mlp_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 "
@@ -131,6 +131,59 @@ inline std::string mlpBundle() {
          "offsets=i64\n" +
          kernelLine("dyn_down", kDown64, "moe_kernels", 1, 2147483647, 64, 128,
                     98304, 0) +
+         "end\n";
+}
+
+/// The kernel line of a route.v1 or unpermute.v1 entry.
+inline std::string simpleKernelLine(const std::string &entry,
+                                    const std::string &symbol,
+                                    const std::string &image, int threads,
+                                    int smem) {
+  return "kernel " + entry + " " + symbol + " image=" + image +
+         " threads=" + std::to_string(threads) +
+         " smem=" + std::to_string(smem) + "\n";
+}
+
+/// Symbols of the route/unpermute bundle.
+inline constexpr const char *kRouteBias =
+    "moe_route_sigmoid_topk_e256_k8_f32_bias";
+inline constexpr const char *kRouteSoftmax =
+    "moe_route_softmax_topk_e8_k2_bf16";
+inline constexpr const char *kCombine = "moe_unpermute_h4096_k2_i64_weighted";
+inline constexpr const char *kGather = "moe_unpermute_k8_i32";
+
+/// Entries of contract version 4's route.v1 and unpermute.v1 ABIs, and a
+/// grouped matmul (line numbers on the right):
+///   router:  moe.route, E=256 k=8, f32 logits with a bias, 128 threads;
+///            (4-5)
+///   softmax: moe.route, E=8 k=2, bf16 logits, no bias, max_rows=4096,
+///            256 threads, 2048 bytes of shared memory;            (6-7)
+///   combine: moe.unpermute, H=4096 k=2, i64 slots, weighted, 256
+///            threads;                                             (8-9)
+///   gather:  moe.unpermute, H dynamic, k=8, i32 slots, unweighted,
+///            max_rows=1024, 128 threads;                          (10-11)
+///   experts: a grouped matmul (E=8 N=64 K=64, i32 offsets).       (12-13)
+inline std::string routeBundle() {
+  return "MOEBUNDLE 4\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('R')) +
+         "entry router op=moe.route abi=route.v1 max_rows=2147483647 "
+         "experts=256 top_k=8 logits=f32 bias=1\n" +
+         simpleKernelLine("router", kRouteBias, "moe_kernels", 128, 0) +
+         "entry softmax op=moe.route abi=route.v1 max_rows=4096 experts=8 "
+         "top_k=2 logits=bf16 bias=0\n" +
+         simpleKernelLine("softmax", kRouteSoftmax, "moe_kernels", 256, 2048) +
+         "entry combine op=moe.unpermute abi=unpermute.v1 "
+         "max_rows=2147483647 hidden=4096 top_k=2 slots=i64 weighted=1\n" +
+         simpleKernelLine("combine", kCombine, "moe_kernels", 256, 0) +
+         "entry gather op=moe.unpermute abi=unpermute.v1 max_rows=1024 "
+         "hidden=-1 top_k=8 slots=i32 weighted=0\n" +
+         simpleKernelLine("gather", kGather, "moe_kernels", 128, 0) +
+         "entry experts op=moe.grouped_matmul abi=grouped_matmul.v3 "
+         "epilogue=store experts=8 n=64 k=64 max_rows=2147483647 "
+         "offsets=i32\n" +
+         kernelLine("experts", kNormal32, "moe_kernels", 1, 2147483647, 64, 64,
+                    0, 0) +
          "end\n";
 }
 

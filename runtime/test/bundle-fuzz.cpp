@@ -1,11 +1,13 @@
 //===- bundle-fuzz.cpp - libFuzzer target for the bundle reader -----------===//
 //
 // Each input is a candidate .moebundle: moeBundleOpenMemory, then, when it is
-// accepted, every introspection call and a moeGroupedMatmul per entry with
-// sizes derived from the input, launched on the fake driver (so the grid and
-// descriptor arithmetic runs on fuzzed tiles and rows ranges; each grid is
-// checked against contract §3 recomputed here in 128 bits, with the out
-// memref, weights box and row_scale parameters of the entry's epilogue), then
+// accepted, every introspection call and a launch per entry with sizes
+// derived from the input, on the fake driver: moeGroupedMatmul for
+// grouped_matmul.v3 entries (so the grid and descriptor arithmetic runs on
+// fuzzed tiles and rows ranges; each grid is checked against contract §3.1
+// recomputed here in 128 bits, with the out memref, weights box and row_scale
+// parameters of the entry's epilogue), moeRoute and moeUnpermute for route.v1
+// and unpermute.v1 entries (grid, block and every parameter checked), then
 // moeBundleClose. Built with MOE_ENABLE_FUZZER=ON (address and undefined
 // sanitizers); seeds in runtime/test/bundle-corpus/.
 //
@@ -34,6 +36,110 @@ uint64_t hashOf(const uint8_t *data, size_t size) {
   return hash;
 }
 
+/// The 7 words of a rank-2 memref descriptor [rows, columns].
+void memref2D(uint64_t *words, int &count, uint64_t pointer, int64_t rows,
+              int64_t columns) {
+  const uint64_t descriptor[7] = {
+      pointer,           pointer,           0, uint64_t(rows),
+      uint64_t(columns), uint64_t(columns), 1};
+  for (uint64_t word : descriptor)
+    words[count++] = word;
+}
+
+/// Checks the one launch a successful moeRoute or moeUnpermute made.
+void checkSimpleLaunch(size_t launchesBefore, const moeKernelInfo &kernel,
+                       int64_t gridX, const uint64_t *words, int count) {
+  require(fakeGpu().launches.size() == launchesBefore + 1);
+  const FakeLaunch &launch = fakeGpu().launches.back();
+  require(launch.function == kernel.symbol);
+  require(int64_t(launch.grid[0]) == gridX && launch.grid[1] == 1 &&
+          launch.grid[2] == 1);
+  require(launch.block[0] == unsigned(kernel.threads) && launch.block[1] == 1 &&
+          launch.block[2] == 1);
+  require(launch.smem == unsigned(kernel.smem));
+  require(launch.params.size() == size_t(count));
+  for (int i = 0; i < count; ++i)
+    require(launch.params[i] == words[i]);
+}
+
+/// T for a call on an entry accepting up to `maxRows` tokens.
+int64_t tokensFor(uint64_t h, int64_t maxRows) {
+  return (h & 1) ? maxRows : 1 + int64_t((h >> 1) % uint64_t(maxRows));
+}
+
+void exerciseRoute(moeBundle *bundle, const moeEntryInfo &entry,
+                   const moeKernelInfo &kernel, uint64_t h) {
+  require(entry.experts >= 1 && entry.top_k >= 1 && entry.top_k <= 32 &&
+          entry.top_k <= entry.experts);
+  require(entry.logits_bits == 32 || entry.logits_bits == 16);
+  require(kernel.threads % 32 == 0);
+  moeRouteArgs args;
+  args.logits = 0x100000;
+  args.bias = entry.bias ? 0x200000 : 0;
+  args.ids = 0x300000;
+  args.weights = 0x400000;
+  args.tokens = tokensFor(h, entry.max_rows);
+  args.experts = entry.experts;
+  fakeGpu().wordParams[kernel.symbol] = entry.bias ? 26 : 21;
+  size_t launchesBefore = fakeGpu().launches.size();
+  moeStatus status = moeRoute(bundle, entry.name, &args, nullptr);
+  // INVALID_ARGUMENT: T*E*4 beyond int64 for a huge E.
+  require(status == MOE_STATUS_SUCCESS ||
+          status == MOE_STATUS_INVALID_ARGUMENT ||
+          status == MOE_STATUS_UNSUPPORTED || status == MOE_STATUS_NO_GPU);
+  if (status != MOE_STATUS_SUCCESS)
+    return;
+  uint64_t words[26];
+  int count = 0;
+  memref2D(words, count, args.logits, args.tokens, args.experts);
+  if (entry.bias) {
+    const uint64_t bias[5] = {args.bias, args.bias, 0, uint64_t(args.experts),
+                              1};
+    for (uint64_t word : bias)
+      words[count++] = word;
+  }
+  memref2D(words, count, args.ids, args.tokens, entry.top_k);
+  memref2D(words, count, args.weights, args.tokens, entry.top_k);
+  const int64_t perCta = kernel.threads / 32;
+  int64_t grid = (args.tokens + perCta - 1) / perCta;
+  checkSimpleLaunch(launchesBefore, kernel, grid < 65535 ? grid : 65535, words,
+                    count);
+}
+
+void exerciseUnpermute(moeBundle *bundle, const moeEntryInfo &entry,
+                       const moeKernelInfo &kernel, uint64_t h) {
+  require(entry.top_k >= 1);
+  require(entry.hidden == -1 || (entry.hidden >= 8 && entry.hidden % 8 == 0));
+  require(entry.slots_bits == 32 || entry.slots_bits == 64);
+  moeUnpermuteArgs args;
+  args.rows = 0x100000;
+  args.slots = 0x200000;
+  args.weights = entry.weighted ? 0x300000 : 0;
+  args.out = 0x400000;
+  args.tokens = tokensFor(h, entry.max_rows);
+  args.rows_count = 1 + int64_t((h >> 8) % 1000000);
+  args.hidden =
+      entry.hidden != -1 ? entry.hidden : 8 * (1 + int64_t((h >> 40) % 4096));
+  fakeGpu().wordParams[kernel.symbol] = entry.weighted ? 28 : 21;
+  size_t launchesBefore = fakeGpu().launches.size();
+  moeStatus status = moeUnpermute(bundle, entry.name, &args, nullptr);
+  // INVALID_ARGUMENT: T*k*8 or T*H*2 beyond int64.
+  require(status == MOE_STATUS_SUCCESS ||
+          status == MOE_STATUS_INVALID_ARGUMENT ||
+          status == MOE_STATUS_UNSUPPORTED || status == MOE_STATUS_NO_GPU);
+  if (status != MOE_STATUS_SUCCESS)
+    return;
+  uint64_t words[28];
+  int count = 0;
+  memref2D(words, count, args.rows, args.rows_count, args.hidden);
+  memref2D(words, count, args.slots, args.tokens, entry.top_k);
+  if (entry.weighted)
+    memref2D(words, count, args.weights, args.tokens, entry.top_k);
+  memref2D(words, count, args.out, args.tokens, args.hidden);
+  checkSimpleLaunch(launchesBefore, kernel,
+                    args.tokens < 65535 ? args.tokens : 65535, words, count);
+}
+
 void exercise(moeBundle *bundle, uint64_t hash) {
   moeBundleInfo info;
   require(moeBundleGetInfo(bundle, &info) == MOE_STATUS_SUCCESS);
@@ -46,12 +152,32 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     require(moeBundleFindEntry(bundle, entry.name, &found) ==
                 MOE_STATUS_SUCCESS &&
             found == e);
+    const bool gemm = std::strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0;
+    const bool route = std::strcmp(entry.abi, MOE_ABI_ROUTE) == 0;
+    require(gemm || route || std::strcmp(entry.abi, MOE_ABI_UNPERMUTE) == 0);
+    require(gemm || entry.num_kernels == 1);
     moeKernelInfo kernels[16];
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo &kernel = kernels[k];
       require(moeBundleGetKernel(bundle, e, k, &kernel) == MOE_STATUS_SUCCESS);
-      require(kernel.rows_min >= 1 && kernel.rows_min <= kernel.rows_max);
+      if (gemm)
+        require(kernel.rows_min >= 1 && kernel.rows_min <= kernel.rows_max);
+      else
+        require(kernel.rows_min == 0 && kernel.rows_max == 0 &&
+                kernel.tile_m == 0 && kernel.threads >= 1);
     }
+    uint64_t h = hash + uint64_t(e) * 0x9e3779b97f4a7c15ull;
+    if (!gemm) {
+      require(entry.epilogue && !*entry.epilogue && entry.n == 0 &&
+              entry.k == 0 && entry.offsets_bits == 0);
+      if (route)
+        exerciseRoute(bundle, entry, kernels[0], h);
+      else
+        exerciseUnpermute(bundle, entry, kernels[0], h);
+      continue;
+    }
+    require(entry.top_k == 0 && entry.hidden == 0 && entry.weighted == 0 &&
+            entry.bias == 0);
     const bool swiglu = std::strcmp(entry.epilogue, "swiglu") == 0;
     const bool rowScale = std::strcmp(entry.epilogue, "row_scale") == 0;
     require(swiglu || rowScale || std::strcmp(entry.epilogue, "store") == 0);
@@ -62,7 +188,6 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     args.offsets = 0x300000;
     args.out = 0x400000;
     args.row_scale = rowScale ? 0x500000 : 0;
-    uint64_t h = hash + uint64_t(e) * 0x9e3779b97f4a7c15ull;
     args.m = (h & 1) ? entry.max_rows
                      : 1 + int64_t((h >> 1) % uint64_t(entry.max_rows));
     args.n = entry.n != -1 ? entry.n : 1 + int64_t((h >> 20) % 100000);
@@ -73,8 +198,11 @@ void exercise(moeBundle *bundle, uint64_t hash) {
         entry.experts != -1 ? entry.experts : 1 + int64_t((h >> 8) % 512);
     // The fake records parameters 17..21 of kernels declared to take 22 (a
     // symbol may be shared by entries of several epilogues).
-    for (int32_t k = 0; k < entry.num_kernels; ++k)
+    for (int32_t k = 0; k < entry.num_kernels; ++k) {
       fakeGpu().numParams[kernels[k].symbol] = rowScale ? 22 : 17;
+      // The symbol may be a route or unpermute kernel's too.
+      fakeGpu().wordParams.erase(kernels[k].symbol);
+    }
     size_t launchesBefore = fakeGpu().launches.size();
     moeStatus status = moeGroupedMatmul(bundle, entry.name, &args, nullptr);
     require(status == MOE_STATUS_SUCCESS ||

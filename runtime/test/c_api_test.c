@@ -1,14 +1,16 @@
 /*===- c_api_test.c - moe_runtime.h compiled as C99
 ------------------------===*\
 |*                                                                            *|
-|* Usage: moe-runtime-c-api-test <valid bundle file>. Opens the bundle,       *|
-|* walks its entries and checks a few error paths that need no GPU. Exits 1   *|
-|* on any failure.                                                            *|
+|* Usage: moe-runtime-c-api-test <bundle> [<route bundle>]. Opens the bundle  *|
+|* (with entries gate_up and down), walks its entries and checks a few error  *|
+|* paths that need no GPU; the same for moeRoute and moeUnpermute on the      *|
+|* second (entries router, softmax, combine, gather). Exits 1 on failure.     *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
 #include "moe_runtime.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,15 +23,98 @@ static void check(int ok, const char *what) {
   }
 }
 
+/* Walks every entry and kernel of `bundle`. */
+static void walk(moeBundle *bundle) {
+  moeBundleInfo info;
+  int32_t e, k;
+  check(moeBundleGetInfo(bundle, &info) == MOE_STATUS_SUCCESS,
+        "moeBundleGetInfo");
+  check(info.version == MOE_BUNDLE_VERSION, "version");
+  for (e = 0; e < info.num_entries; ++e) {
+    moeEntryInfo entry;
+    int gemm;
+    check(moeBundleGetEntry(bundle, e, &entry) == MOE_STATUS_SUCCESS,
+          "moeBundleGetEntry");
+    gemm = strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0;
+    check(gemm || strcmp(entry.abi, MOE_ABI_ROUTE) == 0 ||
+              strcmp(entry.abi, MOE_ABI_UNPERMUTE) == 0,
+          "abi");
+    if (gemm)
+      check(strcmp(entry.epilogue, MOE_EPILOGUE_STORE) == 0 ||
+                strcmp(entry.epilogue, MOE_EPILOGUE_SWIGLU) == 0 ||
+                strcmp(entry.epilogue, MOE_EPILOGUE_ROW_SCALE) == 0,
+            "epilogue");
+    else
+      check(entry.epilogue && entry.epilogue[0] == '\0' &&
+                entry.num_kernels == 1 && entry.top_k >= 1,
+            "route/unpermute entry");
+    for (k = 0; k < entry.num_kernels; ++k) {
+      moeKernelInfo kernel;
+      check(moeBundleGetKernel(bundle, e, k, &kernel) == MOE_STATUS_SUCCESS,
+            "moeBundleGetKernel");
+      check(gemm ? kernel.rows_min >= 1 && kernel.rows_min <= kernel.rows_max
+                 : kernel.rows_min == 0 && kernel.tile_m == 0,
+            "rows range");
+    }
+  }
+}
+
+/* moeRoute and moeUnpermute: argument errors need no GPU. */
+static void checkRouteBundle(const char *path) {
+  moeBundle *bundle = NULL;
+  moeRouteArgs route;
+  moeUnpermuteArgs combine;
+  check(moeBundleOpenFile(path, &bundle) == MOE_STATUS_SUCCESS,
+        "moeBundleOpenFile (route bundle)");
+  if (!bundle)
+    return;
+  walk(bundle);
+  memset(&route, 0, sizeof(route));
+  route.tokens = 16;
+  route.experts = 256;
+  check(moeRoute(bundle, "router", &route, NULL) == MOE_STATUS_INVALID_ARGUMENT,
+        "moeRoute with NULL pointers");
+  check(strstr(moeLastErrorMessage(), "moeRoute(router): logits pointer is "
+                                      "NULL") != NULL,
+        "moeRoute names the pointer");
+  check(moeRoute(bundle, "combine", &route, NULL) ==
+            MOE_STATUS_INVALID_ARGUMENT,
+        "moeRoute on an unpermute entry");
+  check(strstr(moeLastErrorMessage(), "not op=" MOE_OP_ROUTE) != NULL,
+        "moeRoute names the op");
+  memset(&combine, 0, sizeof(combine));
+  combine.rows_count = 32;
+  combine.tokens = 16;
+  combine.hidden = 4096;
+  check(moeUnpermute(bundle, "combine", &combine, NULL) ==
+            MOE_STATUS_INVALID_ARGUMENT,
+        "moeUnpermute with NULL pointers");
+  check(strstr(moeLastErrorMessage(), "moeUnpermute(combine): rows pointer "
+                                      "is NULL") != NULL,
+        "moeUnpermute names the pointer");
+  check(moeUnpermute(bundle, "nope", &combine, NULL) == MOE_STATUS_NOT_FOUND,
+        "moeUnpermute of a missing entry");
+  moeBundleClose(bundle);
+}
+
 int main(int argc, char **argv) {
   moeBundle *bundle = NULL;
-  moeBundleInfo info;
   moeGroupedMatmulArgs args;
-  int32_t e, k, index = -1;
+  int32_t index = -1;
 
-  if (argc != 2) {
-    fprintf(stderr, "usage: moe-runtime-c-api-test <bundle>\n");
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr,
+            "usage: moe-runtime-c-api-test <bundle> [<route bundle>]\n");
     return 2;
+  }
+  /* The layout the ctypes wrapper mirrors (LP64): version 4's fields last. */
+  if (sizeof(void *) == 8) {
+    check(sizeof(moeEntryInfo) == 104, "sizeof(moeEntryInfo)");
+    check(offsetof(moeEntryInfo, top_k) == 72, "moeEntryInfo.top_k");
+    check(offsetof(moeEntryInfo, hidden) == 88, "moeEntryInfo.hidden");
+    check(offsetof(moeEntryInfo, weighted) == 96, "moeEntryInfo.weighted");
+    check(sizeof(moeRouteArgs) == 48, "sizeof(moeRouteArgs)");
+    check(sizeof(moeUnpermuteArgs) == 56, "sizeof(moeUnpermuteArgs)");
   }
   check(strcmp(moeStatusName(MOE_STATUS_NO_GPU), "NO_GPU") == 0,
         "moeStatusName");
@@ -37,26 +122,7 @@ int main(int argc, char **argv) {
         "moeBundleOpenFile");
   if (!bundle)
     return 1;
-  check(moeBundleGetInfo(bundle, &info) == MOE_STATUS_SUCCESS,
-        "moeBundleGetInfo");
-  check(info.version == MOE_BUNDLE_VERSION, "version");
-  for (e = 0; e < info.num_entries; ++e) {
-    moeEntryInfo entry;
-    check(moeBundleGetEntry(bundle, e, &entry) == MOE_STATUS_SUCCESS,
-          "moeBundleGetEntry");
-    check(strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0, "abi");
-    check(strcmp(entry.epilogue, MOE_EPILOGUE_STORE) == 0 ||
-              strcmp(entry.epilogue, MOE_EPILOGUE_SWIGLU) == 0 ||
-              strcmp(entry.epilogue, MOE_EPILOGUE_ROW_SCALE) == 0,
-          "epilogue");
-    for (k = 0; k < entry.num_kernels; ++k) {
-      moeKernelInfo kernel;
-      check(moeBundleGetKernel(bundle, e, k, &kernel) == MOE_STATUS_SUCCESS,
-            "moeBundleGetKernel");
-      check(kernel.rows_min >= 1 && kernel.rows_min <= kernel.rows_max,
-            "rows range");
-    }
-  }
+  walk(bundle);
   check(moeBundleFindEntry(bundle, "no such entry", &index) ==
             MOE_STATUS_NOT_FOUND,
         "moeBundleFindEntry of a missing entry");
@@ -81,15 +147,17 @@ int main(int argc, char **argv) {
   moeBundleClose(bundle);
   moeBundleClose(NULL);
 
-  check(moeBundleOpenMemory("MOEBUNDLE 3\n", 12, &bundle) ==
+  check(moeBundleOpenMemory("MOEBUNDLE 4\n", 12, &bundle) ==
             MOE_STATUS_INVALID_BUNDLE,
         "a bundle without end");
   check(bundle == NULL, "no bundle on failure");
-  check(moeBundleOpenMemory("MOEBUNDLE 2\nchip sm_90a\nend\n", 28, &bundle) ==
+  check(moeBundleOpenMemory("MOEBUNDLE 3\nchip sm_90a\nend\n", 28, &bundle) ==
             MOE_STATUS_UNSUPPORTED,
-        "a version 2 bundle");
+        "a version 3 bundle");
   check(strstr(moeLastErrorMessage(), "recompile it") != NULL,
         "message says to recompile");
+  if (argc == 3)
+    checkRouteBundle(argv[2]);
   printf("%s\n", failures ? "c api test FAILED" : "c api test passed");
   return failures ? 1 : 0;
 }

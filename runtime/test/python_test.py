@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Checks runtime/python/moe_runtime.py without a GPU or torch: introspection,
-errors, and the argument checks it makes before touching torch. Needs
-MOE_RUNTIME_LIB (or a build next to the sources). Exits 1 on failure."""
+errors, and the argument checks it makes before touching torch; then, with a
+stand-in torch module, the tensor checks of route and unpermute and what
+reaches the C API. Needs MOE_RUNTIME_LIB (or a build next to the sources).
+Exits 1 on failure."""
+import contextlib
 import ctypes
 import os
 import sys
 import tempfile
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
@@ -48,21 +52,24 @@ bundle.close()  # idempotent
 
 expect_error(lambda: moe_runtime.Bundle("/nonexistent.moebundle"), "NOT_FOUND",
              "cannot open '/nonexistent.moebundle'")
-check(bundle.version == 3 and gate_up.abi == "grouped_matmul.v3", "version and abi")
+check(bundle.version == 4 and gate_up.abi == "grouped_matmul.v3", "version and abi")
 check(gate_up.epilogue == "store" and gate_up.op == "moe.grouped_matmul", "epilogue and op")
 with tempfile.NamedTemporaryFile(suffix=".moebundle") as bad:
-    bad.write(b"MOEBUNDLE 4\n")
+    bad.write(b"MOEBUNDLE 5\n")
     bad.flush()
     expect_error(lambda: moe_runtime.Bundle(bad.name), "UNSUPPORTED",
-                 "bundle version 4 is not supported")
+                 "bundle version 5 is not supported")
 expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 1\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 1 predates persistent kernels")
 expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 2\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 2 predates kernel epilogues (this runtime "
-             "reads version 3): recompile it")
-expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 3\nchip sm_90a\nend\nx"),
+             "reads version 4): recompile it")
+expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 3\nchip sm_90a\nend\n"),
+             "UNSUPPORTED", "bundle version 3 predates the route and unpermute kernels "
+             "(this runtime reads version 4): recompile it")
+expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 4\nchip sm_90a\nend\nx"),
              "INVALID_BUNDLE", "bundle line 3: 1 bytes of trailing data after 'end'")
-empty = moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 3\nchip sm_90a\nend\n")
+empty = moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 4\nchip sm_90a\nend\n")
 check(empty.entries == (), "no entries")
 expect_error(lambda: empty.entry("x"), "NOT_FOUND", "no entry 'x' in the bundle (entries: none)")
 
@@ -73,10 +80,16 @@ with moe_runtime.Bundle(bundle_path) as bundle:
 expect_error(lambda: bundle.grouped_matmul("gate_up", None, None, None),
              "INVALID_ARGUMENT", "the bundle is closed")
 
-# The ctypes structs are the C ones (LP64): moeEntryInfo gained `epilogue`,
-# moeGroupedMatmulArgs `row_scale`, both last.
-check(ctypes.sizeof(moe_runtime._EntryInfo) == 72, "sizeof(moeEntryInfo)")
+# The ctypes structs are the C ones (LP64): moeEntryInfo gained `epilogue` in
+# version 3 and the route/unpermute fields in version 4, moeGroupedMatmulArgs
+# `row_scale`, all last (c_api_test.c checks the same offsets).
+check(ctypes.sizeof(moe_runtime._EntryInfo) == 104, "sizeof(moeEntryInfo)")
 check(moe_runtime._EntryInfo.epilogue.offset == 64, "moeEntryInfo.epilogue")
+check(moe_runtime._EntryInfo.top_k.offset == 72, "moeEntryInfo.top_k")
+check(moe_runtime._EntryInfo.hidden.offset == 88, "moeEntryInfo.hidden")
+check(moe_runtime._EntryInfo.weighted.offset == 96, "moeEntryInfo.weighted")
+check(ctypes.sizeof(moe_runtime._RouteArgs) == 48, "sizeof(moeRouteArgs)")
+check(ctypes.sizeof(moe_runtime._UnpermuteArgs) == 56, "sizeof(moeUnpermuteArgs)")
 check(ctypes.sizeof(moe_runtime._GroupedMatmulArgs) == 72, "sizeof(moeGroupedMatmulArgs)")
 check(moe_runtime._GroupedMatmulArgs.row_scale.offset == 64, "moeGroupedMatmulArgs.row_scale")
 
@@ -91,7 +104,7 @@ def entry_lines(name, op, epilogue):
             f"tile_m=64 tile_n=128 tile_k=64 stages=1 swap_ab=0\n")
 
 
-mlp_bytes = (b"MOEBUNDLE 3\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28 + b"\n" + (
+mlp_bytes = (b"MOEBUNDLE 4\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28 + b"\n" + (
     entry_lines("scaled_gate_up", "moe.expert_mlp", "swiglu")
     + entry_lines("scaled_down", "moe.expert_mlp", "row_scale")
     + entry_lines("plain_gate_up", "moe.expert_mlp", "swiglu")
@@ -124,6 +137,221 @@ with moe_runtime.Bundle.from_bytes(mlp_bytes) as mlp:
                  "NOT_FOUND", "no entry 'missing_gate_up'")
 expect_error(lambda: mlp.expert_mlp("plain", None, None, None, None),
              "INVALID_ARGUMENT", "the bundle is closed")
+
+# Route and unpermute entries (contract version 4): fields, and the checks
+# made before torch is needed.
+route_path = os.path.join(HERE, "Inputs", "route-unpermute.moebundle")
+routes = moe_runtime.Bundle(route_path)
+router = routes.entry("router")
+check((router.abi, router.op, router.experts, router.top_k, router.logits_bits,
+       router.bias, router.epilogue, router.max_rows)
+      == ("route.v1", "moe.route", 256, 8, 32, True, "", MAX), f"router {router}")
+check(routes.entry("softmax").logits_bits == 16 and not routes.entry("softmax").bias,
+      "softmax entry")
+combine = routes.entry("combine")
+check((combine.abi, combine.op, combine.hidden, combine.top_k, combine.slots_bits,
+       combine.weighted, combine.experts, combine.epilogue)
+      == ("unpermute.v1", "moe.unpermute", 4096, 2, 64, True, 0, ""), f"combine {combine}")
+gather = routes.entry("gather")
+check((gather.hidden, gather.top_k, gather.slots_bits, gather.weighted, gather.max_rows)
+      == (-1, 8, 32, False, 4096), f"gather {gather}")
+check(routes.entry("gate_up").top_k == 0 and routes.entry("gate_up").epilogue == "swiglu",
+      "a GEMM entry's new fields")
+check(len(router.kernels) == 1 and router.kernels[0].threads == 128
+      and router.kernels[0].rows_min == 0, "route kernel")
+expect_error(lambda: routes.route("gate_up", None), "INVALID_ARGUMENT",
+             "route(gate_up): entry 'gate_up' has abi grouped_matmul.v3 (op "
+             "moe.grouped_matmul), not route.v1")
+expect_error(lambda: routes.route("router", None), "INVALID_ARGUMENT",
+             "route(router): the entry has bias=1: pass bias, the float32 correction "
+             "bias [256]")
+expect_error(lambda: routes.route("softmax", None, bias=object()), "INVALID_ARGUMENT",
+             "route(softmax): the entry has bias=0: its kernel takes no bias")
+expect_error(lambda: routes.unpermute("router", None, None), "INVALID_ARGUMENT",
+             "unpermute(router): entry 'router' has abi route.v1 (op moe.route), not "
+             "unpermute.v1")
+expect_error(lambda: routes.unpermute("combine", None, None), "INVALID_ARGUMENT",
+             "unpermute(combine): the entry has weighted=1: pass weights")
+expect_error(lambda: routes.unpermute("gather", None, None, weights=object()),
+             "INVALID_ARGUMENT", "unpermute(gather): the entry has weighted=0: its "
+             "kernel takes no weights")
+expect_error(lambda: routes.grouped_matmul("combine", None, None, None), "INVALID_ARGUMENT",
+             "grouped_matmul(combine): entry 'combine' has abi unpermute.v1")
+expect_error(lambda: routes.route("missing", None), "NOT_FOUND", "no entry 'missing'")
+
+# A stand-in torch: tensors are shapes, dtypes, devices and addresses, so the
+# wrapper's checks run, and what passes them reaches the C API, whose own
+# checks (or the missing GPU) answer.
+fake_torch = types.ModuleType("torch")
+for dtype_name in ("float32", "bfloat16", "int32", "int64"):
+    setattr(fake_torch, dtype_name, type(dtype_name, (), {"__repr__":
+                                                         lambda self, n=dtype_name: f"torch.{n}"})())
+
+
+class FakeTensor:
+    def __init__(self, shape, dtype, ptr=0x7f0000100000, device="cuda:0", contiguous=True):
+        self.shape, self.dtype, self.ptr, self.device = tuple(shape), dtype, ptr, device
+        self.is_cuda = device.startswith("cuda")
+        self.contiguous = contiguous
+
+    def dim(self):
+        return len(self.shape)
+
+    def numel(self):
+        count = 1
+        for size in self.shape:
+            count *= size
+        return count
+
+    def is_contiguous(self):
+        return self.contiguous
+
+    def data_ptr(self):
+        return self.ptr
+
+
+allocated = []
+
+
+def fake_empty(shape, dtype, device):
+    allocated.append((tuple(shape), dtype, device))
+    return FakeTensor(shape, dtype, 0x7f0000800000 + 0x100000 * len(allocated), device)
+
+
+fake_torch.Tensor = FakeTensor
+fake_torch.empty = fake_empty
+fake_torch.cuda = types.SimpleNamespace(
+    device=lambda device: contextlib.nullcontext(),
+    current_stream=lambda device: types.SimpleNamespace(cuda_stream=0))
+sys.modules["torch"] = fake_torch
+f32, bf16, i32, i64 = (fake_torch.float32, fake_torch.bfloat16, fake_torch.int32,
+                       fake_torch.int64)
+T = FakeTensor
+# Past every check, the call needs a GPU (or finds the fake cubin invalid).
+NO_LAUNCH = ("NO_GPU", "CUDA_ERROR", "UNSUPPORTED")
+
+
+def expect_launch_attempt(fn, what):
+    try:
+        fn()
+    except moe_runtime.MoERuntimeError as error:
+        check(error.status in NO_LAUNCH, f"{what}: {error}")
+        return
+    check(False, f"{what}: no error without a GPU")
+
+
+logits = T((16, 256), f32, 0x7f0000010000)
+bias = T((256,), f32, 0x7f0000020000)
+expect_launch_attempt(lambda: routes.route("router", logits, bias), "route")
+check(allocated == [((16, 8), i32, "cuda:0"), ((16, 8), f32, "cuda:0")],
+      f"route allocates ids and weights: {allocated}")
+ids, weights = T((16, 8), i32, 0x7f0000030000), T((16, 8), f32, 0x7f0000040000)
+expect_launch_attempt(lambda: routes.route("router", logits, bias, ids, weights),
+                      "route with ids and weights")
+expect_launch_attempt(lambda: routes.route("softmax", T((4096, 8), bf16, 0x7f0000010002)),
+                      "route with bf16 logits")
+for call, needle in [
+        (lambda: routes.route("router", T((16, 256), bf16), bias),
+         "route(router): logits is torch.bfloat16, expected torch.float32"),
+        (lambda: routes.route("softmax", T((16, 8), f32)),
+         "route(softmax): logits is torch.float32, expected torch.bfloat16"),
+        (lambda: routes.route("router", logits, T((256,), bf16)),
+         "route(router): bias is torch.bfloat16, expected torch.float32"),
+        (lambda: routes.route("router", logits, bias, T((16, 8), i64)),
+         "route(router): ids is torch.int64, expected torch.int32"),
+        (lambda: routes.route("router", T((16, 255), f32), bias),
+         "route(router): logits (16, 255) have E = 255 columns, the entry has "
+         "experts = 256"),
+        (lambda: routes.route("router", T((16 * 256,), f32), bias),
+         "route(router): expected logits [T, E], got (4096,)"),
+        (lambda: routes.route("router", logits, T((255,), f32)),
+         "route(router): bias is (255,), expected (256,)"),
+        (lambda: routes.route("router", logits, bias, T((16, 2), i32)),
+         "route(router): ids is (16, 2), expected (16, 8) = (T, top_k)"),
+        (lambda: routes.route("router", logits, bias, ids, T((8, 16), f32)),
+         "route(router): weights is (8, 16), expected (16, 8) = (T, top_k)"),
+        (lambda: routes.route("router", T((16, 256), f32, contiguous=False), bias),
+         "route(router): logits is not contiguous"),
+        (lambda: routes.route("router", T((16, 256), f32, device="cpu"), bias),
+         "route(router): logits is on cpu, not on a CUDA device"),
+        (lambda: routes.route("router", logits, T((256,), f32, device="cuda:1")),
+         "route(router): bias is on cuda:1 but logits is on cuda:0"),
+        (lambda: routes.route("router", [[0.0] * 256], bias),
+         "route(router): logits is a list, not a torch.Tensor"),
+        # The C API's checks: each pointer lands in its field, T in tokens.
+        (lambda: routes.route("router", T((16, 256), f32, 0x7f0000010002), bias),
+         "moeRoute(router): logits pointer 0x7f0000010002 is not 4-byte aligned"),
+        (lambda: routes.route("router", logits, T((256,), f32, 0x7f0000020001)),
+         "moeRoute(router): bias pointer 0x7f0000020001 is not 4-byte aligned"),
+        (lambda: routes.route("router", logits, bias, T((16, 8), i32, 0x7f0000030002)),
+         "moeRoute(router): ids pointer 0x7f0000030002 is not 4-byte aligned"),
+        (lambda: routes.route("router", logits, bias, ids, T((16, 8), f32, 0x7f0000040001)),
+         "moeRoute(router): weights pointer 0x7f0000040001 is not 4-byte aligned"),
+        (lambda: routes.route("softmax", T((4097, 8), bf16)),
+         "moeRoute(softmax): T = 4097 exceeds the entry's max_rows = 4096"),
+        (lambda: routes.route("router", T((0, 256), f32), bias),
+         "moeRoute(router): T = 0 must be at least 1")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+
+rows = T((64, 4096), bf16, 0x7f0000050000)
+slots64 = T((16, 2), i64, 0x7f0000060000)
+slot_weights = T((16, 2), f32, 0x7f0000070000)
+allocated.clear()
+expect_launch_attempt(lambda: routes.unpermute("combine", rows, slots64, slot_weights),
+                      "unpermute")
+check(allocated == [((16, 4096), bf16, "cuda:0")], f"unpermute allocates out: {allocated}")
+expect_launch_attempt(lambda: routes.unpermute("gather", T((64, 7168), bf16),
+                                               T((4096, 8), i32)), "unpermute, dynamic H")
+out = T((16, 4096), bf16, 0x7f0000080000)
+expect_launch_attempt(lambda: routes.unpermute("combine", rows, slots64, slot_weights, out),
+                      "unpermute with out")
+for call, needle in [
+        (lambda: routes.unpermute("combine", T((64, 4096), f32), slots64, slot_weights),
+         "unpermute(combine): rows is torch.float32, expected torch.bfloat16"),
+        (lambda: routes.unpermute("combine", rows, T((16, 2), i32), slot_weights),
+         "unpermute(combine): slots is torch.int32, expected torch.int64"),
+        (lambda: routes.unpermute("gather", rows, T((16, 8), i64)),
+         "unpermute(gather): slots is torch.int64, expected torch.int32"),
+        (lambda: routes.unpermute("combine", rows, slots64, T((16, 2), bf16)),
+         "unpermute(combine): weights is torch.bfloat16, expected torch.float32"),
+        (lambda: routes.unpermute("combine", rows, slots64, slot_weights, T((16, 4096), f32)),
+         "unpermute(combine): out is torch.float32, expected torch.bfloat16"),
+        (lambda: routes.unpermute("combine", rows, T((16, 3), i64), slot_weights),
+         "unpermute(combine): slots (16, 3) have 3 columns, the entry has top_k = 2"),
+        (lambda: routes.unpermute("combine", T((64, 2048), bf16), slots64, slot_weights),
+         "unpermute(combine): rows (64, 2048) have H = 2048 columns, the entry has "
+         "hidden = 4096"),
+        (lambda: routes.unpermute("combine", rows, slots64, T((2, 16), f32)),
+         "unpermute(combine): weights is (2, 16), expected (16, 2) like slots"),
+        (lambda: routes.unpermute("combine", rows, slots64, slot_weights, T((16, 2048), bf16)),
+         "unpermute(combine): out is (16, 2048), expected (16, 4096) = (T, H)"),
+        (lambda: routes.unpermute("combine", rows, T((32,), i64), slot_weights),
+         "unpermute(combine): expected rows [M, H] and slots [T, top_k], got (64, 4096), "
+         "(32,)"),
+        (lambda: routes.unpermute("combine", rows, T((16, 2), i64, device="cuda:1"),
+                                  slot_weights),
+         "unpermute(combine): slots is on cuda:1 but rows is on cuda:0"),
+        # The C API's checks.
+        (lambda: routes.unpermute("combine", T((64, 4096), bf16, 0x7f0000050008), slots64,
+                                  slot_weights),
+         "moeUnpermute(combine): rows pointer 0x7f0000050008 is not 16-byte aligned"),
+        (lambda: routes.unpermute("combine", rows, T((16, 2), i64, 0x7f0000060004),
+                                  slot_weights),
+         "moeUnpermute(combine): slots pointer 0x7f0000060004 is not 8-byte aligned"),
+        (lambda: routes.unpermute("combine", rows, slots64, T((16, 2), f32, 0x7f0000070002)),
+         "moeUnpermute(combine): weights pointer 0x7f0000070002 is not 4-byte aligned"),
+        (lambda: routes.unpermute("combine", rows, slots64, slot_weights,
+                                  T((16, 4096), bf16, 0x7f0000080004)),
+         "moeUnpermute(combine): out pointer 0x7f0000080004 is not 16-byte aligned"),
+        (lambda: routes.unpermute("gather", T((64, 100), bf16), T((16, 8), i32)),
+         "moeUnpermute(gather): H = 100 is not a multiple of 8"),
+        (lambda: routes.unpermute("gather", T((0, 64), bf16), T((16, 8), i32)),
+         "moeUnpermute(gather): M = 0 (rows_count) must be at least 1"),
+        (lambda: routes.unpermute("gather", T((64, 64), bf16), T((4097, 8), i32)),
+         "moeUnpermute(gather): T = 4097 exceeds the entry's max_rows = 4096")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+routes.close()
+del sys.modules["torch"]
 
 print("python test " + ("FAILED" if failures else "passed"))
 sys.exit(1 if failures else 0)

@@ -6,12 +6,24 @@
 // prints one line for the bundle, then one per entry, each followed by its
 // kernels, in file order. The format is stable, for FileCheck:
 //
-//   bundle version=3 chip=sm_90a images=1 entries=1
+//   bundle version=4 chip=sm_90a images=1 entries=3
 //   entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store
 //     experts=8 n=28672 k=4096 max_rows=2147483647 offsets=i32  (one line)
 //     kernel grouped_matmul_bf16_64x256x64_s4_off32 rows=[17,2147483647]
 //     tile=64x256x64 stages=4 threads=128 smem=163840 swap_ab=0
 //     image=moe_kernels (123456 bytes)                       (one line)
+//   entry router op=moe.route abi=route.v1 max_rows=2147483647 experts=256
+//     top_k=8 logits=f32 bias=1                              (one line)
+//     kernel moe_route_sigmoid_topk_e256_k8_f32_bias threads=128 smem=0
+//     image=moe_kernels                                      (one line)
+//   entry combine op=moe.unpermute abi=unpermute.v1 max_rows=2147483647
+//     hidden=4096 top_k=2 slots=i64 weighted=1               (one line)
+//     kernel moe_unpermute_h4096_k2_i64_weighted threads=256 smem=0
+//     image=moe_kernels                                      (one line)
+//
+// Entries print their ABI's keys in the order of the bundle line (contract
+// §2); the kernels of route.v1 and unpermute.v1 entries have no rows range
+// or tile.
 //
 // On error prints "moe-bundle-info: error: <message>" and exits 1.
 //
@@ -57,15 +69,34 @@ int main(int argc, char **argv) {
     moeEntryInfo entry;
     if (moeBundleGetEntry(bundle, e, &entry) != MOE_STATUS_SUCCESS)
       return failWithStatus();
-    std::printf("entry %s op=%s abi=%s epilogue=%s experts=%" PRId64
-                " n=%" PRId64 " k=%" PRId64 " max_rows=%" PRId64
-                " offsets=i%d\n",
-                entry.name, entry.op, entry.abi, entry.epilogue, entry.experts,
-                entry.n, entry.k, entry.max_rows, int(entry.offsets_bits));
+    const bool route = !std::strcmp(entry.abi, MOE_ABI_ROUTE);
+    const bool unpermute = !std::strcmp(entry.abi, MOE_ABI_UNPERMUTE);
+    if (route)
+      std::printf("entry %s op=%s abi=%s max_rows=%" PRId64 " experts=%" PRId64
+                  " top_k=%d logits=%s bias=%d\n",
+                  entry.name, entry.op, entry.abi, entry.max_rows,
+                  entry.experts, int(entry.top_k),
+                  entry.logits_bits == 16 ? "bf16" : "f32", int(entry.bias));
+    else if (unpermute)
+      std::printf("entry %s op=%s abi=%s max_rows=%" PRId64 " hidden=%" PRId64
+                  " top_k=%d slots=i%d weighted=%d\n",
+                  entry.name, entry.op, entry.abi, entry.max_rows, entry.hidden,
+                  int(entry.top_k), int(entry.slots_bits), int(entry.weighted));
+    else
+      std::printf(
+          "entry %s op=%s abi=%s epilogue=%s experts=%" PRId64 " n=%" PRId64
+          " k=%" PRId64 " max_rows=%" PRId64 " offsets=i%d\n",
+          entry.name, entry.op, entry.abi, entry.epilogue, entry.experts,
+          entry.n, entry.k, entry.max_rows, int(entry.offsets_bits));
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo kernel;
       if (moeBundleGetKernel(bundle, e, k, &kernel) != MOE_STATUS_SUCCESS)
         return failWithStatus();
+      if (route || unpermute) {
+        std::printf("  kernel %s threads=%d smem=%d image=%s\n", kernel.symbol,
+                    int(kernel.threads), int(kernel.smem), kernel.image);
+        continue;
+      }
       std::printf("  kernel %s rows=[%" PRId64 ",%" PRId64
                   "] tile=%dx%dx%d stages=%d threads=%d smem=%d swap_ab=%d "
                   "image=%s (%" PRIu64 " bytes)\n",

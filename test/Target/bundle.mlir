@@ -8,10 +8,10 @@
 // RUN: not moe-translate --moe-to-bundle %s 2>&1 | FileCheck %s --check-prefix=NO-MANIFEST
 // RUN: moe-opt %s --moe-gpu-pipeline=format=isa -o %t.isa.mlir
 // RUN: not moe-translate --moe-to-bundle %t.isa.mlir 2>&1 | FileCheck %s --check-prefix=ISA
-// RUN: sed -e 's/version = 3 : i64/version = 7 : i64/' %t.mlir > %t.v7.mlir
+// RUN: sed -e 's/version = 4 : i64/version = 7 : i64/' %t.mlir > %t.v7.mlir
 // RUN: not moe-translate --moe-to-bundle %t.v7.mlir 2>&1 | FileCheck %s --check-prefix=VERSION
 
-// CHECK: MOEBUNDLE 3
+// CHECK: MOEBUNDLE 4
 // CHECK-NEXT: chip sm_90a
 // CHECK-NEXT: image moe_kernels <{{[0-9]+}} bytes, ELF>
 // CHECK-NEXT: entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32
@@ -20,12 +20,18 @@
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_128x256x64_s4_off32 image=moe_kernels rows_min=65 rows_max=2147483647 threads=256 smem=212992 tile_m=128 tile_n=256 tile_k=64 stages=4 swap_ab=0
 // CHECK-NEXT: entry decode op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts=8 n=512 k=1024 max_rows=8 offsets=i64
 // CHECK-NEXT: kernel decode grouped_matmul_bf16_16x64x64_s4_swapab_off64 image=moe_kernels rows_min=1 rows_max=2147483647
+// Routing and combine entries carry their own ABI's keys; their one kernel
+// has no row range or tile.
+// CHECK-NEXT: entry router op=moe.route abi=route.v1 max_rows=2147483647 experts=64 top_k=6 logits=bf16 bias=0
+// CHECK-NEXT: kernel router moe_route_softmax_topk_e64_k6_bf16 image=moe_kernels threads=128 smem=0
+// CHECK-NEXT: entry combine op=moe.unpermute abi=unpermute.v1 max_rows=100 hidden=-1 top_k=6 slots=i32 weighted=0
+// CHECK-NEXT: kernel combine moe_unpermute_k6_slots32 image=moe_kernels threads=128 smem=0
 // CHECK-NEXT: end
 // CHECK-EMPTY:
 
 // NO-MANIFEST: error: moe-to-bundle: the module has no moe.manifest; run --moe-gpu-pipeline first
 // ISA: error: moe-to-bundle: the object is not a cubin; compile with --moe-gpu-pipeline="format=bin"
-// VERSION: error: moe-to-bundle: manifest version 7 : i64 is not 3
+// VERSION: error: moe-to-bundle: manifest version 7 : i64 is not 4
 func.func @gate_up(%rows: tensor<?x512xbf16>, %w: tensor<8x1024x512xbf16>, %off: tensor<9xi32>) -> tensor<?x1024xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x512xbf16>, tensor<8x1024x512xbf16>, tensor<9xi32>) -> tensor<?x1024xbf16>
@@ -35,4 +41,13 @@ func.func @decode(%rows: tensor<8x1024xbf16>, %w: tensor<8x512x1024xbf16>, %off:
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<8x1024xbf16>, tensor<8x512x1024xbf16>, tensor<9xi64>) -> tensor<8x512xbf16>
   return %y : tensor<8x512xbf16>
+}
+func.func @router(%logits: tensor<?x64xbf16>) -> (tensor<?x6xi32>, tensor<?x6xf32>) {
+  %ids, %w = moe.route softmax_topk %logits top 6
+      : (tensor<?x64xbf16>) -> (tensor<?x6xi32>, tensor<?x6xf32>)
+  return %ids, %w : tensor<?x6xi32>, tensor<?x6xf32>
+}
+func.func @combine(%rows: tensor<?x?xbf16>, %slots: tensor<100x6xi32>) -> tensor<100x?xbf16> {
+  %y = moe.unpermute %rows, %slots : (tensor<?x?xbf16>, tensor<100x6xi32>) -> tensor<100x?xbf16>
+  return %y : tensor<100x?xbf16>
 }

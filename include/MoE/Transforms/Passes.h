@@ -26,7 +26,7 @@ inline constexpr llvm::StringLiteral kSwapABOnlyAttr = "moe.swap_ab_only";
 inline constexpr llvm::StringLiteral kLaunchAttr = "moe.launch";
 /// Version of docs/runtime-contract.md that `moe.manifest` and the
 /// `.moebundle` written from it follow.
-inline constexpr int64_t kRuntimeContractVersion = 3;
+inline constexpr int64_t kRuntimeContractVersion = 4;
 
 /// Patterns that rewrite fused moe ops (`moe.expert_mlp`) into basic ones.
 void populateExpandFusedOpsPatterns(RewritePatternSet &patterns);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GroupedMatmulKernel.h"
+#include "KernelUtils.h"
 #include "MoE/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -102,43 +103,6 @@ struct KernelTypes {
         ctx, shared({16, accColumns}, bf16));
   }
 };
-
-/// Index-typed arithmetic shorthands.
-struct IndexMath {
-  ImplicitLocOpBuilder &b;
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
-  Value ceilDiv(Value x, int64_t d) {
-    return arith::DivSIOp::create(b, add(x, c(d - 1)), c(d));
-  }
-  Value lt(Value x, Value y) {
-    return arith::CmpIOp::create(b, arith::CmpIPredicate::slt, x, y);
-  }
-  Value le(Value x, Value y) {
-    return arith::CmpIOp::create(b, arith::CmpIPredicate::sle, x, y);
-  }
-  Value toIndex(Value v) {
-    return arith::IndexCastOp::create(b, b.getIndexType(), v);
-  }
-  Value load(Value memref, ValueRange indices) {
-    return memref::LoadOp::create(b, memref, indices);
-  }
-  Value view(Value bytes, Value byteOffset, MemRefType type) {
-    return memref::ViewOp::create(b, type, bytes, byteOffset, ValueRange{});
-  }
-};
-
-/// Emits `scf.if cond { body }` without results.
-void ifThen(ImplicitLocOpBuilder &b, Value cond,
-            function_ref<void(ImplicitLocOpBuilder &)> body) {
-  scf::IfOp::create(b, cond, [&](OpBuilder &nested, Location loc) {
-    ImplicitLocOpBuilder nb(loc, nested);
-    body(nb);
-    scf::YieldOp::create(nb);
-  });
-}
 
 /// A work item: an output tile of one expert.
 struct WorkItem {
@@ -276,24 +240,6 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value numExperts,
   return {index(scan.getResult(2)), index(scan.getResult(3)),
           index(scan.getResult(4)), index(scan.getResult(5)),
           index(scan.getResult(1))};
-}
-
-/// silu(gate) * up in f32, as gate / (1 + 2^(-gate log2 e)) * up: ex2 is
-/// one instruction (the NVVM lowering refuses llvm.intr.exp2), and an
-/// overflow to inf gives the right limit, -0.
-Value siluTimes(ImplicitLocOpBuilder &b, Value gate, Value up) {
-  Type f32 = b.getF32Type();
-  auto constant = [&](double v) -> Value {
-    return arith::ConstantOp::create(b, b.getFloatAttr(f32, v));
-  };
-  Value power = LLVM::CallIntrinsicOp::create(
-                    b, f32, b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
-                    ValueRange{arith::MulFOp::create(
-                        b, gate, constant(-1.4426950408889634))})
-                    .getResult(0);
-  Value sigmoidDenominator = arith::AddFOp::create(b, power, constant(1.0));
-  return arith::MulFOp::create(
-      b, arith::DivFOp::create(b, gate, sigmoidDenominator), up);
 }
 
 } // namespace

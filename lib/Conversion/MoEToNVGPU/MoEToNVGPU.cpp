@@ -4,6 +4,7 @@
 #include "MoE/Conversion/Passes.h"
 #include "MoE/Dialect/MoEDialect.h"
 #include "MoE/Transforms/Passes.h"
+#include "RoutingKernels.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -46,6 +47,38 @@ static std::string unsupportedReason(ExpertMLPOp op) {
       cast<RankedTensorType>(op.getDownWeights().getType()).getDimSize(2);
   std::string reason = unsupportedK(hidden);
   return reason.empty() ? unsupportedK(intermediate) : reason;
+}
+
+/// Why the routing kernel cannot run `op`, or an empty string.
+static std::string unsupportedReason(RouteOp op) {
+  auto logits = cast<RankedTensorType>(op.getLogits().getType());
+  Type element = logits.getElementType();
+  if (!element.isF32() && !element.isBF16())
+    return "only f32 and bf16 logits are implemented";
+  int64_t experts = logits.getDimSize(1);
+  if (ShapedType::isDynamic(experts) || experts > 512)
+    return "the expert count must be static and at most 512";
+  if (op.getTopK() > 32)
+    return "top-k must be at most 32";
+  if (op.getNumGroups() && *op.getNumGroups() > 64)
+    return "at most 64 expert groups are implemented";
+  return "";
+}
+
+/// Why the combine kernel cannot run `op`, or an empty string.
+static std::string unsupportedReason(UnpermuteOp op) {
+  auto rows = cast<RankedTensorType>(op.getRows().getType());
+  auto result = cast<RankedTensorType>(op.getType());
+  if (!rows.getElementType().isBF16() || !result.getElementType().isBF16())
+    return "only bf16 rows and result are implemented";
+  int64_t hidden = rows.getDimSize(1);
+  if (!ShapedType::isDynamic(hidden) && hidden % 8 != 0)
+    return "the hidden size must be a multiple of 8 (16-byte row chunks)";
+  auto slots = cast<RankedTensorType>(op.getSlots().getType());
+  if (ShapedType::isDynamic(slots.getDimSize(1)) || slots.getDimSize(1) > 64)
+    return "top-k (the slots' second dimension) must be static and at most "
+           "64";
+  return "";
 }
 
 /// Why the sm_90a kernel cannot run `op`, or an empty string.
@@ -211,6 +244,79 @@ static SmallVector<Attribute> buildForms(OpBuilder &builder,
   return forms;
 }
 
+/// Largest T a launch accepts: the static token count, else 2^31 - 1.
+static int64_t maxTokens(int64_t tokens) {
+  return ShapedType::isDynamic(tokens) ? kMaxLaunchRows
+                                       : std::min(tokens, kMaxLaunchRows);
+}
+
+/// The one-kernel form list of a routing or combine op.
+static ArrayAttr singleKernel(OpBuilder &builder, gpu::GPUFuncOp func) {
+  func->setAttr("moe.dynamic_shared_bytes", builder.getI64IntegerAttr(0));
+  return builder.getArrayAttr(builder.getDictionaryAttr(builder.getNamedAttr(
+      "kernel", SymbolRefAttr::get(builder.getStringAttr(kKernelModuleName),
+                                   {FlatSymbolRefAttr::get(func)}))));
+}
+
+/// Builds (or reuses) the routing kernel of `op`; returns its moe.launch.
+static DictionaryAttr routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
+                                  RouteOp op) {
+  auto logits = cast<RankedTensorType>(op.getLogits().getType());
+  RouteKernelSpec spec;
+  spec.routing = op.getRouting();
+  spec.experts = logits.getDimSize(1);
+  spec.topK = op.getTopK();
+  spec.groups = op.getNumGroups().value_or(0);
+  spec.topGroups = op.getTopGroups().value_or(0);
+  spec.renormalize = op.getRenormalize();
+  spec.scale =
+      op.getScalingFactor() ? op.getScalingFactor()->convertToDouble() : 1.0;
+  spec.bias = op.getCorrectionBias() != nullptr;
+  spec.logitBits = logits.getElementType().getIntOrFloatBitWidth();
+  auto func = dyn_cast_or_null<gpu::GPUFuncOp>(
+      SymbolTable::lookupSymbolIn(kernels, spec.kernelName()));
+  if (!func)
+    func = buildRouteKernel(builder, op.getLoc(), kernels, spec);
+  // Ops with the same kernel name share it: the name spells every parameter.
+  NamedAttrList info;
+  info.set("abi", builder.getStringAttr("route.v1"));
+  info.set("experts", builder.getI64IntegerAttr(spec.experts));
+  info.set("top_k", builder.getI64IntegerAttr(spec.topK));
+  info.set("logits", TypeAttr::get(logits.getElementType()));
+  info.set("bias", builder.getBoolAttr(spec.bias));
+  info.set("max_rows",
+           builder.getI64IntegerAttr(maxTokens(logits.getDimSize(0))));
+  info.set("kernels", singleKernel(builder, func));
+  return info.getDictionary(builder.getContext());
+}
+
+/// Builds (or reuses) the combine kernel of `op`; returns its moe.launch.
+static DictionaryAttr
+unpermuteLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteOp op) {
+  auto rows = cast<RankedTensorType>(op.getRows().getType());
+  auto slots = cast<RankedTensorType>(op.getSlots().getType());
+  UnpermuteKernelSpec spec;
+  spec.topK = slots.getDimSize(1);
+  spec.slotBits = slots.getElementType().getIntOrFloatBitWidth();
+  spec.weighted = op.getWeights() != nullptr;
+  auto func = dyn_cast_or_null<gpu::GPUFuncOp>(
+      SymbolTable::lookupSymbolIn(kernels, spec.kernelName()));
+  if (!func)
+    func = buildUnpermuteKernel(builder, op.getLoc(), kernels, spec);
+  int64_t hidden = rows.getDimSize(1);
+  NamedAttrList info;
+  info.set("abi", builder.getStringAttr("unpermute.v1"));
+  info.set("hidden", builder.getI64IntegerAttr(
+                         ShapedType::isDynamic(hidden) ? -1 : hidden));
+  info.set("top_k", builder.getI64IntegerAttr(spec.topK));
+  info.set("slots", TypeAttr::get(slots.getElementType()));
+  info.set("weighted", builder.getBoolAttr(spec.weighted));
+  info.set("max_rows",
+           builder.getI64IntegerAttr(maxTokens(slots.getDimSize(0))));
+  info.set("kernels", singleKernel(builder, func));
+  return info.getDictionary(builder.getContext());
+}
+
 namespace {
 struct ConvertMoEToNVGPUPass
     : moe::impl::ConvertMoEToNVGPUBase<ConvertMoEToNVGPUPass> {
@@ -240,6 +346,10 @@ struct ConvertMoEToNVGPUPass
         reason = unsupportedReason(matmul);
       else if (auto mlp = dyn_cast<ExpertMLPOp>(op))
         reason = unsupportedReason(mlp);
+      else if (auto route = dyn_cast<RouteOp>(op))
+        reason = unsupportedReason(route);
+      else if (auto unpermute = dyn_cast<UnpermuteOp>(op))
+        reason = unsupportedReason(unpermute);
       else
         return;
       ops.push_back(op);
@@ -275,6 +385,14 @@ struct ConvertMoEToNVGPUPass
         op->setAttr(kLaunchAttr,
                     launchInfo(builder, matmul.getRows(), matmul.getWeights(),
                                offsets, epilogue, forms));
+        continue;
+      }
+      if (auto route = dyn_cast<RouteOp>(op)) {
+        op->setAttr(kLaunchAttr, routeLaunch(builder, kernels, route));
+        continue;
+      }
+      if (auto unpermute = dyn_cast<UnpermuteOp>(op)) {
+        op->setAttr(kLaunchAttr, unpermuteLaunch(builder, kernels, unpermute));
         continue;
       }
       // The fused expert MLP: the gate-up GEMM stores silu(gate) * up (the

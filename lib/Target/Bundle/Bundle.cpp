@@ -59,10 +59,25 @@ struct ManifestReader {
 
 /// Writes the `kernel` line of one manifest kernel of `entry`.
 static LogicalResult writeKernel(Location loc, StringRef entry,
-                                 DictionaryAttr kernel,
+                                 DictionaryAttr kernel, bool gemm,
                                  const llvm::StringSet<> &images,
                                  llvm::raw_ostream &os) {
   ManifestReader r{loc, kernel, "a kernel of entry " + entry.str()};
+  if (!gemm) {
+    // Routing and combine kernels: no row ranges or tiles.
+    FailureOr<StringRef> name = r.name("name"), image = r.name("module");
+    FailureOr<int64_t> threads = r.integer("threads"),
+                       smem = r.integer("dynamic_shared_bytes");
+    if (failed(name) || failed(image) || failed(threads) || failed(smem))
+      return failure();
+    if (!images.contains(*image))
+      return emitError(loc)
+             << "moe-to-bundle: kernel " << *name << " is in gpu.binary @"
+             << *image << ", which the module does not have";
+    os << "kernel " << entry << " " << *name << " image=" << *image
+       << " threads=" << *threads << " smem=" << *smem << "\n";
+    return success();
+  }
   FailureOr<StringRef> name = r.name("name"), image = r.name("module");
   FailureOr<int64_t> rowsMin = r.integer("rows_min"),
                      rowsMax = r.integer("rows_max"),
@@ -143,29 +158,76 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
                             << " is not a dictionary";
     ManifestReader r{loc, entry, "a manifest entry"};
     FailureOr<StringRef> name = r.name("name"), op = r.name("op"),
-                         abi = r.name("abi"), epilogue = r.name("epilogue");
-    FailureOr<int64_t> experts = r.integer("experts"), n = r.integer("n"),
-                       k = r.integer("k"), maxRows = r.integer("max_rows");
-    auto offsets = dyn_cast_or_null<TypeAttr>(entry.get("offsets"));
+                         abi = r.name("abi");
+    FailureOr<int64_t> maxRows = r.integer("max_rows");
     auto kernels = dyn_cast_or_null<ArrayAttr>(entry.get("kernels"));
-    if (failed(name) || failed(op) || failed(abi) || failed(epilogue) ||
-        failed(experts) || failed(n) || failed(k) || failed(maxRows))
+    if (failed(name) || failed(op) || failed(abi) || failed(maxRows))
       return failure();
-    if (!offsets || !offsets.getValue().isSignlessInteger() || !kernels ||
-        kernels.empty())
-      return emitError(loc) << "moe-to-bundle: entry " << *name
-                            << " lacks its offsets type or kernels";
+    if (!kernels || kernels.empty())
+      return emitError(loc)
+             << "moe-to-bundle: entry " << *name << " lacks its kernels";
     if (!entryNames.insert(*name).second)
       return emitError(loc) << "moe-to-bundle: two entries named " << *name;
-    bodyStream << "entry " << *name << " op=" << *op << " abi=" << *abi
-               << " epilogue=" << *epilogue << " experts=" << *experts
-               << " n=" << *n << " k=" << *k << " max_rows=" << *maxRows
-               << " offsets=i" << offsets.getValue().getIntOrFloatBitWidth()
-               << "\n";
+    // The keys after max_rows depend on the ABI (docs/runtime-contract.md).
+    auto typeName = [&](StringRef key) -> FailureOr<std::string> {
+      auto type = dyn_cast_or_null<TypeAttr>(entry.get(key));
+      if (!type || !type.getValue().isIntOrFloat())
+        return emitError(loc) << "moe-to-bundle: entry " << *name
+                              << " lacks its '" << key << "' type";
+      Type t = type.getValue();
+      return (t.isInteger() ? "i"
+              : t.isBF16()  ? "bf"
+                            : "f") +
+             std::to_string(t.getIntOrFloatBitWidth());
+    };
+    auto flag = [&](StringRef key) -> FailureOr<int> {
+      auto attr = dyn_cast_or_null<BoolAttr>(entry.get(key));
+      if (!attr)
+        return emitError(loc) << "moe-to-bundle: entry " << *name
+                              << " lacks boolean '" << key << "'";
+      return attr.getValue() ? 1 : 0;
+    };
+    bool gemm = *abi == "grouped_matmul.v3";
+    bodyStream << "entry " << *name << " op=" << *op << " abi=" << *abi;
+    if (gemm) {
+      FailureOr<StringRef> epilogue = r.name("epilogue");
+      FailureOr<int64_t> experts = r.integer("experts"), n = r.integer("n"),
+                         k = r.integer("k");
+      FailureOr<std::string> offsets = typeName("offsets");
+      if (failed(epilogue) || failed(experts) || failed(n) || failed(k) ||
+          failed(offsets))
+        return failure();
+      bodyStream << " epilogue=" << *epilogue << " experts=" << *experts
+                 << " n=" << *n << " k=" << *k << " max_rows=" << *maxRows
+                 << " offsets=" << *offsets << "\n";
+    } else if (*abi == "route.v1") {
+      FailureOr<int64_t> experts = r.integer("experts"),
+                         topK = r.integer("top_k");
+      FailureOr<std::string> logits = typeName("logits");
+      FailureOr<int> bias = flag("bias");
+      if (failed(experts) || failed(topK) || failed(logits) || failed(bias))
+        return failure();
+      bodyStream << " max_rows=" << *maxRows << " experts=" << *experts
+                 << " top_k=" << *topK << " logits=" << *logits
+                 << " bias=" << *bias << "\n";
+    } else if (*abi == "unpermute.v1") {
+      FailureOr<int64_t> hidden = r.integer("hidden"),
+                         topK = r.integer("top_k");
+      FailureOr<std::string> slots = typeName("slots");
+      FailureOr<int> weighted = flag("weighted");
+      if (failed(hidden) || failed(topK) || failed(slots) || failed(weighted))
+        return failure();
+      bodyStream << " max_rows=" << *maxRows << " hidden=" << *hidden
+                 << " top_k=" << *topK << " slots=" << *slots
+                 << " weighted=" << *weighted << "\n";
+    } else {
+      return emitError(loc) << "moe-to-bundle: entry " << *name
+                            << " has unknown ABI '" << *abi << "'";
+    }
     for (Attribute kernel : kernels) {
       auto dict = dyn_cast<DictionaryAttr>(kernel);
       if (!dict ||
-          failed(writeKernel(loc, *name, dict, imageNames, bodyStream)))
+          failed(writeKernel(loc, *name, dict, gemm, imageNames, bodyStream)))
         return failure();
     }
   }

@@ -1,7 +1,7 @@
 //===- abi_reference_kernels.cu - grouped_matmul.v3 kernels for tests -----===//
 //
 // Simple persistent kernels with exactly the parameters, grid and tile
-// scheduling of kernel ABI grouped_matmul.v3 (docs/runtime-contract.md §3),
+// scheduling of kernel ABI grouped_matmul.v3 (docs/runtime-contract.md §3.1),
 // for each epilogue (store, swiglu, row_scale):
 // each CTA takes work items blockIdx.x, blockIdx.x + gridDim.x, ... of the
 // exact list (row tile of an eligible expert x column tile), so that the

@@ -1,0 +1,90 @@
+//===- KernelUtils.h - shorthands shared by the kernel builders -*- C++ -*-===//
+//
+// Small helpers the sm_90a kernel builders of this directory share: index
+// arithmetic, `scf.if` without results, and f32 math that lowers to single
+// PTX instructions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_CONVERSION_MOETONVGPU_KERNELUTILS_H
+#define MOE_CONVERSION_MOETONVGPU_KERNELUTILS_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::moe {
+
+/// Index-typed arithmetic shorthands.
+struct IndexMath {
+  ImplicitLocOpBuilder &b;
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value ceilDiv(Value x, int64_t d) {
+    return arith::DivSIOp::create(b, add(x, c(d - 1)), c(d));
+  }
+  Value lt(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::slt, x, y);
+  }
+  Value le(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::sle, x, y);
+  }
+  Value toIndex(Value v) {
+    return arith::IndexCastOp::create(b, b.getIndexType(), v);
+  }
+  Value load(Value memref, ValueRange indices) {
+    return memref::LoadOp::create(b, memref, indices);
+  }
+  Value view(Value bytes, Value byteOffset, MemRefType type) {
+    return memref::ViewOp::create(b, type, bytes, byteOffset, ValueRange{});
+  }
+};
+
+/// Emits `scf.if cond { body }` without results.
+inline void ifThen(ImplicitLocOpBuilder &b, Value cond,
+                   function_ref<void(ImplicitLocOpBuilder &)> body) {
+  scf::IfOp::create(b, cond, [&](OpBuilder &nested, Location loc) {
+    ImplicitLocOpBuilder nb(loc, nested);
+    body(nb);
+    scf::YieldOp::create(nb);
+  });
+}
+
+/// 2^x in f32 by `ex2.approx.ftz` (one instruction; the NVVM lowering
+/// refuses llvm.intr.exp2).
+inline Value exp2Approx(ImplicitLocOpBuilder &b, Value x) {
+  return LLVM::CallIntrinsicOp::create(
+             b, b.getF32Type(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+             ValueRange{x})
+      .getResult(0);
+}
+
+/// e^x in f32 through exp2Approx.
+inline Value expApprox(ImplicitLocOpBuilder &b, Value x) {
+  Value log2e = arith::ConstantOp::create(
+      b, b.getFloatAttr(b.getF32Type(), 1.4426950408889634));
+  return exp2Approx(b, arith::MulFOp::create(b, x, log2e));
+}
+
+/// sigmoid(x) = 1 / (1 + e^-x) in f32; an overflow of e^-x to inf gives 0.
+inline Value sigmoidApprox(ImplicitLocOpBuilder &b, Value x) {
+  Type f32 = b.getF32Type();
+  Value one = arith::ConstantOp::create(b, b.getFloatAttr(f32, 1.0));
+  Value minusX = arith::NegFOp::create(b, x);
+  return arith::DivFOp::create(
+      b, one, arith::AddFOp::create(b, one, expApprox(b, minusX)));
+}
+
+/// silu(gate) * up in f32, as gate * sigmoid(gate) * up.
+inline Value siluTimes(ImplicitLocOpBuilder &b, Value gate, Value up) {
+  return arith::MulFOp::create(
+      b, arith::MulFOp::create(b, gate, sigmoidApprox(b, gate)), up);
+}
+
+} // namespace mlir::moe
+
+#endif // MOE_CONVERSION_MOETONVGPU_KERNELUTILS_H

@@ -1,0 +1,462 @@
+//===- RoutingKernels.cpp - moe.route and moe.unpermute kernels ----------===//
+//
+// The small kernels around the expert GEMMs, built from gpu/arith/scf/
+// memref ops: routing (one warp per token: scores, group limiting and top-k
+// by warp shuffles) and combine (one CTA per token: a weighted sum of its
+// expert rows, 8 columns per thread). docs/runtime-contract.md has their
+// ABIs, docs/semantics.md what they compute.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RoutingKernels.h"
+#include "KernelUtils.h"
+#include "MoE/Conversion/Passes.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include "llvm/ADT/bit.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::moe;
+
+std::string RouteKernelSpec::kernelName() const {
+  std::string name = llvm::formatv("moe_route_{0}_e{1}_k{2}",
+                                   stringifyRouting(routing), experts, topK);
+  if (groups)
+    name += llvm::formatv("_g{0}s{1}", groups, topGroups).str();
+  if (renormalize)
+    name += "_renorm";
+  // The scale's f32 bits, so that every parameter is in the name.
+  if (scale != 1.0)
+    name += llvm::formatv("_x{0:x-}",
+                          llvm::bit_cast<uint32_t>(static_cast<float>(scale)))
+                .str();
+  name += logitBits == 16 ? "_bf16" : "_f32";
+  return bias ? name + "_bias" : name;
+}
+
+std::string UnpermuteKernelSpec::kernelName() const {
+  return llvm::formatv("moe_unpermute_k{0}_slots{1}{2}", topK, slotBits,
+                       weighted ? "_weighted" : "")
+      .str();
+}
+
+namespace {
+
+/// One warp's candidate in a top-k round: a score (NaN: none), its expert
+/// and the value its weight derives from.
+struct Candidate {
+  Value score, expert, source;
+};
+
+Value isNaN(ImplicitLocOpBuilder &b, Value x) {
+  return arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);
+}
+
+Value f32Constant(ImplicitLocOpBuilder &b, double v) {
+  return arith::ConstantOp::create(b, b.getFloatAttr(b.getF32Type(), v));
+}
+
+Value i32Constant(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, b.getI32Type(), v);
+}
+
+Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int32_t offset) {
+  return gpu::ShuffleOp::create(b, v, offset, 32, gpu::ShuffleMode::XOR)
+      .getShuffleResult();
+}
+
+/// `challenger` beats `holder` when it has a score and the holder has none,
+/// a higher score, or the same score and a lower expert (docs/semantics.md).
+Value beats(ImplicitLocOpBuilder &b, const Candidate &challenger,
+            const Candidate &holder) {
+  Value some =
+      arith::XOrIOp::create(b, isNaN(b, challenger.score),
+                            arith::ConstantIntOp::create(b, b.getI1Type(), 1));
+  Value higher = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT,
+                                       challenger.score, holder.score);
+  Value tie = arith::AndIOp::create(
+      b,
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, challenger.score,
+                            holder.score),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, challenger.expert,
+                            holder.expert));
+  Value better = arith::OrIOp::create(
+      b, arith::OrIOp::create(b, isNaN(b, holder.score), higher), tie);
+  return arith::AndIOp::create(b, some, better);
+}
+
+Candidate pick(ImplicitLocOpBuilder &b, Value cond, const Candidate &x,
+               const Candidate &y) {
+  auto sel = [&](Value p, Value q) -> Value {
+    return arith::SelectOp::create(b, cond, p, q);
+  };
+  return {sel(x.score, y.score), sel(x.expert, y.expert),
+          sel(x.source, y.source)};
+}
+
+/// The warp's best candidate, the same in every lane.
+Candidate warpBest(ImplicitLocOpBuilder &b, Candidate c) {
+  for (int32_t d = 16; d >= 1; d /= 2) {
+    Candidate other{shuffleXor(b, c.score, d), shuffleXor(b, c.expert, d),
+                    shuffleXor(b, c.source, d)};
+    c = pick(b, beats(b, other, c), other, c);
+  }
+  return c;
+}
+
+Value warpReduce(ImplicitLocOpBuilder &b, Value v,
+                 function_ref<Value(Value, Value)> combine) {
+  for (int32_t d = 16; d >= 1; d /= 2)
+    v = combine(v, shuffleXor(b, v, d));
+  return v;
+}
+
+} // namespace
+
+gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
+                                           gpu::GPUModuleOp module,
+                                           const RouteKernelSpec &spec) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  Type logitType = spec.logitBits == 16 ? Type(b.getBF16Type()) : f32;
+  auto dyn2 = [&](Type element) {
+    return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                           element);
+  };
+  SmallVector<Type> args{dyn2(logitType)};
+  if (spec.bias)
+    args.push_back(MemRefType::get({ShapedType::kDynamic}, f32));
+  args.push_back(dyn2(i32));
+  args.push_back(dyn2(f32));
+  auto func =
+      gpu::GPUFuncOp::create(b, spec.kernelName(), b.getFunctionType(args, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(kRoutingThreads), 1, 1}));
+  Block *entry = &func.getBody().front();
+  b.setInsertionPointToStart(entry);
+  unsigned next = 0;
+  Value logits = entry->getArgument(next++);
+  Value bias = spec.bias ? entry->getArgument(next++) : Value();
+  Value ids = entry->getArgument(next++);
+  Value weights = entry->getArgument(next++);
+
+  IndexMath m{b};
+  int64_t warps = kRoutingThreads / 32, experts = spec.experts;
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value lane = arith::RemUIOp::create(b, tid, m.c(32));
+  Value warp = arith::DivUIOp::create(b, tid, m.c(32));
+  Value tokens = memref::DimOp::create(b, logits, m.c(0));
+  Value first = m.add(
+      m.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), m.c(warps)), warp);
+  Value stride =
+      m.mul(gpu::GridDimOp::create(b, gpu::Dimension::x), m.c(warps));
+  Value nan = f32Constant(b, std::numeric_limits<double>::quiet_NaN());
+
+  // One warp per token; lane l holds experts l, l + 32, ...
+  scf::ForOp::create(
+      b, first, tokens, stride, ValueRange{},
+      [&](OpBuilder &nested, Location l, Value t, ValueRange) {
+        ImplicitLocOpBuilder nb(l, nested);
+        IndexMath n{nb};
+        int64_t perLane = (experts + 31) / 32;
+        SmallVector<Value> expert, score, source;
+        SmallVector<Value> valid;
+        for (int64_t i = 0; i < perLane; ++i) {
+          Value e = n.add(lane, n.c(32 * i));
+          Value inRange = n.lt(e, n.c(experts));
+          Value clamped = arith::MinUIOp::create(nb, e, n.c(experts - 1));
+          Value x = n.load(logits, ValueRange{t, clamped});
+          if (x.getType() != f32)
+            x = arith::ExtFOp::create(nb, f32, x);
+          // Out-of-range lanes hold no candidate.
+          x = arith::SelectOp::create(nb, inRange, x, nan);
+          Value choice = x, from = x;
+          if (spec.routing == Routing::sigmoid_topk) {
+            from = sigmoidApprox(nb, x);
+            choice = from;
+            if (bias)
+              choice = arith::AddFOp::create(nb, choice,
+                                             n.load(bias, ValueRange{clamped}));
+          }
+          expert.push_back(arith::IndexCastOp::create(nb, i32, e));
+          score.push_back(choice);
+          source.push_back(from);
+          valid.push_back(inRange);
+        }
+
+        // Group limiting: a group's score is the sum of its two best
+        // choice scores (the best alone for one-expert groups); only the
+        // top groups' experts stay candidates.
+        if (spec.groups > 0) {
+          int64_t groupSize = experts / spec.groups;
+          Value minusInf =
+              f32Constant(nb, -std::numeric_limits<double>::infinity());
+          SmallVector<Value> groupScore;
+          for (int64_t g = 0; g < spec.groups; ++g) {
+            Value best = minusInf, second = minusInf;
+            for (int64_t i = 0; i < perLane; ++i) {
+              Value e = n.add(lane, n.c(32 * i));
+              Value inGroup =
+                  arith::AndIOp::create(nb, n.le(n.c(g * groupSize), e),
+                                        n.lt(e, n.c((g + 1) * groupSize)));
+              Value c = arith::SelectOp::create(
+                  nb,
+                  arith::AndIOp::create(
+                      nb, inGroup,
+                      arith::XOrIOp::create(
+                          nb, isNaN(nb, score[i]),
+                          arith::ConstantIntOp::create(nb, nb.getI1Type(), 1))),
+                  score[i], minusInf);
+              second = arith::MaximumFOp::create(
+                  nb, second, arith::MinimumFOp::create(nb, best, c));
+              best = arith::MaximumFOp::create(nb, best, c);
+            }
+            for (int32_t d = 16; d >= 1; d /= 2) {
+              Value otherBest = shuffleXor(nb, best, d);
+              Value otherSecond = shuffleXor(nb, second, d);
+              second = arith::MaximumFOp::create(
+                  nb, arith::MinimumFOp::create(nb, best, otherBest),
+                  arith::MaximumFOp::create(nb, second, otherSecond));
+              best = arith::MaximumFOp::create(nb, best, otherBest);
+            }
+            groupScore.push_back(groupSize == 1
+                                     ? best
+                                     : arith::AddFOp::create(nb, best, second));
+          }
+          // The top groups, ties to the lower group (uniform in the warp).
+          SmallVector<Value> chosen(
+              spec.groups, arith::ConstantIntOp::create(nb, nb.getI1Type(), 0));
+          for (int64_t round = 0; round < spec.topGroups; ++round) {
+            Value bestScore = nan, bestGroup = i32Constant(nb, -1);
+            for (int64_t g = 0; g < spec.groups; ++g) {
+              Candidate c{
+                  arith::SelectOp::create(nb, chosen[g], nan, groupScore[g]),
+                  i32Constant(nb, g), nan};
+              Value take = beats(nb, c, {bestScore, bestGroup, nan});
+              bestScore = arith::SelectOp::create(nb, take, c.score, bestScore);
+              bestGroup =
+                  arith::SelectOp::create(nb, take, c.expert, bestGroup);
+            }
+            for (int64_t g = 0; g < spec.groups; ++g)
+              chosen[g] = arith::OrIOp::create(
+                  nb, chosen[g],
+                  arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, bestGroup,
+                                        i32Constant(nb, g)));
+          }
+          for (int64_t i = 0; i < perLane; ++i) {
+            Value group = arith::DivUIOp::create(nb, expert[i],
+                                                 i32Constant(nb, groupSize));
+            Value keep = arith::ConstantIntOp::create(nb, nb.getI1Type(), 0);
+            for (int64_t g = 0; g < spec.groups; ++g)
+              keep = arith::OrIOp::create(
+                  nb, keep,
+                  arith::AndIOp::create(
+                      nb, chosen[g],
+                      arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, group,
+                                            i32Constant(nb, g))));
+            score[i] = arith::SelectOp::create(nb, keep, score[i], nan);
+          }
+        }
+
+        // Top-k: k rounds of a warp-wide best; the winner's lane retires it.
+        SmallVector<Candidate> picked;
+        SmallVector<Value> remaining = score;
+        for (int64_t j = 0; j < spec.topK; ++j) {
+          Candidate best{nan, i32Constant(nb, -1), nan};
+          for (int64_t i = 0; i < perLane; ++i) {
+            Candidate c{remaining[i], expert[i], source[i]};
+            best = pick(nb, beats(nb, c, best), c, best);
+          }
+          best = warpBest(nb, best);
+          best.expert = arith::SelectOp::create(
+              nb, isNaN(nb, best.score), i32Constant(nb, -1), best.expert);
+          for (int64_t i = 0; i < perLane; ++i)
+            remaining[i] = arith::SelectOp::create(
+                nb,
+                arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, expert[i],
+                                      best.expert),
+                nan, remaining[i]);
+          picked.push_back(best);
+        }
+
+        // Weights, in f32 (a missing pick weighs 0).
+        Value zero = f32Constant(nb, 0.0);
+        auto present = [&](const Candidate &c) {
+          return arith::CmpIOp::create(nb, arith::CmpIPredicate::sge, c.expert,
+                                       i32Constant(nb, 0));
+        };
+        SmallVector<Value> weight;
+        if (spec.routing == Routing::sigmoid_topk) {
+          for (const Candidate &c : picked)
+            weight.push_back(
+                arith::SelectOp::create(nb, present(c), c.source, zero));
+        } else {
+          // Softmax over all experts (softmax_topk) or over the picks
+          // (topk_softmax), relative to the largest logit for range.
+          Value top = picked[0].source;
+          Value denominator = zero;
+          if (spec.routing == Routing::softmax_topk) {
+            Value localMax = nan;
+            for (int64_t i = 0; i < perLane; ++i)
+              localMax = arith::MaxNumFOp::create(nb, localMax, source[i]);
+            top = warpReduce(nb, localMax, [&](Value x, Value y) -> Value {
+              return arith::MaxNumFOp::create(nb, x, y);
+            });
+            Value localSum = zero;
+            for (int64_t i = 0; i < perLane; ++i) {
+              Value term =
+                  expApprox(nb, arith::SubFOp::create(nb, source[i], top));
+              localSum = arith::AddFOp::create(
+                  nb, localSum,
+                  arith::SelectOp::create(nb, isNaN(nb, source[i]), zero,
+                                          term));
+            }
+            denominator =
+                warpReduce(nb, localSum, [&](Value x, Value y) -> Value {
+                  return arith::AddFOp::create(nb, x, y);
+                });
+          }
+          for (const Candidate &c : picked) {
+            Value term =
+                expApprox(nb, arith::SubFOp::create(nb, c.source, top));
+            weight.push_back(
+                arith::SelectOp::create(nb, present(c), term, zero));
+            if (spec.routing == Routing::topk_softmax)
+              denominator =
+                  arith::AddFOp::create(nb, denominator, weight.back());
+          }
+          for (Value &w : weight)
+            w = arith::DivFOp::create(nb, w, denominator);
+        }
+        if (spec.renormalize && spec.routing != Routing::topk_softmax) {
+          Value sum = zero;
+          for (Value w : weight)
+            sum = arith::AddFOp::create(nb, sum, w);
+          if (spec.routing == Routing::sigmoid_topk)
+            sum = arith::AddFOp::create(nb, sum, f32Constant(nb, 1e-20));
+          for (Value &w : weight)
+            w = arith::DivFOp::create(nb, w, sum);
+        }
+        if (spec.scale != 1.0)
+          for (Value &w : weight)
+            w = arith::MulFOp::create(nb, w, f32Constant(nb, spec.scale));
+
+        // Lane j stores pick j (coalesced).
+        for (int64_t j = 0; j < spec.topK; ++j)
+          ifThen(nb,
+                 arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, lane,
+                                       n.c(j % 32)),
+                 [&](ImplicitLocOpBuilder &sb) {
+                   memref::StoreOp::create(sb, picked[j].expert, ids,
+                                           ValueRange{t, IndexMath{sb}.c(j)});
+                   memref::StoreOp::create(sb, weight[j], weights,
+                                           ValueRange{t, IndexMath{sb}.c(j)});
+                 });
+        scf::YieldOp::create(nb);
+      });
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+gpu::GPUFuncOp
+mlir::moe::buildUnpermuteKernel(OpBuilder &builder, Location loc,
+                                gpu::GPUModuleOp module,
+                                const UnpermuteKernelSpec &spec) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
+  Type slotType = b.getIntegerType(spec.slotBits);
+  auto dyn2 = [&](Type element) {
+    return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                           element);
+  };
+  SmallVector<Type> args{dyn2(bf16), dyn2(slotType)};
+  if (spec.weighted)
+    args.push_back(dyn2(f32));
+  args.push_back(dyn2(bf16));
+  auto func =
+      gpu::GPUFuncOp::create(b, spec.kernelName(), b.getFunctionType(args, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(kRoutingThreads), 1, 1}));
+  Block *entry = &func.getBody().front();
+  b.setInsertionPointToStart(entry);
+  unsigned next = 0;
+  Value rows = entry->getArgument(next++);
+  Value slots = entry->getArgument(next++);
+  Value weights = spec.weighted ? entry->getArgument(next++) : Value();
+  Value out = entry->getArgument(next++);
+
+  IndexMath m{b};
+  constexpr int64_t kVector = 8;
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value numRows = memref::DimOp::create(b, rows, m.c(0));
+  Value hidden = memref::DimOp::create(b, rows, m.c(1));
+  Value tokens = memref::DimOp::create(b, out, m.c(0));
+  auto f32Vector = VectorType::get({kVector}, f32);
+  auto bf16Vector = VectorType::get({kVector}, bf16);
+  // One CTA per token (grid-stride); 8 columns (16 bytes) per thread.
+  scf::ForOp::create(
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), tokens,
+      gpu::GridDimOp::create(b, gpu::Dimension::x), ValueRange{},
+      [&](OpBuilder &nested, Location l, Value t, ValueRange) {
+        ImplicitLocOpBuilder nb(l, nested);
+        IndexMath n{nb};
+        // The token's rows and weights, read once per thread.
+        SmallVector<Value> row, take, weight;
+        for (int64_t j = 0; j < spec.topK; ++j) {
+          Value slot = n.toIndex(n.load(slots, ValueRange{t, n.c(j)}));
+          // Slots outside [0, M) contribute nothing (docs/semantics.md).
+          take.push_back(arith::AndIOp::create(nb, n.le(n.c(0), slot),
+                                               n.lt(slot, numRows)));
+          row.push_back(arith::SelectOp::create(nb, take.back(), slot, n.c(0)));
+          weight.push_back(weights ? n.load(weights, ValueRange{t, n.c(j)})
+                                   : f32Constant(nb, 1.0));
+        }
+        scf::ForOp::create(
+            nb, n.mul(tid, n.c(kVector)), hidden,
+            n.c(kRoutingThreads * kVector), ValueRange{},
+            [&](OpBuilder &inner, Location il, Value col, ValueRange) {
+              ImplicitLocOpBuilder ib(il, inner);
+              Value acc = arith::ConstantOp::create(
+                  ib, DenseElementsAttr::get(f32Vector, 0.0f));
+              for (int64_t j = 0; j < spec.topK; ++j) {
+                auto sum = scf::IfOp::create(
+                    ib, take[j],
+                    [&](OpBuilder &thenBuilder, Location tl) {
+                      ImplicitLocOpBuilder tb(tl, thenBuilder);
+                      Value v = vector::LoadOp::create(
+                          tb, bf16Vector, rows, ValueRange{row[j], col},
+                          /*nontemporal=*/false, llvm::Align(16));
+                      Value wide = arith::ExtFOp::create(tb, f32Vector, v);
+                      Value scaled =
+                          arith::MulFOp::create(tb, wide,
+                                                vector::BroadcastOp::create(
+                                                    tb, f32Vector, weight[j]));
+                      scf::YieldOp::create(tb, ValueRange{arith::AddFOp::create(
+                                                   tb, acc, scaled)});
+                    },
+                    [&](OpBuilder &elseBuilder, Location el) {
+                      scf::YieldOp::create(elseBuilder, el, ValueRange{acc});
+                    });
+                acc = sum.getResult(0);
+              }
+              vector::StoreOp::create(
+                  ib, arith::TruncFOp::create(ib, bf16Vector, acc), out,
+                  ValueRange{t, col}, /*nontemporal=*/false, llvm::Align(16));
+              scf::YieldOp::create(ib);
+            });
+        scf::YieldOp::create(nb);
+      });
+  gpu::ReturnOp::create(b);
+  return func;
+}

@@ -1,0 +1,50 @@
+//===- RoutingKernels.h - moe.route and moe.unpermute kernels -*- C++ -*-===//
+
+#ifndef MOE_CONVERSION_MOETONVGPU_ROUTINGKERNELS_H
+#define MOE_CONVERSION_MOETONVGPU_ROUTINGKERNELS_H
+
+#include "MoE/Dialect/MoEDialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace mlir::moe {
+
+/// Threads per CTA of the routing and combine kernels: 4 warps, one token
+/// per warp (route) or one token per CTA (unpermute).
+inline constexpr int64_t kRoutingThreads = 128;
+
+/// What a moe.route kernel is built for (see docs/semantics.md).
+struct RouteKernelSpec {
+  Routing routing = Routing::softmax_topk;
+  int64_t experts = 0, topK = 0;
+  int64_t groups = 0, topGroups = 0; // 0: no group limiting
+  bool renormalize = false;
+  double scale = 1.0;
+  bool bias = false;
+  int64_t logitBits = 32; // f32, or 16 for bf16
+  std::string kernelName() const;
+};
+
+/// What a moe.unpermute kernel is built for.
+struct UnpermuteKernelSpec {
+  int64_t topK = 0;
+  int64_t slotBits = 64;
+  bool weighted = false;
+  std::string kernelName() const;
+};
+
+/// Builds the routing kernel: (logits memref<?x?xT>, [bias memref<?xf32>],
+/// ids memref<?x?xi32>, weights memref<?x?xf32>), one warp per token.
+gpu::GPUFuncOp buildRouteKernel(OpBuilder &builder, Location loc,
+                                gpu::GPUModuleOp module,
+                                const RouteKernelSpec &spec);
+
+/// Builds the combine kernel: (rows memref<?x?xbf16>, slots memref<?x?xiN>,
+/// [weights memref<?x?xf32>], out memref<?x?xbf16>), one CTA per token.
+gpu::GPUFuncOp buildUnpermuteKernel(OpBuilder &builder, Location loc,
+                                    gpu::GPUModuleOp module,
+                                    const UnpermuteKernelSpec &spec);
+
+} // namespace mlir::moe
+
+#endif // MOE_CONVERSION_MOETONVGPU_ROUTINGKERNELS_H

@@ -1,0 +1,40 @@
+// RUN: moe-opt %s --convert-moe-to-nvgpu | FileCheck %s
+// RUN: moe-opt %s --moe-gpu-pipeline="format=isa" -o %t.isa.mlir
+// RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.isa.mlir %t.ptx
+// RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
+// RUN: FileCheck %s --check-prefix=PTX --input-file %t.ptx
+
+// DeepSeek-V3 routing: one warp per token (lane l holds experts l, l + 32,
+// ...). Sigmoid scores plus the bias choose; a group's score is the sum of
+// its two best (a warp max/min merge per group); 4 of the 8 groups stay;
+// then 8 rounds of a warp-wide best (value, then the lower expert), the
+// winner retired; weights are the unbiased scores, renormalised, x 2.5.
+// CHECK-LABEL: func.func @deepseek
+// CHECK: moe.route {{.*}}moe.launch = {abi = "route.v1", bias = true, experts = 256 : i64, kernels = [{kernel = @moe_kernels::@moe_route_sigmoid_topk_e256_k8_g8s4_renorm_x40200000_f32_bias}], logits = f32, max_rows = 2147483647 : i64, top_k = 8 : i64}
+// The combine: one CTA per token, 8 columns (16 bytes) per thread, slots
+// outside [0, M) skipped, the k rows summed in order in f32.
+// CHECK-LABEL: func.func @combine
+// CHECK: moe.unpermute {{.*}}moe.launch = {abi = "unpermute.v1", hidden = 4096 : i64, kernels = [{kernel = @moe_kernels::@moe_unpermute_k2_slots64_weighted}], max_rows = 2147483647 : i64, slots = i64, top_k = 2 : i64, weighted = true}
+// CHECK: gpu.func @moe_route_sigmoid_topk_e256_k8_g8s4_renorm_x40200000_f32_bias(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>, %{{.*}}: memref<?x?xi32>, %{{.*}}: memref<?x?xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, moe.dynamic_shared_bytes = 0 : i64}
+// Per group: 5 x 2 shuffles (top-2 merge); per pick: 5 x 3 (value,
+// expert, source): 8 x 10 + 8 x 15.
+// CHECK-COUNT-200: gpu.shuffle  xor
+// CHECK-NOT: gpu.shuffle
+// CHECK: gpu.func @moe_unpermute_k2_slots64_weighted(%{{.*}}: memref<?x?xbf16>, %{{.*}}: memref<?x?xi64>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xbf16>)
+// CHECK-COUNT-2: vector.load %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
+// PTX-DAG: .entry moe_route_sigmoid_topk_e256_k8_g8s4_renorm_x40200000_f32_bias(
+// PTX-DAG: shfl.sync.bfly.b32
+// PTX-DAG: ex2.approx.ftz.f32
+// PTX-DAG: .entry moe_unpermute_k2_slots64_weighted(
+// PTX-DAG: ld.global.v4.b32
+// PTX-DAG: st.global.v4.b32
+func.func @deepseek(%logits: tensor<?x256xf32>, %b: tensor<256xf32>) -> (tensor<?x8xi32>, tensor<?x8xf32>) {
+  %ids, %w = moe.route sigmoid_topk %logits bias %b top 8 groups 8 select 4 renormalize scale 2.5
+      : (tensor<?x256xf32>, tensor<256xf32>) -> (tensor<?x8xi32>, tensor<?x8xf32>)
+  return %ids, %w : tensor<?x8xi32>, tensor<?x8xf32>
+}
+func.func @combine(%rows: tensor<?x4096xbf16>, %slots: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> tensor<?x4096xbf16> {
+  %y = moe.unpermute %rows, %slots weights %w : (tensor<?x4096xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}

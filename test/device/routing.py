@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""GPU tests of the routing (moe.route) and combine (moe.unpermute) kernels.
+
+routing.moebundle (scripts/build-gpu-artifacts.sh, from
+test/device/routing_shapes.mlir) holds the routers of the five models of the
+team's reference and three combines. Routers run on fresh random logits
+(and DeepSeek-V3's correction bias) at T in {1, 7, 64, 1000, 8192}, outputs
+poisoned first, against `route_model` of shared/bench/peers.py (checked
+against the Hugging Face modules): the same experts per token (as sets:
+torch.topk with sorted=False has no order) and the same weights per expert
+(relative 1e-5: exp runs as ex2.approx). Ids must come out best first.
+Combines are checked against a float32 torch sum on random slots, some out
+of range. Also NaN logits (no crash, ids valid or -1) and a CUDA graph.
+Prints `N passed, N failed`.
+
+    python3 test/device/routing.py .gpu-artifacts .shared-bench
+"""
+import os
+import sys
+import traceback
+
+import torch
+
+ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
+PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else ".shared-bench")
+sys.path[:0] = [ARTIFACTS, PEERS]
+os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
+import moe_runtime  # noqa: E402
+from peers import SHAPES, route_model  # noqa: E402
+
+DEV = "cuda"
+TOKENS = [1, 7, 64, 1000, 8192]
+ROUTERS = {  # entry: (model, logits dtype)
+    "mixtral_8x7b": ("mixtral-8x7b", torch.float32),
+    "qwen3_30b_a3b": ("qwen3-30b-a3b", torch.float32),
+    "olmoe_1b_7b": ("olmoe-1b-7b", torch.float32),
+    "deepseek_v3": ("deepseek-v3", torch.float32),
+    "gpt_oss_120b": ("gpt-oss-120b", torch.float32),
+    "qwen3_30b_a3b_bf16": ("qwen3-30b-a3b", torch.bfloat16),
+}
+
+
+def check_route(model, logits, bias, ids, weights):
+    """None, or what is wrong with (ids, weights) for these logits."""
+    k = ids.shape[1]
+    want_w, want_ids = route_model(model, logits, k, bias)
+    want_ids = want_ids.to(torch.int64)
+    got_ids = ids.to(torch.int64)
+    if (got_ids < 0).any():
+        return f"{int((got_ids < 0).any(1).sum())} tokens with a missing expert"
+    same = (got_ids.sort(1)[0] == want_ids.sort(1)[0]).all(1)
+    if not same.all():
+        bad = int((~same).sum())
+        t = int((~same).nonzero()[0])
+        return (f"{bad} of {len(same)} tokens chose other experts, e.g. token {t}: "
+                f"{sorted(got_ids[t].tolist())} vs {sorted(want_ids[t].tolist())}")
+    # Weights per expert: align the reference to our order.
+    order = (got_ids[:, :, None] == want_ids[:, None, :]).float().argmax(2)
+    aligned = want_w.gather(1, order)
+    err = ((weights - aligned).abs() / aligned.abs().clamp_min(1e-30)).max().item()
+    if not err <= 1e-5:
+        return f"weights differ by up to {err:.2e} (relative)"
+    # Best first: the choice score falls along k (weights do for softmax).
+    if model != "deepseek-v3" and (weights[:, 1:] > weights[:, :-1] * (1 + 1e-6)).any():
+        return "ids are not best first"
+    return None
+
+
+def main():
+    torch.manual_seed(0)
+    bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "routing.moebundle"))
+    passed = failed = 0
+
+    def report(ok, what, detail=""):
+        nonlocal passed, failed
+        passed += ok
+        failed += not ok
+        print(f"{'PASS' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
+
+    for entry, (model, dtype) in ROUTERS.items():
+        _, _, E, k = SHAPES[model]
+        for T in TOKENS:
+            what = f"route {entry} T={T}"
+            try:
+                logits = (torch.randn(T, E, device=DEV) * 2).to(dtype)
+                bias = (torch.randn(E, device=DEV) * 0.1) if model == "deepseek-v3" else None
+                ids = torch.full((T, k), -7, device=DEV, dtype=torch.int32)
+                weights = torch.full((T, k), float("nan"), device=DEV)
+                bundle.route(entry, logits, bias=bias, ids=ids, weights=weights)
+                torch.cuda.synchronize()
+                problem = check_route(model, logits.float(), bias, ids, weights)
+                report(problem is None, what, problem or "")
+            except Exception as error:
+                report(False, what, f"{type(error).__name__}: {error}")
+
+    # NaN logits: no crash; every id is a valid expert or -1.
+    try:
+        logits = torch.randn(64, 256, device=DEV)
+        logits[3] = float("nan")
+        logits[5, ::2] = float("nan")
+        ids, weights = bundle.route("deepseek_v3", logits, bias=torch.zeros(256, device=DEV))
+        torch.cuda.synchronize()
+        ok = bool(((ids >= -1) & (ids < 256)).all()) and bool((ids[3] == -1).all())
+        report(ok, "route with NaN logits: ids valid or -1, an all-NaN token gets -1",
+               "" if ok else f"ids[3] = {ids[3].tolist()}")
+    except Exception as error:
+        report(False, "route with NaN logits", f"{type(error).__name__}: {error}")
+
+    combines = {  # entry: (hidden, k, slot dtype, weighted)
+        "combine_k2_i64_weighted": (4096, 2, torch.int64, True),
+        "combine_k8_i32": (2048, 8, torch.int32, False),
+        "combine_k4_i32_weighted": (2880, 4, torch.int32, True),
+    }
+    for entry, (H, k, slot_dtype, weighted) in combines.items():
+        for T in TOKENS:
+            what = f"unpermute {entry} T={T}"
+            try:
+                M = T * k
+                rows = torch.randn(M, H, device=DEV).to(torch.bfloat16)
+                slots = torch.randperm(M, device=DEV).view(T, k).to(slot_dtype)
+                # Some slots out of range (dropped ids): they contribute nothing.
+                drop = torch.rand(T, k, device=DEV) < 0.05
+                slots[drop] = -1
+                slots[torch.rand(T, k, device=DEV) < 0.02] = M + 5
+                w = torch.rand(T, k, device=DEV) if weighted else None
+                out = torch.full((T, H), float("nan"), device=DEV, dtype=torch.bfloat16)
+                bundle.unpermute(entry, rows, slots, weights=w, out=out)
+                torch.cuda.synchronize()
+                s = slots.long()
+                valid = (s >= 0) & (s < M)
+                gathered = rows.float()[s.clamp(0, M - 1)] * valid[:, :, None]
+                if w is not None:
+                    gathered = gathered * w[:, :, None]
+                want = gathered.sum(1)
+                err = ((out.float() - want).norm() / want.norm()).item()
+                ok = err <= 4e-3 and not torch.isnan(out).any()
+                report(ok, what, "" if ok else f"relative L2 error {err:.3e}")
+            except Exception as error:
+                report(False, what, f"{type(error).__name__}: {error}")
+
+    # Route then combine captured in a CUDA graph, replayed on new logits.
+    what = "CUDA graph of route + unpermute replayed on new data"
+    try:
+        T, E, k, H = 64, 128, 8, 2048
+        logits = torch.randn(T, E, device=DEV)
+        ids = torch.empty(T, k, device=DEV, dtype=torch.int32)
+        weights = torch.empty(T, k, device=DEV)
+        rows = torch.randn(T * k, H, device=DEV).to(torch.bfloat16)
+        slots = torch.randperm(T * k, device=DEV).view(T, k).to(torch.int32)
+        out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            bundle.route("qwen3_30b_a3b", logits, ids=ids, weights=weights)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            bundle.route("qwen3_30b_a3b", logits, ids=ids, weights=weights)
+            bundle.unpermute("combine_k8_i32", rows, slots, out=out)
+        problems = []
+        for _ in range(2):
+            logits.copy_(torch.randn(T, E, device=DEV))
+            rows.copy_(torch.randn(T * k, H, device=DEV).to(torch.bfloat16))
+            ids.fill_(-7)
+            out.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            problems.append(check_route("qwen3-30b-a3b", logits, None, ids, weights))
+            want = rows.float()[slots.long()].sum(1)
+            err = ((out.float() - want).norm() / want.norm()).item()
+            if not err <= 4e-3:
+                problems.append(f"combine error {err:.2e}")
+        problems = [p for p in problems if p]
+        report(not problems, what, "; ".join(problems))
+    except Exception as error:
+        report(False, what, f"{type(error).__name__}: {error}")
+
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception:
+        traceback.print_exc()
+        print("0 passed, 1 failed")
+        sys.exit(1)

@@ -1,0 +1,39 @@
+// The routers of the five models the team's reference covers
+// (shared/bench/peers.py MODELS), and combines, for test/device/routing.py.
+func.func @mixtral_8x7b(%l: tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>) {
+  %i, %w = moe.route softmax_topk %l top 2 renormalize : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return %i, %w : tensor<?x2xi32>, tensor<?x2xf32>
+}
+func.func @qwen3_30b_a3b(%l: tensor<?x128xf32>) -> (tensor<?x8xi32>, tensor<?x8xf32>) {
+  %i, %w = moe.route softmax_topk %l top 8 renormalize : (tensor<?x128xf32>) -> (tensor<?x8xi32>, tensor<?x8xf32>)
+  return %i, %w : tensor<?x8xi32>, tensor<?x8xf32>
+}
+func.func @olmoe_1b_7b(%l: tensor<?x64xf32>) -> (tensor<?x8xi32>, tensor<?x8xf32>) {
+  %i, %w = moe.route softmax_topk %l top 8 : (tensor<?x64xf32>) -> (tensor<?x8xi32>, tensor<?x8xf32>)
+  return %i, %w : tensor<?x8xi32>, tensor<?x8xf32>
+}
+func.func @deepseek_v3(%l: tensor<?x256xf32>, %b: tensor<256xf32>) -> (tensor<?x8xi32>, tensor<?x8xf32>) {
+  %i, %w = moe.route sigmoid_topk %l bias %b top 8 groups 8 select 4 renormalize scale 2.5
+      : (tensor<?x256xf32>, tensor<256xf32>) -> (tensor<?x8xi32>, tensor<?x8xf32>)
+  return %i, %w : tensor<?x8xi32>, tensor<?x8xf32>
+}
+func.func @gpt_oss_120b(%l: tensor<?x128xf32>) -> (tensor<?x4xi32>, tensor<?x4xf32>) {
+  %i, %w = moe.route topk_softmax %l top 4 : (tensor<?x128xf32>) -> (tensor<?x4xi32>, tensor<?x4xf32>)
+  return %i, %w : tensor<?x4xi32>, tensor<?x4xf32>
+}
+func.func @qwen3_30b_a3b_bf16(%l: tensor<?x128xbf16>) -> (tensor<?x8xi32>, tensor<?x8xf32>) {
+  %i, %w = moe.route softmax_topk %l top 8 renormalize : (tensor<?x128xbf16>) -> (tensor<?x8xi32>, tensor<?x8xf32>)
+  return %i, %w : tensor<?x8xi32>, tensor<?x8xf32>
+}
+func.func @combine_k2_i64_weighted(%rows: tensor<?x4096xbf16>, %s: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> tensor<?x4096xbf16> {
+  %y = moe.unpermute %rows, %s weights %w : (tensor<?x4096xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}
+func.func @combine_k8_i32(%rows: tensor<?x?xbf16>, %s: tensor<?x8xi32>) -> tensor<?x?xbf16> {
+  %y = moe.unpermute %rows, %s : (tensor<?x?xbf16>, tensor<?x8xi32>) -> tensor<?x?xbf16>
+  return %y : tensor<?x?xbf16>
+}
+func.func @combine_k4_i32_weighted(%rows: tensor<?x2880xbf16>, %s: tensor<?x4xi32>, %w: tensor<?x4xf32>) -> tensor<?x2880xbf16> {
+  %y = moe.unpermute %rows, %s weights %w : (tensor<?x2880xbf16>, tensor<?x4xi32>, tensor<?x4xf32>) -> tensor<?x2880xbf16>
+  return %y : tensor<?x2880xbf16>
+}
