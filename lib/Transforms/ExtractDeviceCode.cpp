@@ -64,8 +64,8 @@ struct MoEExtractDeviceCodePass
           !op->hasAttr(moe::kLaunchAttr)) {
         op->emitOpError("has no GPU kernel yet, and the bundle would "
                         "silently skip it; give the GPU pipeline only ops "
-                        "that have kernels (moe.grouped_matmul, "
-                        "moe.expert_mlp)");
+                        "that have kernels (moe.route, moe.grouped_matmul, "
+                        "moe.expert_mlp, moe.unpermute)");
         failedAny = true;
       }
     });

@@ -45,6 +45,12 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
     each row by its routing weight (the row scale) in its epilogue. Its
     `moe.launch` is an array of the two parts, `gate_up` and `down`.
 
+    `moe.route` (f32 or bf16 logits, at most 512 experts, top-k at most 32)
+    becomes a routing kernel, one warp per token: scores, the correction
+    bias, group-limited selection and top-k by warp shuffles, ties to the
+    lower expert. `moe.unpermute` (bf16) becomes a combine kernel, one CTA
+    per token summing its rows in f32, 16 bytes per thread.
+
     Each op gets `moe.launch`: its ABI, static shapes and the kernels that
     together compute it, each for the experts whose row count lies in its
     `[rows_min, rows_max]`. When `--moe-swap-ab` asked for it
