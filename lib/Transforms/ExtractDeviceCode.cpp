@@ -64,8 +64,9 @@ struct MoEExtractDeviceCodePass
           !op->hasAttr(moe::kLaunchAttr)) {
         op->emitOpError("has no GPU kernel yet, and the bundle would "
                         "silently skip it; give the GPU pipeline only ops "
-                        "that have kernels (moe.route, moe.grouped_matmul, "
-                        "moe.expert_mlp, moe.unpermute)");
+                        "that have kernels (moe.route, moe.permute, "
+                        "moe.grouped_matmul, moe.expert_mlp, "
+                        "moe.unpermute)");
         failedAny = true;
       }
     });

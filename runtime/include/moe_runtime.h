@@ -4,7 +4,8 @@
 |* and launches their kernels through the CUDA driver API. The contract this  *|
 |* implements is docs/runtime-contract.md (bundle version 4; kernel ABIs      *|
 |* grouped_matmul.v3: persistent kernels with a store, swiglu or row_scale    *|
-|* epilogue; route.v1: top-k routing; unpermute.v1: the weighted combine).    *|
+|* epilogue; route.v1: top-k routing; unpermute.v1: the weighted combine;     *|
+|* permute.v1: tokens grouped by expert).                                     *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -29,18 +30,22 @@ extern "C" {
 /// The bundle format version this runtime reads (`MOEBUNDLE 4`).
 #define MOE_BUNDLE_VERSION 4
 /// The kernel ABIs this runtime launches: persistent grouped GEMMs with an
-/// epilogue (moeGroupedMatmul), top-k routing (moeRoute), and the combine of
-/// the experts' rows of each token (moeUnpermute).
+/// epilogue (moeGroupedMatmul), top-k routing (moeRoute), the combine of
+/// the experts' rows of each token (moeUnpermute), and the grouping of the
+/// tokens' rows by expert (moePermute).
 #define MOE_ABI_GROUPED_MATMUL "grouped_matmul.v3"
 #define MOE_ABI_ROUTE "route.v1"
 #define MOE_ABI_UNPERMUTE "unpermute.v1"
+#define MOE_ABI_PERMUTE "permute.v1"
 /// The op names of entries that moeGroupedMatmul launches: a grouped matmul,
 /// and the two halves (`<name>_gate_up`, `<name>_down`) of a fused expert MLP.
 #define MOE_OP_GROUPED_MATMUL "moe.grouped_matmul"
 #define MOE_OP_EXPERT_MLP "moe.expert_mlp"
-/// The op names of the entries that moeRoute and moeUnpermute launch.
+/// The op names of the entries that moeRoute, moeUnpermute and moePermute
+/// launch.
 #define MOE_OP_ROUTE "moe.route"
 #define MOE_OP_UNPERMUTE "moe.unpermute"
+#define MOE_OP_PERMUTE "moe.permute"
 /// The epilogues of an entry (contract §3.1): out = rows @ weights^T; the
 /// SwiGLU of its gate and up halves; scaled by a weight per row.
 #define MOE_EPILOGUE_STORE "store"
@@ -114,34 +119,42 @@ typedef struct moeBundleInfo {
 /// depends on the ABI (`abi`); the others are 0 ("" for `epilogue`):
 ///   grouped_matmul.v3: experts, n, k, offsets_bits, epilogue;
 ///   route.v1:          experts, top_k, logits_bits, bias;
-///   unpermute.v1:      top_k, slots_bits, hidden, weighted.
+///   unpermute.v1:      top_k, slots_bits, hidden, weighted;
+///   permute.v1:        experts, top_k, hidden, offsets_bits.
 typedef struct moeEntryInfo {
   const char *name;     ///< Unique in the bundle: the calls' `entry`.
   const char *op;       ///< "moe.grouped_matmul", "moe.expert_mlp",
-                        ///< "moe.route" or "moe.unpermute".
-  const char *abi;      ///< "grouped_matmul.v3", "route.v1", "unpermute.v1".
+                        ///< "moe.route", "moe.unpermute" or "moe.permute".
+  const char *abi;      ///< "grouped_matmul.v3", "route.v1", "unpermute.v1",
+                        ///< "permute.v1".
   int64_t experts;      ///< E of the weights [E, N, K], or -1 (dynamic);
-                        ///< route.v1: E of the logits [T, E] (static).
+                        ///< route.v1: E of the logits [T, E] (static);
+                        ///< permute.v1: E of the offsets [E + 1] (static,
+                        ///< 1..1024).
   int64_t n;            ///< N, or -1 (dynamic).
   int64_t k;            ///< K, or -1 (dynamic).
-  int64_t max_rows;     ///< Largest M (route, unpermute: T) accepted, at
-                        ///< most 2^31 - 1.
-  int32_t offsets_bits; ///< 32 (offsets=i32) or 64 (offsets=i64).
+  int64_t max_rows;     ///< Largest M (route, unpermute, permute: T)
+                        ///< accepted, at most 2^31 - 1.
+  int32_t offsets_bits; ///< 32 (offsets=i32) or 64 (offsets=i64); permute.v1:
+                        ///< the type of its offsets and slots.
   int32_t num_kernels;  ///< Kernel records of the entry, in file order
-                        ///< (exactly 1 for route.v1 and unpermute.v1).
+                        ///< (exactly 1 for route.v1 and unpermute.v1, exactly
+                        ///< 2 for permute.v1: index, then gather).
   const char *epilogue; ///< "store", "swiglu" or "row_scale"; "" for the
                         ///< other ABIs. Never NULL.
   // Added in version 4.
-  int32_t top_k;       ///< k: experts per token (route: 1..min(E, 32)).
+  int32_t top_k;       ///< k: experts per token (route: 1..min(E, 32));
+                       ///< unpermute.v1, permute.v1 too.
   int32_t logits_bits; ///< route.v1: 32 (logits=f32) or 16 (logits=bf16).
   int32_t bias;        ///< route.v1: 1 when it takes a correction bias [E].
   int32_t slots_bits;  ///< unpermute.v1: 32 (slots=i32) or 64 (slots=i64).
-  int64_t hidden;      ///< unpermute.v1: H of rows and out, or -1 (dynamic).
+  int64_t hidden;      ///< unpermute.v1: H of rows and out, or -1 (dynamic);
+                       ///< permute.v1: H of tokens and rows, or -1.
   int32_t weighted;    ///< unpermute.v1: 1 when it takes weights [T, k].
 } moeEntryInfo;
 
-/// One `kernel` record of an entry. The kernels of route.v1 and
-/// unpermute.v1 entries have only symbol, image, threads and smem; their
+/// One `kernel` record of an entry. The kernels of route.v1, unpermute.v1
+/// and permute.v1 entries have only symbol, image, threads and smem; their
 /// other fields are 0.
 typedef struct moeKernelInfo {
   const char *symbol;  ///< Kernel function name in its image.
@@ -299,6 +312,51 @@ typedef struct moeUnpermuteArgs {
 /// copy. Thread-safe.
 MOE_API moeStatus moeUnpermute(moeBundle *bundle, const char *entry,
                                const moeUnpermuteArgs *args, void *stream);
+
+/// Arguments of a permute, ABI permute.v1 (contract §3.4): the rows of the
+/// tokens grouped by expert. With N = T*k (k the entry's top_k, E its
+/// experts): offsets[e] is the first row of expert e (offsets[E] the number
+/// of valid ids), rows[offsets[e] + i] = tokens[t] for the i-th (t, j), in
+/// the order of the flattened [T, k] ids, with ids[t, j] == e, slots[t, j] =
+/// that row; ids outside [0, E) get slot -1 and no row; rows from
+/// offsets[E] on are zero. All tensors are dense and row-major.
+typedef struct moePermuteArgs {
+  uint64_t tokens;      ///< Device pointer, bf16 [T, H], 16-byte aligned.
+  uint64_t ids;         ///< Device pointer, i32 [T, k], 4-byte aligned.
+  uint64_t rows;        ///< Device pointer, bf16 [N, H], 16-byte aligned.
+  uint64_t offsets;     ///< Device pointer, [E + 1] of the entry's offsets
+                        ///< type (i32 or i64), aligned to its element size.
+  uint64_t slots;       ///< Device pointer, [T, k] of the same type, aligned
+                        ///< to its element size.
+  uint64_t workspace;   ///< Device pointer, moePermuteWorkspaceBytes bytes
+                        ///< (i32 [N]), 4-byte aligned.
+  int64_t tokens_count; ///< T: 1 <= T <= the entry's max_rows, T*k at most
+                        ///< 2^31 - 1.
+  int64_t hidden;       ///< H >= 8, H % 8 == 0; must equal the entry's
+                        ///< hidden unless that is -1.
+} moePermuteArgs;
+
+/// Launches the two kernels of `entry` (an op=moe.permute, abi=permute.v1
+/// entry) on `stream` of the current context, in order: the index kernel on
+/// grid (1, 1, 1), then the gather kernel on grid (min(T*k, 65535), 1, 1)
+/// (grid-stride over the rows), 24 parameters each (contract §3.4).
+/// Validates every argument first (INVALID_ARGUMENT / NOT_FOUND, without
+/// touching the driver; besides the checks listed with moePermuteArgs: the
+/// bytes of tokens and rows within int64), then loads the bundle if needed
+/// (see moeBundleLoad). The contents of `ids` are not read on the host. No
+/// host synchronisation, allocation or copy: capturable in a CUDA graph once
+/// the bundle is loaded. Thread-safe. An error of the second launch says that
+/// the first was issued.
+MOE_API moeStatus moePermute(moeBundle *bundle, const char *entry,
+                             const moePermuteArgs *args, void *stream);
+
+/// Sets *bytes to the size of the workspace moePermute needs for
+/// `tokens_count` tokens: T*k*4 (an i32 per row). Checks the entry and T as
+/// moePermute does (INVALID_ARGUMENT / NOT_FOUND). No driver call.
+MOE_API moeStatus moePermuteWorkspaceBytes(const moeBundle *bundle,
+                                           const char *entry,
+                                           int64_t tokens_count,
+                                           int64_t *bytes);
 
 #ifdef __cplusplus
 } // extern "C"

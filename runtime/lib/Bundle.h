@@ -32,7 +32,10 @@ inline constexpr int64_t kMaxTile = 256; // TMA box dimensions
 inline constexpr int64_t kMaxTileK = 64; // 128-byte swizzle: 64 bf16 per row
 inline constexpr int64_t kMaxStages = 64;
 inline constexpr int64_t kMaxTopK = 32; // route.v1: top_k <= min(E, 32)
-/// Grid limit of the route.v1 and unpermute.v1 launches (grid-stride).
+/// permute.v1: experts <= 1024 (its index kernel counts them in one CTA).
+inline constexpr int64_t kMaxPermuteExperts = 1024;
+/// Grid limit of the route.v1, unpermute.v1 and permute.v1 gather launches
+/// (grid-stride).
 inline constexpr int64_t kMaxSimpleGrid = 65535;
 
 struct FreeDeleter {
@@ -59,9 +62,9 @@ struct Kernel {
 };
 
 /// The kernel ABI of an entry (its `abi` key), which decides its other keys.
-enum class Abi { GroupedMatmul, Route, Unpermute };
+enum class Abi { GroupedMatmul, Route, Unpermute, Permute };
 
-/// "grouped_matmul.v3", "route.v1" or "unpermute.v1".
+/// "grouped_matmul.v3", "route.v1", "unpermute.v1" or "permute.v1".
 inline const char *abiName(Abi abi) {
   switch (abi) {
   case Abi::GroupedMatmul:
@@ -70,6 +73,8 @@ inline const char *abiName(Abi abi) {
     return MOE_ABI_ROUTE;
   case Abi::Unpermute:
     return MOE_ABI_UNPERMUTE;
+  case Abi::Permute:
+    return MOE_ABI_PERMUTE;
   }
   return "?";
 }
@@ -94,12 +99,13 @@ struct Entry {
   std::string name, op, abi;
   Abi kind = Abi::GroupedMatmul;
   int64_t maxRows = 0;
-  // grouped_matmul.v3 (and experts for route.v1).
+  // grouped_matmul.v3 (experts also for route.v1 and permute.v1,
+  // offsetsBits also for permute.v1).
   Epilogue epilogue = Epilogue::Store;
   int64_t experts = 0, n = 0, k = 0;
   int32_t offsetsBits = 0;
-  // route.v1 and unpermute.v1 (top_k), route.v1 (logits, bias) and
-  // unpermute.v1 (hidden, slots, weighted).
+  // route.v1, unpermute.v1 and permute.v1 (top_k), route.v1 (logits, bias),
+  // unpermute.v1 (hidden, slots, weighted) and permute.v1 (hidden).
   int32_t topK = 0;
   int32_t logitsBits = 0;
   bool bias = false;

@@ -99,6 +99,11 @@ constexpr RecordSpec kUnpermuteEntry = {
     7,
     "(abi " MOE_ABI_UNPERMUTE " takes op, abi, max_rows, hidden, top_k, "
     "slots and weighted)"};
+constexpr RecordSpec kPermuteEntry = {
+    {"op", "abi", "max_rows", "experts", "top_k", "hidden", "offsets"},
+    7,
+    "(abi " MOE_ABI_PERMUTE " takes op, abi, max_rows, experts, top_k, "
+    "hidden and offsets)"};
 // Kernels, by the ABI of their entry.
 constexpr RecordSpec kGroupedMatmulKernel = {
     {"image", "rows_min", "rows_max", "threads", "smem", "tile_m", "tile_n",
@@ -115,6 +120,11 @@ constexpr RecordSpec kUnpermuteKernel = {
     3,
     "(the kernel of an abi " MOE_ABI_UNPERMUTE " entry takes image, threads "
     "and smem)"};
+constexpr RecordSpec kPermuteKernel = {{"image", "threads", "smem"},
+                                       3,
+                                       "(the kernels of an abi " MOE_ABI_PERMUTE
+                                       " entry take image, threads "
+                                       "and smem)"};
 
 class Reader {
 public:
@@ -147,6 +157,9 @@ private:
   moeStatus parseUnpermuteEntry(const std::string &who,
                                 const std::vector<std::string_view> &values,
                                 Entry &entry);
+  moeStatus parsePermuteEntry(const std::string &who,
+                              const std::vector<std::string_view> &values,
+                              Entry &entry);
   moeStatus parseKernel(const std::vector<std::string_view> &tokens);
   moeStatus
   parseGroupedMatmulKernel(const std::string &who, const Entry &entry,
@@ -465,11 +478,15 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
     } else if (abi == MOE_ABI_UNPERMUTE) {
       known = &kUnpermuteEntry;
       knownKind = Abi::Unpermute;
+    } else if (abi == MOE_ABI_PERMUTE) {
+      known = &kPermuteEntry;
+      knownKind = Abi::Permute;
     } else {
       return fail(MOE_STATUS_UNSUPPORTED,
                   "%s: abi %s is not supported (this runtime implements "
                   "bundle version %d with abis " MOE_ABI_GROUPED_MATMUL
-                  ", " MOE_ABI_ROUTE " and " MOE_ABI_UNPERMUTE ")%s",
+                  ", " MOE_ABI_ROUTE ", " MOE_ABI_UNPERMUTE
+                  " and " MOE_ABI_PERMUTE ")%s",
                   who.c_str(), quote(abi).c_str(), MOE_BUNDLE_VERSION,
                   abi == "grouped_matmul.v1"
                       ? ": its kernels are not persistent, recompile it"
@@ -496,10 +513,11 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
     return status;
   entry.op = std::string(values[0]);
   entry.abi = std::string(values[1]);
-  moeStatus status = kind == Abi::Route ? parseRouteEntry(who, values, entry)
-                     : kind == Abi::Unpermute
-                         ? parseUnpermuteEntry(who, values, entry)
-                         : parseGroupedMatmulEntry(who, values, entry);
+  moeStatus status =
+      kind == Abi::Route       ? parseRouteEntry(who, values, entry)
+      : kind == Abi::Unpermute ? parseUnpermuteEntry(who, values, entry)
+      : kind == Abi::Permute   ? parsePermuteEntry(who, values, entry)
+                               : parseGroupedMatmulEntry(who, values, entry);
   if (status != MOE_STATUS_SUCCESS)
     return status;
   out.entries.push_back(std::move(entry));
@@ -608,6 +626,36 @@ Reader::parseUnpermuteEntry(const std::string &who,
   return MOE_STATUS_SUCCESS;
 }
 
+moeStatus Reader::parsePermuteEntry(const std::string &who,
+                                    const std::vector<std::string_view> &values,
+                                    Entry &entry) {
+  int64_t topK = 0;
+  moeStatus status;
+  if ((status = number(who, "max_rows", values[2], 1, kMaxRows, false,
+                       entry.maxRows)) ||
+      (status = number(who, "experts", values[3], 1, kMaxPermuteExperts, false,
+                       entry.experts)) ||
+      (status = number(who, "top_k", values[4], 1, kMaxRows, false, topK)) ||
+      (status =
+           number(who, "hidden", values[5], 8, kMaxRows, true, entry.hidden)))
+    return status;
+  if (entry.hidden != -1 && entry.hidden % 8)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: hidden=%lld is not a multiple of 8 (rows are copied in "
+                "16-byte vectors)",
+                who.c_str(), (long long)entry.hidden);
+  if (values[6] == "i32")
+    entry.offsetsBits = 32;
+  else if (values[6] == "i64")
+    entry.offsetsBits = 64;
+  else
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: offsets=%s is neither i32 nor i64", who.c_str(),
+                quote(values[6]).c_str());
+  entry.topK = int32_t(topK);
+  return MOE_STATUS_SUCCESS;
+}
+
 moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
   if (tokens.size() < 3)
     return fail(MOE_STATUS_INVALID_BUNDLE,
@@ -639,17 +687,27 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "entry '%s' has more than %zu kernels", entry.name.c_str(),
                 kMaxKernelsPerEntry);
+  // A permute.v1 entry has its index kernel, then its gather kernel.
+  if (entry.kind == Abi::Permute && entry.kernels.size() == 2)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: entry '%s' (abi %s) takes exactly two kernels, the "
+                "index kernel then the gather kernel, and has '%s' (line %d) "
+                "and '%s' (line %d) already",
+                who.c_str(), entry.name.c_str(), abiName(entry.kind),
+                entry.kernels[0].symbol.c_str(), entry.kernels[0].line,
+                entry.kernels[1].symbol.c_str(), entry.kernels[1].line);
   // The kernel of a route.v1 or unpermute.v1 entry computes everything.
-  if (entry.kind != Abi::GroupedMatmul && !entry.kernels.empty())
+  if ((entry.kind == Abi::Route || entry.kind == Abi::Unpermute) &&
+      !entry.kernels.empty())
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: entry '%s' (abi %s) takes exactly one kernel, and has "
                 "'%s' already (line %d)",
                 who.c_str(), entry.name.c_str(), abiName(entry.kind),
                 entry.kernels[0].symbol.c_str(), entry.kernels[0].line);
-  const RecordSpec &spec = entry.kind == Abi::Route ? kRouteKernel
-                           : entry.kind == Abi::Unpermute
-                               ? kUnpermuteKernel
-                               : kGroupedMatmulKernel;
+  const RecordSpec &spec = entry.kind == Abi::Route       ? kRouteKernel
+                           : entry.kind == Abi::Unpermute ? kUnpermuteKernel
+                           : entry.kind == Abi::Permute ? kPermuteKernel
+                                                        : kGroupedMatmulKernel;
   std::vector<std::string_view> values;
   if (moeStatus status = collectKeys(tokens, 3, spec, who, values))
     return status;
@@ -738,6 +796,12 @@ moeStatus Reader::finish() {
     if (entry.kernels.empty())
       return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
                     "entry '%s' has no kernels", entry.name.c_str());
+    if (entry.kind == Abi::Permute && entry.kernels.size() != 2)
+      return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
+                    "entry '%s' (abi %s) has one kernel, '%s': it takes "
+                    "exactly two, the index kernel then the gather kernel",
+                    entry.name.c_str(), abiName(entry.kind),
+                    entry.kernels[0].symbol.c_str());
     for (Kernel &kernel : entry.kernels) {
       for (size_t i = 0; i < out.images.size(); ++i)
         if (out.images[i].name == kernel.imageName)

@@ -3,7 +3,7 @@
 // Implements moe_runtime.h over the driver table of DriverAPI.h: contract §3
 // (argument checks; for grouped_matmul.v3 the TMA descriptors, persistent
 // grids, the 17 kernel parameters and the 5 more of row_scale entries; the
-// memref parameters and grids of route.v1 and unpermute.v1).
+// memref parameters and grids of route.v1, unpermute.v1 and permute.v1).
 //
 //===----------------------------------------------------------------------===//
 
@@ -366,9 +366,8 @@ moeStatus vInvalidArgument(const char *caller, const char *entry,
                   message);
 }
 
-__attribute__((format(printf, 3, 4))) moeStatus
-invalidArgumentOf(const char *caller, const char *entry, const char *format,
-                  ...) {
+__attribute__((format(printf, 3, 4))) moeStatus invalidArgumentOf(
+    const char *caller, const char *entry, const char *format, ...) {
   va_list args;
   va_start(args, format);
   moeStatus status = vInvalidArgument(caller, entry, format, args);
@@ -413,7 +412,31 @@ moeStatus findEntry(const moeBundle *bundle, const char *caller,
                   entryName, names.empty() ? "none" : names.c_str());
 }
 
-/// One pointer argument of moeRoute or moeUnpermute.
+/// findEntry, then the checks moeRoute, moeUnpermute and moePermute share:
+/// the entry is `op` with ABI `kind`, and 1 <= tokens <= its max_rows.
+moeStatus findTokenEntry(const moeBundle *bundle, const char *caller,
+                         const char *entryName, const void *args,
+                         const char *op, Abi kind, int64_t tokens, int *index) {
+  if (moeStatus status = findEntry(bundle, caller, entryName, args, index))
+    return status;
+  const Entry &entry = bundle->data.entries[*index];
+  const char *name = entry.name.c_str();
+  if (entry.op != op || entry.kind != kind)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "%s(%s): the entry is op=%s abi=%s, not op=%s with abi=%s",
+                    caller, name, entry.op.c_str(), entry.abi.c_str(), op,
+                    abiName(kind));
+  if (tokens < 1)
+    return invalidArgumentOf(caller, name, "T = %lld must be at least 1",
+                             (long long)tokens);
+  if (tokens > entry.maxRows)
+    return invalidArgumentOf(caller, name,
+                             "T = %lld exceeds the entry's max_rows = %lld",
+                             (long long)tokens, (long long)entry.maxRows);
+  return MOE_STATUS_SUCCESS;
+}
+
+/// One pointer argument of moeRoute, moeUnpermute or moePermute.
 struct PointerArg {
   const char *what;
   uint64_t pointer;
@@ -454,6 +477,31 @@ bool productFits(int64_t a, int64_t b, int64_t c) {
          !__builtin_mul_overflow(ab, c, &abc);
 }
 
+/// Launches kernel `kernelIndex` of entry `entryIndex` of a loaded bundle on
+/// grid (gridX, 1, 1) with `params`; `progress` is appended to the call in
+/// the error message.
+moeStatus launchKernelOf(moeBundle *bundle, ContextState *state,
+                         const char *caller, int entryIndex, int kernelIndex,
+                         int64_t gridX, void **params, void *stream,
+                         const char *progress) {
+  const Entry &entry = bundle->data.entries[entryIndex];
+  const Kernel &kernel = entry.kernels[kernelIndex];
+  cu::Function function = state->kernels[entryIndex][kernelIndex].function;
+  if (cu::Result result = state->driver->launchKernel(
+          function, unsigned(gridX), 1, 1, unsigned(kernel.threads), 1, 1,
+          unsigned(kernel.smem), static_cast<cu::Stream>(stream), params,
+          nullptr)) {
+    char call[700];
+    std::snprintf(call, sizeof(call),
+                  "cuLaunchKernel('%s' of entry '%s', grid (%lld, 1, 1), "
+                  "block (%d, 1, 1), smem %d%s)",
+                  kernel.symbol.c_str(), entry.name.c_str(), (long long)gridX,
+                  kernel.threads, kernel.smem, progress);
+    return driverError(state->driver, caller, call, result);
+  }
+  return MOE_STATUS_SUCCESS;
+}
+
 /// Launches the one kernel of a route.v1 or unpermute.v1 entry (loading the
 /// bundle first if needed) with `params`.
 moeStatus launchSimple(moeBundle *bundle, const char *caller, int entryIndex,
@@ -461,22 +509,8 @@ moeStatus launchSimple(moeBundle *bundle, const char *caller, int entryIndex,
   ContextState *state = nullptr;
   if (moeStatus status = ensureLoaded(bundle, caller, &state))
     return status;
-  const Entry &entry = bundle->data.entries[entryIndex];
-  const Kernel &kernel = entry.kernels[0];
-  cu::Function function = state->kernels[entryIndex][0].function;
-  if (cu::Result result = state->driver->launchKernel(
-          function, unsigned(gridX), 1, 1, unsigned(kernel.threads), 1, 1,
-          unsigned(kernel.smem), static_cast<cu::Stream>(stream), params,
-          nullptr)) {
-    char call[600];
-    std::snprintf(call, sizeof(call),
-                  "cuLaunchKernel('%s' of entry '%s', grid (%lld, 1, 1), "
-                  "block (%d, 1, 1), smem %d)",
-                  kernel.symbol.c_str(), entry.name.c_str(), (long long)gridX,
-                  kernel.threads, kernel.smem);
-    return driverError(state->driver, caller, call, result);
-  }
-  return MOE_STATUS_SUCCESS;
+  return launchKernelOf(bundle, state, caller, entryIndex, 0, gridX, params,
+                        stream, "");
 }
 
 int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
@@ -977,23 +1011,12 @@ MOE_API moeStatus moeRoute(moeBundle *bundle, const char *entryName,
   static constexpr const char *kCaller = "moeRoute";
   int entryIndex = -1;
   if (moeStatus status =
-          findEntry(bundle, kCaller, entryName, args, &entryIndex))
+          findTokenEntry(bundle, kCaller, entryName, args, MOE_OP_ROUTE,
+                         Abi::Route, args ? args->tokens : 0, &entryIndex))
     return status;
   const Entry &entry = bundle->data.entries[entryIndex];
   const char *name = entry.name.c_str();
-  if (entry.op != MOE_OP_ROUTE || entry.kind != Abi::Route)
-    return setError(MOE_STATUS_INVALID_ARGUMENT,
-                    "moeRoute(%s): the entry is op=%s abi=%s, not "
-                    "op=" MOE_OP_ROUTE " with abi=" MOE_ABI_ROUTE,
-                    name, entry.op.c_str(), entry.abi.c_str());
   const moeRouteArgs &a = *args;
-  if (a.tokens < 1)
-    return invalidArgumentOf(kCaller, name, "T = %lld must be at least 1",
-                             (long long)a.tokens);
-  if (a.tokens > entry.maxRows)
-    return invalidArgumentOf(kCaller, name,
-                             "T = %lld exceeds the entry's max_rows = %lld",
-                             (long long)a.tokens, (long long)entry.maxRows);
   // The entry's experts is static (1 <= E < 2^31: the reader checks it).
   if (a.experts != entry.experts)
     return invalidArgumentOf(
@@ -1052,23 +1075,12 @@ MOE_API moeStatus moeUnpermute(moeBundle *bundle, const char *entryName,
   static constexpr const char *kCaller = "moeUnpermute";
   int entryIndex = -1;
   if (moeStatus status =
-          findEntry(bundle, kCaller, entryName, args, &entryIndex))
+          findTokenEntry(bundle, kCaller, entryName, args, MOE_OP_UNPERMUTE,
+                         Abi::Unpermute, args ? args->tokens : 0, &entryIndex))
     return status;
   const Entry &entry = bundle->data.entries[entryIndex];
   const char *name = entry.name.c_str();
-  if (entry.op != MOE_OP_UNPERMUTE || entry.kind != Abi::Unpermute)
-    return setError(MOE_STATUS_INVALID_ARGUMENT,
-                    "moeUnpermute(%s): the entry is op=%s abi=%s, not "
-                    "op=" MOE_OP_UNPERMUTE " with abi=" MOE_ABI_UNPERMUTE,
-                    name, entry.op.c_str(), entry.abi.c_str());
   const moeUnpermuteArgs &a = *args;
-  if (a.tokens < 1)
-    return invalidArgumentOf(kCaller, name, "T = %lld must be at least 1",
-                             (long long)a.tokens);
-  if (a.tokens > entry.maxRows)
-    return invalidArgumentOf(kCaller, name,
-                             "T = %lld exceeds the entry's max_rows = %lld",
-                             (long long)a.tokens, (long long)entry.maxRows);
   if (a.rows_count < 1)
     return invalidArgumentOf(kCaller, name,
                              "M = %lld (rows_count) must be at least 1",
@@ -1136,6 +1148,140 @@ MOE_API moeStatus moeUnpermute(moeBundle *bundle, const char *entryName,
     appendMemref2D(params, count, &weights, &tokens, &topK, &zero, &one);
   appendMemref2D(params, count, &out, &tokens, &hidden, &zero, &one);
   return launchSimple(bundle, kCaller, entryIndex, gridX, params, stream);
+}
+
+/// The entry checks of moePermute and moePermuteWorkspaceBytes: a
+/// permute.v1 entry, 1 <= T <= max_rows and T*k <= 2^31 - 1 (the rows are
+/// indexed in 32 bits).
+static moeStatus findPermuteEntry(const moeBundle *bundle, const char *caller,
+                                  const char *entryName, const void *args,
+                                  int64_t tokens, int *index) {
+  if (moeStatus status =
+          findTokenEntry(bundle, caller, entryName, args, MOE_OP_PERMUTE,
+                         Abi::Permute, tokens, index))
+    return status;
+  const Entry &entry = bundle->data.entries[*index];
+  // T < 2^31 and k < 2^31: the product fits in int64.
+  if (tokens * entry.topK > kMaxRows)
+    return invalidArgumentOf(caller, entry.name.c_str(),
+                             "T*k = %lld rows exceeds 2147483647 (T = %lld, "
+                             "k = %d)",
+                             (long long)(tokens * entry.topK),
+                             (long long)tokens, int(entry.topK));
+  return MOE_STATUS_SUCCESS;
+}
+
+MOE_API moeStatus moePermuteWorkspaceBytes(const moeBundle *bundle,
+                                           const char *entryName,
+                                           int64_t tokens_count,
+                                           int64_t *bytes) {
+  static constexpr const char *kCaller = "moePermuteWorkspaceBytes";
+  if (bundle && entryName && !bytes)
+    return setError(MOE_STATUS_INVALID_ARGUMENT, "%s: bytes is NULL", kCaller);
+  int entryIndex = -1;
+  if (moeStatus status = findPermuteEntry(bundle, kCaller, entryName, bytes,
+                                          tokens_count, &entryIndex))
+    return status;
+  // The sources: an i32 per row.
+  *bytes = tokens_count * bundle->data.entries[entryIndex].topK * 4;
+  return MOE_STATUS_SUCCESS;
+}
+
+MOE_API moeStatus moePermute(moeBundle *bundle, const char *entryName,
+                             const moePermuteArgs *args, void *stream) {
+  static constexpr const char *kCaller = "moePermute";
+  int entryIndex = -1;
+  if (moeStatus status =
+          findPermuteEntry(bundle, kCaller, entryName, args,
+                           args ? args->tokens_count : 0, &entryIndex))
+    return status;
+  const Entry &entry = bundle->data.entries[entryIndex];
+  const char *name = entry.name.c_str();
+  const moePermuteArgs &a = *args;
+  if (entry.hidden != -1 && a.hidden != entry.hidden)
+    return invalidArgumentOf(kCaller, name,
+                             "H = %lld does not match the entry's hidden = "
+                             "%lld",
+                             (long long)a.hidden, (long long)entry.hidden);
+  if (a.hidden < 8)
+    return invalidArgumentOf(kCaller, name,
+                             "H = %lld is less than 8 (rows are copied in "
+                             "16-byte vectors)",
+                             (long long)a.hidden);
+  if (a.hidden % 8)
+    return invalidArgumentOf(kCaller, name,
+                             "H = %lld is not a multiple of 8 (rows are "
+                             "copied in 16-byte vectors)",
+                             (long long)a.hidden);
+  // N = T*k < 2^31 (findPermuteEntry): ids, slots, offsets and the
+  // workspace fit; tokens and rows may not, for a huge H.
+  const int64_t rowsCount = a.tokens_count * entry.topK;
+  if (!productFits(a.tokens_count, a.hidden, 2))
+    return invalidArgumentOf(kCaller, name,
+                             "T*H*2 (bytes of tokens) overflows int64 (T = "
+                             "%lld, H = %lld)",
+                             (long long)a.tokens_count, (long long)a.hidden);
+  if (!productFits(rowsCount, a.hidden, 2))
+    return invalidArgumentOf(kCaller, name,
+                             "T*k*H*2 (bytes of rows) overflows int64 (T*k = "
+                             "%lld, H = %lld)",
+                             (long long)rowsCount, (long long)a.hidden);
+  // Pointers after sizes.
+  const int64_t indexBytes = entry.offsetsBits / 8;
+  const char *indexType = entry.offsetsBits == 32
+                              ? " (the entry's offsets and slots are i32)"
+                              : " (the entry's offsets and slots are i64)";
+  const PointerArg pointers[] = {
+      {"tokens", a.tokens, 16, "", ""},
+      {"ids", a.ids, 4, "", ""},
+      {"rows", a.rows, 16, "", ""},
+      {"offsets", a.offsets, indexBytes, "", indexType},
+      {"slots", a.slots, indexBytes, "", indexType},
+      {"workspace", a.workspace, 4,
+       " (moePermuteWorkspaceBytes says how large)", ""}};
+  if (moeStatus status = checkPointers(kCaller, name, pointers, 6))
+    return status;
+
+  // index kernel: ids [T, k], offsets [E + 1], slots [T, k], sources [N];
+  // gather kernel: tokens [T, H], sources [N], offsets [E + 1], rows [N, H].
+  uint64_t tokens = a.tokens, ids = a.ids, rows = a.rows, offsets = a.offsets,
+           slots = a.slots, sources = a.workspace;
+  int64_t zero = 0, one = 1, tokensCount = a.tokens_count, hidden = a.hidden,
+          topK = entry.topK, offsetsSize = entry.experts + 1, n = rowsCount;
+  void *indexParams[24];
+  int count = 0;
+  appendMemref2D(indexParams, count, &ids, &tokensCount, &topK, &zero, &one);
+  for (void *param : {(void *)&offsets, (void *)&offsets, (void *)&zero,
+                      (void *)&offsetsSize, (void *)&one})
+    indexParams[count++] = param;
+  appendMemref2D(indexParams, count, &slots, &tokensCount, &topK, &zero, &one);
+  for (void *param : {(void *)&sources, (void *)&sources, (void *)&zero,
+                      (void *)&n, (void *)&one})
+    indexParams[count++] = param;
+  void *gatherParams[24];
+  count = 0;
+  appendMemref2D(gatherParams, count, &tokens, &tokensCount, &hidden, &zero,
+                 &one);
+  for (void *param : {(void *)&sources, (void *)&sources, (void *)&zero,
+                      (void *)&n, (void *)&one})
+    gatherParams[count++] = param;
+  for (void *param : {(void *)&offsets, (void *)&offsets, (void *)&zero,
+                      (void *)&offsetsSize, (void *)&one})
+    gatherParams[count++] = param;
+  appendMemref2D(gatherParams, count, &rows, &n, &hidden, &zero, &one);
+
+  ContextState *state = nullptr;
+  if (moeStatus status = ensureLoaded(bundle, kCaller, &state))
+    return status;
+  // One CTA computes the offsets, slots and sources; then one CTA per row,
+  // grid-stride beyond 65535.
+  if (moeStatus status =
+          launchKernelOf(bundle, state, kCaller, entryIndex, 0, 1, indexParams,
+                         stream, "; 0 of 2 launches already issued"))
+    return status;
+  return launchKernelOf(bundle, state, kCaller, entryIndex, 1,
+                        std::min(rowsCount, kMaxSimpleGrid), gatherParams,
+                        stream, "; 1 of 2 launches already issued");
 }
 
 } // extern "C"

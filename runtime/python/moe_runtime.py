@@ -7,6 +7,7 @@
     out = bundle.grouped_matmul("gate_up", rows, weights, offsets)
     y = bundle.expert_mlp("experts", rows, offsets, w13, w2, row_scale=w)
     out = bundle.unpermute("combine", y, slots, weights)
+    rows, offsets, slots = bundle.permute("perm", tokens, ids)
 
 The library is found through $MOE_RUNTIME_LIB, else next to this file, else
 in <repo>/build*/lib/. torch is imported only by the launching methods
@@ -84,6 +85,13 @@ class _RouteArgs(ctypes.Structure):
                 ("tokens", ctypes.c_int64), ("experts", ctypes.c_int64)]
 
 
+class _PermuteArgs(ctypes.Structure):
+    _fields_ = [("tokens", ctypes.c_uint64), ("ids", ctypes.c_uint64),
+                ("rows", ctypes.c_uint64), ("offsets", ctypes.c_uint64),
+                ("slots", ctypes.c_uint64), ("workspace", ctypes.c_uint64),
+                ("tokens_count", ctypes.c_int64), ("hidden", ctypes.c_int64)]
+
+
 class _UnpermuteArgs(ctypes.Structure):
     _fields_ = [("rows", ctypes.c_uint64), ("slots", ctypes.c_uint64),
                 ("weights", ctypes.c_uint64), ("out", ctypes.c_uint64),
@@ -113,25 +121,26 @@ class Entry:
     epilogue, False for bias and weighted); see moeEntryInfo."""
     name: str
     op: str
-    #: "grouped_matmul.v3", "route.v1" or "unpermute.v1".
+    #: "grouped_matmul.v3", "route.v1", "unpermute.v1" or "permute.v1".
     abi: str
-    experts: int  # -1: dynamic (grouped_matmul.v3); route.v1: static E
+    experts: int  # -1: dynamic (grouped_matmul.v3); route.v1, permute.v1:
+    # static E
     n: int
     k: int
     max_rows: int  # largest M, or T for route.v1 and unpermute.v1
-    offsets_bits: int  # 32 or 64
+    offsets_bits: int  # 32 or 64 (permute.v1: offsets and slots)
     kernels: Tuple[Kernel, ...]
     #: "store", "swiglu" (out has n/2 columns) or "row_scale" (takes the
     #: routing weight of each row).
     epilogue: str
-    #: route.v1, unpermute.v1: experts per token.
+    #: route.v1, unpermute.v1, permute.v1: experts per token.
     top_k: int = 0
     #: route.v1: 32 (float32 logits) or 16 (bfloat16); whether it takes a
     #: float32 correction bias [E].
     logits_bits: int = 0
     bias: bool = False
-    #: unpermute.v1: 32 (int32 slots) or 64 (int64); H, or -1 (dynamic);
-    #: whether it takes float32 weights [T, top_k].
+    #: unpermute.v1: 32 (int32 slots) or 64 (int64); H, or -1 (dynamic;
+    #: permute.v1 too); whether it takes float32 weights [T, top_k].
     slots_bits: int = 0
     hidden: int = 0
     weighted: bool = False
@@ -197,6 +206,13 @@ def _library():
     lib.moeUnpermute.argtypes = [handle, ctypes.c_char_p,
                                  ctypes.POINTER(_UnpermuteArgs),
                                  ctypes.c_void_p]
+    lib.moePermute.restype = status
+    lib.moePermute.argtypes = [handle, ctypes.c_char_p,
+                               ctypes.POINTER(_PermuteArgs), ctypes.c_void_p]
+    lib.moePermuteWorkspaceBytes.restype = status
+    lib.moePermuteWorkspaceBytes.argtypes = [handle, ctypes.c_char_p,
+                                             ctypes.c_int64,
+                                             ctypes.POINTER(ctypes.c_int64)]
     _lib = lib
     return lib
 
@@ -567,6 +583,106 @@ class Bundle:
                                            ctypes.byref(args),
                                            ctypes.c_void_p(stream)))
         return out
+
+    def permute_workspace_bytes(self, entry: str, tokens: int) -> int:
+        """Bytes of the workspace permute needs for `tokens` tokens (T*top_k*4);
+        raises MoERuntimeError (entry, T) as permute would."""
+        handle = self._live_handle()
+        _check_abi(f"permute({entry})", self.entry(entry), "permute.v1")
+        size = ctypes.c_int64()
+        _check(_library().moePermuteWorkspaceBytes(
+            handle, entry.encode(), tokens, ctypes.byref(size)))
+        return size.value
+
+    def permute(self, entry: str, tokens, ids, rows=None, offsets=None,
+                slots=None, workspace=None):
+        """The permute of a permute.v1 entry, on torch's current stream of the
+        tensors' device: the rows of tokens (bfloat16 [T, H], H the entry's
+        hidden unless that is -1; a multiple of 8) grouped by the expert ids
+        (int32 [T, top_k]), stably (within an expert, in the order of the
+        flattened ids): rows (bfloat16 [T*top_k, H]; rows from offsets[E] on
+        are zero), offsets (int32/int64, as the entry says, [E + 1]: expert
+        e's rows are offsets[e]..offsets[e+1]) and slots (same type,
+        [T, top_k]: the row of each (t, j), -1 for ids outside [0, E)).
+        workspace: int32 [T*top_k] or uint8 [T*top_k*4] (bytes), scratch.
+        Each of rows, offsets, slots and workspace is allocated when None.
+        All CUDA, contiguous, one device. Returns (rows, offsets, slots);
+        raises MoERuntimeError."""
+        handle = self._live_handle()
+        info = self.entry(entry)
+        where = f"permute({entry})"
+        _check_abi(where, info, "permute.v1")
+        import torch
+
+        index_dtype = torch.int32 if info.offsets_bits == 32 else torch.int64
+        tensors = {"tokens": tokens, "ids": ids}
+        for name, tensor in (("rows", rows), ("offsets", offsets),
+                             ("slots", slots), ("workspace", workspace)):
+            if tensor is not None:
+                tensors[name] = tensor
+        _check_tensors(torch, where, tensors, tokens,
+                       {"tokens": torch.bfloat16, "ids": torch.int32,
+                        "rows": torch.bfloat16, "offsets": index_dtype,
+                        "slots": index_dtype}, first="tokens")
+        if tokens.dim() != 2 or ids.dim() != 2:
+            raise _invalid(f"{where}: expected tokens [T, H] and ids [T, "
+                           f"top_k], got {tuple(tokens.shape)}, "
+                           f"{tuple(ids.shape)}")
+        count, hidden = tokens.shape
+        if ids.shape[0] != count or ids.shape[1] != info.top_k:
+            raise _invalid(f"{where}: ids is {tuple(ids.shape)}, expected "
+                           f"{(count, info.top_k)} = (T, top_k)")
+        if info.hidden != -1 and hidden != info.hidden:
+            raise _invalid(f"{where}: tokens {tuple(tokens.shape)} have H = "
+                           f"{hidden} columns, the entry has hidden = "
+                           f"{info.hidden}")
+        # Checks T (and T*top_k) before anything is allocated.
+        workspace_bytes = self.permute_workspace_bytes(entry, count)
+        n = count * info.top_k
+        shapes = {"rows": (n, hidden), "offsets": (info.experts + 1,),
+                  "slots": (count, info.top_k)}
+        given = {"rows": rows, "offsets": offsets, "slots": slots}
+        for name, shape in shapes.items():
+            tensor = given[name]
+            if tensor is not None and tuple(tensor.shape) != shape:
+                raise _invalid(f"{where}: {name} is {tuple(tensor.shape)}, "
+                               f"expected {shape}")
+        if workspace is not None:
+            uint8 = getattr(torch, "uint8", None)
+            if workspace.dtype == torch.int32:
+                if workspace.numel() != n:
+                    raise _invalid(f"{where}: workspace has "
+                                   f"{workspace.numel()} int32 elements, "
+                                   f"expected T*top_k = {n}")
+            elif uint8 is not None and workspace.dtype == uint8:
+                if workspace.numel() != workspace_bytes:
+                    raise _invalid(f"{where}: workspace has "
+                                   f"{workspace.numel()} bytes, expected "
+                                   f"{workspace_bytes}")
+            else:
+                raise _invalid(f"{where}: workspace is {workspace.dtype}, "
+                               "expected torch.int32 or torch.uint8")
+        device = tokens.device
+        if rows is None:
+            rows = torch.empty(shapes["rows"], dtype=torch.bfloat16,
+                               device=device)
+        if offsets is None:
+            offsets = torch.empty(shapes["offsets"], dtype=index_dtype,
+                                  device=device)
+        if slots is None:
+            slots = torch.empty(shapes["slots"], dtype=index_dtype,
+                                device=device)
+        if workspace is None:
+            workspace = torch.empty((n,), dtype=torch.int32, device=device)
+        args = _PermuteArgs(tokens.data_ptr(), ids.data_ptr(), rows.data_ptr(),
+                            offsets.data_ptr(), slots.data_ptr(),
+                            workspace.data_ptr(), count, hidden)
+        with torch.cuda.device(device):
+            stream = torch.cuda.current_stream(device).cuda_stream
+            _check(_library().moePermute(handle, entry.encode(),
+                                         ctypes.byref(args),
+                                         ctypes.c_void_p(stream)))
+        return rows, offsets, slots
 
 
 def _check_abi(where: str, info: Entry, abi: str) -> None:

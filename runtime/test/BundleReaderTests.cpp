@@ -248,6 +248,128 @@ std::vector<Malformed> malformedRouteBundles() {
   };
 }
 
+/// permuteBundle() with the first `from` replaced by `to`.
+std::string permuteReplaced(const std::string &from, const std::string &to) {
+  return replaced(from, to, permuteBundle());
+}
+
+/// Errors of permute.v1 entries and their kernels.
+std::vector<Malformed> malformedPermuteBundles() {
+  const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
+  const moeStatus unsupported = MOE_STATUS_UNSUPPORTED;
+  const std::string indexKernel =
+      simpleKernelLine("perm", kPermIndex64, "moe_kernels", 1024, 17408);
+  const std::string gatherKernel =
+      simpleKernelLine("perm", kPermGather64, "moe_kernels", 128, 0);
+  return {
+      {"permute missing offsets", permuteReplaced(" offsets=i64", ""), bad,
+       "bundle line 4: entry 'perm': missing key 'offsets'"},
+      {"permute missing experts", permuteReplaced(" experts=128", ""), bad,
+       "entry 'perm': missing key 'experts'"},
+      {"permute missing top_k", permuteReplaced(" top_k=2", ""), bad,
+       "bundle line 7: entry 'perm32': missing key 'top_k'"},
+      {"permute missing hidden",
+       permuteReplaced(" hidden=2048 offsets", " offsets"), bad,
+       "entry 'perm': missing key 'hidden'"},
+      {"permute missing max_rows",
+       permuteReplaced("permute.v1 max_rows=4096", "permute.v1"), bad,
+       "bundle line 7: entry 'perm32': missing key 'max_rows'"},
+      {"permute with slots",
+       permuteReplaced("offsets=i64\n", "offsets=i64 slots=i64\n"), bad,
+       "bundle line 4: entry 'perm': unknown key 'slots' (abi permute.v1 "
+       "takes op, abi, max_rows, experts, top_k, hidden and offsets)"},
+      {"permute with an epilogue",
+       permuteReplaced("offsets=i32\n", "offsets=i32 epilogue=store\n"), bad,
+       "entry 'perm32': unknown key 'epilogue' (abi permute.v1 takes"},
+      {"permute duplicate key",
+       permuteReplaced("top_k=8 hidden", "top_k=8 top_k=8 hidden"), bad,
+       "entry 'perm': duplicate key 'top_k'"},
+      {"permute experts 0", permuteReplaced("experts=128", "experts=0"), bad,
+       "bundle line 4: entry 'perm': experts=0 is out of range ([1, 1024])"},
+      {"permute experts 1025", permuteReplaced("experts=1024", "experts=1025"),
+       bad, "entry 'wide': experts=1025 is out of range ([1, 1024])"},
+      {"permute experts dynamic", permuteReplaced("experts=128", "experts=-1"),
+       bad, "entry 'perm': experts=-1 is out of range ([1, 1024])"},
+      {"permute top_k 0", permuteReplaced("top_k=8 hidden", "top_k=0 hidden"),
+       bad, "entry 'perm': top_k=0 is out of range ([1, 2147483647])"},
+      {"permute top_k -1", permuteReplaced("top_k=2", "top_k=-1"), bad,
+       "entry 'perm32': top_k=-1 is out of range"},
+      {"permute hidden odd", permuteReplaced("hidden=2048", "hidden=2052"), bad,
+       "bundle line 4: entry 'perm': hidden=2052 is not a multiple of 8 (rows "
+       "are copied in 16-byte vectors)"},
+      {"permute hidden 4", permuteReplaced("hidden=2048", "hidden=4"), bad,
+       "entry 'perm': hidden=4 is out of range (-1 or [8, 2147483647])"},
+      {"permute hidden 0", permuteReplaced("hidden=8", "hidden=0"), bad,
+       "entry 'wide': hidden=0 is out of range"},
+      {"permute hidden -2", permuteReplaced("hidden=-1", "hidden=-2"), bad,
+       "entry 'perm32': hidden=-2 is out of range"},
+      {"permute offsets i16", permuteReplaced("offsets=i64", "offsets=i16"),
+       bad,
+       "bundle line 4: entry 'perm': offsets='i16' is neither i32 nor i64"},
+      {"permute offsets empty", permuteReplaced("offsets=i32", "offsets="), bad,
+       "entry 'perm32': offsets='' is neither i32 nor i64"},
+      {"permute max_rows 0", permuteReplaced("max_rows=4096", "max_rows=0"),
+       bad, "entry 'perm32': max_rows=0 is out of range ([1, 2147483647])"},
+      {"newer permute abi",
+       permuteReplaced("abi=permute.v1 max_rows=4096",
+                       "abi=permute.v2 max_rows=4096"),
+       unsupported,
+       "bundle line 7: entry 'perm32': abi 'permute.v2' is not supported"},
+      // Its kernels: exactly two.
+      {"permute with one kernel", permuteReplaced(gatherKernel, ""), bad,
+       "bundle line 4: entry 'perm' (abi permute.v1) has one kernel, "
+       "'moe_permute_index_e128_k8_off64': it takes exactly two, the index "
+       "kernel then the gather kernel"},
+      {"permute with three kernels",
+       permuteReplaced(gatherKernel,
+                       gatherKernel + simpleKernelLine("perm", "third",
+                                                       "moe_kernels", 128, 0)),
+       bad,
+       "bundle line 7: kernel 'third': entry 'perm' (abi permute.v1) takes "
+       "exactly two kernels, the index kernel then the gather kernel, and "
+       "has 'moe_permute_index_e128_k8_off64' (line 5) and "
+       "'moe_permute_gather_off64' (line 6) already"},
+      {"permute without kernels",
+       permuteReplaced(indexKernel + gatherKernel, ""), bad,
+       "bundle line 4: entry 'perm' has no kernels"},
+      {"permute kernel twice", permuteReplaced(gatherKernel, indexKernel), bad,
+       "kernel 'moe_permute_index_e128_k8_off64' appears twice in entry "
+       "'perm'"},
+      {"permute kernel with GEMM keys",
+       permuteReplaced(gatherKernel,
+                       kernelLine("perm", kPermGather64, "moe_kernels", 1,
+                                  2147483647, 64, 64, 0, 0)),
+       bad,
+       "bundle line 6: kernel 'moe_permute_gather_off64': unknown key "
+       "'rows_min' (the kernels of an abi permute.v1 entry take image, "
+       "threads and smem)"},
+      {"permute kernel missing smem",
+       permuteReplaced(indexKernel, "kernel perm " + std::string(kPermIndex64) +
+                                        " image=moe_kernels threads=1024\n"),
+       bad,
+       "bundle line 5: kernel 'moe_permute_index_e128_k8_off64': missing key "
+       "'smem'"},
+      {"permute kernel threads 0",
+       permuteReplaced(gatherKernel, simpleKernelLine("perm", kPermGather64,
+                                                      "moe_kernels", 0, 0)),
+       bad, "kernel 'moe_permute_gather_off64': threads=0 is out of range"},
+      {"permute kernel threads 1025",
+       permuteReplaced(indexKernel, simpleKernelLine("perm", kPermIndex64,
+                                                     "moe_kernels", 1025, 0)),
+       bad, "threads=1025 is out of range ([1, 1024])"},
+      {"permute kernel smem negative",
+       permuteReplaced(indexKernel, simpleKernelLine("perm", kPermIndex64,
+                                                     "moe_kernels", 1024, -1)),
+       bad, "smem=-1 is out of range ([0, 2147483647])"},
+      {"permute kernel of unknown image",
+       permuteReplaced(gatherKernel,
+                       simpleKernelLine("perm", kPermGather64, "nope", 128, 0)),
+       bad,
+       "bundle line 6: kernel 'moe_permute_gather_off64' refers to unknown "
+       "image 'nope'"},
+  };
+}
+
 std::vector<Malformed> malformedBundles() {
   const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
   const moeStatus unsupported = MOE_STATUS_UNSUPPORTED;
@@ -353,7 +475,8 @@ std::vector<Malformed> malformedBundles() {
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v1' is not "
        "supported (this runtime implements bundle version 4 with abis "
-       "grouped_matmul.v3, route.v1 and unpermute.v1): its kernels are not "
+       "grouped_matmul.v3, route.v1, unpermute.v1 and permute.v1): its kernels "
+       "are not "
        "persistent, recompile it"},
       {"abi v2",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
@@ -361,7 +484,8 @@ std::vector<Malformed> malformedBundles() {
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
        "supported (this runtime implements bundle version 4 with abis "
-       "grouped_matmul.v3, route.v1 and unpermute.v1): it predates kernel "
+       "grouped_matmul.v3, route.v1, unpermute.v1 and permute.v1): it predates "
+       "kernel "
        "epilogues, recompile it"},
       {"newer abi",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
@@ -369,7 +493,7 @@ std::vector<Malformed> malformedBundles() {
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v4' is not "
        "supported (this runtime implements bundle version 4 with abis "
-       "grouped_matmul.v3, route.v1 and unpermute.v1)"},
+       "grouped_matmul.v3, route.v1, unpermute.v1 and permute.v1)"},
       {"newer abi with new keys",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
                 "split_k=2 abi=grouped_matmul.v4 experts=8 n=28672"),
@@ -389,7 +513,7 @@ std::vector<Malformed> malformedBundles() {
        unsupported,
        "bundle line 6: entry 'softmax': abi 'route.v2' is not supported (this "
        "runtime implements bundle version 4 with abis grouped_matmul.v3, "
-       "route.v1 and unpermute.v1)"},
+       "route.v1, unpermute.v1 and permute.v1)"},
       {"missing epilogue",
        replaced(" epilogue=store experts=8 n=28672", " experts=8 n=28672"), bad,
        "bundle line 5: entry 'gate_up': missing key 'epilogue'"},
@@ -591,6 +715,8 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 13: expected 'entry <name> key=value...'"},
   };
   for (Malformed &c : malformedRouteBundles())
+    cases.push_back(std::move(c));
+  for (Malformed &c : malformedPermuteBundles())
     cases.push_back(std::move(c));
   return cases;
 }
@@ -855,6 +981,106 @@ TEST(bundleRouteAndUnpermuteParse) {
   CHECK_EQ(moeBundleGetKernel(bundle, 0, 0, &kernel), MOE_STATUS_SUCCESS);
   CHECK_EQ(kernel.threads, 32);
   CHECK_EQ(moeBundleGetKernel(bundle, 3, 0, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(kernel.threads, 100);
+  moeBundleClose(bundle);
+}
+
+TEST(bundlePermuteParses) {
+  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle = openBundle(permuteBundle(), &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (!bundle) {
+    fail(__FILE__, __LINE__, moeLastErrorMessage());
+    return;
+  }
+  moeBundleInfo info;
+  CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
+  CHECK_EQ(info.num_entries, 5);
+
+  // permute.v1: experts, top_k, hidden, offsets; the other fields 0 and the
+  // epilogue "".
+  moeEntryInfo entry;
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "perm");
+  CHECK_EQ(std::string(entry.op), MOE_OP_PERMUTE);
+  CHECK_EQ(std::string(entry.abi), MOE_ABI_PERMUTE);
+  CHECK_EQ(entry.max_rows, 2147483647);
+  CHECK_EQ(entry.experts, 128);
+  CHECK_EQ(entry.top_k, 8);
+  CHECK_EQ(entry.hidden, 2048);
+  CHECK_EQ(entry.offsets_bits, 64);
+  CHECK_EQ(entry.num_kernels, 2);
+  CHECK_EQ(entry.n, 0);
+  CHECK_EQ(entry.k, 0);
+  CHECK(entry.epilogue != nullptr);
+  CHECK_EQ(std::string(entry.epilogue), "");
+  CHECK_EQ(entry.logits_bits, 0);
+  CHECK_EQ(entry.bias, 0);
+  CHECK_EQ(entry.slots_bits, 0);
+  CHECK_EQ(entry.weighted, 0);
+  CHECK_EQ(moeBundleGetEntry(bundle, 1, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "perm32");
+  CHECK_EQ(entry.max_rows, 4096);
+  CHECK_EQ(entry.experts, 4);
+  CHECK_EQ(entry.top_k, 2);
+  CHECK_EQ(entry.hidden, -1);
+  CHECK_EQ(entry.offsets_bits, 32);
+  CHECK_EQ(moeBundleGetEntry(bundle, 2, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(entry.experts, 1024);
+  CHECK_EQ(entry.top_k, 1);
+  CHECK_EQ(entry.hidden, 8);
+
+  // Its kernels, index then gather: symbol, image, threads, smem; the rest 0.
+  moeKernelInfo kernel;
+  CHECK_EQ(moeBundleGetKernel(bundle, 0, 0, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(kernel.symbol), kPermIndex64);
+  CHECK_EQ(std::string(kernel.image), "moe_kernels");
+  CHECK_EQ(kernel.threads, 1024);
+  CHECK_EQ(kernel.smem, 17408);
+  CHECK_EQ(kernel.rows_min, 0);
+  CHECK_EQ(kernel.rows_max, 0);
+  CHECK_EQ(kernel.tile_m, 0);
+  CHECK_EQ(kernel.stages, 0);
+  CHECK_EQ(kernel.swap_ab, 0);
+  CHECK_EQ(moeBundleGetKernel(bundle, 0, 1, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(kernel.symbol), kPermGather64);
+  CHECK_EQ(kernel.threads, 128);
+  CHECK_EQ(kernel.smem, 0);
+  CHECK_STATUS(moeBundleGetKernel(bundle, 0, 2, &kernel),
+               MOE_STATUS_INVALID_ARGUMENT,
+               "kernel index 2 is out of range (entry 'perm' has 2 kernels)");
+  moeBundleClose(bundle);
+
+  // Keys in any order; the reader does not care about the op (moePermute
+  // does); the limits exactly: experts 1 and 1024, top_k 2^31 - 1, hidden 8;
+  // threads need not be a multiple of 32.
+  std::string other = permuteBundle();
+  auto swap = [&other](const std::string &from, const std::string &to) {
+    size_t at = other.find(from);
+    CHECK(at != std::string::npos);
+    if (at != std::string::npos)
+      other.replace(at, from.size(), to);
+  };
+  swap("op=moe.permute abi=permute.v1 max_rows=2147483647 experts=128 "
+       "top_k=8 hidden=2048 offsets=i64",
+       "offsets=i64 hidden=8 top_k=2147483647 experts=1 max_rows=1 "
+       "abi=permute.v1 op=vendor.permute");
+  swap("moe_permute_gather_off64 image=moe_kernels threads=128",
+       "moe_permute_gather_off64 image=moe_kernels threads=100");
+  bundle = openBundle(other, &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (!bundle) {
+    fail(__FILE__, __LINE__, moeLastErrorMessage());
+    return;
+  }
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.op), "vendor.permute");
+  CHECK_EQ(entry.experts, 1);
+  CHECK_EQ(entry.top_k, 2147483647);
+  CHECK_EQ(entry.hidden, 8);
+  CHECK_EQ(entry.max_rows, 1);
+  CHECK_EQ(entry.offsets_bits, 64);
+  CHECK_EQ(moeBundleGetKernel(bundle, 0, 1, &kernel), MOE_STATUS_SUCCESS);
   CHECK_EQ(kernel.threads, 100);
   moeBundleClose(bundle);
 }

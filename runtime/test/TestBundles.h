@@ -187,6 +187,50 @@ inline std::string routeBundle() {
          "end\n";
 }
 
+/// Symbols of the permute bundle.
+inline constexpr const char *kPermIndex64 = "moe_permute_index_e128_k8_off64";
+inline constexpr const char *kPermGather64 = "moe_permute_gather_off64";
+inline constexpr const char *kPermIndex32 = "moe_permute_index_e4_k2_off32";
+inline constexpr const char *kPermGather32 = "moe_permute_gather_off32";
+inline constexpr const char *kPermIndexWide =
+    "moe_permute_index_e1024_k1_off32";
+
+/// Entries of the permute.v1 ABI (added to contract version 4), a route and
+/// an unpermute (line numbers on the right):
+///   perm:   moe.permute, E=128 k=8 H=2048, i64 offsets and slots; index
+///           kernel 1024 threads, 17408 bytes of shared memory, gather
+///           kernel 128 threads;                                   (4-6)
+///   perm32: moe.permute, E=4 k=2, H dynamic, i32, max_rows=4096; index
+///           kernel 256 threads, gather kernel 256 threads;        (7-9)
+///   wide:   moe.permute, E=1024 k=1 H=8, i32; index kernel with 73728
+///           bytes of shared memory (over 48 KiB), perm32's gather kernel
+///           (shared symbol) with 128 threads;                     (10-12)
+///   router: moe.route, E=128 k=8, f32 logits, no bias;            (13-14)
+///   combine: moe.unpermute, H=2048 k=8, i64 slots, weighted.      (15-16)
+inline std::string permuteBundle() {
+  return "MOEBUNDLE 4\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('P')) +
+         "entry perm op=moe.permute abi=permute.v1 max_rows=2147483647 "
+         "experts=128 top_k=8 hidden=2048 offsets=i64\n" +
+         simpleKernelLine("perm", kPermIndex64, "moe_kernels", 1024, 17408) +
+         simpleKernelLine("perm", kPermGather64, "moe_kernels", 128, 0) +
+         "entry perm32 op=moe.permute abi=permute.v1 max_rows=4096 experts=4 "
+         "top_k=2 hidden=-1 offsets=i32\n" +
+         simpleKernelLine("perm32", kPermIndex32, "moe_kernels", 256, 0) +
+         simpleKernelLine("perm32", kPermGather32, "moe_kernels", 256, 0) +
+         "entry wide op=moe.permute abi=permute.v1 max_rows=2147483647 "
+         "experts=1024 top_k=1 hidden=8 offsets=i32\n" +
+         simpleKernelLine("wide", kPermIndexWide, "moe_kernels", 1024, 73728) +
+         simpleKernelLine("wide", kPermGather32, "moe_kernels", 128, 0) +
+         "entry router op=moe.route abi=route.v1 max_rows=2147483647 "
+         "experts=128 top_k=8 logits=f32 bias=0\n" +
+         simpleKernelLine("router", kRouteBias, "moe_kernels", 128, 0) +
+         "entry combine op=moe.unpermute abi=unpermute.v1 "
+         "max_rows=2147483647 hidden=2048 top_k=8 slots=i64 weighted=1\n" +
+         simpleKernelLine("combine", kCombine, "moe_kernels", 128, 0) + "end\n";
+}
+
 /// Opens `bytes`; returns NULL (and leaves the status in *status) on failure.
 inline moeBundle *openBundle(const std::string &bytes,
                              moeStatus *status = nullptr) {

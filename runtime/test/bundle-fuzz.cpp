@@ -7,7 +7,9 @@
 // fuzzed tiles and rows ranges; each grid is checked against contract §3.1
 // recomputed here in 128 bits, with the out memref, weights box and row_scale
 // parameters of the entry's epilogue), moeRoute and moeUnpermute for route.v1
-// and unpermute.v1 entries (grid, block and every parameter checked), then
+// and unpermute.v1 entries (grid, block and every parameter checked),
+// moePermuteWorkspaceBytes and moePermute for permute.v1 entries (both
+// launches, grids, blocks and their 24 + 24 parameters checked), then
 // moeBundleClose. Built with MOE_ENABLE_FUZZER=ON (address and undefined
 // sanitizers); seeds in runtime/test/bundle-corpus/.
 //
@@ -46,11 +48,14 @@ void memref2D(uint64_t *words, int &count, uint64_t pointer, int64_t rows,
     words[count++] = word;
 }
 
-/// Checks the one launch a successful moeRoute or moeUnpermute made.
+/// Checks launch `index` (from the end: 1 is the last) of a successful
+/// moeRoute, moeUnpermute or moePermute.
 void checkSimpleLaunch(size_t launchesBefore, const moeKernelInfo &kernel,
-                       int64_t gridX, const uint64_t *words, int count) {
-  require(fakeGpu().launches.size() == launchesBefore + 1);
-  const FakeLaunch &launch = fakeGpu().launches.back();
+                       int64_t gridX, const uint64_t *words, int count,
+                       size_t launches = 1, size_t index = 1) {
+  require(fakeGpu().launches.size() == launchesBefore + launches);
+  const FakeLaunch &launch =
+      fakeGpu().launches[fakeGpu().launches.size() - index];
   require(launch.function == kernel.symbol);
   require(int64_t(launch.grid[0]) == gridX && launch.grid[1] == 1 &&
           launch.grid[2] == 1);
@@ -140,6 +145,65 @@ void exerciseUnpermute(moeBundle *bundle, const moeEntryInfo &entry,
                     args.tokens < 65535 ? args.tokens : 65535, words, count);
 }
 
+/// The 5 words of a rank-1 memref descriptor [size].
+void memref1D(uint64_t *words, int &count, uint64_t pointer, int64_t size) {
+  const uint64_t descriptor[5] = {pointer, pointer, 0, uint64_t(size), 1};
+  for (uint64_t word : descriptor)
+    words[count++] = word;
+}
+
+void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
+                     const moeKernelInfo *kernels, uint64_t h) {
+  require(entry.num_kernels == 2);
+  require(entry.experts >= 1 && entry.experts <= 1024 && entry.top_k >= 1);
+  require(entry.hidden == -1 || (entry.hidden >= 8 && entry.hidden % 8 == 0));
+  require(entry.offsets_bits == 32 || entry.offsets_bits == 64);
+  moePermuteArgs args;
+  args.tokens = 0x100000;
+  args.ids = 0x200000;
+  args.rows = 0x300000;
+  args.offsets = 0x400000;
+  args.slots = 0x500000;
+  args.workspace = 0x600000;
+  args.tokens_count = tokensFor(h, entry.max_rows);
+  args.hidden =
+      entry.hidden != -1 ? entry.hidden : 8 * (1 + int64_t((h >> 40) % 4096));
+  __int128 rows = __int128(args.tokens_count) * entry.top_k;
+  int64_t bytes = -1;
+  moeStatus status =
+      moePermuteWorkspaceBytes(bundle, entry.name, args.tokens_count, &bytes);
+  // The reader accepts any op; the calls want moe.permute.
+  const bool permuteOp = std::strcmp(entry.op, MOE_OP_PERMUTE) == 0;
+  require((status == MOE_STATUS_SUCCESS) == (permuteOp && rows <= 2147483647));
+  require(status != MOE_STATUS_SUCCESS || bytes == int64_t(rows * 4));
+  fakeGpu().wordParams[kernels[0].symbol] = 24;
+  fakeGpu().wordParams[kernels[1].symbol] = 24;
+  size_t launchesBefore = fakeGpu().launches.size();
+  status = moePermute(bundle, entry.name, &args, nullptr);
+  // INVALID_ARGUMENT: T*k beyond 2^31 - 1, or T*k*H*2 beyond int64.
+  require(status == MOE_STATUS_SUCCESS ||
+          status == MOE_STATUS_INVALID_ARGUMENT ||
+          status == MOE_STATUS_UNSUPPORTED || status == MOE_STATUS_NO_GPU);
+  if (status != MOE_STATUS_SUCCESS)
+    return;
+  require(permuteOp && rows <= 2147483647);
+  const int64_t n = int64_t(rows);
+  uint64_t words[24];
+  int count = 0;
+  memref2D(words, count, args.ids, args.tokens_count, entry.top_k);
+  memref1D(words, count, args.offsets, entry.experts + 1);
+  memref2D(words, count, args.slots, args.tokens_count, entry.top_k);
+  memref1D(words, count, args.workspace, n);
+  checkSimpleLaunch(launchesBefore, kernels[0], 1, words, count, 2, 2);
+  count = 0;
+  memref2D(words, count, args.tokens, args.tokens_count, args.hidden);
+  memref1D(words, count, args.workspace, n);
+  memref1D(words, count, args.offsets, entry.experts + 1);
+  memref2D(words, count, args.rows, n, args.hidden);
+  checkSimpleLaunch(launchesBefore, kernels[1], n < 65535 ? n : 65535, words,
+                    count, 2, 1);
+}
+
 void exercise(moeBundle *bundle, uint64_t hash) {
   moeBundleInfo info;
   require(moeBundleGetInfo(bundle, &info) == MOE_STATUS_SUCCESS);
@@ -154,8 +218,10 @@ void exercise(moeBundle *bundle, uint64_t hash) {
             found == e);
     const bool gemm = std::strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0;
     const bool route = std::strcmp(entry.abi, MOE_ABI_ROUTE) == 0;
-    require(gemm || route || std::strcmp(entry.abi, MOE_ABI_UNPERMUTE) == 0);
-    require(gemm || entry.num_kernels == 1);
+    const bool permute = std::strcmp(entry.abi, MOE_ABI_PERMUTE) == 0;
+    require(gemm || route || permute ||
+            std::strcmp(entry.abi, MOE_ABI_UNPERMUTE) == 0);
+    require(gemm || entry.num_kernels == (permute ? 2 : 1));
     moeKernelInfo kernels[16];
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo &kernel = kernels[k];
@@ -167,6 +233,12 @@ void exercise(moeBundle *bundle, uint64_t hash) {
                 kernel.tile_m == 0 && kernel.threads >= 1);
     }
     uint64_t h = hash + uint64_t(e) * 0x9e3779b97f4a7c15ull;
+    if (permute) {
+      require(entry.epilogue && !*entry.epilogue && entry.n == 0 &&
+              entry.k == 0 && entry.slots_bits == 0 && entry.bias == 0);
+      exercisePermute(bundle, entry, kernels, h);
+      continue;
+    }
     if (!gemm) {
       require(entry.epilogue && !*entry.epilogue && entry.n == 0 &&
               entry.k == 0 && entry.offsets_bits == 0);

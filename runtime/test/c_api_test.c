@@ -115,7 +115,15 @@ int main(int argc, char **argv) {
     check(offsetof(moeEntryInfo, weighted) == 96, "moeEntryInfo.weighted");
     check(sizeof(moeRouteArgs) == 48, "sizeof(moeRouteArgs)");
     check(sizeof(moeUnpermuteArgs) == 56, "sizeof(moeUnpermuteArgs)");
+    check(sizeof(moePermuteArgs) == 64, "sizeof(moePermuteArgs)");
   }
+  /* moePermute and moePermuteWorkspaceBytes: argument errors need no GPU. */
+  check(moePermute(NULL, "perm", NULL, NULL) == MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(), "moePermute: bundle is NULL"),
+        "moePermute without a bundle");
+  check(moePermuteWorkspaceBytes(NULL, "perm", 1, NULL) ==
+            MOE_STATUS_INVALID_ARGUMENT,
+        "moePermuteWorkspaceBytes without a bundle");
   check(strcmp(moeStatusName(MOE_STATUS_NO_GPU), "NO_GPU") == 0,
         "moeStatusName");
   check(moeBundleOpenFile(argv[1], &bundle) == MOE_STATUS_SUCCESS,

@@ -90,6 +90,7 @@ check(moe_runtime._EntryInfo.hidden.offset == 88, "moeEntryInfo.hidden")
 check(moe_runtime._EntryInfo.weighted.offset == 96, "moeEntryInfo.weighted")
 check(ctypes.sizeof(moe_runtime._RouteArgs) == 48, "sizeof(moeRouteArgs)")
 check(ctypes.sizeof(moe_runtime._UnpermuteArgs) == 56, "sizeof(moeUnpermuteArgs)")
+check(ctypes.sizeof(moe_runtime._PermuteArgs) == 64, "sizeof(moePermuteArgs)")
 check(ctypes.sizeof(moe_runtime._GroupedMatmulArgs) == 72, "sizeof(moeGroupedMatmulArgs)")
 check(moe_runtime._GroupedMatmulArgs.row_scale.offset == 64, "moeGroupedMatmulArgs.row_scale")
 
@@ -183,7 +184,7 @@ expect_error(lambda: routes.route("missing", None), "NOT_FOUND", "no entry 'miss
 # wrapper's checks run, and what passes them reaches the C API, whose own
 # checks (or the missing GPU) answer.
 fake_torch = types.ModuleType("torch")
-for dtype_name in ("float32", "bfloat16", "int32", "int64"):
+for dtype_name in ("float32", "bfloat16", "int32", "int64", "uint8"):
     setattr(fake_torch, dtype_name, type(dtype_name, (), {"__repr__":
                                                          lambda self, n=dtype_name: f"torch.{n}"})())
 
@@ -351,6 +352,123 @@ for call, needle in [
          "moeUnpermute(gather): T = 4097 exceeds the entry's max_rows = 4096")]:
     expect_error(call, "INVALID_ARGUMENT", needle)
 routes.close()
+
+# Permute entries (permute.v1, added to version 4): fields, then the checks.
+permute_bytes = (b"MOEBUNDLE 4\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28 + b"\n" + (
+    f"entry perm op=moe.permute abi=permute.v1 max_rows={MAX} experts=128 top_k=8 "
+    "hidden=2048 offsets=i64\n"
+    "kernel perm moe_permute_index_e128_k8_off64 image=img threads=1024 smem=17408\n"
+    "kernel perm moe_permute_gather_off64 image=img threads=128 smem=0\n"
+    "entry perm32 op=moe.permute abi=permute.v1 max_rows=4096 experts=4 top_k=2 "
+    "hidden=-1 offsets=i32\n"
+    "kernel perm32 moe_permute_index_e4_k2_off32 image=img threads=256 smem=0\n"
+    "kernel perm32 moe_permute_gather_off32 image=img threads=256 smem=0\n"
+    f"entry router op=moe.route abi=route.v1 max_rows={MAX} experts=4 top_k=2 "
+    "logits=f32 bias=0\n"
+    "kernel router r image=img threads=128 smem=0\n"
+    "end\n").encode())
+perms = moe_runtime.Bundle.from_bytes(permute_bytes)
+perm = perms.entry("perm")
+check((perm.abi, perm.op, perm.experts, perm.top_k, perm.hidden, perm.offsets_bits,
+       perm.max_rows, perm.epilogue, perm.slots_bits)
+      == ("permute.v1", "moe.permute", 128, 8, 2048, 64, MAX, "", 0), f"perm {perm}")
+check([k.symbol for k in perm.kernels] == ["moe_permute_index_e128_k8_off64",
+                                           "moe_permute_gather_off64"]
+      and perm.kernels[0].smem == 17408, "permute kernels")
+check(perms.entry("perm32").hidden == -1 and perms.entry("perm32").offsets_bits == 32,
+      "perm32")
+check(perms.permute_workspace_bytes("perm", 3) == 96, "workspace bytes")
+check(perms.permute_workspace_bytes("perm32", 4096) == 32768, "workspace bytes i32")
+expect_error(lambda: perms.permute_workspace_bytes("perm32", 4097), "INVALID_ARGUMENT",
+             "moePermuteWorkspaceBytes(perm32): T = 4097 exceeds the entry's max_rows")
+expect_error(lambda: perms.permute("router", None, None), "INVALID_ARGUMENT",
+             "permute(router): entry 'router' has abi route.v1 (op moe.route), not "
+             "permute.v1")
+expect_error(lambda: perms.route("perm", None), "INVALID_ARGUMENT",
+             "route(perm): entry 'perm' has abi permute.v1")
+expect_error(lambda: perms.permute("nope", None, None), "NOT_FOUND", "no entry 'nope'")
+
+tokens = T((16, 2048), bf16, 0x7f0000110000)
+perm_ids = T((16, 8), i32, 0x7f0000120000)
+allocated.clear()
+expect_launch_attempt(lambda: perms.permute("perm", tokens, perm_ids), "permute")
+check(allocated == [((128, 2048), bf16, "cuda:0"), ((129,), i64, "cuda:0"),
+                    ((16, 8), i64, "cuda:0"), ((128,), i32, "cuda:0")],
+      f"permute allocates rows, offsets, slots and workspace: {allocated}")
+allocated.clear()
+perm_rows = T((128, 2048), bf16, 0x7f0000130000)
+perm_offsets = T((129,), i64, 0x7f0000140000)
+perm_slots = T((16, 8), i64, 0x7f0000150000)
+expect_launch_attempt(lambda: perms.permute("perm", tokens, perm_ids, perm_rows, perm_offsets,
+                                            perm_slots, T((512,), fake_torch.uint8,
+                                                          0x7f0000160000)),
+                      "permute with everything given, a uint8 workspace")
+expect_launch_attempt(lambda: perms.permute("perm32", T((4096, 7168), bf16),
+                                            T((4096, 2), i32), workspace=T((8192,), i32)),
+                      "permute, dynamic H, an int32 workspace")
+check(allocated == [((8192, 7168), bf16, "cuda:0"), ((5,), i32, "cuda:0"),
+                    ((4096, 2), i32, "cuda:0")], f"permute32 allocations: {allocated}")
+for call, needle in [
+        (lambda: perms.permute("perm", T((16, 2048), f32), perm_ids),
+         "permute(perm): tokens is torch.float32, expected torch.bfloat16"),
+        (lambda: perms.permute("perm", tokens, T((16, 8), i64)),
+         "permute(perm): ids is torch.int64, expected torch.int32"),
+        (lambda: perms.permute("perm", tokens, perm_ids, offsets=T((129,), i32)),
+         "permute(perm): offsets is torch.int32, expected torch.int64"),
+        (lambda: perms.permute("perm32", T((16, 64), bf16), T((16, 2), i32),
+                               slots=T((16, 2), i64)),
+         "permute(perm32): slots is torch.int64, expected torch.int32"),
+        (lambda: perms.permute("perm", tokens, perm_ids, rows=T((128, 2048), f32)),
+         "permute(perm): rows is torch.float32, expected torch.bfloat16"),
+        (lambda: perms.permute("perm", tokens, perm_ids, workspace=T((128,), i64)),
+         "permute(perm): workspace is torch.int64, expected torch.int32 or torch.uint8"),
+        (lambda: perms.permute("perm", tokens, perm_ids, workspace=T((127,), i32)),
+         "permute(perm): workspace has 127 int32 elements, expected T*top_k = 128"),
+        (lambda: perms.permute("perm", tokens, perm_ids,
+                               workspace=T((128,), fake_torch.uint8)),
+         "permute(perm): workspace has 128 bytes, expected 512"),
+        (lambda: perms.permute("perm", tokens, T((16, 2), i32)),
+         "permute(perm): ids is (16, 2), expected (16, 8) = (T, top_k)"),
+        (lambda: perms.permute("perm", tokens, T((15, 8), i32)),
+         "permute(perm): ids is (15, 8), expected (16, 8) = (T, top_k)"),
+        (lambda: perms.permute("perm", T((16, 1024), bf16), perm_ids),
+         "permute(perm): tokens (16, 1024) have H = 1024 columns, the entry has "
+         "hidden = 2048"),
+        (lambda: perms.permute("perm", T((16 * 2048,), bf16), perm_ids),
+         "permute(perm): expected tokens [T, H] and ids [T, top_k], got (32768,), "
+         "(16, 8)"),
+        (lambda: perms.permute("perm", tokens, perm_ids, rows=T((16, 2048), bf16)),
+         "permute(perm): rows is (16, 2048), expected (128, 2048)"),
+        (lambda: perms.permute("perm", tokens, perm_ids, offsets=T((128,), i64)),
+         "permute(perm): offsets is (128,), expected (129,)"),
+        (lambda: perms.permute("perm", tokens, perm_ids, slots=T((8, 16), i64)),
+         "permute(perm): slots is (8, 16), expected (16, 8)"),
+        (lambda: perms.permute("perm", tokens, T((16, 8), i32, device="cuda:1")),
+         "permute(perm): ids is on cuda:1 but tokens is on cuda:0"),
+        (lambda: perms.permute("perm", T((16, 2048), bf16, contiguous=False), perm_ids),
+         "permute(perm): tokens is not contiguous"),
+        (lambda: perms.permute("perm32", T((4097, 64), bf16), T((4097, 2), i32)),
+         "moePermuteWorkspaceBytes(perm32): T = 4097 exceeds the entry's max_rows = 4096"),
+        # The C API's checks: each pointer lands in its field.
+        (lambda: perms.permute("perm", T((16, 2048), bf16, 0x7f0000110008), perm_ids),
+         "moePermute(perm): tokens pointer 0x7f0000110008 is not 16-byte aligned"),
+        (lambda: perms.permute("perm", tokens, T((16, 8), i32, 0x7f0000120002)),
+         "moePermute(perm): ids pointer 0x7f0000120002 is not 4-byte aligned"),
+        (lambda: perms.permute("perm", tokens, perm_ids, T((128, 2048), bf16, 0x7f0000130004)),
+         "moePermute(perm): rows pointer 0x7f0000130004 is not 16-byte aligned"),
+        (lambda: perms.permute("perm", tokens, perm_ids, offsets=T((129,), i64, 0x7f0000140004)),
+         "moePermute(perm): offsets pointer 0x7f0000140004 is not 8-byte aligned"),
+        (lambda: perms.permute("perm", tokens, perm_ids, slots=T((16, 8), i64, 0x7f0000150004)),
+         "moePermute(perm): slots pointer 0x7f0000150004 is not 8-byte aligned"),
+        (lambda: perms.permute("perm", tokens, perm_ids,
+                               workspace=T((128,), i32, 0x7f0000160002)),
+         "moePermute(perm): workspace pointer 0x7f0000160002 is not 4-byte aligned"),
+        (lambda: perms.permute("perm32", T((16, 100), bf16), T((16, 2), i32)),
+         "moePermute(perm32): H = 100 is not a multiple of 8")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+perms.close()
+expect_error(lambda: perms.permute("perm", None, None), "INVALID_ARGUMENT",
+             "the bundle is closed")
 del sys.modules["torch"]
 
 print("python test " + ("FAILED" if failures else "passed"))

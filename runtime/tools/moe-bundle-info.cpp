@@ -20,10 +20,16 @@
 //     hidden=4096 top_k=2 slots=i64 weighted=1               (one line)
 //     kernel moe_unpermute_h4096_k2_i64_weighted threads=256 smem=0
 //     image=moe_kernels                                      (one line)
+//   entry perm op=moe.permute abi=permute.v1 max_rows=2147483647
+//     experts=128 top_k=8 hidden=2048 offsets=i64            (one line)
+//     kernel moe_permute_index_e128_k8_off64 threads=1024 smem=17408
+//     image=moe_kernels                                      (one line)
+//     kernel moe_permute_gather_off64 threads=128 smem=0
+//     image=moe_kernels                                      (one line)
 //
 // Entries print their ABI's keys in the order of the bundle line (contract
-// §2); the kernels of route.v1 and unpermute.v1 entries have no rows range
-// or tile.
+// §2); the kernels of route.v1, unpermute.v1 and permute.v1 entries have no
+// rows range or tile.
 //
 // On error prints "moe-bundle-info: error: <message>" and exits 1.
 //
@@ -71,6 +77,7 @@ int main(int argc, char **argv) {
       return failWithStatus();
     const bool route = !std::strcmp(entry.abi, MOE_ABI_ROUTE);
     const bool unpermute = !std::strcmp(entry.abi, MOE_ABI_UNPERMUTE);
+    const bool permute = !std::strcmp(entry.abi, MOE_ABI_PERMUTE);
     if (route)
       std::printf("entry %s op=%s abi=%s max_rows=%" PRId64 " experts=%" PRId64
                   " top_k=%d logits=%s bias=%d\n",
@@ -82,6 +89,12 @@ int main(int argc, char **argv) {
                   " top_k=%d slots=i%d weighted=%d\n",
                   entry.name, entry.op, entry.abi, entry.max_rows, entry.hidden,
                   int(entry.top_k), int(entry.slots_bits), int(entry.weighted));
+    else if (permute)
+      std::printf("entry %s op=%s abi=%s max_rows=%" PRId64 " experts=%" PRId64
+                  " top_k=%d hidden=%" PRId64 " offsets=i%d\n",
+                  entry.name, entry.op, entry.abi, entry.max_rows,
+                  entry.experts, int(entry.top_k), entry.hidden,
+                  int(entry.offsets_bits));
     else
       std::printf(
           "entry %s op=%s abi=%s epilogue=%s experts=%" PRId64 " n=%" PRId64
@@ -92,7 +105,7 @@ int main(int argc, char **argv) {
       moeKernelInfo kernel;
       if (moeBundleGetKernel(bundle, e, k, &kernel) != MOE_STATUS_SUCCESS)
         return failWithStatus();
-      if (route || unpermute) {
+      if (route || unpermute || permute) {
         std::printf("  kernel %s threads=%d smem=%d image=%s\n", kernel.symbol,
                     int(kernel.threads), int(kernel.smem), kernel.image);
         continue;

@@ -32,3 +32,19 @@ func.func @odd_hidden(%rows: tensor<?x100xbf16>, %slots: tensor<?x2xi64>) -> ten
   %y = moe.unpermute %rows, %slots : (tensor<?x100xbf16>, tensor<?x2xi64>) -> tensor<?x100xbf16>
   return %y : tensor<?x100xbf16>
 }
+
+// -----
+
+func.func @padded(%x: tensor<?x256xbf16>, %ids: tensor<?x2xi32>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{pad_to is not implemented yet}}
+  %r, %o, %s = moe.permute %x, %ids pad_to 64 : (tensor<?x256xbf16>, tensor<?x2xi32>) -> (tensor<?x256xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  return %r : tensor<?x256xbf16>
+}
+
+// -----
+
+func.func @many_experts(%x: tensor<?x256xbf16>, %ids: tensor<?x2xi32>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{at most 256 experts are implemented}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x256xbf16>, tensor<?x2xi32>) -> (tensor<?x256xbf16>, tensor<513xi64>, tensor<?x2xi64>)
+  return %r : tensor<?x256xbf16>
+}

@@ -15,6 +15,8 @@
 // outside [0, M) skipped, the k rows summed in order in f32.
 // CHECK-LABEL: func.func @combine
 // CHECK: moe.unpermute {{.*}}moe.launch = {abi = "unpermute.v1", hidden = 4096 : i64, kernels = [{kernel = @moe_kernels::@moe_unpermute_k2_slots64_weighted}], max_rows = 2147483647 : i64, slots = i64, top_k = 2 : i64, weighted = true}
+// CHECK-LABEL: func.func @perm
+// CHECK: moe.permute {{.*}}moe.launch = {abi = "permute.v1", experts = 128 : i64, hidden = 2048 : i64, kernels = [{kernel = @moe_kernels::@moe_permute_index_e128_k8_off64}, {kernel = @moe_kernels::@moe_permute_gather_off64}], max_rows = 2147483647 : i64, offsets = i64, top_k = 8 : i64}
 // CHECK: gpu.func @moe_route_sigmoid_topk_e256_k8_g8s4_renorm_x40200000_f32_bias(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>, %{{.*}}: memref<?x?xi32>, %{{.*}}: memref<?x?xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, moe.dynamic_shared_bytes = 0 : i64}
 // Per group: 5 x 2 shuffles (top-2 merge); per pick: 5 x 3 (value,
 // expert, source): 8 x 10 + 8 x 15.
@@ -23,6 +25,17 @@
 // CHECK: gpu.func @moe_unpermute_k2_slots64_weighted(%{{.*}}: memref<?x?xbf16>, %{{.*}}: memref<?x?xi64>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xbf16>)
 // CHECK-COUNT-2: vector.load %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
+// The permutation: an index kernel (one CTA of 1024 threads: counts by
+// shared-memory atomics, a warp scan to offsets, then chunk by chunk a
+// warp's stable ranks by match.any and a [warp][expert] table across warps)
+// and a gather kernel (one CTA per row, zeros past offsets[E]).
+// CHECK: gpu.func @moe_permute_index_e128_k8_off64(%{{.*}}: memref<?x?xi32>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xi64>, %{{.*}}: memref<?xi32>) workgroup(%{{.*}} : memref<128xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<128xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<4096xi32, #gpu.address_space<workgroup>>)
+// CHECK: memref.atomic_rmw addi
+// CHECK: nvvm.match.sync  any
+// CHECK: nvvm.read.ptx.sreg.lanemask.lt
+// CHECK: gpu.func @moe_permute_gather_off64(
+// PTX-DAG: match.any.sync.b32
+// PTX-DAG: atom.shared.add.u32
 // PTX-DAG: .entry moe_route_sigmoid_topk_e256_k8_g8s4_renorm_x40200000_f32_bias(
 // PTX-DAG: shfl.sync.bfly.b32
 // PTX-DAG: ex2.approx.ftz.f32
@@ -37,4 +50,8 @@ func.func @deepseek(%logits: tensor<?x256xf32>, %b: tensor<256xf32>) -> (tensor<
 func.func @combine(%rows: tensor<?x4096xbf16>, %slots: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> tensor<?x4096xbf16> {
   %y = moe.unpermute %rows, %slots weights %w : (tensor<?x4096xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x4096xbf16>
   return %y : tensor<?x4096xbf16>
+}
+func.func @perm(%x: tensor<?x2048xbf16>, %ids: tensor<?x8xi32>) -> (tensor<?x2048xbf16>, tensor<129xi64>, tensor<?x8xi64>) {
+  %rows, %offsets, %slots = moe.permute %x, %ids : (tensor<?x2048xbf16>, tensor<?x8xi32>) -> (tensor<?x2048xbf16>, tensor<129xi64>, tensor<?x8xi64>)
+  return %rows, %offsets, %slots : tensor<?x2048xbf16>, tensor<129xi64>, tensor<?x8xi64>
 }

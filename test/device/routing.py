@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""GPU tests of the routing (moe.route) and combine (moe.unpermute) kernels.
+"""GPU tests of the routing (moe.route), permutation (moe.permute) and combine
+(moe.unpermute) kernels.
 
 routing.moebundle (scripts/build-gpu-artifacts.sh, from
 test/device/routing_shapes.mlir) holds the routers of the five models of the
@@ -9,8 +10,9 @@ poisoned first, against `route_model` of shared/bench/peers.py (checked
 against the Hugging Face modules): the same experts per token (as sets:
 torch.topk with sorted=False has no order) and the same weights per expert
 (relative 1e-5: exp runs as ex2.approx). Ids must come out best first.
-Combines are checked against a float32 torch sum on random slots, some out
-of range. Also NaN logits (no crash, ids valid or -1) and a CUDA graph.
+Permutations are compared bit for bit with a stable torch argsort (rows,
+offsets, slots; dropped ids, one hot expert). Combines are checked against a
+float32 torch sum on random slots, some out of range. Also NaN logits (no crash, ids valid or -1) and a CUDA graph.
 Prints `N passed, N failed`.
 
     python3 test/device/routing.py .gpu-artifacts .shared-bench
@@ -135,6 +137,54 @@ def main():
                 err = ((out.float() - want).norm() / want.norm()).item()
                 ok = err <= 4e-3 and not torch.isnan(out).any()
                 report(ok, what, "" if ok else f"relative L2 error {err:.3e}")
+            except Exception as error:
+                report(False, what, f"{type(error).__name__}: {error}")
+
+    # Permutation: rows grouped by expert, stable within an expert, dropped
+    # ids get slot -1 and rows past offsets[E] are zero; bit-exact copies.
+    permutes = {  # entry: (experts, k, hidden, offsets dtype)
+        "permute_e128_k8": (128, 8, 2048, torch.int64),
+        "permute_e256_k8_i32": (256, 8, 7168, torch.int32),
+        "permute_e8_k2": (8, 2, 4096, torch.int64),
+    }
+    for entry, (E, k, H, off_dtype) in permutes.items():
+        for T in TOKENS + ["one hot expert", "dropped ids"]:
+            what = f"permute {entry} T={T}"
+            try:
+                n = 512 if isinstance(T, str) else T
+                tokens = torch.randn(n, H, device=DEV).to(torch.bfloat16)
+                ids = torch.randint(0, E, (n, k), device=DEV, dtype=torch.int32)
+                if T == "one hot expert":
+                    ids[:, 0] = E - 1
+                if T == "dropped ids":
+                    ids[torch.rand(n, k, device=DEV) < 0.1] = -3
+                    ids[torch.rand(n, k, device=DEV) < 0.1] = E + 4
+                rows = torch.full((n * k, H), float("nan"), device=DEV, dtype=torch.bfloat16)
+                offsets = torch.full((E + 1,), -9, device=DEV, dtype=off_dtype)
+                slots = torch.full((n, k), -9, device=DEV, dtype=off_dtype)
+                bundle.permute(entry, tokens, ids, rows=rows, offsets=offsets, slots=slots)
+                torch.cuda.synchronize()
+                flat = ids.flatten().long()
+                valid = (flat >= 0) & (flat < E)
+                key = torch.where(valid, flat, torch.full_like(flat, E))
+                order = torch.sort(key, stable=True)[1]
+                want_slots = torch.full_like(flat, -1)
+                want_slots[order] = torch.arange(n * k, device=DEV)
+                want_slots[~valid] = -1
+                counts = torch.bincount(flat[valid], minlength=E)
+                want_offsets = torch.cat([torch.zeros(1, device=DEV, dtype=torch.long), counts.cumsum(0)])
+                total = int(want_offsets[-1])
+                want_rows = torch.zeros(n * k, H, device=DEV, dtype=torch.bfloat16)
+                src = order[:total] // k
+                want_rows[:total] = tokens[src]
+                problems = []
+                if not torch.equal(offsets.long(), want_offsets):
+                    problems.append("offsets differ")
+                if not torch.equal(slots.long().flatten(), want_slots):
+                    problems.append(f"{int((slots.long().flatten() != want_slots).sum())} slots differ")
+                if not torch.equal(rows.view(torch.int16), want_rows.view(torch.int16)):
+                    problems.append(f"{int((rows.view(torch.int16) != want_rows.view(torch.int16)).any(1).sum())} rows differ")
+                report(not problems, what, "; ".join(problems))
             except Exception as error:
                 report(False, what, f"{type(error).__name__}: {error}")
 

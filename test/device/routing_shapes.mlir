@@ -37,3 +37,15 @@ func.func @combine_k4_i32_weighted(%rows: tensor<?x2880xbf16>, %s: tensor<?x4xi3
   %y = moe.unpermute %rows, %s weights %w : (tensor<?x2880xbf16>, tensor<?x4xi32>, tensor<?x4xf32>) -> tensor<?x2880xbf16>
   return %y : tensor<?x2880xbf16>
 }
+func.func @permute_e128_k8(%x: tensor<?x2048xbf16>, %ids: tensor<?x8xi32>) -> (tensor<?x2048xbf16>, tensor<129xi64>, tensor<?x8xi64>) {
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x2048xbf16>, tensor<?x8xi32>) -> (tensor<?x2048xbf16>, tensor<129xi64>, tensor<?x8xi64>)
+  return %r, %o, %s : tensor<?x2048xbf16>, tensor<129xi64>, tensor<?x8xi64>
+}
+func.func @permute_e256_k8_i32(%x: tensor<?x7168xbf16>, %ids: tensor<?x8xi32>) -> (tensor<?x7168xbf16>, tensor<257xi32>, tensor<?x8xi32>) {
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x7168xbf16>, tensor<?x8xi32>) -> (tensor<?x7168xbf16>, tensor<257xi32>, tensor<?x8xi32>)
+  return %r, %o, %s : tensor<?x7168xbf16>, tensor<257xi32>, tensor<?x8xi32>
+}
+func.func @permute_e8_k2(%x: tensor<?x4096xbf16>, %ids: tensor<?x2xi32>) -> (tensor<?x4096xbf16>, tensor<9xi64>, tensor<?x2xi64>) {
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x4096xbf16>, tensor<?x2xi32>) -> (tensor<?x4096xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  return %r, %o, %s : tensor<?x4096xbf16>, tensor<9xi64>, tensor<?x2xi64>
+}

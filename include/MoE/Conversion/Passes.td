@@ -49,7 +49,10 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
     becomes a routing kernel, one warp per token: scores, the correction
     bias, group-limited selection and top-k by warp shuffles, ties to the
     lower expert. `moe.unpermute` (bf16) becomes a combine kernel, one CTA
-    per token summing its rows in f32, 16 bytes per thread.
+    per token summing its rows in f32, 16 bytes per thread. `moe.permute`
+    (bf16 tokens, at most 256 experts, no `pad_to` yet) becomes two
+    kernels: an index kernel (one CTA: counts, offsets, stable slots by
+    warp match.any ranks) and a gather kernel (one CTA per row).
 
     Each op gets `moe.launch`: its ABI, static shapes and the kernels that
     together compute it, each for the experts whose row count lies in its

@@ -65,6 +65,29 @@ static std::string unsupportedReason(RouteOp op) {
   return "";
 }
 
+/// Why the permutation kernels cannot run `op`, or an empty string.
+static std::string unsupportedReason(PermuteOp op) {
+  auto tokens = cast<RankedTensorType>(op.getTokens().getType());
+  auto ids = cast<RankedTensorType>(op.getExpertIds().getType());
+  auto offsets = cast<RankedTensorType>(op.getOffsets().getType());
+  if (op.getPadTo())
+    return "pad_to is not implemented yet";
+  if (!tokens.getElementType().isBF16())
+    return "only bf16 tokens are implemented";
+  if (!ShapedType::isDynamic(tokens.getDimSize(1)) &&
+      tokens.getDimSize(1) % 8 != 0)
+    return "the hidden size must be a multiple of 8 (16-byte row chunks)";
+  if (ShapedType::isDynamic(ids.getDimSize(1)))
+    return "top-k (the ids' second dimension) must be static";
+  if (offsets.getDimSize(0) - 1 > 256)
+    return "at most 256 experts are implemented (the index kernel's "
+           "shared-memory table)";
+  if (offsets.getElementType() !=
+      cast<RankedTensorType>(op.getSlots().getType()).getElementType())
+    return "offsets and slots must have the same integer type";
+  return "";
+}
+
 /// Why the combine kernel cannot run `op`, or an empty string.
 static std::string unsupportedReason(UnpermuteOp op) {
   auto rows = cast<RankedTensorType>(op.getRows().getType());
@@ -258,6 +281,16 @@ static ArrayAttr singleKernel(OpBuilder &builder, gpu::GPUFuncOp func) {
                                    {FlatSymbolRefAttr::get(func)}))));
 }
 
+/// The kernel `name` of `kernels`, built by `build` on first use (ops with
+/// the same parameters share a kernel: its name spells all of them).
+static gpu::GPUFuncOp lookUpOrBuild(gpu::GPUModuleOp kernels, StringRef name,
+                                    function_ref<gpu::GPUFuncOp()> build) {
+  if (auto func = dyn_cast_or_null<gpu::GPUFuncOp>(
+          SymbolTable::lookupSymbolIn(kernels, name)))
+    return func;
+  return build();
+}
+
 /// Builds (or reuses) the routing kernel of `op`; returns its moe.launch.
 static DictionaryAttr routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
                                   RouteOp op) {
@@ -273,11 +306,9 @@ static DictionaryAttr routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
       op.getScalingFactor() ? op.getScalingFactor()->convertToDouble() : 1.0;
   spec.bias = op.getCorrectionBias() != nullptr;
   spec.logitBits = logits.getElementType().getIntOrFloatBitWidth();
-  auto func = dyn_cast_or_null<gpu::GPUFuncOp>(
-      SymbolTable::lookupSymbolIn(kernels, spec.kernelName()));
-  if (!func)
-    func = buildRouteKernel(builder, op.getLoc(), kernels, spec);
-  // Ops with the same kernel name share it: the name spells every parameter.
+  gpu::GPUFuncOp func = lookUpOrBuild(kernels, spec.kernelName(), [&] {
+    return buildRouteKernel(builder, op.getLoc(), kernels, spec);
+  });
   NamedAttrList info;
   info.set("abi", builder.getStringAttr("route.v1"));
   info.set("experts", builder.getI64IntegerAttr(spec.experts));
@@ -290,6 +321,39 @@ static DictionaryAttr routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
   return info.getDictionary(builder.getContext());
 }
 
+/// Builds (or reuses) the two kernels of `op` (index, then gather);
+/// returns its moe.launch.
+static DictionaryAttr permuteLaunch(OpBuilder &builder,
+                                    gpu::GPUModuleOp kernels, PermuteOp op) {
+  auto tokens = cast<RankedTensorType>(op.getTokens().getType());
+  auto ids = cast<RankedTensorType>(op.getExpertIds().getType());
+  auto offsets = cast<RankedTensorType>(op.getOffsets().getType());
+  PermuteKernelSpec spec;
+  spec.experts = offsets.getDimSize(0) - 1;
+  spec.topK = ids.getDimSize(1);
+  spec.offsetBits = offsets.getElementType().getIntOrFloatBitWidth();
+  gpu::GPUFuncOp index = lookUpOrBuild(kernels, spec.indexKernelName(), [&] {
+    return buildPermuteIndexKernel(builder, op.getLoc(), kernels, spec);
+  });
+  gpu::GPUFuncOp gather = lookUpOrBuild(kernels, spec.gatherKernelName(), [&] {
+    return buildPermuteGatherKernel(builder, op.getLoc(), kernels, spec);
+  });
+  int64_t hidden = tokens.getDimSize(1);
+  NamedAttrList info;
+  info.set("abi", builder.getStringAttr("permute.v1"));
+  info.set("experts", builder.getI64IntegerAttr(spec.experts));
+  info.set("top_k", builder.getI64IntegerAttr(spec.topK));
+  info.set("hidden", builder.getI64IntegerAttr(
+                         ShapedType::isDynamic(hidden) ? -1 : hidden));
+  info.set("offsets", TypeAttr::get(offsets.getElementType()));
+  info.set("max_rows",
+           builder.getI64IntegerAttr(maxTokens(tokens.getDimSize(0))));
+  ArrayAttr first = singleKernel(builder, index);
+  ArrayAttr second = singleKernel(builder, gather);
+  info.set("kernels", builder.getArrayAttr({first[0], second[0]}));
+  return info.getDictionary(builder.getContext());
+}
+
 /// Builds (or reuses) the combine kernel of `op`; returns its moe.launch.
 static DictionaryAttr
 unpermuteLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteOp op) {
@@ -299,10 +363,9 @@ unpermuteLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteOp op) {
   spec.topK = slots.getDimSize(1);
   spec.slotBits = slots.getElementType().getIntOrFloatBitWidth();
   spec.weighted = op.getWeights() != nullptr;
-  auto func = dyn_cast_or_null<gpu::GPUFuncOp>(
-      SymbolTable::lookupSymbolIn(kernels, spec.kernelName()));
-  if (!func)
-    func = buildUnpermuteKernel(builder, op.getLoc(), kernels, spec);
+  gpu::GPUFuncOp func = lookUpOrBuild(kernels, spec.kernelName(), [&] {
+    return buildUnpermuteKernel(builder, op.getLoc(), kernels, spec);
+  });
   int64_t hidden = rows.getDimSize(1);
   NamedAttrList info;
   info.set("abi", builder.getStringAttr("unpermute.v1"));
@@ -350,6 +413,8 @@ struct ConvertMoEToNVGPUPass
         reason = unsupportedReason(route);
       else if (auto unpermute = dyn_cast<UnpermuteOp>(op))
         reason = unsupportedReason(unpermute);
+      else if (auto permute = dyn_cast<PermuteOp>(op))
+        reason = unsupportedReason(permute);
       else
         return;
       ops.push_back(op);
@@ -389,6 +454,10 @@ struct ConvertMoEToNVGPUPass
       }
       if (auto route = dyn_cast<RouteOp>(op)) {
         op->setAttr(kLaunchAttr, routeLaunch(builder, kernels, route));
+        continue;
+      }
+      if (auto permute = dyn_cast<PermuteOp>(op)) {
+        op->setAttr(kLaunchAttr, permuteLaunch(builder, kernels, permute));
         continue;
       }
       if (auto unpermute = dyn_cast<UnpermuteOp>(op)) {

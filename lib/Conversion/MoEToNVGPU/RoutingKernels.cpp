@@ -45,6 +45,16 @@ std::string UnpermuteKernelSpec::kernelName() const {
       .str();
 }
 
+std::string PermuteKernelSpec::indexKernelName() const {
+  return llvm::formatv("moe_permute_index_e{0}_k{1}_off{2}", experts, topK,
+                       offsetBits)
+      .str();
+}
+
+std::string PermuteKernelSpec::gatherKernelName() const {
+  return llvm::formatv("moe_permute_gather_off{0}", offsetBits).str();
+}
+
 namespace {
 
 /// One warp's candidate in a top-k round: a score (NaN: none), its expert
@@ -109,6 +119,22 @@ Candidate warpBest(ImplicitLocOpBuilder &b, Candidate c) {
   return c;
 }
 
+MemRefType dynamic2D(Type element) {
+  return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, element);
+}
+
+/// A kernel of kRoutingThreads threads taking `args`; the builder is left
+/// at the start of its body.
+gpu::GPUFuncOp createKernel(ImplicitLocOpBuilder &b, StringRef name,
+                            ArrayRef<Type> args) {
+  auto func = gpu::GPUFuncOp::create(b, name, b.getFunctionType(args, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(kRoutingThreads), 1, 1}));
+  b.setInsertionPointToStart(&func.getBody().front());
+  return func;
+}
+
 Value warpReduce(ImplicitLocOpBuilder &b, Value v,
                  function_ref<Value(Value, Value)> combine) {
   for (int32_t d = 16; d >= 1; d /= 2)
@@ -126,22 +152,13 @@ gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
   ImplicitLocOpBuilder b(loc, builder);
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   Type logitType = spec.logitBits == 16 ? Type(b.getBF16Type()) : f32;
-  auto dyn2 = [&](Type element) {
-    return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                           element);
-  };
-  SmallVector<Type> args{dyn2(logitType)};
+  SmallVector<Type> args{dynamic2D(logitType)};
   if (spec.bias)
     args.push_back(MemRefType::get({ShapedType::kDynamic}, f32));
-  args.push_back(dyn2(i32));
-  args.push_back(dyn2(f32));
-  auto func =
-      gpu::GPUFuncOp::create(b, spec.kernelName(), b.getFunctionType(args, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({int32_t(kRoutingThreads), 1, 1}));
+  args.push_back(dynamic2D(i32));
+  args.push_back(dynamic2D(f32));
+  gpu::GPUFuncOp func = createKernel(b, spec.kernelName(), args);
   Block *entry = &func.getBody().front();
-  b.setInsertionPointToStart(entry);
   unsigned next = 0;
   Value logits = entry->getArgument(next++);
   Value bias = spec.bias ? entry->getArgument(next++) : Value();
@@ -375,21 +392,12 @@ mlir::moe::buildUnpermuteKernel(OpBuilder &builder, Location loc,
   ImplicitLocOpBuilder b(loc, builder);
   Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
   Type slotType = b.getIntegerType(spec.slotBits);
-  auto dyn2 = [&](Type element) {
-    return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                           element);
-  };
-  SmallVector<Type> args{dyn2(bf16), dyn2(slotType)};
+  SmallVector<Type> args{dynamic2D(bf16), dynamic2D(slotType)};
   if (spec.weighted)
-    args.push_back(dyn2(f32));
-  args.push_back(dyn2(bf16));
-  auto func =
-      gpu::GPUFuncOp::create(b, spec.kernelName(), b.getFunctionType(args, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({int32_t(kRoutingThreads), 1, 1}));
+    args.push_back(dynamic2D(f32));
+  args.push_back(dynamic2D(bf16));
+  gpu::GPUFuncOp func = createKernel(b, spec.kernelName(), args);
   Block *entry = &func.getBody().front();
-  b.setInsertionPointToStart(entry);
   unsigned next = 0;
   Value rows = entry->getArgument(next++);
   Value slots = entry->getArgument(next++);
@@ -453,6 +461,272 @@ mlir::moe::buildUnpermuteKernel(OpBuilder &builder, Location loc,
               vector::StoreOp::create(
                   ib, arith::TruncFOp::create(ib, bf16Vector, acc), out,
                   ValueRange{t, col}, /*nontemporal=*/false, llvm::Align(16));
+              scf::YieldOp::create(ib);
+            });
+        scf::YieldOp::create(nb);
+      });
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+gpu::GPUFuncOp
+mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
+                                   gpu::GPUModuleOp module,
+                                   const PermuteKernelSpec &spec) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  Type i32 = b.getI32Type(), offsetType = b.getIntegerType(spec.offsetBits);
+  int64_t experts = spec.experts, threads = kPermuteIndexThreads,
+          warps = threads / 32;
+  auto smem =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto shared = [&](int64_t size) {
+    return MemRefType::get({size}, i32, MemRefLayoutAttrInterface(), smem);
+  };
+  SmallVector<Type> args{
+      dynamic2D(i32), MemRefType::get({ShapedType::kDynamic}, offsetType),
+      dynamic2D(offsetType), MemRefType::get({ShapedType::kDynamic}, i32)};
+  // Static shared memory: per-expert counts, running starts, and a
+  // [warp][expert] table of one chunk's counts, then starts.
+  auto func = gpu::GPUFuncOp::create(
+      b, spec.indexKernelName(), b.getFunctionType(args, {}),
+      TypeRange{shared(experts), shared(experts), shared(warps * experts)});
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  b.setInsertionPointToStart(&func.getBody().front());
+  Value ids = func.getArgument(0), offsets = func.getArgument(1),
+        slots = func.getArgument(2), sources = func.getArgument(3);
+  Value counts = func.getWorkgroupAttributions()[0];
+  Value starts = func.getWorkgroupAttributions()[1];
+  Value table = func.getWorkgroupAttributions()[2];
+
+  IndexMath m{b};
+  int64_t k = spec.topK;
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value lane = arith::RemUIOp::create(b, tid, m.c(32));
+  Value warp = arith::DivUIOp::create(b, tid, m.c(32));
+  Value tokens = memref::DimOp::create(b, ids, m.c(0));
+  Value total = m.mul(tokens, m.c(k));
+  Value zero32 = i32Constant(b, 0), one32 = i32Constant(b, 1);
+  auto sync = [&](ImplicitLocOpBuilder &sb) { gpu::BarrierOp::create(sb); };
+  // i32 counts as the offsets' type.
+  auto widen = [&](ImplicitLocOpBuilder &wb, Value v) -> Value {
+    return offsetType == i32 ? v : arith::ExtSIOp::create(wb, offsetType, v);
+  };
+  // Expert of flattened id f, or -1 when it is outside [0, E).
+  auto expertOf = [&](ImplicitLocOpBuilder &nb, Value f, Value valid) {
+    IndexMath n{nb};
+    Value at = arith::SelectOp::create(nb, valid, f, n.c(0));
+    Value e = n.load(ids, ValueRange{arith::DivUIOp::create(nb, at, n.c(k)),
+                                     arith::RemUIOp::create(nb, at, n.c(k))});
+    Value inRange = arith::AndIOp::create(
+        nb, valid,
+        arith::AndIOp::create(
+            nb, arith::CmpIOp::create(nb, arith::CmpIPredicate::sge, e, zero32),
+            arith::CmpIOp::create(nb, arith::CmpIPredicate::slt, e,
+                                  i32Constant(nb, experts))));
+    return std::make_pair(
+        arith::SelectOp::create(nb, inRange, e, i32Constant(nb, -1)), inRange);
+  };
+
+  // 1. Counts per expert (shared-memory atomics; order does not matter).
+  ifThen(b, m.lt(tid, m.c(experts)), [&](ImplicitLocOpBuilder &nb) {
+    memref::StoreOp::create(nb, zero32, counts, ValueRange{tid});
+  });
+  sync(b);
+  scf::ForOp::create(
+      b, tid, total, m.c(threads), ValueRange{},
+      [&](OpBuilder &nested, Location l, Value f, ValueRange) {
+        ImplicitLocOpBuilder nb(l, nested);
+        auto [e, inRange] = expertOf(
+            nb, f, arith::ConstantIntOp::create(nb, nb.getI1Type(), 1));
+        ifThen(nb, inRange, [&](ImplicitLocOpBuilder &ib) {
+          memref::AtomicRMWOp::create(ib, arith::AtomicRMWKind::addi, one32,
+                                      counts,
+                                      ValueRange{IndexMath{ib}.toIndex(e)});
+        });
+        scf::YieldOp::create(nb);
+      });
+  sync(b);
+
+  // 2. Exclusive scan by warp 0: lane l sums experts [l P, l P + P).
+  int64_t perLane = (experts + 31) / 32;
+  ifThen(b, m.lt(tid, m.c(32)), [&](ImplicitLocOpBuilder &nb) {
+    IndexMath n{nb};
+    SmallVector<Value> own;
+    Value local = zero32;
+    for (int64_t i = 0; i < perLane; ++i) {
+      Value e = n.add(n.mul(lane, n.c(perLane)), n.c(i));
+      Value in = n.lt(e, n.c(experts));
+      Value c = arith::SelectOp::create(
+          nb, in,
+          n.load(counts,
+                 ValueRange{arith::MinUIOp::create(nb, e, n.c(experts - 1))}),
+          zero32);
+      own.push_back(c);
+      local = arith::AddIOp::create(nb, local, c);
+    }
+    Value lane32 = arith::IndexCastOp::create(nb, i32, lane);
+    Value inclusive = local;
+    for (int32_t d = 1; d < 32; d *= 2) {
+      Value up =
+          gpu::ShuffleOp::create(nb, inclusive, d, 32, gpu::ShuffleMode::UP)
+              .getShuffleResult();
+      inclusive = arith::SelectOp::create(
+          nb,
+          arith::CmpIOp::create(nb, arith::CmpIPredicate::sge, lane32,
+                                i32Constant(nb, d)),
+          arith::AddIOp::create(nb, inclusive, up), inclusive);
+    }
+    Value running = arith::SubIOp::create(nb, inclusive, local);
+    for (int64_t i = 0; i < perLane; ++i) {
+      Value e = n.add(n.mul(lane, n.c(perLane)), n.c(i));
+      Value start = running;
+      ifThen(nb, n.lt(e, n.c(experts)), [&](ImplicitLocOpBuilder &sb) {
+        memref::StoreOp::create(sb, start, starts, ValueRange{e});
+        memref::StoreOp::create(sb, widen(sb, start), offsets, ValueRange{e});
+      });
+      running = arith::AddIOp::create(nb, running, own[i]);
+    }
+    ifThen(nb,
+           arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, lane32,
+                                 i32Constant(nb, 31)),
+           [&](ImplicitLocOpBuilder &sb) {
+             memref::StoreOp::create(sb, widen(sb, running), offsets,
+                                     ValueRange{IndexMath{sb}.c(experts)});
+           });
+  });
+  sync(b);
+
+  // 3. Stable slots, chunk by chunk in flattened order: a warp ranks its
+  // ids by match.any; a [warp][expert] table orders the warps of a chunk.
+  Value full = i32Constant(b, -1);
+  scf::ForOp::create(
+      b, m.c(0), total, m.c(threads), ValueRange{},
+      [&](OpBuilder &nested, Location l, Value base, ValueRange) {
+        ImplicitLocOpBuilder nb(l, nested);
+        IndexMath n{nb};
+        Value f = n.add(base, tid);
+        Value valid = n.lt(f, total);
+        auto [e, inRange] = expertOf(nb, f, valid);
+        Value mask = NVVM::MatchSyncOp::create(nb, i32, full, e,
+                                               NVVM::MatchSyncKind::any);
+        Value lower = NVVM::LaneMaskLtOp::create(nb, i32);
+        Value rank =
+            LLVM::CtPopOp::create(nb, arith::AndIOp::create(nb, mask, lower));
+        Value leader = arith::CmpIOp::create(
+            nb, arith::CmpIPredicate::eq,
+            LLVM::CountTrailingZerosOp::create(nb, mask, nb.getBoolAttr(false)),
+            arith::IndexCastOp::create(nb, i32, lane));
+        for (int64_t i = 0; i < warps * experts; i += threads) {
+          Value at = n.add(tid, n.c(i));
+          ifThen(nb, n.lt(at, n.c(warps * experts)),
+                 [&](ImplicitLocOpBuilder &sb) {
+                   memref::StoreOp::create(sb, zero32, table, ValueRange{at});
+                 });
+        }
+        sync(nb);
+        Value cell = n.add(n.mul(warp, n.c(experts)),
+                           n.toIndex(arith::MaxSIOp::create(nb, e, zero32)));
+        ifThen(nb, arith::AndIOp::create(nb, leader, inRange),
+               [&](ImplicitLocOpBuilder &sb) {
+                 memref::StoreOp::create(sb, LLVM::CtPopOp::create(sb, mask),
+                                         table, ValueRange{cell});
+               });
+        sync(nb);
+        ifThen(nb, n.lt(tid, n.c(experts)), [&](ImplicitLocOpBuilder &sb) {
+          IndexMath s{sb};
+          Value running = s.load(starts, ValueRange{tid});
+          for (int64_t w = 0; w < warps; ++w) {
+            Value at = s.add(s.c(w * experts), tid);
+            Value c = s.load(table, ValueRange{at});
+            memref::StoreOp::create(sb, running, table, ValueRange{at});
+            running = arith::AddIOp::create(sb, running, c);
+          }
+          memref::StoreOp::create(sb, running, starts, ValueRange{tid});
+        });
+        sync(nb);
+        ifThen(nb, valid, [&](ImplicitLocOpBuilder &sb) {
+          IndexMath s{sb};
+          Value slot = arith::SelectOp::create(
+              sb, inRange,
+              arith::AddIOp::create(sb, s.load(table, ValueRange{cell}), rank),
+              i32Constant(sb, -1));
+          Value t = arith::DivUIOp::create(sb, f, s.c(k));
+          memref::StoreOp::create(
+              sb, widen(sb, slot), slots,
+              ValueRange{t, arith::RemUIOp::create(sb, f, s.c(k))});
+          ifThen(sb, inRange, [&](ImplicitLocOpBuilder &ib) {
+            memref::StoreOp::create(ib, arith::IndexCastOp::create(ib, i32, t),
+                                    sources,
+                                    ValueRange{IndexMath{ib}.toIndex(slot)});
+          });
+        });
+        // The next chunk clears the table just read.
+        sync(nb);
+        scf::YieldOp::create(nb);
+      });
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+gpu::GPUFuncOp
+mlir::moe::buildPermuteGatherKernel(OpBuilder &builder, Location loc,
+                                    gpu::GPUModuleOp module,
+                                    const PermuteKernelSpec &spec) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  Type bf16 = b.getBF16Type(), i32 = b.getI32Type();
+  Type offsetType = b.getIntegerType(spec.offsetBits);
+  gpu::GPUFuncOp func = createKernel(
+      b, spec.gatherKernelName(),
+      {dynamic2D(bf16), MemRefType::get({ShapedType::kDynamic}, i32),
+       MemRefType::get({ShapedType::kDynamic}, offsetType), dynamic2D(bf16)});
+  Value tokens = func.getArgument(0), sources = func.getArgument(1),
+        offsets = func.getArgument(2), rows = func.getArgument(3);
+  IndexMath m{b};
+  constexpr int64_t kVector = 8;
+  auto chunkType = VectorType::get({kVector}, bf16);
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value numRows = memref::DimOp::create(b, rows, m.c(0));
+  Value hidden = memref::DimOp::create(b, rows, m.c(1));
+  Value numExperts =
+      m.sub(memref::DimOp::create(b, offsets, m.c(0)).getResult(), m.c(1));
+  Value filled = m.toIndex(m.load(offsets, ValueRange{numExperts}));
+  Value zeros = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(chunkType, b.getZeroAttr(bf16)));
+  // One CTA per row (grid-stride): its token's row, or zeros past the
+  // filled rows (dropped ids), 16 bytes per thread.
+  scf::ForOp::create(
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), numRows,
+      gpu::GridDimOp::create(b, gpu::Dimension::x), ValueRange{},
+      [&](OpBuilder &nested, Location l, Value r, ValueRange) {
+        ImplicitLocOpBuilder nb(l, nested);
+        IndexMath n{nb};
+        Value has = n.lt(r, filled);
+        Value source = n.toIndex(n.load(
+            sources, ValueRange{arith::SelectOp::create(nb, has, r, n.c(0))}));
+        scf::ForOp::create(
+            nb, n.mul(tid, n.c(kVector)), hidden,
+            n.c(kRoutingThreads * kVector), ValueRange{},
+            [&](OpBuilder &inner, Location il, Value col, ValueRange) {
+              ImplicitLocOpBuilder ib(il, inner);
+              auto value = scf::IfOp::create(
+                  ib, has,
+                  [&](OpBuilder &tb, Location tl) {
+                    Value v = vector::LoadOp::create(
+                        tb, tl, chunkType, tokens, ValueRange{source, col},
+                        /*nontemporal=*/false, llvm::Align(16));
+                    scf::YieldOp::create(tb, tl, ValueRange{v});
+                  },
+                  [&](OpBuilder &eb, Location el) {
+                    scf::YieldOp::create(eb, el, ValueRange{zeros});
+                  });
+              vector::StoreOp::create(ib, value.getResult(0), rows,
+                                      ValueRange{r, col},
+                                      /*nontemporal=*/false, llvm::Align(16));
               scf::YieldOp::create(ib);
             });
         scf::YieldOp::create(nb);

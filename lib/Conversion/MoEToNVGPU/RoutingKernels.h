@@ -33,6 +33,17 @@ struct UnpermuteKernelSpec {
   std::string kernelName() const;
 };
 
+/// What a moe.permute is built for: two kernels, an index kernel (one CTA
+/// of kPermuteIndexThreads: counts, offsets, stable slots and each row's
+/// source token) and a gather kernel (one CTA per row).
+inline constexpr int64_t kPermuteIndexThreads = 1024;
+struct PermuteKernelSpec {
+  int64_t experts = 0, topK = 0;
+  int64_t offsetBits = 64;
+  std::string indexKernelName() const;
+  std::string gatherKernelName() const;
+};
+
 /// Builds the routing kernel: (logits memref<?x?xT>, [bias memref<?xf32>],
 /// ids memref<?x?xi32>, weights memref<?x?xf32>), one warp per token.
 gpu::GPUFuncOp buildRouteKernel(OpBuilder &builder, Location loc,
@@ -44,6 +55,18 @@ gpu::GPUFuncOp buildRouteKernel(OpBuilder &builder, Location loc,
 gpu::GPUFuncOp buildUnpermuteKernel(OpBuilder &builder, Location loc,
                                     gpu::GPUModuleOp module,
                                     const UnpermuteKernelSpec &spec);
+
+/// Builds the permutation's index kernel: (ids memref<?x?xi32>, offsets
+/// memref<?xiN>, slots memref<?x?xiN>, sources memref<?xi32>).
+gpu::GPUFuncOp buildPermuteIndexKernel(OpBuilder &builder, Location loc,
+                                       gpu::GPUModuleOp module,
+                                       const PermuteKernelSpec &spec);
+
+/// Builds the permutation's gather kernel: (tokens memref<?x?xbf16>,
+/// sources memref<?xi32>, offsets memref<?xiN>, rows memref<?x?xbf16>).
+gpu::GPUFuncOp buildPermuteGatherKernel(OpBuilder &builder, Location loc,
+                                        gpu::GPUModuleOp module,
+                                        const PermuteKernelSpec &spec);
 
 } // namespace mlir::moe
 

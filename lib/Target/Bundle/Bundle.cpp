@@ -220,6 +220,16 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
       bodyStream << " max_rows=" << *maxRows << " hidden=" << *hidden
                  << " top_k=" << *topK << " slots=" << *slots
                  << " weighted=" << *weighted << "\n";
+    } else if (*abi == "permute.v1") {
+      FailureOr<int64_t> experts = r.integer("experts"),
+                         topK = r.integer("top_k"),
+                         hidden = r.integer("hidden");
+      FailureOr<std::string> offsets = typeName("offsets");
+      if (failed(experts) || failed(topK) || failed(hidden) || failed(offsets))
+        return failure();
+      bodyStream << " max_rows=" << *maxRows << " experts=" << *experts
+                 << " top_k=" << *topK << " hidden=" << *hidden
+                 << " offsets=" << *offsets << "\n";
     } else {
       return emitError(loc) << "moe-to-bundle: entry " << *name
                             << " has unknown ABI '" << *abi << "'";

@@ -1,0 +1,496 @@
+//===- PermuteTests.cpp - moePermute and moePermuteWorkspaceBytes ---------===//
+//
+// Every argument check of contract §3.4 (permute.v1), then what a valid call
+// hands the (fake) driver: two launches, in order, on the caller's stream:
+// the index kernel on grid (1, 1, 1), then the gather kernel on grid
+// (min(T*k, 65535), 1, 1), each with its exact 24 parameters, and nothing
+// else. The entries are those of permuteBundle() (TestBundles.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeDriver.h"
+#include "TestBundles.h"
+#include "TestHarness.h"
+
+using namespace moe_test;
+
+namespace {
+
+constexpr uint64_t kTokens = 0x7f0000210000, kIds = 0x7f0000220000,
+                   kRows = 0x7f0000230000, kOffsets = 0x7f0000240000,
+                   kSlots = 0x7f0000250000, kWorkspace = 0x7f0000260000;
+constexpr int64_t kMax = 2147483647;
+
+FakeGpu &install() {
+  FakeGpu &gpu = installFakeDriver();
+  for (const char *symbol : {kPermIndex64, kPermGather64, kPermIndex32,
+                             kPermGather32, kPermIndexWide})
+    gpu.wordParams[symbol] = 24;
+  gpu.wordParams[kRouteBias] = 21;
+  gpu.wordParams[kCombine] = 28;
+  return gpu;
+}
+
+/// Arguments of entry perm (E = 128, k = 8, H = 2048, i64).
+moePermuteArgs perm(int64_t tokens) {
+  moePermuteArgs a;
+  a.tokens = kTokens;
+  a.ids = kIds;
+  a.rows = kRows;
+  a.offsets = kOffsets;
+  a.slots = kSlots;
+  a.workspace = kWorkspace;
+  a.tokens_count = tokens;
+  a.hidden = 2048;
+  return a;
+}
+
+/// Arguments of entry perm32 (E = 4, k = 2, H dynamic, i32).
+moePermuteArgs perm32(int64_t tokens, int64_t hidden) {
+  moePermuteArgs a = perm(tokens);
+  a.hidden = hidden;
+  return a;
+}
+
+moeStatus permute(moeBundle *bundle, const char *entry, const moePermuteArgs &a,
+                  void *stream = nullptr) {
+  return moePermute(bundle, entry, &a, stream);
+}
+
+/// Expects `call` to fail with `status` and `message`, without having called
+/// the driver at all.
+#define CHECK_REJECTED(call, status, message)                                  \
+  do {                                                                         \
+    size_t callsBefore = fakeGpu().calls.size();                               \
+    CHECK_STATUS(call, status, message);                                       \
+    CHECK_EQ(callsSince(callsBefore), std::string());                          \
+  } while (0)
+
+void push(std::vector<uint64_t> &words, uint64_t pointer, int64_t size) {
+  for (uint64_t word :
+       {pointer, pointer, uint64_t(0), uint64_t(size), uint64_t(1)})
+    words.push_back(word);
+}
+
+void push2D(std::vector<uint64_t> &words, uint64_t pointer, int64_t rows,
+            int64_t columns) {
+  for (uint64_t word : {pointer, pointer, uint64_t(0), uint64_t(rows),
+                        uint64_t(columns), uint64_t(columns), uint64_t(1)})
+    words.push_back(word);
+}
+
+/// The 24 parameters of the index kernel: ids [T, k], offsets [E + 1],
+/// slots [T, k], sources [N].
+std::vector<uint64_t> indexParams(const moePermuteArgs &a, int64_t experts,
+                                  int64_t topK) {
+  std::vector<uint64_t> words;
+  push2D(words, a.ids, a.tokens_count, topK);
+  push(words, a.offsets, experts + 1);
+  push2D(words, a.slots, a.tokens_count, topK);
+  push(words, a.workspace, a.tokens_count * topK);
+  return words;
+}
+
+/// The 24 parameters of the gather kernel: tokens [T, H], sources [N],
+/// offsets [E + 1], rows [N, H].
+std::vector<uint64_t> gatherParams(const moePermuteArgs &a, int64_t experts,
+                                   int64_t topK) {
+  std::vector<uint64_t> words;
+  push2D(words, a.tokens, a.tokens_count, a.hidden);
+  push(words, a.workspace, a.tokens_count * topK);
+  push(words, a.offsets, experts + 1);
+  push2D(words, a.rows, a.tokens_count * topK, a.hidden);
+  return words;
+}
+
+void checkOneLaunch(const FakeLaunch &got, const char *symbol, unsigned gridX,
+                    unsigned threads, unsigned smem, void *stream,
+                    const std::vector<uint64_t> &params) {
+  CHECK_EQ(got.function, std::string(symbol));
+  CHECK_EQ(got.grid[0], gridX);
+  CHECK_EQ(got.grid[1], 1u);
+  CHECK_EQ(got.grid[2], 1u);
+  CHECK_EQ(got.block[0], threads);
+  CHECK_EQ(got.block[1], 1u);
+  CHECK_EQ(got.block[2], 1u);
+  CHECK_EQ(got.smem, smem);
+  CHECK_EQ(got.stream, stream);
+  CHECK(got.extraIsNull);
+  CHECK_EQ(got.params.size(), size_t(24));
+  CHECK_EQ(params.size(), size_t(24));
+  for (size_t i = 0; i < params.size() && i < got.params.size(); ++i)
+    if (got.params[i] != params[i])
+      fail(__FILE__, __LINE__,
+           std::string(symbol) + ": parameter " + std::to_string(i) + " is " +
+               std::to_string(got.params[i]) + ", expected " +
+               std::to_string(params[i]));
+}
+
+struct KernelShape {
+  const char *symbol;
+  unsigned threads, smem;
+};
+
+/// After loading, runs moePermute(entry, a) and checks that it made exactly
+/// two launches, index then gather, with their grids, blocks, smem, the
+/// stream and parameters; and no driver call but the context lookup.
+void checkPermute(moeBundle *bundle, const char *entry, const moePermuteArgs &a,
+                  int64_t experts, int64_t topK, KernelShape index,
+                  KernelShape gather, unsigned gatherGrid) {
+  FakeGpu &gpu = fakeGpu();
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  size_t callsBefore = gpu.calls.size();
+  size_t launchesBefore = gpu.launches.size();
+  void *stream = reinterpret_cast<void *>(uintptr_t(0x5712ea));
+  CHECK_EQ(permute(bundle, entry, a, stream), MOE_STATUS_SUCCESS);
+  CHECK_EQ(callsSince(callsBefore),
+           "cuCtxGetCurrent cuCtxGetId cuLaunchKernel cuLaunchKernel");
+  CHECK_EQ(gpu.launches.size(), launchesBefore + 2);
+  if (gpu.launches.size() != launchesBefore + 2)
+    return;
+  checkOneLaunch(gpu.launches[launchesBefore], index.symbol, 1, index.threads,
+                 index.smem, stream, indexParams(a, experts, topK));
+  checkOneLaunch(gpu.launches[launchesBefore + 1], gather.symbol, gatherGrid,
+                 gather.threads, gather.smem, stream,
+                 gatherParams(a, experts, topK));
+}
+
+} // namespace
+
+TEST(permuteLaunchesPerContract) {
+  install();
+  moeBundle *bundle = openBundle(permuteBundle());
+  CHECK(bundle != nullptr);
+  if (!bundle) {
+    fail(__FILE__, __LINE__, moeLastErrorMessage());
+    return;
+  }
+  // perm: k = 8, so T*k rows; the gather grid is capped at 65535.
+  struct {
+    int64_t tokens;
+    unsigned grid;
+  } permGrids[] = {{1, 8},
+                   {1000, 8000},
+                   {8191, 65528},
+                   {8192, 65535}, // 65536 rows: capped, grid-stride
+                   {kMax / 8, 65535}};
+  const KernelShape index64 = {kPermIndex64, 1024, 17408},
+                    gather64 = {kPermGather64, 128, 0};
+  for (const auto &g : permGrids)
+    checkPermute(bundle, "perm", perm(g.tokens), 128, 8, index64, gather64,
+                 g.grid);
+  // perm32: dynamic H, i32 offsets and slots (4-byte alignment is enough).
+  const KernelShape index32 = {kPermIndex32, 256, 0},
+                    gather32 = {kPermGather32, 256, 0};
+  moePermuteArgs a = perm32(1, 8);
+  a.offsets += 4;
+  a.slots += 4;
+  a.ids += 4;
+  a.workspace += 4;
+  checkPermute(bundle, "perm32", a, 4, 2, index32, gather32, 2);
+  checkPermute(bundle, "perm32", perm32(4096, 7168), 4, 2, index32, gather32,
+               8192);
+  // wide: k = 1, E = 1024; the gather kernel is perm32's symbol with 128
+  // threads.
+  const KernelShape indexWide = {kPermIndexWide, 1024, 73728},
+                    gatherWide = {kPermGather32, 128, 0};
+  for (int64_t tokens : {int64_t(65535), int64_t(65536), kMax}) {
+    moePermuteArgs w = perm32(tokens, 8);
+    checkPermute(bundle, "wide", w, 1024, 1, indexWide, gatherWide,
+                 tokens < 65535 ? unsigned(tokens) : 65535u);
+  }
+  checkPermute(bundle, "wide", perm32(3, 8), 1024, 1, indexWide, gatherWide, 3);
+  moeBundleClose(bundle);
+}
+
+TEST(permuteRejectsNullsAndOtherEntries) {
+  install();
+  moeBundle *bundle = openBundle(permuteBundle());
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  moePermuteArgs a = perm(16);
+  CHECK_REJECTED(moePermute(nullptr, "perm", &a, nullptr), bad,
+                 "moePermute: bundle is NULL");
+  CHECK_REJECTED(moePermute(bundle, nullptr, &a, nullptr), bad,
+                 "moePermute: entry name is NULL");
+  CHECK_REJECTED(moePermute(bundle, "perm", nullptr, nullptr), bad,
+                 "moePermute: args is NULL");
+  CHECK_REJECTED(permute(bundle, "permute", a), MOE_STATUS_NOT_FOUND,
+                 "moePermute: no entry 'permute' in the bundle (entries: "
+                 "perm, perm32, wide, router, combine)");
+  CHECK_REJECTED(permute(bundle, "router", a), bad,
+                 "moePermute(router): the entry is op=moe.route abi=route.v1, "
+                 "not op=moe.permute with abi=permute.v1");
+  CHECK_REJECTED(permute(bundle, "combine", a), bad,
+                 "moePermute(combine): the entry is op=moe.unpermute "
+                 "abi=unpermute.v1, not op=moe.permute with abi=permute.v1");
+  // The other calls refuse permute entries.
+  moeGroupedMatmulArgs gemm = {};
+  CHECK_REJECTED(moeGroupedMatmul(bundle, "perm", &gemm, nullptr), bad,
+                 "moeGroupedMatmul(perm): the entry is op=moe.permute "
+                 "abi=permute.v1, not op=moe.grouped_matmul");
+  moeRouteArgs route = {};
+  route.tokens = 1;
+  CHECK_REJECTED(moeRoute(bundle, "perm", &route, nullptr), bad,
+                 "moeRoute(perm): the entry is op=moe.permute abi=permute.v1, "
+                 "not op=moe.route with abi=route.v1");
+  moeUnpermuteArgs unpermute = {};
+  unpermute.tokens = 1;
+  CHECK_REJECTED(moeUnpermute(bundle, "perm32", &unpermute, nullptr), bad,
+                 "moeUnpermute(perm32): the entry is op=moe.permute "
+                 "abi=permute.v1, not op=moe.unpermute");
+  moeBundleClose(bundle);
+
+  // The op must be moe.permute too.
+  std::string other = permuteBundle();
+  other.replace(other.find("op=moe.permute"), 14, "op=moe.scatter");
+  bundle = openBundle(other);
+  CHECK(bundle != nullptr);
+  CHECK_REJECTED(permute(bundle, "perm", a), bad,
+                 "moePermute(perm): the entry is op=moe.scatter "
+                 "abi=permute.v1, not op=moe.permute with abi=permute.v1");
+  moeBundleClose(bundle);
+}
+
+TEST(permuteRejectsBadSizes) {
+  install();
+  moeBundle *bundle = openBundle(permuteBundle());
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  CHECK_REJECTED(permute(bundle, "perm", perm(0)), bad,
+                 "moePermute(perm): T = 0 must be at least 1");
+  CHECK_REJECTED(permute(bundle, "perm", perm(-1)), bad,
+                 "T = -1 must be at least 1");
+  CHECK_REJECTED(permute(bundle, "perm32", perm32(4097, 64)), bad,
+                 "moePermute(perm32): T = 4097 exceeds the entry's max_rows = "
+                 "4096");
+  CHECK_REJECTED(permute(bundle, "perm", perm(kMax + 1)), bad,
+                 "T = 2147483648 exceeds the entry's max_rows = 2147483647");
+  // T*k rows must fit in 32 bits.
+  CHECK_REJECTED(permute(bundle, "perm", perm(kMax / 8 + 1)), bad,
+                 "moePermute(perm): T*k = 2147483648 rows exceeds 2147483647 "
+                 "(T = 268435456, k = 8)");
+  CHECK_REJECTED(permute(bundle, "perm", perm(kMax)), bad,
+                 "T*k = 17179869176 rows exceeds 2147483647");
+  // A static H must match; a dynamic one is checked on its own.
+  moePermuteArgs a = perm(16);
+  a.hidden = 2056;
+  CHECK_REJECTED(permute(bundle, "perm", a), bad,
+                 "moePermute(perm): H = 2056 does not match the entry's "
+                 "hidden = 2048");
+  a.hidden = -1;
+  CHECK_REJECTED(permute(bundle, "perm", a), bad,
+                 "H = -1 does not match the entry's hidden = 2048");
+  CHECK_REJECTED(permute(bundle, "perm32", perm32(16, 4)), bad,
+                 "moePermute(perm32): H = 4 is less than 8 (rows are copied "
+                 "in 16-byte vectors)");
+  CHECK_REJECTED(permute(bundle, "perm32", perm32(16, 0)), bad,
+                 "H = 0 is less than 8");
+  CHECK_REJECTED(permute(bundle, "perm32", perm32(16, -8)), bad,
+                 "H = -8 is less than 8");
+  CHECK_REJECTED(permute(bundle, "perm32", perm32(16, 4100)), bad,
+                 "moePermute(perm32): H = 4100 is not a multiple of 8 (rows "
+                 "are copied in 16-byte vectors)");
+  // Byte sizes beyond int64: tokens, then rows (k = 2).
+  CHECK_REJECTED(permute(bundle, "perm32", perm32(1, int64_t(1) << 62)), bad,
+                 "moePermute(perm32): T*H*2 (bytes of tokens) overflows int64 "
+                 "(T = 1, H = 4611686018427387904)");
+  CHECK_REJECTED(permute(bundle, "perm32", perm32(1, int64_t(1) << 61)), bad,
+                 "moePermute(perm32): T*k*H*2 (bytes of rows) overflows int64 "
+                 "(T*k = 2, H = 2305843009213693952)");
+  // Sizes come before pointers.
+  a = perm(0);
+  a.tokens = 0;
+  CHECK_REJECTED(permute(bundle, "perm", a), bad, "T = 0 must be at least 1");
+  moeBundleClose(bundle);
+}
+
+TEST(permuteRejectsBadPointers) {
+  install();
+  moeBundle *bundle = openBundle(permuteBundle());
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  struct {
+    uint64_t moePermuteArgs::*field;
+    const char *name;
+  } fields[] = {{&moePermuteArgs::tokens, "tokens"},
+                {&moePermuteArgs::ids, "ids"},
+                {&moePermuteArgs::rows, "rows"},
+                {&moePermuteArgs::offsets, "offsets"},
+                {&moePermuteArgs::slots, "slots"},
+                {&moePermuteArgs::workspace, "workspace"}};
+  for (const auto &f : fields) {
+    moePermuteArgs a = perm(16);
+    a.*f.field = 0;
+    CHECK_REJECTED(permute(bundle, "perm", a), bad,
+                   "moePermute(perm): " + std::string(f.name) +
+                       " pointer is NULL");
+  }
+  moePermuteArgs a = perm(16);
+  a.workspace = 0;
+  CHECK_REJECTED(permute(bundle, "perm", a), bad,
+                 "workspace pointer is NULL (moePermuteWorkspaceBytes says "
+                 "how large)");
+
+  // Alignment: tokens and rows 16 bytes, ids and workspace 4, offsets and
+  // slots their element size.
+  a = perm(16);
+  a.tokens = kTokens + 8;
+  CHECK_REJECTED(permute(bundle, "perm", a), bad,
+                 "moePermute(perm): tokens pointer 0x7f0000210008 is not "
+                 "16-byte aligned");
+  a = perm(16);
+  a.rows = kRows + 4;
+  CHECK_REJECTED(permute(bundle, "perm", a), bad,
+                 "rows pointer 0x7f0000230004 is not 16-byte aligned");
+  a = perm(16);
+  a.ids = kIds + 2;
+  CHECK_REJECTED(permute(bundle, "perm", a), bad,
+                 "ids pointer 0x7f0000220002 is not 4-byte aligned");
+  a = perm(16);
+  a.workspace = kWorkspace + 1;
+  CHECK_REJECTED(permute(bundle, "perm", a), bad,
+                 "workspace pointer 0x7f0000260001 is not 4-byte aligned");
+  a = perm(16);
+  a.offsets = kOffsets + 4;
+  CHECK_REJECTED(permute(bundle, "perm", a), bad,
+                 "moePermute(perm): offsets pointer 0x7f0000240004 is not "
+                 "8-byte aligned (the entry's offsets and slots are i64)");
+  a = perm(16);
+  a.slots = kSlots + 4;
+  CHECK_REJECTED(permute(bundle, "perm", a), bad,
+                 "slots pointer 0x7f0000250004 is not 8-byte aligned (the "
+                 "entry's offsets and slots are i64)");
+  a = perm32(16, 64);
+  a.offsets = kOffsets + 2;
+  CHECK_REJECTED(permute(bundle, "perm32", a), bad,
+                 "moePermute(perm32): offsets pointer 0x7f0000240002 is not "
+                 "4-byte aligned (the entry's offsets and slots are i32)");
+  a = perm32(16, 64);
+  a.slots = kSlots + 2;
+  CHECK_REJECTED(permute(bundle, "perm32", a), bad,
+                 "slots pointer 0x7f0000250002 is not 4-byte aligned");
+  // Nulls are reported before misalignments.
+  a = perm(16);
+  a.tokens = kTokens + 1;
+  a.slots = 0;
+  CHECK_REJECTED(permute(bundle, "perm", a), bad, "slots pointer is NULL");
+  // 16 bytes for tokens and rows, 8 for the rest, is enough.
+  a = perm(16);
+  a.tokens += 16;
+  a.rows += 16;
+  a.ids += 8;
+  a.offsets += 8;
+  a.slots += 8;
+  a.workspace += 8;
+  CHECK_EQ(permute(bundle, "perm", a), MOE_STATUS_SUCCESS);
+  moeBundleClose(bundle);
+}
+
+TEST(permuteWorkspaceBytes) {
+  install();
+  moeBundle *bundle = openBundle(permuteBundle());
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  int64_t bytes = -7;
+  // T*k*4: an i32 source per row.
+  CHECK_EQ(moePermuteWorkspaceBytes(bundle, "perm", 3, &bytes),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(bytes, 96);
+  CHECK_EQ(moePermuteWorkspaceBytes(bundle, "perm32", 4096, &bytes),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(bytes, 32768);
+  CHECK_EQ(moePermuteWorkspaceBytes(bundle, "perm", kMax / 8, &bytes),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(bytes, int64_t(kMax / 8) * 32);
+  CHECK_EQ(moePermuteWorkspaceBytes(bundle, "wide", kMax, &bytes),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(bytes, kMax * 4);
+  bytes = -7;
+  CHECK_REJECTED(moePermuteWorkspaceBytes(nullptr, "perm", 3, &bytes), bad,
+                 "moePermuteWorkspaceBytes: bundle is NULL");
+  CHECK_REJECTED(moePermuteWorkspaceBytes(bundle, nullptr, 3, &bytes), bad,
+                 "moePermuteWorkspaceBytes: entry name is NULL");
+  CHECK_REJECTED(moePermuteWorkspaceBytes(bundle, "perm", 3, nullptr), bad,
+                 "moePermuteWorkspaceBytes: bytes is NULL");
+  CHECK_REJECTED(moePermuteWorkspaceBytes(bundle, "nope", 3, &bytes),
+                 MOE_STATUS_NOT_FOUND,
+                 "moePermuteWorkspaceBytes: no entry 'nope' in the bundle");
+  CHECK_REJECTED(moePermuteWorkspaceBytes(bundle, "router", 3, &bytes), bad,
+                 "moePermuteWorkspaceBytes(router): the entry is op=moe.route "
+                 "abi=route.v1, not op=moe.permute with abi=permute.v1");
+  CHECK_REJECTED(moePermuteWorkspaceBytes(bundle, "perm", 0, &bytes), bad,
+                 "moePermuteWorkspaceBytes(perm): T = 0 must be at least 1");
+  CHECK_REJECTED(moePermuteWorkspaceBytes(bundle, "perm32", 4097, &bytes), bad,
+                 "T = 4097 exceeds the entry's max_rows = 4096");
+  CHECK_REJECTED(moePermuteWorkspaceBytes(bundle, "perm", kMax / 8 + 1, &bytes),
+                 bad, "T*k = 2147483648 rows exceeds 2147483647");
+  CHECK_EQ(bytes, -7); // untouched on failure
+  moeBundleClose(bundle);
+}
+
+TEST(permuteLoadsAndFails) {
+  FakeGpu &gpu = install();
+  moeBundle *bundle = openBundle(permuteBundle());
+  // The first call loads the bundle: MAX_DYNAMIC_SHARED_SIZE is set for the
+  // kernels with smem > 0 only (both index kernels, one of them above
+  // 48 KiB); every kernel record's residency is checked.
+  CHECK_EQ(permute(bundle, "perm", perm(4)), MOE_STATUS_SUCCESS);
+  CHECK_CONTAINS(callsSince(0), "cuInit");
+  CHECK_EQ(gpu.smemAttributes.size(), size_t(2));
+  if (gpu.smemAttributes.size() == 2) {
+    CHECK_EQ(gpu.smemAttributes[0].first, std::string(kPermIndex64));
+    CHECK_EQ(gpu.smemAttributes[0].second, 17408);
+    CHECK_EQ(gpu.smemAttributes[1].first, std::string(kPermIndexWide));
+    CHECK_EQ(gpu.smemAttributes[1].second, 73728);
+  }
+  // perm (2), perm32 (2), wide (2: its gather kernel has other threads than
+  // perm32's), router, combine.
+  CHECK_EQ(gpu.occupancyQueries.size(), size_t(8));
+  CHECK_EQ(gpu.liveModules, 1);
+  CHECK_EQ(gpu.launches.size(), size_t(2));
+
+  // A failed index launch launches nothing more; a failed gather launch
+  // says that the index kernel was issued.
+  gpu.failLaunchNumber = 2;
+  CHECK_STATUS(permute(bundle, "perm32", perm32(5, 64)), MOE_STATUS_CUDA_ERROR,
+               "moePermute: cuLaunchKernel('moe_permute_index_e4_k2_off32' of "
+               "entry 'perm32', grid (1, 1, 1), block (256, 1, 1), smem 0; 0 "
+               "of 2 launches already issued) failed: CUDA_ERROR_INVALID_VALUE "
+               "(fake driver error)");
+  CHECK_EQ(gpu.launches.size(), size_t(3));
+  gpu.failLaunchNumber = 4;
+  gpu.launchResult = 719;
+  CHECK_STATUS(permute(bundle, "perm", perm(5)), MOE_STATUS_CUDA_ERROR,
+               "moePermute: cuLaunchKernel('moe_permute_gather_off64' of "
+               "entry 'perm', grid (40, 1, 1), block (128, 1, 1), smem 0; 1 of "
+               "2 launches already issued) failed: CUresult 719");
+  CHECK_EQ(gpu.launches.size(), size_t(5));
+  moeBundleClose(bundle);
+  CHECK_EQ(gpu.liveModules, 0);
+
+  // No driver: the arguments are checked first, then NO_GPU.
+  setDriverForTesting(nullptr, "dlopen(libcuda.so.1) failed: no such file");
+  bundle = openBundle(permuteBundle());
+  CHECK_STATUS(permute(bundle, "perm", perm(0)), MOE_STATUS_INVALID_ARGUMENT,
+               "T = 0");
+  CHECK_STATUS(permute(bundle, "perm", perm(1)), MOE_STATUS_NO_GPU,
+               "moePermute: no CUDA driver: dlopen(libcuda.so.1) failed");
+  int64_t bytes = 0;
+  CHECK_EQ(moePermuteWorkspaceBytes(bundle, "perm", 2, &bytes),
+           MOE_STATUS_SUCCESS); // no driver needed
+  CHECK_EQ(bytes, 64);
+  moeBundleClose(bundle);
+  setDriverForTesting(nullptr);
+
+  // A kernel that cannot be resident, or a missing symbol, fails the load.
+  install();
+  gpu.ctasPerSm[kPermGather64] = 0;
+  bundle = openBundle(permuteBundle());
+  CHECK_STATUS(permute(bundle, "perm32", perm32(1, 8)), MOE_STATUS_UNSUPPORTED,
+               "moePermute: kernel 'moe_permute_gather_off64' (entry 'perm') "
+               "cannot be resident: 128 threads, 0 bytes of shared memory");
+  gpu.ctasPerSm.clear();
+  gpu.missingSymbols.insert(kPermGather32);
+  CHECK_STATUS(permute(bundle, "perm", perm(1)), MOE_STATUS_NOT_FOUND,
+               "moePermute: kernel symbol 'moe_permute_gather_off32' (entry "
+               "'perm32') not found in image 'moe_kernels'");
+  CHECK_EQ(gpu.launches.size(), size_t(0));
+  moeBundleClose(bundle);
+}
