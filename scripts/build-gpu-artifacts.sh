@@ -92,8 +92,10 @@ bundle mlpbench-default "$out/bench-mlp.mlir" --moe-gpu-pipeline
 bundle mlpbench-swap8 "$out/bench-mlp.mlir" --moe-gpu-pipeline="swap-ab-stages=8"
 bundle mlpbench-swap12 "$out/bench-mlp.mlir" --moe-gpu-pipeline="swap-ab-stages=12"
 
-# Routing and combine kernels (test/device/routing.py).
+# Routing, permutation and combine kernels (test/device/routing.py), and
+# whole layers of four models (test/device/layer.py).
 bundle routing "$root/test/device/routing_shapes.mlir" --moe-gpu-pipeline
+bundle layer "$root/test/device/layer_models.mlir" --moe-gpu-pipeline
 
 bundle bench-64x256 "$out/bench.mlir" --moe-gpu-pipeline="tile-m=64"
 bundle bench-default "$out/bench.mlir" --moe-gpu-pipeline

@@ -6,8 +6,10 @@
 # routings, a CUDA-graph replay and the runtime's argument errors) and
 # test/device/expert_mlp.py (the fused expert MLP bundles) and
 # test/device/routing.py (the five models' routers against shared/bench's
-# route_model, and the combine; needs .shared-bench carried), against float32
-# torch references with outputs poisoned first. Prints each test's and the
+# route_model, the permutation and the combine; needs .shared-bench carried)
+# and test/device/layer.py (whole layers route -> permute -> expert MLP ->
+# unpermute against shared/bench's reference() for four models), against
+# float32 torch references with outputs poisoned first. Prints each test's and the
 # total `N passed, N failed`; exits non-zero on any failure.
 #   scripts/gpu-tests.sh            the tests
 #   scripts/gpu-tests.sh --bench    then bench/grouped_matmul.py (needs
@@ -17,7 +19,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 art=$root/.gpu-artifacts
 [ -f "$art/libmoe_runtime.so" ] || { echo "no $art/libmoe_runtime.so: run scripts/build-gpu-artifacts.sh and carry .gpu-artifacts"; exit 2; }
 status=0 passed=0 failed=0
-for test in grouped_matmul expert_mlp routing; do
+for test in grouped_matmul expert_mlp routing layer; do
   log=$(mktemp)
   python3 "$root/test/device/$test.py" "$art" "$root/.shared-bench" 2>&1 | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
