@@ -26,13 +26,17 @@
 // CHECK-COUNT-2: vector.load %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
 // The permutation: an index kernel (one CTA of 1024 threads: counts by
-// shared-memory atomics, a warp scan to offsets, then chunk by chunk a
-// warp's stable ranks by match.any and a [warp][expert] table across warps)
+// shared-memory atomics, a warp scan to offsets, then chunks of 4096 ids: a
+// warp's stable ranks by match.any over 4 rounds of 32, and a
+// [warp][expert] table across warps)
 // and a gather kernel (one CTA per row, zeros past offsets[E]).
 // CHECK: gpu.func @moe_permute_index_e128_k8_off64(%{{.*}}: memref<?x?xi32>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xi64>, %{{.*}}: memref<?xi32>) workgroup(%{{.*}} : memref<128xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<128xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<4096xi32, #gpu.address_space<workgroup>>)
 // CHECK: memref.atomic_rmw addi
-// CHECK: nvvm.match.sync  any
 // CHECK: nvvm.read.ptx.sreg.lanemask.lt
+// Four rounds of 32 ids per warp and chunk, each a match.any between two
+// warp syncs (the round's leader updates the warp's running count).
+// CHECK-COUNT-4: nvvm.match.sync  any
+// CHECK-NOT: nvvm.match.sync
 // CHECK: gpu.func @moe_permute_gather_off64(
 // PTX-DAG: match.any.sync.b32
 // PTX-DAG: atom.shared.add.u32

@@ -599,26 +599,18 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
   });
   sync(b);
 
-  // 3. Stable slots, chunk by chunk in flattened order: a warp ranks its
-  // ids by match.any; a [warp][expert] table orders the warps of a chunk.
+  // 3. Stable slots, chunk by chunk in flattened order. Warp w takes the
+  // chunk's ids [w 32 P, (w + 1) 32 P) in P rounds of 32, ranking each
+  // round by match.any on top of its running counts in table row w; the
+  // scan over the table's rows then orders the warps of the chunk.
+  constexpr int64_t kRounds = 4;
+  int64_t chunk = threads * kRounds;
   Value full = i32Constant(b, -1);
   scf::ForOp::create(
-      b, m.c(0), total, m.c(threads), ValueRange{},
+      b, m.c(0), total, m.c(chunk), ValueRange{},
       [&](OpBuilder &nested, Location l, Value base, ValueRange) {
         ImplicitLocOpBuilder nb(l, nested);
         IndexMath n{nb};
-        Value f = n.add(base, tid);
-        Value valid = n.lt(f, total);
-        auto [e, inRange] = expertOf(nb, f, valid);
-        Value mask = NVVM::MatchSyncOp::create(nb, i32, full, e,
-                                               NVVM::MatchSyncKind::any);
-        Value lower = NVVM::LaneMaskLtOp::create(nb, i32);
-        Value rank =
-            LLVM::CtPopOp::create(nb, arith::AndIOp::create(nb, mask, lower));
-        Value leader = arith::CmpIOp::create(
-            nb, arith::CmpIPredicate::eq,
-            LLVM::CountTrailingZerosOp::create(nb, mask, nb.getBoolAttr(false)),
-            arith::IndexCastOp::create(nb, i32, lane));
         for (int64_t i = 0; i < warps * experts; i += threads) {
           Value at = n.add(tid, n.c(i));
           ifThen(nb, n.lt(at, n.c(warps * experts)),
@@ -627,13 +619,44 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
                  });
         }
         sync(nb);
-        Value cell = n.add(n.mul(warp, n.c(experts)),
+        Value lower = NVVM::LaneMaskLtOp::create(nb, i32);
+        Value lane32 = arith::IndexCastOp::create(nb, i32, lane);
+        Value warpBase = n.add(base, n.mul(warp, n.c(32 * kRounds)));
+        SmallVector<Value> flat, valid, inRange, cell, local;
+        for (int64_t r = 0; r < kRounds; ++r) {
+          Value f = n.add(warpBase, n.add(n.c(32 * r), lane));
+          Value ok = n.lt(f, total);
+          auto [e, in] = expertOf(nb, f, ok);
+          Value mask = NVVM::MatchSyncOp::create(nb, i32, full, e,
+                                                 NVVM::MatchSyncKind::any);
+          Value rank =
+              LLVM::CtPopOp::create(nb, arith::AndIOp::create(nb, mask, lower));
+          Value leader =
+              arith::CmpIOp::create(nb, arith::CmpIPredicate::eq,
+                                    LLVM::CountTrailingZerosOp::create(
+                                        nb, mask, nb.getBoolAttr(false)),
+                                    lane32);
+          Value at = n.add(n.mul(warp, n.c(experts)),
                            n.toIndex(arith::MaxSIOp::create(nb, e, zero32)));
-        ifThen(nb, arith::AndIOp::create(nb, leader, inRange),
-               [&](ImplicitLocOpBuilder &sb) {
-                 memref::StoreOp::create(sb, LLVM::CtPopOp::create(sb, mask),
-                                         table, ValueRange{cell});
-               });
+          // Every lane reads its expert's running count before the round's
+          // leader adds the round's ids to it.
+          Value prior = n.load(table, ValueRange{at});
+          NVVM::SyncWarpOp::create(nb, full);
+          ifThen(nb, arith::AndIOp::create(nb, leader, in),
+                 [&](ImplicitLocOpBuilder &sb) {
+                   memref::StoreOp::create(
+                       sb,
+                       arith::AddIOp::create(sb, prior,
+                                             LLVM::CtPopOp::create(sb, mask)),
+                       table, ValueRange{at});
+                 });
+          NVVM::SyncWarpOp::create(nb, full);
+          flat.push_back(f);
+          valid.push_back(ok);
+          inRange.push_back(in);
+          cell.push_back(at);
+          local.push_back(arith::AddIOp::create(nb, prior, rank));
+        }
         sync(nb);
         ifThen(nb, n.lt(tid, n.c(experts)), [&](ImplicitLocOpBuilder &sb) {
           IndexMath s{sb};
@@ -647,22 +670,25 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
           memref::StoreOp::create(sb, running, starts, ValueRange{tid});
         });
         sync(nb);
-        ifThen(nb, valid, [&](ImplicitLocOpBuilder &sb) {
-          IndexMath s{sb};
-          Value slot = arith::SelectOp::create(
-              sb, inRange,
-              arith::AddIOp::create(sb, s.load(table, ValueRange{cell}), rank),
-              i32Constant(sb, -1));
-          Value t = arith::DivUIOp::create(sb, f, s.c(k));
-          memref::StoreOp::create(
-              sb, widen(sb, slot), slots,
-              ValueRange{t, arith::RemUIOp::create(sb, f, s.c(k))});
-          ifThen(sb, inRange, [&](ImplicitLocOpBuilder &ib) {
-            memref::StoreOp::create(ib, arith::IndexCastOp::create(ib, i32, t),
-                                    sources,
-                                    ValueRange{IndexMath{ib}.toIndex(slot)});
+        for (int64_t r = 0; r < kRounds; ++r) {
+          ifThen(nb, valid[r], [&](ImplicitLocOpBuilder &sb) {
+            IndexMath s{sb};
+            Value slot = arith::SelectOp::create(
+                sb, inRange[r],
+                arith::AddIOp::create(sb, s.load(table, ValueRange{cell[r]}),
+                                      local[r]),
+                i32Constant(sb, -1));
+            Value t = arith::DivUIOp::create(sb, flat[r], s.c(k));
+            memref::StoreOp::create(
+                sb, widen(sb, slot), slots,
+                ValueRange{t, arith::RemUIOp::create(sb, flat[r], s.c(k))});
+            ifThen(sb, inRange[r], [&](ImplicitLocOpBuilder &ib) {
+              memref::StoreOp::create(
+                  ib, arith::IndexCastOp::create(ib, i32, t), sources,
+                  ValueRange{IndexMath{ib}.toIndex(slot)});
+            });
           });
-        });
+        }
         // The next chunk clears the table just read.
         sync(nb);
         scf::YieldOp::create(nb);
