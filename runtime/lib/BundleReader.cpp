@@ -179,6 +179,13 @@ private:
   moeStatus number(std::string_view owner, const char *key,
                    std::string_view value, int64_t min, int64_t max,
                    bool allowMinusOne, int64_t &result);
+  /// Parses `key=i32|i64` into `bits` (32 or 64).
+  moeStatus integerBits(const std::string &who, const char *key,
+                        std::string_view value, int32_t &bits);
+  /// Parses `hidden=H`: -1 (dynamic) or a multiple of 8 of at least 8, as
+  /// the kernels move rows in 16-byte vectors.
+  moeStatus hiddenSize(const std::string &who, std::string_view value,
+                       int64_t &hidden);
 
   const uint8_t *data;
   size_t size;
@@ -536,14 +543,8 @@ Reader::parseGroupedMatmulEntry(const std::string &who,
       (status = number(who, "max_rows", values[5], 1, kMaxRows, false,
                        entry.maxRows)))
     return status;
-  if (values[6] == "i32")
-    entry.offsetsBits = 32;
-  else if (values[6] == "i64")
-    entry.offsetsBits = 64;
-  else
-    return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: offsets=%s is neither i32 nor i64", who.c_str(),
-                quote(values[6]).c_str());
+  if ((status = integerBits(who, "offsets", values[6], entry.offsetsBits)))
+    return status;
   if (values[7] == MOE_EPILOGUE_STORE)
     entry.epilogue = Epilogue::Store;
   else if (values[7] == MOE_EPILOGUE_SWIGLU)
@@ -601,24 +602,10 @@ Reader::parseUnpermuteEntry(const std::string &who,
   moeStatus status;
   if ((status = number(who, "max_rows", values[2], 1, kMaxRows, false,
                        entry.maxRows)) ||
-      (status =
-           number(who, "hidden", values[3], 8, kMaxRows, true, entry.hidden)))
+      (status = hiddenSize(who, values[3], entry.hidden)) ||
+      (status = number(who, "top_k", values[4], 1, kMaxRows, false, topK)) ||
+      (status = integerBits(who, "slots", values[5], entry.slotsBits)))
     return status;
-  if (entry.hidden != -1 && entry.hidden % 8)
-    return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: hidden=%lld is not a multiple of 8 (rows are read in "
-                "16-byte vectors)",
-                who.c_str(), (long long)entry.hidden);
-  if ((status = number(who, "top_k", values[4], 1, kMaxRows, false, topK)))
-    return status;
-  if (values[5] == "i32")
-    entry.slotsBits = 32;
-  else if (values[5] == "i64")
-    entry.slotsBits = 64;
-  else
-    return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: slots=%s is neither i32 nor i64", who.c_str(),
-                quote(values[5]).c_str());
   if ((status = number(who, "weighted", values[6], 0, 1, false, weighted)))
     return status;
   entry.topK = int32_t(topK);
@@ -636,23 +623,34 @@ moeStatus Reader::parsePermuteEntry(const std::string &who,
       (status = number(who, "experts", values[3], 1, kMaxPermuteExperts, false,
                        entry.experts)) ||
       (status = number(who, "top_k", values[4], 1, kMaxRows, false, topK)) ||
-      (status =
-           number(who, "hidden", values[5], 8, kMaxRows, true, entry.hidden)))
+      (status = hiddenSize(who, values[5], entry.hidden)))
     return status;
-  if (entry.hidden != -1 && entry.hidden % 8)
-    return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: hidden=%lld is not a multiple of 8 (rows are copied in "
-                "16-byte vectors)",
-                who.c_str(), (long long)entry.hidden);
-  if (values[6] == "i32")
-    entry.offsetsBits = 32;
-  else if (values[6] == "i64")
-    entry.offsetsBits = 64;
-  else
-    return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: offsets=%s is neither i32 nor i64", who.c_str(),
-                quote(values[6]).c_str());
+  if ((status = integerBits(who, "offsets", values[6], entry.offsetsBits)))
+    return status;
   entry.topK = int32_t(topK);
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::integerBits(const std::string &who, const char *key,
+                              std::string_view value, int32_t &bits) {
+  if (value == "i32" || value == "i64") {
+    bits = value == "i32" ? 32 : 64;
+    return MOE_STATUS_SUCCESS;
+  }
+  return fail(MOE_STATUS_INVALID_BUNDLE, "%s: %s=%s is neither i32 nor i64",
+              who.c_str(), key, quote(value).c_str());
+}
+
+moeStatus Reader::hiddenSize(const std::string &who, std::string_view value,
+                             int64_t &hidden) {
+  if (moeStatus status =
+          number(who, "hidden", value, 8, kMaxRows, true, hidden))
+    return status;
+  if (hidden != -1 && hidden % 8)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: hidden=%lld is not a multiple of 8 (rows move in "
+                "16-byte vectors)",
+                who.c_str(), (long long)hidden);
   return MOE_STATUS_SUCCESS;
 }
 

@@ -143,7 +143,7 @@ std::vector<Malformed> malformedRouteBundles() {
        bad, "entry 'combine': unknown key 'bias'"},
       {"unpermute odd hidden", routeReplaced("hidden=4096", "hidden=4100"), bad,
        "bundle line 8: entry 'combine': hidden=4100 is not a multiple of 8 "
-       "(rows are read in 16-byte vectors)"},
+       "(rows move in 16-byte vectors)"},
       {"unpermute hidden 4", routeReplaced("hidden=4096", "hidden=4"), bad,
        "entry 'combine': hidden=4 is out of range (-1 or [8, 2147483647])"},
       {"unpermute hidden 0", routeReplaced("hidden=4096", "hidden=0"), bad,
@@ -296,7 +296,7 @@ std::vector<Malformed> malformedPermuteBundles() {
        "entry 'perm32': top_k=-1 is out of range"},
       {"permute hidden odd", permuteReplaced("hidden=2048", "hidden=2052"), bad,
        "bundle line 4: entry 'perm': hidden=2052 is not a multiple of 8 (rows "
-       "are copied in 16-byte vectors)"},
+       "move in 16-byte vectors)"},
       {"permute hidden 4", permuteReplaced("hidden=2048", "hidden=4"), bad,
        "entry 'perm': hidden=4 is out of range (-1 or [8, 2147483647])"},
       {"permute hidden 0", permuteReplaced("hidden=8", "hidden=0"), bad,

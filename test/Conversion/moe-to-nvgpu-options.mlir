@@ -4,6 +4,9 @@
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="stages=0" 2>&1 | FileCheck %s --check-prefix=STAGES
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="stages=x" 2>&1 | FileCheck %s --check-prefix=PARSE
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-m=64 stages=10" 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="swap-ab-stages=-1" 2>&1 | FileCheck %s --check-prefix=SWAP-STAGES
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="swap-ab-stages=40" 2>&1 | FileCheck %s --check-prefix=SWAP-SMEM
+// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="swap-ab-stages=8" | FileCheck %s --check-prefix=SWAP-EIGHT
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="swap-ab=1 tile-m=12 tile-n=64" 2>&1 | FileCheck %s --check-prefix=SWAP
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-k=32" 2>&1 | FileCheck %s --check-prefix=TILEK
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-m=96" 2>&1 | FileCheck %s --check-prefix=ROWS
@@ -14,6 +17,11 @@
 // TILE: error: convert-moe-to-nvgpu: without swap-ab the tile must be 64 or 128 rows x 128 or 256 columns x 64, got 64x192x64
 // STAGES: error: convert-moe-to-nvgpu: 'stages' (0) must be at least 1 and fit 227 KiB of shared memory
 // SMEM: error: convert-moe-to-nvgpu: 'stages' (10) must be at least 1 and fit 227 KiB of shared memory
+// SWAP-STAGES: error: convert-moe-to-nvgpu: 'swap-ab-stages' must be 0 (the same as 'stages') or positive, got -1
+// SWAP-SMEM: error: convert-moe-to-nvgpu: 'stages' (40) must be at least 1 and fit 227 KiB of shared memory
+// The swap-AB form gets its own pipeline depth; the others keep `stages`.
+// SWAP-EIGHT: gpu.func @grouped_matmul_bf16_16x64x64_s8_swapab_off32(
+// SWAP-EIGHT: gpu.func @grouped_matmul_bf16_64x256x64_s4_off32(
 // SWAP: error: convert-moe-to-nvgpu: swap-ab needs tile-n = 64 and tile-m in {8, 16, 32, 64}, got tile-m = 12, tile-n = 64
 // TILEK: error: convert-moe-to-nvgpu: tile-k must be 64, got 32
 // PARSE: for the --stages option: 'x' value invalid for long argument!

@@ -273,12 +273,12 @@ static int64_t maxTokens(int64_t tokens) {
                                        : std::min(tokens, kMaxLaunchRows);
 }
 
-/// The one-kernel form list of a routing or combine op.
-static ArrayAttr singleKernel(OpBuilder &builder, gpu::GPUFuncOp func) {
+/// A routing, permutation or combine kernel as a form of its op's launch.
+static DictionaryAttr kernelForm(OpBuilder &builder, gpu::GPUFuncOp func) {
   func->setAttr("moe.dynamic_shared_bytes", builder.getI64IntegerAttr(0));
-  return builder.getArrayAttr(builder.getDictionaryAttr(builder.getNamedAttr(
+  return builder.getDictionaryAttr(builder.getNamedAttr(
       "kernel", SymbolRefAttr::get(builder.getStringAttr(kKernelModuleName),
-                                   {FlatSymbolRefAttr::get(func)}))));
+                                   {FlatSymbolRefAttr::get(func)})));
 }
 
 /// The kernel `name` of `kernels`, built by `build` on first use (ops with
@@ -317,7 +317,7 @@ static DictionaryAttr routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
   info.set("bias", builder.getBoolAttr(spec.bias));
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(logits.getDimSize(0))));
-  info.set("kernels", singleKernel(builder, func));
+  info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
   return info.getDictionary(builder.getContext());
 }
 
@@ -348,9 +348,8 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   info.set("offsets", TypeAttr::get(offsets.getElementType()));
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(tokens.getDimSize(0))));
-  ArrayAttr first = singleKernel(builder, index);
-  ArrayAttr second = singleKernel(builder, gather);
-  info.set("kernels", builder.getArrayAttr({first[0], second[0]}));
+  info.set("kernels", builder.getArrayAttr({kernelForm(builder, index),
+                                            kernelForm(builder, gather)}));
   return info.getDictionary(builder.getContext());
 }
 
@@ -376,7 +375,7 @@ unpermuteLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteOp op) {
   info.set("weighted", builder.getBoolAttr(spec.weighted));
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(slots.getDimSize(0))));
-  info.set("kernels", singleKernel(builder, func));
+  info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
   return info.getDictionary(builder.getContext());
 }
 
@@ -396,9 +395,15 @@ struct ConvertMoEToNVGPUPass
     GroupedMatmulTile tile{tileM, tileN, tileK, stages, swapAB};
     if (failed(verifyTile(module, tile)))
       return signalPassFailure();
+    if (swapABStages < 0) {
+      mlir::emitError(module.getLoc())
+          << "convert-moe-to-nvgpu: 'swap-ab-stages' must be 0 (the same as "
+             "'stages') or positive, got "
+          << static_cast<int64_t>(swapABStages);
+      return signalPassFailure();
+    }
     int64_t swapStages = swapABStages > 0 ? int64_t(swapABStages) : tile.stages;
-    if (swapABStages < 0 ||
-        failed(verifyTile(module, swapABTile(64, swapStages))))
+    if (failed(verifyTile(module, swapABTile(64, swapStages))))
       return signalPassFailure();
 
     SmallVector<Operation *> ops;
