@@ -452,5 +452,21 @@ LogicalResult ExpertMLPOp::verify() {
   return verifyRowScale(op, getRowScale(), rows);
 }
 
+LogicalResult LayerOp::verifyRegions() {
+  Block &body = getBody().front();
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError() << "body must end with 'moe.yield'";
+  if (yield.getValue().getType() != getType())
+    return emitOpError() << "yields " << yield.getValue().getType()
+                         << " but its result is " << getType();
+  // The body is the layer's moe ops only: what compiles to one unit.
+  for (Operation &op : body.without_terminator())
+    if (!isa<MoEDialect>(op.getDialect()) || isa<LayerOp>(op))
+      return op.emitOpError() << "cannot be part of a moe.layer: its body "
+                                 "holds moe ops other than moe.layer only";
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "MoE/Dialect/MoEOps.cpp.inc"

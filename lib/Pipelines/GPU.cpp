@@ -54,6 +54,8 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   // Fuse first: the fused expert MLP's kernels keep the [M, 2I]
   // intermediate in registers.
   pm.addPass(createMoEFuseExperts());
+  // Then a whole layer becomes one runtime entry.
+  pm.addPass(createMoEFuseLayer());
   MoESwapABOptions swapAB;
   swapAB.maxRows = options.swapABMaxRows;
   pm.addPass(createMoESwapAB(swapAB));

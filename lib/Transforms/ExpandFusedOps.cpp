@@ -45,6 +45,22 @@ struct ExpandExpertMLP : OpRewritePattern<ExpertMLPOp> {
   }
 };
 
+/// Inlines the body of `moe.layer` in its place.
+struct InlineLayer : OpRewritePattern<LayerOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LayerOp op,
+                                PatternRewriter &rewriter) const override {
+    Block &body = op.getBody().front();
+    auto yield = cast<YieldOp>(body.getTerminator());
+    Value result = yield.getValue();
+    rewriter.eraseOp(yield);
+    rewriter.inlineBlockBefore(&body, op);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 struct MoEExpandFusedOpsPass
     : moe::impl::MoEExpandFusedOpsBase<MoEExpandFusedOpsPass> {
   void runOnOperation() override {
@@ -58,5 +74,5 @@ struct MoEExpandFusedOpsPass
 } // namespace
 
 void mlir::moe::populateExpandFusedOpsPatterns(RewritePatternSet &patterns) {
-  patterns.add<ExpandExpertMLP>(patterns.getContext());
+  patterns.add<InlineLayer, ExpandExpertMLP>(patterns.getContext());
 }

@@ -25,48 +25,34 @@ struct MoEExtractDeviceCodePass
     bool failedAny = false;
     for (auto func : module.getOps<func::FuncOp>()) {
       unsigned index = 0;
-      func.walk([&](Operation *op) {
+      func.walk<WalkOrder::PreOrder>([&](Operation *op) {
         Attribute launch = op->getAttr(moe::kLaunchAttr);
         if (!launch)
-          return;
+          return WalkResult::advance();
         std::string name = func.getName().str();
         if (index > 0)
           name += "_" + std::to_string(index - 1);
         ++index;
-        // A fused op launches in parts (an array), each an entry named
-        // `<name>_<part>`.
-        auto parts = dyn_cast<ArrayAttr>(launch);
-        for (Attribute part : parts ? parts.getValue() : ArrayRef(launch)) {
-          auto dict = dyn_cast<DictionaryAttr>(part);
-          auto partName = dict ? dict.getAs<StringAttr>("part") : StringAttr();
-          if (!dict || (parts && !partName)) {
-            op->emitOpError("moe.launch must be a dictionary or an array of "
-                            "dictionaries with a 'part' name");
+        if (auto layer = dyn_cast<moe::LayerOp>(op)) {
+          if (failed(describeLayer(b, layer, name, entries)))
             failedAny = true;
-            return;
-          }
-          std::string entryName =
-              parts ? name + "_" + partName.getValue().str() : name;
-          FailureOr<DictionaryAttr> entry =
-              describeEntry(b, op, entryName, dict);
-          if (failed(entry)) {
-            failedAny = true;
-            return;
-          }
-          entries.push_back(*entry);
+          return WalkResult::skip();
         }
+        if (failed(describeOp(b, op, name, launch, entries)))
+          failedAny = true;
+        return WalkResult::advance();
       });
     }
     // Dropping the host code must not drop part of the computation: every
     // moe op left must have been compiled (carry moe.launch).
     module.walk([&](Operation *op) {
-      if (isa<moe::MoEDialect>(op->getDialect()) &&
+      if (isa<moe::MoEDialect>(op->getDialect()) && !isa<moe::YieldOp>(op) &&
           !op->hasAttr(moe::kLaunchAttr)) {
         op->emitOpError("has no GPU kernel yet, and the bundle would "
                         "silently skip it; give the GPU pipeline only ops "
                         "that have kernels (moe.route, moe.permute, "
                         "moe.grouped_matmul, moe.expert_mlp, "
-                        "moe.unpermute)");
+                        "moe.unpermute, moe.layer)");
         failedAny = true;
       }
     });
@@ -81,6 +67,63 @@ struct MoEExtractDeviceCodePass
             {b.getNamedAttr("version",
                             b.getI64IntegerAttr(moe::kRuntimeContractVersion)),
              b.getNamedAttr("entries", b.getArrayAttr(entries))}));
+  }
+
+  /// Appends the entries of `op` named `name`: one, or one per part of a
+  /// fused op (`<name>_<part>`).
+  LogicalResult describeOp(Builder &b, Operation *op, StringRef name,
+                           Attribute launch, SmallVectorImpl<Attribute> &out) {
+    auto parts = dyn_cast<ArrayAttr>(launch);
+    for (Attribute part : parts ? parts.getValue() : ArrayRef(launch)) {
+      auto dict = dyn_cast<DictionaryAttr>(part);
+      auto partName = dict ? dict.getAs<StringAttr>("part") : StringAttr();
+      if (!dict || (parts && !partName))
+        return op->emitOpError("moe.launch must be a dictionary or an array "
+                               "of dictionaries with a 'part' name");
+      std::string entryName =
+          parts ? (name + "_" + partName.getValue()).str() : name.str();
+      FailureOr<DictionaryAttr> entry = describeEntry(b, op, entryName, dict);
+      if (failed(entry))
+        return failure();
+      out.push_back(*entry);
+    }
+    return success();
+  }
+
+  /// Appends the entries of the parts of `layer` (`<name>_route`,
+  /// `<name>_permute`, `<name>_gate_up`, `<name>_down`, `<name>_unpermute`)
+  /// and then the layer's own entry, which names them.
+  LogicalResult describeLayer(Builder &b, moe::LayerOp layer, StringRef name,
+                              SmallVectorImpl<Attribute> &out) {
+    auto launch = layer->getAttrOfType<DictionaryAttr>(moe::kLaunchAttr);
+    if (!launch)
+      return layer.emitOpError("moe.launch of a layer must be a dictionary");
+    NamedAttrList entry(launch);
+    entry.set("name", b.getStringAttr(name));
+    entry.set("op", b.getStringAttr(layer->getName().getStringRef()));
+    entry.set("kernels", b.getArrayAttr({}));
+    for (Operation &op : layer.getBody().front().without_terminator()) {
+      Attribute launch = op.getAttr(moe::kLaunchAttr);
+      StringRef role = isa<moe::RouteOp>(op)       ? "route"
+                       : isa<moe::PermuteOp>(op)   ? "permute"
+                       : isa<moe::UnpermuteOp>(op) ? "unpermute"
+                                                   : "";
+      if (!launch || (role.empty() && !isa<moe::ExpertMLPOp>(op)))
+        return op.emitOpError("is a part of a moe.layer that has no layer.v1 "
+                              "kernels");
+      // The expert MLP's parts keep their names: gate_up and down.
+      std::string partName = (name + (role.empty() ? "" : "_" + role)).str();
+      if (failed(describeOp(b, &op, partName, launch, out)))
+        return failure();
+      if (role.empty()) {
+        entry.set("gate_up", b.getStringAttr(partName + "_gate_up"));
+        entry.set("down", b.getStringAttr(partName + "_down"));
+      } else {
+        entry.set(role, b.getStringAttr(partName));
+      }
+    }
+    out.push_back(entry.getDictionary(&getContext()));
+    return success();
   }
 
   /// The manifest entry of `op`: its launch dictionary with each kernel

@@ -2,10 +2,11 @@
 |*                                                                            *|
 |* Reads the `.moebundle` files that `moe-translate --moe-to-bundle` writes *|
 |* and launches their kernels through the CUDA driver API. The contract this  *|
-|* implements is docs/runtime-contract.md (bundle version 4; kernel ABIs      *|
+|* implements is docs/runtime-contract.md (bundle version 5; kernel ABIs      *|
 |* grouped_matmul.v3: persistent kernels with a store, swiglu or row_scale    *|
-|* epilogue; route.v1: top-k routing; unpermute.v1: the weighted combine;     *|
-|* permute.v1: tokens grouped by expert).                                     *|
+|* epilogue and an optional expert bias; route.v1: top-k routing;            *|
+|* unpermute.v1: the weighted combine; permute.v1: tokens grouped by expert;  *|
+|* layer.v1: the five in one call).                                          *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -27,30 +28,38 @@
 extern "C" {
 #endif
 
-/// The bundle format version this runtime reads (`MOEBUNDLE 4`).
-#define MOE_BUNDLE_VERSION 4
+/// The bundle format version this runtime reads (`MOEBUNDLE 5`).
+#define MOE_BUNDLE_VERSION 5
 /// The kernel ABIs this runtime launches: persistent grouped GEMMs with an
 /// epilogue (moeGroupedMatmul), top-k routing (moeRoute), the combine of
 /// the experts' rows of each token (moeUnpermute), and the grouping of the
-/// tokens' rows by expert (moePermute).
+/// tokens' rows by expert (moePermute), and a whole layer made of those
+/// (moeLayer).
 #define MOE_ABI_GROUPED_MATMUL "grouped_matmul.v3"
 #define MOE_ABI_ROUTE "route.v1"
 #define MOE_ABI_UNPERMUTE "unpermute.v1"
 #define MOE_ABI_PERMUTE "permute.v1"
+#define MOE_ABI_LAYER "layer.v1"
 /// The op names of entries that moeGroupedMatmul launches: a grouped matmul,
 /// and the two halves (`<name>_gate_up`, `<name>_down`) of a fused expert MLP.
 #define MOE_OP_GROUPED_MATMUL "moe.grouped_matmul"
 #define MOE_OP_EXPERT_MLP "moe.expert_mlp"
-/// The op names of the entries that moeRoute, moeUnpermute and moePermute
-/// launch.
+/// The op names of the entries that moeRoute, moeUnpermute, moePermute and
+/// moeLayer launch.
 #define MOE_OP_ROUTE "moe.route"
 #define MOE_OP_UNPERMUTE "moe.unpermute"
 #define MOE_OP_PERMUTE "moe.permute"
+#define MOE_OP_LAYER "moe.layer"
 /// The epilogues of an entry (contract §3.1): out = rows @ weights^T; the
 /// SwiGLU of its gate and up halves; scaled by a weight per row.
 #define MOE_EPILOGUE_STORE "store"
 #define MOE_EPILOGUE_SWIGLU "swiglu"
 #define MOE_EPILOGUE_ROW_SCALE "row_scale"
+/// The activation of a grouped_matmul.v3 entry (contract §3.1): none (store
+/// and row_scale entries), silu(gate) * up, or GPT-OSS's clamped SwiGLU.
+#define MOE_ACTIVATION_NONE "none"
+#define MOE_ACTIVATION_SILU "silu"
+#define MOE_ACTIVATION_GPTOSS "gptoss"
 
 /// What every function returns. On anything but MOE_STATUS_SUCCESS,
 /// moeLastErrorMessage() says what went wrong.
@@ -116,17 +125,21 @@ typedef struct moeBundleInfo {
 } moeBundleInfo;
 
 /// One `entry` record: a compiled op and its kernels. Which fields apply
-/// depends on the ABI (`abi`); the others are 0 ("" for `epilogue`):
-///   grouped_matmul.v3: experts, n, k, offsets_bits, epilogue;
+/// depends on the ABI (`abi`); the others are 0 ("" for the strings):
+///   grouped_matmul.v3: experts, n, k, offsets_bits, epilogue, bias_bits,
+///                      activation;
 ///   route.v1:          experts, top_k, logits_bits, bias;
 ///   unpermute.v1:      top_k, slots_bits, hidden, weighted;
-///   permute.v1:        experts, top_k, hidden, offsets_bits.
+///   permute.v1:        experts, top_k, hidden, offsets_bits;
+///   layer.v1:          route, permute, gate_up, down, unpermute (max_rows
+///                      applies to every ABI).
 typedef struct moeEntryInfo {
   const char *name;     ///< Unique in the bundle: the calls' `entry`.
   const char *op;       ///< "moe.grouped_matmul", "moe.expert_mlp",
-                        ///< "moe.route", "moe.unpermute" or "moe.permute".
+                        ///< "moe.route", "moe.unpermute", "moe.permute" or
+                        ///< "moe.layer".
   const char *abi;      ///< "grouped_matmul.v3", "route.v1", "unpermute.v1",
-                        ///< "permute.v1".
+                        ///< "permute.v1", "layer.v1".
   int64_t experts;      ///< E of the weights [E, N, K], or -1 (dynamic);
                         ///< route.v1: E of the logits [T, E] (static);
                         ///< permute.v1: E of the offsets [E + 1] (static,
@@ -139,7 +152,8 @@ typedef struct moeEntryInfo {
                         ///< the type of its offsets and slots.
   int32_t num_kernels;  ///< Kernel records of the entry, in file order
                         ///< (exactly 1 for route.v1 and unpermute.v1, exactly
-                        ///< 2 for permute.v1: index, then gather).
+                        ///< 2 for permute.v1: index, then gather; 0 for
+                        ///< layer.v1, which launches its parts' kernels).
   const char *epilogue; ///< "store", "swiglu" or "row_scale"; "" for the
                         ///< other ABIs. Never NULL.
   // Added in version 4.
@@ -151,6 +165,17 @@ typedef struct moeEntryInfo {
   int64_t hidden;      ///< unpermute.v1: H of rows and out, or -1 (dynamic);
                        ///< permute.v1: H of tokens and rows, or -1.
   int32_t weighted;    ///< unpermute.v1: 1 when it takes weights [T, k].
+  // Added in version 5.
+  int32_t bias_bits;      ///< grouped_matmul.v3: the expert bias [E, N]: 0
+                          ///< (bias=none), 16 (bf16) or 32 (f32).
+  const char *activation; ///< grouped_matmul.v3: "none" (store, row_scale),
+                          ///< "silu" or "gptoss" (swiglu); "" for the other
+                          ///< ABIs. Never NULL.
+  const char *route;      ///< layer.v1: the names of its part entries, all
+  const char *permute;    ///< earlier in the bundle (route.v1, permute.v1,
+  const char *gate_up;    ///< grouped_matmul.v3 swiglu, grouped_matmul.v3
+  const char *down;       ///< store, unpermute.v1); "" for the other ABIs.
+  const char *unpermute;  ///< Never NULL.
 } moeEntryInfo;
 
 /// One `kernel` record of an entry. The kernels of route.v1, unpermute.v1
@@ -198,20 +223,25 @@ MOE_API moeStatus moeBundleGetKernel(const moeBundle *bundle, int32_t entry,
 /// the device's multiprocessor count): the persistent grid of contract §3.1.
 /// Idempotent per context; a bundle may be loaded into several contexts (one
 /// per device). Thread-safe. Module loading is not allowed while a stream is
-/// being captured, so call this before capturing moeGroupedMatmul, moeRoute
-/// or moeUnpermute in a graph.
+/// being captured, so call this before capturing moeGroupedMatmul, moeRoute,
+/// moeUnpermute, moePermute or moeLayer in a graph.
 /// Errors: NO_GPU, UNSUPPORTED (compute capability, or a kernel of which not
 /// one CTA fits on a multiprocessor), CUDA_ERROR, NOT_FOUND (kernel symbol
 /// missing from its image), OUT_OF_MEMORY.
 MOE_API moeStatus moeBundleLoad(moeBundle *bundle);
 
 /// Arguments of a grouped matmul, ABI grouped_matmul.v3, for the rows r of
-/// expert e (offsets[e] <= r < offsets[e + 1]), by the entry's epilogue:
-///   store:     out[r, :] = rows[r, :] @ weights[e]^T;
-///   swiglu:    with g = rows[r, :] @ weights[e][0 : N/2]^T (gate rows) and
-///              u = rows[r, :] @ weights[e][N/2 : N]^T (up rows),
-///              out[r, :] = silu(g) * u, N/2 columns;
-///   row_scale: out[r, :] = (rows[r, :] @ weights[e]^T) * row_scale[r].
+/// expert e (offsets[e] <= r < offsets[e + 1]), by the entry's epilogue, with
+/// b = bias[e] (zeros when the entry has bias=none):
+///   store:     out[r, :] = rows[r, :] @ weights[e]^T + b;
+///   swiglu:    with g = rows[r, :] @ weights[e][0 : N/2]^T + b[0 : N/2]
+///              (gate rows) and u = rows[r, :] @ weights[e][N/2 : N]^T +
+///              b[N/2 : N] (up rows), N/2 columns of, by the activation,
+///              silu:   out[r, :] = silu(g) * u;
+///              gptoss: g' = min(g, limit), u' = clamp(u, -limit, limit),
+///                      out[r, :] = (u' + 1) * g' * sigmoid(alpha * g')
+///                      (alpha and limit are compiled into the kernels);
+///   row_scale: out[r, :] = (rows[r, :] @ weights[e]^T + b) * row_scale[r].
 /// All tensors are dense and row-major.
 typedef struct moeGroupedMatmulArgs {
   uint64_t rows;      ///< Device pointer, bf16 [M, K], 16-byte aligned.
@@ -231,6 +261,11 @@ typedef struct moeGroupedMatmulArgs {
   uint64_t row_scale; ///< Device pointer, f32 [M], 4-byte aligned: the
                       ///< routing weight of each row. Required by row_scale
                       ///< entries, must be 0 for the others.
+  // Added in version 5.
+  uint64_t bias; ///< Device pointer, [E, N] (N the weights' N) of the entry's
+                 ///< bias type (f32 or bf16), aligned to its element size.
+                 ///< Required by entries with bias=f32|bf16, must be 0 for
+                 ///< bias=none ones.
 } moeGroupedMatmulArgs;
 
 /// Launches the kernels of `entry` (an op=moe.grouped_matmul or
@@ -248,7 +283,8 @@ typedef struct moeGroupedMatmulArgs {
 /// contents of `offsets` are not read on the host: the kernels clamp them (see
 /// the contract). Besides the checks listed with moeGroupedMatmulArgs: N, K and
 /// E at most 2^31 - 1, E*N*K*2 bytes within int64, N*K*2 below 2^40 (a TMA
-/// stride). The pointers must be of the current context's device (not
+/// stride), E*N*4 or E*N*2 bytes of bias within int64. The pointers must be
+/// of the current context's device (not
 /// checked). Thread-safe. Errors after a launch was issued name how many
 /// kernels had already been launched.
 MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entry,
@@ -357,6 +393,72 @@ MOE_API moeStatus moePermuteWorkspaceBytes(const moeBundle *bundle,
                                            const char *entry,
                                            int64_t tokens_count,
                                            int64_t *bytes);
+
+/// Arguments of a whole MoE layer, ABI layer.v1 (contract §3.5): with k the
+/// route's top_k, E its experts and I the intermediate size,
+///   ids, weights = route(logits, score_bias);
+///   rows, offsets, slots = permute(tokens, ids);
+///   inter = swiglu(rows @ gate_up_weights[e]^T + gate_up_bias[e]);
+///   down = inter @ down_weights[e]^T + down_bias[e];
+///   out[t, :] = sum over j of weights[t, j] * down[slots[t, j], :],
+/// the intermediate tensors living in `workspace`. All tensors are dense and
+/// row-major.
+typedef struct moeLayerArgs {
+  uint64_t tokens;          ///< Device pointer, bf16 [T, H], 16-byte aligned.
+  uint64_t logits;          ///< Device pointer, [T, E] of the route's logits
+                            ///< type, aligned to its element size.
+  uint64_t score_bias;      ///< Device pointer, f32 [E], 4-byte aligned:
+                            ///< required iff the route entry has bias=1,
+                            ///< else 0.
+  uint64_t gate_up_weights; ///< Device pointer, bf16 [E, 2I, H], 16-byte
+                            ///< aligned: I gate rows, then I up rows.
+  uint64_t down_weights;    ///< Device pointer, bf16 [E, H, I], 16-byte
+                            ///< aligned.
+  uint64_t gate_up_bias;    ///< Device pointer, [E, 2I] of the gate_up
+                            ///< entry's bias type: required iff its bias is
+                            ///< not none, else 0.
+  uint64_t down_bias;       ///< Device pointer, [E, H] of the down entry's
+                            ///< bias type: required iff its bias is not
+                            ///< none, else 0.
+  uint64_t out;             ///< Device pointer, bf16 [T, H], 16-byte aligned.
+  uint64_t workspace;       ///< Device memory, 256-byte aligned, at least
+                            ///< moeLayerWorkspaceBytes bytes.
+  uint64_t workspace_bytes; ///< Its size.
+  int64_t tokens_count;     ///< T: 1 <= T <= the layer's max_rows.
+  int64_t hidden;           ///< H >= 8, H % 8 == 0.
+  int64_t intermediate;     ///< I >= 8, I % 8 == 0 (the gate_up weights
+                            ///< have 2I rows).
+  int64_t experts;          ///< E: must equal the route's experts.
+} moeLayerArgs;
+
+/// Launches the layer `entry` (an op=moe.layer, abi=layer.v1 entry) on
+/// `stream` of the current context: its route, permute (index and gather),
+/// gate_up, down and unpermute entries, in this order, exactly as moeRoute,
+/// moePermute, moeGroupedMatmul (twice) and moeUnpermute would with buffers
+/// carved from the workspace (contract §3.5); the grouped GEMMs take
+/// M = T*k rows (those past offsets[E] are zero and owned by no expert), the
+/// combine the route's weights. Validates every argument of every step
+/// before the first launch (INVALID_ARGUMENT / NOT_FOUND, naming the layer
+/// argument, without launching anything), then loads the bundle into the
+/// current context if needed (see moeBundleLoad) and encodes the GEMMs'
+/// tensor maps. No host synchronisation, allocation or copy: capturable in
+/// a CUDA graph once the bundle is loaded. The contents of the device
+/// buffers are not read on the host. Thread-safe. An error after launches
+/// began says how many were issued.
+MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entry,
+                           const moeLayerArgs *args, void *stream);
+
+/// Sets *bytes to the workspace moeLayer needs for `tokens` tokens of size
+/// `hidden` and an intermediate size `intermediate`: the buffers of
+/// contract §3.5, each starting at a multiple of 256 bytes. Checks the entry
+/// and the sizes as moeLayer does (INVALID_ARGUMENT / NOT_FOUND: T in
+/// 1..max_rows, T*k at most 2^31 - 1, H and I positive multiples of 8 and
+/// equal to the parts' static sizes, the total within int64). No driver
+/// call.
+MOE_API moeStatus moeLayerWorkspaceBytes(const moeBundle *bundle,
+                                         const char *entry, int64_t tokens,
+                                         int64_t hidden, int64_t intermediate,
+                                         uint64_t *bytes);
 
 #ifdef __cplusplus
 } // extern "C"

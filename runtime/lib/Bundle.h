@@ -62,9 +62,10 @@ struct Kernel {
 };
 
 /// The kernel ABI of an entry (its `abi` key), which decides its other keys.
-enum class Abi { GroupedMatmul, Route, Unpermute, Permute };
+enum class Abi { GroupedMatmul, Route, Unpermute, Permute, Layer };
 
-/// "grouped_matmul.v3", "route.v1", "unpermute.v1" or "permute.v1".
+/// "grouped_matmul.v3", "route.v1", "unpermute.v1", "permute.v1" or
+/// "layer.v1".
 inline const char *abiName(Abi abi) {
   switch (abi) {
   case Abi::GroupedMatmul:
@@ -75,6 +76,8 @@ inline const char *abiName(Abi abi) {
     return MOE_ABI_UNPERMUTE;
   case Abi::Permute:
     return MOE_ABI_PERMUTE;
+  case Abi::Layer:
+    return MOE_ABI_LAYER;
   }
   return "?";
 }
@@ -95,6 +98,40 @@ inline const char *epilogueName(Epilogue epilogue) {
   return "?";
 }
 
+/// The activation of a swiglu entry's kernels (contract §3.1); none for the
+/// other epilogues.
+enum class Activation { None, SiLU, GptOss };
+
+/// "none", "silu" or "gptoss": the bundle's spelling.
+inline const char *activationName(Activation activation) {
+  switch (activation) {
+  case Activation::None:
+    return MOE_ACTIVATION_NONE;
+  case Activation::SiLU:
+    return MOE_ACTIVATION_SILU;
+  case Activation::GptOss:
+    return MOE_ACTIVATION_GPTOSS;
+  }
+  return "?";
+}
+
+/// The parts of a layer.v1 entry, in the order its steps run.
+enum LayerPart {
+  kRoutePart,
+  kPermutePart,
+  kGateUpPart,
+  kDownPart,
+  kUnpermutePart,
+  kNumLayerParts
+};
+
+/// "route", "permute", "gate_up", "down", "unpermute": the bundle keys.
+inline const char *layerPartName(int part) {
+  static const char *const names[kNumLayerParts] = {
+      "route", "permute", "gate_up", "down", "unpermute"};
+  return names[part];
+}
+
 struct Entry {
   std::string name, op, abi;
   Abi kind = Abi::GroupedMatmul;
@@ -104,6 +141,8 @@ struct Entry {
   Epilogue epilogue = Epilogue::Store;
   int64_t experts = 0, n = 0, k = 0;
   int32_t offsetsBits = 0;
+  int32_t biasBits = 0; // the expert bias [E, N]: 0 (none), 16 or 32
+  Activation activation = Activation::None;
   // route.v1, unpermute.v1 and permute.v1 (top_k), route.v1 (logits, bias),
   // unpermute.v1 (hidden, slots, weighted) and permute.v1 (hidden).
   int32_t topK = 0;
@@ -112,6 +151,8 @@ struct Entry {
   int64_t hidden = 0;
   int32_t slotsBits = 0;
   bool weighted = false;
+  // layer.v1: its parts, indices of earlier entries (by LayerPart).
+  int parts[kNumLayerParts] = {-1, -1, -1, -1, -1};
   std::vector<Kernel> kernels;
   int line = 0;
 };

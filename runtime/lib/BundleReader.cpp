@@ -85,10 +85,11 @@ struct RecordSpec {
 constexpr const char *kNewerCompiler = "(a bundle from a newer compiler?)";
 
 // Entries, by ABI (contract §2). The values come back in this order.
-constexpr RecordSpec kGroupedMatmulEntry = {
-    {"op", "abi", "experts", "n", "k", "max_rows", "offsets", "epilogue"},
-    8,
-    kNewerCompiler};
+constexpr RecordSpec kGroupedMatmulEntry = {{"op", "abi", "experts", "n", "k",
+                                             "max_rows", "offsets", "epilogue",
+                                             "bias", "activation"},
+                                            10,
+                                            kNewerCompiler};
 constexpr RecordSpec kRouteEntry = {
     {"op", "abi", "max_rows", "experts", "top_k", "logits", "bias"},
     7,
@@ -104,6 +105,12 @@ constexpr RecordSpec kPermuteEntry = {
     7,
     "(abi " MOE_ABI_PERMUTE " takes op, abi, max_rows, experts, top_k, "
     "hidden and offsets)"};
+constexpr RecordSpec kLayerEntry = {
+    {"op", "abi", "max_rows", "route", "permute", "gate_up", "down",
+     "unpermute"},
+    8,
+    "(abi " MOE_ABI_LAYER " takes op, abi, max_rows, route, permute, gate_up, "
+    "down and unpermute)"};
 // Kernels, by the ABI of their entry.
 constexpr RecordSpec kGroupedMatmulKernel = {
     {"image", "rows_min", "rows_max", "threads", "smem", "tile_m", "tile_n",
@@ -160,6 +167,10 @@ private:
   moeStatus parsePermuteEntry(const std::string &who,
                               const std::vector<std::string_view> &values,
                               Entry &entry);
+  /// Resolves a layer's parts (earlier entries) and checks that they chain.
+  moeStatus parseLayerEntry(const std::string &who,
+                            const std::vector<std::string_view> &values,
+                            Entry &entry);
   moeStatus parseKernel(const std::vector<std::string_view> &tokens);
   moeStatus
   parseGroupedMatmulKernel(const std::string &who, const Entry &entry,
@@ -352,7 +363,8 @@ moeStatus Reader::parseHeader() {
                 int(version),
                 version == 1   ? "persistent kernels"
                 : version == 2 ? "kernel epilogues"
-                               : "the route and unpermute kernels",
+                : version == 3 ? "the route and unpermute kernels"
+                               : "expert biases and layer entries",
                 MOE_BUNDLE_VERSION);
   if (version != MOE_BUNDLE_VERSION)
     return fail(MOE_STATUS_UNSUPPORTED,
@@ -488,12 +500,15 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
     } else if (abi == MOE_ABI_PERMUTE) {
       known = &kPermuteEntry;
       knownKind = Abi::Permute;
+    } else if (abi == MOE_ABI_LAYER) {
+      known = &kLayerEntry;
+      knownKind = Abi::Layer;
     } else {
       return fail(MOE_STATUS_UNSUPPORTED,
                   "%s: abi %s is not supported (this runtime implements "
                   "bundle version %d with abis " MOE_ABI_GROUPED_MATMUL
-                  ", " MOE_ABI_ROUTE ", " MOE_ABI_UNPERMUTE
-                  " and " MOE_ABI_PERMUTE ")%s",
+                  ", " MOE_ABI_ROUTE ", " MOE_ABI_UNPERMUTE ", " MOE_ABI_PERMUTE
+                  " and " MOE_ABI_LAYER ")%s",
                   who.c_str(), quote(abi).c_str(), MOE_BUNDLE_VERSION,
                   abi == "grouped_matmul.v1"
                       ? ": its kernels are not persistent, recompile it"
@@ -524,6 +539,7 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
       kind == Abi::Route       ? parseRouteEntry(who, values, entry)
       : kind == Abi::Unpermute ? parseUnpermuteEntry(who, values, entry)
       : kind == Abi::Permute   ? parsePermuteEntry(who, values, entry)
+      : kind == Abi::Layer     ? parseLayerEntry(who, values, entry)
                                : parseGroupedMatmulEntry(who, values, entry);
   if (status != MOE_STATUS_SUCCESS)
     return status;
@@ -561,6 +577,34 @@ Reader::parseGroupedMatmulEntry(const std::string &who,
                 "%s: n=%lld is odd, but epilogue=swiglu needs N/2 gate rows "
                 "and N/2 up rows",
                 who.c_str(), (long long)entry.n);
+  if (values[8] == "none")
+    entry.biasBits = 0;
+  else if (values[8] == "f32")
+    entry.biasBits = 32;
+  else if (values[8] == "bf16")
+    entry.biasBits = 16;
+  else
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: bias=%s is not none, f32 or bf16", who.c_str(),
+                quote(values[8]).c_str());
+  if (values[9] == MOE_ACTIVATION_NONE)
+    entry.activation = Activation::None;
+  else if (values[9] == MOE_ACTIVATION_SILU)
+    entry.activation = Activation::SiLU;
+  else if (values[9] == MOE_ACTIVATION_GPTOSS)
+    entry.activation = Activation::GptOss;
+  else
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: activation=%s is not none, silu or gptoss", who.c_str(),
+                quote(values[9]).c_str());
+  // Only the swiglu epilogue has an activation, and it needs one.
+  const bool swiglu = entry.epilogue == Epilogue::SwiGLU;
+  if (swiglu == (entry.activation == Activation::None))
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: activation=%s does not fit epilogue=%s (swiglu takes "
+                "silu or gptoss, store and row_scale take none)",
+                who.c_str(), activationName(entry.activation),
+                epilogueName(entry.epilogue));
   return MOE_STATUS_SUCCESS;
 }
 
@@ -631,6 +675,127 @@ moeStatus Reader::parsePermuteEntry(const std::string &who,
   return MOE_STATUS_SUCCESS;
 }
 
+moeStatus Reader::parseLayerEntry(const std::string &who,
+                                  const std::vector<std::string_view> &values,
+                                  Entry &entry) {
+  if (moeStatus status =
+          number(who, "max_rows", values[2], 1, kMaxRows, false, entry.maxRows))
+    return status;
+  // Each part is an earlier entry of the op and ABI its step launches (the
+  // compiler writes the parts first).
+  static constexpr struct {
+    Abi kind;
+    const char *op;
+  } kParts[kNumLayerParts] = {{Abi::Route, MOE_OP_ROUTE},
+                              {Abi::Permute, MOE_OP_PERMUTE},
+                              {Abi::GroupedMatmul, MOE_OP_EXPERT_MLP},
+                              {Abi::GroupedMatmul, MOE_OP_EXPERT_MLP},
+                              {Abi::Unpermute, MOE_OP_UNPERMUTE}};
+  for (int p = 0; p < kNumLayerParts; ++p) {
+    std::string_view name = values[3 + p];
+    for (size_t i = 0; i < out.entries.size(); ++i)
+      if (out.entries[i].name == name)
+        entry.parts[p] = int(i);
+    if (entry.parts[p] < 0)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: %s=%s is not an entry defined before this line (the "
+                  "parts of a layer come first)",
+                  who.c_str(), layerPartName(p), quote(name).c_str());
+    const Entry &part = out.entries[entry.parts[p]];
+    if (part.kind != kParts[p].kind || part.op != kParts[p].op)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: %s=%s is op=%s abi=%s, not op=%s abi=%s", who.c_str(),
+                  layerPartName(p), part.name.c_str(), part.op.c_str(),
+                  part.abi.c_str(), kParts[p].op, abiName(kParts[p].kind));
+  }
+  const Entry &route = out.entries[entry.parts[kRoutePart]];
+  const Entry &permute = out.entries[entry.parts[kPermutePart]];
+  const Entry &gateUp = out.entries[entry.parts[kGateUpPart]];
+  const Entry &down = out.entries[entry.parts[kDownPart]];
+  const Entry &unpermute = out.entries[entry.parts[kUnpermutePart]];
+  const char *layer = who.c_str();
+  // "<layer>: <part>=<name> has <key>=<value>, but <part>=<name> has ...".
+  auto mismatch = [&](int p, const char *key, long long value, int q,
+                      const char *otherKey, long long other) {
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: %s=%s has %s=%lld, but %s=%s has %s=%lld", layer,
+                layerPartName(p), out.entries[entry.parts[p]].name.c_str(), key,
+                value, layerPartName(q),
+                out.entries[entry.parts[q]].name.c_str(), otherKey, other);
+  };
+  if (gateUp.epilogue != Epilogue::SwiGLU)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: gate_up=%s has epilogue=%s, expected swiglu", layer,
+                gateUp.name.c_str(), epilogueName(gateUp.epilogue));
+  // The combine applies the routing weights, not the down GEMM.
+  if (down.epilogue != Epilogue::Store)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: down=%s has epilogue=%s, expected store", layer,
+                down.name.c_str(), epilogueName(down.epilogue));
+  // E and k: the route's, static.
+  if (permute.experts != route.experts)
+    return mismatch(kPermutePart, "experts", permute.experts, kRoutePart,
+                    "experts", route.experts);
+  if (permute.topK != route.topK)
+    return mismatch(kPermutePart, "top_k", permute.topK, kRoutePart, "top_k",
+                    route.topK);
+  if (unpermute.topK != route.topK)
+    return mismatch(kUnpermutePart, "top_k", unpermute.topK, kRoutePart,
+                    "top_k", route.topK);
+  for (int p : {kGateUpPart, kDownPart}) {
+    const Entry &gemm = out.entries[entry.parts[p]];
+    if (gemm.experts != -1 && gemm.experts != route.experts)
+      return mismatch(p, "experts", gemm.experts, kRoutePart, "experts",
+                      route.experts);
+    // Both GEMMs read the permute's offsets.
+    if (gemm.offsetsBits != permute.offsetsBits)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: %s=%s has offsets=i%d, but permute=%s has offsets=i%d",
+                  layer, layerPartName(p), gemm.name.c_str(),
+                  int(gemm.offsetsBits), permute.name.c_str(),
+                  int(permute.offsetsBits));
+  }
+  // The combine reads the permute's slots, weighted by the route.
+  if (unpermute.slotsBits != permute.offsetsBits)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: unpermute=%s has slots=i%d, but permute=%s has "
+                "offsets=i%d",
+                layer, unpermute.name.c_str(), int(unpermute.slotsBits),
+                permute.name.c_str(), int(permute.offsetsBits));
+  if (!unpermute.weighted)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: unpermute=%s has weighted=0, but a layer combines with "
+                "the route's weights",
+                layer, unpermute.name.c_str());
+  // H: every static one equal, the first static one as the reference.
+  const struct {
+    int part;
+    const char *key;
+    int64_t value;
+  } hiddens[] = {{kPermutePart, "hidden", permute.hidden},
+                 {kGateUpPart, "k", gateUp.k},
+                 {kDownPart, "n", down.n},
+                 {kUnpermutePart, "hidden", unpermute.hidden}};
+  const auto *reference = hiddens;
+  for (const auto &h : hiddens) {
+    if (h.value == -1)
+      continue;
+    if (reference->value == -1)
+      reference = &h;
+    else if (h.value != reference->value)
+      return mismatch(h.part, h.key, h.value, reference->part, reference->key,
+                      reference->value);
+  }
+  // I: the down GEMM reduces over the gate_up's N/2 outputs.
+  if (gateUp.n != -1 && down.k != -1 && down.k != gateUp.n / 2)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: down=%s has k=%lld, but gate_up=%s has n=%lld (k must "
+                "be n/2)",
+                layer, down.name.c_str(), (long long)down.k,
+                gateUp.name.c_str(), (long long)gateUp.n);
+  return MOE_STATUS_SUCCESS;
+}
+
 moeStatus Reader::integerBits(const std::string &who, const char *key,
                               std::string_view value, int32_t &bits) {
   if (value == "i32" || value == "i64") {
@@ -676,6 +841,11 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
                 who.c_str(), quote(entryName).c_str());
   }
   Entry &entry = out.entries.back();
+  if (entry.kind == Abi::Layer)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: entry '%s' (abi %s) takes no kernels (it launches those "
+                "of its parts)",
+                who.c_str(), entry.name.c_str(), abiName(entry.kind));
   for (const Kernel &kernel : entry.kernels)
     if (kernel.symbol == symbol)
       return fail(MOE_STATUS_INVALID_BUNDLE,
@@ -791,7 +961,7 @@ moeStatus Reader::finish() {
   if (out.chip.empty())
     return fail(MOE_STATUS_INVALID_BUNDLE, "the bundle has no 'chip' line");
   for (Entry &entry : out.entries) {
-    if (entry.kernels.empty())
+    if (entry.kernels.empty() && entry.kind != Abi::Layer)
       return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
                     "entry '%s' has no kernels", entry.name.c_str());
     if (entry.kind == Abi::Permute && entry.kernels.size() != 2)

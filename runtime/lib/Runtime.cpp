@@ -2,8 +2,11 @@
 //
 // Implements moe_runtime.h over the driver table of DriverAPI.h: contract §3
 // (argument checks; for grouped_matmul.v3 the TMA descriptors, persistent
-// grids, the 17 kernel parameters and the 5 more of row_scale entries; the
-// memref parameters and grids of route.v1, unpermute.v1 and permute.v1).
+// grids, the 17 kernel parameters, the 5 more of row_scale entries and the
+// 7 more of bias entries; the memref parameters and grids of route.v1,
+// unpermute.v1 and permute.v1; layer.v1 as those five steps). Each launching
+// call validates into a plan, then launches it: moeLayer validates all of
+// its steps' plans before the first launch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -412,8 +415,9 @@ moeStatus findEntry(const moeBundle *bundle, const char *caller,
                   entryName, names.empty() ? "none" : names.c_str());
 }
 
-/// findEntry, then the checks moeRoute, moeUnpermute and moePermute share:
-/// the entry is `op` with ABI `kind`, and 1 <= tokens <= its max_rows.
+/// findEntry, then the checks moeRoute, moeUnpermute, moePermute and moeLayer
+/// share: the entry is `op` with ABI `kind`, and 1 <= tokens <= its
+/// max_rows.
 moeStatus findTokenEntry(const moeBundle *bundle, const char *caller,
                          const char *entryName, const void *args,
                          const char *op, Abi kind, int64_t tokens, int *index) {
@@ -436,7 +440,7 @@ moeStatus findTokenEntry(const moeBundle *bundle, const char *caller,
   return MOE_STATUS_SUCCESS;
 }
 
-/// One pointer argument of moeRoute, moeUnpermute or moePermute.
+/// One pointer argument of a launching call.
 struct PointerArg {
   const char *what;
   uint64_t pointer;
@@ -461,15 +465,6 @@ moeStatus checkPointers(const char *caller, const char *entry,
   return MOE_STATUS_SUCCESS;
 }
 
-/// Appends the 7 parameters of a rank-2 memref descriptor of `pointer` with
-/// sizes [rows, columns] (dense, row-major) to params[count...].
-void appendMemref2D(void **params, int &count, uint64_t *pointer, int64_t *rows,
-                    int64_t *columns, int64_t *zero, int64_t *one) {
-  void *descriptor[7] = {pointer, pointer, zero, rows, columns, columns, one};
-  for (void *param : descriptor)
-    params[count++] = param;
-}
-
 /// Whether a * b * c fits in int64 (all non-negative).
 bool productFits(int64_t a, int64_t b, int64_t c) {
   int64_t ab = 0, abc = 0;
@@ -477,13 +472,46 @@ bool productFits(int64_t a, int64_t b, int64_t c) {
          !__builtin_mul_overflow(ab, c, &abc);
 }
 
+int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+/// A launch of a route.v1, unpermute.v1 or permute.v1 kernel: all its
+/// parameters are 8 bytes wide (memref descriptors: pointer, pointer,
+/// offset 0, sizes, strides), kept here until the launch.
+struct WordLaunch {
+  int kernel = 0; // index in its entry
+  int64_t gridX = 0;
+  uint64_t words[28];
+  int count = 0;
+
+  void push(uint64_t word) { words[count++] = word; }
+  /// A rank-1 memref [size].
+  void memref1D(uint64_t pointer, int64_t size) {
+    for (uint64_t word :
+         {pointer, pointer, uint64_t(0), uint64_t(size), uint64_t(1)})
+      push(word);
+  }
+  /// A dense row-major rank-2 memref [rows, columns].
+  void memref2D(uint64_t pointer, int64_t rows, int64_t columns) {
+    for (uint64_t word : {pointer, pointer, uint64_t(0), uint64_t(rows),
+                          uint64_t(columns), uint64_t(columns), uint64_t(1)})
+      push(word);
+  }
+};
+
+/// The validated launches of a moeRoute, moeUnpermute or moePermute call.
+struct WordPlan {
+  int entryIndex = -1;
+  WordLaunch launches[2];
+  int numLaunches = 0;
+};
+
 /// Launches kernel `kernelIndex` of entry `entryIndex` of a loaded bundle on
-/// grid (gridX, 1, 1) with `params`; `progress` is appended to the call in
-/// the error message.
+/// grid (gridX, 1, 1) with `params`: launch `issued` (from 0) of the `total`
+/// of the call, which an error names when there are several.
 moeStatus launchKernelOf(moeBundle *bundle, ContextState *state,
                          const char *caller, int entryIndex, int kernelIndex,
-                         int64_t gridX, void **params, void *stream,
-                         const char *progress) {
+                         int64_t gridX, void **params, void *stream, int issued,
+                         int total) {
   const Entry &entry = bundle->data.entries[entryIndex];
   const Kernel &kernel = entry.kernels[kernelIndex];
   cu::Function function = state->kernels[entryIndex][kernelIndex].function;
@@ -491,6 +519,10 @@ moeStatus launchKernelOf(moeBundle *bundle, ContextState *state,
           function, unsigned(gridX), 1, 1, unsigned(kernel.threads), 1, 1,
           unsigned(kernel.smem), static_cast<cu::Stream>(stream), params,
           nullptr)) {
+    char progress[64] = "";
+    if (total > 1)
+      std::snprintf(progress, sizeof(progress),
+                    "; %d of %d launches already issued", issued, total);
     char call[700];
     std::snprintf(call, sizeof(call),
                   "cuLaunchKernel('%s' of entry '%s', grid (%lld, 1, 1), "
@@ -502,18 +534,275 @@ moeStatus launchKernelOf(moeBundle *bundle, ContextState *state,
   return MOE_STATUS_SUCCESS;
 }
 
-/// Launches the one kernel of a route.v1 or unpermute.v1 entry (loading the
-/// bundle first if needed) with `params`.
-moeStatus launchSimple(moeBundle *bundle, const char *caller, int entryIndex,
-                       int64_t gridX, void **params, void *stream) {
+/// Launches `plan` on a loaded bundle; *issued counts the launches of the
+/// whole call (`total`), for the error messages.
+moeStatus launchWords(moeBundle *bundle, ContextState *state,
+                      const char *caller, WordPlan &plan, void *stream,
+                      int *issued, int total) {
+  for (int i = 0; i < plan.numLaunches; ++i) {
+    WordLaunch &launch = plan.launches[i];
+    void *params[28];
+    for (int p = 0; p < launch.count; ++p)
+      params[p] = &launch.words[p];
+    if (moeStatus status = launchKernelOf(
+            bundle, state, caller, plan.entryIndex, launch.kernel, launch.gridX,
+            params, stream, *issued, total))
+      return status;
+    ++*issued;
+  }
+  return MOE_STATUS_SUCCESS;
+}
+
+/// Loads the bundle if needed, then launches `plan` alone.
+moeStatus loadAndLaunch(moeBundle *bundle, const char *caller, WordPlan &plan,
+                        void *stream) {
   ContextState *state = nullptr;
   if (moeStatus status = ensureLoaded(bundle, caller, &state))
     return status;
-  return launchKernelOf(bundle, state, caller, entryIndex, 0, gridX, params,
-                        stream, "");
+  int issued = 0;
+  return launchWords(bundle, state, caller, plan, stream, &issued,
+                     plan.numLaunches);
 }
 
-int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+/// The checks of moeRoute (contract §3.2), and its launch into `plan`.
+moeStatus validateRoute(const moeBundle *bundle, const char *entryName,
+                        const moeRouteArgs *args, WordPlan &plan) {
+  static constexpr const char *kCaller = "moeRoute";
+  int entryIndex = -1;
+  if (moeStatus status =
+          findTokenEntry(bundle, kCaller, entryName, args, MOE_OP_ROUTE,
+                         Abi::Route, args ? args->tokens : 0, &entryIndex))
+    return status;
+  const Entry &entry = bundle->data.entries[entryIndex];
+  const char *name = entry.name.c_str();
+  const moeRouteArgs &a = *args;
+  // The entry's experts is static (1 <= E < 2^31: the reader checks it).
+  if (a.experts != entry.experts)
+    return invalidArgumentOf(
+        kCaller, name, "E = %lld does not match the entry's experts = %lld",
+        (long long)a.experts, (long long)entry.experts);
+  // T, E < 2^31 and k <= 32: only the logits' bytes can overflow.
+  const int64_t logitsBytes = entry.logitsBits / 8;
+  if (!productFits(a.tokens, a.experts, logitsBytes))
+    return invalidArgumentOf(kCaller, name,
+                             "T*E*%d (bytes of logits) overflows int64 (T = "
+                             "%lld, E = %lld)",
+                             int(logitsBytes), (long long)a.tokens,
+                             (long long)a.experts);
+  // Pointers after sizes, as for moeGroupedMatmul; bias only with bias=1.
+  const PointerArg pointers[] = {
+      {"logits", a.logits, logitsBytes, "",
+       entry.logitsBits == 32 ? " (the entry's logits are f32)"
+                              : " (the entry's logits are bf16)"},
+      {"ids", a.ids, 4, "", ""},
+      {"weights", a.weights, 4, "", ""},
+      {"bias", a.bias, 4, " (the entry has bias=1: f32 [E])", ""}};
+  if (moeStatus status =
+          checkPointers(kCaller, name, pointers, entry.bias ? 4 : 3))
+    return status;
+  if (!entry.bias && a.bias)
+    return invalidArgumentOf(kCaller, name,
+                             "bias = 0x%llx, but the entry has bias=0 (its "
+                             "kernel takes no bias): it must be 0",
+                             (unsigned long long)a.bias);
+
+  // One warp per token, threads/32 tokens per CTA (threads is a multiple of
+  // 32: the reader checks it), grid-stride beyond 65535 CTAs.
+  plan.entryIndex = entryIndex;
+  plan.numLaunches = 1;
+  WordLaunch &launch = plan.launches[0];
+  launch = WordLaunch();
+  launch.gridX = std::min(ceilDiv(a.tokens, entry.kernels[0].threads / 32),
+                          kMaxSimpleGrid);
+  // logits [T, E], bias [E] (bias=1 only), ids [T, k], weights [T, k].
+  launch.memref2D(a.logits, a.tokens, a.experts);
+  if (entry.bias)
+    launch.memref1D(a.bias, a.experts);
+  launch.memref2D(a.ids, a.tokens, entry.topK);
+  launch.memref2D(a.weights, a.tokens, entry.topK);
+  return MOE_STATUS_SUCCESS;
+}
+
+/// The checks of moeUnpermute (contract §3.3), and its launch into `plan`.
+moeStatus validateUnpermute(const moeBundle *bundle, const char *entryName,
+                            const moeUnpermuteArgs *args, WordPlan &plan) {
+  static constexpr const char *kCaller = "moeUnpermute";
+  int entryIndex = -1;
+  if (moeStatus status =
+          findTokenEntry(bundle, kCaller, entryName, args, MOE_OP_UNPERMUTE,
+                         Abi::Unpermute, args ? args->tokens : 0, &entryIndex))
+    return status;
+  const Entry &entry = bundle->data.entries[entryIndex];
+  const char *name = entry.name.c_str();
+  const moeUnpermuteArgs &a = *args;
+  if (a.rows_count < 1)
+    return invalidArgumentOf(kCaller, name,
+                             "M = %lld (rows_count) must be at least 1",
+                             (long long)a.rows_count);
+  if (entry.hidden != -1 && a.hidden != entry.hidden)
+    return invalidArgumentOf(kCaller, name,
+                             "H = %lld does not match the entry's hidden = "
+                             "%lld",
+                             (long long)a.hidden, (long long)entry.hidden);
+  if (a.hidden < 8)
+    return invalidArgumentOf(kCaller, name,
+                             "H = %lld is less than 8 (rows are read in "
+                             "16-byte vectors)",
+                             (long long)a.hidden);
+  if (a.hidden % 8)
+    return invalidArgumentOf(kCaller, name,
+                             "H = %lld is not a multiple of 8 (rows are read "
+                             "in 16-byte vectors)",
+                             (long long)a.hidden);
+  const int64_t slotBytes = entry.slotsBits / 8;
+  if (!productFits(a.rows_count, a.hidden, 2))
+    return invalidArgumentOf(kCaller, name,
+                             "M*H*2 (bytes of rows) overflows int64 (M = "
+                             "%lld, H = %lld)",
+                             (long long)a.rows_count, (long long)a.hidden);
+  if (!productFits(a.tokens, a.hidden, 2))
+    return invalidArgumentOf(kCaller, name,
+                             "T*H*2 (bytes of out) overflows int64 (T = %lld, "
+                             "H = %lld)",
+                             (long long)a.tokens, (long long)a.hidden);
+  if (!productFits(a.tokens, entry.topK, slotBytes))
+    return invalidArgumentOf(kCaller, name,
+                             "T*k*%d (bytes of slots) overflows int64 (T = "
+                             "%lld, k = %d)",
+                             int(slotBytes), (long long)a.tokens,
+                             int(entry.topK));
+  // Pointers after sizes; weights only with weighted=1.
+  const PointerArg pointers[] = {
+      {"rows", a.rows, 16, "", ""},
+      {"slots", a.slots, slotBytes, "",
+       entry.slotsBits == 32 ? " (the entry's slots are i32)"
+                             : " (the entry's slots are i64)"},
+      {"out", a.out, 16, "", ""},
+      {"weights", a.weights, 4, " (the entry has weighted=1: f32 [T, k])", ""}};
+  if (moeStatus status =
+          checkPointers(kCaller, name, pointers, entry.weighted ? 4 : 3))
+    return status;
+  if (!entry.weighted && a.weights)
+    return invalidArgumentOf(kCaller, name,
+                             "weights = 0x%llx, but the entry has weighted=0 "
+                             "(its kernel takes no weights): it must be 0",
+                             (unsigned long long)a.weights);
+
+  // One CTA per token, grid-stride beyond 65535 CTAs.
+  plan.entryIndex = entryIndex;
+  plan.numLaunches = 1;
+  WordLaunch &launch = plan.launches[0];
+  launch = WordLaunch();
+  launch.gridX = std::min(a.tokens, kMaxSimpleGrid);
+  // rows [M, H], slots [T, k], weights [T, k] (weighted=1 only), out [T, H].
+  launch.memref2D(a.rows, a.rows_count, a.hidden);
+  launch.memref2D(a.slots, a.tokens, entry.topK);
+  if (entry.weighted)
+    launch.memref2D(a.weights, a.tokens, entry.topK);
+  launch.memref2D(a.out, a.tokens, a.hidden);
+  return MOE_STATUS_SUCCESS;
+}
+
+/// The entry checks of moePermute and moePermuteWorkspaceBytes: a
+/// permute.v1 entry, 1 <= T <= max_rows and T*k <= 2^31 - 1 (the rows are
+/// indexed in 32 bits).
+moeStatus findPermuteEntry(const moeBundle *bundle, const char *caller,
+                           const char *entryName, const void *args,
+                           int64_t tokens, int *index) {
+  if (moeStatus status =
+          findTokenEntry(bundle, caller, entryName, args, MOE_OP_PERMUTE,
+                         Abi::Permute, tokens, index))
+    return status;
+  const Entry &entry = bundle->data.entries[*index];
+  // T < 2^31 and k < 2^31: the product fits in int64.
+  if (tokens * entry.topK > kMaxRows)
+    return invalidArgumentOf(caller, entry.name.c_str(),
+                             "T*k = %lld rows exceeds 2147483647 (T = %lld, "
+                             "k = %d)",
+                             (long long)(tokens * entry.topK),
+                             (long long)tokens, int(entry.topK));
+  return MOE_STATUS_SUCCESS;
+}
+
+/// The checks of moePermute (contract §3.4), and its two launches into
+/// `plan`.
+moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
+                          const moePermuteArgs *args, WordPlan &plan) {
+  static constexpr const char *kCaller = "moePermute";
+  int entryIndex = -1;
+  if (moeStatus status =
+          findPermuteEntry(bundle, kCaller, entryName, args,
+                           args ? args->tokens_count : 0, &entryIndex))
+    return status;
+  const Entry &entry = bundle->data.entries[entryIndex];
+  const char *name = entry.name.c_str();
+  const moePermuteArgs &a = *args;
+  if (entry.hidden != -1 && a.hidden != entry.hidden)
+    return invalidArgumentOf(kCaller, name,
+                             "H = %lld does not match the entry's hidden = "
+                             "%lld",
+                             (long long)a.hidden, (long long)entry.hidden);
+  if (a.hidden < 8)
+    return invalidArgumentOf(kCaller, name,
+                             "H = %lld is less than 8 (rows are copied in "
+                             "16-byte vectors)",
+                             (long long)a.hidden);
+  if (a.hidden % 8)
+    return invalidArgumentOf(kCaller, name,
+                             "H = %lld is not a multiple of 8 (rows are "
+                             "copied in 16-byte vectors)",
+                             (long long)a.hidden);
+  // N = T*k < 2^31 (findPermuteEntry): ids, slots, offsets and the
+  // workspace fit; tokens and rows may not, for a huge H.
+  const int64_t rowsCount = a.tokens_count * entry.topK;
+  if (!productFits(a.tokens_count, a.hidden, 2))
+    return invalidArgumentOf(kCaller, name,
+                             "T*H*2 (bytes of tokens) overflows int64 (T = "
+                             "%lld, H = %lld)",
+                             (long long)a.tokens_count, (long long)a.hidden);
+  if (!productFits(rowsCount, a.hidden, 2))
+    return invalidArgumentOf(kCaller, name,
+                             "T*k*H*2 (bytes of rows) overflows int64 (T*k = "
+                             "%lld, H = %lld)",
+                             (long long)rowsCount, (long long)a.hidden);
+  // Pointers after sizes.
+  const int64_t indexBytes = entry.offsetsBits / 8;
+  const char *indexType = entry.offsetsBits == 32
+                              ? " (the entry's offsets and slots are i32)"
+                              : " (the entry's offsets and slots are i64)";
+  const PointerArg pointers[] = {
+      {"tokens", a.tokens, 16, "", ""},
+      {"ids", a.ids, 4, "", ""},
+      {"rows", a.rows, 16, "", ""},
+      {"offsets", a.offsets, indexBytes, "", indexType},
+      {"slots", a.slots, indexBytes, "", indexType},
+      {"workspace", a.workspace, 4,
+       " (moePermuteWorkspaceBytes says how large)", ""}};
+  if (moeStatus status = checkPointers(kCaller, name, pointers, 6))
+    return status;
+
+  // One CTA computes the offsets, slots and sources; then one CTA per row,
+  // grid-stride beyond 65535.
+  plan.entryIndex = entryIndex;
+  plan.numLaunches = 2;
+  WordLaunch &index = plan.launches[0], &gather = plan.launches[1];
+  index = WordLaunch();
+  gather = WordLaunch();
+  index.gridX = 1;
+  gather.kernel = 1;
+  gather.gridX = std::min(rowsCount, kMaxSimpleGrid);
+  // index kernel: ids [T, k], offsets [E + 1], slots [T, k], sources [N];
+  // gather kernel: tokens [T, H], sources [N], offsets [E + 1], rows [N, H].
+  index.memref2D(a.ids, a.tokens_count, entry.topK);
+  index.memref1D(a.offsets, entry.experts + 1);
+  index.memref2D(a.slots, a.tokens_count, entry.topK);
+  index.memref1D(a.workspace, rowsCount);
+  gather.memref2D(a.tokens, a.tokens_count, a.hidden);
+  gather.memref1D(a.workspace, rowsCount);
+  gather.memref1D(a.offsets, entry.experts + 1);
+  gather.memref2D(a.rows, rowsCount, a.hidden);
+  return MOE_STATUS_SUCCESS;
+}
 
 /// One kernel launch of a grouped matmul.
 struct Launch {
@@ -522,6 +811,399 @@ struct Launch {
   int64_t work;  // work items: tiles of eligible experts x column tiles
   int64_t gridX; // min(work, resident)
 };
+
+/// A validated grouped matmul: its arguments and the kernels it launches;
+/// prepareGroupedMatmul adds their grids and tensor maps.
+struct GemmPlan {
+  int entryIndex = -1;
+  moeGroupedMatmulArgs args;
+  int64_t expertBytes = 0; // N*K*2: the weights' expert stride
+  Launch launches[kMaxKernelsPerEntry];
+  int numLaunches = 0;
+  cu::TensorMap maps[kMaxKernelsPerEntry][2];
+};
+
+/// The checks of moeGroupedMatmul (contract §3.1), and the kernels it
+/// launches for M (those that can have an eligible expert), into `plan`.
+moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
+                                const moeGroupedMatmulArgs *args,
+                                GemmPlan &plan) {
+  int entryIndex = -1;
+  if (moeStatus status =
+          findEntry(bundle, "moeGroupedMatmul", entryName, args, &entryIndex))
+    return status;
+  const Entry &entry = bundle->data.entries[entryIndex];
+  const char *name = entry.name.c_str();
+  if ((entry.op != MOE_OP_GROUPED_MATMUL && entry.op != MOE_OP_EXPERT_MLP) ||
+      entry.abi != MOE_ABI_GROUPED_MATMUL)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeGroupedMatmul(%s): the entry is op=%s abi=%s, not "
+                    "op=" MOE_OP_GROUPED_MATMUL " or " MOE_OP_EXPERT_MLP
+                    " with abi=" MOE_ABI_GROUPED_MATMUL,
+                    name, entry.op.c_str(), entry.abi.c_str());
+  const bool swiglu = entry.epilogue == Epilogue::SwiGLU;
+  const bool rowScale = entry.epilogue == Epilogue::RowScale;
+
+  const moeGroupedMatmulArgs &a = *args;
+  if (a.m < 1)
+    return invalidArgument(name, "M = %lld must be at least 1", (long long)a.m);
+  if (a.m > entry.maxRows)
+    return invalidArgument(name, "M = %lld exceeds the entry's max_rows = %lld",
+                           (long long)a.m, (long long)entry.maxRows);
+  if (entry.n != -1 && a.n != entry.n)
+    return invalidArgument(name, "N = %lld does not match the entry's n = %lld",
+                           (long long)a.n, (long long)entry.n);
+  if (a.n < 1)
+    return invalidArgument(name, "N = %lld must be at least 1", (long long)a.n);
+  if (a.n > kMaxRows)
+    return invalidArgument(name, "N = %lld exceeds 2147483647", (long long)a.n);
+  if (swiglu && a.n % 2)
+    return invalidArgument(name,
+                           "N = %lld is odd: a swiglu entry's weights hold N/2 "
+                           "gate rows then N/2 up rows (N must be even and at "
+                           "least 2; out has N/2 columns)",
+                           (long long)a.n);
+  if (entry.k != -1 && a.k != entry.k)
+    return invalidArgument(name, "K = %lld does not match the entry's k = %lld",
+                           (long long)a.k, (long long)entry.k);
+  if (a.k < 8)
+    return invalidArgument(
+        name,
+        "K = %lld is less than 8 (TMA row pitch must be a multiple "
+        "of 16 bytes)",
+        (long long)a.k);
+  if (a.k % 8)
+    return invalidArgument(
+        name,
+        "K = %lld is not a multiple of 8 (TMA row pitch must be a "
+        "multiple of 16 bytes)",
+        (long long)a.k);
+  if (a.k > kMaxRows)
+    return invalidArgument(
+        name, "K = %lld exceeds 2147483647 (the kernel takes K as i32)",
+        (long long)a.k);
+  if (entry.experts != -1 && a.experts != entry.experts)
+    return invalidArgument(name,
+                           "E = %lld does not match the entry's experts = %lld",
+                           (long long)a.experts, (long long)entry.experts);
+  if (a.experts < 1)
+    return invalidArgument(name, "E = %lld must be at least 1",
+                           (long long)a.experts);
+  if (a.experts > kMaxRows)
+    return invalidArgument(name, "E = %lld exceeds 2147483647",
+                           (long long)a.experts);
+  // Pointers after sizes: an empty tensor (M = 0) often has a null one.
+  // row_scale and bias only where the entry takes them.
+  const char *kScaleWhy =
+      " (row_scale entries take the f32 routing weight of each row)";
+  const int64_t biasBytes = entry.biasBits / 8;
+  PointerArg pointers[6] = {{"rows", a.rows, 16, "", ""},
+                            {"weights", a.weights, 16, "", ""},
+                            {"offsets", a.offsets, entry.offsetsBits / 8, "",
+                             entry.offsetsBits == 32
+                                 ? " (the entry's offsets are i32)"
+                                 : " (the entry's offsets are i64)"},
+                            {"out", a.out, 16, "", ""}};
+  size_t numPointers = 4;
+  if (rowScale)
+    pointers[numPointers++] = {"row_scale", a.row_scale, 4, kScaleWhy,
+                               kScaleWhy};
+  if (biasBytes)
+    pointers[numPointers++] = {
+        "bias", a.bias, biasBytes,
+        entry.biasBits == 32 ? " (the entry has bias=f32: [E, N])"
+                             : " (the entry has bias=bf16: [E, N])",
+        entry.biasBits == 32 ? " (the entry's bias is f32)"
+                             : " (the entry's bias is bf16)"};
+  if (moeStatus status =
+          checkPointers("moeGroupedMatmul", name, pointers, numPointers))
+    return status;
+  if (!rowScale && a.row_scale)
+    return invalidArgument(name,
+                           "row_scale = 0x%llx, but row_scale is only taken "
+                           "by row_scale entries (this one's epilogue is %s): "
+                           "it must be 0",
+                           (unsigned long long)a.row_scale,
+                           epilogueName(entry.epilogue));
+  if (!biasBytes && a.bias)
+    return invalidArgument(name,
+                           "bias = 0x%llx, but the entry has bias=none (its "
+                           "kernels take no bias): it must be 0",
+                           (unsigned long long)a.bias);
+  // Byte sizes: M*K*2 and M*N*2 fit in int64 since every size is below
+  // 2^31; E*N*K*2 and E*N of the bias may not. One expert's weights are a
+  // TMA stride, which must stay below 2^40.
+  if (biasBytes && !productFits(a.experts, a.n, biasBytes))
+    return invalidArgument(name,
+                           "E*N*%d (bytes of bias) overflows int64 (E = %lld, "
+                           "N = %lld)",
+                           int(biasBytes), (long long)a.experts,
+                           (long long)a.n);
+  int64_t expertBytes = 0, allBytes = 0;
+  if (__builtin_mul_overflow(2 * a.k, a.n, &expertBytes) ||
+      __builtin_mul_overflow(expertBytes, a.experts, &allBytes))
+    return invalidArgument(
+        name,
+        "E*N*K*2 (bytes of weights) overflows int64 (E = %lld, N = "
+        "%lld, K = %lld)",
+        (long long)a.experts, (long long)a.n, (long long)a.k);
+  if (expertBytes >= (int64_t(1) << 40))
+    return invalidArgument(
+        name,
+        "N*K*2 = %lld bytes per expert reaches the TMA stride limit "
+        "of 2^40",
+        (long long)expertBytes);
+
+  // Work items (contract §3.1), all in 64 bits: slots bounds the row tiles of
+  // eligible experts, each paired with every column tile.
+  plan.entryIndex = entryIndex;
+  plan.args = a;
+  plan.expertBytes = expertBytes;
+  plan.numLaunches = 0;
+  for (size_t i = 0; i < entry.kernels.size(); ++i) {
+    const Kernel &kernel = entry.kernels[i];
+    int64_t eligible = std::min(a.experts, a.m / kernel.rowsMin);
+    if (eligible == 0)
+      continue; // no expert can have rows_min rows: nothing to compute
+    int64_t slots = ceilDiv(a.m, kernel.tileM) + eligible;
+    int64_t perExpert = ceilDiv(kernel.rowsMax, kernel.tileM), all = 0;
+    if (!__builtin_mul_overflow(a.experts, perExpert, &all))
+      slots = std::min(slots, all);
+    // slots < 2^32 and column tiles < 2^31, so this cannot overflow; the
+    // grid is capped by residency anyway.
+    int64_t work = 0;
+    if (__builtin_mul_overflow(slots, ceilDiv(a.n, kernel.tileN), &work))
+      work = INT64_MAX;
+    if (work == 0)
+      continue;
+    plan.launches[plan.numLaunches++] = {&kernel, int(i), work, 0};
+  }
+  return MOE_STATUS_SUCCESS;
+}
+
+/// The grids (from the residency cached at load) and the tensor maps of a
+/// validated grouped matmul, before any of its launches, so that a bad
+/// descriptor launches nothing.
+moeStatus prepareGroupedMatmul(moeBundle *bundle, ContextState *state,
+                               GemmPlan &plan) {
+  const Entry &entry = bundle->data.entries[plan.entryIndex];
+  const moeGroupedMatmulArgs &a = plan.args;
+  const bool swiglu = entry.epilogue == Epilogue::SwiGLU;
+  // One wave of resident CTAs at most: the kernels loop over the work.
+  for (int i = 0; i < plan.numLaunches; ++i) {
+    Launch &launch = plan.launches[i];
+    launch.gridX = std::min(
+        launch.work, state->kernels[plan.entryIndex][launch.index].resident);
+    if (launch.gridX > INT32_MAX) // a device this large does not exist
+      return setError(MOE_STATUS_UNSUPPORTED,
+                      "moeGroupedMatmul(%s): grid.x = %lld of kernel '%s' "
+                      "exceeds 2^31-1",
+                      entry.name.c_str(), (long long)launch.gridX,
+                      launch.kernel->symbol.c_str());
+  }
+  for (int i = 0; i < plan.numLaunches; ++i) {
+    const Kernel &kernel = *plan.launches[i].kernel;
+    const uint64_t rowsDims[2] = {uint64_t(a.k), uint64_t(a.m)};
+    const uint64_t rowsStrides[1] = {uint64_t(2 * a.k)};
+    const uint32_t rowsBox[2] = {uint32_t(kernel.tileK),
+                                 uint32_t(kernel.tileM)};
+    const uint64_t weightsDims[3] = {uint64_t(a.k), uint64_t(a.n),
+                                     uint64_t(a.experts)};
+    const uint64_t weightsStrides[2] = {uint64_t(2 * a.k),
+                                        uint64_t(plan.expertBytes)};
+    // A swiglu kernel loads tile_n/2 gate rows and as many up rows (tile_n
+    // is even: the reader checks it).
+    const uint32_t weightsBox[3] = {
+        uint32_t(kernel.tileK),
+        uint32_t(swiglu ? kernel.tileN / 2 : kernel.tileN), 1};
+    const uint32_t unit[3] = {1, 1, 1};
+    struct {
+      const char *what;
+      uint64_t pointer;
+      uint32_t rank;
+      const uint64_t *dims, *strides;
+      const uint32_t *box;
+    } tensors[2] = {
+        {"rows", a.rows, 2, rowsDims, rowsStrides, rowsBox},
+        {"weights", a.weights, 3, weightsDims, weightsStrides, weightsBox}};
+    for (int t = 0; t < 2; ++t)
+      if (cu::Result result = state->driver->tensorMapEncodeTiled(
+              &plan.maps[i][t], cu::kTensorMapDataTypeBFloat16, tensors[t].rank,
+              reinterpret_cast<void *>(tensors[t].pointer), tensors[t].dims,
+              tensors[t].strides, tensors[t].box, unit,
+              cu::kTensorMapInterleaveNone, cu::kTensorMapSwizzle128B,
+              cu::kTensorMapL2Promotion128B, cu::kTensorMapFloatOOBFillNone))
+        return driverError(state->driver, "moeGroupedMatmul",
+                           "cuTensorMapEncodeTiled(" +
+                               std::string(tensors[t].what) + " of kernel '" +
+                               kernel.symbol + "' of entry '" + entry.name +
+                               "')",
+                           result);
+  }
+  return MOE_STATUS_SUCCESS;
+}
+
+/// Launches a prepared grouped matmul; *issued counts the launches of the
+/// whole call (`total`), for the error messages.
+moeStatus launchGroupedMatmul(moeBundle *bundle, ContextState *state,
+                              const char *caller, GemmPlan &plan, void *stream,
+                              int *issued, int total) {
+  const Entry &entry = bundle->data.entries[plan.entryIndex];
+  const moeGroupedMatmulArgs &a = plan.args;
+  // The 17 parameters of grouped_matmul.v3, then the 5 of the row_scale
+  // memref (row_scale entries only), then the 7 of the bias memref (bias
+  // entries only). out has N/2 columns after a swiglu.
+  uint64_t offsets = a.offsets, out = a.out, scale = a.row_scale, bias = a.bias;
+  int64_t zero = 0, one = 1, offsetsSize = a.experts + 1, m = a.m, n = a.n,
+          experts = a.experts,
+          outColumns = entry.epilogue == Epilogue::SwiGLU ? a.n / 2 : a.n;
+  int32_t k32 = int32_t(a.k);
+  for (int i = 0; i < plan.numLaunches; ++i) {
+    const Kernel &kernel = *plan.launches[i].kernel;
+    int32_t rowsMin = int32_t(kernel.rowsMin),
+            rowsMax = int32_t(kernel.rowsMax);
+    void *params[29] = {&plan.maps[i][0],
+                        &plan.maps[i][1],
+                        &offsets,
+                        &offsets,
+                        &zero,
+                        &offsetsSize,
+                        &one,
+                        &out,
+                        &out,
+                        &zero,
+                        &m,
+                        &outColumns,
+                        &outColumns,
+                        &one,
+                        &k32,
+                        &rowsMin,
+                        &rowsMax};
+    int count = 17;
+    if (entry.epilogue == Epilogue::RowScale)
+      for (void *param : {(void *)&scale, (void *)&scale, (void *)&zero,
+                          (void *)&m, (void *)&one})
+        params[count++] = param;
+    if (entry.biasBits)
+      for (void *param :
+           {(void *)&bias, (void *)&bias, (void *)&zero, (void *)&experts,
+            (void *)&n, (void *)&n, (void *)&one})
+        params[count++] = param;
+    if (moeStatus status = launchKernelOf(
+            bundle, state, caller, plan.entryIndex, plan.launches[i].index,
+            plan.launches[i].gridX, params, stream, *issued, total))
+      return status;
+    ++*issued;
+  }
+  return MOE_STATUS_SUCCESS;
+}
+
+/// Where moeLayer's buffers start in its workspace (contract §3.5), and the
+/// bytes it needs.
+struct LayerWorkspace {
+  uint64_t ids, weights, offsets, slots, permute, rows, inter, bytes;
+};
+
+/// The checks moeLayer and moeLayerWorkspaceBytes share (a layer.v1 entry,
+/// 1 <= T <= max_rows, T*k <= 2^31 - 1, H and I positive multiples of 8
+/// equal to the parts' static sizes), and the workspace for these sizes.
+moeStatus layerWorkspace(const moeBundle *bundle, const char *caller,
+                         const char *entryName, const void *args,
+                         int64_t tokens, int64_t hidden, int64_t intermediate,
+                         int *index, LayerWorkspace &out) {
+  if (moeStatus status =
+          findTokenEntry(bundle, caller, entryName, args, MOE_OP_LAYER,
+                         Abi::Layer, tokens, index))
+    return status;
+  const auto &entries = bundle->data.entries;
+  const Entry &layer = entries[*index];
+  const char *name = layer.name.c_str();
+  const Entry &route = entries[layer.parts[kRoutePart]];
+  const Entry &permute = entries[layer.parts[kPermutePart]];
+  const Entry &gateUp = entries[layer.parts[kGateUpPart]];
+  const Entry &down = entries[layer.parts[kDownPart]];
+  const Entry &unpermute = entries[layer.parts[kUnpermutePart]];
+  // T < 2^31 and k <= 32: the product fits.
+  const int64_t rowsCount = tokens * route.topK;
+  if (rowsCount > kMaxRows)
+    return invalidArgumentOf(caller, name,
+                             "T*k = %lld rows exceeds 2147483647 (T = %lld, "
+                             "k = %d)",
+                             (long long)rowsCount, (long long)tokens,
+                             int(route.topK));
+  // The parts' static sizes (the reader checks that they agree).
+  const struct {
+    const Entry *part;
+    const char *key;
+    int64_t value;
+  } hiddens[] = {{&permute, "hidden", permute.hidden},
+                 {&gateUp, "k", gateUp.k},
+                 {&down, "n", down.n},
+                 {&unpermute, "hidden", unpermute.hidden}};
+  for (const auto &h : hiddens)
+    if (h.value != -1 && h.value != hidden)
+      return invalidArgumentOf(caller, name,
+                               "hidden = %lld does not match entry %s's %s = "
+                               "%lld",
+                               (long long)hidden, h.part->name.c_str(), h.key,
+                               (long long)h.value);
+  // gate_up's n is even (the reader checks it): I gate rows, I up rows.
+  if (gateUp.n != -1 && gateUp.n / 2 != intermediate)
+    return invalidArgumentOf(caller, name,
+                             "intermediate = %lld does not match entry %s's "
+                             "n = %lld (2I)",
+                             (long long)intermediate, gateUp.name.c_str(),
+                             (long long)gateUp.n);
+  if (down.k != -1 && down.k != intermediate)
+    return invalidArgumentOf(caller, name,
+                             "intermediate = %lld does not match entry %s's "
+                             "k = %lld",
+                             (long long)intermediate, down.name.c_str(),
+                             (long long)down.k);
+  if (hidden < 8 || hidden % 8)
+    return invalidArgumentOf(caller, name,
+                             "hidden = %lld is not a positive multiple of 8 "
+                             "(rows move in 16-byte vectors)",
+                             (long long)hidden);
+  if (intermediate < 8 || intermediate % 8)
+    return invalidArgumentOf(caller, name,
+                             "intermediate = %lld is not a positive multiple "
+                             "of 8 (the down GEMM's K: TMA rows are multiples "
+                             "of 16 bytes)",
+                             (long long)intermediate);
+  // Each buffer from a multiple of 256 bytes, in 128 bits (T*k < 2^31, H
+  // and I < 2^63: no term overflows).
+  using Wide = unsigned __int128;
+  const Wide n = Wide(rowsCount), indexBytes = Wide(permute.offsetsBits / 8);
+  Wide end = 0;
+  auto place = [&end](Wide bytes) {
+    Wide start = (end + 255) / 256 * 256;
+    end = start + bytes;
+    return uint64_t(start);
+  };
+  out.ids = place(n * 4);
+  out.weights = place(n * 4);
+  out.offsets = place(Wide(route.experts + 1) * indexBytes);
+  out.slots = place(n * indexBytes);
+  out.permute = place(n * 4); // moePermuteWorkspaceBytes
+  out.rows = place(n * Wide(hidden) * 2);
+  out.inter = place(n * Wide(intermediate) * 2);
+  if (end > Wide(INT64_MAX))
+    return invalidArgumentOf(caller, name,
+                             "the workspace overflows int64 (T = %lld, H = "
+                             "%lld, I = %lld)",
+                             (long long)tokens, (long long)hidden,
+                             (long long)intermediate);
+  out.bytes = uint64_t(end);
+  return MOE_STATUS_SUCCESS;
+}
+
+/// Prefixes the error of a step of moeLayer with the layer and the part.
+moeStatus inStep(moeStatus status, const char *layer, int part) {
+  std::string message = lastError;
+  return setError(status, "moeLayer(%s): %s step: %s", layer,
+                  layerPartName(part), message.c_str());
+}
 
 } // namespace
 
@@ -685,6 +1367,13 @@ MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
   out->slots_bits = entry.slotsBits;
   out->hidden = entry.hidden;
   out->weighted = entry.weighted ? 1 : 0;
+  out->bias_bits = entry.biasBits;
+  out->activation = gemm ? activationName(entry.activation) : "";
+  const char **parts[kNumLayerParts] = {
+      &out->route, &out->permute, &out->gate_up, &out->down, &out->unpermute};
+  for (int p = 0; p < kNumLayerParts; ++p)
+    *parts[p] =
+        entry.kind == Abi::Layer ? entries[entry.parts[p]].name.c_str() : "";
   return MOE_STATUS_SUCCESS;
 }
 
@@ -752,423 +1441,34 @@ MOE_API moeStatus moeBundleLoad(moeBundle *bundle) {
 MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
                                    const moeGroupedMatmulArgs *args,
                                    void *stream) {
-  int entryIndex = -1;
-  if (moeStatus status =
-          findEntry(bundle, "moeGroupedMatmul", entryName, args, &entryIndex))
+  static constexpr const char *kCaller = "moeGroupedMatmul";
+  GemmPlan plan;
+  if (moeStatus status = validateGroupedMatmul(bundle, entryName, args, plan))
     return status;
-  const Entry &entry = bundle->data.entries[entryIndex];
-  const char *name = entry.name.c_str();
-  if ((entry.op != MOE_OP_GROUPED_MATMUL && entry.op != MOE_OP_EXPERT_MLP) ||
-      entry.abi != MOE_ABI_GROUPED_MATMUL)
-    return setError(MOE_STATUS_INVALID_ARGUMENT,
-                    "moeGroupedMatmul(%s): the entry is op=%s abi=%s, not "
-                    "op=" MOE_OP_GROUPED_MATMUL " or " MOE_OP_EXPERT_MLP
-                    " with abi=" MOE_ABI_GROUPED_MATMUL,
-                    name, entry.op.c_str(), entry.abi.c_str());
-  const bool swiglu = entry.epilogue == Epilogue::SwiGLU;
-  const bool rowScale = entry.epilogue == Epilogue::RowScale;
-
-  const moeGroupedMatmulArgs &a = *args;
-  if (a.m < 1)
-    return invalidArgument(name, "M = %lld must be at least 1", (long long)a.m);
-  if (a.m > entry.maxRows)
-    return invalidArgument(name, "M = %lld exceeds the entry's max_rows = %lld",
-                           (long long)a.m, (long long)entry.maxRows);
-  if (entry.n != -1 && a.n != entry.n)
-    return invalidArgument(name, "N = %lld does not match the entry's n = %lld",
-                           (long long)a.n, (long long)entry.n);
-  if (a.n < 1)
-    return invalidArgument(name, "N = %lld must be at least 1", (long long)a.n);
-  if (a.n > kMaxRows)
-    return invalidArgument(name, "N = %lld exceeds 2147483647", (long long)a.n);
-  if (swiglu && a.n % 2)
-    return invalidArgument(name,
-                           "N = %lld is odd: a swiglu entry's weights hold N/2 "
-                           "gate rows then N/2 up rows (N must be even and at "
-                           "least 2; out has N/2 columns)",
-                           (long long)a.n);
-  if (entry.k != -1 && a.k != entry.k)
-    return invalidArgument(name, "K = %lld does not match the entry's k = %lld",
-                           (long long)a.k, (long long)entry.k);
-  if (a.k < 8)
-    return invalidArgument(
-        name,
-        "K = %lld is less than 8 (TMA row pitch must be a multiple "
-        "of 16 bytes)",
-        (long long)a.k);
-  if (a.k % 8)
-    return invalidArgument(
-        name,
-        "K = %lld is not a multiple of 8 (TMA row pitch must be a "
-        "multiple of 16 bytes)",
-        (long long)a.k);
-  if (a.k > kMaxRows)
-    return invalidArgument(
-        name, "K = %lld exceeds 2147483647 (the kernel takes K as i32)",
-        (long long)a.k);
-  if (entry.experts != -1 && a.experts != entry.experts)
-    return invalidArgument(name,
-                           "E = %lld does not match the entry's experts = %lld",
-                           (long long)a.experts, (long long)entry.experts);
-  if (a.experts < 1)
-    return invalidArgument(name, "E = %lld must be at least 1",
-                           (long long)a.experts);
-  if (a.experts > kMaxRows)
-    return invalidArgument(name, "E = %lld exceeds 2147483647",
-                           (long long)a.experts);
-  // Pointers after sizes: an empty tensor (M = 0) often has a null one.
-  const struct {
-    const char *what;
-    uint64_t pointer;
-    uint64_t alignment;
-    const char *why; // appended to its error
-  } pointers[] = {
-      {"rows", a.rows, 16, ""},
-      {"weights", a.weights, 16, ""},
-      {"offsets", a.offsets, uint64_t(entry.offsetsBits / 8),
-       entry.offsetsBits == 32 ? " (the entry's offsets are i32)"
-                               : " (the entry's offsets are i64)"},
-      {"out", a.out, 16, ""},
-      {"row_scale", a.row_scale, 4,
-       " (row_scale entries take the f32 routing weight of each row)"}};
-  // row_scale, last, only for row_scale entries.
-  const size_t numPointers = rowScale ? 5 : 4;
-  for (size_t i = 0; i < numPointers; ++i)
-    if (!pointers[i].pointer)
-      return invalidArgument(name, "%s pointer is NULL%s", pointers[i].what,
-                             i == 4 ? pointers[i].why : "");
-  for (size_t i = 0; i < numPointers; ++i)
-    if (pointers[i].pointer % pointers[i].alignment)
-      return invalidArgument(name, "%s pointer 0x%llx is not %d-byte aligned%s",
-                             pointers[i].what,
-                             (unsigned long long)pointers[i].pointer,
-                             int(pointers[i].alignment), pointers[i].why);
-  if (!rowScale && a.row_scale)
-    return invalidArgument(name,
-                           "row_scale = 0x%llx, but row_scale is only taken "
-                           "by row_scale entries (this one's epilogue is %s): "
-                           "it must be 0",
-                           (unsigned long long)a.row_scale,
-                           epilogueName(entry.epilogue));
-  // Byte sizes: M*K*2 and M*N*2 fit in int64 since every size is below
-  // 2^31; E*N*K*2 may not. One expert's weights are a TMA stride, which must
-  // stay below 2^40.
-  const int64_t rowBytes = 2 * a.k;
-  int64_t expertBytes = 0, allBytes = 0;
-  if (__builtin_mul_overflow(rowBytes, a.n, &expertBytes) ||
-      __builtin_mul_overflow(expertBytes, a.experts, &allBytes))
-    return invalidArgument(
-        name,
-        "E*N*K*2 (bytes of weights) overflows int64 (E = %lld, N = "
-        "%lld, K = %lld)",
-        (long long)a.experts, (long long)a.n, (long long)a.k);
-  if (expertBytes >= (int64_t(1) << 40))
-    return invalidArgument(
-        name,
-        "N*K*2 = %lld bytes per expert reaches the TMA stride limit "
-        "of 2^40",
-        (long long)expertBytes);
-
-  // Work items (contract §3.1), all in 64 bits: slots bounds the row tiles of
-  // eligible experts, each paired with every column tile.
-  Launch launches[kMaxKernelsPerEntry];
-  int numLaunches = 0;
-  for (size_t i = 0; i < entry.kernels.size(); ++i) {
-    const Kernel &kernel = entry.kernels[i];
-    int64_t eligible = std::min(a.experts, a.m / kernel.rowsMin);
-    if (eligible == 0)
-      continue; // no expert can have rows_min rows: nothing to compute
-    int64_t slots = ceilDiv(a.m, kernel.tileM) + eligible;
-    int64_t perExpert = ceilDiv(kernel.rowsMax, kernel.tileM), all = 0;
-    if (!__builtin_mul_overflow(a.experts, perExpert, &all))
-      slots = std::min(slots, all);
-    // slots < 2^32 and column tiles < 2^31, so this cannot overflow; the
-    // grid is capped by residency anyway.
-    int64_t work = 0;
-    if (__builtin_mul_overflow(slots, ceilDiv(a.n, kernel.tileN), &work))
-      work = INT64_MAX;
-    if (work == 0)
-      continue;
-    launches[numLaunches++] = {&kernel, int(i), work, 0};
-  }
-
   ContextState *state = nullptr;
-  if (moeStatus status = ensureLoaded(bundle, "moeGroupedMatmul", &state))
+  if (moeStatus status = ensureLoaded(bundle, kCaller, &state))
     return status;
-  const Driver *driver = state->driver;
-
-  // One wave of resident CTAs at most: the kernels loop over the work.
-  for (int i = 0; i < numLaunches; ++i) {
-    Launch &launch = launches[i];
-    launch.gridX = std::min(launch.work,
-                            state->kernels[entryIndex][launch.index].resident);
-    if (launch.gridX > INT32_MAX) // a device this large does not exist
-      return setError(MOE_STATUS_UNSUPPORTED,
-                      "moeGroupedMatmul(%s): grid.x = %lld of kernel '%s' "
-                      "exceeds 2^31-1",
-                      name, (long long)launch.gridX,
-                      launch.kernel->symbol.c_str());
-  }
-
-  // Descriptors for every launch before the first launch, so that a bad
-  // descriptor launches nothing.
-  cu::TensorMap maps[kMaxKernelsPerEntry][2];
-  for (int i = 0; i < numLaunches; ++i) {
-    const Kernel &kernel = *launches[i].kernel;
-    const uint64_t rowsDims[2] = {uint64_t(a.k), uint64_t(a.m)};
-    const uint64_t rowsStrides[1] = {uint64_t(rowBytes)};
-    const uint32_t rowsBox[2] = {uint32_t(kernel.tileK),
-                                 uint32_t(kernel.tileM)};
-    const uint64_t weightsDims[3] = {uint64_t(a.k), uint64_t(a.n),
-                                     uint64_t(a.experts)};
-    const uint64_t weightsStrides[2] = {uint64_t(rowBytes),
-                                        uint64_t(expertBytes)};
-    // A swiglu kernel loads tile_n/2 gate rows and as many up rows (tile_n
-    // is even: the reader checks it).
-    const uint32_t weightsBox[3] = {
-        uint32_t(kernel.tileK),
-        uint32_t(swiglu ? kernel.tileN / 2 : kernel.tileN), 1};
-    const uint32_t unit[3] = {1, 1, 1};
-    struct {
-      const char *what;
-      uint64_t pointer;
-      uint32_t rank;
-      const uint64_t *dims, *strides;
-      const uint32_t *box;
-    } tensors[2] = {
-        {"rows", a.rows, 2, rowsDims, rowsStrides, rowsBox},
-        {"weights", a.weights, 3, weightsDims, weightsStrides, weightsBox}};
-    for (int t = 0; t < 2; ++t)
-      if (cu::Result result = driver->tensorMapEncodeTiled(
-              &maps[i][t], cu::kTensorMapDataTypeBFloat16, tensors[t].rank,
-              reinterpret_cast<void *>(tensors[t].pointer), tensors[t].dims,
-              tensors[t].strides, tensors[t].box, unit,
-              cu::kTensorMapInterleaveNone, cu::kTensorMapSwizzle128B,
-              cu::kTensorMapL2Promotion128B, cu::kTensorMapFloatOOBFillNone))
-        return driverError(driver, "moeGroupedMatmul",
-                           "cuTensorMapEncodeTiled(" +
-                               std::string(tensors[t].what) + " of kernel '" +
-                               kernel.symbol + "' of entry '" + entry.name +
-                               "')",
-                           result);
-  }
-
-  // The 17 parameters of grouped_matmul.v3, then the 5 of the row_scale
-  // memref that only row_scale kernels take (the driver reads as many as the
-  // kernel has, and copies them). out has N/2 columns after a swiglu.
-  uint64_t offsetsPointer = a.offsets, outPointer = a.out,
-           scalePointer = a.row_scale;
-  int64_t zero = 0, one = 1, offsetsSize = a.experts + 1, m = a.m,
-          outColumns = swiglu ? a.n / 2 : a.n;
-  int32_t k32 = int32_t(a.k);
-  for (int i = 0; i < numLaunches; ++i) {
-    const Kernel &kernel = *launches[i].kernel;
-    int32_t rowsMin = int32_t(kernel.rowsMin),
-            rowsMax = int32_t(kernel.rowsMax);
-    void *params[22] = {&maps[i][0],
-                        &maps[i][1],
-                        &offsetsPointer,
-                        &offsetsPointer,
-                        &zero,
-                        &offsetsSize,
-                        &one,
-                        &outPointer,
-                        &outPointer,
-                        &zero,
-                        &m,
-                        &outColumns,
-                        &outColumns,
-                        &one,
-                        &k32,
-                        &rowsMin,
-                        &rowsMax,
-                        &scalePointer,
-                        &scalePointer,
-                        &zero,
-                        &m,
-                        &one};
-    cu::Function function =
-        state->kernels[entryIndex][launches[i].index].function;
-    if (cu::Result result = driver->launchKernel(
-            function, unsigned(launches[i].gridX), 1, 1,
-            unsigned(kernel.threads), 1, 1, unsigned(kernel.smem),
-            static_cast<cu::Stream>(stream), params, nullptr)) {
-      char call[600];
-      std::snprintf(call, sizeof(call),
-                    "cuLaunchKernel('%s' of entry '%s', grid (%lld, 1, 1), "
-                    "block (%d, 1, 1), smem %d; %d of %d launches already "
-                    "issued)",
-                    kernel.symbol.c_str(), name, (long long)launches[i].gridX,
-                    kernel.threads, kernel.smem, i, numLaunches);
-      return driverError(driver, "moeGroupedMatmul", call, result);
-    }
-  }
-  return MOE_STATUS_SUCCESS;
+  if (moeStatus status = prepareGroupedMatmul(bundle, state, plan))
+    return status;
+  int issued = 0;
+  return launchGroupedMatmul(bundle, state, kCaller, plan, stream, &issued,
+                             plan.numLaunches);
 }
 
 MOE_API moeStatus moeRoute(moeBundle *bundle, const char *entryName,
                            const moeRouteArgs *args, void *stream) {
-  static constexpr const char *kCaller = "moeRoute";
-  int entryIndex = -1;
-  if (moeStatus status =
-          findTokenEntry(bundle, kCaller, entryName, args, MOE_OP_ROUTE,
-                         Abi::Route, args ? args->tokens : 0, &entryIndex))
+  WordPlan plan;
+  if (moeStatus status = validateRoute(bundle, entryName, args, plan))
     return status;
-  const Entry &entry = bundle->data.entries[entryIndex];
-  const char *name = entry.name.c_str();
-  const moeRouteArgs &a = *args;
-  // The entry's experts is static (1 <= E < 2^31: the reader checks it).
-  if (a.experts != entry.experts)
-    return invalidArgumentOf(
-        kCaller, name, "E = %lld does not match the entry's experts = %lld",
-        (long long)a.experts, (long long)entry.experts);
-  // T, E < 2^31 and k <= 32: only the logits' bytes can overflow.
-  const int64_t logitsBytes = entry.logitsBits / 8;
-  if (!productFits(a.tokens, a.experts, logitsBytes))
-    return invalidArgumentOf(kCaller, name,
-                             "T*E*%d (bytes of logits) overflows int64 (T = "
-                             "%lld, E = %lld)",
-                             int(logitsBytes), (long long)a.tokens,
-                             (long long)a.experts);
-  // Pointers after sizes, as for moeGroupedMatmul; bias only with bias=1.
-  const PointerArg pointers[] = {
-      {"logits", a.logits, logitsBytes, "",
-       entry.logitsBits == 32 ? " (the entry's logits are f32)"
-                              : " (the entry's logits are bf16)"},
-      {"ids", a.ids, 4, "", ""},
-      {"weights", a.weights, 4, "", ""},
-      {"bias", a.bias, 4, " (the entry has bias=1: f32 [E])", ""}};
-  if (moeStatus status =
-          checkPointers(kCaller, name, pointers, entry.bias ? 4 : 3))
-    return status;
-  if (!entry.bias && a.bias)
-    return invalidArgumentOf(kCaller, name,
-                             "bias = 0x%llx, but the entry has bias=0 (its "
-                             "kernel takes no bias): it must be 0",
-                             (unsigned long long)a.bias);
-
-  // One warp per token, threads/32 tokens per CTA (threads is a multiple of
-  // 32: the reader checks it), grid-stride beyond 65535 CTAs.
-  const Kernel &kernel = entry.kernels[0];
-  const int64_t tokensPerCta = kernel.threads / 32;
-  const int64_t gridX =
-      std::min(ceilDiv(a.tokens, tokensPerCta), kMaxSimpleGrid);
-  // logits [T, E], bias [E] (bias=1 only), ids [T, k], weights [T, k].
-  uint64_t logits = a.logits, bias = a.bias, ids = a.ids, weights = a.weights;
-  int64_t zero = 0, one = 1, tokens = a.tokens, experts = a.experts,
-          topK = entry.topK;
-  void *params[26];
-  int count = 0;
-  appendMemref2D(params, count, &logits, &tokens, &experts, &zero, &one);
-  if (entry.bias) {
-    void *biasMemref[5] = {&bias, &bias, &zero, &experts, &one};
-    for (void *param : biasMemref)
-      params[count++] = param;
-  }
-  appendMemref2D(params, count, &ids, &tokens, &topK, &zero, &one);
-  appendMemref2D(params, count, &weights, &tokens, &topK, &zero, &one);
-  return launchSimple(bundle, kCaller, entryIndex, gridX, params, stream);
+  return loadAndLaunch(bundle, "moeRoute", plan, stream);
 }
 
 MOE_API moeStatus moeUnpermute(moeBundle *bundle, const char *entryName,
                                const moeUnpermuteArgs *args, void *stream) {
-  static constexpr const char *kCaller = "moeUnpermute";
-  int entryIndex = -1;
-  if (moeStatus status =
-          findTokenEntry(bundle, kCaller, entryName, args, MOE_OP_UNPERMUTE,
-                         Abi::Unpermute, args ? args->tokens : 0, &entryIndex))
+  WordPlan plan;
+  if (moeStatus status = validateUnpermute(bundle, entryName, args, plan))
     return status;
-  const Entry &entry = bundle->data.entries[entryIndex];
-  const char *name = entry.name.c_str();
-  const moeUnpermuteArgs &a = *args;
-  if (a.rows_count < 1)
-    return invalidArgumentOf(kCaller, name,
-                             "M = %lld (rows_count) must be at least 1",
-                             (long long)a.rows_count);
-  if (entry.hidden != -1 && a.hidden != entry.hidden)
-    return invalidArgumentOf(kCaller, name,
-                             "H = %lld does not match the entry's hidden = "
-                             "%lld",
-                             (long long)a.hidden, (long long)entry.hidden);
-  if (a.hidden < 8)
-    return invalidArgumentOf(kCaller, name,
-                             "H = %lld is less than 8 (rows are read in "
-                             "16-byte vectors)",
-                             (long long)a.hidden);
-  if (a.hidden % 8)
-    return invalidArgumentOf(kCaller, name,
-                             "H = %lld is not a multiple of 8 (rows are read "
-                             "in 16-byte vectors)",
-                             (long long)a.hidden);
-  const int64_t slotBytes = entry.slotsBits / 8;
-  if (!productFits(a.rows_count, a.hidden, 2))
-    return invalidArgumentOf(kCaller, name,
-                             "M*H*2 (bytes of rows) overflows int64 (M = "
-                             "%lld, H = %lld)",
-                             (long long)a.rows_count, (long long)a.hidden);
-  if (!productFits(a.tokens, a.hidden, 2))
-    return invalidArgumentOf(kCaller, name,
-                             "T*H*2 (bytes of out) overflows int64 (T = %lld, "
-                             "H = %lld)",
-                             (long long)a.tokens, (long long)a.hidden);
-  if (!productFits(a.tokens, entry.topK, slotBytes))
-    return invalidArgumentOf(kCaller, name,
-                             "T*k*%d (bytes of slots) overflows int64 (T = "
-                             "%lld, k = %d)",
-                             int(slotBytes), (long long)a.tokens,
-                             int(entry.topK));
-  // Pointers after sizes; weights only with weighted=1.
-  const PointerArg pointers[] = {
-      {"rows", a.rows, 16, "", ""},
-      {"slots", a.slots, slotBytes, "",
-       entry.slotsBits == 32 ? " (the entry's slots are i32)"
-                             : " (the entry's slots are i64)"},
-      {"out", a.out, 16, "", ""},
-      {"weights", a.weights, 4, " (the entry has weighted=1: f32 [T, k])", ""}};
-  if (moeStatus status =
-          checkPointers(kCaller, name, pointers, entry.weighted ? 4 : 3))
-    return status;
-  if (!entry.weighted && a.weights)
-    return invalidArgumentOf(kCaller, name,
-                             "weights = 0x%llx, but the entry has weighted=0 "
-                             "(its kernel takes no weights): it must be 0",
-                             (unsigned long long)a.weights);
-
-  // One CTA per token, grid-stride beyond 65535 CTAs.
-  const int64_t gridX = std::min(a.tokens, kMaxSimpleGrid);
-  // rows [M, H], slots [T, k], weights [T, k] (weighted=1 only), out [T, H].
-  uint64_t rows = a.rows, slots = a.slots, weights = a.weights, out = a.out;
-  int64_t zero = 0, one = 1, rowsCount = a.rows_count, tokens = a.tokens,
-          hidden = a.hidden, topK = entry.topK;
-  void *params[28];
-  int count = 0;
-  appendMemref2D(params, count, &rows, &rowsCount, &hidden, &zero, &one);
-  appendMemref2D(params, count, &slots, &tokens, &topK, &zero, &one);
-  if (entry.weighted)
-    appendMemref2D(params, count, &weights, &tokens, &topK, &zero, &one);
-  appendMemref2D(params, count, &out, &tokens, &hidden, &zero, &one);
-  return launchSimple(bundle, kCaller, entryIndex, gridX, params, stream);
-}
-
-/// The entry checks of moePermute and moePermuteWorkspaceBytes: a
-/// permute.v1 entry, 1 <= T <= max_rows and T*k <= 2^31 - 1 (the rows are
-/// indexed in 32 bits).
-static moeStatus findPermuteEntry(const moeBundle *bundle, const char *caller,
-                                  const char *entryName, const void *args,
-                                  int64_t tokens, int *index) {
-  if (moeStatus status =
-          findTokenEntry(bundle, caller, entryName, args, MOE_OP_PERMUTE,
-                         Abi::Permute, tokens, index))
-    return status;
-  const Entry &entry = bundle->data.entries[*index];
-  // T < 2^31 and k < 2^31: the product fits in int64.
-  if (tokens * entry.topK > kMaxRows)
-    return invalidArgumentOf(caller, entry.name.c_str(),
-                             "T*k = %lld rows exceeds 2147483647 (T = %lld, "
-                             "k = %d)",
-                             (long long)(tokens * entry.topK),
-                             (long long)tokens, int(entry.topK));
-  return MOE_STATUS_SUCCESS;
+  return loadAndLaunch(bundle, "moeUnpermute", plan, stream);
 }
 
 MOE_API moeStatus moePermuteWorkspaceBytes(const moeBundle *bundle,
@@ -1189,99 +1489,175 @@ MOE_API moeStatus moePermuteWorkspaceBytes(const moeBundle *bundle,
 
 MOE_API moeStatus moePermute(moeBundle *bundle, const char *entryName,
                              const moePermuteArgs *args, void *stream) {
-  static constexpr const char *kCaller = "moePermute";
-  int entryIndex = -1;
-  if (moeStatus status =
-          findPermuteEntry(bundle, kCaller, entryName, args,
-                           args ? args->tokens_count : 0, &entryIndex))
+  WordPlan plan;
+  if (moeStatus status = validatePermute(bundle, entryName, args, plan))
     return status;
-  const Entry &entry = bundle->data.entries[entryIndex];
-  const char *name = entry.name.c_str();
-  const moePermuteArgs &a = *args;
-  if (entry.hidden != -1 && a.hidden != entry.hidden)
-    return invalidArgumentOf(kCaller, name,
-                             "H = %lld does not match the entry's hidden = "
-                             "%lld",
-                             (long long)a.hidden, (long long)entry.hidden);
-  if (a.hidden < 8)
-    return invalidArgumentOf(kCaller, name,
-                             "H = %lld is less than 8 (rows are copied in "
-                             "16-byte vectors)",
-                             (long long)a.hidden);
-  if (a.hidden % 8)
-    return invalidArgumentOf(kCaller, name,
-                             "H = %lld is not a multiple of 8 (rows are "
-                             "copied in 16-byte vectors)",
-                             (long long)a.hidden);
-  // N = T*k < 2^31 (findPermuteEntry): ids, slots, offsets and the
-  // workspace fit; tokens and rows may not, for a huge H.
-  const int64_t rowsCount = a.tokens_count * entry.topK;
-  if (!productFits(a.tokens_count, a.hidden, 2))
-    return invalidArgumentOf(kCaller, name,
-                             "T*H*2 (bytes of tokens) overflows int64 (T = "
-                             "%lld, H = %lld)",
-                             (long long)a.tokens_count, (long long)a.hidden);
-  if (!productFits(rowsCount, a.hidden, 2))
-    return invalidArgumentOf(kCaller, name,
-                             "T*k*H*2 (bytes of rows) overflows int64 (T*k = "
-                             "%lld, H = %lld)",
-                             (long long)rowsCount, (long long)a.hidden);
-  // Pointers after sizes.
-  const int64_t indexBytes = entry.offsetsBits / 8;
-  const char *indexType = entry.offsetsBits == 32
-                              ? " (the entry's offsets and slots are i32)"
-                              : " (the entry's offsets and slots are i64)";
-  const PointerArg pointers[] = {
-      {"tokens", a.tokens, 16, "", ""},
-      {"ids", a.ids, 4, "", ""},
-      {"rows", a.rows, 16, "", ""},
-      {"offsets", a.offsets, indexBytes, "", indexType},
-      {"slots", a.slots, indexBytes, "", indexType},
-      {"workspace", a.workspace, 4,
-       " (moePermuteWorkspaceBytes says how large)", ""}};
-  if (moeStatus status = checkPointers(kCaller, name, pointers, 6))
-    return status;
+  return loadAndLaunch(bundle, "moePermute", plan, stream);
+}
 
-  // index kernel: ids [T, k], offsets [E + 1], slots [T, k], sources [N];
-  // gather kernel: tokens [T, H], sources [N], offsets [E + 1], rows [N, H].
-  uint64_t tokens = a.tokens, ids = a.ids, rows = a.rows, offsets = a.offsets,
-           slots = a.slots, sources = a.workspace;
-  int64_t zero = 0, one = 1, tokensCount = a.tokens_count, hidden = a.hidden,
-          topK = entry.topK, offsetsSize = entry.experts + 1, n = rowsCount;
-  void *indexParams[24];
-  int count = 0;
-  appendMemref2D(indexParams, count, &ids, &tokensCount, &topK, &zero, &one);
-  for (void *param : {(void *)&offsets, (void *)&offsets, (void *)&zero,
-                      (void *)&offsetsSize, (void *)&one})
-    indexParams[count++] = param;
-  appendMemref2D(indexParams, count, &slots, &tokensCount, &topK, &zero, &one);
-  for (void *param : {(void *)&sources, (void *)&sources, (void *)&zero,
-                      (void *)&n, (void *)&one})
-    indexParams[count++] = param;
-  void *gatherParams[24];
-  count = 0;
-  appendMemref2D(gatherParams, count, &tokens, &tokensCount, &hidden, &zero,
-                 &one);
-  for (void *param : {(void *)&sources, (void *)&sources, (void *)&zero,
-                      (void *)&n, (void *)&one})
-    gatherParams[count++] = param;
-  for (void *param : {(void *)&offsets, (void *)&offsets, (void *)&zero,
-                      (void *)&offsetsSize, (void *)&one})
-    gatherParams[count++] = param;
-  appendMemref2D(gatherParams, count, &rows, &n, &hidden, &zero, &one);
+MOE_API moeStatus moeLayerWorkspaceBytes(const moeBundle *bundle,
+                                         const char *entryName, int64_t tokens,
+                                         int64_t hidden, int64_t intermediate,
+                                         uint64_t *bytes) {
+  static constexpr const char *kCaller = "moeLayerWorkspaceBytes";
+  if (bundle && entryName && !bytes)
+    return setError(MOE_STATUS_INVALID_ARGUMENT, "%s: bytes is NULL", kCaller);
+  int entryIndex = -1;
+  LayerWorkspace workspace;
+  if (moeStatus status =
+          layerWorkspace(bundle, kCaller, entryName, bytes, tokens, hidden,
+                         intermediate, &entryIndex, workspace))
+    return status;
+  *bytes = workspace.bytes;
+  return MOE_STATUS_SUCCESS;
+}
+
+MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
+                           const moeLayerArgs *args, void *stream) {
+  static constexpr const char *kCaller = "moeLayer";
+  int layerIndex = -1;
+  LayerWorkspace w;
+  if (moeStatus status =
+          layerWorkspace(bundle, kCaller, entryName, args,
+                         args ? args->tokens_count : 0, args ? args->hidden : 0,
+                         args ? args->intermediate : 0, &layerIndex, w))
+    return status;
+  const auto &entries = bundle->data.entries;
+  const Entry &layer = entries[layerIndex];
+  const char *name = layer.name.c_str();
+  const Entry &route = entries[layer.parts[kRoutePart]];
+  const Entry &gateUp = entries[layer.parts[kGateUpPart]];
+  const Entry &down = entries[layer.parts[kDownPart]];
+  const moeLayerArgs &a = *args;
+  if (a.experts != route.experts)
+    return invalidArgumentOf(kCaller, name,
+                             "experts = %lld does not match entry %s's "
+                             "experts = %lld",
+                             (long long)a.experts, route.name.c_str(),
+                             (long long)route.experts);
+  // Pointers after sizes; the biases only where the parts take them. Their
+  // explanations on the stack: no host allocation.
+  char scoreWhy[320], gateUpWhy[320], gateUpType[320], downWhy[320],
+      downType[320];
+  std::snprintf(scoreWhy, sizeof(scoreWhy), " (entry %s has bias=1: f32 [E])",
+                route.name.c_str());
+  auto explainBias = [](char *why, char *type, const Entry &part,
+                        const char *shape) {
+    const char *bias = part.biasBits == 32 ? "f32" : "bf16";
+    std::snprintf(why, 320, " (entry %s has bias=%s: %s)", part.name.c_str(),
+                  bias, shape);
+    std::snprintf(type, 320, " (entry %s's bias is %s)", part.name.c_str(),
+                  bias);
+  };
+  explainBias(gateUpWhy, gateUpType, gateUp, "[E, 2I]");
+  explainBias(downWhy, downType, down, "[E, H]");
+  PointerArg pointers[9] = {{"tokens", a.tokens, 16, "", ""},
+                            {"logits", a.logits, route.logitsBits / 8, "",
+                             route.logitsBits == 32
+                                 ? " (the route's logits are f32)"
+                                 : " (the route's logits are bf16)"},
+                            {"gate_up_weights", a.gate_up_weights, 16, "", ""},
+                            {"down_weights", a.down_weights, 16, "", ""},
+                            {"out", a.out, 16, "", ""},
+                            {"workspace", a.workspace, 256,
+                             " (moeLayerWorkspaceBytes says how large)", ""}};
+  size_t numPointers = 6;
+  if (route.bias)
+    pointers[numPointers++] = {"score_bias", a.score_bias, 4, scoreWhy, ""};
+  if (gateUp.biasBits)
+    pointers[numPointers++] = {"gate_up_bias", a.gate_up_bias,
+                               gateUp.biasBits / 8, gateUpWhy, gateUpType};
+  if (down.biasBits)
+    pointers[numPointers++] = {"down_bias", a.down_bias, down.biasBits / 8,
+                               downWhy, downType};
+  if (moeStatus status = checkPointers(kCaller, name, pointers, numPointers))
+    return status;
+  if (!route.bias && a.score_bias)
+    return invalidArgumentOf(kCaller, name,
+                             "score_bias must be 0: entry %s has bias=0",
+                             route.name.c_str());
+  if (!gateUp.biasBits && a.gate_up_bias)
+    return invalidArgumentOf(kCaller, name,
+                             "gate_up_bias must be 0: entry %s has bias=none",
+                             gateUp.name.c_str());
+  if (!down.biasBits && a.down_bias)
+    return invalidArgumentOf(kCaller, name,
+                             "down_bias must be 0: entry %s has bias=none",
+                             down.name.c_str());
+  if (a.workspace_bytes < w.bytes)
+    return invalidArgumentOf(kCaller, name,
+                             "workspace_bytes = %llu is less than the %llu "
+                             "bytes the layer needs for T = %lld, H = %lld, "
+                             "I = %lld (moeLayerWorkspaceBytes)",
+                             (unsigned long long)a.workspace_bytes,
+                             (unsigned long long)w.bytes,
+                             (long long)a.tokens_count, (long long)a.hidden,
+                             (long long)a.intermediate);
+
+  // The five steps on buffers carved from the workspace, each validated as
+  // its own call would be, before anything is launched. The gathered rows
+  // are reused as the down GEMM's output: the gate-up GEMM has read them.
+  const uint64_t ws = a.workspace;
+  const int64_t rowsCount = a.tokens_count * route.topK;
+  const moeRouteArgs routeArgs = {a.logits,       a.score_bias,   ws + w.ids,
+                                  ws + w.weights, a.tokens_count, a.experts};
+  const moePermuteArgs permuteArgs = {
+      a.tokens,     ws + w.ids,     ws + w.rows,    ws + w.offsets,
+      ws + w.slots, ws + w.permute, a.tokens_count, a.hidden};
+  const moeGroupedMatmulArgs gateUpArgs = {
+      ws + w.rows, a.gate_up_weights,  ws + w.offsets, ws + w.inter,
+      rowsCount,   2 * a.intermediate, a.hidden,       a.experts,
+      0,           a.gate_up_bias};
+  const moeGroupedMatmulArgs downArgs = {
+      ws + w.inter, a.down_weights, ws + w.offsets, ws + w.rows, rowsCount,
+      a.hidden,     a.intermediate, a.experts,      0,           a.down_bias};
+  const moeUnpermuteArgs unpermuteArgs = {
+      ws + w.rows, ws + w.slots,   ws + w.weights, a.out,
+      rowsCount,   a.tokens_count, a.hidden};
+  WordPlan routePlan, permutePlan, unpermutePlan;
+  GemmPlan gateUpPlan, downPlan;
+  moeStatus status;
+  if ((status =
+           validateRoute(bundle, route.name.c_str(), &routeArgs, routePlan)))
+    return inStep(status, name, kRoutePart);
+  if ((status = validatePermute(bundle,
+                                entries[layer.parts[kPermutePart]].name.c_str(),
+                                &permuteArgs, permutePlan)))
+    return inStep(status, name, kPermutePart);
+  if ((status = validateGroupedMatmul(bundle, gateUp.name.c_str(), &gateUpArgs,
+                                      gateUpPlan)))
+    return inStep(status, name, kGateUpPart);
+  if ((status = validateGroupedMatmul(bundle, down.name.c_str(), &downArgs,
+                                      downPlan)))
+    return inStep(status, name, kDownPart);
+  if ((status = validateUnpermute(
+           bundle, entries[layer.parts[kUnpermutePart]].name.c_str(),
+           &unpermuteArgs, unpermutePlan)))
+    return inStep(status, name, kUnpermutePart);
 
   ContextState *state = nullptr;
-  if (moeStatus status = ensureLoaded(bundle, kCaller, &state))
+  if ((status = ensureLoaded(bundle, kCaller, &state)))
     return status;
-  // One CTA computes the offsets, slots and sources; then one CTA per row,
-  // grid-stride beyond 65535.
-  if (moeStatus status =
-          launchKernelOf(bundle, state, kCaller, entryIndex, 0, 1, indexParams,
-                         stream, "; 0 of 2 launches already issued"))
+  // The GEMMs' grids and tensor maps before the first launch too.
+  if ((status = prepareGroupedMatmul(bundle, state, gateUpPlan)))
+    return inStep(status, name, kGateUpPart);
+  if ((status = prepareGroupedMatmul(bundle, state, downPlan)))
+    return inStep(status, name, kDownPart);
+  const int total = routePlan.numLaunches + permutePlan.numLaunches +
+                    gateUpPlan.numLaunches + downPlan.numLaunches +
+                    unpermutePlan.numLaunches;
+  int issued = 0;
+  if ((status = launchWords(bundle, state, kCaller, routePlan, stream, &issued,
+                            total)) ||
+      (status = launchWords(bundle, state, kCaller, permutePlan, stream,
+                            &issued, total)) ||
+      (status = launchGroupedMatmul(bundle, state, kCaller, gateUpPlan, stream,
+                                    &issued, total)) ||
+      (status = launchGroupedMatmul(bundle, state, kCaller, downPlan, stream,
+                                    &issued, total)))
     return status;
-  return launchKernelOf(bundle, state, kCaller, entryIndex, 1,
-                        std::min(rowsCount, kMaxSimpleGrid), gatherParams,
-                        stream, "; 1 of 2 launches already issued");
+  return launchWords(bundle, state, kCaller, unpermutePlan, stream, &issued,
+                     total);
 }
 
 } // extern "C"

@@ -8,6 +8,7 @@
     y = bundle.expert_mlp("experts", rows, offsets, w13, w2, row_scale=w)
     out = bundle.unpermute("combine", y, slots, weights)
     rows, offsets, slots = bundle.permute("perm", tokens, ids)
+    out = bundle.layer("mixtral", tokens, logits, w13, w2)   # all five steps
 
 The library is found through $MOE_RUNTIME_LIB, else next to this file, else
 in <repo>/build*/lib/. torch is imported only by the launching methods
@@ -59,7 +60,12 @@ class _EntryInfo(ctypes.Structure):
                 # Version 4.
                 ("top_k", ctypes.c_int32), ("logits_bits", ctypes.c_int32),
                 ("bias", ctypes.c_int32), ("slots_bits", ctypes.c_int32),
-                ("hidden", ctypes.c_int64), ("weighted", ctypes.c_int32)]
+                ("hidden", ctypes.c_int64), ("weighted", ctypes.c_int32),
+                # Version 5.
+                ("bias_bits", ctypes.c_int32), ("activation", ctypes.c_char_p),
+                ("route", ctypes.c_char_p), ("permute", ctypes.c_char_p),
+                ("gate_up", ctypes.c_char_p), ("down", ctypes.c_char_p),
+                ("unpermute", ctypes.c_char_p)]
 
 
 class _KernelInfo(ctypes.Structure):
@@ -76,7 +82,7 @@ class _GroupedMatmulArgs(ctypes.Structure):
                 ("offsets", ctypes.c_uint64), ("out", ctypes.c_uint64),
                 ("m", ctypes.c_int64), ("n", ctypes.c_int64),
                 ("k", ctypes.c_int64), ("experts", ctypes.c_int64),
-                ("row_scale", ctypes.c_uint64)]
+                ("row_scale", ctypes.c_uint64), ("bias", ctypes.c_uint64)]
 
 
 class _RouteArgs(ctypes.Structure):
@@ -90,6 +96,19 @@ class _PermuteArgs(ctypes.Structure):
                 ("rows", ctypes.c_uint64), ("offsets", ctypes.c_uint64),
                 ("slots", ctypes.c_uint64), ("workspace", ctypes.c_uint64),
                 ("tokens_count", ctypes.c_int64), ("hidden", ctypes.c_int64)]
+
+
+class _LayerArgs(ctypes.Structure):
+    _fields_ = [("tokens", ctypes.c_uint64), ("logits", ctypes.c_uint64),
+                ("score_bias", ctypes.c_uint64),
+                ("gate_up_weights", ctypes.c_uint64),
+                ("down_weights", ctypes.c_uint64),
+                ("gate_up_bias", ctypes.c_uint64),
+                ("down_bias", ctypes.c_uint64), ("out", ctypes.c_uint64),
+                ("workspace", ctypes.c_uint64),
+                ("workspace_bytes", ctypes.c_uint64),
+                ("tokens_count", ctypes.c_int64), ("hidden", ctypes.c_int64),
+                ("intermediate", ctypes.c_int64), ("experts", ctypes.c_int64)]
 
 
 class _UnpermuteArgs(ctypes.Structure):
@@ -118,10 +137,11 @@ class Kernel:
 @dataclass(frozen=True)
 class Entry:
     """One entry. The fields that do not apply to its ABI are 0 ("" for
-    epilogue, False for bias and weighted); see moeEntryInfo."""
+    the strings, False for bias and weighted); see moeEntryInfo."""
     name: str
     op: str
-    #: "grouped_matmul.v3", "route.v1", "unpermute.v1" or "permute.v1".
+    #: "grouped_matmul.v3", "route.v1", "unpermute.v1", "permute.v1" or
+    #: "layer.v1".
     abi: str
     experts: int  # -1: dynamic (grouped_matmul.v3); route.v1, permute.v1:
     # static E
@@ -144,6 +164,16 @@ class Entry:
     slots_bits: int = 0
     hidden: int = 0
     weighted: bool = False
+    #: grouped_matmul.v3: the expert bias [E, N]: 0 (none), 32 (float32) or
+    #: 16 (bfloat16); "none" (store, row_scale), "silu" or "gptoss" (swiglu).
+    bias_bits: int = 0
+    activation: str = ""
+    #: layer.v1: the names of its part entries.
+    route: str = ""
+    permute: str = ""
+    gate_up: str = ""
+    down: str = ""
+    unpermute: str = ""
 
 
 def library_path() -> str:
@@ -213,6 +243,14 @@ def _library():
     lib.moePermuteWorkspaceBytes.argtypes = [handle, ctypes.c_char_p,
                                              ctypes.c_int64,
                                              ctypes.POINTER(ctypes.c_int64)]
+    lib.moeLayer.restype = status
+    lib.moeLayer.argtypes = [handle, ctypes.c_char_p,
+                             ctypes.POINTER(_LayerArgs), ctypes.c_void_p]
+    lib.moeLayerWorkspaceBytes.restype = status
+    lib.moeLayerWorkspaceBytes.argtypes = [handle, ctypes.c_char_p,
+                                           ctypes.c_int64, ctypes.c_int64,
+                                           ctypes.c_int64,
+                                           ctypes.POINTER(ctypes.c_uint64)]
     _lib = lib
     return lib
 
@@ -272,7 +310,10 @@ class Bundle:
                 entry.offsets_bits, tuple(kernels),
                 (entry.epilogue or b"").decode(), entry.top_k,
                 entry.logits_bits, bool(entry.bias), entry.slots_bits,
-                entry.hidden, bool(entry.weighted)))
+                entry.hidden, bool(entry.weighted), entry.bias_bits,
+                *((getattr(entry, name) or b"").decode() for name in (
+                    "activation", "route", "permute", "gate_up", "down",
+                    "unpermute"))))
         #: The entries in file order.
         self.entries: Tuple[Entry, ...] = tuple(entries)
         self._by_name: Dict[str, Entry] = {e.name: e for e in entries}
@@ -316,17 +357,20 @@ class Bundle:
         _check(_library().moeBundleLoad(self._live_handle()))
 
     def grouped_matmul(self, entry: str, rows, weights, offsets, out=None,
-                       row_scale=None):
-        """out[r] = rows[r] @ weights[e].T for offsets[e] <= r < offsets[e+1],
-        on torch's current stream of the tensors' device, followed by the
-        entry's epilogue: "store" as is; "swiglu" (weights [E, N, K] hold N/2
-        gate rows, then N/2 up rows) out[r] = silu(gate) * up, N/2 columns;
-        "row_scale" out[r] *= row_scale[r]. rows: bf16 [M, K], weights: bf16
-        [E, N, K], offsets: int32/int64 (as the entry says) [E + 1], out: bf16
-        [M, N] ([M, N/2] for swiglu) or None (a new torch.empty: rows no
-        expert owns are left uninitialised), row_scale: float32, M elements,
-        for row_scale entries only. All CUDA, contiguous, one device.
-        Returns out; raises MoERuntimeError."""
+                       row_scale=None, bias=None):
+        """out[r] = rows[r] @ weights[e].T + bias[e] for offsets[e] <= r <
+        offsets[e+1], on torch's current stream of the tensors' device,
+        followed by the entry's epilogue: "store" as is; "swiglu" (weights
+        [E, N, K] hold N/2 gate rows, then N/2 up rows) out[r] =
+        act(gate, up), N/2 columns, act the entry's activation (silu:
+        silu(gate) * up; gptoss: GPT-OSS's clamped SwiGLU); "row_scale"
+        out[r] *= row_scale[r]. rows: bf16 [M, K], weights: bf16 [E, N, K],
+        offsets: int32/int64 (as the entry says) [E + 1], out: bf16 [M, N]
+        ([M, N/2] for swiglu) or None (a new torch.empty: rows no expert owns
+        are left uninitialised), row_scale: float32, M elements, for
+        row_scale entries only, bias: float32/bfloat16 (as the entry says)
+        [E, N], for entries with a bias only. All CUDA, contiguous, one
+        device. Returns out; raises MoERuntimeError."""
         handle = self._live_handle()
         info = self.entry(entry)
         where = f"grouped_matmul({entry})"
@@ -338,18 +382,20 @@ class Bundle:
         if info.epilogue != "row_scale" and row_scale is not None:
             raise _invalid(f"{where}: row_scale is only taken by row_scale "
                            f"entries (this one's epilogue is {info.epilogue})")
+        _check_bias(where, info, bias, "bias", "[E, N]")
         import torch
 
         tensors = {"rows": rows, "weights": weights, "offsets": offsets}
-        if out is not None:
-            tensors["out"] = out
-        if row_scale is not None:
-            tensors["row_scale"] = row_scale
+        for name, tensor in (("out", out), ("row_scale", row_scale),
+                             ("bias", bias)):
+            if tensor is not None:
+                tensors[name] = tensor
         offsets_dtype = torch.int32 if info.offsets_bits == 32 else torch.int64
         _check_tensors(torch, where, tensors, rows,
                        {"rows": torch.bfloat16, "weights": torch.bfloat16,
                         "offsets": offsets_dtype, "out": torch.bfloat16,
-                        "row_scale": torch.float32})
+                        "row_scale": torch.float32,
+                        "bias": _bias_dtype(torch, info)})
         if rows.dim() != 2 or weights.dim() != 3 or offsets.dim() != 1:
             raise _invalid(f"{where}: expected rows [M, K], weights [E, N, K] "
                            f"and offsets [E + 1], got {tuple(rows.shape)}, "
@@ -379,11 +425,15 @@ class Bundle:
         if row_scale is not None and row_scale.numel() != m:
             raise _invalid(f"{where}: row_scale has {row_scale.numel()} "
                            f"elements, expected M = {m}")
+        if bias is not None and tuple(bias.shape) != (experts, n):
+            raise _invalid(f"{where}: bias is {tuple(bias.shape)}, expected "
+                           f"{(experts, n)} = (E, N)")
         args = _GroupedMatmulArgs(rows.data_ptr(), weights.data_ptr(),
                                   offsets.data_ptr(), out.data_ptr(),
                                   m, n, k, experts,
                                   0 if row_scale is None
-                                  else row_scale.data_ptr())
+                                  else row_scale.data_ptr(),
+                                  0 if bias is None else bias.data_ptr())
         with torch.cuda.device(rows.device):
             stream = torch.cuda.current_stream(rows.device).cuda_stream
             _check(_library().moeGroupedMatmul(
@@ -392,17 +442,20 @@ class Bundle:
         return out
 
     def expert_mlp(self, name: str, rows, offsets, w13, w2, row_scale=None,
-                   out=None, workspace=None):
+                   out=None, workspace=None, gate_up_bias=None,
+                   down_bias=None):
         """The expert MLP compiled from a moe.expert_mlp op called `name`:
-        workspace = silu(rows @ gate^T) * (rows @ up^T) by entry
-        `<name>_gate_up` (epilogue swiglu; w13: bf16 [E, N13, K], N13/2 gate
-        rows then N13/2 up rows per expert), then out = workspace @ w2[e]^T
-        by entry `<name>_down` (w2: bf16 [E, N, N13/2]), times row_scale[r]
-        (float32, M elements) when given, which that entry must then take
-        (epilogue row_scale; else it must be store). workspace: bf16
-        [M, N13/2], allocated when None; out: bf16 [M, N] or None. Same
-        offsets, stream and requirements as grouped_matmul. Returns out;
-        raises MoERuntimeError."""
+        workspace = act(rows @ gate^T + b13[:N13/2], rows @ up^T +
+        b13[N13/2:]) by entry `<name>_gate_up` (epilogue swiglu, act its
+        activation; w13: bf16 [E, N13, K], N13/2 gate rows then N13/2 up
+        rows per expert; b13 = gate_up_bias [E, N13], given exactly when the
+        entry has a bias), then out = workspace @ w2[e]^T + down_bias[e] by
+        entry `<name>_down` (w2: bf16 [E, N, N13/2]; down_bias [E, N] exactly
+        when it has a bias), times row_scale[r] (float32, M elements) when
+        given, which that entry must then take (epilogue row_scale; else it
+        must be store). workspace: bf16 [M, N13/2], allocated when None; out:
+        bf16 [M, N] or None. Same offsets, stream and requirements as
+        grouped_matmul. Returns out; raises MoERuntimeError."""
         self._live_handle()
         where = f"expert_mlp({name})"
         gate_up = self.entry(f"{name}_gate_up")
@@ -421,6 +474,8 @@ class Bundle:
         if row_scale is None and down.epilogue != "store":
             raise _invalid(f"{where}: entry {down.name!r} has epilogue "
                            f"{down.epilogue}, expected store or row_scale")
+        _check_bias(where, gate_up, gate_up_bias, "gate_up_bias", "[E, N13]")
+        _check_bias(where, down, down_bias, "down_bias", "[E, N]")
         import torch
 
         _check_tensors(torch, where, {"rows": rows, "w13": w13, "w2": w2},
@@ -450,9 +505,10 @@ class Bundle:
                 raise _invalid(f"{where}: workspace is "
                                f"{tuple(workspace.shape)}, expected "
                                f"({m}, {inner}) = (M, N13/2)")
-        self.grouped_matmul(gate_up.name, rows, w13, offsets, out=workspace)
+        self.grouped_matmul(gate_up.name, rows, w13, offsets, out=workspace,
+                            bias=gate_up_bias)
         return self.grouped_matmul(down.name, workspace, w2, offsets, out=out,
-                                   row_scale=row_scale)
+                                   row_scale=row_scale, bias=down_bias)
 
     def route(self, entry: str, logits, bias=None, ids=None, weights=None):
         """Top-k routing by a route.v1 entry, on torch's current stream of
@@ -683,6 +739,146 @@ class Bundle:
                                          ctypes.byref(args),
                                          ctypes.c_void_p(stream)))
         return rows, offsets, slots
+
+
+    def layer_workspace_bytes(self, entry: str, tokens: int, hidden: int,
+                              intermediate: int) -> int:
+        """Bytes of the workspace layer needs for `tokens` tokens of size
+        `hidden` and the intermediate size `intermediate`; raises
+        MoERuntimeError (entry, T, H, I) as layer would."""
+        handle = self._live_handle()
+        _check_abi(f"layer({entry})", self.entry(entry), "layer.v1")
+        size = ctypes.c_uint64()
+        _check(_library().moeLayerWorkspaceBytes(
+            handle, entry.encode(), tokens, hidden, intermediate,
+            ctypes.byref(size)))
+        return size.value
+
+    def layer(self, entry: str, tokens, logits, gate_up_weights,
+              down_weights, *, score_bias=None, gate_up_bias=None,
+              down_bias=None, out=None, workspace=None):
+        """A whole MoE layer by a layer.v1 entry, on torch's current stream
+        of the tensors' device, in one call: its route (logits: float32 or
+        bfloat16 [T, E], as the route entry says; score_bias: float32 [E],
+        given exactly when it has bias=1), permute of tokens (bfloat16
+        [T, H]), gate-up GEMM with its SwiGLU (gate_up_weights: bfloat16
+        [E, 2I, H], I gate rows then I up rows; gate_up_bias [E, 2I]), down
+        GEMM (down_weights: bfloat16 [E, H, I]; down_bias [E, H]) and the
+        combine weighted by the route. Each bias is float32 or bfloat16 as
+        its entry says, given exactly when the entry has one. out: bfloat16
+        [T, H]; workspace: uint8, at least layer_workspace_bytes bytes
+        (256-byte aligned); each allocated when None. All CUDA, contiguous,
+        one device. Returns out; raises MoERuntimeError."""
+        handle = self._live_handle()
+        info = self.entry(entry)
+        where = f"layer({entry})"
+        _check_abi(where, info, "layer.v1")
+        route = self.entry(info.route)
+        gate_up = self.entry(info.gate_up)
+        down = self.entry(info.down)
+        if route.bias and score_bias is None:
+            raise _invalid(f"{where}: entry {route.name!r} has bias=1: pass "
+                           "score_bias, the float32 correction bias "
+                           f"[{route.experts}]")
+        if not route.bias and score_bias is not None:
+            raise _invalid(f"{where}: entry {route.name!r} has bias=0: it "
+                           "takes no score_bias")
+        _check_bias(where, gate_up, gate_up_bias, "gate_up_bias", "[E, 2I]")
+        _check_bias(where, down, down_bias, "down_bias", "[E, H]")
+        import torch
+
+        tensors = {"tokens": tokens, "logits": logits,
+                   "gate_up_weights": gate_up_weights,
+                   "down_weights": down_weights}
+        for name, tensor in (("score_bias", score_bias),
+                             ("gate_up_bias", gate_up_bias),
+                             ("down_bias", down_bias), ("out", out),
+                             ("workspace", workspace)):
+            if tensor is not None:
+                tensors[name] = tensor
+        bf16 = torch.bfloat16
+        _check_tensors(torch, where, tensors, tokens,
+                       {"tokens": bf16,
+                        "logits": torch.float32 if route.logits_bits == 32
+                        else bf16,
+                        "score_bias": torch.float32, "gate_up_weights": bf16,
+                        "down_weights": bf16,
+                        "gate_up_bias": _bias_dtype(torch, gate_up),
+                        "down_bias": _bias_dtype(torch, down), "out": bf16,
+                        "workspace": getattr(torch, "uint8", None)},
+                       first="tokens")
+        if (tokens.dim() != 2 or logits.dim() != 2
+                or gate_up_weights.dim() != 3 or down_weights.dim() != 3):
+            raise _invalid(f"{where}: expected tokens [T, H], logits [T, E], "
+                           "gate_up_weights [E, 2I, H] and down_weights "
+                           f"[E, H, I], got {tuple(tokens.shape)}, "
+                           f"{tuple(logits.shape)}, "
+                           f"{tuple(gate_up_weights.shape)}, "
+                           f"{tuple(down_weights.shape)}")
+        count, hidden = tokens.shape
+        experts = route.experts
+        two_i = gate_up_weights.shape[1]
+        inter = two_i // 2
+        shapes = {"logits": (logits, (count, experts), "(T, E)"),
+                  "gate_up_weights": (gate_up_weights,
+                                      (experts, 2 * inter, hidden),
+                                      "(E, 2I, H)"),
+                  "down_weights": (down_weights, (experts, hidden, inter),
+                                   "(E, H, I)"),
+                  "score_bias": (score_bias, (experts,), "(E,)"),
+                  "gate_up_bias": (gate_up_bias, (experts, 2 * inter),
+                                   "(E, 2I)"),
+                  "down_bias": (down_bias, (experts, hidden), "(E, H)"),
+                  "out": (out, (count, hidden), "(T, H)")}
+        for name, (tensor, shape, meaning) in shapes.items():
+            if tensor is not None and tuple(tensor.shape) != shape:
+                raise _invalid(f"{where}: {name} is {tuple(tensor.shape)}, "
+                               f"expected {shape} = {meaning}")
+        # Checks T, H and I before anything is allocated.
+        workspace_bytes = self.layer_workspace_bytes(entry, count, hidden,
+                                                     inter)
+        if workspace is not None and workspace.numel() < workspace_bytes:
+            raise _invalid(f"{where}: workspace has {workspace.numel()} "
+                           f"bytes, expected at least {workspace_bytes}")
+        if out is None:
+            out = torch.empty((count, hidden), dtype=bf16,
+                              device=tokens.device)
+        if workspace is None:
+            workspace = torch.empty((workspace_bytes,), dtype=torch.uint8,
+                                    device=tokens.device)
+
+        def pointer(tensor):
+            return 0 if tensor is None else tensor.data_ptr()
+
+        args = _LayerArgs(tokens.data_ptr(), logits.data_ptr(),
+                          pointer(score_bias), gate_up_weights.data_ptr(),
+                          down_weights.data_ptr(), pointer(gate_up_bias),
+                          pointer(down_bias), out.data_ptr(),
+                          workspace.data_ptr(), workspace.numel(), count,
+                          hidden, inter, experts)
+        with torch.cuda.device(tokens.device):
+            stream = torch.cuda.current_stream(tokens.device).cuda_stream
+            _check(_library().moeLayer(handle, entry.encode(),
+                                       ctypes.byref(args),
+                                       ctypes.c_void_p(stream)))
+        return out
+
+
+def _bias_dtype(torch, info: Entry):
+    """The torch dtype of a grouped_matmul.v3 entry's expert bias."""
+    return torch.float32 if info.bias_bits == 32 else torch.bfloat16
+
+
+def _check_bias(where: str, info: Entry, bias, name: str, shape: str) -> None:
+    """`bias` is given exactly when the grouped_matmul.v3 entry takes one."""
+    if info.bias_bits and bias is None:
+        kind = "float32" if info.bias_bits == 32 else "bfloat16"
+        raise _invalid(f"{where}: entry {info.name!r} has "
+                       f"bias={'f32' if info.bias_bits == 32 else 'bf16'}: "
+                       f"pass {name}, its {kind} expert bias {shape}")
+    if not info.bias_bits and bias is not None:
+        raise _invalid(f"{where}: entry {info.name!r} has bias=none: it "
+                       f"takes no {name}")
 
 
 def _check_abi(where: str, info: Entry, abi: str) -> None:

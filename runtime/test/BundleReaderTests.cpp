@@ -24,8 +24,19 @@ std::string replaced(const std::string &from, const std::string &to,
   return bytes.replace(at, from.size(), to);
 }
 
+/// `bytes` as contract version 4 wrote it: no bias or activation keys.
+std::string asVersion4(std::string bytes) {
+  bytes.replace(0, 11, "MOEBUNDLE 4");
+  for (const char *keys :
+       {" bias=none activation=none", " bias=none activation=silu"})
+    for (size_t at; (at = bytes.find(keys)) != std::string::npos;)
+      bytes.erase(at, std::strlen(keys));
+  return bytes;
+}
+
 /// `bytes` as contract version 2 wrote it: no epilogues, ABI v2.
 std::string asVersion2(std::string bytes) {
+  bytes = asVersion4(bytes);
   bytes.replace(0, 11, "MOEBUNDLE 2");
   const std::string from = "abi=grouped_matmul.v3 epilogue=store ",
                     to = "abi=grouped_matmul.v2 ";
@@ -43,7 +54,7 @@ std::string withEnd(const std::string &to) {
 
 /// Header, chip, one image and `body` (entry/kernel lines), then `end`.
 std::string bundleWith(const std::string &body) {
-  return "MOEBUNDLE 4\nchip sm_90a\n" + imageRecord("img", fakeCubin('C')) +
+  return "MOEBUNDLE 5\nchip sm_90a\n" + imageRecord("img", fakeCubin('C')) +
          body + "end\n";
 }
 
@@ -51,7 +62,7 @@ std::string entryLine(const std::string &name) {
   return "entry " + name +
          " op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store "
          "experts=4 n=64 k=64 "
-         "max_rows=2147483647 offsets=i32\n";
+         "max_rows=2147483647 offsets=i32 bias=none activation=none\n";
 }
 
 /// `count` kernels of entry `entry` whose rows ranges partition [1, 2^31-1].
@@ -370,6 +381,211 @@ std::vector<Malformed> malformedPermuteBundles() {
   };
 }
 
+/// Errors of the bias and activation keys of grouped_matmul.v3 entries
+/// (contract version 5).
+std::vector<Malformed> malformedBiasBundles() {
+  const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
+  const std::string bias = biasBundle(), mlp = mlpBundle();
+  return {
+      {"missing bias", replaced(" bias=none activation", " activation"), bad,
+       "bundle line 5: entry 'gate_up': missing key 'bias'"},
+      {"missing activation", replaced(" activation=none\n", "\n", bias), bad,
+       "bundle line 4: entry 'bstore': missing key 'activation'"},
+      {"duplicate bias", replaced("bias=f32", "bias=f32 bias=f32", bias), bad,
+       "bundle line 4: entry 'bstore': duplicate key 'bias'"},
+      {"bias f16", replaced("bias=f32", "bias=f16", bias), bad,
+       "bundle line 4: entry 'bstore': bias='f16' is not none, f32 or bf16"},
+      {"bias as a route's", replaced("bias=bf16", "bias=1", bias), bad,
+       "bundle line 6: entry 'bswiglu': bias='1' is not none, f32 or bf16"},
+      {"bias empty", replaced("bias=none", "bias="), bad,
+       "entry 'gate_up': bias='' is not none, f32 or bf16"},
+      {"bias in capitals", replaced("bias=f32", "bias=F32", bias), bad,
+       "bias='F32' is not none"},
+      {"activation relu",
+       replaced("activation=gptoss", "activation=relu", bias), bad,
+       "bundle line 6: entry 'bswiglu': activation='relu' is not none, silu "
+       "or gptoss"},
+      {"activation empty", replaced("activation=none", "activation="), bad,
+       "entry 'gate_up': activation='' is not none, silu or gptoss"},
+      {"swiglu without activation",
+       replaced("activation=silu", "activation=none", mlp), bad,
+       "bundle line 4: entry 'mlp_gate_up': activation=none does not fit "
+       "epilogue=swiglu (swiglu takes silu or gptoss, store and row_scale "
+       "take none)"},
+      {"store with silu", replaced("activation=none", "activation=silu"), bad,
+       "bundle line 5: entry 'gate_up': activation=silu does not fit "
+       "epilogue=store"},
+      {"row_scale with gptoss",
+       replaced("bias=none activation=none", "bias=none activation=gptoss",
+                mlp),
+       bad,
+       "bundle line 7: entry 'mlp_down': activation=gptoss does not fit "
+       "epilogue=row_scale"},
+      {"activation on a permute",
+       replaced("offsets=i64\n", "offsets=i64 activation=none\n",
+                permuteBundle()),
+       bad, "bundle line 4: entry 'perm': unknown key 'activation'"},
+  };
+}
+
+/// layerBundle() with the first `from` replaced by `to`.
+std::string layerReplaced(const std::string &from, const std::string &to,
+                          const std::string &bytes = layerBundle()) {
+  return replaced(from, to, bytes);
+}
+
+/// Errors of layer.v1 entries: their keys, the parts and how they chain.
+std::vector<Malformed> malformedLayerBundles() {
+  const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
+  const std::string layer = layerBundle();
+  // mix_unpermute and its kernel moved after the layer line.
+  const std::string unpermuteLines =
+      "entry mix_unpermute op=moe.unpermute abi=unpermute.v1 max_rows=4096 "
+      "hidden=256 top_k=2 slots=i32 weighted=1\n" +
+      simpleKernelLine("mix_unpermute", kMixSymbols[5], "moe_kernels", 256, 0);
+  std::string late = layerReplaced(unpermuteLines, "");
+  late = layerReplaced("unpermute=mix_unpermute\n",
+                       "unpermute=mix_unpermute\n" + unpermuteLines, late);
+  return {
+      {"layer missing route", layerReplaced(" route=mix_route", ""), bad,
+       "bundle line 15: entry 'mix': missing key 'route'"},
+      {"layer missing max_rows",
+       layerReplaced("layer.v1 max_rows=4096", "layer.v1"), bad,
+       "bundle line 15: entry 'mix': missing key 'max_rows'"},
+      {"layer with experts",
+       layerReplaced("unpermute=mix_unpermute\n",
+                     "unpermute=mix_unpermute experts=8\n"),
+       bad,
+       "bundle line 15: entry 'mix': unknown key 'experts' (abi layer.v1 "
+       "takes op, abi, max_rows, route, permute, gate_up, down and "
+       "unpermute)"},
+      {"layer max_rows 0",
+       layerReplaced("layer.v1 max_rows=4096", "layer.v1 max_rows=0"), bad,
+       "entry 'mix': max_rows=0 is out of range ([1, 2147483647])"},
+      {"layer part missing", layerReplaced("route=mix_route", "route=nope"),
+       bad,
+       "bundle line 15: entry 'mix': route='nope' is not an entry defined "
+       "before this line (the parts of a layer come first)"},
+      {"layer part after it", late, bad,
+       "bundle line 13: entry 'mix': unpermute='mix_unpermute' is not an "
+       "entry defined before this line (the parts of a layer come first)"},
+      {"layer part of another abi",
+       layerReplaced("route=mix_route", "route=mix_permute"), bad,
+       "bundle line 15: entry 'mix': route=mix_permute is op=moe.permute "
+       "abi=permute.v1, not op=moe.route abi=route.v1"},
+      {"layer part of another op",
+       layerReplaced("entry mix_route op=moe.route",
+                     "entry mix_route op=vendor.route"),
+       bad,
+       "entry 'mix': route=mix_route is op=vendor.route abi=route.v1, not "
+       "op=moe.route abi=route.v1"},
+      {"layer gate_up a grouped matmul",
+       layerReplaced("entry mix_gate_up op=moe.expert_mlp",
+                     "entry mix_gate_up op=moe.grouped_matmul"),
+       bad,
+       "entry 'mix': gate_up=mix_gate_up is op=moe.grouped_matmul "
+       "abi=grouped_matmul.v3, not op=moe.expert_mlp abi=grouped_matmul.v3"},
+      {"layer unpermute a route",
+       layerReplaced("unpermute=mix_unpermute", "unpermute=mix_route"), bad,
+       "entry 'mix': unpermute=mix_route is op=moe.route abi=route.v1, not "
+       "op=moe.unpermute abi=unpermute.v1"},
+      {"layer gate_up not swiglu",
+       layerReplaced("gate_up=mix_gate_up", "gate_up=mix_down"), bad,
+       "bundle line 15: entry 'mix': gate_up=mix_down has epilogue=store, "
+       "expected swiglu"},
+      {"layer down swiglu", layerReplaced("down=mix_down", "down=mix_gate_up"),
+       bad,
+       "entry 'mix': down=mix_gate_up has epilogue=swiglu, expected store"},
+      {"layer down row_scale",
+       layerReplaced("epilogue=store experts=8",
+                     "epilogue=row_scale experts=8"),
+       bad,
+       "entry 'mix': down=mix_down has epilogue=row_scale, expected store"},
+      {"layer permute experts",
+       layerReplaced("experts=8 top_k=2 hidden=256", "experts=16 top_k=2 "
+                                                     "hidden=256"),
+       bad,
+       "bundle line 15: entry 'mix': permute=mix_permute has experts=16, but "
+       "route=mix_route has experts=8"},
+      {"layer permute top_k",
+       layerReplaced("experts=8 top_k=2 hidden=256", "experts=8 top_k=4 "
+                                                     "hidden=256"),
+       bad,
+       "entry 'mix': permute=mix_permute has top_k=4, but route=mix_route has "
+       "top_k=2"},
+      {"layer unpermute top_k",
+       layerReplaced("hidden=256 top_k=2 slots", "hidden=256 top_k=4 slots"),
+       bad,
+       "entry 'mix': unpermute=mix_unpermute has top_k=4, but "
+       "route=mix_route has top_k=2"},
+      {"layer gate_up experts",
+       layerReplaced("epilogue=swiglu experts=8", "epilogue=swiglu experts=16"),
+       bad,
+       "entry 'mix': gate_up=mix_gate_up has experts=16, but route=mix_route "
+       "has experts=8"},
+      {"layer down experts",
+       layerReplaced("epilogue=store experts=4", "epilogue=store experts=8"),
+       bad,
+       "bundle line 27: entry 'oss': down=oss_down has experts=8, but "
+       "route=oss_route has experts=4"},
+      {"layer gate_up offsets",
+       layerReplaced("k=256 max_rows=8192 offsets=i32",
+                     "k=256 max_rows=8192 offsets=i64"),
+       bad,
+       "entry 'mix': gate_up=mix_gate_up has offsets=i64, but "
+       "permute=mix_permute has offsets=i32"},
+      {"layer down offsets",
+       layerReplaced("k=128 max_rows=8192 offsets=i32",
+                     "k=128 max_rows=8192 offsets=i64"),
+       bad,
+       "entry 'mix': down=mix_down has offsets=i64, but permute=mix_permute "
+       "has offsets=i32"},
+      {"layer unpermute slots", layerReplaced("slots=i32", "slots=i64"), bad,
+       "entry 'mix': unpermute=mix_unpermute has slots=i64, but "
+       "permute=mix_permute has offsets=i32"},
+      {"layer unpermute unweighted",
+       layerReplaced("slots=i32 weighted=1", "slots=i32 weighted=0"), bad,
+       "entry 'mix': unpermute=mix_unpermute has weighted=0, but a layer "
+       "combines with the route's weights"},
+      {"layer gate_up k", layerReplaced("n=256 k=256", "n=256 k=512"), bad,
+       "entry 'mix': gate_up=mix_gate_up has k=512, but permute=mix_permute "
+       "has hidden=256"},
+      {"layer down n", layerReplaced("n=256 k=128", "n=512 k=128"), bad,
+       "entry 'mix': down=mix_down has n=512, but permute=mix_permute has "
+       "hidden=256"},
+      {"layer unpermute hidden",
+       layerReplaced("hidden=256 top_k=2 slots", "hidden=512 top_k=2 slots"),
+       bad,
+       "entry 'mix': unpermute=mix_unpermute has hidden=512, but "
+       "permute=mix_permute has hidden=256"},
+      {"layer H without the permute's",
+       layerReplaced("hidden=-1 top_k=2 slots=i64",
+                     "hidden=64 top_k=2 slots=i64",
+                     layerReplaced("experts=4 n=-1", "experts=4 n=128")),
+       bad,
+       "bundle line 27: entry 'oss': unpermute=oss_unpermute has hidden=64, "
+       "but down=oss_down has n=128"},
+      {"layer I", layerReplaced("n=256 k=128", "n=256 k=64"), bad,
+       "entry 'mix': down=mix_down has k=64, but gate_up=mix_gate_up has "
+       "n=256 (k must be n/2)"},
+      {"kernel under a layer",
+       layerReplaced("unpermute=mix_unpermute\n",
+                     "unpermute=mix_unpermute\n" +
+                         simpleKernelLine("mix", "k", "moe_kernels", 128, 0)),
+       bad,
+       "bundle line 16: kernel 'k': entry 'mix' (abi layer.v1) takes no "
+       "kernels (it launches those of its parts)"},
+      {"GEMM kernel under a layer",
+       layerReplaced("down=oss_down unpermute=oss_unpermute\n",
+                     "down=oss_down unpermute=oss_unpermute\n" +
+                         kernelLine("oss", "g", "moe_kernels", 1, 2147483647,
+                                    64, 64, 0, 0)),
+       bad,
+       "bundle line 28: kernel 'g': entry 'oss' (abi layer.v1) takes no "
+       "kernels"},
+  };
+}
+
 std::vector<Malformed> malformedBundles() {
   const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
   const moeStatus unsupported = MOE_STATUS_UNSUPPORTED;
@@ -378,7 +594,7 @@ std::vector<Malformed> malformedBundles() {
       "gate_up", kSwapAB32, "moe_kernels_swapab", 1, 16, 16, 64, 81920, 1);
   std::string downKernel = kernelLine("down", kNormal64, "moe_kernels", 1,
                                       2147483647, 64, 256, 163840, 0);
-  std::string manyImages = "MOEBUNDLE 4\nchip sm_90a\n";
+  std::string manyImages = "MOEBUNDLE 5\nchip sm_90a\n";
   for (int i = 0; i < 65; ++i)
     manyImages += imageRecord("img" + std::to_string(i), fakeCubin('D'));
   std::string manyEntries;
@@ -393,38 +609,47 @@ std::vector<Malformed> malformedBundles() {
        "\x7f"
        "ELF\x02\x01\x01\n",
        bad, "bundle line 1: not a moe bundle"},
-      {"wrong magic", replaced("MOEBUNDLE 4", "MOEBUNDLX 4"), bad,
-       "not a moe bundle (it must start with 'MOEBUNDLE 4')"},
-      {"version 1", replaced("MOEBUNDLE 4", "MOEBUNDLE 1"), unsupported,
+      {"wrong magic", replaced("MOEBUNDLE 5", "MOEBUNDLX 5"), bad,
+       "not a moe bundle (it must start with 'MOEBUNDLE 5')"},
+      {"version 1", replaced("MOEBUNDLE 5", "MOEBUNDLE 1"), unsupported,
        "bundle line 1: bundle version 1 predates persistent kernels (this "
-       "runtime reads version 4): recompile it with moe-translate "
+       "runtime reads version 5): recompile it with moe-translate "
        "--moe-to-bundle"},
-      {"version 2", replaced("MOEBUNDLE 4", "MOEBUNDLE 2"), unsupported,
+      {"version 2", replaced("MOEBUNDLE 5", "MOEBUNDLE 2"), unsupported,
        "bundle line 1: bundle version 2 predates kernel epilogues (this "
-       "runtime reads version 4): recompile it with moe-translate "
+       "runtime reads version 5): recompile it with moe-translate "
        "--moe-to-bundle"},
-      {"version 3", replaced("MOEBUNDLE 4", "MOEBUNDLE 3"), unsupported,
+      {"version 3", replaced("MOEBUNDLE 5", "MOEBUNDLE 3"), unsupported,
        "bundle line 1: bundle version 3 predates the route and unpermute "
-       "kernels (this runtime reads version 4): recompile it with "
+       "kernels (this runtime reads version 5): recompile it with "
        "moe-translate --moe-to-bundle"},
       {"version 3 with route entries",
-       replaced("MOEBUNDLE 4", "MOEBUNDLE 3", routeBundle()), unsupported,
+       replaced("MOEBUNDLE 5", "MOEBUNDLE 3", routeBundle()), unsupported,
        "bundle version 3 predates"},
       {"version 2 bundle as v2 wrote it", asVersion2(valid), unsupported,
        "bundle line 1: bundle version 2 predates kernel epilogues"},
-      {"newer version", replaced("MOEBUNDLE 4", "MOEBUNDLE 5"), unsupported,
-       "bundle line 1: bundle version 5 is not supported (this runtime reads "
-       "version 4)"},
-      {"version 0", replaced("MOEBUNDLE 4", "MOEBUNDLE 0"), unsupported,
+      {"version 4", replaced("MOEBUNDLE 5", "MOEBUNDLE 4"), unsupported,
+       "bundle line 1: bundle version 4 predates expert biases and layer "
+       "entries (this runtime reads version 5): recompile it with "
+       "moe-translate --moe-to-bundle"},
+      {"version 4 bundle as v4 wrote it", asVersion4(valid), unsupported,
+       "bundle line 1: bundle version 4 predates expert biases"},
+      {"version 4 permute bundle",
+       replaced("MOEBUNDLE 5", "MOEBUNDLE 4", permuteBundle()), unsupported,
+       "bundle version 4 predates"},
+      {"newer version", replaced("MOEBUNDLE 5", "MOEBUNDLE 6"), unsupported,
+       "bundle line 1: bundle version 6 is not supported (this runtime reads "
+       "version 5)"},
+      {"version 0", replaced("MOEBUNDLE 5", "MOEBUNDLE 0"), unsupported,
        "bundle version 0 is not supported"},
-      {"version leading zero", replaced("MOEBUNDLE 4", "MOEBUNDLE 02"), bad,
-       "expected 'MOEBUNDLE <version>', got 'MOEBUNDLE 02'"},
-      {"version negative", replaced("MOEBUNDLE 4", "MOEBUNDLE -2"), bad,
+      {"version leading zero", replaced("MOEBUNDLE 5", "MOEBUNDLE 05"), bad,
+       "expected 'MOEBUNDLE <version>', got 'MOEBUNDLE 05'"},
+      {"version negative", replaced("MOEBUNDLE 5", "MOEBUNDLE -2"), bad,
        "expected 'MOEBUNDLE <version>'"},
       {"version overflow",
-       replaced("MOEBUNDLE 4", "MOEBUNDLE 99999999999999999999"), bad,
+       replaced("MOEBUNDLE 5", "MOEBUNDLE 99999999999999999999"), bad,
        "expected 'MOEBUNDLE <version>'"},
-      {"header extra field", replaced("MOEBUNDLE 4", "MOEBUNDLE 4 x"), bad,
+      {"header extra field", replaced("MOEBUNDLE 5", "MOEBUNDLE 5 x"), bad,
        "expected 'MOEBUNDLE <version>'"},
       {"missing end", withEnd(""), bad,
        "bundle line 13: unexpected end of the data (the bundle must finish "
@@ -446,8 +671,8 @@ std::vector<Malformed> malformedBundles() {
        "control character 0x09"},
       {"two spaces", replaced("entry gate_up op", "entry gate_up  op"), bad,
        "bundle line 5: empty field at column 15"},
-      {"trailing space", replaced("offsets=i32\n", "offsets=i32 \n"), bad,
-       "bundle line 5: empty field"},
+      {"trailing space", replaced("activation=none\n", "activation=none \n"),
+       bad, "bundle line 5: empty field"},
       {"empty line", replaced("chip sm_90a\n", "chip sm_90a\n\n"), bad,
        "bundle line 3: empty line"},
       {"unknown record", withEnd("note hello\nend\n"), bad,
@@ -474,8 +699,9 @@ std::vector<Malformed> malformedBundles() {
                 "abi=grouped_matmul.v1 epilogue=store experts=8 n=28672"),
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v1' is not "
-       "supported (this runtime implements bundle version 4 with abis "
-       "grouped_matmul.v3, route.v1, unpermute.v1 and permute.v1): its kernels "
+       "supported (this runtime implements bundle version 5 with abis "
+       "grouped_matmul.v3, route.v1, unpermute.v1, permute.v1 and layer.v1): "
+       "its kernels "
        "are not "
        "persistent, recompile it"},
       {"abi v2",
@@ -483,8 +709,9 @@ std::vector<Malformed> malformedBundles() {
                 "abi=grouped_matmul.v2 epilogue=store experts=8 n=28672"),
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
-       "supported (this runtime implements bundle version 4 with abis "
-       "grouped_matmul.v3, route.v1, unpermute.v1 and permute.v1): it predates "
+       "supported (this runtime implements bundle version 5 with abis "
+       "grouped_matmul.v3, route.v1, unpermute.v1, permute.v1 and layer.v1): "
+       "it predates "
        "kernel "
        "epilogues, recompile it"},
       {"newer abi",
@@ -492,8 +719,8 @@ std::vector<Malformed> malformedBundles() {
                 "abi=grouped_matmul.v4 epilogue=store experts=8 n=28672"),
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v4' is not "
-       "supported (this runtime implements bundle version 4 with abis "
-       "grouped_matmul.v3, route.v1, unpermute.v1 and permute.v1)"},
+       "supported (this runtime implements bundle version 5 with abis "
+       "grouped_matmul.v3, route.v1, unpermute.v1, permute.v1 and layer.v1)"},
       {"newer abi with new keys",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
                 "split_k=2 abi=grouped_matmul.v4 experts=8 n=28672"),
@@ -512,8 +739,8 @@ std::vector<Malformed> malformedBundles() {
                 routeBundle()),
        unsupported,
        "bundle line 6: entry 'softmax': abi 'route.v2' is not supported (this "
-       "runtime implements bundle version 4 with abis grouped_matmul.v3, "
-       "route.v1, unpermute.v1 and permute.v1)"},
+       "runtime implements bundle version 5 with abis grouped_matmul.v3, "
+       "route.v1, unpermute.v1, permute.v1 and layer.v1)"},
       {"missing epilogue",
        replaced(" epilogue=store experts=8 n=28672", " experts=8 n=28672"), bad,
        "bundle line 5: entry 'gate_up': missing key 'epilogue'"},
@@ -558,7 +785,7 @@ std::vector<Malformed> malformedBundles() {
       {"chip after entry",
        replaced("chip sm_90a\n", "", withEnd("chip sm_90a\nend\n")), bad,
        "comes before the 'chip' line"},
-      {"no chip", "MOEBUNDLE 4\nend\n", bad,
+      {"no chip", "MOEBUNDLE 5\nend\n", bad,
        "bundle line 2: the bundle has no 'chip' line"},
       {"unknown chip", replaced("chip sm_90a", "chip gfx942"), unsupported,
        "bundle line 2: chip 'gfx942' is not supported"},
@@ -579,7 +806,7 @@ std::vector<Malformed> malformedBundles() {
        "entry 'gate_up' must follow that entry's line directly (it follows "
        "entry 'any')"},
       {"kernel before any entry",
-       "MOEBUNDLE 4\nchip sm_90a\n" + kernelsCovering("x", 1) + "end\n", bad,
+       "MOEBUNDLE 5\nchip sm_90a\n" + kernelsCovering("x", 1) + "end\n", bad,
        "refers to unknown entry 'x'"},
       {"kernel of unknown image",
        replaced("image=moe_kernels_swapab", "image=moe_kernels_nope"), bad,
@@ -718,6 +945,10 @@ std::vector<Malformed> malformedBundles() {
     cases.push_back(std::move(c));
   for (Malformed &c : malformedPermuteBundles())
     cases.push_back(std::move(c));
+  for (Malformed &c : malformedBiasBundles())
+    cases.push_back(std::move(c));
+  for (Malformed &c : malformedLayerBundles())
+    cases.push_back(std::move(c));
   return cases;
 }
 
@@ -753,7 +984,7 @@ TEST(bundleValidParses) {
     return;
   moeBundleInfo info;
   CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
-  CHECK_EQ(info.version, 4);
+  CHECK_EQ(info.version, 5);
   CHECK_EQ(info.version, MOE_BUNDLE_VERSION);
   CHECK_EQ(std::string(info.chip), "sm_90a");
   CHECK_EQ(info.num_images, 2);
@@ -1142,14 +1373,14 @@ TEST(bundleAcceptsWhatTheContractAllows) {
                "n=4096 k=14336 max_rows=4096 offsets=i64",
                "entry down offsets=i64 max_rows=4096 k=14336 n=4096 experts=8 "
                "abi=grouped_matmul.v3 epilogue=store op=moe.grouped_matmul");
-  std::string lateChip = "MOEBUNDLE 4\n" + imageRecord("img", fakeCubin('C')) +
+  std::string lateChip = "MOEBUNDLE 5\n" + imageRecord("img", fakeCubin('C')) +
                          imageRecord("unused", fakeCubin('U')) +
                          "chip sm_100a\n" + entryLine("e") +
                          kernelsCovering("e", 1) + "end\n";
   std::string longName(255, 'n');
   std::string longNames =
       bundleWith(entryLine(longName) + kernelsCovering(longName, 1));
-  std::string manyImages = "MOEBUNDLE 4\nchip sm_80\n";
+  std::string manyImages = "MOEBUNDLE 5\nchip sm_80\n";
   for (int i = 0; i < 64; ++i)
     manyImages += imageRecord("img" + std::to_string(i), fakeCubin('D'));
   manyImages += "end\n";
@@ -1159,7 +1390,7 @@ TEST(bundleAcceptsWhatTheContractAllows) {
                    kernelsCovering("e" + std::to_string(i), 1);
   std::string sixteenKernels =
       bundleWith(entryLine("e") + kernelsCovering("e", 16));
-  std::string noEntries = "MOEBUNDLE 4\nchip sm_90a\nend\n";
+  std::string noEntries = "MOEBUNDLE 5\nchip sm_90a\nend\n";
   const char *names[] = {"reordered",   "late chip",  "long names", "64 images",
                          "256 entries", "16 kernels", "no entries"};
   std::string bytes[] = {
@@ -1199,7 +1430,7 @@ TEST(bundleOpenFile) {
 
   // Errors name the file.
   std::FILE *file = std::fopen(path, "wb");
-  std::fputs("MOEBUNDLE 4\nchip sm_90a\nentry\n", file);
+  std::fputs("MOEBUNDLE 5\nchip sm_90a\nentry\n", file);
   std::fclose(file);
   CHECK_STATUS(moeBundleOpenFile(path, &bundle), MOE_STATUS_INVALID_BUNDLE,
                std::string(path) + ": bundle line 3: expected 'entry <name>");
@@ -1229,12 +1460,148 @@ TEST(statusNames) {
 
 TEST(lastErrorIsPerThreadAndKeptOnSuccess) {
   moeBundle *bundle = nullptr;
-  CHECK_EQ(moeBundleOpenMemory("MOEBUNDLE 5\n", 12, &bundle),
+  CHECK_EQ(moeBundleOpenMemory("MOEBUNDLE 6\n", 12, &bundle),
            MOE_STATUS_UNSUPPORTED);
   std::string message = moeLastErrorMessage();
-  CHECK_CONTAINS(message, "bundle version 5");
+  CHECK_CONTAINS(message, "bundle version 6");
   bundle = openBundle(validBundle());
   CHECK(bundle != nullptr);
   CHECK_EQ(std::string(moeLastErrorMessage()), message);
+  moeBundleClose(bundle);
+}
+
+TEST(bundleBiasAndActivationParse) {
+  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle = openBundle(biasBundle(), &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (!bundle) {
+    fail(__FILE__, __LINE__, moeLastErrorMessage());
+    return;
+  }
+  // bias_bits and activation by entry; the layer fields "".
+  const int32_t bits[] = {32, 16, 32};
+  const char *activations[] = {"none", "gptoss", "none"};
+  for (int32_t e = 0; e < 3; ++e) {
+    moeEntryInfo entry;
+    CHECK_EQ(moeBundleGetEntry(bundle, e, &entry), MOE_STATUS_SUCCESS);
+    CHECK_EQ(entry.bias_bits, bits[e]);
+    CHECK_EQ(std::string(entry.activation), activations[e]);
+    CHECK_EQ(entry.bias, 0); // a route's
+    for (const char *part : {entry.route, entry.permute, entry.gate_up,
+                             entry.down, entry.unpermute})
+      CHECK(part != nullptr && *part == '\0');
+  }
+  moeBundleClose(bundle);
+
+  // Without a bias: bias_bits 0; silu; the other ABIs' activation is "".
+  bundle = openBundle(mlpBundle());
+  moeEntryInfo entry;
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(entry.bias_bits, 0);
+  CHECK_EQ(std::string(entry.activation), "silu");
+  moeBundleClose(bundle);
+  bundle = openBundle(routeBundle());
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(entry.bias, 1);
+  CHECK_EQ(entry.bias_bits, 0);
+  CHECK(entry.activation != nullptr);
+  CHECK_EQ(std::string(entry.activation), "");
+  moeBundleClose(bundle);
+
+  // The keys in any order.
+  std::string reordered = biasBundle();
+  const std::string from = "epilogue=store experts=8 n=256 k=128 "
+                           "max_rows=2147483647 offsets=i32 bias=f32 "
+                           "activation=none";
+  reordered.replace(reordered.find(from), from.size(),
+                    "activation=none bias=f32 offsets=i32 epilogue=store "
+                    "max_rows=2147483647 k=128 n=256 experts=8");
+  bundle = openBundle(reordered, &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  moeBundleClose(bundle);
+}
+
+TEST(bundleLayerParses) {
+  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle = openBundle(layerBundle(), &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (!bundle) {
+    fail(__FILE__, __LINE__, moeLastErrorMessage());
+    return;
+  }
+  moeBundleInfo info;
+  CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
+  CHECK_EQ(info.num_entries, 12);
+  // layer.v1: max_rows and the part names; no kernels; the rest 0 or "".
+  moeEntryInfo entry;
+  CHECK_EQ(moeBundleGetEntry(bundle, 5, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "mix");
+  CHECK_EQ(std::string(entry.op), MOE_OP_LAYER);
+  CHECK_EQ(std::string(entry.abi), MOE_ABI_LAYER);
+  CHECK_EQ(entry.max_rows, 4096);
+  CHECK_EQ(entry.num_kernels, 0);
+  CHECK_EQ(std::string(entry.route), "mix_route");
+  CHECK_EQ(std::string(entry.permute), "mix_permute");
+  CHECK_EQ(std::string(entry.gate_up), "mix_gate_up");
+  CHECK_EQ(std::string(entry.down), "mix_down");
+  CHECK_EQ(std::string(entry.unpermute), "mix_unpermute");
+  CHECK_EQ(entry.experts, 0);
+  CHECK_EQ(entry.n, 0);
+  CHECK_EQ(entry.k, 0);
+  CHECK_EQ(entry.offsets_bits, 0);
+  CHECK_EQ(entry.top_k, 0);
+  CHECK_EQ(entry.hidden, 0);
+  CHECK_EQ(entry.bias_bits, 0);
+  CHECK_EQ(std::string(entry.epilogue), "");
+  CHECK_EQ(std::string(entry.activation), "");
+  moeKernelInfo kernel;
+  CHECK_STATUS(moeBundleGetKernel(bundle, 5, 0, &kernel),
+               MOE_STATUS_INVALID_ARGUMENT,
+               "kernel index 0 is out of range (entry 'mix' has 0 kernels)");
+  CHECK_EQ(moeBundleGetEntry(bundle, 11, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "oss");
+  CHECK_EQ(entry.max_rows, 2147483647);
+  CHECK_EQ(std::string(entry.route), "oss_route");
+  CHECK_EQ(std::string(entry.unpermute), "oss_unpermute");
+  // Its parts are ordinary entries.
+  CHECK_EQ(moeBundleGetEntry(bundle, 8, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "oss_gate_up");
+  CHECK_EQ(entry.bias_bits, 32);
+  CHECK_EQ(std::string(entry.activation), "gptoss");
+  CHECK_EQ(std::string(entry.route), "");
+  CHECK_EQ(moeBundleGetEntry(bundle, 9, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(entry.bias_bits, 16);
+  moeBundleClose(bundle);
+
+  // Keys in any order; a part may serve several layers; static sizes of
+  // the GEMMs may stand beside dynamic ones of the permute.
+  std::string other = layerBundle();
+  const std::string from = "op=moe.layer abi=layer.v1 max_rows=4096 "
+                           "route=mix_route permute=mix_permute "
+                           "gate_up=mix_gate_up down=mix_down "
+                           "unpermute=mix_unpermute";
+  other.replace(other.find(from), from.size(),
+                "unpermute=mix_unpermute down=mix_down gate_up=mix_gate_up "
+                "permute=mix_permute route=mix_route max_rows=16 "
+                "abi=layer.v1 op=moe.layer");
+  other.replace(other.size() - 4, 4,
+                "entry again op=moe.layer abi=layer.v1 max_rows=1 "
+                "route=oss_route permute=oss_permute gate_up=oss_gate_up "
+                "down=oss_down unpermute=oss_unpermute\nend\n");
+  const std::string hidden = "max_rows=2147483647 experts=4 top_k=2 hidden=-1";
+  other.replace(other.find(hidden), hidden.size(),
+                "max_rows=2147483647 experts=4 top_k=2 hidden=4096");
+  bundle = openBundle(other, &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (!bundle) {
+    fail(__FILE__, __LINE__, moeLastErrorMessage());
+    return;
+  }
+  CHECK_EQ(moeBundleGetEntry(bundle, 5, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(entry.max_rows, 16);
+  CHECK_EQ(std::string(entry.down), "mix_down");
+  CHECK_EQ(moeBundleGetEntry(bundle, 12, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "again");
+  CHECK_EQ(std::string(entry.gate_up), "oss_gate_up");
   moeBundleClose(bundle);
 }

@@ -19,6 +19,7 @@ moeGroupedMatmulArgs validGateUp() {
   a.k = 4096;
   a.experts = 8;
   a.row_scale = 0;
+  a.bias = 0;
   return a;
 }
 
@@ -287,9 +288,9 @@ TEST(driverOccupancyQueriedOncePerKernel) {
   FakeGpu &gpu = installFakeDriver();
   std::string entry =
       " op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts=4 "
-      "n=64 k=64 max_rows=2147483647 offsets=i32\n";
+      "n=64 k=64 max_rows=2147483647 offsets=i32 bias=none activation=none\n";
   std::string bytes =
-      "MOEBUNDLE 4\nchip sm_90a\n" + imageRecord("img", fakeCubin('S')) +
+      "MOEBUNDLE 5\nchip sm_90a\n" + imageRecord("img", fakeCubin('S')) +
       "entry a" + entry +
       kernelLine("a", "k", "img", 1, 2147483647, 64, 64, 0, 0) + "entry b" +
       entry + kernelLine("b", "k", "img", 1, 2147483647, 64, 64, 0, 0) +

@@ -2,6 +2,7 @@
 
 #include "FakeDriver.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace moe_test {
@@ -256,6 +257,9 @@ cu::Result fakeLaunchKernel(cu::Function function, unsigned gridX,
   if (launch.numParams == 22)
     for (int i = 0; i < 5; ++i)
       std::memcpy(&launch.scale[i], params[17 + i], 8);
+  launch.tail.resize(size_t(std::max(launch.numParams - 17, 0)));
+  for (size_t i = 0; i < launch.tail.size(); ++i)
+    std::memcpy(&launch.tail[i], params[17 + i], 8);
   return finishLaunch(launch);
 }
 

@@ -42,6 +42,9 @@ struct FakeLaunch {
   int32_t ints[3] = {};     // params 14..16: K, rows_min, rows_max
   int numParams = 17;       // what the kernel takes (FakeGpu::numParams)
   uint64_t scale[5] = {};   // params 17..21 when it takes 22
+  /// Params 17.. (all 8 bytes) of a kernel that takes more than 17: the
+  /// row_scale memref, then the bias memref, as far as it takes them.
+  std::vector<uint64_t> tail;
   /// Every parameter of a kernel that takes only 8-byte ones (a route.v1 or
   /// unpermute.v1 kernel, FakeGpu::wordParams); the fields above are then
   /// not filled.
@@ -74,7 +77,8 @@ struct FakeGpu {
   std::map<std::string, int> ctasPerSm;
   /// Parameters a kernel takes, by symbol (a real driver knows them from the
   /// image): 17 when not listed; a kernel with 22 (a row_scale kernel) has
-  /// params 17..21 recorded too.
+  /// params 17..21 recorded in `scale` too; every kernel with more has them
+  /// in `tail` (24: a bias kernel, 29: row_scale and bias).
   std::map<std::string, int> numParams;
   /// Kernels whose parameters are all 8 bytes wide (route.v1, unpermute.v1),
   /// by symbol: how many they take. Their launches record them all in

@@ -33,6 +33,7 @@ moeGroupedMatmulArgs args(int64_t m, int64_t n, int64_t k, int64_t experts) {
   a.k = k;
   a.experts = experts;
   a.row_scale = 0;
+  a.bias = 0;
   return a;
 }
 
@@ -209,11 +210,14 @@ struct ExpectedLaunch {
 };
 
 /// Runs `entry` with `a` after loading, and checks that exactly the expected
-/// launches (and their tensor maps) reached the driver, in order.
+/// launches (and their tensor maps) reached the driver, in order. `bias`:
+/// the entry takes an expert bias (its kernels must be declared to the fake
+/// with 24 or 29 parameters).
 void checkLaunches(moeBundle *bundle, const char *entry,
                    const moeGroupedMatmulArgs &a,
                    const std::vector<ExpectedLaunch> &expected,
-                   int64_t offsetsBits, const char *epilogue = "store") {
+                   int64_t offsetsBits, const char *epilogue = "store",
+                   bool bias = false) {
   const bool swiglu = std::string(epilogue) == "swiglu";
   const bool rowScale = std::string(epilogue) == "row_scale";
   // out has N/2 columns after a swiglu.
@@ -266,12 +270,25 @@ void checkLaunches(moeBundle *bundle, const char *entry,
     CHECK_EQ(got.ints[0], int32_t(a.k));
     CHECK_EQ(got.ints[1], want.rowsMin);
     CHECK_EQ(got.ints[2], want.rowsMax);
-    if (rowScale) {
+    if (rowScale && !bias) {
       CHECK_EQ(got.numParams, 22);
       const uint64_t scale[5] = {a.row_scale, a.row_scale, 0, uint64_t(a.m), 1};
       for (int w = 0; w < 5; ++w)
         CHECK_EQ(got.scale[w], scale[w]);
     }
+    // After 16: the row_scale memref [M], then the bias memref [E, N] (N the
+    // weights' N, also for swiglu).
+    std::vector<uint64_t> tail;
+    if (rowScale)
+      tail = {a.row_scale, a.row_scale, 0, uint64_t(a.m), 1};
+    if (bias)
+      for (uint64_t word : {a.bias, a.bias, uint64_t(0), uint64_t(a.experts),
+                            uint64_t(a.n), uint64_t(a.n), uint64_t(1)})
+        tail.push_back(word);
+    CHECK_EQ(got.numParams, int(17 + tail.size()));
+    CHECK_EQ(got.tail.size(), tail.size());
+    for (size_t w = 0; w < tail.size() && w < got.tail.size(); ++w)
+      CHECK_EQ(got.tail[w], tail[w]);
 
     // Its tensor maps: the pair encoded for it (maps before launches).
     int rowsIndex = int(encodesBefore + 2 * i);
@@ -393,9 +410,10 @@ TEST(groupedMatmulGridIn64Bits) {
   // slots and about 2^62 work items. 0 bytes of shared memory: 4 * 132
   // resident CTAs.
   std::string tiny =
-      "MOEBUNDLE 4\nchip sm_90a\n" + imageRecord("img", fakeCubin('T')) +
+      "MOEBUNDLE 5\nchip sm_90a\n" + imageRecord("img", fakeCubin('T')) +
       "entry tiny op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store "
-      "experts=-1 n=-1 k=-1 max_rows=2147483647 offsets=i32\n" +
+      "experts=-1 n=-1 k=-1 max_rows=2147483647 offsets=i32 bias=none "
+      "activation=none\n" +
       kernelLine("tiny", "k1", "img", 1, kMax, 1, 1, 0, 0) + "end\n";
   moeBundle *bundle = openBundle(tiny);
   CHECK(bundle != nullptr);
@@ -692,5 +710,108 @@ TEST(groupedMatmulLaunchesRowScale) {
   a.m = kMax;
   checkLaunches(bundle, "dyn_down", a, {{kDown64, 528, 98304, 1, big, 64, 128}},
                 64, "row_scale");
+  moeBundleClose(bundle);
+}
+
+namespace {
+
+constexpr uint64_t kBias = 0x7f0000060000;
+
+/// The fake's bias kernels take 24 parameters, 29 with a row_scale.
+void declareBiasKernels(FakeGpu &gpu) {
+  gpu.numParams[kBiasStore] = 24;
+  gpu.numParams[kBiasSwiGLU] = 24;
+  gpu.numParams[kBiasScale] = 29;
+}
+
+/// Arguments of entry bstore (E=8, N=256, K=128) with its f32 bias.
+moeGroupedMatmulArgs biasStore(int64_t m) {
+  moeGroupedMatmulArgs a = args(m, 256, 128, 8);
+  a.bias = kBias;
+  return a;
+}
+
+} // namespace
+
+TEST(groupedMatmulLaunchesBias) {
+  FakeGpu &gpu = installFakeDriver();
+  declareBiasKernels(gpu);
+  moeBundle *bundle = openBundle(biasBundle());
+  CHECK(bundle != nullptr);
+  const int32_t big = int32_t(kMax);
+  // 24 parameters: 17..23 are the bias memref (pointer, pointer, 0, E, N,
+  // N, 1). 64 rows over 8 experts: 9 slots * 2 column tiles.
+  checkLaunches(bundle, "bstore", biasStore(64),
+                {{kBiasStore, 18, 98304, 1, big, 64, 128}}, 32, "store", true);
+  // swiglu: the bias has the weights' N columns (gate, then up), not N/2;
+  // a bf16 bias needs 2-byte alignment only. 8 rows over 4 experts: 5
+  // slots * ceil(256 / 128).
+  moeGroupedMatmulArgs a = args(8, 256, 64, 4);
+  a.bias = kBias + 2;
+  checkLaunches(bundle, "bswiglu", a,
+                {{kBiasSwiGLU, 10, 98304, 1, big, 64, 128}}, 64, "swiglu",
+                true);
+  // row_scale and bias: 29 parameters, the row_scale memref first.
+  a = args(100, 200, 8, 3);
+  a.row_scale = kScale + 12;
+  a.bias = kBias + 4;
+  checkLaunches(bundle, "bscale", a, {{kBiasScale, 10, 98304, 1, big, 64, 128}},
+                32, "row_scale", true);
+  moeBundleClose(bundle);
+}
+
+TEST(groupedMatmulRejectsBadBias) {
+  installFakeDriver();
+  moeBundle *bundle = openBundle(biasBundle());
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  // Required by bias entries, aligned to its element size.
+  moeGroupedMatmulArgs a = biasStore(64);
+  a.bias = 0;
+  CHECK_REJECTED(run(bundle, "bstore", a), bad,
+                 "moeGroupedMatmul(bstore): bias pointer is NULL (the entry "
+                 "has bias=f32: [E, N])");
+  a.bias = kBias + 2;
+  CHECK_REJECTED(run(bundle, "bstore", a), bad,
+                 "moeGroupedMatmul(bstore): bias pointer 0x7f0000060002 is "
+                 "not 4-byte aligned (the entry's bias is f32)");
+  moeGroupedMatmulArgs swiglu = args(8, 256, 64, 4);
+  CHECK_REJECTED(run(bundle, "bswiglu", swiglu), bad,
+                 "moeGroupedMatmul(bswiglu): bias pointer is NULL (the entry "
+                 "has bias=bf16: [E, N])");
+  swiglu.bias = kBias + 1;
+  CHECK_REJECTED(run(bundle, "bswiglu", swiglu), bad,
+                 "moeGroupedMatmul(bswiglu): bias pointer 0x7f0000060001 is "
+                 "not 2-byte aligned (the entry's bias is bf16)");
+  // The other pointers, then row_scale, are checked first.
+  a = biasStore(64);
+  a.bias = 0;
+  a.offsets = 0;
+  CHECK_REJECTED(run(bundle, "bstore", a), bad, "offsets pointer is NULL");
+  moeGroupedMatmulArgs scaled = args(64, 64, 64, 4);
+  CHECK_REJECTED(run(bundle, "bscale", scaled), bad,
+                 "moeGroupedMatmul(bscale): row_scale pointer is NULL");
+  scaled.row_scale = kScale;
+  CHECK_REJECTED(run(bundle, "bscale", scaled), bad,
+                 "moeGroupedMatmul(bscale): bias pointer is NULL");
+  // E*N*4 bytes of an f32 bias beyond int64 (before the weights' bytes).
+  scaled.bias = kBias;
+  scaled.n = kMax;
+  scaled.experts = kMax;
+  CHECK_REJECTED(run(bundle, "bscale", scaled), bad,
+                 "moeGroupedMatmul(bscale): E*N*4 (bytes of bias) overflows "
+                 "int64 (E = 2147483647, N = 2147483647)");
+  moeBundleClose(bundle);
+
+  // Entries with bias=none take none, however small the value.
+  bundle = openBundle(mlpBundle());
+  moeGroupedMatmulArgs plain = gateUp(64);
+  plain.bias = kBias;
+  CHECK_REJECTED(run(bundle, "mlp_gate_up", plain), bad,
+                 "moeGroupedMatmul(mlp_gate_up): bias = 0x7f0000060000, but "
+                 "the entry has bias=none (its kernels take no bias): it must "
+                 "be 0");
+  plain.bias = 2;
+  CHECK_REJECTED(run(bundle, "mlp_gate_up", plain), bad,
+                 "bias = 0x2, but the entry has bias=none");
   moeBundleClose(bundle);
 }

@@ -73,25 +73,28 @@ inline constexpr const char *kDown64 =
 ///            larger rows first; its second kernel is down's, with more
 ///            shared memory. (10-12)
 inline std::string validBundle() {
-  return "MOEBUNDLE 4\n"
+  return "MOEBUNDLE 5\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('A')) +
          imageRecord("moe_kernels_swapab", fakeCubin('B')) +
          "entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 "
          "epilogue=store "
-         "experts=8 n=28672 k=4096 max_rows=2147483647 offsets=i32\n" +
+         "experts=8 n=28672 k=4096 max_rows=2147483647 offsets=i32 bias=none "
+         "activation=none\n" +
          kernelLine("gate_up", kNormal32, "moe_kernels", 17, 2147483647, 64,
                     256, 163840, 0) +
          kernelLine("gate_up", kSwapAB32, "moe_kernels_swapab", 1, 16, 16, 64,
                     81920, 1) +
          "entry down op=moe.grouped_matmul abi=grouped_matmul.v3 "
          "epilogue=store experts=8 "
-         "n=4096 k=14336 max_rows=4096 offsets=i64\n" +
+         "n=4096 k=14336 max_rows=4096 offsets=i64 bias=none "
+         "activation=none\n" +
          kernelLine("down", kNormal64, "moe_kernels", 1, 2147483647, 64, 256,
                     163840, 0) +
          "entry any op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store "
          "experts=-1 "
-         "n=-1 k=-1 max_rows=2147483647 offsets=i64\n" +
+         "n=-1 k=-1 max_rows=2147483647 offsets=i64 bias=none "
+         "activation=none\n" +
          kernelLine("any", kNormal64, "moe_kernels", 65, 2147483647, 64, 256,
                     200000, 0) +
          kernelLine("any", kSmall64, "moe_kernels", 1, 64, 64, 128, 98304, 0) +
@@ -106,29 +109,29 @@ inline std::string validBundle() {
 ///   dyn_gate_up: swiglu, all sizes dynamic, i64 offsets;          (9-10)
 ///   dyn_down:    row_scale, all sizes dynamic, i64 offsets.       (11-12)
 inline std::string mlpBundle() {
-  return "MOEBUNDLE 4\n"
+  return "MOEBUNDLE 5\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('M')) +
          "entry mlp_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 "
          "epilogue=swiglu experts=8 n=28672 k=4096 max_rows=2147483647 "
-         "offsets=i32\n" +
+         "offsets=i32 bias=none activation=silu\n" +
          kernelLine("mlp_gate_up", kGateUp32, "moe_kernels", 17, 2147483647, 64,
                     256, 163840, 0) +
          kernelLine("mlp_gate_up", kGateUpSwapAB32, "moe_kernels", 1, 16, 16,
                     64, 81920, 1) +
          "entry mlp_down op=moe.expert_mlp abi=grouped_matmul.v3 "
          "epilogue=row_scale experts=8 n=4096 k=14336 max_rows=2147483647 "
-         "offsets=i32\n" +
+         "offsets=i32 bias=none activation=none\n" +
          kernelLine("mlp_down", kDown32, "moe_kernels", 1, 2147483647, 64, 256,
                     163840, 0) +
          "entry dyn_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 "
          "epilogue=swiglu experts=-1 n=-1 k=-1 max_rows=2147483647 "
-         "offsets=i64\n" +
+         "offsets=i64 bias=none activation=silu\n" +
          kernelLine("dyn_gate_up", kGateUp64, "moe_kernels", 1, 2147483647, 64,
                     128, 98304, 0) +
          "entry dyn_down op=moe.expert_mlp abi=grouped_matmul.v3 "
          "epilogue=row_scale experts=-1 n=-1 k=-1 max_rows=2147483647 "
-         "offsets=i64\n" +
+         "offsets=i64 bias=none activation=none\n" +
          kernelLine("dyn_down", kDown64, "moe_kernels", 1, 2147483647, 64, 128,
                     98304, 0) +
          "end\n";
@@ -164,7 +167,7 @@ inline constexpr const char *kGather = "moe_unpermute_k8_i32";
 ///            max_rows=1024, 128 threads;                          (10-11)
 ///   experts: a grouped matmul (E=8 N=64 K=64, i32 offsets).       (12-13)
 inline std::string routeBundle() {
-  return "MOEBUNDLE 4\n"
+  return "MOEBUNDLE 5\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('R')) +
          "entry router op=moe.route abi=route.v1 max_rows=2147483647 "
@@ -181,7 +184,7 @@ inline std::string routeBundle() {
          simpleKernelLine("gather", kGather, "moe_kernels", 128, 0) +
          "entry experts op=moe.grouped_matmul abi=grouped_matmul.v3 "
          "epilogue=store experts=8 n=64 k=64 max_rows=2147483647 "
-         "offsets=i32\n" +
+         "offsets=i32 bias=none activation=none\n" +
          kernelLine("experts", kNormal32, "moe_kernels", 1, 2147483647, 64, 64,
                     0, 0) +
          "end\n";
@@ -208,7 +211,7 @@ inline constexpr const char *kPermIndexWide =
 ///   router: moe.route, E=128 k=8, f32 logits, no bias;            (13-14)
 ///   combine: moe.unpermute, H=2048 k=8, i64 slots, weighted.      (15-16)
 inline std::string permuteBundle() {
-  return "MOEBUNDLE 4\n"
+  return "MOEBUNDLE 5\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('P')) +
          "entry perm op=moe.permute abi=permute.v1 max_rows=2147483647 "
@@ -229,6 +232,118 @@ inline std::string permuteBundle() {
          "entry combine op=moe.unpermute abi=unpermute.v1 "
          "max_rows=2147483647 hidden=2048 top_k=8 slots=i64 weighted=1\n" +
          simpleKernelLine("combine", kCombine, "moe_kernels", 128, 0) + "end\n";
+}
+
+/// Symbols of the bias bundle.
+inline constexpr const char *kBiasStore = "gemm_bias_f32_64x128";
+inline constexpr const char *kBiasSwiGLU = "gemm_bias_bf16_gptoss_64x128";
+inline constexpr const char *kBiasScale = "gemm_bias_f32_rowscale_64x128";
+
+/// grouped_matmul.v3 entries with an expert bias (contract version 5; line
+/// numbers on the right):
+///   bstore:  store, bias=f32, E=8 N=256 K=128, i32 offsets;        (4-5)
+///   bswiglu: swiglu, activation=gptoss, bias=bf16, all sizes dynamic,
+///            i64 offsets;                                           (6-7)
+///   bscale:  row_scale, bias=f32, all sizes dynamic, i32 offsets.   (8-9)
+/// One kernel each, tile 64x128x64, 98304 bytes of shared memory.
+inline std::string biasBundle() {
+  return "MOEBUNDLE 5\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('G')) +
+         "entry bstore op=moe.grouped_matmul abi=grouped_matmul.v3 "
+         "epilogue=store experts=8 n=256 k=128 max_rows=2147483647 "
+         "offsets=i32 bias=f32 activation=none\n" +
+         kernelLine("bstore", kBiasStore, "moe_kernels", 1, 2147483647, 64, 128,
+                    98304, 0) +
+         "entry bswiglu op=moe.expert_mlp abi=grouped_matmul.v3 "
+         "epilogue=swiglu experts=-1 n=-1 k=-1 max_rows=2147483647 "
+         "offsets=i64 bias=bf16 activation=gptoss\n" +
+         kernelLine("bswiglu", kBiasSwiGLU, "moe_kernels", 1, 2147483647, 64,
+                    128, 98304, 0) +
+         "entry bscale op=moe.expert_mlp abi=grouped_matmul.v3 "
+         "epilogue=row_scale experts=-1 n=-1 k=-1 max_rows=2147483647 "
+         "offsets=i32 bias=f32 activation=none\n" +
+         kernelLine("bscale", kBiasScale, "moe_kernels", 1, 2147483647, 64, 128,
+                    98304, 0) +
+         "end\n";
+}
+
+/// Symbols of the layer bundle, by layer: route, permute index and gather,
+/// gate-up, down, combine.
+inline constexpr const char *kMixSymbols[6] = {
+    "route_e8_k2",      "perm_index_e8_k2", "perm_gather32",
+    "gemm_gate_up_mix", "gemm_down_mix",    "combine_k2_i32"};
+inline constexpr const char *kOssSymbols[6] = {
+    "route_e4_k2_bias", "perm_index_e4_k2", "perm_gather64",
+    "gemm_gate_up_oss", "gemm_down_oss",    "combine_k2_i64"};
+
+/// Two layer.v1 entries and their parts (contract version 5; line numbers on
+/// the right), each part with one kernel (permutes two):
+///   mix: max_rows=4096; E=8 k=2 H=256 I=128, i32 offsets and slots, f32
+///        logits, no biases: mix_route (4-5), mix_permute (6-8),
+///        mix_gate_up (swiglu silu, n=256 k=256; 9-10), mix_down (store,
+///        n=256 k=128; 11-12), mix_unpermute (13-14), mix (15);
+///   oss: max_rows=2^31-1; E=4 k=2, H and I dynamic, i64, bf16 logits with a
+///        score bias, an f32 gate-up bias and a bf16 down bias: oss_route
+///        (16-17), oss_permute (18-20), oss_gate_up (swiglu gptoss; 21-22),
+///        oss_down (23-24), oss_unpermute (25-26), oss (27).
+inline std::string layerBundle() {
+  auto kernel = [](const std::string &entry, const char *symbol, int tileN) {
+    return kernelLine(entry, symbol, "moe_kernels", 1, 2147483647, 64, tileN,
+                      98304, 0);
+  };
+  return "MOEBUNDLE 5\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('L')) +
+         "entry mix_route op=moe.route abi=route.v1 max_rows=4096 experts=8 "
+         "top_k=2 logits=f32 bias=0\n" +
+         simpleKernelLine("mix_route", kMixSymbols[0], "moe_kernels", 128, 0) +
+         "entry mix_permute op=moe.permute abi=permute.v1 max_rows=4096 "
+         "experts=8 top_k=2 hidden=256 offsets=i32\n" +
+         simpleKernelLine("mix_permute", kMixSymbols[1], "moe_kernels", 256,
+                          4096) +
+         simpleKernelLine("mix_permute", kMixSymbols[2], "moe_kernels", 128,
+                          0) +
+         "entry mix_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 "
+         "epilogue=swiglu experts=8 n=256 k=256 max_rows=8192 offsets=i32 "
+         "bias=none activation=silu\n" +
+         kernel("mix_gate_up", kMixSymbols[3], 128) +
+         "entry mix_down op=moe.expert_mlp abi=grouped_matmul.v3 "
+         "epilogue=store experts=8 n=256 k=128 max_rows=8192 offsets=i32 "
+         "bias=none activation=none\n" +
+         kernel("mix_down", kMixSymbols[4], 128) +
+         "entry mix_unpermute op=moe.unpermute abi=unpermute.v1 "
+         "max_rows=4096 hidden=256 top_k=2 slots=i32 weighted=1\n" +
+         simpleKernelLine("mix_unpermute", kMixSymbols[5], "moe_kernels", 256,
+                          0) +
+         "entry mix op=moe.layer abi=layer.v1 max_rows=4096 route=mix_route "
+         "permute=mix_permute gate_up=mix_gate_up down=mix_down "
+         "unpermute=mix_unpermute\n"
+         "entry oss_route op=moe.route abi=route.v1 max_rows=2147483647 "
+         "experts=4 top_k=2 logits=bf16 bias=1\n" +
+         simpleKernelLine("oss_route", kOssSymbols[0], "moe_kernels", 64, 0) +
+         "entry oss_permute op=moe.permute abi=permute.v1 "
+         "max_rows=2147483647 experts=4 top_k=2 hidden=-1 offsets=i64\n" +
+         simpleKernelLine("oss_permute", kOssSymbols[1], "moe_kernels", 128,
+                          0) +
+         simpleKernelLine("oss_permute", kOssSymbols[2], "moe_kernels", 128,
+                          0) +
+         "entry oss_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 "
+         "epilogue=swiglu experts=-1 n=-1 k=-1 max_rows=2147483647 "
+         "offsets=i64 bias=f32 activation=gptoss\n" +
+         kernel("oss_gate_up", kOssSymbols[3], 64) +
+         "entry oss_down op=moe.expert_mlp abi=grouped_matmul.v3 "
+         "epilogue=store experts=4 n=-1 k=-1 max_rows=2147483647 "
+         "offsets=i64 bias=bf16 activation=none\n" +
+         kernel("oss_down", kOssSymbols[4], 64) +
+         "entry oss_unpermute op=moe.unpermute abi=unpermute.v1 "
+         "max_rows=2147483647 hidden=-1 top_k=2 slots=i64 weighted=1\n" +
+         simpleKernelLine("oss_unpermute", kOssSymbols[5], "moe_kernels", 128,
+                          0) +
+         "entry oss op=moe.layer abi=layer.v1 max_rows=2147483647 "
+         "route=oss_route permute=oss_permute gate_up=oss_gate_up "
+         "down=oss_down unpermute=oss_unpermute\n"
+         "end\n";
 }
 
 /// Opens `bytes`; returns NULL (and leaves the status in *status) on failure.

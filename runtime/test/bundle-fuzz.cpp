@@ -9,9 +9,12 @@
 // parameters of the entry's epilogue), moeRoute and moeUnpermute for route.v1
 // and unpermute.v1 entries (grid, block and every parameter checked),
 // moePermuteWorkspaceBytes and moePermute for permute.v1 entries (both
-// launches, grids, blocks and their 24 + 24 parameters checked), then
-// moeBundleClose. Built with MOE_ENABLE_FUZZER=ON (address and undefined
-// sanitizers); seeds in runtime/test/bundle-corpus/.
+// launches, grids, blocks and their 24 + 24 parameters checked),
+// moeLayerWorkspaceBytes (against contract §3.5 recomputed here) and moeLayer
+// for layer.v1 entries (the order of the launches and the carved pointers
+// checked), then moeBundleClose. Bias entries' 7 parameters are checked too.
+// Built with MOE_ENABLE_FUZZER=ON (address and undefined sanitizers); seeds in
+// runtime/test/bundle-corpus/.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +24,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <string>
+#include <vector>
 
 using namespace moe_test;
 
@@ -204,6 +210,178 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
                     count, 2, 1);
 }
 
+/// Declares to the fake how many parameters each kernel of `entry` takes
+/// (`words`: all 8 bytes, else a grouped matmul's); false when a symbol was
+/// already declared otherwise (the fuzzed bundle shares it), as the fake
+/// could not record both.
+bool declare(std::map<std::string, int> &declared, moeBundle *bundle,
+             const char *name, int words, int gemmParams) {
+  int32_t index = -1;
+  moeEntryInfo entry;
+  require(moeBundleFindEntry(bundle, name, &index) == MOE_STATUS_SUCCESS &&
+          moeBundleGetEntry(bundle, index, &entry) == MOE_STATUS_SUCCESS);
+  const int key = words ? words : 100 + gemmParams;
+  for (int32_t k = 0; k < entry.num_kernels; ++k) {
+    moeKernelInfo kernel;
+    require(moeBundleGetKernel(bundle, index, k, &kernel) ==
+            MOE_STATUS_SUCCESS);
+    auto [it, added] = declared.insert({kernel.symbol, key});
+    if (!added && it->second != key)
+      return false;
+    if (words) {
+      fakeGpu().wordParams[kernel.symbol] = words;
+    } else {
+      fakeGpu().wordParams.erase(kernel.symbol);
+      fakeGpu().numParams[kernel.symbol] = gemmParams;
+    }
+  }
+  return true;
+}
+
+/// The kernel symbols of entry `index`, in file order, from `rowsMax` rows
+/// up (a grouped matmul launches those with rows_min <= M).
+std::vector<std::string> symbolsOf(moeBundle *bundle, int32_t index,
+                                   int64_t rows) {
+  moeEntryInfo entry;
+  require(moeBundleGetEntry(bundle, index, &entry) == MOE_STATUS_SUCCESS);
+  std::vector<std::string> symbols;
+  for (int32_t k = 0; k < entry.num_kernels; ++k) {
+    moeKernelInfo kernel;
+    require(moeBundleGetKernel(bundle, index, k, &kernel) ==
+            MOE_STATUS_SUCCESS);
+    if (kernel.rows_min <= rows)
+      symbols.push_back(kernel.symbol);
+  }
+  return symbols;
+}
+
+void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
+                   uint64_t h) {
+  require(entry.num_kernels == 0 && entry.max_rows >= 1);
+  // The parts: earlier entries that chain as contract §2 says.
+  const char *names[5] = {entry.route, entry.permute, entry.gate_up, entry.down,
+                          entry.unpermute};
+  const char *abis[5] = {MOE_ABI_ROUTE, MOE_ABI_PERMUTE, MOE_ABI_GROUPED_MATMUL,
+                         MOE_ABI_GROUPED_MATMUL, MOE_ABI_UNPERMUTE};
+  moeEntryInfo parts[5];
+  int32_t index[5];
+  for (int p = 0; p < 5; ++p) {
+    require(moeBundleFindEntry(bundle, names[p], &index[p]) ==
+                MOE_STATUS_SUCCESS &&
+            index[p] < e);
+    require(moeBundleGetEntry(bundle, index[p], &parts[p]) ==
+            MOE_STATUS_SUCCESS);
+    require(std::strcmp(parts[p].abi, abis[p]) == 0);
+  }
+  const moeEntryInfo &route = parts[0], &permute = parts[1], &gateUp = parts[2],
+                     &down = parts[3], &unpermute = parts[4];
+  require(std::strcmp(gateUp.epilogue, "swiglu") == 0 &&
+          std::strcmp(down.epilogue, "store") == 0);
+  require(permute.experts == route.experts && permute.top_k == route.top_k &&
+          unpermute.top_k == route.top_k && unpermute.weighted == 1);
+  require(gateUp.offsets_bits == permute.offsets_bits &&
+          down.offsets_bits == permute.offsets_bits &&
+          unpermute.slots_bits == permute.offsets_bits);
+  require(gateUp.experts == -1 || gateUp.experts == route.experts);
+  require(down.experts == -1 || down.experts == route.experts);
+  // H and I: the static ones (which agree), else from the input.
+  int64_t hidden = 8 * (1 + int64_t((h >> 40) % 512)), inter = -1;
+  bool staticHidden = false;
+  for (int64_t value : {permute.hidden, gateUp.k, down.n, unpermute.hidden})
+    if (value != -1) {
+      require(!staticHidden || value == hidden);
+      hidden = value;
+      staticHidden = true;
+    }
+  if (gateUp.n != -1)
+    inter = gateUp.n / 2;
+  require(inter == -1 || down.k == -1 || down.k == inter);
+  if (inter == -1)
+    inter = down.k != -1 ? down.k : 8 * (1 + int64_t((h >> 20) % 512));
+
+  // The workspace of contract §3.5, in 128 bits.
+  const int64_t tokens = tokensFor(h, entry.max_rows);
+  using Wide = unsigned __int128;
+  const Wide rows = Wide(tokens) * Wide(route.top_k),
+             index8 = Wide(permute.offsets_bits / 8);
+  Wide end = 0, starts[7];
+  const Wide sizes[7] = {rows * 4,
+                         rows * 4,
+                         Wide(route.experts + 1) * index8,
+                         rows * index8,
+                         rows * 4,
+                         rows * Wide(hidden) * 2,
+                         rows * Wide(inter) * 2};
+  for (int i = 0; i < 7; ++i) {
+    starts[i] = (end + 255) / 256 * 256;
+    end = starts[i] + sizes[i];
+  }
+  const bool layerOp = std::strcmp(entry.op, MOE_OP_LAYER) == 0;
+  const bool fits = layerOp && rows <= 2147483647 && hidden >= 8 &&
+                    hidden % 8 == 0 && inter >= 8 && inter % 8 == 0 &&
+                    end <= Wide(INT64_MAX);
+  uint64_t bytes = 0;
+  moeStatus status =
+      moeLayerWorkspaceBytes(bundle, entry.name, tokens, hidden, inter, &bytes);
+  require((status == MOE_STATUS_SUCCESS) == fits);
+  if (!fits)
+    return;
+  require(Wide(bytes) == end);
+
+  std::map<std::string, int> declared;
+  if (!declare(declared, bundle, names[0], route.bias ? 26 : 21, 0) ||
+      !declare(declared, bundle, names[1], 24, 0) ||
+      !declare(declared, bundle, names[2], 0, gateUp.bias_bits ? 24 : 17) ||
+      !declare(declared, bundle, names[3], 0, down.bias_bits ? 24 : 17) ||
+      !declare(declared, bundle, names[4], 28, 0))
+    return;
+  moeLayerArgs args;
+  args.tokens = 0x100000;
+  args.logits = 0x200000;
+  args.score_bias = route.bias ? 0x300000 : 0;
+  args.gate_up_weights = 0x400000;
+  args.down_weights = 0x500000;
+  args.gate_up_bias = gateUp.bias_bits ? 0x600000 : 0;
+  args.down_bias = down.bias_bits ? 0x700000 : 0;
+  args.out = 0x800000;
+  args.workspace = uint64_t(1) << 40;
+  args.workspace_bytes = bytes;
+  args.tokens_count = tokens;
+  args.hidden = hidden;
+  args.intermediate = inter;
+  args.experts = route.experts;
+  size_t before = fakeGpu().launches.size();
+  status = moeLayer(bundle, entry.name, &args, nullptr);
+  // INVALID_ARGUMENT: a step's own limits (a part's max_rows, N or the TMA
+  // stride of huge sizes).
+  require(status == MOE_STATUS_SUCCESS ||
+          status == MOE_STATUS_INVALID_ARGUMENT ||
+          status == MOE_STATUS_UNSUPPORTED || status == MOE_STATUS_NO_GPU);
+  if (status != MOE_STATUS_SUCCESS) {
+    require(fakeGpu().launches.size() == before); // nothing launched
+    return;
+  }
+  // route, permute (index, gather), the GEMMs' kernels, combine.
+  std::vector<std::string> expected = symbolsOf(bundle, index[0], 0);
+  for (int p : {1, 2, 3, 4})
+    for (const std::string &symbol : symbolsOf(
+             bundle, index[p], p == 2 || p == 3 ? int64_t(rows) : INT64_MAX))
+      expected.push_back(symbol);
+  const std::vector<FakeLaunch> &launches = fakeGpu().launches;
+  require(launches.size() == before + expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    require(launches[before + i].function == expected[i]);
+  // The route writes ids and weights at the start of the workspace; the
+  // combine reads the rows the down GEMM wrote and writes out.
+  const FakeLaunch &first = launches[before], &last = launches.back();
+  const size_t ids = route.bias ? 12 : 7;
+  require(first.params[0] == args.logits &&
+          first.params[ids] == args.workspace &&
+          first.params[ids + 7] == args.workspace + uint64_t(starts[1]));
+  require(last.params[0] == args.workspace + uint64_t(starts[5]) &&
+          last.params[21] == args.out);
+}
+
 void exercise(moeBundle *bundle, uint64_t hash) {
   moeBundleInfo info;
   require(moeBundleGetInfo(bundle, &info) == MOE_STATUS_SUCCESS);
@@ -211,7 +389,10 @@ void exercise(moeBundle *bundle, uint64_t hash) {
   for (int32_t e = 0; e < info.num_entries; ++e) {
     moeEntryInfo entry;
     require(moeBundleGetEntry(bundle, e, &entry) == MOE_STATUS_SUCCESS);
-    require(entry.num_kernels >= 1 && entry.num_kernels <= 16);
+    require(entry.activation && entry.route && entry.permute && entry.gate_up &&
+            entry.down && entry.unpermute);
+    const bool layer = std::strcmp(entry.abi, MOE_ABI_LAYER) == 0;
+    require(layer == (entry.num_kernels == 0) && entry.num_kernels <= 16);
     int32_t found = -1;
     require(moeBundleFindEntry(bundle, entry.name, &found) ==
                 MOE_STATUS_SUCCESS &&
@@ -219,9 +400,12 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     const bool gemm = std::strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0;
     const bool route = std::strcmp(entry.abi, MOE_ABI_ROUTE) == 0;
     const bool permute = std::strcmp(entry.abi, MOE_ABI_PERMUTE) == 0;
-    require(gemm || route || permute ||
+    require(gemm || route || permute || layer ||
             std::strcmp(entry.abi, MOE_ABI_UNPERMUTE) == 0);
-    require(gemm || entry.num_kernels == (permute ? 2 : 1));
+    require(layer == (*entry.route != '\0') &&
+            gemm == (*entry.activation != 0));
+    require(gemm || entry.bias_bits == 0);
+    require(gemm || layer || entry.num_kernels == (permute ? 2 : 1));
     moeKernelInfo kernels[16];
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo &kernel = kernels[k];
@@ -233,6 +417,10 @@ void exercise(moeBundle *bundle, uint64_t hash) {
                 kernel.tile_m == 0 && kernel.threads >= 1);
     }
     uint64_t h = hash + uint64_t(e) * 0x9e3779b97f4a7c15ull;
+    if (layer) {
+      exerciseLayer(bundle, e, entry, h);
+      continue;
+    }
     if (permute) {
       require(entry.epilogue && !*entry.epilogue && entry.n == 0 &&
               entry.k == 0 && entry.slots_bits == 0 && entry.bias == 0);
@@ -254,12 +442,18 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     const bool rowScale = std::strcmp(entry.epilogue, "row_scale") == 0;
     require(swiglu || rowScale || std::strcmp(entry.epilogue, "store") == 0);
     require(!swiglu || entry.n == -1 || entry.n % 2 == 0);
+    // swiglu entries have an activation, the others none.
+    require(swiglu == (std::strcmp(entry.activation, "none") != 0));
+    require(entry.bias_bits == 0 || entry.bias_bits == 16 ||
+            entry.bias_bits == 32);
+    const bool bias = entry.bias_bits != 0;
     moeGroupedMatmulArgs args;
     args.rows = 0x100000;
     args.weights = 0x200000;
     args.offsets = 0x300000;
     args.out = 0x400000;
     args.row_scale = rowScale ? 0x500000 : 0;
+    args.bias = bias ? 0x600000 : 0;
     args.m = (h & 1) ? entry.max_rows
                      : 1 + int64_t((h >> 1) % uint64_t(entry.max_rows));
     args.n = entry.n != -1 ? entry.n : 1 + int64_t((h >> 20) % 100000);
@@ -268,10 +462,11 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     args.k = entry.k != -1 ? entry.k : 8 * (1 + int64_t((h >> 40) % 2048));
     args.experts =
         entry.experts != -1 ? entry.experts : 1 + int64_t((h >> 8) % 512);
-    // The fake records parameters 17..21 of kernels declared to take 22 (a
+    // The fake records parameters 17.. of kernels declared to take more (a
     // symbol may be shared by entries of several epilogues).
+    const int numParams = 17 + (rowScale ? 5 : 0) + (bias ? 7 : 0);
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
-      fakeGpu().numParams[kernels[k].symbol] = rowScale ? 22 : 17;
+      fakeGpu().numParams[kernels[k].symbol] = numParams;
       // The symbol may be a route or unpermute kernel's too.
       fakeGpu().wordParams.erase(kernels[k].symbol);
     }
@@ -321,10 +516,17 @@ void exercise(moeBundle *bundle, uint64_t hash) {
       require(weights.dims[1] == uint64_t(args.n));
       require(weights.box[1] ==
               uint32_t(swiglu ? kernel.tile_n / 2 : kernel.tile_n));
+      // The row_scale memref [M], then the bias memref [E, N].
+      require(launch.numParams == numParams);
+      std::vector<uint64_t> tail;
       if (rowScale)
-        require(launch.numParams == 22 && launch.scale[0] == args.row_scale &&
-                launch.scale[1] == args.row_scale && launch.scale[2] == 0 &&
-                launch.scale[3] == uint64_t(args.m) && launch.scale[4] == 1);
+        tail = {args.row_scale, args.row_scale, 0, uint64_t(args.m), 1};
+      if (bias)
+        for (uint64_t word :
+             {args.bias, args.bias, uint64_t(0), uint64_t(args.experts),
+              uint64_t(args.n), uint64_t(args.n), uint64_t(1)})
+          tail.push_back(word);
+      require(launch.tail == tail);
     }
     require(next == fakeGpu().launches.size());
   }

@@ -1,10 +1,12 @@
 /*===- c_api_test.c - moe_runtime.h compiled as C99
 ------------------------===*\
 |*                                                                            *|
-|* Usage: moe-runtime-c-api-test <bundle> [<route bundle>]. Opens the bundle  *|
-|* (with entries gate_up and down), walks its entries and checks a few error  *|
-|* paths that need no GPU; the same for moeRoute and moeUnpermute on the      *|
-|* second (entries router, softmax, combine, gather). Exits 1 on failure.     *|
+|* Usage: moe-runtime-c-api-test <bundle> [<route bundle> [<layer bundle>]]. *|
+|* Opens the bundle (with entries gate_up and down), walks its entries and    *|
+|* checks a few error paths that need no GPU; the same for moeRoute and       *|
+|* moeUnpermute on the second (entries router, softmax, combine, gather),     *|
+|* and for moeLayer on the third (layers mixtral and gptoss). Exits 1 on      *|
+|* failure.                                                                   *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -32,22 +34,35 @@ static void walk(moeBundle *bundle) {
   check(info.version == MOE_BUNDLE_VERSION, "version");
   for (e = 0; e < info.num_entries; ++e) {
     moeEntryInfo entry;
-    int gemm;
+    int gemm, layer;
     check(moeBundleGetEntry(bundle, e, &entry) == MOE_STATUS_SUCCESS,
           "moeBundleGetEntry");
     gemm = strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0;
-    check(gemm || strcmp(entry.abi, MOE_ABI_ROUTE) == 0 ||
-              strcmp(entry.abi, MOE_ABI_UNPERMUTE) == 0,
+    layer = strcmp(entry.abi, MOE_ABI_LAYER) == 0;
+    check(gemm || layer || strcmp(entry.abi, MOE_ABI_ROUTE) == 0 ||
+              strcmp(entry.abi, MOE_ABI_UNPERMUTE) == 0 ||
+              strcmp(entry.abi, MOE_ABI_PERMUTE) == 0,
           "abi");
+    check(entry.activation && entry.route && entry.permute && entry.gate_up &&
+              entry.down && entry.unpermute,
+          "no NULL strings");
     if (gemm)
-      check(strcmp(entry.epilogue, MOE_EPILOGUE_STORE) == 0 ||
-                strcmp(entry.epilogue, MOE_EPILOGUE_SWIGLU) == 0 ||
-                strcmp(entry.epilogue, MOE_EPILOGUE_ROW_SCALE) == 0,
-            "epilogue");
+      check((strcmp(entry.epilogue, MOE_EPILOGUE_STORE) == 0 ||
+             strcmp(entry.epilogue, MOE_EPILOGUE_SWIGLU) == 0 ||
+             strcmp(entry.epilogue, MOE_EPILOGUE_ROW_SCALE) == 0) &&
+                (entry.bias_bits == 0 || entry.bias_bits == 16 ||
+                 entry.bias_bits == 32) &&
+                entry.activation[0] != '\0',
+            "epilogue, bias and activation");
+    else if (layer)
+      check(entry.num_kernels == 0 && entry.route[0] && entry.permute[0] &&
+                entry.gate_up[0] && entry.down[0] && entry.unpermute[0],
+            "layer entry");
     else
       check(entry.epilogue && entry.epilogue[0] == '\0' &&
-                entry.num_kernels == 1 && entry.top_k >= 1,
-            "route/unpermute entry");
+                entry.activation[0] == '\0' && entry.route[0] == '\0' &&
+                entry.num_kernels >= 1 && entry.top_k >= 1,
+            "route/unpermute/permute entry");
     for (k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo kernel;
       check(moeBundleGetKernel(bundle, e, k, &kernel) == MOE_STATUS_SUCCESS,
@@ -97,26 +112,73 @@ static void checkRouteBundle(const char *path) {
   moeBundleClose(bundle);
 }
 
+/* moeLayer and moeLayerWorkspaceBytes: argument errors need no GPU. */
+static void checkLayerBundle(const char *path) {
+  moeBundle *bundle = NULL;
+  moeLayerArgs args;
+  uint64_t bytes = 0;
+  check(moeBundleOpenFile(path, &bundle) == MOE_STATUS_SUCCESS,
+        "moeBundleOpenFile (layer bundle)");
+  if (!bundle)
+    return;
+  walk(bundle);
+  /* mixtral, T = 1: 2 rows of H = 4096 and I = 14336, i32, E = 8. */
+  check(moeLayerWorkspaceBytes(bundle, "mixtral", 1, 4096, 14336, &bytes) ==
+                MOE_STATUS_SUCCESS &&
+            bytes == 5 * 256 + 2 * 4096 * 2 + 2 * 14336 * 2,
+        "moeLayerWorkspaceBytes");
+  memset(&args, 0, sizeof(args));
+  args.tokens_count = 1;
+  args.hidden = 4096;
+  args.intermediate = 14336;
+  args.experts = 8;
+  check(moeLayer(bundle, "mixtral", &args, NULL) == MOE_STATUS_INVALID_ARGUMENT,
+        "moeLayer with NULL pointers");
+  check(strstr(moeLastErrorMessage(), "moeLayer(mixtral): tokens pointer is "
+                                      "NULL") != NULL,
+        "moeLayer names the pointer");
+  check(moeLayer(bundle, "mixtral_route", &args, NULL) ==
+            MOE_STATUS_INVALID_ARGUMENT,
+        "moeLayer on a route entry");
+  check(strstr(moeLastErrorMessage(), "not op=" MOE_OP_LAYER) != NULL,
+        "moeLayer names the op");
+  moeBundleClose(bundle);
+}
+
 int main(int argc, char **argv) {
   moeBundle *bundle = NULL;
   moeGroupedMatmulArgs args;
   int32_t index = -1;
 
-  if (argc != 2 && argc != 3) {
-    fprintf(stderr,
-            "usage: moe-runtime-c-api-test <bundle> [<route bundle>]\n");
+  if (argc < 2 || argc > 4) {
+    fprintf(stderr, "usage: moe-runtime-c-api-test <bundle> [<route bundle> "
+                    "[<layer bundle>]]\n");
     return 2;
   }
-  /* The layout the ctypes wrapper mirrors (LP64): version 4's fields last. */
+  /* The layout the ctypes wrapper mirrors (LP64): each version's fields
+     last. */
   if (sizeof(void *) == 8) {
-    check(sizeof(moeEntryInfo) == 104, "sizeof(moeEntryInfo)");
+    check(sizeof(moeEntryInfo) == 152, "sizeof(moeEntryInfo)");
     check(offsetof(moeEntryInfo, top_k) == 72, "moeEntryInfo.top_k");
     check(offsetof(moeEntryInfo, hidden) == 88, "moeEntryInfo.hidden");
     check(offsetof(moeEntryInfo, weighted) == 96, "moeEntryInfo.weighted");
+    check(offsetof(moeEntryInfo, bias_bits) == 100, "moeEntryInfo.bias_bits");
+    check(offsetof(moeEntryInfo, activation) == 104, "moeEntryInfo.activation");
+    check(offsetof(moeEntryInfo, route) == 112, "moeEntryInfo.route");
+    check(offsetof(moeEntryInfo, unpermute) == 144, "moeEntryInfo.unpermute");
+    check(sizeof(moeGroupedMatmulArgs) == 80, "sizeof(moeGroupedMatmulArgs)");
+    check(offsetof(moeGroupedMatmulArgs, bias) == 72,
+          "moeGroupedMatmulArgs.bias");
     check(sizeof(moeRouteArgs) == 48, "sizeof(moeRouteArgs)");
     check(sizeof(moeUnpermuteArgs) == 56, "sizeof(moeUnpermuteArgs)");
     check(sizeof(moePermuteArgs) == 64, "sizeof(moePermuteArgs)");
+    check(sizeof(moeLayerArgs) == 112, "sizeof(moeLayerArgs)");
+    check(offsetof(moeLayerArgs, workspace_bytes) == 72,
+          "moeLayerArgs.workspace_bytes");
   }
+  check(moeLayer(NULL, "mixtral", NULL, NULL) == MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(), "moeLayer: bundle is NULL"),
+        "moeLayer without a bundle");
   /* moePermute and moePermuteWorkspaceBytes: argument errors need no GPU. */
   check(moePermute(NULL, "perm", NULL, NULL) == MOE_STATUS_INVALID_ARGUMENT &&
             strstr(moeLastErrorMessage(), "moePermute: bundle is NULL"),
@@ -144,6 +206,7 @@ int main(int argc, char **argv) {
   args.k = 4096;
   args.experts = 8;
   args.row_scale = 0;
+  args.bias = 0;
   check(moeGroupedMatmul(bundle, "gate_up", &args, NULL) ==
             MOE_STATUS_INVALID_ARGUMENT,
         "moeGroupedMatmul with NULL pointers");
@@ -155,17 +218,19 @@ int main(int argc, char **argv) {
   moeBundleClose(bundle);
   moeBundleClose(NULL);
 
-  check(moeBundleOpenMemory("MOEBUNDLE 4\n", 12, &bundle) ==
+  check(moeBundleOpenMemory("MOEBUNDLE 5\n", 12, &bundle) ==
             MOE_STATUS_INVALID_BUNDLE,
         "a bundle without end");
   check(bundle == NULL, "no bundle on failure");
-  check(moeBundleOpenMemory("MOEBUNDLE 3\nchip sm_90a\nend\n", 28, &bundle) ==
+  check(moeBundleOpenMemory("MOEBUNDLE 4\nchip sm_90a\nend\n", 28, &bundle) ==
             MOE_STATUS_UNSUPPORTED,
-        "a version 3 bundle");
+        "a version 4 bundle");
   check(strstr(moeLastErrorMessage(), "recompile it") != NULL,
         "message says to recompile");
-  if (argc == 3)
+  if (argc >= 3)
     checkRouteBundle(argv[2]);
+  if (argc == 4)
+    checkLayerBundle(argv[3]);
   printf("%s\n", failures ? "c api test FAILED" : "c api test passed");
   return failures ? 1 : 0;
 }

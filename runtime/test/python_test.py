@@ -52,24 +52,29 @@ bundle.close()  # idempotent
 
 expect_error(lambda: moe_runtime.Bundle("/nonexistent.moebundle"), "NOT_FOUND",
              "cannot open '/nonexistent.moebundle'")
-check(bundle.version == 4 and gate_up.abi == "grouped_matmul.v3", "version and abi")
+check(bundle.version == 5 and gate_up.abi == "grouped_matmul.v3", "version and abi")
 check(gate_up.epilogue == "store" and gate_up.op == "moe.grouped_matmul", "epilogue and op")
+check((gate_up.bias_bits, gate_up.activation, gate_up.route) == (0, "none", ""),
+      "bias, activation and layer fields")
 with tempfile.NamedTemporaryFile(suffix=".moebundle") as bad:
-    bad.write(b"MOEBUNDLE 5\n")
+    bad.write(b"MOEBUNDLE 6\n")
     bad.flush()
     expect_error(lambda: moe_runtime.Bundle(bad.name), "UNSUPPORTED",
-                 "bundle version 5 is not supported")
+                 "bundle version 6 is not supported")
 expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 1\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 1 predates persistent kernels")
 expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 2\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 2 predates kernel epilogues (this runtime "
-             "reads version 4): recompile it")
+             "reads version 5): recompile it")
 expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 3\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 3 predates the route and unpermute kernels "
-             "(this runtime reads version 4): recompile it")
-expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 4\nchip sm_90a\nend\nx"),
+             "(this runtime reads version 5): recompile it")
+expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 4\nchip sm_90a\nend\n"),
+             "UNSUPPORTED", "bundle version 4 predates expert biases and layer entries "
+             "(this runtime reads version 5): recompile it")
+expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 5\nchip sm_90a\nend\nx"),
              "INVALID_BUNDLE", "bundle line 3: 1 bytes of trailing data after 'end'")
-empty = moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 4\nchip sm_90a\nend\n")
+empty = moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 5\nchip sm_90a\nend\n")
 check(empty.entries == (), "no entries")
 expect_error(lambda: empty.entry("x"), "NOT_FOUND", "no entry 'x' in the bundle (entries: none)")
 
@@ -81,9 +86,16 @@ expect_error(lambda: bundle.grouped_matmul("gate_up", None, None, None),
              "INVALID_ARGUMENT", "the bundle is closed")
 
 # The ctypes structs are the C ones (LP64): moeEntryInfo gained `epilogue` in
-# version 3 and the route/unpermute fields in version 4, moeGroupedMatmulArgs
-# `row_scale`, all last (c_api_test.c checks the same offsets).
-check(ctypes.sizeof(moe_runtime._EntryInfo) == 104, "sizeof(moeEntryInfo)")
+# version 3, the route/unpermute fields in version 4 and the bias, activation
+# and layer fields in version 5, moeGroupedMatmulArgs `row_scale` and then
+# `bias`, all last (c_api_test.c checks the same offsets).
+check(ctypes.sizeof(moe_runtime._EntryInfo) == 152, "sizeof(moeEntryInfo)")
+check(moe_runtime._EntryInfo.bias_bits.offset == 100, "moeEntryInfo.bias_bits")
+check(moe_runtime._EntryInfo.activation.offset == 104, "moeEntryInfo.activation")
+check(moe_runtime._EntryInfo.route.offset == 112, "moeEntryInfo.route")
+check(moe_runtime._EntryInfo.unpermute.offset == 144, "moeEntryInfo.unpermute")
+check(ctypes.sizeof(moe_runtime._LayerArgs) == 112, "sizeof(moeLayerArgs)")
+check(moe_runtime._LayerArgs.workspace_bytes.offset == 72, "moeLayerArgs.workspace_bytes")
 check(moe_runtime._EntryInfo.epilogue.offset == 64, "moeEntryInfo.epilogue")
 check(moe_runtime._EntryInfo.top_k.offset == 72, "moeEntryInfo.top_k")
 check(moe_runtime._EntryInfo.hidden.offset == 88, "moeEntryInfo.hidden")
@@ -91,31 +103,55 @@ check(moe_runtime._EntryInfo.weighted.offset == 96, "moeEntryInfo.weighted")
 check(ctypes.sizeof(moe_runtime._RouteArgs) == 48, "sizeof(moeRouteArgs)")
 check(ctypes.sizeof(moe_runtime._UnpermuteArgs) == 56, "sizeof(moeUnpermuteArgs)")
 check(ctypes.sizeof(moe_runtime._PermuteArgs) == 64, "sizeof(moePermuteArgs)")
-check(ctypes.sizeof(moe_runtime._GroupedMatmulArgs) == 72, "sizeof(moeGroupedMatmulArgs)")
+check(ctypes.sizeof(moe_runtime._GroupedMatmulArgs) == 80, "sizeof(moeGroupedMatmulArgs)")
 check(moe_runtime._GroupedMatmulArgs.row_scale.offset == 64, "moeGroupedMatmulArgs.row_scale")
+check(moe_runtime._GroupedMatmulArgs.bias.offset == 72, "moeGroupedMatmulArgs.bias")
 
 # Expert-MLP entries: the epilogue checks come before torch is needed.
 MAX = 2147483647
 
 
-def entry_lines(name, op, epilogue):
+def entry_lines(name, op, epilogue, bias="none"):
+    activation = "silu" if epilogue == "swiglu" else "none"
     return (f"entry {name} op={op} abi=grouped_matmul.v3 epilogue={epilogue} experts=-1 "
-            f"n=-1 k=-1 max_rows={MAX} offsets=i32\n"
+            f"n=-1 k=-1 max_rows={MAX} offsets=i32 bias={bias} activation={activation}\n"
             f"kernel {name} k image=img rows_min=1 rows_max={MAX} threads=128 smem=0 "
             f"tile_m=64 tile_n=128 tile_k=64 stages=1 swap_ab=0\n")
 
 
-mlp_bytes = (b"MOEBUNDLE 4\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28 + b"\n" + (
+mlp_bytes = (b"MOEBUNDLE 5\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28 + b"\n" + (
     entry_lines("scaled_gate_up", "moe.expert_mlp", "swiglu")
     + entry_lines("scaled_down", "moe.expert_mlp", "row_scale")
     + entry_lines("plain_gate_up", "moe.expert_mlp", "swiglu")
     + entry_lines("plain_down", "moe.expert_mlp", "store")
     + entry_lines("odd_gate_up", "moe.grouped_matmul", "store")
     + entry_lines("odd_down", "moe.grouped_matmul", "store")
+    + entry_lines("biased_gate_up", "moe.expert_mlp", "swiglu", "f32")
+    + entry_lines("biased_down", "moe.expert_mlp", "store", "bf16")
     + "end\n").encode())
 with moe_runtime.Bundle.from_bytes(mlp_bytes) as mlp:
     check([e.epilogue for e in mlp.entries] ==
-          ["swiglu", "row_scale", "swiglu", "store", "store", "store"], "epilogues")
+          ["swiglu", "row_scale", "swiglu", "store", "store", "store", "swiglu", "store"],
+          "epilogues")
+    check([(e.bias_bits, e.activation) for e in mlp.entries[-3:]] ==
+          [(0, "none"), (32, "silu"), (16, "none")], "biases and activations")
+    expect_error(lambda: mlp.grouped_matmul("biased_gate_up", None, None, None),
+                 "INVALID_ARGUMENT", "grouped_matmul(biased_gate_up): entry "
+                 "'biased_gate_up' has bias=f32: pass bias, its float32 expert bias [E, N]")
+    expect_error(lambda: mlp.grouped_matmul("plain_down", None, None, None, bias=object()),
+                 "INVALID_ARGUMENT", "grouped_matmul(plain_down): entry 'plain_down' has "
+                 "bias=none: it takes no bias")
+    expect_error(lambda: mlp.expert_mlp("biased", None, None, None, None),
+                 "INVALID_ARGUMENT", "expert_mlp(biased): entry 'biased_gate_up' has "
+                 "bias=f32: pass gate_up_bias, its float32 expert bias [E, N13]")
+    expect_error(lambda: mlp.expert_mlp("biased", None, None, None, None,
+                                        gate_up_bias=object()),
+                 "INVALID_ARGUMENT", "expert_mlp(biased): entry 'biased_down' has "
+                 "bias=bf16: pass down_bias, its bfloat16 expert bias [E, N]")
+    expect_error(lambda: mlp.expert_mlp("plain", None, None, None, None,
+                                        down_bias=object()),
+                 "INVALID_ARGUMENT", "expert_mlp(plain): entry 'plain_down' has "
+                 "bias=none: it takes no down_bias")
     check(mlp.entry("scaled_down").op == "moe.expert_mlp", "expert_mlp op")
     expect_error(lambda: mlp.grouped_matmul("scaled_down", None, None, None),
                  "INVALID_ARGUMENT", "grouped_matmul(scaled_down): the entry's epilogue "
@@ -179,6 +215,51 @@ expect_error(lambda: routes.unpermute("gather", None, None, weights=object()),
 expect_error(lambda: routes.grouped_matmul("combine", None, None, None), "INVALID_ARGUMENT",
              "grouped_matmul(combine): entry 'combine' has abi unpermute.v1")
 expect_error(lambda: routes.route("missing", None), "NOT_FOUND", "no entry 'missing'")
+
+# Layer entries (contract version 5): fields, and the checks made before torch
+# is needed.
+layers = moe_runtime.Bundle(os.path.join(HERE, "Inputs", "layer.moebundle"))
+mixtral = layers.entry("mixtral")
+check((mixtral.abi, mixtral.op, mixtral.max_rows, mixtral.kernels, mixtral.route,
+       mixtral.permute, mixtral.gate_up, mixtral.down, mixtral.unpermute, mixtral.epilogue,
+       mixtral.activation)
+      == ("layer.v1", "moe.layer", MAX, (), "mixtral_route", "mixtral_permute",
+          "mixtral_gate_up", "mixtral_down", "mixtral_unpermute", "", ""), f"mixtral {mixtral}")
+oss_gate_up = layers.entry("gptoss_gate_up")
+check((oss_gate_up.bias_bits, oss_gate_up.activation, oss_gate_up.route)
+      == (32, "gptoss", ""), f"gptoss_gate_up {oss_gate_up}")
+check(layers.entry("gptoss_down").bias_bits == 16, "gptoss_down bias")
+# mixtral, T = 1: 2 rows; H = 4096, I = 14336; five buffers below 256 bytes.
+check(layers.layer_workspace_bytes("mixtral", 1, 4096, 14336)
+      == 5 * 256 + 2 * 4096 * 2 + 2 * 14336 * 2, "layer workspace bytes")
+expect_error(lambda: layers.layer_workspace_bytes("mixtral", 1, 4096, 1024), "INVALID_ARGUMENT",
+             "moeLayerWorkspaceBytes(mixtral): intermediate = 1024 does not match entry "
+             "mixtral_gate_up's n = 28672 (2I)")
+expect_error(lambda: layers.layer_workspace_bytes("gptoss", 4097, 64, 64), "INVALID_ARGUMENT",
+             "moeLayerWorkspaceBytes(gptoss): T = 4097 exceeds the entry's max_rows = 4096")
+expect_error(lambda: layers.layer("mixtral_route", None, None, None, None), "INVALID_ARGUMENT",
+             "layer(mixtral_route): entry 'mixtral_route' has abi route.v1 (op moe.route), not "
+             "layer.v1")
+expect_error(lambda: layers.layer_workspace_bytes("mixtral_down", 1, 8, 8), "INVALID_ARGUMENT",
+             "layer(mixtral_down): entry 'mixtral_down' has abi grouped_matmul.v3")
+expect_error(lambda: layers.layer("mixtral", None, None, None, None, score_bias=object()),
+             "INVALID_ARGUMENT", "layer(mixtral): entry 'mixtral_route' has bias=0: it takes "
+             "no score_bias")
+expect_error(lambda: layers.layer("mixtral", None, None, None, None, gate_up_bias=object()),
+             "INVALID_ARGUMENT", "layer(mixtral): entry 'mixtral_gate_up' has bias=none: it "
+             "takes no gate_up_bias")
+expect_error(lambda: layers.layer("gptoss", None, None, None, None), "INVALID_ARGUMENT",
+             "layer(gptoss): entry 'gptoss_route' has bias=1: pass score_bias, the float32 "
+             "correction bias [32]")
+expect_error(lambda: layers.layer("gptoss", None, None, None, None, score_bias=object()),
+             "INVALID_ARGUMENT", "layer(gptoss): entry 'gptoss_gate_up' has bias=f32: pass "
+             "gate_up_bias, its float32 expert bias [E, 2I]")
+expect_error(lambda: layers.layer("gptoss", None, None, None, None, score_bias=object(),
+                                  gate_up_bias=object()),
+             "INVALID_ARGUMENT", "layer(gptoss): entry 'gptoss_down' has bias=bf16: pass "
+             "down_bias, its bfloat16 expert bias [E, H]")
+expect_error(lambda: layers.layer("nope", None, None, None, None), "NOT_FOUND",
+             "no entry 'nope'")
 
 # A stand-in torch: tensors are shapes, dtypes, devices and addresses, so the
 # wrapper's checks run, and what passes them reaches the C API, whose own
@@ -354,7 +435,7 @@ for call, needle in [
 routes.close()
 
 # Permute entries (permute.v1, added to version 4): fields, then the checks.
-permute_bytes = (b"MOEBUNDLE 4\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28 + b"\n" + (
+permute_bytes = (b"MOEBUNDLE 5\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28 + b"\n" + (
     f"entry perm op=moe.permute abi=permute.v1 max_rows={MAX} experts=128 top_k=8 "
     "hidden=2048 offsets=i64\n"
     "kernel perm moe_permute_index_e128_k8_off64 image=img threads=1024 smem=17408\n"
@@ -469,6 +550,135 @@ for call, needle in [
 perms.close()
 expect_error(lambda: perms.permute("perm", None, None), "INVALID_ARGUMENT",
              "the bundle is closed")
+
+# Biases of grouped matmuls and expert MLPs reach the C API.
+mlp = moe_runtime.Bundle.from_bytes(mlp_bytes)
+g_rows, g_offs = T((64, 128), bf16, 0x7f0000210000), T((9,), i32, 0x7f0000220000)
+w13, w2 = T((8, 512, 128), bf16, 0x7f0000230000), T((8, 128, 256), bf16, 0x7f0000240000)
+b13, b2 = T((8, 512), f32, 0x7f0000250000), T((8, 128), bf16, 0x7f0000260000)
+expect_launch_attempt(lambda: mlp.grouped_matmul("biased_gate_up", g_rows, w13, g_offs,
+                                                 bias=b13), "grouped_matmul with a bias")
+expect_launch_attempt(lambda: mlp.expert_mlp("biased", g_rows, g_offs, w13, w2,
+                                             gate_up_bias=b13, down_bias=b2),
+                      "expert_mlp with biases")
+for call, needle in [
+        (lambda: mlp.grouped_matmul("biased_gate_up", g_rows, w13, g_offs,
+                                    bias=T((8, 512), bf16)),
+         "grouped_matmul(biased_gate_up): bias is torch.bfloat16, expected torch.float32"),
+        (lambda: mlp.grouped_matmul("biased_gate_up", g_rows, w13, g_offs,
+                                    bias=T((8, 256), f32)),
+         "grouped_matmul(biased_gate_up): bias is (8, 256), expected (8, 512) = (E, N)"),
+        (lambda: mlp.grouped_matmul("biased_gate_up", g_rows, w13, g_offs,
+                                    bias=T((8, 512), f32, device="cuda:1")),
+         "grouped_matmul(biased_gate_up): bias is on cuda:1 but rows is on cuda:0"),
+        (lambda: mlp.expert_mlp("biased", g_rows, g_offs, w13, w2,
+                                gate_up_bias=T((8, 512), bf16), down_bias=b2),
+         "grouped_matmul(biased_gate_up): bias is torch.bfloat16, expected torch.float32"),
+        # The C API's checks: the bias pointer lands in its field.
+        (lambda: mlp.grouped_matmul("biased_gate_up", g_rows, w13, g_offs,
+                                    bias=T((8, 512), f32, 0x7f0000250002)),
+         "moeGroupedMatmul(biased_gate_up): bias pointer 0x7f0000250002 is not 4-byte "
+         "aligned (the entry's bias is f32)")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+mlp.close()
+
+# Layers: the tensor checks, allocations, and what reaches moeLayer.
+l_tokens = T((16, 64), bf16, 0x7f0000410000)
+l_logits = T((16, 32), bf16, 0x7f0000420000)
+l_score = T((32,), f32, 0x7f0000430000)
+l_w13, l_w2 = T((32, 128, 64), bf16, 0x7f0000440000), T((32, 64, 64), bf16, 0x7f0000450000)
+l_b13, l_b2 = T((32, 128), f32, 0x7f0000460000), T((32, 64), bf16, 0x7f0000470000)
+oss_bytes = layers.layer_workspace_bytes("gptoss", 16, 64, 64)
+
+
+def gptoss(**changes):
+    kwargs = dict(score_bias=l_score, gate_up_bias=l_b13, down_bias=l_b2)
+    positional = dict(tokens=l_tokens, logits=l_logits, gate_up_weights=l_w13,
+                      down_weights=l_w2)
+    for name, value in changes.items():
+        (positional if name in positional else kwargs)[name] = value
+    return lambda: layers.layer("gptoss", *positional.values(), **kwargs)
+
+
+allocated.clear()
+expect_launch_attempt(gptoss(), "layer")
+check(allocated == [((16, 64), bf16, "cuda:0"), ((oss_bytes,), fake_torch.uint8, "cuda:0")],
+      f"layer allocates out and the workspace: {allocated}")
+allocated.clear()
+expect_launch_attempt(gptoss(out=T((16, 64), bf16, 0x7f0000480000),
+                             workspace=T((oss_bytes + 100,), fake_torch.uint8, 0x7f0000500000)),
+                      "layer with out and a larger workspace")
+check(allocated == [], f"layer allocates nothing more: {allocated}")
+expect_launch_attempt(lambda: layers.layer("mixtral", T((4, 4096), bf16), T((4, 8), f32),
+                                           T((8, 28672, 4096), bf16),
+                                           T((8, 4096, 14336), bf16)), "layer, no biases")
+for call, needle in [
+        (gptoss(tokens=T((16, 64), f32)),
+         "layer(gptoss): tokens is torch.float32, expected torch.bfloat16"),
+        (gptoss(logits=T((16, 32), f32)),
+         "layer(gptoss): logits is torch.float32, expected torch.bfloat16"),
+        (gptoss(score_bias=T((32,), bf16)),
+         "layer(gptoss): score_bias is torch.bfloat16, expected torch.float32"),
+        (gptoss(gate_up_bias=T((32, 128), bf16)),
+         "layer(gptoss): gate_up_bias is torch.bfloat16, expected torch.float32"),
+        (gptoss(down_bias=T((32, 64), f32)),
+         "layer(gptoss): down_bias is torch.float32, expected torch.bfloat16"),
+        (gptoss(gate_up_weights=T((32, 128, 64), f32)),
+         "layer(gptoss): gate_up_weights is torch.float32, expected torch.bfloat16"),
+        (gptoss(out=T((16, 64), f32)), "layer(gptoss): out is torch.float32"),
+        (gptoss(workspace=T((oss_bytes,), i32)),
+         "layer(gptoss): workspace is torch.int32, expected torch.uint8"),
+        (gptoss(workspace=T((oss_bytes - 1,), fake_torch.uint8)),
+         f"layer(gptoss): workspace has {oss_bytes - 1} bytes, expected at least {oss_bytes}"),
+        (gptoss(tokens=T((16 * 64,), bf16)),
+         "layer(gptoss): expected tokens [T, H], logits [T, E], gate_up_weights [E, 2I, H] "
+         "and down_weights [E, H, I], got (1024,)"),
+        (gptoss(logits=T((15, 32), bf16)),
+         "layer(gptoss): logits is (15, 32), expected (16, 32) = (T, E)"),
+        (gptoss(gate_up_weights=T((32, 128, 32), bf16)),
+         "layer(gptoss): gate_up_weights is (32, 128, 32), expected (32, 128, 64) = (E, 2I, H)"),
+        (gptoss(gate_up_weights=T((32, 127, 64), bf16)),
+         "layer(gptoss): gate_up_weights is (32, 127, 64), expected (32, 126, 64)"),
+        (gptoss(down_weights=T((32, 64, 32), bf16)),
+         "layer(gptoss): down_weights is (32, 64, 32), expected (32, 64, 64) = (E, H, I)"),
+        (gptoss(score_bias=T((31,), f32)),
+         "layer(gptoss): score_bias is (31,), expected (32,) = (E,)"),
+        (gptoss(gate_up_bias=T((32, 64), f32)),
+         "layer(gptoss): gate_up_bias is (32, 64), expected (32, 128) = (E, 2I)"),
+        (gptoss(down_bias=T((32, 128), bf16)),
+         "layer(gptoss): down_bias is (32, 128), expected (32, 64) = (E, H)"),
+        (gptoss(out=T((16, 128), bf16)),
+         "layer(gptoss): out is (16, 128), expected (16, 64) = (T, H)"),
+        (gptoss(down_bias=T((32, 64), bf16, device="cuda:1")),
+         "layer(gptoss): down_bias is on cuda:1 but tokens is on cuda:0"),
+        (gptoss(tokens=T((16, 64), bf16, contiguous=False)),
+         "layer(gptoss): tokens is not contiguous"),
+        # The C API's checks: T, H and I, and each pointer in its field.
+        (gptoss(tokens=T((4097, 64), bf16), logits=T((4097, 32), bf16)),
+         "moeLayerWorkspaceBytes(gptoss): T = 4097 exceeds the entry's max_rows = 4096"),
+        (gptoss(tokens=T((16, 60), bf16), gate_up_weights=T((32, 128, 60), bf16),
+                down_weights=T((32, 60, 64), bf16), down_bias=T((32, 60), bf16)),
+         "moeLayerWorkspaceBytes(gptoss): hidden = 60 is not a positive multiple of 8"),
+        (gptoss(tokens=T((16, 64), bf16, 0x7f0000410008)),
+         "moeLayer(gptoss): tokens pointer 0x7f0000410008 is not 16-byte aligned"),
+        (gptoss(logits=T((16, 32), bf16, 0x7f0000420001)),
+         "moeLayer(gptoss): logits pointer 0x7f0000420001 is not 2-byte aligned"),
+        (gptoss(score_bias=T((32,), f32, 0x7f0000430002)),
+         "moeLayer(gptoss): score_bias pointer 0x7f0000430002 is not 4-byte aligned"),
+        (gptoss(gate_up_weights=T((32, 128, 64), bf16, 0x7f0000440008)),
+         "moeLayer(gptoss): gate_up_weights pointer 0x7f0000440008 is not 16-byte aligned"),
+        (gptoss(down_weights=T((32, 64, 64), bf16, 0x7f0000450008)),
+         "moeLayer(gptoss): down_weights pointer 0x7f0000450008 is not 16-byte aligned"),
+        (gptoss(gate_up_bias=T((32, 128), f32, 0x7f0000460002)),
+         "moeLayer(gptoss): gate_up_bias pointer 0x7f0000460002 is not 4-byte aligned"),
+        (gptoss(down_bias=T((32, 64), bf16, 0x7f0000470001)),
+         "moeLayer(gptoss): down_bias pointer 0x7f0000470001 is not 2-byte aligned"),
+        (gptoss(out=T((16, 64), bf16, 0x7f0000480004)),
+         "moeLayer(gptoss): out pointer 0x7f0000480004 is not 16-byte aligned"),
+        (gptoss(workspace=T((oss_bytes,), fake_torch.uint8, 0x7f0000500080)),
+         "moeLayer(gptoss): workspace pointer 0x7f0000500080 is not 256-byte aligned")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+layers.close()
 del sys.modules["torch"]
 
 print("python test " + ("FAILED" if failures else "passed"))

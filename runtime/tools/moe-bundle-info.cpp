@@ -6,9 +6,10 @@
 // prints one line for the bundle, then one per entry, each followed by its
 // kernels, in file order. The format is stable, for FileCheck:
 //
-//   bundle version=4 chip=sm_90a images=1 entries=3
+//   bundle version=5 chip=sm_90a images=1 entries=3
 //   entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store
-//     experts=8 n=28672 k=4096 max_rows=2147483647 offsets=i32  (one line)
+//     experts=8 n=28672 k=4096 max_rows=2147483647 offsets=i32 bias=none
+//     activation=none                                         (one line)
 //     kernel grouped_matmul_bf16_64x256x64_s4_off32 rows=[17,2147483647]
 //     tile=64x256x64 stages=4 threads=128 smem=163840 swap_ab=0
 //     image=moe_kernels (123456 bytes)                       (one line)
@@ -26,10 +27,13 @@
 //     image=moe_kernels                                      (one line)
 //     kernel moe_permute_gather_off64 threads=128 smem=0
 //     image=moe_kernels                                      (one line)
+//   entry mixtral op=moe.layer abi=layer.v1 max_rows=2147483647
+//     route=mixtral_route permute=mixtral_permute gate_up=mixtral_gate_up
+//     down=mixtral_down unpermute=mixtral_unpermute          (one line)
 //
 // Entries print their ABI's keys in the order of the bundle line (contract
 // §2); the kernels of route.v1, unpermute.v1 and permute.v1 entries have no
-// rows range or tile.
+// rows range or tile; layer.v1 entries have no kernels.
 //
 // On error prints "moe-bundle-info: error: <message>" and exits 1.
 //
@@ -95,12 +99,22 @@ int main(int argc, char **argv) {
                   entry.name, entry.op, entry.abi, entry.max_rows,
                   entry.experts, int(entry.top_k), entry.hidden,
                   int(entry.offsets_bits));
+    else if (!std::strcmp(entry.abi, MOE_ABI_LAYER))
+      std::printf("entry %s op=%s abi=%s max_rows=%" PRId64
+                  " route=%s permute=%s gate_up=%s down=%s unpermute=%s\n",
+                  entry.name, entry.op, entry.abi, entry.max_rows, entry.route,
+                  entry.permute, entry.gate_up, entry.down, entry.unpermute);
     else
       std::printf(
           "entry %s op=%s abi=%s epilogue=%s experts=%" PRId64 " n=%" PRId64
-          " k=%" PRId64 " max_rows=%" PRId64 " offsets=i%d\n",
+          " k=%" PRId64 " max_rows=%" PRId64 " offsets=i%d bias=%s "
+          "activation=%s\n",
           entry.name, entry.op, entry.abi, entry.epilogue, entry.experts,
-          entry.n, entry.k, entry.max_rows, int(entry.offsets_bits));
+          entry.n, entry.k, entry.max_rows, int(entry.offsets_bits),
+          entry.bias_bits == 32   ? "f32"
+          : entry.bias_bits == 16 ? "bf16"
+                                  : "none",
+          entry.activation);
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo kernel;
       if (moeBundleGetKernel(bundle, e, k, &kernel) != MOE_STATUS_SUCCESS)

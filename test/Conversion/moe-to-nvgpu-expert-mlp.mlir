@@ -1,4 +1,5 @@
 // RUN: moe-opt %s --convert-moe-to-nvgpu | FileCheck %s
+// RUN: moe-opt %s --convert-moe-to-nvgpu | FileCheck %s --check-prefix=GPTOSS-IR
 // RUN: moe-opt %s --moe-gpu-pipeline="format=isa" -o %t.isa.mlir
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.isa.mlir %t.ptx
 // RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
@@ -13,7 +14,7 @@
 // 256-row weights tile, so a thread holds gate column c and its up partner
 // c + 128 in its own accumulator registers: silu(gate) * up is computed
 // there and the [M, 2I] intermediate is never stored.
-// CHECK: moe.expert_mlp {{.*}}moe.launch = [{abi = "grouped_matmul.v3", epilogue = "swiglu", {{.*}}part = "gate_up"}, {abi = "grouped_matmul.v3", epilogue = "row_scale", {{.*}}part = "down"}]
+// CHECK: moe.expert_mlp silu {{.*}}moe.launch = [{abi = "grouped_matmul.v3", activation = "silu", bias = "none", epilogue = "swiglu", {{.*}}part = "gate_up"}, {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "row_scale", {{.*}}part = "down"}]
 // CHECK-LABEL: gpu.func @grouped_matmul_bf16_128x256x64_s4_swiglu_off64(
 // CHECK-SAME: %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32)
 // CHECK: %[[COLS:.*]] = memref.dim %{{.*}}, %c1{{.*}} : memref<?x?xbf16>
@@ -27,6 +28,7 @@
 // CHECK-SAME: %{{.*}}: i32, %[[SCALE:.*]]: memref<?xf32>)
 // CHECK-COUNT-2: memref.load %[[SCALE]]
 // CHECK-NOT: llvm.call_intrinsic
+// CHECK: gpu.func @{{.*}}_gptoss_
 
 // 9 load sites (2 prologues of 4 stages, 1 refill) of 3 TMA loads each:
 // rows, gate half, up half.
@@ -42,6 +44,36 @@ func.func @mlp(%rows: tensor<?x256xbf16>, %off: tensor<9xi64>, %w13: tensor<8x10
                %w2: tensor<8x256x512xbf16>, %s: tensor<?xf32>) -> tensor<?x256xbf16> {
   %y = moe.expert_mlp silu %rows, %off, %w13, %w2 scale %s
       : (tensor<?x256xbf16>, tensor<9xi64>, tensor<8x1024x256xbf16>, tensor<8x256x512xbf16>, tensor<?xf32>)
+      -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+
+// GPT-OSS: the clamped activation with its constants in the kernel name
+// (by their bits), and per-expert biases of either element type added to
+// the accumulator in both epilogues. A bias is one more memref [E, N]
+// argument, after the row scale if any.
+// GPTOSS-IR: moe.expert_mlp gptoss {{.*}}moe.launch = [{abi = "grouped_matmul.v3", activation = "gptoss", bias = "bf16", epilogue = "swiglu", {{.*}}part = "gate_up"}, {abi = "grouped_matmul.v3", activation = "none", bias = "f32", epilogue = "store", {{.*}}part = "down"}]
+// GPTOSS-IR-LABEL: gpu.func @grouped_matmul_bf16_128x256x64_s4_swiglu_gptoss_a3fd9db23_l40e00000_biasbf16_off64(
+// GPTOSS-IR-SAME: %{{.*}}: i32, %[[BIAS:.*]]: memref<?x?xbf16>)
+// GPTOSS-IR: memref.load %[[BIAS]]
+// GPTOSS-IR: arith.extf
+// GPTOSS-IR: arith.minimumf
+// GPTOSS-IR: arith.maximumf
+// GPTOSS-IR-LABEL: gpu.func @grouped_matmul_bf16_128x256x64_s4_biasf32_off64(
+// GPTOSS-IR-SAME: %{{.*}}: i32, %[[DBIAS:.*]]: memref<?x?xf32>)
+// GPTOSS-IR: memref.load %[[DBIAS]]
+// RUN: awk '/[.]entry /{f = /grouped_matmul_bf16_128x256x64_s4_swiglu_gptoss_a3fd9db23_l40e00000_biasbf16_off64[(]/} f' %t.ptx | FileCheck %s --check-prefix=GPTOSS
+// GPTOSS-COUNT-12: .param .u64
+// GPTOSS-COUNT-3: .param .u32
+// GPTOSS-COUNT-7: .param .u64
+// GPTOSS: min.NaN.f32
+// GPTOSS: max.NaN.f32
+// GPTOSS: ex2.approx.ftz.f32
+func.func @gptoss_mlp(%rows: tensor<?x256xbf16>, %off: tensor<9xi64>, %w13: tensor<8x1024x256xbf16>,
+                      %w2: tensor<8x256x512xbf16>, %b13: tensor<8x1024xbf16>, %b2: tensor<8x256xf32>)
+    -> tensor<?x256xbf16> {
+  %y = moe.expert_mlp gptoss %rows, %off, %w13, %w2 gate_up_bias %b13 down_bias %b2
+      : (tensor<?x256xbf16>, tensor<9xi64>, tensor<8x1024x256xbf16>, tensor<8x256x512xbf16>, tensor<8x1024xbf16>, tensor<8x256xf32>)
       -> tensor<?x256xbf16>
   return %y : tensor<?x256xbf16>
 }

@@ -17,7 +17,7 @@
 // TILE: error: convert-moe-to-nvgpu: without swap-ab the tile must be 64 or 128 rows x 128 or 256 columns x 64, got 64x192x64
 // STAGES: error: convert-moe-to-nvgpu: 'stages' (0) must be at least 1 and fit 227 KiB of shared memory
 // SMEM: error: convert-moe-to-nvgpu: 'stages' (10) must be at least 1 and fit 227 KiB of shared memory
-// SWAP-STAGES: error: convert-moe-to-nvgpu: 'swap-ab-stages' must be 0 (the same as 'stages') or positive, got -1
+// SWAP-STAGES: error: convert-moe-to-nvgpu: 'swap-ab-stages' must be 0 (chosen per GEMM) or positive, got -1
 // SWAP-SMEM: error: convert-moe-to-nvgpu: 'stages' (40) must be at least 1 and fit 227 KiB of shared memory
 // The swap-AB form gets its own pipeline depth; the others keep `stages`.
 // SWAP-EIGHT: gpu.func @grouped_matmul_bf16_16x64x64_s8_swapab_off32(

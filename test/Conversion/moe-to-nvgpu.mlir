@@ -6,7 +6,7 @@
 // counts each one takes.
 // CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func @two_matmuls
-// CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul.v3", epilogue = "store", experts = 8 : i64, k = 256 : i64, kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, rows_max = 2147483647 : i64, rows_min = 1 : i64}], max_rows = 2147483647 : i64, n = 512 : i64, offsets = i64}}
+// CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, k = 256 : i64, kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, rows_max = 2147483647 : i64, rows_min = 1 : i64}], max_rows = 2147483647 : i64, n = 512 : i64, offsets = i64}}
 // CHECK: moe.grouped_matmul {{.*}} {moe.launch = {{{.*}}kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, {{.*}} n = 256 : i64
 // CHECK: gpu.module @moe_kernels
 // CHECK: memref.global @moe_dynamic_smem : memref<0xi8, #gpu.address_space<workgroup>> {alignment = 1024 : i64}
@@ -99,11 +99,11 @@ func.func @f32_rows(%rows: tensor<?x256xf32>, %w: tensor<8x512x256xf32>, %off: t
 
 // -----
 
-func.func @bias(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi64>,
-                %b: tensor<8x512xf32>) -> tensor<?x512xbf16> {
-  // expected-error @+1 {{cannot be lowered to sm_90a yet: bias epilogues are not implemented yet}}
+func.func @f16_bias(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi64>,
+                    %b: tensor<8x512xf16>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: only f32 and bf16 biases are implemented}}
   %y = moe.grouped_matmul %rows, %w, %off bias %b
-      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi64>, tensor<8x512xf32>) -> tensor<?x512xbf16>
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi64>, tensor<8x512xf16>) -> tensor<?x512xbf16>
   return %y : tensor<?x512xbf16>
 }
 
@@ -118,22 +118,15 @@ func.func @odd_k(%rows: tensor<?x100xbf16>, %w: tensor<8x512x100xbf16>, %off: te
 
 // -----
 
-// The fused expert MLP: what its kernels do not cover yet is an error.
-func.func @mlp_gptoss(%rows: tensor<?x256xbf16>, %off: tensor<9xi64>, %w13: tensor<8x512x256xbf16>,
-                      %w2: tensor<8x256x256xbf16>) -> tensor<?x256xbf16> {
-  // expected-error @+1 {{cannot be lowered to sm_90a yet: only the silu activation is implemented yet}}
-  %y = moe.expert_mlp gptoss %rows, %off, %w13, %w2
-      : (tensor<?x256xbf16>, tensor<9xi64>, tensor<8x512x256xbf16>, tensor<8x256x256xbf16>) -> tensor<?x256xbf16>
-  return %y : tensor<?x256xbf16>
-}
-
-// -----
-
-func.func @mlp_bias(%rows: tensor<?x256xbf16>, %off: tensor<9xi64>, %w13: tensor<8x512x256xbf16>,
-                    %w2: tensor<8x256x256xbf16>, %b2: tensor<8x256xbf16>) -> tensor<?x256xbf16> {
-  // expected-error @+1 {{cannot be lowered to sm_90a yet: biases are not implemented yet}}
-  %y = moe.expert_mlp silu %rows, %off, %w13, %w2 down_bias %b2
-      : (tensor<?x256xbf16>, tensor<9xi64>, tensor<8x512x256xbf16>, tensor<8x256x256xbf16>, tensor<8x256xbf16>) -> tensor<?x256xbf16>
+// layer.v1 launches exactly the chain --moe-fuse-layer builds.
+func.func @layer_without_permute(%rows: tensor<?x256xbf16>, %off: tensor<9xi64>, %w13: tensor<8x512x256xbf16>,
+                                 %w2: tensor<8x256x256xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: the body must be moe.route, moe.permute, moe.expert_mlp and moe.unpermute, in that order}}
+  %y = moe.layer : tensor<?x256xbf16> {
+    %h = moe.expert_mlp silu %rows, %off, %w13, %w2
+        : (tensor<?x256xbf16>, tensor<9xi64>, tensor<8x512x256xbf16>, tensor<8x256x256xbf16>) -> tensor<?x256xbf16>
+    moe.yield %h : tensor<?x256xbf16>
+  }
   return %y : tensor<?x256xbf16>
 }
 

@@ -760,3 +760,32 @@ func.func @f(%x: tensor<?x16xf32, "rows">) {
   %h = moe.swiglu silu %x : (tensor<?x16xf32, "rows">) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) -> tensor<?x2xf32> {
+  // expected-error @+1 {{yields 'tensor<?x2xi32>' but its result is 'tensor<?x2xf32>'}}
+  %y = moe.layer : tensor<?x2xf32> {
+    %ids, %w = moe.route softmax_topk %l top 2 : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+    moe.yield %ids : tensor<?x2xi32>
+  }
+  return %y : tensor<?x2xf32>
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %y = moe.layer : tensor<?x8xf32> {
+    // expected-error @+1 {{cannot be part of a moe.layer: its body holds moe ops other than moe.layer only}}
+    %e = math.exp %l : tensor<?x8xf32>
+    moe.yield %e : tensor<?x8xf32>
+  }
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'moe.yield' op expects parent op 'moe.layer'}}
+  moe.yield %l : tensor<?x8xf32>
+}

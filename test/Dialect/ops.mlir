@@ -104,3 +104,27 @@ func.func @encoding_attribute() attributes {
     moe.encoding = #moe.block_scaled<f8E4M3FN, [128, 128], f32>} {
   return
 }
+
+// CHECK-LABEL: func @layer
+// CHECK: %[[Y:.*]] = moe.layer : tensor<?x12xf32> {
+// CHECK: moe.route softmax_topk
+// CHECK: moe.permute
+// CHECK: moe.expert_mlp silu
+// CHECK: %[[O:.*]] = moe.unpermute
+// CHECK: moe.yield %[[O]] : tensor<?x12xf32>
+// CHECK: return %[[Y]]
+func.func @layer(%x: tensor<?x12xf32>, %logits: tensor<?x4xf32>,
+                 %w13: tensor<4x16x12xf32>, %w2: tensor<4x12x8xf32>) -> tensor<?x12xf32> {
+  %y = moe.layer : tensor<?x12xf32> {
+    %ids, %w = moe.route softmax_topk %logits top 2
+        : (tensor<?x4xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+    %rows, %offsets, %slots = moe.permute %x, %ids
+        : (tensor<?x12xf32>, tensor<?x2xi32>) -> (tensor<?x12xf32>, tensor<5xi64>, tensor<?x2xi64>)
+    %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+        : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x8xf32>) -> tensor<?x12xf32>
+    %o = moe.unpermute %h, %slots weights %w
+        : (tensor<?x12xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x12xf32>
+    moe.yield %o : tensor<?x12xf32>
+  }
+  return %y : tensor<?x12xf32>
+}

@@ -39,7 +39,7 @@
 // MANIFEST-SAME: dynamic_shared_bytes = 172032 : i64, {{.*}}name = "grouped_matmul_bf16_64x256x64_s4_off64", {{.*}}rows_max = 64 : i64, rows_min = 17
 // MANIFEST-SAME: dynamic_shared_bytes = 212992 : i64, {{.*}}name = "grouped_matmul_bf16_128x256x64_s4_off64", {{.*}}rows_max = 2147483647 : i64, rows_min = 65 : i64, {{.*}}threads = 256
 // MANIFEST-SAME: name = "gate_up"
-// MANIFEST-SAME: version = 4
+// MANIFEST-SAME: version = 5
 // MANIFEST: gpu.binary @moe_kernels
 // MANIFEST-NOT: func.func
 
@@ -77,6 +77,10 @@
 // The tile lookup (warp shuffles and a ballot over 32 experts at a time),
 // the TMA pipeline on mbarriers, the drain before the epilogue, bf16 out.
 // K64-DAG: cvta.param.u64
+// Programmatic dependent launch: wait for the previous kernel's writes,
+// then let the next kernel launch (no-ops without the launch attribute).
+// K64-DAG: griddepcontrol.wait;
+// K64-DAG: griddepcontrol.launch_dependents;
 // K64-DAG: shfl.sync.up.b32
 // K64-DAG: vote.sync.ballot.b32
 // K64-DAG: shfl.sync.idx.b32

@@ -1,8 +1,6 @@
-// Whole MoE layers of four of the team's reference models, each op compiled
-// by --moe-gpu-pipeline to its own entry (route, permute, the fused expert
-// MLP's gate-up and down, unpermute), for test/device/layer.py. GPT-OSS is
-// left out: its clamped activation and expert biases have no GPU epilogue
-// yet.
+// Whole MoE layers of the team's five reference models, each compiled by
+// --moe-gpu-pipeline (--moe-fuse-layer) to one layer.v1 entry named after
+// its function, for test/device/layer.py.
 func.func @mixtral_8x7b(%x: tensor<?x4096xbf16>, %logits: tensor<?x8xf32>,
     %w13: tensor<8x28672x4096xbf16>, %w2: tensor<8x4096x14336xbf16>) -> tensor<?x4096xbf16> {
   %ids, %w = moe.route softmax_topk %logits top 2 renormalize
@@ -50,4 +48,17 @@ func.func @deepseek_v3(%x: tensor<?x7168xbf16>, %logits: tensor<?x256xf32>, %bia
   %out = moe.unpermute %y, %slots weights %w
       : (tensor<?x7168xbf16>, tensor<?x8xi64>, tensor<?x8xf32>) -> tensor<?x7168xbf16>
   return %out : tensor<?x7168xbf16>
+}
+func.func @gpt_oss_120b(%x: tensor<?x2880xbf16>, %logits: tensor<?x128xf32>,
+    %w13: tensor<128x5760x2880xbf16>, %b13: tensor<128x5760xbf16>,
+    %w2: tensor<128x2880x2880xbf16>, %b2: tensor<128x2880xf32>) -> tensor<?x2880xbf16> {
+  %ids, %w = moe.route topk_softmax %logits top 4
+      : (tensor<?x128xf32>) -> (tensor<?x4xi32>, tensor<?x4xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x2880xbf16>, tensor<?x4xi32>) -> (tensor<?x2880xbf16>, tensor<129xi64>, tensor<?x4xi64>)
+  %y = moe.expert_mlp gptoss %rows, %offsets, %w13, %w2 gate_up_bias %b13 down_bias %b2 alpha 1.702 limit 7.0
+      : (tensor<?x2880xbf16>, tensor<129xi64>, tensor<128x5760x2880xbf16>, tensor<128x2880x2880xbf16>, tensor<128x5760xbf16>, tensor<128x2880xf32>) -> tensor<?x2880xbf16>
+  %out = moe.unpermute %y, %slots weights %w
+      : (tensor<?x2880xbf16>, tensor<?x4xi64>, tensor<?x4xf32>) -> tensor<?x2880xbf16>
+  return %out : tensor<?x2880xbf16>
 }

@@ -17,6 +17,12 @@
 #define GET_ATTRDEF_CLASSES
 #include "MoE/Dialect/MoEAttrs.h.inc"
 
+namespace mlir::moe {
+/// GPT-OSS's activation constants, the defaults of `alpha` and `limit`.
+inline constexpr float kGptOssAlpha = 1.702f;
+inline constexpr float kGptOssLimit = 7.0f;
+} // namespace mlir::moe
+
 #define GET_OP_CLASSES
 #include "MoE/Dialect/MoEOps.h.inc"
 

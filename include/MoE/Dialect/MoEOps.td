@@ -187,8 +187,6 @@ def MoE_SwiGLUOp : MoE_Op<"swiglu", [Pure]> {
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    static constexpr float kGptOssAlpha = 1.702f;
-    static constexpr float kGptOssLimit = 7.0f;
     float getAlphaOrDefault() { return getAlpha() ? getAlpha()->convertToFloat() : kGptOssAlpha; }
     float getLimitOrDefault() { return getLimit() ? getLimit()->convertToFloat() : kGptOssLimit; }
   }];
@@ -323,6 +321,48 @@ def MoE_ExpertMLPOp : MoE_Op<"expert_mlp", [Pure, AttrSizedOperandSegments]> {
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    float getAlphaOrDefault() { return getAlpha() ? getAlpha()->convertToFloat() : kGptOssAlpha; }
+    float getLimitOrDefault() { return getLimit() ? getLimit()->convertToFloat() : kGptOssLimit; }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// moe.layer / moe.yield
+//===----------------------------------------------------------------------===//
+
+def MoE_LayerOp : MoE_Op<"layer", [SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "a whole MoE layer, compiled and launched as one unit";
+  let description = [{
+    Groups the ops of one MoE layer so that they compile to one unit: the
+    result is the value its body yields, computed by the body's ops in order
+    (values from above are visible inside). `--moe-fuse-layer` forms it from
+    the chain route -> permute -> expert_mlp -> unpermute; the GPU pipeline
+    compiles it to one runtime entry (ABI `layer.v1`) that launches the whole
+    layer in one call with no host round trip, and
+    `--moe-expand-fused-ops` inlines the body again.
+
+    ```mlir
+    %y = moe.layer : tensor<?x4096xbf16> {
+      %ids, %w = moe.route softmax_topk %logits top 2 renormalize : ...
+      %rows, %offsets, %slots = moe.permute %x, %ids : ...
+      %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2 : ...
+      %o = moe.unpermute %h, %slots weights %w : ...
+      moe.yield %o : tensor<?x4096xbf16>
+    }
+    ```
+  }];
+  let results = (outs AnyRankedTensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "attr-dict `:` type($result) $body";
+  let hasRegionVerifier = 1;
+}
+
+def MoE_YieldOp : MoE_Op<"yield", [Pure, Terminator,
+                                  HasParent<"LayerOp">]> {
+  let summary = "the value a moe.layer computes";
+  let arguments = (ins AnyRankedTensor:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
 #endif // MOE_DIALECT_MOEOPS_TD

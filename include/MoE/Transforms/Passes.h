@@ -26,14 +26,19 @@ inline constexpr llvm::StringLiteral kSwapABOnlyAttr = "moe.swap_ab_only";
 inline constexpr llvm::StringLiteral kLaunchAttr = "moe.launch";
 /// Version of docs/runtime-contract.md that `moe.manifest` and the
 /// `.moebundle` written from it follow.
-inline constexpr int64_t kRuntimeContractVersion = 4;
+inline constexpr int64_t kRuntimeContractVersion = 5;
 
-/// Patterns that rewrite fused moe ops (`moe.expert_mlp`) into basic ones.
+/// Patterns that rewrite fused moe ops (`moe.layer`, `moe.expert_mlp`) into
+/// basic ones.
 void populateExpandFusedOpsPatterns(RewritePatternSet &patterns);
 
 /// Patterns that fuse grouped_matmul -> swiglu -> grouped_matmul chains into
 /// `moe.expert_mlp` where that computes the same thing.
 void populateFuseExpertsPatterns(RewritePatternSet &patterns);
+
+/// Patterns that group route -> permute -> expert_mlp -> unpermute chains
+/// into `moe.layer`.
+void populateFuseLayerPatterns(RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "MoE/Transforms/Passes.h.inc"

@@ -12,7 +12,7 @@ include "mlir/Pass/PassBase.td"
 def MoEExpandFusedOps : Pass<"moe-expand-fused-ops"> {
   let summary = "Expand fused moe ops into their unfused parts";
   let description = [{
-    Rewrites `moe.expert_mlp` into `moe.grouped_matmul` (gate-up, with its
+    Inlines the body of each `moe.layer` and rewrites `moe.expert_mlp` into `moe.grouped_matmul` (gate-up, with its
     bias), `moe.swiglu` and `moe.grouped_matmul` (down, with its bias and the
     per-row scale in its epilogue). The fusion passes go the other way; this
     one gives every fused op an executable meaning in terms of the basic ops
@@ -53,6 +53,34 @@ def MoEFuseExperts : Pass<"moe-fuse-experts"> {
       op's intermediates take), and the fused op passes its verifier (for
       example the down matmul must map back to the hidden size of `%rows`).
 
+    Anything else is left as it is.
+  }];
+  let dependentDialects = ["::mlir::moe::MoEDialect"];
+}
+
+def MoEFuseLayer : Pass<"moe-fuse-layer"> {
+  let summary = "Group route -> permute -> expert_mlp -> unpermute into "
+                "moe.layer";
+  let description = [{
+    Wraps the chain of one MoE layer
+
+    ```mlir
+    %ids, %w = moe.route ... %logits ...
+    %rows, %offsets, %slots = moe.permute %x, %ids
+    %h = moe.expert_mlp act %rows, %offsets, %w13, %w2 ...
+    %y = moe.unpermute %h, %slots weights %w
+    ```
+
+    into `%y = moe.layer { ...; moe.yield %y }`, which the GPU pipeline
+    compiles to one runtime entry (`layer.v1`): the whole layer in one call,
+    its intermediates in one workspace, no host round trip. Run it after
+    `--moe-fuse-experts`.
+
+    The chain is grouped only when it is exactly that dataflow and nothing
+    outside it uses an intermediate (ids, weights, rows, offsets, slots or
+    the experts' rows), and the routing weight is applied in the combine
+    (`weights %w` on the unpermute, no row scale on the expert MLP): a
+    row scale would be per permuted row, which the layer does not compute.
     Anything else is left as it is.
   }];
   let dependentDialects = ["::mlir::moe::MoEDialect"];

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -43,13 +44,52 @@ int64_t GroupedMatmulTile::dynamicSharedBytes() const {
 }
 
 std::string GroupedMatmulTile::kernelName(Type offsetType) const {
-  StringRef suffix = epilogue == Epilogue::SwiGLU     ? "_swiglu"
-                     : epilogue == Epilogue::RowScale ? "_rowscale"
-                                                      : "";
+  std::string suffix = epilogue == Epilogue::SwiGLU     ? "_swiglu"
+                       : epilogue == Epilogue::RowScale ? "_rowscale"
+                                                        : "";
+  // GPT-OSS's constants by their bits: kernels differ exactly when they do.
+  if (gated() && activation == Activation::GptOss)
+    suffix += "_gptoss_a" +
+              llvm::utohexstr(llvm::bit_cast<uint32_t>(alpha), true) + "_l" +
+              llvm::utohexstr(llvm::bit_cast<uint32_t>(limit), true);
+  if (biasType)
+    suffix += biasType.isBF16() ? "_biasbf16" : "_biasf32";
   return llvm::formatv("grouped_matmul_bf16_{0}x{1}x{2}_s{3}{4}{5}_off{6}",
                        tileM, tileN, tileK, stages, swapAB ? "_swapab" : "",
                        suffix, offsetType.getIntOrFloatBitWidth())
       .str();
+}
+
+/// One f32 output value of the epilogue from its accumulator value `v`
+/// (and, gated, its up partner): + bias, the gated activation, * weight.
+/// Absent parts are null.
+static Value epilogueValue(ImplicitLocOpBuilder &b, const GroupedMatmulTile &t,
+                           Value v, Value up, Value bias, Value upBias,
+                           Value weight) {
+  if (bias)
+    v = arith::AddFOp::create(b, v, bias);
+  if (t.gated()) {
+    if (upBias)
+      up = arith::AddFOp::create(b, up, upBias);
+    v = t.activation == GroupedMatmulTile::Activation::GptOss
+            ? gptOssGlu(b, v, up, t.alpha, t.limit)
+            : siluTimes(b, v, up);
+  }
+  if (weight)
+    v = arith::MulFOp::create(b, v, weight);
+  return v;
+}
+
+/// biases[expert, column] in f32; column is clamped below `columns` (values
+/// of columns past N are computed but never stored).
+static Value loadBias(ImplicitLocOpBuilder &b, Value biases, Value expert,
+                      Value column, Value columns) {
+  IndexMath m{b};
+  column = arith::MinSIOp::create(b, column, m.sub(columns, m.c(1)));
+  Value v = m.load(biases, ValueRange{expert, column});
+  return v.getType().isF32()
+             ? v
+             : arith::ExtFOp::create(b, b.getF32Type(), v).getResult();
 }
 
 namespace {
@@ -275,6 +315,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   bool rowScale = t.epilogue == GroupedMatmulTile::Epilogue::RowScale;
   if (rowScale)
     argTypes.push_back(MemRefType::get({ShapedType::kDynamic}, b.getF32Type()));
+  if (t.biasType)
+    argTypes.push_back(MemRefType::get(
+        {ShapedType::kDynamic, ShapedType::kDynamic}, t.biasType));
   auto funcType = b.getFunctionType(argTypes, {});
   auto func = gpu::GPUFuncOp::create(b, t.kernelName(offsetType), funcType);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -298,6 +341,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   Value rowsMin = m.toIndex(entry->getArgument(5));
   Value rowsMax = m.toIndex(entry->getArgument(6));
   Value rowScales = rowScale ? entry->getArgument(7) : Value();
+  Value biases = t.biasType ? entry->getArgument(rowScale ? 8 : 7) : Value();
 
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value warpgroup = arith::DivUIOp::create(b, tid, m.c(128));
@@ -331,6 +375,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     nvgpu::TmaPrefetchOp::create(nb, rowsMap, Value());
     nvgpu::TmaPrefetchOp::create(nb, weightsMap, Value());
   });
+  // The set-up above overlaps the previous kernel; the offsets and rows are
+  // its outputs.
+  waitForPreviousKernel(b);
   gpu::BarrierOp::create(b);
 
   // Persistent CTAs: the token tiles of the eligible experts (counted on
@@ -601,7 +648,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     Value groupRow0 = m.mul(warpgroup, m.c(64));
     // The routing weights of this thread's two fragment rows (clamped: rows
     // past the expert are computed but never stored).
-    Value weightOfRow[2];
+    Value weightOfRow[2] = {};
     if (rowScale)
       for (int64_t i = 0; i < 2; ++i) {
         Value row = m.add(m.add(row0, groupRow0), m.add(fragRow, m.c(8 * i)));
@@ -621,18 +668,28 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         // Row % 8 is quad for both i: one swizzled chunk per j.
         Value chunk = arith::XOrIOp::create(b, quad, m.c(j));
         Value col = m.add(m.mul(chunk, m.c(8)), fragCol);
+        int64_t group = c * (kStagingColumns / 8) + j;
+        // Both rows i share the biases of output columns
+        // col0 + 8 * group + fragCol + {0, 1} (and their up partners).
+        Value bias[2], upBias[2];
+        for (int64_t p = 0; p < 2 && biases; ++p) {
+          Value outCol = m.add(col0, m.add(m.c(8 * group + p), fragCol));
+          bias[p] = loadBias(b, biases, current.expert, outCol, numCols);
+          if (t.gated())
+            upBias[p] =
+                loadBias(b, biases, current.expert, m.add(outCol, numCols),
+                         m.mul(numCols, m.c(2)));
+        }
         for (int64_t i = 0; i < 2; ++i) {
-          int64_t e = 4 * (c * (kStagingColumns / 8) + j) + 2 * i;
-          auto narrow = [&](int64_t at) -> Value {
-            Value v = element(at);
-            if (t.gated())
-              v = siluTimes(b, v, element(at + upDistance));
-            if (rowScale)
-              v = arith::MulFOp::create(b, v, weightOfRow[i]);
+          int64_t e = 4 * group + 2 * i;
+          auto narrow = [&](int64_t p) -> Value {
+            Value up = t.gated() ? element(e + p + upDistance) : Value();
+            Value v = epilogueValue(b, t, element(e + p), up, bias[p],
+                                    upBias[p], weightOfRow[i]);
             return arith::TruncFOp::create(b, bf16, v);
           };
           Value pair = vector::FromElementsOp::create(
-              b, pairType, ValueRange{narrow(e), narrow(e + 1)});
+              b, pairType, ValueRange{narrow(0), narrow(1)});
           vector::StoreOp::create(b, pair, staging,
                                   ValueRange{m.add(fragRow, m.c(8 * i)), col},
                                   /*nontemporal=*/false, llvm::Align(4));
@@ -671,19 +728,28 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     Value firstRow = arith::DivUIOp::create(b, tid, m.c(tileCols));
     Value col = m.add(col0, lane);
     ifThen(b, m.lt(col, numCols), [&](ImplicitLocOpBuilder &nb) {
+      // This thread's column: its biases serve every row.
+      Value bias, upBias;
+      if (biases) {
+        bias = loadBias(nb, biases, current.expert, col, numCols);
+        if (t.gated())
+          upBias = loadBias(nb, biases, current.expert,
+                            IndexMath{nb}.add(col, numCols),
+                            IndexMath{nb}.mul(numCols, IndexMath{nb}.c(2)));
+      }
       scf::ForOp::create(
           nb, firstRow, rowsHere, IndexMath{nb}.c(threads / tileCols),
           ValueRange{}, [&](OpBuilder &inner, Location l, Value r, ValueRange) {
             ImplicitLocOpBuilder ib(l, inner);
             IndexMath i{ib};
             Value v = i.load(outTile, ValueRange{lane, r});
-            if (t.gated())
-              v = siluTimes(
-                  ib, v,
-                  i.load(outTile, ValueRange{i.add(lane, i.c(tileCols)), r}));
-            if (rowScale)
-              v = arith::MulFOp::create(ib, v,
-                                        i.load(rowScales, i.add(row0, r)));
+            Value up =
+                t.gated()
+                    ? i.load(outTile, ValueRange{i.add(lane, i.c(tileCols)), r})
+                    : Value();
+            Value weight =
+                rowScale ? i.load(rowScales, i.add(row0, r)) : Value();
+            v = epilogueValue(ib, t, v, up, bias, upBias, weight);
             Value narrowed = arith::TruncFOp::create(ib, ib.getBF16Type(), v);
             memref::StoreOp::create(ib, narrowed, out,
                                     ValueRange{i.add(row0, r), col});

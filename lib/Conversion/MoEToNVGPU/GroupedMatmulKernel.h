@@ -28,6 +28,14 @@ struct GroupedMatmulTile {
     /// The down projection: out = acc * scale[row] (the routing weight).
     RowScale,
   };
+  /// The gated activation of a SwiGLU epilogue.
+  enum class Activation {
+    /// silu(gate) * up.
+    Silu,
+    /// GPT-OSS: with g = min(gate, limit), u = clamp(up, -limit, limit):
+    /// (u + 1) * g * sigmoid(alpha * g).
+    GptOss,
+  };
 
   int64_t tileM = 64;
   int64_t tileN = 128;
@@ -35,6 +43,11 @@ struct GroupedMatmulTile {
   int64_t stages = 2;
   bool swapAB = false;
   Epilogue epilogue = Epilogue::Store;
+  Activation activation = Activation::Silu;
+  float alpha = 0, limit = 0; // Activation::GptOss only
+  /// The element type (f32 or bf16) of a per-expert bias [E, N] added to
+  /// the accumulator before the activation or row scale; null: no bias.
+  Type biasType;
 
   /// Columns of the WGMMA accumulator (its rows are always 64).
   int64_t accumulatorColumns() const { return swapAB ? tileM : tileN; }
@@ -46,6 +59,17 @@ struct GroupedMatmulTile {
   /// Output columns of one tile (gate and up share a tile when gated).
   int64_t outputColumns() const { return gated() ? tileN / 2 : tileN; }
 
+  /// The same epilogue on another tile shape.
+  GroupedMatmulTile withShape(int64_t m, int64_t n, int64_t stages_,
+                              bool swapAB_) const {
+    GroupedMatmulTile tile = *this;
+    tile.tileM = m;
+    tile.tileN = n;
+    tile.stages = stages_;
+    tile.swapAB = swapAB_;
+    return tile;
+  }
+
   /// Bytes of dynamic shared memory the kernel needs.
   int64_t dynamicSharedBytes() const;
   /// A name that says what the kernel was built for.
@@ -56,7 +80,8 @@ struct GroupedMatmulTile {
 /// for bf16 operands with f32 accumulation (then the tile's epilogue),
 /// inside `module`. Its arguments: (rows tensor map ptr, weights tensor map
 /// ptr, offsets memref<?xT>, out memref<?x?xbf16>, K, rows_min, rows_max as
-/// i32, and for Epilogue::RowScale the scale memref<?xf32>). See
+/// i32, for Epilogue::RowScale the scale memref<?xf32>, and with a bias the
+/// bias memref<?x?xT> [E, N]). See
 /// docs/hopper-notes.md and docs/runtime-contract.md.
 gpu::GPUFuncOp buildGroupedMatmulKernel(OpBuilder &builder, Location loc,
                                         gpu::GPUModuleOp module,

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -54,6 +55,17 @@ inline void ifThen(ImplicitLocOpBuilder &b, Value cond,
   });
 }
 
+/// Programmatic dependent launch (docs/runtime-contract.md §3): waits until
+/// the kernel before this one on the stream has completed and its writes are
+/// visible, then lets the kernel after this one launch, whose CTAs wait in
+/// turn before reading what this one writes. A kernel calls it before its
+/// first read of another kernel's output, in every CTA (completion is then
+/// transitive); launched without the attribute, both are no-ops.
+inline void waitForPreviousKernel(ImplicitLocOpBuilder &b) {
+  NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::wait);
+  NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::launch_dependents);
+}
+
 /// 2^x in f32 by `ex2.approx.ftz` (one instruction; the NVVM lowering
 /// refuses llvm.intr.exp2).
 inline Value exp2Approx(ImplicitLocOpBuilder &b, Value x) {
@@ -83,6 +95,24 @@ inline Value sigmoidApprox(ImplicitLocOpBuilder &b, Value x) {
 inline Value siluTimes(ImplicitLocOpBuilder &b, Value gate, Value up) {
   return arith::MulFOp::create(
       b, arith::MulFOp::create(b, gate, sigmoidApprox(b, gate)), up);
+}
+
+/// GPT-OSS's clamped SwiGLU in f32: with g = min(gate, limit) and
+/// u = clamp(up, -limit, limit), (u + 1) * g * sigmoid(alpha * g). NaN
+/// propagates through the clamps (arith.minimumf/maximumf), as in torch.
+inline Value gptOssGlu(ImplicitLocOpBuilder &b, Value gate, Value up,
+                       float alpha, float limit) {
+  Type f32 = b.getF32Type();
+  auto constant = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, b.getFloatAttr(f32, v));
+  };
+  Value g = arith::MinimumFOp::create(b, gate, constant(limit));
+  Value u = arith::MaximumFOp::create(
+      b, arith::MinimumFOp::create(b, up, constant(limit)), constant(-limit));
+  Value glu = arith::MulFOp::create(
+      b, g, sigmoidApprox(b, arith::MulFOp::create(b, g, constant(alpha))));
+  return arith::MulFOp::create(b, arith::AddFOp::create(b, u, constant(1.0)),
+                               glu);
 }
 
 } // namespace mlir::moe

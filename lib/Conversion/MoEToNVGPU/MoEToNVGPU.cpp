@@ -23,6 +23,7 @@ static constexpr StringLiteral kKernelModuleName = "moe_kernels";
 static constexpr int64_t kMaxLaunchRows = 2147483647;
 
 using Epilogue = GroupedMatmulTile::Epilogue;
+using Activation = GroupedMatmulTile::Activation;
 
 /// Why `k` cannot be a TMA-loaded reduction size, or an empty string.
 static std::string unsupportedK(int64_t k) {
@@ -32,16 +33,23 @@ static std::string unsupportedK(int64_t k) {
   return "";
 }
 
+/// Why the epilogue cannot add `bias` (null: none), or an empty string.
+static std::string unsupportedBias(Value bias) {
+  if (bias && !isa<Float32Type, BFloat16Type>(
+                  cast<RankedTensorType>(bias.getType()).getElementType()))
+    return "only f32 and bf16 biases are implemented";
+  return "";
+}
+
 /// Why the sm_90a kernels cannot run `op`, or an empty string.
 static std::string unsupportedReason(ExpertMLPOp op) {
   for (Value v : {op.getRows(), op.getGateUpWeights(), op.getDownWeights(),
                   op.getResult()})
     if (!cast<RankedTensorType>(v.getType()).getElementType().isBF16())
       return "only bf16 rows, weights and result are implemented";
-  if (op.getGateUpBias() || op.getDownBias())
-    return "biases are not implemented yet";
-  if (op.getActivation() != GatedActivation::silu)
-    return "only the silu activation is implemented yet";
+  for (Value bias : {op.getGateUpBias(), op.getDownBias()})
+    if (std::string reason = unsupportedBias(bias); !reason.empty())
+      return reason;
   int64_t hidden = cast<RankedTensorType>(op.getRows().getType()).getDimSize(1);
   int64_t intermediate =
       cast<RankedTensorType>(op.getDownWeights().getType()).getDimSize(2);
@@ -104,6 +112,42 @@ static std::string unsupportedReason(UnpermuteOp op) {
   return "";
 }
 
+/// Why the runtime's layer.v1 cannot launch `op`, or an empty string: it
+/// runs exactly route -> permute -> expert_mlp -> unpermute (the form
+/// --moe-fuse-layer builds), with the routing weight in the combine.
+static std::string unsupportedReason(LayerOp op) {
+  Block &body = op.getBody().front();
+  auto ops =
+      llvm::to_vector(llvm::make_pointer_range(body.without_terminator()));
+  RouteOp route;
+  PermuteOp permute;
+  ExpertMLPOp mlp;
+  UnpermuteOp combine;
+  if (ops.size() == 4) {
+    route = dyn_cast<RouteOp>(ops[0]);
+    permute = dyn_cast<PermuteOp>(ops[1]);
+    mlp = dyn_cast<ExpertMLPOp>(ops[2]);
+    combine = dyn_cast<UnpermuteOp>(ops[3]);
+  }
+  if (!route || !permute || !mlp || !combine)
+    return "the body must be moe.route, moe.permute, moe.expert_mlp and "
+           "moe.unpermute, in that order";
+  if (permute.getExpertIds() != route.getExpertIds() ||
+      mlp.getRows() != permute.getRows() ||
+      mlp.getOffsets() != permute.getOffsets() ||
+      combine.getRows() != mlp.getResult() ||
+      combine.getSlots() != permute.getSlots() ||
+      combine.getWeights() != route.getWeights() ||
+      cast<YieldOp>(body.getTerminator()).getValue() != combine.getResult())
+    return "the body must chain route's ids into the permute, its rows and "
+           "offsets into the expert MLP, whose rows the unpermute combines "
+           "with the permute's slots and the route's weights, and yield that";
+  if (mlp.getRowScale())
+    return "the expert MLP must not scale its rows (the combine applies the "
+           "routing weight)";
+  return "";
+}
+
 /// Why the sm_90a kernel cannot run `op`, or an empty string.
 static std::string unsupportedReason(GroupedMatmulOp op) {
   auto rowsType = cast<RankedTensorType>(op.getRows().getType());
@@ -111,8 +155,8 @@ static std::string unsupportedReason(GroupedMatmulOp op) {
   if (!rowsType.getElementType().isBF16() ||
       !resultType.getElementType().isBF16())
     return "only bf16 rows, weights and result are implemented";
-  if (op.getBias())
-    return "bias epilogues are not implemented yet";
+  if (std::string reason = unsupportedBias(op.getBias()); !reason.empty())
+    return reason;
   return unsupportedK(rowsType.getDimSize(1));
 }
 
@@ -145,11 +189,12 @@ static LogicalResult verifyTile(ModuleOp module,
 
 /// The swap-AB tile for experts of at most `maxRows` rows: the narrowest
 /// WGMMA N in {8, 16, 32, 64} that holds them.
-static GroupedMatmulTile swapABTile(int64_t maxRows, int64_t stages) {
+static GroupedMatmulTile swapABTile(const GroupedMatmulTile &tile,
+                                    int64_t maxRows, int64_t stages) {
   int64_t tokens = 8;
   while (tokens < maxRows && tokens < 64)
     tokens *= 2;
-  return GroupedMatmulTile{tokens, 64, 64, stages, /*swapAB=*/true};
+  return tile.withShape(tokens, 64, stages, /*swapAB=*/true);
 }
 
 /// The kernel for `tile` and `offsetType` in `kernels`, built on first use
@@ -188,7 +233,7 @@ static StringRef epilogueName(Epilogue epilogue) {
 /// its shapes, ABI, epilogue and the kernels (`forms`) that together
 /// compute it; `part` names it inside a fused op.
 static DictionaryAttr launchInfo(Builder &b, Value rows, Value weights,
-                                 Value offsets, Epilogue epilogue,
+                                 Value offsets, const GroupedMatmulTile &tile,
                                  ArrayRef<Attribute> forms,
                                  StringRef part = "") {
   auto rowsType = cast<RankedTensorType>(rows.getType());
@@ -200,7 +245,14 @@ static DictionaryAttr launchInfo(Builder &b, Value rows, Value weights,
   int64_t numRows = rowsType.getDimSize(0);
   NamedAttrList info;
   info.set("abi", b.getStringAttr("grouped_matmul.v3"));
-  info.set("epilogue", b.getStringAttr(epilogueName(epilogue)));
+  info.set("epilogue", b.getStringAttr(epilogueName(tile.epilogue)));
+  info.set("activation",
+           b.getStringAttr(!tile.gated()                           ? "none"
+                           : tile.activation == Activation::GptOss ? "gptoss"
+                                                                   : "silu"));
+  info.set("bias", b.getStringAttr(!tile.biasType           ? "none"
+                                   : tile.biasType.isBF16() ? "bf16"
+                                                            : "f32"));
   info.set("experts", b.getI64IntegerAttr(size(weightsType.getDimSize(0))));
   info.set("n", b.getI64IntegerAttr(size(weightsType.getDimSize(1))));
   info.set("k", b.getI64IntegerAttr(size(weightsType.getDimSize(2))));
@@ -215,16 +267,13 @@ static DictionaryAttr launchInfo(Builder &b, Value rows, Value weights,
   return info.getDictionary(b.getContext());
 }
 
-/// The kernels that together compute one grouped GEMM of `op` with
-/// `epilogue`: the forms --moe-swap-ab chose (its attributes on `op`), each
-/// for the experts whose row count falls in its range (decided on the
-/// device at run time).
-static SmallVector<Attribute> buildForms(OpBuilder &builder,
-                                         gpu::GPUModuleOp kernels,
-                                         Operation *op, GroupedMatmulTile tile,
-                                         int64_t swapStages, Type offsetType,
-                                         Epilogue epilogue) {
-  tile.epilogue = epilogue;
+/// The kernels that together compute one grouped GEMM of `op` with the
+/// epilogue of `tile`: the forms --moe-swap-ab chose (its attributes on
+/// `op`), each for the experts whose row count falls in its range (decided
+/// on the device at run time).
+static SmallVector<Attribute>
+buildForms(OpBuilder &builder, gpu::GPUModuleOp kernels, Operation *op,
+           const GroupedMatmulTile &tile, int64_t swapStages, Type offsetType) {
   SmallVector<Attribute> forms;
   auto addForm = [&](const GroupedMatmulTile &formTile, int64_t rowsMin,
                      int64_t rowsMax) {
@@ -243,28 +292,54 @@ static SmallVector<Attribute> buildForms(OpBuilder &builder,
   if (tile.swapAB) {
     addForm(tile, 1, kMaxLaunchRows);
   } else if (maxRows && op->hasAttr(kSwapABOnlyAttr)) {
-    GroupedMatmulTile swap = swapABTile(maxRows.getInt(), swapStages);
-    swap.epilogue = epilogue;
-    addForm(swap, 1, kMaxLaunchRows);
+    addForm(swapABTile(tile, maxRows.getInt(), swapStages), 1, kMaxLaunchRows);
   } else {
     int64_t swapRows = maxRows ? maxRows.getInt() : 0;
     if (swapRows > 0) {
-      GroupedMatmulTile swap = swapABTile(swapRows, swapStages);
-      swap.epilogue = epilogue;
-      addForm(swap, 1, swapRows);
+      addForm(swapABTile(tile, swapRows, swapStages), 1, swapRows);
     }
     // A 128-row tile would be mostly padding for experts of at most 64
     // rows: they take one warpgroup's 64-row tile instead.
     int64_t firstRows = swapRows + 1;
     if (tile.tileM == 128 && swapRows < 64) {
-      GroupedMatmulTile narrow = tile;
-      narrow.tileM = 64;
-      addForm(narrow, firstRows, 64);
+      addForm(tile.withShape(64, tile.tileN, tile.stages, false), firstRows,
+              64);
       firstRows = 65;
     }
     addForm(tile, firstRows, kMaxLaunchRows);
   }
   return forms;
+}
+
+/// Reduction sizes from which the swap-AB forms take a deeper pipeline.
+static constexpr int64_t kLongK = 8192;
+
+/// Pipeline stages of a swap-AB form reducing over `k` (dynamic: -1 or
+/// ShapedType::kDynamic): `fixed` when the user chose it (> 0), else the
+/// cost model: decode on a long K runs few, long work items (Mixtral's down
+/// projection at T = 1: 128 items of 14336 K for 132 SMs), where 8 stages
+/// keep more bytes in flight per CTA (-7 % for Mixtral's expert MLP at
+/// T = 1); with shorter K there are more items than SMs, and 4 stages'
+/// higher occupancy wins (bench/RESULTS.md, 2026-11-29).
+static int64_t swapStagesFor(int64_t k, int64_t stages, int64_t fixed) {
+  if (fixed > 0)
+    return fixed;
+  return !ShapedType::isDynamic(k) && k >= kLongK ? std::max<int64_t>(stages, 8)
+                                                  : stages;
+}
+
+/// K of weights [E, N, K].
+static int64_t reductionSize(Value weights) {
+  return cast<RankedTensorType>(weights.getType()).getDimSize(2);
+}
+
+/// `tile` with `epilogue` and the element type of `bias` (null: none).
+static GroupedMatmulTile epilogueTile(GroupedMatmulTile tile, Epilogue epilogue,
+                                      Value bias) {
+  tile.epilogue = epilogue;
+  if (bias)
+    tile.biasType = cast<RankedTensorType>(bias.getType()).getElementType();
+  return tile;
 }
 
 /// Largest T a launch accepts: the static token count, else 2^31 - 1.
@@ -397,14 +472,18 @@ struct ConvertMoEToNVGPUPass
       return signalPassFailure();
     if (swapABStages < 0) {
       mlir::emitError(module.getLoc())
-          << "convert-moe-to-nvgpu: 'swap-ab-stages' must be 0 (the same as "
-             "'stages') or positive, got "
+          << "convert-moe-to-nvgpu: 'swap-ab-stages' must be 0 (chosen per "
+             "GEMM) or positive, got "
           << static_cast<int64_t>(swapABStages);
       return signalPassFailure();
     }
-    int64_t swapStages = swapABStages > 0 ? int64_t(swapABStages) : tile.stages;
-    if (failed(verifyTile(module, swapABTile(64, swapStages))))
-      return signalPassFailure();
+    int64_t fixedSwapStages = swapABStages;
+    for (int64_t k : {int64_t(1), kLongK})
+      if (failed(verifyTile(
+              module,
+              swapABTile(tile, 64,
+                         swapStagesFor(k, tile.stages, fixedSwapStages)))))
+        return signalPassFailure();
 
     SmallVector<Operation *> ops;
     bool failedAny = false;
@@ -420,6 +499,8 @@ struct ConvertMoEToNVGPUPass
         reason = unsupportedReason(unpermute);
       else if (auto permute = dyn_cast<PermuteOp>(op))
         reason = unsupportedReason(permute);
+      else if (auto layer = dyn_cast<LayerOp>(op))
+        reason = unsupportedReason(layer);
       else
         return;
       ops.push_back(op);
@@ -448,13 +529,17 @@ struct ConvertMoEToNVGPUPass
         Value offsets = matmul.getOffsets();
         Type offsetType =
             cast<RankedTensorType>(offsets.getType()).getElementType();
-        Epilogue epilogue =
-            matmul.getRowScale() ? Epilogue::RowScale : Epilogue::Store;
-        auto forms = buildForms(builder, kernels, op, tile, swapStages,
-                                offsetType, epilogue);
+        GroupedMatmulTile withEpilogue = epilogueTile(
+            tile, matmul.getRowScale() ? Epilogue::RowScale : Epilogue::Store,
+            matmul.getBias());
+        auto forms =
+            buildForms(builder, kernels, op, withEpilogue,
+                       swapStagesFor(reductionSize(matmul.getWeights()),
+                                     tile.stages, fixedSwapStages),
+                       offsetType);
         op->setAttr(kLaunchAttr,
                     launchInfo(builder, matmul.getRows(), matmul.getWeights(),
-                               offsets, epilogue, forms));
+                               offsets, withEpilogue, forms));
         continue;
       }
       if (auto route = dyn_cast<RouteOp>(op)) {
@@ -469,23 +554,52 @@ struct ConvertMoEToNVGPUPass
         op->setAttr(kLaunchAttr, unpermuteLaunch(builder, kernels, unpermute));
         continue;
       }
-      // The fused expert MLP: the gate-up GEMM stores silu(gate) * up (the
+      // A layer launches its parts' kernels; --moe-extract-device-code
+      // names the parts in its entry.
+      if (auto layer = dyn_cast<LayerOp>(op)) {
+        auto route = cast<RouteOp>(layer.getBody().front().front());
+        auto logits = cast<RankedTensorType>(route.getLogits().getType());
+        op->setAttr(
+            kLaunchAttr,
+            builder.getDictionaryAttr(
+                {builder.getNamedAttr("abi", builder.getStringAttr("layer.v1")),
+                 builder.getNamedAttr("max_rows",
+                                      builder.getI64IntegerAttr(
+                                          maxTokens(logits.getDimSize(0))))}));
+        continue;
+      }
+      // The fused expert MLP: the gate-up GEMM stores act(gate, up) (the
       // [M, 2I] intermediate never leaves registers), then the down GEMM
-      // applies the routing weight in its epilogue.
+      // adds its bias and applies the routing weight in its epilogue.
       auto mlp = cast<ExpertMLPOp>(op);
       Value offsets = mlp.getOffsets();
       Type offsetType =
           cast<RankedTensorType>(offsets.getType()).getElementType();
-      Epilogue down = mlp.getRowScale() ? Epilogue::RowScale : Epilogue::Store;
-      auto gateUpForms = buildForms(builder, kernels, op, tile, swapStages,
-                                    offsetType, Epilogue::SwiGLU);
+      GroupedMatmulTile gateUp =
+          epilogueTile(tile, Epilogue::SwiGLU, mlp.getGateUpBias());
+      if (mlp.getActivation() == GatedActivation::gptoss) {
+        gateUp.activation = Activation::GptOss;
+        gateUp.alpha = mlp.getAlphaOrDefault();
+        gateUp.limit = mlp.getLimitOrDefault();
+      }
+      GroupedMatmulTile down = epilogueTile(
+          tile, mlp.getRowScale() ? Epilogue::RowScale : Epilogue::Store,
+          mlp.getDownBias());
+      auto gateUpForms =
+          buildForms(builder, kernels, op, gateUp,
+                     swapStagesFor(reductionSize(mlp.getGateUpWeights()),
+                                   tile.stages, fixedSwapStages),
+                     offsetType);
       auto downForms =
-          buildForms(builder, kernels, op, tile, swapStages, offsetType, down);
+          buildForms(builder, kernels, op, down,
+                     swapStagesFor(reductionSize(mlp.getDownWeights()),
+                                   tile.stages, fixedSwapStages),
+                     offsetType);
       op->setAttr(
           kLaunchAttr,
           builder.getArrayAttr(
               {launchInfo(builder, mlp.getRows(), mlp.getGateUpWeights(),
-                          offsets, Epilogue::SwiGLU, gateUpForms, "gate_up"),
+                          offsets, gateUp, gateUpForms, "gate_up"),
                launchInfo(builder, mlp.getRows(), mlp.getDownWeights(), offsets,
                           down, downForms, "down")}));
     }

@@ -132,6 +132,7 @@ gpu::GPUFuncOp createKernel(ImplicitLocOpBuilder &b, StringRef name,
   func.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({int32_t(kRoutingThreads), 1, 1}));
   b.setInsertionPointToStart(&func.getBody().front());
+  waitForPreviousKernel(b);
   return func;
 }
 
@@ -495,6 +496,7 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
   b.setInsertionPointToStart(&func.getBody().front());
+  waitForPreviousKernel(b);
   Value ids = func.getArgument(0), offsets = func.getArgument(1),
         slots = func.getArgument(2), sources = func.getArgument(3);
   Value counts = func.getWorkgroupAttributions()[0];

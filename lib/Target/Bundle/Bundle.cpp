@@ -163,9 +163,12 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
     auto kernels = dyn_cast_or_null<ArrayAttr>(entry.get("kernels"));
     if (failed(name) || failed(op) || failed(abi) || failed(maxRows))
       return failure();
-    if (!kernels || kernels.empty())
+    // A layer launches its parts' kernels: it has none of its own.
+    bool layer = *abi == "layer.v1";
+    if (!kernels || (kernels.empty() != layer))
       return emitError(loc)
-             << "moe-to-bundle: entry " << *name << " lacks its kernels";
+             << "moe-to-bundle: entry " << *name
+             << (layer ? " (a layer) has kernels" : " lacks its kernels");
     if (!entryNames.insert(*name).second)
       return emitError(loc) << "moe-to-bundle: two entries named " << *name;
     // The keys after max_rows depend on the ABI (docs/runtime-contract.md).
@@ -190,15 +193,18 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
     bool gemm = *abi == "grouped_matmul.v3";
     bodyStream << "entry " << *name << " op=" << *op << " abi=" << *abi;
     if (gemm) {
-      FailureOr<StringRef> epilogue = r.name("epilogue");
+      FailureOr<StringRef> epilogue = r.name("epilogue"),
+                           activation = r.name("activation"),
+                           bias = r.name("bias");
       FailureOr<int64_t> experts = r.integer("experts"), n = r.integer("n"),
                          k = r.integer("k");
       FailureOr<std::string> offsets = typeName("offsets");
-      if (failed(epilogue) || failed(experts) || failed(n) || failed(k) ||
-          failed(offsets))
+      if (failed(epilogue) || failed(activation) || failed(bias) ||
+          failed(experts) || failed(n) || failed(k) || failed(offsets))
         return failure();
-      bodyStream << " epilogue=" << *epilogue << " experts=" << *experts
-                 << " n=" << *n << " k=" << *k << " max_rows=" << *maxRows
+      bodyStream << " epilogue=" << *epilogue << " activation=" << *activation
+                 << " bias=" << *bias << " experts=" << *experts << " n=" << *n
+                 << " k=" << *k << " max_rows=" << *maxRows
                  << " offsets=" << *offsets << "\n";
     } else if (*abi == "route.v1") {
       FailureOr<int64_t> experts = r.integer("experts"),
@@ -230,6 +236,16 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
       bodyStream << " max_rows=" << *maxRows << " experts=" << *experts
                  << " top_k=" << *topK << " hidden=" << *hidden
                  << " offsets=" << *offsets << "\n";
+    } else if (layer) {
+      bodyStream << " max_rows=" << *maxRows;
+      for (StringRef part :
+           {"route", "permute", "gate_up", "down", "unpermute"}) {
+        FailureOr<StringRef> partName = r.name(part);
+        if (failed(partName))
+          return failure();
+        bodyStream << " " << part << "=" << *partName;
+      }
+      bodyStream << "\n";
     } else {
       return emitError(loc) << "moe-to-bundle: entry " << *name
                             << " has unknown ABI '" << *abi << "'";

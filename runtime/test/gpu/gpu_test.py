@@ -32,15 +32,18 @@ def kernel_line(entry, symbol, rows_min, rows_max, tile_m, smem):
 
 
 def write_bundle(cubin, path):
-    entry = "entry {} op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts={} n={} k={} max_rows={} offsets={}\n"
+    entry = ("entry {} op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts={} "
+             "n={} k={} max_rows={} offsets={} bias=none activation=none\n")
 
     def mlp_entry(name, epilogue, kind):
+        activation = "silu" if epilogue == "swiglu" else "none"
         return (f"entry {name} op=moe.expert_mlp abi=grouped_matmul.v3 epilogue={epilogue} "
-                f"experts=-1 n=-1 k=-1 max_rows={MAX} offsets=i32\n"
+                f"experts=-1 n=-1 k=-1 max_rows={MAX} offsets=i32 bias=none "
+                f"activation={activation}\n"
                 + kernel_line(name, f"reference{kind}_16x64x64_off32", 1, 16, 16, 11264)
                 + kernel_line(name, f"reference{kind}_64x64x64_off32", 17, MAX, 64, 20480))
 
-    text = ("MOEBUNDLE 4\nchip sm_90a\n" + f"image reference {len(cubin)}\n").encode() + cubin + b"\n"
+    text = ("MOEBUNDLE 5\nchip sm_90a\n" + f"image reference {len(cubin)}\n").encode() + cubin + b"\n"
     text += (
         # Dynamic sizes; the 16-row form for experts of 1..16 rows (only
         # 11264 bytes of shared memory are used; 100000 tests the attribute).

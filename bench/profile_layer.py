@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Where a whole layer's time goes: each kernel of one layer.v1 call, timed
+by the CUDA profiler (CUPTI, through torch.profiler) inside CUDA-graph
+replays, beside the replay's own median.
+
+    python3 bench/profile_layer.py .gpu-artifacts .shared-bench model:T ...
+
+e.g. `qwen3_30b_a3b:1 mixtral_8x7b:1`. Per kernel: the median device time
+over the replays; `gaps` is the replay time minus the kernels' sum
+(launch latency and dependency waits between kernels).
+"""
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+import torch
+
+ARTIFACTS = os.path.abspath(sys.argv[1])
+PEERS = os.path.abspath(sys.argv[2])
+sys.path[:0] = [ARTIFACTS, PEERS]
+os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
+import moe_runtime  # noqa: E402
+from peers import SHAPES, bench  # noqa: E402
+
+NAMES = {"mixtral_8x7b": "mixtral-8x7b", "qwen3_30b_a3b": "qwen3-30b-a3b",
+         "olmoe_1b_7b": "olmoe-1b-7b", "deepseek_v3": "deepseek-v3",
+         "gpt_oss_120b": "gpt-oss-120b"}
+REPLAYS = 20
+
+
+def main():
+    bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))
+    for point in sys.argv[3:]:
+        name, T = point.split(":")
+        T = int(T)
+        model = NAMES[name]
+        H, I, E, k = SHAPES[model]
+        dev = "cuda"
+        x = torch.randn(T, H, device=dev).to(torch.bfloat16)
+        logits = torch.randn(T, E, device=dev)
+        w13 = (torch.randn(E, 2 * I, H, device=dev) * H ** -0.5).to(torch.bfloat16)
+        w2 = (torch.randn(E, H, I, device=dev) * I ** -0.5).to(torch.bfloat16)
+        bias = torch.zeros(E, device=dev) if model == "deepseek-v3" else None
+        gptoss = model == "gpt-oss-120b"
+        b13 = torch.zeros(E, 2 * I, device=dev, dtype=torch.bfloat16) if gptoss else None
+        b2 = torch.zeros(E, H, device=dev) if gptoss else None
+        out = torch.empty(T, H, device=dev, dtype=torch.bfloat16)
+        workspace = torch.empty(bundle.layer_workspace_bytes(name, T, H, I), device=dev,
+                                dtype=torch.uint8)
+
+        def call():
+            bundle.layer(name, x, logits, w13, w2, score_bias=bias, gate_up_bias=b13,
+                         down_bias=b2, out=out, workspace=workspace)
+
+        call()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            call()
+        replay = bench(graph.replay, graphable=False)[0]
+        times = defaultdict(list)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(REPLAYS):
+                graph.replay()
+            torch.cuda.synchronize()
+        for event in prof.events():
+            if event.device_type == torch.autograd.DeviceType.CUDA:
+                times[event.name].append(event.device_time)
+        print(f"{name} T={T}: graph replay {replay * 1000:.1f} us")
+        total = 0.0
+        for kernel, values in times.items():
+            per_call = statistics.median(values) * len(values) / REPLAYS
+            total += per_call
+            print(f"  {per_call:8.1f} us  x{len(values) // REPLAYS}  {kernel[:90]}")
+        print(f"  {replay * 1000 - total:8.1f} us  gaps (replay minus kernels)")
+        del w13, w2
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+//===- FuseLayer.cpp - a whole MoE layer into moe.layer -------------------===//
+
+#include "MoE/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_MOEFUSELAYER
+#include "MoE/Transforms/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+namespace {
+
+/// Groups route -> permute -> expert_mlp -> unpermute, rooted at the
+/// unpermute, into `moe.layer`.
+struct FuseLayer : OpRewritePattern<UnpermuteOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(UnpermuteOp combine,
+                                PatternRewriter &rewriter) const override {
+    if (isa<LayerOp>(combine->getParentOp()))
+      return rewriter.notifyMatchFailure(combine, "already in a layer");
+    auto mlp = combine.getRows().getDefiningOp<ExpertMLPOp>();
+    if (!mlp)
+      return rewriter.notifyMatchFailure(combine, "rows are no expert_mlp");
+    auto permute = mlp.getRows().getDefiningOp<PermuteOp>();
+    if (!permute || mlp.getOffsets() != permute.getOffsets() ||
+        combine.getSlots() != permute.getSlots())
+      return rewriter.notifyMatchFailure(combine,
+                                         "rows, offsets and slots are not one "
+                                         "permute's");
+    auto route = permute.getExpertIds().getDefiningOp<RouteOp>();
+    if (!route || combine.getWeights() != route.getWeights())
+      return rewriter.notifyMatchFailure(
+          combine, "ids and combine weights are not one route's");
+    // The layer applies the routing weight per token in the combine.
+    if (mlp.getRowScale())
+      return rewriter.notifyMatchFailure(combine, "expert_mlp has a scale");
+    // The intermediates live in the layer's workspace only.
+    Operation *chain[] = {route, permute, mlp, combine};
+    for (Operation *op : ArrayRef(chain).drop_back())
+      for (Operation *user : op->getUsers())
+        if (!llvm::is_contained(chain, user))
+          return rewriter.notifyMatchFailure(
+              combine, "an intermediate has a user outside the layer");
+    // All four in one block, so the layer can take the combine's place:
+    // every value they read from outside is defined before it.
+    Block *block = combine->getBlock();
+    for (Operation *op : chain)
+      if (op->getBlock() != block)
+        return rewriter.notifyMatchFailure(combine, "not in one block");
+
+    rewriter.setInsertionPoint(combine);
+    Location loc = rewriter.getFusedLoc(
+        {route.getLoc(), permute.getLoc(), mlp.getLoc(), combine.getLoc()});
+    auto layer = LayerOp::create(rewriter, loc, combine.getType());
+    Block *body = rewriter.createBlock(&layer.getBody());
+    for (Operation *op : chain)
+      rewriter.moveOpBefore(op, body, body->end());
+    rewriter.setInsertionPointToEnd(body);
+    YieldOp::create(rewriter, combine.getLoc(), combine.getResult());
+    rewriter.replaceUsesWithIf(
+        combine.getResult(), layer.getResult(),
+        [&](OpOperand &use) { return !isa<YieldOp>(use.getOwner()); });
+    return success();
+  }
+};
+
+struct MoEFuseLayerPass : moe::impl::MoEFuseLayerBase<MoEFuseLayerPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateFuseLayerPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::moe::populateFuseLayerPatterns(RewritePatternSet &patterns) {
+  patterns.add<FuseLayer>(patterns.getContext());
+}

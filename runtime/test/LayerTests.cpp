@@ -1,0 +1,505 @@
+//===- LayerTests.cpp - moeLayer and moeLayerWorkspaceBytes ---------------===//
+//
+// Contract §3.5 (layer.v1): the workspace layout against a hand computation;
+// that moeLayer launches exactly what moeRoute, moePermute, moeGroupedMatmul
+// (twice) and moeUnpermute launch with the buffers carved from the
+// workspace, in that order, after validating and encoding everything; and
+// that every bad argument is refused without a driver call. The entries are
+// those of layerBundle() (TestBundles.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeDriver.h"
+#include "TestBundles.h"
+#include "TestHarness.h"
+
+using namespace moe_test;
+
+namespace {
+
+constexpr uint64_t kTokens = 0x7f0000310000, kLogits = 0x7f0000320000,
+                   kScoreBias = 0x7f0000330000, kGateUpW = 0x7f0000340000,
+                   kDownW = 0x7f0000350000, kGateUpBias = 0x7f0000360000,
+                   kDownBias = 0x7f0000370000, kOut = 0x7f0000380000,
+                   kWorkspace = 0x7f0001000000;
+constexpr int64_t kMax = 2147483647;
+
+/// The fake's kernels of the layer bundle: how many parameters each takes.
+FakeGpu &install() {
+  FakeGpu &gpu = installFakeDriver();
+  gpu.wordParams[kMixSymbols[0]] = 21;
+  gpu.wordParams[kOssSymbols[0]] = 26; // with the score bias
+  for (const char *const *symbols : {kMixSymbols, kOssSymbols}) {
+    gpu.wordParams[symbols[1]] = 24;
+    gpu.wordParams[symbols[2]] = 24;
+    gpu.wordParams[symbols[5]] = 28;
+  }
+  gpu.numParams[kOssSymbols[3]] = 24; // bias
+  gpu.numParams[kOssSymbols[4]] = 24;
+  return gpu;
+}
+
+/// Arguments of layer mix (E = 8, k = 2, H = 256, I = 128, no biases).
+moeLayerArgs mix(int64_t tokens) {
+  moeLayerArgs a;
+  a.tokens = kTokens;
+  a.logits = kLogits;
+  a.score_bias = 0;
+  a.gate_up_weights = kGateUpW;
+  a.down_weights = kDownW;
+  a.gate_up_bias = 0;
+  a.down_bias = 0;
+  a.out = kOut;
+  a.workspace = kWorkspace;
+  a.workspace_bytes = uint64_t(1) << 32;
+  a.tokens_count = tokens;
+  a.hidden = 256;
+  a.intermediate = 128;
+  a.experts = 8;
+  return a;
+}
+
+/// Arguments of layer oss (E = 4, k = 2, with all three biases).
+moeLayerArgs oss(int64_t tokens, int64_t hidden, int64_t intermediate) {
+  moeLayerArgs a = mix(tokens);
+  a.score_bias = kScoreBias;
+  a.gate_up_bias = kGateUpBias;
+  a.down_bias = kDownBias;
+  a.hidden = hidden;
+  a.intermediate = intermediate;
+  a.experts = 4;
+  return a;
+}
+
+moeStatus layer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
+                void *stream = nullptr) {
+  return moeLayer(bundle, entry, &a, stream);
+}
+
+uint64_t workspaceBytes(moeBundle *bundle, const char *entry, int64_t tokens,
+                        int64_t hidden, int64_t intermediate) {
+  uint64_t bytes = 0;
+  CHECK_EQ(moeLayerWorkspaceBytes(bundle, entry, tokens, hidden, intermediate,
+                                  &bytes),
+           MOE_STATUS_SUCCESS);
+  return bytes;
+}
+
+/// Expects `call` to fail with `status` and `message`, without having called
+/// the driver at all.
+#define CHECK_REJECTED(call, status, message)                                  \
+  do {                                                                         \
+    size_t callsBefore = fakeGpu().calls.size();                               \
+    CHECK_STATUS(call, status, message);                                       \
+    CHECK_EQ(callsSince(callsBefore), std::string());                          \
+  } while (0)
+
+/// Where the buffers start in the workspace (contract §3.5), by hand.
+struct Carved {
+  uint64_t ids, weights, offsets, slots, permute, rows, inter;
+};
+
+/// The same launch, tensor maps included (compared by what was encoded).
+void checkSameLaunch(const FakeLaunch &got, const FakeLaunch &want) {
+  CHECK_EQ(got.function, want.function);
+  for (int i = 0; i < 3; ++i) {
+    CHECK_EQ(got.grid[i], want.grid[i]);
+    CHECK_EQ(got.block[i], want.block[i]);
+  }
+  CHECK_EQ(got.smem, want.smem);
+  CHECK_EQ(got.stream, want.stream);
+  CHECK(got.extraIsNull && want.extraIsNull);
+  CHECK_EQ(got.numParams, want.numParams);
+  CHECK_EQ(got.params.size(), want.params.size());
+  for (size_t i = 0; i < got.params.size() && i < want.params.size(); ++i)
+    CHECK_EQ(got.params[i], want.params[i]);
+  if (!want.params.empty())
+    return; // a route, permute or unpermute kernel: nothing else recorded
+  for (int i = 0; i < 12; ++i)
+    CHECK_EQ(got.words[i], want.words[i]);
+  for (int i = 0; i < 3; ++i)
+    CHECK_EQ(got.ints[i], want.ints[i]);
+  CHECK_EQ(got.tail.size(), want.tail.size());
+  for (size_t i = 0; i < got.tail.size() && i < want.tail.size(); ++i)
+    CHECK_EQ(got.tail[i], want.tail[i]);
+  CHECK(got.mapsAligned);
+  const std::vector<FakeEncode> &encodes = fakeGpu().encodes;
+  for (int m = 0; m < 2; ++m) {
+    const FakeEncode &g = encodes[got.mapEncode[m]];
+    const FakeEncode &w = encodes[want.mapEncode[m]];
+    CHECK_EQ(g.rank, w.rank);
+    CHECK_EQ(g.address, w.address);
+    for (unsigned d = 0; d < w.rank; ++d) {
+      CHECK_EQ(g.dims[d], w.dims[d]);
+      CHECK_EQ(g.box[d], w.box[d]);
+      if (d + 1 < w.rank)
+        CHECK_EQ(g.strides[d], w.strides[d]);
+    }
+  }
+}
+
+/// Runs the layer `entry` with `a`, then the five single calls with the
+/// workspace carved as `at` says, and checks that the layer made exactly
+/// the single calls' launches, in order (`symbols`), with the GEMMs' tensor
+/// maps encoded before its first launch.
+void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
+                const Carved &at, const char *const symbols[6],
+                const char *parts[5]) {
+  FakeGpu &gpu = fakeGpu();
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  void *stream = reinterpret_cast<void *>(uintptr_t(0x5712ea));
+  size_t callsBefore = gpu.calls.size(), before = gpu.launches.size();
+  CHECK_EQ(layer(bundle, entry, a, stream), MOE_STATUS_SUCCESS);
+  CHECK_EQ(callsSince(callsBefore),
+           "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "
+           "cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
+           "cuTensorMapEncodeTiled cuLaunchKernel cuLaunchKernel "
+           "cuLaunchKernel cuLaunchKernel cuLaunchKernel cuLaunchKernel");
+  CHECK_EQ(gpu.launches.size(), before + 6);
+  for (size_t i = 0; i < 6 && before + i < gpu.launches.size(); ++i)
+    CHECK_EQ(gpu.launches[before + i].function, std::string(symbols[i]));
+
+  const uint64_t ws = a.workspace;
+  const int64_t rows = a.tokens_count * 2; // k = 2
+  moeRouteArgs route = {a.logits,        a.score_bias,   ws + at.ids,
+                        ws + at.weights, a.tokens_count, a.experts};
+  moePermuteArgs permute = {a.tokens,        ws + at.ids,   ws + at.rows,
+                            ws + at.offsets, ws + at.slots, ws + at.permute,
+                            a.tokens_count,  a.hidden};
+  moeGroupedMatmulArgs gateUp = {ws + at.rows,
+                                 a.gate_up_weights,
+                                 ws + at.offsets,
+                                 ws + at.inter,
+                                 rows,
+                                 2 * a.intermediate,
+                                 a.hidden,
+                                 a.experts,
+                                 0,
+                                 a.gate_up_bias};
+  moeGroupedMatmulArgs down = {ws + at.inter,  a.down_weights, ws + at.offsets,
+                               ws + at.rows,   rows,           a.hidden,
+                               a.intermediate, a.experts,      0,
+                               a.down_bias};
+  moeUnpermuteArgs unpermute = {ws + at.rows, ws + at.slots, ws + at.weights,
+                                a.out,        rows,          a.tokens_count,
+                                a.hidden};
+  size_t single = gpu.launches.size();
+  CHECK_EQ(moeRoute(bundle, parts[0], &route, stream), MOE_STATUS_SUCCESS);
+  CHECK_EQ(moePermute(bundle, parts[1], &permute, stream), MOE_STATUS_SUCCESS);
+  CHECK_EQ(moeGroupedMatmul(bundle, parts[2], &gateUp, stream),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(moeGroupedMatmul(bundle, parts[3], &down, stream),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(moeUnpermute(bundle, parts[4], &unpermute, stream),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(gpu.launches.size(), single + 6);
+  if (gpu.launches.size() != single + 6 || single != before + 6)
+    return;
+  for (size_t i = 0; i < 6; ++i)
+    checkSameLaunch(gpu.launches[before + i], gpu.launches[single + i]);
+}
+
+} // namespace
+
+TEST(layerWorkspaceBytes) {
+  install();
+  moeBundle *bundle = openBundle(layerBundle());
+  CHECK(bundle != nullptr);
+  if (!bundle) {
+    fail(__FILE__, __LINE__, moeLastErrorMessage());
+    return;
+  }
+  // mix, T = 3 (6 rows, i32, E = 8, H = 256, I = 128): ids 24 bytes at 0,
+  // weights 24 at 256, offsets 36 at 512, slots 24 at 768, the permute's
+  // sources 24 at 1024, rows 6*256*2 = 3072 at 1280, inter 6*128*2 = 1536
+  // at 4352: 5888.
+  CHECK_EQ(workspaceBytes(bundle, "mix", 3, 256, 128), uint64_t(5888));
+  // T = 4096 (8192 rows): ids 32768 at 0, weights at 32768, offsets 36 at
+  // 65536, slots 32768 at 65792, sources 32768 at 98560, rows 4194304 at
+  // 131328, inter 2097152 at 4325632: 6422784.
+  CHECK_EQ(workspaceBytes(bundle, "mix", 4096, 256, 128), uint64_t(6422784));
+  // oss, T = 5 (10 rows, i64, E = 4, H = 64, I = 32): ids 40 at 0, weights
+  // 40 at 256, offsets 40 at 512, slots 80 at 768, sources 40 at 1024, rows
+  // 1280 at 1280, inter 640 at 2560: 3200.
+  CHECK_EQ(workspaceBytes(bundle, "oss", 5, 64, 32), uint64_t(3200));
+  // T = 1, H = I = 8: every buffer below 256 bytes, 6 * 256 + 32.
+  CHECK_EQ(workspaceBytes(bundle, "oss", 1, 8, 8), uint64_t(6 * 256 + 32));
+
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  uint64_t bytes = 7;
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "mix", 1, 256, 128, nullptr),
+                 bad, "moeLayerWorkspaceBytes: bytes is NULL");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(nullptr, "mix", 1, 256, 128, &bytes),
+                 bad, "moeLayerWorkspaceBytes: bundle is NULL");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "nope", 1, 256, 128, &bytes),
+                 MOE_STATUS_NOT_FOUND,
+                 "moeLayerWorkspaceBytes: no entry 'nope' in the bundle");
+  CHECK_REJECTED(
+      moeLayerWorkspaceBytes(bundle, "mix_permute", 1, 256, 128, &bytes), bad,
+      "moeLayerWorkspaceBytes(mix_permute): the entry is op=moe.permute "
+      "abi=permute.v1, not op=moe.layer with abi=layer.v1");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "mix", 0, 256, 128, &bytes),
+                 bad, "moeLayerWorkspaceBytes(mix): T = 0 must be at least 1");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "mix", 4097, 256, 128, &bytes),
+                 bad, "T = 4097 exceeds the entry's max_rows = 4096");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "mix", 1, 255, 128, &bytes),
+                 bad,
+                 "moeLayerWorkspaceBytes(mix): hidden = 255 does not match "
+                 "entry mix_permute's hidden = 256");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "mix", 1, 256, 64, &bytes), bad,
+                 "intermediate = 64 does not match entry mix_gate_up's n = "
+                 "256 (2I)");
+  CHECK_REJECTED(
+      moeLayerWorkspaceBytes(bundle, "oss", 1, 0, 32, &bytes), bad,
+      "moeLayerWorkspaceBytes(oss): hidden = 0 is not a positive multiple of "
+      "8 (rows move in 16-byte vectors)");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "oss", 1, 12, 32, &bytes), bad,
+                 "hidden = 12 is not a positive multiple of 8");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "oss", 1, 64, -8, &bytes), bad,
+                 "moeLayerWorkspaceBytes(oss): intermediate = -8 is not a "
+                 "positive multiple of 8");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "oss", 1, 64, 4, &bytes), bad,
+                 "intermediate = 4 is not a positive multiple of 8");
+  CHECK_REJECTED(
+      moeLayerWorkspaceBytes(bundle, "oss", kMax / 2 + 1, 64, 32, &bytes), bad,
+      "moeLayerWorkspaceBytes(oss): T*k = 2147483648 rows exceeds "
+      "2147483647 (T = 1073741824, k = 2)");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "oss", kMax / 2,
+                                        int64_t(1) << 40, 32, &bytes),
+                 bad,
+                 "moeLayerWorkspaceBytes(oss): the workspace overflows int64 "
+                 "(T = 1073741823, H = 1099511627776, I = 32)");
+  CHECK_EQ(bytes, uint64_t(7)); // untouched on failure
+  moeBundleClose(bundle);
+}
+
+TEST(layerLaunchesTheSingleCalls) {
+  install();
+  moeBundle *bundle = openBundle(layerBundle());
+  CHECK(bundle != nullptr);
+  if (!bundle)
+    return;
+  const char *mixParts[5] = {"mix_route", "mix_permute", "mix_gate_up",
+                             "mix_down", "mix_unpermute"};
+  const char *ossParts[5] = {"oss_route", "oss_permute", "oss_gate_up",
+                             "oss_down", "oss_unpermute"};
+  // The offsets of layerWorkspaceBytes' hand computations.
+  checkLayer(bundle, "mix", mix(3), {0, 256, 512, 768, 1024, 1280, 4352},
+             kMixSymbols, mixParts);
+  checkLayer(bundle, "mix", mix(4096),
+             {0, 32768, 65536, 65792, 98560, 131328, 4325632}, kMixSymbols,
+             mixParts);
+  checkLayer(bundle, "oss", oss(5, 64, 32),
+             {0, 256, 512, 768, 1024, 1280, 2560}, kOssSymbols, ossParts);
+  // A workspace of exactly the size needed is enough.
+  moeLayerArgs exact = oss(5, 64, 32);
+  exact.workspace_bytes = 3200;
+  checkLayer(bundle, "oss", exact, {0, 256, 512, 768, 1024, 1280, 2560},
+             kOssSymbols, ossParts);
+  moeBundleClose(bundle);
+}
+
+TEST(layerRejectsBadArguments) {
+  install();
+  moeBundle *bundle = openBundle(layerBundle());
+  CHECK(bundle != nullptr);
+  if (!bundle)
+    return;
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  moeLayerArgs a = mix(16);
+  CHECK_REJECTED(moeLayer(nullptr, "mix", &a, nullptr), bad,
+                 "moeLayer: bundle is NULL");
+  CHECK_REJECTED(moeLayer(bundle, nullptr, &a, nullptr), bad,
+                 "moeLayer: entry name is NULL");
+  CHECK_REJECTED(moeLayer(bundle, "mix", nullptr, nullptr), bad,
+                 "moeLayer: args is NULL");
+  CHECK_REJECTED(layer(bundle, "mixtral", a), MOE_STATUS_NOT_FOUND,
+                 "moeLayer: no entry 'mixtral' in the bundle");
+  CHECK_REJECTED(layer(bundle, "mix_gate_up", a), bad,
+                 "moeLayer(mix_gate_up): the entry is op=moe.expert_mlp "
+                 "abi=grouped_matmul.v3, not op=moe.layer with abi=layer.v1");
+  // The single calls refuse a layer entry.
+  moeGroupedMatmulArgs gemm = {};
+  CHECK_REJECTED(moeGroupedMatmul(bundle, "mix", &gemm, nullptr), bad,
+                 "moeGroupedMatmul(mix): the entry is op=moe.layer "
+                 "abi=layer.v1, not op=moe.grouped_matmul");
+  moeRouteArgs route = {};
+  route.tokens = 1;
+  CHECK_REJECTED(moeRoute(bundle, "mix", &route, nullptr), bad,
+                 "moeRoute(mix): the entry is op=moe.layer abi=layer.v1, not "
+                 "op=moe.route with abi=route.v1");
+
+  // Each bad argument, named.
+  struct Case {
+    moeLayerArgs args;
+    const char *message;
+  };
+  auto with = [](moeLayerArgs a, uint64_t moeLayerArgs::*field,
+                 uint64_t value) {
+    a.*field = value;
+    return a;
+  };
+  auto sized = [](moeLayerArgs a, int64_t moeLayerArgs::*field, int64_t value) {
+    a.*field = value;
+    return a;
+  };
+  const moeLayerArgs m = mix(16);
+  const Case mixCases[] = {
+      {sized(m, &moeLayerArgs::tokens_count, 0),
+       "moeLayer(mix): T = 0 must be at least 1"},
+      {sized(m, &moeLayerArgs::tokens_count, 4097),
+       "moeLayer(mix): T = 4097 exceeds the entry's max_rows = 4096"},
+      {sized(m, &moeLayerArgs::experts, 7),
+       "moeLayer(mix): experts = 7 does not match entry mix_route's experts "
+       "= 8"},
+      {sized(m, &moeLayerArgs::hidden, 512),
+       "moeLayer(mix): hidden = 512 does not match entry mix_permute's "
+       "hidden = 256"},
+      {sized(m, &moeLayerArgs::intermediate, 256),
+       "moeLayer(mix): intermediate = 256 does not match entry mix_gate_up's "
+       "n = 256 (2I)"},
+      {with(m, &moeLayerArgs::tokens, 0),
+       "moeLayer(mix): tokens pointer is NULL"},
+      {with(m, &moeLayerArgs::logits, 0),
+       "moeLayer(mix): logits pointer is NULL"},
+      {with(m, &moeLayerArgs::gate_up_weights, 0),
+       "moeLayer(mix): gate_up_weights pointer is NULL"},
+      {with(m, &moeLayerArgs::down_weights, 0),
+       "moeLayer(mix): down_weights pointer is NULL"},
+      {with(m, &moeLayerArgs::out, 0), "moeLayer(mix): out pointer is NULL"},
+      {with(m, &moeLayerArgs::workspace, 0),
+       "moeLayer(mix): workspace pointer is NULL (moeLayerWorkspaceBytes says "
+       "how large)"},
+      {with(m, &moeLayerArgs::tokens, kTokens + 8),
+       "moeLayer(mix): tokens pointer 0x7f0000310008 is not 16-byte aligned"},
+      {with(m, &moeLayerArgs::logits, kLogits + 2),
+       "moeLayer(mix): logits pointer 0x7f0000320002 is not 4-byte aligned "
+       "(the route's logits are f32)"},
+      {with(m, &moeLayerArgs::gate_up_weights, kGateUpW + 8),
+       "moeLayer(mix): gate_up_weights pointer 0x7f0000340008 is not 16-byte "
+       "aligned"},
+      {with(m, &moeLayerArgs::down_weights, kDownW + 4),
+       "moeLayer(mix): down_weights pointer 0x7f0000350004 is not 16-byte "
+       "aligned"},
+      {with(m, &moeLayerArgs::out, kOut + 2),
+       "moeLayer(mix): out pointer 0x7f0000380002 is not 16-byte aligned"},
+      {with(m, &moeLayerArgs::workspace, kWorkspace + 128),
+       "moeLayer(mix): workspace pointer 0x7f0001000080 is not 256-byte "
+       "aligned"},
+      {with(m, &moeLayerArgs::score_bias, kScoreBias),
+       "moeLayer(mix): score_bias must be 0: entry mix_route has bias=0"},
+      {with(m, &moeLayerArgs::gate_up_bias, kGateUpBias),
+       "moeLayer(mix): gate_up_bias must be 0: entry mix_gate_up has "
+       "bias=none"},
+      {with(m, &moeLayerArgs::down_bias, 2),
+       "moeLayer(mix): down_bias must be 0: entry mix_down has bias=none"},
+      // T = 16: 32 rows, 16384 rows bytes at 1280, 8192 inter at 17664.
+      {with(m, &moeLayerArgs::workspace_bytes, 25855),
+       "moeLayer(mix): workspace_bytes = 25855 is less than the 25856 bytes "
+       "the layer needs for T = 16, H = 256, I = 128 "
+       "(moeLayerWorkspaceBytes)"},
+  };
+  for (const Case &c : mixCases)
+    CHECK_REJECTED(layer(bundle, "mix", c.args), bad, c.message);
+  CHECK_EQ(layer(bundle, "mix", with(m, &moeLayerArgs::workspace_bytes, 25856)),
+           MOE_STATUS_SUCCESS);
+
+  const moeLayerArgs o = oss(16, 64, 32);
+  const Case ossCases[] = {
+      {sized(o, &moeLayerArgs::hidden, 60),
+       "moeLayer(oss): hidden = 60 is not a positive multiple of 8"},
+      {sized(o, &moeLayerArgs::intermediate, 0),
+       "moeLayer(oss): intermediate = 0 is not a positive multiple of 8"},
+      {with(o, &moeLayerArgs::score_bias, 0),
+       "moeLayer(oss): score_bias pointer is NULL (entry oss_route has "
+       "bias=1: f32 [E])"},
+      {with(o, &moeLayerArgs::gate_up_bias, 0),
+       "moeLayer(oss): gate_up_bias pointer is NULL (entry oss_gate_up has "
+       "bias=f32: [E, 2I])"},
+      {with(o, &moeLayerArgs::down_bias, 0),
+       "moeLayer(oss): down_bias pointer is NULL (entry oss_down has "
+       "bias=bf16: [E, H])"},
+      {with(o, &moeLayerArgs::logits, kLogits + 1),
+       "moeLayer(oss): logits pointer 0x7f0000320001 is not 2-byte aligned "
+       "(the route's logits are bf16)"},
+      {with(o, &moeLayerArgs::score_bias, kScoreBias + 2),
+       "moeLayer(oss): score_bias pointer 0x7f0000330002 is not 4-byte "
+       "aligned"},
+      {with(o, &moeLayerArgs::gate_up_bias, kGateUpBias + 2),
+       "moeLayer(oss): gate_up_bias pointer 0x7f0000360002 is not 4-byte "
+       "aligned (entry oss_gate_up's bias is f32)"},
+      {with(o, &moeLayerArgs::down_bias, kDownBias + 1),
+       "moeLayer(oss): down_bias pointer 0x7f0000370001 is not 2-byte "
+       "aligned (entry oss_down's bias is bf16)"},
+      {sized(o, &moeLayerArgs::experts, 8),
+       "moeLayer(oss): experts = 8 does not match entry oss_route's experts "
+       "= 4"},
+  };
+  for (const Case &c : ossCases)
+    CHECK_REJECTED(layer(bundle, "oss", c.args), bad, c.message);
+  // bf16 biases need 2-byte alignment only.
+  CHECK_EQ(
+      layer(bundle, "oss", with(o, &moeLayerArgs::down_bias, kDownBias + 2)),
+      MOE_STATUS_SUCCESS);
+  moeBundleClose(bundle);
+
+  // What only a step's own checks catch: a route that takes fewer tokens
+  // than its layer, an intermediate size beyond the gate-up GEMM's N. The
+  // step is named, and nothing is launched.
+  std::string narrow = layerBundle();
+  const std::string from = "abi=route.v1 max_rows=4096";
+  narrow.replace(narrow.find(from), from.size(), "abi=route.v1 max_rows=16");
+  bundle = openBundle(narrow);
+  CHECK(bundle != nullptr);
+  CHECK_REJECTED(layer(bundle, "mix", mix(17)), bad,
+                 "moeLayer(mix): route step: moeRoute(mix_route): T = 17 "
+                 "exceeds the entry's max_rows = 16");
+  moeLayerArgs wide = oss(1, 64, int64_t(1) << 30);
+  wide.workspace_bytes = uint64_t(1) << 40;
+  CHECK_REJECTED(layer(bundle, "oss", wide), bad,
+                 "moeLayer(oss): gate_up step: moeGroupedMatmul(oss_gate_up): "
+                 "N = 2147483648 exceeds 2147483647");
+  CHECK_EQ(fakeGpu().launches.size(), size_t(2 * 6));
+  moeBundleClose(bundle);
+}
+
+TEST(layerLoadsAndFails) {
+  FakeGpu &gpu = install();
+  moeBundle *bundle = openBundle(layerBundle());
+  CHECK(bundle != nullptr);
+  // The first call loads the bundle, then launches all six kernels.
+  CHECK_EQ(layer(bundle, "mix", mix(64)), MOE_STATUS_SUCCESS);
+  CHECK_CONTAINS(callsSince(0), "cuInit");
+  CHECK_EQ(gpu.launches.size(), size_t(6));
+  // A tensor map that does not encode launches nothing.
+  gpu.encodeResult = cu::kErrorInvalidValue;
+  CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_CUDA_ERROR,
+               "moeLayer(mix): gate_up step: moeGroupedMatmul: "
+               "cuTensorMapEncodeTiled(rows of kernel 'gemm_gate_up_mix' of "
+               "entry 'mix_gate_up') failed: CUDA_ERROR_INVALID_VALUE");
+  CHECK_EQ(gpu.launches.size(), size_t(6));
+  // A failed launch says how many were issued before it.
+  gpu.encodeResult = cu::kSuccess;
+  gpu.failLaunchNumber = 6 + 3;
+  CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_CUDA_ERROR,
+               "moeLayer: cuLaunchKernel('gemm_gate_up_mix' of entry "
+               "'mix_gate_up', grid (20, 1, 1), block (128, 1, 1), smem "
+               "98304; 3 of 6 launches already issued) failed: "
+               "CUDA_ERROR_INVALID_VALUE");
+  CHECK_EQ(gpu.launches.size(), size_t(6 + 4));
+  gpu.failLaunchNumber = 10 + 5;
+  CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_CUDA_ERROR,
+               "of entry 'mix_unpermute', grid (64, 1, 1), block (256, 1, 1), "
+               "smem 0; 5 of 6 launches already issued) failed");
+  moeBundleClose(bundle);
+
+  // No driver: the checks pass, the load fails.
+  setDriverForTesting(nullptr, "dlopen(libcuda.so.1) failed: no such file");
+  bundle = openBundle(layerBundle());
+  CHECK_STATUS(layer(bundle, "mix", mix(0)), MOE_STATUS_INVALID_ARGUMENT,
+               "T = 0");
+  CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_NO_GPU,
+               "moeLayer: no CUDA driver: dlopen(libcuda.so.1) failed");
+  moeBundleClose(bundle);
+  setDriverForTesting(nullptr);
+}

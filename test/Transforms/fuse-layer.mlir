@@ -1,0 +1,141 @@
+// RUN: moe-opt %s --moe-fuse-layer --split-input-file | FileCheck %s
+// RUN: moe-opt %s --moe-fuse-layer --moe-expand-fused-ops --split-input-file | FileCheck %s --check-prefix=ROUND
+// The CPU reference pipeline runs layers too (it inlines them first).
+// RUN: moe-opt %s --moe-fuse-layer --moe-cpu-reference-pipeline --split-input-file | FileCheck %s --check-prefix=CPU
+
+// The whole chain becomes one moe.layer in the combine's place, the ops
+// unchanged inside it; expanding inlines them back.
+// CHECK-LABEL: func @mixtral
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x16xbf16>, %[[L:[a-z0-9]+]]: tensor<?x8xf32>, %[[W13:[a-z0-9]+]]: tensor<8x48x16xbf16>, %[[W2:[a-z0-9]+]]: tensor<8x16x24xbf16>)
+// CHECK-NEXT: %[[Y:.*]] = moe.layer : tensor<?x16xbf16> {
+// CHECK-NEXT: %[[IDS:.*]], %[[W:.*]] = moe.route softmax_topk %[[L]] top 2 renormalize
+// CHECK-NEXT: %[[ROWS:.*]], %[[OFF:.*]], %[[SLOTS:.*]] = moe.permute %[[X]], %[[IDS]]
+// CHECK-NEXT: %[[H:.*]] = moe.expert_mlp silu %[[ROWS]], %[[OFF]], %[[W13]], %[[W2]] :
+// CHECK-NEXT: %[[O:.*]] = moe.unpermute %[[H]], %[[SLOTS]] weights %[[W]]
+// CHECK-NEXT: moe.yield %[[O]] : tensor<?x16xbf16>
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[Y]]
+// ROUND-LABEL: func @mixtral
+// ROUND-NOT: moe.layer
+// ROUND: moe.route
+// ROUND-NEXT: moe.permute
+// ROUND-NEXT: moe.grouped_matmul
+// ROUND-NEXT: moe.swiglu
+// ROUND-NEXT: moe.grouped_matmul
+// ROUND-NEXT: %[[O:.*]] = moe.unpermute
+// ROUND-NEXT: return %[[O]]
+// CPU-LABEL: func @mixtral
+// CPU-NOT: moe.
+// CPU: return
+func.func @mixtral(%x: tensor<?x16xbf16>, %logits: tensor<?x8xf32>,
+                   %w13: tensor<8x48x16xbf16>, %w2: tensor<8x16x24xbf16>) -> tensor<?x16xbf16> {
+  %ids, %w = moe.route softmax_topk %logits top 2 renormalize
+      : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x16xbf16>, tensor<?x2xi32>) -> (tensor<?x16xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x16xbf16>, tensor<9xi64>, tensor<8x48x16xbf16>, tensor<8x16x24xbf16>) -> tensor<?x16xbf16>
+  %y = moe.unpermute %h, %slots weights %w
+      : (tensor<?x16xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x16xbf16>
+  return %y : tensor<?x16xbf16>
+}
+
+// -----
+
+// DeepSeek-V3's biased group-limited routing and GPT-OSS's biased experts
+// stay what they are inside the layer; unrelated ops in between stay out.
+// CHECK-LABEL: func @biases
+// CHECK: %[[C:.*]] = arith.constant
+// CHECK-NEXT: moe.layer : tensor<?x16xf32> {
+// CHECK-NEXT: moe.route sigmoid_topk %{{.*}} bias %{{.*}} top 2 groups 4 select 2 renormalize scale 2.5
+// CHECK: moe.expert_mlp gptoss {{.*}} gate_up_bias {{.*}} down_bias
+// CHECK: moe.yield
+func.func @biases(%x: tensor<?x16xf32>, %logits: tensor<?x8xf32>, %bias: tensor<8xf32>,
+                  %w13: tensor<8x48x16xf32>, %b13: tensor<8x48xf32>,
+                  %w2: tensor<8x16x24xf32>, %b2: tensor<8x16xf32>) -> (tensor<?x16xf32>, f32) {
+  %ids, %w = moe.route sigmoid_topk %logits bias %bias top 2 groups 4 select 2 renormalize scale 2.5
+      : (tensor<?x8xf32>, tensor<8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %c = arith.constant 1.0 : f32
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<9xi32>, tensor<?x2xi32>)
+  %h = moe.expert_mlp gptoss %rows, %offsets, %w13, %w2 gate_up_bias %b13 down_bias %b2
+      : (tensor<?x16xf32>, tensor<9xi32>, tensor<8x48x16xf32>, tensor<8x16x24xf32>, tensor<8x48xf32>, tensor<8x16xf32>) -> tensor<?x16xf32>
+  %y = moe.unpermute %h, %slots weights %w
+      : (tensor<?x16xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x16xf32>
+  return %y, %c : tensor<?x16xf32>, f32
+}
+
+// -----
+
+// Not grouped: an intermediate (here the ids) used outside the layer.
+// CHECK-LABEL: func @ids_escape
+// CHECK-NOT: moe.layer
+func.func @ids_escape(%x: tensor<?x16xbf16>, %logits: tensor<?x8xf32>,
+                      %w13: tensor<8x48x16xbf16>, %w2: tensor<8x16x24xbf16>) -> (tensor<?x16xbf16>, tensor<?x2xi32>) {
+  %ids, %w = moe.route softmax_topk %logits top 2
+      : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x16xbf16>, tensor<?x2xi32>) -> (tensor<?x16xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x16xbf16>, tensor<9xi64>, tensor<8x48x16xbf16>, tensor<8x16x24xbf16>) -> tensor<?x16xbf16>
+  %y = moe.unpermute %h, %slots weights %w
+      : (tensor<?x16xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x16xbf16>
+  return %y, %ids : tensor<?x16xbf16>, tensor<?x2xi32>
+}
+
+// -----
+
+// Not grouped: the routing weight scales the permuted rows in the expert
+// MLP and the combine is unweighted.
+// CHECK-LABEL: func @row_scale
+// CHECK-NOT: moe.layer
+func.func @row_scale(%x: tensor<?x16xbf16>, %logits: tensor<?x8xf32>, %s: tensor<?xf32>,
+                     %w13: tensor<8x48x16xbf16>, %w2: tensor<8x16x24xbf16>) -> tensor<?x16xbf16> {
+  %ids, %w = moe.route softmax_topk %logits top 2
+      : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x16xbf16>, tensor<?x2xi32>) -> (tensor<?x16xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2 scale %s
+      : (tensor<?x16xbf16>, tensor<9xi64>, tensor<8x48x16xbf16>, tensor<8x16x24xbf16>, tensor<?xf32>) -> tensor<?x16xbf16>
+  %y = moe.unpermute %h, %slots
+      : (tensor<?x16xbf16>, tensor<?x2xi64>) -> tensor<?x16xbf16>
+  return %y : tensor<?x16xbf16>
+}
+
+// -----
+
+// Not grouped: the combine's weights are not the route's.
+// CHECK-LABEL: func @other_weights
+// CHECK-NOT: moe.layer
+func.func @other_weights(%x: tensor<?x16xbf16>, %logits: tensor<?x8xf32>, %w: tensor<?x2xf32>,
+                         %w13: tensor<8x48x16xbf16>, %w2: tensor<8x16x24xbf16>) -> (tensor<?x16xbf16>, tensor<?x2xf32>) {
+  %ids, %rw = moe.route softmax_topk %logits top 2
+      : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x16xbf16>, tensor<?x2xi32>) -> (tensor<?x16xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x16xbf16>, tensor<9xi64>, tensor<8x48x16xbf16>, tensor<8x16x24xbf16>) -> tensor<?x16xbf16>
+  %y = moe.unpermute %h, %slots weights %w
+      : (tensor<?x16xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x16xbf16>
+  return %y, %rw : tensor<?x16xbf16>, tensor<?x2xf32>
+}
+
+// -----
+
+// Not grouped: the chain spans two blocks.
+// CHECK-LABEL: func @two_blocks
+// CHECK-NOT: moe.layer
+func.func @two_blocks(%x: tensor<?x16xbf16>, %logits: tensor<?x8xf32>,
+                      %w13: tensor<8x48x16xbf16>, %w2: tensor<8x16x24xbf16>) -> tensor<?x16xbf16> {
+  %ids, %w = moe.route softmax_topk %logits top 2
+      : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x16xbf16>, tensor<?x2xi32>) -> (tensor<?x16xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x16xbf16>, tensor<9xi64>, tensor<8x48x16xbf16>, tensor<8x16x24xbf16>) -> tensor<?x16xbf16>
+  cf.br ^next
+^next:
+  %y = moe.unpermute %h, %slots weights %w
+      : (tensor<?x16xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x16xbf16>
+  return %y : tensor<?x16xbf16>
+}
