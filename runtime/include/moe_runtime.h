@@ -230,6 +230,14 @@ MOE_API moeStatus moeBundleGetKernel(const moeBundle *bundle, int32_t entry,
 /// missing from its image), OUT_OF_MEMORY.
 MOE_API moeStatus moeBundleLoad(moeBundle *bundle);
 
+/* Launching (moeGroupedMatmul, moeRoute, moeUnpermute, moePermute,
+ * moeLayer): every kernel is launched with programmatic dependent launch
+ * (contract §3.6): cuLaunchKernelEx with the one attribute
+ * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1, or
+ * cuLaunchKernel where the driver lacks cuLaunchKernelEx. The environment
+ * variable MOE_RUNTIME_PDL=0 turns it off (cuLaunchKernel); it is read at
+ * each call, but a captured CUDA graph keeps what was captured. */
+
 /// Arguments of a grouped matmul, ABI grouped_matmul.v3, for the rows r of
 /// expert e (offsets[e] <= r < offsets[e + 1]), by the entry's epilogue, with
 /// b = bias[e] (zeros when the entry has bias=none):

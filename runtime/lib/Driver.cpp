@@ -32,6 +32,16 @@ bool loadDriverLibrary(const char *path, Driver &out, std::string &error) {
   }
   MOE_DRIVER_FUNCTIONS(MOE_DRIVER_LOOKUP)
 #undef MOE_DRIVER_LOOKUP
+  // The optional ones: null when the driver lacks them.
+#define MOE_DRIVER_OPTIONAL_LOOKUP(member, symbol, ...)                        \
+  if (ok) {                                                                    \
+    dlerror();                                                                 \
+    out.member =                                                               \
+        reinterpret_cast<decltype(out.member)>(dlsym(handle, #symbol));        \
+    dlerror();                                                                 \
+  }
+  MOE_DRIVER_OPTIONAL_FUNCTIONS(MOE_DRIVER_OPTIONAL_LOOKUP)
+#undef MOE_DRIVER_OPTIONAL_LOOKUP
   return ok;
 }
 

@@ -34,11 +34,38 @@ using TensorMapInterleave = int;
 using TensorMapSwizzle = int;
 using TensorMapL2Promotion = int;
 using TensorMapFloatOOBFill = int;
+using LaunchAttributeID = int; // CUlaunchAttributeID
 
 /// CUtensorMap: 128 opaque bytes. The driver needs 64-byte alignment; CUDA
 /// 13's cuda.h declares 128, which satisfies both.
 struct alignas(128) TensorMap {
   std::uint64_t opaque[16];
+};
+
+/// CUlaunchAttributeValue: a 64-byte union (8-byte aligned: some members
+/// hold pointers); the runtime sets only the member below.
+union alignas(8) LaunchAttributeValue {
+  char pad[64];
+  /// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION's value.
+  int programmaticStreamSerializationAllowed;
+};
+
+/// CUlaunchAttribute: the id (a CUlaunchAttributeID), padding to 8 bytes,
+/// the value.
+struct LaunchAttribute {
+  LaunchAttributeID id;
+  char pad[8 - sizeof(LaunchAttributeID)];
+  LaunchAttributeValue value;
+};
+
+/// CUlaunchConfig, the launch configuration of cuLaunchKernelEx.
+struct LaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  Stream hStream;
+  LaunchAttribute *attrs; // null when numAttrs is 0
+  unsigned numAttrs;
 };
 
 inline constexpr Result kSuccess = 0;           // CUDA_SUCCESS
@@ -69,6 +96,12 @@ inline constexpr TensorMapL2Promotion kTensorMapL2Promotion64B = 1;
 inline constexpr TensorMapL2Promotion kTensorMapL2Promotion128B = 2;
 inline constexpr TensorMapL2Promotion kTensorMapL2Promotion256B = 3;
 inline constexpr TensorMapFloatOOBFill kTensorMapFloatOOBFillNone = 0;
+
+/// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: the kernel may
+/// start before the previous kernel on the stream has finished (programmatic
+/// dependent launch; the kernel's griddepcontrol.wait keeps it correct).
+inline constexpr LaunchAttributeID
+    kLaunchAttributeProgrammaticStreamSerialization = 6;
 
 } // namespace cu
 
@@ -108,11 +141,22 @@ inline constexpr TensorMapFloatOOBFill kTensorMapFloatOOBFillNone = 0;
     cu::TensorMapInterleave, cu::TensorMapSwizzle, cu::TensorMapL2Promotion,   \
     cu::TensorMapFloatOOBFill)
 
-/// The driver entry points, all non-null in a usable table.
+/// The same for the entry points a usable driver may lack: loading leaves
+/// their members null when the symbol is missing, and the runtime then does
+/// without them. cuLaunchKernelEx (CUDA 12.0+): without it every launch
+/// goes through cuLaunchKernel, without programmatic dependent launch.
+#define MOE_DRIVER_OPTIONAL_FUNCTIONS(X)                                       \
+  X(launchKernelEx, cuLaunchKernelEx, const cu::LaunchConfig *, cu::Function,  \
+    void **, void **)
+
+/// The driver entry points: those of MOE_DRIVER_FUNCTIONS all non-null in a
+/// usable table, those of MOE_DRIVER_OPTIONAL_FUNCTIONS null where the
+/// driver lacks them.
 struct Driver {
 #define MOE_DRIVER_MEMBER(member, symbol, ...)                                 \
   cu::Result (*member)(__VA_ARGS__) = nullptr;
   MOE_DRIVER_FUNCTIONS(MOE_DRIVER_MEMBER)
+  MOE_DRIVER_OPTIONAL_FUNCTIONS(MOE_DRIVER_MEMBER)
 #undef MOE_DRIVER_MEMBER
 };
 
@@ -120,8 +164,9 @@ struct Driver {
 /// process, never closed). Returns null and sets `whyNot` when there is none.
 const Driver *getDriver(std::string &whyNot);
 
-/// Fills `out` from the shared library `path` with dlopen + dlsym. On failure
-/// returns false with the dlopen/dlsym message in `error`; `out` is then
+/// Fills `out` from the shared library `path` with dlopen + dlsym (an
+/// optional entry point that is missing is left null). On failure returns
+/// false with the dlopen/dlsym message in `error`; `out` is then
 /// unspecified and the library stays open if it opened.
 bool loadDriverLibrary(const char *path, Driver &out, std::string &error);
 

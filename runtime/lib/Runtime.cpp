@@ -4,9 +4,10 @@
 // (argument checks; for grouped_matmul.v3 the TMA descriptors, persistent
 // grids, the 17 kernel parameters, the 5 more of row_scale entries and the
 // 7 more of bias entries; the memref parameters and grids of route.v1,
-// unpermute.v1 and permute.v1; layer.v1 as those five steps). Each launching
-// call validates into a plan, then launches it: moeLayer validates all of
-// its steps' plans before the first launch.
+// unpermute.v1 and permute.v1; layer.v1 as those five steps; every launch
+// with programmatic dependent launch, §3.6, unless MOE_RUNTIME_PDL=0). Each
+// launching call validates into a plan, then launches it: moeLayer validates
+// all of its steps' plans before the first launch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -505,40 +507,77 @@ struct WordPlan {
   int numLaunches = 0;
 };
 
+/// Whether the launches of a call use programmatic dependent launch
+/// (contract §3.6): yes unless the environment variable MOE_RUNTIME_PDL is
+/// "0". Read once per launching call, so that a process can compare both.
+bool pdlRequested() {
+  const char *value = std::getenv("MOE_RUNTIME_PDL");
+  return !value || std::strcmp(value, "0") != 0;
+}
+
 /// Launches kernel `kernelIndex` of entry `entryIndex` of a loaded bundle on
 /// grid (gridX, 1, 1) with `params`: launch `issued` (from 0) of the `total`
-/// of the call, which an error names when there are several.
+/// of the call, which an error names when there are several. Every launch of
+/// the runtime goes through here: with `pdl` and a driver that has
+/// cuLaunchKernelEx, through it with the one attribute
+/// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1, else through
+/// cuLaunchKernel (contract §3.6).
 moeStatus launchKernelOf(moeBundle *bundle, ContextState *state,
                          const char *caller, int entryIndex, int kernelIndex,
-                         int64_t gridX, void **params, void *stream, int issued,
-                         int total) {
+                         int64_t gridX, void **params, void *stream, bool pdl,
+                         int issued, int total) {
   const Entry &entry = bundle->data.entries[entryIndex];
   const Kernel &kernel = entry.kernels[kernelIndex];
   cu::Function function = state->kernels[entryIndex][kernelIndex].function;
-  if (cu::Result result = state->driver->launchKernel(
-          function, unsigned(gridX), 1, 1, unsigned(kernel.threads), 1, 1,
-          unsigned(kernel.smem), static_cast<cu::Stream>(stream), params,
-          nullptr)) {
+  const bool ex = pdl && state->driver->launchKernelEx;
+  cu::Result result;
+  if (ex) {
+    cu::LaunchAttribute attribute;
+    std::memset(&attribute, 0, sizeof(attribute));
+    attribute.id = cu::kLaunchAttributeProgrammaticStreamSerialization;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    cu::LaunchConfig config;
+    std::memset(&config, 0, sizeof(config));
+    config.gridDimX = unsigned(gridX);
+    config.gridDimY = 1;
+    config.gridDimZ = 1;
+    config.blockDimX = unsigned(kernel.threads);
+    config.blockDimY = 1;
+    config.blockDimZ = 1;
+    config.sharedMemBytes = unsigned(kernel.smem);
+    config.hStream = static_cast<cu::Stream>(stream);
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    result = state->driver->launchKernelEx(&config, function, params, nullptr);
+  } else {
+    result = state->driver->launchKernel(
+        function, unsigned(gridX), 1, 1, unsigned(kernel.threads), 1, 1,
+        unsigned(kernel.smem), static_cast<cu::Stream>(stream), params,
+        nullptr);
+  }
+  if (result != cu::kSuccess) {
     char progress[64] = "";
     if (total > 1)
       std::snprintf(progress, sizeof(progress),
                     "; %d of %d launches already issued", issued, total);
     char call[700];
     std::snprintf(call, sizeof(call),
-                  "cuLaunchKernel('%s' of entry '%s', grid (%lld, 1, 1), "
-                  "block (%d, 1, 1), smem %d%s)",
+                  "%s('%s' of entry '%s', grid (%lld, 1, 1), "
+                  "block (%d, 1, 1), smem %d%s%s)",
+                  ex ? "cuLaunchKernelEx" : "cuLaunchKernel",
                   kernel.symbol.c_str(), entry.name.c_str(), (long long)gridX,
-                  kernel.threads, kernel.smem, progress);
+                  kernel.threads, kernel.smem,
+                  ex ? ", programmatic stream serialization" : "", progress);
     return driverError(state->driver, caller, call, result);
   }
   return MOE_STATUS_SUCCESS;
 }
 
-/// Launches `plan` on a loaded bundle; *issued counts the launches of the
-/// whole call (`total`), for the error messages.
+/// Launches `plan` on a loaded bundle (with PDL when `pdl`); *issued counts
+/// the launches of the whole call (`total`), for the error messages.
 moeStatus launchWords(moeBundle *bundle, ContextState *state,
                       const char *caller, WordPlan &plan, void *stream,
-                      int *issued, int total) {
+                      bool pdl, int *issued, int total) {
   for (int i = 0; i < plan.numLaunches; ++i) {
     WordLaunch &launch = plan.launches[i];
     void *params[28];
@@ -546,7 +585,7 @@ moeStatus launchWords(moeBundle *bundle, ContextState *state,
       params[p] = &launch.words[p];
     if (moeStatus status = launchKernelOf(
             bundle, state, caller, plan.entryIndex, launch.kernel, launch.gridX,
-            params, stream, *issued, total))
+            params, stream, pdl, *issued, total))
       return status;
     ++*issued;
   }
@@ -560,8 +599,8 @@ moeStatus loadAndLaunch(moeBundle *bundle, const char *caller, WordPlan &plan,
   if (moeStatus status = ensureLoaded(bundle, caller, &state))
     return status;
   int issued = 0;
-  return launchWords(bundle, state, caller, plan, stream, &issued,
-                     plan.numLaunches);
+  return launchWords(bundle, state, caller, plan, stream, pdlRequested(),
+                     &issued, plan.numLaunches);
 }
 
 /// The checks of moeRoute (contract §3.2), and its launch into `plan`.
@@ -1043,11 +1082,11 @@ moeStatus prepareGroupedMatmul(moeBundle *bundle, ContextState *state,
   return MOE_STATUS_SUCCESS;
 }
 
-/// Launches a prepared grouped matmul; *issued counts the launches of the
-/// whole call (`total`), for the error messages.
+/// Launches a prepared grouped matmul (with PDL when `pdl`); *issued counts
+/// the launches of the whole call (`total`), for the error messages.
 moeStatus launchGroupedMatmul(moeBundle *bundle, ContextState *state,
                               const char *caller, GemmPlan &plan, void *stream,
-                              int *issued, int total) {
+                              bool pdl, int *issued, int total) {
   const Entry &entry = bundle->data.entries[plan.entryIndex];
   const moeGroupedMatmulArgs &a = plan.args;
   // The 17 parameters of grouped_matmul.v3, then the 5 of the row_scale
@@ -1091,7 +1130,7 @@ moeStatus launchGroupedMatmul(moeBundle *bundle, ContextState *state,
         params[count++] = param;
     if (moeStatus status = launchKernelOf(
             bundle, state, caller, plan.entryIndex, plan.launches[i].index,
-            plan.launches[i].gridX, params, stream, *issued, total))
+            plan.launches[i].gridX, params, stream, pdl, *issued, total))
       return status;
     ++*issued;
   }
@@ -1451,8 +1490,8 @@ MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entryName,
   if (moeStatus status = prepareGroupedMatmul(bundle, state, plan))
     return status;
   int issued = 0;
-  return launchGroupedMatmul(bundle, state, kCaller, plan, stream, &issued,
-                             plan.numLaunches);
+  return launchGroupedMatmul(bundle, state, kCaller, plan, stream,
+                             pdlRequested(), &issued, plan.numLaunches);
 }
 
 MOE_API moeStatus moeRoute(moeBundle *bundle, const char *entryName,
@@ -1647,17 +1686,18 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
                     gateUpPlan.numLaunches + downPlan.numLaunches +
                     unpermutePlan.numLaunches;
   int issued = 0;
-  if ((status = launchWords(bundle, state, kCaller, routePlan, stream, &issued,
-                            total)) ||
-      (status = launchWords(bundle, state, kCaller, permutePlan, stream,
+  const bool pdl = pdlRequested(); // one setting for all the layer's launches
+  if ((status = launchWords(bundle, state, kCaller, routePlan, stream, pdl,
+                            &issued, total)) ||
+      (status = launchWords(bundle, state, kCaller, permutePlan, stream, pdl,
                             &issued, total)) ||
       (status = launchGroupedMatmul(bundle, state, kCaller, gateUpPlan, stream,
-                                    &issued, total)) ||
+                                    pdl, &issued, total)) ||
       (status = launchGroupedMatmul(bundle, state, kCaller, downPlan, stream,
-                                    &issued, total)))
+                                    pdl, &issued, total)))
     return status;
-  return launchWords(bundle, state, kCaller, unpermutePlan, stream, &issued,
-                     total);
+  return launchWords(bundle, state, kCaller, unpermutePlan, stream, pdl,
+                     &issued, total);
 }
 
 } // extern "C"

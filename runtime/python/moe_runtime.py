@@ -14,6 +14,11 @@ The library is found through $MOE_RUNTIME_LIB, else next to this file, else
 in <repo>/build*/lib/. torch is imported only by the launching methods
 (after the checks that need no tensor), so the module serves introspection
 on machines without it.
+
+Kernels are launched with programmatic dependent launch (the contract's
+section 3.6) unless os.environ["MOE_RUNTIME_PDL"] == "0"; the library reads
+it at each launching call, so both settings can be compared in one process
+(a captured CUDA graph keeps what was captured).
 """
 
 import ctypes

@@ -2,9 +2,11 @@
 //
 // Compiled only when CMake finds a cuda.h. Every check is a static_assert, so
 // a mismatch breaks the build of moe-runtime-tests: the constants, the sizes
-// of the types, the signatures of the entry points (parameter by parameter,
-// up to what the calling convention sees), and that each dlsym'd name is the
-// one cuda.h binds rather than a legacy version of a `_v2` function.
+// of the types (and the field offsets of cuLaunchKernelEx's configuration),
+// the signatures of the entry points, optional ones included (parameter by
+// parameter, up to what the calling convention sees), and that each dlsym'd
+// name is the one cuda.h binds rather than a legacy version of a `_v2`
+// function.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,7 @@
 
 #include <cuda.h>
 
+#include <cstddef>
 #include <type_traits>
 
 namespace {
@@ -55,6 +58,9 @@ static_assert(cu::kTensorMapL2Promotion256B ==
               CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 static_assert(cu::kTensorMapFloatOOBFillNone ==
               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+static_assert(cu::kLaunchAttributeProgrammaticStreamSerialization ==
+              CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+static_assert(cu::kLaunchAttributeProgrammaticStreamSerialization == 6);
 
 // Types.
 static_assert(sizeof(cu::TensorMap) == sizeof(CUtensorMap));
@@ -71,6 +77,51 @@ static_assert(sizeof(cu::Function) == sizeof(CUfunction));
 static_assert(sizeof(cu::Stream) == sizeof(CUstream));
 static_assert(std::is_same_v<std::uint32_t, cuuint32_t>);
 static_assert(std::is_same_v<std::uint64_t, cuuint64_t>);
+
+// cuLaunchKernelEx's configuration, field by field.
+static_assert(sizeof(cu::LaunchAttributeID) == sizeof(CUlaunchAttributeID));
+static_assert(sizeof(cu::LaunchAttributeValue) ==
+                  sizeof(CUlaunchAttributeValue) &&
+              sizeof(cu::LaunchAttributeValue) == 64);
+static_assert(alignof(cu::LaunchAttributeValue) ==
+              alignof(CUlaunchAttributeValue));
+static_assert(
+    sizeof(cu::LaunchAttributeValue::programmaticStreamSerializationAllowed) ==
+    sizeof(CUlaunchAttributeValue::programmaticStreamSerializationAllowed));
+static_assert(
+    std::is_same_v<decltype(cu::LaunchAttributeValue::
+                                programmaticStreamSerializationAllowed),
+                   decltype(CUlaunchAttributeValue::
+                                programmaticStreamSerializationAllowed)>);
+static_assert(offsetof(cu::LaunchAttributeValue,
+                       programmaticStreamSerializationAllowed) ==
+              offsetof(CUlaunchAttributeValue,
+                       programmaticStreamSerializationAllowed));
+static_assert(sizeof(cu::LaunchAttribute) == sizeof(CUlaunchAttribute));
+static_assert(alignof(cu::LaunchAttribute) == alignof(CUlaunchAttribute));
+static_assert(offsetof(cu::LaunchAttribute, id) ==
+              offsetof(CUlaunchAttribute, id));
+static_assert(offsetof(cu::LaunchAttribute, value) ==
+                  offsetof(CUlaunchAttribute, value) &&
+              offsetof(cu::LaunchAttribute, value) == 8);
+static_assert(sizeof(cu::LaunchConfig) == sizeof(CUlaunchConfig));
+static_assert(alignof(cu::LaunchConfig) == alignof(CUlaunchConfig));
+#define MOE_CHECK_LAUNCH_CONFIG_FIELD(field)                                   \
+  static_assert(                                                               \
+      offsetof(cu::LaunchConfig, field) == offsetof(CUlaunchConfig, field) &&  \
+          sizeof(cu::LaunchConfig::field) == sizeof(CUlaunchConfig::field),    \
+      "LaunchConfig::" #field " does not match CUlaunchConfig");
+MOE_CHECK_LAUNCH_CONFIG_FIELD(gridDimX)
+MOE_CHECK_LAUNCH_CONFIG_FIELD(gridDimY)
+MOE_CHECK_LAUNCH_CONFIG_FIELD(gridDimZ)
+MOE_CHECK_LAUNCH_CONFIG_FIELD(blockDimX)
+MOE_CHECK_LAUNCH_CONFIG_FIELD(blockDimY)
+MOE_CHECK_LAUNCH_CONFIG_FIELD(blockDimZ)
+MOE_CHECK_LAUNCH_CONFIG_FIELD(sharedMemBytes)
+MOE_CHECK_LAUNCH_CONFIG_FIELD(hStream)
+MOE_CHECK_LAUNCH_CONFIG_FIELD(attrs)
+MOE_CHECK_LAUNCH_CONFIG_FIELD(numAttrs)
+#undef MOE_CHECK_LAUNCH_CONFIG_FIELD
 
 template <typename T, typename = void> struct IsComplete : std::false_type {};
 template <typename T>
@@ -131,6 +182,7 @@ constexpr bool sameString(const char *a, const char *b) {
   static_assert(sameString(#symbol, MOE_STRINGIFY(symbol)),                    \
                 "cuda.h binds " #symbol " to another symbol name");
 MOE_DRIVER_FUNCTIONS(MOE_CHECK_DRIVER_FUNCTION)
+MOE_DRIVER_OPTIONAL_FUNCTIONS(MOE_CHECK_DRIVER_FUNCTION)
 #undef MOE_CHECK_DRIVER_FUNCTION
 
 } // namespace

@@ -216,22 +216,11 @@ cu::Result finishLaunch(const FakeLaunch &launch) {
   return cu::kSuccess;
 }
 
-cu::Result fakeLaunchKernel(cu::Function function, unsigned gridX,
-                            unsigned gridY, unsigned gridZ, unsigned blockX,
-                            unsigned blockY, unsigned blockZ, unsigned smem,
-                            cu::Stream stream, void **params, void **extra) {
-  record("cuLaunchKernel");
-  FakeLaunch launch;
+/// Records a launch of `function` with `params` whatever entry point took
+/// it; `launch` has its grid, block, smem, stream and extra filled.
+cu::Result recordLaunch(FakeLaunch &launch, cu::Function function,
+                        void **params) {
   launch.function = reinterpret_cast<FakeFunction *>(function)->symbol;
-  launch.grid[0] = gridX;
-  launch.grid[1] = gridY;
-  launch.grid[2] = gridZ;
-  launch.block[0] = blockX;
-  launch.block[1] = blockY;
-  launch.block[2] = blockZ;
-  launch.smem = smem;
-  launch.stream = stream;
-  launch.extraIsNull = extra == nullptr;
   auto words = gpu().wordParams.find(launch.function);
   if (words != gpu().wordParams.end()) {
     launch.numParams = words->second;
@@ -261,6 +250,54 @@ cu::Result fakeLaunchKernel(cu::Function function, unsigned gridX,
   for (size_t i = 0; i < launch.tail.size(); ++i)
     std::memcpy(&launch.tail[i], params[17 + i], 8);
   return finishLaunch(launch);
+}
+
+cu::Result fakeLaunchKernel(cu::Function function, unsigned gridX,
+                            unsigned gridY, unsigned gridZ, unsigned blockX,
+                            unsigned blockY, unsigned blockZ, unsigned smem,
+                            cu::Stream stream, void **params, void **extra) {
+  record("cuLaunchKernel");
+  FakeLaunch launch;
+  launch.grid[0] = gridX;
+  launch.grid[1] = gridY;
+  launch.grid[2] = gridZ;
+  launch.block[0] = blockX;
+  launch.block[1] = blockY;
+  launch.block[2] = blockZ;
+  launch.smem = smem;
+  launch.stream = stream;
+  launch.extraIsNull = extra == nullptr;
+  return recordLaunch(launch, function, params);
+}
+
+cu::Result fakeLaunchKernelEx(const cu::LaunchConfig *config,
+                              cu::Function function, void **params,
+                              void **extra) {
+  record("cuLaunchKernelEx");
+  if (!config || (config->numAttrs && !config->attrs))
+    return cu::kErrorInvalidValue;
+  FakeLaunch launch;
+  launch.ex = true;
+  launch.grid[0] = config->gridDimX;
+  launch.grid[1] = config->gridDimY;
+  launch.grid[2] = config->gridDimZ;
+  launch.block[0] = config->blockDimX;
+  launch.block[1] = config->blockDimY;
+  launch.block[2] = config->blockDimZ;
+  launch.smem = config->sharedMemBytes;
+  launch.stream = config->hStream;
+  launch.extraIsNull = extra == nullptr;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const cu::LaunchAttribute &attribute = config->attrs[i];
+    FakeLaunchAttribute recorded;
+    recorded.id = attribute.id;
+    std::memcpy(&recorded.value, &attribute.value, sizeof(recorded.value));
+    recorded.restOfValueZero = true;
+    for (size_t b = sizeof(recorded.value); b < sizeof(attribute.value); ++b)
+      recorded.restOfValueZero &= attribute.value.pad[b] == 0;
+    launch.attributes.push_back(recorded);
+  }
+  return recordLaunch(launch, function, params);
 }
 
 cu::Result fakeTensorMapEncodeTiled(
@@ -303,7 +340,7 @@ cu::Context fakePrimaryContext() {
 }
 cu::Context fakeContextB() { return reinterpret_cast<cu::Context>(&contextB); }
 
-const Driver &fakeDriverTable() {
+const Driver &fakeDriverTable(bool withLaunchKernelEx) {
   static const Driver table = [] {
     Driver d;
     d.init = fakeInit;
@@ -323,13 +360,20 @@ const Driver &fakeDriverTable() {
     d.funcSetAttribute = fakeFuncSetAttribute;
     d.occupancyMaxActiveBlocksPerMultiprocessor = fakeOccupancy;
     d.launchKernel = fakeLaunchKernel;
+    d.launchKernelEx = fakeLaunchKernelEx;
     d.tensorMapEncodeTiled = fakeTensorMapEncodeTiled;
     return d;
   }();
-  return table;
+  // A driver older than CUDA 12.0, without cuLaunchKernelEx.
+  static const Driver withoutEx = [] {
+    Driver d = table;
+    d.launchKernelEx = nullptr;
+    return d;
+  }();
+  return withLaunchKernelEx ? table : withoutEx;
 }
 
-FakeGpu &installFakeDriver() {
+FakeGpu &installFakeDriver(bool withLaunchKernelEx) {
   FakeGpu &state = gpu();
   state = FakeGpu();
   state.current = fakeContextA();
@@ -339,8 +383,14 @@ FakeGpu &installFakeDriver() {
   for (FakeFunction *function : functions)
     delete function;
   functions.clear();
-  setDriverForTesting(&fakeDriverTable());
+  setDriverForTesting(&fakeDriverTable(withLaunchKernelEx));
   return state;
+}
+
+bool isPdlLaunch(const FakeLaunch &launch) {
+  return launch.ex && launch.attributes.size() == 1 &&
+         launch.attributes[0].id == 6 && launch.attributes[0].value == 1 &&
+         launch.attributes[0].restOfValueZero;
 }
 
 std::string callsSince(size_t from) {

@@ -30,8 +30,19 @@ struct FakeEncode {
   int interleave = -1, swizzle = -1, l2Promotion = -1, oobFill = -1;
 };
 
+/// An attribute of a cuLaunchKernelEx launch.
+struct FakeLaunchAttribute {
+  int id = -1;
+  int value = 0;                // the first 4 bytes of its value union
+  bool restOfValueZero = false; // and the other 60 are zero
+};
+
+/// A launch through cuLaunchKernel or cuLaunchKernelEx: the same facts from
+/// either, plus which one and the attributes.
 struct FakeLaunch {
-  std::string function; // symbol
+  std::string function;                        // symbol
+  bool ex = false;                             // through cuLaunchKernelEx
+  std::vector<FakeLaunchAttribute> attributes; // cuLaunchKernelEx's
   unsigned grid[3] = {}, block[3] = {};
   unsigned smem = 0;
   void *stream = nullptr;
@@ -108,14 +119,21 @@ cu::Context fakeContextA();
 cu::Context fakePrimaryContext();
 cu::Context fakeContextB();
 
-/// The fake table, filled once.
-const Driver &fakeDriverTable();
+/// The fake table, filled once; without cuLaunchKernelEx (null) when
+/// `withLaunchKernelEx` is false, as a driver older than CUDA 12.0.
+const Driver &fakeDriverTable(bool withLaunchKernelEx = true);
 
-/// Resets fakeGpu() to its defaults and injects the fake driver.
-FakeGpu &installFakeDriver();
+/// Resets fakeGpu() to its defaults and injects the fake driver (the one
+/// without cuLaunchKernelEx when `withLaunchKernelEx` is false).
+FakeGpu &installFakeDriver(bool withLaunchKernelEx = true);
 
 /// Names of the calls recorded since index `from`, joined by ' '.
 std::string callsSince(size_t from);
+
+/// Whether `launch` went through cuLaunchKernelEx with exactly one
+/// attribute, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (6) = 1,
+/// the rest of its value zero: a launch with programmatic dependent launch.
+bool isPdlLaunch(const FakeLaunch &launch);
 
 } // namespace moe_test
 

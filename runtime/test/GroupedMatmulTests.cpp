@@ -237,7 +237,7 @@ void checkLaunches(moeBundle *bundle, const char *entry,
   for (size_t i = 0; i < expected.size(); ++i)
     calls += " cuTensorMapEncodeTiled cuTensorMapEncodeTiled";
   for (size_t i = 0; i < expected.size(); ++i)
-    calls += " cuLaunchKernel";
+    calls += " cuLaunchKernelEx";
   CHECK_EQ(callsSince(callsBefore), calls);
   CHECK_EQ(gpu.launches.size() - launchesBefore, expected.size());
   CHECK_EQ(gpu.encodes.size() - encodesBefore, 2 * expected.size());
@@ -258,6 +258,7 @@ void checkLaunches(moeBundle *bundle, const char *entry,
     CHECK_EQ(got.smem, want.smem);
     CHECK_EQ(got.stream, stream);
     CHECK(got.extraIsNull);
+    CHECK(isPdlLaunch(got));
     CHECK(got.mapsAligned);
     // Parameters 2-6: the offsets memref; 7-13: the out memref; 14-16;
     // 17-21 (row_scale kernels): the row_scale memref.
@@ -474,7 +475,7 @@ TEST(groupedMatmulGridPerContext) {
            MOE_STATUS_SUCCESS);
   std::string once = "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "
                      "cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
-                     "cuTensorMapEncodeTiled cuLaunchKernel cuLaunchKernel";
+                     "cuTensorMapEncodeTiled cuLaunchKernelEx cuLaunchKernelEx";
   CHECK_EQ(callsSince(before), once + " " + once);
   CHECK_EQ(gpu.launches.size(), size_t(4));
   if (gpu.launches.size() == 4) {
@@ -514,7 +515,7 @@ TEST(groupedMatmulLoadsLazily) {
   CHECK_EQ(callsSince(before),
            "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "
            "cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
-           "cuTensorMapEncodeTiled cuLaunchKernel cuLaunchKernel");
+           "cuTensorMapEncodeTiled cuLaunchKernelEx cuLaunchKernelEx");
   // The first call's load queried the residency of the 5 kernel records;
   // the second queried nothing.
   CHECK_EQ(gpu.occupancyQueries.size(), size_t(5));
@@ -537,10 +538,11 @@ TEST(groupedMatmulReportsDriverFailures) {
   gpu.encodeResult = cu::kSuccess;
   gpu.failLaunchNumber = 1;
   CHECK_STATUS(run(bundle, "gate_up", gateUp(131072)), MOE_STATUS_CUDA_ERROR,
-               "moeGroupedMatmul: cuLaunchKernel("
+               "moeGroupedMatmul: cuLaunchKernelEx("
                "'grouped_matmul_bf16_16x64x64_s4_swapab_off32' of entry "
-               "'gate_up', grid (528, 1, 1), block (128, 1, 1), smem 81920; 1 "
-               "of 2 launches already issued) failed: "
+               "'gate_up', grid (528, 1, 1), block (128, 1, 1), smem 81920, "
+               "programmatic stream serialization; 1 of 2 launches already "
+               "issued) failed: "
                "CUDA_ERROR_INVALID_VALUE");
   // Unknown CUresults are shown as numbers.
   gpu.failLaunchNumber = 2;

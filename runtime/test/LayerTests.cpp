@@ -109,6 +109,7 @@ void checkSameLaunch(const FakeLaunch &got, const FakeLaunch &want) {
   CHECK_EQ(got.smem, want.smem);
   CHECK_EQ(got.stream, want.stream);
   CHECK(got.extraIsNull && want.extraIsNull);
+  CHECK(isPdlLaunch(got) && isPdlLaunch(want));
   CHECK_EQ(got.numParams, want.numParams);
   CHECK_EQ(got.params.size(), want.params.size());
   for (size_t i = 0; i < got.params.size() && i < want.params.size(); ++i)
@@ -153,8 +154,9 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
   CHECK_EQ(callsSince(callsBefore),
            "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "
            "cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
-           "cuTensorMapEncodeTiled cuLaunchKernel cuLaunchKernel "
-           "cuLaunchKernel cuLaunchKernel cuLaunchKernel cuLaunchKernel");
+           "cuTensorMapEncodeTiled cuLaunchKernelEx cuLaunchKernelEx "
+           "cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx "
+           "cuLaunchKernelEx");
   CHECK_EQ(gpu.launches.size(), before + 6);
   for (size_t i = 0; i < 6 && before + i < gpu.launches.size(); ++i)
     CHECK_EQ(gpu.launches[before + i].function, std::string(symbols[i]));
@@ -482,15 +484,17 @@ TEST(layerLoadsAndFails) {
   gpu.encodeResult = cu::kSuccess;
   gpu.failLaunchNumber = 6 + 3;
   CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_CUDA_ERROR,
-               "moeLayer: cuLaunchKernel('gemm_gate_up_mix' of entry "
+               "moeLayer: cuLaunchKernelEx('gemm_gate_up_mix' of entry "
                "'mix_gate_up', grid (20, 1, 1), block (128, 1, 1), smem "
-               "98304; 3 of 6 launches already issued) failed: "
+               "98304, programmatic stream serialization; 3 of 6 launches "
+               "already issued) failed: "
                "CUDA_ERROR_INVALID_VALUE");
   CHECK_EQ(gpu.launches.size(), size_t(6 + 4));
   gpu.failLaunchNumber = 10 + 5;
   CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_CUDA_ERROR,
                "of entry 'mix_unpermute', grid (64, 1, 1), block (256, 1, 1), "
-               "smem 0; 5 of 6 launches already issued) failed");
+               "smem 0, programmatic stream serialization; 5 of 6 launches "
+               "already issued) failed");
   moeBundleClose(bundle);
 
   // No driver: the checks pass, the load fails.

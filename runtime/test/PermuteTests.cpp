@@ -116,6 +116,7 @@ void checkOneLaunch(const FakeLaunch &got, const char *symbol, unsigned gridX,
   CHECK_EQ(got.smem, smem);
   CHECK_EQ(got.stream, stream);
   CHECK(got.extraIsNull);
+  CHECK(isPdlLaunch(got));
   CHECK_EQ(got.params.size(), size_t(24));
   CHECK_EQ(params.size(), size_t(24));
   for (size_t i = 0; i < params.size() && i < got.params.size(); ++i)
@@ -144,7 +145,7 @@ void checkPermute(moeBundle *bundle, const char *entry, const moePermuteArgs &a,
   void *stream = reinterpret_cast<void *>(uintptr_t(0x5712ea));
   CHECK_EQ(permute(bundle, entry, a, stream), MOE_STATUS_SUCCESS);
   CHECK_EQ(callsSince(callsBefore),
-           "cuCtxGetCurrent cuCtxGetId cuLaunchKernel cuLaunchKernel");
+           "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx cuLaunchKernelEx");
   CHECK_EQ(gpu.launches.size(), launchesBefore + 2);
   if (gpu.launches.size() != launchesBefore + 2)
     return;
@@ -450,17 +451,18 @@ TEST(permuteLoadsAndFails) {
   // says that the index kernel was issued.
   gpu.failLaunchNumber = 2;
   CHECK_STATUS(permute(bundle, "perm32", perm32(5, 64)), MOE_STATUS_CUDA_ERROR,
-               "moePermute: cuLaunchKernel('moe_permute_index_e4_k2_off32' of "
-               "entry 'perm32', grid (1, 1, 1), block (256, 1, 1), smem 0; 0 "
-               "of 2 launches already issued) failed: CUDA_ERROR_INVALID_VALUE "
-               "(fake driver error)");
+               "moePermute: cuLaunchKernelEx('moe_permute_index_e4_k2_off32' "
+               "of entry 'perm32', grid (1, 1, 1), block (256, 1, 1), smem 0, "
+               "programmatic stream serialization; 0 of 2 launches already "
+               "issued) failed: CUDA_ERROR_INVALID_VALUE (fake driver error)");
   CHECK_EQ(gpu.launches.size(), size_t(3));
   gpu.failLaunchNumber = 4;
   gpu.launchResult = 719;
   CHECK_STATUS(permute(bundle, "perm", perm(5)), MOE_STATUS_CUDA_ERROR,
-               "moePermute: cuLaunchKernel('moe_permute_gather_off64' of "
-               "entry 'perm', grid (40, 1, 1), block (128, 1, 1), smem 0; 1 of "
-               "2 launches already issued) failed: CUresult 719");
+               "moePermute: cuLaunchKernelEx('moe_permute_gather_off64' of "
+               "entry 'perm', grid (40, 1, 1), block (128, 1, 1), smem 0, "
+               "programmatic stream serialization; 1 of 2 launches already "
+               "issued) failed: CUresult 719");
   CHECK_EQ(gpu.launches.size(), size_t(5));
   moeBundleClose(bundle);
   CHECK_EQ(gpu.liveModules, 0);

@@ -118,7 +118,7 @@ void checkLaunch(moeBundle *bundle, Launch launch, const char *symbol,
   void *stream = reinterpret_cast<void *>(uintptr_t(0x5712ea));
   CHECK_EQ(launch(stream), MOE_STATUS_SUCCESS);
   CHECK_EQ(callsSince(callsBefore),
-           "cuCtxGetCurrent cuCtxGetId cuLaunchKernel");
+           "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx");
   CHECK_EQ(gpu.launches.size(), launchesBefore + 1);
   if (gpu.launches.size() != launchesBefore + 1)
     return;
@@ -133,6 +133,7 @@ void checkLaunch(moeBundle *bundle, Launch launch, const char *symbol,
   CHECK_EQ(got.smem, smem);
   CHECK_EQ(got.stream, stream);
   CHECK(got.extraIsNull);
+  CHECK(isPdlLaunch(got));
   CHECK_EQ(got.params.size(), params.size());
   for (size_t i = 0; i < params.size() && i < got.params.size(); ++i)
     if (got.params[i] != params[i])
@@ -595,16 +596,18 @@ TEST(routeAndUnpermuteLoadAndFail) {
   // A failed launch names the kernel, grid, block and smem.
   gpu.failLaunchNumber = 1;
   CHECK_STATUS(route(bundle, "softmax", softmax(17)), MOE_STATUS_CUDA_ERROR,
-               "moeRoute: cuLaunchKernel('moe_route_softmax_topk_e8_k2_bf16' "
-               "of entry 'softmax', grid (3, 1, 1), block (256, 1, 1), smem "
-               "2048) failed: CUDA_ERROR_INVALID_VALUE (fake driver error)");
+               "moeRoute: cuLaunchKernelEx("
+               "'moe_route_softmax_topk_e8_k2_bf16' of entry 'softmax', grid "
+               "(3, 1, 1), block (256, 1, 1), smem 2048, programmatic stream "
+               "serialization) failed: CUDA_ERROR_INVALID_VALUE (fake driver "
+               "error)");
   gpu.failLaunchNumber = 2;
   gpu.launchResult = 719;
   CHECK_STATUS(unpermute(bundle, "combine", combine(5)), MOE_STATUS_CUDA_ERROR,
-               "moeUnpermute: cuLaunchKernel("
+               "moeUnpermute: cuLaunchKernelEx("
                "'moe_unpermute_h4096_k2_i64_weighted' of entry 'combine', "
-               "grid (5, 1, 1), block (256, 1, 1), smem 0) failed: CUresult "
-               "719");
+               "grid (5, 1, 1), block (256, 1, 1), smem 0, programmatic stream "
+               "serialization) failed: CUresult 719");
   moeBundleClose(bundle);
   CHECK_EQ(gpu.liveModules, 0);
 

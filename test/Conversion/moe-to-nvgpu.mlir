@@ -12,7 +12,7 @@
 // CHECK: memref.global @moe_dynamic_smem : memref<0xi8, #gpu.address_space<workgroup>> {alignment = 1024 : i64}
 // The ABI of docs/runtime-contract.md: tensor maps (by value once
 // moe-finalize-kernel-abi ran), offsets, out, K, rows_min, rows_max.
-// CHECK: gpu.func @grouped_matmul_bf16_64x128x64_s2_off64(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %[[MIN:.*]]: i32, %[[MAX:.*]]: i32) kernel
+// CHECK: gpu.func @grouped_matmul_bf16_64x128x64_s2_off64(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %[[MIN:.*]]: i32, %[[MAX:.*]]: i32) workgroup(%[[ENDS:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>) kernel
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK-SAME: moe.dynamic_shared_bytes = 57344
 // CHECK-SAME: moe.swap_ab = false
@@ -22,13 +22,20 @@
 // experts (a scan over the experts, below).
 // CHECK-COUNT-2: nvgpu.mbarrier.init
 // CHECK: nvvm.fence.mbarrier.init
-// CHECK: gpu.barrier
-// Tile lookup: each warp scans 32 experts per step (clamped ends by a
-// shuffle prefix max, tiles of the experts whose row count lies in
-// [rows_min, rows_max] by a shuffle prefix sum), a ballot finds the slot's
-// expert.
+// Then, once the previous kernel's writes are visible, the CTA's threads
+// copy the clamped offsets (the experts' row ends) to shared memory.
+// CHECK: nvvm.griddepcontrol wait
+// CHECK: nvvm.griddepcontrol launch_dependents
+// CHECK: scf.for
 // CHECK: arith.maxsi
 // CHECK: arith.minsi
+// CHECK: memref.store %{{.*}}, %[[ENDS]]
+// CHECK: gpu.barrier
+// Tile lookup: each warp scans 32 experts per step (clamped ends from
+// shared memory by a shuffle prefix max, tiles of the experts whose row
+// count lies in [rows_min, rows_max] by a shuffle prefix sum), a ballot
+// finds the slot's expert.
+// CHECK: memref.load %[[ENDS]]
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
 // CHECK-COUNT-5: gpu.shuffle  up
 // CHECK: arith.cmpi sge, %{{.*}}, %{{.*}} : i32

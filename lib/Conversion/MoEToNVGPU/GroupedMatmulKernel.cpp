@@ -28,6 +28,11 @@
 using namespace mlir;
 using namespace mlir::moe;
 
+/// Offsets each CTA copies to shared memory (clamped, as i32) once at its
+/// start: a tile lookup then scans shared memory, not E / 32 dependent L2
+/// round trips. Experts past this many read global memory.
+static constexpr int64_t kCachedEnds = 1024;
+
 /// Columns of the bf16 staging tile each warpgroup's epilogue goes through.
 static constexpr int64_t kStagingColumns = 64;
 static constexpr int64_t kStagingBytes = 64 * kStagingColumns * 2;
@@ -156,6 +161,15 @@ struct TileLookup {
   Value numTiles; // of all eligible experts
 };
 
+/// offsets[e] clamped into [0, numRows], as i32 (the ABI limits M to
+/// 2^31 - 1).
+Value clampOffset(ImplicitLocOpBuilder &b, Value offset, Value numRows) {
+  IndexMath m{b};
+  Value v = arith::MinSIOp::create(
+      b, arith::MaxSIOp::create(b, m.toIndex(offset), m.c(0)), numRows);
+  return arith::IndexCastOp::create(b, b.getI32Type(), v);
+}
+
 /// Tile scheduler: an expert whose row count lies in [rowsMin, rowsMax]
 /// owns ceil(rows / tileM) consecutive slots; the others belong to the
 /// entry's other kernels. Offsets are clamped into [previous end, M] as on
@@ -165,9 +179,9 @@ struct TileLookup {
 /// a ballot finds the expert that holds `slot`, so a CTA's lookup costs
 /// E / 32 steps instead of E dependent loads. Row counts are i32: the ABI
 /// limits M to 2^31 - 1.
-TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value numExperts,
-                      Value numRows, Value slot, Value rowsMin, Value rowsMax,
-                      int64_t tileM, Value tid) {
+TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value cachedEnds,
+                      Value numExperts, Value numRows, Value slot,
+                      Value rowsMin, Value rowsMax, int64_t tileM, Value tid) {
   IndexMath m{b};
   Type i32 = b.getI32Type();
   auto c32 = [&](ImplicitLocOpBuilder &nb, int32_t v) -> Value {
@@ -180,11 +194,20 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value numExperts,
   auto toI32 = [&](ImplicitLocOpBuilder &nb, Value v) -> Value {
     return arith::IndexCastOp::create(nb, i32, v);
   };
-  auto clampedEnd = [&](ImplicitLocOpBuilder &nb, Value e) {
+  auto clampedEnd = [&](ImplicitLocOpBuilder &nb, Value e) -> Value {
     IndexMath n{nb};
-    Value v = n.toIndex(n.load(offsets, e));
-    return toI32(nb, arith::MinSIOp::create(
-                         nb, arith::MaxSIOp::create(nb, v, n.c(0)), numRows));
+    auto cached = scf::IfOp::create(
+        nb, n.lt(e, n.c(kCachedEnds)),
+        [&](OpBuilder &thenBuilder, Location tl) {
+          ImplicitLocOpBuilder tb(tl, thenBuilder);
+          scf::YieldOp::create(tb, IndexMath{tb}.load(cachedEnds, e));
+        },
+        [&](OpBuilder &elseBuilder, Location el) {
+          ImplicitLocOpBuilder eb(el, elseBuilder);
+          scf::YieldOp::create(
+              eb, clampOffset(eb, IndexMath{eb}.load(offsets, e), numRows));
+        });
+    return cached.getResult(0);
   };
   Value lane = toI32(b, arith::RemUIOp::create(b, tid, m.c(32)));
   Value slot32 = toI32(b, slot), min32 = toI32(b, rowsMin),
@@ -319,7 +342,10 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     argTypes.push_back(MemRefType::get(
         {ShapedType::kDynamic, ShapedType::kDynamic}, t.biasType));
   auto funcType = b.getFunctionType(argTypes, {});
-  auto func = gpu::GPUFuncOp::create(b, t.kernelName(offsetType), funcType);
+  auto func = gpu::GPUFuncOp::create(
+      b, t.kernelName(offsetType), funcType,
+      TypeRange{MemRefType::get({kCachedEnds}, i32, MemRefLayoutAttrInterface(),
+                                ty.smem)});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   int64_t threads = 128 * t.warpgroups();
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
@@ -378,14 +404,26 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   // The set-up above overlaps the previous kernel; the offsets and rows are
   // its outputs.
   waitForPreviousKernel(b);
+  Value cachedEnds = func.getWorkgroupAttributions()[0];
+  scf::ForOp::create(
+      b, tid,
+      arith::MinSIOp::create(b, m.add(numExperts, m.c(1)), m.c(kCachedEnds)),
+      m.c(threads), ValueRange{},
+      [&](OpBuilder &nested, Location l, Value e, ValueRange) {
+        ImplicitLocOpBuilder nb(l, nested);
+        memref::StoreOp::create(
+            nb, clampOffset(nb, IndexMath{nb}.load(offsets, e), numRows),
+            cachedEnds, e);
+        scf::YieldOp::create(nb);
+      });
   gpu::BarrierOp::create(b);
 
   // Persistent CTAs: the token tiles of the eligible experts (counted on
   // the device) times the column tiles are the work items; CTA c takes
   // items c, c + gridDim.x, ... A kernel with no eligible expert costs one
   // lookup per CTA.
-  Value numTiles = lookUpTile(b, offsets, numExperts, numRows, m.c(-1), rowsMin,
-                              rowsMax, t.tileM, tid)
+  Value numTiles = lookUpTile(b, offsets, cachedEnds, numExperts, numRows,
+                              m.c(-1), rowsMin, rowsMax, t.tileM, tid)
                        .numTiles;
   Value numWork = m.mul(numTiles, numColTiles);
   Value numCTAs = gpu::GridDimOp::create(b, gpu::Dimension::x);
@@ -411,8 +449,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     Value slot =
         n.add(firstSlot, arith::RemUIOp::create(nb, inGroup, slotsInGroup));
     Value nTile = arith::DivUIOp::create(nb, inGroup, slotsInGroup);
-    TileLookup found = lookUpTile(nb, offsets, numExperts, numRows, slot,
-                                  rowsMin, rowsMax, t.tileM, tid);
+    TileLookup found = lookUpTile(nb, offsets, cachedEnds, numExperts, numRows,
+                                  slot, rowsMin, rowsMax, t.tileM, tid);
     return {found.expert,
             n.add(found.rowBegin, n.mul(found.mTile, n.c(t.tileM))),
             found.rowEnd, n.mul(nTile, n.c(tileCols))};

@@ -436,28 +436,24 @@ mlir::moe::buildUnpermuteKernel(OpBuilder &builder, Location loc,
             n.c(kRoutingThreads * kVector), ValueRange{},
             [&](OpBuilder &inner, Location il, Value col, ValueRange) {
               ImplicitLocOpBuilder ib(il, inner);
-              Value acc = arith::ConstantOp::create(
+              // All k loads first, so they are in flight together (a
+              // dropped slot reads row 0 and counts as zero); then the sum
+              // in slot order.
+              Value zero = arith::ConstantOp::create(
                   ib, DenseElementsAttr::get(f32Vector, 0.0f));
+              SmallVector<Value> loaded;
+              for (int64_t j = 0; j < spec.topK; ++j)
+                loaded.push_back(vector::LoadOp::create(
+                    ib, bf16Vector, rows, ValueRange{row[j], col},
+                    /*nontemporal=*/false, llvm::Align(16)));
+              Value acc = zero;
               for (int64_t j = 0; j < spec.topK; ++j) {
-                auto sum = scf::IfOp::create(
-                    ib, take[j],
-                    [&](OpBuilder &thenBuilder, Location tl) {
-                      ImplicitLocOpBuilder tb(tl, thenBuilder);
-                      Value v = vector::LoadOp::create(
-                          tb, bf16Vector, rows, ValueRange{row[j], col},
-                          /*nontemporal=*/false, llvm::Align(16));
-                      Value wide = arith::ExtFOp::create(tb, f32Vector, v);
-                      Value scaled =
-                          arith::MulFOp::create(tb, wide,
-                                                vector::BroadcastOp::create(
-                                                    tb, f32Vector, weight[j]));
-                      scf::YieldOp::create(tb, ValueRange{arith::AddFOp::create(
-                                                   tb, acc, scaled)});
-                    },
-                    [&](OpBuilder &elseBuilder, Location el) {
-                      scf::YieldOp::create(elseBuilder, el, ValueRange{acc});
-                    });
-                acc = sum.getResult(0);
+                Value scaled = arith::MulFOp::create(
+                    ib, arith::ExtFOp::create(ib, f32Vector, loaded[j]),
+                    vector::BroadcastOp::create(ib, f32Vector, weight[j]));
+                acc = arith::AddFOp::create(
+                    ib, acc,
+                    arith::SelectOp::create(ib, take[j], scaled, zero));
               }
               vector::StoreOp::create(
                   ib, arith::TruncFOp::create(ib, bf16Vector, acc), out,

@@ -10,7 +10,9 @@
 // stride, box or swizzle gives wrong numbers or a trap, never a silent pass),
 // compute out in fp32 with plain FMAs, and __trap() on any ABI parameter they
 // can check (memref offsets, sizes and strides, block size, a TMA load that
-// never completes). A swiglu kernel loads, per k step, a box of tile_n/2 gate
+// never completes). Like every kernel of a version-5 bundle, each CTA first
+// executes griddepcontrol.wait, then griddepcontrol.launch_dependents
+// (contract §3.6). A swiglu kernel loads, per k step, a box of tile_n/2 gate
 // rows and one of tile_n/2 up rows (N/2 rows further) and writes tile_n/2 of
 // the N/2 output columns; a row_scale kernel scales row r by row_scale[r]. Not
 // fast: a correctness reference.
@@ -75,6 +77,12 @@ groupedMatmul(const CUtensorMap *rowsMap, const CUtensorMap *weightsMap,
               const float *scaleAllocated, const float *scale,
               int64_t scaleOffset, int64_t scaleSize, int64_t scaleStride) {
   static_assert(TileN == 64, "one column per thread of 64 (32 for SwiGLU)");
+  // Contract §3.6: the runtime launches with programmatic dependent launch,
+  // so wait for the previous kernel on the stream (whose output may be our
+  // rows, offsets or row_scale) before reading anything, then let the next
+  // one start.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   // Output columns of a tile, and threads per row of the tile.
   constexpr int kColumns = Kind == Epilogue::SwiGLU ? TileN / 2 : TileN;
   constexpr int kLanes = kThreads / kColumns;
