@@ -6,8 +6,10 @@ replays, beside the replay's own median.
     python3 bench/profile_layer.py .gpu-artifacts .shared-bench model:T ...
 
 e.g. `qwen3_30b_a3b:1 mixtral_8x7b:1`. Per kernel: the median device time
-over the replays; `gaps` is the replay time minus the kernels' sum
-(launch latency and dependency waits between kernels).
+over the replays, launched without programmatic dependent launch (so
+kernels do not overlap); `gaps` is the replay time minus the kernels' sum
+(launch latency between kernels). Each point's graph replay is also timed
+with programmatic dependent launch, on the same data.
 """
 import os
 import statistics
@@ -53,12 +55,24 @@ def main():
             bundle.layer(name, x, logits, w13, w2, score_bias=bias, gate_up_bias=b13,
                          down_bias=b2, out=out, workspace=workspace)
 
-        call()
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # The same layer captured with and without programmatic dependent
+        # launch (the runtime reads MOE_RUNTIME_PDL at each call), timed
+        # alternately on the same data.
+        graphs = {}
+        for pdl in ("1", "0"):
+            os.environ["MOE_RUNTIME_PDL"] = pdl
             call()
-        replay = bench(graph.replay, graphable=False)[0]
+            torch.cuda.synchronize()
+            graphs[pdl] = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graphs[pdl]):
+                call()
+        os.environ.pop("MOE_RUNTIME_PDL")
+        replays = {"1": [], "0": []}
+        for _ in range(3):
+            for pdl, graph in graphs.items():
+                replays[pdl].append(bench(graph.replay, graphable=False)[0])
+        replay = statistics.median(replays["0"])
+        graph = graphs["0"]
         times = defaultdict(list)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             for _ in range(REPLAYS):
@@ -67,7 +81,9 @@ def main():
         for event in prof.events():
             if event.device_type == torch.autograd.DeviceType.CUDA:
                 times[event.name].append(event.device_time)
-        print(f"{name} T={T}: graph replay {replay * 1000:.1f} us")
+        with_pdl = statistics.median(replays["1"])
+        print(f"{name} T={T}: graph replay {replay * 1000:.1f} us, with programmatic dependent "
+              f"launch {with_pdl * 1000:.1f} us ({replay / with_pdl:.3f}x); kernels without:")
         total = 0.0
         for kernel, values in times.items():
             per_call = statistics.median(values) * len(values) / REPLAYS

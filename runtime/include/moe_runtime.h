@@ -5,7 +5,7 @@
 |* implements is docs/runtime-contract.md (bundle version 5; kernel ABIs      *|
 |* grouped_matmul.v3: persistent kernels with a store, swiglu or row_scale    *|
 |* epilogue and an optional expert bias; route.v1: top-k routing;            *|
-|* unpermute.v1: the weighted combine; permute.v1: tokens grouped by expert;  *|
+|* unpermute.v2: the weighted combine; permute.v2: tokens grouped by expert;  *|
 |* layer.v1: the five in one call).                                          *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
@@ -37,8 +37,8 @@ extern "C" {
 /// (moeLayer).
 #define MOE_ABI_GROUPED_MATMUL "grouped_matmul.v3"
 #define MOE_ABI_ROUTE "route.v1"
-#define MOE_ABI_UNPERMUTE "unpermute.v1"
-#define MOE_ABI_PERMUTE "permute.v1"
+#define MOE_ABI_UNPERMUTE "unpermute.v2"
+#define MOE_ABI_PERMUTE "permute.v2"
 #define MOE_ABI_LAYER "layer.v1"
 /// The op names of entries that moeGroupedMatmul launches: a grouped matmul,
 /// and the two halves (`<name>_gate_up`, `<name>_down`) of a fused expert MLP.
@@ -129,8 +129,8 @@ typedef struct moeBundleInfo {
 ///   grouped_matmul.v3: experts, n, k, offsets_bits, epilogue, bias_bits,
 ///                      activation;
 ///   route.v1:          experts, top_k, logits_bits, bias;
-///   unpermute.v1:      top_k, slots_bits, hidden, weighted;
-///   permute.v1:        experts, top_k, hidden, offsets_bits;
+///   unpermute.v2:      top_k, slots_bits, hidden, weighted;
+///   permute.v2:        experts, top_k, hidden, offsets_bits, chunk;
 ///   layer.v1:          route, permute, gate_up, down, unpermute (max_rows
 ///                      applies to every ABI).
 typedef struct moeEntryInfo {
@@ -138,33 +138,33 @@ typedef struct moeEntryInfo {
   const char *op;       ///< "moe.grouped_matmul", "moe.expert_mlp",
                         ///< "moe.route", "moe.unpermute", "moe.permute" or
                         ///< "moe.layer".
-  const char *abi;      ///< "grouped_matmul.v3", "route.v1", "unpermute.v1",
-                        ///< "permute.v1", "layer.v1".
+  const char *abi;      ///< "grouped_matmul.v3", "route.v1", "unpermute.v2",
+                        ///< "permute.v2", "layer.v1".
   int64_t experts;      ///< E of the weights [E, N, K], or -1 (dynamic);
                         ///< route.v1: E of the logits [T, E] (static);
-                        ///< permute.v1: E of the offsets [E + 1] (static,
+                        ///< permute.v2: E of the offsets [E + 1] (static,
                         ///< 1..1024).
   int64_t n;            ///< N, or -1 (dynamic).
   int64_t k;            ///< K, or -1 (dynamic).
   int64_t max_rows;     ///< Largest M (route, unpermute, permute: T)
                         ///< accepted, at most 2^31 - 1.
-  int32_t offsets_bits; ///< 32 (offsets=i32) or 64 (offsets=i64); permute.v1:
+  int32_t offsets_bits; ///< 32 (offsets=i32) or 64 (offsets=i64); permute.v2:
                         ///< the type of its offsets and slots.
   int32_t num_kernels;  ///< Kernel records of the entry, in file order
-                        ///< (exactly 1 for route.v1 and unpermute.v1, exactly
-                        ///< 2 for permute.v1: index, then gather; 0 for
-                        ///< layer.v1, which launches its parts' kernels).
+                        ///< (exactly 1 for route.v1 and unpermute.v2, exactly
+                        ///< 3 for permute.v2: count, index, then gather; 0
+                        ///< for layer.v1, which launches its parts' kernels).
   const char *epilogue; ///< "store", "swiglu" or "row_scale"; "" for the
                         ///< other ABIs. Never NULL.
   // Added in version 4.
   int32_t top_k;       ///< k: experts per token (route: 1..min(E, 32));
-                       ///< unpermute.v1, permute.v1 too.
+                       ///< unpermute.v2, permute.v2 too.
   int32_t logits_bits; ///< route.v1: 32 (logits=f32) or 16 (logits=bf16).
   int32_t bias;        ///< route.v1: 1 when it takes a correction bias [E].
-  int32_t slots_bits;  ///< unpermute.v1: 32 (slots=i32) or 64 (slots=i64).
-  int64_t hidden;      ///< unpermute.v1: H of rows and out, or -1 (dynamic);
-                       ///< permute.v1: H of tokens and rows, or -1.
-  int32_t weighted;    ///< unpermute.v1: 1 when it takes weights [T, k].
+  int32_t slots_bits;  ///< unpermute.v2: 32 (slots=i32) or 64 (slots=i64).
+  int64_t hidden;      ///< unpermute.v2: H of rows and out, or -1 (dynamic);
+                       ///< permute.v2: H of tokens and rows, or -1.
+  int32_t weighted;    ///< unpermute.v2: 1 when it takes weights [T, k].
   // Added in version 5.
   int32_t bias_bits;      ///< grouped_matmul.v3: the expert bias [E, N]: 0
                           ///< (bias=none), 16 (bf16) or 32 (f32).
@@ -172,14 +172,17 @@ typedef struct moeEntryInfo {
                           ///< "silu" or "gptoss" (swiglu); "" for the other
                           ///< ABIs. Never NULL.
   const char *route;      ///< layer.v1: the names of its part entries, all
-  const char *permute;    ///< earlier in the bundle (route.v1, permute.v1,
+  const char *permute;    ///< earlier in the bundle (route.v1, permute.v2,
   const char *gate_up;    ///< grouped_matmul.v3 swiglu, grouped_matmul.v3
-  const char *down;       ///< store, unpermute.v1); "" for the other ABIs.
+  const char *down;       ///< store, unpermute.v2); "" for the other ABIs.
   const char *unpermute;  ///< Never NULL.
+  int32_t chunk;          ///< permute.v2: ids per CTA of its count and index
+                          ///< kernels (a multiple of 32, 32..65536); 0 for
+                          ///< the other ABIs.
 } moeEntryInfo;
 
-/// One `kernel` record of an entry. The kernels of route.v1, unpermute.v1
-/// and permute.v1 entries have only symbol, image, threads and smem; their
+/// One `kernel` record of an entry. The kernels of route.v1, unpermute.v2
+/// and permute.v2 entries have only symbol, image, threads and smem; their
 /// other fields are 0.
 typedef struct moeKernelInfo {
   const char *symbol;  ///< Kernel function name in its image.
@@ -327,7 +330,7 @@ typedef struct moeRouteArgs {
 MOE_API moeStatus moeRoute(moeBundle *bundle, const char *entry,
                            const moeRouteArgs *args, void *stream);
 
-/// Arguments of a combine, ABI unpermute.v1 (contract §3.3): for each token t,
+/// Arguments of a combine, ABI unpermute.v2 (contract §3.3): for each token t,
 ///   out[t, :] = sum over j of weights[t, j] * rows[slots[t, j], :]
 /// (weight 1 when the entry has weighted=0), skipping the slots outside
 /// [0, M); bf16 rows and out, f32 accumulation. k is the entry's top_k. All
@@ -346,18 +349,19 @@ typedef struct moeUnpermuteArgs {
                       ///< unless that is -1.
 } moeUnpermuteArgs;
 
-/// Launches the kernel of `entry` (an op=moe.unpermute, abi=unpermute.v1
-/// entry) on `stream` of the current context, on the grid (min(T, 65535), 1,
-/// 1) (one CTA per token, grid-stride) with its 21 parameters (28 when
-/// weighted; contract §3.3). Validates every argument first, as moeRoute does
-/// (besides the checks listed with moeUnpermuteArgs: the bytes of rows, out
-/// and slots within int64), then loads the bundle if needed. The contents of
-/// `slots` are not read on the host. No host synchronisation, allocation or
-/// copy. Thread-safe.
+/// Launches the kernel of `entry` (an op=moe.unpermute, abi=unpermute.v2
+/// entry) on `stream` of the current context, on the grid
+/// (min(T * blocks, 1048576), 1, 1) with blocks = ceil(H / (8 * threads))
+/// column blocks per token (the kernel grid-strides over the (token, column
+/// block) pairs) with its 21 parameters (28 when weighted; contract §3.3).
+/// Validates every argument first, as moeRoute does (besides the checks listed
+/// with moeUnpermuteArgs: the bytes of rows, out and slots within int64), then
+/// loads the bundle if needed. The contents of `slots` are not read on the
+/// host. No host synchronisation, allocation or copy. Thread-safe.
 MOE_API moeStatus moeUnpermute(moeBundle *bundle, const char *entry,
                                const moeUnpermuteArgs *args, void *stream);
 
-/// Arguments of a permute, ABI permute.v1 (contract §3.4): the rows of the
+/// Arguments of a permute, ABI permute.v2 (contract §3.4): the rows of the
 /// tokens grouped by expert. With N = T*k (k the entry's top_k, E its
 /// experts): offsets[e] is the first row of expert e (offsets[E] the number
 /// of valid ids), rows[offsets[e] + i] = tokens[t] for the i-th (t, j), in
@@ -373,30 +377,36 @@ typedef struct moePermuteArgs {
   uint64_t slots;       ///< Device pointer, [T, k] of the same type, aligned
                         ///< to its element size.
   uint64_t workspace;   ///< Device pointer, moePermuteWorkspaceBytes bytes
-                        ///< (i32 [N]), 4-byte aligned.
+                        ///< (scratch: its contents on entry do not matter),
+                        ///< 256-byte aligned.
   int64_t tokens_count; ///< T: 1 <= T <= the entry's max_rows, T*k at most
                         ///< 2^31 - 1.
   int64_t hidden;       ///< H >= 8, H % 8 == 0; must equal the entry's
                         ///< hidden unless that is -1.
 } moePermuteArgs;
 
-/// Launches the two kernels of `entry` (an op=moe.permute, abi=permute.v1
-/// entry) on `stream` of the current context, in order: the index kernel on
-/// grid (1, 1, 1), then the gather kernel on grid (min(T*k, 65535), 1, 1)
-/// (grid-stride over the rows), 24 parameters each (contract §3.4).
+/// Launches the three kernels of `entry` (an op=moe.permute, abi=permute.v2
+/// entry) on `stream` of the current context, in order: the count kernel
+/// (12 parameters) and the index kernel (29) on grid (chunks, 1, 1), one CTA
+/// per `chunk` ids (chunks = ceil(T*k / chunk)), then the gather kernel (24)
+/// on grid (min(T*k, 65535), 1, 1) (grid-stride over the rows; contract
+/// §3.4).
 /// Validates every argument first (INVALID_ARGUMENT / NOT_FOUND, without
 /// touching the driver; besides the checks listed with moePermuteArgs: the
 /// bytes of tokens and rows within int64), then loads the bundle if needed
 /// (see moeBundleLoad). The contents of `ids` are not read on the host. No
 /// host synchronisation, allocation or copy: capturable in a CUDA graph once
-/// the bundle is loaded. Thread-safe. An error of the second launch says that
-/// the first was issued.
+/// the bundle is loaded. Thread-safe. An error of a later launch says how
+/// many were issued.
 MOE_API moeStatus moePermute(moeBundle *bundle, const char *entry,
                              const moePermuteArgs *args, void *stream);
 
 /// Sets *bytes to the size of the workspace moePermute needs for
-/// `tokens_count` tokens: T*k*4 (an i32 per row). Checks the entry and T as
-/// moePermute does (INVALID_ARGUMENT / NOT_FOUND). No driver call.
+/// `tokens_count` tokens: with N = T*k and chunks = ceil(N / chunk), the
+/// sources (i32 [N]) at 0, then the per-chunk expert counts (i32
+/// [chunks * E]) from align_up(N*4, 256): align_up(N*4, 256) + chunks*E*4.
+/// Checks the entry and T as moePermute does (INVALID_ARGUMENT / NOT_FOUND).
+/// No driver call.
 MOE_API moeStatus moePermuteWorkspaceBytes(const moeBundle *bundle,
                                            const char *entry,
                                            int64_t tokens_count,
@@ -440,10 +450,10 @@ typedef struct moeLayerArgs {
 } moeLayerArgs;
 
 /// Launches the layer `entry` (an op=moe.layer, abi=layer.v1 entry) on
-/// `stream` of the current context: its route, permute (index and gather),
-/// gate_up, down and unpermute entries, in this order, exactly as moeRoute,
-/// moePermute, moeGroupedMatmul (twice) and moeUnpermute would with buffers
-/// carved from the workspace (contract §3.5); the grouped GEMMs take
+/// `stream` of the current context: its route, permute (count, index and
+/// gather), gate_up, down and unpermute entries, in this order, exactly as
+/// moeRoute, moePermute, moeGroupedMatmul (twice) and moeUnpermute would with
+/// buffers carved from the workspace (contract §3.5); the grouped GEMMs take
 /// M = T*k rows (those past offsets[E] are zero and owned by no expert), the
 /// combine the route's weights. Validates every argument of every step
 /// before the first launch (INVALID_ARGUMENT / NOT_FOUND, naming the layer

@@ -32,11 +32,17 @@ inline constexpr int64_t kMaxTile = 256; // TMA box dimensions
 inline constexpr int64_t kMaxTileK = 64; // 128-byte swizzle: 64 bf16 per row
 inline constexpr int64_t kMaxStages = 64;
 inline constexpr int64_t kMaxTopK = 32; // route.v1: top_k <= min(E, 32)
-/// permute.v1: experts <= 1024 (its index kernel counts them in one CTA).
+/// permute.v2: experts <= 1024 (a CTA keeps a count per expert).
 inline constexpr int64_t kMaxPermuteExperts = 1024;
-/// Grid limit of the route.v1, unpermute.v1 and permute.v1 gather launches
-/// (grid-stride).
+/// permute.v2: `chunk`, the ids per CTA of the count and index kernels, is a
+/// multiple of 32 of at most 65536.
+inline constexpr int64_t kPermuteChunkQuantum = 32;
+inline constexpr int64_t kMaxPermuteChunk = 65536;
+/// Grid limit of the route.v1 and permute.v2 gather launches (grid-stride).
 inline constexpr int64_t kMaxSimpleGrid = 65535;
+/// Grid limit of the unpermute.v2 launch (grid-stride over the (token,
+/// column block) pairs).
+inline constexpr int64_t kMaxUnpermuteGrid = 1048576; // 2^20
 
 struct FreeDeleter {
   void operator()(void *p) const { std::free(p); }
@@ -64,7 +70,7 @@ struct Kernel {
 /// The kernel ABI of an entry (its `abi` key), which decides its other keys.
 enum class Abi { GroupedMatmul, Route, Unpermute, Permute, Layer };
 
-/// "grouped_matmul.v3", "route.v1", "unpermute.v1", "permute.v1" or
+/// "grouped_matmul.v3", "route.v1", "unpermute.v2", "permute.v2" or
 /// "layer.v1".
 inline const char *abiName(Abi abi) {
   switch (abi) {
@@ -136,21 +142,22 @@ struct Entry {
   std::string name, op, abi;
   Abi kind = Abi::GroupedMatmul;
   int64_t maxRows = 0;
-  // grouped_matmul.v3 (experts also for route.v1 and permute.v1,
-  // offsetsBits also for permute.v1).
+  // grouped_matmul.v3 (experts also for route.v1 and permute.v2,
+  // offsetsBits also for permute.v2).
   Epilogue epilogue = Epilogue::Store;
   int64_t experts = 0, n = 0, k = 0;
   int32_t offsetsBits = 0;
   int32_t biasBits = 0; // the expert bias [E, N]: 0 (none), 16 or 32
   Activation activation = Activation::None;
-  // route.v1, unpermute.v1 and permute.v1 (top_k), route.v1 (logits, bias),
-  // unpermute.v1 (hidden, slots, weighted) and permute.v1 (hidden).
+  // route.v1, unpermute.v2 and permute.v2 (top_k), route.v1 (logits, bias),
+  // unpermute.v2 (hidden, slots, weighted) and permute.v2 (hidden, chunk).
   int32_t topK = 0;
   int32_t logitsBits = 0;
   bool bias = false;
   int64_t hidden = 0;
   int32_t slotsBits = 0;
   bool weighted = false;
+  int32_t chunk = 0; // permute.v2: ids per CTA of its count and index kernels
   // layer.v1: its parts, indices of earlier entries (by LayerPart).
   int parts[kNumLayerParts] = {-1, -1, -1, -1, -1};
   std::vector<Kernel> kernels;

@@ -101,10 +101,10 @@ constexpr RecordSpec kUnpermuteEntry = {
     "(abi " MOE_ABI_UNPERMUTE " takes op, abi, max_rows, hidden, top_k, "
     "slots and weighted)"};
 constexpr RecordSpec kPermuteEntry = {
-    {"op", "abi", "max_rows", "experts", "top_k", "hidden", "offsets"},
-    7,
+    {"op", "abi", "max_rows", "experts", "top_k", "hidden", "offsets", "chunk"},
+    8,
     "(abi " MOE_ABI_PERMUTE " takes op, abi, max_rows, experts, top_k, "
-    "hidden and offsets)"};
+    "hidden, offsets and chunk)"};
 constexpr RecordSpec kLayerEntry = {
     {"op", "abi", "max_rows", "route", "permute", "gate_up", "down",
      "unpermute"},
@@ -514,6 +514,10 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
                       ? ": its kernels are not persistent, recompile it"
                   : abi == "grouped_matmul.v2"
                       ? ": it predates kernel epilogues, recompile it"
+                  : abi == "permute.v1" ? ": it predates the multi-CTA count "
+                                          "and index kernels, recompile it"
+                  : abi == "unpermute.v1"
+                      ? ": it predates column blocks, recompile it"
                       : "");
     }
     if (!spec) { // a second abi key is a duplicate (collectKeys)
@@ -671,7 +675,18 @@ moeStatus Reader::parsePermuteEntry(const std::string &who,
     return status;
   if ((status = integerBits(who, "offsets", values[6], entry.offsetsBits)))
     return status;
+  int64_t chunk = 0;
+  if ((status = number(who, "chunk", values[7], kPermuteChunkQuantum,
+                       kMaxPermuteChunk, false, chunk)))
+    return status;
+  // The kernels rank the ids of a chunk a warp (32 ids) at a time.
+  if (chunk % kPermuteChunkQuantum)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: chunk=%lld is not a multiple of 32 (ids are ranked a "
+                "warp at a time)",
+                who.c_str(), (long long)chunk);
   entry.topK = int32_t(topK);
+  entry.chunk = int32_t(chunk);
   return MOE_STATUS_SUCCESS;
 }
 
@@ -855,16 +870,18 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "entry '%s' has more than %zu kernels", entry.name.c_str(),
                 kMaxKernelsPerEntry);
-  // A permute.v1 entry has its index kernel, then its gather kernel.
-  if (entry.kind == Abi::Permute && entry.kernels.size() == 2)
+  // A permute.v2 entry has its count kernel, its index kernel, then its
+  // gather kernel.
+  if (entry.kind == Abi::Permute && entry.kernels.size() == 3)
     return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: entry '%s' (abi %s) takes exactly two kernels, the "
-                "index kernel then the gather kernel, and has '%s' (line %d) "
-                "and '%s' (line %d) already",
+                "%s: entry '%s' (abi %s) takes exactly three kernels, the "
+                "count, index and gather kernels, and has '%s' (line %d), "
+                "'%s' (line %d) and '%s' (line %d) already",
                 who.c_str(), entry.name.c_str(), abiName(entry.kind),
                 entry.kernels[0].symbol.c_str(), entry.kernels[0].line,
-                entry.kernels[1].symbol.c_str(), entry.kernels[1].line);
-  // The kernel of a route.v1 or unpermute.v1 entry computes everything.
+                entry.kernels[1].symbol.c_str(), entry.kernels[1].line,
+                entry.kernels[2].symbol.c_str(), entry.kernels[2].line);
+  // The kernel of a route.v1 or unpermute.v2 entry computes everything.
   if ((entry.kind == Abi::Route || entry.kind == Abi::Unpermute) &&
       !entry.kernels.empty())
     return fail(MOE_STATUS_INVALID_BUNDLE,
@@ -964,12 +981,19 @@ moeStatus Reader::finish() {
     if (entry.kernels.empty() && entry.kind != Abi::Layer)
       return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
                     "entry '%s' has no kernels", entry.name.c_str());
-    if (entry.kind == Abi::Permute && entry.kernels.size() != 2)
+    if (entry.kind == Abi::Permute && entry.kernels.size() == 1)
       return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
                     "entry '%s' (abi %s) has one kernel, '%s': it takes "
-                    "exactly two, the index kernel then the gather kernel",
+                    "exactly three, the count, index and gather kernels",
                     entry.name.c_str(), abiName(entry.kind),
                     entry.kernels[0].symbol.c_str());
+    if (entry.kind == Abi::Permute && entry.kernels.size() == 2)
+      return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
+                    "entry '%s' (abi %s) has two kernels, '%s' and '%s': it "
+                    "takes exactly three, the count, index and gather kernels",
+                    entry.name.c_str(), abiName(entry.kind),
+                    entry.kernels[0].symbol.c_str(),
+                    entry.kernels[1].symbol.c_str());
     for (Kernel &kernel : entry.kernels) {
       for (size_t i = 0; i < out.images.size(); ++i)
         if (out.images[i].name == kernel.imageName)

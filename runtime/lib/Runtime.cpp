@@ -4,7 +4,7 @@
 // (argument checks; for grouped_matmul.v3 the TMA descriptors, persistent
 // grids, the 17 kernel parameters, the 5 more of row_scale entries and the
 // 7 more of bias entries; the memref parameters and grids of route.v1,
-// unpermute.v1 and permute.v1; layer.v1 as those five steps; every launch
+// unpermute.v2 and permute.v2; layer.v1 as those five steps; every launch
 // with programmatic dependent launch, §3.6, unless MOE_RUNTIME_PDL=0). Each
 // launching call validates into a plan, then launches it: moeLayer validates
 // all of its steps' plans before the first launch.
@@ -476,13 +476,17 @@ bool productFits(int64_t a, int64_t b, int64_t c) {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
-/// A launch of a route.v1, unpermute.v1 or permute.v1 kernel: all its
+/// The most parameters of a route.v1, unpermute.v2 or permute.v2 kernel: the
+/// 29 of the permute's index kernel.
+constexpr int kMaxWords = 29;
+
+/// A launch of a route.v1, unpermute.v2 or permute.v2 kernel: all its
 /// parameters are 8 bytes wide (memref descriptors: pointer, pointer,
 /// offset 0, sizes, strides), kept here until the launch.
 struct WordLaunch {
   int kernel = 0; // index in its entry
   int64_t gridX = 0;
-  uint64_t words[28];
+  uint64_t words[kMaxWords];
   int count = 0;
 
   void push(uint64_t word) { words[count++] = word; }
@@ -503,7 +507,7 @@ struct WordLaunch {
 /// The validated launches of a moeRoute, moeUnpermute or moePermute call.
 struct WordPlan {
   int entryIndex = -1;
-  WordLaunch launches[2];
+  WordLaunch launches[3];
   int numLaunches = 0;
 };
 
@@ -580,7 +584,7 @@ moeStatus launchWords(moeBundle *bundle, ContextState *state,
                       bool pdl, int *issued, int total) {
   for (int i = 0; i < plan.numLaunches; ++i) {
     WordLaunch &launch = plan.launches[i];
-    void *params[28];
+    void *params[kMaxWords];
     for (int p = 0; p < launch.count; ++p)
       params[p] = &launch.words[p];
     if (moeStatus status = launchKernelOf(
@@ -727,12 +731,16 @@ moeStatus validateUnpermute(const moeBundle *bundle, const char *entryName,
                              "(its kernel takes no weights): it must be 0",
                              (unsigned long long)a.weights);
 
-  // One CTA per token, grid-stride beyond 65535 CTAs.
+  // One CTA per (token, column block) pair, a block being 8 columns (one
+  // 16-byte vector) per thread; grid-stride beyond 2^20 CTAs. T*blocks fits:
+  // T*H*2 does.
   plan.entryIndex = entryIndex;
   plan.numLaunches = 1;
   WordLaunch &launch = plan.launches[0];
   launch = WordLaunch();
-  launch.gridX = std::min(a.tokens, kMaxSimpleGrid);
+  const int64_t blocks =
+      ceilDiv(a.hidden, 8 * int64_t(entry.kernels[0].threads));
+  launch.gridX = std::min(a.tokens * blocks, kMaxUnpermuteGrid);
   // rows [M, H], slots [T, k], weights [T, k] (weighted=1 only), out [T, H].
   launch.memref2D(a.rows, a.rows_count, a.hidden);
   launch.memref2D(a.slots, a.tokens, entry.topK);
@@ -743,7 +751,7 @@ moeStatus validateUnpermute(const moeBundle *bundle, const char *entryName,
 }
 
 /// The entry checks of moePermute and moePermuteWorkspaceBytes: a
-/// permute.v1 entry, 1 <= T <= max_rows and T*k <= 2^31 - 1 (the rows are
+/// permute.v2 entry, 1 <= T <= max_rows and T*k <= 2^31 - 1 (the rows are
 /// indexed in 32 bits).
 moeStatus findPermuteEntry(const moeBundle *bundle, const char *caller,
                            const char *entryName, const void *args,
@@ -763,7 +771,24 @@ moeStatus findPermuteEntry(const moeBundle *bundle, const char *caller,
   return MOE_STATUS_SUCCESS;
 }
 
-/// The checks of moePermute (contract §3.4), and its two launches into
+/// The workspace of a permute.v2 entry for N = T*k ids (contract §3.4): the
+/// sources, i32 [N], at 0, then the counts, i32 [chunks * E], at `counts`.
+struct PermuteWorkspace {
+  int64_t chunks; // ceil(N / chunk): CTAs of the count and index kernels
+  int64_t counts; // align_up(N*4, 256)
+  int64_t bytes;  // counts + chunks*E*4
+};
+
+/// N < 2^31, chunk >= 32 and E <= 1024: nothing overflows.
+PermuteWorkspace permuteWorkspace(const Entry &entry, int64_t rowsCount) {
+  PermuteWorkspace w;
+  w.chunks = ceilDiv(rowsCount, entry.chunk);
+  w.counts = ceilDiv(rowsCount * 4, 256) * 256;
+  w.bytes = w.counts + w.chunks * entry.experts * 4;
+  return w;
+}
+
+/// The checks of moePermute (contract §3.4), and its three launches into
 /// `plan`.
 moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
                           const moePermuteArgs *args, WordPlan &plan) {
@@ -815,29 +840,42 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
       {"rows", a.rows, 16, "", ""},
       {"offsets", a.offsets, indexBytes, "", indexType},
       {"slots", a.slots, indexBytes, "", indexType},
-      {"workspace", a.workspace, 4,
+      {"workspace", a.workspace, 256,
        " (moePermuteWorkspaceBytes says how large)", ""}};
   if (moeStatus status = checkPointers(kCaller, name, pointers, 6))
     return status;
 
-  // One CTA computes the offsets, slots and sources; then one CTA per row,
-  // grid-stride beyond 65535.
+  // One CTA per chunk of ids counts them by expert, then one CTA per chunk
+  // ranks them (CTA 0 also writes the offsets); then one CTA per row,
+  // grid-stride beyond 65535. chunks < 2^31 as N is.
+  const PermuteWorkspace w = permuteWorkspace(entry, rowsCount);
+  const uint64_t sources = a.workspace, counts = a.workspace + w.counts;
+  const int64_t countsSize = w.chunks * entry.experts;
   plan.entryIndex = entryIndex;
-  plan.numLaunches = 2;
-  WordLaunch &index = plan.launches[0], &gather = plan.launches[1];
+  plan.numLaunches = 3;
+  WordLaunch &count = plan.launches[0], &index = plan.launches[1],
+             &gather = plan.launches[2];
+  count = WordLaunch();
   index = WordLaunch();
   gather = WordLaunch();
-  index.gridX = 1;
-  gather.kernel = 1;
+  count.gridX = w.chunks;
+  index.kernel = 1;
+  index.gridX = w.chunks;
+  gather.kernel = 2;
   gather.gridX = std::min(rowsCount, kMaxSimpleGrid);
-  // index kernel: ids [T, k], offsets [E + 1], slots [T, k], sources [N];
+  // count kernel: ids [T, k], counts [chunks * E];
+  // index kernel: ids [T, k], counts [chunks * E], offsets [E + 1],
+  // slots [T, k], sources [N];
   // gather kernel: tokens [T, H], sources [N], offsets [E + 1], rows [N, H].
+  count.memref2D(a.ids, a.tokens_count, entry.topK);
+  count.memref1D(counts, countsSize);
   index.memref2D(a.ids, a.tokens_count, entry.topK);
+  index.memref1D(counts, countsSize);
   index.memref1D(a.offsets, entry.experts + 1);
   index.memref2D(a.slots, a.tokens_count, entry.topK);
-  index.memref1D(a.workspace, rowsCount);
+  index.memref1D(sources, rowsCount);
   gather.memref2D(a.tokens, a.tokens_count, a.hidden);
-  gather.memref1D(a.workspace, rowsCount);
+  gather.memref1D(sources, rowsCount);
   gather.memref1D(a.offsets, entry.experts + 1);
   gather.memref2D(a.rows, rowsCount, a.hidden);
   return MOE_STATUS_SUCCESS;
@@ -1224,7 +1262,9 @@ moeStatus layerWorkspace(const moeBundle *bundle, const char *caller,
   out.weights = place(n * 4);
   out.offsets = place(Wide(route.experts + 1) * indexBytes);
   out.slots = place(n * indexBytes);
-  out.permute = place(n * 4); // moePermuteWorkspaceBytes
+  // moePermuteWorkspaceBytes (it starts at a multiple of 256 bytes, as the
+  // permute's counts need).
+  out.permute = place(Wide(permuteWorkspace(permute, rowsCount).bytes));
   out.rows = place(n * Wide(hidden) * 2);
   out.inter = place(n * Wide(intermediate) * 2);
   if (end > Wide(INT64_MAX))
@@ -1413,6 +1453,7 @@ MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
   for (int p = 0; p < kNumLayerParts; ++p)
     *parts[p] =
         entry.kind == Abi::Layer ? entries[entry.parts[p]].name.c_str() : "";
+  out->chunk = entry.chunk;
   return MOE_STATUS_SUCCESS;
 }
 
@@ -1521,8 +1562,10 @@ MOE_API moeStatus moePermuteWorkspaceBytes(const moeBundle *bundle,
   if (moeStatus status = findPermuteEntry(bundle, kCaller, entryName, bytes,
                                           tokens_count, &entryIndex))
     return status;
-  // The sources: an i32 per row.
-  *bytes = tokens_count * bundle->data.entries[entryIndex].topK * 4;
+  // The sources (an i32 per row), then the counts (an i32 per chunk and
+  // expert) from the next multiple of 256 bytes.
+  const Entry &entry = bundle->data.entries[entryIndex];
+  *bytes = permuteWorkspace(entry, tokens_count * entry.topK).bytes;
   return MOE_STATUS_SUCCESS;
 }
 

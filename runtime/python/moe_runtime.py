@@ -70,7 +70,9 @@ class _EntryInfo(ctypes.Structure):
                 ("bias_bits", ctypes.c_int32), ("activation", ctypes.c_char_p),
                 ("route", ctypes.c_char_p), ("permute", ctypes.c_char_p),
                 ("gate_up", ctypes.c_char_p), ("down", ctypes.c_char_p),
-                ("unpermute", ctypes.c_char_p)]
+                ("unpermute", ctypes.c_char_p),
+                # permute.v2.
+                ("chunk", ctypes.c_int32)]
 
 
 class _KernelInfo(ctypes.Structure):
@@ -145,27 +147,27 @@ class Entry:
     the strings, False for bias and weighted); see moeEntryInfo."""
     name: str
     op: str
-    #: "grouped_matmul.v3", "route.v1", "unpermute.v1", "permute.v1" or
+    #: "grouped_matmul.v3", "route.v1", "unpermute.v2", "permute.v2" or
     #: "layer.v1".
     abi: str
-    experts: int  # -1: dynamic (grouped_matmul.v3); route.v1, permute.v1:
+    experts: int  # -1: dynamic (grouped_matmul.v3); route.v1, permute.v2:
     # static E
     n: int
     k: int
-    max_rows: int  # largest M, or T for route.v1 and unpermute.v1
-    offsets_bits: int  # 32 or 64 (permute.v1: offsets and slots)
+    max_rows: int  # largest M, or T for route.v1, unpermute.v2, permute.v2
+    offsets_bits: int  # 32 or 64 (permute.v2: offsets and slots)
     kernels: Tuple[Kernel, ...]
     #: "store", "swiglu" (out has n/2 columns) or "row_scale" (takes the
     #: routing weight of each row).
     epilogue: str
-    #: route.v1, unpermute.v1, permute.v1: experts per token.
+    #: route.v1, unpermute.v2, permute.v2: experts per token.
     top_k: int = 0
     #: route.v1: 32 (float32 logits) or 16 (bfloat16); whether it takes a
     #: float32 correction bias [E].
     logits_bits: int = 0
     bias: bool = False
-    #: unpermute.v1: 32 (int32 slots) or 64 (int64); H, or -1 (dynamic;
-    #: permute.v1 too); whether it takes float32 weights [T, top_k].
+    #: unpermute.v2: 32 (int32 slots) or 64 (int64); H, or -1 (dynamic;
+    #: permute.v2 too); whether it takes float32 weights [T, top_k].
     slots_bits: int = 0
     hidden: int = 0
     weighted: bool = False
@@ -179,6 +181,8 @@ class Entry:
     gate_up: str = ""
     down: str = ""
     unpermute: str = ""
+    #: permute.v2: the ids per CTA of its count and index kernels.
+    chunk: int = 0
 
 
 def library_path() -> str:
@@ -318,7 +322,7 @@ class Bundle:
                 entry.hidden, bool(entry.weighted), entry.bias_bits,
                 *((getattr(entry, name) or b"").decode() for name in (
                     "activation", "route", "permute", "gate_up", "down",
-                    "unpermute"))))
+                    "unpermute")), entry.chunk))
         #: The entries in file order.
         self.entries: Tuple[Entry, ...] = tuple(entries)
         self._by_name: Dict[str, Entry] = {e.name: e for e in entries}
@@ -582,7 +586,7 @@ class Bundle:
         return ids, weights
 
     def unpermute(self, entry: str, rows, slots, weights=None, out=None):
-        """The combine of an unpermute.v1 entry, on torch's current stream of
+        """The combine of an unpermute.v2 entry, on torch's current stream of
         the tensors' device: out[t] = sum over j of weights[t, j] *
         rows[slots[t, j]], slots outside [0, M) skipped, f32 accumulation.
         rows: bfloat16 [M, H] (H the entry's hidden unless that is -1; a
@@ -594,7 +598,7 @@ class Bundle:
         handle = self._live_handle()
         info = self.entry(entry)
         where = f"unpermute({entry})"
-        _check_abi(where, info, "unpermute.v1")
+        _check_abi(where, info, "unpermute.v2")
         if info.weighted and weights is None:
             raise _invalid(f"{where}: the entry has weighted=1: pass weights, "
                            "the float32 routing weights [T, top_k]")
@@ -646,10 +650,12 @@ class Bundle:
         return out
 
     def permute_workspace_bytes(self, entry: str, tokens: int) -> int:
-        """Bytes of the workspace permute needs for `tokens` tokens (T*top_k*4);
-        raises MoERuntimeError (entry, T) as permute would."""
+        """Bytes of the workspace permute needs for `tokens` tokens: with
+        N = T*top_k, the int32 sources [N], then from the next multiple of 256
+        bytes the int32 counts [ceil(N / chunk) * E]; raises MoERuntimeError
+        (entry, T) as permute would."""
         handle = self._live_handle()
-        _check_abi(f"permute({entry})", self.entry(entry), "permute.v1")
+        _check_abi(f"permute({entry})", self.entry(entry), "permute.v2")
         size = ctypes.c_int64()
         _check(_library().moePermuteWorkspaceBytes(
             handle, entry.encode(), tokens, ctypes.byref(size)))
@@ -657,7 +663,7 @@ class Bundle:
 
     def permute(self, entry: str, tokens, ids, rows=None, offsets=None,
                 slots=None, workspace=None):
-        """The permute of a permute.v1 entry, on torch's current stream of the
+        """The permute of a permute.v2 entry, on torch's current stream of the
         tensors' device: the rows of tokens (bfloat16 [T, H], H the entry's
         hidden unless that is -1; a multiple of 8) grouped by the expert ids
         (int32 [T, top_k]), stably (within an expert, in the order of the
@@ -665,14 +671,16 @@ class Bundle:
         are zero), offsets (int32/int64, as the entry says, [E + 1]: expert
         e's rows are offsets[e]..offsets[e+1]) and slots (same type,
         [T, top_k]: the row of each (t, j), -1 for ids outside [0, E)).
-        workspace: int32 [T*top_k] or uint8 [T*top_k*4] (bytes), scratch.
-        Each of rows, offsets, slots and workspace is allocated when None.
+        workspace: int32 [bytes / 4] or uint8 [bytes] with bytes =
+        permute_workspace_bytes(entry, T), 256-byte aligned, scratch (its
+        contents on entry do not matter). Each of rows, offsets, slots and
+        workspace is allocated when None.
         All CUDA, contiguous, one device. Returns (rows, offsets, slots);
         raises MoERuntimeError."""
         handle = self._live_handle()
         info = self.entry(entry)
         where = f"permute({entry})"
-        _check_abi(where, info, "permute.v1")
+        _check_abi(where, info, "permute.v2")
         import torch
 
         index_dtype = torch.int32 if info.offsets_bits == 32 else torch.int64
@@ -711,10 +719,11 @@ class Bundle:
         if workspace is not None:
             uint8 = getattr(torch, "uint8", None)
             if workspace.dtype == torch.int32:
-                if workspace.numel() != n:
+                if workspace.numel() * 4 != workspace_bytes:
                     raise _invalid(f"{where}: workspace has "
                                    f"{workspace.numel()} int32 elements, "
-                                   f"expected T*top_k = {n}")
+                                   f"expected {workspace_bytes // 4} "
+                                   f"({workspace_bytes} bytes)")
             elif uint8 is not None and workspace.dtype == uint8:
                 if workspace.numel() != workspace_bytes:
                     raise _invalid(f"{where}: workspace has "
@@ -734,7 +743,8 @@ class Bundle:
             slots = torch.empty(shapes["slots"], dtype=index_dtype,
                                 device=device)
         if workspace is None:
-            workspace = torch.empty((n,), dtype=torch.int32, device=device)
+            workspace = torch.empty((workspace_bytes // 4,), dtype=torch.int32,
+                                    device=device)
         args = _PermuteArgs(tokens.data_ptr(), ids.data_ptr(), rows.data_ptr(),
                             offsets.data_ptr(), slots.data_ptr(),
                             workspace.data_ptr(), count, hidden)

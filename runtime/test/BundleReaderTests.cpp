@@ -86,7 +86,7 @@ std::string routeReplaced(const std::string &from, const std::string &to) {
   return replaced(from, to, routeBundle());
 }
 
-/// Errors of route.v1 and unpermute.v1 entries and their kernels.
+/// Errors of route.v1 and unpermute.v2 entries and their kernels.
 std::vector<Malformed> malformedRouteBundles() {
   const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
   const std::string routerKernel =
@@ -138,7 +138,7 @@ std::vector<Malformed> malformedRouteBundles() {
        routeReplaced("route.v1 max_rows=2147483647",
                      "route.v1 max_rows=2147483648"),
        bad, "max_rows=2147483648 is out of range ([1, 2147483647])"},
-      // unpermute.v1 entries.
+      // unpermute.v2 entries.
       {"unpermute missing hidden", routeReplaced(" hidden=4096", ""), bad,
        "bundle line 8: entry 'combine': missing key 'hidden'"},
       {"unpermute missing weighted", routeReplaced(" weighted=0", ""), bad,
@@ -148,7 +148,7 @@ std::vector<Malformed> malformedRouteBundles() {
       {"unpermute with offsets",
        routeReplaced("slots=i32", "slots=i32 offsets=i32"), bad,
        "bundle line 10: entry 'gather': unknown key 'offsets' (abi "
-       "unpermute.v1 takes op, abi, max_rows, hidden, top_k, slots and "
+       "unpermute.v2 takes op, abi, max_rows, hidden, top_k, slots and "
        "weighted)"},
       {"unpermute with bias", routeReplaced("weighted=1", "weighted=1 bias=0"),
        bad, "entry 'combine': unknown key 'bias'"},
@@ -183,7 +183,7 @@ std::vector<Malformed> malformedRouteBundles() {
                      gatherKernel + simpleKernelLine("gather", "second",
                                                      "moe_kernels", 128, 0)),
        bad,
-       "bundle line 12: kernel 'second': entry 'gather' (abi unpermute.v1) "
+       "bundle line 12: kernel 'second': entry 'gather' (abi unpermute.v2) "
        "takes exactly one kernel"},
       {"route kernel twice",
        routeReplaced(routerKernel, routerKernel + routerKernel), bad,
@@ -205,7 +205,7 @@ std::vector<Malformed> malformedRouteBundles() {
                                               1, 2147483647, 64, 64, 0, 0)),
        bad,
        "bundle line 11: kernel 'moe_unpermute_k8_i32': unknown key 'rows_min' "
-       "(the kernel of an abi unpermute.v1 entry takes image, threads and "
+       "(the kernel of an abi unpermute.v2 entry takes image, threads and "
        "smem)"},
       {"route kernel missing smem",
        routeReplaced(routerKernel, "kernel router " + std::string(kRouteBias) +
@@ -264,10 +264,12 @@ std::string permuteReplaced(const std::string &from, const std::string &to) {
   return replaced(from, to, permuteBundle());
 }
 
-/// Errors of permute.v1 entries and their kernels.
+/// Errors of permute.v2 entries and their kernels.
 std::vector<Malformed> malformedPermuteBundles() {
   const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
   const moeStatus unsupported = MOE_STATUS_UNSUPPORTED;
+  const std::string countKernel =
+      simpleKernelLine("perm", kPermCount64, "moe_kernels", 1024, 0);
   const std::string indexKernel =
       simpleKernelLine("perm", kPermIndex64, "moe_kernels", 1024, 17408);
   const std::string gatherKernel =
@@ -278,23 +280,31 @@ std::vector<Malformed> malformedPermuteBundles() {
       {"permute missing experts", permuteReplaced(" experts=128", ""), bad,
        "entry 'perm': missing key 'experts'"},
       {"permute missing top_k", permuteReplaced(" top_k=2", ""), bad,
-       "bundle line 7: entry 'perm32': missing key 'top_k'"},
+       "bundle line 8: entry 'perm32': missing key 'top_k'"},
       {"permute missing hidden",
        permuteReplaced(" hidden=2048 offsets", " offsets"), bad,
        "entry 'perm': missing key 'hidden'"},
       {"permute missing max_rows",
-       permuteReplaced("permute.v1 max_rows=4096", "permute.v1"), bad,
-       "bundle line 7: entry 'perm32': missing key 'max_rows'"},
+       permuteReplaced("permute.v2 max_rows=4096", "permute.v2"), bad,
+       "bundle line 8: entry 'perm32': missing key 'max_rows'"},
+      {"permute missing chunk", permuteReplaced(" chunk=4096", ""), bad,
+       "bundle line 4: entry 'perm': missing key 'chunk'"},
+      {"permute as v1 wrote it",
+       permuteReplaced("offsets=i32 chunk=32\n", "offsets=i32\n"), bad,
+       "bundle line 8: entry 'perm32': missing key 'chunk'"},
       {"permute with slots",
-       permuteReplaced("offsets=i64\n", "offsets=i64 slots=i64\n"), bad,
-       "bundle line 4: entry 'perm': unknown key 'slots' (abi permute.v1 "
-       "takes op, abi, max_rows, experts, top_k, hidden and offsets)"},
+       permuteReplaced("chunk=4096\n", "chunk=4096 slots=i64\n"), bad,
+       "bundle line 4: entry 'perm': unknown key 'slots' (abi permute.v2 "
+       "takes op, abi, max_rows, experts, top_k, hidden, offsets and chunk)"},
       {"permute with an epilogue",
-       permuteReplaced("offsets=i32\n", "offsets=i32 epilogue=store\n"), bad,
-       "entry 'perm32': unknown key 'epilogue' (abi permute.v1 takes"},
+       permuteReplaced("chunk=32\n", "chunk=32 epilogue=store\n"), bad,
+       "entry 'perm32': unknown key 'epilogue' (abi permute.v2 takes"},
       {"permute duplicate key",
        permuteReplaced("top_k=8 hidden", "top_k=8 top_k=8 hidden"), bad,
        "entry 'perm': duplicate key 'top_k'"},
+      {"permute duplicate chunk",
+       permuteReplaced("chunk=4096", "chunk=4096 chunk=4096"), bad,
+       "bundle line 4: entry 'perm': duplicate key 'chunk'"},
       {"permute experts 0", permuteReplaced("experts=128", "experts=0"), bad,
        "bundle line 4: entry 'perm': experts=0 is out of range ([1, 1024])"},
       {"permute experts 1025", permuteReplaced("experts=1024", "experts=1025"),
@@ -321,27 +331,83 @@ std::vector<Malformed> malformedPermuteBundles() {
        "entry 'perm32': offsets='' is neither i32 nor i64"},
       {"permute max_rows 0", permuteReplaced("max_rows=4096", "max_rows=0"),
        bad, "entry 'perm32': max_rows=0 is out of range ([1, 2147483647])"},
+      // chunk: a multiple of 32 in [32, 65536].
+      {"permute chunk 0", permuteReplaced("chunk=4096", "chunk=0"), bad,
+       "bundle line 4: entry 'perm': chunk=0 is out of range ([32, 65536])"},
+      {"permute chunk 16", permuteReplaced("chunk=32", "chunk=16"), bad,
+       "bundle line 8: entry 'perm32': chunk=16 is out of range ([32, "
+       "65536])"},
+      {"permute chunk -1", permuteReplaced("chunk=4096", "chunk=-1"), bad,
+       "entry 'perm': chunk=-1 is out of range"},
+      {"permute chunk 65537", permuteReplaced("chunk=65536", "chunk=65537"),
+       bad,
+       "bundle line 12: entry 'wide': chunk=65537 is out of range ([32, "
+       "65536])"},
+      {"permute chunk 65568", permuteReplaced("chunk=65536", "chunk=65568"),
+       bad, "entry 'wide': chunk=65568 is out of range"},
+      {"permute chunk 48", permuteReplaced("chunk=32", "chunk=48"), bad,
+       "bundle line 8: entry 'perm32': chunk=48 is not a multiple of 32 (ids "
+       "are ranked a warp at a time)"},
+      {"permute chunk 4095", permuteReplaced("chunk=4096", "chunk=4095"), bad,
+       "entry 'perm': chunk=4095 is not a multiple of 32"},
+      {"permute chunk empty", permuteReplaced("chunk=4096", "chunk="), bad,
+       "entry 'perm': chunk='' is not a decimal integer"},
+      {"permute chunk leading zero",
+       permuteReplaced("chunk=4096", "chunk=04096"), bad,
+       "entry 'perm': chunk='04096' is not a decimal integer"},
+      // The ABI.
       {"newer permute abi",
-       permuteReplaced("abi=permute.v1 max_rows=4096",
-                       "abi=permute.v2 max_rows=4096"),
+       permuteReplaced("abi=permute.v2 max_rows=4096",
+                       "abi=permute.v3 max_rows=4096"),
        unsupported,
-       "bundle line 7: entry 'perm32': abi 'permute.v2' is not supported"},
-      // Its kernels: exactly two.
-      {"permute with one kernel", permuteReplaced(gatherKernel, ""), bad,
-       "bundle line 4: entry 'perm' (abi permute.v1) has one kernel, "
-       "'moe_permute_index_e128_k8_off64': it takes exactly two, the index "
-       "kernel then the gather kernel"},
-      {"permute with three kernels",
+       "bundle line 8: entry 'perm32': abi 'permute.v3' is not supported "
+       "(this runtime implements bundle version 5 with abis "
+       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and "
+       "layer.v1)"},
+      {"permute.v1 refused",
+       permuteReplaced("abi=permute.v2 max_rows=4096",
+                       "abi=permute.v1 max_rows=4096"),
+       unsupported,
+       "bundle line 8: entry 'perm32': abi 'permute.v1' is not supported "
+       "(this runtime implements bundle version 5 with abis "
+       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and "
+       "layer.v1): it predates the multi-CTA count and index kernels, "
+       "recompile it"},
+      {"permute.v1 as v1 wrote it",
+       permuteReplaced("abi=permute.v2 max_rows=2147483647 experts=128 top_k=8 "
+                       "hidden=2048 offsets=i64 chunk=4096\n" +
+                           countKernel,
+                       "abi=permute.v1 max_rows=2147483647 experts=128 top_k=8 "
+                       "hidden=2048 offsets=i64\n"),
+       unsupported,
+       "bundle line 4: entry 'perm': abi 'permute.v1' is not supported"},
+      // Its kernels: exactly three.
+      {"permute with one kernel",
+       permuteReplaced(countKernel + indexKernel + gatherKernel, indexKernel),
+       bad,
+       "bundle line 4: entry 'perm' (abi permute.v2) has one kernel, "
+       "'moe_permute_index_e128_k8_off64': it takes exactly three, the count, "
+       "index and gather kernels"},
+      {"permute with two kernels (v1's)", permuteReplaced(countKernel, ""), bad,
+       "bundle line 4: entry 'perm' (abi permute.v2) has two kernels, "
+       "'moe_permute_index_e128_k8_off64' and 'moe_permute_gather_off64': it "
+       "takes exactly three, the count, index and gather kernels"},
+      {"permute without a gather kernel", permuteReplaced(gatherKernel, ""),
+       bad,
+       "entry 'perm' (abi permute.v2) has two kernels, "
+       "'moe_permute_count_e128_k8' and 'moe_permute_index_e128_k8_off64'"},
+      {"permute with four kernels",
        permuteReplaced(gatherKernel,
-                       gatherKernel + simpleKernelLine("perm", "third",
+                       gatherKernel + simpleKernelLine("perm", "fourth",
                                                        "moe_kernels", 128, 0)),
        bad,
-       "bundle line 7: kernel 'third': entry 'perm' (abi permute.v1) takes "
-       "exactly two kernels, the index kernel then the gather kernel, and "
-       "has 'moe_permute_index_e128_k8_off64' (line 5) and "
-       "'moe_permute_gather_off64' (line 6) already"},
+       "bundle line 8: kernel 'fourth': entry 'perm' (abi permute.v2) takes "
+       "exactly three kernels, the count, index and gather kernels, and has "
+       "'moe_permute_count_e128_k8' (line 5), "
+       "'moe_permute_index_e128_k8_off64' (line 6) and "
+       "'moe_permute_gather_off64' (line 7) already"},
       {"permute without kernels",
-       permuteReplaced(indexKernel + gatherKernel, ""), bad,
+       permuteReplaced(countKernel + indexKernel + gatherKernel, ""), bad,
        "bundle line 4: entry 'perm' has no kernels"},
       {"permute kernel twice", permuteReplaced(gatherKernel, indexKernel), bad,
        "kernel 'moe_permute_index_e128_k8_off64' appears twice in entry "
@@ -351,14 +417,21 @@ std::vector<Malformed> malformedPermuteBundles() {
                        kernelLine("perm", kPermGather64, "moe_kernels", 1,
                                   2147483647, 64, 64, 0, 0)),
        bad,
-       "bundle line 6: kernel 'moe_permute_gather_off64': unknown key "
-       "'rows_min' (the kernels of an abi permute.v1 entry take image, "
+       "bundle line 7: kernel 'moe_permute_gather_off64': unknown key "
+       "'rows_min' (the kernels of an abi permute.v2 entry take image, "
        "threads and smem)"},
+      {"permute count kernel with a chunk",
+       permuteReplaced(countKernel, "kernel perm " + std::string(kPermCount64) +
+                                        " image=moe_kernels threads=1024 "
+                                        "smem=0 chunk=4096\n"),
+       bad,
+       "bundle line 5: kernel 'moe_permute_count_e128_k8': unknown key "
+       "'chunk'"},
       {"permute kernel missing smem",
        permuteReplaced(indexKernel, "kernel perm " + std::string(kPermIndex64) +
                                         " image=moe_kernels threads=1024\n"),
        bad,
-       "bundle line 5: kernel 'moe_permute_index_e128_k8_off64': missing key "
+       "bundle line 6: kernel 'moe_permute_index_e128_k8_off64': missing key "
        "'smem'"},
       {"permute kernel threads 0",
        permuteReplaced(gatherKernel, simpleKernelLine("perm", kPermGather64,
@@ -368,6 +441,12 @@ std::vector<Malformed> malformedPermuteBundles() {
        permuteReplaced(indexKernel, simpleKernelLine("perm", kPermIndex64,
                                                      "moe_kernels", 1025, 0)),
        bad, "threads=1025 is out of range ([1, 1024])"},
+      {"permute count kernel threads 2048",
+       permuteReplaced(countKernel, simpleKernelLine("perm", kPermCount64,
+                                                     "moe_kernels", 2048, 0)),
+       bad,
+       "bundle line 5: kernel 'moe_permute_count_e128_k8': threads=2048 is "
+       "out of range ([1, 1024])"},
       {"permute kernel smem negative",
        permuteReplaced(indexKernel, simpleKernelLine("perm", kPermIndex64,
                                                      "moe_kernels", 1024, -1)),
@@ -376,7 +455,13 @@ std::vector<Malformed> malformedPermuteBundles() {
        permuteReplaced(gatherKernel,
                        simpleKernelLine("perm", kPermGather64, "nope", 128, 0)),
        bad,
-       "bundle line 6: kernel 'moe_permute_gather_off64' refers to unknown "
+       "bundle line 7: kernel 'moe_permute_gather_off64' refers to unknown "
+       "image 'nope'"},
+      {"permute count kernel of unknown image",
+       permuteReplaced(countKernel,
+                       simpleKernelLine("perm", kPermCount64, "nope", 1024, 0)),
+       bad,
+       "bundle line 5: kernel 'moe_permute_count_e128_k8' refers to unknown "
        "image 'nope'"},
   };
 }
@@ -422,7 +507,7 @@ std::vector<Malformed> malformedBiasBundles() {
        "bundle line 7: entry 'mlp_down': activation=gptoss does not fit "
        "epilogue=row_scale"},
       {"activation on a permute",
-       replaced("offsets=i64\n", "offsets=i64 activation=none\n",
+       replaced("chunk=4096\n", "chunk=4096 activation=none\n",
                 permuteBundle()),
        bad, "bundle line 4: entry 'perm': unknown key 'activation'"},
   };
@@ -440,23 +525,23 @@ std::vector<Malformed> malformedLayerBundles() {
   const std::string layer = layerBundle();
   // mix_unpermute and its kernel moved after the layer line.
   const std::string unpermuteLines =
-      "entry mix_unpermute op=moe.unpermute abi=unpermute.v1 max_rows=4096 "
+      "entry mix_unpermute op=moe.unpermute abi=unpermute.v2 max_rows=4096 "
       "hidden=256 top_k=2 slots=i32 weighted=1\n" +
-      simpleKernelLine("mix_unpermute", kMixSymbols[5], "moe_kernels", 256, 0);
+      simpleKernelLine("mix_unpermute", kMixSymbols[6], "moe_kernels", 256, 0);
   std::string late = layerReplaced(unpermuteLines, "");
   late = layerReplaced("unpermute=mix_unpermute\n",
                        "unpermute=mix_unpermute\n" + unpermuteLines, late);
   return {
       {"layer missing route", layerReplaced(" route=mix_route", ""), bad,
-       "bundle line 15: entry 'mix': missing key 'route'"},
+       "bundle line 16: entry 'mix': missing key 'route'"},
       {"layer missing max_rows",
        layerReplaced("layer.v1 max_rows=4096", "layer.v1"), bad,
-       "bundle line 15: entry 'mix': missing key 'max_rows'"},
+       "bundle line 16: entry 'mix': missing key 'max_rows'"},
       {"layer with experts",
        layerReplaced("unpermute=mix_unpermute\n",
                      "unpermute=mix_unpermute experts=8\n"),
        bad,
-       "bundle line 15: entry 'mix': unknown key 'experts' (abi layer.v1 "
+       "bundle line 16: entry 'mix': unknown key 'experts' (abi layer.v1 "
        "takes op, abi, max_rows, route, permute, gate_up, down and "
        "unpermute)"},
       {"layer max_rows 0",
@@ -464,15 +549,15 @@ std::vector<Malformed> malformedLayerBundles() {
        "entry 'mix': max_rows=0 is out of range ([1, 2147483647])"},
       {"layer part missing", layerReplaced("route=mix_route", "route=nope"),
        bad,
-       "bundle line 15: entry 'mix': route='nope' is not an entry defined "
+       "bundle line 16: entry 'mix': route='nope' is not an entry defined "
        "before this line (the parts of a layer come first)"},
       {"layer part after it", late, bad,
-       "bundle line 13: entry 'mix': unpermute='mix_unpermute' is not an "
+       "bundle line 14: entry 'mix': unpermute='mix_unpermute' is not an "
        "entry defined before this line (the parts of a layer come first)"},
       {"layer part of another abi",
        layerReplaced("route=mix_route", "route=mix_permute"), bad,
-       "bundle line 15: entry 'mix': route=mix_permute is op=moe.permute "
-       "abi=permute.v1, not op=moe.route abi=route.v1"},
+       "bundle line 16: entry 'mix': route=mix_permute is op=moe.permute "
+       "abi=permute.v2, not op=moe.route abi=route.v1"},
       {"layer part of another op",
        layerReplaced("entry mix_route op=moe.route",
                      "entry mix_route op=vendor.route"),
@@ -488,10 +573,10 @@ std::vector<Malformed> malformedLayerBundles() {
       {"layer unpermute a route",
        layerReplaced("unpermute=mix_unpermute", "unpermute=mix_route"), bad,
        "entry 'mix': unpermute=mix_route is op=moe.route abi=route.v1, not "
-       "op=moe.unpermute abi=unpermute.v1"},
+       "op=moe.unpermute abi=unpermute.v2"},
       {"layer gate_up not swiglu",
        layerReplaced("gate_up=mix_gate_up", "gate_up=mix_down"), bad,
-       "bundle line 15: entry 'mix': gate_up=mix_down has epilogue=store, "
+       "bundle line 16: entry 'mix': gate_up=mix_down has epilogue=store, "
        "expected swiglu"},
       {"layer down swiglu", layerReplaced("down=mix_down", "down=mix_gate_up"),
        bad,
@@ -505,7 +590,7 @@ std::vector<Malformed> malformedLayerBundles() {
        layerReplaced("experts=8 top_k=2 hidden=256", "experts=16 top_k=2 "
                                                      "hidden=256"),
        bad,
-       "bundle line 15: entry 'mix': permute=mix_permute has experts=16, but "
+       "bundle line 16: entry 'mix': permute=mix_permute has experts=16, but "
        "route=mix_route has experts=8"},
       {"layer permute top_k",
        layerReplaced("experts=8 top_k=2 hidden=256", "experts=8 top_k=4 "
@@ -526,7 +611,7 @@ std::vector<Malformed> malformedLayerBundles() {
       {"layer down experts",
        layerReplaced("epilogue=store experts=4", "epilogue=store experts=8"),
        bad,
-       "bundle line 27: entry 'oss': down=oss_down has experts=8, but "
+       "bundle line 29: entry 'oss': down=oss_down has experts=8, but "
        "route=oss_route has experts=4"},
       {"layer gate_up offsets",
        layerReplaced("k=256 max_rows=8192 offsets=i32",
@@ -563,7 +648,7 @@ std::vector<Malformed> malformedLayerBundles() {
                      "hidden=64 top_k=2 slots=i64",
                      layerReplaced("experts=4 n=-1", "experts=4 n=128")),
        bad,
-       "bundle line 27: entry 'oss': unpermute=oss_unpermute has hidden=64, "
+       "bundle line 29: entry 'oss': unpermute=oss_unpermute has hidden=64, "
        "but down=oss_down has n=128"},
       {"layer I", layerReplaced("n=256 k=128", "n=256 k=64"), bad,
        "entry 'mix': down=mix_down has k=64, but gate_up=mix_gate_up has "
@@ -573,7 +658,7 @@ std::vector<Malformed> malformedLayerBundles() {
                      "unpermute=mix_unpermute\n" +
                          simpleKernelLine("mix", "k", "moe_kernels", 128, 0)),
        bad,
-       "bundle line 16: kernel 'k': entry 'mix' (abi layer.v1) takes no "
+       "bundle line 17: kernel 'k': entry 'mix' (abi layer.v1) takes no "
        "kernels (it launches those of its parts)"},
       {"GEMM kernel under a layer",
        layerReplaced("down=oss_down unpermute=oss_unpermute\n",
@@ -581,7 +666,7 @@ std::vector<Malformed> malformedLayerBundles() {
                          kernelLine("oss", "g", "moe_kernels", 1, 2147483647,
                                     64, 64, 0, 0)),
        bad,
-       "bundle line 28: kernel 'g': entry 'oss' (abi layer.v1) takes no "
+       "bundle line 30: kernel 'g': entry 'oss' (abi layer.v1) takes no "
        "kernels"},
   };
 }
@@ -700,7 +785,7 @@ std::vector<Malformed> malformedBundles() {
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v1' is not "
        "supported (this runtime implements bundle version 5 with abis "
-       "grouped_matmul.v3, route.v1, unpermute.v1, permute.v1 and layer.v1): "
+       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and layer.v1): "
        "its kernels "
        "are not "
        "persistent, recompile it"},
@@ -710,7 +795,7 @@ std::vector<Malformed> malformedBundles() {
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
        "supported (this runtime implements bundle version 5 with abis "
-       "grouped_matmul.v3, route.v1, unpermute.v1, permute.v1 and layer.v1): "
+       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and layer.v1): "
        "it predates "
        "kernel "
        "epilogues, recompile it"},
@@ -720,7 +805,7 @@ std::vector<Malformed> malformedBundles() {
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v4' is not "
        "supported (this runtime implements bundle version 5 with abis "
-       "grouped_matmul.v3, route.v1, unpermute.v1, permute.v1 and layer.v1)"},
+       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and layer.v1)"},
       {"newer abi with new keys",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
                 "split_k=2 abi=grouped_matmul.v4 experts=8 n=28672"),
@@ -732,7 +817,7 @@ std::vector<Malformed> malformedBundles() {
        bad, "bundle line 5: entry 'gate_up': missing key 'abi'"},
       {"duplicate abi",
        replaced("abi=route.v1 max_rows=4096",
-                "abi=route.v1 abi=unpermute.v1 max_rows=4096", routeBundle()),
+                "abi=route.v1 abi=unpermute.v2 max_rows=4096", routeBundle()),
        bad, "bundle line 6: entry 'softmax': duplicate key 'abi'"},
       {"newer route abi",
        replaced("abi=route.v1 max_rows=4096", "abi=route.v2 max_rows=4096",
@@ -740,7 +825,28 @@ std::vector<Malformed> malformedBundles() {
        unsupported,
        "bundle line 6: entry 'softmax': abi 'route.v2' is not supported (this "
        "runtime implements bundle version 5 with abis grouped_matmul.v3, "
-       "route.v1, unpermute.v1, permute.v1 and layer.v1)"},
+       "route.v1, unpermute.v2, permute.v2 and layer.v1)"},
+      {"unpermute.v1 refused",
+       replaced("abi=unpermute.v2 max_rows=1024",
+                "abi=unpermute.v1 max_rows=1024", routeBundle()),
+       unsupported,
+       "bundle line 10: entry 'gather': abi 'unpermute.v1' is not supported "
+       "(this runtime implements bundle version 5 with abis "
+       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and layer.v1): "
+       "it predates column blocks, recompile it"},
+      {"newer unpermute abi",
+       replaced("abi=unpermute.v2 max_rows=1024",
+                "abi=unpermute.v3 max_rows=1024", routeBundle()),
+       unsupported,
+       "bundle line 10: entry 'gather': abi 'unpermute.v3' is not supported "
+       "(this runtime implements bundle version 5 with abis "
+       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and layer.v1)"},
+      {"layer of v1 parts",
+       replaced("abi=unpermute.v2 max_rows=4096",
+                "abi=unpermute.v1 max_rows=4096", layerBundle()),
+       unsupported,
+       "bundle line 14: entry 'mix_unpermute': abi 'unpermute.v1' is not "
+       "supported"},
       {"missing epilogue",
        replaced(" epilogue=store experts=8 n=28672", " experts=8 n=28672"), bad,
        "bundle line 5: entry 'gate_up': missing key 'epilogue'"},
@@ -1104,6 +1210,7 @@ TEST(bundleRouteAndUnpermuteParse) {
   CHECK_EQ(entry.slots_bits, 0);
   CHECK_EQ(entry.hidden, 0);
   CHECK_EQ(entry.weighted, 0);
+  CHECK_EQ(entry.chunk, 0);
   CHECK_EQ(entry.num_kernels, 1);
   CHECK_EQ(moeBundleGetEntry(bundle, 1, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(std::string(entry.name), "softmax");
@@ -1113,7 +1220,7 @@ TEST(bundleRouteAndUnpermuteParse) {
   CHECK_EQ(entry.logits_bits, 16);
   CHECK_EQ(entry.bias, 0);
 
-  // unpermute.v1: hidden, top_k, slots, weighted; experts too is 0.
+  // unpermute.v2: hidden, top_k, slots, weighted; experts too is 0.
   CHECK_EQ(moeBundleGetEntry(bundle, 2, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(std::string(entry.name), "combine");
   CHECK_EQ(std::string(entry.op), MOE_OP_UNPERMUTE);
@@ -1130,6 +1237,8 @@ TEST(bundleRouteAndUnpermuteParse) {
   CHECK_EQ(std::string(entry.epilogue), "");
   CHECK_EQ(entry.logits_bits, 0);
   CHECK_EQ(entry.bias, 0);
+  CHECK_EQ(entry.chunk, 0);
+  CHECK_EQ(entry.num_kernels, 1);
   CHECK_EQ(moeBundleGetEntry(bundle, 3, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(std::string(entry.name), "gather");
   CHECK_EQ(entry.max_rows, 1024);
@@ -1189,10 +1298,10 @@ TEST(bundleRouteAndUnpermuteParse) {
        "bias=1 logits=f32 top_k=32 experts=32 max_rows=2147483647 "
        "abi=route.v1 op=vendor.router");
   swap("experts=8 top_k=2", "experts=1 top_k=1");
-  swap("op=moe.unpermute abi=unpermute.v1 max_rows=2147483647 hidden=4096 "
+  swap("op=moe.unpermute abi=unpermute.v2 max_rows=2147483647 hidden=4096 "
        "top_k=2 slots=i64 weighted=1",
        "weighted=1 slots=i64 top_k=2 hidden=8 max_rows=2147483647 "
-       "abi=unpermute.v1 op=moe.unpermute");
+       "abi=unpermute.v2 op=moe.unpermute");
   swap("moe_kernels threads=128 smem=0\nentry softmax",
        "moe_kernels threads=32 smem=0\nentry softmax");
   swap("moe_unpermute_k8_i32 image=moe_kernels threads=128",
@@ -1228,8 +1337,8 @@ TEST(bundlePermuteParses) {
   CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
   CHECK_EQ(info.num_entries, 5);
 
-  // permute.v1: experts, top_k, hidden, offsets; the other fields 0 and the
-  // epilogue "".
+  // permute.v2: experts, top_k, hidden, offsets, chunk; the other fields 0
+  // and the epilogue "".
   moeEntryInfo entry;
   CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(std::string(entry.name), "perm");
@@ -1240,7 +1349,8 @@ TEST(bundlePermuteParses) {
   CHECK_EQ(entry.top_k, 8);
   CHECK_EQ(entry.hidden, 2048);
   CHECK_EQ(entry.offsets_bits, 64);
-  CHECK_EQ(entry.num_kernels, 2);
+  CHECK_EQ(entry.chunk, 4096);
+  CHECK_EQ(entry.num_kernels, 3);
   CHECK_EQ(entry.n, 0);
   CHECK_EQ(entry.k, 0);
   CHECK(entry.epilogue != nullptr);
@@ -1256,14 +1366,31 @@ TEST(bundlePermuteParses) {
   CHECK_EQ(entry.top_k, 2);
   CHECK_EQ(entry.hidden, -1);
   CHECK_EQ(entry.offsets_bits, 32);
+  CHECK_EQ(entry.chunk, 32);
   CHECK_EQ(moeBundleGetEntry(bundle, 2, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(entry.experts, 1024);
   CHECK_EQ(entry.top_k, 1);
   CHECK_EQ(entry.hidden, 8);
+  CHECK_EQ(entry.chunk, 65536);
+  // The other ABIs' chunk is 0.
+  CHECK_EQ(moeBundleGetEntry(bundle, 3, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.abi), MOE_ABI_ROUTE);
+  CHECK_EQ(entry.chunk, 0);
+  CHECK_EQ(moeBundleGetEntry(bundle, 4, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.abi), MOE_ABI_UNPERMUTE);
+  CHECK_EQ(entry.chunk, 0);
 
-  // Its kernels, index then gather: symbol, image, threads, smem; the rest 0.
+  // Its kernels, count, index then gather: symbol, image, threads, smem;
+  // the rest 0.
   moeKernelInfo kernel;
   CHECK_EQ(moeBundleGetKernel(bundle, 0, 0, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(kernel.symbol), kPermCount64);
+  CHECK_EQ(std::string(kernel.image), "moe_kernels");
+  CHECK_EQ(kernel.threads, 1024);
+  CHECK_EQ(kernel.smem, 0);
+  CHECK_EQ(kernel.rows_min, 0);
+  CHECK_EQ(kernel.tile_m, 0);
+  CHECK_EQ(moeBundleGetKernel(bundle, 0, 1, &kernel), MOE_STATUS_SUCCESS);
   CHECK_EQ(std::string(kernel.symbol), kPermIndex64);
   CHECK_EQ(std::string(kernel.image), "moe_kernels");
   CHECK_EQ(kernel.threads, 1024);
@@ -1273,18 +1400,18 @@ TEST(bundlePermuteParses) {
   CHECK_EQ(kernel.tile_m, 0);
   CHECK_EQ(kernel.stages, 0);
   CHECK_EQ(kernel.swap_ab, 0);
-  CHECK_EQ(moeBundleGetKernel(bundle, 0, 1, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(moeBundleGetKernel(bundle, 0, 2, &kernel), MOE_STATUS_SUCCESS);
   CHECK_EQ(std::string(kernel.symbol), kPermGather64);
   CHECK_EQ(kernel.threads, 128);
   CHECK_EQ(kernel.smem, 0);
-  CHECK_STATUS(moeBundleGetKernel(bundle, 0, 2, &kernel),
+  CHECK_STATUS(moeBundleGetKernel(bundle, 0, 3, &kernel),
                MOE_STATUS_INVALID_ARGUMENT,
-               "kernel index 2 is out of range (entry 'perm' has 2 kernels)");
+               "kernel index 3 is out of range (entry 'perm' has 3 kernels)");
   moeBundleClose(bundle);
 
   // Keys in any order; the reader does not care about the op (moePermute
-  // does); the limits exactly: experts 1 and 1024, top_k 2^31 - 1, hidden 8;
-  // threads need not be a multiple of 32.
+  // does); the limits exactly: experts 1 and 1024, top_k 2^31 - 1, hidden 8,
+  // chunk 32 and 65536; threads need not be a multiple of 32.
   std::string other = permuteBundle();
   auto swap = [&other](const std::string &from, const std::string &to) {
     size_t at = other.find(from);
@@ -1292,10 +1419,10 @@ TEST(bundlePermuteParses) {
     if (at != std::string::npos)
       other.replace(at, from.size(), to);
   };
-  swap("op=moe.permute abi=permute.v1 max_rows=2147483647 experts=128 "
-       "top_k=8 hidden=2048 offsets=i64",
-       "offsets=i64 hidden=8 top_k=2147483647 experts=1 max_rows=1 "
-       "abi=permute.v1 op=vendor.permute");
+  swap("op=moe.permute abi=permute.v2 max_rows=2147483647 experts=128 "
+       "top_k=8 hidden=2048 offsets=i64 chunk=4096",
+       "chunk=32 offsets=i64 hidden=8 top_k=2147483647 experts=1 max_rows=1 "
+       "abi=permute.v2 op=vendor.permute");
   swap("moe_permute_gather_off64 image=moe_kernels threads=128",
        "moe_permute_gather_off64 image=moe_kernels threads=100");
   bundle = openBundle(other, &status);
@@ -1311,7 +1438,8 @@ TEST(bundlePermuteParses) {
   CHECK_EQ(entry.hidden, 8);
   CHECK_EQ(entry.max_rows, 1);
   CHECK_EQ(entry.offsets_bits, 64);
-  CHECK_EQ(moeBundleGetKernel(bundle, 0, 1, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(entry.chunk, 32);
+  CHECK_EQ(moeBundleGetKernel(bundle, 0, 2, &kernel), MOE_STATUS_SUCCESS);
   CHECK_EQ(kernel.threads, 100);
   moeBundleClose(bundle);
 }
@@ -1552,6 +1680,7 @@ TEST(bundleLayerParses) {
   CHECK_EQ(entry.top_k, 0);
   CHECK_EQ(entry.hidden, 0);
   CHECK_EQ(entry.bias_bits, 0);
+  CHECK_EQ(entry.chunk, 0);
   CHECK_EQ(std::string(entry.epilogue), "");
   CHECK_EQ(std::string(entry.activation), "");
   moeKernelInfo kernel;
@@ -1563,10 +1692,19 @@ TEST(bundleLayerParses) {
   CHECK_EQ(entry.max_rows, 2147483647);
   CHECK_EQ(std::string(entry.route), "oss_route");
   CHECK_EQ(std::string(entry.unpermute), "oss_unpermute");
-  // Its parts are ordinary entries.
+  // Its parts are ordinary entries: the permutes with their chunks and
+  // three kernels.
+  CHECK_EQ(moeBundleGetEntry(bundle, 1, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "mix_permute");
+  CHECK_EQ(entry.chunk, 4096);
+  CHECK_EQ(entry.num_kernels, 3);
+  CHECK_EQ(moeBundleGetEntry(bundle, 7, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "oss_permute");
+  CHECK_EQ(entry.chunk, 64);
   CHECK_EQ(moeBundleGetEntry(bundle, 8, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(std::string(entry.name), "oss_gate_up");
   CHECK_EQ(entry.bias_bits, 32);
+  CHECK_EQ(entry.chunk, 0);
   CHECK_EQ(std::string(entry.activation), "gptoss");
   CHECK_EQ(std::string(entry.route), "");
   CHECK_EQ(moeBundleGetEntry(bundle, 9, &entry), MOE_STATUS_SUCCESS);

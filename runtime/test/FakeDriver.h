@@ -56,9 +56,9 @@ struct FakeLaunch {
   /// Params 17.. (all 8 bytes) of a kernel that takes more than 17: the
   /// row_scale memref, then the bias memref, as far as it takes them.
   std::vector<uint64_t> tail;
-  /// Every parameter of a kernel that takes only 8-byte ones (a route.v1 or
-  /// unpermute.v1 kernel, FakeGpu::wordParams); the fields above are then
-  /// not filled.
+  /// Every parameter of a kernel that takes only 8-byte ones (a route.v1,
+  /// unpermute.v2 or permute.v2 kernel, FakeGpu::wordParams); the fields
+  /// above are then not filled.
   std::vector<uint64_t> params;
 };
 
@@ -91,7 +91,8 @@ struct FakeGpu {
   /// params 17..21 recorded in `scale` too; every kernel with more has them
   /// in `tail` (24: a bias kernel, 29: row_scale and bias).
   std::map<std::string, int> numParams;
-  /// Kernels whose parameters are all 8 bytes wide (route.v1, unpermute.v1),
+  /// Kernels whose parameters are all 8 bytes wide (route.v1, unpermute.v2,
+  /// permute.v2),
   /// by symbol: how many they take. Their launches record them all in
   /// FakeLaunch::params and read no tensor maps.
   std::map<std::string, int> wordParams;

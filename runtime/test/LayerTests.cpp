@@ -30,12 +30,13 @@ FakeGpu &install() {
   gpu.wordParams[kMixSymbols[0]] = 21;
   gpu.wordParams[kOssSymbols[0]] = 26; // with the score bias
   for (const char *const *symbols : {kMixSymbols, kOssSymbols}) {
-    gpu.wordParams[symbols[1]] = 24;
-    gpu.wordParams[symbols[2]] = 24;
-    gpu.wordParams[symbols[5]] = 28;
+    gpu.wordParams[symbols[1]] = 12; // permute: count,
+    gpu.wordParams[symbols[2]] = 29; // index
+    gpu.wordParams[symbols[3]] = 24; // and gather kernels
+    gpu.wordParams[symbols[6]] = 28;
   }
-  gpu.numParams[kOssSymbols[3]] = 24; // bias
-  gpu.numParams[kOssSymbols[4]] = 24;
+  gpu.numParams[kOssSymbols[4]] = 24; // bias
+  gpu.numParams[kOssSymbols[5]] = 24;
   return gpu;
 }
 
@@ -141,10 +142,11 @@ void checkSameLaunch(const FakeLaunch &got, const FakeLaunch &want) {
 
 /// Runs the layer `entry` with `a`, then the five single calls with the
 /// workspace carved as `at` says, and checks that the layer made exactly
-/// the single calls' launches, in order (`symbols`), with the GEMMs' tensor
-/// maps encoded before its first launch.
+/// the single calls' launches, in order (`symbols`: route, permute count,
+/// index and gather, gate-up, down, combine), with the GEMMs' tensor maps
+/// encoded before its first launch.
 void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
-                const Carved &at, const char *const symbols[6],
+                const Carved &at, const char *const symbols[kLayerKernels],
                 const char *parts[5]) {
   FakeGpu &gpu = fakeGpu();
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
@@ -156,9 +158,9 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
            "cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
            "cuTensorMapEncodeTiled cuLaunchKernelEx cuLaunchKernelEx "
            "cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx "
-           "cuLaunchKernelEx");
-  CHECK_EQ(gpu.launches.size(), before + 6);
-  for (size_t i = 0; i < 6 && before + i < gpu.launches.size(); ++i)
+           "cuLaunchKernelEx cuLaunchKernelEx");
+  CHECK_EQ(gpu.launches.size(), before + kLayerKernels);
+  for (size_t i = 0; i < kLayerKernels && before + i < gpu.launches.size(); ++i)
     CHECK_EQ(gpu.launches[before + i].function, std::string(symbols[i]));
 
   const uint64_t ws = a.workspace;
@@ -194,11 +196,19 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
            MOE_STATUS_SUCCESS);
   CHECK_EQ(moeUnpermute(bundle, parts[4], &unpermute, stream),
            MOE_STATUS_SUCCESS);
-  CHECK_EQ(gpu.launches.size(), single + 6);
-  if (gpu.launches.size() != single + 6 || single != before + 6)
+  CHECK_EQ(gpu.launches.size(), single + kLayerKernels);
+  if (gpu.launches.size() != single + kLayerKernels ||
+      single != before + kLayerKernels)
     return;
-  for (size_t i = 0; i < 6; ++i)
+  for (size_t i = 0; i < kLayerKernels; ++i)
     checkSameLaunch(gpu.launches[before + i], gpu.launches[single + i]);
+  // The permute's count and index kernels take the counts right after the
+  // sources in its part of the workspace (N*4 bytes rounded up to 256).
+  const uint64_t counts =
+      ws + at.permute + uint64_t((rows * 4 + 255) / 256 * 256);
+  CHECK_EQ(gpu.launches[before + 1].params[7], counts);
+  CHECK_EQ(gpu.launches[before + 2].params[7], counts);
+  CHECK_EQ(gpu.launches[before + 2].params[24], ws + at.permute);
 }
 
 } // namespace
@@ -211,21 +221,30 @@ TEST(layerWorkspaceBytes) {
     fail(__FILE__, __LINE__, moeLastErrorMessage());
     return;
   }
-  // mix, T = 3 (6 rows, i32, E = 8, H = 256, I = 128): ids 24 bytes at 0,
-  // weights 24 at 256, offsets 36 at 512, slots 24 at 768, the permute's
-  // sources 24 at 1024, rows 6*256*2 = 3072 at 1280, inter 6*128*2 = 1536
-  // at 4352: 5888.
-  CHECK_EQ(workspaceBytes(bundle, "mix", 3, 256, 128), uint64_t(5888));
+  // mix, T = 3 (6 rows, i32, E = 8, H = 256, I = 128, chunks of 4096): ids
+  // 24 bytes at 0, weights 24 at 256, offsets 36 at 512, slots 24 at 768,
+  // the permute's workspace (sources 24 bytes, then at 256 the counts of 1
+  // chunk, 8*4 bytes: 288) at 1024, rows 6*256*2 = 3072 at 1536, inter
+  // 6*128*2 = 1536 at 4608: 6144.
+  CHECK_EQ(workspaceBytes(bundle, "mix", 3, 256, 128), uint64_t(6144));
   // T = 4096 (8192 rows): ids 32768 at 0, weights at 32768, offsets 36 at
-  // 65536, slots 32768 at 65792, sources 32768 at 98560, rows 4194304 at
-  // 131328, inter 2097152 at 4325632: 6422784.
-  CHECK_EQ(workspaceBytes(bundle, "mix", 4096, 256, 128), uint64_t(6422784));
-  // oss, T = 5 (10 rows, i64, E = 4, H = 64, I = 32): ids 40 at 0, weights
-  // 40 at 256, offsets 40 at 512, slots 80 at 768, sources 40 at 1024, rows
-  // 1280 at 1280, inter 640 at 2560: 3200.
-  CHECK_EQ(workspaceBytes(bundle, "oss", 5, 64, 32), uint64_t(3200));
-  // T = 1, H = I = 8: every buffer below 256 bytes, 6 * 256 + 32.
-  CHECK_EQ(workspaceBytes(bundle, "oss", 1, 8, 8), uint64_t(6 * 256 + 32));
+  // 65536, slots 32768 at 65792, the permute's 32768 + 2 chunks * 8 * 4 =
+  // 32832 at 98560, rows 4194304 at 131584, inter 2097152 at 4325888:
+  // 6423040.
+  CHECK_EQ(workspaceBytes(bundle, "mix", 4096, 256, 128), uint64_t(6423040));
+  // oss, T = 5 (10 rows, i64, E = 4, H = 64, I = 32, chunks of 64): ids 40
+  // at 0, weights 40 at 256, offsets 40 at 512, slots 80 at 768, the
+  // permute's 256 + 4 * 4 = 272 at 1024, rows 1280 at 1536, inter 640 at
+  // 2816: 3456.
+  CHECK_EQ(workspaceBytes(bundle, "oss", 5, 64, 32), uint64_t(3456));
+  // T = 1, H = I = 8: every buffer but the permute's (272 bytes) below 256
+  // bytes, 7 * 256 + 32.
+  CHECK_EQ(workspaceBytes(bundle, "oss", 1, 8, 8), uint64_t(7 * 256 + 32));
+  // oss, T = 129 (258 rows in 5 chunks of 64, H = I = 8): ids 1032 at 0,
+  // weights at 1280, offsets 40 at 2560, slots 2064 at 2816, the permute's
+  // 1032 bytes of sources rounded up to 1280 then 5 * 4 * 4 counts (1360)
+  // at 5120, rows 4128 at 6656, inter 4128 at 11008: 15136.
+  CHECK_EQ(workspaceBytes(bundle, "oss", 129, 8, 8), uint64_t(15136));
 
   const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
   uint64_t bytes = 7;
@@ -239,7 +258,7 @@ TEST(layerWorkspaceBytes) {
   CHECK_REJECTED(
       moeLayerWorkspaceBytes(bundle, "mix_permute", 1, 256, 128, &bytes), bad,
       "moeLayerWorkspaceBytes(mix_permute): the entry is op=moe.permute "
-      "abi=permute.v1, not op=moe.layer with abi=layer.v1");
+      "abi=permute.v2, not op=moe.layer with abi=layer.v1");
   CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "mix", 0, 256, 128, &bytes),
                  bad, "moeLayerWorkspaceBytes(mix): T = 0 must be at least 1");
   CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "mix", 4097, 256, 128, &bytes),
@@ -286,17 +305,17 @@ TEST(layerLaunchesTheSingleCalls) {
   const char *ossParts[5] = {"oss_route", "oss_permute", "oss_gate_up",
                              "oss_down", "oss_unpermute"};
   // The offsets of layerWorkspaceBytes' hand computations.
-  checkLayer(bundle, "mix", mix(3), {0, 256, 512, 768, 1024, 1280, 4352},
+  checkLayer(bundle, "mix", mix(3), {0, 256, 512, 768, 1024, 1536, 4608},
              kMixSymbols, mixParts);
   checkLayer(bundle, "mix", mix(4096),
-             {0, 32768, 65536, 65792, 98560, 131328, 4325632}, kMixSymbols,
+             {0, 32768, 65536, 65792, 98560, 131584, 4325888}, kMixSymbols,
              mixParts);
   checkLayer(bundle, "oss", oss(5, 64, 32),
-             {0, 256, 512, 768, 1024, 1280, 2560}, kOssSymbols, ossParts);
+             {0, 256, 512, 768, 1024, 1536, 2816}, kOssSymbols, ossParts);
   // A workspace of exactly the size needed is enough.
   moeLayerArgs exact = oss(5, 64, 32);
-  exact.workspace_bytes = 3200;
-  checkLayer(bundle, "oss", exact, {0, 256, 512, 768, 1024, 1280, 2560},
+  exact.workspace_bytes = 3456;
+  checkLayer(bundle, "oss", exact, {0, 256, 512, 768, 1024, 1536, 2816},
              kOssSymbols, ossParts);
   moeBundleClose(bundle);
 }
@@ -395,15 +414,15 @@ TEST(layerRejectsBadArguments) {
        "bias=none"},
       {with(m, &moeLayerArgs::down_bias, 2),
        "moeLayer(mix): down_bias must be 0: entry mix_down has bias=none"},
-      // T = 16: 32 rows, 16384 rows bytes at 1280, 8192 inter at 17664.
-      {with(m, &moeLayerArgs::workspace_bytes, 25855),
-       "moeLayer(mix): workspace_bytes = 25855 is less than the 25856 bytes "
+      // T = 16: 32 rows, 16384 rows bytes at 1536, 8192 inter at 17920.
+      {with(m, &moeLayerArgs::workspace_bytes, 26111),
+       "moeLayer(mix): workspace_bytes = 26111 is less than the 26112 bytes "
        "the layer needs for T = 16, H = 256, I = 128 "
        "(moeLayerWorkspaceBytes)"},
   };
   for (const Case &c : mixCases)
     CHECK_REJECTED(layer(bundle, "mix", c.args), bad, c.message);
-  CHECK_EQ(layer(bundle, "mix", with(m, &moeLayerArgs::workspace_bytes, 25856)),
+  CHECK_EQ(layer(bundle, "mix", with(m, &moeLayerArgs::workspace_bytes, 26112)),
            MOE_STATUS_SUCCESS);
 
   const moeLayerArgs o = oss(16, 64, 32);
@@ -461,7 +480,7 @@ TEST(layerRejectsBadArguments) {
   CHECK_REJECTED(layer(bundle, "oss", wide), bad,
                  "moeLayer(oss): gate_up step: moeGroupedMatmul(oss_gate_up): "
                  "N = 2147483648 exceeds 2147483647");
-  CHECK_EQ(fakeGpu().launches.size(), size_t(2 * 6));
+  CHECK_EQ(fakeGpu().launches.size(), size_t(2 * kLayerKernels));
   moeBundleClose(bundle);
 }
 
@@ -469,31 +488,38 @@ TEST(layerLoadsAndFails) {
   FakeGpu &gpu = install();
   moeBundle *bundle = openBundle(layerBundle());
   CHECK(bundle != nullptr);
-  // The first call loads the bundle, then launches all six kernels.
+  // The first call loads the bundle, then launches all seven kernels.
   CHECK_EQ(layer(bundle, "mix", mix(64)), MOE_STATUS_SUCCESS);
   CHECK_CONTAINS(callsSince(0), "cuInit");
-  CHECK_EQ(gpu.launches.size(), size_t(6));
+  CHECK_EQ(gpu.launches.size(), size_t(7));
   // A tensor map that does not encode launches nothing.
   gpu.encodeResult = cu::kErrorInvalidValue;
   CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_CUDA_ERROR,
                "moeLayer(mix): gate_up step: moeGroupedMatmul: "
                "cuTensorMapEncodeTiled(rows of kernel 'gemm_gate_up_mix' of "
                "entry 'mix_gate_up') failed: CUDA_ERROR_INVALID_VALUE");
-  CHECK_EQ(gpu.launches.size(), size_t(6));
+  CHECK_EQ(gpu.launches.size(), size_t(7));
   // A failed launch says how many were issued before it.
   gpu.encodeResult = cu::kSuccess;
-  gpu.failLaunchNumber = 6 + 3;
+  gpu.failLaunchNumber = 7 + 2;
+  CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_CUDA_ERROR,
+               "moeLayer: cuLaunchKernelEx('perm_index_e8_k2' of entry "
+               "'mix_permute', grid (1, 1, 1), block (256, 1, 1), smem 4096, "
+               "programmatic stream serialization; 2 of 7 launches already "
+               "issued) failed: CUDA_ERROR_INVALID_VALUE");
+  CHECK_EQ(gpu.launches.size(), size_t(7 + 3));
+  gpu.failLaunchNumber = 10 + 4;
   CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_CUDA_ERROR,
                "moeLayer: cuLaunchKernelEx('gemm_gate_up_mix' of entry "
                "'mix_gate_up', grid (20, 1, 1), block (128, 1, 1), smem "
-               "98304, programmatic stream serialization; 3 of 6 launches "
+               "98304, programmatic stream serialization; 4 of 7 launches "
                "already issued) failed: "
                "CUDA_ERROR_INVALID_VALUE");
-  CHECK_EQ(gpu.launches.size(), size_t(6 + 4));
-  gpu.failLaunchNumber = 10 + 5;
+  CHECK_EQ(gpu.launches.size(), size_t(10 + 5));
+  gpu.failLaunchNumber = 15 + 6;
   CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_CUDA_ERROR,
                "of entry 'mix_unpermute', grid (64, 1, 1), block (256, 1, 1), "
-               "smem 0, programmatic stream serialization; 5 of 6 launches "
+               "smem 0, programmatic stream serialization; 6 of 7 launches "
                "already issued) failed");
   moeBundleClose(bundle);
 

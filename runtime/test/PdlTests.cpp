@@ -79,7 +79,8 @@ std::vector<Call> calls() {
                  },
                  1});
   auto declarePermuteBundle = [](FakeGpu &gpu) {
-    gpu.wordParams[kPermIndex64] = 24;
+    gpu.wordParams[kPermCount64] = 12;
+    gpu.wordParams[kPermIndex64] = 29;
     gpu.wordParams[kPermGather64] = 24;
     gpu.wordParams[kRouteBias] = 21;
     gpu.wordParams[kCombine] = 28;
@@ -95,7 +96,7 @@ std::vector<Call> calls() {
                    moePermuteArgs a = {kA, kB, kC, kD, kE, kF, 1000, 2048};
                    return moePermute(bundle, "perm", &a, stream);
                  },
-                 2});
+                 3});
   all.push_back({"moeUnpermute", permuteBundle(), declarePermuteBundle,
                  [](moeBundle *bundle, void *stream) {
                    moeUnpermuteArgs a = {kA, kB, kC, kD, 8000, 1000, 2048};
@@ -105,11 +106,12 @@ std::vector<Call> calls() {
   all.push_back({"moeLayer", layerBundle(),
                  [](FakeGpu &gpu) {
                    gpu.wordParams[kOssSymbols[0]] = 26; // with the score bias
-                   gpu.wordParams[kOssSymbols[1]] = 24;
-                   gpu.wordParams[kOssSymbols[2]] = 24;
-                   gpu.numParams[kOssSymbols[3]] = 24; // bias
-                   gpu.numParams[kOssSymbols[4]] = 24;
-                   gpu.wordParams[kOssSymbols[5]] = 28;
+                   gpu.wordParams[kOssSymbols[1]] = 12;
+                   gpu.wordParams[kOssSymbols[2]] = 29;
+                   gpu.wordParams[kOssSymbols[3]] = 24;
+                   gpu.numParams[kOssSymbols[4]] = 24; // bias
+                   gpu.numParams[kOssSymbols[5]] = 24;
+                   gpu.wordParams[kOssSymbols[6]] = 28;
                  },
                  [](moeBundle *bundle, void *stream) {
                    moeLayerArgs a;
@@ -129,7 +131,7 @@ std::vector<Call> calls() {
                    a.experts = 4;
                    return moeLayer(bundle, "oss", &a, stream);
                  },
-                 6});
+                 kLayerKernels});
   return all;
 }
 

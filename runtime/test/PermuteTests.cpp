@@ -1,10 +1,12 @@
 //===- PermuteTests.cpp - moePermute and moePermuteWorkspaceBytes ---------===//
 //
-// Every argument check of contract §3.4 (permute.v1), then what a valid call
-// hands the (fake) driver: two launches, in order, on the caller's stream:
-// the index kernel on grid (1, 1, 1), then the gather kernel on grid
-// (min(T*k, 65535), 1, 1), each with its exact 24 parameters, and nothing
-// else. The entries are those of permuteBundle() (TestBundles.h).
+// Every argument check of contract §3.4 (permute.v2), then what a valid call
+// hands the (fake) driver: three launches, in order, on the caller's stream:
+// the count kernel and the index kernel on grid (chunks, 1, 1), one CTA per
+// `chunk` ids, then the gather kernel on grid (min(T*k, 65535), 1, 1), with
+// their exact 12, 29 and 24 parameters (the sources and counts carved from
+// the workspace), and nothing else. The entries are those of permuteBundle()
+// (TestBundles.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,15 +25,18 @@ constexpr int64_t kMax = 2147483647;
 
 FakeGpu &install() {
   FakeGpu &gpu = installFakeDriver();
-  for (const char *symbol : {kPermIndex64, kPermGather64, kPermIndex32,
-                             kPermGather32, kPermIndexWide})
+  for (const char *symbol : {kPermCount64, kPermCount32, kPermCountWide})
+    gpu.wordParams[symbol] = 12;
+  for (const char *symbol : {kPermIndex64, kPermIndex32, kPermIndexWide})
+    gpu.wordParams[symbol] = 29;
+  for (const char *symbol : {kPermGather64, kPermGather32})
     gpu.wordParams[symbol] = 24;
   gpu.wordParams[kRouteBias] = 21;
   gpu.wordParams[kCombine] = 28;
   return gpu;
 }
 
-/// Arguments of entry perm (E = 128, k = 8, H = 2048, i64).
+/// Arguments of entry perm (E = 128, k = 8, H = 2048, i64, chunk 4096).
 moePermuteArgs perm(int64_t tokens) {
   moePermuteArgs a;
   a.tokens = kTokens;
@@ -45,7 +50,7 @@ moePermuteArgs perm(int64_t tokens) {
   return a;
 }
 
-/// Arguments of entry perm32 (E = 4, k = 2, H dynamic, i32).
+/// Arguments of entry perm32 (E = 4, k = 2, H dynamic, i32, chunk 32).
 moePermuteArgs perm32(int64_t tokens, int64_t hidden) {
   moePermuteArgs a = perm(tokens);
   a.hidden = hidden;
@@ -79,82 +84,143 @@ void push2D(std::vector<uint64_t> &words, uint64_t pointer, int64_t rows,
     words.push_back(word);
 }
 
-/// The 24 parameters of the index kernel: ids [T, k], offsets [E + 1],
-/// slots [T, k], sources [N].
-std::vector<uint64_t> indexParams(const moePermuteArgs &a, int64_t experts,
-                                  int64_t topK) {
+/// An entry of permuteBundle(): its sizes and kernels.
+struct KernelShape {
+  const char *symbol;
+  unsigned threads, smem;
+};
+struct PermuteEntry {
+  const char *name;
+  int64_t experts, topK, chunk;
+  KernelShape count, index, gather;
+};
+
+/// What a call of `entry` with `a` launches, computed by hand: N = T*k ids,
+/// the counts at the first multiple of 256 bytes after the N*4 bytes of
+/// sources, one CTA per chunk of ids.
+struct Expected {
+  int64_t n, chunks;
+  uint64_t sources, counts;
+};
+Expected expected(const PermuteEntry &entry, const moePermuteArgs &a) {
+  Expected x;
+  x.n = a.tokens_count * entry.topK;
+  x.chunks = (x.n + entry.chunk - 1) / entry.chunk;
+  x.sources = a.workspace;
+  x.counts = a.workspace + uint64_t((x.n * 4 + 255) / 256 * 256);
+  return x;
+}
+
+/// The 12 parameters of the count kernel: ids [T, k], counts [chunks * E].
+std::vector<uint64_t> countParams(const PermuteEntry &entry,
+                                  const moePermuteArgs &a) {
+  Expected x = expected(entry, a);
   std::vector<uint64_t> words;
-  push2D(words, a.ids, a.tokens_count, topK);
-  push(words, a.offsets, experts + 1);
-  push2D(words, a.slots, a.tokens_count, topK);
-  push(words, a.workspace, a.tokens_count * topK);
+  push2D(words, a.ids, a.tokens_count, entry.topK);
+  push(words, x.counts, x.chunks * entry.experts);
+  return words;
+}
+
+/// The 29 parameters of the index kernel: ids [T, k], counts [chunks * E],
+/// offsets [E + 1], slots [T, k], sources [N].
+std::vector<uint64_t> indexParams(const PermuteEntry &entry,
+                                  const moePermuteArgs &a) {
+  Expected x = expected(entry, a);
+  std::vector<uint64_t> words;
+  push2D(words, a.ids, a.tokens_count, entry.topK);
+  push(words, x.counts, x.chunks * entry.experts);
+  push(words, a.offsets, entry.experts + 1);
+  push2D(words, a.slots, a.tokens_count, entry.topK);
+  push(words, x.sources, x.n);
   return words;
 }
 
 /// The 24 parameters of the gather kernel: tokens [T, H], sources [N],
 /// offsets [E + 1], rows [N, H].
-std::vector<uint64_t> gatherParams(const moePermuteArgs &a, int64_t experts,
-                                   int64_t topK) {
+std::vector<uint64_t> gatherParams(const PermuteEntry &entry,
+                                   const moePermuteArgs &a) {
+  Expected x = expected(entry, a);
   std::vector<uint64_t> words;
   push2D(words, a.tokens, a.tokens_count, a.hidden);
-  push(words, a.workspace, a.tokens_count * topK);
-  push(words, a.offsets, experts + 1);
-  push2D(words, a.rows, a.tokens_count * topK, a.hidden);
+  push(words, x.sources, x.n);
+  push(words, a.offsets, entry.experts + 1);
+  push2D(words, a.rows, x.n, a.hidden);
   return words;
 }
 
-void checkOneLaunch(const FakeLaunch &got, const char *symbol, unsigned gridX,
-                    unsigned threads, unsigned smem, void *stream,
+void checkOneLaunch(const FakeLaunch &got, const KernelShape &kernel,
+                    unsigned gridX, void *stream,
                     const std::vector<uint64_t> &params) {
-  CHECK_EQ(got.function, std::string(symbol));
+  CHECK_EQ(got.function, std::string(kernel.symbol));
   CHECK_EQ(got.grid[0], gridX);
   CHECK_EQ(got.grid[1], 1u);
   CHECK_EQ(got.grid[2], 1u);
-  CHECK_EQ(got.block[0], threads);
+  CHECK_EQ(got.block[0], kernel.threads);
   CHECK_EQ(got.block[1], 1u);
   CHECK_EQ(got.block[2], 1u);
-  CHECK_EQ(got.smem, smem);
+  CHECK_EQ(got.smem, kernel.smem);
   CHECK_EQ(got.stream, stream);
   CHECK(got.extraIsNull);
   CHECK(isPdlLaunch(got));
-  CHECK_EQ(got.params.size(), size_t(24));
-  CHECK_EQ(params.size(), size_t(24));
+  CHECK_EQ(got.params.size(), params.size());
   for (size_t i = 0; i < params.size() && i < got.params.size(); ++i)
     if (got.params[i] != params[i])
       fail(__FILE__, __LINE__,
-           std::string(symbol) + ": parameter " + std::to_string(i) + " is " +
-               std::to_string(got.params[i]) + ", expected " +
+           std::string(kernel.symbol) + ": parameter " + std::to_string(i) +
+               " is " + std::to_string(got.params[i]) + ", expected " +
                std::to_string(params[i]));
 }
 
-struct KernelShape {
-  const char *symbol;
-  unsigned threads, smem;
-};
-
 /// After loading, runs moePermute(entry, a) and checks that it made exactly
-/// two launches, index then gather, with their grids, blocks, smem, the
+/// three launches, count, index then gather, on grids (chunks, 1, 1),
+/// (chunks, 1, 1) and (gatherGrid, 1, 1), with their blocks, smem, the
 /// stream and parameters; and no driver call but the context lookup.
-void checkPermute(moeBundle *bundle, const char *entry, const moePermuteArgs &a,
-                  int64_t experts, int64_t topK, KernelShape index,
-                  KernelShape gather, unsigned gatherGrid) {
+void checkPermute(moeBundle *bundle, const PermuteEntry &entry,
+                  const moePermuteArgs &a, unsigned chunks,
+                  unsigned gatherGrid) {
   FakeGpu &gpu = fakeGpu();
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  CHECK_EQ(int64_t(chunks), expected(entry, a).chunks);
   size_t callsBefore = gpu.calls.size();
   size_t launchesBefore = gpu.launches.size();
   void *stream = reinterpret_cast<void *>(uintptr_t(0x5712ea));
-  CHECK_EQ(permute(bundle, entry, a, stream), MOE_STATUS_SUCCESS);
-  CHECK_EQ(callsSince(callsBefore),
-           "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx cuLaunchKernelEx");
-  CHECK_EQ(gpu.launches.size(), launchesBefore + 2);
-  if (gpu.launches.size() != launchesBefore + 2)
+  CHECK_EQ(permute(bundle, entry.name, a, stream), MOE_STATUS_SUCCESS);
+  CHECK_EQ(callsSince(callsBefore), "cuCtxGetCurrent cuCtxGetId "
+                                    "cuLaunchKernelEx cuLaunchKernelEx "
+                                    "cuLaunchKernelEx");
+  CHECK_EQ(gpu.launches.size(), launchesBefore + 3);
+  if (gpu.launches.size() != launchesBefore + 3)
     return;
-  checkOneLaunch(gpu.launches[launchesBefore], index.symbol, 1, index.threads,
-                 index.smem, stream, indexParams(a, experts, topK));
-  checkOneLaunch(gpu.launches[launchesBefore + 1], gather.symbol, gatherGrid,
-                 gather.threads, gather.smem, stream,
-                 gatherParams(a, experts, topK));
+  checkOneLaunch(gpu.launches[launchesBefore], entry.count, chunks, stream,
+                 countParams(entry, a));
+  checkOneLaunch(gpu.launches[launchesBefore + 1], entry.index, chunks, stream,
+                 indexParams(entry, a));
+  checkOneLaunch(gpu.launches[launchesBefore + 2], entry.gather, gatherGrid,
+                 stream, gatherParams(entry, a));
 }
+
+const PermuteEntry kPerm = {"perm",
+                            128,
+                            8,
+                            4096,
+                            {kPermCount64, 1024, 0},
+                            {kPermIndex64, 1024, 17408},
+                            {kPermGather64, 128, 0}};
+const PermuteEntry kPerm32 = {"perm32",
+                              4,
+                              2,
+                              32,
+                              {kPermCount32, 256, 0},
+                              {kPermIndex32, 256, 0},
+                              {kPermGather32, 256, 0}};
+// The gather kernel is perm32's symbol with 128 threads.
+const PermuteEntry kWide = {"wide",
+                            1024,
+                            1,
+                            65536,
+                            {kPermCountWide, 1024, 4096},
+                            {kPermIndexWide, 1024, 73728},
+                            {kPermGather32, 128, 0}};
 
 } // namespace
 
@@ -166,41 +232,44 @@ TEST(permuteLaunchesPerContract) {
     fail(__FILE__, __LINE__, moeLastErrorMessage());
     return;
   }
-  // perm: k = 8, so T*k rows; the gather grid is capped at 65535.
+  // perm: k = 8, chunks of 4096 ids; the gather grid is capped at 65535.
   struct {
     int64_t tokens;
-    unsigned grid;
-  } permGrids[] = {{1, 8},
-                   {1000, 8000},
-                   {8191, 65528},
-                   {8192, 65535}, // 65536 rows: capped, grid-stride
-                   {kMax / 8, 65535}};
-  const KernelShape index64 = {kPermIndex64, 1024, 17408},
-                    gather64 = {kPermGather64, 128, 0};
+    unsigned chunks, gather;
+  } permGrids[] = {{1, 1, 8},
+                   {511, 1, 4088},
+                   {512, 1, 4096},  // N = chunk
+                   {513, 2, 4104},  // N = chunk + 8: a second chunk
+                   {1000, 2, 8000}, // several chunks
+                   {8191, 16, 65528},
+                   {8192, 16, 65535}, // 65536 rows: capped, grid-stride
+                   {kMax / 8, 524288, 65535}};
   for (const auto &g : permGrids)
-    checkPermute(bundle, "perm", perm(g.tokens), 128, 8, index64, gather64,
-                 g.grid);
-  // perm32: dynamic H, i32 offsets and slots (4-byte alignment is enough).
-  const KernelShape index32 = {kPermIndex32, 256, 0},
-                    gather32 = {kPermGather32, 256, 0};
+    checkPermute(bundle, kPerm, perm(g.tokens), g.chunks, g.gather);
+  // perm32: dynamic H, i32 offsets and slots, chunks of 32 ids (k = 2).
   moePermuteArgs a = perm32(1, 8);
   a.offsets += 4;
   a.slots += 4;
   a.ids += 4;
-  a.workspace += 4;
-  checkPermute(bundle, "perm32", a, 4, 2, index32, gather32, 2);
-  checkPermute(bundle, "perm32", perm32(4096, 7168), 4, 2, index32, gather32,
-               8192);
-  // wide: k = 1, E = 1024; the gather kernel is perm32's symbol with 128
-  // threads.
-  const KernelShape indexWide = {kPermIndexWide, 1024, 73728},
-                    gatherWide = {kPermGather32, 128, 0};
-  for (int64_t tokens : {int64_t(65535), int64_t(65536), kMax}) {
-    moePermuteArgs w = perm32(tokens, 8);
-    checkPermute(bundle, "wide", w, 1024, 1, indexWide, gatherWide,
-                 tokens < 65535 ? unsigned(tokens) : 65535u);
-  }
-  checkPermute(bundle, "wide", perm32(3, 8), 1024, 1, indexWide, gatherWide, 3);
+  a.workspace += 256;
+  checkPermute(bundle, kPerm32, a, 1, 2);
+  struct {
+    int64_t tokens;
+    unsigned chunks;
+  } perm32Grids[] = {{15, 1}, {16, 1}, {17, 2}, {48, 3}, {49, 4}, {4096, 256}};
+  for (const auto &g : perm32Grids)
+    checkPermute(bundle, kPerm32, perm32(g.tokens, 7168), g.chunks,
+                 unsigned(2 * g.tokens));
+  // wide: k = 1, so N = T: chunk - 1, chunk and chunk + 1 ids; at most
+  // 2^31 - 1 ids in 32768 chunks of 65536.
+  struct {
+    int64_t tokens;
+    unsigned chunks, gather;
+  } wideGrids[] = {
+      {3, 1, 3},         {65535, 1, 65535},         {65536, 1, 65535},
+      {65537, 2, 65535}, {65536 * 5 + 7, 6, 65535}, {kMax, 32768, 65535}};
+  for (const auto &g : wideGrids)
+    checkPermute(bundle, kWide, perm32(g.tokens, 8), g.chunks, g.gather);
   moeBundleClose(bundle);
 }
 
@@ -220,25 +289,25 @@ TEST(permuteRejectsNullsAndOtherEntries) {
                  "perm, perm32, wide, router, combine)");
   CHECK_REJECTED(permute(bundle, "router", a), bad,
                  "moePermute(router): the entry is op=moe.route abi=route.v1, "
-                 "not op=moe.permute with abi=permute.v1");
+                 "not op=moe.permute with abi=permute.v2");
   CHECK_REJECTED(permute(bundle, "combine", a), bad,
                  "moePermute(combine): the entry is op=moe.unpermute "
-                 "abi=unpermute.v1, not op=moe.permute with abi=permute.v1");
+                 "abi=unpermute.v2, not op=moe.permute with abi=permute.v2");
   // The other calls refuse permute entries.
   moeGroupedMatmulArgs gemm = {};
   CHECK_REJECTED(moeGroupedMatmul(bundle, "perm", &gemm, nullptr), bad,
                  "moeGroupedMatmul(perm): the entry is op=moe.permute "
-                 "abi=permute.v1, not op=moe.grouped_matmul");
+                 "abi=permute.v2, not op=moe.grouped_matmul");
   moeRouteArgs route = {};
   route.tokens = 1;
   CHECK_REJECTED(moeRoute(bundle, "perm", &route, nullptr), bad,
-                 "moeRoute(perm): the entry is op=moe.permute abi=permute.v1, "
+                 "moeRoute(perm): the entry is op=moe.permute abi=permute.v2, "
                  "not op=moe.route with abi=route.v1");
   moeUnpermuteArgs unpermute = {};
   unpermute.tokens = 1;
   CHECK_REJECTED(moeUnpermute(bundle, "perm32", &unpermute, nullptr), bad,
                  "moeUnpermute(perm32): the entry is op=moe.permute "
-                 "abi=permute.v1, not op=moe.unpermute");
+                 "abi=permute.v2, not op=moe.unpermute");
   moeBundleClose(bundle);
 
   // The op must be moe.permute too.
@@ -248,7 +317,7 @@ TEST(permuteRejectsNullsAndOtherEntries) {
   CHECK(bundle != nullptr);
   CHECK_REJECTED(permute(bundle, "perm", a), bad,
                  "moePermute(perm): the entry is op=moe.scatter "
-                 "abi=permute.v1, not op=moe.permute with abi=permute.v1");
+                 "abi=permute.v2, not op=moe.permute with abi=permute.v2");
   moeBundleClose(bundle);
 }
 
@@ -330,8 +399,8 @@ TEST(permuteRejectsBadPointers) {
                  "workspace pointer is NULL (moePermuteWorkspaceBytes says "
                  "how large)");
 
-  // Alignment: tokens and rows 16 bytes, ids and workspace 4, offsets and
-  // slots their element size.
+  // Alignment: tokens and rows 16 bytes, ids 4, the workspace 256 (where
+  // its counts start), offsets and slots their element size.
   a = perm(16);
   a.tokens = kTokens + 8;
   CHECK_REJECTED(permute(bundle, "perm", a), bad,
@@ -345,10 +414,25 @@ TEST(permuteRejectsBadPointers) {
   a.ids = kIds + 2;
   CHECK_REJECTED(permute(bundle, "perm", a), bad,
                  "ids pointer 0x7f0000220002 is not 4-byte aligned");
-  a = perm(16);
-  a.workspace = kWorkspace + 1;
-  CHECK_REJECTED(permute(bundle, "perm", a), bad,
-                 "workspace pointer 0x7f0000260001 is not 4-byte aligned");
+  const struct {
+    uint64_t offset;
+    const char *message;
+  } misaligned[] = {{1, "moePermute(perm): workspace pointer 0x7f0000260001 "
+                        "is not 256-byte aligned"},
+                    {4, "workspace pointer 0x7f0000260004 is not 256-byte "
+                        "aligned"},
+                    {128, "workspace pointer 0x7f0000260080 is not 256-byte "
+                          "aligned"}};
+  for (const auto &m : misaligned) {
+    a = perm(16);
+    a.workspace = kWorkspace + m.offset;
+    CHECK_REJECTED(permute(bundle, "perm", a), bad, m.message);
+  }
+  a = perm32(16, 64);
+  a.workspace = kWorkspace + 16;
+  CHECK_REJECTED(permute(bundle, "perm32", a), bad,
+                 "moePermute(perm32): workspace pointer 0x7f0000260010 is not "
+                 "256-byte aligned");
   a = perm(16);
   a.offsets = kOffsets + 4;
   CHECK_REJECTED(permute(bundle, "perm", a), bad,
@@ -373,14 +457,15 @@ TEST(permuteRejectsBadPointers) {
   a.tokens = kTokens + 1;
   a.slots = 0;
   CHECK_REJECTED(permute(bundle, "perm", a), bad, "slots pointer is NULL");
-  // 16 bytes for tokens and rows, 8 for the rest, is enough.
+  // 16 bytes for tokens and rows, 256 for the workspace, 8 for the rest, is
+  // enough.
   a = perm(16);
   a.tokens += 16;
   a.rows += 16;
   a.ids += 8;
   a.offsets += 8;
   a.slots += 8;
-  a.workspace += 8;
+  a.workspace += 256;
   CHECK_EQ(permute(bundle, "perm", a), MOE_STATUS_SUCCESS);
   moeBundleClose(bundle);
 }
@@ -390,19 +475,35 @@ TEST(permuteWorkspaceBytes) {
   moeBundle *bundle = openBundle(permuteBundle());
   const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
   int64_t bytes = -7;
-  // T*k*4: an i32 source per row.
-  CHECK_EQ(moePermuteWorkspaceBytes(bundle, "perm", 3, &bytes),
-           MOE_STATUS_SUCCESS);
-  CHECK_EQ(bytes, 96);
-  CHECK_EQ(moePermuteWorkspaceBytes(bundle, "perm32", 4096, &bytes),
-           MOE_STATUS_SUCCESS);
-  CHECK_EQ(bytes, 32768);
-  CHECK_EQ(moePermuteWorkspaceBytes(bundle, "perm", kMax / 8, &bytes),
-           MOE_STATUS_SUCCESS);
-  CHECK_EQ(bytes, int64_t(kMax / 8) * 32);
-  CHECK_EQ(moePermuteWorkspaceBytes(bundle, "wide", kMax, &bytes),
-           MOE_STATUS_SUCCESS);
-  CHECK_EQ(bytes, kMax * 4);
+  // The sources, an i32 per id (N*4 bytes), then from the next multiple of
+  // 256 bytes the counts, an i32 per chunk and expert.
+  struct {
+    const char *entry;
+    int64_t tokens, bytes;
+  } sizes[] = {
+      // perm, N = 24: sources 96 bytes, 1 chunk of 128 counts at 256.
+      {"perm", 3, 256 + 128 * 4},
+      // N = 64 = 256 bytes of sources exactly: the counts right after.
+      {"perm", 8, 256 + 128 * 4},
+      // N = 4096 ids: one chunk; N = 4104: two.
+      {"perm", 512, 16384 + 128 * 4},
+      {"perm", 513, 16640 + 2 * 128 * 4},
+      // perm32, N = 8192 (32768 bytes): 256 chunks of 32 ids, 4 counts each.
+      {"perm32", 4096, 32768 + 256 * 4 * 4},
+      {"perm32", 17, 256 + 2 * 4 * 4},
+      // N = 2147483640: sources 8589934560 bytes, 524288 chunks of 4096.
+      {"perm", kMax / 8, 8589934592 + int64_t(524288) * 128 * 4},
+      // wide, N = 2^31 - 1: 32768 chunks of 65536 ids, 1024 counts each.
+      {"wide", kMax, 8589934592 + int64_t(32768) * 1024 * 4},
+      {"wide", 65536, 262144 + 1024 * 4},
+      {"wide", 65537, 262400 + 2 * 1024 * 4}};
+  for (const auto &size : sizes) {
+    bytes = -7;
+    CHECK_EQ(moePermuteWorkspaceBytes(bundle, size.entry, size.tokens, &bytes),
+             MOE_STATUS_SUCCESS);
+    CHECK_EQ(bytes, size.bytes);
+  }
+  bytes = -7;
   bytes = -7;
   CHECK_REJECTED(moePermuteWorkspaceBytes(nullptr, "perm", 3, &bytes), bad,
                  "moePermuteWorkspaceBytes: bundle is NULL");
@@ -415,7 +516,7 @@ TEST(permuteWorkspaceBytes) {
                  "moePermuteWorkspaceBytes: no entry 'nope' in the bundle");
   CHECK_REJECTED(moePermuteWorkspaceBytes(bundle, "router", 3, &bytes), bad,
                  "moePermuteWorkspaceBytes(router): the entry is op=moe.route "
-                 "abi=route.v1, not op=moe.permute with abi=permute.v1");
+                 "abi=route.v1, not op=moe.permute with abi=permute.v2");
   CHECK_REJECTED(moePermuteWorkspaceBytes(bundle, "perm", 0, &bytes), bad,
                  "moePermuteWorkspaceBytes(perm): T = 0 must be at least 1");
   CHECK_REJECTED(moePermuteWorkspaceBytes(bundle, "perm32", 4097, &bytes), bad,
@@ -431,39 +532,50 @@ TEST(permuteLoadsAndFails) {
   moeBundle *bundle = openBundle(permuteBundle());
   // The first call loads the bundle: MAX_DYNAMIC_SHARED_SIZE is set for the
   // kernels with smem > 0 only (both index kernels, one of them above
-  // 48 KiB); every kernel record's residency is checked.
+  // 48 KiB, and wide's count kernel); every kernel record's residency is
+  // checked.
   CHECK_EQ(permute(bundle, "perm", perm(4)), MOE_STATUS_SUCCESS);
   CHECK_CONTAINS(callsSince(0), "cuInit");
-  CHECK_EQ(gpu.smemAttributes.size(), size_t(2));
-  if (gpu.smemAttributes.size() == 2) {
+  CHECK_EQ(gpu.smemAttributes.size(), size_t(3));
+  if (gpu.smemAttributes.size() == 3) {
     CHECK_EQ(gpu.smemAttributes[0].first, std::string(kPermIndex64));
     CHECK_EQ(gpu.smemAttributes[0].second, 17408);
-    CHECK_EQ(gpu.smemAttributes[1].first, std::string(kPermIndexWide));
-    CHECK_EQ(gpu.smemAttributes[1].second, 73728);
+    CHECK_EQ(gpu.smemAttributes[1].first, std::string(kPermCountWide));
+    CHECK_EQ(gpu.smemAttributes[1].second, 4096);
+    CHECK_EQ(gpu.smemAttributes[2].first, std::string(kPermIndexWide));
+    CHECK_EQ(gpu.smemAttributes[2].second, 73728);
   }
-  // perm (2), perm32 (2), wide (2: its gather kernel has other threads than
+  // perm (3), perm32 (3), wide (3: its gather kernel has other threads than
   // perm32's), router, combine.
-  CHECK_EQ(gpu.occupancyQueries.size(), size_t(8));
+  CHECK_EQ(gpu.occupancyQueries.size(), size_t(11));
   CHECK_EQ(gpu.liveModules, 1);
-  CHECK_EQ(gpu.launches.size(), size_t(2));
-
-  // A failed index launch launches nothing more; a failed gather launch
-  // says that the index kernel was issued.
-  gpu.failLaunchNumber = 2;
-  CHECK_STATUS(permute(bundle, "perm32", perm32(5, 64)), MOE_STATUS_CUDA_ERROR,
-               "moePermute: cuLaunchKernelEx('moe_permute_index_e4_k2_off32' "
-               "of entry 'perm32', grid (1, 1, 1), block (256, 1, 1), smem 0, "
-               "programmatic stream serialization; 0 of 2 launches already "
-               "issued) failed: CUDA_ERROR_INVALID_VALUE (fake driver error)");
   CHECK_EQ(gpu.launches.size(), size_t(3));
-  gpu.failLaunchNumber = 4;
+
+  // A failed count launch launches nothing more; a failed index or gather
+  // launch says how many kernels were issued.
+  gpu.failLaunchNumber = 3;
+  CHECK_STATUS(permute(bundle, "perm32", perm32(5, 64)), MOE_STATUS_CUDA_ERROR,
+               "moePermute: cuLaunchKernelEx('moe_permute_count_e4_k2' "
+               "of entry 'perm32', grid (1, 1, 1), block (256, 1, 1), smem 0, "
+               "programmatic stream serialization; 0 of 3 launches already "
+               "issued) failed: CUDA_ERROR_INVALID_VALUE (fake driver error)");
+  CHECK_EQ(gpu.launches.size(), size_t(4));
+  gpu.failLaunchNumber = 5;
+  CHECK_STATUS(permute(bundle, "perm32", perm32(100, 64)),
+               MOE_STATUS_CUDA_ERROR,
+               "moePermute: cuLaunchKernelEx('moe_permute_index_e4_k2_off32' "
+               "of entry 'perm32', grid (7, 1, 1), block (256, 1, 1), smem 0, "
+               "programmatic stream serialization; 1 of 3 launches already "
+               "issued) failed: CUDA_ERROR_INVALID_VALUE");
+  CHECK_EQ(gpu.launches.size(), size_t(6));
+  gpu.failLaunchNumber = 8;
   gpu.launchResult = 719;
   CHECK_STATUS(permute(bundle, "perm", perm(5)), MOE_STATUS_CUDA_ERROR,
                "moePermute: cuLaunchKernelEx('moe_permute_gather_off64' of "
                "entry 'perm', grid (40, 1, 1), block (128, 1, 1), smem 0, "
-               "programmatic stream serialization; 1 of 2 launches already "
+               "programmatic stream serialization; 2 of 3 launches already "
                "issued) failed: CUresult 719");
-  CHECK_EQ(gpu.launches.size(), size_t(5));
+  CHECK_EQ(gpu.launches.size(), size_t(9));
   moeBundleClose(bundle);
   CHECK_EQ(gpu.liveModules, 0);
 
@@ -477,7 +589,7 @@ TEST(permuteLoadsAndFails) {
   int64_t bytes = 0;
   CHECK_EQ(moePermuteWorkspaceBytes(bundle, "perm", 2, &bytes),
            MOE_STATUS_SUCCESS); // no driver needed
-  CHECK_EQ(bytes, 64);
+  CHECK_EQ(bytes, 256 + 128 * 4);
   moeBundleClose(bundle);
   setDriverForTesting(nullptr);
 

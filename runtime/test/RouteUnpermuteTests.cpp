@@ -1,9 +1,10 @@
 //===- RouteUnpermuteTests.cpp - moeRoute and moeUnpermute ----------------===//
 //
-// Every argument check of contract §3 for route.v1 and unpermute.v1, then
-// what a valid call hands the (fake) driver: the grid (with its 65535 cap),
-// block, shared memory, stream and the exact parameter list (21 or 26 for a
-// route, 21 or 28 for an unpermute), and that nothing else is called. The
+// Every argument check of contract §3 for route.v1 and unpermute.v2, then
+// what a valid call hands the (fake) driver: the grid (a route's with its
+// 65535 cap, an unpermute's of (token, column block) pairs with its 2^20
+// cap), block, shared memory, stream and the exact parameter list (21 or 26 for
+// a route, 21 or 28 for an unpermute), and that nothing else is called. The
 // entries are those of routeBundle() (TestBundles.h).
 //
 //===----------------------------------------------------------------------===//
@@ -221,7 +222,7 @@ TEST(routeRejectsNullsAndOtherEntries) {
   // Entries of the other ABIs.
   CHECK_REJECTED(route(bundle, "combine", a), bad,
                  "moeRoute(combine): the entry is op=moe.unpermute "
-                 "abi=unpermute.v1, not op=moe.route with abi=route.v1");
+                 "abi=unpermute.v2, not op=moe.route with abi=route.v1");
   CHECK_REJECTED(route(bundle, "experts", a), bad,
                  "moeRoute(experts): the entry is op=moe.grouped_matmul "
                  "abi=grouped_matmul.v3, not op=moe.route with abi=route.v1");
@@ -234,7 +235,7 @@ TEST(routeRejectsNullsAndOtherEntries) {
   moeUnpermuteArgs u = combine(16);
   CHECK_REJECTED(unpermute(bundle, "softmax", u), bad,
                  "moeUnpermute(softmax): the entry is op=moe.route "
-                 "abi=route.v1, not op=moe.unpermute with abi=unpermute.v1");
+                 "abi=route.v1, not op=moe.unpermute with abi=unpermute.v2");
   moeBundleClose(bundle);
 
   // The op must be moe.route too, and the ABI route.v1.
@@ -385,11 +386,20 @@ TEST(unpermuteLaunchesPerContract) {
   install();
   moeBundle *bundle = openBundle(routeBundle());
   CHECK(bundle != nullptr);
-  // One CTA per token, at most 65535; weighted: 28 parameters.
+  // One CTA per (token, column block) pair, at most 2^20: combine has
+  // H = 4096 and 256 threads, so blocks of 8 * 256 = 2048 columns, 2 per
+  // token; weighted: 28 parameters.
   struct {
     int64_t tokens;
     unsigned grid;
-  } grids[] = {{1, 1}, {7, 7}, {65535, 65535}, {65536, 65535}, {kMax, 65535}};
+  } grids[] = {{1, 2},
+               {7, 14},
+               {65535, 131070},
+               {65536, 131072},
+               {524287, 1048574},
+               {524288, 1048576},
+               {524289, 1048576}, // capped: grid-stride
+               {kMax, 1048576}};
   for (const auto &g : grids) {
     moeUnpermuteArgs a = combine(g.tokens, 2 * g.tokens);
     checkLaunch(
@@ -397,20 +407,27 @@ TEST(unpermuteLaunchesPerContract) {
         [&](void *stream) { return unpermute(bundle, "combine", a, stream); },
         kCombine, g.grid, 256, 0, unpermuteParams(a, 2, true));
   }
-  // Unweighted, dynamic H: 21 parameters; M need not be T*k.
-  moeUnpermuteArgs a = gather(1024, 8);
-  a.rows_count = 1;
-  checkLaunch(
-      bundle,
-      [&](void *stream) { return unpermute(bundle, "gather", a, stream); },
-      kGather, 1024, 128, 0, unpermuteParams(a, 8, false));
-  a = gather(3, 7168);
-  a.rows_count = kMax;
-  a.slots = kSlots + 4; // i32 slots: 4-byte alignment
-  checkLaunch(
-      bundle,
-      [&](void *stream) { return unpermute(bundle, "gather", a, stream); },
-      kGather, 3, 128, 0, unpermuteParams(a, 8, false));
+  // Unweighted, dynamic H: 21 parameters; M need not be T*k. 128 threads:
+  // blocks of 1024 columns, the last one partial.
+  struct {
+    int64_t tokens, hidden;
+    unsigned grid;
+  } gatherGrids[] = {{1024, 8, 1024},           // one block of 8 columns
+                     {3, 1024, 3},              // one full block
+                     {3, 1032, 6},              // a second block of 8 columns
+                     {3, 7168, 21},             // 7 blocks
+                     {5, 1048576, 5120},        // H = 2^20: 1024 blocks
+                     {1024, 1048576, 1048576},  // exactly the cap
+                     {1024, 1048584, 1048576}}; // capped
+  for (const auto &g : gatherGrids) {
+    moeUnpermuteArgs a = gather(g.tokens, g.hidden);
+    a.rows_count = g.tokens == 3 ? kMax : 1;
+    a.slots = kSlots + 4; // i32 slots: 4-byte alignment
+    checkLaunch(
+        bundle,
+        [&](void *stream) { return unpermute(bundle, "gather", a, stream); },
+        kGather, g.grid, 128, 0, unpermuteParams(a, 8, false));
+  }
   moeBundleClose(bundle);
 }
 
@@ -430,11 +447,11 @@ TEST(unpermuteRejectsNullsAndOtherEntries) {
   CHECK_REJECTED(unpermute(bundle, "experts", a), bad,
                  "moeUnpermute(experts): the entry is op=moe.grouped_matmul "
                  "abi=grouped_matmul.v3, not op=moe.unpermute with "
-                 "abi=unpermute.v1");
+                 "abi=unpermute.v2");
   moeGroupedMatmulArgs gemm = {};
   CHECK_REJECTED(moeGroupedMatmul(bundle, "gather", &gemm, nullptr), bad,
                  "moeGroupedMatmul(gather): the entry is op=moe.unpermute "
-                 "abi=unpermute.v1, not op=moe.grouped_matmul");
+                 "abi=unpermute.v2, not op=moe.grouped_matmul");
   moeBundleClose(bundle);
 
   std::string other = routeBundle();
@@ -442,8 +459,8 @@ TEST(unpermuteRejectsNullsAndOtherEntries) {
   bundle = openBundle(other);
   CHECK_REJECTED(unpermute(bundle, "combine", a), bad,
                  "moeUnpermute(combine): the entry is op=moe.combine "
-                 "abi=unpermute.v1, not op=moe.unpermute with "
-                 "abi=unpermute.v1");
+                 "abi=unpermute.v2, not op=moe.unpermute with "
+                 "abi=unpermute.v2");
   moeBundleClose(bundle);
 }
 
@@ -500,7 +517,7 @@ TEST(unpermuteRejectsBadSizes) {
   // T*k*8 bytes of i64 slots (k up to 2^31 - 1).
   std::string wide =
       "MOEBUNDLE 5\nchip sm_90a\n" + imageRecord("img", fakeCubin('W')) +
-      "entry wide op=moe.unpermute abi=unpermute.v1 max_rows=2147483647 "
+      "entry wide op=moe.unpermute abi=unpermute.v2 max_rows=2147483647 "
       "hidden=8 top_k=2147483647 slots=i64 weighted=0\n" +
       simpleKernelLine("wide", "u", "img", 64, 0) + "end\n";
   bundle = openBundle(wide);
@@ -510,11 +527,19 @@ TEST(unpermuteRejectsBadSizes) {
                  "moeUnpermute(wide): T*k*8 (bytes of slots) overflows int64 "
                  "(T = 2147483647, k = 2147483647)");
   fakeGpu().wordParams["u"] = 21;
-  a.tokens = 1 << 20;
+  // H = 8: one column block per token, T CTAs up to 2^20.
+  for (int64_t tokens : {int64_t(1) << 20, (int64_t(1) << 20) + 1}) {
+    a.tokens = tokens;
+    checkLaunch(
+        bundle,
+        [&](void *stream) { return unpermute(bundle, "wide", a, stream); }, "u",
+        1048576, 64, 0, unpermuteParams(a, kMax, false));
+  }
+  a.tokens = 1000;
   checkLaunch(
       bundle,
       [&](void *stream) { return unpermute(bundle, "wide", a, stream); }, "u",
-      65535, 64, 0, unpermuteParams(a, kMax, false));
+      1000, 64, 0, unpermuteParams(a, kMax, false));
   moeBundleClose(bundle);
 }
 
@@ -606,8 +631,8 @@ TEST(routeAndUnpermuteLoadAndFail) {
   CHECK_STATUS(unpermute(bundle, "combine", combine(5)), MOE_STATUS_CUDA_ERROR,
                "moeUnpermute: cuLaunchKernelEx("
                "'moe_unpermute_h4096_k2_i64_weighted' of entry 'combine', "
-               "grid (5, 1, 1), block (256, 1, 1), smem 0, programmatic stream "
-               "serialization) failed: CUresult 719");
+               "grid (10, 1, 1), block (256, 1, 1), smem 0, programmatic "
+               "stream serialization) failed: CUresult 719");
   moeBundleClose(bundle);
   CHECK_EQ(gpu.liveModules, 0);
 

@@ -137,7 +137,7 @@ inline std::string mlpBundle() {
          "end\n";
 }
 
-/// The kernel line of a route.v1 or unpermute.v1 entry.
+/// The kernel line of a route.v1, unpermute.v2 or permute.v2 entry.
 inline std::string simpleKernelLine(const std::string &entry,
                                     const std::string &symbol,
                                     const std::string &image, int threads,
@@ -155,8 +155,8 @@ inline constexpr const char *kRouteSoftmax =
 inline constexpr const char *kCombine = "moe_unpermute_h4096_k2_i64_weighted";
 inline constexpr const char *kGather = "moe_unpermute_k8_i32";
 
-/// Entries of contract version 4's route.v1 and unpermute.v1 ABIs, and a
-/// grouped matmul (line numbers on the right):
+/// Entries of the route.v1 and unpermute.v2 ABIs, and a grouped matmul (line
+/// numbers on the right):
 ///   router:  moe.route, E=256 k=8, f32 logits with a bias, 128 threads;
 ///            (4-5)
 ///   softmax: moe.route, E=8 k=2, bf16 logits, no bias, max_rows=4096,
@@ -176,10 +176,10 @@ inline std::string routeBundle() {
          "entry softmax op=moe.route abi=route.v1 max_rows=4096 experts=8 "
          "top_k=2 logits=bf16 bias=0\n" +
          simpleKernelLine("softmax", kRouteSoftmax, "moe_kernels", 256, 2048) +
-         "entry combine op=moe.unpermute abi=unpermute.v1 "
+         "entry combine op=moe.unpermute abi=unpermute.v2 "
          "max_rows=2147483647 hidden=4096 top_k=2 slots=i64 weighted=1\n" +
          simpleKernelLine("combine", kCombine, "moe_kernels", 256, 0) +
-         "entry gather op=moe.unpermute abi=unpermute.v1 max_rows=1024 "
+         "entry gather op=moe.unpermute abi=unpermute.v2 max_rows=1024 "
          "hidden=-1 top_k=8 slots=i32 weighted=0\n" +
          simpleKernelLine("gather", kGather, "moe_kernels", 128, 0) +
          "entry experts op=moe.grouped_matmul abi=grouped_matmul.v3 "
@@ -191,45 +191,55 @@ inline std::string routeBundle() {
 }
 
 /// Symbols of the permute bundle.
+inline constexpr const char *kPermCount64 = "moe_permute_count_e128_k8";
 inline constexpr const char *kPermIndex64 = "moe_permute_index_e128_k8_off64";
 inline constexpr const char *kPermGather64 = "moe_permute_gather_off64";
+inline constexpr const char *kPermCount32 = "moe_permute_count_e4_k2";
 inline constexpr const char *kPermIndex32 = "moe_permute_index_e4_k2_off32";
 inline constexpr const char *kPermGather32 = "moe_permute_gather_off32";
+inline constexpr const char *kPermCountWide = "moe_permute_count_e1024_k1";
 inline constexpr const char *kPermIndexWide =
     "moe_permute_index_e1024_k1_off32";
 
-/// Entries of the permute.v1 ABI (added to contract version 4), a route and
-/// an unpermute (line numbers on the right):
-///   perm:   moe.permute, E=128 k=8 H=2048, i64 offsets and slots; index
-///           kernel 1024 threads, 17408 bytes of shared memory, gather
-///           kernel 128 threads;                                   (4-6)
-///   perm32: moe.permute, E=4 k=2, H dynamic, i32, max_rows=4096; index
-///           kernel 256 threads, gather kernel 256 threads;        (7-9)
-///   wide:   moe.permute, E=1024 k=1 H=8, i32; index kernel with 73728
-///           bytes of shared memory (over 48 KiB), perm32's gather kernel
-///           (shared symbol) with 128 threads;                     (10-12)
-///   router: moe.route, E=128 k=8, f32 logits, no bias;            (13-14)
-///   combine: moe.unpermute, H=2048 k=8, i64 slots, weighted.      (15-16)
+/// Entries of the permute.v2 ABI, a route and an unpermute (line numbers on
+/// the right):
+///   perm:   moe.permute, E=128 k=8 H=2048, i64 offsets and slots,
+///           chunk=4096; count kernel 1024 threads, index kernel 1024
+///           threads and 17408 bytes of shared memory, gather kernel 128
+///           threads;                                              (4-7)
+///   perm32: moe.permute, E=4 k=2, H dynamic, i32, max_rows=4096,
+///           chunk=32; count, index and gather kernels 256 threads;
+///           (8-11)
+///   wide:   moe.permute, E=1024 k=1 H=8, i32, chunk=65536; count kernel
+///           with 4096 bytes of shared memory, index kernel with 73728
+///           (over 48 KiB), perm32's gather kernel (shared symbol) with 128
+///           threads;                                              (12-15)
+///   router: moe.route, E=128 k=8, f32 logits, no bias;            (16-17)
+///   combine: moe.unpermute, H=2048 k=8, i64 slots, weighted, 128
+///           threads.                                              (18-19)
 inline std::string permuteBundle() {
   return "MOEBUNDLE 5\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('P')) +
-         "entry perm op=moe.permute abi=permute.v1 max_rows=2147483647 "
-         "experts=128 top_k=8 hidden=2048 offsets=i64\n" +
+         "entry perm op=moe.permute abi=permute.v2 max_rows=2147483647 "
+         "experts=128 top_k=8 hidden=2048 offsets=i64 chunk=4096\n" +
+         simpleKernelLine("perm", kPermCount64, "moe_kernels", 1024, 0) +
          simpleKernelLine("perm", kPermIndex64, "moe_kernels", 1024, 17408) +
          simpleKernelLine("perm", kPermGather64, "moe_kernels", 128, 0) +
-         "entry perm32 op=moe.permute abi=permute.v1 max_rows=4096 experts=4 "
-         "top_k=2 hidden=-1 offsets=i32\n" +
+         "entry perm32 op=moe.permute abi=permute.v2 max_rows=4096 experts=4 "
+         "top_k=2 hidden=-1 offsets=i32 chunk=32\n" +
+         simpleKernelLine("perm32", kPermCount32, "moe_kernels", 256, 0) +
          simpleKernelLine("perm32", kPermIndex32, "moe_kernels", 256, 0) +
          simpleKernelLine("perm32", kPermGather32, "moe_kernels", 256, 0) +
-         "entry wide op=moe.permute abi=permute.v1 max_rows=2147483647 "
-         "experts=1024 top_k=1 hidden=8 offsets=i32\n" +
+         "entry wide op=moe.permute abi=permute.v2 max_rows=2147483647 "
+         "experts=1024 top_k=1 hidden=8 offsets=i32 chunk=65536\n" +
+         simpleKernelLine("wide", kPermCountWide, "moe_kernels", 1024, 4096) +
          simpleKernelLine("wide", kPermIndexWide, "moe_kernels", 1024, 73728) +
          simpleKernelLine("wide", kPermGather32, "moe_kernels", 128, 0) +
          "entry router op=moe.route abi=route.v1 max_rows=2147483647 "
          "experts=128 top_k=8 logits=f32 bias=0\n" +
          simpleKernelLine("router", kRouteBias, "moe_kernels", 128, 0) +
-         "entry combine op=moe.unpermute abi=unpermute.v1 "
+         "entry combine op=moe.unpermute abi=unpermute.v2 "
          "max_rows=2147483647 hidden=2048 top_k=8 slots=i64 weighted=1\n" +
          simpleKernelLine("combine", kCombine, "moe_kernels", 128, 0) + "end\n";
 }
@@ -268,25 +278,26 @@ inline std::string biasBundle() {
          "end\n";
 }
 
-/// Symbols of the layer bundle, by layer: route, permute index and gather,
-/// gate-up, down, combine.
-inline constexpr const char *kMixSymbols[6] = {
-    "route_e8_k2",      "perm_index_e8_k2", "perm_gather32",
+/// Symbols of the layer bundle, by layer: route, permute count, index and
+/// gather, gate-up, down, combine: the order of a layer's launches.
+inline constexpr int kLayerKernels = 7;
+inline constexpr const char *kMixSymbols[kLayerKernels] = {
+    "route_e8_k2",      "perm_count_e8_k2", "perm_index_e8_k2", "perm_gather32",
     "gemm_gate_up_mix", "gemm_down_mix",    "combine_k2_i32"};
-inline constexpr const char *kOssSymbols[6] = {
-    "route_e4_k2_bias", "perm_index_e4_k2", "perm_gather64",
+inline constexpr const char *kOssSymbols[kLayerKernels] = {
+    "route_e4_k2_bias", "perm_count_e4_k2", "perm_index_e4_k2", "perm_gather64",
     "gemm_gate_up_oss", "gemm_down_oss",    "combine_k2_i64"};
 
 /// Two layer.v1 entries and their parts (contract version 5; line numbers on
-/// the right), each part with one kernel (permutes two):
+/// the right), each part with one kernel (permutes three):
 ///   mix: max_rows=4096; E=8 k=2 H=256 I=128, i32 offsets and slots, f32
-///        logits, no biases: mix_route (4-5), mix_permute (6-8),
-///        mix_gate_up (swiglu silu, n=256 k=256; 9-10), mix_down (store,
-///        n=256 k=128; 11-12), mix_unpermute (13-14), mix (15);
+///        logits, no biases, chunk=4096: mix_route (4-5), mix_permute
+///        (6-9), mix_gate_up (swiglu silu, n=256 k=256; 10-11), mix_down
+///        (store, n=256 k=128; 12-13), mix_unpermute (14-15), mix (16);
 ///   oss: max_rows=2^31-1; E=4 k=2, H and I dynamic, i64, bf16 logits with a
-///        score bias, an f32 gate-up bias and a bf16 down bias: oss_route
-///        (16-17), oss_permute (18-20), oss_gate_up (swiglu gptoss; 21-22),
-///        oss_down (23-24), oss_unpermute (25-26), oss (27).
+///        score bias, an f32 gate-up bias and a bf16 down bias, chunk=64:
+///        oss_route (17-18), oss_permute (19-22), oss_gate_up (swiglu gptoss;
+///        23-24), oss_down (25-26), oss_unpermute (27-28), oss (29).
 inline std::string layerBundle() {
   auto kernel = [](const std::string &entry, const char *symbol, int tileN) {
     return kernelLine(entry, symbol, "moe_kernels", 1, 2147483647, 64, tileN,
@@ -298,23 +309,25 @@ inline std::string layerBundle() {
          "entry mix_route op=moe.route abi=route.v1 max_rows=4096 experts=8 "
          "top_k=2 logits=f32 bias=0\n" +
          simpleKernelLine("mix_route", kMixSymbols[0], "moe_kernels", 128, 0) +
-         "entry mix_permute op=moe.permute abi=permute.v1 max_rows=4096 "
-         "experts=8 top_k=2 hidden=256 offsets=i32\n" +
+         "entry mix_permute op=moe.permute abi=permute.v2 max_rows=4096 "
+         "experts=8 top_k=2 hidden=256 offsets=i32 chunk=4096\n" +
          simpleKernelLine("mix_permute", kMixSymbols[1], "moe_kernels", 256,
+                          0) +
+         simpleKernelLine("mix_permute", kMixSymbols[2], "moe_kernels", 256,
                           4096) +
-         simpleKernelLine("mix_permute", kMixSymbols[2], "moe_kernels", 128,
+         simpleKernelLine("mix_permute", kMixSymbols[3], "moe_kernels", 128,
                           0) +
          "entry mix_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 "
          "epilogue=swiglu experts=8 n=256 k=256 max_rows=8192 offsets=i32 "
          "bias=none activation=silu\n" +
-         kernel("mix_gate_up", kMixSymbols[3], 128) +
+         kernel("mix_gate_up", kMixSymbols[4], 128) +
          "entry mix_down op=moe.expert_mlp abi=grouped_matmul.v3 "
          "epilogue=store experts=8 n=256 k=128 max_rows=8192 offsets=i32 "
          "bias=none activation=none\n" +
-         kernel("mix_down", kMixSymbols[4], 128) +
-         "entry mix_unpermute op=moe.unpermute abi=unpermute.v1 "
+         kernel("mix_down", kMixSymbols[5], 128) +
+         "entry mix_unpermute op=moe.unpermute abi=unpermute.v2 "
          "max_rows=4096 hidden=256 top_k=2 slots=i32 weighted=1\n" +
-         simpleKernelLine("mix_unpermute", kMixSymbols[5], "moe_kernels", 256,
+         simpleKernelLine("mix_unpermute", kMixSymbols[6], "moe_kernels", 256,
                           0) +
          "entry mix op=moe.layer abi=layer.v1 max_rows=4096 route=mix_route "
          "permute=mix_permute gate_up=mix_gate_up down=mix_down "
@@ -322,23 +335,26 @@ inline std::string layerBundle() {
          "entry oss_route op=moe.route abi=route.v1 max_rows=2147483647 "
          "experts=4 top_k=2 logits=bf16 bias=1\n" +
          simpleKernelLine("oss_route", kOssSymbols[0], "moe_kernels", 64, 0) +
-         "entry oss_permute op=moe.permute abi=permute.v1 "
-         "max_rows=2147483647 experts=4 top_k=2 hidden=-1 offsets=i64\n" +
+         "entry oss_permute op=moe.permute abi=permute.v2 "
+         "max_rows=2147483647 experts=4 top_k=2 hidden=-1 offsets=i64 "
+         "chunk=64\n" +
          simpleKernelLine("oss_permute", kOssSymbols[1], "moe_kernels", 128,
                           0) +
          simpleKernelLine("oss_permute", kOssSymbols[2], "moe_kernels", 128,
                           0) +
+         simpleKernelLine("oss_permute", kOssSymbols[3], "moe_kernels", 128,
+                          0) +
          "entry oss_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 "
          "epilogue=swiglu experts=-1 n=-1 k=-1 max_rows=2147483647 "
          "offsets=i64 bias=f32 activation=gptoss\n" +
-         kernel("oss_gate_up", kOssSymbols[3], 64) +
+         kernel("oss_gate_up", kOssSymbols[4], 64) +
          "entry oss_down op=moe.expert_mlp abi=grouped_matmul.v3 "
          "epilogue=store experts=4 n=-1 k=-1 max_rows=2147483647 "
          "offsets=i64 bias=bf16 activation=none\n" +
-         kernel("oss_down", kOssSymbols[4], 64) +
-         "entry oss_unpermute op=moe.unpermute abi=unpermute.v1 "
+         kernel("oss_down", kOssSymbols[5], 64) +
+         "entry oss_unpermute op=moe.unpermute abi=unpermute.v2 "
          "max_rows=2147483647 hidden=-1 top_k=2 slots=i64 weighted=1\n" +
-         simpleKernelLine("oss_unpermute", kOssSymbols[5], "moe_kernels", 128,
+         simpleKernelLine("oss_unpermute", kOssSymbols[6], "moe_kernels", 128,
                           0) +
          "entry oss op=moe.layer abi=layer.v1 max_rows=2147483647 "
          "route=oss_route permute=oss_permute gate_up=oss_gate_up "

@@ -7,9 +7,10 @@
 // fuzzed tiles and rows ranges; each grid is checked against contract §3.1
 // recomputed here in 128 bits, with the out memref, weights box and row_scale
 // parameters of the entry's epilogue), moeRoute and moeUnpermute for route.v1
-// and unpermute.v1 entries (grid, block and every parameter checked),
-// moePermuteWorkspaceBytes and moePermute for permute.v1 entries (both
-// launches, grids, blocks and their 24 + 24 parameters checked),
+// and unpermute.v2 entries (grid, block and every parameter checked),
+// moePermuteWorkspaceBytes (against contract §3.4 recomputed here) and
+// moePermute for permute.v2 entries (the three launches, grids, blocks and
+// their 12 + 29 + 24 parameters checked),
 // moeLayerWorkspaceBytes (against contract §3.5 recomputed here) and moeLayer
 // for layer.v1 entries (the order of the launches and the carved pointers
 // checked), then moeBundleClose. Bias entries' 7 parameters are checked too.
@@ -21,6 +22,7 @@
 #include "FakeDriver.h"
 #include "moe_runtime.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -147,8 +149,12 @@ void exerciseUnpermute(moeBundle *bundle, const moeEntryInfo &entry,
   if (entry.weighted)
     memref2D(words, count, args.weights, args.tokens, entry.top_k);
   memref2D(words, count, args.out, args.tokens, args.hidden);
+  // One CTA per (token, column block of 8 * threads columns), at most 2^20.
+  const __int128 blocks =
+      (args.hidden + 8 * kernel.threads - 1) / (8 * kernel.threads);
+  const __int128 grid = __int128(args.tokens) * blocks;
   checkSimpleLaunch(launchesBefore, kernel,
-                    args.tokens < 65535 ? args.tokens : 65535, words, count);
+                    grid < 1048576 ? int64_t(grid) : 1048576, words, count);
 }
 
 /// The 5 words of a rank-1 memref descriptor [size].
@@ -158,10 +164,25 @@ void memref1D(uint64_t *words, int &count, uint64_t pointer, int64_t size) {
     words[count++] = word;
 }
 
+/// The workspace of a permute.v2 entry for N ids (contract §3.4): the
+/// sources, i32 [N], then from the next multiple of 256 bytes the counts,
+/// i32 [chunks * E].
+struct PermuteWorkspace {
+  __int128 chunks, counts, bytes;
+};
+PermuteWorkspace permuteWorkspace(const moeEntryInfo &entry, __int128 n) {
+  PermuteWorkspace w;
+  w.chunks = (n + entry.chunk - 1) / entry.chunk;
+  w.counts = (n * 4 + 255) / 256 * 256;
+  w.bytes = w.counts + w.chunks * entry.experts * 4;
+  return w;
+}
+
 void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
                      const moeKernelInfo *kernels, uint64_t h) {
-  require(entry.num_kernels == 2);
+  require(entry.num_kernels == 3);
   require(entry.experts >= 1 && entry.experts <= 1024 && entry.top_k >= 1);
+  require(entry.chunk >= 32 && entry.chunk <= 65536 && entry.chunk % 32 == 0);
   require(entry.hidden == -1 || (entry.hidden >= 8 && entry.hidden % 8 == 0));
   require(entry.offsets_bits == 32 || entry.offsets_bits == 64);
   moePermuteArgs args;
@@ -181,9 +202,22 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   // The reader accepts any op; the calls want moe.permute.
   const bool permuteOp = std::strcmp(entry.op, MOE_OP_PERMUTE) == 0;
   require((status == MOE_STATUS_SUCCESS) == (permuteOp && rows <= 2147483647));
-  require(status != MOE_STATUS_SUCCESS || bytes == int64_t(rows * 4));
-  fakeGpu().wordParams[kernels[0].symbol] = 24;
-  fakeGpu().wordParams[kernels[1].symbol] = 24;
+  const PermuteWorkspace w = permuteWorkspace(entry, rows);
+  require(status != MOE_STATUS_SUCCESS || bytes == int64_t(w.bytes));
+  // A symbol shared by two of the kernels is declared with the fewest
+  // parameters of its kernels (the fake must not read past a launch's
+  // parameters), and the launches are then not compared.
+  const int params[3] = {12, 29, 24};
+  bool distinct = true;
+  for (int k = 0; k < 3; ++k) {
+    int words = params[k];
+    for (int j = 0; j < 3; ++j)
+      if (j != k && std::strcmp(kernels[k].symbol, kernels[j].symbol) == 0) {
+        distinct = false;
+        words = std::min(words, params[j]);
+      }
+    fakeGpu().wordParams[kernels[k].symbol] = words;
+  }
   size_t launchesBefore = fakeGpu().launches.size();
   status = moePermute(bundle, entry.name, &args, nullptr);
   // INVALID_ARGUMENT: T*k beyond 2^31 - 1, or T*k*H*2 beyond int64.
@@ -193,35 +227,50 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   if (status != MOE_STATUS_SUCCESS)
     return;
   require(permuteOp && rows <= 2147483647);
-  const int64_t n = int64_t(rows);
-  uint64_t words[24];
+  require(fakeGpu().launches.size() == launchesBefore + 3);
+  if (!distinct)
+    return;
+  const int64_t n = int64_t(rows), chunks = int64_t(w.chunks),
+                countsSize = chunks * entry.experts;
+  const uint64_t sources = args.workspace,
+                 counts = args.workspace + uint64_t(w.counts);
+  uint64_t words[29];
   int count = 0;
   memref2D(words, count, args.ids, args.tokens_count, entry.top_k);
+  memref1D(words, count, counts, countsSize);
+  checkSimpleLaunch(launchesBefore, kernels[0], chunks, words, count, 3, 3);
+  count = 0;
+  memref2D(words, count, args.ids, args.tokens_count, entry.top_k);
+  memref1D(words, count, counts, countsSize);
   memref1D(words, count, args.offsets, entry.experts + 1);
   memref2D(words, count, args.slots, args.tokens_count, entry.top_k);
-  memref1D(words, count, args.workspace, n);
-  checkSimpleLaunch(launchesBefore, kernels[0], 1, words, count, 2, 2);
+  memref1D(words, count, sources, n);
+  checkSimpleLaunch(launchesBefore, kernels[1], chunks, words, count, 3, 2);
   count = 0;
   memref2D(words, count, args.tokens, args.tokens_count, args.hidden);
-  memref1D(words, count, args.workspace, n);
+  memref1D(words, count, sources, n);
   memref1D(words, count, args.offsets, entry.experts + 1);
   memref2D(words, count, args.rows, n, args.hidden);
-  checkSimpleLaunch(launchesBefore, kernels[1], n < 65535 ? n : 65535, words,
-                    count, 2, 1);
+  checkSimpleLaunch(launchesBefore, kernels[2], n < 65535 ? n : 65535, words,
+                    count, 3, 1);
 }
 
 /// Declares to the fake how many parameters each kernel of `entry` takes
-/// (`words`: all 8 bytes, else a grouped matmul's); false when a symbol was
-/// already declared otherwise (the fuzzed bundle shares it), as the fake
-/// could not record both.
+/// (`words`: all 8 bytes, else a grouped matmul's; `kernelWords`, when
+/// given, per kernel instead); false when a symbol was already declared
+/// otherwise (the fuzzed bundle shares it), as the fake could not record
+/// both.
 bool declare(std::map<std::string, int> &declared, moeBundle *bundle,
-             const char *name, int words, int gemmParams) {
+             const char *name, int words, int gemmParams,
+             const int *kernelWords = nullptr) {
   int32_t index = -1;
   moeEntryInfo entry;
   require(moeBundleFindEntry(bundle, name, &index) == MOE_STATUS_SUCCESS &&
           moeBundleGetEntry(bundle, index, &entry) == MOE_STATUS_SUCCESS);
-  const int key = words ? words : 100 + gemmParams;
   for (int32_t k = 0; k < entry.num_kernels; ++k) {
+    if (kernelWords)
+      words = kernelWords[k];
+    const int key = words ? words : 100 + gemmParams;
     moeKernelInfo kernel;
     require(moeBundleGetKernel(bundle, index, k, &kernel) ==
             MOE_STATUS_SUCCESS);
@@ -305,11 +354,12 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   const Wide rows = Wide(tokens) * Wide(route.top_k),
              index8 = Wide(permute.offsets_bits / 8);
   Wide end = 0, starts[7];
+  const PermuteWorkspace permuteBytes = permuteWorkspace(permute, rows);
   const Wide sizes[7] = {rows * 4,
                          rows * 4,
                          Wide(route.experts + 1) * index8,
                          rows * index8,
-                         rows * 4,
+                         Wide(permuteBytes.bytes),
                          rows * Wide(hidden) * 2,
                          rows * Wide(inter) * 2};
   for (int i = 0; i < 7; ++i) {
@@ -329,8 +379,9 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   require(Wide(bytes) == end);
 
   std::map<std::string, int> declared;
+  const int permuteWords[3] = {12, 29, 24}; // count, index, gather
   if (!declare(declared, bundle, names[0], route.bias ? 26 : 21, 0) ||
-      !declare(declared, bundle, names[1], 24, 0) ||
+      !declare(declared, bundle, names[1], 0, 0, permuteWords) ||
       !declare(declared, bundle, names[2], 0, gateUp.bias_bits ? 24 : 17) ||
       !declare(declared, bundle, names[3], 0, down.bias_bits ? 24 : 17) ||
       !declare(declared, bundle, names[4], 28, 0))
@@ -361,7 +412,7 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
     require(fakeGpu().launches.size() == before); // nothing launched
     return;
   }
-  // route, permute (index, gather), the GEMMs' kernels, combine.
+  // route, permute (count, index, gather), the GEMMs' kernels, combine.
   std::vector<std::string> expected = symbolsOf(bundle, index[0], 0);
   for (int p : {1, 2, 3, 4})
     for (const std::string &symbol : symbolsOf(
@@ -380,6 +431,15 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
           first.params[ids + 7] == args.workspace + uint64_t(starts[1]));
   require(last.params[0] == args.workspace + uint64_t(starts[5]) &&
           last.params[21] == args.out);
+  // The permute's count and index kernels take the counts, its index and
+  // gather kernels the sources, from its part of the workspace.
+  const uint64_t sources = args.workspace + uint64_t(starts[4]),
+                 counts = sources + uint64_t(permuteBytes.counts);
+  const size_t permuteFirst = before + symbolsOf(bundle, index[0], 0).size();
+  require(launches[permuteFirst].params[7] == counts &&
+          launches[permuteFirst + 1].params[7] == counts &&
+          launches[permuteFirst + 1].params[24] == sources &&
+          launches[permuteFirst + 2].params[7] == sources);
 }
 
 void exercise(moeBundle *bundle, uint64_t hash) {
@@ -405,7 +465,8 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     require(layer == (*entry.route != '\0') &&
             gemm == (*entry.activation != 0));
     require(gemm || entry.bias_bits == 0);
-    require(gemm || layer || entry.num_kernels == (permute ? 2 : 1));
+    require(gemm || layer || entry.num_kernels == (permute ? 3 : 1));
+    require(permute == (entry.chunk != 0));
     moeKernelInfo kernels[16];
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo &kernel = kernels[k];

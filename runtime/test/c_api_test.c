@@ -34,11 +34,17 @@ static void walk(moeBundle *bundle) {
   check(info.version == MOE_BUNDLE_VERSION, "version");
   for (e = 0; e < info.num_entries; ++e) {
     moeEntryInfo entry;
-    int gemm, layer;
+    int gemm, layer, permute;
     check(moeBundleGetEntry(bundle, e, &entry) == MOE_STATUS_SUCCESS,
           "moeBundleGetEntry");
     gemm = strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0;
     layer = strcmp(entry.abi, MOE_ABI_LAYER) == 0;
+    permute = strcmp(entry.abi, MOE_ABI_PERMUTE) == 0;
+    /* permute.v2: count, index and gather kernels, and a chunk. */
+    check(permute ? entry.num_kernels == 3 && entry.chunk >= 32 &&
+                        entry.chunk <= 65536 && entry.chunk % 32 == 0
+                  : entry.chunk == 0,
+          "permute kernels and chunk");
     check(gemm || layer || strcmp(entry.abi, MOE_ABI_ROUTE) == 0 ||
               strcmp(entry.abi, MOE_ABI_UNPERMUTE) == 0 ||
               strcmp(entry.abi, MOE_ABI_PERMUTE) == 0,
@@ -122,11 +128,20 @@ static void checkLayerBundle(const char *path) {
   if (!bundle)
     return;
   walk(bundle);
-  /* mixtral, T = 1: 2 rows of H = 4096 and I = 14336, i32, E = 8. */
+  /* mixtral, T = 1: 2 rows of H = 4096 and I = 14336, i32, E = 8; the
+     permute's workspace (288 bytes: the sources, then at 256 one chunk's 8
+     counts) is the one buffer above 256 bytes before the rows. */
   check(moeLayerWorkspaceBytes(bundle, "mixtral", 1, 4096, 14336, &bytes) ==
                 MOE_STATUS_SUCCESS &&
-            bytes == 5 * 256 + 2 * 4096 * 2 + 2 * 14336 * 2,
+            bytes == 6 * 256 + 2 * 4096 * 2 + 2 * 14336 * 2,
         "moeLayerWorkspaceBytes");
+  {
+    int64_t permuteBytes = 0;
+    check(moePermuteWorkspaceBytes(bundle, "mixtral_permute", 1,
+                                   &permuteBytes) == MOE_STATUS_SUCCESS &&
+              permuteBytes == 256 + 8 * 4,
+          "moePermuteWorkspaceBytes");
+  }
   memset(&args, 0, sizeof(args));
   args.tokens_count = 1;
   args.hidden = 4096;
@@ -158,7 +173,7 @@ int main(int argc, char **argv) {
   /* The layout the ctypes wrapper mirrors (LP64): each version's fields
      last. */
   if (sizeof(void *) == 8) {
-    check(sizeof(moeEntryInfo) == 152, "sizeof(moeEntryInfo)");
+    check(sizeof(moeEntryInfo) == 160, "sizeof(moeEntryInfo)");
     check(offsetof(moeEntryInfo, top_k) == 72, "moeEntryInfo.top_k");
     check(offsetof(moeEntryInfo, hidden) == 88, "moeEntryInfo.hidden");
     check(offsetof(moeEntryInfo, weighted) == 96, "moeEntryInfo.weighted");
@@ -166,6 +181,7 @@ int main(int argc, char **argv) {
     check(offsetof(moeEntryInfo, activation) == 104, "moeEntryInfo.activation");
     check(offsetof(moeEntryInfo, route) == 112, "moeEntryInfo.route");
     check(offsetof(moeEntryInfo, unpermute) == 144, "moeEntryInfo.unpermute");
+    check(offsetof(moeEntryInfo, chunk) == 152, "moeEntryInfo.chunk");
     check(sizeof(moeGroupedMatmulArgs) == 80, "sizeof(moeGroupedMatmulArgs)");
     check(offsetof(moeGroupedMatmulArgs, bias) == 72,
           "moeGroupedMatmulArgs.bias");

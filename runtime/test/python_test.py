@@ -87,9 +87,11 @@ expect_error(lambda: bundle.grouped_matmul("gate_up", None, None, None),
 
 # The ctypes structs are the C ones (LP64): moeEntryInfo gained `epilogue` in
 # version 3, the route/unpermute fields in version 4 and the bias, activation
-# and layer fields in version 5, moeGroupedMatmulArgs `row_scale` and then
-# `bias`, all last (c_api_test.c checks the same offsets).
-check(ctypes.sizeof(moe_runtime._EntryInfo) == 152, "sizeof(moeEntryInfo)")
+# and layer fields in version 5, then permute.v2's `chunk`,
+# moeGroupedMatmulArgs `row_scale` and then `bias`, all last (c_api_test.c
+# checks the same offsets).
+check(ctypes.sizeof(moe_runtime._EntryInfo) == 160, "sizeof(moeEntryInfo)")
+check(moe_runtime._EntryInfo.chunk.offset == 152, "moeEntryInfo.chunk")
 check(moe_runtime._EntryInfo.bias_bits.offset == 100, "moeEntryInfo.bias_bits")
 check(moe_runtime._EntryInfo.activation.offset == 104, "moeEntryInfo.activation")
 check(moe_runtime._EntryInfo.route.offset == 112, "moeEntryInfo.route")
@@ -188,7 +190,8 @@ check(routes.entry("softmax").logits_bits == 16 and not routes.entry("softmax").
 combine = routes.entry("combine")
 check((combine.abi, combine.op, combine.hidden, combine.top_k, combine.slots_bits,
        combine.weighted, combine.experts, combine.epilogue)
-      == ("unpermute.v1", "moe.unpermute", 4096, 2, 64, True, 0, ""), f"combine {combine}")
+      == ("unpermute.v2", "moe.unpermute", 4096, 2, 64, True, 0, ""), f"combine {combine}")
+check(combine.chunk == 0 and router.chunk == 0, "chunk of other ABIs")
 gather = routes.entry("gather")
 check((gather.hidden, gather.top_k, gather.slots_bits, gather.weighted, gather.max_rows)
       == (-1, 8, 32, False, 4096), f"gather {gather}")
@@ -206,14 +209,14 @@ expect_error(lambda: routes.route("softmax", None, bias=object()), "INVALID_ARGU
              "route(softmax): the entry has bias=0: its kernel takes no bias")
 expect_error(lambda: routes.unpermute("router", None, None), "INVALID_ARGUMENT",
              "unpermute(router): entry 'router' has abi route.v1 (op moe.route), not "
-             "unpermute.v1")
+             "unpermute.v2")
 expect_error(lambda: routes.unpermute("combine", None, None), "INVALID_ARGUMENT",
              "unpermute(combine): the entry has weighted=1: pass weights")
 expect_error(lambda: routes.unpermute("gather", None, None, weights=object()),
              "INVALID_ARGUMENT", "unpermute(gather): the entry has weighted=0: its "
              "kernel takes no weights")
 expect_error(lambda: routes.grouped_matmul("combine", None, None, None), "INVALID_ARGUMENT",
-             "grouped_matmul(combine): entry 'combine' has abi unpermute.v1")
+             "grouped_matmul(combine): entry 'combine' has abi unpermute.v2")
 expect_error(lambda: routes.route("missing", None), "NOT_FOUND", "no entry 'missing'")
 
 # Layer entries (contract version 5): fields, and the checks made before torch
@@ -229,9 +232,15 @@ oss_gate_up = layers.entry("gptoss_gate_up")
 check((oss_gate_up.bias_bits, oss_gate_up.activation, oss_gate_up.route)
       == (32, "gptoss", ""), f"gptoss_gate_up {oss_gate_up}")
 check(layers.entry("gptoss_down").bias_bits == 16, "gptoss_down bias")
-# mixtral, T = 1: 2 rows; H = 4096, I = 14336; five buffers below 256 bytes.
+mixtral_permute = layers.entry("mixtral_permute")
+check((mixtral_permute.abi, mixtral_permute.chunk, len(mixtral_permute.kernels))
+      == ("permute.v2", 4096, 3), f"mixtral_permute {mixtral_permute}")
+# mixtral, T = 1: 2 rows; H = 4096, I = 14336; four buffers below 256 bytes,
+# the permute's 288 (the sources, then at 256 the counts of one chunk).
 check(layers.layer_workspace_bytes("mixtral", 1, 4096, 14336)
-      == 5 * 256 + 2 * 4096 * 2 + 2 * 14336 * 2, "layer workspace bytes")
+      == 6 * 256 + 2 * 4096 * 2 + 2 * 14336 * 2, "layer workspace bytes")
+check(layers.permute_workspace_bytes("mixtral_permute", 1) == 256 + 8 * 4,
+      "permute workspace bytes of a layer's part")
 expect_error(lambda: layers.layer_workspace_bytes("mixtral", 1, 4096, 1024), "INVALID_ARGUMENT",
              "moeLayerWorkspaceBytes(mixtral): intermediate = 1024 does not match entry "
              "mixtral_gate_up's n = 28672 (2I)")
@@ -434,14 +443,16 @@ for call, needle in [
     expect_error(call, "INVALID_ARGUMENT", needle)
 routes.close()
 
-# Permute entries (permute.v1, added to version 4): fields, then the checks.
+# Permute entries (permute.v2): fields, then the checks.
 permute_bytes = (b"MOEBUNDLE 5\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28 + b"\n" + (
-    f"entry perm op=moe.permute abi=permute.v1 max_rows={MAX} experts=128 top_k=8 "
-    "hidden=2048 offsets=i64\n"
+    f"entry perm op=moe.permute abi=permute.v2 max_rows={MAX} experts=128 top_k=8 "
+    "hidden=2048 offsets=i64 chunk=4096\n"
+    "kernel perm moe_permute_count_e128_k8 image=img threads=1024 smem=0\n"
     "kernel perm moe_permute_index_e128_k8_off64 image=img threads=1024 smem=17408\n"
     "kernel perm moe_permute_gather_off64 image=img threads=128 smem=0\n"
-    "entry perm32 op=moe.permute abi=permute.v1 max_rows=4096 experts=4 top_k=2 "
-    "hidden=-1 offsets=i32\n"
+    "entry perm32 op=moe.permute abi=permute.v2 max_rows=4096 experts=4 top_k=2 "
+    "hidden=-1 offsets=i32 chunk=64\n"
+    "kernel perm32 moe_permute_count_e4_k2 image=img threads=256 smem=0\n"
     "kernel perm32 moe_permute_index_e4_k2_off32 image=img threads=256 smem=0\n"
     "kernel perm32 moe_permute_gather_off32 image=img threads=256 smem=0\n"
     f"entry router op=moe.route abi=route.v1 max_rows={MAX} experts=4 top_k=2 "
@@ -451,22 +462,33 @@ permute_bytes = (b"MOEBUNDLE 5\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28
 perms = moe_runtime.Bundle.from_bytes(permute_bytes)
 perm = perms.entry("perm")
 check((perm.abi, perm.op, perm.experts, perm.top_k, perm.hidden, perm.offsets_bits,
-       perm.max_rows, perm.epilogue, perm.slots_bits)
-      == ("permute.v1", "moe.permute", 128, 8, 2048, 64, MAX, "", 0), f"perm {perm}")
-check([k.symbol for k in perm.kernels] == ["moe_permute_index_e128_k8_off64",
+       perm.max_rows, perm.epilogue, perm.slots_bits, perm.chunk)
+      == ("permute.v2", "moe.permute", 128, 8, 2048, 64, MAX, "", 0, 4096), f"perm {perm}")
+check([k.symbol for k in perm.kernels] == ["moe_permute_count_e128_k8",
+                                           "moe_permute_index_e128_k8_off64",
                                            "moe_permute_gather_off64"]
-      and perm.kernels[0].smem == 17408, "permute kernels")
-check(perms.entry("perm32").hidden == -1 and perms.entry("perm32").offsets_bits == 32,
-      "perm32")
-check(perms.permute_workspace_bytes("perm", 3) == 96, "workspace bytes")
-check(perms.permute_workspace_bytes("perm32", 4096) == 32768, "workspace bytes i32")
+      and perm.kernels[1].smem == 17408, "permute kernels")
+check(perms.entry("perm32").hidden == -1 and perms.entry("perm32").offsets_bits == 32
+      and perms.entry("perm32").chunk == 64, "perm32")
+# The sources (T*top_k*4 bytes, rounded up to 256), then an int32 count per
+# chunk and expert.
+check(perms.permute_workspace_bytes("perm", 3) == 256 + 128 * 4, "workspace bytes")
+check(perms.permute_workspace_bytes("perm", 16) == 512 + 128 * 4, "workspace bytes, T = 16")
+check(perms.permute_workspace_bytes("perm32", 4096) == 32768 + 128 * 4 * 4,
+      "workspace bytes i32, 128 chunks")
 expect_error(lambda: perms.permute_workspace_bytes("perm32", 4097), "INVALID_ARGUMENT",
              "moePermuteWorkspaceBytes(perm32): T = 4097 exceeds the entry's max_rows")
 expect_error(lambda: perms.permute("router", None, None), "INVALID_ARGUMENT",
              "permute(router): entry 'router' has abi route.v1 (op moe.route), not "
-             "permute.v1")
+             "permute.v2")
 expect_error(lambda: perms.route("perm", None), "INVALID_ARGUMENT",
-             "route(perm): entry 'perm' has abi permute.v1")
+             "route(perm): entry 'perm' has abi permute.v2")
+expect_error(lambda: moe_runtime.Bundle.from_bytes(permute_bytes.replace(
+    b"abi=permute.v2 max_rows=4096", b"abi=permute.v1 max_rows=4096")), "UNSUPPORTED",
+    "bundle line 8: entry 'perm32': abi 'permute.v1' is not supported (this runtime "
+    "implements bundle version 5 with abis grouped_matmul.v3, route.v1, unpermute.v2, "
+    "permute.v2 and layer.v1): it predates the multi-CTA count and index kernels, "
+    "recompile it")
 expect_error(lambda: perms.permute("nope", None, None), "NOT_FOUND", "no entry 'nope'")
 
 tokens = T((16, 2048), bf16, 0x7f0000110000)
@@ -474,18 +496,18 @@ perm_ids = T((16, 8), i32, 0x7f0000120000)
 allocated.clear()
 expect_launch_attempt(lambda: perms.permute("perm", tokens, perm_ids), "permute")
 check(allocated == [((128, 2048), bf16, "cuda:0"), ((129,), i64, "cuda:0"),
-                    ((16, 8), i64, "cuda:0"), ((128,), i32, "cuda:0")],
+                    ((16, 8), i64, "cuda:0"), ((256,), i32, "cuda:0")],
       f"permute allocates rows, offsets, slots and workspace: {allocated}")
 allocated.clear()
 perm_rows = T((128, 2048), bf16, 0x7f0000130000)
 perm_offsets = T((129,), i64, 0x7f0000140000)
 perm_slots = T((16, 8), i64, 0x7f0000150000)
 expect_launch_attempt(lambda: perms.permute("perm", tokens, perm_ids, perm_rows, perm_offsets,
-                                            perm_slots, T((512,), fake_torch.uint8,
+                                            perm_slots, T((1024,), fake_torch.uint8,
                                                           0x7f0000160000)),
                       "permute with everything given, a uint8 workspace")
 expect_launch_attempt(lambda: perms.permute("perm32", T((4096, 7168), bf16),
-                                            T((4096, 2), i32), workspace=T((8192,), i32)),
+                                            T((4096, 2), i32), workspace=T((8704,), i32)),
                       "permute, dynamic H, an int32 workspace")
 check(allocated == [((8192, 7168), bf16, "cuda:0"), ((5,), i32, "cuda:0"),
                     ((4096, 2), i32, "cuda:0")], f"permute32 allocations: {allocated}")
@@ -503,11 +525,11 @@ for call, needle in [
          "permute(perm): rows is torch.float32, expected torch.bfloat16"),
         (lambda: perms.permute("perm", tokens, perm_ids, workspace=T((128,), i64)),
          "permute(perm): workspace is torch.int64, expected torch.int32 or torch.uint8"),
-        (lambda: perms.permute("perm", tokens, perm_ids, workspace=T((127,), i32)),
-         "permute(perm): workspace has 127 int32 elements, expected T*top_k = 128"),
+        (lambda: perms.permute("perm", tokens, perm_ids, workspace=T((128,), i32)),
+         "permute(perm): workspace has 128 int32 elements, expected 256 (1024 bytes)"),
         (lambda: perms.permute("perm", tokens, perm_ids,
-                               workspace=T((128,), fake_torch.uint8)),
-         "permute(perm): workspace has 128 bytes, expected 512"),
+                               workspace=T((512,), fake_torch.uint8)),
+         "permute(perm): workspace has 512 bytes, expected 1024"),
         (lambda: perms.permute("perm", tokens, T((16, 2), i32)),
          "permute(perm): ids is (16, 2), expected (16, 8) = (T, top_k)"),
         (lambda: perms.permute("perm", tokens, T((15, 8), i32)),
@@ -542,8 +564,11 @@ for call, needle in [
         (lambda: perms.permute("perm", tokens, perm_ids, slots=T((16, 8), i64, 0x7f0000150004)),
          "moePermute(perm): slots pointer 0x7f0000150004 is not 8-byte aligned"),
         (lambda: perms.permute("perm", tokens, perm_ids,
-                               workspace=T((128,), i32, 0x7f0000160002)),
-         "moePermute(perm): workspace pointer 0x7f0000160002 is not 4-byte aligned"),
+                               workspace=T((256,), i32, 0x7f0000160004)),
+         "moePermute(perm): workspace pointer 0x7f0000160004 is not 256-byte aligned"),
+        (lambda: perms.permute("perm", tokens, perm_ids,
+                               workspace=T((1024,), fake_torch.uint8, 0x7f0000160080)),
+         "moePermute(perm): workspace pointer 0x7f0000160080 is not 256-byte aligned"),
         (lambda: perms.permute("perm32", T((16, 100), bf16), T((16, 2), i32)),
          "moePermute(perm32): H = 100 is not a multiple of 8")]:
     expect_error(call, "INVALID_ARGUMENT", needle)

@@ -17,12 +17,14 @@
 //     top_k=8 logits=f32 bias=1                              (one line)
 //     kernel moe_route_sigmoid_topk_e256_k8_f32_bias threads=128 smem=0
 //     image=moe_kernels                                      (one line)
-//   entry combine op=moe.unpermute abi=unpermute.v1 max_rows=2147483647
+//   entry combine op=moe.unpermute abi=unpermute.v2 max_rows=2147483647
 //     hidden=4096 top_k=2 slots=i64 weighted=1               (one line)
 //     kernel moe_unpermute_h4096_k2_i64_weighted threads=256 smem=0
 //     image=moe_kernels                                      (one line)
-//   entry perm op=moe.permute abi=permute.v1 max_rows=2147483647
-//     experts=128 top_k=8 hidden=2048 offsets=i64            (one line)
+//   entry perm op=moe.permute abi=permute.v2 max_rows=2147483647
+//     experts=128 top_k=8 hidden=2048 offsets=i64 chunk=4096 (one line)
+//     kernel moe_permute_count_e128_k8 threads=1024 smem=0
+//     image=moe_kernels                                      (one line)
 //     kernel moe_permute_index_e128_k8_off64 threads=1024 smem=17408
 //     image=moe_kernels                                      (one line)
 //     kernel moe_permute_gather_off64 threads=128 smem=0
@@ -32,7 +34,7 @@
 //     down=mixtral_down unpermute=mixtral_unpermute          (one line)
 //
 // Entries print their ABI's keys in the order of the bundle line (contract
-// §2); the kernels of route.v1, unpermute.v1 and permute.v1 entries have no
+// §2); the kernels of route.v1, unpermute.v2 and permute.v2 entries have no
 // rows range or tile; layer.v1 entries have no kernels.
 //
 // On error prints "moe-bundle-info: error: <message>" and exits 1.
@@ -95,10 +97,10 @@ int main(int argc, char **argv) {
                   int(entry.top_k), int(entry.slots_bits), int(entry.weighted));
     else if (permute)
       std::printf("entry %s op=%s abi=%s max_rows=%" PRId64 " experts=%" PRId64
-                  " top_k=%d hidden=%" PRId64 " offsets=i%d\n",
+                  " top_k=%d hidden=%" PRId64 " offsets=i%d chunk=%d\n",
                   entry.name, entry.op, entry.abi, entry.max_rows,
                   entry.experts, int(entry.top_k), entry.hidden,
-                  int(entry.offsets_bits));
+                  int(entry.offsets_bits), int(entry.chunk));
     else if (!std::strcmp(entry.abi, MOE_ABI_LAYER))
       std::printf("entry %s op=%s abi=%s max_rows=%" PRId64
                   " route=%s permute=%s gate_up=%s down=%s unpermute=%s\n",

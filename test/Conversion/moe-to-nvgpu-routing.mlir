@@ -14,24 +14,32 @@
 // The combine: one CTA per token, 8 columns (16 bytes) per thread, slots
 // outside [0, M) skipped, the k rows summed in order in f32.
 // CHECK-LABEL: func.func @combine
-// CHECK: moe.unpermute {{.*}}moe.launch = {abi = "unpermute.v1", hidden = 4096 : i64, kernels = [{kernel = @moe_kernels::@moe_unpermute_k2_slots64_weighted}], max_rows = 2147483647 : i64, slots = i64, top_k = 2 : i64, weighted = true}
+// CHECK: moe.unpermute {{.*}}moe.launch = {abi = "unpermute.v2", hidden = 4096 : i64, kernels = [{kernel = @moe_kernels::@moe_unpermute_k2_slots64_weighted}], max_rows = 2147483647 : i64, slots = i64, top_k = 2 : i64, weighted = true}
 // CHECK-LABEL: func.func @perm
-// CHECK: moe.permute {{.*}}moe.launch = {abi = "permute.v1", experts = 128 : i64, hidden = 2048 : i64, kernels = [{kernel = @moe_kernels::@moe_permute_index_e128_k8_off64}, {kernel = @moe_kernels::@moe_permute_gather_off64}], max_rows = 2147483647 : i64, offsets = i64, top_k = 8 : i64}
+// CHECK: moe.permute {{.*}}moe.launch = {abi = "permute.v2", chunk = 4096 : i64, experts = 128 : i64, hidden = 2048 : i64, kernels = [{kernel = @moe_kernels::@moe_permute_count_e128_k8}, {kernel = @moe_kernels::@moe_permute_index_e128_k8_off64}, {kernel = @moe_kernels::@moe_permute_gather_off64}], max_rows = 2147483647 : i64, offsets = i64, top_k = 8 : i64}
 // CHECK: gpu.func @moe_route_sigmoid_topk_e256_k8_g8s4_renorm_x40200000_f32_bias(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>, %{{.*}}: memref<?x?xi32>, %{{.*}}: memref<?x?xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, moe.dynamic_shared_bytes = 0 : i64}
 // Per group: 5 x 2 shuffles (top-2 merge); per pick: 5 x 3 (value,
 // expert, source): 8 x 10 + 8 x 15.
 // CHECK-COUNT-200: gpu.shuffle  xor
 // CHECK-NOT: gpu.shuffle
 // CHECK: gpu.func @moe_unpermute_k2_slots64_weighted(%{{.*}}: memref<?x?xbf16>, %{{.*}}: memref<?x?xi64>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xbf16>)
+// One CTA per (token, 1024 columns); the k rows' loads issued together.
+// CHECK: arith.divui
+// CHECK: arith.remui
 // CHECK-COUNT-2: vector.load %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
-// The permutation: an index kernel (one CTA of 1024 threads: counts by
-// shared-memory atomics, a warp scan to offsets, then chunks of 4096 ids: a
-// warp's stable ranks by match.any over 4 rounds of 32, and a
-// [warp][expert] table across warps)
-// and a gather kernel (one CTA per row, zeros past offsets[E]).
-// CHECK: gpu.func @moe_permute_index_e128_k8_off64(%{{.*}}: memref<?x?xi32>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xi64>, %{{.*}}: memref<?xi32>) workgroup(%{{.*}} : memref<128xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<128xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<4096xi32, #gpu.address_space<workgroup>>)
+// The permutation, one CTA of 1024 threads per chunk of 4096 ids: a count
+// kernel (each chunk's counts per expert by shared-memory atomics), an
+// index kernel (each expert's total and its ids in earlier chunks, a warp
+// scan to offsets, then the chunk's stable ranks by match.any over 4 rounds
+// of 32 per warp and a [warp][expert] table across warps) and a gather
+// kernel (one CTA per row, zeros past offsets[E]).
+// CHECK: gpu.func @moe_permute_count_e128_k8(%{{.*}}: memref<?x?xi32>, %{{.*}}: memref<?xi32>) workgroup(%{{.*}} : memref<128xi32, #gpu.address_space<workgroup>>)
 // CHECK: memref.atomic_rmw addi
+// CHECK: gpu.func @moe_permute_index_e128_k8_off64(%{{.*}}: memref<?x?xi32>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xi64>, %{{.*}}: memref<?xi32>) workgroup(%{{.*}} : memref<128xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<128xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<4096xi32, #gpu.address_space<workgroup>>)
+// Eight chunks' counts loaded at a time.
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c8
+// CHECK-COUNT-8: memref.load %{{.*}} : memref<?xi32>
 // CHECK: nvvm.read.ptx.sreg.lanemask.lt
 // Four rounds of 32 ids per warp and chunk, each a match.any between two
 // warp syncs (the round's leader updates the warp's running count).

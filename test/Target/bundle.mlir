@@ -16,27 +16,28 @@
 // CHECK-NEXT: image moe_kernels <{{[0-9]+}} bytes, ELF>
 // CHECK-NEXT: entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store activation=none bias=none experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_16x64x64_s4_swapab_off32 image=moe_kernels rows_min=1 rows_max=16 threads=128 smem=40960 tile_m=16 tile_n=64 tile_k=64 stages=4 swap_ab=1
-// CHECK-NEXT: kernel gate_up grouped_matmul_bf16_64x256x64_s4_off32 image=moe_kernels rows_min=17 rows_max=64 threads=128 smem=172032 tile_m=64 tile_n=256 tile_k=64 stages=4 swap_ab=0
-// CHECK-NEXT: kernel gate_up grouped_matmul_bf16_128x256x64_s4_off32 image=moe_kernels rows_min=65 rows_max=2147483647 threads=256 smem=212992 tile_m=128 tile_n=256 tile_k=64 stages=4 swap_ab=0
+// CHECK-NEXT: kernel gate_up grouped_matmul_bf16_64x256x64_s4_tailsof128_off32 image=moe_kernels rows_min=17 rows_max=64 threads=128 smem=172032 tile_m=64 tile_n=256 tile_k=64 stages=4 swap_ab=0
+// CHECK-NEXT: kernel gate_up grouped_matmul_bf16_128x256x64_s4_leave64_off32 image=moe_kernels rows_min=65 rows_max=2147483647 threads=256 smem=212992 tile_m=128 tile_n=256 tile_k=64 stages=4 swap_ab=0
 // CHECK-NEXT: entry decode op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store activation=none bias=none experts=8 n=512 k=1024 max_rows=8 offsets=i64
 // CHECK-NEXT: kernel decode grouped_matmul_bf16_16x64x64_s4_swapab_off64 image=moe_kernels rows_min=1 rows_max=2147483647
 // Routing and combine entries carry their own ABI's keys; their one kernel
 // has no row range or tile.
 // CHECK-NEXT: entry router op=moe.route abi=route.v1 max_rows=2147483647 experts=64 top_k=6 logits=bf16 bias=0
 // CHECK-NEXT: kernel router moe_route_softmax_topk_e64_k6_bf16 image=moe_kernels threads=128 smem=0
-// CHECK-NEXT: entry combine op=moe.unpermute abi=unpermute.v1 max_rows=100 hidden=-1 top_k=6 slots=i32 weighted=0
+// CHECK-NEXT: entry combine op=moe.unpermute abi=unpermute.v2 max_rows=100 hidden=-1 top_k=6 slots=i32 weighted=0
 // CHECK-NEXT: kernel combine moe_unpermute_k6_slots32 image=moe_kernels threads=128 smem=0
 // A layer (--moe-fuse-layer) is its parts' entries, then its own, which
 // names them and has no kernels. GPT-OSS's expert biases and activation
 // are keys of the grouped GEMM entries.
 // CHECK-NEXT: entry gptoss_route op=moe.route abi=route.v1 {{.*}}top_k=2
 // CHECK-NEXT: kernel gptoss_route moe_route_topk_softmax_e8_k2_f32
-// CHECK-NEXT: entry gptoss_permute op=moe.permute abi=permute.v1
+// CHECK-NEXT: entry gptoss_permute op=moe.permute abi=permute.v2 {{.*}} chunk=4096
+// CHECK-NEXT: kernel gptoss_permute moe_permute_count
 // CHECK-NEXT: kernel gptoss_permute moe_permute_index
 // CHECK-NEXT: kernel gptoss_permute moe_permute_gather
 // CHECK-NEXT: entry gptoss_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 epilogue=swiglu activation=gptoss bias=f32 experts=8 n=256 k=256
 // CHECK: entry gptoss_down op=moe.expert_mlp abi=grouped_matmul.v3 epilogue=store activation=none bias=f32 experts=8 n=256 k=128
-// CHECK: entry gptoss_unpermute op=moe.unpermute abi=unpermute.v1 {{.*}}weighted=1
+// CHECK: entry gptoss_unpermute op=moe.unpermute abi=unpermute.v2 {{.*}}weighted=1
 // CHECK-NEXT: kernel gptoss_unpermute
 // CHECK-NEXT: entry gptoss op=moe.layer abi=layer.v1 max_rows=2147483647 route=gptoss_route permute=gptoss_permute gate_up=gptoss_gate_up down=gptoss_down unpermute=gptoss_unpermute
 // CHECK-NEXT: end

@@ -148,10 +148,11 @@ def main():
         "permute_e8_k2": (8, 2, 4096, torch.int64),
     }
     for entry, (E, k, H, off_dtype) in permutes.items():
-        for T in TOKENS + ["one hot expert", "dropped ids"]:
+        # Chunk boundaries (4096 ids per CTA) and many chunks too.
+        for T in TOKENS + [512, 513, 2048, 2049, 40000, "one hot expert", "dropped ids"]:
             what = f"permute {entry} T={T}"
             try:
-                n = 512 if isinstance(T, str) else T
+                n = 5000 if isinstance(T, str) else T
                 tokens = torch.randn(n, H, device=DEV).to(torch.bfloat16)
                 ids = torch.randint(0, E, (n, k), device=DEV, dtype=torch.int32)
                 if T == "one hot expert":

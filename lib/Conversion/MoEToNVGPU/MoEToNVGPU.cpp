@@ -299,28 +299,34 @@ buildForms(OpBuilder &builder, gpu::GPUModuleOp kernels, Operation *op,
       addForm(swapABTile(tile, swapRows, swapStages), 1, swapRows);
     }
     // A 128-row tile would be mostly padding for experts of at most 64
-    // rows: they take one warpgroup's 64-row tile instead.
+    // rows: they take one warpgroup's 64-row tile instead, and so does the
+    // last partial tile of a bigger expert when it has at most 64 rows.
     int64_t firstRows = swapRows + 1;
+    GroupedMatmulTile wide = tile;
     if (tile.tileM == 128 && swapRows < 64) {
-      addForm(tile.withShape(64, tile.tileN, tile.stages, false), firstRows,
-              64);
+      GroupedMatmulTile narrow =
+          tile.withShape(64, tile.tileN, tile.stages, false);
+      narrow.takeTailsOf = 128;
+      wide.leaveTail = 64;
+      addForm(narrow, firstRows, 64);
       firstRows = 65;
     }
-    addForm(tile, firstRows, kMaxLaunchRows);
+    addForm(wide, firstRows, kMaxLaunchRows);
   }
   return forms;
 }
 
 /// Reduction sizes from which the swap-AB forms take a deeper pipeline.
-static constexpr int64_t kLongK = 8192;
+static constexpr int64_t kLongK = 6144;
 
 /// Pipeline stages of a swap-AB form reducing over `k` (dynamic: -1 or
 /// ShapedType::kDynamic): `fixed` when the user chose it (> 0), else the
 /// cost model: decode on a long K runs few, long work items (Mixtral's down
 /// projection at T = 1: 128 items of 14336 K for 132 SMs), where 8 stages
 /// keep more bytes in flight per CTA (-7 % for Mixtral's expert MLP at
-/// T = 1); with shorter K there are more items than SMs, and 4 stages'
-/// higher occupancy wins (bench/RESULTS.md, 2026-11-29).
+/// T = 1, -1.8 % for DeepSeek-V3's at T = 128, gate-up K = 7168); with
+/// shorter K there are more items than SMs, and 4 stages' higher occupancy
+/// wins (Qwen3, K = 2048: +3.7 % at T = 128; bench/RESULTS.md).
 static int64_t swapStagesFor(int64_t k, int64_t stages, int64_t fixed) {
   if (fixed > 0)
     return fixed;
@@ -396,8 +402,8 @@ static DictionaryAttr routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
   return info.getDictionary(builder.getContext());
 }
 
-/// Builds (or reuses) the two kernels of `op` (index, then gather);
-/// returns its moe.launch.
+/// Builds (or reuses) the three kernels of `op` (count, index, then
+/// gather); returns its moe.launch.
 static DictionaryAttr permuteLaunch(OpBuilder &builder,
                                     gpu::GPUModuleOp kernels, PermuteOp op) {
   auto tokens = cast<RankedTensorType>(op.getTokens().getType());
@@ -407,6 +413,9 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   spec.experts = offsets.getDimSize(0) - 1;
   spec.topK = ids.getDimSize(1);
   spec.offsetBits = offsets.getElementType().getIntOrFloatBitWidth();
+  gpu::GPUFuncOp count = lookUpOrBuild(kernels, spec.countKernelName(), [&] {
+    return buildPermuteCountKernel(builder, op.getLoc(), kernels, spec);
+  });
   gpu::GPUFuncOp index = lookUpOrBuild(kernels, spec.indexKernelName(), [&] {
     return buildPermuteIndexKernel(builder, op.getLoc(), kernels, spec);
   });
@@ -415,7 +424,8 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   });
   int64_t hidden = tokens.getDimSize(1);
   NamedAttrList info;
-  info.set("abi", builder.getStringAttr("permute.v1"));
+  info.set("abi", builder.getStringAttr("permute.v2"));
+  info.set("chunk", builder.getI64IntegerAttr(kPermuteChunk));
   info.set("experts", builder.getI64IntegerAttr(spec.experts));
   info.set("top_k", builder.getI64IntegerAttr(spec.topK));
   info.set("hidden", builder.getI64IntegerAttr(
@@ -423,7 +433,8 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   info.set("offsets", TypeAttr::get(offsets.getElementType()));
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(tokens.getDimSize(0))));
-  info.set("kernels", builder.getArrayAttr({kernelForm(builder, index),
+  info.set("kernels", builder.getArrayAttr({kernelForm(builder, count),
+                                            kernelForm(builder, index),
                                             kernelForm(builder, gather)}));
   return info.getDictionary(builder.getContext());
 }
@@ -442,7 +453,7 @@ unpermuteLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteOp op) {
   });
   int64_t hidden = rows.getDimSize(1);
   NamedAttrList info;
-  info.set("abi", builder.getStringAttr("unpermute.v1"));
+  info.set("abi", builder.getStringAttr("unpermute.v2"));
   info.set("hidden", builder.getI64IntegerAttr(
                          ShapedType::isDynamic(hidden) ? -1 : hidden));
   info.set("top_k", builder.getI64IntegerAttr(spec.topK));

@@ -45,6 +45,10 @@ std::string UnpermuteKernelSpec::kernelName() const {
       .str();
 }
 
+std::string PermuteKernelSpec::countKernelName() const {
+  return llvm::formatv("moe_permute_count_e{0}_k{1}", experts, topK).str();
+}
+
 std::string PermuteKernelSpec::indexKernelName() const {
   return llvm::formatv("moe_permute_index_e{0}_k{1}_off{2}", experts, topK,
                        offsetBits)
@@ -413,13 +417,20 @@ mlir::moe::buildUnpermuteKernel(OpBuilder &builder, Location loc,
   Value tokens = memref::DimOp::create(b, out, m.c(0));
   auto f32Vector = VectorType::get({kVector}, f32);
   auto bf16Vector = VectorType::get({kVector}, bf16);
-  // One CTA per token (grid-stride); 8 columns (16 bytes) per thread.
+  // One CTA per (token, block of 8 * threads columns), grid-stride, so a
+  // few tokens still spread over many CTAs; 8 columns (16 bytes) per
+  // thread.
+  int64_t blockColumns = kRoutingThreads * kVector;
+  Value blocks = m.ceilDiv(hidden, blockColumns);
   scf::ForOp::create(
-      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), tokens,
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), m.mul(tokens, blocks),
       gpu::GridDimOp::create(b, gpu::Dimension::x), ValueRange{},
-      [&](OpBuilder &nested, Location l, Value t, ValueRange) {
+      [&](OpBuilder &nested, Location l, Value pair, ValueRange) {
         ImplicitLocOpBuilder nb(l, nested);
         IndexMath n{nb};
+        Value t = arith::DivUIOp::create(nb, pair, blocks);
+        Value firstColumn =
+            n.mul(arith::RemUIOp::create(nb, pair, blocks), n.c(blockColumns));
         // The token's rows and weights, read once per thread.
         SmallVector<Value> row, take, weight;
         for (int64_t j = 0; j < spec.topK; ++j) {
@@ -431,37 +442,148 @@ mlir::moe::buildUnpermuteKernel(OpBuilder &builder, Location loc,
           weight.push_back(weights ? n.load(weights, ValueRange{t, n.c(j)})
                                    : f32Constant(nb, 1.0));
         }
-        scf::ForOp::create(
-            nb, n.mul(tid, n.c(kVector)), hidden,
-            n.c(kRoutingThreads * kVector), ValueRange{},
-            [&](OpBuilder &inner, Location il, Value col, ValueRange) {
-              ImplicitLocOpBuilder ib(il, inner);
-              // All k loads first, so they are in flight together (a
-              // dropped slot reads row 0 and counts as zero); then the sum
-              // in slot order.
-              Value zero = arith::ConstantOp::create(
-                  ib, DenseElementsAttr::get(f32Vector, 0.0f));
-              SmallVector<Value> loaded;
-              for (int64_t j = 0; j < spec.topK; ++j)
-                loaded.push_back(vector::LoadOp::create(
-                    ib, bf16Vector, rows, ValueRange{row[j], col},
-                    /*nontemporal=*/false, llvm::Align(16)));
-              Value acc = zero;
-              for (int64_t j = 0; j < spec.topK; ++j) {
-                Value scaled = arith::MulFOp::create(
-                    ib, arith::ExtFOp::create(ib, f32Vector, loaded[j]),
-                    vector::BroadcastOp::create(ib, f32Vector, weight[j]));
-                acc = arith::AddFOp::create(
-                    ib, acc,
-                    arith::SelectOp::create(ib, take[j], scaled, zero));
-              }
-              vector::StoreOp::create(
-                  ib, arith::TruncFOp::create(ib, bf16Vector, acc), out,
-                  ValueRange{t, col}, /*nontemporal=*/false, llvm::Align(16));
-              scf::YieldOp::create(ib);
-            });
+        Value col = n.add(firstColumn, n.mul(tid, n.c(kVector)));
+        ifThen(nb, n.lt(col, hidden), [&](ImplicitLocOpBuilder &ib) {
+          // All k loads first, so they are in flight together (a
+          // dropped slot reads row 0 and counts as zero); then the sum
+          // in slot order.
+          Value zero = arith::ConstantOp::create(
+              ib, DenseElementsAttr::get(f32Vector, 0.0f));
+          SmallVector<Value> loaded;
+          for (int64_t j = 0; j < spec.topK; ++j)
+            loaded.push_back(vector::LoadOp::create(
+                ib, bf16Vector, rows, ValueRange{row[j], col},
+                /*nontemporal=*/false, llvm::Align(16)));
+          Value acc = zero;
+          for (int64_t j = 0; j < spec.topK; ++j) {
+            Value scaled = arith::MulFOp::create(
+                ib, arith::ExtFOp::create(ib, f32Vector, loaded[j]),
+                vector::BroadcastOp::create(ib, f32Vector, weight[j]));
+            acc = arith::AddFOp::create(
+                ib, acc, arith::SelectOp::create(ib, take[j], scaled, zero));
+          }
+          vector::StoreOp::create(
+              ib, arith::TruncFOp::create(ib, bf16Vector, acc), out,
+              ValueRange{t, col}, /*nontemporal=*/false, llvm::Align(16));
+        });
         scf::YieldOp::create(nb);
       });
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+namespace {
+/// What the count and index kernels share: the chunk this CTA owns and the
+/// expert of each flattened id.
+struct PermuteChunk {
+  ImplicitLocOpBuilder &b;
+  const PermuteKernelSpec &spec;
+  Value ids, total, base, end;
+
+  PermuteChunk(ImplicitLocOpBuilder &b, const PermuteKernelSpec &spec,
+               Value ids)
+      : b(b), spec(spec), ids(ids) {
+    IndexMath m{b};
+    total = m.mul(memref::DimOp::create(b, ids, m.c(0)), m.c(spec.topK));
+    base =
+        m.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), m.c(kPermuteChunk));
+    end = arith::MinUIOp::create(b, m.add(base, m.c(kPermuteChunk)), total);
+  }
+
+  /// Expert of flattened id f, or -1 when it is outside [0, E) or `valid`
+  /// is false; and whether it is in range.
+  std::pair<Value, Value> expertOf(ImplicitLocOpBuilder &nb, Value f,
+                                   Value valid) const {
+    IndexMath n{nb};
+    int64_t k = spec.topK;
+    Value at = arith::SelectOp::create(nb, valid, f, n.c(0));
+    Value e = n.load(ids, ValueRange{arith::DivUIOp::create(nb, at, n.c(k)),
+                                     arith::RemUIOp::create(nb, at, n.c(k))});
+    Value inRange = arith::AndIOp::create(
+        nb, valid,
+        arith::AndIOp::create(
+            nb,
+            arith::CmpIOp::create(nb, arith::CmpIPredicate::sge, e,
+                                  i32Constant(nb, 0)),
+            arith::CmpIOp::create(nb, arith::CmpIPredicate::slt, e,
+                                  i32Constant(nb, spec.experts))));
+    return {arith::SelectOp::create(nb, inRange, e, i32Constant(nb, -1)),
+            inRange};
+  }
+
+  /// Counts per expert of this chunk's ids into `counts` (shared memory,
+  /// zeroed here; atomics: order does not matter). Ends synchronised.
+  void count(Value counts, Value tid) const {
+    IndexMath m{b};
+    ifThen(b, m.lt(tid, m.c(spec.experts)), [&](ImplicitLocOpBuilder &nb) {
+      memref::StoreOp::create(nb, i32Constant(nb, 0), counts, ValueRange{tid});
+    });
+    gpu::BarrierOp::create(b);
+    scf::ForOp::create(
+        b, m.add(base, tid), end, m.c(kPermuteIndexThreads), ValueRange{},
+        [&](OpBuilder &nested, Location l, Value f, ValueRange) {
+          ImplicitLocOpBuilder nb(l, nested);
+          auto [e, inRange] = expertOf(
+              nb, f, arith::ConstantIntOp::create(nb, nb.getI1Type(), 1));
+          ifThen(nb, inRange, [&](ImplicitLocOpBuilder &ib) {
+            memref::AtomicRMWOp::create(ib, arith::AtomicRMWKind::addi,
+                                        i32Constant(ib, 1), counts,
+                                        ValueRange{IndexMath{ib}.toIndex(e)});
+          });
+          scf::YieldOp::create(nb);
+        });
+    gpu::BarrierOp::create(b);
+  }
+};
+
+/// A permutation kernel of kPermuteIndexThreads threads with `shared` i32
+/// arrays of static shared memory; the builder is left after its wait for
+/// the previous kernel.
+gpu::GPUFuncOp createPermuteKernel(ImplicitLocOpBuilder &b, StringRef name,
+                                   ArrayRef<Type> args,
+                                   ArrayRef<int64_t> shared) {
+  auto smem =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  SmallVector<Type> attributions;
+  for (int64_t size : shared)
+    attributions.push_back(MemRefType::get({size}, b.getI32Type(),
+                                           MemRefLayoutAttrInterface(), smem));
+  auto func = gpu::GPUFuncOp::create(b, name, b.getFunctionType(args, {}),
+                                     attributions);
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(kPermuteIndexThreads), 1, 1}));
+  b.setInsertionPointToStart(&func.getBody().front());
+  waitForPreviousKernel(b);
+  return func;
+}
+} // namespace
+
+gpu::GPUFuncOp
+mlir::moe::buildPermuteCountKernel(OpBuilder &builder, Location loc,
+                                   gpu::GPUModuleOp module,
+                                   const PermuteKernelSpec &spec) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  Type i32 = b.getI32Type();
+  auto func = createPermuteKernel(
+      b, spec.countKernelName(),
+      {dynamic2D(i32), MemRefType::get({ShapedType::kDynamic}, i32)},
+      {spec.experts});
+  Value counts = func.getWorkgroupAttributions()[0];
+  IndexMath m{b};
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  PermuteChunk chunk(b, spec, func.getArgument(0));
+  chunk.count(counts, tid);
+  // This chunk's row of the [chunks, E] counts.
+  ifThen(b, m.lt(tid, m.c(spec.experts)), [&](ImplicitLocOpBuilder &nb) {
+    IndexMath n{nb};
+    Value row =
+        n.mul(gpu::BlockIdOp::create(nb, gpu::Dimension::x), n.c(spec.experts));
+    memref::StoreOp::create(nb, n.load(counts, ValueRange{tid}),
+                            func.getArgument(1), ValueRange{n.add(row, tid)});
+  });
   gpu::ReturnOp::create(b);
   return func;
 }
@@ -476,25 +598,17 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
   Type i32 = b.getI32Type(), offsetType = b.getIntegerType(spec.offsetBits);
   int64_t experts = spec.experts, threads = kPermuteIndexThreads,
           warps = threads / 32;
-  auto smem =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  auto shared = [&](int64_t size) {
-    return MemRefType::get({size}, i32, MemRefLayoutAttrInterface(), smem);
-  };
-  SmallVector<Type> args{
-      dynamic2D(i32), MemRefType::get({ShapedType::kDynamic}, offsetType),
-      dynamic2D(offsetType), MemRefType::get({ShapedType::kDynamic}, i32)};
-  // Static shared memory: per-expert counts, running starts, and a
-  // [warp][expert] table of one chunk's counts, then starts.
-  auto func = gpu::GPUFuncOp::create(
-      b, spec.indexKernelName(), b.getFunctionType(args, {}),
-      TypeRange{shared(experts), shared(experts), shared(warps * experts)});
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
-  b.setInsertionPointToStart(&func.getBody().front());
-  waitForPreviousKernel(b);
-  Value ids = func.getArgument(0), offsets = func.getArgument(1),
-        slots = func.getArgument(2), sources = func.getArgument(3);
+  // Static shared memory: per-expert totals, starts, and a [warp][expert]
+  // table of the chunk's counts, then starts.
+  auto func = createPermuteKernel(
+      b, spec.indexKernelName(),
+      {dynamic2D(i32), MemRefType::get({ShapedType::kDynamic}, i32),
+       MemRefType::get({ShapedType::kDynamic}, offsetType),
+       dynamic2D(offsetType), MemRefType::get({ShapedType::kDynamic}, i32)},
+      {experts, experts, warps * experts});
+  Value ids = func.getArgument(0), chunkCounts = func.getArgument(1),
+        offsets = func.getArgument(2), slots = func.getArgument(3),
+        sources = func.getArgument(4);
   Value counts = func.getWorkgroupAttributions()[0];
   Value starts = func.getWorkgroupAttributions()[1];
   Value table = func.getWorkgroupAttributions()[2];
@@ -504,51 +618,57 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value lane = arith::RemUIOp::create(b, tid, m.c(32));
   Value warp = arith::DivUIOp::create(b, tid, m.c(32));
-  Value tokens = memref::DimOp::create(b, ids, m.c(0));
-  Value total = m.mul(tokens, m.c(k));
-  Value zero32 = i32Constant(b, 0), one32 = i32Constant(b, 1);
+  Value chunkIndex = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value numChunks = gpu::GridDimOp::create(b, gpu::Dimension::x);
+  PermuteChunk chunk(b, spec, ids);
+  Value total = chunk.total;
+  Value zero32 = i32Constant(b, 0);
+  Value firstCTA =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, chunkIndex, m.c(0));
   auto sync = [&](ImplicitLocOpBuilder &sb) { gpu::BarrierOp::create(sb); };
   // i32 counts as the offsets' type.
   auto widen = [&](ImplicitLocOpBuilder &wb, Value v) -> Value {
     return offsetType == i32 ? v : arith::ExtSIOp::create(wb, offsetType, v);
   };
-  // Expert of flattened id f, or -1 when it is outside [0, E).
-  auto expertOf = [&](ImplicitLocOpBuilder &nb, Value f, Value valid) {
-    IndexMath n{nb};
-    Value at = arith::SelectOp::create(nb, valid, f, n.c(0));
-    Value e = n.load(ids, ValueRange{arith::DivUIOp::create(nb, at, n.c(k)),
-                                     arith::RemUIOp::create(nb, at, n.c(k))});
-    Value inRange = arith::AndIOp::create(
-        nb, valid,
-        arith::AndIOp::create(
-            nb, arith::CmpIOp::create(nb, arith::CmpIPredicate::sge, e, zero32),
-            arith::CmpIOp::create(nb, arith::CmpIPredicate::slt, e,
-                                  i32Constant(nb, experts))));
-    return std::make_pair(
-        arith::SelectOp::create(nb, inRange, e, i32Constant(nb, -1)), inRange);
-  };
 
-  // 1. Counts per expert (shared-memory atomics; order does not matter).
+  // 1. Thread e sums expert e's counts over all chunks (its total) and over
+  // the chunks before this one (where this chunk's ids of e start), 8
+  // chunks' loads in flight at a time.
+  constexpr int64_t kUnroll = 8;
   ifThen(b, m.lt(tid, m.c(experts)), [&](ImplicitLocOpBuilder &nb) {
-    memref::StoreOp::create(nb, zero32, counts, ValueRange{tid});
+    IndexMath n{nb};
+    auto sums = scf::ForOp::create(
+        nb, n.c(0), numChunks, n.c(kUnroll), ValueRange{zero32, zero32},
+        [&](OpBuilder &nested, Location l, Value c0, ValueRange iter) {
+          ImplicitLocOpBuilder lb(l, nested);
+          IndexMath o{lb};
+          SmallVector<Value> loaded, in;
+          for (int64_t u = 0; u < kUnroll; ++u) {
+            Value c = o.add(c0, o.c(u));
+            in.push_back(o.lt(c, numChunks));
+            Value at = arith::SelectOp::create(lb, in.back(), c, o.c(0));
+            loaded.push_back(o.load(
+                chunkCounts, ValueRange{o.add(o.mul(at, o.c(experts)), tid)}));
+          }
+          Value all = iter[0], earlier = iter[1];
+          for (int64_t u = 0; u < kUnroll; ++u) {
+            Value c = o.add(c0, o.c(u));
+            Value v = arith::SelectOp::create(lb, in[u], loaded[u], zero32);
+            all = arith::AddIOp::create(lb, all, v);
+            earlier = arith::AddIOp::create(
+                lb, earlier,
+                arith::SelectOp::create(lb, o.lt(c, chunkIndex), v, zero32));
+          }
+          scf::YieldOp::create(lb, ValueRange{all, earlier});
+        });
+    memref::StoreOp::create(nb, sums.getResult(0), counts, ValueRange{tid});
+    memref::StoreOp::create(nb, sums.getResult(1), starts, ValueRange{tid});
   });
   sync(b);
-  scf::ForOp::create(
-      b, tid, total, m.c(threads), ValueRange{},
-      [&](OpBuilder &nested, Location l, Value f, ValueRange) {
-        ImplicitLocOpBuilder nb(l, nested);
-        auto [e, inRange] = expertOf(
-            nb, f, arith::ConstantIntOp::create(nb, nb.getI1Type(), 1));
-        ifThen(nb, inRange, [&](ImplicitLocOpBuilder &ib) {
-          memref::AtomicRMWOp::create(ib, arith::AtomicRMWKind::addi, one32,
-                                      counts,
-                                      ValueRange{IndexMath{ib}.toIndex(e)});
-        });
-        scf::YieldOp::create(nb);
-      });
-  sync(b);
 
-  // 2. Exclusive scan by warp 0: lane l sums experts [l P, l P + P).
+  // 2. Exclusive scan of the totals by warp 0 (lane l sums experts
+  // [l P, l P + P)): each expert's first row, plus this chunk's place after
+  // the earlier chunks' ids (in starts). CTA 0 writes the offsets.
   int64_t perLane = (experts + 31) / 32;
   ifThen(b, m.lt(tid, m.c(32)), [&](ImplicitLocOpBuilder &nb) {
     IndexMath n{nb};
@@ -582,14 +702,21 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
       Value e = n.add(n.mul(lane, n.c(perLane)), n.c(i));
       Value start = running;
       ifThen(nb, n.lt(e, n.c(experts)), [&](ImplicitLocOpBuilder &sb) {
-        memref::StoreOp::create(sb, start, starts, ValueRange{e});
-        memref::StoreOp::create(sb, widen(sb, start), offsets, ValueRange{e});
+        IndexMath s{sb};
+        memref::StoreOp::create(
+            sb, arith::AddIOp::create(sb, start, s.load(starts, ValueRange{e})),
+            starts, ValueRange{e});
+        ifThen(sb, firstCTA, [&](ImplicitLocOpBuilder &ob) {
+          memref::StoreOp::create(ob, widen(ob, start), offsets, ValueRange{e});
+        });
       });
       running = arith::AddIOp::create(nb, running, own[i]);
     }
     ifThen(nb,
-           arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, lane32,
-                                 i32Constant(nb, 31)),
+           arith::AndIOp::create(
+               nb, firstCTA,
+               arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, lane32,
+                                     i32Constant(nb, 31))),
            [&](ImplicitLocOpBuilder &sb) {
              memref::StoreOp::create(sb, widen(sb, running), offsets,
                                      ValueRange{IndexMath{sb}.c(experts)});
@@ -597,100 +724,86 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
   });
   sync(b);
 
-  // 3. Stable slots, chunk by chunk in flattened order. Warp w takes the
-  // chunk's ids [w 32 P, (w + 1) 32 P) in P rounds of 32, ranking each
-  // round by match.any on top of its running counts in table row w; the
-  // scan over the table's rows then orders the warps of the chunk.
-  constexpr int64_t kRounds = 4;
-  int64_t chunk = threads * kRounds;
+  // 3. Stable slots of this chunk. Warp w takes the chunk's ids
+  // [w 32 R, (w + 1) 32 R) in R rounds of 32, ranking each round by
+  // match.any on top of its running counts in table row w; the scan over
+  // the table's rows then orders the warps of the chunk.
+  constexpr int64_t kRounds = kPermuteChunk / kPermuteIndexThreads;
+  for (int64_t i = 0; i < warps * experts; i += threads) {
+    Value at = m.add(tid, m.c(i));
+    ifThen(b, m.lt(at, m.c(warps * experts)), [&](ImplicitLocOpBuilder &sb) {
+      memref::StoreOp::create(sb, zero32, table, ValueRange{at});
+    });
+  }
+  sync(b);
   Value full = i32Constant(b, -1);
-  scf::ForOp::create(
-      b, m.c(0), total, m.c(chunk), ValueRange{},
-      [&](OpBuilder &nested, Location l, Value base, ValueRange) {
-        ImplicitLocOpBuilder nb(l, nested);
-        IndexMath n{nb};
-        for (int64_t i = 0; i < warps * experts; i += threads) {
-          Value at = n.add(tid, n.c(i));
-          ifThen(nb, n.lt(at, n.c(warps * experts)),
-                 [&](ImplicitLocOpBuilder &sb) {
-                   memref::StoreOp::create(sb, zero32, table, ValueRange{at});
-                 });
-        }
-        sync(nb);
-        Value lower = NVVM::LaneMaskLtOp::create(nb, i32);
-        Value lane32 = arith::IndexCastOp::create(nb, i32, lane);
-        Value warpBase = n.add(base, n.mul(warp, n.c(32 * kRounds)));
-        SmallVector<Value> flat, valid, inRange, cell, local;
-        for (int64_t r = 0; r < kRounds; ++r) {
-          Value f = n.add(warpBase, n.add(n.c(32 * r), lane));
-          Value ok = n.lt(f, total);
-          auto [e, in] = expertOf(nb, f, ok);
-          Value mask = NVVM::MatchSyncOp::create(nb, i32, full, e,
-                                                 NVVM::MatchSyncKind::any);
-          Value rank =
-              LLVM::CtPopOp::create(nb, arith::AndIOp::create(nb, mask, lower));
-          Value leader =
-              arith::CmpIOp::create(nb, arith::CmpIPredicate::eq,
-                                    LLVM::CountTrailingZerosOp::create(
-                                        nb, mask, nb.getBoolAttr(false)),
-                                    lane32);
-          Value at = n.add(n.mul(warp, n.c(experts)),
-                           n.toIndex(arith::MaxSIOp::create(nb, e, zero32)));
-          // Every lane reads its expert's running count before the round's
-          // leader adds the round's ids to it.
-          Value prior = n.load(table, ValueRange{at});
-          NVVM::SyncWarpOp::create(nb, full);
-          ifThen(nb, arith::AndIOp::create(nb, leader, in),
-                 [&](ImplicitLocOpBuilder &sb) {
-                   memref::StoreOp::create(
-                       sb,
-                       arith::AddIOp::create(sb, prior,
-                                             LLVM::CtPopOp::create(sb, mask)),
-                       table, ValueRange{at});
-                 });
-          NVVM::SyncWarpOp::create(nb, full);
-          flat.push_back(f);
-          valid.push_back(ok);
-          inRange.push_back(in);
-          cell.push_back(at);
-          local.push_back(arith::AddIOp::create(nb, prior, rank));
-        }
-        sync(nb);
-        ifThen(nb, n.lt(tid, n.c(experts)), [&](ImplicitLocOpBuilder &sb) {
-          IndexMath s{sb};
-          Value running = s.load(starts, ValueRange{tid});
-          for (int64_t w = 0; w < warps; ++w) {
-            Value at = s.add(s.c(w * experts), tid);
-            Value c = s.load(table, ValueRange{at});
-            memref::StoreOp::create(sb, running, table, ValueRange{at});
-            running = arith::AddIOp::create(sb, running, c);
-          }
-          memref::StoreOp::create(sb, running, starts, ValueRange{tid});
+  Value lower = NVVM::LaneMaskLtOp::create(b, i32);
+  Value lane32 = arith::IndexCastOp::create(b, i32, lane);
+  Value warpBase = m.add(chunk.base, m.mul(warp, m.c(32 * kRounds)));
+  SmallVector<Value> flat, valid, inRange, cell, local;
+  for (int64_t r = 0; r < kRounds; ++r) {
+    Value f = m.add(warpBase, m.add(m.c(32 * r), lane));
+    Value ok = m.lt(f, total);
+    auto [e, in] = chunk.expertOf(b, f, ok);
+    Value mask =
+        NVVM::MatchSyncOp::create(b, i32, full, e, NVVM::MatchSyncKind::any);
+    Value rank =
+        LLVM::CtPopOp::create(b, arith::AndIOp::create(b, mask, lower));
+    Value leader = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::eq,
+        LLVM::CountTrailingZerosOp::create(b, mask, b.getBoolAttr(false)),
+        lane32);
+    Value at = m.add(m.mul(warp, m.c(experts)),
+                     m.toIndex(arith::MaxSIOp::create(b, e, zero32)));
+    // Every lane reads its expert's running count before the round's
+    // leader adds the round's ids to it.
+    Value prior = m.load(table, ValueRange{at});
+    NVVM::SyncWarpOp::create(b, full);
+    ifThen(
+        b, arith::AndIOp::create(b, leader, in), [&](ImplicitLocOpBuilder &sb) {
+          memref::StoreOp::create(
+              sb,
+              arith::AddIOp::create(sb, prior, LLVM::CtPopOp::create(sb, mask)),
+              table, ValueRange{at});
         });
-        sync(nb);
-        for (int64_t r = 0; r < kRounds; ++r) {
-          ifThen(nb, valid[r], [&](ImplicitLocOpBuilder &sb) {
-            IndexMath s{sb};
-            Value slot = arith::SelectOp::create(
-                sb, inRange[r],
-                arith::AddIOp::create(sb, s.load(table, ValueRange{cell[r]}),
-                                      local[r]),
-                i32Constant(sb, -1));
-            Value t = arith::DivUIOp::create(sb, flat[r], s.c(k));
-            memref::StoreOp::create(
-                sb, widen(sb, slot), slots,
-                ValueRange{t, arith::RemUIOp::create(sb, flat[r], s.c(k))});
-            ifThen(sb, inRange[r], [&](ImplicitLocOpBuilder &ib) {
-              memref::StoreOp::create(
-                  ib, arith::IndexCastOp::create(ib, i32, t), sources,
-                  ValueRange{IndexMath{ib}.toIndex(slot)});
-            });
-          });
-        }
-        // The next chunk clears the table just read.
-        sync(nb);
-        scf::YieldOp::create(nb);
+    NVVM::SyncWarpOp::create(b, full);
+    flat.push_back(f);
+    valid.push_back(ok);
+    inRange.push_back(in);
+    cell.push_back(at);
+    local.push_back(arith::AddIOp::create(b, prior, rank));
+  }
+  sync(b);
+  ifThen(b, m.lt(tid, m.c(experts)), [&](ImplicitLocOpBuilder &sb) {
+    IndexMath s{sb};
+    Value running = s.load(starts, ValueRange{tid});
+    for (int64_t w = 0; w < warps; ++w) {
+      Value at = s.add(s.c(w * experts), tid);
+      Value c = s.load(table, ValueRange{at});
+      memref::StoreOp::create(sb, running, table, ValueRange{at});
+      running = arith::AddIOp::create(sb, running, c);
+    }
+  });
+  sync(b);
+  for (int64_t r = 0; r < kRounds; ++r) {
+    ifThen(b, valid[r], [&](ImplicitLocOpBuilder &sb) {
+      IndexMath s{sb};
+      Value slot = arith::SelectOp::create(
+          sb, inRange[r],
+          arith::AddIOp::create(sb, s.load(table, ValueRange{cell[r]}),
+                                local[r]),
+          i32Constant(sb, -1));
+      Value t = arith::DivUIOp::create(sb, flat[r], s.c(k));
+      memref::StoreOp::create(
+          sb, widen(sb, slot), slots,
+          ValueRange{t, arith::RemUIOp::create(sb, flat[r], s.c(k))});
+      ifThen(sb, inRange[r], [&](ImplicitLocOpBuilder &ib) {
+        memref::StoreOp::create(ib, arith::IndexCastOp::create(ib, i32, t),
+                                sources,
+                                ValueRange{IndexMath{ib}.toIndex(slot)});
       });
+    });
+  }
   gpu::ReturnOp::create(b);
   return func;
 }

@@ -33,13 +33,18 @@ struct UnpermuteKernelSpec {
   std::string kernelName() const;
 };
 
-/// What a moe.permute is built for: two kernels, an index kernel (one CTA
-/// of kPermuteIndexThreads: counts, offsets, stable slots and each row's
-/// source token) and a gather kernel (one CTA per row).
+/// What a moe.permute is built for: three kernels over chunks of
+/// kPermuteChunk flattened ids, one CTA of kPermuteIndexThreads per chunk: a
+/// count kernel (each chunk's per-expert counts), an index kernel (offsets,
+/// and each chunk's stable slots and rows' source tokens, placed after the
+/// earlier chunks' ids) and a gather kernel (one CTA per row).
 inline constexpr int64_t kPermuteIndexThreads = 1024;
+/// Ids per chunk: each warp ranks 4 rounds of 32.
+inline constexpr int64_t kPermuteChunk = kPermuteIndexThreads * 4;
 struct PermuteKernelSpec {
   int64_t experts = 0, topK = 0;
   int64_t offsetBits = 64;
+  std::string countKernelName() const;
   std::string indexKernelName() const;
   std::string gatherKernelName() const;
 };
@@ -56,8 +61,15 @@ gpu::GPUFuncOp buildUnpermuteKernel(OpBuilder &builder, Location loc,
                                     gpu::GPUModuleOp module,
                                     const UnpermuteKernelSpec &spec);
 
-/// Builds the permutation's index kernel: (ids memref<?x?xi32>, offsets
-/// memref<?xiN>, slots memref<?x?xiN>, sources memref<?xi32>).
+/// Builds the permutation's count kernel: (ids memref<?x?xi32>, counts
+/// memref<?xi32> [chunks * E]).
+gpu::GPUFuncOp buildPermuteCountKernel(OpBuilder &builder, Location loc,
+                                       gpu::GPUModuleOp module,
+                                       const PermuteKernelSpec &spec);
+
+/// Builds the permutation's index kernel: (ids memref<?x?xi32>, counts
+/// memref<?xi32>, offsets memref<?xiN>, slots memref<?x?xiN>, sources
+/// memref<?xi32>).
 gpu::GPUFuncOp buildPermuteIndexKernel(OpBuilder &builder, Location loc,
                                        gpu::GPUModuleOp module,
                                        const PermuteKernelSpec &spec);

@@ -216,7 +216,7 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
       bodyStream << " max_rows=" << *maxRows << " experts=" << *experts
                  << " top_k=" << *topK << " logits=" << *logits
                  << " bias=" << *bias << "\n";
-    } else if (*abi == "unpermute.v1") {
+    } else if (*abi == "unpermute.v2") {
       FailureOr<int64_t> hidden = r.integer("hidden"),
                          topK = r.integer("top_k");
       FailureOr<std::string> slots = typeName("slots");
@@ -226,16 +226,18 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
       bodyStream << " max_rows=" << *maxRows << " hidden=" << *hidden
                  << " top_k=" << *topK << " slots=" << *slots
                  << " weighted=" << *weighted << "\n";
-    } else if (*abi == "permute.v1") {
+    } else if (*abi == "permute.v2") {
       FailureOr<int64_t> experts = r.integer("experts"),
                          topK = r.integer("top_k"),
-                         hidden = r.integer("hidden");
+                         hidden = r.integer("hidden"),
+                         chunk = r.integer("chunk");
       FailureOr<std::string> offsets = typeName("offsets");
-      if (failed(experts) || failed(topK) || failed(hidden) || failed(offsets))
+      if (failed(experts) || failed(topK) || failed(hidden) ||
+          failed(offsets) || failed(chunk))
         return failure();
       bodyStream << " max_rows=" << *maxRows << " experts=" << *experts
                  << " top_k=" << *topK << " hidden=" << *hidden
-                 << " offsets=" << *offsets << "\n";
+                 << " offsets=" << *offsets << " chunk=" << *chunk << "\n";
     } else if (layer) {
       bodyStream << " max_rows=" << *maxRows;
       for (StringRef part :
