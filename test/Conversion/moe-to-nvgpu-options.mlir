@@ -21,7 +21,7 @@
 // SWAP-SMEM: error: convert-moe-to-nvgpu: 'stages' (40) must be at least 1 and fit 227 KiB of shared memory
 // The swap-AB form gets its own pipeline depth; the others keep `stages`.
 // SWAP-EIGHT: gpu.func @grouped_matmul_bf16_16x64x64_s8_swapab_off32(
-// SWAP-EIGHT: gpu.func @grouped_matmul_bf16_64x256x64_s4_tailsof128_off32(
+// SWAP-EIGHT: gpu.func @grouped_matmul_bf16_64x256x64_s4_off32(
 // SWAP: error: convert-moe-to-nvgpu: swap-ab needs tile-n = 64 and tile-m in {8, 16, 32, 64}, got tile-m = 12, tile-n = 64
 // TILEK: error: convert-moe-to-nvgpu: tile-k must be 64, got 32
 // PARSE: for the --stages option: 'x' value invalid for long argument!
@@ -30,7 +30,7 @@
 // FOUR-COUNT-4: nvgpu.mbarrier.init
 // A 128-row tile: two warpgroups (256 threads) share each weights tile and
 // multiply 64 token rows each; 4 stages of (128 + 256) x 64 bf16.
-// TWO-WG: gpu.func @grouped_matmul_bf16_128x256x64_s4_leave64_off32
+// TWO-WG: gpu.func @grouped_matmul_bf16_128x256x64_s4_off32
 // TWO-WG-SAME: known_block_size = array<i32: 256, 1, 1>
 // TWO-WG-SAME: moe.dynamic_shared_bytes = 212992
 // TWO-WG: nvgpu.tma.async.load {{.*}} : <tensor = memref<128x64xbf16, #gpu.address_space<workgroup>>

@@ -46,6 +46,8 @@
 // CHECK-COUNT-4: nvvm.match.sync  any
 // CHECK-NOT: nvvm.match.sync
 // CHECK: gpu.func @moe_permute_gather_off64(
+// The small kernels let the next kernel launch as soon as they start.
+// PTX-DAG: griddepcontrol.launch_dependents;
 // PTX-DAG: match.any.sync.b32
 // PTX-DAG: atom.shared.add.u32
 // PTX-DAG: .entry moe_route_sigmoid_topk_e256_k8_g8s4_renorm_x40200000_f32_bias(

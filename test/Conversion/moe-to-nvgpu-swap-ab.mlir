@@ -32,13 +32,11 @@ func.func @decode(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %of
 // max-rows rows in all, the swap-AB kernel takes every expert.
 // RUN: moe-opt %s --split-input-file --moe-swap-ab="max-rows=12" --convert-moe-to-nvgpu=tile-m=64 | FileCheck %s --check-prefix=BOTH
 // With 128-row tiles (the default), experts of 13..64 rows take a 64-row
-// tile: three kernels, three disjoint row ranges; the 64-row kernel also
-// takes the last partial tile of a bigger expert when it has at most 64
-// rows (the 128-row kernel leaves it: less padding).
+// tile: three kernels, three disjoint row ranges.
 // RUN: moe-opt %s --split-input-file --moe-swap-ab="max-rows=12" --convert-moe-to-nvgpu | FileCheck %s --check-prefix=THREE
 // BOTH: moe.grouped_matmul {{.*}} kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_16x64x64_s4_swapab_off32, rows_max = 12 : i64, rows_min = 1 : i64}, {kernel = @moe_kernels::@grouped_matmul_bf16_64x256x64_s4_off32, rows_max = 2147483647 : i64, rows_min = 13 : i64}], max_rows = 2147483647 : i64
 // BOTH: moe.grouped_matmul {{.*}} kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_16x64x64_s4_swapab_off32, rows_max = 2147483647 : i64, rows_min = 1 : i64}], max_rows = 4 : i64
-// THREE: moe.grouped_matmul {{.*}} kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_16x64x64_s4_swapab_off32, rows_max = 12 : i64, rows_min = 1 : i64}, {kernel = @moe_kernels::@grouped_matmul_bf16_64x256x64_s4_tailsof128_off32, rows_max = 64 : i64, rows_min = 13 : i64}, {kernel = @moe_kernels::@grouped_matmul_bf16_128x256x64_s4_leave64_off32, rows_max = 2147483647 : i64, rows_min = 65 : i64}]
+// THREE: moe.grouped_matmul {{.*}} kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_16x64x64_s4_swapab_off32, rows_max = 12 : i64, rows_min = 1 : i64}, {kernel = @moe_kernels::@grouped_matmul_bf16_64x256x64_s4_off32, rows_max = 64 : i64, rows_min = 13 : i64}, {kernel = @moe_kernels::@grouped_matmul_bf16_128x256x64_s4_off32, rows_max = 2147483647 : i64, rows_min = 65 : i64}]
 // BOTH-COUNT-2: gpu.func
 // BOTH-NOT: gpu.func
 func.func @both(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi32>,

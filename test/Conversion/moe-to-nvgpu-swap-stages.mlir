@@ -6,7 +6,7 @@
 
 // CHECK-DAG: gpu.func @grouped_matmul_bf16_16x64x64_s4_swapab_swiglu_off64(
 // CHECK-DAG: gpu.func @grouped_matmul_bf16_16x64x64_s8_swapab_off64(
-// CHECK-DAG: gpu.func @grouped_matmul_bf16_128x256x64_s4_leave64_off64(
+// CHECK-DAG: gpu.func @grouped_matmul_bf16_128x256x64_s4_off64(
 // FIXED-NOT: _s8_
 func.func @mixtral_mlp(%rows: tensor<?x4096xbf16>, %off: tensor<9xi64>,
     %w13: tensor<8x28672x4096xbf16>, %w2: tensor<8x4096x14336xbf16>) -> tensor<?x4096xbf16> {

@@ -12,19 +12,19 @@
 // RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-gpu-pipeline -o %t.bin.mlir
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.bin.mlir %t.bin.cubin
 // RUN: %python -c "import sys; d = open(sys.argv[1], 'rb').read(); sys.exit(0 if d[:4] == b'\x7fELF' else 'not an ELF cubin')" %t.bin.cubin
-// RUN: %cuobjdump -sass -fun grouped_matmul_bf16_64x256x64_s4_tailsof128_off64 %t.bin.cubin | FileCheck %s --check-prefix=SASS
+// RUN: %cuobjdump -sass -fun grouped_matmul_bf16_64x256x64_s4_off64 %t.bin.cubin | FileCheck %s --check-prefix=SASS
 // RUN: %cuobjdump -sass -fun grouped_matmul_bf16_16x64x64_s4_swapab_off64 %t.bin.cubin | FileCheck %s --check-prefix=SWAP-SASS
-// RUN: %cuobjdump -sass -fun grouped_matmul_bf16_128x256x64_s4_leave64_off64 %t.bin.cubin | FileCheck %s --check-prefix=WIDE-SASS
+// RUN: %cuobjdump -sass -fun grouped_matmul_bf16_128x256x64_s4_off64 %t.bin.cubin | FileCheck %s --check-prefix=WIDE-SASS
 
 // The tensor cores and the copy engine do the work: 4 HGMMA per K step
 // (twice: the loop is peeled by ptxas or not, so at least 4), TMA loads.
-// SASS: Function : grouped_matmul_bf16_64x256x64_s4_tailsof128_off64
+// SASS: Function : grouped_matmul_bf16_64x256x64_s4_off64
 // SASS-COUNT-4: HGMMA.64x256x16.F32.BF16
 // SASS: UTMALDG.3D
 // SWAP-SASS: Function : grouped_matmul_bf16_16x64x64_s4_swapab_off64
 // SWAP-SASS-COUNT-4: HGMMA.64x16x16.F32.BF16
 // SWAP-SASS: UTMALDG.2D
-// WIDE-SASS: Function : grouped_matmul_bf16_128x256x64_s4_leave64_off64
+// WIDE-SASS: Function : grouped_matmul_bf16_128x256x64_s4_off64
 // WIDE-SASS-COUNT-4: HGMMA.64x256x16.F32.BF16
 // WIDE-SASS: UTMALDG.3D
 
@@ -36,8 +36,8 @@
 // BOGUS: no such option bogus
 // MANIFEST: moe.manifest = {entries = [{abi = "grouped_matmul.v3",
 // MANIFEST-SAME: name = "grouped_matmul_bf16_16x64x64_s4_swapab_off64", rows_max = 16 : i64, rows_min = 1 : i64, swap_ab = true
-// MANIFEST-SAME: dynamic_shared_bytes = 172032 : i64, {{.*}}name = "grouped_matmul_bf16_64x256x64_s4_tailsof128_off64", {{.*}}rows_max = 64 : i64, rows_min = 17
-// MANIFEST-SAME: dynamic_shared_bytes = 212992 : i64, {{.*}}name = "grouped_matmul_bf16_128x256x64_s4_leave64_off64", {{.*}}rows_max = 2147483647 : i64, rows_min = 65 : i64, {{.*}}threads = 256
+// MANIFEST-SAME: dynamic_shared_bytes = 172032 : i64, {{.*}}name = "grouped_matmul_bf16_64x256x64_s4_off64", {{.*}}rows_max = 64 : i64, rows_min = 17
+// MANIFEST-SAME: dynamic_shared_bytes = 212992 : i64, {{.*}}name = "grouped_matmul_bf16_128x256x64_s4_off64", {{.*}}rows_max = 2147483647 : i64, rows_min = 65 : i64, {{.*}}threads = 256
 // MANIFEST-SAME: name = "gate_up"
 // MANIFEST-SAME: version = 5
 // MANIFEST: gpu.binary @moe_kernels
@@ -46,14 +46,14 @@
 // PTX: .target sm_90a
 // PTX: .extern .shared .align 1024 .b8 moe_dynamic_smem[];
 // PTX: .visible .entry grouped_matmul_bf16_16x64x64_s4_swapab_off64(
-// PTX: .visible .entry grouped_matmul_bf16_64x256x64_s4_tailsof128_off64(
-// PTX: .visible .entry grouped_matmul_bf16_128x256x64_s4_leave64_off64(
+// PTX: .visible .entry grouped_matmul_bf16_64x256x64_s4_off64(
+// PTX: .visible .entry grouped_matmul_bf16_128x256x64_s4_off64(
 // PTX: .maxntid 256, 1, 1
 
 // The PTX of one kernel. The tensor maps are 128-byte grid constants in
 // parameter space, read through their generic addresses
 // (docs/runtime-contract.md); then the memrefs, K, rows_min, rows_max.
-// RUN: awk '/[.]entry /{f = /grouped_matmul_bf16_64x256x64_s4_tailsof128_off64[(]/} f' %t.ptx > %t.k64.ptx
+// RUN: awk '/[.]entry /{f = /grouped_matmul_bf16_64x256x64_s4_off64[(]/} f' %t.ptx > %t.k64.ptx
 // RUN: FileCheck %s --check-prefix=K64 --input-file %t.k64.ptx
 // RUN: awk '/[.]entry /{f = /grouped_matmul_bf16_16x64x64_s4_swapab_off64[(]/} f' %t.ptx | FileCheck %s --check-prefix=SWAP
 // Instruction counts of the 64x256 kernel, pinned: 9 load sites (4 stages
@@ -65,22 +65,23 @@
 // RUN: grep -cF 'mbarrier.arrive.expect_tx' %t.k64.ptx | FileCheck %s --check-prefix=K64-EXPECT
 // RUN: grep -cF 'mbarrier.init.shared' %t.k64.ptx | FileCheck %s --check-prefix=K64-INIT
 // RUN: grep -cF 'wgmma.mma_async' %t.k64.ptx | FileCheck %s --check-prefix=K64-WGMMA
+// RUN: not grep -F 'griddepcontrol.launch_dependents' %t.k64.ptx
 // K64-TMA: {{^}}18{{$}}
 // K64-EXPECT: {{^}}9{{$}}
 // K64-INIT: {{^}}4{{$}}
 // K64-WGMMA: {{^}}8{{$}}
-// K64: .param .align 64 .b8 grouped_matmul_bf16_64x256x64_s4_tailsof128_off64_param_0[128],
-// K64-NEXT: .param .align 64 .b8 grouped_matmul_bf16_64x256x64_s4_tailsof128_off64_param_1[128],
+// K64: .param .align 64 .b8 grouped_matmul_bf16_64x256x64_s4_off64_param_0[128],
+// K64-NEXT: .param .align 64 .b8 grouped_matmul_bf16_64x256x64_s4_off64_param_1[128],
 // K64-COUNT-12: .param .u64
 // K64-COUNT-3: .param .u32
 // K64: .maxntid 128, 1, 1
 // The tile lookup (warp shuffles and a ballot over 32 experts at a time),
 // the TMA pipeline on mbarriers, the drain before the epilogue, bf16 out.
 // K64-DAG: cvta.param.u64
-// Programmatic dependent launch: wait for the previous kernel's writes,
-// then let the next kernel launch (no-ops without the launch attribute).
+// Programmatic dependent launch: wait for the previous kernel's writes (a
+// no-op without the launch attribute); a GEMM lets the next kernel launch
+// only when it ends, so no launch_dependents.
 // K64-DAG: griddepcontrol.wait;
-// K64-DAG: griddepcontrol.launch_dependents;
 // K64-DAG: shfl.sync.up.b32
 // K64-DAG: vote.sync.ballot.b32
 // K64-DAG: shfl.sync.idx.b32

@@ -15,8 +15,8 @@
 // CHECK: bundle version=5 chip=sm_90a images=1 entries=8
 // CHECK-NEXT: entry prefill op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32 bias=none activation=none
 // CHECK-NEXT: kernel grouped_matmul_bf16_16x64x64_s4_swapab_off32 rows=[1,16] tile=16x64x64 stages=4 threads=128 smem=40960 swap_ab=1 image=moe_kernels
-// CHECK-NEXT: kernel grouped_matmul_bf16_64x256x64_s4_tailsof128_off32 rows=[17,64] tile=64x256x64 stages=4 threads=128 smem=172032 swap_ab=0 image=moe_kernels
-// CHECK-NEXT: kernel grouped_matmul_bf16_128x256x64_s4_leave64_off32 rows=[65,2147483647] tile=128x256x64 stages=4 threads=256 smem=212992 swap_ab=0 image=moe_kernels
+// CHECK-NEXT: kernel grouped_matmul_bf16_64x256x64_s4_off32 rows=[17,64] tile=64x256x64 stages=4 threads=128 smem=172032 swap_ab=0 image=moe_kernels
+// CHECK-NEXT: kernel grouped_matmul_bf16_128x256x64_s4_off32 rows=[65,2147483647] tile=128x256x64 stages=4 threads=256 smem=212992 swap_ab=0 image=moe_kernels
 // CHECK-NEXT: entry decode op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts=8 n=512 k=1024 max_rows=8 offsets=i64 bias=none activation=none
 // CHECK-NEXT: kernel grouped_matmul_bf16_16x64x64_s4_swapab_off64 rows=[1,2147483647]
 // The layer's parts, then the layer, whose chain the reader checks again.

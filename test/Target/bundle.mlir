@@ -16,8 +16,8 @@
 // CHECK-NEXT: image moe_kernels <{{[0-9]+}} bytes, ELF>
 // CHECK-NEXT: entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store activation=none bias=none experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_16x64x64_s4_swapab_off32 image=moe_kernels rows_min=1 rows_max=16 threads=128 smem=40960 tile_m=16 tile_n=64 tile_k=64 stages=4 swap_ab=1
-// CHECK-NEXT: kernel gate_up grouped_matmul_bf16_64x256x64_s4_tailsof128_off32 image=moe_kernels rows_min=17 rows_max=64 threads=128 smem=172032 tile_m=64 tile_n=256 tile_k=64 stages=4 swap_ab=0
-// CHECK-NEXT: kernel gate_up grouped_matmul_bf16_128x256x64_s4_leave64_off32 image=moe_kernels rows_min=65 rows_max=2147483647 threads=256 smem=212992 tile_m=128 tile_n=256 tile_k=64 stages=4 swap_ab=0
+// CHECK-NEXT: kernel gate_up grouped_matmul_bf16_64x256x64_s4_off32 image=moe_kernels rows_min=17 rows_max=64 threads=128 smem=172032 tile_m=64 tile_n=256 tile_k=64 stages=4 swap_ab=0
+// CHECK-NEXT: kernel gate_up grouped_matmul_bf16_128x256x64_s4_off32 image=moe_kernels rows_min=65 rows_max=2147483647 threads=256 smem=212992 tile_m=128 tile_n=256 tile_k=64 stages=4 swap_ab=0
 // CHECK-NEXT: entry decode op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store activation=none bias=none experts=8 n=512 k=1024 max_rows=8 offsets=i64
 // CHECK-NEXT: kernel decode grouped_matmul_bf16_16x64x64_s4_swapab_off64 image=moe_kernels rows_min=1 rows_max=2147483647
 // Routing and combine entries carry their own ABI's keys; their one kernel

@@ -79,7 +79,7 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
            "Shared-memory buffers in the TMA pipeline">,
     Option<"swapABStages", "swap-ab-stages", "int64_t", "0",
            "Pipeline stages of the swap-AB forms --moe-swap-ab asked for "
-           "(0: chosen per GEMM, 8 for K >= 6144, else `stages`); their "
+           "(0: chosen per GEMM, 8 for K >= 8192, else `stages`); their "
            "tiles are small, so decode can keep more bytes in flight">,
     Option<"swapAB", "swap-ab", "bool", "false",
            "Compute out^T: the weights fill WGMMA's 64-row M operand and "

@@ -38,7 +38,7 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<int64_t> swapABStages{
       *this, "swap-ab-stages",
       llvm::cl::desc("TMA pipeline buffers of the swap-AB kernels (0: "
-                     "chosen per GEMM, 8 for K >= 6144, else `stages`)"),
+                     "chosen per GEMM, 8 for K >= 8192, else `stages`)"),
       llvm::cl::init(0)};
   Option<int64_t> swapABMaxRows{
       *this, "swap-ab-max-rows",

@@ -59,10 +59,6 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
               llvm::utohexstr(llvm::bit_cast<uint32_t>(limit), true);
   if (biasType)
     suffix += biasType.isBF16() ? "_biasbf16" : "_biasf32";
-  if (leaveTail)
-    suffix += "_leave" + std::to_string(leaveTail);
-  if (takeTailsOf)
-    suffix += "_tailsof" + std::to_string(takeTailsOf);
   return llvm::formatv("grouped_matmul_bf16_{0}x{1}x{2}_s{3}{4}{5}_off{6}",
                        tileM, tileN, tileK, stages, swapAB ? "_swapab" : "",
                        suffix, offsetType.getIntOrFloatBitWidth())
@@ -185,9 +181,7 @@ Value clampOffset(ImplicitLocOpBuilder &b, Value offset, Value numRows) {
 /// limits M to 2^31 - 1.
 TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value cachedEnds,
                       Value numExperts, Value numRows, Value slot,
-                      Value rowsMin, Value rowsMax, const GroupedMatmulTile &t,
-                      Value tid) {
-  int64_t tileM = t.tileM;
+                      Value rowsMin, Value rowsMax, int64_t tileM, Value tid) {
   IndexMath m{b};
   Type i32 = b.getI32Type();
   auto c32 = [&](ImplicitLocOpBuilder &nb, int32_t v) -> Value {
@@ -267,38 +261,11 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value cachedEnds,
             arith::AndIOp::create(
                 nb, cmp(nb, arith::CmpIPredicate::sge, rows, min32),
                 cmp(nb, arith::CmpIPredicate::sle, rows, max32)));
-        // ceil(rows / tileM), or without a last partial tile of at most
-        // leaveTail rows (a narrower form's).
-        Value own = arith::DivSIOp::create(nb, sumOf(rows, c32(nb, tileM - 1)),
-                                           c32(nb, tileM));
-        if (t.leaveTail) {
-          Value partial = arith::RemSIOp::create(nb, rows, c32(nb, tileM));
-          own = arith::SubIOp::create(
-              nb, own,
-              arith::ExtUIOp::create(
-                  nb, i32,
-                  arith::AndIOp::create(
-                      nb, cmp(nb, arith::CmpIPredicate::sgt, partial, zero),
-                      cmp(nb, arith::CmpIPredicate::sle, partial,
-                          c32(nb, t.leaveTail)))));
-        }
-        Value tiles = arith::SelectOp::create(nb, eligible, own, zero);
-        // The tail a wider form left: one tile where its partial tile
-        // starts.
-        Value begin = lo;
-        if (int64_t wide = t.takeTailsOf) {
-          Value partial = arith::RemSIOp::create(nb, rows, c32(nb, wide));
-          Value tail = arith::AndIOp::create(
-              nb,
-              arith::AndIOp::create(
-                  nb, valid, cmp(nb, arith::CmpIPredicate::sgt, rows, max32)),
-              arith::AndIOp::create(
-                  nb, cmp(nb, arith::CmpIPredicate::sgt, partial, zero),
-                  cmp(nb, arith::CmpIPredicate::sle, partial, c32(nb, tileM))));
-          tiles = arith::SelectOp::create(nb, tail, c32(nb, 1), tiles);
-          begin = arith::SelectOp::create(
-              nb, tail, arith::SubIOp::create(nb, hi, partial), lo);
-        }
+        Value tiles = arith::SelectOp::create(
+            nb, eligible,
+            arith::DivSIOp::create(nb, sumOf(rows, c32(nb, tileM - 1)),
+                                   c32(nb, tileM)),
+            zero);
         Value upTo = sumOf(prefix(tiles, sumOf), carryTiles);
         Value from = arith::SubIOp::create(nb, upTo, tiles);
         Value hit = arith::AndIOp::create(
@@ -329,7 +296,7 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value cachedEnds,
                     pick(from_(toI32(nb, e), source), iter[2]),
                     pick(arith::SubIOp::create(nb, slot32, from_(from, source)),
                          iter[3]),
-                    pick(from_(begin, source), iter[4]),
+                    pick(from_(lo, source), iter[4]),
                     pick(from_(hi, source), iter[5])});
       });
   auto index = [&](Value v) { return m.toIndex(v); };
@@ -435,8 +402,10 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     nvgpu::TmaPrefetchOp::create(nb, weightsMap, Value());
   });
   // The set-up above overlaps the previous kernel; the offsets and rows are
-  // its outputs.
-  waitForPreviousKernel(b);
+  // its outputs. A GEMM lets the next kernel launch only when it ends:
+  // launched early, the next kernel's CTAs would wait on the SMs beside
+  // this one's for all of its run (3.5 % slower layers at T = 8192).
+  waitForPreviousKernel(b, /*launchDependents=*/false);
   Value cachedEnds = func.getWorkgroupAttributions()[0];
   scf::ForOp::create(
       b, tid,
@@ -456,7 +425,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   // items c, c + gridDim.x, ... A kernel with no eligible expert costs one
   // lookup per CTA.
   Value numTiles = lookUpTile(b, offsets, cachedEnds, numExperts, numRows,
-                              m.c(-1), rowsMin, rowsMax, t, tid)
+                              m.c(-1), rowsMin, rowsMax, t.tileM, tid)
                        .numTiles;
   Value numWork = m.mul(numTiles, numColTiles);
   Value numCTAs = gpu::GridDimOp::create(b, gpu::Dimension::x);
@@ -483,7 +452,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         n.add(firstSlot, arith::RemUIOp::create(nb, inGroup, slotsInGroup));
     Value nTile = arith::DivUIOp::create(nb, inGroup, slotsInGroup);
     TileLookup found = lookUpTile(nb, offsets, cachedEnds, numExperts, numRows,
-                                  slot, rowsMin, rowsMax, t, tid);
+                                  slot, rowsMin, rowsMax, t.tileM, tid);
     return {found.expert,
             n.add(found.rowBegin, n.mul(found.mTile, n.c(t.tileM))),
             found.rowEnd, n.mul(nTile, n.c(tileCols))};

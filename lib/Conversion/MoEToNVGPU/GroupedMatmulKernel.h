@@ -48,11 +48,6 @@ struct GroupedMatmulTile {
   /// The element type (f32 or bf16) of a per-expert bias [E, N] added to
   /// the accumulator before the activation or row scale; null: no bias.
   Type biasType;
-  /// Tail tiles between forms (0: none). An expert's last partial tile of at
-  /// most `leaveTail` rows is left to a narrower form, which computes it
-  /// with less padding; that form (`takeTailsOf` = this form's tileM) takes
-  /// such a tail of every expert with more rows than its own rows_max.
-  int64_t leaveTail = 0, takeTailsOf = 0;
 
   /// Columns of the WGMMA accumulator (its rows are always 64).
   int64_t accumulatorColumns() const { return swapAB ? tileM : tileN; }

@@ -55,15 +55,19 @@ inline void ifThen(ImplicitLocOpBuilder &b, Value cond,
   });
 }
 
-/// Programmatic dependent launch (docs/runtime-contract.md §3): waits until
-/// the kernel before this one on the stream has completed and its writes are
-/// visible, then lets the kernel after this one launch, whose CTAs wait in
+/// Programmatic dependent launch (docs/runtime-contract.md §3.6): waits
+/// until the kernel before this one on the stream has completed and its
+/// writes are visible; then, with `launchDependents`, lets the kernel after
+/// this one launch (else it launches when this one ends), whose CTAs wait in
 /// turn before reading what this one writes. A kernel calls it before its
 /// first read of another kernel's output, in every CTA (completion is then
 /// transitive); launched without the attribute, both are no-ops.
-inline void waitForPreviousKernel(ImplicitLocOpBuilder &b) {
+inline void waitForPreviousKernel(ImplicitLocOpBuilder &b,
+                                  bool launchDependents = true) {
   NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::wait);
-  NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::launch_dependents);
+  if (launchDependents)
+    NVVM::GriddepcontrolOp::create(b,
+                                   NVVM::GridDepActionKind::launch_dependents);
 }
 
 /// 2^x in f32 by `ex2.approx.ftz` (one instruction; the NVVM lowering

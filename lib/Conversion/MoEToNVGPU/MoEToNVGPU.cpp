@@ -299,34 +299,29 @@ buildForms(OpBuilder &builder, gpu::GPUModuleOp kernels, Operation *op,
       addForm(swapABTile(tile, swapRows, swapStages), 1, swapRows);
     }
     // A 128-row tile would be mostly padding for experts of at most 64
-    // rows: they take one warpgroup's 64-row tile instead, and so does the
-    // last partial tile of a bigger expert when it has at most 64 rows.
+    // rows: they take one warpgroup's 64-row tile instead.
     int64_t firstRows = swapRows + 1;
-    GroupedMatmulTile wide = tile;
     if (tile.tileM == 128 && swapRows < 64) {
-      GroupedMatmulTile narrow =
-          tile.withShape(64, tile.tileN, tile.stages, false);
-      narrow.takeTailsOf = 128;
-      wide.leaveTail = 64;
-      addForm(narrow, firstRows, 64);
+      addForm(tile.withShape(64, tile.tileN, tile.stages, false), firstRows,
+              64);
       firstRows = 65;
     }
-    addForm(wide, firstRows, kMaxLaunchRows);
+    addForm(tile, firstRows, kMaxLaunchRows);
   }
   return forms;
 }
 
 /// Reduction sizes from which the swap-AB forms take a deeper pipeline.
-static constexpr int64_t kLongK = 6144;
+static constexpr int64_t kLongK = 8192;
 
 /// Pipeline stages of a swap-AB form reducing over `k` (dynamic: -1 or
 /// ShapedType::kDynamic): `fixed` when the user chose it (> 0), else the
 /// cost model: decode on a long K runs few, long work items (Mixtral's down
 /// projection at T = 1: 128 items of 14336 K for 132 SMs), where 8 stages
 /// keep more bytes in flight per CTA (-7 % for Mixtral's expert MLP at
-/// T = 1, -1.8 % for DeepSeek-V3's at T = 128, gate-up K = 7168); with
-/// shorter K there are more items than SMs, and 4 stages' higher occupancy
-/// wins (Qwen3, K = 2048: +3.7 % at T = 128; bench/RESULTS.md).
+/// T = 1); with shorter K there are more items than SMs, and 4 stages'
+/// higher occupancy wins or ties (DeepSeek-V3's gate-up, K = 7168: +2.5 %
+/// at T = 128 with 8; bench/RESULTS.md).
 static int64_t swapStagesFor(int64_t k, int64_t stages, int64_t fixed) {
   if (fixed > 0)
     return fixed;
