@@ -33,7 +33,7 @@ REPLAYS = 20
 
 def main():
     torch.manual_seed(0)  # the same routing in every run
-    bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))
+    bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, os.environ.get("MOE_LAYER_BUNDLE", "layer.moebundle")))
     for point in sys.argv[3:]:
         name, T = point.split(":")
         T = int(T)

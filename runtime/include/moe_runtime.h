@@ -389,7 +389,7 @@ typedef struct moePermuteArgs {
 /// entry) on `stream` of the current context, in order: the count kernel
 /// (12 parameters) and the index kernel (29) on grid (chunks, 1, 1), one CTA
 /// per `chunk` ids (chunks = ceil(T*k / chunk)), then the gather kernel (24)
-/// on grid (min(T*k, 65535), 1, 1) (grid-stride over the rows; contract
+/// on grid (min(ceil(T*k / 4), 65535), 1, 1) (4 rows per CTA, grid-stride; contract
 /// §3.4).
 /// Validates every argument first (INVALID_ARGUMENT / NOT_FOUND, without
 /// touching the driver; besides the checks listed with moePermuteArgs: the

@@ -40,6 +40,8 @@ inline constexpr int64_t kPermuteChunkQuantum = 32;
 inline constexpr int64_t kMaxPermuteChunk = 65536;
 /// Grid limit of the route.v1 and permute.v2 gather launches (grid-stride).
 inline constexpr int64_t kMaxSimpleGrid = 65535;
+/// Rows of `rows` each CTA of a permute.v2 gather kernel copies.
+inline constexpr int64_t kGatherRowsPerCTA = 4;
 /// Grid limit of the unpermute.v2 launch (grid-stride over the (token,
 /// column block) pairs).
 inline constexpr int64_t kMaxUnpermuteGrid = 1048576; // 2^20

@@ -846,8 +846,8 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
     return status;
 
   // One CTA per chunk of ids counts them by expert, then one CTA per chunk
-  // ranks them (CTA 0 also writes the offsets); then one CTA per row,
-  // grid-stride beyond 65535. chunks < 2^31 as N is.
+  // ranks them (CTA 0 also writes the offsets); then one CTA per 4 rows,
+  // grid-stride beyond 65535 CTAs. chunks < 2^31 as N is.
   const PermuteWorkspace w = permuteWorkspace(entry, rowsCount);
   const uint64_t sources = a.workspace, counts = a.workspace + w.counts;
   const int64_t countsSize = w.chunks * entry.experts;
@@ -862,7 +862,8 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
   index.kernel = 1;
   index.gridX = w.chunks;
   gather.kernel = 2;
-  gather.gridX = std::min(rowsCount, kMaxSimpleGrid);
+  gather.gridX = std::min(
+      (rowsCount + kGatherRowsPerCTA - 1) / kGatherRowsPerCTA, kMaxSimpleGrid);
   // count kernel: ids [T, k], counts [chunks * E];
   // index kernel: ids [T, k], counts [chunks * E], offsets [E + 1],
   // slots [T, k], sources [N];

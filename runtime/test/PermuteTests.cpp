@@ -3,10 +3,10 @@
 // Every argument check of contract §3.4 (permute.v2), then what a valid call
 // hands the (fake) driver: three launches, in order, on the caller's stream:
 // the count kernel and the index kernel on grid (chunks, 1, 1), one CTA per
-// `chunk` ids, then the gather kernel on grid (min(T*k, 65535), 1, 1), with
-// their exact 12, 29 and 24 parameters (the sources and counts carved from
-// the workspace), and nothing else. The entries are those of permuteBundle()
-// (TestBundles.h).
+// `chunk` ids, then the gather kernel on grid (min(ceil(T*k / 4), 65535), 1,
+// 1), with their exact 12, 29 and 24 parameters (the sources and counts carved
+// from the workspace), and nothing else. The entries are those of
+// permuteBundle() (TestBundles.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -232,17 +232,19 @@ TEST(permuteLaunchesPerContract) {
     fail(__FILE__, __LINE__, moeLastErrorMessage());
     return;
   }
-  // perm: k = 8, chunks of 4096 ids; the gather grid is capped at 65535.
+  // perm: k = 8, chunks of 4096 ids; the gather kernel copies 4 rows per
+  // CTA, its grid capped at 65535.
   struct {
     int64_t tokens;
     unsigned chunks, gather;
-  } permGrids[] = {{1, 1, 8},
-                   {511, 1, 4088},
-                   {512, 1, 4096},  // N = chunk
-                   {513, 2, 4104},  // N = chunk + 8: a second chunk
-                   {1000, 2, 8000}, // several chunks
-                   {8191, 16, 65528},
-                   {8192, 16, 65535}, // 65536 rows: capped, grid-stride
+  } permGrids[] = {{1, 1, 2},
+                   {511, 1, 1022},
+                   {512, 1, 1024},  // N = chunk
+                   {513, 2, 1026},  // N = chunk + 8: a second chunk
+                   {1000, 2, 2000}, // several chunks
+                   {8191, 16, 16382},
+                   {32767, 64, 65534},
+                   {32768, 64, 65535}, // 262144 rows: capped, grid-stride
                    {kMax / 8, 524288, 65535}};
   for (const auto &g : permGrids)
     checkPermute(bundle, kPerm, perm(g.tokens), g.chunks, g.gather);
@@ -252,22 +254,22 @@ TEST(permuteLaunchesPerContract) {
   a.slots += 4;
   a.ids += 4;
   a.workspace += 256;
-  checkPermute(bundle, kPerm32, a, 1, 2);
+  checkPermute(bundle, kPerm32, a, 1, 1);
   struct {
     int64_t tokens;
     unsigned chunks;
   } perm32Grids[] = {{15, 1}, {16, 1}, {17, 2}, {48, 3}, {49, 4}, {4096, 256}};
   for (const auto &g : perm32Grids)
     checkPermute(bundle, kPerm32, perm32(g.tokens, 7168), g.chunks,
-                 unsigned(2 * g.tokens));
+                 unsigned((2 * g.tokens + 3) / 4));
   // wide: k = 1, so N = T: chunk - 1, chunk and chunk + 1 ids; at most
   // 2^31 - 1 ids in 32768 chunks of 65536.
   struct {
     int64_t tokens;
     unsigned chunks, gather;
   } wideGrids[] = {
-      {3, 1, 3},         {65535, 1, 65535},         {65536, 1, 65535},
-      {65537, 2, 65535}, {65536 * 5 + 7, 6, 65535}, {kMax, 32768, 65535}};
+      {3, 1, 1},         {65535, 1, 16384},         {65536, 1, 16384},
+      {65537, 2, 16385}, {65536 * 5 + 7, 6, 65535}, {kMax, 32768, 65535}};
   for (const auto &g : wideGrids)
     checkPermute(bundle, kWide, perm32(g.tokens, 8), g.chunks, g.gather);
   moeBundleClose(bundle);
@@ -572,7 +574,7 @@ TEST(permuteLoadsAndFails) {
   gpu.launchResult = 719;
   CHECK_STATUS(permute(bundle, "perm", perm(5)), MOE_STATUS_CUDA_ERROR,
                "moePermute: cuLaunchKernelEx('moe_permute_gather_off64' of "
-               "entry 'perm', grid (40, 1, 1), block (128, 1, 1), smem 0, "
+               "entry 'perm', grid (10, 1, 1), block (128, 1, 1), smem 0, "
                "programmatic stream serialization; 2 of 3 launches already "
                "issued) failed: CUresult 719");
   CHECK_EQ(gpu.launches.size(), size_t(9));

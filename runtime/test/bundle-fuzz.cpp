@@ -251,8 +251,10 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   memref1D(words, count, sources, n);
   memref1D(words, count, args.offsets, entry.experts + 1);
   memref2D(words, count, args.rows, n, args.hidden);
-  checkSimpleLaunch(launchesBefore, kernels[2], n < 65535 ? n : 65535, words,
-                    count, 3, 1);
+  const int64_t gatherCTAs = (n + 3) / 4;
+  checkSimpleLaunch(launchesBefore, kernels[2],
+                    gatherCTAs < 65535 ? gatherCTAs : 65535, words, count, 3,
+                    1);
 }
 
 /// Declares to the fake how many parameters each kernel of `entry` takes

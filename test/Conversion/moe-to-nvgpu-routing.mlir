@@ -33,7 +33,7 @@
 // index kernel (each expert's total and its ids in earlier chunks, a warp
 // scan to offsets, then the chunk's stable ranks by match.any over 4 rounds
 // of 32 per warp and a [warp][expert] table across warps) and a gather
-// kernel (one CTA per row, zeros past offsets[E]).
+// kernel (one CTA per 4 rows, loads before stores, zeros past offsets[E]).
 // CHECK: gpu.func @moe_permute_count_e128_k8(%{{.*}}: memref<?x?xi32>, %{{.*}}: memref<?xi32>) workgroup(%{{.*}} : memref<128xi32, #gpu.address_space<workgroup>>)
 // CHECK: memref.atomic_rmw addi
 // CHECK: gpu.func @moe_permute_index_e128_k8_off64(%{{.*}}: memref<?x?xi32>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xi64>, %{{.*}}: memref<?xi32>) workgroup(%{{.*}} : memref<128xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<128xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<4096xi32, #gpu.address_space<workgroup>>)

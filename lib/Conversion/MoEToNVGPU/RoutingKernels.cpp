@@ -834,36 +834,46 @@ mlir::moe::buildPermuteGatherKernel(OpBuilder &builder, Location loc,
   Value filled = m.toIndex(m.load(offsets, ValueRange{numExperts}));
   Value zeros = arith::ConstantOp::create(
       b, DenseElementsAttr::get(chunkType, b.getZeroAttr(bf16)));
-  // One CTA per row (grid-stride): its token's row, or zeros past the
-  // filled rows (dropped ids), 16 bytes per thread.
+  // One CTA per kGatherRows rows (grid-stride over the groups): each row
+  // is its token's row, or zeros past the filled rows (dropped ids); 16
+  // bytes per thread, the group's loads issued before its stores.
+  Value groups = m.ceilDiv(numRows, kGatherRows);
   scf::ForOp::create(
-      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), numRows,
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), groups,
       gpu::GridDimOp::create(b, gpu::Dimension::x), ValueRange{},
-      [&](OpBuilder &nested, Location l, Value r, ValueRange) {
+      [&](OpBuilder &nested, Location l, Value group, ValueRange) {
         ImplicitLocOpBuilder nb(l, nested);
         IndexMath n{nb};
-        Value has = n.lt(r, filled);
-        Value source = n.toIndex(n.load(
-            sources, ValueRange{arith::SelectOp::create(nb, has, r, n.c(0))}));
+        SmallVector<Value> row, exists, has, source;
+        for (int64_t i = 0; i < kGatherRows; ++i) {
+          row.push_back(n.add(n.mul(group, n.c(kGatherRows)), n.c(i)));
+          exists.push_back(n.lt(row[i], numRows));
+          has.push_back(n.lt(row[i], filled));
+          // A row without a token reads token 0 (T >= 1) and stores zeros.
+          source.push_back(arith::SelectOp::create(
+              nb, has[i],
+              n.toIndex(n.load(sources, ValueRange{arith::SelectOp::create(
+                                            nb, has[i], row[i], n.c(0))})),
+              n.c(0)));
+        }
         scf::ForOp::create(
             nb, n.mul(tid, n.c(kVector)), hidden,
             n.c(kRoutingThreads * kVector), ValueRange{},
             [&](OpBuilder &inner, Location il, Value col, ValueRange) {
               ImplicitLocOpBuilder ib(il, inner);
-              auto value = scf::IfOp::create(
-                  ib, has,
-                  [&](OpBuilder &tb, Location tl) {
-                    Value v = vector::LoadOp::create(
-                        tb, tl, chunkType, tokens, ValueRange{source, col},
-                        /*nontemporal=*/false, llvm::Align(16));
-                    scf::YieldOp::create(tb, tl, ValueRange{v});
-                  },
-                  [&](OpBuilder &eb, Location el) {
-                    scf::YieldOp::create(eb, el, ValueRange{zeros});
-                  });
-              vector::StoreOp::create(ib, value.getResult(0), rows,
-                                      ValueRange{r, col},
-                                      /*nontemporal=*/false, llvm::Align(16));
+              SmallVector<Value> values;
+              for (int64_t i = 0; i < kGatherRows; ++i)
+                values.push_back(vector::LoadOp::create(
+                    ib, chunkType, tokens, ValueRange{source[i], col},
+                    /*nontemporal=*/false, llvm::Align(16)));
+              for (int64_t i = 0; i < kGatherRows; ++i) {
+                Value v = arith::SelectOp::create(ib, has[i], values[i], zeros);
+                ifThen(ib, exists[i], [&](ImplicitLocOpBuilder &sb) {
+                  vector::StoreOp::create(sb, v, rows, ValueRange{row[i], col},
+                                          /*nontemporal=*/false,
+                                          llvm::Align(16));
+                });
+              }
               scf::YieldOp::create(ib);
             });
         scf::YieldOp::create(nb);

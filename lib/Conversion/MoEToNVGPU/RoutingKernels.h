@@ -37,10 +37,12 @@ struct UnpermuteKernelSpec {
 /// kPermuteChunk flattened ids, one CTA of kPermuteIndexThreads per chunk: a
 /// count kernel (each chunk's per-expert counts), an index kernel (offsets,
 /// and each chunk's stable slots and rows' source tokens, placed after the
-/// earlier chunks' ids) and a gather kernel (one CTA per row).
+/// earlier chunks' ids) and a gather kernel (one CTA per kGatherRows rows).
 inline constexpr int64_t kPermuteIndexThreads = 1024;
 /// Ids per chunk: each warp ranks 4 rounds of 32.
 inline constexpr int64_t kPermuteChunk = kPermuteIndexThreads * 4;
+/// Rows each CTA of the gather kernel copies (docs/runtime-contract.md §3.4).
+inline constexpr int64_t kGatherRows = 4;
 struct PermuteKernelSpec {
   int64_t experts = 0, topK = 0;
   int64_t offsetBits = 64;
