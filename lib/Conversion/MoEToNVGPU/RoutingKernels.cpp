@@ -127,14 +127,23 @@ MemRefType dynamic2D(Type element) {
   return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, element);
 }
 
-/// A kernel of kRoutingThreads threads taking `args`; the builder is left
-/// at the start of its body.
+/// A kernel of `threads` threads taking `args`, with `shared` i32 arrays of
+/// static shared memory; the builder is left in its body after its wait for
+/// the previous kernel.
 gpu::GPUFuncOp createKernel(ImplicitLocOpBuilder &b, StringRef name,
-                            ArrayRef<Type> args) {
-  auto func = gpu::GPUFuncOp::create(b, name, b.getFunctionType(args, {}));
+                            ArrayRef<Type> args,
+                            int64_t threads = kRoutingThreads,
+                            ArrayRef<int64_t> shared = {}) {
+  auto smem =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  SmallVector<Type> attributions;
+  for (int64_t size : shared)
+    attributions.push_back(MemRefType::get({size}, b.getI32Type(),
+                                           MemRefLayoutAttrInterface(), smem));
+  auto func = gpu::GPUFuncOp::create(b, name, b.getFunctionType(args, {}),
+                                     attributions);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({int32_t(kRoutingThreads), 1, 1}));
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
   b.setInsertionPointToStart(&func.getBody().front());
   waitForPreviousKernel(b);
   return func;
@@ -536,27 +545,6 @@ struct PermuteChunk {
   }
 };
 
-/// A permutation kernel of kPermuteIndexThreads threads with `shared` i32
-/// arrays of static shared memory; the builder is left after its wait for
-/// the previous kernel.
-gpu::GPUFuncOp createPermuteKernel(ImplicitLocOpBuilder &b, StringRef name,
-                                   ArrayRef<Type> args,
-                                   ArrayRef<int64_t> shared) {
-  auto smem =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  SmallVector<Type> attributions;
-  for (int64_t size : shared)
-    attributions.push_back(MemRefType::get({size}, b.getI32Type(),
-                                           MemRefLayoutAttrInterface(), smem));
-  auto func = gpu::GPUFuncOp::create(b, name, b.getFunctionType(args, {}),
-                                     attributions);
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({int32_t(kPermuteIndexThreads), 1, 1}));
-  b.setInsertionPointToStart(&func.getBody().front());
-  waitForPreviousKernel(b);
-  return func;
-}
 } // namespace
 
 gpu::GPUFuncOp
@@ -567,10 +555,10 @@ mlir::moe::buildPermuteCountKernel(OpBuilder &builder, Location loc,
   builder.setInsertionPointToEnd(&module.getBodyRegion().front());
   ImplicitLocOpBuilder b(loc, builder);
   Type i32 = b.getI32Type();
-  auto func = createPermuteKernel(
+  auto func = createKernel(
       b, spec.countKernelName(),
       {dynamic2D(i32), MemRefType::get({ShapedType::kDynamic}, i32)},
-      {spec.experts});
+      kPermuteIndexThreads, {spec.experts});
   Value counts = func.getWorkgroupAttributions()[0];
   IndexMath m{b};
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
@@ -600,12 +588,12 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
           warps = threads / 32;
   // Static shared memory: per-expert totals, starts, and a [warp][expert]
   // table of the chunk's counts, then starts.
-  auto func = createPermuteKernel(
+  auto func = createKernel(
       b, spec.indexKernelName(),
       {dynamic2D(i32), MemRefType::get({ShapedType::kDynamic}, i32),
        MemRefType::get({ShapedType::kDynamic}, offsetType),
        dynamic2D(offsetType), MemRefType::get({ShapedType::kDynamic}, i32)},
-      {experts, experts, warps * experts});
+      threads, {experts, experts, warps * experts});
   Value ids = func.getArgument(0), chunkCounts = func.getArgument(1),
         offsets = func.getArgument(2), slots = func.getArgument(3),
         sources = func.getArgument(4);
