@@ -70,6 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   OwningOpRef<ModuleOp> gpuModule = module->clone();
   PassManager gpuPm(&context);
   gpuPm.addPass(moe::createMoEFuseExperts());
+  gpuPm.addPass(moe::createMoEFuseLayer());
   gpuPm.addPass(moe::createMoESwapAB());
   gpuPm.addPass(moe::createConvertMoEToNVGPU());
   gpuPm.addPass(moe::createMoEExtractDeviceCode());

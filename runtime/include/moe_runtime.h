@@ -389,15 +389,14 @@ typedef struct moePermuteArgs {
 /// entry) on `stream` of the current context, in order: the count kernel
 /// (12 parameters) and the index kernel (29) on grid (chunks, 1, 1), one CTA
 /// per `chunk` ids (chunks = ceil(T*k / chunk)), then the gather kernel (24)
-/// on grid (min(ceil(T*k / 4), 65535), 1, 1) (4 rows per CTA, grid-stride; contract
-/// §3.4).
-/// Validates every argument first (INVALID_ARGUMENT / NOT_FOUND, without
-/// touching the driver; besides the checks listed with moePermuteArgs: the
-/// bytes of tokens and rows within int64), then loads the bundle if needed
-/// (see moeBundleLoad). The contents of `ids` are not read on the host. No
-/// host synchronisation, allocation or copy: capturable in a CUDA graph once
-/// the bundle is loaded. Thread-safe. An error of a later launch says how
-/// many were issued.
+/// on grid (min(ceil(T*k / 4), 65535), 1, 1) (4 rows per CTA, grid-stride;
+/// contract §3.4). Validates every argument first (INVALID_ARGUMENT /
+/// NOT_FOUND, without touching the driver; besides the checks listed with
+/// moePermuteArgs: the bytes of tokens and rows within int64), then loads the
+/// bundle if needed (see moeBundleLoad). The contents of `ids` are not read on
+/// the host. No host synchronisation, allocation or copy: capturable in a CUDA
+/// graph once the bundle is loaded. Thread-safe. An error of a later launch
+/// says how many were issued.
 MOE_API moeStatus moePermute(moeBundle *bundle, const char *entry,
                              const moePermuteArgs *args, void *stream);
 
