@@ -468,5 +468,28 @@ LogicalResult LayerOp::verifyRegions() {
   return success();
 }
 
+std::optional<LayerChain> mlir::moe::getLayerChain(LayerOp layer) {
+  Block &body = layer.getBody().front();
+  auto ops =
+      llvm::to_vector(llvm::make_pointer_range(body.without_terminator()));
+  if (ops.size() != 4)
+    return std::nullopt;
+  LayerChain chain{dyn_cast<RouteOp>(ops[0]), dyn_cast<PermuteOp>(ops[1]),
+                   dyn_cast<ExpertMLPOp>(ops[2]),
+                   dyn_cast<UnpermuteOp>(ops[3])};
+  if (!chain.route || !chain.permute || !chain.mlp || !chain.combine)
+    return std::nullopt;
+  if (chain.permute.getExpertIds() != chain.route.getExpertIds() ||
+      chain.mlp.getRows() != chain.permute.getRows() ||
+      chain.mlp.getOffsets() != chain.permute.getOffsets() ||
+      chain.combine.getRows() != chain.mlp.getResult() ||
+      chain.combine.getSlots() != chain.permute.getSlots() ||
+      chain.combine.getWeights() != chain.route.getWeights() ||
+      cast<YieldOp>(body.getTerminator()).getValue() !=
+          chain.combine.getResult())
+    return std::nullopt;
+  return chain;
+}
+
 #define GET_OP_CLASSES
 #include "MoE/Dialect/MoEOps.cpp.inc"

@@ -102,19 +102,23 @@ struct MoEExtractDeviceCodePass
     entry.set("name", b.getStringAttr(name));
     entry.set("op", b.getStringAttr(layer->getName().getStringRef()));
     entry.set("kernels", b.getArrayAttr({}));
-    for (Operation &op : layer.getBody().front().without_terminator()) {
-      Attribute launch = op.getAttr(moe::kLaunchAttr);
-      StringRef role = isa<moe::RouteOp>(op)       ? "route"
-                       : isa<moe::PermuteOp>(op)   ? "permute"
-                       : isa<moe::UnpermuteOp>(op) ? "unpermute"
-                                                   : "";
-      if (!launch || (role.empty() && !isa<moe::ExpertMLPOp>(op)))
-        return op.emitOpError("is a part of a moe.layer that has no layer.v1 "
-                              "kernels");
-      // The expert MLP's parts keep their names: gate_up and down.
+    std::optional<moe::LayerChain> chain = moe::getLayerChain(layer);
+    if (!chain)
+      return layer.emitOpError("has no layer.v1 kernels: its body is not "
+                               "the chain --moe-fuse-layer builds");
+    // The parts' entries: `<name>_<role>`; the expert MLP's two keep their
+    // part names, gate_up and down.
+    std::pair<StringRef, Operation *> parts[] = {{"route", chain->route},
+                                                 {"permute", chain->permute},
+                                                 {"", chain->mlp},
+                                                 {"unpermute", chain->combine}};
+    for (auto [role, op] : parts) {
+      Attribute launch = op->getAttr(moe::kLaunchAttr);
       std::string partName = (name + (role.empty() ? "" : "_" + role)).str();
-      if (failed(describeOp(b, &op, partName, launch, out)))
-        return failure();
+      if (!launch || failed(describeOp(b, op, partName, launch, out)))
+        return launch ? failure()
+                      : op->emitOpError("is a part of a moe.layer without "
+                                        "GPU kernels");
       if (role.empty()) {
         entry.set("gate_up", b.getStringAttr(partName + "_gate_up"));
         entry.set("down", b.getStringAttr(partName + "_down"));

@@ -29,6 +29,20 @@ inline constexpr float kGptOssLimit = 7.0f;
 namespace mlir::moe {
 /// Largest finite value of an FP8 element type (448 for e4m3, 57344 for e5m2).
 double getMaxFiniteFP8(Type elementType);
+
+/// The ops of a layer whose body is the chain --moe-fuse-layer builds (and
+/// the runtime's layer.v1 launches): route -> permute -> expert_mlp ->
+/// unpermute, the route's ids into the permute, its rows and offsets into
+/// the expert MLP, whose result the unpermute combines with the permute's
+/// slots and the route's weights, yielded.
+struct LayerChain {
+  RouteOp route;
+  PermuteOp permute;
+  ExpertMLPOp mlp;
+  UnpermuteOp combine;
+};
+/// `layer`'s chain, or std::nullopt when its body is anything else.
+std::optional<LayerChain> getLayerChain(LayerOp layer);
 } // namespace mlir::moe
 
 #endif // MOE_DIALECT_MOEDIALECT_H

@@ -113,36 +113,17 @@ static std::string unsupportedReason(UnpermuteOp op) {
 }
 
 /// Why the runtime's layer.v1 cannot launch `op`, or an empty string: it
-/// runs exactly route -> permute -> expert_mlp -> unpermute (the form
-/// --moe-fuse-layer builds), with the routing weight in the combine.
+/// runs exactly the chain --moe-fuse-layer builds, with the routing weight
+/// in the combine.
 static std::string unsupportedReason(LayerOp op) {
-  Block &body = op.getBody().front();
-  auto ops =
-      llvm::to_vector(llvm::make_pointer_range(body.without_terminator()));
-  RouteOp route;
-  PermuteOp permute;
-  ExpertMLPOp mlp;
-  UnpermuteOp combine;
-  if (ops.size() == 4) {
-    route = dyn_cast<RouteOp>(ops[0]);
-    permute = dyn_cast<PermuteOp>(ops[1]);
-    mlp = dyn_cast<ExpertMLPOp>(ops[2]);
-    combine = dyn_cast<UnpermuteOp>(ops[3]);
-  }
-  if (!route || !permute || !mlp || !combine)
+  std::optional<LayerChain> chain = getLayerChain(op);
+  if (!chain)
     return "the body must be moe.route, moe.permute, moe.expert_mlp and "
-           "moe.unpermute, in that order";
-  if (permute.getExpertIds() != route.getExpertIds() ||
-      mlp.getRows() != permute.getRows() ||
-      mlp.getOffsets() != permute.getOffsets() ||
-      combine.getRows() != mlp.getResult() ||
-      combine.getSlots() != permute.getSlots() ||
-      combine.getWeights() != route.getWeights() ||
-      cast<YieldOp>(body.getTerminator()).getValue() != combine.getResult())
-    return "the body must chain route's ids into the permute, its rows and "
-           "offsets into the expert MLP, whose rows the unpermute combines "
-           "with the permute's slots and the route's weights, and yield that";
-  if (mlp.getRowScale())
+           "moe.unpermute, in that order, the route's ids into the permute, "
+           "its rows and offsets into the expert MLP, whose rows the "
+           "unpermute combines with the permute's slots and the route's "
+           "weights, yielded";
+  if (chain->mlp.getRowScale())
     return "the expert MLP must not scale its rows (the combine applies the "
            "routing weight)";
   return "";
@@ -329,11 +310,6 @@ static int64_t swapStagesFor(int64_t k, int64_t stages, int64_t fixed) {
                                                   : stages;
 }
 
-/// K of weights [E, N, K].
-static int64_t reductionSize(Value weights) {
-  return cast<RankedTensorType>(weights.getType()).getDimSize(2);
-}
-
 /// `tile` with `epilogue` and the element type of `bias` (null: none).
 static GroupedMatmulTile epilogueTile(GroupedMatmulTile tile, Epilogue epilogue,
                                       Value bias) {
@@ -473,7 +449,12 @@ struct ConvertMoEToNVGPUPass
           << "' yet (sm_90a only)";
       return signalPassFailure();
     }
-    GroupedMatmulTile tile{tileM, tileN, tileK, stages, swapAB};
+    GroupedMatmulTile tile;
+    tile.tileM = tileM;
+    tile.tileN = tileN;
+    tile.tileK = tileK;
+    tile.stages = stages;
+    tile.swapAB = swapAB;
     if (failed(verifyTile(module, tile)))
       return signalPassFailure();
     if (swapABStages < 0) {
@@ -531,21 +512,28 @@ struct ConvertMoEToNVGPUPass
           gpu::GPUModuleOp::create(builder, module.getLoc(), kKernelModuleName);
     }
     for (Operation *op : ops) {
-      if (auto matmul = dyn_cast<GroupedMatmulOp>(op)) {
-        Value offsets = matmul.getOffsets();
+      // The kernels of one GEMM of `op` and its moe.launch.
+      auto gemmLaunch = [&](Value rows, Value weights, Value offsets,
+                            const GroupedMatmulTile &withEpilogue,
+                            StringRef part = "") {
         Type offsetType =
             cast<RankedTensorType>(offsets.getType()).getElementType();
-        GroupedMatmulTile withEpilogue = epilogueTile(
-            tile, matmul.getRowScale() ? Epilogue::RowScale : Epilogue::Store,
-            matmul.getBias());
-        auto forms =
-            buildForms(builder, kernels, op, withEpilogue,
-                       swapStagesFor(reductionSize(matmul.getWeights()),
-                                     tile.stages, fixedSwapStages),
-                       offsetType);
-        op->setAttr(kLaunchAttr,
-                    launchInfo(builder, matmul.getRows(), matmul.getWeights(),
-                               offsets, withEpilogue, forms));
+        int64_t k = cast<RankedTensorType>(weights.getType()).getDimSize(2);
+        auto forms = buildForms(builder, kernels, op, withEpilogue,
+                                swapStagesFor(k, tile.stages, fixedSwapStages),
+                                offsetType);
+        return launchInfo(builder, rows, weights, offsets, withEpilogue, forms,
+                          part);
+      };
+      if (auto matmul = dyn_cast<GroupedMatmulOp>(op)) {
+        op->setAttr(
+            kLaunchAttr,
+            gemmLaunch(matmul.getRows(), matmul.getWeights(),
+                       matmul.getOffsets(),
+                       epilogueTile(tile,
+                                    matmul.getRowScale() ? Epilogue::RowScale
+                                                         : Epilogue::Store,
+                                    matmul.getBias())));
         continue;
       }
       if (auto route = dyn_cast<RouteOp>(op)) {
@@ -563,8 +551,8 @@ struct ConvertMoEToNVGPUPass
       // A layer launches its parts' kernels; --moe-extract-device-code
       // names the parts in its entry.
       if (auto layer = dyn_cast<LayerOp>(op)) {
-        auto route = cast<RouteOp>(layer.getBody().front().front());
-        auto logits = cast<RankedTensorType>(route.getLogits().getType());
+        auto logits = cast<RankedTensorType>(
+            getLayerChain(layer)->route.getLogits().getType());
         op->setAttr(
             kLaunchAttr,
             builder.getDictionaryAttr(
@@ -578,9 +566,6 @@ struct ConvertMoEToNVGPUPass
       // [M, 2I] intermediate never leaves registers), then the down GEMM
       // adds its bias and applies the routing weight in its epilogue.
       auto mlp = cast<ExpertMLPOp>(op);
-      Value offsets = mlp.getOffsets();
-      Type offsetType =
-          cast<RankedTensorType>(offsets.getType()).getElementType();
       GroupedMatmulTile gateUp =
           epilogueTile(tile, Epilogue::SwiGLU, mlp.getGateUpBias());
       if (mlp.getActivation() == GatedActivation::gptoss) {
@@ -591,23 +576,12 @@ struct ConvertMoEToNVGPUPass
       GroupedMatmulTile down = epilogueTile(
           tile, mlp.getRowScale() ? Epilogue::RowScale : Epilogue::Store,
           mlp.getDownBias());
-      auto gateUpForms =
-          buildForms(builder, kernels, op, gateUp,
-                     swapStagesFor(reductionSize(mlp.getGateUpWeights()),
-                                   tile.stages, fixedSwapStages),
-                     offsetType);
-      auto downForms =
-          buildForms(builder, kernels, op, down,
-                     swapStagesFor(reductionSize(mlp.getDownWeights()),
-                                   tile.stages, fixedSwapStages),
-                     offsetType);
-      op->setAttr(
-          kLaunchAttr,
-          builder.getArrayAttr(
-              {launchInfo(builder, mlp.getRows(), mlp.getGateUpWeights(),
-                          offsets, gateUp, gateUpForms, "gate_up"),
-               launchInfo(builder, mlp.getRows(), mlp.getDownWeights(), offsets,
-                          down, downForms, "down")}));
+      op->setAttr(kLaunchAttr,
+                  builder.getArrayAttr(
+                      {gemmLaunch(mlp.getRows(), mlp.getGateUpWeights(),
+                                  mlp.getOffsets(), gateUp, "gate_up"),
+                       gemmLaunch(mlp.getRows(), mlp.getDownWeights(),
+                                  mlp.getOffsets(), down, "down")}));
     }
   }
 };

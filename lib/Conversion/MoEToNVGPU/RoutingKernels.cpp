@@ -532,9 +532,12 @@ struct PermuteChunk {
         b, m.add(base, tid), end, m.c(kPermuteIndexThreads), ValueRange{},
         [&](OpBuilder &nested, Location l, Value f, ValueRange) {
           ImplicitLocOpBuilder nb(l, nested);
-          auto [e, inRange] = expertOf(
+          // (expert, in range), not a structured binding: the lambda below
+          // captures the expert.
+          std::pair<Value, Value> id = expertOf(
               nb, f, arith::ConstantIntOp::create(nb, nb.getI1Type(), 1));
-          ifThen(nb, inRange, [&](ImplicitLocOpBuilder &ib) {
+          Value e = id.first;
+          ifThen(nb, id.second, [&](ImplicitLocOpBuilder &ib) {
             memref::AtomicRMWOp::create(ib, arith::AtomicRMWKind::addi,
                                         i32Constant(ib, 1), counts,
                                         ValueRange{IndexMath{ib}.toIndex(e)});
