@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""A/B of whole-layer bundles on the same data, in one process: each
+bundle's layer is first checked against `reference` (float32, output
+poisoned), then captured in a CUDA graph; the graphs are timed in
+alternating rounds (medians), and one replay of each is profiled per
+kernel (CUPTI through torch.profiler, programmatic dependent launch off so
+that kernels do not overlap).
+
+    python3 bench/ab_layer.py ARTIFACTS SHARED a.moebundle,b.moebundle model:T ...
+
+e.g. `qwen3_30b_a3b:1 deepseek_v3:128`. The first bundle is the baseline of
+the printed ratios.
+"""
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+import torch
+
+ARTIFACTS = os.path.abspath(sys.argv[1])
+PEERS = os.path.abspath(sys.argv[2])
+sys.path[:0] = [ARTIFACTS, PEERS]
+os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
+import moe_runtime  # noqa: E402
+from peers import SHAPES, bench, reference  # noqa: E402
+
+NAMES = {"mixtral_8x7b": "mixtral-8x7b", "qwen3_30b_a3b": "qwen3-30b-a3b",
+         "olmoe_1b_7b": "olmoe-1b-7b", "deepseek_v3": "deepseek-v3",
+         "gpt_oss_120b": "gpt-oss-120b"}
+ROUNDS = 5
+PROFILED_REPLAYS = 10
+
+
+def kernel_times(graph):
+    """Median µs per replay of each kernel of `graph`."""
+    os.environ["MOE_RUNTIME_PDL"] = "0"
+    times = defaultdict(list)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(PROFILED_REPLAYS):
+            graph.replay()
+        torch.cuda.synchronize()
+    os.environ.pop("MOE_RUNTIME_PDL")
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            times[event.name].append(event.device_time)
+    return {name: statistics.median(v) * len(v) / PROFILED_REPLAYS for name, v in times.items()}
+
+
+def main():
+    names = sys.argv[3].split(",")
+    bundles = [moe_runtime.Bundle(os.path.join(ARTIFACTS, n)) for n in names]
+    failed = 0
+    for point in sys.argv[4:]:
+        name, T = point.split(":")
+        T = int(T)
+        model = NAMES[name]
+        H, I, E, k = SHAPES[model]
+        torch.manual_seed(T)
+        dev = "cuda"
+        x = torch.randn(T, H, device=dev).to(torch.bfloat16)
+        logits = torch.randn(T, E, device=dev)
+        w13 = (torch.randn(E, 2 * I, H, device=dev) * H ** -0.5).to(torch.bfloat16)
+        w2 = (torch.randn(E, H, I, device=dev) * I ** -0.5).to(torch.bfloat16)
+        bias = torch.randn(E, device=dev) * 0.1 if model == "deepseek-v3" else None
+        gptoss = model == "gpt-oss-120b"
+        b13 = torch.randn(E, 2 * I, device=dev).to(torch.bfloat16) * 0.1 if gptoss else None
+        b2 = torch.randn(E, H, device=dev) * 0.1 if gptoss else None
+        want = reference(model, x.float(), logits, w13.float(), w2.float(), b13=b13,
+                         b2=b2, score_bias=bias).float()
+        graphs = []
+        for label, bundle in zip(names, bundles):
+            out = torch.full((T, H), float("nan"), device=dev, dtype=torch.bfloat16)
+            workspace = torch.full((bundle.layer_workspace_bytes(name, T, H, I),), 0xFF,
+                                   device=dev, dtype=torch.uint8)
+
+            def call(bundle=bundle, out=out, workspace=workspace):
+                bundle.layer(name, x, logits, w13, w2, score_bias=bias, gate_up_bias=b13,
+                             down_bias=b2, out=out, workspace=workspace)
+
+            call()
+            torch.cuda.synchronize()
+            err = ((out.float() - want).norm() / want.norm()).item()
+            ok = err <= 1e-2
+            failed += not ok
+            print(f"{name} T={T} {label}: rel L2 {err:.2e} {'ok' if ok else 'FAILED'}")
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                call()
+            graphs.append(graph)
+        medians = [[] for _ in graphs]
+        for _ in range(ROUNDS):
+            for i, graph in enumerate(graphs):
+                medians[i].append(bench(graph.replay, graphable=False)[0])
+        base = statistics.median(medians[0])
+        for label, graph, values in zip(names, graphs, medians):
+            ms = statistics.median(values)
+            kernels = kernel_times(graph)
+            gemms = "  ".join(f"{t:.1f}" for n, t in kernels.items() if "grouped_matmul" in n)
+            print(f"  {label:28s} {ms * 1000:9.1f} us  {base / ms:.3f}x  "
+                  f"kernels {sum(kernels.values()):.1f} us, GEMMs {gemms}")
+        del w13, w2, graphs
+        torch.cuda.empty_cache()
+    print(f"{failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
