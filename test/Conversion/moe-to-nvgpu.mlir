@@ -12,14 +12,14 @@
 // CHECK: memref.global @moe_dynamic_smem : memref<0xi8, #gpu.address_space<workgroup>> {alignment = 1024 : i64}
 // The ABI of docs/runtime-contract.md: tensor maps (by value once
 // moe-finalize-kernel-abi ran), offsets, out, K, rows_min, rows_max.
-// CHECK: gpu.func @grouped_matmul_bf16_64x128x64_s2_off64(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %[[MIN:.*]]: i32, %[[MAX:.*]]: i32) workgroup(%[[ENDS:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>) kernel
+// CHECK: gpu.func @grouped_matmul_bf16_64x128x64_s2_off64(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %[[MIN:.*]]: i32, %[[MAX:.*]]: i32) workgroup(%[[ENDS:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[TILES:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>) kernel
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK-SAME: moe.dynamic_shared_bytes = 57344
 // CHECK-SAME: moe.swap_ab = false
 // CHECK-SAME: moe.tensor_map_args = array<i64: 0, 1>
 // CHECK-SAME: moe.tile = array<i64: 64, 128, 64, 2>
-// Once per CTA: mbarriers, then the number of tiles of the eligible
-// experts (a scan over the experts, below).
+// Once per CTA: mbarriers, then the tile table of the eligible experts
+// (below).
 // CHECK-COUNT-2: nvgpu.mbarrier.init
 // CHECK: nvvm.fence.mbarrier.init
 // Then, once the previous kernel's writes are visible, the CTA's threads
@@ -31,26 +31,39 @@
 // CHECK: arith.minsi
 // CHECK: memref.store %{{.*}}, %[[ENDS]]
 // CHECK: gpu.barrier
-// Tile lookup: each warp scans 32 experts per step (clamped ends from
-// shared memory by a shuffle prefix max, tiles of the experts whose row
-// count lies in [rows_min, rows_max] by a shuffle prefix sum), a ballot
-// finds the slot's expert.
+// The tile table (E < 1024): warp 0 scans 32 experts per step (row ends
+// by a shuffle prefix max, tiles of the experts whose row count lies in
+// [rows_min, rows_max] by a shuffle prefix sum) and stores the running
+// row ends and the tile prefix in shared memory.
+// CHECK: scf.if
 // CHECK: memref.load %[[ENDS]]
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
 // CHECK-COUNT-5: gpu.shuffle  up
 // CHECK: arith.cmpi sge, %{{.*}}, %{{.*}} : i32
 // CHECK: arith.cmpi sle, %{{.*}}, %{{.*}} : i32
 // CHECK-COUNT-5: gpu.shuffle  up
+// CHECK-COUNT-2: gpu.shuffle  idx
+// CHECK: memref.store %{{.*}}, %[[ENDS]]
+// CHECK: memref.store %{{.*}}, %[[TILES]]
+// CHECK: gpu.barrier
+// The slot count: the table's last entry, or (E >= 1024) the same scan
+// per warp over the offsets beyond the cache, a ballot finding the slot.
+// CHECK: scf.if %{{.*}} -> (index)
+// CHECK: memref.load %[[TILES]]
+// CHECK: } else {
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
 // CHECK: nvvm.vote.sync  ballot
 // CHECK: llvm.intr.cttz
-// CHECK-COUNT-6: gpu.shuffle  idx
 // Persistent CTAs: work items c, c + gridDim.x, ... (tiles x column
 // tiles) in an L2-friendly order (groups of 8 token tiles, all column
 // tiles of a group before the next), each looked up as above.
 // CHECK: gpu.grid_dim x
-// The first item is looked up and its first stages loaded before the
-// loop; each iteration looks up the next item while its own loads fly.
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
+// The first item is looked up (a binary search of the table: 10 steps)
+// and its first stages loaded before the loop; each iteration looks up the
+// next item while its own loads fly.
+// CHECK: scf.if %{{.*}} -> (index, index, index, index)
+// CHECK-COUNT-10: memref.load %[[TILES]]
+// CHECK: } else {
 // CHECK: nvvm.vote.sync  ballot
 // CHECK-COUNT-2: nvgpu.mbarrier.arrive.expect_tx
 // CHECK: scf.while
@@ -58,7 +71,8 @@
 // CHECK: scf.condition
 // CHECK: arith.divui
 // CHECK: arith.remui
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
+// CHECK: scf.if %{{.*}} -> (index, index, index, index)
+// CHECK: memref.load %[[TILES]]
 // CHECK: nvvm.vote.sync  ballot
 // CHECK: nvgpu.mbarrier.try_wait.parity
 // CHECK-COUNT-4: nvgpu.warpgroup.mma {{.*}} {waitGroup = 4 : i64} : {{.*}} -> <fragmented = vector<64x128xf32>>

@@ -52,6 +52,17 @@ def cases():
     yield "i64 offsets", "e8_n256_k256_i64", [10, 0, 50, 17, 16, 1, 0, 200], None
     yield "64 experts, skewed, mostly empty", "e64_n512_k256", skewed_counts(rng, 64, 700, 0.2), None
     yield "N % 8 != 0 (rows not 16-byte aligned)", "e4_n100_k64", [30, 0, 70, 5], None
+    # Many experts: the GEMMs' shared tile table holds up to 1023; past
+    # that they scan the offsets per warp. Rows of 0..70 per expert reach
+    # all three kernel forms.
+    mix = [0, 0, 0, 1, 2, 5, 16, 17, 64, 70]
+    yield "1023 experts (the largest tile table)", "e1023_n128_k64", [rng.choice(mix) for _ in range(1023)], None
+    yield "1500 experts (past the tile table)", "e1500_n128_k64_i64", [rng.choice(mix) for _ in range(1500)], None
+    wild = sorted(rng.randrange(-50, 20000) for _ in range(1501))
+    stretch = wild[700:760]
+    rng.shuffle(stretch)  # offsets that go down and up again
+    wild[700:760] = stretch
+    yield "1500 experts, malformed offsets (clamped)", "e1500_n128_k64_i64", wild, 18000
     # Offsets the caller got wrong: decreasing, negative, past M. The kernel
     # clamps them like the CPU semantics; unowned rows stay untouched.
     yield "malformed offsets (clamped)", "e8_n256_k256", [5, 3, 40, 40, 1000, 20, -7, 60, 2000], 100

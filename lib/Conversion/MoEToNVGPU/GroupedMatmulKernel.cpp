@@ -158,7 +158,7 @@ struct WorkItem {
 struct TileLookup {
   Value expert; // -1 when the slot is past the last tile
   Value mTile, rowBegin, rowEnd;
-  Value numTiles; // of all eligible experts
+  Value numTiles; // of all eligible experts (the scan only)
 };
 
 /// offsets[e] clamped into [0, numRows], as i32 (the ABI limits M to
@@ -170,15 +170,80 @@ Value clampOffset(ImplicitLocOpBuilder &b, Value offset, Value numRows) {
   return arith::IndexCastOp::create(b, b.getI32Type(), v);
 }
 
-/// Tile scheduler: an expert whose row count lies in [rowsMin, rowsMax]
-/// owns ceil(rows / tileM) consecutive slots; the others belong to the
-/// entry's other kernels. Offsets are clamped into [previous end, M] as on
-/// the CPU (docs/semantics.md): expert e's rows end at clamp(max(offsets[0
-/// .. e + 1]), 0, M), a running maximum. Every warp scans 32 experts per
-/// step with shuffles (prefix max of the ends, prefix sum of the tiles) and
-/// a ballot finds the expert that holds `slot`, so a CTA's lookup costs
-/// E / 32 steps instead of E dependent loads. Row counts are i32: the ABI
-/// limits M to 2^31 - 1.
+/// One warp's step over experts [base, base + 32) of the tile scheduler:
+/// an expert whose row count lies in [rowsMin, rowsMax] owns ceil(rows /
+/// tileM) consecutive slots; the others belong to the entry's other
+/// kernels. Offsets are clamped into [previous end, M] as on the CPU
+/// (docs/semantics.md): expert e's rows end at clamp(max(offsets[0 .. e +
+/// 1]), 0, M), a running maximum, taken here with shuffles (prefix max of
+/// the ends, prefix sum of the tiles) after the previous step's carries.
+/// Row counts are i32: the ABI limits M to 2^31 - 1.
+struct ScanStep {
+  Value hi, lo; // this lane's expert's rows [lo, hi)
+  Value tiles;  // its slots (0 when not eligible or not an expert)
+  Value upTo;   // slots of all experts up to and including it
+  Value lastHi; // carries for the next step: lane 31's hi and upTo
+  Value lastUpTo;
+};
+
+ScanStep scanStep(ImplicitLocOpBuilder &nb, Value lane, Value valid, Value end,
+                  Value carryEnd, Value carryTiles, Value min32, Value max32,
+                  int64_t tileM) {
+  Type i32 = nb.getI32Type();
+  auto c32 = [&](int32_t v) -> Value {
+    return arith::ConstantIntOp::create(nb, i32, v);
+  };
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
+    return arith::CmpIOp::create(nb, p, x, y);
+  };
+  Value zero = c32(0);
+  // Inclusive prefix over the warp's lanes with shuffles.
+  auto prefix = [&](Value v, auto combine) {
+    for (int32_t d = 1; d < 32; d *= 2) {
+      Value up = gpu::ShuffleOp::create(nb, v, d, 32, gpu::ShuffleMode::UP)
+                     .getShuffleResult();
+      v = arith::SelectOp::create(
+          nb, cmp(arith::CmpIPredicate::sge, lane, c32(d)), combine(v, up), v);
+    }
+    return v;
+  };
+  auto maxOf = [&](Value x, Value y) -> Value {
+    return arith::MaxSIOp::create(nb, x, y);
+  };
+  auto sumOf = [&](Value x, Value y) -> Value {
+    return arith::AddIOp::create(nb, x, y);
+  };
+  auto fromLast = [&](Value v) -> Value {
+    return gpu::ShuffleOp::create(nb, v, c32(31), c32(32),
+                                  gpu::ShuffleMode::IDX)
+        .getShuffleResult();
+  };
+  ScanStep step;
+  step.hi = maxOf(prefix(end, maxOf), carryEnd);
+  Value below = gpu::ShuffleOp::create(nb, step.hi, 1, 32, gpu::ShuffleMode::UP)
+                    .getShuffleResult();
+  step.lo = arith::SelectOp::create(
+      nb, cmp(arith::CmpIPredicate::eq, lane, zero), carryEnd, below);
+  Value rows = arith::SubIOp::create(nb, step.hi, step.lo);
+  Value eligible = arith::AndIOp::create(
+      nb,
+      arith::AndIOp::create(nb, valid,
+                            cmp(arith::CmpIPredicate::sgt, rows, zero)),
+      arith::AndIOp::create(nb, cmp(arith::CmpIPredicate::sge, rows, min32),
+                            cmp(arith::CmpIPredicate::sle, rows, max32)));
+  step.tiles = arith::SelectOp::create(
+      nb, eligible,
+      arith::DivSIOp::create(nb, sumOf(rows, c32(tileM - 1)), c32(tileM)),
+      zero);
+  step.upTo = sumOf(prefix(step.tiles, sumOf), carryTiles);
+  step.lastHi = fromLast(step.hi);
+  step.lastUpTo = fromLast(step.upTo);
+  return step;
+}
+
+/// The tile scheduler's answer for `slot` by one warp scanning 32 experts
+/// per step (E / 32 steps, a ballot finds the expert that holds `slot`):
+/// the path for experts that do not fit the shared tile table.
 TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value cachedEnds,
                       Value numExperts, Value numRows, Value slot,
                       Value rowsMin, Value rowsMax, int64_t tileM, Value tid) {
@@ -221,7 +286,6 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value cachedEnds,
       [&](OpBuilder &nested, Location l, Value base, ValueRange iter) {
         ImplicitLocOpBuilder nb(l, nested);
         IndexMath n{nb};
-        Value carryEnd = iter[0], carryTiles = iter[1];
         Value e = n.add(base, n.toIndex(lane));
         Value valid = n.lt(e, numExperts);
         Value end = arith::SelectOp::create(
@@ -229,48 +293,12 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value cachedEnds,
             clampedEnd(
                 nb, arith::MinSIOp::create(nb, n.add(e, n.c(1)), numExperts)),
             zero);
-        // Inclusive prefix over the warp's lanes with shuffles.
-        auto prefix = [&](Value v, auto combine) {
-          for (int32_t d = 1; d < 32; d *= 2) {
-            Value up =
-                gpu::ShuffleOp::create(nb, v, d, 32, gpu::ShuffleMode::UP)
-                    .getShuffleResult();
-            v = arith::SelectOp::create(
-                nb, cmp(nb, arith::CmpIPredicate::sge, lane, c32(nb, d)),
-                combine(v, up), v);
-          }
-          return v;
-        };
-        auto maxOf = [&](Value x, Value y) -> Value {
-          return arith::MaxSIOp::create(nb, x, y);
-        };
-        auto sumOf = [&](Value x, Value y) -> Value {
-          return arith::AddIOp::create(nb, x, y);
-        };
-        Value hi = maxOf(prefix(end, maxOf), carryEnd);
-        Value below =
-            gpu::ShuffleOp::create(nb, hi, 1, 32, gpu::ShuffleMode::UP)
-                .getShuffleResult();
-        Value lo = arith::SelectOp::create(
-            nb, cmp(nb, arith::CmpIPredicate::eq, lane, zero), carryEnd, below);
-        Value rows = arith::SubIOp::create(nb, hi, lo);
-        Value eligible = arith::AndIOp::create(
-            nb,
-            arith::AndIOp::create(
-                nb, valid, cmp(nb, arith::CmpIPredicate::sgt, rows, zero)),
-            arith::AndIOp::create(
-                nb, cmp(nb, arith::CmpIPredicate::sge, rows, min32),
-                cmp(nb, arith::CmpIPredicate::sle, rows, max32)));
-        Value tiles = arith::SelectOp::create(
-            nb, eligible,
-            arith::DivSIOp::create(nb, sumOf(rows, c32(nb, tileM - 1)),
-                                   c32(nb, tileM)),
-            zero);
-        Value upTo = sumOf(prefix(tiles, sumOf), carryTiles);
-        Value from = arith::SubIOp::create(nb, upTo, tiles);
+        ScanStep step = scanStep(nb, lane, valid, end, iter[0], iter[1], min32,
+                                 max32, tileM);
+        Value from = arith::SubIOp::create(nb, step.upTo, step.tiles);
         Value hit = arith::AndIOp::create(
             nb, cmp(nb, arith::CmpIPredicate::sge, slot32, from),
-            cmp(nb, arith::CmpIPredicate::slt, slot32, upTo));
+            cmp(nb, arith::CmpIPredicate::slt, slot32, step.upTo));
         Value ballot = NVVM::VoteSyncOp::create(nb, i32, c32(nb, -1), hit,
                                                 NVVM::VoteSyncKind::ballot);
         Value anyHit = cmp(nb, arith::CmpIPredicate::ne, ballot, zero);
@@ -289,20 +317,83 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value cachedEnds,
         auto pick = [&](Value now, Value before) -> Value {
           return arith::SelectOp::create(nb, fresh, now, before);
         };
-        Value last = c32(nb, 31);
         scf::YieldOp::create(
             nb, ValueRange{
-                    from_(hi, last), from_(upTo, last),
+                    step.lastHi, step.lastUpTo,
                     pick(from_(toI32(nb, e), source), iter[2]),
                     pick(arith::SubIOp::create(nb, slot32, from_(from, source)),
                          iter[3]),
-                    pick(from_(lo, source), iter[4]),
-                    pick(from_(hi, source), iter[5])});
+                    pick(from_(step.lo, source), iter[4]),
+                    pick(from_(step.hi, source), iter[5])});
       });
   auto index = [&](Value v) { return m.toIndex(v); };
   return {index(scan.getResult(2)), index(scan.getResult(3)),
           index(scan.getResult(4)), index(scan.getResult(5)),
           index(scan.getResult(1))};
+}
+
+/// The shared tile table, built once per CTA by warp 0 when E < kCachedEnds:
+/// rowEnds (the offsets cache, rewritten in place) becomes the running
+/// maximum, so expert e's rows are [rowEnds[e], rowEnds[e + 1]), and
+/// tileEnds[e] the slots of experts 0..e. Every lookup is then a binary
+/// search in shared memory instead of an E / 32-step warp scan.
+void buildTileTable(ImplicitLocOpBuilder &b, Value rowEnds, Value tileEnds,
+                    Value numExperts, Value rowsMin, Value rowsMax,
+                    int64_t tileM, Value tid) {
+  IndexMath m{b};
+  Type i32 = b.getI32Type();
+  auto toI32 = [&](Value v) -> Value {
+    return arith::IndexCastOp::create(b, i32, v);
+  };
+  Value lane = toI32(arith::RemUIOp::create(b, tid, m.c(32)));
+  Value min32 = toI32(rowsMin), max32 = toI32(rowsMax);
+  Value zero = arith::ConstantIntOp::create(b, i32, 0);
+  scf::ForOp::create(
+      b, m.c(0), numExperts, m.c(32), ValueRange{m.load(rowEnds, m.c(0)), zero},
+      [&](OpBuilder &nested, Location l, Value base, ValueRange iter) {
+        ImplicitLocOpBuilder nb(l, nested);
+        IndexMath n{nb};
+        Value e = n.add(base, n.toIndex(lane));
+        Value valid = n.lt(e, numExperts);
+        // Lanes past the last expert read the last entry (E < kCachedEnds).
+        Value next = arith::MinSIOp::create(nb, n.add(e, n.c(1)), numExperts);
+        Value end =
+            arith::SelectOp::create(nb, valid, n.load(rowEnds, next), iter[0]);
+        ScanStep step = scanStep(nb, lane, valid, end, iter[0], iter[1], min32,
+                                 max32, tileM);
+        ifThen(nb, valid, [&](ImplicitLocOpBuilder &vb) {
+          IndexMath v{vb};
+          memref::StoreOp::create(vb, step.hi, rowEnds, v.add(e, v.c(1)));
+          memref::StoreOp::create(vb, step.upTo, tileEnds, e);
+        });
+        scf::YieldOp::create(nb, ValueRange{step.lastHi, step.lastUpTo});
+      });
+}
+
+/// Where `slot` (below the table's slot count) lies, by binary search for
+/// the first expert whose tileEnds exceeds it (numTiles is left null).
+TileLookup lookUpTableTile(ImplicitLocOpBuilder &b, Value rowEnds,
+                           Value tileEnds, Value numExperts, Value slot) {
+  IndexMath m{b};
+  Type i32 = b.getI32Type();
+  Value slot32 = arith::IndexCastOp::create(b, i32, slot);
+  Value lo = m.c(0), hi = m.sub(numExperts, m.c(1));
+  for (int64_t i = 1; i < kCachedEnds; i *= 2) {
+    Value mid = arith::DivUIOp::create(b, m.add(lo, hi), m.c(2));
+    Value above = arith::CmpIOp::create(b, arith::CmpIPredicate::sgt,
+                                        m.load(tileEnds, mid), slot32);
+    Value afterMid = arith::MinSIOp::create(b, m.add(mid, m.c(1)), hi);
+    lo = arith::SelectOp::create(b, above, lo, afterMid);
+    hi = arith::SelectOp::create(b, above, mid, hi);
+  }
+  Value expert = lo;
+  Value before = arith::MaxSIOp::create(b, m.sub(expert, m.c(1)), m.c(0));
+  Value previous =
+      arith::SelectOp::create(b, m.lt(m.c(0), expert), m.load(tileEnds, before),
+                              arith::ConstantIntOp::create(b, i32, 0));
+  return {expert, m.toIndex(arith::SubIOp::create(b, slot32, previous)),
+          m.toIndex(m.load(rowEnds, expert)),
+          m.toIndex(m.load(rowEnds, m.add(expert, m.c(1)))), Value()};
 }
 
 } // namespace
@@ -345,6 +436,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   auto func = gpu::GPUFuncOp::create(
       b, t.kernelName(offsetType), funcType,
       TypeRange{MemRefType::get({kCachedEnds}, i32, MemRefLayoutAttrInterface(),
+                                ty.smem),
+                MemRefType::get({kCachedEnds}, i32, MemRefLayoutAttrInterface(),
                                 ty.smem)});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   int64_t threads = 128 * t.warpgroups();
@@ -419,14 +512,56 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         scf::YieldOp::create(nb);
       });
   gpu::BarrierOp::create(b);
+  Value tileEnds = func.getWorkgroupAttributions()[1];
+  Value tableFits = m.lt(numExperts, m.c(kCachedEnds));
+  ifThen(b, arith::AndIOp::create(b, tableFits, m.lt(tid, m.c(32))),
+         [&](ImplicitLocOpBuilder &nb) {
+           buildTileTable(nb, cachedEnds, tileEnds, numExperts, rowsMin,
+                          rowsMax, t.tileM, tid);
+         });
+  gpu::BarrierOp::create(b);
+  // Where slot `slot` (>= 0) lies: by the table, or by the warp scan.
+  auto lookUp = [&](ImplicitLocOpBuilder &nb, Value slot) -> TileLookup {
+    auto yieldOf = [](ImplicitLocOpBuilder &yb, const TileLookup &found) {
+      scf::YieldOp::create(yb, ValueRange{found.expert, found.mTile,
+                                          found.rowBegin, found.rowEnd});
+    };
+    auto found = scf::IfOp::create(
+        nb, tableFits,
+        [&](OpBuilder &thenBuilder, Location tl) {
+          ImplicitLocOpBuilder tb(tl, thenBuilder);
+          yieldOf(tb,
+                  lookUpTableTile(tb, cachedEnds, tileEnds, numExperts, slot));
+        },
+        [&](OpBuilder &elseBuilder, Location el) {
+          ImplicitLocOpBuilder eb(el, elseBuilder);
+          yieldOf(eb, lookUpTile(eb, offsets, cachedEnds, numExperts, numRows,
+                                 slot, rowsMin, rowsMax, t.tileM, tid));
+        });
+    return {found.getResult(0), found.getResult(1), found.getResult(2),
+            found.getResult(3), Value()};
+  };
 
   // Persistent CTAs: the token tiles of the eligible experts (counted on
   // the device) times the column tiles are the work items; CTA c takes
   // items c, c + gridDim.x, ... A kernel with no eligible expert costs one
   // lookup per CTA.
-  Value numTiles = lookUpTile(b, offsets, cachedEnds, numExperts, numRows,
-                              m.c(-1), rowsMin, rowsMax, t.tileM, tid)
-                       .numTiles;
+  auto count = scf::IfOp::create(
+      b, tableFits,
+      [&](OpBuilder &thenBuilder, Location tl) {
+        ImplicitLocOpBuilder tb(tl, thenBuilder);
+        IndexMath n{tb};
+        scf::YieldOp::create(
+            tb, n.toIndex(n.load(tileEnds, n.sub(numExperts, n.c(1)))));
+      },
+      [&](OpBuilder &elseBuilder, Location el) {
+        ImplicitLocOpBuilder eb(el, elseBuilder);
+        scf::YieldOp::create(eb, lookUpTile(eb, offsets, cachedEnds, numExperts,
+                                            numRows, IndexMath{eb}.c(-1),
+                                            rowsMin, rowsMax, t.tileM, tid)
+                                     .numTiles);
+      });
+  Value numTiles = count.getResult(0);
   Value numWork = m.mul(numTiles, numColTiles);
   Value numCTAs = gpu::GridDimOp::create(b, gpu::Dimension::x);
 
@@ -451,8 +586,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     Value slot =
         n.add(firstSlot, arith::RemUIOp::create(nb, inGroup, slotsInGroup));
     Value nTile = arith::DivUIOp::create(nb, inGroup, slotsInGroup);
-    TileLookup found = lookUpTile(nb, offsets, cachedEnds, numExperts, numRows,
-                                  slot, rowsMin, rowsMax, t.tileM, tid);
+    TileLookup found = lookUp(nb, slot);
     return {found.expert,
             n.add(found.rowBegin, n.mul(found.mTile, n.c(t.tileM))),
             found.rowEnd, n.mul(nTile, n.c(tileCols))};
