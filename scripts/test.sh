@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the lit suite (dialect, passes, executable CPU layers and
-# quantization, bundles, runtime), the runtime's own checks, the fuzz
-# regression corpus, and the clang-format check.
+# quantization, bundles, runtime, C API), the runtime's own checks, the
+# installed package used out of tree, the fuzz regression corpus, and the
+# clang-format check.
 # Exits non-zero when any fails. Usage: scripts/test.sh [build-dir]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,6 +14,9 @@ cmake --build "$build" --target check-moe || status=1
 
 echo "== runtime (unit tests, C header, Python wrapper, bundle fuzz corpus)"
 cmake --build "$build" --target check-moe-runtime || status=1
+
+echo "== installed package (out-of-tree consumer, tools, C API)"
+"$root/scripts/test-install.sh" "$build" || status=1
 
 if [ -x "$build/bin/moe-fuzz" ]; then
   echo "== fuzz regression corpus (every saved input, no new exploration)"

@@ -37,7 +37,10 @@ config.substitutions.append(
     ("%mlir-runner",
      f"{os.path.join(config.llvm_tools_dir, 'mlir-runner')} -e main "
      f"-entry-point-result=void -shared-libs={runner_libs}"))
+# The runtime's tools exist only when it is built (MOE_BUILD_RUNTIME).
+if config.moe_build_runtime:
+    config.available_features.add("moe-runtime")
 llvm_config.add_tool_substitutions(
     ["moe-opt", "moe-translate", "moe-bundle-info", "moe-runtime-tests",
-     "moe-runtime-c-api-test"], [config.moe_tools_dir])
+     "moe-runtime-c-api-test", "moe-capi-test"], [config.moe_tools_dir])
 llvm_config.add_tool_substitutions(["FileCheck", "not", "count"], [config.llvm_tools_dir])
