@@ -1,0 +1,558 @@
+#!/usr/bin/env python3
+"""Checks runtime/python/moe_torch.py without a GPU.
+
+Always (no torch needed): the MLIR written for the five reference models'
+configurations, compiled by the build's moe-opt and moe-translate into
+bundles whose layer.v1 entry the runtime reads back; the cache (a second
+compile does not run the compiler, a cache without a compiler serves its
+bundle, the command line); the checks of LayerSpec and spec_from_config and
+the compiler errors, by message. With torch: the weights of fake
+transformers 4.x and 5.x blocks packed into the runtime's layout (GPT-OSS
+de-interleaved) and the block errors. With transformers too: real 5.x
+blocks on the CPU in float32 against the packed layer computed by an
+independent reference, and their specs against their configs'.
+
+    python_torch_test.py COMPILER_DIR    (MOE_RUNTIME_LIB: libmoe_runtime.so)
+
+Exits 1 on failure.
+"""
+import contextlib
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import types
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.join(HERE, "..", "python")
+sys.path.insert(0, PYTHON_DIR)
+
+import moe_torch  # noqa: E402  (must import without torch)
+from moe_runtime import Bundle, MoERuntimeError  # noqa: E402
+
+COMPILER = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+                           os.path.join(HERE, "..", "..", "build", "bin"))
+failures = 0
+
+
+def check(condition, what):
+    global failures
+    if not condition:
+        print(f"FAIL: {what}")
+        failures += 1
+
+
+def expect(fn, error_type, *needles, status=None):
+    """fn() raises error_type whose message has every needle."""
+    try:
+        fn()
+    except error_type as error:
+        message = str(error)
+        for needle in needles:
+            check(needle in message, f"'{needle}' not in '{message}'")
+        if status is not None:
+            check(error.status == status, f"status {error.status} != {status}")
+        return
+    except Exception as error:  # the wrong kind of error
+        check(False, f"expected {error_type.__name__} ({needles}), got "
+              f"{type(error).__name__}: {error}")
+        return
+    check(False, f"no {error_type.__name__} ({needles})")
+
+
+@contextlib.contextmanager
+def environment(**values):
+    """os.environ with `values` set (None: removed), restored after."""
+    saved = {name: os.environ.get(name) for name in values}
+    try:
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+# The five reference models' MoE layers (their config.json fields).
+CONFIGS = {
+    "mixtral": dict(model_type="mixtral", hidden_size=4096,
+                    intermediate_size=14336, num_local_experts=8,
+                    num_experts_per_tok=2, hidden_act="silu"),
+    "qwen3_moe": dict(model_type="qwen3_moe", hidden_size=2048,
+                      moe_intermediate_size=768, num_experts=128,
+                      num_experts_per_tok=8, hidden_act="silu",
+                      norm_topk_prob=True),
+    "olmoe": dict(model_type="olmoe", hidden_size=2048,
+                  intermediate_size=1024, num_experts=64,
+                  num_experts_per_tok=8, hidden_act="silu",
+                  norm_topk_prob=False),
+    "deepseek_v3": dict(model_type="deepseek_v3", hidden_size=7168,
+                        moe_intermediate_size=2048, n_routed_experts=256,
+                        num_experts_per_tok=8, hidden_act="silu",
+                        norm_topk_prob=True, n_group=8, topk_group=4,
+                        routed_scaling_factor=2.5),
+    "gpt_oss": dict(model_type="gpt_oss", hidden_size=2880,
+                    intermediate_size=2880, num_local_experts=128,
+                    num_experts_per_tok=4),
+}
+# The route and expert-MLP lines each should compile to.
+ROUTES = {
+    "mixtral": "moe.route softmax_topk %logits top 2 renormalize\n"
+               "      : (tensor<?x8xbf16>)",
+    "qwen3_moe": "moe.route softmax_topk %logits top 8 renormalize\n"
+                 "      : (tensor<?x128xbf16>)",
+    "olmoe": "moe.route softmax_topk %logits top 8\n"
+             "      : (tensor<?x64xbf16>)",
+    "deepseek_v3": "moe.route sigmoid_topk %logits bias %bias top 8 groups 8 "
+                   "select 4 renormalize scale 2.5\n"
+                   "      : (tensor<?x256xf32>, tensor<256xf32>)",
+    "gpt_oss": "moe.route topk_softmax %logits top 4\n"
+               "      : (tensor<?x128xbf16>)",
+}
+MLPS = {
+    "mixtral": "moe.expert_mlp silu %rows, %offsets, %w13, %w2\n",
+    "gpt_oss": "moe.expert_mlp gptoss %rows, %offsets, %w13, %w2 gate_up_bias "
+               "%b13 down_bias %b2 alpha 1.702 limit 7.0\n",
+}
+
+specs = {name: moe_torch.spec_from_config(c) for name, c in CONFIGS.items()}
+for name, spec in specs.items():
+    text = spec.mlir()
+    check(ROUTES[name] in text, f"{name}: route not in\n{text}")
+    check(MLPS.get(name, MLPS["mixtral"]) in text, f"{name}: mlp not in\n{text}")
+    check(text == spec.mlir() and spec.key() == moe_torch.spec_from_config(
+        dict(CONFIGS[name])).key(), f"{name}: deterministic")
+    # A config object (as transformers passes) gives the same spec.
+    check(moe_torch.spec_from_config(types.SimpleNamespace(**CONFIGS[name]))
+          == spec, f"{name}: config object")
+check(len({spec.key() for spec in specs.values()}) == 5, "distinct keys")
+check(specs["deepseek_v3"].logits == "f32" and specs["gpt_oss"].expert_bias,
+      "DeepSeek-V3 float32 logits, GPT-OSS biases")
+check("func.func @moe_layer(%x: tensor<?x2880xbf16>, %logits: "
+      "tensor<?x128xbf16>, %w13: tensor<128x5760x2880xbf16>, %b13: "
+      "tensor<128x5760xbf16>, %w2: tensor<128x2880x2880xbf16>, %b2: "
+      "tensor<128x2880xf32>)" in specs["gpt_oss"].mlir(), "GPT-OSS signature")
+# All groups selected is no group limit; 1.0 is no scale.
+ungrouped = moe_torch.spec_from_config(dict(CONFIGS["deepseek_v3"], topk_group=8,
+                                            routed_scaling_factor=1.0))
+check(ungrouped.groups == 0 and " groups " not in ungrouped.mlir()
+      and " scale " not in ungrouped.mlir(), f"ungrouped {ungrouped}")
+check([moe_torch._mlir_float(v) for v in (2.5, 1.0, 3, 1e-05, 2.5e20)] ==
+      ["2.5", "1.0", "3.0", "1.0e-05", "2.5e+20"], "MLIR float literals")
+
+# The spec's and config's checks, by message.
+base = dict(hidden=64, intermediate=32, experts=8, top_k=2,
+            routing="softmax_topk")
+for change, needle in [
+        (dict(hidden=100), "LayerSpec.hidden = 100: the runtime needs a positive multiple of 8"),
+        (dict(intermediate=0), "LayerSpec.intermediate = 0"),
+        (dict(experts=2000), "LayerSpec.experts = 2000: the permutation kernels take 1 to 1024"),
+        (dict(top_k=9), "LayerSpec.top_k = 9: must be in [1, min(E, 32)] = [1, 8]"),
+        (dict(routing="softmax"), "LayerSpec.routing = 'softmax'"),
+        (dict(groups=4, select_groups=2), "only compiled for sigmoid_topk"),
+        (dict(routing="sigmoid_topk", groups=3, select_groups=1), "must be at least 2 and divide E = 8"),
+        (dict(routing="sigmoid_topk", groups=4, select_groups=4), "select_groups = 4: must be in [1, groups) = [1, 4)"),
+        (dict(routing="sigmoid_topk", groups=8, select_groups=2), "needs at least 2 of the E = 8"),
+        (dict(routing="sigmoid_topk", top_k=3, groups=4, select_groups=1), "top_k = 3 exceeds the 2 experts"),
+        (dict(score_bias=True), "only defined for sigmoid_topk"),
+        (dict(scale=0.0), "LayerSpec.scale = 0.0"),
+        (dict(logits="f16"), "LayerSpec.logits = 'f16'"),
+        (dict(activation="gptoss", limit=7.0), "LayerSpec.alpha = 0.0: gptoss"),
+        (dict(alpha=1.0), "silu takes neither"),
+        (dict(activation="gelu"), "LayerSpec.activation = 'gelu'")]:
+    expect(lambda: moe_torch.LayerSpec(**dict(base, **change)), ValueError, needle)
+mixtral = CONFIGS["mixtral"]
+expect(lambda: moe_torch.spec_from_config({k: v for k, v in mixtral.items()
+                                           if k != "num_local_experts"}),
+       ValueError, "config of mixtral: no field num_local_experts")
+expect(lambda: moe_torch.spec_from_config(dict(mixtral, model_type="qwen2_moe")),
+       ValueError, "model_type 'qwen2_moe' is not supported (supported: deepseek_v3, "
+       "gpt_oss, mixtral, olmoe, qwen3_moe)")
+expect(lambda: moe_torch.spec_from_config(dict(mixtral, hidden_act="gelu")),
+       ValueError, "mixtral: the experts' activation is 'gelu'")
+expect(lambda: moe_torch.spec_from_config({}), ValueError, "no field model_type")
+expect(lambda: moe_torch.spec_from_config(dict(mixtral, num_experts_per_tok=3,
+                                               num_local_experts=2)),
+       ValueError, "LayerSpec.top_k = 3")
+
+# Compile the five layers through a wrapper of the build's compiler that
+# logs its runs, then check the bundles and the cache.
+with tempfile.TemporaryDirectory() as scratch:
+    log = os.path.join(scratch, "compiler.log")
+    wrapper = os.path.join(scratch, "bin")
+    os.mkdir(wrapper)
+    for tool in ("moe-opt", "moe-translate"):
+        path = os.path.join(wrapper, tool)
+        with open(path, "w") as f:
+            f.write(f'#!/bin/sh\necho {tool} >> "{log}"\n'
+                    f'exec "{os.path.join(COMPILER, tool)}" "$@"\n')
+        os.chmod(path, 0o755)
+    cache = os.path.join(scratch, "cache")
+
+    def runs():
+        with open(log) if os.path.exists(log) else contextlib.nullcontext(
+                None) as f:
+            return 0 if f is None else len(f.readlines())
+
+    def compile_all():
+        with ThreadPoolExecutor(max_workers=5) as pool:
+            return list(pool.map(lambda spec: moe_torch.compile_layer(
+                spec, cache_dir=cache, compiler=wrapper), specs.values()))
+
+    paths = compile_all()
+    check(runs() == 10, f"5 layers compiled with 2 runs each, got {runs()}")
+    for (name, spec), path in zip(specs.items(), paths):
+        check(path.startswith(os.path.join(cache, spec.key())) and
+              path.endswith(".moebundle"), f"{name}: bundle path {path}")
+        with open(os.path.join(cache, spec.key(), "layer.mlir")) as f:
+            check(f.read() == spec.mlir(), f"{name}: layer.mlir")
+        bundle = Bundle(path)
+        layer = bundle.entry(moe_torch.ENTRY)
+        route, gate_up, down = (bundle.entry(layer.route),
+                                bundle.entry(layer.gate_up),
+                                bundle.entry(layer.down))
+        check(layer.abi == "layer.v1", f"{name}: abi {layer.abi}")
+        check((route.experts, route.top_k, route.logits_bits, route.bias) ==
+              (spec.experts, spec.top_k, 32 if spec.logits == "f32" else 16,
+               spec.score_bias), f"{name}: route {route}")
+        check((gate_up.n, gate_up.k, gate_up.activation) ==
+              (2 * spec.intermediate, spec.hidden, spec.activation),
+              f"{name}: gate_up {gate_up}")
+        check((gate_up.bias_bits, down.bias_bits) ==
+              ((16, 32) if spec.expert_bias else (0, 0)), f"{name}: biases")
+        check((down.n, down.k) == (spec.hidden, spec.intermediate),
+              f"{name}: down {down}")
+        bundle.close()
+
+    # Cache hits: the same paths, the compiler not run.
+    check(compile_all() == paths and runs() == 10, "second compile: cache hit")
+    config_path = os.path.join(scratch, "config.json")
+    with open(config_path, "w") as f:
+        json.dump(CONFIGS["olmoe"], f)
+    cli = subprocess.run([sys.executable, os.path.join(PYTHON_DIR, "moe_torch.py"),
+                          config_path, "--cache-dir", cache, "--compiler", wrapper],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    check(cli.returncode == 0 and cli.stdout.decode().strip() == paths[2]
+          and runs() == 10, f"command line: {cli.stdout.decode()}")
+    cli = subprocess.run([sys.executable, os.path.join(PYTHON_DIR, "moe_torch.py"),
+                          config_path, "--mlir"], stdout=subprocess.PIPE)
+    check(cli.stdout.decode() == specs["olmoe"].mlir() + "\n", "command line --mlir")
+
+    # No compiler: the cache serves the bundle; an empty cache says what to do.
+    with environment(PATH="/usr/bin:/bin", MOE_MLIR_BIN=None):
+        check(moe_torch.find_compiler() is None, "no compiler on PATH")
+        check(moe_torch.compile_layer(specs["mixtral"], cache_dir=cache) == paths[0],
+              "cache without a compiler")
+        with environment(MOE_CACHE_DIR=cache):
+            check(moe_torch.compile_layer(specs["gpt_oss"]) == paths[4],
+                  "$MOE_CACHE_DIR")
+        expect(lambda: moe_torch.compile_layer(specs["mixtral"],
+                                               cache_dir=os.path.join(scratch, "empty")),
+               MoERuntimeError, "no compiled bundle for this layer (LayerSpec(hidden=4096",
+               "and no compiler to build it: pass compiler=<directory with moe-opt and "
+               "moe-translate>, set $MOE_MLIR_BIN", status="NOT_FOUND")
+        expect(lambda: moe_torch.find_compiler(scratch), MoERuntimeError,
+               f"compiler= '{scratch}': no executable moe-opt or moe-translate there",
+               status="NOT_FOUND")
+        with environment(MOE_MLIR_BIN=cache):
+            expect(lambda: moe_torch.compile_layer(specs["mixtral"], cache_dir=cache),
+                   MoERuntimeError, f"$MOE_MLIR_BIN '{cache}': no executable moe-opt",
+                   status="NOT_FOUND")
+        with environment(MOE_MLIR_BIN=wrapper):
+            check(moe_torch.find_compiler() == (os.path.join(wrapper, "moe-opt"),
+                                                os.path.join(wrapper, "moe-translate")),
+                  "$MOE_MLIR_BIN")
+        with environment(PATH=wrapper + ":/usr/bin:/bin"):
+            check(moe_torch.find_compiler() is not None, "compiler on PATH")
+
+    # A compiler that fails: its message, and the input it failed on.
+    broken = os.path.join(scratch, "broken")
+    os.mkdir(broken)
+    for tool in ("moe-opt", "moe-translate"):
+        path = os.path.join(broken, tool)
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\necho 'error: ptxas not found' >&2\nexit 3\n")
+        os.chmod(path, 0o755)
+    expect(lambda: moe_torch.compile_layer(specs["mixtral"], cache_dir=cache,
+                                           compiler=broken),
+           MoERuntimeError, "moe-opt failed (exit 3) on "
+           f"{os.path.join(cache, specs['mixtral'].key(), 'layer.mlir')}: "
+           "error: ptxas not found", status="COMPILE_ERROR")
+    check(not [p for p in os.listdir(os.path.join(cache, specs["mixtral"].key()))
+               if p.startswith("tmp")], "no scratch left after a failed compile")
+
+if moe_torch.torch is None:
+    expect(lambda: moe_torch.MoELayer, ImportError,
+           "MoELayer needs PyTorch (import torch failed)")
+    print("torch not importable: the block packing checks are skipped")
+    sys.exit(1 if failures else 0)
+
+# ---------------------------------------------------------------------------
+# With torch: fake Hugging Face blocks of both layouts, on the CPU.
+import torch  # noqa: E402
+
+torch.manual_seed(0)
+bf16 = torch.bfloat16
+E, H, I, K = 4, 64, 32, 2
+
+
+def module(class_name, **children):
+    """An nn.Module of class `class_name` with these attributes."""
+    instance = type(class_name, (torch.nn.Module,), {})()
+    for name, value in children.items():
+        setattr(instance, name, value)
+    return instance
+
+
+def parameter(*shape, dtype=bf16):
+    return torch.nn.Parameter(torch.randn(*shape).to(dtype))
+
+
+def linear(n_in, n_out):
+    return torch.nn.Linear(n_in, n_out, bias=False, dtype=bf16)
+
+
+def fused_block(class_name, **router_attributes):
+    """A transformers 5.x block: a router and fused [E, 2I, H] experts."""
+    router = module("TopKRouter", weight=parameter(E, H), top_k=K,
+                    **router_attributes)
+    experts = module("Experts", gate_up_proj=parameter(E, 2 * I, H),
+                     down_proj=parameter(E, H, I), act_fn=torch.nn.SiLU())
+    return module(class_name, gate=router, experts=experts)
+
+
+def list_block(class_name, names, **block_attributes):
+    """A transformers 4.x block: an nn.Linear gate and E expert MLPs."""
+    experts = torch.nn.ModuleList(
+        module("MLP", **{names[0]: linear(H, I), names[1]: linear(H, I),
+                         names[2]: linear(I, H)}, act_fn=torch.nn.SiLU())
+        for _ in range(E))
+    return module(class_name, gate=linear(H, E), experts=experts, top_k=K,
+                  **block_attributes)
+
+
+def gpt_oss_block():
+    experts = module("GptOssExperts", gate_up_proj=parameter(E, H, 2 * I),
+                     gate_up_proj_bias=parameter(E, 2 * I),
+                     down_proj=parameter(E, I, H),
+                     down_proj_bias=parameter(E, H), alpha=1.702, limit=7.0)
+    router = module("GptOssTopKRouter", weight=parameter(E, H),
+                    bias=parameter(E), top_k=K)
+    return module("GptOssMLP", router=router, experts=experts)
+
+
+# 5.x fused layouts are shared, not copied.
+block = fused_block("Qwen3MoeSparseMoeBlock", norm_topk_prob=True)
+packed = moe_torch.pack_hf_block(block)
+check(packed.spec == moe_torch.LayerSpec(H, I, E, K, "softmax_topk", renormalize=True),
+      f"Qwen3 5.x spec {packed.spec}")
+check(packed.gate_up_weights.data_ptr() == block.experts.gate_up_proj.data_ptr()
+      and packed.down_weights.data_ptr() == block.experts.down_proj.data_ptr()
+      and not packed.gate_up_weights.requires_grad, "5.x weights shared, detached")
+check(packed.returns == "tensor" and packed.router_weight.dtype == bf16,
+      "5.x returns a tensor; bf16 router")
+check(moe_torch.pack_hf_block(fused_block("MixtralSparseMoeBlock")).spec.renormalize,
+      "Mixtral always renormalises")
+
+# 4.x lists: stacked, gate rows then up rows.
+for class_name, names in (("MixtralSparseMoeBlock", ("w1", "w3", "w2")),
+                          ("OlmoeSparseMoeBlock", ("gate_proj", "up_proj", "down_proj"))):
+    block = list_block(class_name, names, norm_topk_prob=False)
+    packed = moe_torch.pack_hf_block(block)
+    experts = block.experts
+    check(all(torch.equal(packed.gate_up_weights[e, :I], getattr(experts[e], names[0]).weight)
+              and torch.equal(packed.gate_up_weights[e, I:], getattr(experts[e], names[1]).weight)
+              and torch.equal(packed.down_weights[e], getattr(experts[e], names[2]).weight)
+              for e in range(E)), f"{class_name} 4.x stacking")
+    check(packed.gate_up_weights.is_contiguous() and packed.returns == "router_logits",
+          f"{class_name} 4.x returns (out, router_logits)")
+
+# DeepSeek-V3 (5.x and 4.x names): float32 router and bias, shared experts.
+shared = module("DeepseekV3MLP")
+for names in (dict(num_group=2, num_experts=E), dict(n_group=2)):
+    block = fused_block("DeepseekV3MoE", topk_group=1, norm_topk_prob=True,
+                        routed_scaling_factor=2.5,
+                        e_score_correction_bias=torch.randn(E), **names)
+    block.shared_experts = shared
+    packed = moe_torch.pack_hf_block(block)
+    check(packed.spec == moe_torch.LayerSpec(
+        H, I, E, K, "sigmoid_topk", renormalize=True, groups=2, select_groups=1,
+        scale=2.5, score_bias=True, logits="f32"), f"DeepSeek-V3 spec {packed.spec}")
+    check(packed.router_weight.dtype == torch.float32 and
+          torch.equal(packed.router_weight, block.gate.weight.float()) and
+          torch.equal(packed.score_bias, block.gate.e_score_correction_bias) and
+          packed.shared_experts is shared and packed.returns == "tensor",
+          "DeepSeek-V3 router, bias, shared experts")
+
+# GPT-OSS: interleaved [E, H, 2I] -> gate rows then up rows; biases alike.
+block = gpt_oss_block()
+packed = moe_torch.pack_hf_block(block)
+check(packed.spec == moe_torch.LayerSpec(H, I, E, K, "topk_softmax", activation="gptoss",
+                                         alpha=1.702, limit=7.0, expert_bias=True),
+      f"GPT-OSS spec {packed.spec}")
+x = torch.randn(5, H)
+for e in range(E):
+    experts = block.experts
+    # Column 2i of gate_up_proj[e] is gate unit i, column 2i + 1 up unit i.
+    check(torch.equal(packed.gate_up_weights[e, :I], experts.gate_up_proj[e, :, 0::2].t())
+          and torch.equal(packed.gate_up_weights[e, I:], experts.gate_up_proj[e, :, 1::2].t())
+          and torch.equal(packed.down_weights[e], experts.down_proj[e].t()),
+          f"GPT-OSS expert {e} weights")
+    gate_up = x @ experts.gate_up_proj[e].float() + experts.gate_up_proj_bias[e].float()
+    ours = x @ packed.gate_up_weights[e].float().t() + packed.gate_up_bias[e].float()
+    check(torch.allclose(ours[:, :I], gate_up[..., 0::2], rtol=1e-5, atol=1e-4) and
+          torch.allclose(ours[:, I:], gate_up[..., 1::2], rtol=1e-5, atol=1e-4),
+          f"GPT-OSS expert {e}: gate and up as GptOssExperts splits them")
+check(packed.down_bias.dtype == torch.float32 and
+      torch.equal(packed.down_bias, block.experts.down_proj_bias.float()) and
+      torch.equal(packed.router_bias, block.router.bias) and
+      packed.returns == "router_scores", "GPT-OSS biases, router scores")
+
+# Block errors, by message.
+expect(lambda: moe_torch.pack_hf_block(torch.nn.Linear(4, 4)), TypeError,
+       "Linear is not a supported MoE block: expected one of MixtralSparseMoeBlock, "
+       "Qwen3MoeSparseMoeBlock, OlmoeSparseMoeBlock, DeepseekV3MoE, GptOssMLP")
+block = fused_block("MixtralSparseMoeBlock")
+block.float()
+expect(lambda: moe_torch.pack_hf_block(block), TypeError,
+       "MixtralSparseMoeBlock.gate.weight is torch.float32: MoELayer runs bfloat16 "
+       "blocks; convert the block first (block.to(torch.bfloat16))")
+block.gate.to(bf16)
+expect(lambda: moe_torch.pack_hf_block(block), TypeError,
+       "MixtralSparseMoeBlock.experts.down_proj is torch.float32")
+block = fused_block("MixtralSparseMoeBlock")
+block.experts.gate_up_proj = parameter(E, 2 * I + 2, H)
+expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+       f"MixtralSparseMoeBlock.experts.gate_up_proj is ({E}, {2 * I + 2}, {H}), "
+       f"expected ({E}, {2 * I}, {H}) = (E, 2I, H), with E and H from the router")
+block = fused_block("MixtralSparseMoeBlock")
+block.experts.act_fn = torch.nn.GELU()
+expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+       "mixtral: the experts' activation is 'GELU'")
+block = list_block("OlmoeSparseMoeBlock", ("gate_proj", "up_proj", "down_proj"),
+                   norm_topk_prob=True)
+del block.experts[3]
+expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+       f"OlmoeSparseMoeBlock.experts holds 3 experts, the router weight ({E}, {H}) has E = {E}")
+block = list_block("OlmoeSparseMoeBlock", ("gate_proj", "up_proj", "down_proj"))
+expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+       "OlmoeSparseMoeBlock (OlmoeSparseMoeBlock) has no norm_topk_prob")
+block = gpt_oss_block()
+del block.experts.gate_up_proj
+block.experts.gate_up_proj_blocks = parameter(E, H, 2)
+expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+       "GptOssMLP.experts (GptOssExperts) has no gate_up_proj")
+if not torch.cuda.is_available():
+    expect(lambda: moe_torch.MoELayer.from_hf(gpt_oss_block()), MoERuntimeError,
+           "MoELayer needs a CUDA GPU", status="NO_GPU")
+
+try:
+    import transformers
+except ImportError:
+    print("transformers not importable: the real-block checks are skipped")
+    sys.exit(1 if failures else 0)
+
+# ---------------------------------------------------------------------------
+# Real transformers blocks on the CPU: the packed layer, computed by an
+# independent reference in float32, against the block in float32.
+from transformers.models.deepseek_v3 import modeling_deepseek_v3 as deepseek  # noqa: E402
+from transformers.models.gpt_oss import modeling_gpt_oss as gpt_oss  # noqa: E402
+from transformers.models.mixtral import modeling_mixtral as mixtral  # noqa: E402
+from transformers.models.olmoe import modeling_olmoe as olmoe  # noqa: E402
+from transformers.models.qwen3_moe import modeling_qwen3_moe as qwen3  # noqa: E402
+
+
+def reference(spec, packed, x):
+    """The packed layer on x [T, H] (float32), from the spec's semantics."""
+    f = {name: None if t is None else t.float() for name, t in (
+        ("w13", packed.gate_up_weights), ("w2", packed.down_weights),
+        ("b13", packed.gate_up_bias), ("b2", packed.down_bias),
+        ("router", packed.router_weight), ("router_bias", packed.router_bias),
+        ("score_bias", packed.score_bias))}
+    logits = torch.nn.functional.linear(x, f["router"], f["router_bias"])
+    if spec.routing == "topk_softmax":
+        top, ids = logits.topk(spec.top_k, dim=-1)
+        weights = top.softmax(dim=-1)
+    elif spec.routing == "softmax_topk":
+        weights, ids = logits.softmax(dim=-1).topk(spec.top_k, dim=-1)
+    else:
+        scores = logits.sigmoid()
+        choice = scores + f["score_bias"]
+        if spec.groups:
+            grouped = choice.view(len(x), spec.groups, -1)
+            best = grouped.topk(2, dim=-1).values.sum(-1).topk(spec.select_groups, dim=-1).indices
+            allowed = torch.zeros_like(grouped[..., 0], dtype=torch.bool)
+            allowed.scatter_(1, best, True)
+            choice = choice.masked_fill(~allowed.repeat_interleave(
+                spec.experts // spec.groups, dim=1), float("-inf"))
+        ids = choice.topk(spec.top_k, dim=-1).indices
+        weights = scores.gather(1, ids)
+    if spec.renormalize:
+        weights = weights / (weights.sum(-1, keepdim=True)
+                             + (1e-20 if spec.routing == "sigmoid_topk" else 0))
+    weights = weights * spec.scale
+    out = torch.zeros_like(x)
+    for t in range(len(x)):
+        for j in range(spec.top_k):
+            e = ids[t, j]
+            gate_up = f["w13"][e] @ x[t] + (0 if f["b13"] is None else f["b13"][e])
+            gate, up = gate_up[:spec.intermediate], gate_up[spec.intermediate:]
+            if spec.activation == "gptoss":
+                gate, up = gate.clamp(max=spec.limit), up.clamp(-spec.limit, spec.limit)
+                hidden = (up + 1) * gate * torch.sigmoid(spec.alpha * gate)
+            else:
+                hidden = torch.nn.functional.silu(gate) * up
+            down = f["w2"][e] @ hidden + (0 if f["b2"] is None else f["b2"][e])
+            out[t] += weights[t, j] * down
+    if packed.shared_experts is not None:
+        out += copy.deepcopy(packed.shared_experts).float()(x)
+    return out
+
+
+small = dict(hidden_size=64, num_experts_per_tok=4, hidden_act="silu")
+REAL = [  # (config, block class)
+    (mixtral.MixtralConfig(**small, intermediate_size=32, num_local_experts=8),
+     mixtral.MixtralSparseMoeBlock),
+    (qwen3.Qwen3MoeConfig(**small, moe_intermediate_size=32, num_experts=16,
+                          norm_topk_prob=True), qwen3.Qwen3MoeSparseMoeBlock),
+    (olmoe.OlmoeConfig(**small, intermediate_size=48, num_experts=16), olmoe.OlmoeSparseMoeBlock),
+    (deepseek.DeepseekV3Config(**small, moe_intermediate_size=32, n_routed_experts=16,
+                               n_group=4, topk_group=2, routed_scaling_factor=2.5,
+                               n_shared_experts=1), deepseek.DeepseekV3MoE),
+    (gpt_oss.GptOssConfig(**small, intermediate_size=40, num_local_experts=16),
+     gpt_oss.GptOssMLP),
+]
+for config, block_class in REAL:
+    name = block_class.__name__
+    config._experts_implementation = "eager"  # the blocks' own expert loop
+    block = block_class(config).to(bf16)
+    with torch.no_grad():
+        for parameter_ in block.parameters():  # experts are torch.empty
+            parameter_.copy_(torch.randn_like(parameter_, dtype=torch.float32) * 0.3)
+        if name == "DeepseekV3MoE":
+            block.gate.e_score_correction_bias.copy_(torch.randn(16) * 0.1)
+    packed = moe_torch.pack_hf_block(block)
+    check(packed.spec == moe_torch.spec_from_config(config),
+          f"{name}: block spec {packed.spec} != config spec")
+    block32 = copy.deepcopy(block).float()
+    x = torch.randn(2, 5, 64)
+    with torch.no_grad():
+        want = block32(x)
+        if isinstance(want, tuple):
+            want = want[0]
+        got = reference(packed.spec, packed, x.view(-1, 64)).view(2, 5, 64)
+    err = ((got - want).norm() / want.norm()).item()
+    check(err < 1e-5, f"{name}: packed layer vs the block in float32: relative L2 {err:.2e}")
+    print(f"{name} ({transformers.__version__}): packed layer vs block {err:.1e}")
+
+print("FAILED" if failures else "all passed")
+sys.exit(1 if failures else 0)

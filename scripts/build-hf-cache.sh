@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Compiles here (this machine has MLIR; the GPU machine does not) the MoE
+# layers test/device/hf_module.py converts with moe_torch.MoELayer.from_hf:
+# the five reference models' layers, from the same configurations and the
+# same spec_from_config as the test, so their cache keys match. Output:
+# .gpu-artifacts/hf-cache/<layer key>/{layer.mlir,<compiler id>.moebundle}.
+# Run it after scripts/build-gpu-artifacts.sh (which empties .gpu-artifacts),
+# then carry .gpu-artifacts with the device tool.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$root/build}
+export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
+python=$root/.venv/bin/python
+[ -x "$python" ] || python=python3
+mkdir -p "$root/.gpu-artifacts"
+"$python" "$root/test/device/hf_module.py" --build-cache "$root/.gpu-artifacts/hf-cache" \
+  --compiler "$build/bin"
