@@ -9,6 +9,70 @@
 
 include "mlir/Pass/PassBase.td"
 
+def MoERaise : Pass<"moe-raise"> {
+  let summary = "Raise a sparse MoE layer written in linalg/tensor/arith to "
+                "moe ops";
+  let description = [{
+    Recognises the MoE layer that a frontend emits for a Hugging Face-style
+    sparse MoE block (torch-mlir's linalg-on-tensors output for Mixtral and
+    Qwen3 blocks, test/Transforms/raise/fixtures) and rewrites it to
+
+    ```mlir
+    %ids, %w = moe.route softmax_topk %logits top k (renormalize)?
+    %rows, %offsets, %slots = moe.permute %tokens, %ids
+    %y = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+    %out = moe.unpermute %y, %slots weights %w
+    ```
+
+    so that the moe pipelines apply. Matching is by meaning, not op order:
+    each value is read as the expression of one of its elements, with the
+    producing linalg ops (generic and named: matmul, batch_matmul,
+    transpose, fill, ...), tensor.expand_shape/collapse_shape and static
+    tensor.extract_slice inlined, and that expression must be exactly:
+
+    - top-k: a `tm_tensor.sort` (torch-mlir's dialect, unregistered here:
+      parse with `--allow-unregistered-dialect`) along dim 1 with the `oge`
+      comparator (descending, stable: ties keep the lower expert id first,
+      as moe.route) of the router scores and an iota over experts, whose
+      first k columns both uses read (extract_slice at [0, 0], every token);
+    - router scores: `exp(l - max) / sum(exp(l - max))` over the expert
+      dimension of logits `[T, E]` (max over the same row, from -inf; the
+      max may be absent);
+    - routing weights: the top-k scores, or (`renormalize`) the top-k
+      scores divided by their sum over the same k;
+    - each expert: `down(silu(gate(x)) * up(x))` where every projection is
+      a sum over the full hidden (or intermediate) dimension of the tokens
+      `x[T, H]` (or the activation) times a weight element, starting from
+      zero, and `silu(z) = z * 1 / (1 + exp(-z))` (or `z / (1 + exp(-z))`);
+    - the combine, either dense-masked: `sum_e expert_e(x) * d_e` over all
+      E experts exactly once each (plus zeros), with `d_e = sum_j w[t, j] *
+      (ids[t, j] == e)` over the k slots (a one-hot mask); or gathered:
+      `sum_j w[t, j] * expert_{ids[t, j]}(x)[t]` over the k slots, where the
+      expert's weights are read with `tensor.extract` at the routed id
+      (possibly wrapped for negative indices, as torch's indexing does).
+
+    Expert weights are leaves: per-expert `[N, K]` or `[K, N]` tensors, or
+    stacked `[E, ...]` tensors indexed by the expert. A stacked gate-up
+    tensor `[E, 2I, H]` (gate rows, then up) and down tensor `[E, H, I]` are
+    used as they are; anything else is copied into them with
+    tensor.extract_slice, linalg.transpose and tensor.insert_slice.
+
+    The layer output, tokens, weights and logits must be f32: the moe ops
+    compute in f32, and a bf16 export's intermediate roundings would be
+    lost. The raised layer computes the same values in exact arithmetic;
+    the sums are taken in another order (the dense form's zero-weighted
+    experts are skipped), so results differ by rounding, and where an
+    unselected expert's output is Inf/NaN (0 * Inf) or a router logit is
+    NaN the original gives NaN where the moe ops need not. Anything that
+    does not match is left untouched and a remark `moe-raise: not raised:
+    <why>` is emitted on the top-k sort. After a rewrite the replaced
+    computation is erased where nothing else uses it (see docs/raise.md).
+  }];
+  let dependentDialects = ["::mlir::moe::MoEDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def MoEExpandFusedOps : Pass<"moe-expand-fused-ops"> {
   let summary = "Expand fused moe ops into their unfused parts";
   let description = [{

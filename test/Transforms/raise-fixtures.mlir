@@ -1,0 +1,74 @@
+// --moe-raise on the torch-mlir exports in raise/fixtures (unmodified; see
+// raise/export/README.md): each becomes route -> permute -> expert_mlp ->
+// unpermute, nothing of the exported top-k or experts is left, and the
+// result compiles through the CPU reference pipeline. raise-fixtures-run.mlir
+// runs them against torch's output.
+//
+// RUN: moe-opt %S/raise/fixtures/mixtral_dense_masked.mlir --allow-unregistered-dialect --moe-raise \
+// RUN:   | FileCheck %s --check-prefix=MIXTRAL
+// RUN: moe-opt %S/raise/fixtures/qwen3_dense_masked.mlir --allow-unregistered-dialect --moe-raise \
+// RUN:   | FileCheck %s --check-prefix=QWEN3
+// RUN: moe-opt %S/raise/fixtures/qwen3_stacked_gather.mlir --allow-unregistered-dialect --moe-raise \
+// RUN:   | FileCheck %s --check-prefix=GATHER
+// RUN: moe-opt %S/raise/fixtures/mixtral_dense_masked.mlir --allow-unregistered-dialect --moe-raise \
+// RUN:   --moe-cpu-reference-pipeline | FileCheck %s --check-prefix=CPU
+// RUN: moe-opt %S/raise/fixtures/qwen3_dense_masked.mlir --allow-unregistered-dialect --moe-raise \
+// RUN:   --moe-cpu-reference-pipeline | FileCheck %s --check-prefix=CPU
+// RUN: moe-opt %S/raise/fixtures/qwen3_stacked_gather.mlir --allow-unregistered-dialect --moe-raise \
+// RUN:   --moe-cpu-reference-pipeline | FileCheck %s --check-prefix=CPU
+// The fused layer the GPU pipeline compiles as one entry forms from it too.
+// RUN: moe-opt %S/raise/fixtures/mixtral_dense_masked.mlir --allow-unregistered-dialect --moe-raise \
+// RUN:   --moe-fuse-layer | FileCheck %s --check-prefix=LAYER
+
+// Mixtral (E = 4, top-2, renormalised), per-expert w1/w3/w2 constants
+// stacked into [E, 2I, H] and [E, H, I].
+// MIXTRAL-LABEL: func.func @mixtral_dense_masked
+// MIXTRAL-SAME: (%[[ARG:.*]]: tensor<1x?x16xf32>)
+// MIXTRAL: %[[X:.*]] = tensor.collapse_shape %[[ARG]]
+// MIXTRAL: %[[LOGITS:.*]] = linalg.matmul ins(%[[X]],
+// MIXTRAL-NOT: tm_tensor.sort
+// MIXTRAL: %[[IDS:.*]], %[[W:.*]] = moe.route softmax_topk %[[LOGITS]] top 2 renormalize : (tensor<?x4xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+// MIXTRAL: %[[ROWS:.*]], %[[OFF:.*]], %[[SLOTS:.*]] = moe.permute %[[X]], %[[IDS]] : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<5xi64>, tensor<?x2xi64>)
+// MIXTRAL-COUNT-8: tensor.insert_slice {{.*}} : tensor<32x16xf32> into tensor<4x64x16xf32>
+// MIXTRAL-COUNT-4: tensor.insert_slice {{.*}} : tensor<16x32xf32> into tensor<4x16x32xf32>
+// MIXTRAL: %[[H:.*]] = moe.expert_mlp silu %[[ROWS]], %[[OFF]], %{{.*}}, %{{.*}} : (tensor<?x16xf32>, tensor<5xi64>, tensor<4x64x16xf32>, tensor<4x16x32xf32>) -> tensor<?x16xf32>
+// MIXTRAL: %[[Y:.*]] = moe.unpermute %[[H]], %[[SLOTS]] weights %[[W]] : (tensor<?x16xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x16xf32>
+// MIXTRAL-NOT: linalg.generic
+// MIXTRAL-NOT: linalg.matmul
+// MIXTRAL: %[[OUT:.*]] = tensor.expand_shape %[[Y]]
+// MIXTRAL: return %[[OUT]], %[[LOGITS]]
+
+// Qwen3 (E = 8, top-2, norm_topk_prob=False): no renormalisation.
+// QWEN3-LABEL: func.func @qwen3_dense_masked
+// QWEN3-NOT: tm_tensor.sort
+// QWEN3: moe.route softmax_topk %{{.*}} top 2 : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+// QWEN3: moe.permute
+// QWEN3-COUNT-16: tensor.insert_slice {{.*}} : tensor<32x16xf32> into tensor<8x64x16xf32>
+// QWEN3-COUNT-8: tensor.insert_slice {{.*}} : tensor<16x32xf32> into tensor<8x16x32xf32>
+// QWEN3: moe.expert_mlp silu {{.*}} : (tensor<?x16xf32>, tensor<9xi64>, tensor<8x64x16xf32>, tensor<8x16x32xf32>) -> tensor<?x16xf32>
+// QWEN3: moe.unpermute
+// QWEN3-NOT: linalg.generic
+
+// Qwen3 with stacked gate_up_proj [E, 2I, H] / down_proj [E, H, I] gathered
+// by the routed ids: those constants are the moe weights as they are.
+// GATHER-LABEL: func.func @qwen3_stacked_gather
+// GATHER-DAG: %[[DOWN:.*]] = arith.constant dense_resource<{{.*}}> : tensor<8x16x32xf32>
+// GATHER-DAG: %[[GATE_UP:.*]] = arith.constant dense_resource<{{.*}}> : tensor<8x64x16xf32>
+// GATHER-NOT: tm_tensor.sort
+// GATHER: moe.route softmax_topk %{{.*}} top 2 renormalize : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+// GATHER: %[[ROWS:.*]], %[[OFF:.*]], %{{.*}} = moe.permute
+// GATHER-NOT: tensor.insert_slice
+// GATHER: moe.expert_mlp silu %[[ROWS]], %[[OFF]], %[[GATE_UP]], %[[DOWN]] :
+// GATHER: moe.unpermute
+// GATHER-NOT: linalg.generic
+// GATHER-NOT: linalg.batch_matmul
+
+// CPU: llvm.func @{{mixtral_dense_masked|qwen3_dense_masked|qwen3_stacked_gather}}
+// CPU-NOT: moe.
+// CPU-NOT: tm_tensor
+
+// LAYER: moe.layer
+// LAYER: moe.route softmax_topk
+// LAYER: moe.expert_mlp silu
+// LAYER: moe.unpermute
+// LAYER: moe.yield
