@@ -59,10 +59,36 @@ struct Expr {
   Operation *op = nullptr;
   SmallVector<Expr *> operands;
   SmallVector<unsigned> vars;
-  // The first tensor element this node was built for: what it equals.
+  // The first tensor element this node was built for: what it equals (up
+  // to the roundings between f32 and bf16 that are looked through).
   Value origin;
   SmallVector<AffineExpr> originIndices;
+  // The last tensor element it was built for: through rounding casts, the
+  // value that the op requesting it reads.
+  Value nearest;
+  SmallVector<AffineExpr> nearestIndices;
 };
+
+/// f32 or bf16: the float types between which conversions only round.
+bool isRoundingType(Type type) { return isa<Float32Type, BFloat16Type>(type); }
+
+/// An `arith.truncf` or `arith.extf` between f32 and bf16. Its result is its
+/// operand up to a rounding to bf16 (extf is exact): in exact arithmetic, as
+/// the matcher compares, the same value. Casts to or from any other type
+/// (f16, f64, fp8) are not looked through.
+bool isRoundingCast(Operation *op) {
+  return isa<arith::TruncFOp, arith::ExtFOp>(op) &&
+         isRoundingType(op->getOperand(0).getType()) &&
+         isRoundingType(op->getResult(0).getType());
+}
+
+/// A conversion that can change values beyond rounding between f32 and
+/// bf16: float casts involving other types, float to integer.
+bool isOtherConversion(Operation *op) {
+  if (isa<arith::FPToSIOp, arith::FPToUIOp>(op))
+    return true;
+  return isa<arith::TruncFOp, arith::ExtFOp>(op) && !isRoundingCast(op);
+}
 
 /// Whether `v` is computed by linalg ops, possibly through reshapes and
 /// slices: those are looked through, anything else is a leaf.
@@ -110,6 +136,10 @@ public:
   /// replaces).
   const llvm::SetVector<Operation *> &visitedOps() const { return visited; }
 
+  /// The first conversion that changes values beyond rounding (see
+  /// isOtherConversion) met while building, or null.
+  Operation *otherConversion() const { return conversion; }
+
 private:
   struct Body {
     linalg::LinalgOp op;
@@ -153,6 +183,7 @@ private:
   SmallVector<int64_t> extents;
   std::map<SmallVector<const void *>, Expr *> memo;
   llvm::SetVector<Operation *> visited;
+  Operation *conversion = nullptr;
 };
 
 /// `expr` as sum(coefficient * dim) + constant, when it is linear.
@@ -330,6 +361,8 @@ Expr *ExprBuilder::element(Value tensor, ArrayRef<AffineExpr> rawIndices) {
     result->origin = tensor;
     result->originIndices = indices;
   }
+  result->nearest = tensor;
+  result->nearestIndices = indices;
   memo[key] = result;
   return result;
 }
@@ -455,6 +488,14 @@ Expr *ExprBuilder::scalar(Body &body, Value v) {
     Attribute value;
     if (matchPattern(v, m_Constant(&value)))
       return body.memo[v] = outsideScalar(v);
+    // A rounding between f32 and bf16 is looked through: its operand's
+    // expression is its own.
+    if (isRoundingCast(def)) {
+      Expr *operand = scalar(body, def->getOperand(0));
+      if (!operand)
+        return nullptr;
+      return body.memo[v] = operand;
+    }
     SmallVector<Expr *> operands;
     for (Value operand : def->getOperands()) {
       Expr *e = scalar(body, operand);
@@ -462,6 +503,9 @@ Expr *ExprBuilder::scalar(Body &body, Value v) {
         return nullptr;
       operands.push_back(e);
     }
+    // The innermost such conversion (its operands are built first).
+    if (!conversion && isOtherConversion(def))
+      conversion = def;
     // An index cast of a loop position is still that position.
     if (isa<arith::IndexCastOp>(def) &&
         operands[0]->kind == Expr::Kind::Constant)
@@ -475,6 +519,20 @@ Expr *ExprBuilder::scalar(Body &body, Value v) {
     return nullptr;
   }
   return body.memo[v] = result;
+}
+
+/// `why`, naming the conversion `builder` met that is more than a rounding
+/// between f32 and bf16 (the likely reason a layer did not match).
+std::string explainConversion(const ExprBuilder &builder, StringRef why) {
+  Operation *op = builder.otherConversion();
+  if (!op)
+    return why.str();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << why << " (the layer converts " << op->getOperand(0).getType() << " to "
+     << op->getResult(0).getType() << " with " << op->getName()
+     << ": only roundings between f32 and bf16 are looked through)";
+  return text;
 }
 
 //===----------------------------------------------------------------------===//
@@ -529,18 +587,35 @@ Value readsAt(Expr *e, ArrayRef<AffineExpr> indices) {
   return e->origin;
 }
 
+/// `type` with bf16 read as f32 (the roundings looked through).
+Type unrounded(Type type) {
+  return isa<BFloat16Type>(type) ? Float32Type::get(type.getContext()) : type;
+}
+
+/// Equal constants, a bf16 and an f32 one of the same value included.
+bool sameConstant(Attribute a, Attribute b) {
+  if (a == b)
+    return true;
+  auto fa = dyn_cast_or_null<FloatAttr>(a), fb = dyn_cast_or_null<FloatAttr>(b);
+  return fa && fb && isRoundingType(fa.getType()) &&
+         isRoundingType(fb.getType()) &&
+         fa.getValueAsDouble() == fb.getValueAsDouble();
+}
+
 bool sameExpr(Expr *a, Expr *b) {
   if (a == b)
     return true;
   if (!a || !b || a->kind != b->kind || a->value != b->value ||
-      a->indices != b->indices || a->constant != b->constant ||
+      a->indices != b->indices || !sameConstant(a->constant, b->constant) ||
       a->vars != b->vars || a->operands.size() != b->operands.size())
     return false;
   if ((a->op == nullptr) != (b->op == nullptr))
     return false;
-  if (a->op && (a->op->getName() != b->op->getName() ||
-                a->op->getAttrDictionary() != b->op->getAttrDictionary() ||
-                a->op->getResultTypes() != b->op->getResultTypes()))
+  if (a->op &&
+      (a->op->getName() != b->op->getName() ||
+       a->op->getAttrDictionary() != b->op->getAttrDictionary() ||
+       !llvm::equal(llvm::map_range(a->op->getResultTypes(), unrounded),
+                    llvm::map_range(b->op->getResultTypes(), unrounded))))
     return false;
   for (auto [x, y] : llvm::zip(a->operands, b->operands))
     if (!sameExpr(x, y))
@@ -679,7 +754,7 @@ public:
 
   /// Matches the layer that `root` [T, H] computes from `sort`'s top-k.
   LogicalResult match(Layer &layer);
-  const std::string &reason() const { return why; }
+  std::string reason() const { return explainConversion(builder, why); }
   const llvm::SetVector<Operation *> &visitedOps() const {
     return builder.visitedOps();
   }
@@ -758,8 +833,8 @@ LogicalResult LayerMatcher::matchWeights(Expr *e, Layer &layer) {
     return success();
   }
   if (isCompute<arith::TruncFOp, arith::ExtFOp>(e))
-    return fail("routing weights are rounded to another float type (the moe "
-                "ops keep them in f32: only f32 layers are raised)");
+    return fail("routing weights are converted to or from a float type other "
+                "than f32 and bf16");
   return fail("routing weights are not the top-k scores (or those divided "
               "by their sum)");
 }
@@ -1140,6 +1215,14 @@ LogicalResult matchRouter(Operation *sort, ExprBuilder &builder, AffineExpr t,
   Expr *shift;
   if (!matchExponent(scores->operands[0]->operands[0], e, logits, shift))
     return failure();
+  // Through roundings between f32 and bf16, the logits tensor the softmax
+  // itself reads (a rounded copy holds other values than `logits`).
+  Expr *read = scores->operands[0]->operands[0];
+  if (isCompute<arith::SubFOp>(read))
+    read = read->operands[0];
+  Value softmaxInput = read->nearest;
+  if (ArrayRef<AffineExpr>(read->nearestIndices) != ArrayRef<AffineExpr>{t, e})
+    softmaxInput = logits;
   AffineExpr r;
   int64_t extent;
   Expr *summand = matchSum(scores->operands[1], r, extent, builder, context);
@@ -1174,13 +1257,14 @@ LogicalResult matchRouter(Operation *sort, ExprBuilder &builder, AffineExpr t,
       return failure();
     }
   }
-  auto logitsType = dyn_cast<RankedTensorType>(logits.getType());
+  auto logitsType = dyn_cast<RankedTensorType>(softmaxInput.getType());
   if (!logitsType || logitsType.getRank() != 2 ||
       logitsType.getDimSize(1) != numExperts ||
-      !logitsType.getElementType().isF32()) {
-    why = "the softmax input is not [tokens, experts] f32";
+      !isRoundingType(logitsType.getElementType())) {
+    why = "the softmax input is not [tokens, experts] f32 or bf16";
     return failure();
   }
+  logits = softmaxInput;
   why.clear();
   return success();
 }
@@ -1209,9 +1293,10 @@ LogicalResult LayerMatcher::matchTopK(Layer &layer) {
 
 LogicalResult LayerMatcher::match(Layer &layer) {
   auto type = cast<RankedTensorType>(root.getType());
-  // The moe ops compute in f32: a bf16/f16 layer's roundings would be lost.
-  if (!type.getElementType().isF32())
-    return fail("the layer output is not f32 (only f32 layers are raised)");
+  // The moe ops take f32 or bf16 tokens and weights; an f16 layer would be
+  // rounded differently than by bf16 casts.
+  if (!isRoundingType(type.getElementType()))
+    return fail("the layer output is not f32 or bf16");
   layer.hidden = type.getDimSize(1);
   if (ShapedType::isDynamic(layer.hidden))
     return fail("the layer output's hidden size is dynamic");
@@ -1468,7 +1553,8 @@ void raiseAt(Operation *sort) {
             builder.newVar(
                 cast<ShapedType>(sort->getOperand(0).getType()).getDimSize(0)),
             logits, why))) {
-      sort->emitRemark("moe-raise: not raised: ") << why;
+      sort->emitRemark("moe-raise: not raised: ")
+          << explainConversion(builder, why);
       return;
     }
   }

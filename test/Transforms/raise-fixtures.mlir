@@ -19,6 +19,19 @@
 // The fused layer the GPU pipeline compiles as one entry forms from it too.
 // RUN: moe-opt %S/raise/fixtures/mixtral_dense_masked.mlir --allow-unregistered-dialect --moe-raise \
 // RUN:   --moe-fuse-layer | FileCheck %s --check-prefix=LAYER
+//
+// The bf16 exports (module.to(torch.bfloat16)): the roundings to bf16 the
+// program makes are looked through, tokens, weights and output stay bf16, the
+// route reads the f32 logits the softmax reads. They compile through the GPU
+// pipeline (bf16 only), each layer one manifest entry.
+// RUN: moe-opt %S/raise/fixtures/mixtral_dense_masked_bf16.mlir --allow-unregistered-dialect --moe-raise \
+// RUN:   | FileCheck %s --check-prefix=MIXBF16
+// RUN: moe-opt %S/raise/fixtures/qwen3_stacked_gather_bf16.mlir --allow-unregistered-dialect --moe-raise \
+// RUN:   | FileCheck %s --check-prefix=GATHERBF16
+// RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %S/raise/fixtures/mixtral_dense_masked_bf16.mlir --allow-unregistered-dialect \
+// RUN:   --moe-raise --moe-gpu-pipeline | FileCheck %s --check-prefixes=GPU,GPU-MIXBF16
+// RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %S/raise/fixtures/qwen3_stacked_gather_bf16.mlir --allow-unregistered-dialect \
+// RUN:   --moe-raise --moe-gpu-pipeline | FileCheck %s --check-prefixes=GPU,GPU-GATHERBF16
 
 // Mixtral (E = 4, top-2, renormalised), per-expert w1/w3/w2 constants
 // stacked into [E, 2I, H] and [E, H, I].
@@ -72,3 +85,41 @@
 // LAYER: moe.expert_mlp silu
 // LAYER: moe.unpermute
 // LAYER: moe.yield
+
+// MIXBF16-LABEL: func.func @mixtral_dense_masked_bf16
+// MIXBF16-SAME: (%[[ARG:.*]]: tensor<1x?x16xbf16>) -> (tensor<1x?x16xbf16>, tensor<?x4xbf16>)
+// MIXBF16: %[[X:.*]] = tensor.collapse_shape %[[ARG]]
+// MIXBF16: %[[LOGITS:.*]] = linalg.matmul ins(%[[X]],
+// MIXBF16: %[[ROUNDED:.*]] = linalg.generic {{.*}} ins(%[[LOGITS]] : tensor<?x4xf32>) outs(%{{.*}} : tensor<?x4xbf16>)
+// MIXBF16: arith.truncf
+// MIXBF16: %[[EXTENDED:.*]] = linalg.generic {{.*}} ins(%[[ROUNDED]] : tensor<?x4xbf16>) outs(%{{.*}} : tensor<?x4xf32>)
+// MIXBF16: arith.extf
+// MIXBF16-NOT: tm_tensor.sort
+// MIXBF16: %[[IDS:.*]], %[[W:.*]] = moe.route softmax_topk %[[EXTENDED]] top 2 renormalize : (tensor<?x4xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+// MIXBF16: %[[ROWS:.*]], %[[OFF:.*]], %[[SLOTS:.*]] = moe.permute %[[X]], %[[IDS]] : (tensor<?x16xbf16>, tensor<?x2xi32>) -> (tensor<?x16xbf16>, tensor<5xi64>, tensor<?x2xi64>)
+// MIXBF16-COUNT-8: tensor.insert_slice {{.*}} : tensor<32x16xbf16> into tensor<4x64x16xbf16>
+// MIXBF16-COUNT-4: tensor.insert_slice {{.*}} : tensor<16x32xbf16> into tensor<4x16x32xbf16>
+// MIXBF16: %[[H:.*]] = moe.expert_mlp silu %[[ROWS]], %[[OFF]], %{{.*}}, %{{.*}} : (tensor<?x16xbf16>, tensor<5xi64>, tensor<4x64x16xbf16>, tensor<4x16x32xbf16>) -> tensor<?x16xbf16>
+// MIXBF16: %[[Y:.*]] = moe.unpermute %[[H]], %[[SLOTS]] weights %[[W]] : (tensor<?x16xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x16xbf16>
+// MIXBF16-NOT: linalg.generic
+// MIXBF16-NOT: linalg.matmul
+// MIXBF16: %[[OUT:.*]] = tensor.expand_shape %[[Y]]
+// MIXBF16: return %[[OUT]], %[[ROUNDED]]
+
+// GATHERBF16-LABEL: func.func @qwen3_stacked_gather_bf16
+// GATHERBF16-DAG: %[[DOWN:.*]] = arith.constant dense_resource<{{.*}}> : tensor<8x16x32xbf16>
+// GATHERBF16-DAG: %[[GATE_UP:.*]] = arith.constant dense_resource<{{.*}}> : tensor<8x64x16xbf16>
+// GATHERBF16-NOT: tm_tensor.sort
+// GATHERBF16: moe.route softmax_topk %{{.*}} top 2 renormalize : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+// GATHERBF16: %[[ROWS:.*]], %[[OFF:.*]], %{{.*}} = moe.permute %{{.*}} : (tensor<?x16xbf16>, tensor<?x2xi32>)
+// GATHERBF16-NOT: tensor.insert_slice
+// GATHERBF16: moe.expert_mlp silu %[[ROWS]], %[[OFF]], %[[GATE_UP]], %[[DOWN]] : (tensor<?x16xbf16>, tensor<9xi64>, tensor<8x64x16xbf16>, tensor<8x16x32xbf16>) -> tensor<?x16xbf16>
+// GATHERBF16: moe.unpermute {{.*}} : (tensor<?x16xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x16xbf16>
+// GATHERBF16-NOT: linalg.generic
+// GATHERBF16-NOT: linalg.batch_matmul
+
+// The fused layer's manifest entry and its kernels' binary.
+// GPU-MIXBF16: {abi = "layer.v1", down = "mixtral_dense_masked_bf16_down", gate_up = "mixtral_dense_masked_bf16_gate_up", {{.*}}name = "mixtral_dense_masked_bf16", op = "moe.layer", permute = "mixtral_dense_masked_bf16_permute", route = "mixtral_dense_masked_bf16_route", unpermute = "mixtral_dense_masked_bf16_unpermute"}
+// GPU-GATHERBF16: {abi = "layer.v1", down = "qwen3_stacked_gather_bf16_down", gate_up = "qwen3_stacked_gather_bf16_gate_up", {{.*}}name = "qwen3_stacked_gather_bf16", op = "moe.layer", permute = "qwen3_stacked_gather_bf16_permute", route = "qwen3_stacked_gather_bf16_route", unpermute = "qwen3_stacked_gather_bf16_unpermute"}
+// GPU-NOT: tm_tensor
+// GPU: gpu.binary @moe_kernels

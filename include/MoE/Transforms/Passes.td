@@ -57,11 +57,24 @@ def MoERaise : Pass<"moe-raise"> {
     used as they are; anything else is copied into them with
     tensor.extract_slice, linalg.transpose and tensor.insert_slice.
 
-    The layer output, tokens, weights and logits must be f32: the moe ops
-    compute in f32, and a bf16 export's intermediate roundings would be
-    lost. The raised layer computes the same values in exact arithmetic;
+    Precision: `arith.truncf`/`arith.extf` between f32 and bf16 (tensor to
+    tensor in a linalg.generic, or inside any body) and ops computed in bf16
+    instead of f32 only round, so the matcher looks through them: a bf16
+    program rounds intermediates (router logits, routing weights, gate/up
+    products, expert outputs, the weighted sum) where the moe ops, which
+    compute in f32 and round at op boundaries, do not, and in exact
+    arithmetic the values are the same. Everything else is compared
+    exactly: a conversion to or from another type (f16, f64, an integer)
+    is an opaque op that matches nothing (the remark names it). The layer
+    output must be f32 or bf16, the tokens and every expert weight of the
+    output's element type; the route reads the logits tensor the softmax
+    reads (through roundings: an f32 `extf` of bf16 logits stays f32), f32
+    or bf16, without a conversion. The raised layer computes the same
+    values in exact arithmetic;
     the sums are taken in another order (the dense form's zero-weighted
-    experts are skipped), so results differ by rounding, and where an
+    experts are skipped) and a bf16 layer is rounded at other points, so
+    results differ by rounding (near-equal router scores may pick another
+    expert), and where an
     unselected expert's output is Inf/NaN (0 * Inf) or a router logit is
     NaN the original gives NaN where the moe ops need not. Anything that
     does not match is left untouched and a remark `moe-raise: not raised:

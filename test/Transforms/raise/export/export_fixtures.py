@@ -19,6 +19,9 @@ the generic op form (`print_generic_op_form=True`); they parse with
 dense_resource constants (seeded, small). For each fixture the script also
 writes `<name>.io.txt`: a fixed input and torch's eager output for it, which
 test/Transforms/raise-fixtures-run.mlir checks the raised module against.
+The `*_bf16` fixtures are the same blocks converted with
+module.to(torch.bfloat16) and run on a bf16 input (their .io.txt holds the
+bf16 values, printed exactly as floats); they need ml_dtypes.
 
 The experts loop of the Hugging Face modules (one torch.where per expert, a
 data-dependent row count) is tried too; it does not lower (see README.md).
@@ -194,6 +197,15 @@ FIXTURES = {
     "qwen3_stacked_gather": Qwen3StackedGather,
 }
 
+# bf16 versions (module.to(torch.bfloat16), bf16 input), as Hugging Face
+# models run: the router softmax still runs in f32 (dtype=torch.float), every
+# other intermediate is rounded to bf16 where torch rounds it. Exporting bf16
+# weights needs ml_dtypes.
+BF16_FIXTURES = {
+    "mixtral_dense_masked_bf16": MixtralDenseMasked,
+    "qwen3_stacked_gather_bf16": Qwen3StackedGather,
+}
+
 
 def export(module, example, name):
     seq = torch.export.Dim("seq", min=1, max=4096)
@@ -213,10 +225,12 @@ def write_io(path, example, expected):
 def main(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     print("torch", torch.__version__, "torch-mlir", getattr(torch_mlir, "__version__", "20261001"))
-    for name, cls in FIXTURES.items():
+    for name, cls, dtype in (
+            [(n, c, torch.float32) for n, c in FIXTURES.items()]
+            + [(n, c, torch.bfloat16) for n, c in BF16_FIXTURES.items()]):
         torch.manual_seed(0)
-        module = cls().eval()
-        example = torch.randn(1, 5, HIDDEN)
+        module = cls().eval().to(dtype)
+        example = torch.randn(1, 5, HIDDEN).to(dtype)
         with torch.no_grad():
             expected = module(example)[0]
         mlir_module = export(module, example, name)
