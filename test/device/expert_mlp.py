@@ -16,7 +16,6 @@ Prints `N passed, N failed`.
 import os
 import random
 import sys
-import traceback
 
 import torch
 
@@ -24,6 +23,7 @@ ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifact
 sys.path.insert(0, ARTIFACTS)
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
+from tally import Tally, run  # noqa: E402
 
 # Two bf16 roundings (the intermediate and the output): about 3e-3.
 TOLERANCE = 1e-2
@@ -99,13 +99,8 @@ class Case:
 def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     bundles = sorted(f for f in os.listdir(ARTIFACTS) if f.startswith("mlp-") and f.endswith(".moebundle"))
-    passed = failed = 0
-
-    def report(ok, what, detail=""):
-        nonlocal passed, failed
-        passed += ok
-        failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
+    tally = Tally()
+    report = tally.report
 
     if not bundles:
         report(False, "mlp bundles", f"no mlp-*.moebundle in {ARTIFACTS}")
@@ -161,14 +156,8 @@ def main():
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
 
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return tally.summary()
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Exception:
-        traceback.print_exc()
-        print("0 passed, 1 failed")
-        sys.exit(1)
+    run(main)

@@ -11,11 +11,9 @@ and the runtime's argument errors. Prints `N passed, N failed`.
 
     python3 test/device/grouped_matmul.py .gpu-artifacts
 """
-import math
 import os
 import random
 import sys
-import traceback
 
 import torch
 
@@ -23,6 +21,7 @@ ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifact
 sys.path.insert(0, ARTIFACTS)
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
+from tally import Tally, run  # noqa: E402
 
 # bf16 output rounding alone gives a relative error of about 2e-3.
 TOLERANCE = 1e-2
@@ -120,13 +119,8 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     bundles = sorted(f for f in os.listdir(ARTIFACTS)
                      if f.endswith(".moebundle") and not f.startswith(("bench-", "mlp-", "mlpbench-", "routing", "layer")))
-    passed = failed = 0
-
-    def report(ok, what, detail=""):
-        nonlocal passed, failed
-        passed += ok
-        failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
+    tally = Tally()
+    report = tally.report
 
     loaded = {name: moe_runtime.Bundle(os.path.join(ARTIFACTS, name)) for name in bundles}
     shapes = {}
@@ -205,14 +199,8 @@ def main():
         except Exception as error:
             report(False, f"runtime rejects {what}", f"unexpected {type(error).__name__}: {error}")
 
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return tally.summary()
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Exception:
-        traceback.print_exc()
-        print("0 passed, 1 failed")
-        sys.exit(1)
+    run(main)

@@ -47,6 +47,7 @@ sys.path[:0] = ([] if BUILD_CACHE else [ARTIFACTS]) + [os.path.join(REPO, "runti
 if not BUILD_CACHE:
     os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_torch  # noqa: E402
+from tally import Tally, run  # noqa: E402
 
 # name: (transformers model module, config class, block class, config fields)
 MODELS = {
@@ -95,13 +96,8 @@ def main():
 
     dev = "cuda"
     cache = os.path.join(ARTIFACTS, "hf-cache")
-    passed = failed = 0
-
-    def report(ok, what, detail=""):
-        nonlocal passed, failed
-        passed += ok
-        failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
+    tally = Tally()
+    report = tally.report
 
     def rel_err(got, want):
         return ((got.float() - want.float()).norm() / want.float().norm()).item()
@@ -287,16 +283,10 @@ def main():
         layer = block = None  # frees the weights before the next model
         torch.cuda.empty_cache()
 
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return tally.summary()
 
 
 if __name__ == "__main__":
     if BUILD_CACHE:
         sys.exit(build_cache(sys.argv[sys.argv.index("--build-cache") + 1:]))
-    try:
-        sys.exit(main())
-    except Exception:
-        traceback.print_exc()
-        print("0 passed, 1 failed")
-        sys.exit(1)
+    run(main)

@@ -19,7 +19,6 @@ side that can use them). Prints `N passed, N failed` (and a table).
 """
 import os
 import sys
-import traceback
 
 import torch
 
@@ -29,6 +28,7 @@ BENCH = "--bench" in sys.argv
 sys.path[:0] = [ARTIFACTS, PEERS]
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
+from tally import Tally, run  # noqa: E402
 from peers import SHAPES, bench, moe_grouped, moe_loop, reference, route_model  # noqa: E402
 
 DEV = "cuda"
@@ -67,14 +67,9 @@ def main():
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
     bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))
-    passed = failed = 0
+    tally = Tally()
+    report = tally.report
     table = []
-
-    def report(ok, what, detail=""):
-        nonlocal passed, failed
-        passed += ok
-        failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
 
     for name, model in MODELS.items():
         H, I, E, k = SHAPES[model]
@@ -192,14 +187,8 @@ def main():
         for model, T, ours, grouped, loop, floor in table:
             print(f"| {model} | {T} | {ours:.4f} | {grouped:.4f} | {loop:.4f} | {grouped / ours:.2f} "
                   f"| {loop / ours:.2f} | {floor:.4f} | {floor / ours:.2f} |")
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return tally.summary()
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Exception:
-        traceback.print_exc()
-        print("0 passed, 1 failed")
-        sys.exit(1)
+    run(main)

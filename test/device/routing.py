@@ -19,7 +19,6 @@ Prints `N passed, N failed`.
 """
 import os
 import sys
-import traceback
 
 import torch
 
@@ -28,6 +27,7 @@ PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else ".shared-bench")
 sys.path[:0] = [ARTIFACTS, PEERS]
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
+from tally import Tally, run  # noqa: E402
 from peers import SHAPES, route_model  # noqa: E402
 
 DEV = "cuda"
@@ -71,13 +71,8 @@ def check_route(model, logits, bias, ids, weights):
 def main():
     torch.manual_seed(0)
     bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "routing.moebundle"))
-    passed = failed = 0
-
-    def report(ok, what, detail=""):
-        nonlocal passed, failed
-        passed += ok
-        failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
+    tally = Tally()
+    report = tally.report
 
     for entry, (model, dtype) in ROUTERS.items():
         _, _, E, k = SHAPES[model]
@@ -225,14 +220,8 @@ def main():
     except Exception as error:
         report(False, what, f"{type(error).__name__}: {error}")
 
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return tally.summary()
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Exception:
-        traceback.print_exc()
-        print("0 passed, 1 failed")
-        sys.exit(1)
+    run(main)
