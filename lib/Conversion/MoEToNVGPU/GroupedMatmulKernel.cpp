@@ -29,8 +29,9 @@ using namespace mlir;
 using namespace mlir::moe;
 
 /// Offsets each CTA copies to shared memory (clamped, as i32) once at its
-/// start: a tile lookup then scans shared memory, not E / 32 dependent L2
-/// round trips. Experts past this many read global memory.
+/// start, and the size of the tile table built from them (E < this many
+/// experts; with more, each lookup scans and reads the rest from global
+/// memory).
 static constexpr int64_t kCachedEnds = 1024;
 
 /// Columns of the bf16 staging tile each warpgroup's epilogue goes through.
