@@ -92,6 +92,40 @@ bundle mlpbench-default "$out/bench-mlp.mlir" --moe-gpu-pipeline
 bundle mlpbench-swap8 "$out/bench-mlp.mlir" --moe-gpu-pipeline="swap-ab-stages=8"
 bundle mlpbench-swap12 "$out/bench-mlp.mlir" --moe-gpu-pipeline="swap-ab-stages=12"
 
+# Block FP8 (test/device/fp8_shapes.txt): grouped_matmuls of dequantized
+# e4m3 rows ([1, 128] f32 scales) and weights ([128, 128] f32 scales).
+fp8_module_of() { # <shapes>
+  while read -r name e n k off epilogue; do
+    [ -z "$name" ] || [ "${name:0:1}" = "#" ] && continue
+    local kb=$((k / 128)) nb=$((n / 128)) sarg="" stype="" sop=""
+    if [ "$epilogue" = row_scale ]; then
+      sarg=", %s: tensor<?xf32>"; stype=", tensor<?xf32>"; sop=" scale %s"
+    fi
+    cat <<MLIR
+func.func @$name(%xq: tensor<?x${k}xf8E4M3FN>, %xs: tensor<?x${kb}xf32>, %wq: tensor<${e}x${n}x${k}xf8E4M3FN>, %ws: tensor<${e}x${nb}x${kb}xf32>, %off: tensor<$((e + 1))x${off}>$sarg) -> tensor<?x${n}xbf16> {
+  %x = moe.dequantize %xq, %xs from <f8E4M3FN, [1, 128], f32> : tensor<?x${k}xf8E4M3FN>, tensor<?x${kb}xf32> -> tensor<?x${k}xbf16>
+  %w = moe.dequantize %wq, %ws from <f8E4M3FN, [128, 128], f32> : tensor<${e}x${n}x${k}xf8E4M3FN>, tensor<${e}x${nb}x${kb}xf32> -> tensor<${e}x${n}x${k}xbf16>
+  %y = moe.grouped_matmul %x, %w, %off$sop : (tensor<?x${k}xbf16>, tensor<${e}x${n}x${k}xbf16>, tensor<$((e + 1))x${off}>$stype) -> tensor<?x${n}xbf16>
+  return %y : tensor<?x${n}xbf16>
+}
+MLIR
+  done < "$1"
+}
+fp8_module_of "$root/test/device/fp8_shapes.txt" > "$out/fp8.mlir"
+bundle fp8-default "$out/fp8.mlir" --moe-gpu-pipeline
+bundle fp8-swap8-split "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=8"
+bundle fp8-normal-64-128-split "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0"
+bundle fp8-normal-64 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64"
+for tm in 8 64; do
+  bundle "fp8-swap-only-$tm" "$out/fp8.mlir" \
+    --convert-moe-to-nvgpu="swap-ab=1 tile-m=$tm tile-n=64 stages=4" \
+    --moe-extract-device-code --moe-gpu-device-pipeline
+done
+# DeepSeek-V3's expert GEMMs in block FP8 for bench/fp8_grouped_matmul.py.
+printf 'deepseek_gate_up 256 4096 7168 i32 store\ndeepseek_down 256 7168 2048 i32 row_scale\n' > "$out/fp8bench.txt"
+fp8_module_of "$out/fp8bench.txt" > "$out/fp8bench.mlir"
+bundle fp8bench-default "$out/fp8bench.mlir" --moe-gpu-pipeline
+
 # Routing, permutation and combine kernels (test/device/routing.py), and
 # whole layers of four models (test/device/layer.py).
 bundle routing "$root/test/device/routing_shapes.mlir" --moe-gpu-pipeline

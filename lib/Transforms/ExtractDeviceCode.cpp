@@ -47,7 +47,8 @@ struct MoEExtractDeviceCodePass
     // moe op left must have been compiled (carry moe.launch).
     module.walk([&](Operation *op) {
       if (isa<moe::MoEDialect>(op->getDialect()) && !isa<moe::YieldOp>(op) &&
-          !op->hasAttr(moe::kLaunchAttr)) {
+          !op->hasAttr(moe::kLaunchAttr) &&
+          !op->hasAttr(moe::kFusedIntoLaunchAttr)) {
         op->emitOpError("has no GPU kernel yet, and the bundle would "
                         "silently skip it; give the GPU pipeline only ops "
                         "that have kernels (moe.route, moe.permute, "

@@ -2,9 +2,10 @@
 |*                                                                            *|
 |* Reads the `.moebundle` files that `moe-translate --moe-to-bundle` writes *|
 |* and launches their kernels through the CUDA driver API. The contract this  *|
-|* implements is docs/runtime-contract.md (bundle version 5; kernel ABIs      *|
+|* implements is docs/runtime-contract.md (bundle version 6; kernel ABIs      *|
 |* grouped_matmul.v3: persistent kernels with a store, swiglu or row_scale    *|
-|* epilogue and an optional expert bias; route.v1: top-k routing;            *|
+|* epilogue and an optional expert bias; grouped_matmul_fp8.v1: the same     *|
+|* with block-FP8 rows and weights; route.v1: top-k routing;                 *|
 |* unpermute.v2: the weighted combine; permute.v2: tokens grouped by expert;  *|
 |* layer.v1: the five in one call).                                          *|
 |*                                                                            *|
@@ -28,14 +29,16 @@
 extern "C" {
 #endif
 
-/// The bundle format version this runtime reads (`MOEBUNDLE 5`).
-#define MOE_BUNDLE_VERSION 5
+/// The bundle format version this runtime reads (`MOEBUNDLE 6`).
+#define MOE_BUNDLE_VERSION 6
 /// The kernel ABIs this runtime launches: persistent grouped GEMMs with an
-/// epilogue (moeGroupedMatmul), top-k routing (moeRoute), the combine of
+/// epilogue (moeGroupedMatmul), of bf16 or of block-FP8 rows and weights
+/// (grouped_matmul_fp8.v1), top-k routing (moeRoute), the combine of
 /// the experts' rows of each token (moeUnpermute), and the grouping of the
 /// tokens' rows by expert (moePermute), and a whole layer made of those
 /// (moeLayer).
 #define MOE_ABI_GROUPED_MATMUL "grouped_matmul.v3"
+#define MOE_ABI_GROUPED_MATMUL_FP8 "grouped_matmul_fp8.v1"
 #define MOE_ABI_ROUTE "route.v1"
 #define MOE_ABI_UNPERMUTE "unpermute.v2"
 #define MOE_ABI_PERMUTE "permute.v2"
@@ -60,6 +63,10 @@ extern "C" {
 #define MOE_ACTIVATION_NONE "none"
 #define MOE_ACTIVATION_SILU "silu"
 #define MOE_ACTIVATION_GPTOSS "gptoss"
+/// The element format of a grouped_matmul_fp8.v1 entry (contract §3.7):
+/// float8_e4m3fn rows and weights with f32 scales per block of 128 elements
+/// of a row of `rows` and per 128 x 128 block of the weights (DeepSeek-V3's).
+#define MOE_FORMAT_FP8_BLOCK "fp8_block"
 
 /// What every function returns. On anything but MOE_STATUS_SUCCESS,
 /// moeLastErrorMessage() says what went wrong.
@@ -128,6 +135,7 @@ typedef struct moeBundleInfo {
 /// depends on the ABI (`abi`); the others are 0 ("" for the strings):
 ///   grouped_matmul.v3: experts, n, k, offsets_bits, epilogue, bias_bits,
 ///                      activation;
+///   grouped_matmul_fp8.v1: the same, and format;
 ///   route.v1:          experts, top_k, logits_bits, bias;
 ///   unpermute.v2:      top_k, slots_bits, hidden, weighted;
 ///   permute.v2:        experts, top_k, hidden, offsets_bits, chunk;
@@ -138,8 +146,9 @@ typedef struct moeEntryInfo {
   const char *op;       ///< "moe.grouped_matmul", "moe.expert_mlp",
                         ///< "moe.route", "moe.unpermute", "moe.permute" or
                         ///< "moe.layer".
-  const char *abi;      ///< "grouped_matmul.v3", "route.v1", "unpermute.v2",
-                        ///< "permute.v2", "layer.v1".
+  const char *abi;      ///< "grouped_matmul.v3", "grouped_matmul_fp8.v1",
+                        ///< "route.v1", "unpermute.v2", "permute.v2",
+                        ///< "layer.v1".
   int64_t experts;      ///< E of the weights [E, N, K], or -1 (dynamic);
                         ///< route.v1: E of the logits [T, E] (static);
                         ///< permute.v2: E of the offsets [E + 1] (static,
@@ -154,8 +163,9 @@ typedef struct moeEntryInfo {
                         ///< (exactly 1 for route.v1 and unpermute.v2, exactly
                         ///< 3 for permute.v2: count, index, then gather; 0
                         ///< for layer.v1, which launches its parts' kernels).
-  const char *epilogue; ///< "store", "swiglu" or "row_scale"; "" for the
-                        ///< other ABIs. Never NULL.
+  const char *epilogue; ///< "store", "swiglu" or "row_scale" (both grouped
+                        ///< matmul ABIs); "" for the other ABIs. Never
+                        ///< NULL.
   // Added in version 4.
   int32_t top_k;       ///< k: experts per token (route: 1..min(E, 32));
                        ///< unpermute.v2, permute.v2 too.
@@ -179,6 +189,9 @@ typedef struct moeEntryInfo {
   int32_t chunk;          ///< permute.v2: ids per CTA of its count and index
                           ///< kernels (a multiple of 32, 32..65536); 0 for
                           ///< the other ABIs.
+  // Added in version 6.
+  const char *format; ///< grouped_matmul_fp8.v1: "fp8_block" (the only
+                      ///< format); "" for the other ABIs. Never NULL.
 } moeEntryInfo;
 
 /// One `kernel` record of an entry. The kernels of route.v1, unpermute.v2
@@ -220,10 +233,11 @@ MOE_API moeStatus moeBundleGetKernel(const moeBundle *bundle, int32_t entry,
 /// (sm_90a needs exactly 9.0, sm_100a 10.0; a chip without the `a` suffix
 /// accepts any later minor version of the same major). Looks up every kernel,
 /// sets its CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to `smem` (for
-/// every grouped_matmul.v3 kernel, for the others only when smem > 0), then
-/// caches how many of its CTAs the device holds at once (its
-/// cuOccupancyMaxActiveBlocksPerMultiprocessor for `threads` and `smem`, times
-/// the device's multiprocessor count): the persistent grid of contract §3.1.
+/// every grouped_matmul.v3 and grouped_matmul_fp8.v1 kernel, for the others
+/// only when smem > 0), then caches how many of its CTAs the device holds at
+/// once (its cuOccupancyMaxActiveBlocksPerMultiprocessor for `threads` and
+/// `smem`, times the device's multiprocessor count): the persistent grid of
+/// contract §3.1.
 /// Idempotent per context; a bundle may be loaded into several contexts (one
 /// per device). Thread-safe. Module loading is not allowed while a stream is
 /// being captured, so call this before capturing moeGroupedMatmul, moeRoute,
@@ -241,9 +255,10 @@ MOE_API moeStatus moeBundleLoad(moeBundle *bundle);
  * variable MOE_RUNTIME_PDL=0 turns it off (cuLaunchKernel); it is read at
  * each call, but a captured CUDA graph keeps what was captured. */
 
-/// Arguments of a grouped matmul, ABI grouped_matmul.v3, for the rows r of
-/// expert e (offsets[e] <= r < offsets[e + 1]), by the entry's epilogue, with
-/// b = bias[e] (zeros when the entry has bias=none):
+/// Arguments of a grouped matmul, ABI grouped_matmul.v3 or
+/// grouped_matmul_fp8.v1, for the rows r of expert e (offsets[e] <= r <
+/// offsets[e + 1]), by the entry's epilogue, with b = bias[e] (zeros when the
+/// entry has bias=none):
 ///   store:     out[r, :] = rows[r, :] @ weights[e]^T + b;
 ///   swiglu:    with g = rows[r, :] @ weights[e][0 : N/2]^T + b[0 : N/2]
 ///              (gate rows) and u = rows[r, :] @ weights[e][N/2 : N]^T +
@@ -253,10 +268,17 @@ MOE_API moeStatus moeBundleLoad(moeBundle *bundle);
 ///                      out[r, :] = (u' + 1) * g' * sigmoid(alpha * g')
 ///                      (alpha and limit are compiled into the kernels);
 ///   row_scale: out[r, :] = (rows[r, :] @ weights[e]^T + b) * row_scale[r].
+/// grouped_matmul_fp8.v1 (format fp8_block, contract §3.7): rows and weights
+/// are float8_e4m3fn (1 byte) and each product is of the dequantized values,
+///   rows[r, k] * rows_scale[r, k/128] and
+///   weights[e, n, k] * weights_scale[e, n/128, k/128]
+/// (integer division), accumulated in f32; out is bf16 as above.
 /// All tensors are dense and row-major.
 typedef struct moeGroupedMatmulArgs {
-  uint64_t rows;      ///< Device pointer, bf16 [M, K], 16-byte aligned.
-  uint64_t weights;   ///< Device pointer, bf16 [E, N, K], 16-byte aligned.
+  uint64_t rows;      ///< Device pointer, bf16 [M, K] (float8_e4m3fn for
+                      ///< grouped_matmul_fp8.v1), 16-byte aligned.
+  uint64_t weights;   ///< Device pointer, bf16 [E, N, K] (float8_e4m3fn for
+                      ///< grouped_matmul_fp8.v1), 16-byte aligned.
   uint64_t offsets;   ///< Device pointer, [E + 1] of the entry's offsets type
                       ///< (i32 or i64), aligned to its element size.
   uint64_t out;       ///< Device pointer, bf16 [M, N] ([M, N/2] for swiglu
@@ -266,8 +288,10 @@ typedef struct moeGroupedMatmulArgs {
                       ///< swiglu entries, where it is 2 x the output columns
                       ///< (even, >= 2) and out has N/2 columns. Must equal
                       ///< the entry's n unless that is -1.
-  int64_t k;          ///< Reduction size, K >= 8 and K % 8 == 0; must equal
-                      ///< the entry's k unless that is -1.
+  int64_t k;          ///< Reduction size, K >= 8 and K % 8 == 0 (16-byte
+                      ///< rows; grouped_matmul_fp8.v1: K >= 16 and
+                      ///< K % 16 == 0); must equal the entry's k unless that
+                      ///< is -1.
   int64_t experts;    ///< E >= 1; must equal the entry's experts unless -1.
   uint64_t row_scale; ///< Device pointer, f32 [M], 4-byte aligned: the
                       ///< routing weight of each row. Required by row_scale
@@ -277,11 +301,23 @@ typedef struct moeGroupedMatmulArgs {
                  ///< bias type (f32 or bf16), aligned to its element size.
                  ///< Required by entries with bias=f32|bf16, must be 0 for
                  ///< bias=none ones.
+  // Added in version 6.
+  uint64_t rows_scale;    ///< Device pointer, f32 [M, ceil(K/128)], 4-byte
+                          ///< aligned: the scale of each block of 128
+                          ///< elements of a row of `rows`. Required by
+                          ///< grouped_matmul_fp8.v1 entries, must be 0 for
+                          ///< grouped_matmul.v3 ones.
+  uint64_t weights_scale; ///< Device pointer, f32 [E, ceil(N/128),
+                          ///< ceil(K/128)] (N the weights' N), 4-byte
+                          ///< aligned: the scale of each 128 x 128 block of
+                          ///< `weights`. Required by grouped_matmul_fp8.v1
+                          ///< entries, must be 0 for grouped_matmul.v3 ones.
 } moeGroupedMatmulArgs;
 
 /// Launches the kernels of `entry` (an op=moe.grouped_matmul or
-/// op=moe.expert_mlp, abi=grouped_matmul.v3 entry) on `stream` (a CUstream;
-/// NULL is the legacy default stream) of the current context. Validates every
+/// op=moe.expert_mlp, abi=grouped_matmul.v3 entry, or an op=moe.grouped_matmul,
+/// abi=grouped_matmul_fp8.v1 entry) on `stream` (a CUstream; NULL is the
+/// legacy default stream) of the current context. Validates every
 /// argument first (INVALID_ARGUMENT / NOT_FOUND with a message naming the
 /// problem, without touching the driver), then loads the bundle into the
 /// current context if moeBundleLoad has not (see there), then encodes the TMA
@@ -294,10 +330,13 @@ typedef struct moeGroupedMatmulArgs {
 /// contents of `offsets` are not read on the host: the kernels clamp them (see
 /// the contract). Besides the checks listed with moeGroupedMatmulArgs: N, K and
 /// E at most 2^31 - 1, E*N*K*2 bytes within int64, N*K*2 below 2^40 (a TMA
-/// stride), E*N*4 or E*N*2 bytes of bias within int64. The pointers must be
-/// of the current context's device (not
-/// checked). Thread-safe. Errors after a launch was issued name how many
-/// kernels had already been launched.
+/// stride; grouped_matmul_fp8.v1: E*N*K and N*K, 1-byte elements), E*N*4 or
+/// E*N*2 bytes of bias within int64. A grouped_matmul_fp8.v1 kernel takes the
+/// 17 parameters of grouped_matmul.v3 with 1-byte (UINT8) tensor maps, then
+/// the rows_scale and weights_scale memrefs (16 more), then row_scale and
+/// bias as grouped_matmul.v3 (contract §3.7). The pointers must be of the
+/// current context's device (not checked). Thread-safe. Errors after a launch
+/// was issued name how many kernels had already been launched.
 MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entry,
                                    const moeGroupedMatmulArgs *args,
                                    void *stream);

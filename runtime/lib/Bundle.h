@@ -29,7 +29,13 @@ inline constexpr size_t kMaxKernelsPerEntry = 16;
 inline constexpr uint64_t kMaxImageBytes = uint64_t(256) << 20;
 inline constexpr int64_t kMaxThreads = 1024;
 inline constexpr int64_t kMaxTile = 256; // TMA box dimensions
-inline constexpr int64_t kMaxTileK = 64; // 128-byte swizzle: 64 bf16 per row
+/// A TMA box row (tile_k elements) is at most 128 bytes (the 128-byte
+/// swizzle: 64 bf16 or 128 float8) and a multiple of 16 bytes.
+inline constexpr int64_t kMaxTileKBytes = 128;
+inline constexpr int64_t kTmaRowQuantumBytes = 16;
+/// Block-FP8 (contract §3.7): one f32 scale per 128 elements of a row of the
+/// rows, per 128 x 128 elements of the weights.
+inline constexpr int64_t kFp8BlockSize = 128;
 inline constexpr int64_t kMaxStages = 64;
 inline constexpr int64_t kMaxTopK = 32; // route.v1: top_k <= min(E, 32)
 /// permute.v2: experts <= 1024 (a CTA keeps a count per expert).
@@ -62,7 +68,8 @@ struct Kernel {
   std::string imageName;
   int image = -1; // index into BundleData::images
   int32_t threads = 0, smem = 0;
-  // grouped_matmul.v3 only (0 for the kernels of the other ABIs).
+  // grouped_matmul.v3 and grouped_matmul_fp8.v1 only (0 for the kernels of
+  // the other ABIs).
   int64_t rowsMin = 0, rowsMax = 0;
   int32_t tileM = 0, tileN = 0, tileK = 0, stages = 0;
   bool swapAB = false;
@@ -70,14 +77,35 @@ struct Kernel {
 };
 
 /// The kernel ABI of an entry (its `abi` key), which decides its other keys.
-enum class Abi { GroupedMatmul, Route, Unpermute, Permute, Layer };
+enum class Abi {
+  GroupedMatmul,    // grouped_matmul.v3: bf16
+  GroupedMatmulFp8, // grouped_matmul_fp8.v1: block-FP8, v3's keys and more
+  Route,
+  Unpermute,
+  Permute,
+  Layer
+};
 
-/// "grouped_matmul.v3", "route.v1", "unpermute.v2", "permute.v2" or
-/// "layer.v1".
+/// Whether entries of `abi` are grouped matmuls (moeGroupedMatmul): the keys,
+/// kernels and launches of grouped_matmul.v3, and more for the FP8 one.
+inline bool isGroupedMatmul(Abi abi) {
+  return abi == Abi::GroupedMatmul || abi == Abi::GroupedMatmulFp8;
+}
+
+/// Bytes of an element of the rows and weights of a grouped matmul: 2 (bf16)
+/// or 1 (float8_e4m3fn).
+inline int64_t gemmElementBytes(Abi abi) {
+  return abi == Abi::GroupedMatmulFp8 ? 1 : 2;
+}
+
+/// "grouped_matmul.v3", "grouped_matmul_fp8.v1", "route.v1", "unpermute.v2",
+/// "permute.v2" or "layer.v1".
 inline const char *abiName(Abi abi) {
   switch (abi) {
   case Abi::GroupedMatmul:
     return MOE_ABI_GROUPED_MATMUL;
+  case Abi::GroupedMatmulFp8:
+    return MOE_ABI_GROUPED_MATMUL_FP8;
   case Abi::Route:
     return MOE_ABI_ROUTE;
   case Abi::Unpermute:
@@ -144,8 +172,9 @@ struct Entry {
   std::string name, op, abi;
   Abi kind = Abi::GroupedMatmul;
   int64_t maxRows = 0;
-  // grouped_matmul.v3 (experts also for route.v1 and permute.v2,
-  // offsetsBits also for permute.v2).
+  // grouped_matmul.v3 and grouped_matmul_fp8.v1 (experts also for route.v1
+  // and permute.v2, offsetsBits also for permute.v2). The FP8 ABI's one
+  // format, fp8_block, is implied by its kind.
   Epilogue epilogue = Epilogue::Store;
   int64_t experts = 0, n = 0, k = 0;
   int32_t offsetsBits = 0;

@@ -76,7 +76,7 @@ struct KeyValue {
 
 /// One kind of key=value record: its keys, all required.
 struct RecordSpec {
-  const char *keys[10];
+  const char *keys[11];
   size_t numKeys;
   /// Appended to the error for an unknown key.
   const char *unknownKeyHint;
@@ -90,6 +90,12 @@ constexpr RecordSpec kGroupedMatmulEntry = {{"op", "abi", "experts", "n", "k",
                                              "bias", "activation"},
                                             10,
                                             kNewerCompiler};
+// grouped_matmul.v3's keys (values 0..9, in the same order), then `format`.
+constexpr RecordSpec kGroupedMatmulFp8Entry = {
+    {"op", "abi", "experts", "n", "k", "max_rows", "offsets", "epilogue",
+     "bias", "activation", "format"},
+    11,
+    kNewerCompiler};
 constexpr RecordSpec kRouteEntry = {
     {"op", "abi", "max_rows", "experts", "top_k", "logits", "bias"},
     7,
@@ -158,6 +164,11 @@ private:
   moeStatus parseGroupedMatmulEntry(const std::string &who,
                                     const std::vector<std::string_view> &values,
                                     Entry &entry);
+  /// What grouped_matmul_fp8.v1 adds to grouped_matmul.v3's keys: its op
+  /// and `format`.
+  moeStatus parseFp8Keys(const std::string &who,
+                         const std::vector<std::string_view> &values,
+                         const Entry &entry);
   moeStatus parseRouteEntry(const std::string &who,
                             const std::vector<std::string_view> &values,
                             Entry &entry);
@@ -364,7 +375,8 @@ moeStatus Reader::parseHeader() {
                 version == 1   ? "persistent kernels"
                 : version == 2 ? "kernel epilogues"
                 : version == 3 ? "the route and unpermute kernels"
-                               : "expert biases and layer entries",
+                : version == 4 ? "expert biases and layer entries"
+                               : "block-FP8 grouped matmuls",
                 MOE_BUNDLE_VERSION);
   if (version != MOE_BUNDLE_VERSION)
     return fail(MOE_STATUS_UNSUPPORTED,
@@ -491,6 +503,9 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
     Abi knownKind = Abi::GroupedMatmul;
     if (abi == MOE_ABI_GROUPED_MATMUL) {
       known = &kGroupedMatmulEntry;
+    } else if (abi == MOE_ABI_GROUPED_MATMUL_FP8) {
+      known = &kGroupedMatmulFp8Entry;
+      knownKind = Abi::GroupedMatmulFp8;
     } else if (abi == MOE_ABI_ROUTE) {
       known = &kRouteEntry;
       knownKind = Abi::Route;
@@ -507,7 +522,8 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
       return fail(MOE_STATUS_UNSUPPORTED,
                   "%s: abi %s is not supported (this runtime implements "
                   "bundle version %d with abis " MOE_ABI_GROUPED_MATMUL
-                  ", " MOE_ABI_ROUTE ", " MOE_ABI_UNPERMUTE ", " MOE_ABI_PERMUTE
+                  ", " MOE_ABI_GROUPED_MATMUL_FP8 ", " MOE_ABI_ROUTE
+                  ", " MOE_ABI_UNPERMUTE ", " MOE_ABI_PERMUTE
                   " and " MOE_ABI_LAYER ")%s",
                   who.c_str(), quote(abi).c_str(), MOE_BUNDLE_VERSION,
                   abi == "grouped_matmul.v1"
@@ -545,6 +561,8 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
       : kind == Abi::Permute   ? parsePermuteEntry(who, values, entry)
       : kind == Abi::Layer     ? parseLayerEntry(who, values, entry)
                                : parseGroupedMatmulEntry(who, values, entry);
+  if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmulFp8)
+    status = parseFp8Keys(who, values, entry);
   if (status != MOE_STATUS_SUCCESS)
     return status;
   out.entries.push_back(std::move(entry));
@@ -609,6 +627,24 @@ Reader::parseGroupedMatmulEntry(const std::string &who,
                 "silu or gptoss, store and row_scale take none)",
                 who.c_str(), activationName(entry.activation),
                 epilogueName(entry.epilogue));
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::parseFp8Keys(const std::string &who,
+                               const std::vector<std::string_view> &values,
+                               const Entry &entry) {
+  // The compiler writes block-FP8 entries for moe.grouped_matmul ops only:
+  // expert MLPs and layers (moeLayer) have no FP8 form in this version.
+  if (entry.op != MOE_OP_GROUPED_MATMUL)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: op=%s with abi " MOE_ABI_GROUPED_MATMUL_FP8
+                " (its entries are op=" MOE_OP_GROUPED_MATMUL " only)",
+                who.c_str(), entry.op.c_str());
+  if (values[10] != MOE_FORMAT_FP8_BLOCK)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: format=%s is not " MOE_FORMAT_FP8_BLOCK
+                " (the only format of abi " MOE_ABI_GROUPED_MATMUL_FP8 ")",
+                who.c_str(), quote(values[10]).c_str());
   return MOE_STATUS_SUCCESS;
 }
 
@@ -889,6 +925,7 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
                 "'%s' already (line %d)",
                 who.c_str(), entry.name.c_str(), abiName(entry.kind),
                 entry.kernels[0].symbol.c_str(), entry.kernels[0].line);
+  // Both grouped matmul ABIs have grouped_matmul.v3's kernel keys.
   const RecordSpec &spec = entry.kind == Abi::Route       ? kRouteKernel
                            : entry.kind == Abi::Unpermute ? kUnpermuteKernel
                            : entry.kind == Abi::Permute ? kPermuteKernel
@@ -902,7 +939,7 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
   if (moeStatus status = checkName(values[0], "image"))
     return status;
   kernel.imageName = std::string(values[0]);
-  if (entry.kind == Abi::GroupedMatmul) {
+  if (isGroupedMatmul(entry.kind)) {
     if (moeStatus status = parseGroupedMatmulKernel(who, entry, values, kernel))
       return status;
   } else {
@@ -931,6 +968,10 @@ Reader::parseGroupedMatmulKernel(const std::string &who, const Entry &entry,
                                  Kernel &kernel) {
   int64_t threads = 0, smem = 0, tileM = 0, tileN = 0, tileK = 0, stages = 0,
           swapAB = 0;
+  // A TMA box row of tile_k elements: 16..128 bytes, a multiple of 16 (8..64
+  // bf16, 16..128 float8).
+  const int64_t elementBytes = gemmElementBytes(entry.kind),
+                tileKQuantum = kTmaRowQuantumBytes / elementBytes;
   moeStatus status;
   if ((status = number(who, "rows_min", values[1], 1, kMaxRows, false,
                        kernel.rowsMin)) ||
@@ -941,7 +982,8 @@ Reader::parseGroupedMatmulKernel(const std::string &who, const Entry &entry,
       (status = number(who, "smem", values[4], 0, INT32_MAX, false, smem)) ||
       (status = number(who, "tile_m", values[5], 1, kMaxTile, false, tileM)) ||
       (status = number(who, "tile_n", values[6], 1, kMaxTile, false, tileN)) ||
-      (status = number(who, "tile_k", values[7], 8, kMaxTileK, false, tileK)) ||
+      (status = number(who, "tile_k", values[7], tileKQuantum,
+                       kMaxTileKBytes / elementBytes, false, tileK)) ||
       (status =
            number(who, "stages", values[8], 1, kMaxStages, false, stages)) ||
       (status = number(who, "swap_ab", values[9], 0, 1, false, swapAB)))
@@ -950,11 +992,11 @@ Reader::parseGroupedMatmulKernel(const std::string &who, const Entry &entry,
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: rows_min=%lld is greater than rows_max=%lld", who.c_str(),
                 (long long)kernel.rowsMin, (long long)kernel.rowsMax);
-  if (tileK % 8 != 0)
+  if (tileK % tileKQuantum != 0)
     return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: tile_k=%lld is not a multiple of 8 (a TMA box row must "
+                "%s: tile_k=%lld is not a multiple of %lld (a TMA box row must "
                 "be a multiple of 16 bytes)",
-                who.c_str(), (long long)tileK);
+                who.c_str(), (long long)tileK, (long long)tileKQuantum);
   // Its weights box is tile_n/2 gate rows (and as many up rows).
   if (entry.epilogue == Epilogue::SwiGLU && tileN % 2 != 0)
     return fail(MOE_STATUS_INVALID_BUNDLE,
@@ -1003,7 +1045,7 @@ moeStatus Reader::finish() {
                       "kernel '%s' refers to unknown image '%s'",
                       kernel.symbol.c_str(), kernel.imageName.c_str());
     }
-    if (entry.kind != Abi::GroupedMatmul)
+    if (!isGroupedMatmul(entry.kind))
       continue;
     // The rows ranges must partition [1, 2^31 - 1].
     std::vector<const Kernel *> sorted;

@@ -88,6 +88,7 @@ inline constexpr DeviceAttribute kDevAttrMaxSharedMemoryPerBlockOptin = 97;
 inline constexpr FunctionAttribute kFuncAttrMaxThreadsPerBlock = 0;
 inline constexpr FunctionAttribute kFuncAttrMaxDynamicSharedSizeBytes = 8;
 
+inline constexpr TensorMapDataType kTensorMapDataTypeUInt8 = 0;
 inline constexpr TensorMapDataType kTensorMapDataTypeBFloat16 = 9;
 inline constexpr TensorMapInterleave kTensorMapInterleaveNone = 0;
 inline constexpr TensorMapSwizzle kTensorMapSwizzle128B = 3;

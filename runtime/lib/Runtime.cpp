@@ -3,7 +3,9 @@
 // Implements moe_runtime.h over the driver table of DriverAPI.h: contract §3
 // (argument checks; for grouped_matmul.v3 the TMA descriptors, persistent
 // grids, the 17 kernel parameters, the 5 more of row_scale entries and the
-// 7 more of bias entries; the memref parameters and grids of route.v1,
+// 7 more of bias entries; for grouped_matmul_fp8.v1 the same with 1-byte
+// tensor maps and the 16 parameters of its two scale memrefs after the 17;
+// the memref parameters and grids of route.v1,
 // unpermute.v2 and permute.v2; layer.v1 as those five steps; every launch
 // with programmatic dependent launch, §3.6, unless MOE_RUNTIME_PDL=0). Each
 // launching call validates into a plan, then launches it: moeLayer validates
@@ -235,7 +237,7 @@ moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
   struct Unique {
     cu::Function function;
     int32_t smem;
-    bool setSmem; // grouped_matmul.v3 kernels always set it, others if > 0
+    bool setSmem; // grouped matmul kernels always set it, others if > 0
   };
   std::vector<Unique> unique;
   for (const Entry &entry : data.entries) {
@@ -277,7 +279,7 @@ moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
       auto it =
           std::find_if(unique.begin(), unique.end(),
                        [&](const Unique &u) { return u.function == function; });
-      const bool setSmem = entry.kind == Abi::GroupedMatmul || kernel.smem > 0;
+      const bool setSmem = isGroupedMatmul(entry.kind) || kernel.smem > 0;
       if (it == unique.end()) {
         unique.push_back({function, kernel.smem, setSmem});
       } else {
@@ -895,13 +897,13 @@ struct Launch {
 struct GemmPlan {
   int entryIndex = -1;
   moeGroupedMatmulArgs args;
-  int64_t expertBytes = 0; // N*K*2: the weights' expert stride
+  int64_t expertBytes = 0; // N*K*2 (FP8: N*K): the weights' expert stride
   Launch launches[kMaxKernelsPerEntry];
   int numLaunches = 0;
   cu::TensorMap maps[kMaxKernelsPerEntry][2];
 };
 
-/// The checks of moeGroupedMatmul (contract §3.1), and the kernels it
+/// The checks of moeGroupedMatmul (contract §3.1, §3.7), and the kernels it
 /// launches for M (those that can have an eligible expert), into `plan`.
 moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
                                 const moeGroupedMatmulArgs *args,
@@ -912,15 +914,28 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
     return status;
   const Entry &entry = bundle->data.entries[entryIndex];
   const char *name = entry.name.c_str();
-  if ((entry.op != MOE_OP_GROUPED_MATMUL && entry.op != MOE_OP_EXPERT_MLP) ||
-      entry.abi != MOE_ABI_GROUPED_MATMUL)
+  // The reader allows a block-FP8 entry's op to be moe.grouped_matmul only.
+  const bool fp8 = entry.kind == Abi::GroupedMatmulFp8;
+  if (!fp8 &&
+      ((entry.op != MOE_OP_GROUPED_MATMUL && entry.op != MOE_OP_EXPERT_MLP) ||
+       entry.kind != Abi::GroupedMatmul))
     return setError(MOE_STATUS_INVALID_ARGUMENT,
                     "moeGroupedMatmul(%s): the entry is op=%s abi=%s, not "
                     "op=" MOE_OP_GROUPED_MATMUL " or " MOE_OP_EXPERT_MLP
-                    " with abi=" MOE_ABI_GROUPED_MATMUL,
+                    " with abi=" MOE_ABI_GROUPED_MATMUL
+                    ", or op=" MOE_OP_GROUPED_MATMUL
+                    " with abi=" MOE_ABI_GROUPED_MATMUL_FP8,
                     name, entry.op.c_str(), entry.abi.c_str());
   const bool swiglu = entry.epilogue == Epilogue::SwiGLU;
   const bool rowScale = entry.epilogue == Epilogue::RowScale;
+  // Bytes of an element of rows and weights, and so the K quantum of a
+  // 16-byte TMA row pitch: 8 bf16 or 16 float8.
+  const int64_t elementBytes = gemmElementBytes(entry.kind),
+                kQuantum = kTmaRowQuantumBytes / elementBytes;
+  const char *const kPitchWhy =
+      fp8 ? "TMA row pitch of 1-byte float8 elements must be a multiple of "
+            "16 bytes"
+          : "TMA row pitch must be a multiple of 16 bytes";
 
   const moeGroupedMatmulArgs &a = *args;
   if (a.m < 1)
@@ -944,18 +959,12 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
   if (entry.k != -1 && a.k != entry.k)
     return invalidArgument(name, "K = %lld does not match the entry's k = %lld",
                            (long long)a.k, (long long)entry.k);
-  if (a.k < 8)
-    return invalidArgument(
-        name,
-        "K = %lld is less than 8 (TMA row pitch must be a multiple "
-        "of 16 bytes)",
-        (long long)a.k);
-  if (a.k % 8)
-    return invalidArgument(
-        name,
-        "K = %lld is not a multiple of 8 (TMA row pitch must be a "
-        "multiple of 16 bytes)",
-        (long long)a.k);
+  if (a.k < kQuantum)
+    return invalidArgument(name, "K = %lld is less than %lld (%s)",
+                           (long long)a.k, (long long)kQuantum, kPitchWhy);
+  if (a.k % kQuantum)
+    return invalidArgument(name, "K = %lld is not a multiple of %lld (%s)",
+                           (long long)a.k, (long long)kQuantum, kPitchWhy);
   if (a.k > kMaxRows)
     return invalidArgument(
         name, "K = %lld exceeds 2147483647 (the kernel takes K as i32)",
@@ -971,11 +980,18 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
     return invalidArgument(name, "E = %lld exceeds 2147483647",
                            (long long)a.experts);
   // Pointers after sizes: an empty tensor (M = 0) often has a null one.
-  // row_scale and bias only where the entry takes them.
+  // The block scales, row_scale and bias only where the entry takes them,
+  // in the order of the kernel parameters.
   const char *kScaleWhy =
       " (row_scale entries take the f32 routing weight of each row)";
+  const char *kRowsScaleWhy =
+      " (grouped_matmul_fp8.v1 entries take the f32 scales [M, ceil(K/128)] "
+      "of the rows)";
+  const char *kWeightsScaleWhy =
+      " (grouped_matmul_fp8.v1 entries take the f32 scales [E, ceil(N/128), "
+      "ceil(K/128)] of the weights)";
   const int64_t biasBytes = entry.biasBits / 8;
-  PointerArg pointers[6] = {{"rows", a.rows, 16, "", ""},
+  PointerArg pointers[8] = {{"rows", a.rows, 16, "", ""},
                             {"weights", a.weights, 16, "", ""},
                             {"offsets", a.offsets, entry.offsetsBits / 8, "",
                              entry.offsetsBits == 32
@@ -983,6 +999,12 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
                                  : " (the entry's offsets are i64)"},
                             {"out", a.out, 16, "", ""}};
   size_t numPointers = 4;
+  if (fp8) {
+    pointers[numPointers++] = {"rows_scale", a.rows_scale, 4, kRowsScaleWhy,
+                               kRowsScaleWhy};
+    pointers[numPointers++] = {"weights_scale", a.weights_scale, 4,
+                               kWeightsScaleWhy, kWeightsScaleWhy};
+  }
   if (rowScale)
     pointers[numPointers++] = {"row_scale", a.row_scale, 4, kScaleWhy,
                                kScaleWhy};
@@ -1008,9 +1030,18 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
                            "bias = 0x%llx, but the entry has bias=none (its "
                            "kernels take no bias): it must be 0",
                            (unsigned long long)a.bias);
+  if (!fp8 && (a.rows_scale || a.weights_scale))
+    return invalidArgument(
+        name,
+        "%s = 0x%llx, but the entry has abi " MOE_ABI_GROUPED_MATMUL
+        " (bf16 rows and weights, no block scales): it must be 0",
+        a.rows_scale ? "rows_scale" : "weights_scale",
+        (unsigned long long)(a.rows_scale ? a.rows_scale : a.weights_scale));
   // Byte sizes: M*K*2 and M*N*2 fit in int64 since every size is below
   // 2^31; E*N*K*2 and E*N of the bias may not. One expert's weights are a
-  // TMA stride, which must stay below 2^40.
+  // TMA stride, which must stay below 2^40. The FP8 scales are smaller than
+  // the weights: M*ceil(K/128)*4 < 2^58 and, as K >= 16 makes ceil(K/128) <=
+  // K/16, E*ceil(N/128)*ceil(K/128)*4 <= E*N*K/4.
   if (biasBytes && !productFits(a.experts, a.n, biasBytes))
     return invalidArgument(name,
                            "E*N*%d (bytes of bias) overflows int64 (E = %lld, "
@@ -1018,19 +1049,20 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
                            int(biasBytes), (long long)a.experts,
                            (long long)a.n);
   int64_t expertBytes = 0, allBytes = 0;
-  if (__builtin_mul_overflow(2 * a.k, a.n, &expertBytes) ||
+  const char *const kTimesBytes = fp8 ? "" : "*2";
+  if (__builtin_mul_overflow(elementBytes * a.k, a.n, &expertBytes) ||
       __builtin_mul_overflow(expertBytes, a.experts, &allBytes))
-    return invalidArgument(
-        name,
-        "E*N*K*2 (bytes of weights) overflows int64 (E = %lld, N = "
-        "%lld, K = %lld)",
-        (long long)a.experts, (long long)a.n, (long long)a.k);
+    return invalidArgument(name,
+                           "E*N*K%s (bytes of %sweights) overflows int64 (E = "
+                           "%lld, N = %lld, K = %lld)",
+                           kTimesBytes, fp8 ? "float8 " : "",
+                           (long long)a.experts, (long long)a.n,
+                           (long long)a.k);
   if (expertBytes >= (int64_t(1) << 40))
-    return invalidArgument(
-        name,
-        "N*K*2 = %lld bytes per expert reaches the TMA stride limit "
-        "of 2^40",
-        (long long)expertBytes);
+    return invalidArgument(name,
+                           "N*K%s = %lld bytes per expert reaches the TMA "
+                           "stride limit of 2^40",
+                           kTimesBytes, (long long)expertBytes);
 
   // Work items (contract §3.1), all in 64 bits: slots bounds the row tiles of
   // eligible experts, each paired with every column tile.
@@ -1067,6 +1099,11 @@ moeStatus prepareGroupedMatmul(moeBundle *bundle, ContextState *state,
   const Entry &entry = bundle->data.entries[plan.entryIndex];
   const moeGroupedMatmulArgs &a = plan.args;
   const bool swiglu = entry.epilogue == Epilogue::SwiGLU;
+  // bf16, or block-FP8's float8_e4m3fn as 1-byte integers.
+  const int64_t elementBytes = gemmElementBytes(entry.kind);
+  const cu::TensorMapDataType dataType = entry.kind == Abi::GroupedMatmulFp8
+                                             ? cu::kTensorMapDataTypeUInt8
+                                             : cu::kTensorMapDataTypeBFloat16;
   // One wave of resident CTAs at most: the kernels loop over the work.
   for (int i = 0; i < plan.numLaunches; ++i) {
     Launch &launch = plan.launches[i];
@@ -1082,12 +1119,12 @@ moeStatus prepareGroupedMatmul(moeBundle *bundle, ContextState *state,
   for (int i = 0; i < plan.numLaunches; ++i) {
     const Kernel &kernel = *plan.launches[i].kernel;
     const uint64_t rowsDims[2] = {uint64_t(a.k), uint64_t(a.m)};
-    const uint64_t rowsStrides[1] = {uint64_t(2 * a.k)};
+    const uint64_t rowsStrides[1] = {uint64_t(elementBytes * a.k)};
     const uint32_t rowsBox[2] = {uint32_t(kernel.tileK),
                                  uint32_t(kernel.tileM)};
     const uint64_t weightsDims[3] = {uint64_t(a.k), uint64_t(a.n),
                                      uint64_t(a.experts)};
-    const uint64_t weightsStrides[2] = {uint64_t(2 * a.k),
+    const uint64_t weightsStrides[2] = {uint64_t(elementBytes * a.k),
                                         uint64_t(plan.expertBytes)};
     // A swiglu kernel loads tile_n/2 gate rows and as many up rows (tile_n
     // is even: the reader checks it).
@@ -1106,7 +1143,7 @@ moeStatus prepareGroupedMatmul(moeBundle *bundle, ContextState *state,
         {"weights", a.weights, 3, weightsDims, weightsStrides, weightsBox}};
     for (int t = 0; t < 2; ++t)
       if (cu::Result result = state->driver->tensorMapEncodeTiled(
-              &plan.maps[i][t], cu::kTensorMapDataTypeBFloat16, tensors[t].rank,
+              &plan.maps[i][t], dataType, tensors[t].rank,
               reinterpret_cast<void *>(tensors[t].pointer), tensors[t].dims,
               tensors[t].strides, tensors[t].box, unit,
               cu::kTensorMapInterleaveNone, cu::kTensorMapSwizzle128B,
@@ -1128,19 +1165,27 @@ moeStatus launchGroupedMatmul(moeBundle *bundle, ContextState *state,
                               bool pdl, int *issued, int total) {
   const Entry &entry = bundle->data.entries[plan.entryIndex];
   const moeGroupedMatmulArgs &a = plan.args;
-  // The 17 parameters of grouped_matmul.v3, then the 5 of the row_scale
-  // memref (row_scale entries only), then the 7 of the bias memref (bias
-  // entries only). out has N/2 columns after a swiglu.
-  uint64_t offsets = a.offsets, out = a.out, scale = a.row_scale, bias = a.bias;
+  // The 17 parameters of grouped_matmul.v3, then (grouped_matmul_fp8.v1
+  // only) the 7 of the rows_scale memref [M, KB] and the 9 of the
+  // weights_scale memref [E, NB, KB], then the 5 of the row_scale memref
+  // (row_scale entries only), then the 7 of the bias memref (bias entries
+  // only). out has N/2 columns after a swiglu.
+  const bool fp8 = entry.kind == Abi::GroupedMatmulFp8;
+  uint64_t offsets = a.offsets, out = a.out, scale = a.row_scale, bias = a.bias,
+           rowsScale = a.rows_scale, weightsScale = a.weights_scale;
   int64_t zero = 0, one = 1, offsetsSize = a.experts + 1, m = a.m, n = a.n,
           experts = a.experts,
           outColumns = entry.epilogue == Epilogue::SwiGLU ? a.n / 2 : a.n;
+  // Scale blocks along K and along the weights' N (contract §3.7).
+  int64_t kBlocks = ceilDiv(a.k, kFp8BlockSize),
+          nBlocks = ceilDiv(a.n, kFp8BlockSize),
+          expertBlocks = nBlocks * kBlocks;
   int32_t k32 = int32_t(a.k);
   for (int i = 0; i < plan.numLaunches; ++i) {
     const Kernel &kernel = *plan.launches[i].kernel;
     int32_t rowsMin = int32_t(kernel.rowsMin),
             rowsMax = int32_t(kernel.rowsMax);
-    void *params[29] = {&plan.maps[i][0],
+    void *params[45] = {&plan.maps[i][0],
                         &plan.maps[i][1],
                         &offsets,
                         &offsets,
@@ -1158,6 +1203,14 @@ moeStatus launchGroupedMatmul(moeBundle *bundle, ContextState *state,
                         &rowsMin,
                         &rowsMax};
     int count = 17;
+    if (fp8)
+      for (void *param :
+           {(void *)&rowsScale, (void *)&rowsScale, (void *)&zero, (void *)&m,
+            (void *)&kBlocks, (void *)&kBlocks, (void *)&one,
+            (void *)&weightsScale, (void *)&weightsScale, (void *)&zero,
+            (void *)&experts, (void *)&nBlocks, (void *)&kBlocks,
+            (void *)&expertBlocks, (void *)&kBlocks, (void *)&one})
+        params[count++] = param;
     if (entry.epilogue == Epilogue::RowScale)
       for (void *param : {(void *)&scale, (void *)&scale, (void *)&zero,
                           (void *)&m, (void *)&one})
@@ -1439,7 +1492,7 @@ MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
   out->max_rows = entry.maxRows;
   out->offsets_bits = entry.offsetsBits;
   out->num_kernels = int32_t(entry.kernels.size());
-  const bool gemm = entry.kind == Abi::GroupedMatmul;
+  const bool gemm = isGroupedMatmul(entry.kind);
   out->epilogue = gemm ? epilogueName(entry.epilogue) : "";
   out->top_k = entry.topK;
   out->logits_bits = entry.logitsBits;
@@ -1455,6 +1508,7 @@ MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
     *parts[p] =
         entry.kind == Abi::Layer ? entries[entry.parts[p]].name.c_str() : "";
   out->chunk = entry.chunk;
+  out->format = entry.kind == Abi::GroupedMatmulFp8 ? MOE_FORMAT_FP8_BLOCK : "";
   return MOE_STATUS_SUCCESS;
 }
 
@@ -1687,13 +1741,30 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
   const moePermuteArgs permuteArgs = {
       a.tokens,     ws + w.ids,     ws + w.rows,    ws + w.offsets,
       ws + w.slots, ws + w.permute, a.tokens_count, a.hidden};
-  const moeGroupedMatmulArgs gateUpArgs = {
-      ws + w.rows, a.gate_up_weights,  ws + w.offsets, ws + w.inter,
-      rowsCount,   2 * a.intermediate, a.hidden,       a.experts,
-      0,           a.gate_up_bias};
-  const moeGroupedMatmulArgs downArgs = {
-      ws + w.inter, a.down_weights, ws + w.offsets, ws + w.rows, rowsCount,
-      a.hidden,     a.intermediate, a.experts,      0,           a.down_bias};
+  const moeGroupedMatmulArgs gateUpArgs = {ws + w.rows,
+                                           a.gate_up_weights,
+                                           ws + w.offsets,
+                                           ws + w.inter,
+                                           rowsCount,
+                                           2 * a.intermediate,
+                                           a.hidden,
+                                           a.experts,
+                                           0,
+                                           a.gate_up_bias,
+                                           0,
+                                           0};
+  const moeGroupedMatmulArgs downArgs = {ws + w.inter,
+                                         a.down_weights,
+                                         ws + w.offsets,
+                                         ws + w.rows,
+                                         rowsCount,
+                                         a.hidden,
+                                         a.intermediate,
+                                         a.experts,
+                                         0,
+                                         a.down_bias,
+                                         0,
+                                         0};
   const moeUnpermuteArgs unpermuteArgs = {
       ws + w.rows, ws + w.slots,   ws + w.weights, a.out,
       rowsCount,   a.tokens_count, a.hidden};

@@ -5,6 +5,8 @@
     print(bundle.chip, [entry.name for entry in bundle.entries])
     ids, weights = bundle.route("router", logits, bias)             # torch
     out = bundle.grouped_matmul("gate_up", rows, weights, offsets)
+    out = bundle.grouped_matmul("fp8", q_rows, q_weights, offsets,   # FP8
+                                rows_scale=rs, weights_scale=ws)
     y = bundle.expert_mlp("experts", rows, offsets, w13, w2, row_scale=w)
     out = bundle.unpermute("combine", y, slots, weights)
     rows, offsets, slots = bundle.permute("perm", tokens, ids)
@@ -72,7 +74,9 @@ class _EntryInfo(ctypes.Structure):
                 ("gate_up", ctypes.c_char_p), ("down", ctypes.c_char_p),
                 ("unpermute", ctypes.c_char_p),
                 # permute.v2.
-                ("chunk", ctypes.c_int32)]
+                ("chunk", ctypes.c_int32),
+                # Version 6.
+                ("format", ctypes.c_char_p)]
 
 
 class _KernelInfo(ctypes.Structure):
@@ -89,7 +93,10 @@ class _GroupedMatmulArgs(ctypes.Structure):
                 ("offsets", ctypes.c_uint64), ("out", ctypes.c_uint64),
                 ("m", ctypes.c_int64), ("n", ctypes.c_int64),
                 ("k", ctypes.c_int64), ("experts", ctypes.c_int64),
-                ("row_scale", ctypes.c_uint64), ("bias", ctypes.c_uint64)]
+                ("row_scale", ctypes.c_uint64), ("bias", ctypes.c_uint64),
+                # Version 6.
+                ("rows_scale", ctypes.c_uint64),
+                ("weights_scale", ctypes.c_uint64)]
 
 
 class _RouteArgs(ctypes.Structure):
@@ -147,8 +154,8 @@ class Entry:
     the strings, False for bias and weighted); see moeEntryInfo."""
     name: str
     op: str
-    #: "grouped_matmul.v3", "route.v1", "unpermute.v2", "permute.v2" or
-    #: "layer.v1".
+    #: "grouped_matmul.v3", "grouped_matmul_fp8.v1", "route.v1",
+    #: "unpermute.v2", "permute.v2" or "layer.v1".
     abi: str
     experts: int  # -1: dynamic (grouped_matmul.v3); route.v1, permute.v2:
     # static E
@@ -183,6 +190,9 @@ class Entry:
     unpermute: str = ""
     #: permute.v2: the ids per CTA of its count and index kernels.
     chunk: int = 0
+    #: grouped_matmul_fp8.v1: "fp8_block" (float8_e4m3fn rows and weights
+    #: with float32 scales per 128 elements of a row, per 128 x 128 weights).
+    format: str = ""
 
 
 def library_path() -> str:
@@ -322,7 +332,8 @@ class Bundle:
                 entry.hidden, bool(entry.weighted), entry.bias_bits,
                 *((getattr(entry, name) or b"").decode() for name in (
                     "activation", "route", "permute", "gate_up", "down",
-                    "unpermute")), entry.chunk))
+                    "unpermute")), entry.chunk,
+                (entry.format or b"").decode()))
         #: The entries in file order.
         self.entries: Tuple[Entry, ...] = tuple(entries)
         self._by_name: Dict[str, Entry] = {e.name: e for e in entries}
@@ -366,7 +377,8 @@ class Bundle:
         _check(_library().moeBundleLoad(self._live_handle()))
 
     def grouped_matmul(self, entry: str, rows, weights, offsets, out=None,
-                       row_scale=None, bias=None):
+                       row_scale=None, bias=None, rows_scale=None,
+                       weights_scale=None):
         """out[r] = rows[r] @ weights[e].T + bias[e] for offsets[e] <= r <
         offsets[e+1], on torch's current stream of the tensors' device,
         followed by the entry's epilogue: "store" as is; "swiglu" (weights
@@ -378,12 +390,34 @@ class Bundle:
         ([M, N/2] for swiglu) or None (a new torch.empty: rows no expert owns
         are left uninitialised), row_scale: float32, M elements, for
         row_scale entries only, bias: float32/bfloat16 (as the entry says)
-        [E, N], for entries with a bias only. All CUDA, contiguous, one
-        device. Returns out; raises MoERuntimeError."""
+        [E, N], for entries with a bias only. A grouped_matmul_fp8.v1 entry
+        (format fp8_block) takes rows and weights of torch.float8_e4m3fn and
+        their float32 block scales, required: rows_scale [M, ceil(K/128)]
+        (one per 128 elements of a row) and weights_scale [E, ceil(N/128),
+        ceil(K/128)] (one per 128 x 128 block; N the weights' N); the
+        products are of rows[r, k] * rows_scale[r, k // 128] and
+        weights[e, n, k] * weights_scale[e, n // 128, k // 128]. Other
+        entries take no scales. All CUDA, contiguous, one device. Returns
+        out; raises MoERuntimeError."""
         handle = self._live_handle()
         info = self.entry(entry)
         where = f"grouped_matmul({entry})"
-        _check_abi(where, info, "grouped_matmul.v3")
+        fp8 = info.abi == "grouped_matmul_fp8.v1"
+        if not fp8:
+            _check_abi(where, info, "grouped_matmul.v3")
+        for name, scale in (("rows_scale", rows_scale),
+                            ("weights_scale", weights_scale)):
+            if fp8 and scale is None:
+                shape = ("[M, ceil(K/128)]" if name == "rows_scale"
+                         else "[E, ceil(N/128), ceil(K/128)]")
+                raise _invalid(f"{where}: the entry is block-FP8 (abi "
+                               f"{info.abi}, format {info.format}): pass "
+                               f"{name}, the float32 scales {shape} of the "
+                               f"{name[:-6]}")
+            if not fp8 and scale is not None:
+                raise _invalid(f"{where}: {name} is only taken by block-FP8 "
+                               "entries (abi grouped_matmul_fp8.v1); this "
+                               f"one's abi is {info.abi}")
         if info.epilogue == "row_scale" and row_scale is None:
             raise _invalid(f"{where}: the entry's epilogue is row_scale: pass "
                            "row_scale, the float32 routing weight of each "
@@ -396,15 +430,25 @@ class Bundle:
 
         tensors = {"rows": rows, "weights": weights, "offsets": offsets}
         for name, tensor in (("out", out), ("row_scale", row_scale),
-                             ("bias", bias)):
+                             ("bias", bias), ("rows_scale", rows_scale),
+                             ("weights_scale", weights_scale)):
             if tensor is not None:
                 tensors[name] = tensor
         offsets_dtype = torch.int32 if info.offsets_bits == 32 else torch.int64
+        if fp8:
+            element = getattr(torch, "float8_e4m3fn", None)
+            if element is None:
+                raise _invalid(f"{where}: this torch has no float8_e4m3fn, "
+                               "the element type of a block-FP8 entry")
+        else:
+            element = torch.bfloat16
         _check_tensors(torch, where, tensors, rows,
-                       {"rows": torch.bfloat16, "weights": torch.bfloat16,
+                       {"rows": element, "weights": element,
                         "offsets": offsets_dtype, "out": torch.bfloat16,
                         "row_scale": torch.float32,
-                        "bias": _bias_dtype(torch, info)})
+                        "bias": _bias_dtype(torch, info),
+                        "rows_scale": torch.float32,
+                        "weights_scale": torch.float32})
         if rows.dim() != 2 or weights.dim() != 3 or offsets.dim() != 1:
             raise _invalid(f"{where}: expected rows [M, K], weights [E, N, K] "
                            f"and offsets [E + 1], got {tuple(rows.shape)}, "
@@ -437,12 +481,27 @@ class Bundle:
         if bias is not None and tuple(bias.shape) != (experts, n):
             raise _invalid(f"{where}: bias is {tuple(bias.shape)}, expected "
                            f"{(experts, n)} = (E, N)")
+        if fp8:
+            k_blocks, n_blocks = -(-k // 128), -(-n // 128)
+            for name, tensor, shape, meaning in (
+                    ("rows_scale", rows_scale, (m, k_blocks),
+                     "(M, ceil(K/128))"),
+                    ("weights_scale", weights_scale,
+                     (experts, n_blocks, k_blocks),
+                     "(E, ceil(N/128), ceil(K/128))")):
+                if tuple(tensor.shape) != shape:
+                    raise _invalid(f"{where}: {name} is "
+                                   f"{tuple(tensor.shape)}, expected {shape} "
+                                   f"= {meaning}")
+
+        def pointer(tensor):
+            return 0 if tensor is None else tensor.data_ptr()
+
         args = _GroupedMatmulArgs(rows.data_ptr(), weights.data_ptr(),
                                   offsets.data_ptr(), out.data_ptr(),
-                                  m, n, k, experts,
-                                  0 if row_scale is None
-                                  else row_scale.data_ptr(),
-                                  0 if bias is None else bias.data_ptr())
+                                  m, n, k, experts, pointer(row_scale),
+                                  pointer(bias), pointer(rows_scale),
+                                  pointer(weights_scale))
         with torch.cuda.device(rows.device):
             stream = torch.cuda.current_stream(rows.device).cuda_stream
             _check(_library().moeGroupedMatmul(
@@ -469,6 +528,8 @@ class Bundle:
         where = f"expert_mlp({name})"
         gate_up = self.entry(f"{name}_gate_up")
         down = self.entry(f"{name}_down")
+        for part in (gate_up, down):
+            _refuse_fp8(where, part)
         if gate_up.epilogue != "swiglu":
             raise _invalid(f"{where}: entry {gate_up.name!r} has epilogue "
                            f"{gate_up.epilogue}, expected swiglu")
@@ -762,6 +823,7 @@ class Bundle:
         `hidden` and the intermediate size `intermediate`; raises
         MoERuntimeError (entry, T, H, I) as layer would."""
         handle = self._live_handle()
+        _refuse_fp8(f"layer({entry})", self.entry(entry))
         _check_abi(f"layer({entry})", self.entry(entry), "layer.v1")
         size = ctypes.c_uint64()
         _check(_library().moeLayerWorkspaceBytes(
@@ -787,6 +849,7 @@ class Bundle:
         handle = self._live_handle()
         info = self.entry(entry)
         where = f"layer({entry})"
+        _refuse_fp8(where, info)
         _check_abi(where, info, "layer.v1")
         route = self.entry(info.route)
         gate_up = self.entry(info.gate_up)
@@ -894,6 +957,15 @@ def _check_bias(where: str, info: Entry, bias, name: str, shape: str) -> None:
     if not info.bias_bits and bias is not None:
         raise _invalid(f"{where}: entry {info.name!r} has bias=none: it "
                        f"takes no {name}")
+
+
+def _refuse_fp8(where: str, info: Entry) -> None:
+    """expert_mlp and layer run grouped_matmul.v3 entries only."""
+    if info.abi == "grouped_matmul_fp8.v1":
+        raise _invalid(f"{where}: entry {info.name!r} is block-FP8 (abi "
+                       f"{info.abi}, format {info.format}): expert_mlp and "
+                       "layer run bf16 grouped_matmul.v3 entries only; call "
+                       "grouped_matmul with its rows_scale and weights_scale")
 
 
 def _check_abi(where: str, info: Entry, abi: str) -> None:

@@ -54,7 +54,7 @@ std::string withEnd(const std::string &to) {
 
 /// Header, chip, one image and `body` (entry/kernel lines), then `end`.
 std::string bundleWith(const std::string &body) {
-  return "MOEBUNDLE 5\nchip sm_90a\n" + imageRecord("img", fakeCubin('C')) +
+  return "MOEBUNDLE 6\nchip sm_90a\n" + imageRecord("img", fakeCubin('C')) +
          body + "end\n";
 }
 
@@ -361,16 +361,18 @@ std::vector<Malformed> malformedPermuteBundles() {
                        "abi=permute.v3 max_rows=4096"),
        unsupported,
        "bundle line 8: entry 'perm32': abi 'permute.v3' is not supported "
-       "(this runtime implements bundle version 5 with abis "
-       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and "
+       "(this runtime implements bundle version 6 with abis "
+       "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
+       "permute.v2 and "
        "layer.v1)"},
       {"permute.v1 refused",
        permuteReplaced("abi=permute.v2 max_rows=4096",
                        "abi=permute.v1 max_rows=4096"),
        unsupported,
        "bundle line 8: entry 'perm32': abi 'permute.v1' is not supported "
-       "(this runtime implements bundle version 5 with abis "
-       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and "
+       "(this runtime implements bundle version 6 with abis "
+       "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
+       "permute.v2 and "
        "layer.v1): it predates the multi-CTA count and index kernels, "
        "recompile it"},
       {"permute.v1 as v1 wrote it",
@@ -679,7 +681,7 @@ std::vector<Malformed> malformedBundles() {
       "gate_up", kSwapAB32, "moe_kernels_swapab", 1, 16, 16, 64, 81920, 1);
   std::string downKernel = kernelLine("down", kNormal64, "moe_kernels", 1,
                                       2147483647, 64, 256, 163840, 0);
-  std::string manyImages = "MOEBUNDLE 5\nchip sm_90a\n";
+  std::string manyImages = "MOEBUNDLE 6\nchip sm_90a\n";
   for (int i = 0; i < 65; ++i)
     manyImages += imageRecord("img" + std::to_string(i), fakeCubin('D'));
   std::string manyEntries;
@@ -694,47 +696,54 @@ std::vector<Malformed> malformedBundles() {
        "\x7f"
        "ELF\x02\x01\x01\n",
        bad, "bundle line 1: not a moe bundle"},
-      {"wrong magic", replaced("MOEBUNDLE 5", "MOEBUNDLX 5"), bad,
-       "not a moe bundle (it must start with 'MOEBUNDLE 5')"},
-      {"version 1", replaced("MOEBUNDLE 5", "MOEBUNDLE 1"), unsupported,
+      {"wrong magic", replaced("MOEBUNDLE 6", "MOEBUNDLX 5"), bad,
+       "not a moe bundle (it must start with 'MOEBUNDLE 6')"},
+      {"version 1", replaced("MOEBUNDLE 6", "MOEBUNDLE 1"), unsupported,
        "bundle line 1: bundle version 1 predates persistent kernels (this "
-       "runtime reads version 5): recompile it with moe-translate "
+       "runtime reads version 6): recompile it with moe-translate "
        "--moe-to-bundle"},
-      {"version 2", replaced("MOEBUNDLE 5", "MOEBUNDLE 2"), unsupported,
+      {"version 2", replaced("MOEBUNDLE 6", "MOEBUNDLE 2"), unsupported,
        "bundle line 1: bundle version 2 predates kernel epilogues (this "
-       "runtime reads version 5): recompile it with moe-translate "
+       "runtime reads version 6): recompile it with moe-translate "
        "--moe-to-bundle"},
-      {"version 3", replaced("MOEBUNDLE 5", "MOEBUNDLE 3"), unsupported,
+      {"version 3", replaced("MOEBUNDLE 6", "MOEBUNDLE 3"), unsupported,
        "bundle line 1: bundle version 3 predates the route and unpermute "
-       "kernels (this runtime reads version 5): recompile it with "
+       "kernels (this runtime reads version 6): recompile it with "
        "moe-translate --moe-to-bundle"},
       {"version 3 with route entries",
-       replaced("MOEBUNDLE 5", "MOEBUNDLE 3", routeBundle()), unsupported,
+       replaced("MOEBUNDLE 6", "MOEBUNDLE 3", routeBundle()), unsupported,
        "bundle version 3 predates"},
       {"version 2 bundle as v2 wrote it", asVersion2(valid), unsupported,
        "bundle line 1: bundle version 2 predates kernel epilogues"},
-      {"version 4", replaced("MOEBUNDLE 5", "MOEBUNDLE 4"), unsupported,
+      {"version 4", replaced("MOEBUNDLE 6", "MOEBUNDLE 4"), unsupported,
        "bundle line 1: bundle version 4 predates expert biases and layer "
-       "entries (this runtime reads version 5): recompile it with "
+       "entries (this runtime reads version 6): recompile it with "
        "moe-translate --moe-to-bundle"},
       {"version 4 bundle as v4 wrote it", asVersion4(valid), unsupported,
        "bundle line 1: bundle version 4 predates expert biases"},
       {"version 4 permute bundle",
-       replaced("MOEBUNDLE 5", "MOEBUNDLE 4", permuteBundle()), unsupported,
+       replaced("MOEBUNDLE 6", "MOEBUNDLE 4", permuteBundle()), unsupported,
        "bundle version 4 predates"},
-      {"newer version", replaced("MOEBUNDLE 5", "MOEBUNDLE 6"), unsupported,
-       "bundle line 1: bundle version 6 is not supported (this runtime reads "
-       "version 5)"},
-      {"version 0", replaced("MOEBUNDLE 5", "MOEBUNDLE 0"), unsupported,
+      {"version 5", replaced("MOEBUNDLE 6", "MOEBUNDLE 5"), unsupported,
+       "bundle line 1: bundle version 5 predates block-FP8 grouped matmuls "
+       "(this runtime reads version 6): recompile it with moe-translate "
+       "--moe-to-bundle"},
+      {"version 5 layer bundle",
+       replaced("MOEBUNDLE 6", "MOEBUNDLE 5", layerBundle()), unsupported,
+       "bundle version 5 predates"},
+      {"newer version", replaced("MOEBUNDLE 6", "MOEBUNDLE 7"), unsupported,
+       "bundle line 1: bundle version 7 is not supported (this runtime reads "
+       "version 6)"},
+      {"version 0", replaced("MOEBUNDLE 6", "MOEBUNDLE 0"), unsupported,
        "bundle version 0 is not supported"},
-      {"version leading zero", replaced("MOEBUNDLE 5", "MOEBUNDLE 05"), bad,
+      {"version leading zero", replaced("MOEBUNDLE 6", "MOEBUNDLE 05"), bad,
        "expected 'MOEBUNDLE <version>', got 'MOEBUNDLE 05'"},
-      {"version negative", replaced("MOEBUNDLE 5", "MOEBUNDLE -2"), bad,
+      {"version negative", replaced("MOEBUNDLE 6", "MOEBUNDLE -2"), bad,
        "expected 'MOEBUNDLE <version>'"},
       {"version overflow",
-       replaced("MOEBUNDLE 5", "MOEBUNDLE 99999999999999999999"), bad,
+       replaced("MOEBUNDLE 6", "MOEBUNDLE 99999999999999999999"), bad,
        "expected 'MOEBUNDLE <version>'"},
-      {"header extra field", replaced("MOEBUNDLE 5", "MOEBUNDLE 5 x"), bad,
+      {"header extra field", replaced("MOEBUNDLE 6", "MOEBUNDLE 6 x"), bad,
        "expected 'MOEBUNDLE <version>'"},
       {"missing end", withEnd(""), bad,
        "bundle line 13: unexpected end of the data (the bundle must finish "
@@ -784,8 +793,9 @@ std::vector<Malformed> malformedBundles() {
                 "abi=grouped_matmul.v1 epilogue=store experts=8 n=28672"),
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v1' is not "
-       "supported (this runtime implements bundle version 5 with abis "
-       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and layer.v1): "
+       "supported (this runtime implements bundle version 6 with abis "
+       "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
+       "permute.v2 and layer.v1): "
        "its kernels "
        "are not "
        "persistent, recompile it"},
@@ -794,8 +804,9 @@ std::vector<Malformed> malformedBundles() {
                 "abi=grouped_matmul.v2 epilogue=store experts=8 n=28672"),
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
-       "supported (this runtime implements bundle version 5 with abis "
-       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and layer.v1): "
+       "supported (this runtime implements bundle version 6 with abis "
+       "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
+       "permute.v2 and layer.v1): "
        "it predates "
        "kernel "
        "epilogues, recompile it"},
@@ -804,8 +815,9 @@ std::vector<Malformed> malformedBundles() {
                 "abi=grouped_matmul.v4 epilogue=store experts=8 n=28672"),
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v4' is not "
-       "supported (this runtime implements bundle version 5 with abis "
-       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and layer.v1)"},
+       "supported (this runtime implements bundle version 6 with abis "
+       "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
+       "permute.v2 and layer.v1)"},
       {"newer abi with new keys",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
                 "split_k=2 abi=grouped_matmul.v4 experts=8 n=28672"),
@@ -824,23 +836,26 @@ std::vector<Malformed> malformedBundles() {
                 routeBundle()),
        unsupported,
        "bundle line 6: entry 'softmax': abi 'route.v2' is not supported (this "
-       "runtime implements bundle version 5 with abis grouped_matmul.v3, "
+       "runtime implements bundle version 6 with abis grouped_matmul.v3, "
+       "grouped_matmul_fp8.v1, "
        "route.v1, unpermute.v2, permute.v2 and layer.v1)"},
       {"unpermute.v1 refused",
        replaced("abi=unpermute.v2 max_rows=1024",
                 "abi=unpermute.v1 max_rows=1024", routeBundle()),
        unsupported,
        "bundle line 10: entry 'gather': abi 'unpermute.v1' is not supported "
-       "(this runtime implements bundle version 5 with abis "
-       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and layer.v1): "
+       "(this runtime implements bundle version 6 with abis "
+       "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
+       "permute.v2 and layer.v1): "
        "it predates column blocks, recompile it"},
       {"newer unpermute abi",
        replaced("abi=unpermute.v2 max_rows=1024",
                 "abi=unpermute.v3 max_rows=1024", routeBundle()),
        unsupported,
        "bundle line 10: entry 'gather': abi 'unpermute.v3' is not supported "
-       "(this runtime implements bundle version 5 with abis "
-       "grouped_matmul.v3, route.v1, unpermute.v2, permute.v2 and layer.v1)"},
+       "(this runtime implements bundle version 6 with abis "
+       "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
+       "permute.v2 and layer.v1)"},
       {"layer of v1 parts",
        replaced("abi=unpermute.v2 max_rows=4096",
                 "abi=unpermute.v1 max_rows=4096", layerBundle()),
@@ -891,7 +906,7 @@ std::vector<Malformed> malformedBundles() {
       {"chip after entry",
        replaced("chip sm_90a\n", "", withEnd("chip sm_90a\nend\n")), bad,
        "comes before the 'chip' line"},
-      {"no chip", "MOEBUNDLE 5\nend\n", bad,
+      {"no chip", "MOEBUNDLE 6\nend\n", bad,
        "bundle line 2: the bundle has no 'chip' line"},
       {"unknown chip", replaced("chip sm_90a", "chip gfx942"), unsupported,
        "bundle line 2: chip 'gfx942' is not supported"},
@@ -912,7 +927,7 @@ std::vector<Malformed> malformedBundles() {
        "entry 'gate_up' must follow that entry's line directly (it follows "
        "entry 'any')"},
       {"kernel before any entry",
-       "MOEBUNDLE 5\nchip sm_90a\n" + kernelsCovering("x", 1) + "end\n", bad,
+       "MOEBUNDLE 6\nchip sm_90a\n" + kernelsCovering("x", 1) + "end\n", bad,
        "refers to unknown entry 'x'"},
       {"kernel of unknown image",
        replaced("image=moe_kernels_swapab", "image=moe_kernels_nope"), bad,
@@ -1090,7 +1105,7 @@ TEST(bundleValidParses) {
     return;
   moeBundleInfo info;
   CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
-  CHECK_EQ(info.version, 5);
+  CHECK_EQ(info.version, 6);
   CHECK_EQ(info.version, MOE_BUNDLE_VERSION);
   CHECK_EQ(std::string(info.chip), "sm_90a");
   CHECK_EQ(info.num_images, 2);
@@ -1501,14 +1516,14 @@ TEST(bundleAcceptsWhatTheContractAllows) {
                "n=4096 k=14336 max_rows=4096 offsets=i64",
                "entry down offsets=i64 max_rows=4096 k=14336 n=4096 experts=8 "
                "abi=grouped_matmul.v3 epilogue=store op=moe.grouped_matmul");
-  std::string lateChip = "MOEBUNDLE 5\n" + imageRecord("img", fakeCubin('C')) +
+  std::string lateChip = "MOEBUNDLE 6\n" + imageRecord("img", fakeCubin('C')) +
                          imageRecord("unused", fakeCubin('U')) +
                          "chip sm_100a\n" + entryLine("e") +
                          kernelsCovering("e", 1) + "end\n";
   std::string longName(255, 'n');
   std::string longNames =
       bundleWith(entryLine(longName) + kernelsCovering(longName, 1));
-  std::string manyImages = "MOEBUNDLE 5\nchip sm_80\n";
+  std::string manyImages = "MOEBUNDLE 6\nchip sm_80\n";
   for (int i = 0; i < 64; ++i)
     manyImages += imageRecord("img" + std::to_string(i), fakeCubin('D'));
   manyImages += "end\n";
@@ -1518,7 +1533,7 @@ TEST(bundleAcceptsWhatTheContractAllows) {
                    kernelsCovering("e" + std::to_string(i), 1);
   std::string sixteenKernels =
       bundleWith(entryLine("e") + kernelsCovering("e", 16));
-  std::string noEntries = "MOEBUNDLE 5\nchip sm_90a\nend\n";
+  std::string noEntries = "MOEBUNDLE 6\nchip sm_90a\nend\n";
   const char *names[] = {"reordered",   "late chip",  "long names", "64 images",
                          "256 entries", "16 kernels", "no entries"};
   std::string bytes[] = {
@@ -1558,7 +1573,7 @@ TEST(bundleOpenFile) {
 
   // Errors name the file.
   std::FILE *file = std::fopen(path, "wb");
-  std::fputs("MOEBUNDLE 5\nchip sm_90a\nentry\n", file);
+  std::fputs("MOEBUNDLE 6\nchip sm_90a\nentry\n", file);
   std::fclose(file);
   CHECK_STATUS(moeBundleOpenFile(path, &bundle), MOE_STATUS_INVALID_BUNDLE,
                std::string(path) + ": bundle line 3: expected 'entry <name>");
@@ -1588,10 +1603,10 @@ TEST(statusNames) {
 
 TEST(lastErrorIsPerThreadAndKeptOnSuccess) {
   moeBundle *bundle = nullptr;
-  CHECK_EQ(moeBundleOpenMemory("MOEBUNDLE 6\n", 12, &bundle),
+  CHECK_EQ(moeBundleOpenMemory("MOEBUNDLE 7\n", 12, &bundle),
            MOE_STATUS_UNSUPPORTED);
   std::string message = moeLastErrorMessage();
-  CHECK_CONTAINS(message, "bundle version 6");
+  CHECK_CONTAINS(message, "bundle version 7");
   bundle = openBundle(validBundle());
   CHECK(bundle != nullptr);
   CHECK_EQ(std::string(moeLastErrorMessage()), message);

@@ -45,6 +45,7 @@ static_assert(cu::kFuncAttrMaxThreadsPerBlock ==
               CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
 static_assert(cu::kFuncAttrMaxDynamicSharedSizeBytes ==
               CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+static_assert(cu::kTensorMapDataTypeUInt8 == CU_TENSOR_MAP_DATA_TYPE_UINT8);
 static_assert(cu::kTensorMapDataTypeBFloat16 ==
               CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
 static_assert(cu::kTensorMapInterleaveNone == CU_TENSOR_MAP_INTERLEAVE_NONE);

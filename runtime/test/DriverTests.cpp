@@ -20,6 +20,8 @@ moeGroupedMatmulArgs validGateUp() {
   a.experts = 8;
   a.row_scale = 0;
   a.bias = 0;
+  a.rows_scale = 0;
+  a.weights_scale = 0;
   return a;
 }
 
@@ -290,7 +292,7 @@ TEST(driverOccupancyQueriedOncePerKernel) {
       " op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts=4 "
       "n=64 k=64 max_rows=2147483647 offsets=i32 bias=none activation=none\n";
   std::string bytes =
-      "MOEBUNDLE 5\nchip sm_90a\n" + imageRecord("img", fakeCubin('S')) +
+      "MOEBUNDLE 6\nchip sm_90a\n" + imageRecord("img", fakeCubin('S')) +
       "entry a" + entry +
       kernelLine("a", "k", "img", 1, 2147483647, 64, 64, 0, 0) + "entry b" +
       entry + kernelLine("b", "k", "img", 1, 2147483647, 64, 64, 0, 0) +

@@ -54,7 +54,8 @@ struct FakeLaunch {
   int numParams = 17;       // what the kernel takes (FakeGpu::numParams)
   uint64_t scale[5] = {};   // params 17..21 when it takes 22
   /// Params 17.. (all 8 bytes) of a kernel that takes more than 17: the
-  /// row_scale memref, then the bias memref, as far as it takes them.
+  /// scale memrefs of an FP8 kernel, then the row_scale memref, then the bias
+  /// memref, as far as it takes them.
   std::vector<uint64_t> tail;
   /// Every parameter of a kernel that takes only 8-byte ones (a route.v1,
   /// unpermute.v2 or permute.v2 kernel, FakeGpu::wordParams); the fields
@@ -89,7 +90,8 @@ struct FakeGpu {
   /// Parameters a kernel takes, by symbol (a real driver knows them from the
   /// image): 17 when not listed; a kernel with 22 (a row_scale kernel) has
   /// params 17..21 recorded in `scale` too; every kernel with more has them
-  /// in `tail` (24: a bias kernel, 29: row_scale and bias).
+  /// in `tail` (24: a bias kernel, 29: row_scale and bias; 33 to 45: a
+  /// grouped_matmul_fp8.v1 kernel, its scale memrefs first).
   std::map<std::string, int> numParams;
   /// Kernels whose parameters are all 8 bytes wide (route.v1, unpermute.v2,
   /// permute.v2),

@@ -34,6 +34,8 @@ moeGroupedMatmulArgs args(int64_t m, int64_t n, int64_t k, int64_t experts) {
   a.experts = experts;
   a.row_scale = 0;
   a.bias = 0;
+  a.rows_scale = 0;
+  a.weights_scale = 0;
   return a;
 }
 
@@ -411,7 +413,7 @@ TEST(groupedMatmulGridIn64Bits) {
   // slots and about 2^62 work items. 0 bytes of shared memory: 4 * 132
   // resident CTAs.
   std::string tiny =
-      "MOEBUNDLE 5\nchip sm_90a\n" + imageRecord("img", fakeCubin('T')) +
+      "MOEBUNDLE 6\nchip sm_90a\n" + imageRecord("img", fakeCubin('T')) +
       "entry tiny op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store "
       "experts=-1 n=-1 k=-1 max_rows=2147483647 offsets=i32 bias=none "
       "activation=none\n" +

@@ -179,11 +179,21 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
                                  a.hidden,
                                  a.experts,
                                  0,
-                                 a.gate_up_bias};
-  moeGroupedMatmulArgs down = {ws + at.inter,  a.down_weights, ws + at.offsets,
-                               ws + at.rows,   rows,           a.hidden,
-                               a.intermediate, a.experts,      0,
-                               a.down_bias};
+                                 a.gate_up_bias,
+                                 0,
+                                 0};
+  moeGroupedMatmulArgs down = {ws + at.inter,
+                               a.down_weights,
+                               ws + at.offsets,
+                               ws + at.rows,
+                               rows,
+                               a.hidden,
+                               a.intermediate,
+                               a.experts,
+                               0,
+                               a.down_bias,
+                               0,
+                               0};
   moeUnpermuteArgs unpermute = {ws + at.rows, ws + at.slots, ws + at.weights,
                                 a.out,        rows,          a.tokens_count,
                                 a.hidden};

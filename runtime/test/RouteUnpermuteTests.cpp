@@ -284,7 +284,7 @@ TEST(routeRejectsBadSizes) {
   moeBundleClose(bundle);
 
   // T*E*4 bytes of f32 logits beyond int64 (T, E < 2^31); bf16 fits.
-  std::string huge = "MOEBUNDLE 5\nchip sm_90a\n" +
+  std::string huge = "MOEBUNDLE 6\nchip sm_90a\n" +
                      imageRecord("img", fakeCubin('H')) +
                      "entry wide op=moe.route abi=route.v1 max_rows=2147483647 "
                      "experts=2147483647 top_k=32 logits=f32 bias=0\n" +
@@ -516,7 +516,7 @@ TEST(unpermuteRejectsBadSizes) {
 
   // T*k*8 bytes of i64 slots (k up to 2^31 - 1).
   std::string wide =
-      "MOEBUNDLE 5\nchip sm_90a\n" + imageRecord("img", fakeCubin('W')) +
+      "MOEBUNDLE 6\nchip sm_90a\n" + imageRecord("img", fakeCubin('W')) +
       "entry wide op=moe.unpermute abi=unpermute.v2 max_rows=2147483647 "
       "hidden=8 top_k=2147483647 slots=i64 weighted=0\n" +
       simpleKernelLine("wide", "u", "img", 64, 0) + "end\n";

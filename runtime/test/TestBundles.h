@@ -73,7 +73,7 @@ inline constexpr const char *kDown64 =
 ///            larger rows first; its second kernel is down's, with more
 ///            shared memory. (10-12)
 inline std::string validBundle() {
-  return "MOEBUNDLE 5\n"
+  return "MOEBUNDLE 6\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('A')) +
          imageRecord("moe_kernels_swapab", fakeCubin('B')) +
@@ -109,7 +109,7 @@ inline std::string validBundle() {
 ///   dyn_gate_up: swiglu, all sizes dynamic, i64 offsets;          (9-10)
 ///   dyn_down:    row_scale, all sizes dynamic, i64 offsets.       (11-12)
 inline std::string mlpBundle() {
-  return "MOEBUNDLE 5\n"
+  return "MOEBUNDLE 6\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('M')) +
          "entry mlp_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 "
@@ -167,7 +167,7 @@ inline constexpr const char *kGather = "moe_unpermute_k8_i32";
 ///            max_rows=1024, 128 threads;                          (10-11)
 ///   experts: a grouped matmul (E=8 N=64 K=64, i32 offsets).       (12-13)
 inline std::string routeBundle() {
-  return "MOEBUNDLE 5\n"
+  return "MOEBUNDLE 6\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('R')) +
          "entry router op=moe.route abi=route.v1 max_rows=2147483647 "
@@ -218,7 +218,7 @@ inline constexpr const char *kPermIndexWide =
 ///   combine: moe.unpermute, H=2048 k=8, i64 slots, weighted, 128
 ///           threads.                                              (18-19)
 inline std::string permuteBundle() {
-  return "MOEBUNDLE 5\n"
+  return "MOEBUNDLE 6\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('P')) +
          "entry perm op=moe.permute abi=permute.v2 max_rows=2147483647 "
@@ -257,7 +257,7 @@ inline constexpr const char *kBiasScale = "gemm_bias_f32_rowscale_64x128";
 ///   bscale:  row_scale, bias=f32, all sizes dynamic, i32 offsets.   (8-9)
 /// One kernel each, tile 64x128x64, 98304 bytes of shared memory.
 inline std::string biasBundle() {
-  return "MOEBUNDLE 5\n"
+  return "MOEBUNDLE 6\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('G')) +
          "entry bstore op=moe.grouped_matmul abi=grouped_matmul.v3 "
@@ -303,7 +303,7 @@ inline std::string layerBundle() {
     return kernelLine(entry, symbol, "moe_kernels", 1, 2147483647, 64, tileN,
                       98304, 0);
   };
-  return "MOEBUNDLE 5\n"
+  return "MOEBUNDLE 6\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('L')) +
          "entry mix_route op=moe.route abi=route.v1 max_rows=4096 experts=8 "
@@ -360,6 +360,81 @@ inline std::string layerBundle() {
          "route=oss_route permute=oss_permute gate_up=oss_gate_up "
          "down=oss_down unpermute=oss_unpermute\n"
          "end\n";
+}
+
+/// The kernel line of a grouped_matmul_fp8.v1 entry: tile_k=128 (128
+/// float8 = 128 bytes per TMA row, as v3's 64 bf16), 4 stages, in the key
+/// order the compiler writes.
+inline std::string fp8KernelLine(const std::string &entry,
+                                 const std::string &symbol, long long rowsMin,
+                                 long long rowsMax, int threads, int tileM,
+                                 int tileN, int smem, int swapAB) {
+  return "kernel " + entry + " " + symbol +
+         " image=moe_kernels rows_min=" + std::to_string(rowsMin) +
+         " rows_max=" + std::to_string(rowsMax) +
+         " threads=" + std::to_string(threads) +
+         " smem=" + std::to_string(smem) + " tile_m=" + std::to_string(tileM) +
+         " tile_n=" + std::to_string(tileN) +
+         " tile_k=128 stages=4 swap_ab=" + std::to_string(swapAB) + "\n";
+}
+
+/// Symbols of the block-FP8 bundle.
+inline constexpr const char *kFp8SwapAB =
+    "grouped_matmul_fp8block_16x64x128_s4_swapab_off32";
+inline constexpr const char *kFp8Normal =
+    "grouped_matmul_fp8block_128x128x128_s4_off32";
+inline constexpr const char *kFp8Scale =
+    "grouped_matmul_fp8block_64x128x128_s4_rowscale_off64";
+inline constexpr const char *kFp8Bias =
+    "grouped_matmul_fp8block_64x128x128_s4_bias_off32";
+inline constexpr const char *kFp8Both =
+    "grouped_matmul_fp8block_64x128x128_s4_rowscale_bias_off32";
+inline constexpr const char *kFp8SwiGLU =
+    "grouped_matmul_fp8block_64x128x128_s4_swiglu_off64";
+
+/// grouped_matmul_fp8.v1 entries (contract version 6), all
+/// op=moe.grouped_matmul format=fp8_block with the keys in the order the
+/// compiler writes them (line numbers on the right):
+///   gemm:    store, E=8 N=256 K=512, i32 offsets, a swap-AB kernel (tile
+///            16x64x128, 128 threads, 81920 bytes) for rows 1..16 and a
+///            128x128x128 one (256 threads, 147456 bytes) for 17 and up;
+///            (4-6)
+///   fscale:  row_scale, all sizes dynamic, i64 offsets;            (7-8)
+///   fbias:   store, bias=bf16, E=4, N and K dynamic, i32 offsets;  (9-10)
+///   fboth:   row_scale, bias=f32, all sizes dynamic, i32 offsets;  (11-12)
+///   fswiglu: swiglu, activation=silu, all sizes dynamic, i64 offsets.
+///            (13-14)
+/// The last four have one 64x128x128 kernel each (128 threads, 98304 bytes).
+inline std::string fp8Bundle() {
+  auto entry = [](const std::string &name, const std::string &epilogue,
+                  const std::string &activation, const std::string &bias,
+                  const std::string &sizes, const std::string &offsets) {
+    return "entry " + name +
+           " op=moe.grouped_matmul abi=grouped_matmul_fp8.v1 "
+           "format=fp8_block epilogue=" +
+           epilogue + " activation=" + activation + " bias=" + bias + " " +
+           sizes + " max_rows=2147483647 offsets=" + offsets + "\n";
+  };
+  auto one = [](const std::string &name, const char *symbol) {
+    return fp8KernelLine(name, symbol, 1, 2147483647, 128, 64, 128, 98304, 0);
+  };
+  const std::string dynamic = "experts=-1 n=-1 k=-1";
+  return "MOEBUNDLE 6\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('F')) +
+         entry("gemm", "store", "none", "none", "experts=8 n=256 k=512",
+               "i32") +
+         fp8KernelLine("gemm", kFp8SwapAB, 1, 16, 128, 16, 64, 81920, 1) +
+         fp8KernelLine("gemm", kFp8Normal, 17, 2147483647, 256, 128, 128,
+                       147456, 0) +
+         entry("fscale", "row_scale", "none", "none", dynamic, "i64") +
+         one("fscale", kFp8Scale) +
+         entry("fbias", "store", "none", "bf16", "experts=4 n=-1 k=-1", "i32") +
+         one("fbias", kFp8Bias) +
+         entry("fboth", "row_scale", "none", "f32", dynamic, "i32") +
+         one("fboth", kFp8Both) +
+         entry("fswiglu", "swiglu", "silu", "none", dynamic, "i64") +
+         one("fswiglu", kFp8SwiGLU) + "end\n";
 }
 
 /// Opens `bytes`; returns NULL (and leaves the status in *status) on failure.

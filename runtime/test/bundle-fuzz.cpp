@@ -3,10 +3,12 @@
 // Each input is a candidate .moebundle: moeBundleOpenMemory, then, when it is
 // accepted, every introspection call and a launch per entry with sizes
 // derived from the input, on the fake driver: moeGroupedMatmul for
-// grouped_matmul.v3 entries (so the grid and descriptor arithmetic runs on
-// fuzzed tiles and rows ranges; each grid is checked against contract §3.1
-// recomputed here in 128 bits, with the out memref, weights box and row_scale
-// parameters of the entry's epilogue), moeRoute and moeUnpermute for route.v1
+// grouped_matmul.v3 and grouped_matmul_fp8.v1 entries (so the grid and
+// descriptor arithmetic runs on fuzzed tiles and rows ranges; each grid is
+// checked against contract §3.1 recomputed here in 128 bits, with the out
+// memref, weights box and row_scale parameters of the entry's epilogue, and
+// for FP8 entries the 1-byte tensor maps and the 16 parameters of the scale
+// memrefs, §3.7), moeRoute and moeUnpermute for route.v1
 // and unpermute.v2 entries (grid, block and every parameter checked),
 // moePermuteWorkspaceBytes (against contract §3.4 recomputed here) and
 // moePermute for permute.v2 entries (the three launches, grids, blocks and
@@ -459,7 +461,9 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     require(moeBundleFindEntry(bundle, entry.name, &found) ==
                 MOE_STATUS_SUCCESS &&
             found == e);
-    const bool gemm = std::strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0;
+    const bool fp8 = std::strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL_FP8) == 0;
+    const bool gemm =
+        fp8 || std::strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0;
     const bool route = std::strcmp(entry.abi, MOE_ABI_ROUTE) == 0;
     const bool permute = std::strcmp(entry.abi, MOE_ABI_PERMUTE) == 0;
     require(gemm || route || permute || layer ||
@@ -469,6 +473,11 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     require(gemm || entry.bias_bits == 0);
     require(gemm || layer || entry.num_kernels == (permute ? 3 : 1));
     require(permute == (entry.chunk != 0));
+    // format: "fp8_block" exactly for FP8 entries, whose op is
+    // moe.grouped_matmul.
+    require(entry.format &&
+            std::strcmp(entry.format, fp8 ? MOE_FORMAT_FP8_BLOCK : "") == 0);
+    require(!fp8 || std::strcmp(entry.op, MOE_OP_GROUPED_MATMUL) == 0);
     moeKernelInfo kernels[16];
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo &kernel = kernels[k];
@@ -511,23 +520,30 @@ void exercise(moeBundle *bundle, uint64_t hash) {
             entry.bias_bits == 32);
     const bool bias = entry.bias_bits != 0;
     moeGroupedMatmulArgs args;
+    std::memset(&args, 0, sizeof(args));
     args.rows = 0x100000;
     args.weights = 0x200000;
     args.offsets = 0x300000;
     args.out = 0x400000;
     args.row_scale = rowScale ? 0x500000 : 0;
     args.bias = bias ? 0x600000 : 0;
+    args.rows_scale = fp8 ? 0x700000 : 0;
+    args.weights_scale = fp8 ? 0x800000 : 0;
     args.m = (h & 1) ? entry.max_rows
                      : 1 + int64_t((h >> 1) % uint64_t(entry.max_rows));
     args.n = entry.n != -1 ? entry.n : 1 + int64_t((h >> 20) % 100000);
     if (swiglu && entry.n == -1)
       args.n += args.n % 2; // even: gate and up halves
-    args.k = entry.k != -1 ? entry.k : 8 * (1 + int64_t((h >> 40) % 2048));
+    // A multiple of 16 bytes: 8 bf16 or 16 float8.
+    const int64_t kQuantum = fp8 ? 16 : 8;
+    args.k =
+        entry.k != -1 ? entry.k : kQuantum * (1 + int64_t((h >> 40) % 2048));
     args.experts =
         entry.experts != -1 ? entry.experts : 1 + int64_t((h >> 8) % 512);
     // The fake records parameters 17.. of kernels declared to take more (a
     // symbol may be shared by entries of several epilogues).
-    const int numParams = 17 + (rowScale ? 5 : 0) + (bias ? 7 : 0);
+    const int numParams =
+        17 + (fp8 ? 16 : 0) + (rowScale ? 5 : 0) + (bias ? 7 : 0);
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       fakeGpu().numParams[kernels[k].symbol] = numParams;
       // The symbol may be a route or unpermute kernel's too.
@@ -577,13 +593,43 @@ void exercise(moeBundle *bundle, uint64_t hash) {
               size_t(launch.mapEncode[1]) < fakeGpu().encodes.size());
       const FakeEncode &weights = fakeGpu().encodes[launch.mapEncode[1]];
       require(weights.dims[1] == uint64_t(args.n));
+      // bf16, or float8 as UINT8: the strides in bytes.
+      const uint64_t elementBytes = fp8 ? 1 : 2;
+      require(weights.dataType == (fp8 ? 0 : 9));
+      require(weights.strides[0] == elementBytes * uint64_t(args.k) &&
+              weights.strides[1] ==
+                  elementBytes * uint64_t(args.k) * uint64_t(args.n));
       require(weights.box[1] ==
               uint32_t(swiglu ? kernel.tile_n / 2 : kernel.tile_n));
-      // The row_scale memref [M], then the bias memref [E, N].
+      // FP8: the rows_scale memref [M, KB] and the weights_scale memref
+      // [E, NB, KB]; then the row_scale memref [M], then the bias memref
+      // [E, N].
       require(launch.numParams == numParams);
       std::vector<uint64_t> tail;
+      if (fp8) {
+        const uint64_t kb = uint64_t((args.k + 127) / 128),
+                       nb = uint64_t((args.n + 127) / 128);
+        tail = {args.rows_scale,
+                args.rows_scale,
+                0,
+                uint64_t(args.m),
+                kb,
+                kb,
+                1,
+                args.weights_scale,
+                args.weights_scale,
+                0,
+                uint64_t(args.experts),
+                nb,
+                kb,
+                nb * kb,
+                kb,
+                1};
+      }
       if (rowScale)
-        tail = {args.row_scale, args.row_scale, 0, uint64_t(args.m), 1};
+        for (uint64_t word : {args.row_scale, args.row_scale, uint64_t(0),
+                              uint64_t(args.m), uint64_t(1)})
+          tail.push_back(word);
       if (bias)
         for (uint64_t word :
              {args.bias, args.bias, uint64_t(0), uint64_t(args.experts),

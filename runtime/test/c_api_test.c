@@ -1,12 +1,13 @@
 /*===- c_api_test.c - moe_runtime.h compiled as C99
 ------------------------===*\
 |*                                                                            *|
-|* Usage: moe-runtime-c-api-test <bundle> [<route bundle> [<layer bundle>]]. *|
-|* Opens the bundle (with entries gate_up and down), walks its entries and    *|
-|* checks a few error paths that need no GPU; the same for moeRoute and       *|
-|* moeUnpermute on the second (entries router, softmax, combine, gather),     *|
-|* and for moeLayer on the third (layers mixtral and gptoss). Exits 1 on      *|
-|* failure.                                                                   *|
+|* Usage: moe-runtime-c-api-test <bundle> [<route bundle> [<layer bundle>    *|
+|* [<fp8 bundle>]]]. Opens the bundle (with entries gate_up and down), walks  *|
+|* its entries and checks a few error paths that need no GPU; the same for    *|
+|* moeRoute and moeUnpermute on the second (entries router, softmax, combine, *|
+|* gather), for moeLayer on the third (layers mixtral and gptoss), and for    *|
+|* the block-FP8 moeGroupedMatmul on the fourth (entries gemm, down, plain). *|
+|* Exits 1 on failure.                                                        *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -34,10 +35,15 @@ static void walk(moeBundle *bundle) {
   check(info.version == MOE_BUNDLE_VERSION, "version");
   for (e = 0; e < info.num_entries; ++e) {
     moeEntryInfo entry;
-    int gemm, layer, permute;
+    int gemm, fp8, layer, permute;
     check(moeBundleGetEntry(bundle, e, &entry) == MOE_STATUS_SUCCESS,
           "moeBundleGetEntry");
-    gemm = strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0;
+    fp8 = strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL_FP8) == 0;
+    gemm = fp8 || strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0;
+    /* format: "fp8_block" for block-FP8 entries, else "" (never NULL). */
+    check(entry.format &&
+              strcmp(entry.format, fp8 ? MOE_FORMAT_FP8_BLOCK : "") == 0,
+          "format");
     layer = strcmp(entry.abi, MOE_ABI_LAYER) == 0;
     permute = strcmp(entry.abi, MOE_ABI_PERMUTE) == 0;
     /* permute.v2: count, index and gather kernels, and a chunk. */
@@ -78,6 +84,47 @@ static void walk(moeBundle *bundle) {
             "rows range");
     }
   }
+}
+
+/* The block-FP8 moeGroupedMatmul: argument errors need no GPU. */
+static void checkFp8Bundle(const char *path) {
+  moeBundle *bundle = NULL;
+  moeGroupedMatmulArgs args;
+  check(moeBundleOpenFile(path, &bundle) == MOE_STATUS_SUCCESS,
+        "moeBundleOpenFile (fp8 bundle)");
+  if (!bundle)
+    return;
+  walk(bundle);
+  memset(&args, 0, sizeof(args));
+  args.rows = 0x10000;
+  args.weights = 0x20000;
+  args.offsets = 0x30000;
+  args.out = 0x40000;
+  args.m = 64;
+  args.n = 256;
+  args.k = 512;
+  args.experts = 8;
+  args.rows_scale = 0x50000;
+  check(moeGroupedMatmul(bundle, "gemm", &args, NULL) ==
+            MOE_STATUS_INVALID_ARGUMENT,
+        "moeGroupedMatmul without weights_scale");
+  check(strstr(moeLastErrorMessage(),
+               "moeGroupedMatmul(gemm): weights_scale pointer is NULL") != NULL,
+        "moeGroupedMatmul names the scale");
+  args.weights_scale = 0x60000;
+  args.k = 24;
+  check(moeGroupedMatmul(bundle, "gemm", &args, NULL) ==
+            MOE_STATUS_INVALID_ARGUMENT,
+        "moeGroupedMatmul with K = 24");
+  args.k = 512;
+  check(moeGroupedMatmul(bundle, "plain", &args, NULL) ==
+            MOE_STATUS_INVALID_ARGUMENT,
+        "moeGroupedMatmul with scales on a grouped_matmul.v3 entry");
+  check(strstr(moeLastErrorMessage(),
+               "rows_scale = 0x50000, but the entry "
+               "has abi " MOE_ABI_GROUPED_MATMUL) != NULL,
+        "moeGroupedMatmul names the scale of a v3 entry");
+  moeBundleClose(bundle);
 }
 
 /* moeRoute and moeUnpermute: argument errors need no GPU. */
@@ -165,15 +212,15 @@ int main(int argc, char **argv) {
   moeGroupedMatmulArgs args;
   int32_t index = -1;
 
-  if (argc < 2 || argc > 4) {
+  if (argc < 2 || argc > 5) {
     fprintf(stderr, "usage: moe-runtime-c-api-test <bundle> [<route bundle> "
-                    "[<layer bundle>]]\n");
+                    "[<layer bundle> [<fp8 bundle>]]]\n");
     return 2;
   }
   /* The layout the ctypes wrapper mirrors (LP64): each version's fields
      last. */
   if (sizeof(void *) == 8) {
-    check(sizeof(moeEntryInfo) == 160, "sizeof(moeEntryInfo)");
+    check(sizeof(moeEntryInfo) == 168, "sizeof(moeEntryInfo)");
     check(offsetof(moeEntryInfo, top_k) == 72, "moeEntryInfo.top_k");
     check(offsetof(moeEntryInfo, hidden) == 88, "moeEntryInfo.hidden");
     check(offsetof(moeEntryInfo, weighted) == 96, "moeEntryInfo.weighted");
@@ -182,9 +229,14 @@ int main(int argc, char **argv) {
     check(offsetof(moeEntryInfo, route) == 112, "moeEntryInfo.route");
     check(offsetof(moeEntryInfo, unpermute) == 144, "moeEntryInfo.unpermute");
     check(offsetof(moeEntryInfo, chunk) == 152, "moeEntryInfo.chunk");
-    check(sizeof(moeGroupedMatmulArgs) == 80, "sizeof(moeGroupedMatmulArgs)");
+    check(offsetof(moeEntryInfo, format) == 160, "moeEntryInfo.format");
+    check(sizeof(moeGroupedMatmulArgs) == 96, "sizeof(moeGroupedMatmulArgs)");
     check(offsetof(moeGroupedMatmulArgs, bias) == 72,
           "moeGroupedMatmulArgs.bias");
+    check(offsetof(moeGroupedMatmulArgs, rows_scale) == 80,
+          "moeGroupedMatmulArgs.rows_scale");
+    check(offsetof(moeGroupedMatmulArgs, weights_scale) == 88,
+          "moeGroupedMatmulArgs.weights_scale");
     check(sizeof(moeRouteArgs) == 48, "sizeof(moeRouteArgs)");
     check(sizeof(moeUnpermuteArgs) == 56, "sizeof(moeUnpermuteArgs)");
     check(sizeof(moePermuteArgs) == 64, "sizeof(moePermuteArgs)");
@@ -234,7 +286,7 @@ int main(int argc, char **argv) {
   moeBundleClose(bundle);
   moeBundleClose(NULL);
 
-  check(moeBundleOpenMemory("MOEBUNDLE 5\n", 12, &bundle) ==
+  check(moeBundleOpenMemory("MOEBUNDLE 6\n", 12, &bundle) ==
             MOE_STATUS_INVALID_BUNDLE,
         "a bundle without end");
   check(bundle == NULL, "no bundle on failure");
@@ -243,10 +295,17 @@ int main(int argc, char **argv) {
         "a version 4 bundle");
   check(strstr(moeLastErrorMessage(), "recompile it") != NULL,
         "message says to recompile");
+  check(moeBundleOpenMemory("MOEBUNDLE 5\nchip sm_90a\nend\n", 28, &bundle) ==
+            MOE_STATUS_UNSUPPORTED,
+        "a version 5 bundle");
+  check(strstr(moeLastErrorMessage(), "recompile it") != NULL,
+        "message says to recompile a version 5 bundle");
   if (argc >= 3)
     checkRouteBundle(argv[2]);
-  if (argc == 4)
+  if (argc >= 4)
     checkLayerBundle(argv[3]);
+  if (argc == 5)
+    checkFp8Bundle(argv[4]);
   printf("%s\n", failures ? "c api test FAILED" : "c api test passed");
   return failures ? 1 : 0;
 }

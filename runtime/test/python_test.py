@@ -52,29 +52,32 @@ bundle.close()  # idempotent
 
 expect_error(lambda: moe_runtime.Bundle("/nonexistent.moebundle"), "NOT_FOUND",
              "cannot open '/nonexistent.moebundle'")
-check(bundle.version == 5 and gate_up.abi == "grouped_matmul.v3", "version and abi")
+check(bundle.version == 6 and gate_up.abi == "grouped_matmul.v3", "version and abi")
 check(gate_up.epilogue == "store" and gate_up.op == "moe.grouped_matmul", "epilogue and op")
-check((gate_up.bias_bits, gate_up.activation, gate_up.route) == (0, "none", ""),
-      "bias, activation and layer fields")
+check((gate_up.bias_bits, gate_up.activation, gate_up.route, gate_up.format)
+      == (0, "none", "", ""), "bias, activation, layer and format fields")
 with tempfile.NamedTemporaryFile(suffix=".moebundle") as bad:
-    bad.write(b"MOEBUNDLE 6\n")
+    bad.write(b"MOEBUNDLE 7\n")
     bad.flush()
     expect_error(lambda: moe_runtime.Bundle(bad.name), "UNSUPPORTED",
-                 "bundle version 6 is not supported")
+                 "bundle version 7 is not supported")
 expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 1\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 1 predates persistent kernels")
 expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 2\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 2 predates kernel epilogues (this runtime "
-             "reads version 5): recompile it")
+             "reads version 6): recompile it")
 expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 3\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 3 predates the route and unpermute kernels "
-             "(this runtime reads version 5): recompile it")
+             "(this runtime reads version 6): recompile it")
 expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 4\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 4 predates expert biases and layer entries "
-             "(this runtime reads version 5): recompile it")
-expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 5\nchip sm_90a\nend\nx"),
+             "(this runtime reads version 6): recompile it")
+expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 5\nchip sm_90a\nend\n"),
+             "UNSUPPORTED", "bundle version 5 predates block-FP8 grouped matmuls "
+             "(this runtime reads version 6): recompile it")
+expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 6\nchip sm_90a\nend\nx"),
              "INVALID_BUNDLE", "bundle line 3: 1 bytes of trailing data after 'end'")
-empty = moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 5\nchip sm_90a\nend\n")
+empty = moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 6\nchip sm_90a\nend\n")
 check(empty.entries == (), "no entries")
 expect_error(lambda: empty.entry("x"), "NOT_FOUND", "no entry 'x' in the bundle (entries: none)")
 
@@ -87,11 +90,12 @@ expect_error(lambda: bundle.grouped_matmul("gate_up", None, None, None),
 
 # The ctypes structs are the C ones (LP64): moeEntryInfo gained `epilogue` in
 # version 3, the route/unpermute fields in version 4 and the bias, activation
-# and layer fields in version 5, then permute.v2's `chunk`,
-# moeGroupedMatmulArgs `row_scale` and then `bias`, all last (c_api_test.c
-# checks the same offsets).
-check(ctypes.sizeof(moe_runtime._EntryInfo) == 160, "sizeof(moeEntryInfo)")
+# and layer fields in version 5, then permute.v2's `chunk`, then `format` in
+# version 6, moeGroupedMatmulArgs `row_scale`, then `bias`, then `rows_scale`
+# and `weights_scale`, all last (c_api_test.c checks the same offsets).
+check(ctypes.sizeof(moe_runtime._EntryInfo) == 168, "sizeof(moeEntryInfo)")
 check(moe_runtime._EntryInfo.chunk.offset == 152, "moeEntryInfo.chunk")
+check(moe_runtime._EntryInfo.format.offset == 160, "moeEntryInfo.format")
 check(moe_runtime._EntryInfo.bias_bits.offset == 100, "moeEntryInfo.bias_bits")
 check(moe_runtime._EntryInfo.activation.offset == 104, "moeEntryInfo.activation")
 check(moe_runtime._EntryInfo.route.offset == 112, "moeEntryInfo.route")
@@ -105,7 +109,11 @@ check(moe_runtime._EntryInfo.weighted.offset == 96, "moeEntryInfo.weighted")
 check(ctypes.sizeof(moe_runtime._RouteArgs) == 48, "sizeof(moeRouteArgs)")
 check(ctypes.sizeof(moe_runtime._UnpermuteArgs) == 56, "sizeof(moeUnpermuteArgs)")
 check(ctypes.sizeof(moe_runtime._PermuteArgs) == 64, "sizeof(moePermuteArgs)")
-check(ctypes.sizeof(moe_runtime._GroupedMatmulArgs) == 80, "sizeof(moeGroupedMatmulArgs)")
+check(ctypes.sizeof(moe_runtime._GroupedMatmulArgs) == 96, "sizeof(moeGroupedMatmulArgs)")
+check(moe_runtime._GroupedMatmulArgs.rows_scale.offset == 80,
+      "moeGroupedMatmulArgs.rows_scale")
+check(moe_runtime._GroupedMatmulArgs.weights_scale.offset == 88,
+      "moeGroupedMatmulArgs.weights_scale")
 check(moe_runtime._GroupedMatmulArgs.row_scale.offset == 64, "moeGroupedMatmulArgs.row_scale")
 check(moe_runtime._GroupedMatmulArgs.bias.offset == 72, "moeGroupedMatmulArgs.bias")
 
@@ -121,7 +129,7 @@ def entry_lines(name, op, epilogue, bias="none"):
             f"tile_m=64 tile_n=128 tile_k=64 stages=1 swap_ab=0\n")
 
 
-mlp_bytes = (b"MOEBUNDLE 5\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28 + b"\n" + (
+mlp_bytes = (b"MOEBUNDLE 6\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28 + b"\n" + (
     entry_lines("scaled_gate_up", "moe.expert_mlp", "swiglu")
     + entry_lines("scaled_down", "moe.expert_mlp", "row_scale")
     + entry_lines("plain_gate_up", "moe.expert_mlp", "swiglu")
@@ -219,6 +227,68 @@ expect_error(lambda: routes.grouped_matmul("combine", None, None, None), "INVALI
              "grouped_matmul(combine): entry 'combine' has abi unpermute.v2")
 expect_error(lambda: routes.route("missing", None), "NOT_FOUND", "no entry 'missing'")
 
+# Block-FP8 entries (contract version 6): fields, and the checks made before
+# torch is needed.
+fp8_path = os.path.join(HERE, "Inputs", "fp8.moebundle")
+fp8 = moe_runtime.Bundle(fp8_path)
+gemm = fp8.entry("gemm")
+check((gemm.abi, gemm.op, gemm.format, gemm.epilogue, gemm.activation, gemm.experts, gemm.n,
+       gemm.k, gemm.offsets_bits, gemm.bias_bits, len(gemm.kernels), gemm.kernels[0].tile_k)
+      == ("grouped_matmul_fp8.v1", "moe.grouped_matmul", "fp8_block", "store", "none", 8, 256,
+          512, 32, 0, 3, 128), f"gemm {gemm}")
+check((fp8.entry("down").format, fp8.entry("down").bias_bits, fp8.entry("plain").format,
+       router.format, combine.format) == ("fp8_block", 32, "", "", ""), "formats")
+for call, needle in [
+        (lambda: fp8.grouped_matmul("gemm", None, None, None),
+         "grouped_matmul(gemm): the entry is block-FP8 (abi grouped_matmul_fp8.v1, format "
+         "fp8_block): pass rows_scale, the float32 scales [M, ceil(K/128)] of the rows"),
+        (lambda: fp8.grouped_matmul("gemm", None, None, None, rows_scale=object()),
+         "grouped_matmul(gemm): the entry is block-FP8 (abi grouped_matmul_fp8.v1, format "
+         "fp8_block): pass weights_scale, the float32 scales [E, ceil(N/128), ceil(K/128)] of "
+         "the weights"),
+        (lambda: fp8.grouped_matmul("down", None, None, None, rows_scale=object(),
+                                    weights_scale=object()),
+         "grouped_matmul(down): the entry's epilogue is row_scale: pass row_scale"),
+        (lambda: fp8.grouped_matmul("down", None, None, None, row_scale=object(),
+                                    rows_scale=object(), weights_scale=object()),
+         "grouped_matmul(down): entry 'down' has bias=f32: pass bias"),
+        (lambda: fp8.grouped_matmul("plain", None, None, None, rows_scale=object()),
+         "grouped_matmul(plain): rows_scale is only taken by block-FP8 entries (abi "
+         "grouped_matmul_fp8.v1); this one's abi is grouped_matmul.v3"),
+        (lambda: fp8.grouped_matmul("plain", None, None, None, weights_scale=object()),
+         "grouped_matmul(plain): weights_scale is only taken by block-FP8 entries"),
+        (lambda: fp8.layer("gemm", None, None, None, None),
+         "layer(gemm): entry 'gemm' is block-FP8 (abi grouped_matmul_fp8.v1, format "
+         "fp8_block): expert_mlp and layer run bf16 grouped_matmul.v3 entries only; call "
+         "grouped_matmul with its rows_scale and weights_scale"),
+        (lambda: fp8.layer_workspace_bytes("gemm", 1, 8, 8),
+         "layer(gemm): entry 'gemm' is block-FP8"),
+        (lambda: fp8.route("gemm", None),
+         "route(gemm): entry 'gemm' has abi grouped_matmul_fp8.v1 (op moe.grouped_matmul), "
+         "not route.v1")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+fp8_bytes = open(fp8_path, "rb").read()
+# An expert MLP's halves named as by a moe.expert_mlp op, but block-FP8.
+fp8_mlp = moe_runtime.Bundle.from_bytes(
+    fp8_bytes.replace(b"entry gemm ", b"entry q_gate_up ").replace(b"kernel gemm ", b"kernel q_gate_up ")
+    .replace(b"entry down ", b"entry q_down ").replace(b"kernel down ", b"kernel q_down "))
+expect_error(lambda: fp8_mlp.expert_mlp("q", None, None, None, None), "INVALID_ARGUMENT",
+             "expert_mlp(q): entry 'q_gate_up' is block-FP8 (abi grouped_matmul_fp8.v1, format "
+             "fp8_block): expert_mlp and layer run bf16 grouped_matmul.v3 entries only")
+fp8_mlp.close()
+for data, status, needle in [
+        (fp8_bytes.replace(b"MOEBUNDLE 6", b"MOEBUNDLE 5", 1), "UNSUPPORTED",
+         "bundle line 1: bundle version 5 predates block-FP8 grouped matmuls"),
+        (fp8_bytes.replace(b"format=fp8_block", b"format=mxfp8", 1), "INVALID_BUNDLE",
+         "bundle line 4: entry 'gemm': format='mxfp8' is not fp8_block (the only format of "
+         "abi grouped_matmul_fp8.v1)"),
+        (fp8_bytes.replace(b" format=fp8_block", b"", 1), "INVALID_BUNDLE",
+         "bundle line 4: entry 'gemm': missing key 'format'"),
+        (fp8_bytes.replace(b"entry down op=moe.grouped_matmul", b"entry down op=moe.expert_mlp"),
+         "INVALID_BUNDLE", "bundle line 8: entry 'down': op=moe.expert_mlp with abi "
+         "grouped_matmul_fp8.v1 (its entries are op=moe.grouped_matmul only)")]:
+    expect_error(lambda: moe_runtime.Bundle.from_bytes(data), status, needle)
+
 # Layer entries (contract version 5): fields, and the checks made before torch
 # is needed.
 layers = moe_runtime.Bundle(os.path.join(HERE, "Inputs", "layer.moebundle"))
@@ -274,7 +344,7 @@ expect_error(lambda: layers.layer("nope", None, None, None, None), "NOT_FOUND",
 # wrapper's checks run, and what passes them reaches the C API, whose own
 # checks (or the missing GPU) answer.
 fake_torch = types.ModuleType("torch")
-for dtype_name in ("float32", "bfloat16", "int32", "int64", "uint8"):
+for dtype_name in ("float32", "bfloat16", "int32", "int64", "uint8", "float8_e4m3fn"):
     setattr(fake_torch, dtype_name, type(dtype_name, (), {"__repr__":
                                                          lambda self, n=dtype_name: f"torch.{n}"})())
 
@@ -444,7 +514,7 @@ for call, needle in [
 routes.close()
 
 # Permute entries (permute.v2): fields, then the checks.
-permute_bytes = (b"MOEBUNDLE 5\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28 + b"\n" + (
+permute_bytes = (b"MOEBUNDLE 6\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28 + b"\n" + (
     f"entry perm op=moe.permute abi=permute.v2 max_rows={MAX} experts=128 top_k=8 "
     "hidden=2048 offsets=i64 chunk=4096\n"
     "kernel perm moe_permute_count_e128_k8 image=img threads=1024 smem=0\n"
@@ -486,7 +556,8 @@ expect_error(lambda: perms.route("perm", None), "INVALID_ARGUMENT",
 expect_error(lambda: moe_runtime.Bundle.from_bytes(permute_bytes.replace(
     b"abi=permute.v2 max_rows=4096", b"abi=permute.v1 max_rows=4096")), "UNSUPPORTED",
     "bundle line 8: entry 'perm32': abi 'permute.v1' is not supported (this runtime "
-    "implements bundle version 5 with abis grouped_matmul.v3, route.v1, unpermute.v2, "
+    "implements bundle version 6 with abis grouped_matmul.v3, grouped_matmul_fp8.v1, "
+    "route.v1, unpermute.v2, "
     "permute.v2 and layer.v1): it predates the multi-CTA count and index kernels, "
     "recompile it")
 expect_error(lambda: perms.permute("nope", None, None), "NOT_FOUND", "no entry 'nope'")
@@ -606,6 +677,85 @@ for call, needle in [
          "aligned (the entry's bias is f32)")]:
     expect_error(call, "INVALID_ARGUMENT", needle)
 mlp.close()
+
+# Block-FP8 grouped matmuls: the tensor checks, allocations, and what reaches
+# moeGroupedMatmul (rows_scale and weights_scale in their fields).
+f8 = fake_torch.float8_e4m3fn
+q_rows, q_weights = T((64, 512), f8, 0x7f0000610000), T((8, 256, 512), f8, 0x7f0000620000)
+q_offs = T((9,), i32, 0x7f0000630000)
+q_rs, q_ws = T((64, 4), f32, 0x7f0000640000), T((8, 2, 4), f32, 0x7f0000650000)
+allocated.clear()
+expect_launch_attempt(lambda: fp8.grouped_matmul("gemm", q_rows, q_weights, q_offs,
+                                                 rows_scale=q_rs, weights_scale=q_ws),
+                      "fp8 grouped_matmul")
+check(allocated == [((64, 256), bf16, "cuda:0")], f"fp8 grouped_matmul allocates out: {allocated}")
+# down: row_scale, an f32 bias, dynamic K = 1040 (KB = 9), N = 7168 (NB = 56).
+d_rows, d_weights = T((16, 1040), f8, 0x7f0000660000), T((256, 7168, 1040), f8, 0x7f0000670000)
+d_offs, d_scale, d_bias = (T((257,), i64, 0x7f0000680000), T((16,), f32, 0x7f0000690000),
+                           T((256, 7168), f32, 0x7f00006a0000))
+d_rs, d_ws = T((16, 9), f32, 0x7f00006b0000), T((256, 56, 9), f32, 0x7f00006c0000)
+
+
+def down_call(**changes):
+    given = dict(rows=d_rows, weights=d_weights, offsets=d_offs, out=None, row_scale=d_scale,
+                 bias=d_bias, rows_scale=d_rs, weights_scale=d_ws)
+    given.update(changes)
+    return lambda: fp8.grouped_matmul("down", **given)
+
+
+expect_launch_attempt(down_call(out=T((16, 7168), bf16, 0x7f00006d0000)),
+                      "fp8 grouped_matmul with row_scale and bias")
+gemm_call = (lambda **changes: lambda: fp8.grouped_matmul(
+    "gemm", changes.get("rows", q_rows), changes.get("weights", q_weights), q_offs,
+    rows_scale=changes.get("rows_scale", q_rs), weights_scale=changes.get("weights_scale", q_ws)))
+for call, needle in [
+        (gemm_call(rows=T((64, 512), bf16)),
+         "grouped_matmul(gemm): rows is torch.bfloat16, expected torch.float8_e4m3fn"),
+        (gemm_call(weights=T((8, 256, 512), bf16)),
+         "grouped_matmul(gemm): weights is torch.bfloat16, expected torch.float8_e4m3fn"),
+        (gemm_call(rows_scale=T((64, 4), bf16)),
+         "grouped_matmul(gemm): rows_scale is torch.bfloat16, expected torch.float32"),
+        (gemm_call(weights_scale=T((8, 2, 4), i32)),
+         "grouped_matmul(gemm): weights_scale is torch.int32, expected torch.float32"),
+        (gemm_call(rows_scale=T((64, 5), f32)),
+         "grouped_matmul(gemm): rows_scale is (64, 5), expected (64, 4) = (M, ceil(K/128))"),
+        (gemm_call(rows_scale=T((256,), f32)),
+         "grouped_matmul(gemm): rows_scale is (256,), expected (64, 4)"),
+        (gemm_call(weights_scale=T((8, 4, 2), f32)),
+         "grouped_matmul(gemm): weights_scale is (8, 4, 2), expected (8, 2, 4) = "
+         "(E, ceil(N/128), ceil(K/128))"),
+        (down_call(weights_scale=T((256, 56, 8), f32)),
+         "grouped_matmul(down): weights_scale is (256, 56, 8), expected (256, 56, 9)"),
+        (gemm_call(rows_scale=T((64, 4), f32, device="cuda:1")),
+         "grouped_matmul(gemm): rows_scale is on cuda:1 but rows is on cuda:0"),
+        (gemm_call(weights_scale=T((8, 2, 4), f32, contiguous=False)),
+         "grouped_matmul(gemm): weights_scale is not contiguous"),
+        (gemm_call(rows_scale=T((64, 4), f32, device="cpu")),
+         "grouped_matmul(gemm): rows_scale is on cpu, not on a CUDA device"),
+        (lambda: fp8.grouped_matmul("plain", q_rows, T((8, 256, 512), f8), q_offs),
+         "grouped_matmul(plain): rows is torch.float8_e4m3fn, expected torch.bfloat16"),
+        # The C API's checks: each scale lands in its field; K % 16.
+        (gemm_call(rows_scale=T((64, 4), f32, 0x7f0000640002)),
+         "moeGroupedMatmul(gemm): rows_scale pointer 0x7f0000640002 is not 4-byte aligned"),
+        (gemm_call(weights_scale=T((8, 2, 4), f32, 0x7f0000650001)),
+         "moeGroupedMatmul(gemm): weights_scale pointer 0x7f0000650001 is not 4-byte aligned"),
+        (down_call(rows=T((16, 24), f8), weights=T((256, 7168, 24), f8),
+                   rows_scale=T((16, 1), f32), weights_scale=T((256, 56, 1), f32)),
+         "moeGroupedMatmul(down): K = 24 is not a multiple of 16 (TMA row pitch of 1-byte "
+         "float8 elements must be a multiple of 16 bytes)"),
+        (down_call(rows=T((16, 8), f8), weights=T((256, 7168, 8), f8),
+                   rows_scale=T((16, 1), f32), weights_scale=T((256, 56, 1), f32)),
+         "moeGroupedMatmul(down): K = 8 is less than 16"),
+        (down_call(row_scale=T((16,), f32, 0x7f0000690002)),
+         "moeGroupedMatmul(down): row_scale pointer 0x7f0000690002 is not 4-byte aligned")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+# A torch without float8 cannot feed an FP8 entry.
+delattr(fake_torch, "float8_e4m3fn")
+expect_error(gemm_call(), "INVALID_ARGUMENT",
+             "grouped_matmul(gemm): this torch has no float8_e4m3fn, the element type of a "
+             "block-FP8 entry")
+fake_torch.float8_e4m3fn = f8
+fp8.close()
 
 # Layers: the tensor checks, allocations, and what reaches moeLayer.
 l_tokens = T((16, 64), bf16, 0x7f0000410000)

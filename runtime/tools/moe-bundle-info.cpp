@@ -6,13 +6,19 @@
 // prints one line for the bundle, then one per entry, each followed by its
 // kernels, in file order. The format is stable, for FileCheck:
 //
-//   bundle version=5 chip=sm_90a images=1 entries=3
+//   bundle version=6 chip=sm_90a images=1 entries=4
 //   entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store
 //     experts=8 n=28672 k=4096 max_rows=2147483647 offsets=i32 bias=none
 //     activation=none                                         (one line)
 //     kernel grouped_matmul_bf16_64x256x64_s4_off32 rows=[17,2147483647]
 //     tile=64x256x64 stages=4 threads=128 smem=163840 swap_ab=0
 //     image=moe_kernels (123456 bytes)                       (one line)
+//   entry gemm op=moe.grouped_matmul abi=grouped_matmul_fp8.v1
+//     format=fp8_block epilogue=store experts=8 n=256 k=512
+//     max_rows=2147483647 offsets=i32 bias=none activation=none (one line)
+//     kernel grouped_matmul_fp8block_128x128x128_s4_off32
+//     rows=[1,2147483647] tile=128x128x128 stages=4 threads=256
+//     smem=147456 swap_ab=0 image=moe_kernels (123456 bytes)  (one line)
 //   entry router op=moe.route abi=route.v1 max_rows=2147483647 experts=256
 //     top_k=8 logits=f32 bias=1                              (one line)
 //     kernel moe_route_sigmoid_topk_e256_k8_f32_bias threads=128 smem=0
@@ -34,7 +40,8 @@
 //     down=mixtral_down unpermute=mixtral_unpermute          (one line)
 //
 // Entries print their ABI's keys in the order of the bundle line (contract
-// §2); the kernels of route.v1, unpermute.v2 and permute.v2 entries have no
+// §2; a grouped_matmul_fp8.v1 entry's `format` right after its abi); the
+// kernels of route.v1, unpermute.v2 and permute.v2 entries have no
 // rows range or tile; layer.v1 entries have no kernels.
 //
 // On error prints "moe-bundle-info: error: <message>" and exits 1.
@@ -107,16 +114,17 @@ int main(int argc, char **argv) {
                   entry.name, entry.op, entry.abi, entry.max_rows, entry.route,
                   entry.permute, entry.gate_up, entry.down, entry.unpermute);
     else
-      std::printf(
-          "entry %s op=%s abi=%s epilogue=%s experts=%" PRId64 " n=%" PRId64
-          " k=%" PRId64 " max_rows=%" PRId64 " offsets=i%d bias=%s "
-          "activation=%s\n",
-          entry.name, entry.op, entry.abi, entry.epilogue, entry.experts,
-          entry.n, entry.k, entry.max_rows, int(entry.offsets_bits),
-          entry.bias_bits == 32   ? "f32"
-          : entry.bias_bits == 16 ? "bf16"
-                                  : "none",
-          entry.activation);
+      std::printf("entry %s op=%s abi=%s%s%s epilogue=%s experts=%" PRId64
+                  " n=%" PRId64 " k=%" PRId64 " max_rows=%" PRId64
+                  " offsets=i%d bias=%s activation=%s\n",
+                  entry.name, entry.op, entry.abi,
+                  *entry.format ? " format=" : "", entry.format, entry.epilogue,
+                  entry.experts, entry.n, entry.k, entry.max_rows,
+                  int(entry.offsets_bits),
+                  entry.bias_bits == 32   ? "f32"
+                  : entry.bias_bits == 16 ? "bf16"
+                                          : "none",
+                  entry.activation);
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo kernel;
       if (moeBundleGetKernel(bundle, e, k, &kernel) != MOE_STATUS_SUCCESS)

@@ -9,10 +9,10 @@
 // message, not a crash.
 // RUN: head -c 300 %t.moebundle > %t.cut.moebundle
 // RUN: not moe-bundle-info %t.cut.moebundle 2>&1 | FileCheck %s --check-prefix=CUT
-// RUN: sed -e 's/^MOEBUNDLE 5$/MOEBUNDLE 6/' %t.moebundle > %t.v6.moebundle
-// RUN: not moe-bundle-info %t.v6.moebundle 2>&1 | FileCheck %s --check-prefix=VERSION
+// RUN: sed -e 's/^MOEBUNDLE 6$/MOEBUNDLE 7/' %t.moebundle > %t.v7.moebundle
+// RUN: not moe-bundle-info %t.v7.moebundle 2>&1 | FileCheck %s --check-prefix=VERSION
 
-// CHECK: bundle version=5 chip=sm_90a images=1 entries=8
+// CHECK: bundle version=6 chip=sm_90a images=1 entries=8
 // CHECK-NEXT: entry prefill op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32 bias=none activation=none
 // CHECK-NEXT: kernel grouped_matmul_bf16_16x64x64_s4_swapab_off32 rows=[1,16] tile=16x64x64 stages=4 threads=128 smem=40960 swap_ab=1 image=moe_kernels
 // CHECK-NEXT: kernel grouped_matmul_bf16_64x256x64_s4_off32 rows=[17,64] tile=64x256x64 stages=4 threads=128 smem=172032 swap_ab=0 image=moe_kernels
@@ -26,7 +26,7 @@
 // CHECK: entry gptoss op=moe.layer abi=layer.v1 max_rows=2147483647 route=gptoss_route permute=gptoss_permute gate_up=gptoss_gate_up down=gptoss_down unpermute=gptoss_unpermute
 
 // CUT: moe-bundle-info: error: {{.*}}bundle line 3: image 'moe_kernels': its {{[0-9]+}} bytes and '\n' do not fit
-// VERSION: moe-bundle-info: error: {{.*}}bundle line 1: {{.*}}version 6
+// VERSION: moe-bundle-info: error: {{.*}}bundle line 1: {{.*}}version 7
 func.func @prefill(%rows: tensor<?x512xbf16>, %w: tensor<8x1024x512xbf16>, %off: tensor<9xi32>) -> tensor<?x1024xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x512xbf16>, tensor<8x1024x512xbf16>, tensor<9xi32>) -> tensor<?x1024xbf16>

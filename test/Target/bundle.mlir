@@ -8,10 +8,10 @@
 // RUN: not moe-translate --moe-to-bundle %s 2>&1 | FileCheck %s --check-prefix=NO-MANIFEST
 // RUN: moe-opt %s --moe-gpu-pipeline=format=isa -o %t.isa.mlir
 // RUN: not moe-translate --moe-to-bundle %t.isa.mlir 2>&1 | FileCheck %s --check-prefix=ISA
-// RUN: sed -e 's/version = 5 : i64/version = 7 : i64/' %t.mlir > %t.v7.mlir
+// RUN: sed -e 's/version = 6 : i64/version = 7 : i64/' %t.mlir > %t.v7.mlir
 // RUN: not moe-translate --moe-to-bundle %t.v7.mlir 2>&1 | FileCheck %s --check-prefix=VERSION
 
-// CHECK: MOEBUNDLE 5
+// CHECK: MOEBUNDLE 6
 // CHECK-NEXT: chip sm_90a
 // CHECK-NEXT: image moe_kernels <{{[0-9]+}} bytes, ELF>
 // CHECK-NEXT: entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store activation=none bias=none experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32
@@ -45,7 +45,7 @@
 
 // NO-MANIFEST: error: moe-to-bundle: the module has no moe.manifest; run --moe-gpu-pipeline first
 // ISA: error: moe-to-bundle: the object is not a cubin; compile with --moe-gpu-pipeline="format=bin"
-// VERSION: error: moe-to-bundle: manifest version 7 : i64 is not 5
+// VERSION: error: moe-to-bundle: manifest version 7 : i64 is not 6
 func.func @gate_up(%rows: tensor<?x512xbf16>, %w: tensor<8x1024x512xbf16>, %off: tensor<9xi32>) -> tensor<?x1024xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x512xbf16>, tensor<8x1024x512xbf16>, tensor<9xi32>) -> tensor<?x1024xbf16>

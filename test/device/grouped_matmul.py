@@ -118,7 +118,7 @@ class Case:
 def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     bundles = sorted(f for f in os.listdir(ARTIFACTS)
-                     if f.endswith(".moebundle") and not f.startswith(("bench-", "mlp-", "mlpbench-", "routing", "layer")))
+                     if f.endswith(".moebundle") and not f.startswith(("bench-", "mlp-", "mlpbench-", "routing", "layer", "fp8")))
     tally = Tally()
     report = tally.report
 

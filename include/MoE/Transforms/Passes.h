@@ -24,9 +24,14 @@ inline constexpr llvm::StringLiteral kSwapABOnlyAttr = "moe.swap_ab_only";
 /// built kernels for: ABI, shapes and kernels with their row ranges; it becomes
 /// an entry of the `moe.manifest` (docs/runtime-contract.md).
 inline constexpr llvm::StringLiteral kLaunchAttr = "moe.launch";
+/// Unit attribute convert-moe-to-nvgpu puts on a moe.dequantize whose every
+/// user's kernels read the FP8 values and scales themselves: it needs no
+/// kernel of its own.
+inline constexpr llvm::StringLiteral kFusedIntoLaunchAttr =
+    "moe.fused_into_launch";
 /// Version of docs/runtime-contract.md that `moe.manifest` and the
 /// `.moebundle` written from it follow.
-inline constexpr int64_t kRuntimeContractVersion = 5;
+inline constexpr int64_t kRuntimeContractVersion = 6;
 
 /// Patterns that rewrite fused moe ops (`moe.layer`, `moe.expert_mlp`) into
 /// basic ones.

@@ -43,7 +43,7 @@ static constexpr int64_t kStagingBytes = 64 * kStagingColumns * 2;
 /// loads can overlap the epilogue. Swap-AB's epilogue reuses the stages for
 /// its small f32 tile instead (more resident CTAs for decode).
 int64_t GroupedMatmulTile::dynamicSharedBytes() const {
-  int64_t stageBytes = (tileM + tileN) * tileK * 2;
+  int64_t stageBytes = (tileM + tileN) * tileK * elementBytes();
   if (swapAB)
     return std::max(stages * stageBytes, 64 * accumulatorColumns() * 4);
   return stages * stageBytes + warpgroups() * kStagingBytes;
@@ -60,9 +60,10 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
               llvm::utohexstr(llvm::bit_cast<uint32_t>(limit), true);
   if (biasType)
     suffix += biasType.isBF16() ? "_biasbf16" : "_biasf32";
-  return llvm::formatv("grouped_matmul_bf16_{0}x{1}x{2}_s{3}{4}{5}_off{6}",
+  return llvm::formatv("grouped_matmul_{7}_{0}x{1}x{2}_s{3}{4}{5}_off{6}",
                        tileM, tileN, tileK, stages, swapAB ? "_swapab" : "",
-                       suffix, offsetType.getIntOrFloatBitWidth())
+                       suffix, offsetType.getIntOrFloatBitWidth(),
+                       fp8() ? "fp8block" : "bf16")
       .str();
 }
 
@@ -115,19 +116,20 @@ struct KernelTypes {
 
   KernelTypes(MLIRContext *ctx, const GroupedMatmulTile &t) {
     Type bf16 = BFloat16Type::get(ctx), f32 = Float32Type::get(ctx);
+    Type element = t.fp8() ? Type(Float8E4M3FNType::get(ctx)) : bf16;
     smem = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
     auto shared = [&](ArrayRef<int64_t> shape, Type element) {
       return MemRefType::get(shape, element, MemRefLayoutAttrInterface(), smem);
     };
-    rowsTile = shared({t.tileM, t.tileK}, bf16);
+    rowsTile = shared({t.tileM, t.tileK}, element);
     // Gated tiles load their gate and up halves as two boxes.
     weightsLoadTile =
-        shared({1, t.gated() ? t.tileN / 2 : t.tileN, t.tileK}, bf16);
-    weightsTile = shared({t.tileN, t.tileK}, bf16);
+        shared({1, t.gated() ? t.tileN / 2 : t.tileN, t.tileK}, element);
+    weightsTile = shared({t.tileN, t.tileK}, element);
     int64_t accColumns = t.accumulatorColumns();
     outTile = shared({64, accColumns}, f32);
     stagingTile = shared({64, kStagingColumns}, bf16);
-    rowsSliceTile = shared({64, t.tileK}, bf16);
+    rowsSliceTile = shared({64, t.tileK}, element);
     sharedBytes = shared({t.dynamicSharedBytes()}, IntegerType::get(ctx, 8));
     auto tensorMap = [&](MemRefType box) {
       return nvgpu::TensorMapDescriptorType::get(
@@ -141,12 +143,12 @@ struct KernelTypes {
     barriers = nvgpu::MBarrierGroupType::get(ctx, smem, t.stages);
     accumulator = nvgpu::WarpgroupAccumulatorType::get(
         ctx, VectorType::get({64, accColumns}, f32));
-    // One wgmma covers K = 16; its B slice is spelled [K][N] as the verifier
-    // wants, though shared memory holds it K-major ([N][K]).
-    mmaADesc =
-        nvgpu::WarpgroupMatrixDescriptorType::get(ctx, shared({64, 16}, bf16));
+    // One wgmma covers 32 bytes of K; its B slice is spelled [K][N] as the
+    // verifier wants, though shared memory holds it K-major ([N][K]).
+    mmaADesc = nvgpu::WarpgroupMatrixDescriptorType::get(
+        ctx, shared({64, t.mmaK()}, element));
     mmaBDesc = nvgpu::WarpgroupMatrixDescriptorType::get(
-        ctx, shared({16, accColumns}, bf16));
+        ctx, shared({t.mmaK(), accColumns}, element));
   }
 };
 
@@ -428,6 +430,13 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   SmallVector<Type> argTypes{ptrType, ptrType, offsetsType, outType,
                              i32,     i32,     i32};
   bool rowScale = t.epilogue == GroupedMatmulTile::Epilogue::RowScale;
+  if (t.fp8()) {
+    argTypes.push_back(MemRefType::get(
+        {ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type()));
+    argTypes.push_back(MemRefType::get(
+        {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic},
+        b.getF32Type()));
+  }
   if (rowScale)
     argTypes.push_back(MemRefType::get({ShapedType::kDynamic}, b.getF32Type()));
   if (t.biasType)
@@ -460,8 +469,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   IndexMath m{b};
   Value rowsMin = m.toIndex(entry->getArgument(5));
   Value rowsMax = m.toIndex(entry->getArgument(6));
-  Value rowScales = rowScale ? entry->getArgument(7) : Value();
-  Value biases = t.biasType ? entry->getArgument(rowScale ? 8 : 7) : Value();
+  unsigned nextArg = 7;
+  Value rowsScales = t.fp8() ? entry->getArgument(nextArg++) : Value();
+  Value weightsScales = t.fp8() ? entry->getArgument(nextArg++) : Value();
+  Value rowScales = rowScale ? entry->getArgument(nextArg++) : Value();
+  Value biases = t.biasType ? entry->getArgument(nextArg++) : Value();
 
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value warpgroup = arith::DivUIOp::create(b, tid, m.c(128));
@@ -482,8 +494,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   Value smem = memref::ReinterpretCastOp::create(b, ty.sharedBytes, smemRaw, 0,
                                                  {t.dynamicSharedBytes()}, {1});
 
-  int64_t rowsBytes = t.tileM * t.tileK * 2;
-  int64_t stageBytes = rowsBytes + t.tileN * t.tileK * 2;
+  int64_t rowsBytes = t.tileM * t.tileK * t.elementBytes();
+  int64_t stageBytes = rowsBytes + t.tileN * t.tileK * t.elementBytes();
   Value barriers = nvgpu::MBarrierCreateOp::create(b, ty.barriers);
   Value leader =
       arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, m.c(0));
@@ -615,9 +627,10 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     // they fill the tile's second half, so accumulator column c + tileN / 2
     // is the up partner of gate column c.
     if (t.gated()) {
-      Value upDst =
-          n.view(smem, n.add(base, n.c(rowsBytes + tileCols * t.tileK * 2)),
-                 ty.weightsLoadTile);
+      Value upDst = n.view(
+          smem,
+          n.add(base, n.c(rowsBytes + tileCols * t.tileK * t.elementBytes())),
+          ty.weightsLoadTile);
       nvgpu::TmaAsyncLoadOp::create(
           nb, upDst, barriers, weightsMap,
           ValueRange{k0, n.add(w.col0, numCols), w.expert}, stage, Value(),
@@ -667,6 +680,85 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   WorkItem next = describe(b, nextWork);
   Value row0 = current.row0, col0 = current.col0;
 
+  // Block FP8: adds a K step's products `part` to `acc` times the scales of
+  // their rows and weights. The wgmma D fragment: lane l of the warpgroup's
+  // warp w holds rows l / 4 + 16 w + 8 i, columns 8 j + 2 (l % 4) + {0, 1}
+  // as elements 4 j + 2 i + {0, 1}. The scale loads are issued before the
+  // wait, so they overlap the step's wgmma.
+  auto promote = [&](ImplicitLocOpBuilder &nb, Value acc, Value part,
+                     Value kStep) -> Value {
+    IndexMath n{nb};
+    Value lane = arith::RemUIOp::create(nb, tid, n.c(32));
+    Value warpInGroup = arith::RemUIOp::create(
+        nb, arith::DivUIOp::create(nb, tid, n.c(32)), n.c(4));
+    Value fragRow = n.add(arith::DivUIOp::create(nb, lane, n.c(4)),
+                          n.mul(warpInGroup, n.c(16)));
+    Value fragCol = n.mul(arith::RemUIOp::create(nb, lane, n.c(4)), n.c(2));
+    Value lastRow = n.sub(numRows, n.c(1));
+    Value lastBlock = n.sub(
+        memref::DimOp::create(nb, weightsScales, n.c(1)).getResult(), n.c(1));
+    // Rows and blocks past the end are clamped: their values are computed
+    // but never stored.
+    auto rowsScale = [&](Value row) {
+      row = arith::MinSIOp::create(nb, row, lastRow);
+      return n.load(rowsScales, ValueRange{row, kStep});
+    };
+    // The weights' scale of weight row `local` of the tile; gated, its
+    // second half are the up rows N / 2 = numCols further.
+    auto weightsScale = [&](Value local) {
+      Value row = n.add(col0, local);
+      if (t.gated()) {
+        Value half = n.c(t.tileN / 2);
+        Value up =
+            arith::CmpIOp::create(nb, arith::CmpIPredicate::sge, local, half);
+        row = arith::SelectOp::create(nb, up, n.add(n.sub(row, half), numCols),
+                                      row);
+      }
+      Value block = arith::MinSIOp::create(
+          nb, arith::DivUIOp::create(nb, row, n.c(128)), lastBlock);
+      return n.load(weightsScales, ValueRange{current.expert, block, kStep});
+    };
+    int64_t accColumns = t.accumulatorColumns();
+    SmallVector<Value> scales(accColumns / 2);
+    if (!t.swapAB) {
+      // Tokens are rows; a 64-column chunk of weight rows lies in one block.
+      Value rowScale[2];
+      for (int64_t i = 0; i < 2; ++i)
+        rowScale[i] = rowsScale(n.add(n.add(row0, n.mul(warpgroup, n.c(64))),
+                                      n.add(fragRow, n.c(8 * i))));
+      SmallVector<Value> chunkScale;
+      for (int64_t c = 0; c < accColumns; c += 64)
+        chunkScale.push_back(weightsScale(n.c(c)));
+      for (int64_t e = 0; e < accColumns / 2; ++e)
+        scales[e] = arith::MulFOp::create(nb, rowScale[(e / 2) % 2],
+                                          chunkScale[(e / 4) / 8]);
+    } else {
+      // Weight rows are rows: a warp's 16 lie in one block; tokens columns.
+      Value weightScale = weightsScale(n.mul(warpInGroup, n.c(16)));
+      for (int64_t e = 0; e < accColumns / 2; ++e) {
+        Value token = n.add(row0, n.add(fragCol, n.c(8 * (e / 4) + e % 2)));
+        scales[e] = arith::MulFOp::create(nb, weightScale, rowsScale(token));
+      }
+    }
+    NVVM::WgmmaWaitGroupSyncOp::create(nb, nb.getI64IntegerAttr(0));
+    auto regsType = LLVM::LLVMStructType::getLiteral(
+        ctx, {LLVM::LLVMStructType::getLiteral(
+                 ctx, SmallVector<Type>(accColumns / 2, nb.getF32Type()))});
+    auto regs = [&](Value v) {
+      return UnrealizedConversionCastOp::create(nb, regsType, v).getResult(0);
+    };
+    Value sum = regs(acc), products = regs(part);
+    for (int64_t e = 0; e < accColumns / 2; ++e) {
+      int64_t at[] = {0, e};
+      Value v = LLVM::FMAOp::create(
+          nb, LLVM::ExtractValueOp::create(nb, products, at), scales[e],
+          LLVM::ExtractValueOp::create(nb, sum, at));
+      sum = LLVM::InsertValueOp::create(nb, sum, v, at);
+    }
+    return UnrealizedConversionCastOp::create(nb, ty.accumulator, sum)
+        .getResult(0);
+  };
+
   Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, ty.accumulator);
   auto mainLoop = scf::ForOp::create(
       b, m.c(0), numK, m.c(1), ValueRange{acc0},
@@ -686,24 +778,30 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             t.swapAB
                 ? n.view(smem, base, ty.rowsTile)
                 : n.view(smem,
-                         n.add(base, n.mul(warpgroup, n.c(64 * t.tileK * 2))),
+                         n.add(base, n.mul(warpgroup, n.c(64 * t.tileK *
+                                                          t.elementBytes()))),
                          ty.rowsSliceTile);
         Value weightsTile =
             n.view(smem, n.add(base, n.c(rowsBytes)), ty.weightsTile);
-        // One wgmma per K = 16: +32 bytes inside the 128-byte swizzle atom
-        // (nvgpu.warpgroup.mma over K > 16 steps K-major B wrongly).
-        // Each op may leave one K step of wgmma (tileK / 16 groups) in
+        // One wgmma per 32 bytes of K inside the 128-byte swizzle atom
+        // (nvgpu.warpgroup.mma over a longer K steps K-major B wrongly).
+        // Each op may leave one K step of wgmma (tileK / mmaK groups) in
         // flight: after this step's last op, the previous step has retired.
-        int64_t groupsPerStep = t.tileK / 16;
+        int64_t groupsPerStep = t.tileK / t.mmaK();
         Value acc = iter[0];
-        for (int64_t kk = 0; kk < t.tileK; kk += 16) {
+        // Block FP8: this K step's products accumulate apart, to be scaled.
+        Value part = t.fp8() ? nvgpu::WarpgroupMmaInitAccumulatorOp::create(
+                                   nb, ty.accumulator)
+                                   .getResult()
+                             : acc;
+        for (int64_t kk = 0; kk < t.tileK; kk += t.mmaK()) {
           auto slice = [&](Value tile, int64_t rows) {
             return memref::SubViewOp::create(
                        nb, tile,
                        ArrayRef<OpFoldResult>{nb.getIndexAttr(0),
                                               nb.getIndexAttr(kk)},
                        ArrayRef<OpFoldResult>{nb.getIndexAttr(rows),
-                                              nb.getIndexAttr(16)},
+                                              nb.getIndexAttr(t.mmaK())},
                        ArrayRef<OpFoldResult>{nb.getIndexAttr(1),
                                               nb.getIndexAttr(1)})
                 .getResult();
@@ -717,10 +815,12 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           Value descB = nvgpu::WarpgroupGenerateDescriptorOp::create(
               nb, ty.mmaBDesc, t.swapAB ? rowsSlice : weightsSlice,
               t.swapAB ? rowsMap : weightsMap);
-          acc = nvgpu::WarpgroupMmaOp::create(
-              nb, ty.accumulator, descA, descB,
-              nb.getI64IntegerAttr(groupsPerStep), UnitAttr(), UnitAttr(), acc);
+          part =
+              nvgpu::WarpgroupMmaOp::create(nb, ty.accumulator, descA, descB,
+                                            nb.getI64IntegerAttr(groupsPerStep),
+                                            UnitAttr(), UnitAttr(), part);
         }
+        acc = t.fp8() ? promote(nb, acc, part, kStep) : part;
         // The previous step's stage is free once every warp has seen its
         // wgmma retire; refill it while this step's wgmma run.
         gpu::BarrierOp::create(nb);

@@ -37,11 +37,24 @@ struct GroupedMatmulTile {
     GptOss,
   };
 
+  /// How rows and weights are stored.
+  enum class Format {
+    /// bf16 rows and weights.
+    BF16,
+    /// DeepSeek-style block FP8: e4m3 rows with one f32 scale per row and
+    /// 128 K (`[M, ceil(K/128)]`), e4m3 weights with one per 128 x 128 block
+    /// (`[E, ceil(N/128), ceil(K/128)]`). Each 128-wide K step accumulates
+    /// in registers of its own, then is added to the f32 accumulator times
+    /// both scales.
+    FP8Block,
+  };
+
   int64_t tileM = 64;
   int64_t tileN = 128;
   int64_t tileK = 64;
   int64_t stages = 2;
   bool swapAB = false;
+  Format format = Format::BF16;
   Epilogue epilogue = Epilogue::Store;
   Activation activation = Activation::Silu;
   float alpha = 0, limit = 0; // Activation::GptOss only
@@ -54,6 +67,12 @@ struct GroupedMatmulTile {
   /// Warpgroups of the block: each computes 64 token rows of the tile (one
   /// with swap-AB, where the tokens are WGMMA's N).
   int64_t warpgroups() const { return swapAB ? 1 : tileM / 64; }
+
+  bool fp8() const { return format != Format::BF16; }
+  /// Bytes of one row or weight element.
+  int64_t elementBytes() const { return fp8() ? 1 : 2; }
+  /// K of one wgmma: 32 bytes (16 bf16 or 32 e4m3 values).
+  int64_t mmaK() const { return 32 / elementBytes(); }
 
   bool gated() const { return epilogue == Epilogue::SwiGLU; }
   /// Output columns of one tile (gate and up share a tile when gated).
@@ -77,11 +96,12 @@ struct GroupedMatmulTile {
 };
 
 /// Builds `gpu.func` computing out[rows of e] = rows[rows of e] @ weights[e]^T
-/// for bf16 operands with f32 accumulation (then the tile's epilogue),
-/// inside `module`. Its arguments: (rows tensor map ptr, weights tensor map
-/// ptr, offsets memref<?xT>, out memref<?x?xbf16>, K, rows_min, rows_max as
-/// i32, for Epilogue::RowScale the scale memref<?xf32>, and with a bias the
-/// bias memref<?x?xT> [E, N]). See
+/// for bf16 or block-FP8 operands with f32 accumulation (then the tile's
+/// epilogue), inside `module`. Its arguments: (rows tensor map ptr, weights
+/// tensor map ptr, offsets memref<?xT>, out memref<?x?xbf16>, K, rows_min,
+/// rows_max as i32, for Format::FP8Block the rows' scales memref<?x?xf32>
+/// and the weights' scales memref<?x?x?xf32>, for Epilogue::RowScale the
+/// scale memref<?xf32>, and with a bias the bias memref<?x?xT> [E, N]). See
 /// docs/hopper-notes.md and docs/runtime-contract.md.
 gpu::GPUFuncOp buildGroupedMatmulKernel(OpBuilder &builder, Location loc,
                                         gpu::GPUModuleOp module,

@@ -41,8 +41,47 @@ static std::string unsupportedBias(Value bias) {
   return "";
 }
 
+/// Whether `v` is a moe.dequantize result: a quantized GEMM operand.
+static bool isDequantized(Value v) {
+  return v.getDefiningOp<DequantizeOp>() != nullptr;
+}
+
+/// The block-FP8 operands of a GEMM: rows and weights both dequantized from
+/// e4m3 with f32 scales in DeepSeek-V3's blocks ([1, 128] of the rows,
+/// [128, 128] of each expert's weights).
+struct BlockFP8Operands {
+  DequantizeOp rows, weights;
+};
+
+/// `rows` and `weights` as block-FP8 operands, or nullopt.
+static std::optional<BlockFP8Operands> getBlockFP8Operands(Value rows,
+                                                           Value weights) {
+  auto rowsOp = rows.getDefiningOp<DequantizeOp>();
+  auto weightsOp = weights.getDefiningOp<DequantizeOp>();
+  if (!rowsOp || !weightsOp)
+    return std::nullopt;
+  auto blocksAre = [](DequantizeOp op, ArrayRef<int64_t> extents) {
+    BlockScaledEncodingAttr encoding = op.getEncoding();
+    if (!isa<Float8E4M3FNType>(encoding.getElement()) ||
+        !encoding.getScale().isF32())
+      return false;
+    int64_t rank = extents.size();
+    for (int64_t dim = 0; dim < rank; ++dim)
+      if (encoding.getBlockExtent(dim, rank) != extents[dim])
+        return false;
+    return true;
+  };
+  if (!blocksAre(rowsOp, {1, 128}) || !blocksAre(weightsOp, {1, 128, 128}))
+    return std::nullopt;
+  return BlockFP8Operands{rowsOp, weightsOp};
+}
+
 /// Why the sm_90a kernels cannot run `op`, or an empty string.
 static std::string unsupportedReason(ExpertMLPOp op) {
+  for (Value v : {op.getRows(), op.getGateUpWeights(), op.getDownWeights()})
+    if (isDequantized(v))
+      return "quantized (moe.dequantize) operands of a fused expert MLP are "
+             "not implemented yet; lower its grouped matmuls unfused";
   for (Value v : {op.getRows(), op.getGateUpWeights(), op.getDownWeights(),
                   op.getResult()})
     if (!cast<RankedTensorType>(v.getType()).getElementType().isBF16())
@@ -138,7 +177,15 @@ static std::string unsupportedReason(GroupedMatmulOp op) {
     return "only bf16 rows, weights and result are implemented";
   if (std::string reason = unsupportedBias(op.getBias()); !reason.empty())
     return reason;
-  return unsupportedK(rowsType.getDimSize(1));
+  if (!isDequantized(op.getRows()) && !isDequantized(op.getWeights()))
+    return unsupportedK(rowsType.getDimSize(1));
+  if (!getBlockFP8Operands(op.getRows(), op.getWeights()))
+    return "quantized operands are implemented as block FP8 only: rows and "
+           "weights both moe.dequantize of f8E4M3FN with f32 scales, blocks "
+           "[1, 128] of the rows and [128, 128] of each expert's weights";
+  // A static K is a multiple of 128 (moe.dequantize verifies its blocks);
+  // the runtime checks a dynamic one.
+  return "";
 }
 
 /// The tiles the kernel builder implements: 4 wgmma k16 steps per stage;
@@ -147,11 +194,12 @@ static std::string unsupportedReason(GroupedMatmulOp op) {
 static LogicalResult verifyTile(ModuleOp module,
                                 const GroupedMatmulTile &tile) {
   auto fail = [&]() { return mlir::emitError(module.getLoc()); };
-  if (tile.tileK != 64)
+  if (tile.tileK != 64 * 2 / tile.elementBytes())
     return fail() << "convert-moe-to-nvgpu: tile-k must be 64, got "
                   << tile.tileK;
   if (!tile.swapAB && ((tile.tileM != 64 && tile.tileM != 128) ||
-                       (tile.tileN != 128 && tile.tileN != 256)))
+                       (tile.tileN != 128 && tile.tileN != 256) ||
+                       (tile.fp8() && tile.tileN != 128)))
     return fail() << "convert-moe-to-nvgpu: without swap-ab the tile must be "
                      "64 or 128 rows x 128 or 256 columns x 64, got "
                   << tile.tileM << "x" << tile.tileN << "x" << tile.tileK;
@@ -225,7 +273,12 @@ static DictionaryAttr launchInfo(Builder &b, Value rows, Value weights,
   };
   int64_t numRows = rowsType.getDimSize(0);
   NamedAttrList info;
-  info.set("abi", b.getStringAttr("grouped_matmul.v3"));
+  if (tile.fp8()) {
+    info.set("abi", b.getStringAttr("grouped_matmul_fp8.v1"));
+    info.set("format", b.getStringAttr("fp8_block"));
+  } else {
+    info.set("abi", b.getStringAttr("grouped_matmul.v3"));
+  }
   info.set("epilogue", b.getStringAttr(epilogueName(tile.epilogue)));
   info.set("activation",
            b.getStringAttr(!tile.gated()                           ? "none"
@@ -308,6 +361,17 @@ static int64_t swapStagesFor(int64_t k, int64_t stages, int64_t fixed) {
     return fixed;
   return !ShapedType::isDynamic(k) && k >= kLongK ? std::max<int64_t>(stages, 8)
                                                   : stages;
+}
+
+/// `tile` for block-FP8 operands: the same 128 bytes of K per stage, and at
+/// most 128 columns, since each warpgroup holds a second accumulator for a
+/// K step's unscaled products.
+static GroupedMatmulTile blockFP8Tile(GroupedMatmulTile tile) {
+  tile.format = GroupedMatmulTile::Format::FP8Block;
+  tile.tileK = 128;
+  if (!tile.swapAB)
+    tile.tileN = 128;
+  return tile;
 }
 
 /// `tile` with `epilogue` and the element type of `bias` (null: none).
@@ -465,12 +529,16 @@ struct ConvertMoEToNVGPUPass
       return signalPassFailure();
     }
     int64_t fixedSwapStages = swapABStages;
-    for (int64_t k : {int64_t(1), kLongK})
-      if (failed(verifyTile(
-              module,
-              swapABTile(tile, 64,
-                         swapStagesFor(k, tile.stages, fixedSwapStages)))))
+    for (const GroupedMatmulTile &base : {tile, blockFP8Tile(tile)}) {
+      if (failed(verifyTile(module, base)))
         return signalPassFailure();
+      for (int64_t k : {int64_t(1), kLongK})
+        if (failed(verifyTile(
+                module,
+                swapABTile(base, 64,
+                           swapStagesFor(k, tile.stages, fixedSwapStages)))))
+          return signalPassFailure();
+    }
 
     SmallVector<Operation *> ops;
     bool failedAny = false;
@@ -511,6 +579,8 @@ struct ConvertMoEToNVGPUPass
       kernels =
           gpu::GPUModuleOp::create(builder, module.getLoc(), kKernelModuleName);
     }
+    // Dequantizes the GEMM kernels read as FP8 values and scales.
+    llvm::SmallPtrSet<Operation *, 8> fusedDequantizes;
     for (Operation *op : ops) {
       // The kernels of one GEMM of `op` and its moe.launch.
       auto gemmLaunch = [&](Value rows, Value weights, Value offsets,
@@ -526,14 +596,19 @@ struct ConvertMoEToNVGPUPass
                           part);
       };
       if (auto matmul = dyn_cast<GroupedMatmulOp>(op)) {
+        std::optional<BlockFP8Operands> fp8 =
+            getBlockFP8Operands(matmul.getRows(), matmul.getWeights());
         op->setAttr(
             kLaunchAttr,
             gemmLaunch(matmul.getRows(), matmul.getWeights(),
                        matmul.getOffsets(),
-                       epilogueTile(tile,
+                       epilogueTile(fp8 ? blockFP8Tile(tile) : tile,
                                     matmul.getRowScale() ? Epilogue::RowScale
                                                          : Epilogue::Store,
                                     matmul.getBias())));
+        if (fp8)
+          fusedDequantizes.insert(
+              {fp8->rows.getOperation(), fp8->weights.getOperation()});
         continue;
       }
       if (auto route = dyn_cast<RouteOp>(op)) {
@@ -583,6 +658,14 @@ struct ConvertMoEToNVGPUPass
                        gemmLaunch(mlp.getRows(), mlp.getDownWeights(),
                                   mlp.getOffsets(), down, "down")}));
     }
+    // A dequantize is part of the launches only when every user reads it so;
+    // one that something else needs stays, and has no kernel.
+    for (Operation *dequantize : fusedDequantizes)
+      if (llvm::all_of(dequantize->getUsers(), [](Operation *user) {
+            auto launch = user->getAttrOfType<DictionaryAttr>(kLaunchAttr);
+            return launch && launch.get("format");
+          }))
+        dequantize->setAttr(kFusedIntoLaunchAttr, builder.getUnitAttr());
   }
 };
 } // namespace

@@ -190,8 +190,15 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
                               << " lacks boolean '" << key << "'";
       return attr.getValue() ? 1 : 0;
     };
-    bool gemm = *abi == "grouped_matmul.v3";
+    bool fp8 = *abi == "grouped_matmul_fp8.v1";
+    bool gemm = fp8 || *abi == "grouped_matmul.v3";
     bodyStream << "entry " << *name << " op=" << *op << " abi=" << *abi;
+    if (fp8) {
+      FailureOr<StringRef> format = r.name("format");
+      if (failed(format))
+        return failure();
+      bodyStream << " format=" << *format;
+    }
     if (gemm) {
       FailureOr<StringRef> epilogue = r.name("epilogue"),
                            activation = r.name("activation"),

@@ -43,7 +43,7 @@ def write_bundle(cubin, path):
                 + kernel_line(name, f"reference{kind}_16x64x64_off32", 1, 16, 16, 11264)
                 + kernel_line(name, f"reference{kind}_64x64x64_off32", 17, MAX, 64, 20480))
 
-    text = ("MOEBUNDLE 5\nchip sm_90a\n" + f"image reference {len(cubin)}\n").encode() + cubin + b"\n"
+    text = ("MOEBUNDLE 6\nchip sm_90a\n" + f"image reference {len(cubin)}\n").encode() + cubin + b"\n"
     text += (
         # Dynamic sizes; the 16-row form for experts of 1..16 rows (only
         # 11264 bytes of shared memory are used; 100000 tests the attribute).

@@ -1,0 +1,722 @@
+//===- Fp8Tests.cpp - grouped_matmul_fp8.v1 entries and launches ----------===//
+//
+// Contract §3.7 (version 6): what the reader accepts and refuses of a
+// block-FP8 entry, every argument check moeGroupedMatmul adds for it, and
+// what a valid call hands the (fake) driver: 1-byte (UINT8) tensor maps, the
+// grids of grouped_matmul.v3, and the 33 parameters (38 with row_scale, 40
+// with a bias, 45 with both), the two scale memrefs after the 17 of v3. The
+// fake device has 132 multiprocessors holding 1 CTA of a kernel with more
+// than 114 KiB of shared memory, else 4: 132 or 528 resident CTAs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeDriver.h"
+#include "TestBundles.h"
+#include "TestHarness.h"
+
+#include <cstring>
+
+using namespace moe_test;
+
+namespace {
+
+constexpr uint64_t kRows = 0x7f0000010000, kWeights = 0x7f0000020000,
+                   kOffsets = 0x7f0000030000, kOut = 0x7f0000040000,
+                   kScale = 0x7f0000050000, kBias = 0x7f0000060000,
+                   kRowsScale = 0x7f0000070000, kWeightsScale = 0x7f0000080000;
+constexpr int64_t kMax = 2147483647;
+
+/// Block-FP8 arguments: every pointer set, both scales, no row_scale or bias.
+moeGroupedMatmulArgs fp8Args(int64_t m, int64_t n, int64_t k, int64_t experts) {
+  moeGroupedMatmulArgs a;
+  std::memset(&a, 0, sizeof(a));
+  a.rows = kRows;
+  a.weights = kWeights;
+  a.offsets = kOffsets;
+  a.out = kOut;
+  a.m = m;
+  a.n = n;
+  a.k = k;
+  a.experts = experts;
+  a.rows_scale = kRowsScale;
+  a.weights_scale = kWeightsScale;
+  return a;
+}
+
+/// Arguments matching entry gemm (E=8, N=256, K=512).
+moeGroupedMatmulArgs gemm(int64_t m) { return fp8Args(m, 256, 512, 8); }
+
+moeStatus run(moeBundle *bundle, const char *entry,
+              const moeGroupedMatmulArgs &a) {
+  return moeGroupedMatmul(bundle, entry, &a, nullptr);
+}
+
+/// Expects `call` to fail with `status` and `message` without having called
+/// the driver at all.
+#define CHECK_REJECTED(call, status, message)                                  \
+  do {                                                                         \
+    size_t callsBefore = fakeGpu().calls.size();                               \
+    CHECK_STATUS(call, status, message);                                       \
+    CHECK_EQ(callsSince(callsBefore), std::string());                          \
+  } while (0)
+
+/// fp8Bundle() with the first `from` replaced by `to`.
+std::string fp8Replaced(const std::string &from, const std::string &to) {
+  std::string bytes = fp8Bundle();
+  size_t at = bytes.find(from);
+  if (at == std::string::npos) {
+    fail(__FILE__, __LINE__, "test bug: '" + from + "' not in the bundle");
+    return "";
+  }
+  return bytes.replace(at, from.size(), to);
+}
+
+/// The fake's FP8 kernels: 33 parameters, 38 with row_scale, 40 with a
+/// bias, 45 with both.
+void declareFp8Kernels(FakeGpu &gpu) {
+  for (const char *symbol : {kFp8SwapAB, kFp8Normal, kFp8SwiGLU})
+    gpu.numParams[symbol] = 33;
+  gpu.numParams[kFp8Scale] = 38;
+  gpu.numParams[kFp8Bias] = 40;
+  gpu.numParams[kFp8Both] = 45;
+}
+
+} // namespace
+
+TEST(fp8BundleParses) {
+  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle = openBundle(fp8Bundle(), &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (!bundle) {
+    fail(__FILE__, __LINE__, moeLastErrorMessage());
+    return;
+  }
+  moeBundleInfo info;
+  CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
+  CHECK_EQ(info.version, 6);
+  CHECK_EQ(info.num_entries, 5);
+  moeEntryInfo entry;
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "gemm");
+  CHECK_EQ(std::string(entry.op), MOE_OP_GROUPED_MATMUL);
+  CHECK_EQ(std::string(entry.abi), MOE_ABI_GROUPED_MATMUL_FP8);
+  CHECK_EQ(std::string(entry.abi), "grouped_matmul_fp8.v1");
+  CHECK(entry.format != nullptr);
+  CHECK_EQ(std::string(entry.format), MOE_FORMAT_FP8_BLOCK);
+  CHECK_EQ(std::string(entry.format), "fp8_block");
+  CHECK_EQ(std::string(entry.epilogue), "store");
+  CHECK_EQ(std::string(entry.activation), "none");
+  CHECK_EQ(entry.bias_bits, 0);
+  CHECK_EQ(entry.experts, 8);
+  CHECK_EQ(entry.n, 256);
+  CHECK_EQ(entry.k, 512);
+  CHECK_EQ(entry.max_rows, kMax);
+  CHECK_EQ(entry.offsets_bits, 32);
+  CHECK_EQ(entry.num_kernels, 2);
+  CHECK_EQ(entry.top_k, 0);
+  CHECK_EQ(entry.chunk, 0);
+  CHECK_EQ(std::string(entry.route), "");
+  moeKernelInfo kernel;
+  CHECK_EQ(moeBundleGetKernel(bundle, 0, 1, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(kernel.symbol), kFp8Normal);
+  CHECK_EQ(kernel.rows_min, 17);
+  CHECK_EQ(kernel.rows_max, kMax);
+  CHECK_EQ(kernel.threads, 256);
+  CHECK_EQ(kernel.smem, 147456);
+  CHECK_EQ(kernel.tile_m, 128);
+  CHECK_EQ(kernel.tile_n, 128);
+  CHECK_EQ(kernel.tile_k, 128);
+  CHECK_EQ(kernel.stages, 4);
+  CHECK_EQ(kernel.swap_ab, 0);
+  // The other epilogues, biases and offsets types as for grouped_matmul.v3.
+  const char *epilogues[] = {"store", "row_scale", "store", "row_scale",
+                             "swiglu"};
+  const int32_t biases[] = {0, 0, 16, 32, 0};
+  const int32_t offsets[] = {32, 64, 32, 32, 64};
+  for (int32_t e = 0; e < 5; ++e) {
+    CHECK_EQ(moeBundleGetEntry(bundle, e, &entry), MOE_STATUS_SUCCESS);
+    CHECK_EQ(std::string(entry.format), "fp8_block");
+    CHECK_EQ(std::string(entry.epilogue), epilogues[e]);
+    CHECK_EQ(entry.bias_bits, biases[e]);
+    CHECK_EQ(entry.offsets_bits, offsets[e]);
+  }
+  CHECK_EQ(std::string(entry.activation), "silu");
+  CHECK_EQ(entry.n, -1);
+  moeBundleClose(bundle);
+
+  // Keys in any order, as for every ABI; tile_k from 16 to 128 bytes.
+  std::string other = fp8Replaced(
+      "op=moe.grouped_matmul abi=grouped_matmul_fp8.v1 format=fp8_block "
+      "epilogue=store activation=none bias=none experts=8",
+      "format=fp8_block bias=none abi=grouped_matmul_fp8.v1 activation=none "
+      "epilogue=store op=moe.grouped_matmul experts=8");
+  other.replace(other.find("tile_k=128"), 10, "tile_k=16");
+  bundle = openBundle(other, &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  CHECK_EQ(moeBundleGetKernel(bundle, 0, 0, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(kernel.tile_k, 16);
+  moeBundleClose(bundle);
+}
+
+TEST(fp8FormatIsEmptyForOtherAbis) {
+  for (const std::string &bytes :
+       {validBundle(), routeBundle(), permuteBundle(), layerBundle()}) {
+    moeBundle *bundle = openBundle(bytes);
+    CHECK(bundle != nullptr);
+    moeBundleInfo info;
+    CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
+    for (int32_t e = 0; e < info.num_entries; ++e) {
+      moeEntryInfo entry;
+      std::memset(&entry, 0x5a, sizeof(entry)); // no stale pointer survives
+      CHECK_EQ(moeBundleGetEntry(bundle, e, &entry), MOE_STATUS_SUCCESS);
+      CHECK(entry.format != nullptr);
+      CHECK_EQ(std::string(entry.format), "");
+    }
+    moeBundleClose(bundle);
+  }
+}
+
+TEST(fp8MalformedEntries) {
+  const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
+  const std::string v3 = validBundle();
+  std::string v3WithFormat = v3;
+  v3WithFormat.replace(v3WithFormat.find("offsets=i32"), 11,
+                       "offsets=i32 format=fp8_block");
+  std::string layerOfFp8 = layerBundle();
+  const std::string mixDown =
+      "entry mix_down op=moe.expert_mlp abi=grouped_matmul.v3";
+  layerOfFp8.replace(layerOfFp8.find(mixDown), mixDown.size(),
+                     "entry mix_down op=moe.grouped_matmul "
+                     "abi=grouped_matmul_fp8.v1 format=fp8_block");
+  const std::string gemmKernels =
+      fp8KernelLine("gemm", kFp8SwapAB, 1, 16, 128, 16, 64, 81920, 1) +
+      fp8KernelLine("gemm", kFp8Normal, 17, kMax, 256, 128, 128, 147456, 0);
+  struct Case {
+    const char *name;
+    std::string bytes;
+    moeStatus status;
+    const char *message;
+  } cases[] = {
+      {"missing format",
+       fp8Replaced(" format=fp8_block epilogue=store", " epilogue=store"), bad,
+       "bundle line 4: entry 'gemm': missing key 'format'"},
+      {"format fp8", fp8Replaced("format=fp8_block", "format=fp8"), bad,
+       "bundle line 4: entry 'gemm': format='fp8' is not fp8_block (the only "
+       "format of abi grouped_matmul_fp8.v1)"},
+      {"format bf16", fp8Replaced("format=fp8_block", "format=bf16"), bad,
+       "entry 'gemm': format='bf16' is not fp8_block"},
+      {"format mxfp8", fp8Replaced("format=fp8_block", "format=mxfp8"), bad,
+       "entry 'gemm': format='mxfp8' is not fp8_block"},
+      {"format empty", fp8Replaced("format=fp8_block", "format="), bad,
+       "entry 'gemm': format='' is not fp8_block"},
+      {"format in capitals",
+       fp8Replaced("format=fp8_block", "format=FP8_BLOCK"), bad,
+       "format='FP8_BLOCK' is not fp8_block"},
+      {"duplicate format",
+       fp8Replaced("format=fp8_block", "format=fp8_block format=fp8_block"),
+       bad, "bundle line 4: entry 'gemm': duplicate key 'format'"},
+      {"format on a v3 entry", v3WithFormat, bad,
+       "bundle line 5: entry 'gate_up': unknown key 'format' (a bundle from a "
+       "newer compiler?)"},
+      {"unknown fp8 key",
+       fp8Replaced("format=fp8_block", "format=fp8_block block=128"), bad,
+       "bundle line 4: entry 'gemm': unknown key 'block' (a bundle from a "
+       "newer compiler?)"},
+      {"fp8 without bias", fp8Replaced(" bias=none experts=8", " experts=8"),
+       bad, "bundle line 4: entry 'gemm': missing key 'bias'"},
+      {"fp8 expert MLP",
+       fp8Replaced("entry fswiglu op=moe.grouped_matmul",
+                   "entry fswiglu op=moe.expert_mlp"),
+       bad,
+       "bundle line 13: entry 'fswiglu': op=moe.expert_mlp with abi "
+       "grouped_matmul_fp8.v1 (its entries are op=moe.grouped_matmul only)"},
+      {"fp8 of another op",
+       fp8Replaced("entry gemm op=moe.grouped_matmul",
+                   "entry gemm op=vendor.gemm"),
+       bad, "entry 'gemm': op=vendor.gemm with abi grouped_matmul_fp8.v1"},
+      {"fp8 swiglu with odd n",
+       fp8Replaced("activation=silu bias=none experts=-1 n=-1",
+                   "activation=silu bias=none experts=-1 n=255"),
+       bad, "entry 'fswiglu': n=255 is odd"},
+      // A TMA box row is 16..128 bytes, a multiple of 16: tile_k of float8.
+      {"fp8 tile_k 8", fp8Replaced("tile_k=128", "tile_k=8"), bad,
+       "bundle line 5: kernel "
+       "'grouped_matmul_fp8block_16x64x128_s4_swapab_off32': tile_k=8 is out "
+       "of range ([16, 128])"},
+      {"fp8 tile_k 256", fp8Replaced("tile_k=128", "tile_k=256"), bad,
+       "tile_k=256 is out of range ([16, 128])"},
+      {"fp8 tile_k 24", fp8Replaced("tile_k=128", "tile_k=24"), bad,
+       "bundle line 5: kernel "
+       "'grouped_matmul_fp8block_16x64x128_s4_swapab_off32': tile_k=24 is "
+       "not a multiple of 16 (a TMA box row must be a multiple of 16 bytes)"},
+      {"v3 tile_k 128",
+       [&] {
+         std::string bytes = v3;
+         bytes.replace(bytes.find("tile_k=64"), 9, "tile_k=128");
+         return bytes;
+       }(),
+       bad, "tile_k=128 is out of range ([8, 64])"},
+      // The kernels' rows ranges partition [1, 2^31 - 1] as for v3.
+      {"fp8 rows gap",
+       fp8Replaced(gemmKernels, fp8KernelLine("gemm", kFp8Normal, 17, kMax, 256,
+                                              128, 128, 147456, 0)),
+       bad, "bundle line 4: entry 'gemm': no kernel covers rows [1, 16]"},
+      {"fp8 kernel with a chunk",
+       fp8Replaced("tile_k=128 stages=4 swap_ab=1",
+                   "tile_k=128 stages=4 swap_ab=1 chunk=32"),
+       bad,
+       "bundle line 5: kernel "
+       "'grouped_matmul_fp8block_16x64x128_s4_swapab_off32': unknown key "
+       "'chunk'"},
+      // A layer's GEMMs are grouped_matmul.v3 expert-MLP halves.
+      {"layer of an fp8 part", layerOfFp8, bad,
+       "bundle line 16: entry 'mix': down=mix_down is op=moe.grouped_matmul "
+       "abi=grouped_matmul_fp8.v1, not op=moe.expert_mlp "
+       "abi=grouped_matmul.v3"},
+      // Version 5 had no FP8 entries: refused before any entry is read.
+      {"version 5 with fp8 entries", fp8Replaced("MOEBUNDLE 6", "MOEBUNDLE 5"),
+       MOE_STATUS_UNSUPPORTED,
+       "bundle line 1: bundle version 5 predates block-FP8 grouped matmuls "
+       "(this runtime reads version 6): recompile it with moe-translate "
+       "--moe-to-bundle"},
+      {"newer fp8 abi",
+       fp8Replaced("abi=grouped_matmul_fp8.v1", "abi=grouped_matmul_fp8.v2"),
+       MOE_STATUS_UNSUPPORTED,
+       "bundle line 4: entry 'gemm': abi 'grouped_matmul_fp8.v2' is not "
+       "supported (this runtime implements bundle version 6 with abis "
+       "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
+       "permute.v2 and layer.v1)"},
+  };
+  for (const Case &c : cases) {
+    checksMade += 2;
+    moeStatus status = MOE_STATUS_SUCCESS;
+    moeBundle *bundle = openBundle(c.bytes, &status);
+    if (status != c.status)
+      fail(__FILE__, __LINE__,
+           std::string(c.name) + ": status " + moeStatusName(status) +
+               ", expected " + moeStatusName(c.status) + " (" +
+               moeLastErrorMessage() + ")");
+    else if (!std::strstr(moeLastErrorMessage(), c.message))
+      fail(__FILE__, __LINE__,
+           std::string(c.name) + ": message '" + moeLastErrorMessage() +
+               "' lacks '" + c.message + "'");
+    CHECK(bundle == nullptr);
+    moeBundleClose(bundle);
+  }
+}
+
+TEST(fp8RejectsBadScales) {
+  installFakeDriver();
+  moeBundle *bundle = openBundle(fp8Bundle());
+  CHECK(bundle != nullptr);
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  // Both scales are required, non-null and 4-byte aligned.
+  moeGroupedMatmulArgs a = gemm(64);
+  a.rows_scale = 0;
+  CHECK_REJECTED(run(bundle, "gemm", a), bad,
+                 "moeGroupedMatmul(gemm): rows_scale pointer is NULL "
+                 "(grouped_matmul_fp8.v1 entries take the f32 scales [M, "
+                 "ceil(K/128)] of the rows)");
+  a = gemm(64);
+  a.weights_scale = 0;
+  CHECK_REJECTED(run(bundle, "gemm", a), bad,
+                 "moeGroupedMatmul(gemm): weights_scale pointer is NULL "
+                 "(grouped_matmul_fp8.v1 entries take the f32 scales [E, "
+                 "ceil(N/128), ceil(K/128)] of the weights)");
+  a = gemm(64);
+  a.rows_scale = kRowsScale + 2;
+  CHECK_REJECTED(run(bundle, "gemm", a), bad,
+                 "moeGroupedMatmul(gemm): rows_scale pointer 0x7f0000070002 "
+                 "is not 4-byte aligned (grouped_matmul_fp8.v1 entries take "
+                 "the f32 scales");
+  a = gemm(64);
+  a.weights_scale = kWeightsScale + 1;
+  CHECK_REJECTED(run(bundle, "gemm", a), bad,
+                 "moeGroupedMatmul(gemm): weights_scale pointer "
+                 "0x7f0000080001 is not 4-byte aligned");
+  // f32 needs 4-byte alignment only.
+  a = gemm(64);
+  a.rows_scale = kRowsScale + 4;
+  a.weights_scale = kWeightsScale + 12;
+  CHECK_EQ(run(bundle, "gemm", a), MOE_STATUS_SUCCESS);
+  // Nulls first, in parameter order: rows, weights, offsets, out, the
+  // scales, row_scale, bias; then alignments in the same order.
+  a = gemm(64);
+  a.rows_scale = 0;
+  a.out = 0;
+  CHECK_REJECTED(run(bundle, "gemm", a), bad, "out pointer is NULL");
+  a = gemm(64);
+  a.weights_scale = 0;
+  a.rows = kRows + 8;
+  CHECK_REJECTED(run(bundle, "gemm", a), bad, "weights_scale pointer is NULL");
+  a = gemm(64);
+  a.weights_scale = kWeightsScale + 2;
+  a.rows = kRows + 8;
+  CHECK_REJECTED(run(bundle, "gemm", a), bad,
+                 "rows pointer 0x7f0000010008 is not 16-byte aligned");
+  moeGroupedMatmulArgs scaled = fp8Args(64, 128, 128, 4);
+  scaled.rows_scale = 0;
+  CHECK_REJECTED(run(bundle, "fboth", scaled), bad,
+                 "moeGroupedMatmul(fboth): rows_scale pointer is NULL");
+  scaled.rows_scale = kRowsScale;
+  CHECK_REJECTED(run(bundle, "fboth", scaled), bad,
+                 "moeGroupedMatmul(fboth): row_scale pointer is NULL");
+  scaled.row_scale = kScale;
+  CHECK_REJECTED(run(bundle, "fboth", scaled), bad,
+                 "moeGroupedMatmul(fboth): bias pointer is NULL");
+  // rows, weights and out stay 16-byte aligned, whatever their element.
+  a = gemm(64);
+  a.weights = kWeights + 1;
+  CHECK_REJECTED(run(bundle, "gemm", a), bad,
+                 "weights pointer 0x7f0000020001 is not 16-byte aligned");
+  a = gemm(64);
+  a.out = kOut + 2;
+  CHECK_REJECTED(run(bundle, "gemm", a), bad,
+                 "out pointer 0x7f0000040002 is not 16-byte aligned");
+  // row_scale and bias follow the epilogue and bias keys, as for v3.
+  a = gemm(64);
+  a.row_scale = kScale;
+  CHECK_REJECTED(run(bundle, "gemm", a), bad,
+                 "moeGroupedMatmul(gemm): row_scale = 0x7f0000050000, but "
+                 "row_scale is only taken by row_scale entries (this one's "
+                 "epilogue is store): it must be 0");
+  a = gemm(64);
+  a.bias = kBias;
+  CHECK_REJECTED(run(bundle, "gemm", a), bad,
+                 "moeGroupedMatmul(gemm): bias = 0x7f0000060000, but the "
+                 "entry has bias=none");
+  moeBundleClose(bundle);
+
+  // grouped_matmul.v3 entries take no block scales, however small.
+  bundle = openBundle(validBundle());
+  moeGroupedMatmulArgs v3 = fp8Args(64, 28672, 4096, 8);
+  v3.weights_scale = 0;
+  CHECK_REJECTED(run(bundle, "gate_up", v3), bad,
+                 "moeGroupedMatmul(gate_up): rows_scale = 0x7f0000070000, but "
+                 "the entry has abi grouped_matmul.v3 (bf16 rows and weights, "
+                 "no block scales): it must be 0");
+  v3.rows_scale = 0;
+  v3.weights_scale = 4;
+  CHECK_REJECTED(run(bundle, "gate_up", v3), bad,
+                 "moeGroupedMatmul(gate_up): weights_scale = 0x4, but the "
+                 "entry has abi grouped_matmul.v3");
+  v3.rows_scale = 1;
+  CHECK_REJECTED(run(bundle, "gate_up", v3), bad, "rows_scale = 0x1, but");
+  v3.rows_scale = 0;
+  v3.weights_scale = 0;
+  CHECK_EQ(run(bundle, "gate_up", v3), MOE_STATUS_SUCCESS);
+  moeBundleClose(bundle);
+}
+
+TEST(fp8RejectsBadSizes) {
+  installFakeDriver();
+  moeBundle *bundle = openBundle(fp8Bundle());
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  // K: a row of 1-byte elements is a multiple of 16 bytes, at least 16.
+  CHECK_REJECTED(run(bundle, "fscale", fp8Args(64, 64, 24, 4)), bad,
+                 "moeGroupedMatmul(fscale): K = 24 is not a multiple of 16 "
+                 "(TMA row pitch of 1-byte float8 elements must be a "
+                 "multiple of 16 bytes)");
+  CHECK_REJECTED(run(bundle, "fscale", fp8Args(64, 64, 520, 4)), bad,
+                 "K = 520 is not a multiple of 16");
+  CHECK_REJECTED(run(bundle, "fscale", fp8Args(64, 64, 8, 4)), bad,
+                 "moeGroupedMatmul(fscale): K = 8 is less than 16 (TMA row "
+                 "pitch of 1-byte float8 elements must be a multiple of 16 "
+                 "bytes)");
+  CHECK_REJECTED(run(bundle, "fscale", fp8Args(64, 64, 0, 4)), bad,
+                 "K = 0 is less than 16");
+  CHECK_REJECTED(run(bundle, "fscale", fp8Args(64, 64, -16, 4)), bad,
+                 "K = -16 is less than 16");
+  CHECK_REJECTED(run(bundle, "fscale", fp8Args(64, 64, kMax + 17, 4)), bad,
+                 "K = 2147483664 exceeds 2147483647");
+  // Static sizes, M and E as for v3.
+  CHECK_REJECTED(run(bundle, "gemm", fp8Args(64, 256, 528, 8)), bad,
+                 "moeGroupedMatmul(gemm): K = 528 does not match the entry's "
+                 "k = 512");
+  CHECK_REJECTED(run(bundle, "gemm", fp8Args(64, 128, 512, 8)), bad,
+                 "N = 128 does not match the entry's n = 256");
+  CHECK_REJECTED(run(bundle, "fbias", fp8Args(64, 64, 64, 8)), bad,
+                 "moeGroupedMatmul(fbias): E = 8 does not match the entry's "
+                 "experts = 4");
+  CHECK_REJECTED(run(bundle, "gemm", gemm(0)), bad, "M = 0 must be at least 1");
+  CHECK_REJECTED(run(bundle, "fswiglu", fp8Args(64, 255, 64, 4)), bad,
+                 "moeGroupedMatmul(fswiglu): N = 255 is odd");
+  // The weights' bytes (1 each) within int64, one expert's below 2^40.
+  // (After the pointers: row_scale too.)
+  moeGroupedMatmulArgs huge = fp8Args(64, 1 << 21, 1 << 21, kMax);
+  huge.row_scale = kScale;
+  CHECK_REJECTED(run(bundle, "fscale", huge), bad,
+                 "moeGroupedMatmul(fscale): E*N*K (bytes of float8 weights) "
+                 "overflows int64 (E = 2147483647, N = 2097152, K = "
+                 "2097152)");
+  huge = fp8Args(64, 1 << 20, 1 << 20, 1);
+  huge.row_scale = kScale;
+  CHECK_REJECTED(run(bundle, "fscale", huge), bad,
+                 "moeGroupedMatmul(fscale): N*K = 1099511627776 bytes per "
+                 "expert reaches the TMA stride limit of 2^40");
+  // What bf16 would refuse, FP8 takes: N*K*2 = 2^40, N*K = 2^39; K = 16.
+  moeGroupedMatmulArgs a = fp8Args(64, 1 << 20, 1 << 19, 1);
+  a.row_scale = kScale;
+  CHECK_EQ(run(bundle, "fscale", a), MOE_STATUS_SUCCESS);
+  a = fp8Args(64, 64, 16, 4);
+  a.row_scale = kScale;
+  CHECK_EQ(run(bundle, "fscale", a), MOE_STATUS_SUCCESS);
+  moeBundleClose(bundle);
+
+  // The ops that launch: moeGroupedMatmul takes the FP8 entries, the calls
+  // of the other ABIs do not.
+  bundle = openBundle(routeBundle());
+  CHECK_REJECTED(run(bundle, "router", gemm(64)), bad,
+                 "moeGroupedMatmul(router): the entry is op=moe.route "
+                 "abi=route.v1, not op=moe.grouped_matmul or moe.expert_mlp "
+                 "with abi=grouped_matmul.v3, or op=moe.grouped_matmul with "
+                 "abi=grouped_matmul_fp8.v1");
+  moeBundleClose(bundle);
+  bundle = openBundle(fp8Bundle());
+  moeRouteArgs route;
+  std::memset(&route, 0, sizeof(route));
+  route.tokens = 1;
+  route.experts = 8;
+  CHECK_REJECTED(moeRoute(bundle, "gemm", &route, nullptr), bad,
+                 "moeRoute(gemm): the entry is op=moe.grouped_matmul "
+                 "abi=grouped_matmul_fp8.v1, not op=moe.route with "
+                 "abi=route.v1");
+  moeBundleClose(bundle);
+}
+
+namespace {
+
+struct ExpectedLaunch {
+  const char *symbol;
+  unsigned gridX; // grid (gridX, 1, 1)
+  unsigned block, smem;
+  int32_t rowsMin, rowsMax;
+  uint32_t tileM, tileN;
+};
+
+/// Runs `entry` with `a` after loading, and checks that exactly the expected
+/// launches (and their tensor maps) reached the driver, in order, with the
+/// parameters of contract §3.7.
+void checkFp8Launches(moeBundle *bundle, const char *entry,
+                      const moeGroupedMatmulArgs &a,
+                      const std::vector<ExpectedLaunch> &expected,
+                      const char *epilogue, int biasBits = 0) {
+  const bool swiglu = std::string(epilogue) == "swiglu";
+  const bool rowScale = std::string(epilogue) == "row_scale";
+  const uint64_t outColumns = uint64_t(swiglu ? a.n / 2 : a.n);
+  // Scale blocks: along K, and along the weights' N.
+  const uint64_t kb = uint64_t((a.k + 127) / 128),
+                 nb = uint64_t((a.n + 127) / 128);
+  FakeGpu &gpu = fakeGpu();
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  size_t callsBefore = gpu.calls.size();
+  size_t launchesBefore = gpu.launches.size();
+  size_t encodesBefore = gpu.encodes.size();
+  void *stream = reinterpret_cast<void *>(uintptr_t(0xf8f8));
+  CHECK_EQ(moeGroupedMatmul(bundle, entry, &a, stream), MOE_STATUS_SUCCESS);
+  // Descriptors first (none launched if one fails), then the launches; no
+  // queries, syncs, copies or allocations.
+  std::string calls = "cuCtxGetCurrent cuCtxGetId";
+  for (size_t i = 0; i < expected.size(); ++i)
+    calls += " cuTensorMapEncodeTiled cuTensorMapEncodeTiled";
+  for (size_t i = 0; i < expected.size(); ++i)
+    calls += " cuLaunchKernelEx";
+  CHECK_EQ(callsSince(callsBefore), calls);
+  CHECK_EQ(gpu.launches.size() - launchesBefore, expected.size());
+  CHECK_EQ(gpu.encodes.size() - encodesBefore, 2 * expected.size());
+  if (gpu.launches.size() - launchesBefore != expected.size() ||
+      gpu.encodes.size() - encodesBefore != 2 * expected.size())
+    return;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const ExpectedLaunch &want = expected[i];
+    const FakeLaunch &got = gpu.launches[launchesBefore + i];
+    CHECK_EQ(got.function, std::string(want.symbol));
+    CHECK_EQ(got.grid[0], want.gridX);
+    CHECK_EQ(got.grid[1], 1u);
+    CHECK_EQ(got.grid[2], 1u);
+    CHECK_EQ(got.block[0], want.block);
+    CHECK_EQ(got.block[1], 1u);
+    CHECK_EQ(got.block[2], 1u);
+    CHECK_EQ(got.smem, want.smem);
+    CHECK_EQ(got.stream, stream);
+    CHECK(got.extraIsNull);
+    CHECK(isPdlLaunch(got));
+    CHECK(got.mapsAligned);
+    // 2-6: offsets; 7-13: out; 14-16: K, rows_min, rows_max (as v3).
+    const uint64_t words[12] = {
+        a.offsets,  a.offsets, 0, uint64_t(a.experts + 1), 1,
+        a.out,      a.out,     0, uint64_t(a.m),           outColumns,
+        outColumns, 1};
+    for (int w = 0; w < 12; ++w)
+      CHECK_EQ(got.words[w], words[w]);
+    CHECK_EQ(got.ints[0], int32_t(a.k));
+    CHECK_EQ(got.ints[1], want.rowsMin);
+    CHECK_EQ(got.ints[2], want.rowsMax);
+    // 17-23: rows_scale [M, KB]; 24-32: weights_scale [E, NB, KB]; then
+    // row_scale [M] and bias [E, N] where the entry takes them.
+    std::vector<uint64_t> tail = {a.rows_scale,
+                                  a.rows_scale,
+                                  0,
+                                  uint64_t(a.m),
+                                  kb,
+                                  kb,
+                                  1,
+                                  a.weights_scale,
+                                  a.weights_scale,
+                                  0,
+                                  uint64_t(a.experts),
+                                  nb,
+                                  kb,
+                                  nb * kb,
+                                  kb,
+                                  1};
+    if (rowScale)
+      for (uint64_t word :
+           {a.row_scale, a.row_scale, uint64_t(0), uint64_t(a.m), uint64_t(1)})
+        tail.push_back(word);
+    if (biasBits)
+      for (uint64_t word : {a.bias, a.bias, uint64_t(0), uint64_t(a.experts),
+                            uint64_t(a.n), uint64_t(a.n), uint64_t(1)})
+        tail.push_back(word);
+    CHECK_EQ(got.numParams, int(17 + tail.size()));
+    CHECK_EQ(got.tail.size(), tail.size());
+    for (size_t w = 0; w < tail.size() && w < got.tail.size(); ++w)
+      CHECK_EQ(got.tail[w], tail[w]);
+
+    // Its tensor maps: 1-byte elements (UINT8), else as v3's.
+    int rowsIndex = int(encodesBefore + 2 * i);
+    CHECK_EQ(got.mapEncode[0], rowsIndex);
+    CHECK_EQ(got.mapEncode[1], rowsIndex + 1);
+    const FakeEncode &rows = gpu.encodes[rowsIndex];
+    const FakeEncode &weights = gpu.encodes[rowsIndex + 1];
+    for (const FakeEncode *map : {&rows, &weights}) {
+      CHECK_EQ(map->dataType, 0); // CU_TENSOR_MAP_DATA_TYPE_UINT8
+      CHECK_EQ(map->interleave, 0);
+      CHECK_EQ(map->swizzle, 3);     // 128 B
+      CHECK_EQ(map->oobFill, 0);     // zeros
+      CHECK_EQ(map->l2Promotion, 2); // 128 B
+      for (unsigned d = 0; d < map->rank; ++d)
+        CHECK_EQ(map->elementStrides[d], 1u);
+    }
+    CHECK_EQ(rows.address, a.rows);
+    CHECK_EQ(rows.rank, 2u);
+    CHECK_EQ(rows.dims[0], uint64_t(a.k));
+    CHECK_EQ(rows.dims[1], uint64_t(a.m));
+    CHECK_EQ(rows.strides[0], uint64_t(a.k)); // bytes: K, not 2K
+    CHECK_EQ(rows.box[0], 128u);              // tile_k: 128 bytes
+    CHECK_EQ(rows.box[1], want.tileM);
+    CHECK_EQ(weights.address, a.weights);
+    CHECK_EQ(weights.rank, 3u);
+    CHECK_EQ(weights.dims[0], uint64_t(a.k));
+    CHECK_EQ(weights.dims[1], uint64_t(a.n));
+    CHECK_EQ(weights.dims[2], uint64_t(a.experts));
+    CHECK_EQ(weights.strides[0], uint64_t(a.k));
+    CHECK_EQ(weights.strides[1], uint64_t(a.n * a.k));
+    CHECK_EQ(weights.box[0], 128u);
+    CHECK_EQ(weights.box[1], swiglu ? want.tileN / 2 : want.tileN);
+    CHECK_EQ(weights.box[2], 1u);
+  }
+}
+
+} // namespace
+
+TEST(fp8LaunchesStore) {
+  FakeGpu &gpu = installFakeDriver();
+  declareFp8Kernels(gpu);
+  moeBundle *bundle = openBundle(fp8Bundle());
+  CHECK(bundle != nullptr);
+  const int32_t big = int32_t(kMax);
+  // The grids of grouped_matmul.v3: min(work, resident), work = slots *
+  // ceil(N / tile_n), slots = min(ceil(M / tile_m) + min(E, floor(M /
+  // rows_min)), E * ceil(rows_max / tile_m)).
+  // 64 rows over 8 experts: swap-AB 16x64 (528 resident): min(4 + 8, 8 * 1)
+  // = 8 slots * 4 = 32; 128x128 (132 resident): ceil(64/128) + 3 = 4 slots
+  // * 2 = 8. 33 parameters each; KB = 4, NB = 2.
+  checkFp8Launches(bundle, "gemm", gemm(64),
+                   {{kFp8SwapAB, 32, 128, 81920, 1, 16, 16, 64},
+                    {kFp8Normal, 8, 256, 147456, 17, big, 128, 128}},
+                   "store");
+  // One row: no expert reaches rows_min = 17: 2 slots * 4 = 8.
+  checkFp8Launches(bundle, "gemm", gemm(1),
+                   {{kFp8SwapAB, 8, 128, 81920, 1, 16, 16, 64}}, "store");
+  // 4096 rows: 8 slots * 4 = 32; 32 + 8 = 40 slots * 2 = 80.
+  checkFp8Launches(bundle, "gemm", gemm(4096),
+                   {{kFp8SwapAB, 32, 128, 81920, 1, 16, 16, 64},
+                    {kFp8Normal, 80, 256, 147456, 17, big, 128, 128}},
+                   "store");
+  // 2^31 - 1 rows: capped by residency.
+  checkFp8Launches(bundle, "gemm", gemm(kMax),
+                   {{kFp8SwapAB, 32, 128, 81920, 1, 16, 16, 64},
+                    {kFp8Normal, 132, 256, 147456, 17, big, 128, 128}},
+                   "store");
+  // swiglu: the weights box has tile_n/2 rows, out N/2 columns; the weights
+  // scale has the weights' N: NB = ceil(256/128) = 2 (K = 64: KB = 1). 8
+  // rows over 4 experts: 5 slots * 2 column tiles.
+  checkFp8Launches(bundle, "fswiglu", fp8Args(8, 256, 64, 4),
+                   {{kFp8SwiGLU, 10, 128, 98304, 1, big, 64, 128}}, "swiglu");
+  moeBundleClose(bundle);
+}
+
+TEST(fp8LaunchesRowScaleAndBias) {
+  FakeGpu &gpu = installFakeDriver();
+  declareFp8Kernels(gpu);
+  moeBundle *bundle = openBundle(fp8Bundle());
+  CHECK(bundle != nullptr);
+  const int32_t big = int32_t(kMax);
+  // 38 parameters: the row_scale memref after the scales. K = 272 is not a
+  // multiple of 128: KB = 3; N = 200: NB = 2. 100 rows over 3 experts: 2 +
+  // 3 = 5 slots * 2 column tiles.
+  moeGroupedMatmulArgs a = fp8Args(100, 200, 272, 3);
+  a.row_scale = kScale + 12;
+  checkFp8Launches(bundle, "fscale", a,
+                   {{kFp8Scale, 10, 128, 98304, 1, big, 64, 128}}, "row_scale");
+  // 40 parameters: the bf16 bias memref [E, N] after the scales (2-byte
+  // aligned suffices). 8 rows over 4 experts: 5 slots * 2.
+  a = fp8Args(8, 256, 128, 4);
+  a.bias = kBias + 2;
+  checkFp8Launches(bundle, "fbias", a,
+                   {{kFp8Bias, 10, 128, 98304, 1, big, 64, 128}}, "store", 16);
+  // 45 parameters: scales, row_scale, then the f32 bias. 300 rows over 8
+  // experts: 5 + 8 = 13 slots * 3 column tiles; K = 1024: KB = 8, NB = 3.
+  a = fp8Args(300, 384, 1024, 8);
+  a.row_scale = kScale;
+  a.bias = kBias;
+  checkFp8Launches(bundle, "fboth", a,
+                   {{kFp8Both, 39, 128, 98304, 1, big, 64, 128}}, "row_scale",
+                   32);
+  // K = 16, the smallest: KB = 1; N = 1: NB = 1.
+  a = fp8Args(5, 1, 16, 2);
+  a.row_scale = kScale;
+  checkFp8Launches(bundle, "fscale", a,
+                   {{kFp8Scale, 3, 128, 98304, 1, big, 64, 128}}, "row_scale");
+  moeBundleClose(bundle);
+}
+
+TEST(fp8LoadSetsSharedMemory) {
+  // Every FP8 kernel gets its dynamic shared memory attribute and a
+  // residency query at load, as grouped_matmul.v3 kernels do.
+  FakeGpu &gpu = installFakeDriver();
+  moeBundle *bundle = openBundle(fp8Bundle());
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  CHECK_EQ(gpu.smemAttributes.size(), size_t(6));
+  CHECK_EQ(gpu.occupancyQueries.size(), size_t(6));
+  bool normal = false;
+  for (const auto &[symbol, value] : gpu.smemAttributes)
+    if (symbol == kFp8Normal)
+      normal = value == 147456;
+  CHECK(normal);
+  moeBundleClose(bundle);
+}
+
+TEST(fp8ReportsEncodeFailures) {
+  FakeGpu &gpu = installFakeDriver();
+  moeBundle *bundle = openBundle(fp8Bundle());
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  gpu.encodeResult = cu::kErrorInvalidValue;
+  CHECK_STATUS(run(bundle, "gemm", gemm(64)), MOE_STATUS_CUDA_ERROR,
+               "moeGroupedMatmul: cuTensorMapEncodeTiled(rows of kernel "
+               "'grouped_matmul_fp8block_16x64x128_s4_swapab_off32' of entry "
+               "'gemm') failed: CUDA_ERROR_INVALID_VALUE");
+  CHECK_EQ(gpu.launches.size(), size_t(0));
+  moeBundleClose(bundle);
+}

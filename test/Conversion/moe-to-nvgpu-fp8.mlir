@@ -1,0 +1,94 @@
+// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
+
+// Block FP8 (DeepSeek-V3's format): a grouped_matmul whose rows and weights
+// are both dequantized e4m3 with f32 scales in [1, 128] and [128, 128]
+// blocks runs on e4m3 WGMMA. Its entry has its own ABI and format; the
+// kernels take 128 e4m3 of K per stage (the 128 bytes of bf16's 64) and at
+// most 128 columns (a second accumulator holds each K step's products until
+// they are scaled). Both dequantizes become part of the launch.
+// CHECK-LABEL: func @block_fp8
+// CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
+// CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
+// CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "row_scale", experts = 8 : i64, format = "fp8_block", k = 512 : i64, kernels = [
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_fp8block_16x64x128_s4_swapab_rowscale_off32, rows_max = 16 : i64, rows_min = 1 : i64},
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_fp8block_64x128x128_s4_rowscale_off32, rows_max = 64 : i64, rows_min = 17 : i64},
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_fp8block_128x128x128_s4_rowscale_off32, rows_max = 2147483647 : i64, rows_min = 65 : i64}]
+// CHECK-SAME: n = 256 : i64
+// The scales follow rows_max in the kernel's arguments.
+// CHECK: gpu.func @grouped_matmul_fp8block_16x64x128_s4_swapab_rowscale_off32(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?x?xf32>, %{{.*}}: memref<?xf32>)
+// CHECK-COUNT-4: nvgpu.warpgroup.mma {{.*}} : <tensor = memref<64x32xf8E4M3FN, {{.*}}>>, <tensor = memref<32x16xf8E4M3FN, {{.*}}>>
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.intr.fma
+// CHECK: gpu.func @grouped_matmul_fp8block_64x128x128_s4_rowscale_off32
+// CHECK-COUNT-4: nvgpu.warpgroup.mma {{.*}} : <tensor = memref<64x32xf8E4M3FN, {{.*}}>>, <tensor = memref<32x128xf8E4M3FN, {{.*}}>>
+func.func @block_fp8(%xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x4xf32>,
+                     %wq: tensor<8x256x512xf8E4M3FN>, %ws: tensor<8x2x4xf32>,
+                     %off: tensor<9xi32>, %weight: tensor<?xf32>) -> tensor<?x256xbf16> {
+  %x = moe.dequantize %xq, %xs from <f8E4M3FN, [1, 128], f32>
+      : tensor<?x512xf8E4M3FN>, tensor<?x4xf32> -> tensor<?x512xbf16>
+  %w = moe.dequantize %wq, %ws from <f8E4M3FN, [128, 128], f32>
+      : tensor<8x256x512xf8E4M3FN>, tensor<8x2x4xf32> -> tensor<8x256x512xbf16>
+  %y = moe.grouped_matmul %x, %w, %off scale %weight
+      : (tensor<?x512xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>, tensor<?xf32>) -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+// A dequantize that something else also reads keeps its own (missing)
+// kernel: it is not marked as part of the launch.
+// CHECK-LABEL: func @shared_dequantize
+// CHECK: moe.dequantize
+// CHECK-NOT: moe.fused_into_launch
+// CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
+func.func @shared_dequantize(%xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x4xf32>,
+                             %wq: tensor<8x256x512xf8E4M3FN>, %ws: tensor<8x2x4xf32>,
+                             %off: tensor<9xi32>) -> (tensor<?x256xbf16>, tensor<?x512xbf16>) {
+  %x = moe.dequantize %xq, %xs from <f8E4M3FN, [1, 128], f32>
+      : tensor<?x512xf8E4M3FN>, tensor<?x4xf32> -> tensor<?x512xbf16>
+  %w = moe.dequantize %wq, %ws from <f8E4M3FN, [128, 128], f32>
+      : tensor<8x256x512xf8E4M3FN>, tensor<8x2x4xf32> -> tensor<8x256x512xbf16>
+  %y = moe.grouped_matmul %x, %w, %off
+      : (tensor<?x512xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>) -> tensor<?x256xbf16>
+  return %y, %x : tensor<?x256xbf16>, tensor<?x512xbf16>
+}
+
+// -----
+
+func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
+                        %ws: tensor<8x2x4xf32>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
+  %w = moe.dequantize %wq, %ws from <f8E4M3FN, [128, 128], f32>
+      : tensor<8x256x512xf8E4M3FN>, tensor<8x2x4xf32> -> tensor<8x256x512xbf16>
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: quantized operands are implemented as block FP8 only: rows and weights both moe.dequantize of f8E4M3FN with f32 scales}}
+  %y = moe.grouped_matmul %x, %w, %off
+      : (tensor<?x512xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>) -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+func.func @mxfp8(%xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x16xf8E8M0FNU>,
+                 %wq: tensor<8x256x512xf8E4M3FN>, %ws: tensor<8x256x16xf8E8M0FNU>,
+                 %off: tensor<9xi32>) -> tensor<?x256xbf16> {
+  %x = moe.dequantize %xq, %xs from <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : tensor<?x512xf8E4M3FN>, tensor<?x16xf8E8M0FNU> -> tensor<?x512xbf16>
+  %w = moe.dequantize %wq, %ws from <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : tensor<8x256x512xf8E4M3FN>, tensor<8x256x16xf8E8M0FNU> -> tensor<8x256x512xbf16>
+  // expected-error @+1 {{quantized operands are implemented as block FP8 only}}
+  %y = moe.grouped_matmul %x, %w, %off
+      : (tensor<?x512xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>) -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+func.func @fused_mlp(%xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x4xf32>,
+                     %w13: tensor<8x512x512xbf16>, %w2: tensor<8x512x256xbf16>,
+                     %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %x = moe.dequantize %xq, %xs from <f8E4M3FN, [1, 128], f32>
+      : tensor<?x512xf8E4M3FN>, tensor<?x4xf32> -> tensor<?x512xbf16>
+  // expected-error @+1 {{quantized (moe.dequantize) operands of a fused expert MLP are not implemented yet}}
+  %y = moe.expert_mlp silu %x, %off, %w13, %w2
+      : (tensor<?x512xbf16>, tensor<9xi32>, tensor<8x512x512xbf16>, tensor<8x512x256xbf16>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""GPU tests of the block-FP8 grouped GEMM (grouped_matmul_fp8.v1), through
+the runtime (run on the H200).
+
+Every fp8-*.moebundle of the artifacts folder (scripts/build-gpu-artifacts.sh,
+shapes in test/device/fp8_shapes.txt) runs every routing below. Inputs are
+fresh random data whose magnitude changes by up to 2^8 from block to block,
+quantized here to e4m3 with DeepSeek-V3's f32 block scales ([1, 128] of the
+rows, [128, 128] of the weights), so a scale applied to the wrong block
+shows. Each result is checked against a float64 reference computed on the
+dequantized values (relative L2 error <= 3e-3; the bf16 output rounding
+alone gives about 1.7e-3), with the output poisoned (NaN) first: rows an
+expert owns must match, rows nobody owns must stay poisoned. The error of
+the FP8 result against the bf16 GEMM of the unquantized inputs is printed
+for information. Also: a CUDA-graph replay on new data with a new routing,
+and the runtime's argument errors. Prints `N passed, N failed`.
+
+    python3 test/device/fp8_grouped_matmul.py .gpu-artifacts
+"""
+import math
+import os
+import random
+import sys
+
+import torch
+
+ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
+sys.path.insert(0, ARTIFACTS)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
+import moe_runtime  # noqa: E402
+from tally import Tally, run  # noqa: E402
+
+TOLERANCE = 3e-3
+DEV = "cuda"
+E4M3_MAX = 448.0
+BLOCK = 128
+
+
+def quantize_blocks(x, block_rows):
+    """e4m3 values and f32 scales of x [..., R, K] in [block_rows, 128]
+    blocks: scale = amax / 448 (1 for an all-zero block), values = x / scale
+    rounded to nearest even (torch's conversion)."""
+    *lead, r, k = x.shape
+    rb, kb = math.ceil(r / block_rows), math.ceil(k / BLOCK)
+    padded = torch.zeros(*lead, rb * block_rows, kb * BLOCK, device=x.device, dtype=torch.float32)
+    padded[..., :r, :k] = x.float()
+    blocks = padded.view(*lead, rb, block_rows, kb, BLOCK)
+    amax = blocks.abs().amax(dim=(-3, -1))  # [..., rb, kb]
+    scale = torch.where(amax > 0, amax / E4M3_MAX, torch.ones_like(amax))
+    values = (blocks / scale[..., :, None, :, None]).clamp(-E4M3_MAX, E4M3_MAX)
+    values = values.view(*lead, rb * block_rows, kb * BLOCK)[..., :r, :k]
+    return values.to(torch.float8_e4m3fn).contiguous(), scale.contiguous()
+
+
+def dequantize_blocks(q, scale, block_rows):
+    expanded = scale.repeat_interleave(block_rows, dim=-2).repeat_interleave(BLOCK, dim=-1)
+    return q.double() * expanded[..., :q.shape[-2], :q.shape[-1]].double()
+
+
+def block_varied(shape, generator, block_rows):
+    """Normal values times 2^u per [block_rows, 128] block, u in [-4, 4]."""
+    *lead, r, k = shape
+    x = torch.randn(*shape, device=DEV, generator=generator)
+    rb, kb = math.ceil(r / block_rows), math.ceil(k / BLOCK)
+    u = torch.randint(-4, 5, (*lead, rb, kb), device=DEV, generator=generator).float()
+    factor = torch.exp2(u).repeat_interleave(block_rows, dim=-2).repeat_interleave(BLOCK, dim=-1)
+    return x * factor[..., :r, :k]
+
+
+def skewed_counts(rng, experts, total, rate):
+    counts = [0] * experts
+    for _ in range(total):
+        counts[min(int(rng.expovariate(rate)), experts - 1)] += 1
+    return counts
+
+
+def cases():
+    """(name, entry, counts or explicit offsets, M)."""
+    rng = random.Random(4321)
+    yield "uniform (tiles start mid-expert)", "f8_e8_n256_k512", [96] * 8, None
+    yield "all rows to one expert", "f8_e8_n128_k128", [0, 0, 0, 300, 0, 0, 0, 0], None
+    yield "1 row total (T=1)", "f8_e4_n128_k256", [0, 0, 1, 0], None
+    yield "several empty experts, row scale", "f8_e4_n128_k256", [0, 70, 129, 1], None
+    yield "skewed random", "f8_e16_n384_k640", skewed_counts(rng, 16, 1000, 0.35), None
+    yield "long K", "f8_e2_n512_k4096", [65, 3], None
+    yield "decode mix: 1000 rows + experts of 0..17 rows", "f8_e8_n4096_k1024", [1000, 1, 3, 0, 16, 17, 5, 64], None
+    yield "decode: 1..16 rows per expert", "f8_e8_n4096_k1024", [1, 2, 4, 8, 16, 0, 3, 7], None
+    yield "i64 offsets", "f8_e8_n256_k256_i64", [10, 0, 50, 17, 16, 1, 0, 200], None
+    yield "64 experts, skewed, mostly empty", "f8_e64_n512_k256", skewed_counts(rng, 64, 700, 0.2), None
+    yield "large M (16384 rows)", "f8_e8_n256_k512", [2048] * 8, None
+    yield "malformed offsets (clamped)", "f8_e8_n256_k512", [5, 3, 40, 40, 1000, 20, -7, 60, 2000], 100
+
+
+def offsets_from(spec, experts, rows):
+    if len(spec) == experts + 1:
+        return list(spec), rows
+    offsets = [0]
+    for c in spec:
+        offsets.append(offsets[-1] + c)
+    return offsets, offsets[-1]
+
+
+def clamped_ranges(offsets, rows):
+    """Expert row ranges after the clamp of docs/semantics.md."""
+    ranges, end = [], min(max(offsets[0], 0), rows)
+    for e in range(len(offsets) - 1):
+        start = end
+        end = min(max(offsets[e + 1], start), rows)
+        ranges.append((start, end))
+    return ranges
+
+
+class Case:
+    def __init__(self, spec, rows, info, seed):
+        offsets, m = offsets_from(spec, info.experts, rows)
+        self.m, self.n, self.k, self.experts = max(m, 1), info.n, info.k, info.experts
+        g = torch.Generator(device=DEV).manual_seed(seed)
+        x = block_varied((self.m, self.k), g, 1)
+        w = block_varied((self.experts, self.n, self.k), g, BLOCK) * self.k ** -0.5
+        self.rows, self.rows_scale = quantize_blocks(x, 1)
+        self.weights, self.weights_scale = quantize_blocks(w, BLOCK)
+        offsets_dtype = torch.int64 if info.offsets_bits == 64 else torch.int32
+        self.offsets = torch.tensor(offsets, device=DEV, dtype=offsets_dtype)
+        self.row_scale = (torch.rand(self.m, device=DEV, generator=g) + 0.5
+                          if info.epilogue == "row_scale" else None)
+        self.ranges = clamped_ranges(offsets, self.m)
+        xd = dequantize_blocks(self.rows, self.rows_scale, 1)
+        wd = dequantize_blocks(self.weights, self.weights_scale, BLOCK)
+        self.reference = torch.full((self.m, self.n), float("nan"), device=DEV, dtype=torch.float64)
+        self.unquantized = torch.full((self.m, self.n), float("nan"), device=DEV, dtype=torch.float64)
+        xb, wb = x.to(torch.bfloat16).double(), w.to(torch.bfloat16).double()
+        for e, (lo, hi) in enumerate(self.ranges):
+            if hi > lo:
+                self.reference[lo:hi] = xd[lo:hi] @ wd[e].t()
+                self.unquantized[lo:hi] = xb[lo:hi] @ wb[e].t()
+        if self.row_scale is not None:
+            self.reference *= self.row_scale.double()[:, None]
+            self.unquantized *= self.row_scale.double()[:, None]
+
+    def run(self, bundle, entry, out):
+        bundle.grouped_matmul(entry, self.rows, self.weights, self.offsets, out,
+                              row_scale=self.row_scale, rows_scale=self.rows_scale,
+                              weights_scale=self.weights_scale)
+
+    def check(self, out):
+        owned = ~torch.isnan(self.reference[:, 0])
+        got, want = out[owned].double(), self.reference[owned]
+        if torch.isnan(got).any():
+            return f"{int(torch.isnan(got).any(1).sum())} owned rows not written (poison left)", None
+        err = ((got - want).norm() / want.norm().clamp_min(1e-30)).item() if owned.any() else 0.0
+        if not err <= TOLERANCE:
+            return f"relative L2 error {err:.3e} > {TOLERANCE}", err
+        if (~owned).any() and not torch.isnan(out[~owned].float()).all():
+            return "rows no expert owns were written", err
+        return None, err
+
+    def error_vs_bf16(self, out):
+        owned = ~torch.isnan(self.reference[:, 0])
+        if not owned.any():
+            return 0.0
+        want = self.unquantized[owned]
+        return ((out[owned].double() - want).norm() / want.norm()).item()
+
+
+def main():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    bundles = sorted(f for f in os.listdir(ARTIFACTS)
+                     if f.startswith("fp8-") and f.endswith(".moebundle"))
+    tally = Tally()
+    report = tally.report
+    if not bundles:
+        report(False, "fp8 bundles", f"no fp8-*.moebundle in {ARTIFACTS}")
+        return tally.summary()
+    loaded = {name: moe_runtime.Bundle(os.path.join(ARTIFACTS, name)) for name in bundles}
+    shapes = {entry.name: entry for entry in loaded[bundles[0]].entries}
+    for entry in shapes.values():
+        report(entry.abi == "grouped_matmul_fp8.v1" and entry.format == "fp8_block",
+               f"{entry.name} is a grouped_matmul_fp8.v1 fp8_block entry", f"{entry.abi} {entry.format}")
+
+    for seed, (name, entry, spec, rows) in enumerate(cases()):
+        case = Case(spec, rows, shapes[entry], seed)
+        for bundle_name, bundle in loaded.items():
+            what = f"{bundle_name} {entry} M={case.m}: {name}"
+            try:
+                out = torch.full((case.m, case.n), float("nan"), device=DEV, dtype=torch.bfloat16)
+                case.run(bundle, entry, out)
+                torch.cuda.synchronize()
+                problem, err = case.check(out)
+                detail = problem or (f"rel. L2 {err:.2e} vs dequantized reference, "
+                                     f"{case.error_vs_bf16(out):.2e} vs the bf16 GEMM")
+                report(problem is None, what, detail)
+            except Exception as error:  # a failure, never a stop
+                report(False, what, f"{type(error).__name__}: {error}")
+        del case
+        torch.cuda.empty_cache()
+
+    # A captured call replays on new data and a new routing in the same buffers.
+    for bundle_name in ("fp8-default.moebundle", "fp8-swap8-split.moebundle"):
+        what = f"{bundle_name} CUDA graph replay with a new routing"
+        try:
+            bundle, info = loaded[bundle_name], shapes["f8_e8_n4096_k1024"]
+            first = Case([1000, 1, 3, 0, 16, 17, 5, 64], None, info, 99)
+            second = Case([3, 500, 0, 9, 9, 9, 500, 76], None, info, 100)
+            out = torch.full((first.m, first.n), float("nan"), device=DEV, dtype=torch.bfloat16)
+            stream = torch.cuda.Stream()
+            with torch.cuda.stream(stream):
+                first.run(bundle, info.name, out)
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                first.run(bundle, info.name, out)
+            problems = []
+            for data in (first, second):
+                for name in ("rows", "rows_scale", "weights", "weights_scale", "offsets", "row_scale"):
+                    getattr(first, name).copy_(getattr(data, name))
+                out.fill_(float("nan"))
+                graph.replay()
+                torch.cuda.synchronize()
+                problems.append(data.check(out)[0])
+            report(problems == [None, None], what, "; ".join(p for p in problems if p))
+        except Exception as error:
+            report(False, what, f"{type(error).__name__}: {error}")
+
+    # Argument errors come back as exceptions with a message, never a crash.
+    bundle, info = loaded["fp8-default.moebundle"], shapes["f8_e8_n256_k512"]
+    good = Case([4] * 8, None, info, 7)
+    out = torch.empty(good.m, good.n, device=DEV, dtype=torch.bfloat16)
+    gm = bundle.grouped_matmul
+    bad_calls = {
+        "missing rows_scale": lambda: gm(info.name, good.rows, good.weights, good.offsets, out,
+                                         weights_scale=good.weights_scale),
+        "missing weights_scale": lambda: gm(info.name, good.rows, good.weights, good.offsets, out,
+                                            rows_scale=good.rows_scale),
+        "bf16 rows for an fp8 entry": lambda: gm(info.name, good.rows.to(torch.bfloat16), good.weights,
+                                                 good.offsets, out, rows_scale=good.rows_scale,
+                                                 weights_scale=good.weights_scale),
+        "rows_scale of the wrong shape": lambda: gm(info.name, good.rows, good.weights, good.offsets, out,
+                                                    rows_scale=good.rows_scale[:, :2].contiguous(),
+                                                    weights_scale=good.weights_scale),
+        "weights_scale of the wrong dtype": lambda: gm(info.name, good.rows, good.weights, good.offsets, out,
+                                                       rows_scale=good.rows_scale,
+                                                       weights_scale=good.weights_scale.half()),
+    }
+    for what, call in bad_calls.items():
+        try:
+            call()
+            torch.cuda.synchronize()
+            report(False, f"runtime rejects {what}", "no error raised")
+        except moe_runtime.MoERuntimeError as error:
+            report(True, f"runtime rejects {what}", str(error).splitlines()[0][:120])
+        except Exception as error:
+            report(False, f"runtime rejects {what}", f"unexpected {type(error).__name__}: {error}")
+    return tally.summary()
+
+
+if __name__ == "__main__":
+    run(main)
