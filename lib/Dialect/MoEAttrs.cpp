@@ -25,6 +25,17 @@ double mlir::moe::getMaxFiniteFP8(Type elementType) {
   return isa<Float8E5M2Type>(elementType) ? 57344.0 : 448.0;
 }
 
+RankedTensorType
+mlir::moe::getBlockScalesType(RankedTensorType values,
+                              BlockScaledEncodingAttr encoding) {
+  SmallVector<int64_t> shape;
+  for (auto [d, size] : llvm::enumerate(values.getShape()))
+    shape.push_back(ShapedType::isDynamic(size)
+                        ? size
+                        : size / encoding.getBlockExtent(d, values.getRank()));
+  return RankedTensorType::get(shape, encoding.getScale());
+}
+
 LogicalResult
 BlockScaledEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 Type element, ArrayRef<int64_t> block,

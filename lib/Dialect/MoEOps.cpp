@@ -449,6 +449,19 @@ LogicalResult ExpertMLPOp::verify() {
         failed(checkSameExtent(op, "hidden size", {"down_bias", bias, 1},
                                {"rows", rows, 1})))
       return failure();
+  if (BlockScaledEncodingAttr encoding = getIntermediateAttr()) {
+    // The activation [M, I] is quantized in groups along I, one row at a time.
+    ArrayRef<int64_t> block = encoding.getBlock();
+    if (block.size() != 2 || block[0] != 1)
+      return emitOpError() << "'intermediate' must have a [1, B] block (groups "
+                              "along I of the [M, I] activation), got ["
+                           << block << "]";
+    int64_t width = tensorType(w2).getDimSize(2);
+    if (!ShapedType::isDynamic(width) && width % block[1] != 0)
+      return emitOpError() << "'intermediate' block " << block[1]
+                           << " does not divide the expert width I = " << width
+                           << " ('down_weights' dim 2)";
+  }
   return verifyRowScale(op, getRowScale(), rows);
 }
 

@@ -13,9 +13,22 @@ namespace mlir::moe {
 using namespace mlir;
 using namespace mlir::moe;
 
+Value mlir::moe::quantizeDequantize(OpBuilder &builder, Location loc,
+                                    Value tensor,
+                                    BlockScaledEncodingAttr encoding) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  auto quantize =
+      QuantizeOp::create(builder, loc, type.clone(encoding.getElement()),
+                         getBlockScalesType(type, encoding), tensor, encoding);
+  return DequantizeOp::create(builder, loc, type, quantize.getValues(),
+                              quantize.getScales(), encoding);
+}
+
 namespace {
 
-/// Expands `moe.expert_mlp` into grouped_matmul -> swiglu -> grouped_matmul.
+/// Expands `moe.expert_mlp` into grouped_matmul -> swiglu -> grouped_matmul,
+/// with the quantize -> dequantize pair of its `intermediate` encoding between
+/// the swiglu and the down matmul.
 struct ExpandExpertMLP : OpRewritePattern<ExpertMLPOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -38,6 +51,8 @@ struct ExpandExpertMLP : OpRewritePattern<ExpertMLPOp> {
     Value activated = SwiGLUOp::create(
         rewriter, loc, activationType, gateUp, /*scale=*/Value(),
         op.getActivationAttr(), op.getAlphaAttr(), op.getLimitAttr());
+    if (BlockScaledEncodingAttr encoding = op.getIntermediateAttr())
+      activated = quantizeDequantize(rewriter, loc, activated, encoding);
     rewriter.replaceOpWithNewOp<GroupedMatmulOp>(
         op, op.getType(), activated, op.getDownWeights(), op.getOffsets(),
         op.getDownBias(), op.getRowScale());

@@ -18,14 +18,38 @@ using namespace mlir::moe;
 
 namespace {
 
-/// Fuses grouped_matmul -> swiglu -> grouped_matmul, rooted at the down
-/// matmul, into `moe.expert_mlp` where that computes the same thing.
+/// Fuses grouped_matmul -> swiglu (-> quantize -> dequantize) ->
+/// grouped_matmul, rooted at the down matmul, into `moe.expert_mlp` (the pair
+/// as its `intermediate` encoding) where that computes the same thing.
 struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(GroupedMatmulOp down,
                                 PatternRewriter &rewriter) const override {
-    auto act = down.getRows().getDefiningOp<SwiGLUOp>();
+    // An FP8 intermediate: swiglu -> quantize -> dequantize -> down.
+    Value activation = down.getRows();
+    QuantizeOp quantize;
+    auto dequantize = activation.getDefiningOp<DequantizeOp>();
+    if (dequantize) {
+      quantize = dequantize.getValues().getDefiningOp<QuantizeOp>();
+      if (!quantize || dequantize.getScales() != quantize.getScales() ||
+          dequantize.getEncoding() != quantize.getEncoding())
+        return rewriter.notifyMatchFailure(down,
+                                           "dequantized rows are not one "
+                                           "quantize's values and scales");
+      // The pair disappears into the fused op: nothing else may read it.
+      if (!dequantize.getResult().hasOneUse() ||
+          !quantize.getValues().hasOneUse() ||
+          !quantize.getScales().hasOneUse())
+        return rewriter.notifyMatchFailure(down, "quantized intermediate has "
+                                                 "other uses");
+      // The fused op rounds h' to the rows' type, as its expansion does.
+      if (dequantize.getType() != quantize.getInput().getType())
+        return rewriter.notifyMatchFailure(down, "dequantize changes the "
+                                                 "intermediate's type");
+      activation = quantize.getInput();
+    }
+    auto act = activation.getDefiningOp<SwiGLUOp>();
     if (!act)
       return rewriter.notifyMatchFailure(down, "rows are not a swiglu");
     auto gateUp = act.getInput().getDefiningOp<GroupedMatmulOp>();
@@ -47,6 +71,10 @@ struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
     // (s * h) @ w2^T + b2 != (h @ w2^T + b2) * s: only linear without b2.
     if (actScale && down.getBias())
       return rewriter.notifyMatchFailure(down, "swiglu scale before a bias");
+    // Quantization is not linear: quantize(s * h) != s * quantize(h).
+    if (actScale && quantize)
+      return rewriter.notifyMatchFailure(down,
+                                         "swiglu scale before a quantize");
     // The fused intermediates take the rows' element type (see expansion).
     Type elementType = getElementTypeOrSelf(gateUp.getRows());
     if (getElementTypeOrSelf(gateUp.getResult()) != elementType ||
@@ -62,7 +90,8 @@ struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
         detached, loc, down.getType(), gateUp.getRows(), down.getOffsets(),
         gateUp.getWeights(), down.getWeights(), gateUp.getBias(),
         down.getBias(), actScale ? actScale : downScale,
-        act.getActivationAttr(), act.getAlphaAttr(), act.getLimitAttr());
+        act.getActivationAttr(), act.getAlphaAttr(), act.getLimitAttr(),
+        quantize ? quantize.getEncodingAttr() : BlockScaledEncodingAttr());
     LogicalResult verified = success();
     {
       // A refused fusion is not an error: keep its diagnostics quiet.
@@ -78,6 +107,10 @@ struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
     rewriter.setInsertionPoint(down);
     rewriter.insert(fused);
     rewriter.replaceOp(down, fused.getResult());
+    if (dequantize) {
+      rewriter.eraseOp(dequantize);
+      rewriter.eraseOp(quantize);
+    }
     rewriter.eraseOp(act);
     rewriter.eraseOp(gateUp);
     return success();

@@ -1473,7 +1473,7 @@ LogicalResult rewriteLayer(Operation *sort, Value root, const Layer &layer,
       b, loc, rowsType, permute.getRows(), permute.getOffsets(), w13, w2,
       Value(), Value(), Value(),
       GatedActivationAttr::get(context, GatedActivation::silu), nullptr,
-      nullptr);
+      nullptr, /*intermediate=*/nullptr);
   created.push_back(mlp);
   auto combine = UnpermuteOp::create(b, loc, rootType, mlp.getResult(),
                                      permute.getSlots(), route.getWeights());

@@ -731,6 +731,38 @@ func.func @f(%r: tensor<?x12xf32>, %o: tensor<5xi64>, %a: tensor<4x16x12xf32>, %
 
 // -----
 
+func.func @f(%r: tensor<?x64xf32>, %o: tensor<5xi64>, %a: tensor<4x128x64xf32>, %b: tensor<4x64x64xf32>) {
+  // expected-error @+1 {{'intermediate' must have a [1, B] block (groups along I of the [M, I] activation), got [32]}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b intermediate <f8E4M3FN, [32], f32> : (tensor<?x64xf32>, tensor<5xi64>, tensor<4x128x64xf32>, tensor<4x64x64xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x64xf32>, %o: tensor<5xi64>, %a: tensor<4x128x64xf32>, %b: tensor<4x64x64xf32>) {
+  // expected-error @+1 {{'intermediate' must have a [1, B] block (groups along I of the [M, I] activation), got [1, 1, 32]}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b intermediate <f8E4M3FN, [1, 1, 32], f8E8M0FNU> : (tensor<?x64xf32>, tensor<5xi64>, tensor<4x128x64xf32>, tensor<4x64x64xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x64xf32>, %o: tensor<5xi64>, %a: tensor<4x128x64xf32>, %b: tensor<4x64x64xf32>) {
+  // expected-error @+1 {{'intermediate' must have a [1, B] block (groups along I of the [M, I] activation), got [2, 32]}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b intermediate <f8E4M3FN, [2, 32], f32> : (tensor<?x64xf32>, tensor<5xi64>, tensor<4x128x64xf32>, tensor<4x64x64xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x64xf32>, %o: tensor<5xi64>, %a: tensor<4x96x64xf32>, %b: tensor<4x64x48xf32>) {
+  // expected-error @+1 {{'intermediate' block 32 does not divide the expert width I = 48 ('down_weights' dim 2)}}
+  %y = moe.expert_mlp silu %r, %o, %a, %b intermediate <f8E4M3FN, [1, 32], f8E8M0FNU> : (tensor<?x64xf32>, tensor<5xi64>, tensor<4x96x64xf32>, tensor<4x64x48xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
 func.func @f(%x: tensor<4611686018427387904x16xf32>, %ids: tensor<4611686018427387904x2xi32>) {
   // expected-error @+1 {{row count T*k + E*(pad_to-1) overflows int64}}
   %r, %o, %s = moe.permute %x, %ids : (tensor<4611686018427387904x16xf32>, tensor<4611686018427387904x2xi32>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<4611686018427387904x2xi64>)

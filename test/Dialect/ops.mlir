@@ -98,6 +98,32 @@ func.func @quantization(%x: tensor<?x64xbf16>, %w: tensor<2x256x128xf32>)
   return %d, %wd : tensor<?x64xf32>, tensor<2x256x128xbf16>
 }
 
+// An FP8 intermediate, with rows and weights read through moe.dequantize.
+// CHECK-LABEL: func @expert_mlp_intermediate
+// CHECK: moe.expert_mlp silu %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale %{{.*}} intermediate <f8E4M3FN, [1, 128], f32> : (tensor<?x128xbf16>, tensor<5xi64>, tensor<4x512x128xbf16>, tensor<4x128x256xbf16>, tensor<?xf32>) -> tensor<?x128xbf16>
+// CHECK: moe.expert_mlp gptoss %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} alpha 1.500000e+00 intermediate <f8E5M2, [1, 32], f8E8M0FNU> :
+func.func @expert_mlp_intermediate(
+    %rq: tensor<?x128xf8E4M3FN>, %rs: tensor<?x1xf32>, %offsets: tensor<5xi64>,
+    %w13q: tensor<4x512x128xf8E4M3FN>, %w13s: tensor<4x4x1xf32>,
+    %w2q: tensor<4x128x256xf8E4M3FN>, %w2s: tensor<4x1x2xf32>, %s: tensor<?xf32>)
+    -> (tensor<?x128xbf16>, tensor<?x128xbf16>) {
+  %rows = moe.dequantize %rq, %rs from <f8E4M3FN, [1, 128], f32>
+      : tensor<?x128xf8E4M3FN>, tensor<?x1xf32> -> tensor<?x128xbf16>
+  %w13 = moe.dequantize %w13q, %w13s from <f8E4M3FN, [1, 128, 128], f32>
+      : tensor<4x512x128xf8E4M3FN>, tensor<4x4x1xf32> -> tensor<4x512x128xbf16>
+  %w2 = moe.dequantize %w2q, %w2s from <f8E4M3FN, [1, 128, 128], f32>
+      : tensor<4x128x256xf8E4M3FN>, tensor<4x1x2xf32> -> tensor<4x128x256xbf16>
+  %a = moe.expert_mlp silu %rows, %offsets, %w13, %w2 scale %s
+      intermediate <f8E4M3FN, [1, 128], f32>
+      : (tensor<?x128xbf16>, tensor<5xi64>, tensor<4x512x128xbf16>, tensor<4x128x256xbf16>, tensor<?xf32>)
+      -> tensor<?x128xbf16>
+  %b = moe.expert_mlp gptoss %rows, %offsets, %w13, %w2 alpha 1.5
+      intermediate <f8E5M2, [1, 32], f8E8M0FNU>
+      : (tensor<?x128xbf16>, tensor<5xi64>, tensor<4x512x128xbf16>, tensor<4x128x256xbf16>)
+      -> tensor<?x128xbf16>
+  return %a, %b : tensor<?x128xbf16>, tensor<?x128xbf16>
+}
+
 // CHECK-LABEL: func @encoding_attribute
 // CHECK-SAME: moe.encoding = #moe.block_scaled<f8E4M3FN, [128, 128], f32>
 func.func @encoding_attribute() attributes {

@@ -33,3 +33,26 @@ func.func @gptoss(%rows: tensor<?x12xf32>, %offsets: tensor<5xi64>,
          tensor<4x16xf32>, tensor<4x12xf32>, tensor<?xf32>) -> tensor<?x12xf32>
   return %y : tensor<?x12xf32>
 }
+
+// -----
+
+// An FP8 intermediate: quantize -> dequantize of the activation output, its
+// scales one per [1, 128] group, between the swiglu and the down matmul.
+// CHECK-LABEL: func @fp8_intermediate
+// CHECK-SAME: (%[[ROWS:[a-z0-9]+]]: tensor<?x128xbf16>, %[[OFF:[a-z0-9]+]]: tensor<5xi64>, %[[W13:[a-z0-9]+]]: tensor<4x512x128xbf16>, %[[W2:[a-z0-9]+]]: tensor<4x128x256xbf16>, %[[S:[a-z0-9]+]]: tensor<?xf32>)
+// CHECK: %[[GU:.*]] = moe.grouped_matmul %[[ROWS]], %[[W13]], %[[OFF]] : {{.*}} -> tensor<?x512xbf16>
+// CHECK: %[[H:.*]] = moe.swiglu silu %[[GU]] : (tensor<?x512xbf16>) -> tensor<?x256xbf16>
+// CHECK: %[[HQ:.*]], %[[HS:.*]] = moe.quantize %[[H]] to <f8E4M3FN, [1, 128], f32> : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+// CHECK: %[[HD:.*]] = moe.dequantize %[[HQ]], %[[HS]] from <f8E4M3FN, [1, 128], f32> : tensor<?x256xf8E4M3FN>, tensor<?x2xf32> -> tensor<?x256xbf16>
+// CHECK: %[[Y:.*]] = moe.grouped_matmul %[[HD]], %[[W2]], %[[OFF]] scale %[[S]] : {{.*}} -> tensor<?x128xbf16>
+// CHECK-NOT: moe.expert_mlp
+// CHECK: return %[[Y]]
+func.func @fp8_intermediate(%rows: tensor<?x128xbf16>, %offsets: tensor<5xi64>,
+                            %w13: tensor<4x512x128xbf16>, %w2: tensor<4x128x256xbf16>,
+                            %s: tensor<?xf32>) -> tensor<?x128xbf16> {
+  %y = moe.expert_mlp silu %rows, %offsets, %w13, %w2 scale %s
+      intermediate <f8E4M3FN, [1, 128], f32>
+      : (tensor<?x128xbf16>, tensor<5xi64>, tensor<4x512x128xbf16>, tensor<4x128x256xbf16>, tensor<?xf32>)
+      -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}

@@ -227,3 +227,122 @@ func.func @not_hidden_size(%rows: tensor<?x12xf32>, %offsets: tensor<5xi64>,
       : (tensor<?x8xf32>, tensor<4x10x8xf32>, tensor<5xi64>) -> tensor<?x10xf32>
   return %y : tensor<?x10xf32>
 }
+
+// -----
+
+// An FP8 intermediate (--moe-quantize scope=weights+activations): the
+// swiglu -> quantize -> dequantize pair becomes the fused op's intermediate
+// encoding; rows and weights read through moe.dequantize stay operands.
+// CHECK-LABEL: func @fp8_intermediate
+// CHECK-SAME: (%[[RQ:[a-z0-9]+]]: tensor<?x64xf8E4M3FN>, %[[RS:[a-z0-9]+]]: tensor<?x2xf8E8M0FNU>, %[[OFF:[a-z0-9]+]]: tensor<5xi64>, %[[W13Q:[a-z0-9]+]]: tensor<4x128x64xf8E4M3FN>, %[[W13S:[a-z0-9]+]]: tensor<4x128x2xf8E8M0FNU>, %[[W2Q:[a-z0-9]+]]: tensor<4x64x64xf8E4M3FN>, %[[W2S:[a-z0-9]+]]: tensor<4x64x2xf8E8M0FNU>)
+// CHECK: %[[ROWS:.*]] = moe.dequantize %[[RQ]], %[[RS]] from <f8E4M3FN, [1, 32], f8E8M0FNU>
+// CHECK: %[[W13:.*]] = moe.dequantize %[[W13Q]], %[[W13S]] from <f8E4M3FN, [1, 1, 32], f8E8M0FNU>
+// CHECK: %[[W2:.*]] = moe.dequantize %[[W2Q]], %[[W2S]] from <f8E4M3FN, [1, 1, 32], f8E8M0FNU>
+// CHECK-NOT: moe.quantize
+// CHECK: %[[Y:.*]] = moe.expert_mlp silu %[[ROWS]], %[[OFF]], %[[W13]], %[[W2]] intermediate <f8E4M3FN, [1, 32], f8E8M0FNU> : (tensor<?x64xf32>, tensor<5xi64>, tensor<4x128x64xf32>, tensor<4x64x64xf32>) -> tensor<?x64xf32>
+// CHECK-NOT: moe.grouped_matmul
+// CHECK-NOT: moe.quantize
+// CHECK: return %[[Y]]
+
+// Expanding gives back the pair, between the swiglu and the down matmul.
+// ROUND-LABEL: func @fp8_intermediate
+// ROUND: %[[ROWS:.*]] = moe.dequantize
+// ROUND: %[[W13:.*]] = moe.dequantize
+// ROUND: %[[W2:.*]] = moe.dequantize
+// ROUND: %[[GU:.*]] = moe.grouped_matmul %[[ROWS]], %[[W13]], %{{.*}} :
+// ROUND: %[[H:.*]] = moe.swiglu silu %[[GU]] : (tensor<?x128xf32>) -> tensor<?x64xf32>
+// ROUND: %[[HQ:.*]], %[[HS:.*]] = moe.quantize %[[H]] to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<?x64xf32> -> tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU>
+// ROUND: %[[HD:.*]] = moe.dequantize %[[HQ]], %[[HS]] from <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU> -> tensor<?x64xf32>
+// ROUND: %[[Y:.*]] = moe.grouped_matmul %[[HD]], %[[W2]], %{{.*}} :
+// ROUND: return %[[Y]]
+func.func @fp8_intermediate(%rq: tensor<?x64xf8E4M3FN>, %rs: tensor<?x2xf8E8M0FNU>, %offsets: tensor<5xi64>,
+                            %w13q: tensor<4x128x64xf8E4M3FN>, %w13s: tensor<4x128x2xf8E8M0FNU>,
+                            %w2q: tensor<4x64x64xf8E4M3FN>, %w2s: tensor<4x64x2xf8E8M0FNU>) -> tensor<?x64xf32> {
+  %rows = moe.dequantize %rq, %rs from <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU> -> tensor<?x64xf32>
+  %w13 = moe.dequantize %w13q, %w13s from <f8E4M3FN, [1, 1, 32], f8E8M0FNU>
+      : tensor<4x128x64xf8E4M3FN>, tensor<4x128x2xf8E8M0FNU> -> tensor<4x128x64xf32>
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x64xf32>, tensor<4x128x64xf32>, tensor<5xi64>) -> tensor<?x128xf32>
+  %h = moe.swiglu silu %gu : (tensor<?x128xf32>) -> tensor<?x64xf32>
+  %hq, %hs = moe.quantize %h to <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : tensor<?x64xf32> -> tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU>
+  %hd = moe.dequantize %hq, %hs from <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU> -> tensor<?x64xf32>
+  %w2 = moe.dequantize %w2q, %w2s from <f8E4M3FN, [1, 1, 32], f8E8M0FNU>
+      : tensor<4x64x64xf8E4M3FN>, tensor<4x64x2xf8E8M0FNU> -> tensor<4x64x64xf32>
+  %y = moe.grouped_matmul %hd, %w2, %offsets
+      : (tensor<?x64xf32>, tensor<4x64x64xf32>, tensor<5xi64>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// The scales of the quantized intermediate have another user: the pair must
+// stay, so nothing is fused.
+// CHECK-LABEL: func @intermediate_scales_used_twice
+// CHECK: moe.swiglu
+// CHECK: moe.quantize
+// CHECK: moe.dequantize
+// CHECK: moe.grouped_matmul
+// CHECK-NOT: moe.expert_mlp
+func.func @intermediate_scales_used_twice(%rows: tensor<?x64xf32>, %offsets: tensor<5xi64>,
+                                          %w13: tensor<4x128x64xf32>, %w2: tensor<4x64x64xf32>)
+    -> (tensor<?x64xf32>, tensor<?x2xf32>) {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x64xf32>, tensor<4x128x64xf32>, tensor<5xi64>) -> tensor<?x128xf32>
+  %h = moe.swiglu silu %gu : (tensor<?x128xf32>) -> tensor<?x64xf32>
+  %hq, %hs = moe.quantize %h to <f8E4M3FN, [1, 32], f32>
+      : tensor<?x64xf32> -> tensor<?x64xf8E4M3FN>, tensor<?x2xf32>
+  %hd = moe.dequantize %hq, %hs from <f8E4M3FN, [1, 32], f32>
+      : tensor<?x64xf8E4M3FN>, tensor<?x2xf32> -> tensor<?x64xf32>
+  %y = moe.grouped_matmul %hd, %w2, %offsets
+      : (tensor<?x64xf32>, tensor<4x64x64xf32>, tensor<5xi64>) -> tensor<?x64xf32>
+  return %y, %hs : tensor<?x64xf32>, tensor<?x2xf32>
+}
+
+// -----
+
+// A pair whose block is written [32] instead of [1, 32]: expert_mlp's
+// intermediate takes [1, B] blocks only, so the chain stays.
+// CHECK-LABEL: func @intermediate_rank1_block
+// CHECK: moe.quantize %{{.*}} to <f8E4M3FN, [32], f32>
+// CHECK: moe.grouped_matmul
+// CHECK-NOT: moe.expert_mlp
+func.func @intermediate_rank1_block(%rows: tensor<?x64xf32>, %offsets: tensor<5xi64>,
+                                    %w13: tensor<4x128x64xf32>, %w2: tensor<4x64x64xf32>) -> tensor<?x64xf32> {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x64xf32>, tensor<4x128x64xf32>, tensor<5xi64>) -> tensor<?x128xf32>
+  %h = moe.swiglu silu %gu : (tensor<?x128xf32>) -> tensor<?x64xf32>
+  %hq, %hs = moe.quantize %h to <f8E4M3FN, [32], f32>
+      : tensor<?x64xf32> -> tensor<?x64xf8E4M3FN>, tensor<?x2xf32>
+  %hd = moe.dequantize %hq, %hs from <f8E4M3FN, [32], f32>
+      : tensor<?x64xf8E4M3FN>, tensor<?x2xf32> -> tensor<?x64xf32>
+  %y = moe.grouped_matmul %hd, %w2, %offsets
+      : (tensor<?x64xf32>, tensor<4x64x64xf32>, tensor<5xi64>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// A swiglu scale before a quantized intermediate: quantize(s * h) is not
+// s * quantize(h), so the scale cannot move to the down matmul's epilogue.
+// CHECK-LABEL: func @swiglu_scale_before_quantize
+// CHECK: moe.swiglu silu %{{.*}} scale
+// CHECK: moe.quantize
+// CHECK: moe.grouped_matmul
+// CHECK-NOT: moe.expert_mlp
+func.func @swiglu_scale_before_quantize(%rows: tensor<?x64xf32>, %offsets: tensor<5xi64>,
+                                        %w13: tensor<4x128x64xf32>, %w2: tensor<4x64x64xf32>,
+                                        %s: tensor<?xf32>) -> tensor<?x64xf32> {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x64xf32>, tensor<4x128x64xf32>, tensor<5xi64>) -> tensor<?x128xf32>
+  %h = moe.swiglu silu %gu scale %s : (tensor<?x128xf32>, tensor<?xf32>) -> tensor<?x64xf32>
+  %hq, %hs = moe.quantize %h to <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : tensor<?x64xf32> -> tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU>
+  %hd = moe.dequantize %hq, %hs from <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU> -> tensor<?x64xf32>
+  %y = moe.grouped_matmul %hd, %w2, %offsets
+      : (tensor<?x64xf32>, tensor<4x64x64xf32>, tensor<5xi64>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}

@@ -30,6 +30,12 @@ namespace mlir::moe {
 /// Largest finite value of an FP8 element type (448 for e4m3, 57344 for e5m2).
 double getMaxFiniteFP8(Type elementType);
 
+/// The scales tensor type of `values` quantized with `encoding`: one scale
+/// of `encoding`'s scale type per block (a dynamic dim stays dynamic; its
+/// block extent is 1).
+RankedTensorType getBlockScalesType(RankedTensorType values,
+                                    BlockScaledEncodingAttr encoding);
+
 /// The ops of a layer whose body is the chain --moe-fuse-layer builds (and
 /// the runtime's layer.v1 launches): route -> permute -> expert_mlp ->
 /// unpermute, the route's ids into the permute, its rows and offsets into

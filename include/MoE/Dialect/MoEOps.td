@@ -298,10 +298,22 @@ def MoE_ExpertMLPOp : MoE_Op<"expert_mlp", [Pure, AttrSizedOperandSegments]> {
     the `[M, 2I]` intermediate need not make a round trip through memory;
     `--moe-expand-fused-ops` turns it back into its parts.
 
+    `intermediate <encoding>` (a `#moe.block_scaled` encoding with a `[1, B]`
+    block, B dividing I) quantizes the activation output `h` with that
+    encoding and dequantizes it before the down projection, exactly as
+    `moe.quantize` then `moe.dequantize` of `h` would:
+    `h' = dequantize(quantize(h))`, rounded to the rows' element type. A
+    kernel keeps the FP8 values and their scales in memory instead of `h`.
+
     ```mlir
     %o = moe.expert_mlp silu %rows, %offsets, %w13, %w2 scale %row_weights
         : (tensor<?x4096xbf16>, tensor<9xi64>, tensor<8x28672x4096xbf16>,
            tensor<8x4096x14336xbf16>, tensor<?xf32>) -> tensor<?x4096xbf16>
+    // DeepSeek-V3 style FP8 intermediate, [1, 128] groups along I
+    %o = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+        intermediate <f8E4M3FN, [1, 128], f32>
+        : (tensor<?x7168xbf16>, tensor<257xi64>, tensor<256x4096x7168xbf16>,
+           tensor<256x7168x2048xbf16>) -> tensor<?x7168xbf16>
     ```
   }];
   let arguments = (ins MoE_FloatTensor:$rows, MoE_IndexTensor:$offsets,
@@ -312,12 +324,14 @@ def MoE_ExpertMLPOp : MoE_Op<"expert_mlp", [Pure, AttrSizedOperandSegments]> {
                        Optional<MoE_F32Tensor>:$row_scale,
                        MoE_GatedActivationAttr:$activation,
                        OptionalAttr<F32Attr>:$alpha,
-                       OptionalAttr<F32Attr>:$limit);
+                       OptionalAttr<F32Attr>:$limit,
+                       OptionalAttr<MoE_BlockScaledEncodingAttr>:$intermediate);
   let results = (outs MoE_FloatTensor:$result);
   let assemblyFormat = [{
     $activation $rows `,` $offsets `,` $gate_up_weights `,` $down_weights
     (`gate_up_bias` $gate_up_bias^)? (`down_bias` $down_bias^)?
     (`scale` $row_scale^)? (`alpha` $alpha^)? (`limit` $limit^)?
+    (`intermediate` $intermediate^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

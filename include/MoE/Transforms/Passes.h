@@ -33,6 +33,12 @@ inline constexpr llvm::StringLiteral kFusedIntoLaunchAttr =
 /// `.moebundle` written from it follow.
 inline constexpr int64_t kRuntimeContractVersion = 6;
 
+/// Builds `moe.quantize` then `moe.dequantize` of `tensor` with `encoding`
+/// (the scales shaped one per block) and returns the dequantized tensor, of
+/// the type of `tensor`.
+Value quantizeDequantize(OpBuilder &builder, Location loc, Value tensor,
+                         BlockScaledEncodingAttr encoding);
+
 /// Patterns that rewrite fused moe ops (`moe.layer`, `moe.expert_mlp`) into
 /// basic ones.
 void populateExpandFusedOpsPatterns(RewritePatternSet &patterns);

@@ -94,7 +94,10 @@ def MoEExpandFusedOps : Pass<"moe-expand-fused-ops"> {
     per-row scale in its epilogue). The fusion passes go the other way; this
     one gives every fused op an executable meaning in terms of the basic ops
     and is the first step of the CPU reference pipeline. The gate-up
-    intermediate takes the element type of the rows.
+    intermediate takes the element type of the rows. An `intermediate`
+    encoding becomes `moe.quantize` -> `moe.dequantize` of the activation
+    output (scales one per `[1, B]` group), between the swiglu and the down
+    matmul.
   }];
   let dependentDialects = ["::mlir::moe::MoEDialect"];
 }
@@ -116,6 +119,25 @@ def MoEFuseExperts : Pass<"moe-fuse-experts"> {
     the activation's `alpha`/`limit`, so that the `[M, 2I]` intermediate need
     not make a round trip through memory. It is the inverse of
     `--moe-expand-fused-ops`.
+
+    A quantized intermediate (`--moe-quantize` with
+    `scope=weights+activations` writes it) is absorbed too:
+
+    ```mlir
+    %h  = moe.swiglu act %gu
+    %hq, %hs = moe.quantize %h to <enc>
+    %h2 = moe.dequantize %hq, %hs from <enc>
+    %y  = moe.grouped_matmul %h2, %w2, %offsets
+    ```
+
+    becomes `moe.expert_mlp ... intermediate <enc>`, when the dequantize
+    reads exactly that quantize's values and scales with the same encoding,
+    none of the three values has another user, the dequantized type is the
+    swiglu's, the swiglu has no scale (quantization is not linear, so the
+    scale cannot move past it), and `<enc>` has the `[1, B]` block the fused
+    op accepts.
+    Rows and weights that come from `moe.dequantize` are operands like any
+    other (the fused op reads them as they are).
 
     The chain is fused only when the result computes the same thing:
 
