@@ -86,6 +86,95 @@ def MoERaise : Pass<"moe-raise"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def MoEQuantize : Pass<"moe-quantize", "::mlir::ModuleOp"> {
+  let summary = "Quantize expert weights (and activations) to block-scaled "
+                "FP8: quantize/dequantize pairs and a prepack function";
+  let description = [{
+    Rewrites the expert GEMMs of each `func.func` (`moe.grouped_matmul`,
+    `moe.expert_mlp`, also inside `moe.layer` bodies) to read their weights
+    through `moe.dequantize` (docs/quantization-design.md):
+
+    ```mlir
+    func.func @layer(%x: ..., %w13: tensor<8x256x128xbf16>, ...)
+    // becomes
+    func.func @layer(%x: ..., %w13_q: tensor<8x256x128xf8E4M3FN>,
+                     %w13_s: tensor<8x2x1xf32>, ...) {
+      %w13 = moe.dequantize %w13_q, %w13_s from <f8E4M3FN, [1, 128, 128], f32>
+      ...
+    func.func @layer_prepack(%w13: tensor<8x256x128xbf16>, ...)
+        -> (tensor<8x256x128xf8E4M3FN>, tensor<8x2x1xf32>, ...) {
+      %q, %s = moe.quantize %w13 to <f8E4M3FN, [1, 128, 128], f32>
+      ...
+    ```
+
+    Policies (options):
+
+    - `format=fp8-block` (default): weights `[E, N, K]` in `[1, 128, 128]`
+      blocks with f32 scales `[E, N/128, K/128]`; activations in `[1, 128]`
+      groups along K with f32 scales (DeepSeek-V3).
+    - `format=mxfp8`: weights in `[1, 1, 32]` blocks along K with
+      `f8E8M0FNU` scales `[E, N, K/32]`; activations in `[1, 32]` blocks
+      (OCP MX v1.0).
+    - `element=e4m3` (default) or `e5m2` (mxfp8 only: DeepSeek-style
+      blocks are e4m3).
+    - `scope=weights` (default): weights only. `scope=weights+activations`:
+      also every GEMM's rows: `moe.quantize` -> `moe.dequantize` right before
+      each `moe.grouped_matmul` (in the unfused chain that includes the down
+      projection's input, the swiglu output) and before each
+      `moe.expert_mlp`, whose activation output gets the `intermediate`
+      encoding instead.
+
+    Weights:
+
+    - A function argument becomes two arguments in its place, the FP8
+      values and the scales, and is dequantized right before each use (one
+      `moe.dequantize` per use, so that each GEMM sees its own pair). The
+      sibling `@<name>_prepack(weights...) -> (values, scales, ...)`
+      (marked `moe.prepack_of = @<name>`, the visibility of `@<name>`)
+      quantizes the original arguments in their order, which is the order
+      of the new arguments. Each `func.call` of `@<name>` in the module
+      calls `@<name>_prepack` on its weight operands first, so the module
+      stays valid; a runtime calls the prepack entry once per weight set.
+    - A constant (any constant-like op, `arith.constant dense<...>`) is
+      quantized in place: one `moe.quantize` after the constant, one
+      `moe.dequantize` before each use. The quantize is not folded (the
+      CPU reference runs it on every call).
+    - Biases, routing weights and router logits stay as they are.
+
+    Operands already read through `moe.dequantize` (or an `expert_mlp`
+    that already has an `intermediate`) are left alone when their encoding
+    is the policy's (running the pass twice changes nothing) and refused
+    otherwise: requantizing values that are already FP8 would compound two
+    roundings behind the user's back.
+
+    Refused, with a diagnostic naming the option or the op, and a pass
+    failure (nothing is rewritten then):
+
+    - an unknown `format`, `element` or `scope`, and `element=e5m2` with
+      `format=fp8-block`;
+    - a block that does not divide a weight's N or K (fp8-block: 128 for
+      both; mxfp8: 32 for K), or the activation's I (expert_mlp), or a
+      dynamic weight dimension;
+    - weights that are neither function arguments nor constants;
+    - a weight argument with another use than as a GEMM's weights (the
+      function would still need the unquantized tensor), or a function
+      referenced other than by `func.call`, or an existing `@<name>_prepack`.
+  }];
+  let options = [
+    Option<"format", "format", "std::string", "\"fp8-block\"",
+           "Block format: fp8-block ([128, 128] weight blocks, [1, 128] "
+           "activation groups, f32 scales) or mxfp8 ([1, 32] blocks, E8M0 "
+           "scales)">,
+    Option<"element", "element", "std::string", "\"e4m3\"",
+           "FP8 element type: e4m3 (f8E4M3FN) or e5m2 (f8E5M2, mxfp8 only)">,
+    Option<"scope", "scope", "std::string", "\"weights\"",
+           "What is quantized: weights, or weights+activations (every "
+           "GEMM's rows too)">,
+  ];
+  let dependentDialects = ["::mlir::moe::MoEDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def MoEExpandFusedOps : Pass<"moe-expand-fused-ops"> {
   let summary = "Expand fused moe ops into their unfused parts";
   let description = [{
