@@ -2,6 +2,7 @@
 small MoE layer on seeded random inputs and prints its output, routing ids
 and weights; `check CASE FILE` compares what mlir-runner printed with the
 numpy reference (moe_ref.py) at the case's stated tolerance."""
+import re
 import sys
 
 import numpy as np
@@ -34,7 +35,24 @@ CASES = {
     "bf16": dict(T=7, H=16, I=16, E=4, k=2, routing="softmax_topk", renormalize=True,
                  dtype="bf16"),
     "large-t": dict(T=300, H=8, I=8, E=8, k=2, routing="softmax_topk", renormalize=True),
+    # Quantized layers (the RUN line applies --moe-quantize with this policy):
+    # compared at 1e-3 with the reference on dequantized values.
+    "quant-fp8-block-wa-layer": dict(T=9, H=128, I=128, E=4, k=2, routing="softmax_topk",
+                                     renormalize=True, fused=True, layer=True,
+                                     quant=dict(format="fp8-block", scope="weights+activations")),
+    "quant-mxfp8-e4m3-wa": dict(T=9, H=64, I=32, E=4, k=2, routing="softmax_topk", renormalize=True,
+                                cold=[2], quant=dict(format="mxfp8", scope="weights+activations")),
+    "quant-mxfp8-e5m2-w": dict(T=7, H=64, I=64, E=8, k=2, routing="softmax_topk", renormalize=True,
+                               quant=dict(format="mxfp8", element="e5m2", scope="weights")),
+    "quant-fp8-block-w-gptoss": dict(T=6, H=128, I=128, E=4, k=2, routing="topk_softmax",
+                                     activation="gptoss", expert_bias=True, big=True,
+                                     quant=dict(format="fp8-block", scope="weights")),
 }
+
+# Encodings of each --moe-quantize format: (weight block, activation block,
+# scale type).
+QUANT_FORMATS = {"fp8-block": ([1, 128, 128], [1, 128], "f32"),
+                 "mxfp8": ([1, 1, 32], [1, 32], "f8E8M0FNU")}
 
 
 def inputs(name):
@@ -100,6 +118,7 @@ def gen(name):
     if c.get("scale"):
         route += " scale %s" % c["scale"]
     L.append("  %%ids, %%w = %s : (%s) -> (%s, %s)" % (route, ", ".join(route_types), ids_t, w_t))
+    chain = len(L) - 1
     pad = c.get("pad_to", 1)
     pad_s = " pad_to %d" % pad if pad > 1 else ""
     off_t, slot_t = ty([E + 1], "i64"), ty([None, k], "i64")
@@ -124,6 +143,14 @@ def gen(name):
                  % (b2, ", ".join(tys), ty([None, H])))
     L.append("  %%y = moe.unpermute %%o, %%slots weights %%w : (%s, %s, %s) -> %s"
              % (ty([None, H]), slot_t, w_t, ty([None, H], "f32")))
+    if c.get("layer"):
+        # The chain as one moe.layer; it yields only its output, so the ids
+        # and weights printed come from the same route outside it.
+        body = [re.sub(r"%(ids|w|y)(?![0-9a-z_])", r"%l\1", line) for line in L[chain:]]
+        L[chain + 1:] = ["  %%y = moe.layer : %s {" % ty([None, H], "f32")]
+        L += ["  " + line for line in body]
+        L.append("    moe.yield %%ly : %s" % ty([None, H], "f32"))
+        L.append("  }")
     L.append("  return %%y, %%ids, %%w : %s, %s, %s" % (ty([None, H], "f32"), ids_t, w_t))
     L.append("}")
     L.append("func.func @main() {")
@@ -146,6 +173,31 @@ def gen(name):
     L.append("  return")
     L.append("}")
     print("\n".join(L))
+
+
+def quantized_layer(c, f64, kw, act):
+    """The layer as --moe-quantize rewrites it, on dequantized values: the
+    weights (and, with activations, each GEMM's rows) go through
+    moe_ref.quantize and moe_ref.dequantize; quantize inputs are f32, as the
+    compiled layer's are."""
+    q = c["quant"]
+    fmt = {"e4m3": "f8E4M3FN", "e5m2": "f8E5M2"}[q.get("element", "e4m3")]
+    wblock, ablock, scale = QUANT_FORMATS[q["format"]]
+
+    def qdq(x, block):
+        codes, scales = moe_ref.quantize(np.asarray(x, dtype=np.float32), fmt, block, scale)
+        return moe_ref.dequantize(codes, scales, fmt, block, scale)
+
+    acts = q["scope"] == "weights+activations"
+    w13, w2 = qdq(f64["w13"], wblock), qdq(f64["w2"], wblock)
+    ids, w = moe_ref.route(f64["logits"], **kw)
+    rows, offsets, slots = moe_ref.permute(f64["x"], ids, c["E"])
+    if acts:
+        rows = qdq(rows, ablock)
+    h = moe_ref.swiglu(moe_ref.grouped_matmul(rows, w13, offsets, f64.get("b13")), act)
+    if acts:
+        h = qdq(h, ablock)
+    return moe_ref.unpermute(moe_ref.grouped_matmul(h, w2, offsets, f64.get("b2")), slots, w)
 
 
 def check(name, path):
@@ -175,6 +227,15 @@ def check(name, path):
     y, ids, w = printed[0], printed[1].reshape(T, k).astype(np.int64), printed[2].reshape(T, k)
     tol = 1e-2 if c.get("dtype") == "bf16" else 1e-5
     failures = []
+    unquantized = None
+    if "quant" in c:
+        # The quantized layer is checked against the reference on dequantized
+        # values; its distance to the unquantized layer is what FP8 costs,
+        # and must be well above the tolerance or the case could not fail.
+        tol, unquantized = 1e-3, y_ref
+        y_ref = quantized_layer(c, f64, kw, act)
+        assert rel_l2(y_ref, unquantized) > 10 * tol, \
+            "quantization changes the layer by only %.3g" % rel_l2(y_ref, unquantized)
     err = rel_l2(y, y_ref)
     if not err <= tol:
         failures.append("layer output rel L2 %.3g > %.g" % (err, tol))
@@ -191,6 +252,11 @@ def check(name, path):
             failures.append("cold expert %d got tokens" % cold)
     if failures:
         sys.exit("FAIL %s: %s" % (name, "; ".join(failures)))
+    if unquantized is not None:
+        print("PASS %s: rel L2 %.3g against the reference on dequantized values "
+              "(tolerance %.g); %.3g against the unquantized f32 layer"
+              % (name, err, tol, rel_l2(y, unquantized)))
+        return
     print("PASS %s: rel L2 %.3g (tolerance %.g)" % (name, err, tol))
 
 
