@@ -15,6 +15,17 @@ namespace mlir::moe {
 
 using namespace mlir;
 
+/// Whether a moe.launch (a dictionary, or an array of part dictionaries)
+/// has an `intermediate` entry: the kernels that built it quantize the
+/// fused MLP's intermediate.
+static bool recordsIntermediate(Attribute launch) {
+  if (auto dict = dyn_cast_or_null<DictionaryAttr>(launch))
+    return dict.contains("intermediate");
+  if (auto parts = dyn_cast_or_null<ArrayAttr>(launch))
+    return llvm::any_of(parts, recordsIntermediate);
+  return false;
+}
+
 namespace {
 struct MoEExtractDeviceCodePass
     : moe::impl::MoEExtractDeviceCodeBase<MoEExtractDeviceCodePass> {
@@ -54,6 +65,17 @@ struct MoEExtractDeviceCodePass
                         "that have kernels (moe.route, moe.permute, "
                         "moe.grouped_matmul, moe.expert_mlp, "
                         "moe.unpermute, moe.layer)");
+        failedAny = true;
+      }
+      // Kernels that keep the intermediate in bf16 compute another MLP than
+      // one with an FP8 `intermediate`: its launch must say it handles it.
+      if (auto mlp = dyn_cast<moe::ExpertMLPOp>(op);
+          mlp && mlp.getIntermediateAttr() &&
+          !recordsIntermediate(op->getAttr(moe::kLaunchAttr))) {
+        op->emitOpError("has an FP8 'intermediate' that its GPU kernels do "
+                        "not compute (no part of its moe.launch records "
+                        "'intermediate'); the bundle would run it with a "
+                        "bf16 intermediate");
         failedAny = true;
       }
     });
