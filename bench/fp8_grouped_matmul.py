@@ -11,7 +11,10 @@ reference on the dequantized values. Times are medians of CUDA-graph
 replays (shared/bench/peers.py `bench`). Prints one JSON line per point and
 a markdown table for bench/RESULTS.md.
 
-    python3 bench/fp8_grouped_matmul.py [.gpu-artifacts] [.shared-bench] [T,...]
+    python3 bench/fp8_grouped_matmul.py [.gpu-artifacts] [.shared-bench] [T,...] [bundle,...]
+
+The last argument names the fp8 bundles to time side by side (default
+fp8bench-default); the first is checked and reported as ours.
 """
 import json
 import math
@@ -23,6 +26,7 @@ import torch
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
 PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else ".shared-bench")
 TOKENS = [int(t) for t in sys.argv[3].split(",")] if len(sys.argv) > 3 else [1, 16, 128, 1024, 8192]
+VARIANTS = sys.argv[4].split(",") if len(sys.argv) > 4 else ["fp8bench-default"]
 sys.path[:0] = [ARTIFACTS, PEERS, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "device")]
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
@@ -47,7 +51,8 @@ def timed(fn):
 def main():
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
-    fp8 = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8bench-default.moebundle"))
+    variants = {name: moe_runtime.Bundle(os.path.join(ARTIFACTS, name + ".moebundle")) for name in VARIANTS}
+    fp8 = variants[VARIANTS[0]]
     bf16 = moe_runtime.Bundle(os.path.join(ARTIFACTS, "bench-default.moebundle"))
     rows_out = []
     for entry, (label, E, N, K, has_scale) in SHAPES.items():
@@ -103,6 +108,11 @@ def main():
                 return torch._grouped_mm(xb, wb.transpose(1, 2), offs=ends)
 
             times = {"ours_fp8": timed(ours)}
+            for name, bundle in list(variants.items())[1:]:
+                def variant(bundle=bundle):
+                    bundle.grouped_matmul(entry, xq, wq, offsets, out, row_scale=scale,
+                                          rows_scale=xs, weights_scale=ws)
+                times[name] = timed(variant)
             try:
                 peer_fp8()
                 times["scaled_grouped_mm"] = timed(peer_fp8)
