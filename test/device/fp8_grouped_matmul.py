@@ -29,6 +29,7 @@ sys.path.insert(0, ARTIFACTS)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
+from routings import clamped_ranges, offsets_from, skewed_counts  # noqa: E402
 from tally import Tally, run  # noqa: E402
 
 TOLERANCE = 3e-3
@@ -68,13 +69,6 @@ def block_varied(shape, generator, block_rows):
     return x * factor[..., :r, :k]
 
 
-def skewed_counts(rng, experts, total, rate):
-    counts = [0] * experts
-    for _ in range(total):
-        counts[min(int(rng.expovariate(rate)), experts - 1)] += 1
-    return counts
-
-
 def cases():
     """(name, entry, counts or explicit offsets, M)."""
     rng = random.Random(4321)
@@ -90,25 +84,6 @@ def cases():
     yield "64 experts, skewed, mostly empty", "f8_e64_n512_k256", skewed_counts(rng, 64, 700, 0.2), None
     yield "large M (16384 rows)", "f8_e8_n256_k512", [2048] * 8, None
     yield "malformed offsets (clamped)", "f8_e8_n256_k512", [5, 3, 40, 40, 1000, 20, -7, 60, 2000], 100
-
-
-def offsets_from(spec, experts, rows):
-    if len(spec) == experts + 1:
-        return list(spec), rows
-    offsets = [0]
-    for c in spec:
-        offsets.append(offsets[-1] + c)
-    return offsets, offsets[-1]
-
-
-def clamped_ranges(offsets, rows):
-    """Expert row ranges after the clamp of docs/semantics.md."""
-    ranges, end = [], min(max(offsets[0], 0), rows)
-    for e in range(len(offsets) - 1):
-        start = end
-        end = min(max(offsets[e + 1], start), rows)
-        ranges.append((start, end))
-    return ranges
 
 
 class Case:

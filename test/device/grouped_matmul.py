@@ -21,18 +21,12 @@ ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifact
 sys.path.insert(0, ARTIFACTS)
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
+from routings import clamped_ranges, offsets_from, skewed_counts  # noqa: E402
 from tally import Tally, run  # noqa: E402
 
 # bf16 output rounding alone gives a relative error of about 2e-3.
 TOLERANCE = 1e-2
 DEV = "cuda"
-
-
-def skewed_counts(rng, experts, total, rate):
-    counts = [0] * experts
-    for _ in range(total):
-        counts[min(int(rng.expovariate(rate)), experts - 1)] += 1
-    return counts
 
 
 def cases():
@@ -66,25 +60,6 @@ def cases():
     # clamps them like the CPU semantics; unowned rows stay untouched.
     yield "malformed offsets (clamped)", "e8_n256_k256", [5, 3, 40, 40, 1000, 20, -7, 60, 2000], 100
     yield "rows past offsets[E] unowned", "e8_n128_k128", [0, 10, 30, 30, 64, 90, 100, 120, 150], 200
-
-
-def offsets_from(spec, experts, rows):
-    if len(spec) == experts + 1:
-        return list(spec), rows
-    offsets = [0]
-    for c in spec:
-        offsets.append(offsets[-1] + c)
-    return offsets, offsets[-1]
-
-
-def clamped_ranges(offsets, rows):
-    """Expert row ranges after the clamp of docs/semantics.md."""
-    ranges, end = [], min(max(offsets[0], 0), rows)
-    for e in range(len(offsets) - 1):
-        start = end
-        end = min(max(offsets[e + 1], start), rows)
-        ranges.append((start, end))
-    return ranges
 
 
 class Case:
