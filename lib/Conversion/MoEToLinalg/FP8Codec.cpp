@@ -1,8 +1,11 @@
 //===- FP8Codec.cpp - scalar FP8 / E8M0 encode and decode ----------------===//
 
-#include "FP8Codec.h"
+#include "MoE/Conversion/FP8Codec.h"
+
+#include "MoE/Dialect/MoEDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
 #include <cmath>
@@ -57,7 +60,8 @@ struct Scalar {
 };
 } // namespace
 
-Value mlir::moe::encodeFP8(ImplicitLocOpBuilder &b, Value x, Type fp8Type) {
+Value mlir::moe::encodeFP8(ImplicitLocOpBuilder &b, Value x, Type fp8Type,
+                           bool llvmRoundEven) {
   FP8Format fmt = getFormat(fp8Type);
   Scalar s{b};
   Value bits = s.bitsOf(x);
@@ -73,8 +77,18 @@ Value mlir::moe::encodeFP8(ImplicitLocOpBuilder &b, Value x, Type fp8Type) {
   Value isSubnormal = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT,
                                             magnitude, s.f32(minNormal));
   Value scaled = arith::MulFOp::create(b, magnitude, s.f32(inverseUlp));
-  Value subnormalCode = arith::FPToUIOp::create(
-      b, b.getI32Type(), math::RoundEvenOp::create(b, scaled));
+  // The GPU form names the intrinsic (cvt.rni.f32.f32): convert-gpu-to-nvvm
+  // refuses llvm.intr.roundeven and would turn math.roundeven into a call
+  // of libdevice's __nv_rintf.
+  Value roundedScaled =
+      llvmRoundEven
+          ? LLVM::CallIntrinsicOp::create(b, b.getF32Type(),
+                                          b.getStringAttr("llvm.roundeven.f32"),
+                                          ValueRange{scaled})
+                .getResult(0)
+          : Value(math::RoundEvenOp::create(b, scaled));
+  Value subnormalCode =
+      arith::FPToUIOp::create(b, b.getI32Type(), roundedScaled);
 
   // Normal: drop the low f32 mantissa bits with round-to-nearest-even; a
   // carry moves into the exponent by itself. Then rebias the exponent.
@@ -149,4 +163,16 @@ Value mlir::moe::decodeE8M0(ImplicitLocOpBuilder &b, Value code8) {
   Value bits = s.select(s.eq(code, 0), s.i32(0x00400000), s.shl(code, 23));
   bits = s.select(s.eq(code, 0xFF), s.i32(0x7FC00000), bits);
   return s.floatOf(bits);
+}
+
+Value mlir::moe::blockScaleF32(ImplicitLocOpBuilder &b, Value amax,
+                               Type fp8Type) {
+  Scalar s{b};
+  Value scale = arith::DivFOp::create(b, amax, s.f32(getMaxFiniteFP8(fp8Type)));
+  Value isZero =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, scale, s.f32(0.0));
+  scale = s.select(isZero, s.f32(1.0), scale);
+  Value finite = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, amax,
+                                       s.f32(INFINITY));
+  return s.select(finite, scale, s.f32(std::nan("")));
 }

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FP8Codec.h"
+#include "MoE/Conversion/FP8Codec.h"
 #include "MoE/Conversion/Passes.h"
 #include "MoE/Dialect/MoEDialect.h"
 #include "MoE/Transforms/Passes.h"
@@ -893,7 +893,6 @@ struct QuantizeLowering : OpConversionPattern<QuantizeOp> {
         {em.empty(scaleSizes, scaleType), em.empty(scaleSizes, em.f32())},
         {em.identity(rank), em.identity(rank)},
         [&](ImplicitLocOpBuilder &nb, ValueRange args) {
-          Emitter e{nb};
           Value a = args[0];
           if (encoding.isMX()) {
             Value code = mxScaleCode(nb, a, fp8Type);
@@ -901,14 +900,7 @@ struct QuantizeLowering : OpConversionPattern<QuantizeOp> {
                 arith::BitcastOp::create(nb, scaleType, code),
                 decodeE8M0(nb, code)};
           }
-          Value s =
-              arith::DivFOp::create(nb, a, e.f32(getMaxFiniteFP8(fp8Type)));
-          Value isZero =
-              arith::CmpFOp::create(nb, arith::CmpFPredicate::OEQ, s, e.f32(0));
-          s = arith::SelectOp::create(nb, isZero, e.f32(1.0), s);
-          Value finite = arith::CmpFOp::create(nb, arith::CmpFPredicate::OLT, a,
-                                               e.f32(INFINITY));
-          s = arith::SelectOp::create(nb, finite, s, e.f32(std::nan("")));
+          Value s = blockScaleF32(nb, a, fp8Type);
           return SmallVector<Value>{s, s};
         });
 
