@@ -64,7 +64,7 @@ struct MoEExtractDeviceCodePass
                         "silently skip it; give the GPU pipeline only ops "
                         "that have kernels (moe.route, moe.permute, "
                         "moe.grouped_matmul, moe.expert_mlp, "
-                        "moe.unpermute, moe.layer)");
+                        "moe.unpermute, moe.layer, moe.quantize)");
         failedAny = true;
       }
       // Kernels that keep the intermediate in bf16 compute another MLP than

@@ -4,6 +4,7 @@
 #include "MoE/Conversion/Passes.h"
 #include "MoE/Dialect/MoEDialect.h"
 #include "MoE/Transforms/Passes.h"
+#include "QuantizeKernel.h"
 #include "RoutingKernels.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -149,6 +150,24 @@ static std::string unsupportedReason(UnpermuteOp op) {
     return "top-k (the slots' second dimension) must be static and at most "
            "64";
   return "";
+}
+
+/// Why the quantize kernel cannot run `op`, or an empty string.
+static std::string unsupportedReason(QuantizeOp op) {
+  auto input = cast<RankedTensorType>(op.getInput().getType());
+  if (!input.getElementType().isBF16() && !input.getElementType().isF32())
+    return "only bf16 and f32 inputs are implemented";
+  int64_t rank = input.getRank();
+  if (rank != 2 && rank != 3)
+    return "only 2-D [R, C] and 3-D [E, R, C] inputs are implemented";
+  BlockScaledEncodingAttr encoding = op.getEncoding();
+  // The verifier makes MX blocks [1, 32]; a 3-D input's leading extent is 1
+  // unless the block spells one: then blocks would span experts.
+  if (rank == 3 && encoding.getBlockExtent(0, rank) != 1)
+    return "the blocks of a 3-D [E, R, C] input must stay within one [R, C] "
+           "(block [1, br, bc] or [br, bc])";
+  return unsupportedQuantizeBlock(encoding.getBlockExtent(rank - 2, rank),
+                                  encoding.getBlockExtent(rank - 1, rank));
 }
 
 /// Why the runtime's layer.v1 cannot launch `op`, or an empty string: it
@@ -500,6 +519,45 @@ unpermuteLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteOp op) {
   return info.getDictionary(builder.getContext());
 }
 
+/// Builds (or reuses) the quantize kernel of `op`; returns its moe.launch.
+static DictionaryAttr quantizeLaunch(OpBuilder &builder,
+                                     gpu::GPUModuleOp kernels, QuantizeOp op) {
+  auto input = cast<RankedTensorType>(op.getInput().getType());
+  BlockScaledEncodingAttr encoding = op.getEncoding();
+  int64_t rank = input.getRank();
+  QuantizeKernelSpec spec;
+  spec.bf16Input = input.getElementType().isBF16();
+  spec.e5m2 = isa<Float8E5M2Type>(encoding.getElement());
+  spec.mx = encoding.isMX();
+  spec.blockRows = encoding.getBlockExtent(rank - 2, rank);
+  spec.blockCols = encoding.getBlockExtent(rank - 1, rank);
+  gpu::GPUFuncOp func = lookUpOrBuild(kernels, spec.kernelName(), [&] {
+    return buildQuantizeKernel(builder, op.getLoc(), kernels, spec);
+  });
+  auto size = [&](int64_t dim) {
+    int64_t extent = input.getDimSize(dim);
+    return builder.getI64IntegerAttr(ShapedType::isDynamic(extent) ? -1
+                                                                   : extent);
+  };
+  NamedAttrList info;
+  info.set("abi", builder.getStringAttr("quantize.v1"));
+  // Bundle names ([A-Za-z0-9_.$]): the MLIR spelling of the element type,
+  // `e8m0` or `f32` for the scales.
+  info.set("element", builder.getStringAttr(spec.e5m2 ? "f8E5M2" : "f8E4M3FN"));
+  info.set("scale", builder.getStringAttr(spec.mx ? "e8m0" : "f32"));
+  info.set("input", TypeAttr::get(input.getElementType()));
+  info.set("block_rows", builder.getI64IntegerAttr(spec.blockRows));
+  info.set("block_cols", builder.getI64IntegerAttr(spec.blockCols));
+  info.set("rank", builder.getI64IntegerAttr(rank));
+  info.set("batch", rank == 3 ? size(0) : builder.getI64IntegerAttr(1));
+  info.set("rows", size(rank - 2));
+  info.set("cols", size(rank - 1));
+  info.set("max_rows",
+           builder.getI64IntegerAttr(maxTokens(input.getDimSize(rank - 2))));
+  info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
+  return info.getDictionary(builder.getContext());
+}
+
 namespace {
 struct ConvertMoEToNVGPUPass
     : moe::impl::ConvertMoEToNVGPUBase<ConvertMoEToNVGPUPass> {
@@ -556,6 +614,8 @@ struct ConvertMoEToNVGPUPass
         reason = unsupportedReason(permute);
       else if (auto layer = dyn_cast<LayerOp>(op))
         reason = unsupportedReason(layer);
+      else if (auto quantize = dyn_cast<QuantizeOp>(op))
+        reason = unsupportedReason(quantize);
       else
         return;
       ops.push_back(op);
@@ -621,6 +681,10 @@ struct ConvertMoEToNVGPUPass
       }
       if (auto unpermute = dyn_cast<UnpermuteOp>(op)) {
         op->setAttr(kLaunchAttr, unpermuteLaunch(builder, kernels, unpermute));
+        continue;
+      }
+      if (auto quantize = dyn_cast<QuantizeOp>(op)) {
+        op->setAttr(kLaunchAttr, quantizeLaunch(builder, kernels, quantize));
         continue;
       }
       // A layer launches its parts' kernels; --moe-extract-device-code

@@ -245,6 +245,22 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
       bodyStream << " max_rows=" << *maxRows << " experts=" << *experts
                  << " top_k=" << *topK << " hidden=" << *hidden
                  << " offsets=" << *offsets << " chunk=" << *chunk << "\n";
+    } else if (*abi == "quantize.v1") {
+      FailureOr<StringRef> element = r.name("element"), scale = r.name("scale");
+      FailureOr<std::string> input = typeName("input");
+      FailureOr<int64_t> blockRows = r.integer("block_rows"),
+                         blockCols = r.integer("block_cols"),
+                         rank = r.integer("rank"), batch = r.integer("batch"),
+                         rows = r.integer("rows"), cols = r.integer("cols");
+      if (failed(element) || failed(scale) || failed(input) ||
+          failed(blockRows) || failed(blockCols) || failed(rank) ||
+          failed(batch) || failed(rows) || failed(cols))
+        return failure();
+      bodyStream << " max_rows=" << *maxRows << " element=" << *element
+                 << " scale=" << *scale << " input=" << *input
+                 << " block_rows=" << *blockRows << " block_cols=" << *blockCols
+                 << " rank=" << *rank << " batch=" << *batch
+                 << " rows=" << *rows << " cols=" << *cols << "\n";
     } else if (layer) {
       bodyStream << " max_rows=" << *maxRows;
       for (StringRef part :

@@ -1,0 +1,54 @@
+//===- QuantizeKernel.h - the moe.quantize kernel ---------------*- C++ -*-===//
+
+#ifndef MOE_CONVERSION_MOETONVGPU_QUANTIZEKERNEL_H
+#define MOE_CONVERSION_MOETONVGPU_QUANTIZEKERNEL_H
+
+#include "MoE/Dialect/MoEDialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <string>
+
+namespace mlir::moe {
+
+/// Threads per CTA of the quantize kernels: 8 warps.
+inline constexpr int64_t kQuantizeThreads = 256;
+/// Elements a thread converts at a time: one 16-byte vector of bf16 (two of
+/// f32), whose 8 codes it stores as 8 bytes.
+inline constexpr int64_t kQuantizeChunk = 8;
+/// Chunks a thread of a [1, B] kernel loads before it reduces and stores
+/// them (four 16-byte loads in flight), so a CTA takes
+/// kQuantizeThreads * kQuantizeChunk * kQuantizeUnroll = 8192 elements per
+/// grid-stride step (docs/runtime-contract.md §3.8).
+inline constexpr int64_t kQuantizeUnroll = 4;
+
+/// What a moe.quantize kernel is built for: the input element type, the FP8
+/// element, the scale kind and the block. Blocks are [1, B] with B in {8, 16,
+/// 32, 64, 128, 256} (B/8 lanes of a warp per block; MX: [1, 32]) or
+/// [128, 128] (one CTA per block).
+struct QuantizeKernelSpec {
+  bool bf16Input = true; // else f32
+  bool e5m2 = false;     // else e4m3 (f8E4M3FN)
+  bool mx = false;       // E8M0 scales, else f32
+  int64_t blockRows = 1, blockCols = 32;
+  std::string kernelName() const;
+  /// The FP8 element type in `context`.
+  Type elementType(MLIRContext *context) const;
+};
+
+/// Why no quantize kernel implements blocks of [blockRows, blockCols], or an
+/// empty string.
+std::string unsupportedQuantizeBlock(int64_t blockRows, int64_t blockCols);
+
+/// Builds the kernel: (input memref<?x?xT> [M, C], values memref<?x?xi8>
+/// [M, C], scales memref<?x?xS> [M/br, C/bc]) with T bf16 or f32 and S f32 or
+/// i8 (E8M0 codes), row-major and dense. It computes exactly what the CPU
+/// lowering of moe.quantize computes (the same FP8Codec emitters: the
+/// integer encode, the scale, the IEEE division of every element by it).
+gpu::GPUFuncOp buildQuantizeKernel(OpBuilder &builder, Location loc,
+                                   gpu::GPUModuleOp module,
+                                   const QuantizeKernelSpec &spec);
+
+} // namespace mlir::moe
+
+#endif // MOE_CONVERSION_MOETONVGPU_QUANTIZEKERNEL_H
