@@ -7,7 +7,8 @@
 |* epilogue and an optional expert bias; grouped_matmul_fp8.v1: the same     *|
 |* with block-FP8 rows and weights; route.v1: top-k routing;                 *|
 |* unpermute.v2: the weighted combine; permute.v2: tokens grouped by expert;  *|
-|* layer.v1: the five in one call).                                          *|
+|* layer.v1: the five in one call; quantize.v1: block-scaled FP8             *|
+|* quantization).                                                            *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -35,14 +36,15 @@ extern "C" {
 /// epilogue (moeGroupedMatmul), of bf16 or of block-FP8 rows and weights
 /// (grouped_matmul_fp8.v1), top-k routing (moeRoute), the combine of
 /// the experts' rows of each token (moeUnpermute), and the grouping of the
-/// tokens' rows by expert (moePermute), and a whole layer made of those
-/// (moeLayer).
+/// tokens' rows by expert (moePermute), a whole layer made of those
+/// (moeLayer), and block-scaled FP8 quantization (moeQuantize).
 #define MOE_ABI_GROUPED_MATMUL "grouped_matmul.v3"
 #define MOE_ABI_GROUPED_MATMUL_FP8 "grouped_matmul_fp8.v1"
 #define MOE_ABI_ROUTE "route.v1"
 #define MOE_ABI_UNPERMUTE "unpermute.v2"
 #define MOE_ABI_PERMUTE "permute.v2"
 #define MOE_ABI_LAYER "layer.v1"
+#define MOE_ABI_QUANTIZE "quantize.v1"
 /// The op names of entries that moeGroupedMatmul launches: a grouped matmul,
 /// and the two halves (`<name>_gate_up`, `<name>_down`) of a fused expert MLP.
 #define MOE_OP_GROUPED_MATMUL "moe.grouped_matmul"
@@ -53,6 +55,7 @@ extern "C" {
 #define MOE_OP_UNPERMUTE "moe.unpermute"
 #define MOE_OP_PERMUTE "moe.permute"
 #define MOE_OP_LAYER "moe.layer"
+#define MOE_OP_QUANTIZE "moe.quantize"
 /// The epilogues of an entry (contract §3.1): out = rows @ weights^T; the
 /// SwiGLU of its gate and up halves; scaled by a weight per row.
 #define MOE_EPILOGUE_STORE "store"
@@ -67,6 +70,14 @@ extern "C" {
 /// float8_e4m3fn rows and weights with f32 scales per block of 128 elements
 /// of a row of `rows` and per 128 x 128 block of the weights (DeepSeek-V3's).
 #define MOE_FORMAT_FP8_BLOCK "fp8_block"
+/// The FP8 elements of a quantize.v1 entry (contract §3.8): OCP FP8 E4M3
+/// (largest finite 448, no infinity) and E5M2 (largest finite 57344).
+#define MOE_ELEMENT_E4M3 "f8E4M3FN"
+#define MOE_ELEMENT_E5M2 "f8E5M2"
+/// The scales of a quantize.v1 entry: f32 values (amax / largest finite,
+/// DeepSeek style), or E8M0 codes (1 byte: 2^(code - 127), 0xFF NaN; OCP MX).
+#define MOE_SCALE_F32 "f32"
+#define MOE_SCALE_E8M0 "e8m0"
 
 /// What every function returns. On anything but MOE_STATUS_SUCCESS,
 /// moeLastErrorMessage() says what went wrong.
@@ -139,24 +150,26 @@ typedef struct moeBundleInfo {
 ///   route.v1:          experts, top_k, logits_bits, bias;
 ///   unpermute.v2:      top_k, slots_bits, hidden, weighted;
 ///   permute.v2:        experts, top_k, hidden, offsets_bits, chunk;
-///   layer.v1:          route, permute, gate_up, down, unpermute (max_rows
-///                      applies to every ABI).
+///   layer.v1:          route, permute, gate_up, down, unpermute;
+///   quantize.v1:       element, scale, input_bits, block_rows, block_cols,
+///                      rank, batch, rows, cols (max_rows applies to every
+///                      ABI).
 typedef struct moeEntryInfo {
   const char *name;     ///< Unique in the bundle: the calls' `entry`.
   const char *op;       ///< "moe.grouped_matmul", "moe.expert_mlp",
-                        ///< "moe.route", "moe.unpermute", "moe.permute" or
-                        ///< "moe.layer".
+                        ///< "moe.route", "moe.unpermute", "moe.permute",
+                        ///< "moe.layer" or "moe.quantize".
   const char *abi;      ///< "grouped_matmul.v3", "grouped_matmul_fp8.v1",
                         ///< "route.v1", "unpermute.v2", "permute.v2",
-                        ///< "layer.v1".
+                        ///< "layer.v1", "quantize.v1".
   int64_t experts;      ///< E of the weights [E, N, K], or -1 (dynamic);
                         ///< route.v1: E of the logits [T, E] (static);
                         ///< permute.v2: E of the offsets [E + 1] (static,
                         ///< 1..1024).
   int64_t n;            ///< N, or -1 (dynamic).
   int64_t k;            ///< K, or -1 (dynamic).
-  int64_t max_rows;     ///< Largest M (route, unpermute, permute: T)
-                        ///< accepted, at most 2^31 - 1.
+  int64_t max_rows;     ///< Largest M (route, unpermute, permute: T;
+                        ///< quantize: R) accepted, at most 2^31 - 1.
   int32_t offsets_bits; ///< 32 (offsets=i32) or 64 (offsets=i64); permute.v2:
                         ///< the type of its offsets and slots.
   int32_t num_kernels;  ///< Kernel records of the entry, in file order
@@ -192,11 +205,21 @@ typedef struct moeEntryInfo {
   // Added in version 6.
   const char *format; ///< grouped_matmul_fp8.v1: "fp8_block" (the only
                       ///< format); "" for the other ABIs. Never NULL.
+  // quantize.v1 (added within version 6); 0 or "" for the other ABIs.
+  const char *element; ///< "f8E4M3FN" or "f8E5M2". Never NULL.
+  const char *scale;   ///< "f32" or "e8m0". Never NULL.
+  int32_t input_bits;  ///< 16 (bf16 input) or 32 (f32).
+  int32_t block_rows;  ///< The block [block_rows, block_cols] over the last
+  int32_t block_cols;  ///< two dims: [1, 32] (e8m0), [1, B] or [128, 128].
+  int32_t rank;        ///< 2 ([R, C]) or 3 ([E, R, C]: blocks per expert).
+  int64_t batch;       ///< E, or -1 (dynamic); 1 when rank is 2.
+  int64_t rows;        ///< R, or -1 (dynamic).
+  int64_t cols;        ///< C, or -1 (dynamic).
 } moeEntryInfo;
 
-/// One `kernel` record of an entry. The kernels of route.v1, unpermute.v2
-/// and permute.v2 entries have only symbol, image, threads and smem; their
-/// other fields are 0.
+/// One `kernel` record of an entry. The kernels of route.v1, unpermute.v2,
+/// permute.v2 and quantize.v1 entries have only symbol, image, threads and
+/// smem; their other fields are 0.
 typedef struct moeKernelInfo {
   const char *symbol;  ///< Kernel function name in its image.
   const char *image;   ///< Name of the image holding it.
@@ -515,6 +538,54 @@ MOE_API moeStatus moeLayerWorkspaceBytes(const moeBundle *bundle,
                                          const char *entry, int64_t tokens,
                                          int64_t hidden, int64_t intermediate,
                                          uint64_t *bytes);
+
+/// Arguments of a quantization, ABI quantize.v1 (contract §3.8): `input`
+/// [batch, rows, cols] (rank 3) or [rows, cols] (rank 2, batch 1) cut into
+/// blocks of [block_rows, block_cols] of the entry (per expert for rank 3);
+/// for a block with largest magnitude amax:
+///   e8m0 scales: scale = 2^clamp(floor(log2(amax)) - emax, -127, 127)
+///                (emax = 8 for e4m3, 15 for e5m2; an all-zero block gets
+///                2^-127), stored as its E8M0 code (1 byte);
+///   f32 scales:  scale = amax / max (448 for e4m3, 57344 for e5m2),
+///                1 when that is 0;
+///   values:      the FP8 code of input / scale (IEEE f32 division), rounded
+///                to nearest, ties to even, saturated to +-max;
+///   a block with a NaN or an infinity: scale NaN (E8M0 0xFF, f32
+///   0x7FC00000), every value 0x7F (NaN).
+/// Exactly moe.quantize's CPU lowering, bit for bit. All tensors are dense
+/// and row-major; none may overlap another.
+typedef struct moeQuantizeArgs {
+  uint64_t input;  ///< Device pointer, [batch, rows, cols] of the entry's
+                   ///< input type (bf16 or f32), 16-byte aligned.
+  uint64_t values; ///< Device pointer, 1-byte FP8 codes of the entry's
+                   ///< element, [batch, rows, cols], 16-byte aligned.
+  uint64_t scales; ///< Device pointer, [batch, rows/block_rows,
+                   ///< cols/block_cols] f32 (4-byte aligned) or E8M0 codes
+                   ///< (1 byte).
+  int64_t batch;   ///< E >= 1, equal to the entry's batch unless that is -1;
+                   ///< 1 for rank-2 entries.
+  int64_t rows;    ///< R: 1 <= R <= max_rows, a multiple of block_rows,
+                   ///< equal to the entry's rows unless that is -1.
+  int64_t cols;    ///< C >= 1, a multiple of block_cols, equal to the
+                   ///< entry's cols unless that is -1.
+} moeQuantizeArgs;
+
+/// Launches the kernel of `entry` (an op=moe.quantize, abi=quantize.v1
+/// entry) on `stream` of the current context with its 21 parameters (the
+/// input, values and scales as [batch*rows, cols], [batch*rows, cols] and
+/// [batch*rows/block_rows, cols/block_cols] memrefs), on the grid of contract
+/// §3.8: (min(ceil(batch*rows*cols / (32*threads)), 65535), 1, 1) for
+/// [1, B] blocks (32 elements per thread), (min(batch*rows*cols / (128*128),
+/// 65535), 1, 1) for [128, 128] blocks (a CTA per block); the kernel
+/// grid-strides beyond. Validates every argument first
+/// (INVALID_ARGUMENT / NOT_FOUND with a message naming it, without touching
+/// the driver; besides the checks listed with moeQuantizeArgs: the input's
+/// bytes within int64), then loads the bundle into the current context if
+/// needed (see moeBundleLoad). The contents of `input` are not read on the
+/// host. No host synchronisation, allocation or copy: capturable in a CUDA
+/// graph once the bundle is loaded. Thread-safe.
+MOE_API moeStatus moeQuantize(moeBundle *bundle, const char *entry,
+                              const moeQuantizeArgs *args, void *stream);
 
 #ifdef __cplusplus
 } // extern "C"

@@ -51,6 +51,16 @@ inline constexpr int64_t kGatherRowsPerCTA = 4;
 /// Grid limit of the unpermute.v2 launch (grid-stride over the (token,
 /// column block) pairs).
 inline constexpr int64_t kMaxUnpermuteGrid = 1048576; // 2^20
+/// quantize.v1 (contract §3.8): the blocks its kernels implement, [1, B]
+/// with B a power of two in [8, 256], or [128, 128]; each thread of a [1, B]
+/// kernel takes 32 elements per grid-stride step (so its threads are whole
+/// warps), a CTA of a [128, 128] kernel one block; grid-stride beyond 65535
+/// CTAs.
+inline constexpr int64_t kMinQuantizeRowBlock = 8;
+inline constexpr int64_t kMaxQuantizeRowBlock = 256;
+inline constexpr int64_t kQuantizeTile = 128;
+inline constexpr int64_t kQuantizeElementsPerThread = 32;
+inline constexpr int64_t kMaxQuantizeGrid = 65535;
 
 struct FreeDeleter {
   void operator()(void *p) const { std::free(p); }
@@ -83,7 +93,8 @@ enum class Abi {
   Route,
   Unpermute,
   Permute,
-  Layer
+  Layer,
+  Quantize
 };
 
 /// Whether entries of `abi` are grouped matmuls (moeGroupedMatmul): the keys,
@@ -99,7 +110,7 @@ inline int64_t gemmElementBytes(Abi abi) {
 }
 
 /// "grouped_matmul.v3", "grouped_matmul_fp8.v1", "route.v1", "unpermute.v2",
-/// "permute.v2" or "layer.v1".
+/// "permute.v2", "layer.v1" or "quantize.v1".
 inline const char *abiName(Abi abi) {
   switch (abi) {
   case Abi::GroupedMatmul:
@@ -114,6 +125,8 @@ inline const char *abiName(Abi abi) {
     return MOE_ABI_PERMUTE;
   case Abi::Layer:
     return MOE_ABI_LAYER;
+  case Abi::Quantize:
+    return MOE_ABI_QUANTIZE;
   }
   return "?";
 }
@@ -191,6 +204,15 @@ struct Entry {
   int32_t chunk = 0; // permute.v2: ids per CTA of its count and index kernels
   // layer.v1: its parts, indices of earlier entries (by LayerPart).
   int parts[kNumLayerParts] = {-1, -1, -1, -1, -1};
+  // quantize.v1: the FP8 element (e5m2, else e4m3), the scales (E8M0 codes,
+  // else f32), the input (bits: 16 bf16, 32 f32), the block, the rank of the
+  // input and its sizes (-1: dynamic; batch is 1 for rank 2).
+  bool e5m2 = false;
+  bool e8m0 = false;
+  int32_t inputBits = 0;
+  int32_t blockRows = 0, blockCols = 0;
+  int32_t rank = 0;
+  int64_t batch = 0, rows = 0, cols = 0;
   std::vector<Kernel> kernels;
   int line = 0;
 };

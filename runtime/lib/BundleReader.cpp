@@ -76,7 +76,7 @@ struct KeyValue {
 
 /// One kind of key=value record: its keys, all required.
 struct RecordSpec {
-  const char *keys[11];
+  const char *keys[12];
   size_t numKeys;
   /// Appended to the error for an unknown key.
   const char *unknownKeyHint;
@@ -117,6 +117,12 @@ constexpr RecordSpec kLayerEntry = {
     8,
     "(abi " MOE_ABI_LAYER " takes op, abi, max_rows, route, permute, gate_up, "
     "down and unpermute)"};
+constexpr RecordSpec kQuantizeEntry = {
+    {"op", "abi", "max_rows", "element", "scale", "input", "block_rows",
+     "block_cols", "rank", "batch", "rows", "cols"},
+    12,
+    "(abi " MOE_ABI_QUANTIZE " takes op, abi, max_rows, element, scale, "
+    "input, block_rows, block_cols, rank, batch, rows and cols)"};
 // Kernels, by the ABI of their entry.
 constexpr RecordSpec kGroupedMatmulKernel = {
     {"image", "rows_min", "rows_max", "threads", "smem", "tile_m", "tile_n",
@@ -138,6 +144,12 @@ constexpr RecordSpec kPermuteKernel = {{"image", "threads", "smem"},
                                        "(the kernels of an abi " MOE_ABI_PERMUTE
                                        " entry take image, threads "
                                        "and smem)"};
+
+constexpr RecordSpec kQuantizeKernel = {
+    {"image", "threads", "smem"},
+    3,
+    "(the kernel of an abi " MOE_ABI_QUANTIZE " entry takes image, threads and "
+    "smem)"};
 
 class Reader {
 public:
@@ -178,6 +190,9 @@ private:
   moeStatus parsePermuteEntry(const std::string &who,
                               const std::vector<std::string_view> &values,
                               Entry &entry);
+  moeStatus parseQuantizeEntry(const std::string &who,
+                               const std::vector<std::string_view> &values,
+                               Entry &entry);
   /// Resolves a layer's parts (earlier entries) and checks that they chain.
   moeStatus parseLayerEntry(const std::string &who,
                             const std::vector<std::string_view> &values,
@@ -518,13 +533,16 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
     } else if (abi == MOE_ABI_LAYER) {
       known = &kLayerEntry;
       knownKind = Abi::Layer;
+    } else if (abi == MOE_ABI_QUANTIZE) {
+      known = &kQuantizeEntry;
+      knownKind = Abi::Quantize;
     } else {
       return fail(MOE_STATUS_UNSUPPORTED,
                   "%s: abi %s is not supported (this runtime implements "
                   "bundle version %d with abis " MOE_ABI_GROUPED_MATMUL
                   ", " MOE_ABI_GROUPED_MATMUL_FP8 ", " MOE_ABI_ROUTE
-                  ", " MOE_ABI_UNPERMUTE ", " MOE_ABI_PERMUTE
-                  " and " MOE_ABI_LAYER ")%s",
+                  ", " MOE_ABI_UNPERMUTE ", " MOE_ABI_PERMUTE ", " MOE_ABI_LAYER
+                  " and " MOE_ABI_QUANTIZE ")%s",
                   who.c_str(), quote(abi).c_str(), MOE_BUNDLE_VERSION,
                   abi == "grouped_matmul.v1"
                       ? ": its kernels are not persistent, recompile it"
@@ -560,6 +578,7 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
       : kind == Abi::Unpermute ? parseUnpermuteEntry(who, values, entry)
       : kind == Abi::Permute   ? parsePermuteEntry(who, values, entry)
       : kind == Abi::Layer     ? parseLayerEntry(who, values, entry)
+      : kind == Abi::Quantize  ? parseQuantizeEntry(who, values, entry)
                                : parseGroupedMatmulEntry(who, values, entry);
   if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmulFp8)
     status = parseFp8Keys(who, values, entry);
@@ -723,6 +742,85 @@ moeStatus Reader::parsePermuteEntry(const std::string &who,
                 who.c_str(), (long long)chunk);
   entry.topK = int32_t(topK);
   entry.chunk = int32_t(chunk);
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus
+Reader::parseQuantizeEntry(const std::string &who,
+                           const std::vector<std::string_view> &values,
+                           Entry &entry) {
+  // The compiler writes quantize.v1 entries for moe.quantize ops only.
+  if (entry.op != MOE_OP_QUANTIZE)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: op=%s with abi " MOE_ABI_QUANTIZE
+                " (its entries are op=" MOE_OP_QUANTIZE " only)",
+                who.c_str(), entry.op.c_str());
+  moeStatus status;
+  if ((status = number(who, "max_rows", values[2], 1, kMaxRows, false,
+                       entry.maxRows)))
+    return status;
+  if (values[3] == MOE_ELEMENT_E4M3 || values[3] == MOE_ELEMENT_E5M2)
+    entry.e5m2 = values[3] == MOE_ELEMENT_E5M2;
+  else
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: element=%s is neither " MOE_ELEMENT_E4M3
+                " nor " MOE_ELEMENT_E5M2,
+                who.c_str(), quote(values[3]).c_str());
+  if (values[4] == MOE_SCALE_F32 || values[4] == MOE_SCALE_E8M0)
+    entry.e8m0 = values[4] == MOE_SCALE_E8M0;
+  else
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: scale=%s is neither " MOE_SCALE_F32 " nor " MOE_SCALE_E8M0,
+                who.c_str(), quote(values[4]).c_str());
+  if (values[5] == "bf16" || values[5] == "f32")
+    entry.inputBits = values[5] == "bf16" ? 16 : 32;
+  else
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: input=%s is neither bf16 nor f32", who.c_str(),
+                quote(values[5]).c_str());
+  int64_t blockRows = 0, blockCols = 0, rank = 0;
+  if ((status = number(who, "block_rows", values[6], 1, kQuantizeTile, false,
+                       blockRows)) ||
+      (status = number(who, "block_cols", values[7], 1, kMaxQuantizeRowBlock,
+                       false, blockCols)) ||
+      (status = number(who, "rank", values[8], 2, 3, false, rank)))
+    return status;
+  const bool rowBlock = blockRows == 1 && blockCols >= kMinQuantizeRowBlock &&
+                        (blockCols & (blockCols - 1)) == 0;
+  const bool tile = blockRows == kQuantizeTile && blockCols == kQuantizeTile;
+  if (!rowBlock && !tile)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: block [%lld, %lld] has no kernel (abi " MOE_ABI_QUANTIZE
+                " implements [1, B] with B a power of two from 8 to 256, and "
+                "[128, 128])",
+                who.c_str(), (long long)blockRows, (long long)blockCols);
+  // OCP MX fixes the block at 32 elements of a row.
+  if (entry.e8m0 && (blockRows != 1 || blockCols != 32))
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: scale=" MOE_SCALE_E8M0 " needs block [1, 32] (OCP MX), "
+                "got [%lld, %lld]",
+                who.c_str(), (long long)blockRows, (long long)blockCols);
+  if ((status =
+           number(who, "batch", values[9], 1, kMaxRows, true, entry.batch)) ||
+      (status =
+           number(who, "rows", values[10], 1, kMaxRows, true, entry.rows)) ||
+      (status = number(who, "cols", values[11], 1, kMaxRows, true, entry.cols)))
+    return status;
+  if (rank == 2 && entry.batch != 1)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: batch=%lld, but a rank-2 input [R, C] has batch=1",
+                who.c_str(), (long long)entry.batch);
+  if (entry.rows != -1 && entry.rows % blockRows)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: rows=%lld is not a multiple of block_rows=%lld",
+                who.c_str(), (long long)entry.rows, (long long)blockRows);
+  if (entry.cols != -1 && entry.cols % blockCols)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: cols=%lld is not a multiple of block_cols=%lld",
+                who.c_str(), (long long)entry.cols, (long long)blockCols);
+  entry.blockRows = int32_t(blockRows);
+  entry.blockCols = int32_t(blockCols);
+  entry.rank = int32_t(rank);
   return MOE_STATUS_SUCCESS;
 }
 
@@ -917,8 +1015,10 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
                 entry.kernels[0].symbol.c_str(), entry.kernels[0].line,
                 entry.kernels[1].symbol.c_str(), entry.kernels[1].line,
                 entry.kernels[2].symbol.c_str(), entry.kernels[2].line);
-  // The kernel of a route.v1 or unpermute.v2 entry computes everything.
-  if ((entry.kind == Abi::Route || entry.kind == Abi::Unpermute) &&
+  // The kernel of a route.v1, unpermute.v2 or quantize.v1 entry computes
+  // everything.
+  if ((entry.kind == Abi::Route || entry.kind == Abi::Unpermute ||
+       entry.kind == Abi::Quantize) &&
       !entry.kernels.empty())
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: entry '%s' (abi %s) takes exactly one kernel, and has "
@@ -928,8 +1028,9 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
   // Both grouped matmul ABIs have grouped_matmul.v3's kernel keys.
   const RecordSpec &spec = entry.kind == Abi::Route       ? kRouteKernel
                            : entry.kind == Abi::Unpermute ? kUnpermuteKernel
-                           : entry.kind == Abi::Permute ? kPermuteKernel
-                                                        : kGroupedMatmulKernel;
+                           : entry.kind == Abi::Permute   ? kPermuteKernel
+                           : entry.kind == Abi::Quantize ? kQuantizeKernel
+                                                         : kGroupedMatmulKernel;
   std::vector<std::string_view> values;
   if (moeStatus status = collectKeys(tokens, 3, spec, who, values))
     return status;
@@ -955,6 +1056,12 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
                   "%s: threads=%lld is not a multiple of 32 (a %s kernel "
                   "runs one warp per token)",
                   who.c_str(), (long long)threads, MOE_ABI_ROUTE);
+    // Blocks of a row are shared by the lanes of one warp.
+    if (entry.kind == Abi::Quantize && threads % 32)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: threads=%lld is not a multiple of 32 (a %s kernel "
+                  "reduces a block within a warp)",
+                  who.c_str(), (long long)threads, MOE_ABI_QUANTIZE);
     kernel.threads = int32_t(threads);
     kernel.smem = int32_t(smem);
   }

@@ -6,7 +6,8 @@
 // 7 more of bias entries; for grouped_matmul_fp8.v1 the same with 1-byte
 // tensor maps and the 16 parameters of its two scale memrefs after the 17;
 // the memref parameters and grids of route.v1,
-// unpermute.v2 and permute.v2; layer.v1 as those five steps; every launch
+// unpermute.v2, permute.v2 and quantize.v1; layer.v1 as those five steps;
+// every launch
 // with programmatic dependent launch, §3.6, unless MOE_RUNTIME_PDL=0). Each
 // launching call validates into a plan, then launches it: moeLayer validates
 // all of its steps' plans before the first launch.
@@ -665,6 +666,105 @@ moeStatus validateRoute(const moeBundle *bundle, const char *entryName,
     launch.memref1D(a.bias, a.experts);
   launch.memref2D(a.ids, a.tokens, entry.topK);
   launch.memref2D(a.weights, a.tokens, entry.topK);
+  return MOE_STATUS_SUCCESS;
+}
+
+/// The checks of moeQuantize (contract §3.8), and its launch into `plan`.
+moeStatus validateQuantize(const moeBundle *bundle, const char *entryName,
+                           const moeQuantizeArgs *args, WordPlan &plan) {
+  static constexpr const char *kCaller = "moeQuantize";
+  int entryIndex = -1;
+  if (moeStatus status =
+          findEntry(bundle, kCaller, entryName, args, &entryIndex))
+    return status;
+  const Entry &entry = bundle->data.entries[entryIndex];
+  const char *name = entry.name.c_str();
+  if (entry.op != MOE_OP_QUANTIZE || entry.kind != Abi::Quantize)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "%s(%s): the entry is op=%s abi=%s, not op=%s with abi=%s",
+                    kCaller, name, entry.op.c_str(), entry.abi.c_str(),
+                    MOE_OP_QUANTIZE, MOE_ABI_QUANTIZE);
+  const moeQuantizeArgs &a = *args;
+  // Sizes first: batch, then R, then C.
+  if (entry.rank == 2 && a.batch != 1)
+    return invalidArgumentOf(kCaller, name,
+                             "batch = %lld, but the entry's input is 2-D "
+                             "[R, C]: batch must be 1",
+                             (long long)a.batch);
+  if (a.batch < 1)
+    return invalidArgumentOf(kCaller, name, "batch = %lld must be at least 1",
+                             (long long)a.batch);
+  if (entry.batch != -1 && a.batch != entry.batch)
+    return invalidArgumentOf(
+        kCaller, name, "batch = %lld does not match the entry's batch = %lld",
+        (long long)a.batch, (long long)entry.batch);
+  if (a.rows < 1)
+    return invalidArgumentOf(
+        kCaller, name, "R = %lld (rows) must be at least 1", (long long)a.rows);
+  if (a.rows > entry.maxRows)
+    return invalidArgumentOf(kCaller, name,
+                             "R = %lld (rows) exceeds the entry's max_rows = "
+                             "%lld",
+                             (long long)a.rows, (long long)entry.maxRows);
+  if (entry.rows != -1 && a.rows != entry.rows)
+    return invalidArgumentOf(
+        kCaller, name, "R = %lld (rows) does not match the entry's rows = %lld",
+        (long long)a.rows, (long long)entry.rows);
+  if (a.rows % entry.blockRows)
+    return invalidArgumentOf(kCaller, name,
+                             "R = %lld (rows) is not a multiple of the "
+                             "block's %d rows (block [%d, %d])",
+                             (long long)a.rows, int(entry.blockRows),
+                             int(entry.blockRows), int(entry.blockCols));
+  if (a.cols < 1)
+    return invalidArgumentOf(
+        kCaller, name, "C = %lld (cols) must be at least 1", (long long)a.cols);
+  if (entry.cols != -1 && a.cols != entry.cols)
+    return invalidArgumentOf(
+        kCaller, name, "C = %lld (cols) does not match the entry's cols = %lld",
+        (long long)a.cols, (long long)entry.cols);
+  if (a.cols % entry.blockCols)
+    return invalidArgumentOf(kCaller, name,
+                             "C = %lld (cols) is not a multiple of the "
+                             "block's %d columns (block [%d, %d])",
+                             (long long)a.cols, int(entry.blockCols),
+                             int(entry.blockRows), int(entry.blockCols));
+  const int64_t inputBytes = entry.inputBits / 8;
+  int64_t numRows = 0;
+  if (__builtin_mul_overflow(a.batch, a.rows, &numRows) ||
+      !productFits(numRows, a.cols, inputBytes))
+    return invalidArgumentOf(kCaller, name,
+                             "batch*R*C*%d (bytes of input) overflows int64 "
+                             "(batch = %lld, R = %lld, C = %lld)",
+                             int(inputBytes), (long long)a.batch,
+                             (long long)a.rows, (long long)a.cols);
+  // Then the pointers: 16-byte vectors of input and values.
+  const PointerArg pointers[] = {
+      {"input", a.input, 16, "", " (the kernel reads 16-byte vectors)"},
+      {"values", a.values, 16, "", " (the kernel stores 8-byte vectors)"},
+      {"scales", a.scales, entry.e8m0 ? 1 : 4, "",
+       " (the entry's scales are f32)"}};
+  if (moeStatus status = checkPointers(kCaller, name, pointers, 3))
+    return status;
+
+  // [1, B] blocks: 32 elements per thread per grid-stride step; [128, 128]:
+  // a CTA per block. numRows * cols fits (its bytes do).
+  plan.entryIndex = entryIndex;
+  plan.numLaunches = 1;
+  WordLaunch &launch = plan.launches[0];
+  launch = WordLaunch();
+  const int64_t elements = numRows * a.cols;
+  const int64_t work =
+      entry.blockRows == 1
+          ? ceilDiv(elements, kQuantizeElementsPerThread *
+                                  int64_t(entry.kernels[0].threads))
+          : elements / (int64_t(entry.blockRows) * entry.blockCols);
+  launch.gridX = std::min(work, kMaxQuantizeGrid);
+  // input [batch*R, C], values [batch*R, C], scales [batch*R/br, C/bc].
+  launch.memref2D(a.input, numRows, a.cols);
+  launch.memref2D(a.values, numRows, a.cols);
+  launch.memref2D(a.scales, numRows / entry.blockRows,
+                  a.cols / entry.blockCols);
   return MOE_STATUS_SUCCESS;
 }
 
@@ -1509,6 +1609,18 @@ MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
         entry.kind == Abi::Layer ? entries[entry.parts[p]].name.c_str() : "";
   out->chunk = entry.chunk;
   out->format = entry.kind == Abi::GroupedMatmulFp8 ? MOE_FORMAT_FP8_BLOCK : "";
+  const bool quantize = entry.kind == Abi::Quantize;
+  out->element = !quantize    ? ""
+                 : entry.e5m2 ? MOE_ELEMENT_E5M2
+                              : MOE_ELEMENT_E4M3;
+  out->scale = !quantize ? "" : entry.e8m0 ? MOE_SCALE_E8M0 : MOE_SCALE_F32;
+  out->input_bits = entry.inputBits;
+  out->block_rows = entry.blockRows;
+  out->block_cols = entry.blockCols;
+  out->rank = entry.rank;
+  out->batch = entry.batch;
+  out->rows = entry.rows;
+  out->cols = entry.cols;
   return MOE_STATUS_SUCCESS;
 }
 
@@ -1604,6 +1716,14 @@ MOE_API moeStatus moeUnpermute(moeBundle *bundle, const char *entryName,
   if (moeStatus status = validateUnpermute(bundle, entryName, args, plan))
     return status;
   return loadAndLaunch(bundle, "moeUnpermute", plan, stream);
+}
+
+MOE_API moeStatus moeQuantize(moeBundle *bundle, const char *entryName,
+                              const moeQuantizeArgs *args, void *stream) {
+  WordPlan plan;
+  if (moeStatus status = validateQuantize(bundle, entryName, args, plan))
+    return status;
+  return loadAndLaunch(bundle, "moeQuantize", plan, stream);
 }
 
 MOE_API moeStatus moePermuteWorkspaceBytes(const moeBundle *bundle,

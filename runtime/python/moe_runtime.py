@@ -11,6 +11,7 @@
     out = bundle.unpermute("combine", y, slots, weights)
     rows, offsets, slots = bundle.permute("perm", tokens, ids)
     out = bundle.layer("mixtral", tokens, logits, w13, w2)   # all five steps
+    q, s = bundle.quantize("act", x)          # block-scaled FP8, bit-exact
 
 The library is found through $MOE_RUNTIME_LIB, else next to this file, else
 in <repo>/build*/lib/. torch is imported only by the launching methods
@@ -76,7 +77,13 @@ class _EntryInfo(ctypes.Structure):
                 # permute.v2.
                 ("chunk", ctypes.c_int32),
                 # Version 6.
-                ("format", ctypes.c_char_p)]
+                ("format", ctypes.c_char_p),
+                # quantize.v1.
+                ("element", ctypes.c_char_p), ("scale", ctypes.c_char_p),
+                ("input_bits", ctypes.c_int32), ("block_rows", ctypes.c_int32),
+                ("block_cols", ctypes.c_int32), ("rank", ctypes.c_int32),
+                ("batch", ctypes.c_int64), ("rows", ctypes.c_int64),
+                ("cols", ctypes.c_int64)]
 
 
 class _KernelInfo(ctypes.Structure):
@@ -125,6 +132,12 @@ class _LayerArgs(ctypes.Structure):
                 ("intermediate", ctypes.c_int64), ("experts", ctypes.c_int64)]
 
 
+class _QuantizeArgs(ctypes.Structure):
+    _fields_ = [("input", ctypes.c_uint64), ("values", ctypes.c_uint64),
+                ("scales", ctypes.c_uint64), ("batch", ctypes.c_int64),
+                ("rows", ctypes.c_int64), ("cols", ctypes.c_int64)]
+
+
 class _UnpermuteArgs(ctypes.Structure):
     _fields_ = [("rows", ctypes.c_uint64), ("slots", ctypes.c_uint64),
                 ("weights", ctypes.c_uint64), ("out", ctypes.c_uint64),
@@ -155,7 +168,7 @@ class Entry:
     name: str
     op: str
     #: "grouped_matmul.v3", "grouped_matmul_fp8.v1", "route.v1",
-    #: "unpermute.v2", "permute.v2" or "layer.v1".
+    #: "unpermute.v2", "permute.v2", "layer.v1" or "quantize.v1".
     abi: str
     experts: int  # -1: dynamic (grouped_matmul.v3); route.v1, permute.v2:
     # static E
@@ -193,6 +206,19 @@ class Entry:
     #: grouped_matmul_fp8.v1: "fp8_block" (float8_e4m3fn rows and weights
     #: with float32 scales per 128 elements of a row, per 128 x 128 weights).
     format: str = ""
+    #: quantize.v1: the FP8 element ("f8E4M3FN" or "f8E5M2"), the scales
+    #: ("f32" or "e8m0"), the input's bits (16: bfloat16, 32: float32), the
+    #: block [block_rows, block_cols], the input's rank (2: [R, C], 3:
+    #: [E, R, C]) and sizes (-1: dynamic; batch is 1 for rank 2).
+    element: str = ""
+    scale: str = ""
+    input_bits: int = 0
+    block_rows: int = 0
+    block_cols: int = 0
+    rank: int = 0
+    batch: int = 0
+    rows: int = 0
+    cols: int = 0
 
 
 def library_path() -> str:
@@ -265,6 +291,9 @@ def _library():
     lib.moeLayer.restype = status
     lib.moeLayer.argtypes = [handle, ctypes.c_char_p,
                              ctypes.POINTER(_LayerArgs), ctypes.c_void_p]
+    lib.moeQuantize.restype = status
+    lib.moeQuantize.argtypes = [handle, ctypes.c_char_p,
+                                ctypes.POINTER(_QuantizeArgs), ctypes.c_void_p]
     lib.moeLayerWorkspaceBytes.restype = status
     lib.moeLayerWorkspaceBytes.argtypes = [handle, ctypes.c_char_p,
                                            ctypes.c_int64, ctypes.c_int64,
@@ -333,7 +362,10 @@ class Bundle:
                 *((getattr(entry, name) or b"").decode() for name in (
                     "activation", "route", "permute", "gate_up", "down",
                     "unpermute")), entry.chunk,
-                (entry.format or b"").decode()))
+                (entry.format or b"").decode(),
+                (entry.element or b"").decode(), (entry.scale or b"").decode(),
+                entry.input_bits, entry.block_rows, entry.block_cols,
+                entry.rank, entry.batch, entry.rows, entry.cols))
         #: The entries in file order.
         self.entries: Tuple[Entry, ...] = tuple(entries)
         self._by_name: Dict[str, Entry] = {e.name: e for e in entries}
@@ -508,6 +540,82 @@ class Bundle:
                 handle, entry.encode(), ctypes.byref(args),
                 ctypes.c_void_p(stream)))
         return out
+
+    def quantize(self, entry: str, x, values=None, scales=None):
+        """moe.quantize on the GPU (abi quantize.v1), bit-exact with the CPU
+        lowering, on torch's current stream of x's device. x: the entry's
+        input type (bfloat16 or float32), [R, C] for a rank-2 entry or
+        [E, R, C] for a rank-3 one (blocks within each [R, C]), R and C
+        whole blocks of [block_rows, block_cols]. Per block with largest
+        magnitude amax: f32 scales amax / max (448 e4m3, 57344 e5m2; 1 when
+        that is 0), e8m0 scales 2^clamp(floor(log2(amax)) - emax, -127, 127)
+        (emax 8 e4m3, 15 e5m2); values x / scale rounded to nearest even and
+        saturated; a block with a NaN or infinity has a NaN scale and NaN
+        values. Returns (values, scales): values of x's shape as
+        torch.float8_e4m3fn or torch.float8_e5m2 (the entry's element);
+        scales [..., R/block_rows, C/block_cols] as float32, or for e8m0
+        entries the E8M0 codes as torch.float8_e8m0fnu (torch.uint8 where
+        torch lacks it). values and scales may be given, contiguous, of those
+        dtypes or torch.uint8 (the same bytes), to be written in place. All
+        CUDA, one device. Raises MoERuntimeError."""
+        handle = self._live_handle()
+        info = self.entry(entry)
+        where = f"quantize({entry})"
+        _check_abi(where, info, "quantize.v1")
+        import torch
+
+        element_name = ("float8_e4m3fn" if info.element == "f8E4M3FN"
+                        else "float8_e5m2")
+        element = getattr(torch, element_name, None)
+        if element is None:
+            raise _invalid(f"{where}: this torch has no {element_name}, the "
+                           "element type of the entry")
+        e8m0 = info.scale == "e8m0"
+        scale_dtype = (getattr(torch, "float8_e8m0fnu", torch.uint8) if e8m0
+                       else torch.float32)
+        input_dtype = torch.bfloat16 if info.input_bits == 16 else torch.float32
+        tensors = {"x": x}
+        for name, tensor in (("values", values), ("scales", scales)):
+            if tensor is not None:
+                tensors[name] = tensor
+        _check_tensors(torch, where, tensors, x, {"x": input_dtype},
+                       first="x")
+        for name, tensor, dtypes in (
+                ("values", values, (element, torch.uint8)),
+                ("scales", scales, (scale_dtype, torch.uint8) if e8m0
+                 else (torch.float32,))):
+            if tensor is not None and tensor.dtype not in dtypes:
+                expected = " or ".join(str(d) for d in dtypes)
+                raise _invalid(f"{where}: {name} is {tensor.dtype}, expected "
+                               f"{expected}")
+        if x.dim() != info.rank:
+            shape = "[R, C]" if info.rank == 2 else "[E, R, C]"
+            raise _invalid(f"{where}: expected x {shape} (the entry's rank "
+                           f"is {info.rank}), got {tuple(x.shape)}")
+        shape = tuple(x.shape)
+        batch, rows, cols = (1,) + shape if info.rank == 2 else shape
+        scale_shape = shape[:-2] + (rows // info.block_rows,
+                                    cols // info.block_cols)
+        if values is None:
+            values = torch.empty(shape, dtype=element, device=x.device)
+        elif tuple(values.shape) != shape:
+            raise _invalid(f"{where}: values is {tuple(values.shape)}, "
+                           f"expected {shape} (x's shape)")
+        if scales is None:
+            scales = torch.empty(scale_shape, dtype=scale_dtype,
+                                 device=x.device)
+        elif tuple(scales.shape) != scale_shape:
+            raise _invalid(f"{where}: scales is {tuple(scales.shape)}, "
+                           f"expected {scale_shape} (one per "
+                           f"[{info.block_rows}, {info.block_cols}] block)")
+        args = _QuantizeArgs(x.data_ptr(), values.data_ptr(),
+                             scales.data_ptr(), batch, rows, cols)
+        with torch.cuda.device(x.device):
+            stream = torch.cuda.current_stream(x.device).cuda_stream
+            _check(_library().moeQuantize(handle, entry.encode(),
+                                          ctypes.byref(args),
+                                          ctypes.c_void_p(stream)))
+        return values, scales
 
     def expert_mlp(self, name: str, rows, offsets, w13, w2, row_scale=None,
                    out=None, workspace=None, gate_up_bias=None,

@@ -363,8 +363,7 @@ std::vector<Malformed> malformedPermuteBundles() {
        "bundle line 8: entry 'perm32': abi 'permute.v3' is not supported "
        "(this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2 and "
-       "layer.v1)"},
+       "permute.v2, layer.v1 and quantize.v1)"},
       {"permute.v1 refused",
        permuteReplaced("abi=permute.v2 max_rows=4096",
                        "abi=permute.v1 max_rows=4096"),
@@ -372,8 +371,8 @@ std::vector<Malformed> malformedPermuteBundles() {
        "bundle line 8: entry 'perm32': abi 'permute.v1' is not supported "
        "(this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2 and "
-       "layer.v1): it predates the multi-CTA count and index kernels, "
+       "permute.v2, layer.v1 and quantize.v1): it predates the multi-CTA count "
+       "and index kernels, "
        "recompile it"},
       {"permute.v1 as v1 wrote it",
        permuteReplaced("abi=permute.v2 max_rows=2147483647 experts=128 top_k=8 "
@@ -673,6 +672,180 @@ std::vector<Malformed> malformedLayerBundles() {
   };
 }
 
+/// quantizeBundle() with the first `from` replaced by `to`.
+std::string quantizeReplaced(const std::string &from, const std::string &to) {
+  return replaced(from, to, quantizeBundle());
+}
+
+/// Errors of quantize.v1 entries and their kernels.
+std::vector<Malformed> malformedQuantizeBundles() {
+  const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
+  const std::string mxKeys = "max_rows=2147483647 element=f8E4M3FN scale=e8m0 "
+                             "input=bf16 block_rows=1 block_cols=32 rank=2 "
+                             "batch=1 rows=-1 cols=4096";
+  const std::string mxKernel =
+      simpleKernelLine("mx", kQuantMx, "moe_kernels", 256, 0);
+  return {
+      {"quantize missing cols", quantizeReplaced(" cols=4096", ""), bad,
+       "bundle line 4: entry 'mx': missing key 'cols'"},
+      {"quantize missing element", quantizeReplaced(" element=f8E5M2", ""), bad,
+       "bundle line 6: entry 'act': missing key 'element'"},
+      {"quantize missing rank", quantizeReplaced(" rank=3 batch=8", " batch=8"),
+       bad, "bundle line 8: entry 'weights': missing key 'rank'"},
+      {"quantize unknown key",
+       quantizeReplaced("cols=4096\n", "cols=4096 format=mxfp8\n"), bad,
+       "bundle line 4: entry 'mx': unknown key 'format' (abi quantize.v1 "
+       "takes op, abi, max_rows, element, scale, input, block_rows, "
+       "block_cols, rank, batch, rows and cols)"},
+      {"quantize with GEMM keys", quantizeReplaced(" rows=-1", " n=-1"), bad,
+       "entry 'mx': unknown key 'n'"},
+      {"quantize duplicate key",
+       quantizeReplaced("scale=e8m0", "scale=e8m0 scale=f32"), bad,
+       "entry 'mx': duplicate key 'scale'"},
+      {"quantize of another op",
+       quantizeReplaced("op=moe.quantize abi=quantize.v1 max_rows=4096",
+                        "op=moe.dequantize abi=quantize.v1 max_rows=4096"),
+       bad,
+       "bundle line 6: entry 'act': op=moe.dequantize with abi quantize.v1 "
+       "(its entries are op=moe.quantize only)"},
+      {"quantize max_rows 0",
+       quantizeReplaced("max_rows=4096 element", "max_rows=0 element"), bad,
+       "entry 'act': max_rows=0 is out of range ([1, 2147483647])"},
+      {"quantize element e4m3",
+       quantizeReplaced("element=f8E5M2", "element=e4m3"), bad,
+       "bundle line 6: entry 'act': element='e4m3' is neither f8E4M3FN nor "
+       "f8E5M2"},
+      {"quantize element e4m3fnuz",
+       quantizeReplaced("element=f8E4M3FN", "element=f8E4M3FNUZ"), bad,
+       "entry 'mx': element='f8E4M3FNUZ' is neither f8E4M3FN nor f8E5M2"},
+      {"quantize scale f8E8M0FNU",
+       quantizeReplaced("scale=e8m0", "scale=f8E8M0FNU"), bad,
+       "bundle line 4: entry 'mx': scale='f8E8M0FNU' is neither f32 nor e8m0"},
+      {"quantize scale bf16", quantizeReplaced("scale=f32", "scale=bf16"), bad,
+       "entry 'act': scale='bf16' is neither f32 nor e8m0"},
+      {"quantize input f16", quantizeReplaced("input=bf16", "input=f16"), bad,
+       "bundle line 4: entry 'mx': input='f16' is neither bf16 nor f32"},
+      {"quantize input f8",
+       quantizeReplaced("input=f32 block_rows=1",
+                        "input=f8E4M3FN block_rows=1"),
+       bad, "entry 'act': input='f8E4M3FN' is neither bf16 nor f32"},
+      {"quantize block_rows 0",
+       quantizeReplaced("block_rows=1 block_cols=32", "block_rows=0 "
+                                                      "block_cols=32"),
+       bad, "entry 'mx': block_rows=0 is out of range ([1, 128])"},
+      {"quantize block_rows 256",
+       quantizeReplaced("block_rows=128 block_cols=128 rank=3 batch=8",
+                        "block_rows=256 block_cols=128 rank=3 batch=8"),
+       bad, "entry 'weights': block_rows=256 is out of range ([1, 128])"},
+      {"quantize block_cols 512",
+       quantizeReplaced("block_cols=128 rank=2", "block_cols=512 rank=2"), bad,
+       "entry 'act': block_cols=512 is out of range ([1, 256])"},
+      {"quantize block [1, 48]",
+       quantizeReplaced("block_cols=128 rank=2", "block_cols=48 rank=2"), bad,
+       "bundle line 6: entry 'act': block [1, 48] has no kernel (abi "
+       "quantize.v1 implements [1, B] with B a power of two from 8 to 256, "
+       "and [128, 128])"},
+      {"quantize block [1, 4]",
+       quantizeReplaced("block_cols=128 rank=2", "block_cols=4 rank=2"), bad,
+       "entry 'act': block [1, 4] has no kernel"},
+      {"quantize block [128, 64]",
+       quantizeReplaced("block_rows=128 block_cols=128 rank=3 batch=8",
+                        "block_rows=128 block_cols=64 rank=3 batch=8"),
+       bad, "entry 'weights': block [128, 64] has no kernel"},
+      {"quantize block [64, 64]",
+       quantizeReplaced("block_rows=128 block_cols=128 rank=3 batch=8",
+                        "block_rows=64 block_cols=64 rank=3 batch=8"),
+       bad, "entry 'weights': block [64, 64] has no kernel"},
+      {"quantize e8m0 [1, 64]",
+       quantizeReplaced("block_cols=32", "block_cols=64"), bad,
+       "bundle line 4: entry 'mx': scale=e8m0 needs block [1, 32] (OCP MX), "
+       "got [1, 64]"},
+      {"quantize e8m0 [128, 128]",
+       quantizeReplaced("scale=f32 input=bf16 block_rows=128",
+                        "scale=e8m0 input=bf16 block_rows=128"),
+       bad,
+       "entry 'weights': scale=e8m0 needs block [1, 32] (OCP MX), got "
+       "[128, 128]"},
+      {"quantize rank 1",
+       quantizeReplaced("rank=2 batch=1 rows=-1 cols=4096",
+                        "rank=1 batch=1 rows=-1 cols=4096"),
+       bad, "entry 'mx': rank=1 is out of range ([2, 3])"},
+      {"quantize rank 4", quantizeReplaced("rank=3 batch=8", "rank=4 batch=8"),
+       bad, "entry 'weights': rank=4 is out of range ([2, 3])"},
+      {"quantize rank 2 with a batch",
+       quantizeReplaced("rank=2 batch=1 rows=-1 cols=4096",
+                        "rank=2 batch=4 rows=-1 cols=4096"),
+       bad,
+       "bundle line 4: entry 'mx': batch=4, but a rank-2 input [R, C] "
+       "has batch=1"},
+      {"quantize rank 2 dynamic batch",
+       quantizeReplaced("rank=2 batch=1 rows=-1 cols=4096",
+                        "rank=2 batch=-1 rows=-1 cols=4096"),
+       bad, "entry 'mx': batch=-1, but a rank-2 input [R, C] has batch=1"},
+      {"quantize batch 0", quantizeReplaced("batch=8", "batch=0"), bad,
+       "entry 'weights': batch=0 is out of range (-1 or [1, 2147483647])"},
+      {"quantize rows 0", quantizeReplaced(" rows=256", " rows=0"), bad,
+       "entry 'weights': rows=0 is out of range (-1 or [1, 2147483647])"},
+      {"quantize rows -2",
+       quantizeReplaced("rows=-1 cols=4096", "rows=-2 cols=4096"), bad,
+       "entry 'mx': rows=-2 is out of range"},
+      {"quantize rows not whole blocks",
+       quantizeReplaced(" rows=256", " rows=320"), bad,
+       "bundle line 8: entry 'weights': rows=320 is not a multiple of "
+       "block_rows=128"},
+      {"quantize cols not whole blocks",
+       quantizeReplaced("cols=4096", "cols=4100"), bad,
+       "bundle line 4: entry 'mx': cols=4100 is not a multiple of "
+       "block_cols=32"},
+      {"quantize cols 0", quantizeReplaced("cols=512", "cols=0"), bad,
+       "entry 'weights': cols=0 is out of range"},
+      {"quantize cols not canonical", quantizeReplaced("cols=512", "cols=0512"),
+       bad, "entry 'weights': cols='0512' is not a decimal integer"},
+      // Kernels: image, threads and smem only; threads whole warps; one.
+      {"quantize kernel with a tile",
+       quantizeReplaced(mxKernel, "kernel mx " + std::string(kQuantMx) +
+                                      " image=moe_kernels threads=256 smem=0 "
+                                      "tile_m=64\n"),
+       bad,
+       "bundle line 5: kernel 'moe_quantize_bf16_e4m3_e8m0_1x32': unknown key "
+       "'tile_m' (the kernel of an abi quantize.v1 entry takes image, "
+       "threads and smem)"},
+      {"quantize kernel without smem",
+       quantizeReplaced(mxKernel, "kernel mx " + std::string(kQuantMx) +
+                                      " image=moe_kernels threads=256\n"),
+       bad, "kernel 'moe_quantize_bf16_e4m3_e8m0_1x32': missing key 'smem'"},
+      {"quantize kernel of 48 threads",
+       quantizeReplaced(mxKernel,
+                        simpleKernelLine("mx", kQuantMx, "moe_kernels", 48, 0)),
+       bad,
+       "bundle line 5: kernel 'moe_quantize_bf16_e4m3_e8m0_1x32': threads=48 "
+       "is not a multiple of 32 (a quantize.v1 kernel reduces a block within "
+       "a warp)"},
+      {"quantize kernel of 2048 threads",
+       quantizeReplaced(
+           mxKernel, simpleKernelLine("mx", kQuantMx, "moe_kernels", 2048, 0)),
+       bad, "threads=2048 is out of range ([1, 1024])"},
+      {"quantize two kernels",
+       quantizeReplaced(mxKernel,
+                        mxKernel + simpleKernelLine("mx", "moe_quantize_2",
+                                                    "moe_kernels", 256, 0)),
+       bad,
+       "bundle line 6: kernel 'moe_quantize_2': entry 'mx' (abi quantize.v1) "
+       "takes exactly one kernel, and has "
+       "'moe_quantize_bf16_e4m3_e8m0_1x32' already (line 5)"},
+      {"quantize without kernels", quantizeReplaced(mxKernel, ""), bad,
+       "bundle line 4: entry 'mx' has no kernels"},
+      {"quantize entry as v1 of another abi",
+       quantizeReplaced("abi=quantize.v1 " + mxKeys,
+                        "abi=quantize.v2 " + mxKeys),
+       MOE_STATUS_UNSUPPORTED,
+       "bundle line 4: entry 'mx': abi 'quantize.v2' is not supported (this "
+       "runtime implements bundle version 6 with abis grouped_matmul.v3, "
+       "grouped_matmul_fp8.v1, route.v1, unpermute.v2, permute.v2, layer.v1 "
+       "and quantize.v1)"},
+  };
+}
+
 std::vector<Malformed> malformedBundles() {
   const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
   const moeStatus unsupported = MOE_STATUS_UNSUPPORTED;
@@ -795,7 +968,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v1' is not "
        "supported (this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2 and layer.v1): "
+       "permute.v2, layer.v1 and quantize.v1): "
        "its kernels "
        "are not "
        "persistent, recompile it"},
@@ -806,7 +979,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
        "supported (this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2 and layer.v1): "
+       "permute.v2, layer.v1 and quantize.v1): "
        "it predates "
        "kernel "
        "epilogues, recompile it"},
@@ -817,7 +990,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v4' is not "
        "supported (this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2 and layer.v1)"},
+       "permute.v2, layer.v1 and quantize.v1)"},
       {"newer abi with new keys",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
                 "split_k=2 abi=grouped_matmul.v4 experts=8 n=28672"),
@@ -838,7 +1011,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 6: entry 'softmax': abi 'route.v2' is not supported (this "
        "runtime implements bundle version 6 with abis grouped_matmul.v3, "
        "grouped_matmul_fp8.v1, "
-       "route.v1, unpermute.v2, permute.v2 and layer.v1)"},
+       "route.v1, unpermute.v2, permute.v2, layer.v1 and quantize.v1)"},
       {"unpermute.v1 refused",
        replaced("abi=unpermute.v2 max_rows=1024",
                 "abi=unpermute.v1 max_rows=1024", routeBundle()),
@@ -846,7 +1019,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 10: entry 'gather': abi 'unpermute.v1' is not supported "
        "(this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2 and layer.v1): "
+       "permute.v2, layer.v1 and quantize.v1): "
        "it predates column blocks, recompile it"},
       {"newer unpermute abi",
        replaced("abi=unpermute.v2 max_rows=1024",
@@ -855,7 +1028,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 10: entry 'gather': abi 'unpermute.v3' is not supported "
        "(this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2 and layer.v1)"},
+       "permute.v2, layer.v1 and quantize.v1)"},
       {"layer of v1 parts",
        replaced("abi=unpermute.v2 max_rows=4096",
                 "abi=unpermute.v1 max_rows=4096", layerBundle()),
@@ -1069,6 +1242,8 @@ std::vector<Malformed> malformedBundles() {
   for (Malformed &c : malformedBiasBundles())
     cases.push_back(std::move(c));
   for (Malformed &c : malformedLayerBundles())
+    cases.push_back(std::move(c));
+  for (Malformed &c : malformedQuantizeBundles())
     cases.push_back(std::move(c));
   return cases;
 }

@@ -285,7 +285,7 @@ TEST(fp8MalformedEntries) {
        "bundle line 4: entry 'gemm': abi 'grouped_matmul_fp8.v2' is not "
        "supported (this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2 and layer.v1)"},
+       "permute.v2, layer.v1 and quantize.v1)"},
   };
   for (const Case &c : cases) {
     checksMade += 2;

@@ -437,6 +437,57 @@ inline std::string fp8Bundle() {
          one("fswiglu", kFp8SwiGLU) + "end\n";
 }
 
+/// Symbols of the quantize bundle.
+inline constexpr const char *kQuantMx = "moe_quantize_bf16_e4m3_e8m0_1x32";
+inline constexpr const char *kQuantAct = "moe_quantize_f32_e5m2_f32_1x128";
+inline constexpr const char *kQuantWeights =
+    "moe_quantize_bf16_e4m3_f32_128x128";
+inline constexpr const char *kQuantAny = "moe_quantize_f32_e4m3_f32_128x128";
+
+/// quantize.v1 entries (contract §3.8), in the key order the compiler
+/// writes, and a grouped matmul (line numbers on the right):
+///   mx:      MXFP8: e4m3, E8M0 scales, [1, 32] blocks, bf16 [R, 4096] with
+///            R dynamic;                                           (4-5)
+///   act:     e5m2, f32 scales, [1, 128] blocks, f32 [R, C], R and C
+///            dynamic, max_rows=4096, 128 threads;                 (6-7)
+///   weights: e4m3, f32 scales, [128, 128] blocks of bf16 [8, 256, 512];
+///            (8-9)
+///   anyw:    e4m3, f32 scales, [128, 128] blocks of f32 [E, R, C], all
+///            dynamic (the compiler writes a static R for [128, 128]
+///            blocks; the reader takes -1);                        (10-11)
+///   experts: a grouped matmul (E=8 N=64 K=64, i32 offsets).       (12-13)
+/// Quantize kernels have 256 threads (act: 128) and no shared memory.
+inline std::string quantizeBundle() {
+  auto entry = [](const std::string &name, const std::string &keys) {
+    return "entry " + name + " op=moe.quantize abi=quantize.v1 " + keys + "\n";
+  };
+  return "MOEBUNDLE 6\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('Q')) +
+         entry("mx", "max_rows=2147483647 element=f8E4M3FN scale=e8m0 "
+                     "input=bf16 block_rows=1 block_cols=32 rank=2 batch=1 "
+                     "rows=-1 cols=4096") +
+         simpleKernelLine("mx", kQuantMx, "moe_kernels", 256, 0) +
+         entry("act", "max_rows=4096 element=f8E5M2 scale=f32 input=f32 "
+                      "block_rows=1 block_cols=128 rank=2 batch=1 rows=-1 "
+                      "cols=-1") +
+         simpleKernelLine("act", kQuantAct, "moe_kernels", 128, 0) +
+         entry("weights", "max_rows=256 element=f8E4M3FN scale=f32 "
+                          "input=bf16 block_rows=128 block_cols=128 rank=3 "
+                          "batch=8 rows=256 cols=512") +
+         simpleKernelLine("weights", kQuantWeights, "moe_kernels", 256, 0) +
+         entry("anyw", "max_rows=2147483647 element=f8E4M3FN scale=f32 "
+                       "input=f32 block_rows=128 block_cols=128 rank=3 "
+                       "batch=-1 rows=-1 cols=-1") +
+         simpleKernelLine("anyw", kQuantAny, "moe_kernels", 256, 0) +
+         "entry experts op=moe.grouped_matmul abi=grouped_matmul.v3 "
+         "epilogue=store experts=8 n=64 k=64 max_rows=2147483647 "
+         "offsets=i32 bias=none activation=none\n" +
+         kernelLine("experts", kNormal32, "moe_kernels", 1, 2147483647, 64, 64,
+                    0, 0) +
+         "end\n";
+}
+
 /// Opens `bytes`; returns NULL (and leaves the status in *status) on failure.
 inline moeBundle *openBundle(const std::string &bytes,
                              moeStatus *status = nullptr) {

@@ -15,7 +15,9 @@
 // their 12 + 29 + 24 parameters checked),
 // moeLayerWorkspaceBytes (against contract §3.5 recomputed here) and moeLayer
 // for layer.v1 entries (the order of the launches and the carved pointers
-// checked), then moeBundleClose. Bias entries' 7 parameters are checked too.
+// checked), moeQuantize for quantize.v1 entries (grid against contract §3.8
+// recomputed here, block and the 21 parameters checked), then
+// moeBundleClose. Bias entries' 7 parameters are checked too.
 // Built with MOE_ENABLE_FUZZER=ON (address and undefined sanitizers); seeds in
 // runtime/test/bundle-corpus/.
 //
@@ -119,6 +121,61 @@ void exerciseRoute(moeBundle *bundle, const moeEntryInfo &entry,
   int64_t grid = (args.tokens + perCta - 1) / perCta;
   checkSimpleLaunch(launchesBefore, kernel, grid < 65535 ? grid : 65535, words,
                     count);
+}
+
+void exerciseQuantize(moeBundle *bundle, const moeEntryInfo &entry,
+                      const moeKernelInfo &kernel, uint64_t h) {
+  require(std::strcmp(entry.op, MOE_OP_QUANTIZE) == 0);
+  require(std::strcmp(entry.element, MOE_ELEMENT_E4M3) == 0 ||
+          std::strcmp(entry.element, MOE_ELEMENT_E5M2) == 0);
+  const bool e8m0 = std::strcmp(entry.scale, MOE_SCALE_E8M0) == 0;
+  require(e8m0 || std::strcmp(entry.scale, MOE_SCALE_F32) == 0);
+  require(entry.input_bits == 16 || entry.input_bits == 32);
+  const int64_t br = entry.block_rows, bc = entry.block_cols;
+  require((br == 1 && bc >= 8 && bc <= 256 && (bc & (bc - 1)) == 0) ||
+          (br == 128 && bc == 128));
+  require(!e8m0 || (br == 1 && bc == 32));
+  require(entry.rank == 2 || entry.rank == 3);
+  require(entry.rank == 3 || entry.batch == 1);
+  require(entry.batch == -1 || entry.batch >= 1);
+  require(entry.rows == -1 || (entry.rows >= 1 && entry.rows % br == 0));
+  require(entry.cols == -1 || (entry.cols >= 1 && entry.cols % bc == 0));
+  require(kernel.threads % 32 == 0);
+  moeQuantizeArgs args;
+  args.input = 0x100000;
+  args.values = 0x200000;
+  args.scales = 0x300000;
+  args.batch = entry.batch != -1 ? entry.batch : 1 + int64_t((h >> 8) % 1000);
+  const int64_t blocksOfRows = entry.max_rows / br;
+  args.rows = entry.rows != -1   ? entry.rows
+              : blocksOfRows < 1 ? br
+                                 : br * tokensFor(h, blocksOfRows);
+  args.cols =
+      entry.cols != -1 ? entry.cols : bc * (1 + int64_t((h >> 40) % 4096));
+  fakeGpu().wordParams[kernel.symbol] = 21;
+  size_t launchesBefore = fakeGpu().launches.size();
+  moeStatus status = moeQuantize(bundle, entry.name, &args, nullptr);
+  // INVALID_ARGUMENT: R above max_rows, or the input's bytes beyond int64.
+  require(status == MOE_STATUS_SUCCESS ||
+          status == MOE_STATUS_INVALID_ARGUMENT ||
+          status == MOE_STATUS_UNSUPPORTED || status == MOE_STATUS_NO_GPU);
+  if (status != MOE_STATUS_SUCCESS)
+    return;
+  require(args.rows <= entry.max_rows);
+  const __int128 numRows = __int128(args.batch) * args.rows;
+  const __int128 elements = numRows * args.cols;
+  require(elements * (entry.input_bits / 8) <= INT64_MAX);
+  uint64_t words[21];
+  int count = 0;
+  memref2D(words, count, args.input, int64_t(numRows), args.cols);
+  memref2D(words, count, args.values, int64_t(numRows), args.cols);
+  memref2D(words, count, args.scales, int64_t(numRows / br), args.cols / bc);
+  // [1, B]: 32 elements per thread; [128, 128]: a CTA per block; <= 65535.
+  const __int128 grid =
+      br == 1 ? (elements + 32 * kernel.threads - 1) / (32 * kernel.threads)
+              : elements / (br * bc);
+  checkSimpleLaunch(launchesBefore, kernel,
+                    grid < 65535 ? int64_t(grid) : 65535, words, count);
 }
 
 void exerciseUnpermute(moeBundle *bundle, const moeEntryInfo &entry,
@@ -466,8 +523,17 @@ void exercise(moeBundle *bundle, uint64_t hash) {
         fp8 || std::strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0;
     const bool route = std::strcmp(entry.abi, MOE_ABI_ROUTE) == 0;
     const bool permute = std::strcmp(entry.abi, MOE_ABI_PERMUTE) == 0;
-    require(gemm || route || permute || layer ||
+    const bool quantize = std::strcmp(entry.abi, MOE_ABI_QUANTIZE) == 0;
+    require(gemm || route || permute || layer || quantize ||
             std::strcmp(entry.abi, MOE_ABI_UNPERMUTE) == 0);
+    // The quantize fields: set exactly for quantize entries.
+    require(entry.element && entry.scale);
+    require(quantize == (*entry.element != '\0') &&
+            quantize == (*entry.scale != '\0') &&
+            quantize == (entry.rank != 0));
+    require(quantize || (entry.input_bits == 0 && entry.block_rows == 0 &&
+                         entry.block_cols == 0 && entry.batch == 0 &&
+                         entry.rows == 0 && entry.cols == 0));
     require(layer == (*entry.route != '\0') &&
             gemm == (*entry.activation != 0));
     require(gemm || entry.bias_bits == 0);
@@ -504,6 +570,8 @@ void exercise(moeBundle *bundle, uint64_t hash) {
               entry.k == 0 && entry.offsets_bits == 0);
       if (route)
         exerciseRoute(bundle, entry, kernels[0], h);
+      else if (quantize)
+        exerciseQuantize(bundle, entry, kernels[0], h);
       else
         exerciseUnpermute(bundle, entry, kernels[0], h);
       continue;

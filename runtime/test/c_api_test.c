@@ -220,7 +220,7 @@ int main(int argc, char **argv) {
   /* The layout the ctypes wrapper mirrors (LP64): each version's fields
      last. */
   if (sizeof(void *) == 8) {
-    check(sizeof(moeEntryInfo) == 168, "sizeof(moeEntryInfo)");
+    check(sizeof(moeEntryInfo) == 224, "sizeof(moeEntryInfo)");
     check(offsetof(moeEntryInfo, top_k) == 72, "moeEntryInfo.top_k");
     check(offsetof(moeEntryInfo, hidden) == 88, "moeEntryInfo.hidden");
     check(offsetof(moeEntryInfo, weighted) == 96, "moeEntryInfo.weighted");
@@ -230,6 +230,10 @@ int main(int argc, char **argv) {
     check(offsetof(moeEntryInfo, unpermute) == 144, "moeEntryInfo.unpermute");
     check(offsetof(moeEntryInfo, chunk) == 152, "moeEntryInfo.chunk");
     check(offsetof(moeEntryInfo, format) == 160, "moeEntryInfo.format");
+    check(offsetof(moeEntryInfo, element) == 168, "moeEntryInfo.element");
+    check(offsetof(moeEntryInfo, input_bits) == 184, "moeEntryInfo.input_bits");
+    check(offsetof(moeEntryInfo, batch) == 200, "moeEntryInfo.batch");
+    check(offsetof(moeEntryInfo, cols) == 216, "moeEntryInfo.cols");
     check(sizeof(moeGroupedMatmulArgs) == 96, "sizeof(moeGroupedMatmulArgs)");
     check(offsetof(moeGroupedMatmulArgs, bias) == 72,
           "moeGroupedMatmulArgs.bias");
@@ -241,9 +245,14 @@ int main(int argc, char **argv) {
     check(sizeof(moeUnpermuteArgs) == 56, "sizeof(moeUnpermuteArgs)");
     check(sizeof(moePermuteArgs) == 64, "sizeof(moePermuteArgs)");
     check(sizeof(moeLayerArgs) == 112, "sizeof(moeLayerArgs)");
+    check(sizeof(moeQuantizeArgs) == 48, "sizeof(moeQuantizeArgs)");
+    check(offsetof(moeQuantizeArgs, batch) == 24, "moeQuantizeArgs.batch");
     check(offsetof(moeLayerArgs, workspace_bytes) == 72,
           "moeLayerArgs.workspace_bytes");
   }
+  check(moeQuantize(NULL, "act", NULL, NULL) == MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(), "moeQuantize: bundle is NULL"),
+        "moeQuantize without a bundle");
   check(moeLayer(NULL, "mixtral", NULL, NULL) == MOE_STATUS_INVALID_ARGUMENT &&
             strstr(moeLastErrorMessage(), "moeLayer: bundle is NULL"),
         "moeLayer without a bundle");

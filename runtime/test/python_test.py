@@ -93,7 +93,13 @@ expect_error(lambda: bundle.grouped_matmul("gate_up", None, None, None),
 # and layer fields in version 5, then permute.v2's `chunk`, then `format` in
 # version 6, moeGroupedMatmulArgs `row_scale`, then `bias`, then `rows_scale`
 # and `weights_scale`, all last (c_api_test.c checks the same offsets).
-check(ctypes.sizeof(moe_runtime._EntryInfo) == 168, "sizeof(moeEntryInfo)")
+check(ctypes.sizeof(moe_runtime._EntryInfo) == 224, "sizeof(moeEntryInfo)")
+check(moe_runtime._EntryInfo.element.offset == 168, "moeEntryInfo.element")
+check(moe_runtime._EntryInfo.input_bits.offset == 184, "moeEntryInfo.input_bits")
+check(moe_runtime._EntryInfo.batch.offset == 200, "moeEntryInfo.batch")
+check(moe_runtime._EntryInfo.cols.offset == 216, "moeEntryInfo.cols")
+check(ctypes.sizeof(moe_runtime._QuantizeArgs) == 48, "sizeof(moeQuantizeArgs)")
+check(moe_runtime._QuantizeArgs.batch.offset == 24, "moeQuantizeArgs.batch")
 check(moe_runtime._EntryInfo.chunk.offset == 152, "moeEntryInfo.chunk")
 check(moe_runtime._EntryInfo.format.offset == 160, "moeEntryInfo.format")
 check(moe_runtime._EntryInfo.bias_bits.offset == 100, "moeEntryInfo.bias_bits")
@@ -340,11 +346,47 @@ expect_error(lambda: layers.layer("gptoss", None, None, None, None, score_bias=o
 expect_error(lambda: layers.layer("nope", None, None, None, None), "NOT_FOUND",
              "no entry 'nope'")
 
+# Quantize entries (quantize.v1): fields, and the checks made before torch is
+# needed.
+quant_path = os.path.join(HERE, "Inputs", "quantize.moebundle")
+quants = moe_runtime.Bundle(quant_path)
+check([e.name for e in quants.entries] == ["act", "mx", "mx5", "weights"],
+      f"quantize entries {quants.entries}")
+act = quants.entry("act")
+check((act.abi, act.op, act.element, act.scale, act.input_bits, act.block_rows,
+       act.block_cols, act.rank, act.batch, act.rows, act.cols, act.max_rows)
+      == ("quantize.v1", "moe.quantize", "f8E4M3FN", "f32", 16, 1, 128, 2, 1, -1,
+          7168, MAX), f"act {act}")
+check((act.epilogue, act.activation, act.format, act.experts, act.top_k)
+      == ("", "", "", 0, 0), "other ABIs' fields of a quantize entry")
+check(act.kernels[0].symbol == "moe_quantize_bf16_e4m3_f32_1x128"
+      and act.kernels[0].threads == 256 and act.kernels[0].rows_max == 0,
+      "quantize kernel")
+weights_entry = quants.entry("weights")
+check((weights_entry.element, weights_entry.scale, weights_entry.block_rows,
+       weights_entry.block_cols, weights_entry.rank, weights_entry.batch,
+       weights_entry.rows, weights_entry.cols)
+      == ("f8E4M3FN", "f32", 128, 128, 3, 8, 256, 512), f"weights {weights_entry}")
+mx5 = quants.entry("mx5")
+check((mx5.element, mx5.scale, mx5.input_bits) == ("f8E5M2", "e8m0", 32), f"mx5 {mx5}")
+expect_error(lambda: quants.quantize("missing", None), "NOT_FOUND",
+             "no entry 'missing' in the bundle (entries: act, mx, mx5, weights)")
+expect_error(lambda: quants.grouped_matmul("act", None, None, None), "INVALID_ARGUMENT",
+             "grouped_matmul(act): entry 'act' has abi quantize.v1 (op moe.quantize), "
+             "not grouped_matmul.v3")
+with moe_runtime.Bundle(bundle_path) as gemms:
+    check(gemms.entry("gate_up").element == "" and gemms.entry("gate_up").rank == 0,
+          "a grouped matmul has no quantize fields")
+    expect_error(lambda: gemms.quantize("gate_up", None), "INVALID_ARGUMENT",
+                 "quantize(gate_up): entry 'gate_up' has abi grouped_matmul.v3 (op "
+                 "moe.grouped_matmul), not quantize.v1")
+
 # A stand-in torch: tensors are shapes, dtypes, devices and addresses, so the
 # wrapper's checks run, and what passes them reaches the C API, whose own
 # checks (or the missing GPU) answer.
 fake_torch = types.ModuleType("torch")
-for dtype_name in ("float32", "bfloat16", "int32", "int64", "uint8", "float8_e4m3fn"):
+for dtype_name in ("float32", "bfloat16", "int32", "int64", "uint8", "float8_e4m3fn",
+                   "float8_e5m2"):
     setattr(fake_torch, dtype_name, type(dtype_name, (), {"__repr__":
                                                          lambda self, n=dtype_name: f"torch.{n}"})())
 
@@ -558,7 +600,7 @@ expect_error(lambda: moe_runtime.Bundle.from_bytes(permute_bytes.replace(
     "bundle line 8: entry 'perm32': abi 'permute.v1' is not supported (this runtime "
     "implements bundle version 6 with abis grouped_matmul.v3, grouped_matmul_fp8.v1, "
     "route.v1, unpermute.v2, "
-    "permute.v2 and layer.v1): it predates the multi-CTA count and index kernels, "
+    "permute.v2, layer.v1 and quantize.v1): it predates the multi-CTA count and index kernels, "
     "recompile it")
 expect_error(lambda: perms.permute("nope", None, None), "NOT_FOUND", "no entry 'nope'")
 
@@ -854,6 +896,81 @@ for call, needle in [
          "moeLayer(gptoss): workspace pointer 0x7f0000500080 is not 256-byte aligned")]:
     expect_error(call, "INVALID_ARGUMENT", needle)
 layers.close()
+
+# quantize: what it allocates, its tensor checks, and the C API's.
+e4m3, e5m2, u8 = fake_torch.float8_e4m3fn, fake_torch.float8_e5m2, fake_torch.uint8
+xq = T((16, 7168), bf16, 0x7f0000600000)
+allocated.clear()
+expect_launch_attempt(lambda: quants.quantize("act", xq), "quantize")
+check(allocated == [((16, 7168), e4m3, "cuda:0"), ((16, 56), f32, "cuda:0")],
+      f"quantize allocates values and f32 scales: {allocated}")
+allocated.clear()
+# E8M0 codes as torch.uint8 where torch has no float8_e8m0fnu.
+expect_launch_attempt(lambda: quants.quantize("mx5", T((64, 256), f32)), "quantize mx5")
+check(allocated == [((64, 256), e5m2, "cuda:0"), ((64, 8), u8, "cuda:0")],
+      f"quantize allocates e5m2 values and E8M0 codes: {allocated}")
+allocated.clear()
+expect_launch_attempt(lambda: quants.quantize("weights", T((8, 256, 512), bf16)),
+                      "quantize weights")
+check(allocated == [((8, 256, 512), e4m3, "cuda:0"), ((8, 2, 4), f32, "cuda:0")],
+      f"quantize allocates per-expert scales: {allocated}")
+allocated.clear()
+expect_launch_attempt(lambda: quants.quantize("mx", T((4, 4096), bf16),
+                                              T((4, 4096), u8), T((4, 128), u8)),
+                      "quantize into uint8 values and scales")
+check(allocated == [], f"quantize with outputs allocates nothing: {allocated}")
+for call, needle in [
+        (lambda: quants.quantize("act", T((16, 7168), f32)),
+         "quantize(act): x is torch.float32, expected torch.bfloat16"),
+        (lambda: quants.quantize("mx5", T((64, 256), bf16)),
+         "quantize(mx5): x is torch.bfloat16, expected torch.float32"),
+        (lambda: quants.quantize("weights", T((256, 512), bf16)),
+         "quantize(weights): expected x [E, R, C] (the entry's rank is 3), got "
+         "(256, 512)"),
+        (lambda: quants.quantize("act", T((7168,), bf16)),
+         "quantize(act): expected x [R, C] (the entry's rank is 2), got (7168,)"),
+        (lambda: quants.quantize("act", xq, values=T((16, 7168), bf16)),
+         "quantize(act): values is torch.bfloat16, expected torch.float8_e4m3fn or "
+         "torch.uint8"),
+        (lambda: quants.quantize("mx5", T((64, 256), f32), values=T((64, 256), e4m3)),
+         "quantize(mx5): values is torch.float8_e4m3fn, expected torch.float8_e5m2 "
+         "or torch.uint8"),
+        (lambda: quants.quantize("act", xq, scales=T((16, 56), u8)),
+         "quantize(act): scales is torch.uint8, expected torch.float32"),
+        (lambda: quants.quantize("mx", T((4, 4096), bf16), scales=T((4, 128), f32)),
+         "quantize(mx): scales is torch.float32, expected torch.uint8"),
+        (lambda: quants.quantize("act", xq, values=T((16, 7167), e4m3)),
+         "quantize(act): values is (16, 7167), expected (16, 7168) (x's shape)"),
+        (lambda: quants.quantize("act", xq, scales=T((16, 57), f32)),
+         "quantize(act): scales is (16, 57), expected (16, 56) (one per [1, 128] "
+         "block)"),
+        (lambda: quants.quantize("weights", T((8, 256, 512), bf16),
+                                 scales=T((8, 4, 2), f32)),
+         "quantize(weights): scales is (8, 4, 2), expected (8, 2, 4) (one per "
+         "[128, 128] block)"),
+        (lambda: quants.quantize("act", T((16, 7168), bf16, device="cpu")),
+         "quantize(act): x is on cpu, not on a CUDA device"),
+        (lambda: quants.quantize("act", xq, values=T((16, 7168), e4m3, device="cuda:1")),
+         "quantize(act): values is on cuda:1 but x is on cuda:0"),
+        (lambda: quants.quantize("act", T((16, 7168), bf16, contiguous=False)),
+         "quantize(act): x is not contiguous"),
+        # The C API's checks: sizes, then each pointer in its field.
+        (lambda: quants.quantize("act", T((16, 7040), bf16)),
+         "moeQuantize(act): C = 7040 (cols) does not match the entry's cols = 7168"),
+        (lambda: quants.quantize("act", T((0, 7168), bf16)),
+         "moeQuantize(act): R = 0 (rows) must be at least 1"),
+        (lambda: quants.quantize("mx5", T((65, 256), f32)),
+         "moeQuantize(mx5): R = 65 (rows) exceeds the entry's max_rows = 64"),
+        (lambda: quants.quantize("weights", T((7, 256, 512), bf16)),
+         "moeQuantize(weights): batch = 7 does not match the entry's batch = 8"),
+        (lambda: quants.quantize("act", T((16, 7168), bf16, 0x7f0000600008)),
+         "moeQuantize(act): input pointer 0x7f0000600008 is not 16-byte aligned"),
+        (lambda: quants.quantize("act", xq, values=T((16, 7168), u8, 0x7f0000610008)),
+         "moeQuantize(act): values pointer 0x7f0000610008 is not 16-byte aligned"),
+        (lambda: quants.quantize("act", xq, scales=T((16, 56), f32, 0x7f0000620002)),
+         "moeQuantize(act): scales pointer 0x7f0000620002 is not 4-byte aligned")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+quants.close()
 del sys.modules["torch"]
 
 print("python test " + ("FAILED" if failures else "passed"))

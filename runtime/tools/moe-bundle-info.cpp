@@ -38,11 +38,16 @@
 //   entry mixtral op=moe.layer abi=layer.v1 max_rows=2147483647
 //     route=mixtral_route permute=mixtral_permute gate_up=mixtral_gate_up
 //     down=mixtral_down unpermute=mixtral_unpermute          (one line)
+//   entry act op=moe.quantize abi=quantize.v1 max_rows=2147483647
+//     element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128
+//     rank=2 batch=1 rows=-1 cols=7168                       (one line)
+//     kernel moe_quantize_bf16_e4m3_f32_1x128 threads=256 smem=0
+//     image=moe_kernels                                      (one line)
 //
 // Entries print their ABI's keys in the order of the bundle line (contract
 // §2; a grouped_matmul_fp8.v1 entry's `format` right after its abi); the
-// kernels of route.v1, unpermute.v2 and permute.v2 entries have no
-// rows range or tile; layer.v1 entries have no kernels.
+// kernels of route.v1, unpermute.v2, permute.v2 and quantize.v1 entries have
+// no rows range or tile; layer.v1 entries have no kernels.
 //
 // On error prints "moe-bundle-info: error: <message>" and exits 1.
 //
@@ -91,7 +96,17 @@ int main(int argc, char **argv) {
     const bool route = !std::strcmp(entry.abi, MOE_ABI_ROUTE);
     const bool unpermute = !std::strcmp(entry.abi, MOE_ABI_UNPERMUTE);
     const bool permute = !std::strcmp(entry.abi, MOE_ABI_PERMUTE);
-    if (route)
+    const bool quantize = !std::strcmp(entry.abi, MOE_ABI_QUANTIZE);
+    if (quantize)
+      std::printf(
+          "entry %s op=%s abi=%s max_rows=%" PRId64
+          " element=%s scale=%s input=%s block_rows=%d block_cols=%d "
+          "rank=%d batch=%" PRId64 " rows=%" PRId64 " cols=%" PRId64 "\n",
+          entry.name, entry.op, entry.abi, entry.max_rows, entry.element,
+          entry.scale, entry.input_bits == 16 ? "bf16" : "f32",
+          int(entry.block_rows), int(entry.block_cols), int(entry.rank),
+          entry.batch, entry.rows, entry.cols);
+    else if (route)
       std::printf("entry %s op=%s abi=%s max_rows=%" PRId64 " experts=%" PRId64
                   " top_k=%d logits=%s bias=%d\n",
                   entry.name, entry.op, entry.abi, entry.max_rows,
@@ -129,7 +144,7 @@ int main(int argc, char **argv) {
       moeKernelInfo kernel;
       if (moeBundleGetKernel(bundle, e, k, &kernel) != MOE_STATUS_SUCCESS)
         return failWithStatus();
-      if (route || unpermute || permute) {
+      if (route || unpermute || permute || quantize) {
         std::printf("  kernel %s threads=%d smem=%d image=%s\n", kernel.symbol,
                     int(kernel.threads), int(kernel.smem), kernel.image);
         continue;
