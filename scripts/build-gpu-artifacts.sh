@@ -5,6 +5,7 @@
 # library. Output: .gpu-artifacts/ (carry it with the device tool):
 #   <variant>.moebundle  one entry per test shape (test/device/shapes.txt)
 #   bench.moebundle      Mixtral and DeepSeek-V3 gate-up, default pipeline
+#   quantize.moebundle   the moe.quantize kernels (test/device/quantize_shapes.mlir)
 #   libmoe_runtime.so, moe_runtime.py
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -130,6 +131,9 @@ bundle fp8bench-default "$out/fp8bench.mlir" --moe-gpu-pipeline
 # whole layers of four models (test/device/layer.py).
 bundle routing "$root/test/device/routing_shapes.mlir" --moe-gpu-pipeline
 bundle layer "$root/test/device/layer_models.mlir" --moe-gpu-pipeline
+# The quantize kernel (test/device/quantize.py): every encoding it
+# implements, bf16 and f32 inputs.
+bundle quantize "$root/test/device/quantize_shapes.mlir" --moe-gpu-pipeline
 
 bundle bench-64x256 "$out/bench.mlir" --moe-gpu-pipeline="tile-m=64"
 bundle bench-default "$out/bench.mlir" --moe-gpu-pipeline

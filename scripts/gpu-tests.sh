@@ -8,8 +8,10 @@
 # test/device/routing.py (the five models' routers against shared/bench's
 # route_model, the permutation and the combine; needs .shared-bench carried)
 # and test/device/layer.py (whole layers route -> permute -> expert MLP ->
-# unpermute against shared/bench's reference() for four models), against
-# float32 torch references with outputs poisoned first. Prints each test's and the
+# unpermute against shared/bench's reference() for four models) and
+# test/device/quantize.py (the quantize kernel, bit-exact against
+# test/lib/moe_ref.py's quantize), against float32 torch references with
+# outputs poisoned first. Prints each test's and the
 # total `N passed, N failed`; exits non-zero on any failure.
 #   scripts/gpu-tests.sh            the tests
 #   scripts/gpu-tests.sh --bench    then bench/grouped_matmul.py (needs
@@ -20,7 +22,7 @@ art=$root/.gpu-artifacts
 [ -f "$art/libmoe_runtime.so" ] || { echo "no $art/libmoe_runtime.so: run scripts/build-gpu-artifacts.sh and carry .gpu-artifacts"; exit 2; }
 status=0 passed=0 failed=0
 # With .gpu-artifacts/hf-cache (scripts/build-hf-cache.sh): test/device/hf_module.py too.
-for test in grouped_matmul fp8_grouped_matmul expert_mlp routing layer $([ -d "$art/hf-cache" ] && echo hf_module); do
+for test in grouped_matmul fp8_grouped_matmul expert_mlp routing layer quantize $([ -d "$art/hf-cache" ] && echo hf_module); do
   log=$(mktemp)
   python3 "$root/test/device/$test.py" "$art" "$root/.shared-bench" 2>&1 | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
