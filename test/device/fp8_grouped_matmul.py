@@ -197,6 +197,37 @@ def main():
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
 
+    # The chain --moe-quantize compiles from a bf16 GEMM
+    # (test/device/fp8_chain.mlir): the weights quantized once by the prepack
+    # entry, the rows per call, then the block-FP8 GEMM on both.
+    chain_path = os.path.join(ARTIFACTS, "fp8chain.moebundle")
+    for seed, counts in enumerate(([40, 0, 1, 300, 7, 0, 64, 5], [0, 0, 0, 1, 0, 0, 0, 0])):
+        what = f"fp8chain.moebundle prepack -> quantize -> FP8 GEMM, counts {counts}"
+        try:
+            chain = moe_runtime.Bundle(chain_path)
+            info = chain.entry("gate_up_0")
+            g = torch.Generator(device=DEV).manual_seed(500 + seed)
+            w = (block_varied((info.experts, info.n, info.k), g, BLOCK) * info.k ** -0.5).to(torch.bfloat16)
+            offsets_list, m = offsets_from(counts, info.experts, None)
+            x = block_varied((m, info.k), g, 1).to(torch.bfloat16)
+            offsets = torch.tensor(offsets_list, device=DEV, dtype=torch.int32)
+            wq, ws = chain.quantize("gate_up_prepack", w)
+            xq, xs = chain.quantize("gate_up", x)
+            out = torch.full((m, info.n), float("nan"), device=DEV, dtype=torch.bfloat16)
+            chain.grouped_matmul("gate_up_0", xq, wq, offsets, out, rows_scale=xs, weights_scale=ws)
+            torch.cuda.synchronize()
+            xd, wd = dequantize_blocks(xq, xs, 1), dequantize_blocks(wq, ws, BLOCK)
+            want = torch.cat([xd[lo:hi] @ wd[e].t() for e, (lo, hi) in
+                              enumerate(clamped_ranges(offsets_list, m)) if hi > lo])
+            bf16 = torch.cat([x[lo:hi].double() @ w[e].double().t() for e, (lo, hi) in
+                              enumerate(clamped_ranges(offsets_list, m)) if hi > lo])
+            got = out.double()
+            err = ((got - want).norm() / want.norm()).item()
+            report(err <= TOLERANCE, what, f"rel. L2 {err:.2e} vs dequantized reference, "
+                   f"{((got - bf16).norm() / bf16.norm()).item():.2e} vs the bf16 GEMM")
+        except Exception as error:
+            report(False, what, f"{type(error).__name__}: {error}")
+
     # Argument errors come back as exceptions with a message, never a crash.
     bundle, info = loaded["fp8-default.moebundle"], shapes["f8_e8_n256_k512"]
     good = Case([4] * 8, None, info, 7)
