@@ -11,6 +11,7 @@
 #include "GroupedMatmulKernel.h"
 #include "KernelUtils.h"
 #include "MoE/Conversion/Passes.h"
+#include "TileScheduler.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -27,12 +28,6 @@
 
 using namespace mlir;
 using namespace mlir::moe;
-
-/// Offsets each CTA copies to shared memory (clamped, as i32) once at its
-/// start, and the size of the tile table built from them (E < this many
-/// experts; with more, each lookup scans and reads the rest from global
-/// memory).
-static constexpr int64_t kCachedEnds = 1024;
 
 /// Columns of the bf16 staging tile each warpgroup's epilogue goes through.
 static constexpr int64_t kStagingColumns = 64;
@@ -152,46 +147,21 @@ struct KernelTypes {
   }
 };
 
-/// A work item: an output tile of one expert.
-struct WorkItem {
-  Value expert, row0, rowEnd, col0;
-};
-
-/// The (expert, token tile) a CTA's slot stands for, and the expert's rows.
-struct TileLookup {
-  Value expert; // -1 when the slot is past the last tile
-  Value mTile, rowBegin, rowEnd;
-  Value numTiles; // of all eligible experts (the scan only)
-};
+} // namespace
 
 /// offsets[e] clamped into [0, numRows], as i32 (the ABI limits M to
 /// 2^31 - 1).
-Value clampOffset(ImplicitLocOpBuilder &b, Value offset, Value numRows) {
+Value mlir::moe::clampOffset(ImplicitLocOpBuilder &b, Value offset,
+                             Value numRows) {
   IndexMath m{b};
   Value v = arith::MinSIOp::create(
       b, arith::MaxSIOp::create(b, m.toIndex(offset), m.c(0)), numRows);
   return arith::IndexCastOp::create(b, b.getI32Type(), v);
 }
 
-/// One warp's step over experts [base, base + 32) of the tile scheduler:
-/// an expert whose row count lies in [rowsMin, rowsMax] owns ceil(rows /
-/// tileM) consecutive slots; the others belong to the entry's other
-/// kernels. Offsets are clamped into [previous end, M] as on the CPU
-/// (docs/semantics.md): expert e's rows end at clamp(max(offsets[0 .. e +
-/// 1]), 0, M), a running maximum, taken here with shuffles (prefix max of
-/// the ends, prefix sum of the tiles) after the previous step's carries.
-/// Row counts are i32: the ABI limits M to 2^31 - 1.
-struct ScanStep {
-  Value hi, lo; // this lane's expert's rows [lo, hi)
-  Value tiles;  // its slots (0 when not eligible or not an expert)
-  Value upTo;   // slots of all experts up to and including it
-  Value lastHi; // carries for the next step: lane 31's hi and upTo
-  Value lastUpTo;
-};
-
-ScanStep scanStep(ImplicitLocOpBuilder &nb, Value lane, Value valid, Value end,
-                  Value carryEnd, Value carryTiles, Value min32, Value max32,
-                  int64_t tileM) {
+ScanStep mlir::moe::scanStep(ImplicitLocOpBuilder &nb, Value lane, Value valid,
+                             Value end, Value carryEnd, Value carryTiles,
+                             Value min32, Value max32, int64_t tileM) {
   Type i32 = nb.getI32Type();
   auto c32 = [&](int32_t v) -> Value {
     return arith::ConstantIntOp::create(nb, i32, v);
@@ -247,9 +217,10 @@ ScanStep scanStep(ImplicitLocOpBuilder &nb, Value lane, Value valid, Value end,
 /// The tile scheduler's answer for `slot` by one warp scanning 32 experts
 /// per step (E / 32 steps, a ballot finds the expert that holds `slot`):
 /// the path for experts that do not fit the shared tile table.
-TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value cachedEnds,
-                      Value numExperts, Value numRows, Value slot,
-                      Value rowsMin, Value rowsMax, int64_t tileM, Value tid) {
+TileLookup mlir::moe::lookUpTile(ImplicitLocOpBuilder &b, Value offsets,
+                                 Value cachedEnds, Value numExperts,
+                                 Value numRows, Value slot, Value rowsMin,
+                                 Value rowsMax, int64_t tileM, Value tid) {
   IndexMath m{b};
   Type i32 = b.getI32Type();
   auto c32 = [&](ImplicitLocOpBuilder &nb, int32_t v) -> Value {
@@ -340,9 +311,9 @@ TileLookup lookUpTile(ImplicitLocOpBuilder &b, Value offsets, Value cachedEnds,
 /// maximum, so expert e's rows are [rowEnds[e], rowEnds[e + 1]), and
 /// tileEnds[e] the slots of experts 0..e. Every lookup is then a binary
 /// search in shared memory instead of an E / 32-step warp scan.
-void buildTileTable(ImplicitLocOpBuilder &b, Value rowEnds, Value tileEnds,
-                    Value numExperts, Value rowsMin, Value rowsMax,
-                    int64_t tileM, Value tid) {
+void mlir::moe::buildTileTable(ImplicitLocOpBuilder &b, Value rowEnds,
+                               Value tileEnds, Value numExperts, Value rowsMin,
+                               Value rowsMax, int64_t tileM, Value tid) {
   IndexMath m{b};
   Type i32 = b.getI32Type();
   auto toI32 = [&](Value v) -> Value {
@@ -375,8 +346,9 @@ void buildTileTable(ImplicitLocOpBuilder &b, Value rowEnds, Value tileEnds,
 
 /// Where `slot` (below the table's slot count) lies, by binary search for
 /// the first expert whose tileEnds exceeds it (numTiles is left null).
-TileLookup lookUpTableTile(ImplicitLocOpBuilder &b, Value rowEnds,
-                           Value tileEnds, Value numExperts, Value slot) {
+TileLookup mlir::moe::lookUpTableTile(ImplicitLocOpBuilder &b, Value rowEnds,
+                                      Value tileEnds, Value numExperts,
+                                      Value slot) {
   IndexMath m{b};
   Type i32 = b.getI32Type();
   Value slot32 = arith::IndexCastOp::create(b, i32, slot);
@@ -398,8 +370,6 @@ TileLookup lookUpTableTile(ImplicitLocOpBuilder &b, Value rowEnds,
           m.toIndex(m.load(rowEnds, expert)),
           m.toIndex(m.load(rowEnds, m.add(expert, m.c(1)))), Value()};
 }
-
-} // namespace
 
 gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                                                    Location loc,
