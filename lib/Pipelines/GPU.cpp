@@ -25,8 +25,10 @@ void mlir::moe::buildGPUDevicePipeline(
   pm.addPass(memref::createExpandStridedMetadataPass());
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
-  // PTX 8.0 is the first with sm_90a's wgmma and TMA.
-  target.features = "+ptx80";
+  // PTX 8.0 is the first with sm_90a's wgmma and TMA; sm_100a's tcgen05
+  // needs PTX 8.6, and the NVPTX backend of LLVM 22 emits its block-scaled
+  // MMA from PTX 8.8 on (as test/GPU/sm100-tcgen05-block-scale.mlir).
+  target.features = options.chip == "sm_100a" ? "+ptx88" : "+ptx80";
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
   pm.addPass(createLowerAffinePass());

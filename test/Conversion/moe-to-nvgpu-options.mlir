@@ -1,5 +1,6 @@
 // Bad options of convert-moe-to-nvgpu end with a diagnostic.
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="chip=sm_100a" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="chip=sm_80" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="chip=sm_100a" 2>&1 | FileCheck %s --check-prefix=SM100
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-m=64 tile-n=192" 2>&1 | FileCheck %s --check-prefix=TILE
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="stages=0" 2>&1 | FileCheck %s --check-prefix=STAGES
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="stages=x" 2>&1 | FileCheck %s --check-prefix=PARSE
@@ -13,7 +14,8 @@
 // RUN: moe-opt %s --convert-moe-to-nvgpu="tile-m=64 stages=4" | FileCheck %s --check-prefix=FOUR
 // RUN: moe-opt %s --convert-moe-to-nvgpu="tile-m=128" | FileCheck %s --check-prefix=TWO-WG
 
-// CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_100a' yet (sm_90a only)
+// CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_80' yet (sm_90a, and sm_100a for the MXFP8 grouped_matmul)
+// SM100: error: 'moe.grouped_matmul' op cannot be lowered to sm_100a yet: only MXFP8 operands are implemented
 // TILE: error: convert-moe-to-nvgpu: without swap-ab the tile must be 64 or 128 rows x 128 or 256 columns x 64, got 64x192x64
 // STAGES: error: convert-moe-to-nvgpu: 'stages' (0) must be at least 1 and fit 227 KiB of shared memory
 // SMEM: error: convert-moe-to-nvgpu: 'stages' (10) must be at least 1 and fit 227 KiB of shared memory

@@ -1,7 +1,8 @@
 // --moe-gpu-pipeline turns a grouped_matmul into a gpu.binary whose PTX has
 // TMA loads, mbarriers and 4 K-major wgmma per K step, which ptxas
 // assembles for sm_90a; with format=bin the binary is a cubin (ELF).
-// RUN: not moe-opt %s --moe-gpu-pipeline="chip=sm_100a" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not moe-opt %s --moe-gpu-pipeline="chip=sm_80" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not moe-opt %s --moe-gpu-pipeline="chip=sm_100a" 2>&1 | FileCheck %s --check-prefix=SM100
 // RUN: not moe-opt %s --moe-gpu-pipeline="swap-ab-max-rows=100" 2>&1 | FileCheck %s --check-prefix=ROWS
 // RUN: not moe-opt %s --moe-gpu-pipeline="bogus=1" 2>&1 | FileCheck %s --check-prefix=BOGUS
 // RUN: moe-opt %s --moe-gpu-pipeline="chip=sm_90a format=isa" -o %t.isa.mlir
@@ -31,7 +32,8 @@
 // Three forms by default, each for the experts whose row count lies in its
 // range: swap-AB up to 16 rows (--moe-swap-ab's threshold), a 64-row tile
 // up to 64, the 128-row tile (two warpgroups) above.
-// CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_100a' yet (sm_90a only)
+// CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_80' yet (sm_90a, and sm_100a for the MXFP8 grouped_matmul)
+// SM100: error: 'moe.grouped_matmul' op cannot be lowered to sm_100a yet: only MXFP8 operands are implemented
 // ROWS: error: moe-swap-ab: 'max-rows' must be in [0, 64], got 100
 // BOGUS: no such option bogus
 // MANIFEST: moe.manifest = {entries = [{abi = "grouped_matmul.v3",

@@ -69,7 +69,7 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90a\"",
-           "Target chip; only sm_90a has kernels so far">,
+           "Target chip: sm_90a, or sm_100a for the MXFP8 grouped_matmul only">,
     Option<"tileM", "tile-m", "int64_t", "128",
            "Token rows per tile: 64 or 128 (one warpgroup per 64 rows); "
            "8..64 with swap-ab">,

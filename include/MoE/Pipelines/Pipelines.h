@@ -19,9 +19,11 @@ void buildCPUReferencePipeline(OpPassManager &pm,
 
 /// Options of `--moe-gpu-pipeline`.
 struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
-  Option<std::string> chip{*this, "chip",
-                           llvm::cl::desc("Target chip (sm_90a)"),
-                           llvm::cl::init("sm_90a")};
+  Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc(
+          "Target chip (sm_90a; sm_100a: MXFP8 grouped_matmul only)"),
+      llvm::cl::init("sm_90a")};
   Option<int64_t> tileM{
       *this, "tile-m",
       llvm::cl::desc("Token rows per tile (64 or 128; with 128, experts of at "
@@ -54,9 +56,11 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
 /// Options of the device half of --moe-gpu-pipeline.
 struct GPUDevicePipelineOptions
     : public PassPipelineOptions<GPUDevicePipelineOptions> {
-  Option<std::string> chip{*this, "chip",
-                           llvm::cl::desc("Target chip (sm_90a)"),
-                           llvm::cl::init("sm_90a")};
+  Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc(
+          "Target chip (sm_90a; sm_100a: MXFP8 grouped_matmul only)"),
+      llvm::cl::init("sm_90a")};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu.binary holds: bin (cubin), isa (PTX), fatbin"),

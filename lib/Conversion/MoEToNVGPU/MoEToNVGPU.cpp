@@ -6,6 +6,7 @@
 #include "MoE/Transforms/Passes.h"
 #include "QuantizeKernel.h"
 #include "RoutingKernels.h"
+#include "Tcgen05GroupedMatmulKernel.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -75,6 +76,52 @@ static std::optional<BlockFP8Operands> getBlockFP8Operands(Value rows,
   if (!blocksAre(rowsOp, {1, 128}) || !blocksAre(weightsOp, {1, 128, 128}))
     return std::nullopt;
   return BlockFP8Operands{rowsOp, weightsOp};
+}
+
+/// The MXFP8 operands of a GEMM (OCP MX): rows and weights both dequantized
+/// from e4m3 with one f8E8M0FNU scale per 32 K ([1, 32] of the rows,
+/// [1, 1, 32] of each expert's weights).
+static std::optional<BlockFP8Operands> getMXFP8Operands(Value rows,
+                                                        Value weights) {
+  auto rowsOp = rows.getDefiningOp<DequantizeOp>();
+  auto weightsOp = weights.getDefiningOp<DequantizeOp>();
+  if (!rowsOp || !weightsOp)
+    return std::nullopt;
+  auto blocksAre = [](DequantizeOp op, ArrayRef<int64_t> extents) {
+    BlockScaledEncodingAttr encoding = op.getEncoding();
+    if (!isa<Float8E4M3FNType>(encoding.getElement()) ||
+        !isa<Float8E8M0FNUType>(encoding.getScale()))
+      return false;
+    int64_t rank = extents.size();
+    for (int64_t dim = 0; dim < rank; ++dim)
+      if (encoding.getBlockExtent(dim, rank) != extents[dim])
+        return false;
+    return true;
+  };
+  if (!blocksAre(rowsOp, {1, 32}) || !blocksAre(weightsOp, {1, 1, 32}))
+    return std::nullopt;
+  return BlockFP8Operands{rowsOp, weightsOp};
+}
+
+/// Why the sm_100a kernel cannot run `op` (any moe op), or an empty string:
+/// only the MXFP8 grouped GEMM with the plain bf16 store is implemented.
+static std::string unsupportedReasonSm100(Operation *op) {
+  auto matmul = dyn_cast<GroupedMatmulOp>(op);
+  if (!matmul)
+    return "only moe.grouped_matmul of MXFP8 operands has an sm_100a kernel";
+  if (!cast<RankedTensorType>(matmul.getType()).getElementType().isBF16())
+    return "only a bf16 result is implemented";
+  if (matmul.getBias() || matmul.getRowScale())
+    return "bias and row_scale epilogues are not implemented (plain store "
+           "only)";
+  if (!getMXFP8Operands(matmul.getRows(), matmul.getWeights()))
+    return "only MXFP8 operands are implemented: rows and weights both "
+           "moe.dequantize of f8E4M3FN with f8E8M0FNU scales, blocks [1, 32] "
+           "of the rows and [1, 1, 32] of each expert's weights";
+  int64_t k = cast<RankedTensorType>(matmul.getRows().getType()).getDimSize(1);
+  if (!ShapedType::isDynamic(k) && k % Tcgen05GroupedMatmulTile::tileK != 0)
+    return "K must be a multiple of 128 (4 scale bytes per row per stage)";
+  return "";
 }
 
 /// Why the sm_90a kernels cannot run `op`, or an empty string.
@@ -563,12 +610,113 @@ struct ConvertMoEToNVGPUPass
     : moe::impl::ConvertMoEToNVGPUBase<ConvertMoEToNVGPUPass> {
   using Base::Base;
 
+  /// chip=sm_100a: the MXFP8 grouped GEMM on tcgen05, and nothing else.
+  void runOnSm100(ModuleOp module) {
+    SmallVector<GroupedMatmulOp> matmuls;
+    bool failedAny = false;
+    module.walk([&](Operation *op) {
+      if (!isa<GroupedMatmulOp, ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp,
+               LayerOp, QuantizeOp>(op))
+        return;
+      if (std::string reason = unsupportedReasonSm100(op); !reason.empty()) {
+        op->emitOpError() << "cannot be lowered to sm_100a yet: " << reason;
+        failedAny = true;
+        return;
+      }
+      matmuls.push_back(cast<GroupedMatmulOp>(op));
+    });
+    if (failedAny)
+      return signalPassFailure();
+    if (matmuls.empty())
+      return;
+    OpBuilder builder(module.getBodyRegion());
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    builder.getUnitAttr());
+    auto kernels = dyn_cast_or_null<gpu::GPUModuleOp>(
+        SymbolTable::lookupSymbolIn(module, kKernelModuleName));
+    if (!kernels) {
+      builder.setInsertionPointToEnd(module.getBody());
+      kernels =
+          gpu::GPUModuleOp::create(builder, module.getLoc(), kKernelModuleName);
+    }
+    Tcgen05GroupedMatmulTile tile;
+    llvm::SmallPtrSet<Operation *, 8> fusedDequantizes;
+    for (GroupedMatmulOp matmul : matmuls) {
+      auto offsetsType = cast<RankedTensorType>(matmul.getOffsets().getType());
+      Type offsetType = offsetsType.getElementType();
+      gpu::GPUFuncOp func = lookUpOrBuild(
+          kernels, tile.kernelName(offsetType), [&]() -> gpu::GPUFuncOp {
+            gpu::GPUFuncOp built = buildTcgen05GroupedMatmulKernel(
+                builder, matmul.getLoc(), kernels, tile, offsetType);
+            built->setAttr(
+                "moe.dynamic_shared_bytes",
+                builder.getI64IntegerAttr(tile.dynamicSharedBytes()));
+            built->setAttr("moe.tile", builder.getDenseI64ArrayAttr(
+                                           {tile.tileM, tile.tileN, tile.tileK,
+                                            tile.stages}));
+            built->setAttr("moe.swap_ab", builder.getBoolAttr(false));
+            return built;
+          });
+      auto rowsType = cast<RankedTensorType>(matmul.getRows().getType());
+      auto weightsType = cast<RankedTensorType>(matmul.getWeights().getType());
+      auto size = [](int64_t dim) {
+        return ShapedType::isDynamic(dim) ? int64_t(-1) : dim;
+      };
+      int64_t numRows = rowsType.getDimSize(0);
+      NamedAttrList info;
+      info.set("abi", builder.getStringAttr("grouped_matmul_fp8.v1"));
+      info.set("format", builder.getStringAttr("mxfp8"));
+      info.set("epilogue", builder.getStringAttr("store"));
+      info.set("activation", builder.getStringAttr("none"));
+      info.set("bias", builder.getStringAttr("none"));
+      info.set("experts",
+               builder.getI64IntegerAttr(size(weightsType.getDimSize(0))));
+      info.set("n", builder.getI64IntegerAttr(size(weightsType.getDimSize(1))));
+      info.set("k", builder.getI64IntegerAttr(size(weightsType.getDimSize(2))));
+      info.set("max_rows", builder.getI64IntegerAttr(
+                               ShapedType::isDynamic(numRows)
+                                   ? kMaxLaunchRows
+                                   : std::min(numRows, kMaxLaunchRows)));
+      info.set("offsets", TypeAttr::get(offsetType));
+      info.set(
+          "kernels",
+          builder.getArrayAttr(builder.getDictionaryAttr(
+              {builder.getNamedAttr(
+                   "kernel",
+                   SymbolRefAttr::get(builder.getStringAttr(kKernelModuleName),
+                                      {FlatSymbolRefAttr::get(func)})),
+               builder.getNamedAttr("rows_min", builder.getI64IntegerAttr(1)),
+               builder.getNamedAttr(
+                   "rows_max", builder.getI64IntegerAttr(kMaxLaunchRows))})));
+      matmul->setAttr(kLaunchAttr, info.getDictionary(builder.getContext()));
+      std::optional<BlockFP8Operands> mx =
+          getMXFP8Operands(matmul.getRows(), matmul.getWeights());
+      fusedDequantizes.insert(
+          {mx->rows.getOperation(), mx->weights.getOperation()});
+    }
+    markFused(fusedDequantizes, builder);
+  }
+
+  /// A dequantize is part of the launches only when every user reads it so;
+  /// one that something else needs stays, and has no kernel.
+  static void markFused(const llvm::SmallPtrSetImpl<Operation *> &dequantizes,
+                        OpBuilder &builder) {
+    for (Operation *dequantize : dequantizes)
+      if (llvm::all_of(dequantize->getUsers(), [](Operation *user) {
+            auto launch = user->getAttrOfType<DictionaryAttr>(kLaunchAttr);
+            return launch && launch.get("format");
+          }))
+        dequantize->setAttr(kFusedIntoLaunchAttr, builder.getUnitAttr());
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (chip == "sm_100a")
+      return runOnSm100(module);
     if (chip != "sm_90a") {
       mlir::emitError(module.getLoc())
           << "convert-moe-to-nvgpu: no kernels for chip '" << chip
-          << "' yet (sm_90a only)";
+          << "' yet (sm_90a, and sm_100a for the MXFP8 grouped_matmul)";
       return signalPassFailure();
     }
     GroupedMatmulTile tile;
@@ -722,14 +870,7 @@ struct ConvertMoEToNVGPUPass
                        gemmLaunch(mlp.getRows(), mlp.getDownWeights(),
                                   mlp.getOffsets(), down, "down")}));
     }
-    // A dequantize is part of the launches only when every user reads it so;
-    // one that something else needs stays, and has no kernel.
-    for (Operation *dequantize : fusedDequantizes)
-      if (llvm::all_of(dequantize->getUsers(), [](Operation *user) {
-            auto launch = user->getAttrOfType<DictionaryAttr>(kLaunchAttr);
-            return launch && launch.get("format");
-          }))
-        dequantize->setAttr(kFusedIntoLaunchAttr, builder.getUnitAttr());
+    markFused(fusedDequantizes, builder);
   }
 };
 } // namespace
