@@ -371,6 +371,86 @@ TileLookup mlir::moe::lookUpTableTile(ImplicitLocOpBuilder &b, Value rowEnds,
           m.toIndex(m.load(rowEnds, m.add(expert, m.c(1)))), Value()};
 }
 
+TileScheduler mlir::moe::makeTileScheduler(ImplicitLocOpBuilder &b,
+                                           Value offsets, Value cachedEnds,
+                                           Value tileEnds, Value numExperts,
+                                           Value numRows, Value rowsMin,
+                                           Value rowsMax, Value tid,
+                                           int64_t tileM) {
+  IndexMath m{b};
+  return {offsets,  cachedEnds,
+          tileEnds, numExperts,
+          numRows,  rowsMin,
+          rowsMax,  tid,
+          tileM,    m.lt(numExperts, m.c(kCachedEnds))};
+}
+
+void TileScheduler::cacheOffsets(ImplicitLocOpBuilder &b,
+                                 int64_t threads) const {
+  IndexMath m{b};
+  scf::ForOp::create(
+      b, tid,
+      arith::MinSIOp::create(b, m.add(numExperts, m.c(1)), m.c(kCachedEnds)),
+      m.c(threads), ValueRange{},
+      [&](OpBuilder &nested, Location l, Value e, ValueRange) {
+        ImplicitLocOpBuilder nb(l, nested);
+        memref::StoreOp::create(
+            nb, clampOffset(nb, IndexMath{nb}.load(offsets, e), numRows),
+            cachedEnds, e);
+        scf::YieldOp::create(nb);
+      });
+}
+
+void TileScheduler::buildTable(ImplicitLocOpBuilder &b) const {
+  IndexMath m{b};
+  ifThen(b, arith::AndIOp::create(b, tableFits, m.lt(tid, m.c(32))),
+         [&](ImplicitLocOpBuilder &nb) {
+           buildTileTable(nb, cachedEnds, tileEnds, numExperts, rowsMin,
+                          rowsMax, tileM, tid);
+         });
+  gpu::BarrierOp::create(b);
+}
+
+Value TileScheduler::countTiles(ImplicitLocOpBuilder &b) const {
+  auto count = scf::IfOp::create(
+      b, tableFits,
+      [&](OpBuilder &thenBuilder, Location tl) {
+        ImplicitLocOpBuilder tb(tl, thenBuilder);
+        IndexMath n{tb};
+        scf::YieldOp::create(
+            tb, n.toIndex(n.load(tileEnds, n.sub(numExperts, n.c(1)))));
+      },
+      [&](OpBuilder &elseBuilder, Location el) {
+        ImplicitLocOpBuilder eb(el, elseBuilder);
+        scf::YieldOp::create(eb, lookUpTile(eb, offsets, cachedEnds, numExperts,
+                                            numRows, IndexMath{eb}.c(-1),
+                                            rowsMin, rowsMax, tileM, tid)
+                                     .numTiles);
+      });
+  return count.getResult(0);
+}
+
+TileLookup TileScheduler::lookUp(ImplicitLocOpBuilder &b, Value slot) const {
+  auto yieldOf = [](ImplicitLocOpBuilder &yb, const TileLookup &found) {
+    scf::YieldOp::create(yb, ValueRange{found.expert, found.mTile,
+                                        found.rowBegin, found.rowEnd});
+  };
+  auto found = scf::IfOp::create(
+      b, tableFits,
+      [&](OpBuilder &thenBuilder, Location tl) {
+        ImplicitLocOpBuilder tb(tl, thenBuilder);
+        yieldOf(tb,
+                lookUpTableTile(tb, cachedEnds, tileEnds, numExperts, slot));
+      },
+      [&](OpBuilder &elseBuilder, Location el) {
+        ImplicitLocOpBuilder eb(el, elseBuilder);
+        yieldOf(eb, lookUpTile(eb, offsets, cachedEnds, numExperts, numRows,
+                               slot, rowsMin, rowsMax, tileM, tid));
+      });
+  return {found.getResult(0), found.getResult(1), found.getResult(2),
+          found.getResult(3), Value()};
+}
+
 gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                                                    Location loc,
                                                    gpu::GPUModuleOp module,
@@ -482,69 +562,22 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   // launched early, the next kernel's CTAs would wait on the SMs beside
   // this one's for all of its run (3.5 % slower layers at T = 8192).
   waitForPreviousKernel(b, /*launchDependents=*/false);
-  Value cachedEnds = func.getWorkgroupAttributions()[0];
-  scf::ForOp::create(
-      b, tid,
-      arith::MinSIOp::create(b, m.add(numExperts, m.c(1)), m.c(kCachedEnds)),
-      m.c(threads), ValueRange{},
-      [&](OpBuilder &nested, Location l, Value e, ValueRange) {
-        ImplicitLocOpBuilder nb(l, nested);
-        memref::StoreOp::create(
-            nb, clampOffset(nb, IndexMath{nb}.load(offsets, e), numRows),
-            cachedEnds, e);
-        scf::YieldOp::create(nb);
-      });
+  TileScheduler scheduler =
+      makeTileScheduler(b, offsets, func.getWorkgroupAttributions()[0],
+                        func.getWorkgroupAttributions()[1], numExperts, numRows,
+                        rowsMin, rowsMax, tid, t.tileM);
+  scheduler.cacheOffsets(b, threads);
   gpu::BarrierOp::create(b);
-  Value tileEnds = func.getWorkgroupAttributions()[1];
-  Value tableFits = m.lt(numExperts, m.c(kCachedEnds));
-  ifThen(b, arith::AndIOp::create(b, tableFits, m.lt(tid, m.c(32))),
-         [&](ImplicitLocOpBuilder &nb) {
-           buildTileTable(nb, cachedEnds, tileEnds, numExperts, rowsMin,
-                          rowsMax, t.tileM, tid);
-         });
-  gpu::BarrierOp::create(b);
-  // Where slot `slot` (>= 0) lies: by the table, or by the warp scan.
-  auto lookUp = [&](ImplicitLocOpBuilder &nb, Value slot) -> TileLookup {
-    auto yieldOf = [](ImplicitLocOpBuilder &yb, const TileLookup &found) {
-      scf::YieldOp::create(yb, ValueRange{found.expert, found.mTile,
-                                          found.rowBegin, found.rowEnd});
-    };
-    auto found = scf::IfOp::create(
-        nb, tableFits,
-        [&](OpBuilder &thenBuilder, Location tl) {
-          ImplicitLocOpBuilder tb(tl, thenBuilder);
-          yieldOf(tb,
-                  lookUpTableTile(tb, cachedEnds, tileEnds, numExperts, slot));
-        },
-        [&](OpBuilder &elseBuilder, Location el) {
-          ImplicitLocOpBuilder eb(el, elseBuilder);
-          yieldOf(eb, lookUpTile(eb, offsets, cachedEnds, numExperts, numRows,
-                                 slot, rowsMin, rowsMax, t.tileM, tid));
-        });
-    return {found.getResult(0), found.getResult(1), found.getResult(2),
-            found.getResult(3), Value()};
+  scheduler.buildTable(b);
+  auto lookUp = [&](ImplicitLocOpBuilder &nb, Value slot) {
+    return scheduler.lookUp(nb, slot);
   };
 
   // Persistent CTAs: the token tiles of the eligible experts (counted on
   // the device) times the column tiles are the work items; CTA c takes
   // items c, c + gridDim.x, ... A kernel with no eligible expert costs one
   // lookup per CTA.
-  auto count = scf::IfOp::create(
-      b, tableFits,
-      [&](OpBuilder &thenBuilder, Location tl) {
-        ImplicitLocOpBuilder tb(tl, thenBuilder);
-        IndexMath n{tb};
-        scf::YieldOp::create(
-            tb, n.toIndex(n.load(tileEnds, n.sub(numExperts, n.c(1)))));
-      },
-      [&](OpBuilder &elseBuilder, Location el) {
-        ImplicitLocOpBuilder eb(el, elseBuilder);
-        scf::YieldOp::create(eb, lookUpTile(eb, offsets, cachedEnds, numExperts,
-                                            numRows, IndexMath{eb}.c(-1),
-                                            rowsMin, rowsMax, t.tileM, tid)
-                                     .numTiles);
-      });
-  Value numTiles = count.getResult(0);
+  Value numTiles = scheduler.countTiles(b);
   Value numWork = m.mul(numTiles, numColTiles);
   Value numCTAs = gpu::GridDimOp::create(b, gpu::Dimension::x);
 

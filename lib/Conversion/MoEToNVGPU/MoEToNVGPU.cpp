@@ -605,6 +605,20 @@ static DictionaryAttr quantizeLaunch(OpBuilder &builder,
   return info.getDictionary(builder.getContext());
 }
 
+/// The gpu.module every moe kernel goes into, created at the end of
+/// `module` on first use; `module` becomes a GPU container module.
+static gpu::GPUModuleOp getOrCreateKernelModule(OpBuilder &builder,
+                                                ModuleOp module) {
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  builder.getUnitAttr());
+  if (auto kernels = dyn_cast_or_null<gpu::GPUModuleOp>(
+          SymbolTable::lookupSymbolIn(module, kKernelModuleName)))
+    return kernels;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  return gpu::GPUModuleOp::create(builder, module.getLoc(), kKernelModuleName);
+}
+
 namespace {
 struct ConvertMoEToNVGPUPass
     : moe::impl::ConvertMoEToNVGPUBase<ConvertMoEToNVGPUPass> {
@@ -630,15 +644,7 @@ struct ConvertMoEToNVGPUPass
     if (matmuls.empty())
       return;
     OpBuilder builder(module.getBodyRegion());
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                    builder.getUnitAttr());
-    auto kernels = dyn_cast_or_null<gpu::GPUModuleOp>(
-        SymbolTable::lookupSymbolIn(module, kKernelModuleName));
-    if (!kernels) {
-      builder.setInsertionPointToEnd(module.getBody());
-      kernels =
-          gpu::GPUModuleOp::create(builder, module.getLoc(), kKernelModuleName);
-    }
+    gpu::GPUModuleOp kernels = getOrCreateKernelModule(builder, module);
     Tcgen05GroupedMatmulTile tile;
     llvm::SmallPtrSet<Operation *, 8> fusedDequantizes;
     for (GroupedMatmulOp matmul : matmuls) {
@@ -778,15 +784,7 @@ struct ConvertMoEToNVGPUPass
       return;
 
     OpBuilder builder(module.getBodyRegion());
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                    builder.getUnitAttr());
-    auto kernels = dyn_cast_or_null<gpu::GPUModuleOp>(
-        SymbolTable::lookupSymbolIn(module, kKernelModuleName));
-    if (!kernels) {
-      builder.setInsertionPointToEnd(module.getBody());
-      kernels =
-          gpu::GPUModuleOp::create(builder, module.getLoc(), kKernelModuleName);
-    }
+    gpu::GPUModuleOp kernels = getOrCreateKernelModule(builder, module);
     // Dequantizes the GEMM kernels read as FP8 values and scales.
     llvm::SmallPtrSet<Operation *, 8> fusedDequantizes;
     for (Operation *op : ops) {

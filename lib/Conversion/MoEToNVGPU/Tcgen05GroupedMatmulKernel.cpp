@@ -236,66 +236,20 @@ gpu::GPUFuncOp mlir::moe::buildTcgen05GroupedMatmulKernel(
   waitForPreviousKernel(b, /*launchDependents=*/false);
 
   // The tile table, as in the sm_90a kernel.
-  Value cachedEnds = func.getWorkgroupAttributions()[0];
-  Value tileEnds = func.getWorkgroupAttributions()[1];
-  scf::ForOp::create(
-      b, tid,
-      arith::MinSIOp::create(b, m.add(numExperts, m.c(1)), m.c(kCachedEnds)),
-      m.c(128), ValueRange{},
-      [&](OpBuilder &nested, Location l, Value e, ValueRange) {
-        ImplicitLocOpBuilder nb(l, nested);
-        memref::StoreOp::create(
-            nb, clampOffset(nb, IndexMath{nb}.load(offsets, e), numRows),
-            cachedEnds, e);
-        scf::YieldOp::create(nb);
-      });
+  TileScheduler scheduler =
+      makeTileScheduler(b, offsets, func.getWorkgroupAttributions()[0],
+                        func.getWorkgroupAttributions()[1], numExperts, numRows,
+                        rowsMin, rowsMax, tid, T::tileM);
+  scheduler.cacheOffsets(b, 128);
   NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC);
   gpu::BarrierOp::create(b);
   NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
   Value tmemBase = LLVM::LoadOp::create(b, i32, tmemSlot);
-  Value tableFits = m.lt(numExperts, m.c(kCachedEnds));
-  ifThen(b, arith::AndIOp::create(b, tableFits, m.lt(tid, m.c(32))),
-         [&](ImplicitLocOpBuilder &nb) {
-           buildTileTable(nb, cachedEnds, tileEnds, numExperts, rowsMin,
-                          rowsMax, T::tileM, tid);
-         });
-  gpu::BarrierOp::create(b);
-  auto lookUp = [&](ImplicitLocOpBuilder &nb, Value slot) -> TileLookup {
-    auto yieldOf = [](ImplicitLocOpBuilder &yb, const TileLookup &found) {
-      scf::YieldOp::create(yb, ValueRange{found.expert, found.mTile,
-                                          found.rowBegin, found.rowEnd});
-    };
-    auto found = scf::IfOp::create(
-        nb, tableFits,
-        [&](OpBuilder &thenBuilder, Location tl) {
-          ImplicitLocOpBuilder tb(tl, thenBuilder);
-          yieldOf(tb,
-                  lookUpTableTile(tb, cachedEnds, tileEnds, numExperts, slot));
-        },
-        [&](OpBuilder &elseBuilder, Location el) {
-          ImplicitLocOpBuilder eb(el, elseBuilder);
-          yieldOf(eb, lookUpTile(eb, offsets, cachedEnds, numExperts, numRows,
-                                 slot, rowsMin, rowsMax, T::tileM, tid));
-        });
-    return {found.getResult(0), found.getResult(1), found.getResult(2),
-            found.getResult(3), Value()};
+  scheduler.buildTable(b);
+  auto lookUp = [&](ImplicitLocOpBuilder &nb, Value slot) {
+    return scheduler.lookUp(nb, slot);
   };
-  auto count = scf::IfOp::create(
-      b, tableFits,
-      [&](OpBuilder &thenBuilder, Location tl) {
-        ImplicitLocOpBuilder tb(tl, thenBuilder);
-        IndexMath n{tb};
-        scf::YieldOp::create(
-            tb, n.toIndex(n.load(tileEnds, n.sub(numExperts, n.c(1)))));
-      },
-      [&](OpBuilder &elseBuilder, Location el) {
-        ImplicitLocOpBuilder eb(el, elseBuilder);
-        scf::YieldOp::create(eb, lookUpTile(eb, offsets, cachedEnds, numExperts,
-                                            numRows, IndexMath{eb}.c(-1),
-                                            rowsMin, rowsMax, T::tileM, tid)
-                                     .numTiles);
-      });
-  Value numTiles = count.getResult(0);
+  Value numTiles = scheduler.countTiles(b);
   Value numWork = m.mul(numTiles, numColTiles);
   Value firstWork = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   Value numCTAs = gpu::GridDimOp::create(b, gpu::Dimension::x);

@@ -79,6 +79,33 @@ void buildTileTable(ImplicitLocOpBuilder &b, Value rowEnds, Value tileEnds,
 TileLookup lookUpTableTile(ImplicitLocOpBuilder &b, Value rowEnds,
                            Value tileEnds, Value numExperts, Value slot);
 
+/// One kernel's scheduler over the workgroup buffers `cachedEnds` and
+/// `tileEnds` (kCachedEnds i32 each): what both grouped GEMM kernels do
+/// between their set-up and their work loop.
+struct TileScheduler {
+  Value offsets, cachedEnds, tileEnds, numExperts, numRows, rowsMin, rowsMax;
+  Value tid;
+  int64_t tileM;
+  /// E < kCachedEnds: lookups use the table rather than the warp scan.
+  Value tableFits;
+
+  /// The first min(E + 1, kCachedEnds) offsets, clamped, into cachedEnds by
+  /// `threads` threads; the caller synchronises the CTA before buildTable.
+  void cacheOffsets(ImplicitLocOpBuilder &b, int64_t threads) const;
+  /// Warp 0 builds the table when it fits, then a CTA barrier.
+  void buildTable(ImplicitLocOpBuilder &b) const;
+  /// Slots (token tiles) of all eligible experts.
+  Value countTiles(ImplicitLocOpBuilder &b) const;
+  /// Where slot `slot` (>= 0) lies: by the table, or by the warp scan.
+  TileLookup lookUp(ImplicitLocOpBuilder &b, Value slot) const;
+};
+
+/// The scheduler of a kernel with these operands (tableFits computed here).
+TileScheduler makeTileScheduler(ImplicitLocOpBuilder &b, Value offsets,
+                                Value cachedEnds, Value tileEnds,
+                                Value numExperts, Value numRows, Value rowsMin,
+                                Value rowsMax, Value tid, int64_t tileM);
+
 } // namespace mlir::moe
 
 #endif // MOE_CONVERSION_MOETONVGPU_TILESCHEDULER_H
