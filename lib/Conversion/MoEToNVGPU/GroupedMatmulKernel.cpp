@@ -569,9 +569,6 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   scheduler.cacheOffsets(b, threads);
   gpu::BarrierOp::create(b);
   scheduler.buildTable(b);
-  auto lookUp = [&](ImplicitLocOpBuilder &nb, Value slot) {
-    return scheduler.lookUp(nb, slot);
-  };
 
   // Persistent CTAs: the token tiles of the eligible experts (counted on
   // the device) times the column tiles are the work items; CTA c takes
@@ -602,7 +599,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     Value slot =
         n.add(firstSlot, arith::RemUIOp::create(nb, inGroup, slotsInGroup));
     Value nTile = arith::DivUIOp::create(nb, inGroup, slotsInGroup);
-    TileLookup found = lookUp(nb, slot);
+    TileLookup found = scheduler.lookUp(nb, slot);
     return {found.expert,
             n.add(found.rowBegin, n.mul(found.mTile, n.c(t.tileM))),
             found.rowEnd, n.mul(nTile, n.c(tileCols))};

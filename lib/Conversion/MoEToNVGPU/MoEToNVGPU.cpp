@@ -48,24 +48,25 @@ static bool isDequantized(Value v) {
   return v.getDefiningOp<DequantizeOp>() != nullptr;
 }
 
-/// The block-FP8 operands of a GEMM: rows and weights both dequantized from
-/// e4m3 with f32 scales in DeepSeek-V3's blocks ([1, 128] of the rows,
-/// [128, 128] of each expert's weights).
+/// The FP8 operands of a GEMM a kernel reads quantized: the dequantizes of
+/// its rows and of its weights.
 struct BlockFP8Operands {
   DequantizeOp rows, weights;
 };
 
-/// `rows` and `weights` as block-FP8 operands, or nullopt.
-static std::optional<BlockFP8Operands> getBlockFP8Operands(Value rows,
-                                                           Value weights) {
-  auto rowsOp = rows.getDefiningOp<DequantizeOp>();
-  auto weightsOp = weights.getDefiningOp<DequantizeOp>();
-  if (!rowsOp || !weightsOp)
-    return std::nullopt;
+/// `rows` and `weights` both dequantized from e4m3 with scales of type
+/// `Scale`, blocks `rowBlock` of the rows and `weightBlock` of each expert's
+/// weights; nullopt otherwise.
+template <typename Scale>
+static std::optional<BlockFP8Operands>
+getScaledOperands(Value rows, Value weights, ArrayRef<int64_t> rowBlock,
+                  ArrayRef<int64_t> weightBlock) {
   auto blocksAre = [](DequantizeOp op, ArrayRef<int64_t> extents) {
+    if (!op)
+      return false;
     BlockScaledEncodingAttr encoding = op.getEncoding();
     if (!isa<Float8E4M3FNType>(encoding.getElement()) ||
-        !encoding.getScale().isF32())
+        !isa<Scale>(encoding.getScale()))
       return false;
     int64_t rank = extents.size();
     for (int64_t dim = 0; dim < rank; ++dim)
@@ -73,9 +74,18 @@ static std::optional<BlockFP8Operands> getBlockFP8Operands(Value rows,
         return false;
     return true;
   };
-  if (!blocksAre(rowsOp, {1, 128}) || !blocksAre(weightsOp, {1, 128, 128}))
+  auto rowsOp = rows.getDefiningOp<DequantizeOp>();
+  auto weightsOp = weights.getDefiningOp<DequantizeOp>();
+  if (!blocksAre(rowsOp, rowBlock) || !blocksAre(weightsOp, weightBlock))
     return std::nullopt;
   return BlockFP8Operands{rowsOp, weightsOp};
+}
+
+/// `rows` and `weights` as block-FP8 operands (f32 scales, [1, 128] and
+/// [1, 128, 128]), or nullopt.
+static std::optional<BlockFP8Operands> getBlockFP8Operands(Value rows,
+                                                           Value weights) {
+  return getScaledOperands<Float32Type>(rows, weights, {1, 128}, {1, 128, 128});
 }
 
 /// The MXFP8 operands of a GEMM (OCP MX): rows and weights both dequantized
@@ -83,24 +93,8 @@ static std::optional<BlockFP8Operands> getBlockFP8Operands(Value rows,
 /// [1, 1, 32] of each expert's weights).
 static std::optional<BlockFP8Operands> getMXFP8Operands(Value rows,
                                                         Value weights) {
-  auto rowsOp = rows.getDefiningOp<DequantizeOp>();
-  auto weightsOp = weights.getDefiningOp<DequantizeOp>();
-  if (!rowsOp || !weightsOp)
-    return std::nullopt;
-  auto blocksAre = [](DequantizeOp op, ArrayRef<int64_t> extents) {
-    BlockScaledEncodingAttr encoding = op.getEncoding();
-    if (!isa<Float8E4M3FNType>(encoding.getElement()) ||
-        !isa<Float8E8M0FNUType>(encoding.getScale()))
-      return false;
-    int64_t rank = extents.size();
-    for (int64_t dim = 0; dim < rank; ++dim)
-      if (encoding.getBlockExtent(dim, rank) != extents[dim])
-        return false;
-    return true;
-  };
-  if (!blocksAre(rowsOp, {1, 32}) || !blocksAre(weightsOp, {1, 1, 32}))
-    return std::nullopt;
-  return BlockFP8Operands{rowsOp, weightsOp};
+  return getScaledOperands<Float8E8M0FNUType>(rows, weights, {1, 32},
+                                              {1, 1, 32});
 }
 
 /// Why the sm_100a kernel cannot run `op` (any moe op), or an empty string:

@@ -246,9 +246,6 @@ gpu::GPUFuncOp mlir::moe::buildTcgen05GroupedMatmulKernel(
   NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
   Value tmemBase = LLVM::LoadOp::create(b, i32, tmemSlot);
   scheduler.buildTable(b);
-  auto lookUp = [&](ImplicitLocOpBuilder &nb, Value slot) {
-    return scheduler.lookUp(nb, slot);
-  };
   Value numTiles = scheduler.countTiles(b);
   Value numWork = m.mul(numTiles, numColTiles);
   Value firstWork = gpu::BlockIdOp::create(b, gpu::Dimension::x);
@@ -323,7 +320,7 @@ gpu::GPUFuncOp mlir::moe::buildTcgen05GroupedMatmulKernel(
         Value stepBase = iter[0];
         Value slot = arith::DivUIOp::create(nb, work, numColTiles);
         Value colTile = arith::RemUIOp::create(nb, work, numColTiles);
-        TileLookup found = lookUp(nb, slot);
+        TileLookup found = scheduler.lookUp(nb, slot);
         WorkItem w{found.expert,
                    n.add(found.rowBegin, n.mul(found.mTile, n.c(T::tileM))),
                    found.rowEnd, n.mul(colTile, n.c(T::tileN))};
