@@ -481,19 +481,46 @@ LogicalResult LayerOp::verifyRegions() {
   return success();
 }
 
+std::optional<std::pair<QuantizeOp, DequantizeOp>>
+mlir::moe::getRowsRoundTrip(Value dequantized) {
+  auto dequantize = dequantized.getDefiningOp<DequantizeOp>();
+  if (!dequantize || !dequantize->hasOneUse())
+    return std::nullopt;
+  auto quantize = dequantize.getValues().getDefiningOp<QuantizeOp>();
+  if (!quantize || dequantize.getScales() != quantize.getScales() ||
+      dequantize.getEncoding() != quantize.getEncoding() ||
+      !quantize.getValues().hasOneUse() || !quantize.getScales().hasOneUse())
+    return std::nullopt;
+  return std::make_pair(quantize, dequantize);
+}
+
 std::optional<LayerChain> mlir::moe::getLayerChain(LayerOp layer) {
   Block &body = layer.getBody().front();
   auto ops =
       llvm::to_vector(llvm::make_pointer_range(body.without_terminator()));
-  if (ops.size() != 4)
+  // Quantized rows add their quantize and dequantize after the permute.
+  bool quantized = ops.size() == 6;
+  if (ops.size() != 4 && !quantized)
     return std::nullopt;
-  LayerChain chain{dyn_cast<RouteOp>(ops[0]), dyn_cast<PermuteOp>(ops[1]),
-                   dyn_cast<ExpertMLPOp>(ops[2]),
-                   dyn_cast<UnpermuteOp>(ops[3])};
+  LayerChain chain{dyn_cast<RouteOp>(ops[0]),
+                   dyn_cast<PermuteOp>(ops[1]),
+                   quantized ? dyn_cast<QuantizeOp>(ops[2]) : QuantizeOp(),
+                   quantized ? dyn_cast<DequantizeOp>(ops[3]) : DequantizeOp(),
+                   dyn_cast<ExpertMLPOp>(ops[ops.size() - 2]),
+                   dyn_cast<UnpermuteOp>(ops.back())};
   if (!chain.route || !chain.permute || !chain.mlp || !chain.combine)
     return std::nullopt;
+  Value mlpRows = chain.permute.getRows();
+  if (quantized) {
+    auto roundTrip = getRowsRoundTrip(chain.mlp.getRows());
+    if (!roundTrip || roundTrip->first != chain.rowsQuantize ||
+        roundTrip->second != chain.rowsDequantize ||
+        chain.rowsQuantize.getInput() != chain.permute.getRows())
+      return std::nullopt;
+    mlpRows = chain.rowsDequantize.getResult();
+  }
   if (chain.permute.getExpertIds() != chain.route.getExpertIds() ||
-      chain.mlp.getRows() != chain.permute.getRows() ||
+      chain.mlp.getRows() != mlpRows ||
       chain.mlp.getOffsets() != chain.permute.getOffsets() ||
       chain.combine.getRows() != chain.mlp.getResult() ||
       chain.combine.getSlots() != chain.permute.getSlots() ||

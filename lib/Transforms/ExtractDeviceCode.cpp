@@ -15,15 +15,16 @@ namespace mlir::moe {
 
 using namespace mlir;
 
-/// Whether a moe.launch (a dictionary, or an array of part dictionaries)
-/// has an `intermediate` entry: the kernels that built it quantize the
-/// fused MLP's intermediate.
+/// Whether a moe.launch (an array of part dictionaries) has a part named
+/// `intermediate`: the kernels that built it quantize the fused MLP's
+/// intermediate.
 static bool recordsIntermediate(Attribute launch) {
-  if (auto dict = dyn_cast_or_null<DictionaryAttr>(launch))
-    return dict.contains("intermediate");
-  if (auto parts = dyn_cast_or_null<ArrayAttr>(launch))
-    return llvm::any_of(parts, recordsIntermediate);
-  return false;
+  auto parts = dyn_cast_or_null<ArrayAttr>(launch);
+  return parts && llvm::any_of(parts, [](Attribute part) {
+           auto dict = dyn_cast<DictionaryAttr>(part);
+           auto name = dict ? dict.getAs<StringAttr>("part") : StringAttr();
+           return name && name.getValue() == "intermediate";
+         });
 }
 
 namespace {
@@ -114,8 +115,10 @@ struct MoEExtractDeviceCodePass
   }
 
   /// Appends the entries of the parts of `layer` (`<name>_route`,
-  /// `<name>_permute`, `<name>_gate_up`, `<name>_down`, `<name>_unpermute`)
-  /// and then the layer's own entry, which names them.
+  /// `<name>_permute`, with quantized rows `<name>_quantize`,
+  /// `<name>_gate_up`, for an FP8 intermediate `<name>_intermediate`,
+  /// `<name>_down`, `<name>_unpermute`) and then the layer's own entry,
+  /// which names them.
   LogicalResult describeLayer(Builder &b, moe::LayerOp layer, StringRef name,
                               SmallVectorImpl<Attribute> &out) {
     auto launch = layer->getAttrOfType<DictionaryAttr>(moe::kLaunchAttr);
@@ -129,12 +132,13 @@ struct MoEExtractDeviceCodePass
     if (!chain)
       return layer.emitOpError("has no layer.v1 kernels: its body is not "
                                "the chain --moe-fuse-layer builds");
-    // The parts' entries: `<name>_<role>`; the expert MLP's two keep their
-    // part names, gate_up and down.
-    std::pair<StringRef, Operation *> parts[] = {{"route", chain->route},
-                                                 {"permute", chain->permute},
-                                                 {"", chain->mlp},
-                                                 {"unpermute", chain->combine}};
+    // The parts' entries: `<name>_<role>`; the expert MLP's keep their part
+    // names (gate_up, intermediate, down).
+    SmallVector<std::pair<StringRef, Operation *>, 5> parts = {
+        {"route", chain->route}, {"permute", chain->permute}};
+    if (chain->rowsQuantize)
+      parts.push_back({"quantize", chain->rowsQuantize});
+    parts.append({{"", chain->mlp}, {"unpermute", chain->combine}});
     for (auto [role, op] : parts) {
       Attribute launch = op->getAttr(moe::kLaunchAttr);
       std::string partName = (name + (role.empty() ? "" : "_" + role)).str();
@@ -142,11 +146,14 @@ struct MoEExtractDeviceCodePass
         return launch ? failure()
                       : op->emitOpError("is a part of a moe.layer without "
                                         "GPU kernels");
-      if (role.empty()) {
-        entry.set("gate_up", b.getStringAttr(partName + "_gate_up"));
-        entry.set("down", b.getStringAttr(partName + "_down"));
-      } else {
+      if (!role.empty()) {
         entry.set(role, b.getStringAttr(partName));
+        continue;
+      }
+      for (Attribute part : cast<ArrayAttr>(launch)) {
+        StringRef mlpPart =
+            cast<DictionaryAttr>(part).getAs<StringAttr>("part").getValue();
+        entry.set(mlpPart, b.getStringAttr(partName + "_" + mlpPart));
       }
     }
     out.push_back(entry.getDictionary(&getContext()));

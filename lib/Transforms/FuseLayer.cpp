@@ -16,7 +16,8 @@ using namespace mlir::moe;
 namespace {
 
 /// Groups route -> permute -> expert_mlp -> unpermute, rooted at the
-/// unpermute, into `moe.layer`.
+/// unpermute, into `moe.layer`; quantized activations bring the rows'
+/// quantize -> dequantize round trip along.
 struct FuseLayer : OpRewritePattern<UnpermuteOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -27,8 +28,11 @@ struct FuseLayer : OpRewritePattern<UnpermuteOp> {
     auto mlp = combine.getRows().getDefiningOp<ExpertMLPOp>();
     if (!mlp)
       return rewriter.notifyMatchFailure(combine, "rows are no expert_mlp");
-    auto permute = mlp.getRows().getDefiningOp<PermuteOp>();
-    if (!permute || mlp.getOffsets() != permute.getOffsets() ||
+    auto roundTrip = getRowsRoundTrip(mlp.getRows());
+    Value rows = roundTrip ? roundTrip->first.getInput() : mlp.getRows();
+    auto permute = rows.getDefiningOp<PermuteOp>();
+    if (!permute || rows != permute.getRows() ||
+        mlp.getOffsets() != permute.getOffsets() ||
         combine.getSlots() != permute.getSlots())
       return rewriter.notifyMatchFailure(combine,
                                          "rows, offsets and slots are not one "
@@ -41,7 +45,10 @@ struct FuseLayer : OpRewritePattern<UnpermuteOp> {
     if (mlp.getRowScale())
       return rewriter.notifyMatchFailure(combine, "expert_mlp has a scale");
     // The intermediates live in the layer's workspace only.
-    Operation *chain[] = {route, permute, mlp, combine};
+    SmallVector<Operation *, 6> chain = {route, permute};
+    if (roundTrip)
+      chain.append({roundTrip->first, roundTrip->second});
+    chain.append({mlp, combine});
     for (Operation *op : ArrayRef(chain).drop_back())
       for (Operation *user : op->getUsers())
         if (!llvm::is_contained(chain, user))
@@ -56,7 +63,7 @@ struct FuseLayer : OpRewritePattern<UnpermuteOp> {
 
     rewriter.setInsertionPoint(combine);
     Location loc = rewriter.getFusedLoc(
-        {route.getLoc(), permute.getLoc(), mlp.getLoc(), combine.getLoc()});
+        llvm::map_to_vector(chain, [](Operation *op) { return op->getLoc(); }));
     auto layer = LayerOp::create(rewriter, loc, combine.getType());
     Block *body = rewriter.createBlock(&layer.getBody());
     for (Operation *op : chain)

@@ -82,13 +82,75 @@ func.func @mxfp8(%xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x16xf8E8M0FNU>,
 
 // -----
 
-func.func @fused_mlp(%xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x4xf32>,
+func.func @fused_mlp_bf16_weights(%xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x4xf32>,
                      %w13: tensor<8x512x512xbf16>, %w2: tensor<8x512x256xbf16>,
                      %off: tensor<9xi32>) -> tensor<?x512xbf16> {
   %x = moe.dequantize %xq, %xs from <f8E4M3FN, [1, 128], f32>
       : tensor<?x512xf8E4M3FN>, tensor<?x4xf32> -> tensor<?x512xbf16>
-  // expected-error @+1 {{quantized (moe.dequantize) operands of a fused expert MLP are not implemented yet}}
+  // expected-error @+1 {{quantized operands of a fused expert MLP are implemented as block FP8 only: rows and both weights}}
   %y = moe.expert_mlp silu %x, %off, %w13, %w2
       : (tensor<?x512xbf16>, tensor<9xi32>, tensor<8x512x512xbf16>, tensor<8x512x256xbf16>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// Block-FP8 operands but a bf16 intermediate: the down GEMM would need bf16
+// rows with FP8 weights, which no kernel reads.
+func.func @fused_mlp_bf16_intermediate(
+    %xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x4xf32>,
+    %w13q: tensor<8x512x512xf8E4M3FN>, %w13s: tensor<8x4x4xf32>,
+    %w2q: tensor<8x512x256xf8E4M3FN>, %w2s: tensor<8x4x2xf32>,
+    %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %x = moe.dequantize %xq, %xs from <f8E4M3FN, [1, 128], f32>
+      : tensor<?x512xf8E4M3FN>, tensor<?x4xf32> -> tensor<?x512xbf16>
+  %w13 = moe.dequantize %w13q, %w13s from <f8E4M3FN, [1, 128, 128], f32>
+      : tensor<8x512x512xf8E4M3FN>, tensor<8x4x4xf32> -> tensor<8x512x512xbf16>
+  %w2 = moe.dequantize %w2q, %w2s from <f8E4M3FN, [1, 128, 128], f32>
+      : tensor<8x512x256xf8E4M3FN>, tensor<8x4x2xf32> -> tensor<8x512x256xbf16>
+  // expected-error @+1 {{a block-FP8 expert MLP needs 'intermediate <f8E4M3FN, [1, 128], f32>'}}
+  %y = moe.expert_mlp silu %x, %off, %w13, %w2
+      : (tensor<?x512xbf16>, tensor<9xi32>, tensor<8x512x512xbf16>, tensor<8x512x256xbf16>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// An FP8 intermediate of a bf16 MLP has no kernel.
+func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x512x512xbf16>,
+                                       %w2: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{an FP8 'intermediate' needs block-FP8 rows and weights}}
+  %y = moe.expert_mlp silu %x, %off, %w13, %w2 intermediate <f8E4M3FN, [1, 128], f32>
+      : (tensor<?x512xbf16>, tensor<9xi32>, tensor<8x512x512xbf16>, tensor<8x512x256xbf16>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// The block-FP8 expert MLP: an FP8 gate-up GEMM storing silu(gate) * up in
+// bf16, the quantize kernel making it [1, 128]-group FP8 rows, and an FP8
+// down GEMM; the three dequantizes are part of the launches.
+// CHECK-LABEL: func.func @fused_mlp_fp8
+// CHECK-COUNT-3: moe.dequantize {{.*}} {moe.fused_into_launch}
+// CHECK: moe.expert_mlp
+// CHECK-SAME: moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", {{.*}}epilogue = "swiglu", {{.*}}format = "fp8_block", {{.*}}k = 512 : i64, {{.*}}n = 512 : i64, {{.*}}part = "gate_up"},
+// CHECK-SAME: {abi = "quantize.v1", batch = 1 : i64, block_cols = 128 : i64, block_rows = 1 : i64, cols = 256 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_f32_1x128}], {{.*}}part = "intermediate", rank = 2 : i64, rows = -1 : i64, scale = "f32"},
+// CHECK-SAME: {abi = "grouped_matmul_fp8.v1", activation = "none", {{.*}}epilogue = "row_scale", {{.*}}format = "fp8_block", {{.*}}k = 256 : i64, {{.*}}n = 512 : i64, {{.*}}part = "down"}]
+// CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_swiglu_off32
+// CHECK: gpu.func @moe_quantize_bf16_e4m3_f32_1x128
+// CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_rowscale_off32
+func.func @fused_mlp_fp8(
+    %xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x4xf32>,
+    %w13q: tensor<8x512x512xf8E4M3FN>, %w13s: tensor<8x4x4xf32>,
+    %w2q: tensor<8x512x256xf8E4M3FN>, %w2s: tensor<8x4x2xf32>,
+    %off: tensor<9xi32>, %scale: tensor<?xf32>) -> tensor<?x512xbf16> {
+  %x = moe.dequantize %xq, %xs from <f8E4M3FN, [1, 128], f32>
+      : tensor<?x512xf8E4M3FN>, tensor<?x4xf32> -> tensor<?x512xbf16>
+  %w13 = moe.dequantize %w13q, %w13s from <f8E4M3FN, [1, 128, 128], f32>
+      : tensor<8x512x512xf8E4M3FN>, tensor<8x4x4xf32> -> tensor<8x512x512xbf16>
+  %w2 = moe.dequantize %w2q, %w2s from <f8E4M3FN, [1, 128, 128], f32>
+      : tensor<8x512x256xf8E4M3FN>, tensor<8x4x2xf32> -> tensor<8x512x256xbf16>
+  %y = moe.expert_mlp silu %x, %off, %w13, %w2 scale %scale intermediate <f8E4M3FN, [1, 128], f32>
+      : (tensor<?x512xbf16>, tensor<9xi32>, tensor<8x512x512xbf16>, tensor<8x512x256xbf16>, tensor<?xf32>) -> tensor<?x512xbf16>
   return %y : tensor<?x512xbf16>
 }

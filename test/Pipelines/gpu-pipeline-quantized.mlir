@@ -1,18 +1,41 @@
-// The sm_90a kernels run block-FP8 grouped matmuls (test/Pipelines/
-// gpu-pipeline-fp8.mlir) but not yet a quantized fused expert MLP
-// (docs/quantization-design.md): the GPU pipeline fuses the quantized chain
-// and refuses it with a diagnostic rather than compiling part of it.
+// A bf16 MoE layer quantized by --moe-quantize compiles whole for sm_90a:
+// weights+activations make it one layer_fp8.v1 entry (route, permute, the
+// gathered rows' quantize, the FP8 gate-up GEMM storing silu(gate) * up, the
+// intermediate's quantize, the FP8 down GEMM, combine) beside the prepack's
+// weight quantize entries; test/device/fp8_layer.py runs it on the H200.
+// Weights only (bf16 rows into FP8 weights) has no sm_90a kernel yet: the
+// pipeline refuses it by name rather than compiling part of it.
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline -o %t.mlir
+// RUN: moe-translate --moe-to-bundle %t.mlir -o %t.moebundle
+// RUN: grep -aE "^(entry|kernel) " %t.moebundle | FileCheck %s
 // RUN: not moe-opt %s --moe-quantize --moe-gpu-pipeline 2>&1 | FileCheck %s --check-prefix=WEIGHTS
-// RUN: not moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline 2>&1 | FileCheck %s --check-prefix=ACTS
 
-// WEIGHTS: error: 'moe.expert_mlp' op cannot be lowered to sm_90a yet: quantized (moe.dequantize) operands of a fused expert MLP are not implemented yet
-// ACTS: error: 'moe.expert_mlp' op cannot be lowered to sm_90a yet: quantized (moe.dequantize) operands of a fused expert MLP are not implemented yet
-func.func @mlp(%rows: tensor<?x128xbf16>, %offsets: tensor<5xi64>,
-               %w13: tensor<4x256x128xbf16>, %w2: tensor<4x128x128xbf16>) -> tensor<?x128xbf16> {
+// CHECK: entry layer_route op=moe.route abi=route.v1
+// CHECK: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}hidden=256
+// CHECK: entry layer_quantize op=moe.quantize abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128 rank=2 batch=1 rows=-1 cols=256
+// CHECK: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256 max_rows=2147483647 offsets=i64
+// CHECK: entry layer_intermediate op=moe.expert_mlp abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128 rank=2 batch=1 rows=-1 cols=384
+// CHECK-NEXT: kernel layer_intermediate moe_quantize_bf16_e4m3_f32_1x128
+// CHECK: entry layer_down op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=store activation=none bias=none experts=4 n=256 k=384 max_rows=2147483647 offsets=i64
+// CHECK: entry layer_unpermute op=moe.unpermute abi=unpermute.v2 {{.*}}weighted=1
+// CHECK: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute quantize=layer_quantize gate_up=layer_gate_up intermediate=layer_intermediate down=layer_down unpermute=layer_unpermute
+// CHECK: entry layer_prepack op=moe.quantize abi=quantize.v1 max_rows=768 {{.*}}block_rows=128 block_cols=128 rank=3 batch=4 rows=768 cols=256
+// CHECK-NEXT: kernel layer_prepack moe_quantize_bf16_e4m3_f32_128x128
+// CHECK: entry layer_prepack_0 op=moe.quantize abi=quantize.v1 max_rows=256 {{.*}}block_rows=128 block_cols=128 rank=3 batch=4 rows=256 cols=384
+
+// WEIGHTS: error: 'moe.expert_mlp' op cannot be lowered to sm_90a yet: quantized operands of a fused expert MLP are implemented as block FP8 only
+func.func @layer(%x: tensor<?x256xbf16>, %logits: tensor<?x4xf32>,
+                 %w13: tensor<4x768x256xbf16>, %w2: tensor<4x256x384xbf16>) -> tensor<?x256xbf16> {
+  %ids, %w = moe.route softmax_topk %logits top 2 renormalize
+      : (tensor<?x4xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x256xbf16>, tensor<?x2xi32>) -> (tensor<?x256xbf16>, tensor<5xi64>, tensor<?x2xi64>)
   %gu = moe.grouped_matmul %rows, %w13, %offsets
-      : (tensor<?x128xbf16>, tensor<4x256x128xbf16>, tensor<5xi64>) -> tensor<?x256xbf16>
-  %h = moe.swiglu silu %gu : (tensor<?x256xbf16>) -> tensor<?x128xbf16>
+      : (tensor<?x256xbf16>, tensor<4x768x256xbf16>, tensor<5xi64>) -> tensor<?x768xbf16>
+  %h = moe.swiglu silu %gu : (tensor<?x768xbf16>) -> tensor<?x384xbf16>
   %y = moe.grouped_matmul %h, %w2, %offsets
-      : (tensor<?x128xbf16>, tensor<4x128x128xbf16>, tensor<5xi64>) -> tensor<?x128xbf16>
-  return %y : tensor<?x128xbf16>
+      : (tensor<?x384xbf16>, tensor<4x256x384xbf16>, tensor<5xi64>) -> tensor<?x256xbf16>
+  %out = moe.unpermute %y, %slots weights %w
+      : (tensor<?x256xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x256xbf16>
+  return %out : tensor<?x256xbf16>
 }

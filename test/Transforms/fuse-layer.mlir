@@ -139,3 +139,66 @@ func.func @two_blocks(%x: tensor<?x16xbf16>, %logits: tensor<?x8xf32>,
       : (tensor<?x16xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x16xbf16>
   return %y : tensor<?x16xbf16>
 }
+
+// -----
+
+// Quantized activations (--moe-quantize): the gathered rows' quantize ->
+// dequantize round trip joins the layer between the permute and the expert
+// MLP; the weights' dequantizes stay outside (values from above).
+// CHECK-LABEL: func @quantized_rows
+// CHECK: %[[W13:.*]] = moe.dequantize %{{.*}} from <f8E4M3FN, [1, 128, 128], f32>
+// CHECK: %[[W2:.*]] = moe.dequantize %{{.*}} from <f8E4M3FN, [1, 128, 128], f32>
+// CHECK-NEXT: moe.layer
+// CHECK-NEXT: moe.route
+// CHECK-NEXT: %[[ROWS:.*]], %[[OFF:.*]], %{{.*}} = moe.permute
+// CHECK-NEXT: %[[Q:.*]], %[[S:.*]] = moe.quantize %[[ROWS]] to <f8E4M3FN, [1, 128], f32>
+// CHECK-NEXT: %[[D:.*]] = moe.dequantize %[[Q]], %[[S]]
+// CHECK-NEXT: moe.expert_mlp silu %[[D]], %[[OFF]], %[[W13]], %[[W2]] intermediate <f8E4M3FN, [1, 128], f32>
+// CHECK-NEXT: moe.unpermute
+// CHECK-NEXT: moe.yield
+// CPU-LABEL: func @quantized_rows
+// CPU-NOT: moe.
+func.func @quantized_rows(%x: tensor<?x128xbf16>, %logits: tensor<?x4xf32>,
+                          %w13q: tensor<4x256x128xf8E4M3FN>, %w13s: tensor<4x2x1xf32>,
+                          %w2q: tensor<4x128x128xf8E4M3FN>, %w2s: tensor<4x1x1xf32>) -> tensor<?x128xbf16> {
+  %ids, %w = moe.route softmax_topk %logits top 2 renormalize
+      : (tensor<?x4xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x128xbf16>, tensor<?x2xi32>) -> (tensor<?x128xbf16>, tensor<5xi64>, tensor<?x2xi64>)
+  %q, %s = moe.quantize %rows to <f8E4M3FN, [1, 128], f32>
+      : tensor<?x128xbf16> -> tensor<?x128xf8E4M3FN>, tensor<?x1xf32>
+  %d = moe.dequantize %q, %s from <f8E4M3FN, [1, 128], f32>
+      : tensor<?x128xf8E4M3FN>, tensor<?x1xf32> -> tensor<?x128xbf16>
+  %w13 = moe.dequantize %w13q, %w13s from <f8E4M3FN, [1, 128, 128], f32>
+      : tensor<4x256x128xf8E4M3FN>, tensor<4x2x1xf32> -> tensor<4x256x128xbf16>
+  %w2 = moe.dequantize %w2q, %w2s from <f8E4M3FN, [1, 128, 128], f32>
+      : tensor<4x128x128xf8E4M3FN>, tensor<4x1x1xf32> -> tensor<4x128x128xbf16>
+  %y = moe.expert_mlp silu %d, %offsets, %w13, %w2 intermediate <f8E4M3FN, [1, 128], f32>
+      : (tensor<?x128xbf16>, tensor<5xi64>, tensor<4x256x128xbf16>, tensor<4x128x128xbf16>) -> tensor<?x128xbf16>
+  %out = moe.unpermute %y, %slots weights %w
+      : (tensor<?x128xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x128xbf16>
+  return %out : tensor<?x128xbf16>
+}
+
+// -----
+
+// FP8 values the layer would hide (returned as well): no layer.
+// CHECK-LABEL: func @quantized_rows_escape
+// CHECK-NOT: moe.layer
+func.func @quantized_rows_escape(%x: tensor<?x128xbf16>, %logits: tensor<?x4xf32>,
+                                 %w13: tensor<4x256x128xbf16>, %w2: tensor<4x128x128xbf16>)
+    -> (tensor<?x128xbf16>, tensor<?x128xf8E4M3FN>) {
+  %ids, %w = moe.route softmax_topk %logits top 2 renormalize
+      : (tensor<?x4xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x128xbf16>, tensor<?x2xi32>) -> (tensor<?x128xbf16>, tensor<5xi64>, tensor<?x2xi64>)
+  %q, %s = moe.quantize %rows to <f8E4M3FN, [1, 128], f32>
+      : tensor<?x128xbf16> -> tensor<?x128xf8E4M3FN>, tensor<?x1xf32>
+  %d = moe.dequantize %q, %s from <f8E4M3FN, [1, 128], f32>
+      : tensor<?x128xf8E4M3FN>, tensor<?x1xf32> -> tensor<?x128xbf16>
+  %y = moe.expert_mlp silu %d, %offsets, %w13, %w2
+      : (tensor<?x128xbf16>, tensor<5xi64>, tensor<4x256x128xbf16>, tensor<4x128x128xbf16>) -> tensor<?x128xbf16>
+  %out = moe.unpermute %y, %slots weights %w
+      : (tensor<?x128xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x128xbf16>
+  return %out, %q : tensor<?x128xbf16>, tensor<?x128xf8E4M3FN>
+}

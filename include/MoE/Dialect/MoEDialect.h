@@ -37,16 +37,25 @@ RankedTensorType getBlockScalesType(RankedTensorType values,
                                     BlockScaledEncodingAttr encoding);
 
 /// The ops of a layer whose body is the chain --moe-fuse-layer builds (and
-/// the runtime's layer.v1 launches): route -> permute -> expert_mlp ->
-/// unpermute, the route's ids into the permute, its rows and offsets into
-/// the expert MLP, whose result the unpermute combines with the permute's
-/// slots and the route's weights, yielded.
+/// the runtime's layer.v1 or layer_fp8.v1 launches): route -> permute ->
+/// expert_mlp -> unpermute, the route's ids into the permute, its rows and
+/// offsets into the expert MLP, whose result the unpermute combines with the
+/// permute's slots and the route's weights, yielded. With quantized
+/// activations (--moe-quantize), the permuted rows reach the expert MLP
+/// through moe.quantize then moe.dequantize.
 struct LayerChain {
   RouteOp route;
   PermuteOp permute;
+  QuantizeOp rowsQuantize;     // null unless the rows are quantized
+  DequantizeOp rowsDequantize; // null unless the rows are quantized
   ExpertMLPOp mlp;
   UnpermuteOp combine;
 };
+/// The moe.quantize -> moe.dequantize round trip (as --moe-quantize writes
+/// it for activations) that yields `dequantized`, each of its results used
+/// once, or nullopt.
+std::optional<std::pair<QuantizeOp, DequantizeOp>>
+getRowsRoundTrip(Value dequantized);
 /// `layer`'s chain, or std::nullopt when its body is anything else.
 std::optional<LayerChain> getLayerChain(LayerOp layer);
 } // namespace mlir::moe

@@ -118,12 +118,44 @@ static std::string unsupportedReasonSm100(Operation *op) {
   return "";
 }
 
+/// The encoding the FP8 expert MLP's down GEMM reads its rows in: the
+/// gate-up GEMM's block-FP8 row format.
+static bool isBlockFP8Intermediate(ExpertMLPOp op) {
+  BlockScaledEncodingAttr encoding = op.getIntermediateAttr();
+  return encoding && isa<Float8E4M3FNType>(encoding.getElement()) &&
+         isa<Float32Type>(encoding.getScale()) &&
+         encoding.getBlockExtent(0, 2) == 1 &&
+         encoding.getBlockExtent(1, 2) == 128;
+}
+
+/// Why the sm_90a kernels cannot run `op` with quantized operands, or an
+/// empty string: both GEMMs in block FP8, the intermediate quantized to
+/// their row format between them.
+static std::string unsupportedQuantizedReason(ExpertMLPOp op) {
+  if (!getBlockFP8Operands(op.getRows(), op.getGateUpWeights()) ||
+      !getBlockFP8Operands(op.getRows(), op.getDownWeights()))
+    return "quantized operands of a fused expert MLP are implemented as "
+           "block FP8 only: rows and both weights moe.dequantize of f8E4M3FN "
+           "with f32 scales, blocks [1, 128] of the rows and [128, 128] of "
+           "each expert's weights";
+  if (!isBlockFP8Intermediate(op))
+    return "a block-FP8 expert MLP needs 'intermediate <f8E4M3FN, [1, 128], "
+           "f32>': its down GEMM reads FP8 rows";
+  return "";
+}
+
 /// Why the sm_90a kernels cannot run `op`, or an empty string.
 static std::string unsupportedReason(ExpertMLPOp op) {
+  bool quantized = false;
   for (Value v : {op.getRows(), op.getGateUpWeights(), op.getDownWeights()})
-    if (isDequantized(v))
-      return "quantized (moe.dequantize) operands of a fused expert MLP are "
-             "not implemented yet; lower its grouped matmuls unfused";
+    quantized |= isDequantized(v);
+  if (quantized) {
+    if (std::string reason = unsupportedQuantizedReason(op); !reason.empty())
+      return reason;
+  } else if (op.getIntermediateAttr()) {
+    return "an FP8 'intermediate' needs block-FP8 rows and weights (the down "
+           "GEMM reads FP8 rows only in block FP8)";
+  }
   for (Value v : {op.getRows(), op.getGateUpWeights(), op.getDownWeights(),
                   op.getResult()})
     if (!cast<RankedTensorType>(v.getType()).getElementType().isBF16())
@@ -211,20 +243,26 @@ static std::string unsupportedReason(QuantizeOp op) {
                                   encoding.getBlockExtent(rank - 1, rank));
 }
 
-/// Why the runtime's layer.v1 cannot launch `op`, or an empty string: it
-/// runs exactly the chain --moe-fuse-layer builds, with the routing weight
-/// in the combine.
+/// Why the runtime's layer.v1 (or, with quantized rows, layer_fp8.v1)
+/// cannot launch `op`, or an empty string: it runs exactly the chain
+/// --moe-fuse-layer builds, with the routing weight in the combine.
 static std::string unsupportedReason(LayerOp op) {
   std::optional<LayerChain> chain = getLayerChain(op);
   if (!chain)
-    return "the body must be moe.route, moe.permute, moe.expert_mlp and "
-           "moe.unpermute, in that order, the route's ids into the permute, "
-           "its rows and offsets into the expert MLP, whose rows the "
-           "unpermute combines with the permute's slots and the route's "
+    return "the body must be moe.route, moe.permute, (moe.quantize, "
+           "moe.dequantize,) moe.expert_mlp and moe.unpermute, in that "
+           "order, the route's ids into the permute, its rows (through the "
+           "quantize round trip) and offsets into the expert MLP, whose rows "
+           "the unpermute combines with the permute's slots and the route's "
            "weights, yielded";
   if (chain->mlp.getRowScale())
     return "the expert MLP must not scale its rows (the combine applies the "
            "routing weight)";
+  // layer_fp8.v1 quantizes the gathered rows for block-FP8 GEMMs only.
+  if (chain->rowsQuantize &&
+      !getBlockFP8Operands(chain->mlp.getRows(), chain->mlp.getGateUpWeights()))
+    return "quantized rows of a layer must be block FP8 ([1, 128] f32 "
+           "scales of f8E4M3FN) into block-FP8 expert weights";
   return "";
 }
 
@@ -560,11 +598,13 @@ unpermuteLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteOp op) {
   return info.getDictionary(builder.getContext());
 }
 
-/// Builds (or reuses) the quantize kernel of `op`; returns its moe.launch.
+/// Builds (or reuses) the kernel quantizing `input` with `encoding`;
+/// returns its moe.launch (`part` names it inside a fused op).
 static DictionaryAttr quantizeLaunch(OpBuilder &builder,
-                                     gpu::GPUModuleOp kernels, QuantizeOp op) {
-  auto input = cast<RankedTensorType>(op.getInput().getType());
-  BlockScaledEncodingAttr encoding = op.getEncoding();
+                                     gpu::GPUModuleOp kernels, Location loc,
+                                     RankedTensorType input,
+                                     BlockScaledEncodingAttr encoding,
+                                     StringRef part = "") {
   int64_t rank = input.getRank();
   QuantizeKernelSpec spec;
   spec.bf16Input = input.getElementType().isBF16();
@@ -573,7 +613,7 @@ static DictionaryAttr quantizeLaunch(OpBuilder &builder,
   spec.blockRows = encoding.getBlockExtent(rank - 2, rank);
   spec.blockCols = encoding.getBlockExtent(rank - 1, rank);
   gpu::GPUFuncOp func = lookUpOrBuild(kernels, spec.kernelName(), [&] {
-    return buildQuantizeKernel(builder, op.getLoc(), kernels, spec);
+    return buildQuantizeKernel(builder, loc, kernels, spec);
   });
   auto size = [&](int64_t dim) {
     int64_t extent = input.getDimSize(dim);
@@ -596,6 +636,8 @@ static DictionaryAttr quantizeLaunch(OpBuilder &builder,
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(input.getDimSize(rank - 2))));
   info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
+  if (!part.empty())
+    info.set("part", builder.getStringAttr(part));
   return info.getDictionary(builder.getContext());
 }
 
@@ -697,14 +739,22 @@ struct ConvertMoEToNVGPUPass
     markFused(fusedDequantizes, builder);
   }
 
+  /// Whether `launch` (a dictionary, or an array of parts) has a GEMM that
+  /// reads FP8 operands.
+  static bool readsFP8(Attribute launch) {
+    if (auto parts = dyn_cast_or_null<ArrayAttr>(launch))
+      return llvm::any_of(parts, readsFP8);
+    auto dict = dyn_cast_or_null<DictionaryAttr>(launch);
+    return dict && dict.get("format");
+  }
+
   /// A dequantize is part of the launches only when every user reads it so;
   /// one that something else needs stays, and has no kernel.
   static void markFused(const llvm::SmallPtrSetImpl<Operation *> &dequantizes,
                         OpBuilder &builder) {
     for (Operation *dequantize : dequantizes)
       if (llvm::all_of(dequantize->getUsers(), [](Operation *user) {
-            auto launch = user->getAttrOfType<DictionaryAttr>(kLaunchAttr);
-            return launch && launch.get("format");
+            return readsFP8(user->getAttr(kLaunchAttr));
           }))
         dequantize->setAttr(kFusedIntoLaunchAttr, builder.getUnitAttr());
   }
@@ -824,43 +874,68 @@ struct ConvertMoEToNVGPUPass
         continue;
       }
       if (auto quantize = dyn_cast<QuantizeOp>(op)) {
-        op->setAttr(kLaunchAttr, quantizeLaunch(builder, kernels, quantize));
+        op->setAttr(kLaunchAttr,
+                    quantizeLaunch(builder, kernels, quantize.getLoc(),
+                                   quantize.getInput().getType(),
+                                   quantize.getEncoding()));
         continue;
       }
       // A layer launches its parts' kernels; --moe-extract-device-code
       // names the parts in its entry.
       if (auto layer = dyn_cast<LayerOp>(op)) {
-        auto logits = cast<RankedTensorType>(
-            getLayerChain(layer)->route.getLogits().getType());
-        op->setAttr(
-            kLaunchAttr,
-            builder.getDictionaryAttr(
-                {builder.getNamedAttr("abi", builder.getStringAttr("layer.v1")),
-                 builder.getNamedAttr("max_rows",
-                                      builder.getI64IntegerAttr(
-                                          maxTokens(logits.getDimSize(0))))}));
+        std::optional<LayerChain> chain = getLayerChain(layer);
+        auto logits =
+            cast<RankedTensorType>(chain->route.getLogits().getType());
+        op->setAttr(kLaunchAttr,
+                    builder.getDictionaryAttr(
+                        {builder.getNamedAttr(
+                             "abi", builder.getStringAttr(chain->rowsQuantize
+                                                              ? "layer_fp8.v1"
+                                                              : "layer.v1")),
+                         builder.getNamedAttr(
+                             "max_rows", builder.getI64IntegerAttr(maxTokens(
+                                             logits.getDimSize(0))))}));
         continue;
       }
       // The fused expert MLP: the gate-up GEMM stores act(gate, up) (the
       // [M, 2I] intermediate never leaves registers), then the down GEMM
       // adds its bias and applies the routing weight in its epilogue.
       auto mlp = cast<ExpertMLPOp>(op);
+      // Block FP8: the gate-up GEMM stores act(gate, up) in bf16, a
+      // quantize kernel makes it the down GEMM's FP8 rows.
+      std::optional<BlockFP8Operands> fp8 =
+          getBlockFP8Operands(mlp.getRows(), mlp.getGateUpWeights());
+      const GroupedMatmulTile &base = fp8 ? blockFP8Tile(tile) : tile;
       GroupedMatmulTile gateUp =
-          epilogueTile(tile, Epilogue::SwiGLU, mlp.getGateUpBias());
+          epilogueTile(base, Epilogue::SwiGLU, mlp.getGateUpBias());
       if (mlp.getActivation() == GatedActivation::gptoss) {
         gateUp.activation = Activation::GptOss;
         gateUp.alpha = mlp.getAlphaOrDefault();
         gateUp.limit = mlp.getLimitOrDefault();
       }
       GroupedMatmulTile down = epilogueTile(
-          tile, mlp.getRowScale() ? Epilogue::RowScale : Epilogue::Store,
+          base, mlp.getRowScale() ? Epilogue::RowScale : Epilogue::Store,
           mlp.getDownBias());
-      op->setAttr(kLaunchAttr,
-                  builder.getArrayAttr(
-                      {gemmLaunch(mlp.getRows(), mlp.getGateUpWeights(),
-                                  mlp.getOffsets(), gateUp, "gate_up"),
-                       gemmLaunch(mlp.getRows(), mlp.getDownWeights(),
-                                  mlp.getOffsets(), down, "down")}));
+      SmallVector<Attribute, 3> parts = {
+          gemmLaunch(mlp.getRows(), mlp.getGateUpWeights(), mlp.getOffsets(),
+                     gateUp, "gate_up")};
+      if (fp8) {
+        auto rowsType = cast<RankedTensorType>(mlp.getRows().getType());
+        int64_t intermediate =
+            cast<RankedTensorType>(mlp.getDownWeights().getType())
+                .getDimSize(2);
+        parts.push_back(quantizeLaunch(
+            builder, kernels, mlp.getLoc(),
+            RankedTensorType::get({rowsType.getDimSize(0), intermediate},
+                                  rowsType.getElementType()),
+            mlp.getIntermediateAttr(), "intermediate"));
+        auto downWeights = mlp.getDownWeights().getDefiningOp<DequantizeOp>();
+        fusedDequantizes.insert({fp8->rows.getOperation(),
+                                 fp8->weights.getOperation(), downWeights});
+      }
+      parts.push_back(gemmLaunch(mlp.getRows(), mlp.getDownWeights(),
+                                 mlp.getOffsets(), down, "down"));
+      op->setAttr(kLaunchAttr, builder.getArrayAttr(parts));
     }
     markFused(fusedDequantizes, builder);
   }

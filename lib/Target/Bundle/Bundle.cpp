@@ -164,7 +164,8 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
     if (failed(name) || failed(op) || failed(abi) || failed(maxRows))
       return failure();
     // A layer launches its parts' kernels: it has none of its own.
-    bool layer = *abi == "layer.v1";
+    bool fp8Layer = *abi == "layer_fp8.v1";
+    bool layer = fp8Layer || *abi == "layer.v1";
     if (!kernels || (kernels.empty() != layer))
       return emitError(loc)
              << "moe-to-bundle: entry " << *name
@@ -263,8 +264,14 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
                  << " rows=" << *rows << " cols=" << *cols << "\n";
     } else if (layer) {
       bodyStream << " max_rows=" << *maxRows;
-      for (StringRef part :
-           {"route", "permute", "gate_up", "down", "unpermute"}) {
+      SmallVector<StringRef, 7> parts =
+          fp8Layer ? SmallVector<StringRef, 7>{"route",        "permute",
+                                               "quantize",     "gate_up",
+                                               "intermediate", "down",
+                                               "unpermute"}
+                   : SmallVector<StringRef, 7>{"route", "permute", "gate_up",
+                                               "down", "unpermute"};
+      for (StringRef part : parts) {
         FailureOr<StringRef> partName = r.name(part);
         if (failed(partName))
           return failure();
