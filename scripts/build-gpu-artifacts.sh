@@ -134,6 +134,12 @@ bundle fp8bench-default "$out/fp8bench.mlir" --moe-gpu-pipeline
 # whole layers of four models (test/device/layer.py).
 bundle routing "$root/test/device/routing_shapes.mlir" --moe-gpu-pipeline
 bundle layer "$root/test/device/layer_models.mlir" --moe-gpu-pipeline
+# The same layers in block FP8 (test/device/fp8_layer.py), but GPT-OSS
+# (H = 2880: no whole [1, 128] groups): prepack entries and layer_fp8.v1.
+awk '/^func.func @gpt_oss_120b/ { skip = 1 } !skip { print } skip && /^}/ { skip = 0 }' \
+  "$root/test/device/layer_models.mlir" > "$out/fp8_layer_models.mlir"
+bundle fp8layer "$out/fp8_layer_models.mlir" \
+  --moe-quantize="scope=weights+activations" --moe-gpu-pipeline
 # The quantize kernel (test/device/quantize.py): every encoding it
 # implements, bf16 and f32 inputs.
 bundle quantize "$root/test/device/quantize_shapes.mlir" --moe-gpu-pipeline

@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""Block-FP8 MoE layers on the H200: the layers of test/device/layer_models.mlir
+(GPT-OSS left out: H = 2880 is no multiple of 128) quantized by
+`--moe-quantize="scope=weights+activations"` and compiled by
+`--moe-gpu-pipeline` into fp8layer.moebundle: per layer one layer_fp8.v1
+entry (route, permute, the gathered rows' quantize, the FP8 gate-up GEMM
+storing silu(gate) * up, the intermediate's quantize, the FP8 down GEMM,
+combine) and the prepack entries that quantize the weights once.
+
+Tests (default), for Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B and
+DeepSeek-V3 (random correction bias) at T in {1, 7, 64, 128, 1000, 8192}
+with random router logits, plus skewed routings (one hot expert; half the
+experts never chosen) at T = 64 and 1000:
+- the weights prepacked on the GPU by the bundle's own prepack entries;
+- the layer's output (and workspace, poisoned first) against a float32
+  reference on the dequantized values that follows the IR's types: rows
+  quantized in [1, 128] groups, gate-up in f32, the activation rounded to
+  bf16 and quantized in [1, 128] groups, the down GEMM's rows rounded to
+  bf16, the combine in f32: relative L2 error <= 3e-3 (bf16 output);
+- the error against the unquantized bf16 layer (the same reference without
+  the quantization steps) reported and bounded by 0.1 (the FP8 rounding);
+- the reference's row quantizer bit-exact with the layer's quantize entry
+  on the same rows;
+- the layer captured in a CUDA graph, replayed on new inputs;
+- bad arguments (no weight scales, bf16 weights, a short workspace) refused
+  with a message and nothing launched.
+`--bench`: the FP8 layer beside our bf16 layer (layer.moebundle), the FP8
+peer (route, sort, rowwise e4m3 quantization and torch._scaled_grouped_mm
+for both GEMMs, combine) and `torch_grouped_mm` (bf16) of peers.py on the
+same data in one process: medians of CUDA-graph replays. Prints
+`N passed, N failed` (and a table).
+
+    python3 test/device/fp8_layer.py .gpu-artifacts .shared-bench [--bench]
+"""
+import os
+import sys
+
+import torch
+
+ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
+PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else ".shared-bench")
+BENCH = "--bench" in sys.argv
+sys.path[:0] = [ARTIFACTS, PEERS, os.path.dirname(os.path.abspath(__file__))]
+os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
+import moe_runtime  # noqa: E402
+from tally import Tally, run  # noqa: E402
+from peers import SHAPES, bench, expert_act, moe_grouped, route_model  # noqa: E402
+from fp8_grouped_matmul import dequantize_blocks, quantize_blocks  # noqa: E402
+
+DEV = "cuda"
+MODELS = {"mixtral_8x7b": "mixtral-8x7b", "qwen3_30b_a3b": "qwen3-30b-a3b",
+          "olmoe_1b_7b": "olmoe-1b-7b", "deepseek_v3": "deepseek-v3"}
+TOKENS = [1, 7, 64, 128, 1000, 8192]
+SKEWED_TOKENS = [64, 1000]
+TOLERANCE = 3e-3
+QUANTIZATION_BOUND = 0.1
+
+
+def round_trip_rows(x):
+    """x [N, K] through [1, 128]-group e4m3 quantization, as float32."""
+    q, s = quantize_blocks(x, 1)
+    return dequantize_blocks(q, s, 1).float()
+
+
+def layer_reference(model, x, logits, bias, w13, w2, quantized):
+    """The layer in float32 on dequantized weights (w13(e), w2(e) give an
+    expert's [2I, H] and [H, I]), following the IR's types; `quantized`
+    adds the FP8 round trips of the rows and of the activation."""
+    I = w2(0).shape[1]
+    w, ids = route_model(model, logits, score_bias=bias)
+    rows = x.float()
+    if quantized:  # per row: quantizing before the gather is the same
+        rows = round_trip_rows(rows)
+    y = torch.zeros(x.shape, device=DEV, dtype=torch.float32)
+    for e in ids.unique().tolist():
+        tok, slot = torch.where(ids == e)
+        h = expert_act(model, rows[tok] @ w13(e).t(), I).to(torch.bfloat16).float()
+        if quantized:
+            h = round_trip_rows(h)
+        o = (h @ w2(e).t()).to(torch.bfloat16).float()
+        y.index_add_(0, tok, o * w[tok, slot, None])
+    return y
+
+
+def rel_err(got, want):
+    return ((got.float() - want.float()).norm() / want.float().norm()).item()
+
+
+def logits_for(T, E, routing, generator):
+    logits = torch.randn(T, E, device=DEV, generator=generator)
+    if routing == "hot":  # every token's top choice is expert 0
+        logits[:, 0] += 8.0
+    elif routing == "half":  # experts E/2.. never chosen
+        logits[:, E // 2:] -= 30.0
+    return logits
+
+
+class Fp8Layer:
+    """The compiled FP8 layer `name` with its output and workspace for T
+    tokens (graph-safe: one runtime call, no allocation)."""
+
+    def __init__(self, bundle, name, T, H, I, weights, bias):
+        self.bundle, self.name, self.weights, self.bias = bundle, name, weights, bias
+        self.workspace = torch.empty(bundle.layer_workspace_bytes(name, T, H, I), device=DEV,
+                                     dtype=torch.uint8)
+        self.out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
+
+    def poison(self):
+        self.out.fill_(float("nan"))
+        self.workspace.fill_(0xFF)  # NaN in bf16, f32 and e4m3; -1 in every index
+
+    def __call__(self, x, logits, **change):
+        w13q, w13s, w2q, w2s = self.weights
+        args = dict(x=x, w13=w13q, w2=w2q, w13s=w13s, w2s=w2s, workspace=self.workspace)
+        args.update(change)
+        return self.bundle.layer(self.name, args["x"], logits, args["w13"], args["w2"],
+                                 score_bias=self.bias, gate_up_weights_scale=args["w13s"],
+                                 down_weights_scale=args["w2s"], out=self.out,
+                                 workspace=args["workspace"])
+
+
+def scaled_grouped_peer(model, x, logits, peer_weights, k):
+    """The FP8 peer: routing, sort by expert, rowwise e4m3 quantization of
+    the rows and of the activation, torch._scaled_grouped_mm for both
+    GEMMs (rowwise weight scales), weighted index_add combine."""
+    w13q, w13s, w2q, w2s = peer_weights
+    T, H = x.shape
+    I = w2q.shape[2]
+    w, ids = route_model(model, logits)
+    flat = ids.flatten()
+    order = torch.argsort(flat, stable=True)
+    tok = order // k
+    ends = torch.bincount(flat, minlength=w13q.shape[0]).cumsum(0).to(torch.int32)
+
+    def rowwise(a):
+        scale = (a.abs().amax(-1).float() / 448.0).clamp_min(1e-12)
+        return (a.float() / scale[:, None]).to(torch.float8_e4m3fn), scale
+
+    xq, xs = rowwise(x[tok])
+    gu = torch._scaled_grouped_mm(xq, w13q.transpose(1, 2), xs, w13s, offs=ends, out_dtype=torch.bfloat16)
+    hq, hs = rowwise(expert_act(model, gu, I))
+    o = torch._scaled_grouped_mm(hq, w2q.transpose(1, 2), hs, w2s, offs=ends, out_dtype=torch.bfloat16)
+    y = torch.zeros(T, H, device=x.device, dtype=torch.float32)
+    y.index_add_(0, tok, o.float() * w.flatten()[order, None])
+    return y.to(x.dtype)
+
+
+def rowwise_weights(w):
+    scale = (w.abs().amax(-1).float() / 448.0).clamp_min(1e-12)
+    return (w.float() / scale[..., None]).to(torch.float8_e4m3fn), scale
+
+
+def main():
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    generator = torch.Generator(device=DEV).manual_seed(1)
+    bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer.moebundle"))
+    bf16_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle")) if BENCH else None
+    tally = Tally()
+    report = tally.report
+    table = []
+
+    for name, model in MODELS.items():
+        H, I, E, k = SHAPES[model]
+        deepseek = model == "deepseek-v3"
+        w13 = (torch.randn(E, 2 * I, H, device=DEV, generator=generator) * H ** -0.5).to(torch.bfloat16)
+        w2 = (torch.randn(E, H, I, device=DEV, generator=generator) * I ** -0.5).to(torch.bfloat16)
+        # The weights quantized once by the bundle's prepack entries.
+        w13q, w13s = bundle.quantize(f"{name}_prepack", w13)
+        w2q, w2s = bundle.quantize(f"{name}_prepack_0", w2)
+        weights = (w13q, w13s, w2q, w2s)
+        fp8_w13 = lambda e: dequantize_blocks(w13q[e], w13s[e], 128).float()  # noqa: E731
+        fp8_w2 = lambda e: dequantize_blocks(w2q[e], w2s[e], 128).float()  # noqa: E731
+        bf16_w13 = lambda e: w13[e].float()  # noqa: E731
+        bf16_w2 = lambda e: w2[e].float()  # noqa: E731
+
+        cases = [(T, "random") for T in TOKENS] + [(T, r) for r in ("hot", "half") for T in SKEWED_TOKENS]
+        for T, routing in cases:
+            what = f"fp8 layer {model} T={T} {routing} routing"
+            try:
+                x = torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16)
+                logits = logits_for(T, E, routing, generator)
+                bias = torch.randn(E, device=DEV, generator=generator) * 0.1 if deepseek else None
+                layer = Fp8Layer(bundle, name, T, H, I, weights, bias)
+                layer.poison()
+                out = layer(x, logits)
+                torch.cuda.synchronize()
+                err = rel_err(out, layer_reference(model, x, logits, bias, fp8_w13, fp8_w2, True))
+                vs_bf16 = rel_err(out, layer_reference(model, x, logits, bias, bf16_w13, bf16_w2, False))
+                ok = err <= TOLERANCE and vs_bf16 <= QUANTIZATION_BOUND and not torch.isnan(out).any()
+                report(ok, what, f"relative L2 error {err:.2e} (vs the bf16 layer {vs_bf16:.2e})")
+                if BENCH and routing == "random":
+                    table.append(bench_point(model, name, T, x, logits, weights, w13, w2,
+                                             (bundle, bf16_bundle), k))
+                del layer
+            except Exception as error:
+                report(False, what, f"{type(error).__name__}: {error}")
+
+        # The reference's quantizer is the layer's: bit-exact on the same rows.
+        what = f"fp8 layer {model} reference quantizer bit-exact with {name}_quantize"
+        try:
+            rows = torch.randn(1000, H, device=DEV, generator=generator).to(torch.bfloat16)
+            rows[:3] *= 1e-30  # tiny blocks (subnormal values)
+            rows[3, :128] = 0  # an all-zero group
+            q, s = bundle.quantize(f"{name}_quantize", rows)
+            want_q, want_s = quantize_blocks(rows.float(), 1)
+            same = torch.equal(q.view(torch.uint8), want_q.view(torch.uint8)) and torch.equal(s, want_s)
+            report(same, what)
+        except Exception as error:
+            report(False, what, f"{type(error).__name__}: {error}")
+
+        # The layer captured in a CUDA graph, replayed on new inputs.
+        what = f"fp8 layer {model} CUDA graph replay on new inputs"
+        try:
+            T = 64
+            bias = torch.randn(E, device=DEV, generator=generator) * 0.1 if deepseek else None
+            layer = Fp8Layer(bundle, name, T, H, I, weights, bias)
+            x = torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16)
+            logits = torch.randn(T, E, device=DEV, generator=generator)
+            stream = torch.cuda.Stream()
+            with torch.cuda.stream(stream):
+                layer(x, logits)
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                layer(x, logits)
+            errs = []
+            for _ in range(2):
+                x.copy_(torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16))
+                logits.copy_(torch.randn(T, E, device=DEV, generator=generator))
+                layer.poison()
+                graph.replay()
+                torch.cuda.synchronize()
+                errs.append(rel_err(layer.out, layer_reference(model, x, logits, bias, fp8_w13, fp8_w2, True)))
+            report(all(e <= TOLERANCE for e in errs), what, ", ".join(f"{e:.2e}" for e in errs))
+        except Exception as error:
+            report(False, what, f"{type(error).__name__}: {error}")
+
+        # Bad arguments: a message, no launch, the output untouched.
+        what = f"fp8 layer {model} argument errors"
+        try:
+            T = 7
+            layer = Fp8Layer(bundle, name, T, H, I, weights, torch.zeros(E, device=DEV) if deepseek else None)
+            x = torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16)
+            logits = torch.randn(T, E, device=DEV, generator=generator)
+            bad = {
+                "no gate-up weight scales": dict(w13s=None),
+                "no down weight scales": dict(w2s=None),
+                "bf16 gate-up weights": dict(w13=w13),
+                "gate-up scales of another shape": dict(w13s=w13s[:, :1].contiguous()),
+                "workspace too small": dict(workspace=layer.workspace[:-256]),
+            }
+            refused = []
+            for why, change in bad.items():
+                layer.out.fill_(float("nan"))
+                try:
+                    layer(x, logits, **change)
+                    torch.cuda.synchronize()
+                except moe_runtime.MoERuntimeError as error:
+                    torch.cuda.synchronize()
+                    if torch.isnan(layer.out).all():
+                        refused.append(why)
+                    print(f"  {why}: {error}")
+            report(len(refused) == len(bad), what, f"{len(refused)} of {len(bad)} refused without launching")
+        except Exception as error:
+            report(False, what, f"{type(error).__name__}: {error}")
+        del w13, w2, weights, w13q, w13s, w2q, w2s
+        torch.cuda.empty_cache()
+
+    if table:
+        print()
+        print("| model | T | ours fp8 ms | ours bf16 ms | scaled_grouped_mm fp8 ms | torch_grouped_mm bf16 ms "
+              "| vs scaled_grouped_mm | vs our bf16 | fp8 roofline ms | of roofline |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for model, T, ours, ours_bf16, peer, grouped, floor in table:
+            fmt = lambda v: f"{v:.4f}" if v else "—"  # noqa: E731
+            ratio = f"{peer / ours:.2f}" if peer else "—"
+            print(f"| {model} | {T} | {ours:.4f} | {fmt(ours_bf16)} | {fmt(peer)} | {grouped:.4f} | {ratio} "
+                  f"| {ours_bf16 / ours:.2f} | {floor:.4f} | {floor / ours:.2f} |")
+    return tally.summary()
+
+
+def bench_point(model, name, T, x, logits, weights, w13, w2, bundles, k):
+    """Medians (ms) of CUDA-graph replays of ours (FP8 and bf16) and the
+    peers on the same data; DeepSeek-V3 with a zero correction bias."""
+    H, I, E, _ = SHAPES[model]
+    fp8_bundle, bf16_bundle = bundles
+    zero_bias = torch.zeros(E, device=DEV) if model == "deepseek-v3" else None
+    timed = lambda fn: min(v for v in bench(fn) if v)  # noqa: E731
+    layer = Fp8Layer(fp8_bundle, name, T, H, I, weights, zero_bias)
+    ours = timed(lambda: layer(x, logits))
+    bf16_ws = torch.empty(bf16_bundle.layer_workspace_bytes(name, T, H, I), device=DEV, dtype=torch.uint8)
+    bf16_out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
+    ours_bf16 = timed(lambda: bf16_bundle.layer(name, x, logits, w13, w2, score_bias=zero_bias,
+                                                out=bf16_out, workspace=bf16_ws))
+    peer_weights = (*rowwise_weights(w13), *rowwise_weights(w2))
+    try:
+        peer = timed(lambda: scaled_grouped_peer(model, x, logits, peer_weights, k))
+    except Exception as error:  # report, do not stop
+        peer = None
+        print(f"# torch._scaled_grouped_mm: {type(error).__name__}: {error}"[:200])
+    del peer_weights
+    grouped = timed(lambda: moe_grouped(x, logits, w13, w2, k, model))
+    # Roofline: the hit experts' FP8 weights at 4.4 TB/s or the useful FLOPs
+    # at twice the dense bf16 rate, whichever takes longer.
+    hit = route_model(model, logits, score_bias=zero_bias)[1].unique().numel()
+    floor = max(hit * 3 * I * H / 4.4e9, 2 * T * k * 3 * I * H / (2 * 689e9))
+    print(f"  {model} T={T}: ours fp8 {ours:.4f} ms, ours bf16 {ours_bf16:.4f}, scaled_grouped_mm "
+          f"{peer if peer is None else round(peer, 4)}, torch_grouped_mm {grouped:.4f}", flush=True)
+    return model, T, ours, ours_bf16, peer, grouped, floor
+
+
+if __name__ == "__main__":
+    run(main)
