@@ -8,7 +8,7 @@
 |* with block-FP8 rows and weights; route.v1: top-k routing;                 *|
 |* unpermute.v2: the weighted combine; permute.v2: tokens grouped by expert;  *|
 |* layer.v1: the five in one call; quantize.v1: block-scaled FP8             *|
-|* quantization).                                                            *|
+|* quantization; layer_fp8.v1: a block-FP8 layer, those and two quantizes).  *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -37,7 +37,8 @@ extern "C" {
 /// (grouped_matmul_fp8.v1), top-k routing (moeRoute), the combine of
 /// the experts' rows of each token (moeUnpermute), and the grouping of the
 /// tokens' rows by expert (moePermute), a whole layer made of those
-/// (moeLayer), and block-scaled FP8 quantization (moeQuantize).
+/// (moeLayer), block-scaled FP8 quantization (moeQuantize), and a whole
+/// block-FP8 layer (moeLayer; added within version 6).
 #define MOE_ABI_GROUPED_MATMUL "grouped_matmul.v3"
 #define MOE_ABI_GROUPED_MATMUL_FP8 "grouped_matmul_fp8.v1"
 #define MOE_ABI_ROUTE "route.v1"
@@ -45,8 +46,11 @@ extern "C" {
 #define MOE_ABI_PERMUTE "permute.v2"
 #define MOE_ABI_LAYER "layer.v1"
 #define MOE_ABI_QUANTIZE "quantize.v1"
+#define MOE_ABI_LAYER_FP8 "layer_fp8.v1"
 /// The op names of entries that moeGroupedMatmul launches: a grouped matmul,
-/// and the two halves (`<name>_gate_up`, `<name>_down`) of a fused expert MLP.
+/// and the two halves (`<name>_gate_up`, `<name>_down`) of a fused expert MLP
+/// (a block-FP8 one has a third part between them, `<name>_intermediate`,
+/// a quantize.v1 entry that moeQuantize launches).
 #define MOE_OP_GROUPED_MATMUL "moe.grouped_matmul"
 #define MOE_OP_EXPERT_MLP "moe.expert_mlp"
 /// The op names of the entries that moeRoute, moeUnpermute, moePermute and
@@ -152,8 +156,9 @@ typedef struct moeBundleInfo {
 ///   permute.v2:        experts, top_k, hidden, offsets_bits, chunk;
 ///   layer.v1:          route, permute, gate_up, down, unpermute;
 ///   quantize.v1:       element, scale, input_bits, block_rows, block_cols,
-///                      rank, batch, rows, cols (max_rows applies to every
-///                      ABI).
+///                      rank, batch, rows, cols;
+///   layer_fp8.v1:      route, permute, quantize, gate_up, intermediate,
+///                      down, unpermute (max_rows applies to every ABI).
 typedef struct moeEntryInfo {
   const char *name;     ///< Unique in the bundle: the calls' `entry`.
   const char *op;       ///< "moe.grouped_matmul", "moe.expert_mlp",
@@ -161,7 +166,7 @@ typedef struct moeEntryInfo {
                         ///< "moe.layer" or "moe.quantize".
   const char *abi;      ///< "grouped_matmul.v3", "grouped_matmul_fp8.v1",
                         ///< "route.v1", "unpermute.v2", "permute.v2",
-                        ///< "layer.v1", "quantize.v1".
+                        ///< "layer.v1", "quantize.v1", "layer_fp8.v1".
   int64_t experts;      ///< E of the weights [E, N, K], or -1 (dynamic);
                         ///< route.v1: E of the logits [T, E] (static);
                         ///< permute.v2: E of the offsets [E + 1] (static,
@@ -175,7 +180,8 @@ typedef struct moeEntryInfo {
   int32_t num_kernels;  ///< Kernel records of the entry, in file order
                         ///< (exactly 1 for route.v1 and unpermute.v2, exactly
                         ///< 3 for permute.v2: count, index, then gather; 0
-                        ///< for layer.v1, which launches its parts' kernels).
+                        ///< for layer.v1 and layer_fp8.v1, which launch
+                        ///< their parts' kernels).
   const char *epilogue; ///< "store", "swiglu" or "row_scale" (both grouped
                         ///< matmul ABIs); "" for the other ABIs. Never
                         ///< NULL.
@@ -197,8 +203,9 @@ typedef struct moeEntryInfo {
   const char *route;      ///< layer.v1: the names of its part entries, all
   const char *permute;    ///< earlier in the bundle (route.v1, permute.v2,
   const char *gate_up;    ///< grouped_matmul.v3 swiglu, grouped_matmul.v3
-  const char *down;       ///< store, unpermute.v2); "" for the other ABIs.
-  const char *unpermute;  ///< Never NULL.
+  const char *down;       ///< store, unpermute.v2); layer_fp8.v1: the same
+  const char *unpermute;  ///< with grouped_matmul_fp8.v1 GEMMs; "" for the
+                          ///< other ABIs. Never NULL.
   int32_t chunk;          ///< permute.v2: ids per CTA of its count and index
                           ///< kernels (a multiple of 32, 32..65536); 0 for
                           ///< the other ABIs.
@@ -215,6 +222,11 @@ typedef struct moeEntryInfo {
   int64_t batch;       ///< E, or -1 (dynamic); 1 when rank is 2.
   int64_t rows;        ///< R, or -1 (dynamic).
   int64_t cols;        ///< C, or -1 (dynamic).
+  // layer_fp8.v1 (added within version 6); "" for the other ABIs.
+  const char *quantize;     ///< The quantize.v1 entry (op moe.quantize) of
+                            ///< the gathered rows. Never NULL.
+  const char *intermediate; ///< The quantize.v1 entry (op moe.expert_mlp) of
+                            ///< the gate-up GEMM's output. Never NULL.
 } moeEntryInfo;
 
 /// One `kernel` record of an entry. The kernels of route.v1, unpermute.v2,
@@ -338,8 +350,8 @@ typedef struct moeGroupedMatmulArgs {
 } moeGroupedMatmulArgs;
 
 /// Launches the kernels of `entry` (an op=moe.grouped_matmul or
-/// op=moe.expert_mlp, abi=grouped_matmul.v3 entry, or an op=moe.grouped_matmul,
-/// abi=grouped_matmul_fp8.v1 entry) on `stream` (a CUstream; NULL is the
+/// op=moe.expert_mlp entry of abi grouped_matmul.v3 or grouped_matmul_fp8.v1)
+/// on `stream` (a CUstream; NULL is the
 /// legacy default stream) of the current context. Validates every
 /// argument first (INVALID_ARGUMENT / NOT_FOUND with a message naming the
 /// problem, without touching the driver), then loads the bundle into the
@@ -480,8 +492,11 @@ MOE_API moeStatus moePermuteWorkspaceBytes(const moeBundle *bundle,
 ///   inter = swiglu(rows @ gate_up_weights[e]^T + gate_up_bias[e]);
 ///   down = inter @ down_weights[e]^T + down_bias[e];
 ///   out[t, :] = sum over j of weights[t, j] * down[slots[t, j], :],
-/// the intermediate tensors living in `workspace`. All tensors are dense and
-/// row-major.
+/// the intermediate tensors living in `workspace`. ABI layer_fp8.v1 (contract
+/// §3.10, added within version 6): the same with block-FP8 GEMMs, rows and
+/// inter quantized (moeQuantize: e4m3 values, an f32 scale per [1, 128]
+/// group) before the gate-up and down GEMMs, float8_e4m3fn weights with an f32
+/// scale per [128, 128] block. All tensors are dense and row-major.
 typedef struct moeLayerArgs {
   uint64_t tokens;          ///< Device pointer, bf16 [T, H], 16-byte aligned.
   uint64_t logits;          ///< Device pointer, [T, E] of the route's logits
@@ -489,9 +504,11 @@ typedef struct moeLayerArgs {
   uint64_t score_bias;      ///< Device pointer, f32 [E], 4-byte aligned:
                             ///< required iff the route entry has bias=1,
                             ///< else 0.
-  uint64_t gate_up_weights; ///< Device pointer, bf16 [E, 2I, H], 16-byte
+  uint64_t gate_up_weights; ///< Device pointer, bf16 [E, 2I, H]
+                            ///< (float8_e4m3fn for layer_fp8.v1), 16-byte
                             ///< aligned: I gate rows, then I up rows.
-  uint64_t down_weights;    ///< Device pointer, bf16 [E, H, I], 16-byte
+  uint64_t down_weights;    ///< Device pointer, bf16 [E, H, I]
+                            ///< (float8_e4m3fn for layer_fp8.v1), 16-byte
                             ///< aligned.
   uint64_t gate_up_bias;    ///< Device pointer, [E, 2I] of the gate_up
                             ///< entry's bias type: required iff its bias is
@@ -504,17 +521,33 @@ typedef struct moeLayerArgs {
                             ///< moeLayerWorkspaceBytes bytes.
   uint64_t workspace_bytes; ///< Its size.
   int64_t tokens_count;     ///< T: 1 <= T <= the layer's max_rows.
-  int64_t hidden;           ///< H >= 8, H % 8 == 0.
+  int64_t hidden;           ///< H >= 8, H % 8 == 0 (layer_fp8.v1: H >= 128,
+                            ///< H % 128 == 0).
   int64_t intermediate;     ///< I >= 8, I % 8 == 0 (the gate_up weights
-                            ///< have 2I rows).
+                            ///< have 2I rows; layer_fp8.v1: I >= 128,
+                            ///< I % 128 == 0).
   int64_t experts;          ///< E: must equal the route's experts.
+  // layer_fp8.v1 (added within version 6); must be 0 for layer.v1.
+  uint64_t gate_up_weights_scale; ///< Device pointer, f32 [E, 2I/128,
+                                  ///< H/128], 4-byte aligned: the scale of
+                                  ///< each 128 x 128 block of
+                                  ///< gate_up_weights. Required.
+  uint64_t down_weights_scale;    ///< Device pointer, f32 [E, H/128, I/128],
+                                  ///< 4-byte aligned: the scale of each
+                                  ///< 128 x 128 block of down_weights.
+                                  ///< Required.
 } moeLayerArgs;
 
 /// Launches the layer `entry` (an op=moe.layer, abi=layer.v1 entry) on
 /// `stream` of the current context: its route, permute (count, index and
 /// gather), gate_up, down and unpermute entries, in this order, exactly as
 /// moeRoute, moePermute, moeGroupedMatmul (twice) and moeUnpermute would with
-/// buffers carved from the workspace (contract §3.5); the grouped GEMMs take
+/// buffers carved from the workspace (contract §3.5). An abi=layer_fp8.v1
+/// entry (contract §3.10) launches route, permute, quantize (moeQuantize of
+/// the gathered rows), gate_up, intermediate (moeQuantize of its output),
+/// down and unpermute, the GEMMs block-FP8 (moeGroupedMatmul with the
+/// quantized rows, their scales and the weights' scales of `args`, the
+/// down GEMM writing the dead bf16 rows). The grouped GEMMs take
 /// M = T*k rows (those past offsets[E] are zero and owned by no expert), the
 /// combine the route's weights. Validates every argument of every step
 /// before the first launch (INVALID_ARGUMENT / NOT_FOUND, naming the layer
@@ -529,11 +562,12 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entry,
 
 /// Sets *bytes to the workspace moeLayer needs for `tokens` tokens of size
 /// `hidden` and an intermediate size `intermediate`: the buffers of
-/// contract §3.5, each starting at a multiple of 256 bytes. Checks the entry
-/// and the sizes as moeLayer does (INVALID_ARGUMENT / NOT_FOUND: T in
-/// 1..max_rows, T*k at most 2^31 - 1, H and I positive multiples of 8 and
-/// equal to the parts' static sizes, the total within int64). No driver
-/// call.
+/// contract §3.5 (layer_fp8.v1: then those of the quantized rows and inter
+/// and their scales, §3.10), each starting at a multiple of 256 bytes. Checks
+/// the entry and the sizes as moeLayer does (INVALID_ARGUMENT / NOT_FOUND: T
+/// in 1..max_rows, T*k at most 2^31 - 1, H and I positive multiples of 8 (of
+/// 128 for layer_fp8.v1) and equal to the parts' static sizes, the total
+/// within int64). No driver call.
 MOE_API moeStatus moeLayerWorkspaceBytes(const moeBundle *bundle,
                                          const char *entry, int64_t tokens,
                                          int64_t hidden, int64_t intermediate,
@@ -570,11 +604,11 @@ typedef struct moeQuantizeArgs {
                    ///< entry's cols unless that is -1.
 } moeQuantizeArgs;
 
-/// Launches the kernel of `entry` (an op=moe.quantize, abi=quantize.v1
-/// entry) on `stream` of the current context with its 21 parameters (the
-/// input, values and scales as [batch*rows, cols], [batch*rows, cols] and
-/// [batch*rows/block_rows, cols/block_cols] memrefs), on the grid of contract
-/// §3.8: (min(ceil(batch*rows*cols / (32*threads)), 65535), 1, 1) for
+/// Launches the kernel of `entry` (an op=moe.quantize or op=moe.expert_mlp,
+/// abi=quantize.v1 entry) on `stream` of the current context with its 21
+/// parameters (the input, values and scales as [batch*rows, cols], [batch*rows,
+/// cols] and [batch*rows/block_rows, cols/block_cols] memrefs), on the grid of
+/// contract §3.8: (min(ceil(batch*rows*cols / (32*threads)), 65535), 1, 1) for
 /// [1, B] blocks (32 elements per thread), (min(batch*rows*cols / (128*128),
 /// 65535), 1, 1) for [128, 128] blocks (a CTA per block); the kernel
 /// grid-strides beyond. Validates every argument first

@@ -94,8 +94,15 @@ enum class Abi {
   Unpermute,
   Permute,
   Layer,
-  Quantize
+  Quantize,
+  LayerFp8 // layer_fp8.v1: a block-FP8 layer (added within version 6)
 };
+
+/// Whether entries of `abi` are whole layers (moeLayer): no kernels, the
+/// names of earlier entries as parts.
+inline bool isLayer(Abi abi) {
+  return abi == Abi::Layer || abi == Abi::LayerFp8;
+}
 
 /// Whether entries of `abi` are grouped matmuls (moeGroupedMatmul): the keys,
 /// kernels and launches of grouped_matmul.v3, and more for the FP8 one.
@@ -110,7 +117,7 @@ inline int64_t gemmElementBytes(Abi abi) {
 }
 
 /// "grouped_matmul.v3", "grouped_matmul_fp8.v1", "route.v1", "unpermute.v2",
-/// "permute.v2", "layer.v1" or "quantize.v1".
+/// "permute.v2", "layer.v1", "quantize.v1" or "layer_fp8.v1".
 inline const char *abiName(Abi abi) {
   switch (abi) {
   case Abi::GroupedMatmul:
@@ -127,6 +134,8 @@ inline const char *abiName(Abi abi) {
     return MOE_ABI_LAYER;
   case Abi::Quantize:
     return MOE_ABI_QUANTIZE;
+  case Abi::LayerFp8:
+    return MOE_ABI_LAYER_FP8;
   }
   return "?";
 }
@@ -164,20 +173,26 @@ inline const char *activationName(Activation activation) {
   return "?";
 }
 
-/// The parts of a layer.v1 entry, in the order its steps run.
+/// The parts of a layer.v1 or layer_fp8.v1 entry, in the order its steps
+/// run (and its bundle keys come); a layer.v1 entry has no quantize or
+/// intermediate part.
 enum LayerPart {
   kRoutePart,
   kPermutePart,
+  kQuantizePart,
   kGateUpPart,
+  kIntermediatePart,
   kDownPart,
   kUnpermutePart,
   kNumLayerParts
 };
 
-/// "route", "permute", "gate_up", "down", "unpermute": the bundle keys.
+/// "route", "permute", "quantize", "gate_up", "intermediate", "down",
+/// "unpermute": the bundle keys.
 inline const char *layerPartName(int part) {
   static const char *const names[kNumLayerParts] = {
-      "route", "permute", "gate_up", "down", "unpermute"};
+      "route",        "permute", "quantize", "gate_up",
+      "intermediate", "down",    "unpermute"};
   return names[part];
 }
 
@@ -202,8 +217,9 @@ struct Entry {
   int32_t slotsBits = 0;
   bool weighted = false;
   int32_t chunk = 0; // permute.v2: ids per CTA of its count and index kernels
-  // layer.v1: its parts, indices of earlier entries (by LayerPart).
-  int parts[kNumLayerParts] = {-1, -1, -1, -1, -1};
+  // layer.v1 and layer_fp8.v1: its parts, indices of earlier entries (by
+  // LayerPart; -1 for the parts its ABI has not).
+  int parts[kNumLayerParts] = {-1, -1, -1, -1, -1, -1, -1};
   // quantize.v1: the FP8 element (e5m2, else e4m3), the scales (E8M0 codes,
   // else f32), the input (bits: 16 bf16, 32 f32), the block, the rank of the
   // input and its sizes (-1: dynamic; batch is 1 for rank 2).

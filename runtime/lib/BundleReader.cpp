@@ -117,6 +117,14 @@ constexpr RecordSpec kLayerEntry = {
     8,
     "(abi " MOE_ABI_LAYER " takes op, abi, max_rows, route, permute, gate_up, "
     "down and unpermute)"};
+// The parts of a layer come in the order of their LayerPart (parseLayerEntry
+// relies on it).
+constexpr RecordSpec kLayerFp8Entry = {
+    {"op", "abi", "max_rows", "route", "permute", "quantize", "gate_up",
+     "intermediate", "down", "unpermute"},
+    10,
+    "(abi " MOE_ABI_LAYER_FP8 " takes op, abi, max_rows, route, permute, "
+    "quantize, gate_up, intermediate, down and unpermute)"};
 constexpr RecordSpec kQuantizeEntry = {
     {"op", "abi", "max_rows", "element", "scale", "input", "block_rows",
      "block_cols", "rank", "batch", "rows", "cols"},
@@ -177,7 +185,7 @@ private:
                                     const std::vector<std::string_view> &values,
                                     Entry &entry);
   /// What grouped_matmul_fp8.v1 adds to grouped_matmul.v3's keys: its op
-  /// and `format`.
+  /// (moe.grouped_matmul or moe.expert_mlp) and `format`.
   moeStatus parseFp8Keys(const std::string &who,
                          const std::vector<std::string_view> &values,
                          const Entry &entry);
@@ -193,10 +201,14 @@ private:
   moeStatus parseQuantizeEntry(const std::string &who,
                                const std::vector<std::string_view> &values,
                                Entry &entry);
-  /// Resolves a layer's parts (earlier entries) and checks that they chain.
+  /// Resolves a layer's parts (earlier entries) and checks that they chain
+  /// (layer.v1 and layer_fp8.v1).
   moeStatus parseLayerEntry(const std::string &who,
                             const std::vector<std::string_view> &values,
                             Entry &entry);
+  /// The checks layer_fp8.v1 adds: its quantize parts make what its GEMMs
+  /// read.
+  moeStatus checkFp8LayerQuantizes(const char *layer, const Entry &entry);
   moeStatus parseKernel(const std::vector<std::string_view> &tokens);
   moeStatus
   parseGroupedMatmulKernel(const std::string &who, const Entry &entry,
@@ -536,13 +548,16 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
     } else if (abi == MOE_ABI_QUANTIZE) {
       known = &kQuantizeEntry;
       knownKind = Abi::Quantize;
+    } else if (abi == MOE_ABI_LAYER_FP8) {
+      known = &kLayerFp8Entry;
+      knownKind = Abi::LayerFp8;
     } else {
       return fail(MOE_STATUS_UNSUPPORTED,
                   "%s: abi %s is not supported (this runtime implements "
                   "bundle version %d with abis " MOE_ABI_GROUPED_MATMUL
                   ", " MOE_ABI_GROUPED_MATMUL_FP8 ", " MOE_ABI_ROUTE
                   ", " MOE_ABI_UNPERMUTE ", " MOE_ABI_PERMUTE ", " MOE_ABI_LAYER
-                  " and " MOE_ABI_QUANTIZE ")%s",
+                  ", " MOE_ABI_QUANTIZE " and " MOE_ABI_LAYER_FP8 ")%s",
                   who.c_str(), quote(abi).c_str(), MOE_BUNDLE_VERSION,
                   abi == "grouped_matmul.v1"
                       ? ": its kernels are not persistent, recompile it"
@@ -577,7 +592,7 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
       kind == Abi::Route       ? parseRouteEntry(who, values, entry)
       : kind == Abi::Unpermute ? parseUnpermuteEntry(who, values, entry)
       : kind == Abi::Permute   ? parsePermuteEntry(who, values, entry)
-      : kind == Abi::Layer     ? parseLayerEntry(who, values, entry)
+      : isLayer(kind)          ? parseLayerEntry(who, values, entry)
       : kind == Abi::Quantize  ? parseQuantizeEntry(who, values, entry)
                                : parseGroupedMatmulEntry(who, values, entry);
   if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmulFp8)
@@ -652,12 +667,13 @@ Reader::parseGroupedMatmulEntry(const std::string &who,
 moeStatus Reader::parseFp8Keys(const std::string &who,
                                const std::vector<std::string_view> &values,
                                const Entry &entry) {
-  // The compiler writes block-FP8 entries for moe.grouped_matmul ops only:
-  // expert MLPs and layers (moeLayer) have no FP8 form in this version.
-  if (entry.op != MOE_OP_GROUPED_MATMUL)
+  // The compiler writes block-FP8 entries for moe.grouped_matmul ops and the
+  // GEMMs of block-FP8 expert MLPs (and so of layer_fp8.v1 layers).
+  if (entry.op != MOE_OP_GROUPED_MATMUL && entry.op != MOE_OP_EXPERT_MLP)
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: op=%s with abi " MOE_ABI_GROUPED_MATMUL_FP8
-                " (its entries are op=" MOE_OP_GROUPED_MATMUL " only)",
+                " (its entries are op=" MOE_OP_GROUPED_MATMUL
+                " or " MOE_OP_EXPERT_MLP ")",
                 who.c_str(), entry.op.c_str());
   if (values[10] != MOE_FORMAT_FP8_BLOCK)
     return fail(MOE_STATUS_INVALID_BUNDLE,
@@ -749,11 +765,13 @@ moeStatus
 Reader::parseQuantizeEntry(const std::string &who,
                            const std::vector<std::string_view> &values,
                            Entry &entry) {
-  // The compiler writes quantize.v1 entries for moe.quantize ops only.
-  if (entry.op != MOE_OP_QUANTIZE)
+  // The compiler writes quantize.v1 entries for moe.quantize ops and for the
+  // quantize between the GEMMs of a block-FP8 expert MLP.
+  if (entry.op != MOE_OP_QUANTIZE && entry.op != MOE_OP_EXPERT_MLP)
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: op=%s with abi " MOE_ABI_QUANTIZE
-                " (its entries are op=" MOE_OP_QUANTIZE " only)",
+                " (its entries are op=" MOE_OP_QUANTIZE " or " MOE_OP_EXPERT_MLP
+                ")",
                 who.c_str(), entry.op.c_str());
   moeStatus status;
   if ((status = number(who, "max_rows", values[2], 1, kMaxRows, false,
@@ -831,17 +849,28 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
           number(who, "max_rows", values[2], 1, kMaxRows, false, entry.maxRows))
     return status;
   // Each part is an earlier entry of the op and ABI its step launches (the
-  // compiler writes the parts first).
-  static constexpr struct {
+  // compiler writes the parts first). A layer.v1 entry has bf16 GEMMs and
+  // no quantize parts (op null); a layer_fp8.v1 entry block-FP8 GEMMs and a
+  // quantize before each.
+  const bool fp8 = entry.kind == Abi::LayerFp8;
+  const Abi gemmKind = fp8 ? Abi::GroupedMatmulFp8 : Abi::GroupedMatmul;
+  const struct {
     Abi kind;
     const char *op;
-  } kParts[kNumLayerParts] = {{Abi::Route, MOE_OP_ROUTE},
-                              {Abi::Permute, MOE_OP_PERMUTE},
-                              {Abi::GroupedMatmul, MOE_OP_EXPERT_MLP},
-                              {Abi::GroupedMatmul, MOE_OP_EXPERT_MLP},
-                              {Abi::Unpermute, MOE_OP_UNPERMUTE}};
+  } kParts[kNumLayerParts] = {
+      {Abi::Route, MOE_OP_ROUTE},
+      {Abi::Permute, MOE_OP_PERMUTE},
+      {Abi::Quantize, fp8 ? MOE_OP_QUANTIZE : nullptr},
+      {gemmKind, MOE_OP_EXPERT_MLP},
+      {Abi::Quantize, fp8 ? MOE_OP_EXPERT_MLP : nullptr},
+      {gemmKind, MOE_OP_EXPERT_MLP},
+      {Abi::Unpermute, MOE_OP_UNPERMUTE}};
+  // The spec lists the parts after op, abi and max_rows, in LayerPart order.
+  size_t next = 3;
   for (int p = 0; p < kNumLayerParts; ++p) {
-    std::string_view name = values[3 + p];
+    if (!kParts[p].op)
+      continue;
+    std::string_view name = values[next++];
     for (size_t i = 0; i < out.entries.size(); ++i)
       if (out.entries[i].name == name)
         entry.parts[p] = int(i);
@@ -881,6 +910,9 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: down=%s has epilogue=%s, expected store", layer,
                 down.name.c_str(), epilogueName(down.epilogue));
+  if (fp8)
+    if (moeStatus status = checkFp8LayerQuantizes(layer, entry))
+      return status;
   // E and k: the route's, static.
   if (permute.experts != route.experts)
     return mismatch(kPermutePart, "experts", permute.experts, kRoutePart,
@@ -916,12 +948,17 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
                 "%s: unpermute=%s has weighted=0, but a layer combines with "
                 "the route's weights",
                 layer, unpermute.name.c_str());
+  // The columns of a layer_fp8.v1 entry's quantizes (-1: none, or dynamic).
+  auto colsOf = [&](int p) {
+    return fp8 ? out.entries[entry.parts[p]].cols : int64_t(-1);
+  };
   // H: every static one equal, the first static one as the reference.
   const struct {
     int part;
     const char *key;
     int64_t value;
   } hiddens[] = {{kPermutePart, "hidden", permute.hidden},
+                 {kQuantizePart, "cols", colsOf(kQuantizePart)},
                  {kGateUpPart, "k", gateUp.k},
                  {kDownPart, "n", down.n},
                  {kUnpermutePart, "hidden", unpermute.hidden}};
@@ -935,13 +972,64 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
       return mismatch(h.part, h.key, h.value, reference->part, reference->key,
                       reference->value);
   }
-  // I: the down GEMM reduces over the gate_up's N/2 outputs.
+  // I: the down GEMM reduces over the gate_up's N/2 outputs (which the
+  // intermediate of a layer_fp8.v1 entry quantizes).
   if (gateUp.n != -1 && down.k != -1 && down.k != gateUp.n / 2)
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: down=%s has k=%lld, but gate_up=%s has n=%lld (k must "
                 "be n/2)",
                 layer, down.name.c_str(), (long long)down.k,
                 gateUp.name.c_str(), (long long)gateUp.n);
+  const int64_t interCols = colsOf(kIntermediatePart);
+  if (interCols != -1 && down.k != -1 && interCols != down.k)
+    return mismatch(kIntermediatePart, "cols", interCols, kDownPart, "k",
+                    down.k);
+  if (interCols != -1 && gateUp.n != -1 && interCols != gateUp.n / 2)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: intermediate=%s has cols=%lld, but gate_up=%s has "
+                "n=%lld (cols must be n/2)",
+                layer, out.entries[entry.parts[kIntermediatePart]].name.c_str(),
+                (long long)interCols, gateUp.name.c_str(), (long long)gateUp.n);
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::checkFp8LayerQuantizes(const char *layer,
+                                         const Entry &entry) {
+  // Each makes the rows of the GEMM after it: e4m3 values and an f32 scale
+  // per [1, 128] group of a row (contract §3.7), from the bf16 rows of the
+  // permute or the gate_up GEMM, as a [T*k, C] matrix.
+  for (int p : {kQuantizePart, kIntermediatePart}) {
+    const Entry &q = out.entries[entry.parts[p]];
+    const char *key = layerPartName(p), *name = q.name.c_str();
+    const char *gemm =
+        layerPartName(p == kQuantizePart ? kGateUpPart : kDownPart);
+    if (q.e5m2)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: %s=%s has element=" MOE_ELEMENT_E5M2
+                  ", but the %s GEMM reads " MOE_ELEMENT_E4M3 " values",
+                  layer, key, name, gemm);
+    if (q.e8m0)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: %s=%s has scale=" MOE_SCALE_E8M0
+                  ", but the %s GEMM reads " MOE_SCALE_F32 " scales",
+                  layer, key, name, gemm);
+    if (q.inputBits != 16)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: %s=%s has input=f32, but the layer quantizes the bf16 "
+                  "output of its %s",
+                  layer, key, name,
+                  p == kQuantizePart ? "permute" : "gate_up GEMM");
+    if (q.blockRows != 1 || q.blockCols != kFp8BlockSize)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: %s=%s has block [%d, %d], but the %s GEMM reads a scale "
+                  "per [1, 128] group of a row",
+                  layer, key, name, int(q.blockRows), int(q.blockCols), gemm);
+    if (q.rank != 2)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: %s=%s has rank=%d, but the layer quantizes [T*k, C] "
+                  "matrices (rank 2)",
+                  layer, key, name, int(q.rank));
+  }
   return MOE_STATUS_SUCCESS;
 }
 
@@ -990,7 +1078,7 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
                 who.c_str(), quote(entryName).c_str());
   }
   Entry &entry = out.entries.back();
-  if (entry.kind == Abi::Layer)
+  if (isLayer(entry.kind))
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: entry '%s' (abi %s) takes no kernels (it launches those "
                 "of its parts)",
@@ -1127,7 +1215,7 @@ moeStatus Reader::finish() {
   if (out.chip.empty())
     return fail(MOE_STATUS_INVALID_BUNDLE, "the bundle has no 'chip' line");
   for (Entry &entry : out.entries) {
-    if (entry.kernels.empty() && entry.kind != Abi::Layer)
+    if (entry.kernels.empty() && !isLayer(entry.kind))
       return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
                     "entry '%s' has no kernels", entry.name.c_str());
     if (entry.kind == Abi::Permute && entry.kernels.size() == 1)

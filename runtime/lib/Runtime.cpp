@@ -5,12 +5,12 @@
 // grids, the 17 kernel parameters, the 5 more of row_scale entries and the
 // 7 more of bias entries; for grouped_matmul_fp8.v1 the same with 1-byte
 // tensor maps and the 16 parameters of its two scale memrefs after the 17;
-// the memref parameters and grids of route.v1,
-// unpermute.v2, permute.v2 and quantize.v1; layer.v1 as those five steps;
-// every launch
-// with programmatic dependent launch, §3.6, unless MOE_RUNTIME_PDL=0). Each
-// launching call validates into a plan, then launches it: moeLayer validates
-// all of its steps' plans before the first launch.
+// the memref parameters and grids of route.v1, unpermute.v2, permute.v2 and
+// quantize.v1; layer.v1 as five of those steps, layer_fp8.v1 as seven with
+// two quantizes; every launch with programmatic dependent launch, §3.6,
+// unless MOE_RUNTIME_PDL=0). Each launching call validates into a plan, then
+// launches it: moeLayer validates all of its steps' plans before the first
+// launch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 
 using namespace moe::runtime;
@@ -421,20 +422,26 @@ moeStatus findEntry(const moeBundle *bundle, const char *caller,
 }
 
 /// findEntry, then the checks moeRoute, moeUnpermute, moePermute and moeLayer
-/// share: the entry is `op` with ABI `kind`, and 1 <= tokens <= its
-/// max_rows.
+/// share: the entry is `op` with one of the ABIs `kinds`, and 1 <= tokens <=
+/// its max_rows.
 moeStatus findTokenEntry(const moeBundle *bundle, const char *caller,
                          const char *entryName, const void *args,
-                         const char *op, Abi kind, int64_t tokens, int *index) {
+                         const char *op, std::initializer_list<Abi> kinds,
+                         int64_t tokens, int *index) {
   if (moeStatus status = findEntry(bundle, caller, entryName, args, index))
     return status;
   const Entry &entry = bundle->data.entries[*index];
   const char *name = entry.name.c_str();
-  if (entry.op != op || entry.kind != kind)
+  if (entry.op != op ||
+      std::find(kinds.begin(), kinds.end(), entry.kind) == kinds.end()) {
+    std::string abis;
+    for (Abi kind : kinds)
+      abis += (abis.empty() ? "" : " or ") + std::string(abiName(kind));
     return setError(MOE_STATUS_INVALID_ARGUMENT,
                     "%s(%s): the entry is op=%s abi=%s, not op=%s with abi=%s",
                     caller, name, entry.op.c_str(), entry.abi.c_str(), op,
-                    abiName(kind));
+                    abis.c_str());
+  }
   if (tokens < 1)
     return invalidArgumentOf(caller, name, "T = %lld must be at least 1",
                              (long long)tokens);
@@ -617,7 +624,7 @@ moeStatus validateRoute(const moeBundle *bundle, const char *entryName,
   int entryIndex = -1;
   if (moeStatus status =
           findTokenEntry(bundle, kCaller, entryName, args, MOE_OP_ROUTE,
-                         Abi::Route, args ? args->tokens : 0, &entryIndex))
+                         {Abi::Route}, args ? args->tokens : 0, &entryIndex))
     return status;
   const Entry &entry = bundle->data.entries[entryIndex];
   const char *name = entry.name.c_str();
@@ -679,11 +686,14 @@ moeStatus validateQuantize(const moeBundle *bundle, const char *entryName,
     return status;
   const Entry &entry = bundle->data.entries[entryIndex];
   const char *name = entry.name.c_str();
-  if (entry.op != MOE_OP_QUANTIZE || entry.kind != Abi::Quantize)
+  // A block-FP8 expert MLP's intermediate is an op=moe.expert_mlp entry.
+  if ((entry.op != MOE_OP_QUANTIZE && entry.op != MOE_OP_EXPERT_MLP) ||
+      entry.kind != Abi::Quantize)
     return setError(MOE_STATUS_INVALID_ARGUMENT,
-                    "%s(%s): the entry is op=%s abi=%s, not op=%s with abi=%s",
+                    "%s(%s): the entry is op=%s abi=%s, not op=%s or %s with "
+                    "abi=%s",
                     kCaller, name, entry.op.c_str(), entry.abi.c_str(),
-                    MOE_OP_QUANTIZE, MOE_ABI_QUANTIZE);
+                    MOE_OP_QUANTIZE, MOE_OP_EXPERT_MLP, MOE_ABI_QUANTIZE);
   const moeQuantizeArgs &a = *args;
   // Sizes first: batch, then R, then C.
   if (entry.rank == 2 && a.batch != 1)
@@ -773,9 +783,9 @@ moeStatus validateUnpermute(const moeBundle *bundle, const char *entryName,
                             const moeUnpermuteArgs *args, WordPlan &plan) {
   static constexpr const char *kCaller = "moeUnpermute";
   int entryIndex = -1;
-  if (moeStatus status =
-          findTokenEntry(bundle, kCaller, entryName, args, MOE_OP_UNPERMUTE,
-                         Abi::Unpermute, args ? args->tokens : 0, &entryIndex))
+  if (moeStatus status = findTokenEntry(bundle, kCaller, entryName, args,
+                                        MOE_OP_UNPERMUTE, {Abi::Unpermute},
+                                        args ? args->tokens : 0, &entryIndex))
     return status;
   const Entry &entry = bundle->data.entries[entryIndex];
   const char *name = entry.name.c_str();
@@ -860,7 +870,7 @@ moeStatus findPermuteEntry(const moeBundle *bundle, const char *caller,
                            int64_t tokens, int *index) {
   if (moeStatus status =
           findTokenEntry(bundle, caller, entryName, args, MOE_OP_PERMUTE,
-                         Abi::Permute, tokens, index))
+                         {Abi::Permute}, tokens, index))
     return status;
   const Entry &entry = bundle->data.entries[*index];
   // T < 2^31 and k < 2^31: the product fits in int64.
@@ -1014,17 +1024,14 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
     return status;
   const Entry &entry = bundle->data.entries[entryIndex];
   const char *name = entry.name.c_str();
-  // The reader allows a block-FP8 entry's op to be moe.grouped_matmul only.
   const bool fp8 = entry.kind == Abi::GroupedMatmulFp8;
-  if (!fp8 &&
-      ((entry.op != MOE_OP_GROUPED_MATMUL && entry.op != MOE_OP_EXPERT_MLP) ||
-       entry.kind != Abi::GroupedMatmul))
+  if ((entry.op != MOE_OP_GROUPED_MATMUL && entry.op != MOE_OP_EXPERT_MLP) ||
+      !isGroupedMatmul(entry.kind))
     return setError(MOE_STATUS_INVALID_ARGUMENT,
                     "moeGroupedMatmul(%s): the entry is op=%s abi=%s, not "
                     "op=" MOE_OP_GROUPED_MATMUL " or " MOE_OP_EXPERT_MLP
                     " with abi=" MOE_ABI_GROUPED_MATMUL
-                    ", or op=" MOE_OP_GROUPED_MATMUL
-                    " with abi=" MOE_ABI_GROUPED_MATMUL_FP8,
+                    " or " MOE_ABI_GROUPED_MATMUL_FP8,
                     name, entry.op.c_str(), entry.abi.c_str());
   const bool swiglu = entry.epilogue == Epilogue::SwiGLU;
   const bool rowScale = entry.epilogue == Epilogue::RowScale;
@@ -1329,31 +1336,35 @@ moeStatus launchGroupedMatmul(moeBundle *bundle, ContextState *state,
   return MOE_STATUS_SUCCESS;
 }
 
-/// Where moeLayer's buffers start in its workspace (contract §3.5), and the
-/// bytes it needs.
+/// Where moeLayer's buffers start in its workspace (contract §3.5, §3.10),
+/// and the bytes it needs.
 struct LayerWorkspace {
-  uint64_t ids, weights, offsets, slots, permute, rows, inter, bytes;
+  uint64_t ids, weights, offsets, slots, permute, rows, inter;
+  // layer_fp8.v1 only (0 for layer.v1): the e4m3 values and f32 scales of
+  // rows and inter, the GEMMs' inputs.
+  uint64_t rowsValues = 0, rowsScales = 0, interValues = 0, interScales = 0;
+  uint64_t bytes;
 };
 
-/// The checks moeLayer and moeLayerWorkspaceBytes share (a layer.v1 entry,
-/// 1 <= T <= max_rows, T*k <= 2^31 - 1, H and I positive multiples of 8
-/// equal to the parts' static sizes), and the workspace for these sizes.
+/// The checks moeLayer and moeLayerWorkspaceBytes share (a layer.v1 or
+/// layer_fp8.v1 entry, 1 <= T <= max_rows, T*k <= 2^31 - 1, H and I positive
+/// multiples of 8, of 128 for layer_fp8.v1, equal to the parts' static
+/// sizes), and the workspace for these sizes.
 moeStatus layerWorkspace(const moeBundle *bundle, const char *caller,
                          const char *entryName, const void *args,
                          int64_t tokens, int64_t hidden, int64_t intermediate,
                          int *index, LayerWorkspace &out) {
   if (moeStatus status =
           findTokenEntry(bundle, caller, entryName, args, MOE_OP_LAYER,
-                         Abi::Layer, tokens, index))
+                         {Abi::Layer, Abi::LayerFp8}, tokens, index))
     return status;
   const auto &entries = bundle->data.entries;
   const Entry &layer = entries[*index];
   const char *name = layer.name.c_str();
+  const bool fp8 = layer.kind == Abi::LayerFp8;
   const Entry &route = entries[layer.parts[kRoutePart]];
   const Entry &permute = entries[layer.parts[kPermutePart]];
   const Entry &gateUp = entries[layer.parts[kGateUpPart]];
-  const Entry &down = entries[layer.parts[kDownPart]];
-  const Entry &unpermute = entries[layer.parts[kUnpermutePart]];
   // T < 2^31 and k <= 32: the product fits.
   const int64_t rowsCount = tokens * route.topK;
   if (rowsCount > kMaxRows)
@@ -1362,22 +1373,35 @@ moeStatus layerWorkspace(const moeBundle *bundle, const char *caller,
                              "k = %d)",
                              (long long)rowsCount, (long long)tokens,
                              int(route.topK));
-  // The parts' static sizes (the reader checks that they agree).
-  const struct {
-    const Entry *part;
+  // The parts' static sizes (the reader checks that they agree); a layer.v1
+  // entry has no quantize parts.
+  struct StaticSize {
+    int part;
     const char *key;
-    int64_t value;
-  } hiddens[] = {{&permute, "hidden", permute.hidden},
-                 {&gateUp, "k", gateUp.k},
-                 {&down, "n", down.n},
-                 {&unpermute, "hidden", unpermute.hidden}};
-  for (const auto &h : hiddens)
-    if (h.value != -1 && h.value != hidden)
-      return invalidArgumentOf(caller, name,
-                               "hidden = %lld does not match entry %s's %s = "
-                               "%lld",
-                               (long long)hidden, h.part->name.c_str(), h.key,
-                               (long long)h.value);
+    int64_t Entry::*size;
+  };
+  auto checkStatic = [&](const char *what, int64_t value,
+                         std::initializer_list<StaticSize> sizes) {
+    for (const StaticSize &s : sizes) {
+      if (layer.parts[s.part] < 0)
+        continue;
+      const Entry &part = entries[layer.parts[s.part]];
+      if (part.*s.size != -1 && part.*s.size != value)
+        return invalidArgumentOf(
+            caller, name, "%s = %lld does not match entry %s's %s = %lld", what,
+            (long long)value, part.name.c_str(), s.key,
+            (long long)(part.*s.size));
+    }
+    return MOE_STATUS_SUCCESS;
+  };
+  if (moeStatus status =
+          checkStatic("hidden", hidden,
+                      {{kPermutePart, "hidden", &Entry::hidden},
+                       {kQuantizePart, "cols", &Entry::cols},
+                       {kGateUpPart, "k", &Entry::k},
+                       {kDownPart, "n", &Entry::n},
+                       {kUnpermutePart, "hidden", &Entry::hidden}}))
+    return status;
   // gate_up's n is even (the reader checks it): I gate rows, I up rows.
   if (gateUp.n != -1 && gateUp.n / 2 != intermediate)
     return invalidArgumentOf(caller, name,
@@ -1385,23 +1409,32 @@ moeStatus layerWorkspace(const moeBundle *bundle, const char *caller,
                              "n = %lld (2I)",
                              (long long)intermediate, gateUp.name.c_str(),
                              (long long)gateUp.n);
-  if (down.k != -1 && down.k != intermediate)
-    return invalidArgumentOf(caller, name,
-                             "intermediate = %lld does not match entry %s's "
-                             "k = %lld",
-                             (long long)intermediate, down.name.c_str(),
-                             (long long)down.k);
-  if (hidden < 8 || hidden % 8)
-    return invalidArgumentOf(caller, name,
-                             "hidden = %lld is not a positive multiple of 8 "
-                             "(rows move in 16-byte vectors)",
-                             (long long)hidden);
-  if (intermediate < 8 || intermediate % 8)
-    return invalidArgumentOf(caller, name,
-                             "intermediate = %lld is not a positive multiple "
-                             "of 8 (the down GEMM's K: TMA rows are multiples "
-                             "of 16 bytes)",
-                             (long long)intermediate);
+  if (moeStatus status = checkStatic("intermediate", intermediate,
+                                     {{kIntermediatePart, "cols", &Entry::cols},
+                                      {kDownPart, "k", &Entry::k}}))
+    return status;
+  // bf16 rows move in 16-byte vectors, and the down GEMM's K makes TMA rows
+  // of whole 16 bytes; layer_fp8.v1 quantizes both in [1, 128] groups.
+  const int64_t quantum = fp8 ? kFp8BlockSize : 8;
+  const char *const kFp8Why = "abi layer_fp8.v1 quantizes rows in [1, 128] "
+                              "groups and reads the weights in [128, 128] "
+                              "blocks";
+  const struct {
+    const char *what;
+    int64_t value;
+    const char *why;
+  } multiples[] = {
+      {"hidden", hidden, fp8 ? kFp8Why : "rows move in 16-byte vectors"},
+      {"intermediate", intermediate,
+       fp8 ? kFp8Why
+           : "the down GEMM's K: TMA rows are multiples of 16 bytes"}};
+  for (const auto &m : multiples)
+    if (m.value < quantum || m.value % quantum)
+      return invalidArgumentOf(caller, name,
+                               "%s = %lld is not a positive multiple of %lld "
+                               "(%s)",
+                               m.what, (long long)m.value, (long long)quantum,
+                               m.why);
   // Each buffer from a multiple of 256 bytes, in 128 bits (T*k < 2^31, H
   // and I < 2^63: no term overflows).
   using Wide = unsigned __int128;
@@ -1421,6 +1454,13 @@ moeStatus layerWorkspace(const moeBundle *bundle, const char *caller,
   out.permute = place(Wide(permuteWorkspace(permute, rowsCount).bytes));
   out.rows = place(n * Wide(hidden) * 2);
   out.inter = place(n * Wide(intermediate) * 2);
+  if (fp8) {
+    // 1-byte e4m3 values and an f32 scale per [1, 128] group of a row.
+    out.rowsValues = place(n * Wide(hidden));
+    out.rowsScales = place(n * Wide(hidden / kFp8BlockSize) * 4);
+    out.interValues = place(n * Wide(intermediate));
+    out.interScales = place(n * Wide(intermediate / kFp8BlockSize) * 4);
+  }
   if (end > Wide(INT64_MAX))
     return invalidArgumentOf(caller, name,
                              "the workspace overflows int64 (T = %lld, H = "
@@ -1431,8 +1471,11 @@ moeStatus layerWorkspace(const moeBundle *bundle, const char *caller,
   return MOE_STATUS_SUCCESS;
 }
 
-/// Prefixes the error of a step of moeLayer with the layer and the part.
+/// Prefixes the error of a step of moeLayer with the layer and the part;
+/// returns SUCCESS unchanged.
 moeStatus inStep(moeStatus status, const char *layer, int part) {
+  if (status == MOE_STATUS_SUCCESS)
+    return status;
   std::string message = lastError;
   return setError(status, "moeLayer(%s): %s step: %s", layer,
                   layerPartName(part), message.c_str());
@@ -1603,10 +1646,10 @@ MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
   out->bias_bits = entry.biasBits;
   out->activation = gemm ? activationName(entry.activation) : "";
   const char **parts[kNumLayerParts] = {
-      &out->route, &out->permute, &out->gate_up, &out->down, &out->unpermute};
+      &out->route,        &out->permute, &out->quantize, &out->gate_up,
+      &out->intermediate, &out->down,    &out->unpermute};
   for (int p = 0; p < kNumLayerParts; ++p)
-    *parts[p] =
-        entry.kind == Abi::Layer ? entries[entry.parts[p]].name.c_str() : "";
+    *parts[p] = entry.parts[p] >= 0 ? entries[entry.parts[p]].name.c_str() : "";
   out->chunk = entry.chunk;
   out->format = entry.kind == Abi::GroupedMatmulFp8 ? MOE_FORMAT_FP8_BLOCK : "";
   const bool quantize = entry.kind == Abi::Quantize;
@@ -1782,6 +1825,9 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
   const auto &entries = bundle->data.entries;
   const Entry &layer = entries[layerIndex];
   const char *name = layer.name.c_str();
+  const bool fp8 = layer.kind == Abi::LayerFp8;
+  // The entry of part p (a layer.v1 entry has no quantize parts).
+  auto partName = [&](int p) { return entries[layer.parts[p]].name.c_str(); };
   const Entry &route = entries[layer.parts[kRoutePart]];
   const Entry &gateUp = entries[layer.parts[kGateUpPart]];
   const Entry &down = entries[layer.parts[kDownPart]];
@@ -1792,8 +1838,9 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
                              "experts = %lld",
                              (long long)a.experts, route.name.c_str(),
                              (long long)route.experts);
-  // Pointers after sizes; the biases only where the parts take them. Their
-  // explanations on the stack: no host allocation.
+  // Pointers after sizes; the block scales, then the biases, only where the
+  // layer and its parts take them. Their explanations on the stack: no host
+  // allocation.
   char scoreWhy[320], gateUpWhy[320], gateUpType[320], downWhy[320],
       downType[320];
   std::snprintf(scoreWhy, sizeof(scoreWhy), " (entry %s has bias=1: f32 [E])",
@@ -1808,17 +1855,29 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
   };
   explainBias(gateUpWhy, gateUpType, gateUp, "[E, 2I]");
   explainBias(downWhy, downType, down, "[E, H]");
-  PointerArg pointers[9] = {{"tokens", a.tokens, 16, "", ""},
-                            {"logits", a.logits, route.logitsBits / 8, "",
-                             route.logitsBits == 32
-                                 ? " (the route's logits are f32)"
-                                 : " (the route's logits are bf16)"},
-                            {"gate_up_weights", a.gate_up_weights, 16, "", ""},
-                            {"down_weights", a.down_weights, 16, "", ""},
-                            {"out", a.out, 16, "", ""},
-                            {"workspace", a.workspace, 256,
-                             " (moeLayerWorkspaceBytes says how large)", ""}};
+  PointerArg pointers[11] = {{"tokens", a.tokens, 16, "", ""},
+                             {"logits", a.logits, route.logitsBits / 8, "",
+                              route.logitsBits == 32
+                                  ? " (the route's logits are f32)"
+                                  : " (the route's logits are bf16)"},
+                             {"gate_up_weights", a.gate_up_weights, 16, "", ""},
+                             {"down_weights", a.down_weights, 16, "", ""},
+                             {"out", a.out, 16, "", ""},
+                             {"workspace", a.workspace, 256,
+                              " (moeLayerWorkspaceBytes says how large)", ""}};
   size_t numPointers = 6;
+  if (fp8) {
+    pointers[numPointers++] = {
+        "gate_up_weights_scale", a.gate_up_weights_scale, 4,
+        " (abi layer_fp8.v1 takes the f32 scales [E, 2I/128, H/128] of "
+        "gate_up_weights)",
+        " (f32 scales)"};
+    pointers[numPointers++] = {
+        "down_weights_scale", a.down_weights_scale, 4,
+        " (abi layer_fp8.v1 takes the f32 scales [E, H/128, I/128] of "
+        "down_weights)",
+        " (f32 scales)"};
+  }
   if (route.bias)
     pointers[numPointers++] = {"score_bias", a.score_bias, 4, scoreWhy, ""};
   if (gateUp.biasBits)
@@ -1829,18 +1888,25 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
                                downWhy, downType};
   if (moeStatus status = checkPointers(kCaller, name, pointers, numPointers))
     return status;
-  if (!route.bias && a.score_bias)
-    return invalidArgumentOf(kCaller, name,
-                             "score_bias must be 0: entry %s has bias=0",
-                             route.name.c_str());
-  if (!gateUp.biasBits && a.gate_up_bias)
-    return invalidArgumentOf(kCaller, name,
-                             "gate_up_bias must be 0: entry %s has bias=none",
-                             gateUp.name.c_str());
-  if (!down.biasBits && a.down_bias)
-    return invalidArgumentOf(kCaller, name,
-                             "down_bias must be 0: entry %s has bias=none",
-                             down.name.c_str());
+  // What the layer and its parts do not take must be 0.
+  const char *const kNoScales = "abi layer.v1 (bf16 weights, no block scales)";
+  const struct {
+    const char *what;
+    uint64_t pointer;
+    bool taken;
+    const char *entry, *because;
+  } unused[] = {
+      {"score_bias", a.score_bias, route.bias, route.name.c_str(), "bias=0"},
+      {"gate_up_bias", a.gate_up_bias, gateUp.biasBits != 0,
+       gateUp.name.c_str(), "bias=none"},
+      {"down_bias", a.down_bias, down.biasBits != 0, down.name.c_str(),
+       "bias=none"},
+      {"gate_up_weights_scale", a.gate_up_weights_scale, fp8, name, kNoScales},
+      {"down_weights_scale", a.down_weights_scale, fp8, name, kNoScales}};
+  for (const auto &u : unused)
+    if (!u.taken && u.pointer)
+      return invalidArgumentOf(kCaller, name, "%s must be 0: entry %s has %s",
+                               u.what, u.entry, u.because);
   if (a.workspace_bytes < w.bytes)
     return invalidArgumentOf(kCaller, name,
                              "workspace_bytes = %llu is less than the %llu "
@@ -1851,9 +1917,11 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
                              (long long)a.tokens_count, (long long)a.hidden,
                              (long long)a.intermediate);
 
-  // The five steps on buffers carved from the workspace, each validated as
-  // its own call would be, before anything is launched. The gathered rows
-  // are reused as the down GEMM's output: the gate-up GEMM has read them.
+  // The steps on buffers carved from the workspace, each validated as its
+  // own call would be, before anything is launched. The gathered rows are
+  // reused as the down GEMM's output: the gate-up GEMM (or, in an FP8 layer,
+  // the quantize) has read them. An FP8 layer's GEMMs read the values and
+  // scales of its quantizes.
   const uint64_t ws = a.workspace;
   const int64_t rowsCount = a.tokens_count * route.topK;
   const moeRouteArgs routeArgs = {a.logits,       a.score_bias,   ws + w.ids,
@@ -1861,7 +1929,11 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
   const moePermuteArgs permuteArgs = {
       a.tokens,     ws + w.ids,     ws + w.rows,    ws + w.offsets,
       ws + w.slots, ws + w.permute, a.tokens_count, a.hidden};
-  const moeGroupedMatmulArgs gateUpArgs = {ws + w.rows,
+  const moeQuantizeArgs quantizeArgs = {ws + w.rows,       ws + w.rowsValues,
+                                        ws + w.rowsScales, 1,
+                                        rowsCount,         a.hidden};
+  const moeGroupedMatmulArgs gateUpArgs = {fp8 ? ws + w.rowsValues
+                                               : ws + w.rows,
                                            a.gate_up_weights,
                                            ws + w.offsets,
                                            ws + w.inter,
@@ -1871,9 +1943,13 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
                                            a.experts,
                                            0,
                                            a.gate_up_bias,
-                                           0,
-                                           0};
-  const moeGroupedMatmulArgs downArgs = {ws + w.inter,
+                                           fp8 ? ws + w.rowsScales : 0,
+                                           a.gate_up_weights_scale};
+  const moeQuantizeArgs intermediateArgs = {
+      ws + w.inter, ws + w.interValues, ws + w.interScales, 1,
+      rowsCount,    a.intermediate};
+  const moeGroupedMatmulArgs downArgs = {fp8 ? ws + w.interValues
+                                             : ws + w.inter,
                                          a.down_weights,
                                          ws + w.offsets,
                                          ws + w.rows,
@@ -1883,56 +1959,69 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
                                          a.experts,
                                          0,
                                          a.down_bias,
-                                         0,
-                                         0};
+                                         fp8 ? ws + w.interScales : 0,
+                                         a.down_weights_scale};
   const moeUnpermuteArgs unpermuteArgs = {
       ws + w.rows, ws + w.slots,   ws + w.weights, a.out,
       rowsCount,   a.tokens_count, a.hidden};
-  WordPlan routePlan, permutePlan, unpermutePlan;
+  WordPlan routePlan, permutePlan, quantizePlan, intermediatePlan,
+      unpermutePlan;
   GemmPlan gateUpPlan, downPlan;
   moeStatus status;
-  if ((status =
-           validateRoute(bundle, route.name.c_str(), &routeArgs, routePlan)))
-    return inStep(status, name, kRoutePart);
-  if ((status = validatePermute(bundle,
-                                entries[layer.parts[kPermutePart]].name.c_str(),
-                                &permuteArgs, permutePlan)))
-    return inStep(status, name, kPermutePart);
-  if ((status = validateGroupedMatmul(bundle, gateUp.name.c_str(), &gateUpArgs,
-                                      gateUpPlan)))
-    return inStep(status, name, kGateUpPart);
-  if ((status = validateGroupedMatmul(bundle, down.name.c_str(), &downArgs,
-                                      downPlan)))
-    return inStep(status, name, kDownPart);
-  if ((status = validateUnpermute(
-           bundle, entries[layer.parts[kUnpermutePart]].name.c_str(),
-           &unpermuteArgs, unpermutePlan)))
-    return inStep(status, name, kUnpermutePart);
+  if ((status = inStep(
+           validateRoute(bundle, partName(kRoutePart), &routeArgs, routePlan),
+           name, kRoutePart)) ||
+      (status = inStep(validatePermute(bundle, partName(kPermutePart),
+                                       &permuteArgs, permutePlan),
+                       name, kPermutePart)) ||
+      (fp8 && (status = inStep(validateQuantize(bundle, partName(kQuantizePart),
+                                                &quantizeArgs, quantizePlan),
+                               name, kQuantizePart))) ||
+      (status = inStep(validateGroupedMatmul(bundle, partName(kGateUpPart),
+                                             &gateUpArgs, gateUpPlan),
+                       name, kGateUpPart)) ||
+      (fp8 &&
+       (status = inStep(validateQuantize(bundle, partName(kIntermediatePart),
+                                         &intermediateArgs, intermediatePlan),
+                        name, kIntermediatePart))) ||
+      (status = inStep(validateGroupedMatmul(bundle, partName(kDownPart),
+                                             &downArgs, downPlan),
+                       name, kDownPart)) ||
+      (status = inStep(validateUnpermute(bundle, partName(kUnpermutePart),
+                                         &unpermuteArgs, unpermutePlan),
+                       name, kUnpermutePart)))
+    return status;
 
   ContextState *state = nullptr;
   if ((status = ensureLoaded(bundle, kCaller, &state)))
     return status;
   // The GEMMs' grids and tensor maps before the first launch too.
-  if ((status = prepareGroupedMatmul(bundle, state, gateUpPlan)))
-    return inStep(status, name, kGateUpPart);
-  if ((status = prepareGroupedMatmul(bundle, state, downPlan)))
-    return inStep(status, name, kDownPart);
-  const int total = routePlan.numLaunches + permutePlan.numLaunches +
-                    gateUpPlan.numLaunches + downPlan.numLaunches +
-                    unpermutePlan.numLaunches;
-  int issued = 0;
-  const bool pdl = pdlRequested(); // one setting for all the layer's launches
-  if ((status = launchWords(bundle, state, kCaller, routePlan, stream, pdl,
-                            &issued, total)) ||
-      (status = launchWords(bundle, state, kCaller, permutePlan, stream, pdl,
-                            &issued, total)) ||
-      (status = launchGroupedMatmul(bundle, state, kCaller, gateUpPlan, stream,
-                                    pdl, &issued, total)) ||
-      (status = launchGroupedMatmul(bundle, state, kCaller, downPlan, stream,
-                                    pdl, &issued, total)))
+  if ((status = inStep(prepareGroupedMatmul(bundle, state, gateUpPlan), name,
+                       kGateUpPart)) ||
+      (status = inStep(prepareGroupedMatmul(bundle, state, downPlan), name,
+                       kDownPart)))
     return status;
-  return launchWords(bundle, state, kCaller, unpermutePlan, stream, pdl,
-                     &issued, total);
+  // In launch order; a layer.v1 entry's quantize plans launch nothing.
+  const struct {
+    WordPlan *words;
+    GemmPlan *gemm;
+  } steps[kNumLayerParts] = {
+      {&routePlan, nullptr},        {&permutePlan, nullptr},
+      {&quantizePlan, nullptr},     {nullptr, &gateUpPlan},
+      {&intermediatePlan, nullptr}, {nullptr, &downPlan},
+      {&unpermutePlan, nullptr}};
+  int total = 0, issued = 0;
+  for (const auto &step : steps)
+    total += step.words ? step.words->numLaunches : step.gemm->numLaunches;
+  const bool pdl = pdlRequested(); // one setting for all the layer's launches
+  for (const auto &step : steps)
+    if ((status = step.words
+                      ? launchWords(bundle, state, kCaller, *step.words, stream,
+                                    pdl, &issued, total)
+                      : launchGroupedMatmul(bundle, state, kCaller, *step.gemm,
+                                            stream, pdl, &issued, total)))
+      return status;
+  return MOE_STATUS_SUCCESS;
 }
 
 } // extern "C"

@@ -83,7 +83,10 @@ class _EntryInfo(ctypes.Structure):
                 ("input_bits", ctypes.c_int32), ("block_rows", ctypes.c_int32),
                 ("block_cols", ctypes.c_int32), ("rank", ctypes.c_int32),
                 ("batch", ctypes.c_int64), ("rows", ctypes.c_int64),
-                ("cols", ctypes.c_int64)]
+                ("cols", ctypes.c_int64),
+                # layer_fp8.v1.
+                ("quantize", ctypes.c_char_p),
+                ("intermediate", ctypes.c_char_p)]
 
 
 class _KernelInfo(ctypes.Structure):
@@ -129,7 +132,10 @@ class _LayerArgs(ctypes.Structure):
                 ("workspace", ctypes.c_uint64),
                 ("workspace_bytes", ctypes.c_uint64),
                 ("tokens_count", ctypes.c_int64), ("hidden", ctypes.c_int64),
-                ("intermediate", ctypes.c_int64), ("experts", ctypes.c_int64)]
+                ("intermediate", ctypes.c_int64), ("experts", ctypes.c_int64),
+                # layer_fp8.v1.
+                ("gate_up_weights_scale", ctypes.c_uint64),
+                ("down_weights_scale", ctypes.c_uint64)]
 
 
 class _QuantizeArgs(ctypes.Structure):

@@ -363,7 +363,7 @@ std::vector<Malformed> malformedPermuteBundles() {
        "bundle line 8: entry 'perm32': abi 'permute.v3' is not supported "
        "(this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1 and quantize.v1)"},
+       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
       {"permute.v1 refused",
        permuteReplaced("abi=permute.v2 max_rows=4096",
                        "abi=permute.v1 max_rows=4096"),
@@ -371,7 +371,8 @@ std::vector<Malformed> malformedPermuteBundles() {
        "bundle line 8: entry 'perm32': abi 'permute.v1' is not supported "
        "(this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1 and quantize.v1): it predates the multi-CTA count "
+       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): it predates the "
+       "multi-CTA count "
        "and index kernels, "
        "recompile it"},
       {"permute.v1 as v1 wrote it",
@@ -672,6 +673,209 @@ std::vector<Malformed> malformedLayerBundles() {
   };
 }
 
+/// layerFp8Bundle() with the first `from` replaced by `to`.
+std::string layerFp8Replaced(const std::string &from, const std::string &to,
+                             const std::string &bytes = layerFp8Bundle()) {
+  return replaced(from, to, bytes);
+}
+
+/// Errors of layer_fp8.v1 entries: their keys, the op and ABI of each part,
+/// what the quantize parts make, and how the parts chain.
+std::vector<Malformed> malformedLayerFp8Bundles() {
+  const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
+  const std::string fmixQuantize =
+      fp8LayerQuantizeLine("fmix_quantize", "moe.quantize", "8192", "256");
+  const std::string fmixIntermediate = fp8LayerQuantizeLine(
+      "fmix_intermediate", "moe.expert_mlp", "8192", "128");
+  // fmix_quantize and fmix_intermediate with `from` replaced by `to`.
+  auto quantizeWith = [&](const std::string &from, const std::string &to) {
+    return layerFp8Replaced(fmixQuantize, replaced(from, to, fmixQuantize));
+  };
+  auto intermediateWith = [&](const std::string &from, const std::string &to) {
+    return layerFp8Replaced(fmixIntermediate,
+                            replaced(from, to, fmixIntermediate));
+  };
+  // fmix_gate_up as a bf16 grouped_matmul.v3 entry (its kernel's tile_k of
+  // 64 bf16).
+  std::string bf16GateUp = layerFp8Replaced(
+      "entry fmix_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 "
+      "format=fp8_block",
+      "entry fmix_gate_up op=moe.expert_mlp abi=grouped_matmul.v3");
+  bf16GateUp = replaced("tile_k=128", "tile_k=64", bf16GateUp);
+  return {
+      {"fp8 layer missing quantize",
+       layerFp8Replaced(" quantize=fmix_quantize", ""), bad,
+       "bundle line 20: entry 'fmix': missing key 'quantize'"},
+      {"fp8 layer missing intermediate",
+       layerFp8Replaced(" intermediate=fmix_intermediate", ""), bad,
+       "bundle line 20: entry 'fmix': missing key 'intermediate'"},
+      {"fp8 layer missing down", layerFp8Replaced(" down=fmix_down", ""), bad,
+       "bundle line 20: entry 'fmix': missing key 'down'"},
+      {"fp8 layer with experts",
+       layerFp8Replaced("unpermute=fmix_unpermute\n",
+                        "unpermute=fmix_unpermute experts=8\n"),
+       bad,
+       "bundle line 20: entry 'fmix': unknown key 'experts' (abi "
+       "layer_fp8.v1 takes op, abi, max_rows, route, permute, quantize, "
+       "gate_up, intermediate, down and unpermute)"},
+      {"fp8 layer as a layer.v1",
+       layerFp8Replaced("abi=layer_fp8.v1 max_rows=4096",
+                        "abi=layer.v1 max_rows=4096"),
+       bad,
+       "bundle line 20: entry 'fmix': unknown key 'quantize' (abi layer.v1 "
+       "takes op, abi, max_rows, route, permute, gate_up, down and "
+       "unpermute)"},
+      {"fp8 layer max_rows 0",
+       layerFp8Replaced("layer_fp8.v1 max_rows=4096",
+                        "layer_fp8.v1 max_rows=0"),
+       bad, "entry 'fmix': max_rows=0 is out of range ([1, 2147483647])"},
+      {"fp8 layer quantize missing",
+       layerFp8Replaced("quantize=fmix_quantize", "quantize=nope"), bad,
+       "bundle line 20: entry 'fmix': quantize='nope' is not an entry "
+       "defined before this line (the parts of a layer come first)"},
+      {"fp8 layer quantize of another op",
+       layerFp8Replaced("quantize=fmix_quantize", "quantize=fmix_intermediate"),
+       bad,
+       "bundle line 20: entry 'fmix': quantize=fmix_intermediate is "
+       "op=moe.expert_mlp abi=quantize.v1, not op=moe.quantize "
+       "abi=quantize.v1"},
+      {"fp8 layer intermediate of another op",
+       layerFp8Replaced("intermediate=fmix_intermediate",
+                        "intermediate=fmix_quantize"),
+       bad,
+       "entry 'fmix': intermediate=fmix_quantize is op=moe.quantize "
+       "abi=quantize.v1, not op=moe.expert_mlp abi=quantize.v1"},
+      {"fp8 layer quantize of another abi",
+       layerFp8Replaced("quantize=fmix_quantize", "quantize=fmix_permute"), bad,
+       "entry 'fmix': quantize=fmix_permute is op=moe.permute abi=permute.v2, "
+       "not op=moe.quantize abi=quantize.v1"},
+      {"fp8 layer intermediate a GEMM",
+       layerFp8Replaced("intermediate=fmix_intermediate",
+                        "intermediate=fmix_down"),
+       bad,
+       "entry 'fmix': intermediate=fmix_down is op=moe.expert_mlp "
+       "abi=grouped_matmul_fp8.v1, not op=moe.expert_mlp abi=quantize.v1"},
+      {"fp8 layer gate_up a quantize",
+       layerFp8Replaced("gate_up=fmix_gate_up", "gate_up=fmix_intermediate"),
+       bad,
+       "entry 'fmix': gate_up=fmix_intermediate is op=moe.expert_mlp "
+       "abi=quantize.v1, not op=moe.expert_mlp abi=grouped_matmul_fp8.v1"},
+      {"fp8 layer of a bf16 gate_up", bf16GateUp, bad,
+       "bundle line 20: entry 'fmix': gate_up=fmix_gate_up is "
+       "op=moe.expert_mlp abi=grouped_matmul.v3, not op=moe.expert_mlp "
+       "abi=grouped_matmul_fp8.v1"},
+      {"fp8 layer down a grouped matmul",
+       layerFp8Replaced("entry fmix_down op=moe.expert_mlp",
+                        "entry fmix_down op=moe.grouped_matmul"),
+       bad,
+       "entry 'fmix': down=fmix_down is op=moe.grouped_matmul "
+       "abi=grouped_matmul_fp8.v1, not op=moe.expert_mlp "
+       "abi=grouped_matmul_fp8.v1"},
+      // The reader knows one FP8 format: an FP8 part of another is refused
+      // on its own line.
+      {"fp8 layer gate_up mxfp8",
+       layerFp8Replaced("format=fp8_block", "format=mxfp8"), bad,
+       "bundle line 12: entry 'fmix_gate_up': format='mxfp8' is not "
+       "fp8_block (the only format of abi grouped_matmul_fp8.v1)"},
+      // What the quantize parts make: what the GEMMs read.
+      {"fp8 layer quantize e5m2",
+       quantizeWith("element=f8E4M3FN", "element=f8E5M2"), bad,
+       "bundle line 20: entry 'fmix': quantize=fmix_quantize has "
+       "element=f8E5M2, but the gate_up GEMM reads f8E4M3FN values"},
+      {"fp8 layer intermediate e5m2",
+       intermediateWith("element=f8E4M3FN", "element=f8E5M2"), bad,
+       "entry 'fmix': intermediate=fmix_intermediate has element=f8E5M2, but "
+       "the down GEMM reads f8E4M3FN values"},
+      {"fp8 layer intermediate e8m0",
+       intermediateWith("scale=f32 input=bf16 block_rows=1 block_cols=128",
+                        "scale=e8m0 input=bf16 block_rows=1 block_cols=32"),
+       bad,
+       "entry 'fmix': intermediate=fmix_intermediate has scale=e8m0, but the "
+       "down GEMM reads f32 scales"},
+      {"fp8 layer quantize [1, 32]",
+       quantizeWith("block_cols=128", "block_cols=32"), bad,
+       "bundle line 20: entry 'fmix': quantize=fmix_quantize has block [1, "
+       "32], but the gate_up GEMM reads a scale per [1, 128] group of a row"},
+      {"fp8 layer intermediate [128, 128]",
+       intermediateWith("block_rows=1", "block_rows=128"), bad,
+       "entry 'fmix': intermediate=fmix_intermediate has block [128, 128], "
+       "but the down GEMM reads a scale per [1, 128] group of a row"},
+      {"fp8 layer quantize f32 input", quantizeWith("input=bf16", "input=f32"),
+       bad,
+       "entry 'fmix': quantize=fmix_quantize has input=f32, but the layer "
+       "quantizes the bf16 output of its permute"},
+      {"fp8 layer intermediate f32 input",
+       intermediateWith("input=bf16", "input=f32"), bad,
+       "entry 'fmix': intermediate=fmix_intermediate has input=f32, but the "
+       "layer quantizes the bf16 output of its gate_up GEMM"},
+      {"fp8 layer quantize rank 3", quantizeWith("rank=2", "rank=3"), bad,
+       "entry 'fmix': quantize=fmix_quantize has rank=3, but the layer "
+       "quantizes [T*k, C] matrices (rank 2)"},
+      // Their columns: H and I.
+      {"fp8 layer quantize cols", quantizeWith("cols=256", "cols=512"), bad,
+       "bundle line 20: entry 'fmix': quantize=fmix_quantize has cols=512, "
+       "but permute=fmix_permute has hidden=256"},
+      {"fp8 layer quantize cols without the permute's",
+       layerFp8Replaced(
+           "experts=4 n=-1", "experts=4 n=128",
+           layerFp8Replaced("rows=-1 cols=-1\nkernel foss_quantize",
+                            "rows=-1 cols=256\nkernel "
+                            "foss_quantize")),
+       bad,
+       "bundle line 37: entry 'foss': down=foss_down has n=128, but "
+       "quantize=foss_quantize has cols=256"},
+      {"fp8 layer intermediate cols",
+       intermediateWith("rows=-1 cols=128", "rows=-1 cols=256"), bad,
+       "bundle line 20: entry 'fmix': intermediate=fmix_intermediate has "
+       "cols=256, but down=fmix_down has k=128"},
+      {"fp8 layer intermediate cols against gate_up",
+       layerFp8Replaced(
+           "activation=gptoss bias=f32 experts=-1 n=-1",
+           "activation=gptoss bias=f32 experts=-1 n=512",
+           layerFp8Replaced("rows=-1 cols=-1\nkernel foss_intermediate",
+                            "rows=-1 cols=128\nkernel foss_intermediate")),
+       bad,
+       "bundle line 37: entry 'foss': intermediate=foss_intermediate has "
+       "cols=128, but gate_up=foss_gate_up has n=512 (cols must be n/2)"},
+      // The chain checks of layer.v1.
+      {"fp8 layer down row_scale",
+       layerFp8Replaced("epilogue=store activation=none bias=none experts=8",
+                        "epilogue=row_scale activation=none bias=none "
+                        "experts=8"),
+       bad,
+       "entry 'fmix': down=fmix_down has epilogue=row_scale, expected store"},
+      {"fp8 layer gate_up offsets",
+       layerFp8Replaced("k=256 max_rows=8192 offsets=i32",
+                        "k=256 max_rows=8192 offsets=i64"),
+       bad,
+       "entry 'fmix': gate_up=fmix_gate_up has offsets=i64, but "
+       "permute=fmix_permute has offsets=i32"},
+      {"fp8 layer down experts",
+       layerFp8Replaced("bias=bf16 experts=4", "bias=bf16 experts=8"), bad,
+       "bundle line 37: entry 'foss': down=foss_down has experts=8, but "
+       "route=foss_route has experts=4"},
+      {"fp8 layer I", layerFp8Replaced("n=256 k=128", "n=256 k=64"), bad,
+       "entry 'fmix': down=fmix_down has k=64, but gate_up=fmix_gate_up has "
+       "n=256 (k must be n/2)"},
+      {"kernel under an fp8 layer",
+       layerFp8Replaced(
+           "unpermute=fmix_unpermute\n",
+           "unpermute=fmix_unpermute\n" +
+               simpleKernelLine("fmix", "k", "moe_kernels", 128, 0)),
+       bad,
+       "bundle line 21: kernel 'k': entry 'fmix' (abi layer_fp8.v1) takes no "
+       "kernels (it launches those of its parts)"},
+      {"newer fp8 layer abi",
+       layerFp8Replaced("abi=layer_fp8.v1 max_rows=4096",
+                        "abi=layer_fp8.v2 max_rows=4096"),
+       MOE_STATUS_UNSUPPORTED,
+       "bundle line 20: entry 'fmix': abi 'layer_fp8.v2' is not supported "
+       "(this runtime implements bundle version 6 with abis "
+       "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
+       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
+  };
+}
+
 /// quantizeBundle() with the first `from` replaced by `to`.
 std::string quantizeReplaced(const std::string &from, const std::string &to) {
   return replaced(from, to, quantizeBundle());
@@ -707,7 +911,7 @@ std::vector<Malformed> malformedQuantizeBundles() {
                         "op=moe.dequantize abi=quantize.v1 max_rows=4096"),
        bad,
        "bundle line 6: entry 'act': op=moe.dequantize with abi quantize.v1 "
-       "(its entries are op=moe.quantize only)"},
+       "(its entries are op=moe.quantize or moe.expert_mlp)"},
       {"quantize max_rows 0",
        quantizeReplaced("max_rows=4096 element", "max_rows=0 element"), bad,
        "entry 'act': max_rows=0 is out of range ([1, 2147483647])"},
@@ -841,8 +1045,8 @@ std::vector<Malformed> malformedQuantizeBundles() {
        MOE_STATUS_UNSUPPORTED,
        "bundle line 4: entry 'mx': abi 'quantize.v2' is not supported (this "
        "runtime implements bundle version 6 with abis grouped_matmul.v3, "
-       "grouped_matmul_fp8.v1, route.v1, unpermute.v2, permute.v2, layer.v1 "
-       "and quantize.v1)"},
+       "grouped_matmul_fp8.v1, route.v1, unpermute.v2, permute.v2, layer.v1, "
+       "quantize.v1 and layer_fp8.v1)"},
   };
 }
 
@@ -968,7 +1172,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v1' is not "
        "supported (this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1 and quantize.v1): "
+       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): "
        "its kernels "
        "are not "
        "persistent, recompile it"},
@@ -979,7 +1183,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
        "supported (this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1 and quantize.v1): "
+       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): "
        "it predates "
        "kernel "
        "epilogues, recompile it"},
@@ -990,7 +1194,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v4' is not "
        "supported (this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1 and quantize.v1)"},
+       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
       {"newer abi with new keys",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
                 "split_k=2 abi=grouped_matmul.v4 experts=8 n=28672"),
@@ -1011,7 +1215,8 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 6: entry 'softmax': abi 'route.v2' is not supported (this "
        "runtime implements bundle version 6 with abis grouped_matmul.v3, "
        "grouped_matmul_fp8.v1, "
-       "route.v1, unpermute.v2, permute.v2, layer.v1 and quantize.v1)"},
+       "route.v1, unpermute.v2, permute.v2, layer.v1, quantize.v1 and "
+       "layer_fp8.v1)"},
       {"unpermute.v1 refused",
        replaced("abi=unpermute.v2 max_rows=1024",
                 "abi=unpermute.v1 max_rows=1024", routeBundle()),
@@ -1019,7 +1224,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 10: entry 'gather': abi 'unpermute.v1' is not supported "
        "(this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1 and quantize.v1): "
+       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): "
        "it predates column blocks, recompile it"},
       {"newer unpermute abi",
        replaced("abi=unpermute.v2 max_rows=1024",
@@ -1028,7 +1233,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 10: entry 'gather': abi 'unpermute.v3' is not supported "
        "(this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1 and quantize.v1)"},
+       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
       {"layer of v1 parts",
        replaced("abi=unpermute.v2 max_rows=4096",
                 "abi=unpermute.v1 max_rows=4096", layerBundle()),
@@ -1244,6 +1449,8 @@ std::vector<Malformed> malformedBundles() {
   for (Malformed &c : malformedLayerBundles())
     cases.push_back(std::move(c));
   for (Malformed &c : malformedQuantizeBundles())
+    cases.push_back(std::move(c));
+  for (Malformed &c : malformedLayerFp8Bundles())
     cases.push_back(std::move(c));
   return cases;
 }
@@ -1931,5 +2138,136 @@ TEST(bundleLayerParses) {
   CHECK_EQ(moeBundleGetEntry(bundle, 12, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(std::string(entry.name), "again");
   CHECK_EQ(std::string(entry.gate_up), "oss_gate_up");
+  moeBundleClose(bundle);
+}
+
+TEST(bundleLayerFp8Parses) {
+  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle = openBundle(layerFp8Bundle(), &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (!bundle) {
+    fail(__FILE__, __LINE__, moeLastErrorMessage());
+    return;
+  }
+  moeBundleInfo info;
+  CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
+  CHECK_EQ(info.num_entries, 16);
+  // layer_fp8.v1: max_rows and the seven part names; no kernels; the rest 0
+  // or "".
+  moeEntryInfo entry;
+  CHECK_EQ(moeBundleGetEntry(bundle, 7, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "fmix");
+  CHECK_EQ(std::string(entry.op), MOE_OP_LAYER);
+  CHECK_EQ(std::string(entry.abi), MOE_ABI_LAYER_FP8);
+  CHECK_EQ(std::string(entry.abi), "layer_fp8.v1");
+  CHECK_EQ(entry.max_rows, 4096);
+  CHECK_EQ(entry.num_kernels, 0);
+  CHECK_EQ(std::string(entry.route), "fmix_route");
+  CHECK_EQ(std::string(entry.permute), "fmix_permute");
+  CHECK_EQ(std::string(entry.quantize), "fmix_quantize");
+  CHECK_EQ(std::string(entry.gate_up), "fmix_gate_up");
+  CHECK_EQ(std::string(entry.intermediate), "fmix_intermediate");
+  CHECK_EQ(std::string(entry.down), "fmix_down");
+  CHECK_EQ(std::string(entry.unpermute), "fmix_unpermute");
+  CHECK_EQ(entry.experts, 0);
+  CHECK_EQ(entry.n, 0);
+  CHECK_EQ(entry.top_k, 0);
+  CHECK_EQ(entry.hidden, 0);
+  CHECK_EQ(entry.cols, 0);
+  CHECK_EQ(std::string(entry.epilogue), "");
+  CHECK_EQ(std::string(entry.format), "");
+  CHECK_EQ(std::string(entry.element), "");
+  moeKernelInfo kernel;
+  CHECK_STATUS(moeBundleGetKernel(bundle, 7, 0, &kernel),
+               MOE_STATUS_INVALID_ARGUMENT,
+               "kernel index 0 is out of range (entry 'fmix' has 0 kernels)");
+  CHECK_EQ(moeBundleGetEntry(bundle, 15, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "foss");
+  CHECK_EQ(entry.max_rows, 2147483647);
+  CHECK_EQ(std::string(entry.quantize), "foss_quantize");
+  CHECK_EQ(std::string(entry.intermediate), "foss_intermediate");
+  // Its parts are ordinary entries: the quantizes of ops moe.quantize and
+  // moe.expert_mlp, the GEMMs block-FP8 expert-MLP halves.
+  struct {
+    int32_t index;
+    const char *name, *op, *abi;
+    int64_t cols;
+  } parts[] = {
+      {2, "fmix_quantize", "moe.quantize", "quantize.v1", 256},
+      {3, "fmix_gate_up", "moe.expert_mlp", "grouped_matmul_fp8.v1", 0},
+      {4, "fmix_intermediate", "moe.expert_mlp", "quantize.v1", 128},
+      {5, "fmix_down", "moe.expert_mlp", "grouped_matmul_fp8.v1", 0},
+      {12, "foss_intermediate", "moe.expert_mlp", "quantize.v1", -1}};
+  for (const auto &p : parts) {
+    CHECK_EQ(moeBundleGetEntry(bundle, p.index, &entry), MOE_STATUS_SUCCESS);
+    CHECK_EQ(std::string(entry.name), p.name);
+    CHECK_EQ(std::string(entry.op), p.op);
+    CHECK_EQ(std::string(entry.abi), p.abi);
+    CHECK_EQ(entry.cols, p.cols);
+    CHECK_EQ(entry.num_kernels, 1);
+    CHECK_EQ(std::string(entry.quantize), "");
+    CHECK_EQ(std::string(entry.intermediate), "");
+    CHECK_EQ(std::string(entry.route), "");
+  }
+  CHECK_EQ(moeBundleGetEntry(bundle, 3, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.format), "fp8_block");
+  CHECK_EQ(std::string(entry.epilogue), "swiglu");
+  CHECK_EQ(moeBundleGetKernel(bundle, 3, 0, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(kernel.tile_k, 128);
+  CHECK_EQ(moeBundleGetEntry(bundle, 4, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.element), "f8E4M3FN");
+  CHECK_EQ(std::string(entry.scale), "f32");
+  CHECK_EQ(entry.block_cols, 128);
+  moeBundleClose(bundle);
+
+  // A layer.v1 entry has no quantize parts.
+  bundle = openBundle(layerBundle());
+  CHECK_EQ(moeBundleGetEntry(bundle, 5, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.abi), "layer.v1");
+  CHECK(entry.quantize != nullptr && entry.intermediate != nullptr);
+  CHECK_EQ(std::string(entry.quantize), "");
+  CHECK_EQ(std::string(entry.intermediate), "");
+  moeBundleClose(bundle);
+
+  // Keys in any order; quantize parts of static rows; a standalone block-FP8
+  // expert MLP (its gate_up, intermediate and down, no layer).
+  std::string other = layerFp8Bundle();
+  const std::string from =
+      "op=moe.layer abi=layer_fp8.v1 max_rows=4096 route=fmix_route "
+      "permute=fmix_permute quantize=fmix_quantize gate_up=fmix_gate_up "
+      "intermediate=fmix_intermediate down=fmix_down "
+      "unpermute=fmix_unpermute";
+  other.replace(other.find(from), from.size(),
+                "unpermute=fmix_unpermute intermediate=fmix_intermediate "
+                "down=fmix_down gate_up=fmix_gate_up quantize=fmix_quantize "
+                "permute=fmix_permute route=fmix_route max_rows=16 "
+                "abi=layer_fp8.v1 op=moe.layer");
+  other.replace(other.find("rows=-1 cols=256"), 16, "rows=32 cols=256");
+  const std::string mlp =
+      fp8LayerQuantizeLine("q_intermediate", "moe.expert_mlp", "2147483647",
+                           "-1") +
+      simpleKernelLine("q_intermediate", kFossSymbols[4], "moe_kernels", 256,
+                       0) +
+      "entry q_down op=moe.expert_mlp abi=grouped_matmul_fp8.v1 "
+      "format=fp8_block epilogue=row_scale activation=none bias=none "
+      "experts=-1 n=-1 k=-1 max_rows=2147483647 offsets=i32\n" +
+      fp8KernelLine("q_down", "q_down_kernel", 1, 2147483647, 128, 64, 128,
+                    98304, 0);
+  other.replace(other.size() - 4, 4, mlp + "end\n");
+  bundle = openBundle(other, &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (!bundle) {
+    fail(__FILE__, __LINE__, moeLastErrorMessage());
+    return;
+  }
+  CHECK_EQ(moeBundleGetEntry(bundle, 7, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(entry.max_rows, 16);
+  CHECK_EQ(std::string(entry.intermediate), "fmix_intermediate");
+  CHECK_EQ(moeBundleGetEntry(bundle, 2, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(entry.rows, 32);
+  CHECK_EQ(moeBundleGetEntry(bundle, 17, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "q_down");
+  CHECK_EQ(std::string(entry.op), "moe.expert_mlp");
+  CHECK_EQ(std::string(entry.epilogue), "row_scale");
   moeBundleClose(bundle);
 }

@@ -224,16 +224,19 @@ TEST(fp8MalformedEntries) {
        "newer compiler?)"},
       {"fp8 without bias", fp8Replaced(" bias=none experts=8", " experts=8"),
        bad, "bundle line 4: entry 'gemm': missing key 'bias'"},
-      {"fp8 expert MLP",
-       fp8Replaced("entry fswiglu op=moe.grouped_matmul",
-                   "entry fswiglu op=moe.expert_mlp"),
-       bad,
-       "bundle line 13: entry 'fswiglu': op=moe.expert_mlp with abi "
-       "grouped_matmul_fp8.v1 (its entries are op=moe.grouped_matmul only)"},
       {"fp8 of another op",
        fp8Replaced("entry gemm op=moe.grouped_matmul",
                    "entry gemm op=vendor.gemm"),
-       bad, "entry 'gemm': op=vendor.gemm with abi grouped_matmul_fp8.v1"},
+       bad,
+       "bundle line 4: entry 'gemm': op=vendor.gemm with abi "
+       "grouped_matmul_fp8.v1 (its entries are op=moe.grouped_matmul or "
+       "moe.expert_mlp)"},
+      {"fp8 of a quantize op",
+       fp8Replaced("entry fswiglu op=moe.grouped_matmul",
+                   "entry fswiglu op=moe.quantize"),
+       bad,
+       "bundle line 13: entry 'fswiglu': op=moe.quantize with abi "
+       "grouped_matmul_fp8.v1"},
       {"fp8 swiglu with odd n",
        fp8Replaced("activation=silu bias=none experts=-1 n=-1",
                    "activation=silu bias=none experts=-1 n=255"),
@@ -285,7 +288,7 @@ TEST(fp8MalformedEntries) {
        "bundle line 4: entry 'gemm': abi 'grouped_matmul_fp8.v2' is not "
        "supported (this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1 and quantize.v1)"},
+       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
   };
   for (const Case &c : cases) {
     checksMade += 2;
@@ -469,8 +472,7 @@ TEST(fp8RejectsBadSizes) {
   CHECK_REJECTED(run(bundle, "router", gemm(64)), bad,
                  "moeGroupedMatmul(router): the entry is op=moe.route "
                  "abi=route.v1, not op=moe.grouped_matmul or moe.expert_mlp "
-                 "with abi=grouped_matmul.v3, or op=moe.grouped_matmul with "
-                 "abi=grouped_matmul_fp8.v1");
+                 "with abi=grouped_matmul.v3 or grouped_matmul_fp8.v1");
   moeBundleClose(bundle);
   bundle = openBundle(fp8Bundle());
   moeRouteArgs route;

@@ -42,7 +42,7 @@ FakeGpu &install() {
 
 /// Arguments of layer mix (E = 8, k = 2, H = 256, I = 128, no biases).
 moeLayerArgs mix(int64_t tokens) {
-  moeLayerArgs a;
+  moeLayerArgs a = {};
   a.tokens = kTokens;
   a.logits = kLogits;
   a.score_bias = 0;

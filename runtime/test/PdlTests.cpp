@@ -114,7 +114,7 @@ std::vector<Call> calls() {
                    gpu.wordParams[kOssSymbols[6]] = 28;
                  },
                  [](moeBundle *bundle, void *stream) {
-                   moeLayerArgs a;
+                   moeLayerArgs a = {};
                    a.tokens = kA;
                    a.logits = kB;
                    a.score_bias = kC;

@@ -264,8 +264,8 @@ TEST(quantizeRejectsNullsAndOtherEntries) {
                  "act, weights, anyw, experts)");
   CHECK_REJECTED(quantize(bundle, "experts", a), bad,
                  "moeQuantize(experts): the entry is op=moe.grouped_matmul "
-                 "abi=grouped_matmul.v3, not op=moe.quantize with "
-                 "abi=quantize.v1");
+                 "abi=grouped_matmul.v3, not op=moe.quantize or "
+                 "moe.expert_mlp with abi=quantize.v1");
   // The other calls refuse quantize entries.
   moeGroupedMatmulArgs gemm = {};
   CHECK_REJECTED(moeGroupedMatmul(bundle, "mx", &gemm, nullptr), bad,

@@ -488,6 +488,125 @@ inline std::string quantizeBundle() {
          "end\n";
 }
 
+/// Symbols of the block-FP8 layer bundle, by layer: route, permute count,
+/// index and gather, quantize, gate-up, intermediate quantize, down,
+/// combine: the order of a layer_fp8.v1 layer's launches. foss's two
+/// quantize entries share one kernel, as a compiler may emit them.
+inline constexpr int kLayerFp8Kernels = 9;
+inline constexpr const char *kFmixSymbols[kLayerFp8Kernels] = {
+    "froute_e8_k2",      "fperm_count_e8_k2", "fperm_index_e8_k2",
+    "fperm_gather32",    "fquant_rows_h256",  "fgemm_gate_up_mix",
+    "fquant_inter_i128", "fgemm_down_mix",    "fcombine_k2_i32"};
+inline constexpr const char *kFossSymbols[kLayerFp8Kernels] = {
+    "froute_e4_k2_bias", "fperm_count_e4_k2", "fperm_index_e4_k2",
+    "fperm_gather64",    "fquant_1x128",      "fgemm_gate_up_oss",
+    "fquant_1x128",      "fgemm_down_oss",    "fcombine_k2_i64"};
+
+/// The entry line of a quantize.v1 part of a layer_fp8.v1 layer: e4m3
+/// values, f32 scales per [1, 128] group of the bf16 [T*k, cols] rows.
+inline std::string fp8LayerQuantizeLine(const std::string &name,
+                                        const std::string &op,
+                                        const std::string &maxRows,
+                                        const std::string &cols) {
+  return "entry " + name + " op=" + op +
+         " abi=quantize.v1 max_rows=" + maxRows +
+         " element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128 "
+         "rank=2 batch=1 rows=-1 cols=" +
+         cols + "\n";
+}
+
+/// Two layer_fp8.v1 entries and their parts (contract §3.10; line numbers on
+/// the right), in the order and with the keys the compiler writes them, each
+/// part with one kernel (permutes three):
+///   fmix: max_rows=4096; E=8 k=2 H=256 I=128, i32 offsets and slots, f32
+///         logits, no biases, chunk=4096: fmix_route (4-5), fmix_permute
+///         (6-9), fmix_quantize (cols=256; 10-11), fmix_gate_up (swiglu
+///         silu, n=256 k=256; 12-13), fmix_intermediate (cols=128; 14-15),
+///         fmix_down (store, n=256 k=128; 16-17), fmix_unpermute (18-19),
+///         fmix (20);
+///   foss: max_rows=2^31-1; E=4 k=2, H and I dynamic, i64, bf16 logits with
+///         a score bias, an f32 gate-up bias and a bf16 down bias, chunk=64:
+///         foss_route (21-22), foss_permute (23-26), foss_quantize (27-28),
+///         foss_gate_up (swiglu gptoss; 29-30), foss_intermediate (31-32),
+///         foss_down (33-34), foss_unpermute (35-36), foss (37).
+/// The GEMM kernels: tile 64x128x128, 128 threads, 98304 bytes; the
+/// quantize kernels 256 threads.
+inline std::string layerFp8Bundle() {
+  auto gemm = [](const std::string &name, const std::string &keys) {
+    return "entry " + name +
+           " op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block " +
+           keys + "\n";
+  };
+  auto gemmKernel = [](const std::string &entry, const char *symbol) {
+    return fp8KernelLine(entry, symbol, 1, 2147483647, 128, 64, 128, 98304, 0);
+  };
+  auto simple = [](const std::string &entry, const char *symbol, int threads,
+                   int smem) {
+    return simpleKernelLine(entry, symbol, "moe_kernels", threads, smem);
+  };
+  const std::string max = "2147483647";
+  return "MOEBUNDLE 6\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('Y')) +
+         "entry fmix_route op=moe.route abi=route.v1 max_rows=4096 experts=8 "
+         "top_k=2 logits=f32 bias=0\n" +
+         simple("fmix_route", kFmixSymbols[0], 128, 0) +
+         "entry fmix_permute op=moe.permute abi=permute.v2 max_rows=4096 "
+         "experts=8 top_k=2 hidden=256 offsets=i32 chunk=4096\n" +
+         simple("fmix_permute", kFmixSymbols[1], 256, 0) +
+         simple("fmix_permute", kFmixSymbols[2], 256, 4096) +
+         simple("fmix_permute", kFmixSymbols[3], 128, 0) +
+         fp8LayerQuantizeLine("fmix_quantize", "moe.quantize", "8192", "256") +
+         simple("fmix_quantize", kFmixSymbols[4], 256, 0) +
+         gemm("fmix_gate_up", "epilogue=swiglu activation=silu bias=none "
+                              "experts=8 n=256 k=256 max_rows=8192 "
+                              "offsets=i32") +
+         gemmKernel("fmix_gate_up", kFmixSymbols[5]) +
+         fp8LayerQuantizeLine("fmix_intermediate", "moe.expert_mlp", "8192",
+                              "128") +
+         simple("fmix_intermediate", kFmixSymbols[6], 256, 0) +
+         gemm("fmix_down", "epilogue=store activation=none bias=none "
+                           "experts=8 n=256 k=128 max_rows=8192 offsets=i32") +
+         gemmKernel("fmix_down", kFmixSymbols[7]) +
+         "entry fmix_unpermute op=moe.unpermute abi=unpermute.v2 "
+         "max_rows=4096 hidden=256 top_k=2 slots=i32 weighted=1\n" +
+         simple("fmix_unpermute", kFmixSymbols[8], 256, 0) +
+         "entry fmix op=moe.layer abi=layer_fp8.v1 max_rows=4096 "
+         "route=fmix_route permute=fmix_permute quantize=fmix_quantize "
+         "gate_up=fmix_gate_up intermediate=fmix_intermediate down=fmix_down "
+         "unpermute=fmix_unpermute\n"
+         "entry foss_route op=moe.route abi=route.v1 max_rows=2147483647 "
+         "experts=4 top_k=2 logits=bf16 bias=1\n" +
+         simple("foss_route", kFossSymbols[0], 64, 0) +
+         "entry foss_permute op=moe.permute abi=permute.v2 "
+         "max_rows=2147483647 experts=4 top_k=2 hidden=-1 offsets=i64 "
+         "chunk=64\n" +
+         simple("foss_permute", kFossSymbols[1], 128, 0) +
+         simple("foss_permute", kFossSymbols[2], 128, 0) +
+         simple("foss_permute", kFossSymbols[3], 128, 0) +
+         fp8LayerQuantizeLine("foss_quantize", "moe.quantize", max, "-1") +
+         simple("foss_quantize", kFossSymbols[4], 256, 0) +
+         gemm("foss_gate_up", "epilogue=swiglu activation=gptoss bias=f32 "
+                              "experts=-1 n=-1 k=-1 max_rows=2147483647 "
+                              "offsets=i64") +
+         gemmKernel("foss_gate_up", kFossSymbols[5]) +
+         fp8LayerQuantizeLine("foss_intermediate", "moe.expert_mlp", max,
+                              "-1") +
+         simple("foss_intermediate", kFossSymbols[6], 256, 0) +
+         gemm("foss_down", "epilogue=store activation=none bias=bf16 "
+                           "experts=4 n=-1 k=-1 max_rows=2147483647 "
+                           "offsets=i64") +
+         gemmKernel("foss_down", kFossSymbols[7]) +
+         "entry foss_unpermute op=moe.unpermute abi=unpermute.v2 "
+         "max_rows=2147483647 hidden=-1 top_k=2 slots=i64 weighted=1\n" +
+         simple("foss_unpermute", kFossSymbols[8], 128, 0) +
+         "entry foss op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 "
+         "route=foss_route permute=foss_permute quantize=foss_quantize "
+         "gate_up=foss_gate_up intermediate=foss_intermediate "
+         "down=foss_down unpermute=foss_unpermute\n"
+         "end\n";
+}
+
 /// Opens `bytes`; returns NULL (and leaves the status in *status) on failure.
 inline moeBundle *openBundle(const std::string &bytes,
                              moeStatus *status = nullptr) {

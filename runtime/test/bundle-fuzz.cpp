@@ -447,7 +447,7 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
       !declare(declared, bundle, names[3], 0, down.bias_bits ? 24 : 17) ||
       !declare(declared, bundle, names[4], 28, 0))
     return;
-  moeLayerArgs args;
+  moeLayerArgs args = {};
   args.tokens = 0x100000;
   args.logits = 0x200000;
   args.score_bias = route.bias ? 0x300000 : 0;

@@ -220,7 +220,7 @@ int main(int argc, char **argv) {
   /* The layout the ctypes wrapper mirrors (LP64): each version's fields
      last. */
   if (sizeof(void *) == 8) {
-    check(sizeof(moeEntryInfo) == 224, "sizeof(moeEntryInfo)");
+    check(sizeof(moeEntryInfo) == 240, "sizeof(moeEntryInfo)");
     check(offsetof(moeEntryInfo, top_k) == 72, "moeEntryInfo.top_k");
     check(offsetof(moeEntryInfo, hidden) == 88, "moeEntryInfo.hidden");
     check(offsetof(moeEntryInfo, weighted) == 96, "moeEntryInfo.weighted");
@@ -234,6 +234,9 @@ int main(int argc, char **argv) {
     check(offsetof(moeEntryInfo, input_bits) == 184, "moeEntryInfo.input_bits");
     check(offsetof(moeEntryInfo, batch) == 200, "moeEntryInfo.batch");
     check(offsetof(moeEntryInfo, cols) == 216, "moeEntryInfo.cols");
+    check(offsetof(moeEntryInfo, quantize) == 224, "moeEntryInfo.quantize");
+    check(offsetof(moeEntryInfo, intermediate) == 232,
+          "moeEntryInfo.intermediate");
     check(sizeof(moeGroupedMatmulArgs) == 96, "sizeof(moeGroupedMatmulArgs)");
     check(offsetof(moeGroupedMatmulArgs, bias) == 72,
           "moeGroupedMatmulArgs.bias");
@@ -244,7 +247,11 @@ int main(int argc, char **argv) {
     check(sizeof(moeRouteArgs) == 48, "sizeof(moeRouteArgs)");
     check(sizeof(moeUnpermuteArgs) == 56, "sizeof(moeUnpermuteArgs)");
     check(sizeof(moePermuteArgs) == 64, "sizeof(moePermuteArgs)");
-    check(sizeof(moeLayerArgs) == 112, "sizeof(moeLayerArgs)");
+    check(sizeof(moeLayerArgs) == 128, "sizeof(moeLayerArgs)");
+    check(offsetof(moeLayerArgs, gate_up_weights_scale) == 112,
+          "moeLayerArgs.gate_up_weights_scale");
+    check(offsetof(moeLayerArgs, down_weights_scale) == 120,
+          "moeLayerArgs.down_weights_scale");
     check(sizeof(moeQuantizeArgs) == 48, "sizeof(moeQuantizeArgs)");
     check(offsetof(moeQuantizeArgs, batch) == 24, "moeQuantizeArgs.batch");
     check(offsetof(moeLayerArgs, workspace_bytes) == 72,

@@ -93,7 +93,9 @@ expect_error(lambda: bundle.grouped_matmul("gate_up", None, None, None),
 # and layer fields in version 5, then permute.v2's `chunk`, then `format` in
 # version 6, moeGroupedMatmulArgs `row_scale`, then `bias`, then `rows_scale`
 # and `weights_scale`, all last (c_api_test.c checks the same offsets).
-check(ctypes.sizeof(moe_runtime._EntryInfo) == 224, "sizeof(moeEntryInfo)")
+check(ctypes.sizeof(moe_runtime._EntryInfo) == 240, "sizeof(moeEntryInfo)")
+check(moe_runtime._EntryInfo.quantize.offset == 224, "moeEntryInfo.quantize")
+check(moe_runtime._EntryInfo.intermediate.offset == 232, "moeEntryInfo.intermediate")
 check(moe_runtime._EntryInfo.element.offset == 168, "moeEntryInfo.element")
 check(moe_runtime._EntryInfo.input_bits.offset == 184, "moeEntryInfo.input_bits")
 check(moe_runtime._EntryInfo.batch.offset == 200, "moeEntryInfo.batch")
@@ -106,7 +108,11 @@ check(moe_runtime._EntryInfo.bias_bits.offset == 100, "moeEntryInfo.bias_bits")
 check(moe_runtime._EntryInfo.activation.offset == 104, "moeEntryInfo.activation")
 check(moe_runtime._EntryInfo.route.offset == 112, "moeEntryInfo.route")
 check(moe_runtime._EntryInfo.unpermute.offset == 144, "moeEntryInfo.unpermute")
-check(ctypes.sizeof(moe_runtime._LayerArgs) == 112, "sizeof(moeLayerArgs)")
+check(ctypes.sizeof(moe_runtime._LayerArgs) == 128, "sizeof(moeLayerArgs)")
+check(moe_runtime._LayerArgs.gate_up_weights_scale.offset == 112,
+      "moeLayerArgs.gate_up_weights_scale")
+check(moe_runtime._LayerArgs.down_weights_scale.offset == 120,
+      "moeLayerArgs.down_weights_scale")
 check(moe_runtime._LayerArgs.workspace_bytes.offset == 72, "moeLayerArgs.workspace_bytes")
 check(moe_runtime._EntryInfo.epilogue.offset == 64, "moeEntryInfo.epilogue")
 check(moe_runtime._EntryInfo.top_k.offset == 72, "moeEntryInfo.top_k")
@@ -290,9 +296,9 @@ for data, status, needle in [
          "abi grouped_matmul_fp8.v1)"),
         (fp8_bytes.replace(b" format=fp8_block", b"", 1), "INVALID_BUNDLE",
          "bundle line 4: entry 'gemm': missing key 'format'"),
-        (fp8_bytes.replace(b"entry down op=moe.grouped_matmul", b"entry down op=moe.expert_mlp"),
-         "INVALID_BUNDLE", "bundle line 8: entry 'down': op=moe.expert_mlp with abi "
-         "grouped_matmul_fp8.v1 (its entries are op=moe.grouped_matmul only)")]:
+        (fp8_bytes.replace(b"entry down op=moe.grouped_matmul", b"entry down op=moe.route"),
+         "INVALID_BUNDLE", "bundle line 8: entry 'down': op=moe.route with abi "
+         "grouped_matmul_fp8.v1 (its entries are op=moe.grouped_matmul or moe.expert_mlp)")]:
     expect_error(lambda: moe_runtime.Bundle.from_bytes(data), status, needle)
 
 # Layer entries (contract version 5): fields, and the checks made before torch
@@ -600,7 +606,7 @@ expect_error(lambda: moe_runtime.Bundle.from_bytes(permute_bytes.replace(
     "bundle line 8: entry 'perm32': abi 'permute.v1' is not supported (this runtime "
     "implements bundle version 6 with abis grouped_matmul.v3, grouped_matmul_fp8.v1, "
     "route.v1, unpermute.v2, "
-    "permute.v2, layer.v1 and quantize.v1): it predates the multi-CTA count and index kernels, "
+    "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): it predates the multi-CTA count and index kernels, "
     "recompile it")
 expect_error(lambda: perms.permute("nope", None, None), "NOT_FOUND", "no entry 'nope'")
 

@@ -38,6 +38,10 @@
 //   entry mixtral op=moe.layer abi=layer.v1 max_rows=2147483647
 //     route=mixtral_route permute=mixtral_permute gate_up=mixtral_gate_up
 //     down=mixtral_down unpermute=mixtral_unpermute          (one line)
+//   entry ds op=moe.layer abi=layer_fp8.v1 max_rows=2147483647
+//     route=ds_route permute=ds_permute quantize=ds_quantize
+//     gate_up=ds_gate_up intermediate=ds_intermediate down=ds_down
+//     unpermute=ds_unpermute                                 (one line)
 //   entry act op=moe.quantize abi=quantize.v1 max_rows=2147483647
 //     element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128
 //     rank=2 batch=1 rows=-1 cols=7168                       (one line)
@@ -47,7 +51,7 @@
 // Entries print their ABI's keys in the order of the bundle line (contract
 // §2; a grouped_matmul_fp8.v1 entry's `format` right after its abi); the
 // kernels of route.v1, unpermute.v2, permute.v2 and quantize.v1 entries have
-// no rows range or tile; layer.v1 entries have no kernels.
+// no rows range or tile; layer.v1 and layer_fp8.v1 entries have no kernels.
 //
 // On error prints "moe-bundle-info: error: <message>" and exits 1.
 //
@@ -128,6 +132,13 @@ int main(int argc, char **argv) {
                   " route=%s permute=%s gate_up=%s down=%s unpermute=%s\n",
                   entry.name, entry.op, entry.abi, entry.max_rows, entry.route,
                   entry.permute, entry.gate_up, entry.down, entry.unpermute);
+    else if (!std::strcmp(entry.abi, MOE_ABI_LAYER_FP8))
+      std::printf("entry %s op=%s abi=%s max_rows=%" PRId64
+                  " route=%s permute=%s quantize=%s gate_up=%s "
+                  "intermediate=%s down=%s unpermute=%s\n",
+                  entry.name, entry.op, entry.abi, entry.max_rows, entry.route,
+                  entry.permute, entry.quantize, entry.gate_up,
+                  entry.intermediate, entry.down, entry.unpermute);
     else
       std::printf("entry %s op=%s abi=%s%s%s epilogue=%s experts=%" PRId64
                   " n=%" PRId64 " k=%" PRId64 " max_rows=%" PRId64
