@@ -1,17 +1,20 @@
 //===- LayerTests.cpp - moeLayer and moeLayerWorkspaceBytes ---------------===//
 //
-// Contract §3.5 (layer.v1): the workspace layout against a hand computation;
-// that moeLayer launches exactly what moeRoute, moePermute, moeGroupedMatmul
-// (twice) and moeUnpermute launch with the buffers carved from the
-// workspace, in that order, after validating and encoding everything; and
-// that every bad argument is refused without a driver call. The entries are
-// those of layerBundle() (TestBundles.h).
+// Contract §3.5 (layer.v1) and §3.10 (layer_fp8.v1): the workspace layout
+// against a hand computation; that moeLayer launches exactly what moeRoute,
+// moePermute, moeGroupedMatmul (twice) and moeUnpermute launch (and, for
+// layer_fp8.v1, moeQuantize before each GEMM) with the buffers carved from
+// the workspace, in that order, after validating and encoding everything;
+// and that every bad argument is refused without a driver call. The entries
+// are those of layerBundle() and layerFp8Bundle() (TestBundles.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "FakeDriver.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
+
+#include <cstring>
 
 using namespace moe_test;
 
@@ -21,10 +24,11 @@ constexpr uint64_t kTokens = 0x7f0000310000, kLogits = 0x7f0000320000,
                    kScoreBias = 0x7f0000330000, kGateUpW = 0x7f0000340000,
                    kDownW = 0x7f0000350000, kGateUpBias = 0x7f0000360000,
                    kDownBias = 0x7f0000370000, kOut = 0x7f0000380000,
+                   kGateUpScale = 0x7f0000390000, kDownScale = 0x7f00003a0000,
                    kWorkspace = 0x7f0001000000;
 constexpr int64_t kMax = 2147483647;
 
-/// The fake's kernels of the layer bundle: how many parameters each takes.
+/// The fake's kernels of the layer bundles: how many parameters each takes.
 FakeGpu &install() {
   FakeGpu &gpu = installFakeDriver();
   gpu.wordParams[kMixSymbols[0]] = 21;
@@ -37,6 +41,22 @@ FakeGpu &install() {
   }
   gpu.numParams[kOssSymbols[4]] = 24; // bias
   gpu.numParams[kOssSymbols[5]] = 24;
+  // layerFp8Bundle(): the quantize kernels take 21 words, the FP8 GEMMs 33
+  // parameters, 40 with a bias.
+  gpu.wordParams[kFmixSymbols[0]] = 21;
+  gpu.wordParams[kFossSymbols[0]] = 26;
+  for (const char *const *symbols : {kFmixSymbols, kFossSymbols}) {
+    gpu.wordParams[symbols[1]] = 12;
+    gpu.wordParams[symbols[2]] = 29;
+    gpu.wordParams[symbols[3]] = 24;
+    gpu.wordParams[symbols[4]] = 21;
+    gpu.wordParams[symbols[6]] = 21;
+    gpu.wordParams[symbols[8]] = 28;
+  }
+  gpu.numParams[kFmixSymbols[5]] = 33;
+  gpu.numParams[kFmixSymbols[7]] = 33;
+  gpu.numParams[kFossSymbols[5]] = 40;
+  gpu.numParams[kFossSymbols[7]] = 40;
   return gpu;
 }
 
@@ -72,6 +92,24 @@ moeLayerArgs oss(int64_t tokens, int64_t hidden, int64_t intermediate) {
   return a;
 }
 
+/// Arguments of layer_fp8.v1 layer fmix (E = 8, k = 2, H = 256, I = 128, no
+/// biases): mix's, with the weights' scales.
+moeLayerArgs fmix(int64_t tokens) {
+  moeLayerArgs a = mix(tokens);
+  a.gate_up_weights_scale = kGateUpScale;
+  a.down_weights_scale = kDownScale;
+  return a;
+}
+
+/// Arguments of layer_fp8.v1 layer foss (E = 4, k = 2, with all three
+/// biases and the weights' scales).
+moeLayerArgs foss(int64_t tokens, int64_t hidden, int64_t intermediate) {
+  moeLayerArgs a = oss(tokens, hidden, intermediate);
+  a.gate_up_weights_scale = kGateUpScale;
+  a.down_weights_scale = kDownScale;
+  return a;
+}
+
 moeStatus layer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
                 void *stream = nullptr) {
   return moeLayer(bundle, entry, &a, stream);
@@ -95,9 +133,12 @@ uint64_t workspaceBytes(moeBundle *bundle, const char *entry, int64_t tokens,
     CHECK_EQ(callsSince(callsBefore), std::string());                          \
   } while (0)
 
-/// Where the buffers start in the workspace (contract §3.5), by hand.
+/// Where the buffers start in the workspace (contract §3.5, §3.10), by hand;
+/// the quantized rows and inter and their scales in a layer_fp8.v1 layer's
+/// only.
 struct Carved {
   uint64_t ids, weights, offsets, slots, permute, rows, inter;
+  uint64_t rowsValues = 0, rowsScales = 0, interValues = 0, interScales = 0;
 };
 
 /// The same launch, tensor maps included (compared by what was encoded).
@@ -140,37 +181,47 @@ void checkSameLaunch(const FakeLaunch &got, const FakeLaunch &want) {
   }
 }
 
-/// Runs the layer `entry` with `a`, then the five single calls with the
-/// workspace carved as `at` says, and checks that the layer made exactly
-/// the single calls' launches, in order (`symbols`: route, permute count,
-/// index and gather, gate-up, down, combine), with the GEMMs' tensor maps
-/// encoded before its first launch.
+/// Runs the layer `entry` with `a`, then the single calls of its parts (the
+/// five of a layer.v1 layer, the seven of a layer_fp8.v1 one) with the
+/// workspace carved as `at` says, and checks that the layer made exactly the
+/// single calls' launches, in order (`symbols`: route, permute count, index
+/// and gather, [quantize], gate-up, [intermediate], down, combine), with the
+/// GEMMs' tensor maps encoded before its first launch.
 void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
-                const Carved &at, const char *const symbols[kLayerKernels],
-                const char *parts[5]) {
+                const Carved &at, const char *const *symbols, int numKernels) {
   FakeGpu &gpu = fakeGpu();
+  int32_t index = -1;
+  moeEntryInfo info;
+  CHECK_EQ(moeBundleFindEntry(bundle, entry, &index), MOE_STATUS_SUCCESS);
+  CHECK_EQ(moeBundleGetEntry(bundle, index, &info), MOE_STATUS_SUCCESS);
+  const bool fp8 = *info.quantize != '\0';
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
   void *stream = reinterpret_cast<void *>(uintptr_t(0x5712ea));
   size_t callsBefore = gpu.calls.size(), before = gpu.launches.size();
   CHECK_EQ(layer(bundle, entry, a, stream), MOE_STATUS_SUCCESS);
-  CHECK_EQ(callsSince(callsBefore),
-           "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "
-           "cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
-           "cuTensorMapEncodeTiled cuLaunchKernelEx cuLaunchKernelEx "
-           "cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx "
-           "cuLaunchKernelEx cuLaunchKernelEx");
-  CHECK_EQ(gpu.launches.size(), before + kLayerKernels);
-  for (size_t i = 0; i < kLayerKernels && before + i < gpu.launches.size(); ++i)
+  std::string calls = "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "
+                      "cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
+                      "cuTensorMapEncodeTiled";
+  for (int i = 0; i < numKernels; ++i)
+    calls += " cuLaunchKernelEx";
+  CHECK_EQ(callsSince(callsBefore), calls);
+  CHECK_EQ(gpu.launches.size(), before + numKernels);
+  for (int i = 0; i < numKernels && before + i < gpu.launches.size(); ++i)
     CHECK_EQ(gpu.launches[before + i].function, std::string(symbols[i]));
 
   const uint64_t ws = a.workspace;
   const int64_t rows = a.tokens_count * 2; // k = 2
+  // An FP8 layer's GEMMs read the quantized values and their scales.
+  const uint64_t gateUpRows = fp8 ? ws + at.rowsValues : ws + at.rows,
+                 downRows = fp8 ? ws + at.interValues : ws + at.inter;
   moeRouteArgs route = {a.logits,        a.score_bias,   ws + at.ids,
                         ws + at.weights, a.tokens_count, a.experts};
   moePermuteArgs permute = {a.tokens,        ws + at.ids,   ws + at.rows,
                             ws + at.offsets, ws + at.slots, ws + at.permute,
                             a.tokens_count,  a.hidden};
-  moeGroupedMatmulArgs gateUp = {ws + at.rows,
+  moeQuantizeArgs quantize = {
+      ws + at.rows, ws + at.rowsValues, ws + at.rowsScales, 1, rows, a.hidden};
+  moeGroupedMatmulArgs gateUp = {gateUpRows,
                                  a.gate_up_weights,
                                  ws + at.offsets,
                                  ws + at.inter,
@@ -180,9 +231,12 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
                                  a.experts,
                                  0,
                                  a.gate_up_bias,
-                                 0,
-                                 0};
-  moeGroupedMatmulArgs down = {ws + at.inter,
+                                 fp8 ? ws + at.rowsScales : 0,
+                                 a.gate_up_weights_scale};
+  moeQuantizeArgs intermediate = {
+      ws + at.inter, ws + at.interValues, ws + at.interScales, 1,
+      rows,          a.intermediate};
+  moeGroupedMatmulArgs down = {downRows,
                                a.down_weights,
                                ws + at.offsets,
                                ws + at.rows,
@@ -192,25 +246,32 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
                                a.experts,
                                0,
                                a.down_bias,
-                               0,
-                               0};
+                               fp8 ? ws + at.interScales : 0,
+                               a.down_weights_scale};
   moeUnpermuteArgs unpermute = {ws + at.rows, ws + at.slots, ws + at.weights,
                                 a.out,        rows,          a.tokens_count,
                                 a.hidden};
   size_t single = gpu.launches.size();
-  CHECK_EQ(moeRoute(bundle, parts[0], &route, stream), MOE_STATUS_SUCCESS);
-  CHECK_EQ(moePermute(bundle, parts[1], &permute, stream), MOE_STATUS_SUCCESS);
-  CHECK_EQ(moeGroupedMatmul(bundle, parts[2], &gateUp, stream),
+  CHECK_EQ(moeRoute(bundle, info.route, &route, stream), MOE_STATUS_SUCCESS);
+  CHECK_EQ(moePermute(bundle, info.permute, &permute, stream),
            MOE_STATUS_SUCCESS);
-  CHECK_EQ(moeGroupedMatmul(bundle, parts[3], &down, stream),
+  if (fp8)
+    CHECK_EQ(moeQuantize(bundle, info.quantize, &quantize, stream),
+             MOE_STATUS_SUCCESS);
+  CHECK_EQ(moeGroupedMatmul(bundle, info.gate_up, &gateUp, stream),
            MOE_STATUS_SUCCESS);
-  CHECK_EQ(moeUnpermute(bundle, parts[4], &unpermute, stream),
+  if (fp8)
+    CHECK_EQ(moeQuantize(bundle, info.intermediate, &intermediate, stream),
+             MOE_STATUS_SUCCESS);
+  CHECK_EQ(moeGroupedMatmul(bundle, info.down, &down, stream),
            MOE_STATUS_SUCCESS);
-  CHECK_EQ(gpu.launches.size(), single + kLayerKernels);
-  if (gpu.launches.size() != single + kLayerKernels ||
-      single != before + kLayerKernels)
+  CHECK_EQ(moeUnpermute(bundle, info.unpermute, &unpermute, stream),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(gpu.launches.size(), single + numKernels);
+  if (gpu.launches.size() != single + numKernels ||
+      single != before + numKernels)
     return;
-  for (size_t i = 0; i < kLayerKernels; ++i)
+  for (int i = 0; i < numKernels; ++i)
     checkSameLaunch(gpu.launches[before + i], gpu.launches[single + i]);
   // The permute's count and index kernels take the counts right after the
   // sources in its part of the workspace (N*4 bytes rounded up to 256).
@@ -219,6 +280,44 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
   CHECK_EQ(gpu.launches[before + 1].params[7], counts);
   CHECK_EQ(gpu.launches[before + 2].params[7], counts);
   CHECK_EQ(gpu.launches[before + 2].params[24], ws + at.permute);
+  if (!fp8)
+    return;
+  // By hand: each quantize reads its bf16 input [T*k, C] and writes the
+  // values [T*k, C] and scales [T*k, C/128] that the next GEMM reads (its
+  // rows map and its parameters 17..23), with the weights' scales (24..32);
+  // the down GEMM writes the rows, which the combine reads.
+  const FakeLaunch *q = &gpu.launches[before + 4];
+  const std::vector<FakeEncode> &encodes = gpu.encodes;
+  struct {
+    uint64_t input, values, scales, weightsScale, out;
+    int64_t columns;
+  } stages[2] = {{ws + at.rows, ws + at.rowsValues, ws + at.rowsScales,
+                  a.gate_up_weights_scale, ws + at.inter, a.hidden},
+                 {ws + at.inter, ws + at.interValues, ws + at.interScales,
+                  a.down_weights_scale, ws + at.rows, a.intermediate}};
+  for (const auto &stage : stages) {
+    const FakeLaunch &gemm = q[1];
+    CHECK_EQ(q->params.size(), size_t(21));
+    if (q->params.size() == 21) {
+      CHECK_EQ(q->params[0], stage.input);
+      CHECK_EQ(q->params[3], uint64_t(rows));
+      CHECK_EQ(q->params[4], uint64_t(stage.columns));
+      CHECK_EQ(q->params[7], stage.values);
+      CHECK_EQ(q->params[14], stage.scales);
+      CHECK_EQ(q->params[18], uint64_t(stage.columns / 128));
+    }
+    CHECK_EQ(encodes[gemm.mapEncode[0]].address, stage.values);
+    CHECK_EQ(encodes[gemm.mapEncode[0]].dataType, 0); // UINT8
+    CHECK_EQ(gemm.words[5], stage.out);
+    CHECK(gemm.tail.size() >= 16);
+    if (gemm.tail.size() >= 16) {
+      CHECK_EQ(gemm.tail[0], stage.scales);
+      CHECK_EQ(gemm.tail[4], uint64_t(stage.columns / 128));
+      CHECK_EQ(gemm.tail[7], stage.weightsScale);
+    }
+    q += 2;
+  }
+  CHECK_EQ(gpu.launches[before + 8].params[0], ws + at.rows);
 }
 
 } // namespace
@@ -310,23 +409,19 @@ TEST(layerLaunchesTheSingleCalls) {
   CHECK(bundle != nullptr);
   if (!bundle)
     return;
-  const char *mixParts[5] = {"mix_route", "mix_permute", "mix_gate_up",
-                             "mix_down", "mix_unpermute"};
-  const char *ossParts[5] = {"oss_route", "oss_permute", "oss_gate_up",
-                             "oss_down", "oss_unpermute"};
   // The offsets of layerWorkspaceBytes' hand computations.
   checkLayer(bundle, "mix", mix(3), {0, 256, 512, 768, 1024, 1536, 4608},
-             kMixSymbols, mixParts);
+             kMixSymbols, kLayerKernels);
   checkLayer(bundle, "mix", mix(4096),
              {0, 32768, 65536, 65792, 98560, 131584, 4325888}, kMixSymbols,
-             mixParts);
+             kLayerKernels);
   checkLayer(bundle, "oss", oss(5, 64, 32),
-             {0, 256, 512, 768, 1024, 1536, 2816}, kOssSymbols, ossParts);
+             {0, 256, 512, 768, 1024, 1536, 2816}, kOssSymbols, kLayerKernels);
   // A workspace of exactly the size needed is enough.
   moeLayerArgs exact = oss(5, 64, 32);
   exact.workspace_bytes = 3456;
   checkLayer(bundle, "oss", exact, {0, 256, 512, 768, 1024, 1536, 2816},
-             kOssSymbols, ossParts);
+             kOssSymbols, kLayerKernels);
   moeBundleClose(bundle);
 }
 
@@ -542,4 +637,316 @@ TEST(layerLoadsAndFails) {
                "moeLayer: no CUDA driver: dlopen(libcuda.so.1) failed");
   moeBundleClose(bundle);
   setDriverForTesting(nullptr);
+}
+
+TEST(layerFp8WorkspaceBytes) {
+  install();
+  moeBundle *bundle = openBundle(layerFp8Bundle());
+  CHECK(bundle != nullptr);
+  if (!bundle) {
+    fail(__FILE__, __LINE__, moeLastErrorMessage());
+    return;
+  }
+  // fmix, T = 3 (6 rows, i32, E = 8, H = 256, I = 128): mix's buffers up to
+  // the end of inter at 6144, then the rows' values 6*256 = 1536 bytes at
+  // 6144, their scales 6*2*4 = 48 at 7680, inter's values 6*128 = 768 at
+  // 7936, their scales 6*1*4 = 24 at 8704: 8728.
+  CHECK_EQ(workspaceBytes(bundle, "fmix", 3, 256, 128), uint64_t(8728));
+  // T = 4096 (8192 rows): inter ends at 6423040; values 2097152 at 6423040,
+  // scales 65536 at 8520192, inter's values 1048576 at 8585728, scales
+  // 32768 at 9634304: 9667072.
+  CHECK_EQ(workspaceBytes(bundle, "fmix", 4096, 256, 128), uint64_t(9667072));
+  // foss, T = 5 (10 rows, i64, E = 4, H = I = 128, chunks of 64): ids 40 at
+  // 0, weights 40 at 256, offsets 40 at 512, slots 80 at 768, the
+  // permute's 272 at 1024, rows 2560 at 1536, inter 2560 at 4096, values
+  // 1280 at 6656, scales 40 at 7936, inter's values 1280 at 8192, scales 40
+  // at 9472: 9512.
+  CHECK_EQ(workspaceBytes(bundle, "foss", 5, 128, 128), uint64_t(9512));
+  // T = 1, H = I = 128 (2 rows): ids, weights, offsets and slots below 256
+  // bytes each, the permute's 272 at 1024, rows and inter 512 each at 1536
+  // and 2048, values 256 at 2560, scales 8 at 2816, inter's values 256 at
+  // 3072, scales 8 at 3328: 3336.
+  CHECK_EQ(workspaceBytes(bundle, "foss", 1, 128, 128), uint64_t(3336));
+
+  // H and I: whole [1, 128] groups and [128, 128] blocks.
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  uint64_t bytes = 7;
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 192, 128, &bytes),
+                 bad,
+                 "moeLayerWorkspaceBytes(foss): hidden = 192 is not a positive "
+                 "multiple of 128 (abi layer_fp8.v1 quantizes rows in [1, "
+                 "128] groups and reads the weights in [128, 128] blocks)");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 64, 128, &bytes),
+                 bad, "hidden = 64 is not a positive multiple of 128");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 0, 128, &bytes), bad,
+                 "hidden = 0 is not a positive multiple of 128");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 128, 200, &bytes),
+                 bad,
+                 "moeLayerWorkspaceBytes(foss): intermediate = 200 is not a "
+                 "positive multiple of 128 (abi layer_fp8.v1");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 128, -128, &bytes),
+                 bad, "intermediate = -128 is not a positive multiple of 128");
+  // The parts' static sizes.
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "fmix", 1, 128, 128, &bytes),
+                 bad,
+                 "moeLayerWorkspaceBytes(fmix): hidden = 128 does not match "
+                 "entry fmix_permute's hidden = 256");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "fmix", 1, 256, 256, &bytes),
+                 bad,
+                 "intermediate = 256 does not match entry fmix_gate_up's n = "
+                 "256 (2I)");
+  CHECK_REJECTED(
+      moeLayerWorkspaceBytes(bundle, "fmix_quantize", 1, 256, 128, &bytes), bad,
+      "moeLayerWorkspaceBytes(fmix_quantize): the entry is op=moe.quantize "
+      "abi=quantize.v1, not op=moe.layer with abi=layer.v1 or layer_fp8.v1");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "fmix", 4097, 256, 128, &bytes),
+                 bad, "T = 4097 exceeds the entry's max_rows = 4096");
+  CHECK_EQ(bytes, uint64_t(7)); // untouched on failure
+  moeBundleClose(bundle);
+
+  // The quantizes' static columns, where the others are dynamic.
+  std::string bytesOf = layerFp8Bundle();
+  for (const char *part : {"foss_quantize", "foss_intermediate"}) {
+    const std::string from = std::string("cols=-1\nkernel ") + part;
+    bytesOf.replace(bytesOf.find(from), from.size(),
+                    std::string("cols=256\nkernel ") + part);
+  }
+  bundle = openBundle(bytesOf);
+  CHECK(bundle != nullptr);
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 128, 256, &bytes),
+                 bad,
+                 "moeLayerWorkspaceBytes(foss): hidden = 128 does not match "
+                 "entry foss_quantize's cols = 256");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 256, 128, &bytes),
+                 bad,
+                 "moeLayerWorkspaceBytes(foss): intermediate = 128 does not "
+                 "match entry foss_intermediate's cols = 256");
+  // H = I = 256: rows and inter 1024 each at 1536 and 2560, values 512 at
+  // 3584, scales 16 at 4096, inter's values 512 at 4352, scales 16 at 4864.
+  CHECK_EQ(workspaceBytes(bundle, "foss", 1, 256, 256), uint64_t(4880));
+  moeBundleClose(bundle);
+}
+
+TEST(layerFp8LaunchesTheSingleCalls) {
+  install();
+  moeBundle *bundle = openBundle(layerFp8Bundle());
+  CHECK(bundle != nullptr);
+  if (!bundle)
+    return;
+  // The offsets of layerFp8WorkspaceBytes' hand computations.
+  checkLayer(bundle, "fmix", fmix(3),
+             {0, 256, 512, 768, 1024, 1536, 4608, 6144, 7680, 7936, 8704},
+             kFmixSymbols, kLayerFp8Kernels);
+  checkLayer(bundle, "fmix", fmix(4096),
+             {0, 32768, 65536, 65792, 98560, 131584, 4325888, 6423040, 8520192,
+              8585728, 9634304},
+             kFmixSymbols, kLayerFp8Kernels);
+  // A workspace of exactly the size needed is enough; scales 4-byte aligned
+  // suffice.
+  moeLayerArgs exact = foss(5, 128, 128);
+  exact.workspace_bytes = 9512;
+  exact.gate_up_weights_scale += 4;
+  exact.down_weights_scale += 12;
+  checkLayer(bundle, "foss", exact,
+             {0, 256, 512, 768, 1024, 1536, 4096, 6656, 7936, 8192, 9472},
+             kFossSymbols, kLayerFp8Kernels);
+  checkLayer(
+      bundle, "foss", foss(64, 512, 256),
+      {0, 512, 1024, 1280, 2304, 3072, 134144, 199680, 265216, 267264, 300032},
+      kFossSymbols, kLayerFp8Kernels);
+  moeBundleClose(bundle);
+}
+
+TEST(layerFp8RejectsBadArguments) {
+  install();
+  moeBundle *bundle = openBundle(layerFp8Bundle());
+  CHECK(bundle != nullptr);
+  if (!bundle)
+    return;
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  // The single calls refuse the layer entry, moeLayer the parts.
+  moeGroupedMatmulArgs gemm = {};
+  CHECK_REJECTED(moeGroupedMatmul(bundle, "fmix", &gemm, nullptr), bad,
+                 "moeGroupedMatmul(fmix): the entry is op=moe.layer "
+                 "abi=layer_fp8.v1, not op=moe.grouped_matmul");
+  moeQuantizeArgs quantize = {};
+  CHECK_REJECTED(moeQuantize(bundle, "fmix", &quantize, nullptr), bad,
+                 "moeQuantize(fmix): the entry is op=moe.layer "
+                 "abi=layer_fp8.v1, not op=moe.quantize or moe.expert_mlp "
+                 "with abi=quantize.v1");
+  CHECK_REJECTED(layer(bundle, "fmix_intermediate", fmix(16)), bad,
+                 "moeLayer(fmix_intermediate): the entry is op=moe.expert_mlp "
+                 "abi=quantize.v1, not op=moe.layer with abi=layer.v1 or "
+                 "layer_fp8.v1");
+
+  struct Case {
+    moeLayerArgs args;
+    const char *message;
+  };
+  auto with = [](moeLayerArgs a, uint64_t moeLayerArgs::*field,
+                 uint64_t value) {
+    a.*field = value;
+    return a;
+  };
+  auto sized = [](moeLayerArgs a, int64_t moeLayerArgs::*field, int64_t value) {
+    a.*field = value;
+    return a;
+  };
+  const moeLayerArgs m = fmix(16);
+  const moeLayerArgs o = foss(16, 128, 128);
+  const Case fmixCases[] = {
+      {with(m, &moeLayerArgs::gate_up_weights_scale, 0),
+       "moeLayer(fmix): gate_up_weights_scale pointer is NULL (abi "
+       "layer_fp8.v1 takes the f32 scales [E, 2I/128, H/128] of "
+       "gate_up_weights)"},
+      {with(m, &moeLayerArgs::down_weights_scale, 0),
+       "moeLayer(fmix): down_weights_scale pointer is NULL (abi layer_fp8.v1 "
+       "takes the f32 scales [E, H/128, I/128] of down_weights)"},
+      {with(m, &moeLayerArgs::gate_up_weights_scale, kGateUpScale + 2),
+       "moeLayer(fmix): gate_up_weights_scale pointer 0x7f0000390002 is not "
+       "4-byte aligned (f32 scales)"},
+      {with(m, &moeLayerArgs::down_weights_scale, kDownScale + 1),
+       "moeLayer(fmix): down_weights_scale pointer 0x7f00003a0001 is not "
+       "4-byte aligned (f32 scales)"},
+      // Nulls first, then alignments; the weights stay 16-byte aligned.
+      {with(with(m, &moeLayerArgs::down_weights_scale, 0),
+            &moeLayerArgs::tokens, kTokens + 8),
+       "moeLayer(fmix): down_weights_scale pointer is NULL"},
+      {with(m, &moeLayerArgs::gate_up_weights, kGateUpW + 4),
+       "moeLayer(fmix): gate_up_weights pointer 0x7f0000340004 is not "
+       "16-byte aligned"},
+      {sized(m, &moeLayerArgs::hidden, 384),
+       "moeLayer(fmix): hidden = 384 does not match entry fmix_permute's "
+       "hidden = 256"},
+      // T = 16: 32 rows; the values' and scales' buffers end at 38784.
+      {with(m, &moeLayerArgs::workspace_bytes, 38783),
+       "moeLayer(fmix): workspace_bytes = 38783 is less than the 38784 bytes "
+       "the layer needs for T = 16, H = 256, I = 128 "
+       "(moeLayerWorkspaceBytes)"},
+      // The workspace of a layer.v1 layer of the same sizes is too small.
+      {with(m, &moeLayerArgs::workspace_bytes, 26112),
+       "moeLayer(fmix): workspace_bytes = 26112 is less than the 38784 "
+       "bytes"},
+  };
+  for (const Case &c : fmixCases)
+    CHECK_REJECTED(layer(bundle, "fmix", c.args), bad, c.message);
+  CHECK_EQ(
+      layer(bundle, "fmix", with(m, &moeLayerArgs::workspace_bytes, 38784)),
+      MOE_STATUS_SUCCESS);
+  const Case fossCases[] = {
+      {sized(o, &moeLayerArgs::hidden, 192),
+       "moeLayer(foss): hidden = 192 is not a positive multiple of 128 (abi "
+       "layer_fp8.v1 quantizes rows in [1, 128] groups and reads the weights "
+       "in [128, 128] blocks)"},
+      {sized(o, &moeLayerArgs::intermediate, 64),
+       "moeLayer(foss): intermediate = 64 is not a positive multiple of 128"},
+      {with(o, &moeLayerArgs::down_weights_scale, 0),
+       "moeLayer(foss): down_weights_scale pointer is NULL"},
+      {with(with(o, &moeLayerArgs::gate_up_weights_scale, 0),
+            &moeLayerArgs::score_bias, 0),
+       "moeLayer(foss): gate_up_weights_scale pointer is NULL"},
+      {with(o, &moeLayerArgs::down_bias, 0),
+       "moeLayer(foss): down_bias pointer is NULL (entry foss_down has "
+       "bias=bf16: [E, H])"},
+  };
+  for (const Case &c : fossCases)
+    CHECK_REJECTED(layer(bundle, "foss", c.args), bad, c.message);
+  moeBundleClose(bundle);
+
+  // A layer.v1 layer takes no block scales.
+  bundle = openBundle(layerBundle());
+  CHECK_REJECTED(
+      layer(bundle, "mix",
+            with(mix(16), &moeLayerArgs::gate_up_weights_scale, kGateUpScale)),
+      bad,
+      "moeLayer(mix): gate_up_weights_scale must be 0: entry mix "
+      "has abi layer.v1 (bf16 weights, no block scales)");
+  CHECK_REJECTED(
+      layer(bundle, "oss",
+            with(oss(16, 64, 32), &moeLayerArgs::down_weights_scale, 4)),
+      bad,
+      "moeLayer(oss): down_weights_scale must be 0: entry oss has abi "
+      "layer.v1 (bf16 weights, no block scales)");
+  moeBundleClose(bundle);
+
+  // What only a step's own checks catch, named by its step, with nothing
+  // launched: quantize parts that take fewer rows than the layer, a down
+  // GEMM too.
+  struct {
+    const char *from, *to, *message;
+  } narrow[] = {
+      {"entry fmix_quantize op=moe.quantize abi=quantize.v1 max_rows=8192",
+       "entry fmix_quantize op=moe.quantize abi=quantize.v1 max_rows=16",
+       "moeLayer(fmix): quantize step: moeQuantize(fmix_quantize): R = 18 "
+       "(rows) exceeds the entry's max_rows = 16"},
+      {"entry fmix_intermediate op=moe.expert_mlp abi=quantize.v1 "
+       "max_rows=8192",
+       "entry fmix_intermediate op=moe.expert_mlp abi=quantize.v1 "
+       "max_rows=16",
+       "moeLayer(fmix): intermediate step: moeQuantize(fmix_intermediate): R "
+       "= 18 (rows) exceeds the entry's max_rows = 16"},
+      {"experts=8 n=256 k=128 max_rows=8192",
+       "experts=8 n=256 k=128 max_rows=16",
+       "moeLayer(fmix): down step: moeGroupedMatmul(fmix_down): M = 18 "
+       "exceeds the entry's max_rows = 16"},
+      {"rows=-1 cols=256", "rows=32 cols=256",
+       "moeLayer(fmix): quantize step: moeQuantize(fmix_quantize): R = 18 "
+       "(rows) does not match the entry's rows = 32"},
+  };
+  for (const auto &n : narrow) {
+    std::string bytes = layerFp8Bundle();
+    bytes.replace(bytes.find(n.from), std::strlen(n.from), n.to);
+    bundle = openBundle(bytes);
+    CHECK(bundle != nullptr);
+    CHECK_REJECTED(layer(bundle, "fmix", fmix(9)), bad, n.message);
+    moeBundleClose(bundle);
+  }
+  CHECK_EQ(fakeGpu().launches.size(), size_t(kLayerFp8Kernels));
+}
+
+TEST(layerFp8LoadsAndFails) {
+  FakeGpu &gpu = install();
+  moeBundle *bundle = openBundle(layerFp8Bundle());
+  CHECK(bundle != nullptr);
+  // The first call loads the bundle, then launches all nine kernels.
+  CHECK_EQ(layer(bundle, "fmix", fmix(64)), MOE_STATUS_SUCCESS);
+  CHECK_CONTAINS(callsSince(0), "cuInit");
+  CHECK_EQ(gpu.launches.size(), size_t(9));
+  // A tensor map that does not encode launches nothing; the down GEMM's
+  // maps are encoded after the gate-up GEMM's.
+  gpu.encodeResult = cu::kErrorInvalidValue;
+  CHECK_STATUS(layer(bundle, "fmix", fmix(64)), MOE_STATUS_CUDA_ERROR,
+               "moeLayer(fmix): gate_up step: moeGroupedMatmul: "
+               "cuTensorMapEncodeTiled(rows of kernel 'fgemm_gate_up_mix' of "
+               "entry 'fmix_gate_up') failed: CUDA_ERROR_INVALID_VALUE");
+  CHECK_EQ(gpu.launches.size(), size_t(9));
+  // A failed launch says how many were issued before it.
+  gpu.encodeResult = cu::kSuccess;
+  gpu.failLaunchNumber = 9 + 4;
+  CHECK_STATUS(layer(bundle, "fmix", fmix(64)), MOE_STATUS_CUDA_ERROR,
+               "moeLayer: cuLaunchKernelEx('fquant_rows_h256' of entry "
+               "'fmix_quantize', grid (4, 1, 1), block (256, 1, 1), smem 0, "
+               "programmatic stream serialization; 4 of 9 launches already "
+               "issued) failed: CUDA_ERROR_INVALID_VALUE");
+  CHECK_EQ(gpu.launches.size(), size_t(9 + 5));
+  gpu.failLaunchNumber = 14 + 5;
+  CHECK_STATUS(layer(bundle, "fmix", fmix(64)), MOE_STATUS_CUDA_ERROR,
+               "moeLayer: cuLaunchKernelEx('fgemm_gate_up_mix' of entry "
+               "'fmix_gate_up', grid (20, 1, 1), block (128, 1, 1), smem "
+               "98304, programmatic stream serialization; 5 of 9 launches "
+               "already issued) failed");
+  CHECK_EQ(gpu.launches.size(), size_t(14 + 6));
+  gpu.failLaunchNumber = 20 + 6;
+  CHECK_STATUS(layer(bundle, "fmix", fmix(64)), MOE_STATUS_CUDA_ERROR,
+               "moeLayer: cuLaunchKernelEx('fquant_inter_i128' of entry "
+               "'fmix_intermediate', grid (2, 1, 1), block (256, 1, 1), smem "
+               "0, programmatic stream serialization; 6 of 9 launches already "
+               "issued) failed");
+  CHECK_EQ(gpu.launches.size(), size_t(20 + 7));
+  gpu.failLaunchNumber = 27 + 8;
+  CHECK_STATUS(layer(bundle, "fmix", fmix(64)), MOE_STATUS_CUDA_ERROR,
+               "of entry 'fmix_unpermute', grid (64, 1, 1), block (256, 1, 1), "
+               "smem 0, programmatic stream serialization; 8 of 9 launches "
+               "already issued) failed");
+  moeBundleClose(bundle);
 }

@@ -2,12 +2,13 @@
 //--------===//
 //
 // Every launching call (moeGroupedMatmul, moeRoute, moePermute, moeUnpermute,
-// moeLayer) launches each kernel through cuLaunchKernelEx with exactly one
-// attribute, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1, by
-// default; through cuLaunchKernel with MOE_RUNTIME_PDL=0 (read at each
-// call) and with a driver that lacks cuLaunchKernelEx. Whichever the path,
-// the launches are otherwise the same: function, grid, block, shared
-// memory, stream, parameters and tensor maps.
+// moeLayer of both layer ABIs) launches each kernel through cuLaunchKernelEx
+// with exactly one attribute,
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1, by default;
+// through cuLaunchKernel with MOE_RUNTIME_PDL=0 (read at each call) and with a
+// driver that lacks cuLaunchKernelEx. Whichever the path, the launches are
+// otherwise the same: function, grid, block, shared memory, stream, parameters
+// and tensor maps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -132,6 +133,24 @@ std::vector<Call> calls() {
                    return moeLayer(bundle, "oss", &a, stream);
                  },
                  kLayerKernels});
+  all.push_back(
+      {"moeLayer of a layer_fp8.v1 layer", layerFp8Bundle(),
+       [](FakeGpu &gpu) {
+         const int words[kLayerFp8Kernels] = {26, 12, 29, 24, 21, 0, 21, 0, 28};
+         for (int i = 0; i < kLayerFp8Kernels; ++i)
+           if (words[i])
+             gpu.wordParams[kFossSymbols[i]] = words[i];
+         gpu.numParams[kFossSymbols[5]] = 40; // bias
+         gpu.numParams[kFossSymbols[7]] = 40;
+       },
+       [](moeBundle *bundle, void *stream) {
+         moeLayerArgs a = {kA,         kB,  kC,  kD,         kE,
+                           kF,         kG,  kH,  kWorkspace, uint64_t(1) << 32,
+                           100,        512, 256, 4,          kA + 0x1000,
+                           kB + 0x1000};
+         return moeLayer(bundle, "foss", &a, stream);
+       },
+       kLayerFp8Kernels});
   return all;
 }
 
