@@ -11,6 +11,8 @@
     out = bundle.unpermute("combine", y, slots, weights)
     rows, offsets, slots = bundle.permute("perm", tokens, ids)
     out = bundle.layer("mixtral", tokens, logits, w13, w2)   # all five steps
+    out = bundle.layer("dsv3", tokens, logits, q13, q2,      # FP8: seven
+                       gate_up_weights_scale=s13, down_weights_scale=s2)
     q, s = bundle.quantize("act", x)          # block-scaled FP8, bit-exact
 
 The library is found through $MOE_RUNTIME_LIB, else next to this file, else
@@ -174,7 +176,8 @@ class Entry:
     name: str
     op: str
     #: "grouped_matmul.v3", "grouped_matmul_fp8.v1", "route.v1",
-    #: "unpermute.v2", "permute.v2", "layer.v1" or "quantize.v1".
+    #: "unpermute.v2", "permute.v2", "layer.v1", "quantize.v1" or
+    #: "layer_fp8.v1".
     abi: str
     experts: int  # -1: dynamic (grouped_matmul.v3); route.v1, permute.v2:
     # static E
@@ -201,7 +204,7 @@ class Entry:
     #: 16 (bfloat16); "none" (store, row_scale), "silu" or "gptoss" (swiglu).
     bias_bits: int = 0
     activation: str = ""
-    #: layer.v1: the names of its part entries.
+    #: layer.v1 and layer_fp8.v1: the names of its part entries.
     route: str = ""
     permute: str = ""
     gate_up: str = ""
@@ -225,6 +228,10 @@ class Entry:
     batch: int = 0
     rows: int = 0
     cols: int = 0
+    #: layer_fp8.v1: its quantize.v1 parts, of the gathered rows (op
+    #: moe.quantize) and of the gate-up GEMM's output (op moe.expert_mlp).
+    quantize: str = ""
+    intermediate: str = ""
 
 
 def library_path() -> str:
@@ -371,7 +378,9 @@ class Bundle:
                 (entry.format or b"").decode(),
                 (entry.element or b"").decode(), (entry.scale or b"").decode(),
                 entry.input_bits, entry.block_rows, entry.block_cols,
-                entry.rank, entry.batch, entry.rows, entry.cols))
+                entry.rank, entry.batch, entry.rows, entry.cols,
+                (entry.quantize or b"").decode(),
+                (entry.intermediate or b"").decode()))
         #: The entries in file order.
         self.entries: Tuple[Entry, ...] = tuple(entries)
         self._by_name: Dict[str, Entry] = {e.name: e for e in entries}
@@ -440,22 +449,12 @@ class Bundle:
         handle = self._live_handle()
         info = self.entry(entry)
         where = f"grouped_matmul({entry})"
+        _check_abi(where, info, "grouped_matmul.v3", "grouped_matmul_fp8.v1")
         fp8 = info.abi == "grouped_matmul_fp8.v1"
-        if not fp8:
-            _check_abi(where, info, "grouped_matmul.v3")
-        for name, scale in (("rows_scale", rows_scale),
-                            ("weights_scale", weights_scale)):
-            if fp8 and scale is None:
-                shape = ("[M, ceil(K/128)]" if name == "rows_scale"
-                         else "[E, ceil(N/128), ceil(K/128)]")
-                raise _invalid(f"{where}: the entry is block-FP8 (abi "
-                               f"{info.abi}, format {info.format}): pass "
-                               f"{name}, the float32 scales {shape} of the "
-                               f"{name[:-6]}")
-            if not fp8 and scale is not None:
-                raise _invalid(f"{where}: {name} is only taken by block-FP8 "
-                               "entries (abi grouped_matmul_fp8.v1); this "
-                               f"one's abi is {info.abi}")
+        _check_scales(where, info, "grouped_matmul_fp8.v1",
+                      {"rows_scale": (rows_scale, "[M, ceil(K/128)]"),
+                       "weights_scale": (weights_scale,
+                                         "[E, ceil(N/128), ceil(K/128)]")})
         if info.epilogue == "row_scale" and row_scale is None:
             raise _invalid(f"{where}: the entry's epilogue is row_scale: pass "
                            "row_scale, the float32 routing weight of each "
@@ -473,13 +472,7 @@ class Bundle:
             if tensor is not None:
                 tensors[name] = tensor
         offsets_dtype = torch.int32 if info.offsets_bits == 32 else torch.int64
-        if fp8:
-            element = getattr(torch, "float8_e4m3fn", None)
-            if element is None:
-                raise _invalid(f"{where}: this torch has no float8_e4m3fn, "
-                               "the element type of a block-FP8 entry")
-        else:
-            element = torch.bfloat16
+        element = _float8_e4m3(torch, where) if fp8 else torch.bfloat16
         _check_tensors(torch, where, tensors, rows,
                        {"rows": element, "weights": element,
                         "offsets": offsets_dtype, "out": torch.bfloat16,
@@ -937,8 +930,7 @@ class Bundle:
         `hidden` and the intermediate size `intermediate`; raises
         MoERuntimeError (entry, T, H, I) as layer would."""
         handle = self._live_handle()
-        _refuse_fp8(f"layer({entry})", self.entry(entry))
-        _check_abi(f"layer({entry})", self.entry(entry), "layer.v1")
+        _check_abi(f"layer({entry})", self.entry(entry), *_LAYER_ABIS)
         size = ctypes.c_uint64()
         _check(_library().moeLayerWorkspaceBytes(
             handle, entry.encode(), tokens, hidden, intermediate,
@@ -947,7 +939,8 @@ class Bundle:
 
     def layer(self, entry: str, tokens, logits, gate_up_weights,
               down_weights, *, score_bias=None, gate_up_bias=None,
-              down_bias=None, out=None, workspace=None):
+              down_bias=None, out=None, workspace=None,
+              gate_up_weights_scale=None, down_weights_scale=None):
         """A whole MoE layer by a layer.v1 entry, on torch's current stream
         of the tensors' device, in one call: its route (logits: float32 or
         bfloat16 [T, E], as the route entry says; score_bias: float32 [E],
@@ -956,15 +949,21 @@ class Bundle:
         [E, 2I, H], I gate rows then I up rows; gate_up_bias [E, 2I]), down
         GEMM (down_weights: bfloat16 [E, H, I]; down_bias [E, H]) and the
         combine weighted by the route. Each bias is float32 or bfloat16 as
-        its entry says, given exactly when the entry has one. out: bfloat16
-        [T, H]; workspace: uint8, at least layer_workspace_bytes bytes
-        (256-byte aligned); each allocated when None. All CUDA, contiguous,
-        one device. Returns out; raises MoERuntimeError."""
+        its entry says, given exactly when the entry has one. A layer_fp8.v1
+        entry (block-FP8; H and I multiples of 128) quantizes the gathered
+        rows and the gate-up output to e4m3 with a scale per [1, 128] group
+        before each GEMM: its weights are torch.float8_e4m3fn and take their
+        float32 scales per [128, 128] block, required, gate_up_weights_scale
+        [E, 2I/128, H/128] and down_weights_scale [E, H/128, I/128]; other
+        entries take no scales. out: bfloat16 [T, H]; workspace: uint8, at
+        least layer_workspace_bytes bytes (256-byte aligned); each allocated
+        when None. All CUDA, contiguous, one device. Returns out; raises
+        MoERuntimeError."""
         handle = self._live_handle()
         info = self.entry(entry)
         where = f"layer({entry})"
-        _refuse_fp8(where, info)
-        _check_abi(where, info, "layer.v1")
+        _check_abi(where, info, *_LAYER_ABIS)
+        fp8 = info.abi == "layer_fp8.v1"
         route = self.entry(info.route)
         gate_up = self.entry(info.gate_up)
         down = self.entry(info.down)
@@ -977,6 +976,11 @@ class Bundle:
                            "takes no score_bias")
         _check_bias(where, gate_up, gate_up_bias, "gate_up_bias", "[E, 2I]")
         _check_bias(where, down, down_bias, "down_bias", "[E, H]")
+        _check_scales(where, info, "layer_fp8.v1",
+                      {"gate_up_weights_scale": (gate_up_weights_scale,
+                                                 "[E, 2I/128, H/128]"),
+                       "down_weights_scale": (down_weights_scale,
+                                              "[E, H/128, I/128]")})
         import torch
 
         tensors = {"tokens": tokens, "logits": logits,
@@ -985,19 +989,25 @@ class Bundle:
         for name, tensor in (("score_bias", score_bias),
                              ("gate_up_bias", gate_up_bias),
                              ("down_bias", down_bias), ("out", out),
-                             ("workspace", workspace)):
+                             ("workspace", workspace),
+                             ("gate_up_weights_scale", gate_up_weights_scale),
+                             ("down_weights_scale", down_weights_scale)):
             if tensor is not None:
                 tensors[name] = tensor
         bf16 = torch.bfloat16
+        weights_dtype = _float8_e4m3(torch, where) if fp8 else bf16
         _check_tensors(torch, where, tensors, tokens,
                        {"tokens": bf16,
                         "logits": torch.float32 if route.logits_bits == 32
                         else bf16,
-                        "score_bias": torch.float32, "gate_up_weights": bf16,
-                        "down_weights": bf16,
+                        "score_bias": torch.float32,
+                        "gate_up_weights": weights_dtype,
+                        "down_weights": weights_dtype,
                         "gate_up_bias": _bias_dtype(torch, gate_up),
                         "down_bias": _bias_dtype(torch, down), "out": bf16,
-                        "workspace": getattr(torch, "uint8", None)},
+                        "workspace": getattr(torch, "uint8", None),
+                        "gate_up_weights_scale": torch.float32,
+                        "down_weights_scale": torch.float32},
                        first="tokens")
         if (tokens.dim() != 2 or logits.dim() != 2
                 or gate_up_weights.dim() != 3 or down_weights.dim() != 3):
@@ -1021,7 +1031,16 @@ class Bundle:
                   "gate_up_bias": (gate_up_bias, (experts, 2 * inter),
                                    "(E, 2I)"),
                   "down_bias": (down_bias, (experts, hidden), "(E, H)"),
-                  "out": (out, (count, hidden), "(T, H)")}
+                  "out": (out, (count, hidden), "(T, H)"),
+                  # One per [128, 128] block (H and I are multiples of 128).
+                  "gate_up_weights_scale": (
+                      gate_up_weights_scale,
+                      (experts, -(-2 * inter // 128), -(-hidden // 128)),
+                      "(E, 2I/128, H/128)"),
+                  "down_weights_scale": (
+                      down_weights_scale,
+                      (experts, -(-hidden // 128), -(-inter // 128)),
+                      "(E, H/128, I/128)")}
         for name, (tensor, shape, meaning) in shapes.items():
             if tensor is not None and tuple(tensor.shape) != shape:
                 raise _invalid(f"{where}: {name} is {tuple(tensor.shape)}, "
@@ -1047,7 +1066,9 @@ class Bundle:
                           down_weights.data_ptr(), pointer(gate_up_bias),
                           pointer(down_bias), out.data_ptr(),
                           workspace.data_ptr(), workspace.numel(), count,
-                          hidden, inter, experts)
+                          hidden, inter, experts,
+                          pointer(gate_up_weights_scale),
+                          pointer(down_weights_scale))
         with torch.cuda.device(tokens.device):
             stream = torch.cuda.current_stream(tokens.device).cuda_stream
             _check(_library().moeLayer(handle, entry.encode(),
@@ -1074,18 +1095,49 @@ def _check_bias(where: str, info: Entry, bias, name: str, shape: str) -> None:
 
 
 def _refuse_fp8(where: str, info: Entry) -> None:
-    """expert_mlp and layer run grouped_matmul.v3 entries only."""
+    """expert_mlp runs grouped_matmul.v3 entries only."""
     if info.abi == "grouped_matmul_fp8.v1":
         raise _invalid(f"{where}: entry {info.name!r} is block-FP8 (abi "
-                       f"{info.abi}, format {info.format}): expert_mlp and "
-                       "layer run bf16 grouped_matmul.v3 entries only; call "
-                       "grouped_matmul with its rows_scale and weights_scale")
+                       f"{info.abi}, format {info.format}): expert_mlp runs "
+                       "bf16 grouped_matmul.v3 entries only; call "
+                       "grouped_matmul, quantize (of <name>_intermediate) and "
+                       "grouped_matmul with their scales")
 
 
-def _check_abi(where: str, info: Entry, abi: str) -> None:
-    if info.abi != abi:
+#: The ABIs of the entries that layer and layer_workspace_bytes take.
+_LAYER_ABIS = ("layer.v1", "layer_fp8.v1")
+
+
+def _check_abi(where: str, info: Entry, *abis: str) -> None:
+    """The entry has one of `abis`."""
+    if info.abi not in abis:
         raise _invalid(f"{where}: entry {info.name!r} has abi {info.abi} "
-                       f"(op {info.op}), not {abi}")
+                       f"(op {info.op}), not {' or '.join(abis)}")
+
+
+def _check_scales(where: str, info: Entry, fp8_abi: str, scales) -> None:
+    """Block scales: each of `scales` (name: (tensor, shape)) is given exactly
+    when the entry has the block-FP8 ABI `fp8_abi`."""
+    fp8 = info.abi == fp8_abi
+    for name, (tensor, shape) in scales.items():
+        if fp8 and tensor is None:
+            format_ = f", format {info.format}" if info.format else ""
+            raise _invalid(f"{where}: the entry is block-FP8 (abi "
+                           f"{info.abi}{format_}): pass {name}, the float32 "
+                           f"scales {shape} of the {name[:-len('_scale')]}")
+        if not fp8 and tensor is not None:
+            raise _invalid(f"{where}: {name} is only taken by block-FP8 "
+                           f"entries (abi {fp8_abi}); this one's abi is "
+                           f"{info.abi}")
+
+
+def _float8_e4m3(torch, where: str):
+    """torch.float8_e4m3fn, the element of block-FP8 rows and weights."""
+    element = getattr(torch, "float8_e4m3fn", None)
+    if element is None:
+        raise _invalid(f"{where}: this torch has no float8_e4m3fn, the "
+                       "element type of a block-FP8 entry")
+    return element
 
 
 def _check_tensors(torch, where: str, tensors, rows, dtypes,

@@ -1455,6 +1455,40 @@ std::vector<Malformed> malformedBundles() {
   return cases;
 }
 
+/// Entry `index` of `bundle` is the layer `name` of `abi` with these part
+/// names (route, permute, quantize, gate_up, intermediate, down, unpermute;
+/// "" where it has none), no kernels, and 0 or "" in the other ABIs' fields.
+void checkLayerEntry(moeBundle *bundle, int32_t index, const char *name,
+                     const char *abi, int64_t maxRows,
+                     const std::vector<std::string> &parts) {
+  moeEntryInfo entry;
+  CHECK_EQ(moeBundleGetEntry(bundle, index, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), name);
+  CHECK_EQ(std::string(entry.op), MOE_OP_LAYER);
+  CHECK_EQ(std::string(entry.abi), abi);
+  CHECK_EQ(entry.max_rows, maxRows);
+  CHECK_EQ(entry.num_kernels, 0);
+  const char *got[] = {entry.route,    entry.permute,      entry.quantize,
+                       entry.gate_up,  entry.intermediate, entry.down,
+                       entry.unpermute};
+  CHECK_EQ(parts.size(), std::size(got));
+  for (size_t p = 0; p < parts.size() && p < std::size(got); ++p)
+    CHECK_EQ(std::string(got[p]), parts[p]);
+  for (int64_t value :
+       {entry.experts, entry.n, entry.k, int64_t(entry.offsets_bits),
+        int64_t(entry.top_k), entry.hidden, int64_t(entry.bias_bits),
+        int64_t(entry.chunk), entry.cols})
+    CHECK_EQ(value, int64_t(0));
+  for (const char *text :
+       {entry.epilogue, entry.activation, entry.format, entry.element})
+    CHECK_EQ(std::string(text), "");
+  moeKernelInfo kernel;
+  CHECK_STATUS(moeBundleGetKernel(bundle, index, 0, &kernel),
+               MOE_STATUS_INVALID_ARGUMENT,
+               "kernel index 0 is out of range (entry '" + std::string(name) +
+                   "' has 0 kernels)");
+}
+
 } // namespace
 
 TEST(bundleMalformedVariants) {
@@ -2057,38 +2091,15 @@ TEST(bundleLayerParses) {
   moeBundleInfo info;
   CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
   CHECK_EQ(info.num_entries, 12);
-  // layer.v1: max_rows and the part names; no kernels; the rest 0 or "".
+  // layer.v1: max_rows and the part names (no quantize parts); no kernels;
+  // the rest 0 or "".
+  checkLayerEntry(bundle, 5, "mix", MOE_ABI_LAYER, 4096,
+                  {"mix_route", "mix_permute", "", "mix_gate_up", "",
+                   "mix_down", "mix_unpermute"});
+  checkLayerEntry(bundle, 11, "oss", MOE_ABI_LAYER, 2147483647,
+                  {"oss_route", "oss_permute", "", "oss_gate_up", "",
+                   "oss_down", "oss_unpermute"});
   moeEntryInfo entry;
-  CHECK_EQ(moeBundleGetEntry(bundle, 5, &entry), MOE_STATUS_SUCCESS);
-  CHECK_EQ(std::string(entry.name), "mix");
-  CHECK_EQ(std::string(entry.op), MOE_OP_LAYER);
-  CHECK_EQ(std::string(entry.abi), MOE_ABI_LAYER);
-  CHECK_EQ(entry.max_rows, 4096);
-  CHECK_EQ(entry.num_kernels, 0);
-  CHECK_EQ(std::string(entry.route), "mix_route");
-  CHECK_EQ(std::string(entry.permute), "mix_permute");
-  CHECK_EQ(std::string(entry.gate_up), "mix_gate_up");
-  CHECK_EQ(std::string(entry.down), "mix_down");
-  CHECK_EQ(std::string(entry.unpermute), "mix_unpermute");
-  CHECK_EQ(entry.experts, 0);
-  CHECK_EQ(entry.n, 0);
-  CHECK_EQ(entry.k, 0);
-  CHECK_EQ(entry.offsets_bits, 0);
-  CHECK_EQ(entry.top_k, 0);
-  CHECK_EQ(entry.hidden, 0);
-  CHECK_EQ(entry.bias_bits, 0);
-  CHECK_EQ(entry.chunk, 0);
-  CHECK_EQ(std::string(entry.epilogue), "");
-  CHECK_EQ(std::string(entry.activation), "");
-  moeKernelInfo kernel;
-  CHECK_STATUS(moeBundleGetKernel(bundle, 5, 0, &kernel),
-               MOE_STATUS_INVALID_ARGUMENT,
-               "kernel index 0 is out of range (entry 'mix' has 0 kernels)");
-  CHECK_EQ(moeBundleGetEntry(bundle, 11, &entry), MOE_STATUS_SUCCESS);
-  CHECK_EQ(std::string(entry.name), "oss");
-  CHECK_EQ(entry.max_rows, 2147483647);
-  CHECK_EQ(std::string(entry.route), "oss_route");
-  CHECK_EQ(std::string(entry.unpermute), "oss_unpermute");
   // Its parts are ordinary entries: the permutes with their chunks and
   // three kernels.
   CHECK_EQ(moeBundleGetEntry(bundle, 1, &entry), MOE_STATUS_SUCCESS);
@@ -2154,38 +2165,16 @@ TEST(bundleLayerFp8Parses) {
   CHECK_EQ(info.num_entries, 16);
   // layer_fp8.v1: max_rows and the seven part names; no kernels; the rest 0
   // or "".
+  checkLayerEntry(bundle, 7, "fmix", "layer_fp8.v1", 4096,
+                  {"fmix_route", "fmix_permute", "fmix_quantize",
+                   "fmix_gate_up", "fmix_intermediate", "fmix_down",
+                   "fmix_unpermute"});
+  checkLayerEntry(bundle, 15, "foss", MOE_ABI_LAYER_FP8, 2147483647,
+                  {"foss_route", "foss_permute", "foss_quantize",
+                   "foss_gate_up", "foss_intermediate", "foss_down",
+                   "foss_unpermute"});
   moeEntryInfo entry;
-  CHECK_EQ(moeBundleGetEntry(bundle, 7, &entry), MOE_STATUS_SUCCESS);
-  CHECK_EQ(std::string(entry.name), "fmix");
-  CHECK_EQ(std::string(entry.op), MOE_OP_LAYER);
-  CHECK_EQ(std::string(entry.abi), MOE_ABI_LAYER_FP8);
-  CHECK_EQ(std::string(entry.abi), "layer_fp8.v1");
-  CHECK_EQ(entry.max_rows, 4096);
-  CHECK_EQ(entry.num_kernels, 0);
-  CHECK_EQ(std::string(entry.route), "fmix_route");
-  CHECK_EQ(std::string(entry.permute), "fmix_permute");
-  CHECK_EQ(std::string(entry.quantize), "fmix_quantize");
-  CHECK_EQ(std::string(entry.gate_up), "fmix_gate_up");
-  CHECK_EQ(std::string(entry.intermediate), "fmix_intermediate");
-  CHECK_EQ(std::string(entry.down), "fmix_down");
-  CHECK_EQ(std::string(entry.unpermute), "fmix_unpermute");
-  CHECK_EQ(entry.experts, 0);
-  CHECK_EQ(entry.n, 0);
-  CHECK_EQ(entry.top_k, 0);
-  CHECK_EQ(entry.hidden, 0);
-  CHECK_EQ(entry.cols, 0);
-  CHECK_EQ(std::string(entry.epilogue), "");
-  CHECK_EQ(std::string(entry.format), "");
-  CHECK_EQ(std::string(entry.element), "");
   moeKernelInfo kernel;
-  CHECK_STATUS(moeBundleGetKernel(bundle, 7, 0, &kernel),
-               MOE_STATUS_INVALID_ARGUMENT,
-               "kernel index 0 is out of range (entry 'fmix' has 0 kernels)");
-  CHECK_EQ(moeBundleGetEntry(bundle, 15, &entry), MOE_STATUS_SUCCESS);
-  CHECK_EQ(std::string(entry.name), "foss");
-  CHECK_EQ(entry.max_rows, 2147483647);
-  CHECK_EQ(std::string(entry.quantize), "foss_quantize");
-  CHECK_EQ(std::string(entry.intermediate), "foss_intermediate");
   // Its parts are ordinary entries: the quantizes of ops moe.quantize and
   // moe.expert_mlp, the GEMMs block-FP8 expert-MLP halves.
   struct {
@@ -2218,15 +2207,6 @@ TEST(bundleLayerFp8Parses) {
   CHECK_EQ(std::string(entry.element), "f8E4M3FN");
   CHECK_EQ(std::string(entry.scale), "f32");
   CHECK_EQ(entry.block_cols, 128);
-  moeBundleClose(bundle);
-
-  // A layer.v1 entry has no quantize parts.
-  bundle = openBundle(layerBundle());
-  CHECK_EQ(moeBundleGetEntry(bundle, 5, &entry), MOE_STATUS_SUCCESS);
-  CHECK_EQ(std::string(entry.abi), "layer.v1");
-  CHECK(entry.quantize != nullptr && entry.intermediate != nullptr);
-  CHECK_EQ(std::string(entry.quantize), "");
-  CHECK_EQ(std::string(entry.intermediate), "");
   moeBundleClose(bundle);
 
   // Keys in any order; quantize parts of static rows; a standalone block-FP8

@@ -15,6 +15,7 @@
 #include "TestHarness.h"
 
 #include <cstring>
+#include <initializer_list>
 
 using namespace moe_test;
 
@@ -122,6 +123,60 @@ uint64_t workspaceBytes(moeBundle *bundle, const char *entry, int64_t tokens,
                                   &bytes),
            MOE_STATUS_SUCCESS);
   return bytes;
+}
+
+/// Bad arguments of moeLayer, and the message naming the bad one.
+struct Case {
+  moeLayerArgs args;
+  const char *message;
+};
+
+/// `a` with a pointer argument replaced.
+moeLayerArgs with(moeLayerArgs a, uint64_t moeLayerArgs::*field,
+                  uint64_t value) {
+  a.*field = value;
+  return a;
+}
+
+/// `a` with a size replaced.
+moeLayerArgs sized(moeLayerArgs a, int64_t moeLayerArgs::*field,
+                   int64_t value) {
+  a.*field = value;
+  return a;
+}
+
+/// A launch of a layer that fails: its number in the call (from 0), and the
+/// error.
+struct FailingLaunch {
+  size_t number;
+  const char *message;
+};
+
+/// Runs layer `entry` of `bytes` with `a`: the first call loads the bundle
+/// and makes all `kernels` launches; a gate_up tensor map that does not
+/// encode (`encodeMessage`) launches nothing; each of `failing` says how many
+/// launches were issued before it.
+void checkLoadsAndFails(const std::string &bytes, const char *entry,
+                        const moeLayerArgs &a, size_t kernels,
+                        const char *encodeMessage,
+                        std::initializer_list<FailingLaunch> failing) {
+  FakeGpu &gpu = install();
+  moeBundle *bundle = openBundle(bytes);
+  CHECK(bundle != nullptr);
+  CHECK_EQ(layer(bundle, entry, a), MOE_STATUS_SUCCESS);
+  CHECK_CONTAINS(callsSince(0), "cuInit");
+  CHECK_EQ(gpu.launches.size(), kernels);
+  gpu.encodeResult = cu::kErrorInvalidValue;
+  CHECK_STATUS(layer(bundle, entry, a), MOE_STATUS_CUDA_ERROR, encodeMessage);
+  CHECK_EQ(gpu.launches.size(), kernels);
+  gpu.encodeResult = cu::kSuccess;
+  for (const FailingLaunch &f : failing) {
+    const size_t before = gpu.launches.size();
+    gpu.failLaunchNumber = int(before + f.number);
+    CHECK_STATUS(layer(bundle, entry, a), MOE_STATUS_CUDA_ERROR, f.message);
+    CHECK_EQ(gpu.launches.size(), before + f.number + 1);
+  }
+  moeBundleClose(bundle);
 }
 
 /// Expects `call` to fail with `status` and `message`, without having called
@@ -456,19 +511,6 @@ TEST(layerRejectsBadArguments) {
                  "op=moe.route with abi=route.v1");
 
   // Each bad argument, named.
-  struct Case {
-    moeLayerArgs args;
-    const char *message;
-  };
-  auto with = [](moeLayerArgs a, uint64_t moeLayerArgs::*field,
-                 uint64_t value) {
-    a.*field = value;
-    return a;
-  };
-  auto sized = [](moeLayerArgs a, int64_t moeLayerArgs::*field, int64_t value) {
-    a.*field = value;
-    return a;
-  };
   const moeLayerArgs m = mix(16);
   const Case mixCases[] = {
       {sized(m, &moeLayerArgs::tokens_count, 0),
@@ -590,47 +632,26 @@ TEST(layerRejectsBadArguments) {
 }
 
 TEST(layerLoadsAndFails) {
-  FakeGpu &gpu = install();
-  moeBundle *bundle = openBundle(layerBundle());
-  CHECK(bundle != nullptr);
-  // The first call loads the bundle, then launches all seven kernels.
-  CHECK_EQ(layer(bundle, "mix", mix(64)), MOE_STATUS_SUCCESS);
-  CHECK_CONTAINS(callsSince(0), "cuInit");
-  CHECK_EQ(gpu.launches.size(), size_t(7));
-  // A tensor map that does not encode launches nothing.
-  gpu.encodeResult = cu::kErrorInvalidValue;
-  CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_CUDA_ERROR,
-               "moeLayer(mix): gate_up step: moeGroupedMatmul: "
-               "cuTensorMapEncodeTiled(rows of kernel 'gemm_gate_up_mix' of "
-               "entry 'mix_gate_up') failed: CUDA_ERROR_INVALID_VALUE");
-  CHECK_EQ(gpu.launches.size(), size_t(7));
-  // A failed launch says how many were issued before it.
-  gpu.encodeResult = cu::kSuccess;
-  gpu.failLaunchNumber = 7 + 2;
-  CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_CUDA_ERROR,
-               "moeLayer: cuLaunchKernelEx('perm_index_e8_k2' of entry "
-               "'mix_permute', grid (1, 1, 1), block (256, 1, 1), smem 4096, "
-               "programmatic stream serialization; 2 of 7 launches already "
-               "issued) failed: CUDA_ERROR_INVALID_VALUE");
-  CHECK_EQ(gpu.launches.size(), size_t(7 + 3));
-  gpu.failLaunchNumber = 10 + 4;
-  CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_CUDA_ERROR,
-               "moeLayer: cuLaunchKernelEx('gemm_gate_up_mix' of entry "
-               "'mix_gate_up', grid (20, 1, 1), block (128, 1, 1), smem "
-               "98304, programmatic stream serialization; 4 of 7 launches "
-               "already issued) failed: "
-               "CUDA_ERROR_INVALID_VALUE");
-  CHECK_EQ(gpu.launches.size(), size_t(10 + 5));
-  gpu.failLaunchNumber = 15 + 6;
-  CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_CUDA_ERROR,
-               "of entry 'mix_unpermute', grid (64, 1, 1), block (256, 1, 1), "
-               "smem 0, programmatic stream serialization; 6 of 7 launches "
-               "already issued) failed");
-  moeBundleClose(bundle);
+  checkLoadsAndFails(
+      layerBundle(), "mix", mix(64), kLayerKernels,
+      "moeLayer(mix): gate_up step: moeGroupedMatmul: "
+      "cuTensorMapEncodeTiled(rows of kernel 'gemm_gate_up_mix' of entry "
+      "'mix_gate_up') failed: CUDA_ERROR_INVALID_VALUE",
+      {{2, "moeLayer: cuLaunchKernelEx('perm_index_e8_k2' of entry "
+           "'mix_permute', grid (1, 1, 1), block (256, 1, 1), smem 4096, "
+           "programmatic stream serialization; 2 of 7 launches already "
+           "issued) failed: CUDA_ERROR_INVALID_VALUE"},
+       {4, "moeLayer: cuLaunchKernelEx('gemm_gate_up_mix' of entry "
+           "'mix_gate_up', grid (20, 1, 1), block (128, 1, 1), smem 98304, "
+           "programmatic stream serialization; 4 of 7 launches already "
+           "issued) failed: CUDA_ERROR_INVALID_VALUE"},
+       {6, "of entry 'mix_unpermute', grid (64, 1, 1), block (256, 1, 1), "
+           "smem 0, programmatic stream serialization; 6 of 7 launches "
+           "already issued) failed"}});
 
   // No driver: the checks pass, the load fails.
   setDriverForTesting(nullptr, "dlopen(libcuda.so.1) failed: no such file");
-  bundle = openBundle(layerBundle());
+  moeBundle *bundle = openBundle(layerBundle());
   CHECK_STATUS(layer(bundle, "mix", mix(0)), MOE_STATUS_INVALID_ARGUMENT,
                "T = 0");
   CHECK_STATUS(layer(bundle, "mix", mix(64)), MOE_STATUS_NO_GPU,
@@ -779,19 +800,6 @@ TEST(layerFp8RejectsBadArguments) {
                  "abi=quantize.v1, not op=moe.layer with abi=layer.v1 or "
                  "layer_fp8.v1");
 
-  struct Case {
-    moeLayerArgs args;
-    const char *message;
-  };
-  auto with = [](moeLayerArgs a, uint64_t moeLayerArgs::*field,
-                 uint64_t value) {
-    a.*field = value;
-    return a;
-  };
-  auto sized = [](moeLayerArgs a, int64_t moeLayerArgs::*field, int64_t value) {
-    a.*field = value;
-    return a;
-  };
   const moeLayerArgs m = fmix(16);
   const moeLayerArgs o = foss(16, 128, 128);
   const Case fmixCases[] = {
@@ -905,48 +913,26 @@ TEST(layerFp8RejectsBadArguments) {
 }
 
 TEST(layerFp8LoadsAndFails) {
-  FakeGpu &gpu = install();
-  moeBundle *bundle = openBundle(layerFp8Bundle());
-  CHECK(bundle != nullptr);
-  // The first call loads the bundle, then launches all nine kernels.
-  CHECK_EQ(layer(bundle, "fmix", fmix(64)), MOE_STATUS_SUCCESS);
-  CHECK_CONTAINS(callsSince(0), "cuInit");
-  CHECK_EQ(gpu.launches.size(), size_t(9));
-  // A tensor map that does not encode launches nothing; the down GEMM's
-  // maps are encoded after the gate-up GEMM's.
-  gpu.encodeResult = cu::kErrorInvalidValue;
-  CHECK_STATUS(layer(bundle, "fmix", fmix(64)), MOE_STATUS_CUDA_ERROR,
-               "moeLayer(fmix): gate_up step: moeGroupedMatmul: "
-               "cuTensorMapEncodeTiled(rows of kernel 'fgemm_gate_up_mix' of "
-               "entry 'fmix_gate_up') failed: CUDA_ERROR_INVALID_VALUE");
-  CHECK_EQ(gpu.launches.size(), size_t(9));
-  // A failed launch says how many were issued before it.
-  gpu.encodeResult = cu::kSuccess;
-  gpu.failLaunchNumber = 9 + 4;
-  CHECK_STATUS(layer(bundle, "fmix", fmix(64)), MOE_STATUS_CUDA_ERROR,
-               "moeLayer: cuLaunchKernelEx('fquant_rows_h256' of entry "
-               "'fmix_quantize', grid (4, 1, 1), block (256, 1, 1), smem 0, "
-               "programmatic stream serialization; 4 of 9 launches already "
-               "issued) failed: CUDA_ERROR_INVALID_VALUE");
-  CHECK_EQ(gpu.launches.size(), size_t(9 + 5));
-  gpu.failLaunchNumber = 14 + 5;
-  CHECK_STATUS(layer(bundle, "fmix", fmix(64)), MOE_STATUS_CUDA_ERROR,
-               "moeLayer: cuLaunchKernelEx('fgemm_gate_up_mix' of entry "
-               "'fmix_gate_up', grid (20, 1, 1), block (128, 1, 1), smem "
-               "98304, programmatic stream serialization; 5 of 9 launches "
-               "already issued) failed");
-  CHECK_EQ(gpu.launches.size(), size_t(14 + 6));
-  gpu.failLaunchNumber = 20 + 6;
-  CHECK_STATUS(layer(bundle, "fmix", fmix(64)), MOE_STATUS_CUDA_ERROR,
-               "moeLayer: cuLaunchKernelEx('fquant_inter_i128' of entry "
-               "'fmix_intermediate', grid (2, 1, 1), block (256, 1, 1), smem "
-               "0, programmatic stream serialization; 6 of 9 launches already "
-               "issued) failed");
-  CHECK_EQ(gpu.launches.size(), size_t(20 + 7));
-  gpu.failLaunchNumber = 27 + 8;
-  CHECK_STATUS(layer(bundle, "fmix", fmix(64)), MOE_STATUS_CUDA_ERROR,
-               "of entry 'fmix_unpermute', grid (64, 1, 1), block (256, 1, 1), "
-               "smem 0, programmatic stream serialization; 8 of 9 launches "
-               "already issued) failed");
-  moeBundleClose(bundle);
+  // The down GEMM's maps are encoded after the gate-up GEMM's; the quantizes
+  // fail as their own launches.
+  checkLoadsAndFails(
+      layerFp8Bundle(), "fmix", fmix(64), kLayerFp8Kernels,
+      "moeLayer(fmix): gate_up step: moeGroupedMatmul: "
+      "cuTensorMapEncodeTiled(rows of kernel 'fgemm_gate_up_mix' of entry "
+      "'fmix_gate_up') failed: CUDA_ERROR_INVALID_VALUE",
+      {{4, "moeLayer: cuLaunchKernelEx('fquant_rows_h256' of entry "
+           "'fmix_quantize', grid (4, 1, 1), block (256, 1, 1), smem 0, "
+           "programmatic stream serialization; 4 of 9 launches already "
+           "issued) failed: CUDA_ERROR_INVALID_VALUE"},
+       {5, "moeLayer: cuLaunchKernelEx('fgemm_gate_up_mix' of entry "
+           "'fmix_gate_up', grid (20, 1, 1), block (128, 1, 1), smem 98304, "
+           "programmatic stream serialization; 5 of 9 launches already "
+           "issued) failed"},
+       {6, "moeLayer: cuLaunchKernelEx('fquant_inter_i128' of entry "
+           "'fmix_intermediate', grid (2, 1, 1), block (256, 1, 1), smem 0, "
+           "programmatic stream serialization; 6 of 9 launches already "
+           "issued) failed"},
+       {8, "of entry 'fmix_unpermute', grid (64, 1, 1), block (256, 1, 1), "
+           "smem 0, programmatic stream serialization; 8 of 9 launches "
+           "already issued) failed"}});
 }

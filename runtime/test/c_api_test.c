@@ -2,12 +2,13 @@
 ------------------------===*\
 |*                                                                            *|
 |* Usage: moe-runtime-c-api-test <bundle> [<route bundle> [<layer bundle>    *|
-|* [<fp8 bundle>]]]. Opens the bundle (with entries gate_up and down), walks  *|
-|* its entries and checks a few error paths that need no GPU; the same for    *|
-|* moeRoute and moeUnpermute on the second (entries router, softmax, combine, *|
-|* gather), for moeLayer on the third (layers mixtral and gptoss), and for    *|
-|* the block-FP8 moeGroupedMatmul on the fourth (entries gemm, down, plain). *|
-|* Exits 1 on failure.                                                        *|
+|* [<fp8 bundle> [<fp8 layer bundle>]]]]. Opens the bundle (with entries      *|
+|* gate_up and down), walks its entries and checks a few error paths that     *|
+|* need no GPU; the same for moeRoute and moeUnpermute on the second (entries *|
+|* router, softmax, combine, gather), for moeLayer on the third (layers       *|
+|* mixtral and gptoss), for the block-FP8 moeGroupedMatmul on the fourth      *|
+|* (entries gemm, down, plain), and for moeLayer and moeQuantize on the fifth *|
+|* (the layer_fp8.v1 layer dsv3, the FP8 expert MLP mlp). Exits 1 on failure. *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -35,7 +36,7 @@ static void walk(moeBundle *bundle) {
   check(info.version == MOE_BUNDLE_VERSION, "version");
   for (e = 0; e < info.num_entries; ++e) {
     moeEntryInfo entry;
-    int gemm, fp8, layer, permute;
+    int gemm, fp8, layer, fp8Layer, permute, quantize;
     check(moeBundleGetEntry(bundle, e, &entry) == MOE_STATUS_SUCCESS,
           "moeBundleGetEntry");
     fp8 = strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL_FP8) == 0;
@@ -44,14 +45,21 @@ static void walk(moeBundle *bundle) {
     check(entry.format &&
               strcmp(entry.format, fp8 ? MOE_FORMAT_FP8_BLOCK : "") == 0,
           "format");
-    layer = strcmp(entry.abi, MOE_ABI_LAYER) == 0;
+    fp8Layer = strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0;
+    layer = fp8Layer || strcmp(entry.abi, MOE_ABI_LAYER) == 0;
     permute = strcmp(entry.abi, MOE_ABI_PERMUTE) == 0;
+    quantize = strcmp(entry.abi, MOE_ABI_QUANTIZE) == 0;
+    /* quantize and intermediate: the parts of layer_fp8.v1 layers only. */
+    check(entry.quantize && entry.intermediate &&
+              (entry.quantize[0] != '\0') == fp8Layer &&
+              (entry.intermediate[0] != '\0') == fp8Layer,
+          "quantize and intermediate");
     /* permute.v2: count, index and gather kernels, and a chunk. */
     check(permute ? entry.num_kernels == 3 && entry.chunk >= 32 &&
                         entry.chunk <= 65536 && entry.chunk % 32 == 0
                   : entry.chunk == 0,
           "permute kernels and chunk");
-    check(gemm || layer || strcmp(entry.abi, MOE_ABI_ROUTE) == 0 ||
+    check(gemm || layer || quantize || strcmp(entry.abi, MOE_ABI_ROUTE) == 0 ||
               strcmp(entry.abi, MOE_ABI_UNPERMUTE) == 0 ||
               strcmp(entry.abi, MOE_ABI_PERMUTE) == 0,
           "abi");
@@ -70,6 +78,10 @@ static void walk(moeBundle *bundle) {
       check(entry.num_kernels == 0 && entry.route[0] && entry.permute[0] &&
                 entry.gate_up[0] && entry.down[0] && entry.unpermute[0],
             "layer entry");
+    else if (quantize)
+      check(entry.num_kernels == 1 && entry.element[0] && entry.scale[0] &&
+                entry.epilogue[0] == '\0',
+            "quantize entry");
     else
       check(entry.epilogue && entry.epilogue[0] == '\0' &&
                 entry.activation[0] == '\0' && entry.route[0] == '\0' &&
@@ -207,14 +219,84 @@ static void checkLayerBundle(const char *path) {
   moeBundleClose(bundle);
 }
 
+/* moeLayer on a layer_fp8.v1 layer, and moeQuantize on the intermediate of
+   a block-FP8 expert MLP: argument errors need no GPU. */
+static void checkLayerFp8Bundle(const char *path) {
+  moeBundle *bundle = NULL;
+  moeLayerArgs args;
+  moeQuantizeArgs quantize;
+  moeEntryInfo entry;
+  int32_t index = -1;
+  uint64_t bytes = 0;
+  check(moeBundleOpenFile(path, &bundle) == MOE_STATUS_SUCCESS,
+        "moeBundleOpenFile (fp8 layer bundle)");
+  if (!bundle)
+    return;
+  walk(bundle);
+  check(moeBundleFindEntry(bundle, "dsv3", &index) == MOE_STATUS_SUCCESS &&
+            moeBundleGetEntry(bundle, index, &entry) == MOE_STATUS_SUCCESS &&
+            strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0 &&
+            strcmp(entry.quantize, "dsv3_quantize") == 0 &&
+            strcmp(entry.intermediate, "dsv3_intermediate") == 0,
+        "the fp8 layer's parts");
+  /* dsv3, T = 1: 8 rows of H = 7168 and I = 2048, i32, E = 256: the
+     layer.v1 buffers end at 150784, then come the rows' values (57344
+     bytes) and scales (1792) from 150784, inter's values (16384) from
+     209920 and scales (8*16*4) from 226304. */
+  check(moeLayerWorkspaceBytes(bundle, "dsv3", 1, 7168, 2048, &bytes) ==
+                MOE_STATUS_SUCCESS &&
+            bytes == 226304 + 8 * 16 * 4,
+        "moeLayerWorkspaceBytes (fp8 layer)");
+  memset(&args, 0, sizeof(args));
+  args.tokens = 0x100000;
+  args.logits = 0x200000;
+  args.score_bias = 0x300000;
+  args.gate_up_weights = 0x400000;
+  args.down_weights = 0x500000;
+  args.out = 0x600000;
+  args.workspace = 0x1000000;
+  args.workspace_bytes = bytes;
+  args.tokens_count = 1;
+  args.hidden = 7168;
+  args.intermediate = 2048;
+  args.experts = 256;
+  args.down_weights_scale = 0x700000;
+  check(moeLayer(bundle, "dsv3", &args, NULL) == MOE_STATUS_INVALID_ARGUMENT,
+        "moeLayer without gate_up_weights_scale");
+  check(strstr(moeLastErrorMessage(),
+               "moeLayer(dsv3): gate_up_weights_scale pointer is NULL") != NULL,
+        "moeLayer names the scale");
+  args.gate_up_weights_scale = 0x800002;
+  check(moeLayer(bundle, "dsv3", &args, NULL) == MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(), "is not 4-byte aligned") != NULL,
+        "moeLayer with a misaligned scale");
+  check(moeLayerWorkspaceBytes(bundle, "dsv3", 1, 7000, 2048, &bytes) ==
+                MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(), "hidden = 7000 does not match") !=
+                NULL,
+        "moeLayerWorkspaceBytes with another H");
+  memset(&quantize, 0, sizeof(quantize));
+  quantize.batch = 1;
+  quantize.rows = 64;
+  quantize.cols = 100;
+  check(moeQuantize(bundle, "mlp_intermediate", &quantize, NULL) ==
+                MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(),
+                   "moeQuantize(mlp_intermediate): C = 100 (cols) is not a "
+                   "multiple of the block's 128 columns") != NULL,
+        "moeQuantize on an expert MLP's intermediate");
+  moeBundleClose(bundle);
+}
+
 int main(int argc, char **argv) {
   moeBundle *bundle = NULL;
   moeGroupedMatmulArgs args;
   int32_t index = -1;
 
-  if (argc < 2 || argc > 5) {
+  if (argc < 2 || argc > 6) {
     fprintf(stderr, "usage: moe-runtime-c-api-test <bundle> [<route bundle> "
-                    "[<layer bundle> [<fp8 bundle>]]]\n");
+                    "[<layer bundle> [<fp8 bundle> [<fp8 layer "
+                    "bundle>]]]]\n");
     return 2;
   }
   /* The layout the ctypes wrapper mirrors (LP64): each version's fields
@@ -320,8 +402,10 @@ int main(int argc, char **argv) {
     checkRouteBundle(argv[2]);
   if (argc >= 4)
     checkLayerBundle(argv[3]);
-  if (argc == 5)
+  if (argc >= 5)
     checkFp8Bundle(argv[4]);
+  if (argc == 6)
+    checkLayerFp8Bundle(argv[5]);
   printf("%s\n", failures ? "c api test FAILED" : "c api test passed");
   return failures ? 1 : 0;
 }

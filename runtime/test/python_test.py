@@ -270,11 +270,10 @@ for call, needle in [
         (lambda: fp8.grouped_matmul("plain", None, None, None, weights_scale=object()),
          "grouped_matmul(plain): weights_scale is only taken by block-FP8 entries"),
         (lambda: fp8.layer("gemm", None, None, None, None),
-         "layer(gemm): entry 'gemm' is block-FP8 (abi grouped_matmul_fp8.v1, format "
-         "fp8_block): expert_mlp and layer run bf16 grouped_matmul.v3 entries only; call "
-         "grouped_matmul with its rows_scale and weights_scale"),
+         "layer(gemm): entry 'gemm' has abi grouped_matmul_fp8.v1 (op moe.grouped_matmul), "
+         "not layer.v1 or layer_fp8.v1"),
         (lambda: fp8.layer_workspace_bytes("gemm", 1, 8, 8),
-         "layer(gemm): entry 'gemm' is block-FP8"),
+         "layer(gemm): entry 'gemm' has abi grouped_matmul_fp8.v1"),
         (lambda: fp8.route("gemm", None),
          "route(gemm): entry 'gemm' has abi grouped_matmul_fp8.v1 (op moe.grouped_matmul), "
          "not route.v1")]:
@@ -286,7 +285,8 @@ fp8_mlp = moe_runtime.Bundle.from_bytes(
     .replace(b"entry down ", b"entry q_down ").replace(b"kernel down ", b"kernel q_down "))
 expect_error(lambda: fp8_mlp.expert_mlp("q", None, None, None, None), "INVALID_ARGUMENT",
              "expert_mlp(q): entry 'q_gate_up' is block-FP8 (abi grouped_matmul_fp8.v1, format "
-             "fp8_block): expert_mlp and layer run bf16 grouped_matmul.v3 entries only")
+             "fp8_block): expert_mlp runs bf16 grouped_matmul.v3 entries only; call "
+             "grouped_matmul, quantize (of <name>_intermediate) and grouped_matmul")
 fp8_mlp.close()
 for data, status, needle in [
         (fp8_bytes.replace(b"MOEBUNDLE 6", b"MOEBUNDLE 5", 1), "UNSUPPORTED",
@@ -351,6 +351,52 @@ expect_error(lambda: layers.layer("gptoss", None, None, None, None, score_bias=o
              "down_bias, its bfloat16 expert bias [E, H]")
 expect_error(lambda: layers.layer("nope", None, None, None, None), "NOT_FOUND",
              "no entry 'nope'")
+
+# Block-FP8 layer entries (layer_fp8.v1): fields, and the checks made before
+# torch is needed.
+fp8_layers = moe_runtime.Bundle(os.path.join(HERE, "Inputs", "layer-fp8.moebundle"))
+dsv3 = fp8_layers.entry("dsv3")
+check((dsv3.abi, dsv3.op, dsv3.max_rows, dsv3.kernels, dsv3.route, dsv3.permute,
+       dsv3.quantize, dsv3.gate_up, dsv3.intermediate, dsv3.down, dsv3.unpermute,
+       dsv3.epilogue, dsv3.format)
+      == ("layer_fp8.v1", "moe.layer", MAX, (), "dsv3_route", "dsv3_permute",
+          "dsv3_quantize", "dsv3_gate_up", "dsv3_intermediate", "dsv3_down",
+          "dsv3_unpermute", "", ""), f"dsv3 {dsv3}")
+check((mixtral.quantize, mixtral.intermediate) == ("", ""), "a layer.v1 has no quantizes")
+dsv3_inter = fp8_layers.entry("dsv3_intermediate")
+check((dsv3_inter.op, dsv3_inter.abi, dsv3_inter.element, dsv3_inter.block_cols,
+       dsv3_inter.cols, dsv3_inter.quantize)
+      == ("moe.expert_mlp", "quantize.v1", "f8E4M3FN", 128, 2048, ""), f"{dsv3_inter}")
+dsv3_gate_up = fp8_layers.entry("dsv3_gate_up")
+check((dsv3_gate_up.op, dsv3_gate_up.abi, dsv3_gate_up.format, len(dsv3_gate_up.kernels))
+      == ("moe.expert_mlp", "grouped_matmul_fp8.v1", "fp8_block", 2), f"{dsv3_gate_up}")
+# T = 1: 8 rows; the layer.v1 buffers end at 150784, then the values and
+# scales of the rows and of inter.
+check(fp8_layers.layer_workspace_bytes("dsv3", 1, 7168, 2048) == 226816,
+      "fp8 layer workspace bytes")
+for call, needle in [
+        (lambda: fp8_layers.layer_workspace_bytes("dsv3", 1, 7168, 2000),
+         "moeLayerWorkspaceBytes(dsv3): intermediate = 2000 does not match entry "
+         "dsv3_gate_up's n = 4096 (2I)"),
+        (lambda: fp8_layers.layer_workspace_bytes("dsv3_quantize", 1, 7168, 2048),
+         "layer(dsv3_quantize): entry 'dsv3_quantize' has abi quantize.v1 (op moe.quantize), "
+         "not layer.v1 or layer_fp8.v1"),
+        (lambda: fp8_layers.layer("dsv3", None, None, None, None, score_bias=object()),
+         "layer(dsv3): the entry is block-FP8 (abi layer_fp8.v1): pass gate_up_weights_scale, "
+         "the float32 scales [E, 2I/128, H/128] of the gate_up_weights"),
+        (lambda: fp8_layers.layer("dsv3", None, None, None, None, score_bias=object(),
+                                  gate_up_weights_scale=object()),
+         "layer(dsv3): the entry is block-FP8 (abi layer_fp8.v1): pass down_weights_scale, "
+         "the float32 scales [E, H/128, I/128] of the down_weights"),
+        (lambda: layers.layer("mixtral", None, None, None, None, gate_up_weights_scale=object()),
+         "layer(mixtral): gate_up_weights_scale is only taken by block-FP8 entries (abi "
+         "layer_fp8.v1); this one's abi is layer.v1"),
+        (lambda: layers.layer("mixtral", None, None, None, None, down_weights_scale=object()),
+         "layer(mixtral): down_weights_scale is only taken by block-FP8 entries"),
+        (lambda: fp8_layers.expert_mlp("mlp", None, None, None, None),
+         "expert_mlp(mlp): entry 'mlp_gate_up' is block-FP8 (abi grouped_matmul_fp8.v1, "
+         "format fp8_block): expert_mlp runs bf16 grouped_matmul.v3 entries only")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
 
 # Quantize entries (quantize.v1): fields, and the checks made before torch is
 # needed.
@@ -901,7 +947,74 @@ for call, needle in [
         (gptoss(workspace=T((oss_bytes,), fake_torch.uint8, 0x7f0000500080)),
          "moeLayer(gptoss): workspace pointer 0x7f0000500080 is not 256-byte aligned")]:
     expect_error(call, "INVALID_ARGUMENT", needle)
+# A layer.v1 layer's weights are bf16.
+expect_error(lambda: layers.layer("mixtral", T((4, 4096), bf16), T((4, 8), f32),
+                                  T((8, 28672, 4096), fake_torch.float8_e4m3fn),
+                                  T((8, 4096, 14336), bf16)), "INVALID_ARGUMENT",
+             "layer(mixtral): gate_up_weights is torch.float8_e4m3fn, expected torch.bfloat16")
 layers.close()
+
+# Block-FP8 layers: the tensor checks, allocations, and what reaches moeLayer
+# (the weights' scales in their fields).
+f8 = fake_torch.float8_e4m3fn
+q_tokens, q_logits = T((16, 7168), bf16, 0x7f0000710000), T((16, 256), f32, 0x7f0000720000)
+q_score = T((256,), f32, 0x7f0000730000)
+q13, q2 = T((256, 4096, 7168), f8, 0x7f0000740000), T((256, 7168, 2048), f8, 0x7f0000750000)
+s13, s2 = T((256, 32, 56), f32, 0x7f0000760000), T((256, 56, 16), f32, 0x7f0000770000)
+dsv3_bytes = fp8_layers.layer_workspace_bytes("dsv3", 16, 7168, 2048)
+
+
+def dsv3_call(**changes):
+    kwargs = dict(score_bias=q_score, gate_up_weights_scale=s13, down_weights_scale=s2)
+    positional = dict(tokens=q_tokens, logits=q_logits, gate_up_weights=q13, down_weights=q2)
+    for name, value in changes.items():
+        (positional if name in positional else kwargs)[name] = value
+    return lambda: fp8_layers.layer("dsv3", *positional.values(), **kwargs)
+
+
+allocated.clear()
+expect_launch_attempt(dsv3_call(), "fp8 layer")
+check(allocated == [((16, 7168), bf16, "cuda:0"), ((dsv3_bytes,), fake_torch.uint8, "cuda:0")],
+      f"fp8 layer allocates out and the workspace: {allocated}")
+allocated.clear()
+# The intermediate of a block-FP8 expert MLP is an ordinary quantize.
+expect_launch_attempt(lambda: fp8_layers.quantize("mlp_intermediate", T((64, 2048), bf16)),
+                      "quantize of an expert MLP's intermediate")
+check(allocated == [((64, 2048), f8, "cuda:0"), ((64, 16), f32, "cuda:0")],
+      f"the intermediate's values and scales: {allocated}")
+for call, needle in [
+        (dsv3_call(gate_up_weights=T((256, 4096, 7168), bf16)),
+         "layer(dsv3): gate_up_weights is torch.bfloat16, expected torch.float8_e4m3fn"),
+        (dsv3_call(down_weights=T((256, 7168, 2048), bf16)),
+         "layer(dsv3): down_weights is torch.bfloat16, expected torch.float8_e4m3fn"),
+        (dsv3_call(gate_up_weights_scale=T((256, 32, 56), bf16)),
+         "layer(dsv3): gate_up_weights_scale is torch.bfloat16, expected torch.float32"),
+        (dsv3_call(down_weights_scale=T((256, 56, 16), i32)),
+         "layer(dsv3): down_weights_scale is torch.int32, expected torch.float32"),
+        (dsv3_call(gate_up_weights_scale=T((256, 56, 32), f32)),
+         "layer(dsv3): gate_up_weights_scale is (256, 56, 32), expected (256, 32, 56) = "
+         "(E, 2I/128, H/128)"),
+        (dsv3_call(down_weights_scale=T((256, 16, 56), f32)),
+         "layer(dsv3): down_weights_scale is (256, 16, 56), expected (256, 56, 16) = "
+         "(E, H/128, I/128)"),
+        (dsv3_call(down_weights_scale=T((256, 56, 16), f32, device="cuda:1")),
+         "layer(dsv3): down_weights_scale is on cuda:1 but tokens is on cuda:0"),
+        (dsv3_call(gate_up_weights_scale=T((256, 32, 56), f32, contiguous=False)),
+         "layer(dsv3): gate_up_weights_scale is not contiguous"),
+        # The C API's checks: each scale in its field.
+        (dsv3_call(gate_up_weights_scale=T((256, 32, 56), f32, 0x7f0000760002)),
+         "moeLayer(dsv3): gate_up_weights_scale pointer 0x7f0000760002 is not 4-byte aligned "
+         "(f32 scales)"),
+        (dsv3_call(down_weights_scale=T((256, 56, 16), f32, 0x7f0000770001)),
+         "moeLayer(dsv3): down_weights_scale pointer 0x7f0000770001 is not 4-byte aligned"),
+        (dsv3_call(gate_up_weights=T((256, 4096, 7168), f8, 0x7f0000740008)),
+         "moeLayer(dsv3): gate_up_weights pointer 0x7f0000740008 is not 16-byte aligned")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+delattr(fake_torch, "float8_e4m3fn")
+expect_error(dsv3_call(), "INVALID_ARGUMENT",
+             "layer(dsv3): this torch has no float8_e4m3fn, the element type of a block-FP8 entry")
+fake_torch.float8_e4m3fn = f8
+fp8_layers.close()
 
 # quantize: what it allocates, its tensor checks, and the C API's.
 e4m3, e5m2, u8 = fake_torch.float8_e4m3fn, fake_torch.float8_e5m2, fake_torch.uint8
