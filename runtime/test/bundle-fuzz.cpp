@@ -13,13 +13,13 @@
 // moePermuteWorkspaceBytes (against contract §3.4 recomputed here) and
 // moePermute for permute.v2 entries (the three launches, grids, blocks and
 // their 12 + 29 + 24 parameters checked),
-// moeLayerWorkspaceBytes (against contract §3.5 recomputed here) and moeLayer
-// for layer.v1 entries (the order of the launches and the carved pointers
-// checked), moeQuantize for quantize.v1 entries (grid against contract §3.8
-// recomputed here, block and the 21 parameters checked), then
-// moeBundleClose. Bias entries' 7 parameters are checked too.
-// Built with MOE_ENABLE_FUZZER=ON (address and undefined sanitizers); seeds in
-// runtime/test/bundle-corpus/.
+// moeLayerWorkspaceBytes (against contract §3.5 and §3.10 recomputed here)
+// and moeLayer for layer.v1 and layer_fp8.v1 entries (the order of the
+// launches and the carved pointers checked), moeQuantize for quantize.v1
+// entries (grid against contract §3.8 recomputed here, block and the 21
+// parameters checked), then moeBundleClose. Bias entries' 7 parameters are
+// checked too. Built with MOE_ENABLE_FUZZER=ON (address and undefined
+// sanitizers); seeds in runtime/test/bundle-corpus/.
 //
 //===----------------------------------------------------------------------===//
 
@@ -125,7 +125,8 @@ void exerciseRoute(moeBundle *bundle, const moeEntryInfo &entry,
 
 void exerciseQuantize(moeBundle *bundle, const moeEntryInfo &entry,
                       const moeKernelInfo &kernel, uint64_t h) {
-  require(std::strcmp(entry.op, MOE_OP_QUANTIZE) == 0);
+  require(std::strcmp(entry.op, MOE_OP_QUANTIZE) == 0 ||
+          std::strcmp(entry.op, MOE_OP_EXPERT_MLP) == 0);
   require(std::strcmp(entry.element, MOE_ELEMENT_E4M3) == 0 ||
           std::strcmp(entry.element, MOE_ELEMENT_E5M2) == 0);
   const bool e8m0 = std::strcmp(entry.scale, MOE_SCALE_E8M0) == 0;
@@ -368,14 +369,25 @@ std::vector<std::string> symbolsOf(moeBundle *bundle, int32_t index,
 void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
                    uint64_t h) {
   require(entry.num_kernels == 0 && entry.max_rows >= 1);
-  // The parts: earlier entries that chain as contract §2 says.
-  const char *names[5] = {entry.route, entry.permute, entry.gate_up, entry.down,
+  // The parts: earlier entries that chain as contract §2 says; a layer.v1
+  // entry has no quantize parts, a layer_fp8.v1 entry block-FP8 GEMMs.
+  const bool fp8 = std::strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0;
+  const char *gemmAbi =
+      fp8 ? MOE_ABI_GROUPED_MATMUL_FP8 : MOE_ABI_GROUPED_MATMUL;
+  enum { kRoute, kPermute, kQuantize, kGateUp, kIntermediate, kDown, kCombine };
+  const char *names[7] = {entry.route,    entry.permute,      entry.quantize,
+                          entry.gate_up,  entry.intermediate, entry.down,
                           entry.unpermute};
-  const char *abis[5] = {MOE_ABI_ROUTE, MOE_ABI_PERMUTE, MOE_ABI_GROUPED_MATMUL,
-                         MOE_ABI_GROUPED_MATMUL, MOE_ABI_UNPERMUTE};
-  moeEntryInfo parts[5];
-  int32_t index[5];
-  for (int p = 0; p < 5; ++p) {
+  const char *abis[7] = {MOE_ABI_ROUTE,    MOE_ABI_PERMUTE,  MOE_ABI_QUANTIZE,
+                         gemmAbi,          MOE_ABI_QUANTIZE, gemmAbi,
+                         MOE_ABI_UNPERMUTE};
+  moeEntryInfo parts[7];
+  int32_t index[7] = {-1, -1, -1, -1, -1, -1, -1};
+  for (int p = 0; p < 7; ++p) {
+    const bool quantizePart = p == kQuantize || p == kIntermediate;
+    require((*names[p] != '\0') == (fp8 || !quantizePart));
+    if (!*names[p])
+      continue;
     require(moeBundleFindEntry(bundle, names[p], &index[p]) ==
                 MOE_STATUS_SUCCESS &&
             index[p] < e);
@@ -383,8 +395,9 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
             MOE_STATUS_SUCCESS);
     require(std::strcmp(parts[p].abi, abis[p]) == 0);
   }
-  const moeEntryInfo &route = parts[0], &permute = parts[1], &gateUp = parts[2],
-                     &down = parts[3], &unpermute = parts[4];
+  const moeEntryInfo &route = parts[kRoute], &permute = parts[kPermute],
+                     &gateUp = parts[kGateUp], &down = parts[kDown],
+                     &unpermute = parts[kCombine];
   require(std::strcmp(gateUp.epilogue, "swiglu") == 0 &&
           std::strcmp(down.epilogue, "store") == 0);
   require(permute.experts == route.experts && permute.top_k == route.top_k &&
@@ -394,10 +407,20 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
           unpermute.slots_bits == permute.offsets_bits);
   require(gateUp.experts == -1 || gateUp.experts == route.experts);
   require(down.experts == -1 || down.experts == route.experts);
-  // H and I: the static ones (which agree), else from the input.
-  int64_t hidden = 8 * (1 + int64_t((h >> 40) % 512)), inter = -1;
+  // An FP8 layer's quantizes make e4m3 values and f32 scales per [1, 128]
+  // of the bf16 rows, [T*k, C].
+  for (int p : {kQuantize, kIntermediate})
+    require(!fp8 || (std::strcmp(parts[p].element, MOE_ELEMENT_E4M3) == 0 &&
+                     std::strcmp(parts[p].scale, MOE_SCALE_F32) == 0 &&
+                     parts[p].input_bits == 16 && parts[p].block_rows == 1 &&
+                     parts[p].block_cols == 128 && parts[p].rank == 2));
+  // H and I: the static ones (which agree), else from the input; whole
+  // [1, 128] groups for an FP8 layer.
+  const int64_t quantum = fp8 ? 128 : 8;
+  int64_t hidden = quantum * (1 + int64_t((h >> 40) % 512)), inter = -1;
   bool staticHidden = false;
-  for (int64_t value : {permute.hidden, gateUp.k, down.n, unpermute.hidden})
+  for (int64_t value : {permute.hidden, fp8 ? parts[kQuantize].cols : -1,
+                        gateUp.k, down.n, unpermute.hidden})
     if (value != -1) {
       require(!staticHidden || value == hidden);
       hidden = value;
@@ -405,32 +428,41 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
     }
   if (gateUp.n != -1)
     inter = gateUp.n / 2;
-  require(inter == -1 || down.k == -1 || down.k == inter);
+  for (int64_t value : {fp8 ? parts[kIntermediate].cols : -1, down.k})
+    if (value != -1) {
+      require(inter == -1 || value == inter);
+      inter = value;
+    }
   if (inter == -1)
-    inter = down.k != -1 ? down.k : 8 * (1 + int64_t((h >> 20) % 512));
+    inter = quantum * (1 + int64_t((h >> 20) % 512));
 
-  // The workspace of contract §3.5, in 128 bits.
+  // The workspace of contract §3.5 (§3.10: then the values and scales of
+  // rows and inter), in 128 bits.
   const int64_t tokens = tokensFor(h, entry.max_rows);
   using Wide = unsigned __int128;
   const Wide rows = Wide(tokens) * Wide(route.top_k),
              index8 = Wide(permute.offsets_bits / 8);
-  Wide end = 0, starts[7];
+  Wide end = 0, starts[11];
   const PermuteWorkspace permuteBytes = permuteWorkspace(permute, rows);
-  const Wide sizes[7] = {rows * 4,
-                         rows * 4,
-                         Wide(route.experts + 1) * index8,
-                         rows * index8,
-                         Wide(permuteBytes.bytes),
-                         rows * Wide(hidden) * 2,
-                         rows * Wide(inter) * 2};
-  for (int i = 0; i < 7; ++i) {
+  const Wide sizes[11] = {rows * 4,
+                          rows * 4,
+                          Wide(route.experts + 1) * index8,
+                          rows * index8,
+                          Wide(permuteBytes.bytes),
+                          rows * Wide(hidden) * 2,
+                          rows * Wide(inter) * 2,
+                          rows * Wide(hidden),
+                          rows * Wide(hidden / 128) * 4,
+                          rows * Wide(inter),
+                          rows * Wide(inter / 128) * 4};
+  for (int i = 0; i < (fp8 ? 11 : 7); ++i) {
     starts[i] = (end + 255) / 256 * 256;
     end = starts[i] + sizes[i];
   }
   const bool layerOp = std::strcmp(entry.op, MOE_OP_LAYER) == 0;
-  const bool fits = layerOp && rows <= 2147483647 && hidden >= 8 &&
-                    hidden % 8 == 0 && inter >= 8 && inter % 8 == 0 &&
-                    end <= Wide(INT64_MAX);
+  const bool fits = layerOp && rows <= 2147483647 && hidden >= quantum &&
+                    hidden % quantum == 0 && inter >= quantum &&
+                    inter % quantum == 0 && end <= Wide(INT64_MAX);
   uint64_t bytes = 0;
   moeStatus status =
       moeLayerWorkspaceBytes(bundle, entry.name, tokens, hidden, inter, &bytes);
@@ -441,11 +473,16 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
 
   std::map<std::string, int> declared;
   const int permuteWords[3] = {12, 29, 24}; // count, index, gather
-  if (!declare(declared, bundle, names[0], route.bias ? 26 : 21, 0) ||
-      !declare(declared, bundle, names[1], 0, 0, permuteWords) ||
-      !declare(declared, bundle, names[2], 0, gateUp.bias_bits ? 24 : 17) ||
-      !declare(declared, bundle, names[3], 0, down.bias_bits ? 24 : 17) ||
-      !declare(declared, bundle, names[4], 28, 0))
+  const int gemmParams = fp8 ? 33 : 17;     // and 7 more with a bias
+  if (!declare(declared, bundle, names[kRoute], route.bias ? 26 : 21, 0) ||
+      !declare(declared, bundle, names[kPermute], 0, 0, permuteWords) ||
+      (fp8 && !declare(declared, bundle, names[kQuantize], 21, 0)) ||
+      !declare(declared, bundle, names[kGateUp], 0,
+               gemmParams + (gateUp.bias_bits ? 7 : 0)) ||
+      (fp8 && !declare(declared, bundle, names[kIntermediate], 21, 0)) ||
+      !declare(declared, bundle, names[kDown], 0,
+               gemmParams + (down.bias_bits ? 7 : 0)) ||
+      !declare(declared, bundle, names[kCombine], 28, 0))
     return;
   moeLayerArgs args = {};
   args.tokens = 0x100000;
@@ -462,6 +499,8 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   args.hidden = hidden;
   args.intermediate = inter;
   args.experts = route.experts;
+  args.gate_up_weights_scale = fp8 ? 0x900000 : 0;
+  args.down_weights_scale = fp8 ? 0xa00000 : 0;
   size_t before = fakeGpu().launches.size();
   status = moeLayer(bundle, entry.name, &args, nullptr);
   // INVALID_ARGUMENT: a step's own limits (a part's max_rows, N or the TMA
@@ -473,34 +512,58 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
     require(fakeGpu().launches.size() == before); // nothing launched
     return;
   }
-  // route, permute (count, index, gather), the GEMMs' kernels, combine.
-  std::vector<std::string> expected = symbolsOf(bundle, index[0], 0);
-  for (int p : {1, 2, 3, 4})
-    for (const std::string &symbol : symbolsOf(
-             bundle, index[p], p == 2 || p == 3 ? int64_t(rows) : INT64_MAX))
+  // route, permute (count, index, gather), [quantize], the gate-up GEMM's
+  // kernels, [intermediate], the down GEMM's, combine.
+  std::vector<std::string> expected;
+  size_t first[7] = {};
+  for (int p = 0; p < 7; ++p) {
+    first[p] = expected.size();
+    if (index[p] < 0)
+      continue;
+    const bool gemm = p == kGateUp || p == kDown;
+    for (const std::string &symbol :
+         symbolsOf(bundle, index[p], gemm ? int64_t(rows) : INT64_MAX))
       expected.push_back(symbol);
+  }
   const std::vector<FakeLaunch> &launches = fakeGpu().launches;
   require(launches.size() == before + expected.size());
   for (size_t i = 0; i < expected.size(); ++i)
     require(launches[before + i].function == expected[i]);
   // The route writes ids and weights at the start of the workspace; the
   // combine reads the rows the down GEMM wrote and writes out.
-  const FakeLaunch &first = launches[before], &last = launches.back();
+  const FakeLaunch &route0 = launches[before], &last = launches.back();
   const size_t ids = route.bias ? 12 : 7;
-  require(first.params[0] == args.logits &&
-          first.params[ids] == args.workspace &&
-          first.params[ids + 7] == args.workspace + uint64_t(starts[1]));
+  require(route0.params[0] == args.logits &&
+          route0.params[ids] == args.workspace &&
+          route0.params[ids + 7] == args.workspace + uint64_t(starts[1]));
   require(last.params[0] == args.workspace + uint64_t(starts[5]) &&
           last.params[21] == args.out);
   // The permute's count and index kernels take the counts, its index and
   // gather kernels the sources, from its part of the workspace.
   const uint64_t sources = args.workspace + uint64_t(starts[4]),
                  counts = sources + uint64_t(permuteBytes.counts);
-  const size_t permuteFirst = before + symbolsOf(bundle, index[0], 0).size();
+  const size_t permuteFirst = before + first[kPermute];
   require(launches[permuteFirst].params[7] == counts &&
           launches[permuteFirst + 1].params[7] == counts &&
           launches[permuteFirst + 1].params[24] == sources &&
           launches[permuteFirst + 2].params[7] == sources);
+  // Each quantize reads bf16 rows (or inter: buffer 5 or 6) and writes the
+  // values and scales (7 and 8, or 9 and 10) its GEMM reads.
+  const struct {
+    int part;
+    int input, values;
+  } quantizes[2] = {{kQuantize, 5, 7}, {kIntermediate, 6, 9}};
+  for (const auto &q : quantizes) {
+    if (!fp8)
+      break;
+    const FakeLaunch &launch = launches[before + first[q.part]];
+    auto at = [&](int buffer) {
+      return args.workspace + uint64_t(starts[buffer]);
+    };
+    require(launch.params[0] == at(q.input) &&
+            launch.params[7] == at(q.values) &&
+            launch.params[14] == at(q.values + 1));
+  }
 }
 
 void exercise(moeBundle *bundle, uint64_t hash) {
@@ -512,8 +575,12 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     require(moeBundleGetEntry(bundle, e, &entry) == MOE_STATUS_SUCCESS);
     require(entry.activation && entry.route && entry.permute && entry.gate_up &&
             entry.down && entry.unpermute);
-    const bool layer = std::strcmp(entry.abi, MOE_ABI_LAYER) == 0;
+    const bool fp8Layer = std::strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0;
+    const bool layer = fp8Layer || std::strcmp(entry.abi, MOE_ABI_LAYER) == 0;
     require(layer == (entry.num_kernels == 0) && entry.num_kernels <= 16);
+    require(entry.quantize && entry.intermediate &&
+            fp8Layer == (*entry.quantize != '\0') &&
+            fp8Layer == (*entry.intermediate != '\0'));
     int32_t found = -1;
     require(moeBundleFindEntry(bundle, entry.name, &found) ==
                 MOE_STATUS_SUCCESS &&
@@ -540,10 +607,11 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     require(gemm || layer || entry.num_kernels == (permute ? 3 : 1));
     require(permute == (entry.chunk != 0));
     // format: "fp8_block" exactly for FP8 entries, whose op is
-    // moe.grouped_matmul.
+    // moe.grouped_matmul or moe.expert_mlp.
     require(entry.format &&
             std::strcmp(entry.format, fp8 ? MOE_FORMAT_FP8_BLOCK : "") == 0);
-    require(!fp8 || std::strcmp(entry.op, MOE_OP_GROUPED_MATMUL) == 0);
+    require(!fp8 || std::strcmp(entry.op, MOE_OP_GROUPED_MATMUL) == 0 ||
+            std::strcmp(entry.op, MOE_OP_EXPERT_MLP) == 0);
     moeKernelInfo kernels[16];
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo &kernel = kernels[k];
