@@ -4,7 +4,8 @@
 // uses, verifies it, runs --moe-raise on any module that parses, and, when
 // it holds only ops our pipelines are meant to take (moe ops in functions
 // with constants and casts), runs the GPU kernel builder (without
-// serialization) and --moe-cpu-reference-pipeline on it.
+// serialization) on it as written and after --moe-quantize (weights and
+// activations, block FP8), and --moe-cpu-reference-pipeline.
 // Diagnostics are expected; crashes, sanitizer reports and hangs are bugs. See
 // docs/fuzzing.md.
 //
@@ -77,15 +78,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!onlyPipelineInput(*module))
     return 0;
   // The GPU kernel builder up to (not including) serialization, which
-  // would run ptxas per input.
-  OwningOpRef<ModuleOp> gpuModule = module->clone();
-  PassManager gpuPm(&context);
-  gpuPm.addPass(moe::createMoEFuseExperts());
-  gpuPm.addPass(moe::createMoEFuseLayer());
-  gpuPm.addPass(moe::createMoESwapAB());
-  gpuPm.addPass(moe::createConvertMoEToNVGPU());
-  gpuPm.addPass(moe::createMoEExtractDeviceCode());
-  (void)gpuPm.run(*gpuModule);
+  // would run ptxas per input; then again on the module's block-FP8 form.
+  auto buildKernels = [&](PassManager &pm) {
+    pm.addPass(moe::createMoEFuseExperts());
+    pm.addPass(moe::createMoEFuseLayer());
+    pm.addPass(moe::createMoESwapAB());
+    pm.addPass(moe::createConvertMoEToNVGPU());
+    pm.addPass(moe::createMoEExtractDeviceCode());
+  };
+  {
+    OwningOpRef<ModuleOp> gpuModule = module->clone();
+    PassManager gpuPm(&context);
+    buildKernels(gpuPm);
+    (void)gpuPm.run(*gpuModule);
+  }
+  {
+    OwningOpRef<ModuleOp> quantized = module->clone();
+    PassManager quantizePm(&context);
+    moe::MoEQuantizeOptions policy;
+    policy.scope = "weights+activations";
+    quantizePm.addPass(moe::createMoEQuantize(policy));
+    buildKernels(quantizePm);
+    (void)quantizePm.run(*quantized);
+  }
 
   PassManager pm(&context);
   moe::buildCPUReferencePipeline(pm, moe::CPUReferencePipelineOptions());

@@ -12,11 +12,19 @@ DeepSeek-V3 (random correction bias) at T in {1, 7, 64, 128, 1000, 8192}
 with random router logits, plus skewed routings (one hot expert; half the
 experts never chosen) at T = 64 and 1000:
 - the weights prepacked on the GPU by the bundle's own prepack entries;
-- the layer's output (and workspace, poisoned first) against a float32
-  reference on the dequantized values that follows the IR's types: rows
-  quantized in [1, 128] groups, gate-up in f32, the activation rounded to
-  bf16 and quantized in [1, 128] groups, the down GEMM's rows rounded to
-  bf16, the combine in f32: relative L2 error <= 3e-3 (bf16 output);
+- the layer (output and workspace poisoned first) bit-exact with its seven
+  steps run through their own entries, and each GEMM step against a float32
+  reference on the dequantized values of that step's own inputs: relative
+  L2 error <= 3e-3 (bf16 outputs);
+- the layer's output against a float32 reference on the dequantized values
+  that follows the IR's types end to end (rows quantized in [1, 128]
+  groups, gate-up in f32, the activation rounded to bf16 and quantized in
+  [1, 128] groups, the down GEMM's rows rounded to bf16, the combine in
+  f32): relative L2 error <= 1e-2. Not 3e-3: Hopper's e4m3 wgmma adds
+  within each 128-K step at reduced precision (about 1e-4 relative, the
+  reason for the per-128 promotion), which moves about 10 % of the
+  activation's bf16 roundings and 1 % of its e4m3 codes to the neighbour,
+  each 6-12 % of its value: about 5e-3 end to end;
 - the error against the unquantized bf16 layer (the same reference without
   the quantization steps) reported and bounded by 0.1 (the FP8 rounding);
 - the reference's row quantizer bit-exact with the layer's quantize entry
@@ -52,7 +60,8 @@ MODELS = {"mixtral_8x7b": "mixtral-8x7b", "qwen3_30b_a3b": "qwen3-30b-a3b",
           "olmoe_1b_7b": "olmoe-1b-7b", "deepseek_v3": "deepseek-v3"}
 TOKENS = [1, 7, 64, 128, 1000, 8192]
 SKEWED_TOKENS = [64, 1000]
-TOLERANCE = 3e-3
+STEP_TOLERANCE = 3e-3
+TOLERANCE = 1e-2
 QUANTIZATION_BOUND = 0.1
 
 
@@ -80,6 +89,39 @@ def layer_reference(model, x, logits, bias, w13, w2, quantized):
         o = (h @ w2(e).t()).to(torch.bfloat16).float()
         y.index_add_(0, tok, o * w[tok, slot, None])
     return y
+
+
+def run_steps(bundle, name, x, logits, bias, weights, k):
+    """The layer's seven steps through their own entries: what moeLayer
+    launches, with every intermediate kept."""
+    w13q, w13s, w2q, w2s = weights
+    T, I = x.shape[0], w2q.shape[2]
+    ids, route_weights = bundle.route(f"{name}_route", logits, bias=bias)
+    rows, offsets, slots = bundle.permute(f"{name}_permute", x, ids)
+    rows_q, rows_s = bundle.quantize(f"{name}_quantize", rows)
+    h = torch.empty(T * k, I, device=DEV, dtype=torch.bfloat16)
+    bundle.grouped_matmul(f"{name}_gate_up", rows_q, w13q, offsets, h, rows_scale=rows_s, weights_scale=w13s)
+    h_q, h_s = bundle.quantize(f"{name}_intermediate", h)
+    y = torch.empty(T * k, x.shape[1], device=DEV, dtype=torch.bfloat16)
+    bundle.grouped_matmul(f"{name}_down", h_q, w2q, offsets, y, rows_scale=h_s, weights_scale=w2s)
+    out = bundle.unpermute(f"{name}_unpermute", y, slots, route_weights)
+    return dict(offsets=offsets, rows=(rows_q, rows_s), h=h, h_fp8=(h_q, h_s), y=y, out=out)
+
+
+def step_errors(model, steps, w13, w2):
+    """Relative L2 errors of the gate-up and down steps against float32 on
+    the dequantized values of their own inputs."""
+    offsets = steps["offsets"].tolist()
+    I = steps["h"].shape[1]
+    rows = dequantize_blocks(*steps["rows"], 1).float()
+    h = dequantize_blocks(*steps["h_fp8"], 1).float()
+    want_h, want_y = torch.zeros_like(steps["h"], dtype=torch.float32), torch.zeros_like(steps["y"], dtype=torch.float32)
+    for e in range(len(offsets) - 1):
+        lo, hi = offsets[e], offsets[e + 1]
+        if hi > lo:
+            want_h[lo:hi] = expert_act(model, rows[lo:hi] @ w13(e).t(), I)
+            want_y[lo:hi] = h[lo:hi] @ w2(e).t()
+    return rel_err(steps["h"], want_h), rel_err(steps["y"], want_y)
 
 
 def rel_err(got, want):
@@ -184,11 +226,17 @@ def main():
                 layer = Fp8Layer(bundle, name, T, H, I, weights, bias)
                 layer.poison()
                 out = layer(x, logits)
+                steps = run_steps(bundle, name, x, logits, bias, weights, k)
                 torch.cuda.synchronize()
+                gate_up_err, down_err = step_errors(model, steps, fp8_w13, fp8_w2)
                 err = rel_err(out, layer_reference(model, x, logits, bias, fp8_w13, fp8_w2, True))
                 vs_bf16 = rel_err(out, layer_reference(model, x, logits, bias, bf16_w13, bf16_w2, False))
-                ok = err <= TOLERANCE and vs_bf16 <= QUANTIZATION_BOUND and not torch.isnan(out).any()
-                report(ok, what, f"relative L2 error {err:.2e} (vs the bf16 layer {vs_bf16:.2e})")
+                ok = (torch.equal(out, steps["out"]) and max(gate_up_err, down_err) <= STEP_TOLERANCE
+                      and err <= TOLERANCE and vs_bf16 <= QUANTIZATION_BOUND and not torch.isnan(out).any())
+                report(ok, what, f"steps {'bit-exact' if torch.equal(out, steps['out']) else 'DIFFER'}, "
+                       f"gate-up step {gate_up_err:.2e}, down step {down_err:.2e}, layer {err:.2e} "
+                       f"(vs the bf16 layer {vs_bf16:.2e})")
+                del steps
                 if BENCH and routing == "random":
                     table.append(bench_point(model, name, T, x, logits, weights, w13, w2,
                                              (bundle, bf16_bundle), k))
