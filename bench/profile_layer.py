@@ -5,7 +5,9 @@ replays, beside the replay's own median.
 
     python3 bench/profile_layer.py .gpu-artifacts .shared-bench model:T ...
 
-e.g. `qwen3_30b_a3b:1 mixtral_8x7b:1`. Per kernel: the median device time
+e.g. `qwen3_30b_a3b:1 mixtral_8x7b:1`; MOE_LAYER_BUNDLE names another
+bundle of .gpu-artifacts (fp8layer.moebundle: its layer_fp8.v1 layers, the
+weights quantized first by their prepack entries). Per kernel: the median device time
 over the replays, launched without programmatic dependent launch (so
 kernels do not overlap); `gaps` is the replay time minus the kernels' sum
 (launch latency between kernels). Each point's graph replay is also timed
@@ -48,13 +50,18 @@ def main():
         gptoss = model == "gpt-oss-120b"
         b13 = torch.zeros(E, 2 * I, device=dev, dtype=torch.bfloat16) if gptoss else None
         b2 = torch.zeros(E, H, device=dev) if gptoss else None
+        scales = {}
+        if bundle.entry(name).abi == "layer_fp8.v1":
+            w13, w13s = bundle.quantize(f"{name}_prepack", w13)
+            w2, w2s = bundle.quantize(f"{name}_prepack_0", w2)
+            scales = dict(gate_up_weights_scale=w13s, down_weights_scale=w2s)
         out = torch.empty(T, H, device=dev, dtype=torch.bfloat16)
         workspace = torch.empty(bundle.layer_workspace_bytes(name, T, H, I), device=dev,
                                 dtype=torch.uint8)
 
         def call():
             bundle.layer(name, x, logits, w13, w2, score_bias=bias, gate_up_bias=b13,
-                         down_bias=b2, out=out, workspace=workspace)
+                         down_bias=b2, out=out, workspace=workspace, **scales)
 
         # The same layer captured with and without programmatic dependent
         # launch (the runtime reads MOE_RUNTIME_PDL at each call), timed

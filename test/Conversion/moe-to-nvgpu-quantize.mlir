@@ -27,21 +27,25 @@
 // CHECK-NEXT: nvvm.griddepcontrol launch_dependents
 // [1, 32]: four chunks of 8 bf16 per thread, loaded first (16 bytes each),
 // then per chunk the magnitude max over 4 lanes (2 xor shuffles), the E8M0
-// scale, 8 IEEE divisions, the codes as two words (one 8-byte store), the
-// scale by the block's first lane.
+// scale, 8 IEEE divisions, e4m3 codes two at a time by the hardware's
+// conversion (e5m2: the integer encode below), the codes as two words (one
+// 8-byte store), the scale by the block's first lane.
 // CHECK: scf.for
 // CHECK-COUNT-4: vector.load %{{.*}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
 // CHECK: arith.maxui
 // CHECK: gpu.shuffle xor %{{.*}}, %c2_i32
 // CHECK: gpu.shuffle xor %{{.*}}, %c1_i32
-// CHECK-COUNT-8: arith.divf
-// CHECK: llvm.call_intrinsic "llvm.roundeven.f32"
+// CHECK: arith.divf
+// CHECK-COUNT-4: nvvm.convert.f32x2.to.f8x2 {{.*}} {rnd = #nvvm.fp_rnd_mode<rn>, sat = #nvvm.sat_mode<satfinite>} : i16(f8E4M3FN)
+// CHECK-NOT: llvm.roundeven
 // CHECK: vector.store %{{.*}} {alignment = 8 : i64} : memref<?xi32>, vector<2xi32>
 // CHECK: memref.store %{{.*}} : memref<?xi8>
 // CHECK-COUNT-6: gpu.shuffle xor
 // CHECK-NOT: gpu.shuffle
 // CHECK-LABEL: gpu.func @moe_quantize_f32_e5m2_e8m0_1x32(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xi8>, %{{.*}}: memref<?x?xi8>)
 // CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<?xf32>, vector<8xf32>
+// CHECK-NOT: nvvm.convert.f32x2.to.f8x2
+// CHECK: llvm.call_intrinsic "llvm.roundeven.f32"
 // CHECK-LABEL: gpu.func @moe_quantize_bf16_e4m3_f32_1x128(%{{.*}}: memref<?x?xbf16>, %{{.*}}: memref<?x?xi8>, %{{.*}}: memref<?x?xf32>)
 // 16 lanes per block: 4 shuffles per chunk.
 // CHECK-COUNT-16: gpu.shuffle xor

@@ -47,7 +47,7 @@
 // PTX-COUNT-4: ld.global.v4.b32
 // PTX-COUNT-2: shfl.sync.bfly.b32
 // PTX: div.rn.f32
-// PTX: cvt.rni.f32.f32
+// PTX: cvt.rn.satfinite.e4m3x2.f32
 // PTX: st.global.v2.b32
 // PTX: st.global.b8
 // PTX-LABEL: .entry moe_quantize_f32_e5m2_f32_1x128(
@@ -56,6 +56,7 @@
 // PTX-COUNT-4: shfl.sync.bfly.b32
 // The scale, amax / 57344, is a division too.
 // PTX: div.rn.f32
+// PTX: cvt.rni.f32.f32
 // PTX: st.global.v2.b32
 // PTX: st.global.b32
 // PTX-LABEL: .entry moe_quantize_bf16_e4m3_f32_128x128(
