@@ -51,7 +51,7 @@ BENCH = "--bench" in sys.argv
 sys.path[:0] = [ARTIFACTS, PEERS, os.path.dirname(os.path.abspath(__file__))]
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
-from tally import Tally, run  # noqa: E402
+from tally import Tally, refused_without_launch, run  # noqa: E402
 from peers import SHAPES, bench, expert_act, moe_grouped, route_model  # noqa: E402
 from fp8_grouped_matmul import dequantize_blocks, quantize_blocks  # noqa: E402
 
@@ -298,17 +298,8 @@ def main():
                 "gate-up scales of another shape": dict(w13s=w13s[:, :1].contiguous()),
                 "workspace too small": dict(workspace=layer.workspace[:-256]),
             }
-            refused = []
-            for why, change in bad.items():
-                layer.out.fill_(float("nan"))
-                try:
-                    layer(x, logits, **change)
-                    torch.cuda.synchronize()
-                except moe_runtime.MoERuntimeError as error:
-                    torch.cuda.synchronize()
-                    if torch.isnan(layer.out).all():
-                        refused.append(why)
-                    print(f"  {why}: {error}")
+            refused = refused_without_launch(bad, lambda change: layer(x, logits, **change), layer.out,
+                                             moe_runtime.MoERuntimeError)
             report(len(refused) == len(bad), what, f"{len(refused)} of {len(bad)} refused without launching")
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")

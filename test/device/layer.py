@@ -28,7 +28,7 @@ BENCH = "--bench" in sys.argv
 sys.path[:0] = [ARTIFACTS, PEERS]
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
-from tally import Tally, run  # noqa: E402
+from tally import Tally, refused_without_launch, run  # noqa: E402
 from peers import SHAPES, bench, moe_grouped, moe_loop, reference, route_model  # noqa: E402
 
 DEV = "cuda"
@@ -158,21 +158,14 @@ def main():
                 ("a gate-up bias the layer does not take" if not gptoss else "no gate-up bias"):
                     dict(b13=None if gptoss else torch.zeros(E, 2 * I, device=DEV)),
             }
-            refused = []
-            for why, change in bad.items():
-                layer.out.fill_(float("nan"))
+            def attempt(change):
                 args = dict(x=x, w13=w13, b13=b13, workspace=layer.workspace)
                 args.update(change)
-                try:
-                    bundle.layer(name, args["x"], logits, args["w13"], w2, score_bias=layer.bias,
-                                 gate_up_bias=args["b13"], down_bias=b2, out=layer.out,
-                                 workspace=args["workspace"])
-                    torch.cuda.synchronize()
-                except moe_runtime.MoERuntimeError as error:
-                    torch.cuda.synchronize()
-                    if torch.isnan(layer.out).all():
-                        refused.append(why)
-                    print(f"  {why}: {error}")
+                bundle.layer(name, args["x"], logits, args["w13"], w2, score_bias=layer.bias,
+                             gate_up_bias=args["b13"], down_bias=b2, out=layer.out,
+                             workspace=args["workspace"])
+
+            refused = refused_without_launch(bad, attempt, layer.out, moe_runtime.MoERuntimeError)
             report(len(refused) == len(bad), what, f"{len(refused)} of {len(bad)} refused without launching")
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
