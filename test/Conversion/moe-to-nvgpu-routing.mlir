@@ -7,8 +7,9 @@
 // DeepSeek-V3 routing: one warp per token (lane l holds experts l, l + 32,
 // ...). Sigmoid scores plus the bias choose; a group's score is the sum of
 // its two best (a warp max/min merge per group); 4 of the 8 groups stay;
-// then 8 rounds of a warp-wide best (value, then the lower expert), the
-// winner retired; weights are the unbiased scores, renormalised, x 2.5.
+// then 8 rounds of a warp-wide unsigned max of packed 64-bit keys (score
+// order, then the lower expert), the winner retired and its score fetched
+// from its lane; weights are the unbiased scores, renormalised, x 2.5.
 // CHECK-LABEL: func.func @deepseek
 // CHECK: moe.route {{.*}}moe.launch = {abi = "route.v1", bias = true, experts = 256 : i64, kernels = [{kernel = @moe_kernels::@moe_route_sigmoid_topk_e256_k8_g8s4_renorm_x40200000_f32_bias}], logits = f32, max_rows = 2147483647 : i64, top_k = 8 : i64}
 // The combine: one CTA per token, 8 columns (16 bytes) per thread, slots
@@ -18,9 +19,10 @@
 // CHECK-LABEL: func.func @perm
 // CHECK: moe.permute {{.*}}moe.launch = {abi = "permute.v2", chunk = 4096 : i64, experts = 128 : i64, hidden = 2048 : i64, kernels = [{kernel = @moe_kernels::@moe_permute_count_e128_k8}, {kernel = @moe_kernels::@moe_permute_index_e128_k8_off64}, {kernel = @moe_kernels::@moe_permute_gather_off64}], max_rows = 2147483647 : i64, offsets = i64, top_k = 8 : i64}
 // CHECK: gpu.func @moe_route_sigmoid_topk_e256_k8_g8s4_renorm_x40200000_f32_bias(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>, %{{.*}}: memref<?x?xi32>, %{{.*}}: memref<?x?xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, moe.dynamic_shared_bytes = 0 : i64}
-// Per group: 5 x 2 shuffles (top-2 merge); per pick: 5 x 3 (value,
-// expert, source): 8 x 10 + 8 x 15.
-// CHECK-COUNT-200: gpu.shuffle  xor
+// Per group: 5 x 2 shuffles (top-2 merge); per pick: 5 x 2 (the key's two
+// words) and one from the winner's lane: 8 x 10 + 8 x 11.
+// CHECK-COUNT-80: gpu.shuffle  xor
+// CHECK-COUNT-88: gpu.shuffle  {{xor|idx}}
 // CHECK-NOT: gpu.shuffle
 // CHECK: gpu.func @moe_unpermute_k2_slots64_weighted(%{{.*}}: memref<?x?xbf16>, %{{.*}}: memref<?x?xi64>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xbf16>)
 // One CTA per (token, 1024 columns); the k rows' loads issued together.

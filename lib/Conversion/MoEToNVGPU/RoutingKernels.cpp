@@ -104,23 +104,58 @@ Value beats(ImplicitLocOpBuilder &b, const Candidate &challenger,
   return arith::AndIOp::create(b, some, better);
 }
 
-Candidate pick(ImplicitLocOpBuilder &b, Value cond, const Candidate &x,
-               const Candidate &y) {
-  auto sel = [&](Value p, Value q) -> Value {
-    return arith::SelectOp::create(b, cond, p, q);
-  };
-  return {sel(x.score, y.score), sel(x.expert, y.expert),
-          sel(x.source, y.source)};
+/// 64-bit xor shuffle, as two 32-bit ones.
+Value shuffleXor64(ImplicitLocOpBuilder &b, Value v, int32_t offset) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value low = arith::TruncIOp::create(b, i32, v);
+  Value high = arith::TruncIOp::create(
+      b, i32,
+      arith::ShRUIOp::create(b, v, arith::ConstantIntOp::create(b, i64, 32)));
+  Value lowOut = arith::ExtUIOp::create(b, i64, shuffleXor(b, low, offset));
+  Value highOut = arith::ExtUIOp::create(b, i64, shuffleXor(b, high, offset));
+  return arith::OrIOp::create(
+      b, lowOut,
+      arith::ShLIOp::create(b, highOut,
+                            arith::ConstantIntOp::create(b, i64, 32)));
 }
 
-/// The warp's best candidate, the same in every lane.
-Candidate warpBest(ImplicitLocOpBuilder &b, Candidate c) {
-  for (int32_t d = 16; d >= 1; d /= 2) {
-    Candidate other{shuffleXor(b, c.score, d), shuffleXor(b, c.expert, d),
-                    shuffleXor(b, c.source, d)};
-    c = pick(b, beats(b, other, c), other, c);
-  }
-  return c;
+/// A candidate as an i64 whose unsigned order is `beats`': the score's bits
+/// mapped to an unsigned order (-0 as +0; a NaN, no candidate, to 0, below
+/// every score) in the high word, ~expert in the low word (a tie goes to the
+/// lower expert).
+Value rankKey(ImplicitLocOpBuilder &b, Value score, Value expert) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value canonical = arith::AddFOp::create(b, score, f32Constant(b, 0.0));
+  Value bits = arith::BitcastOp::create(b, i32, canonical);
+  Value negative = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, bits,
+                                         i32Constant(b, 0));
+  Value ordered = arith::SelectOp::create(
+      b, negative, arith::XOrIOp::create(b, bits, i32Constant(b, -1)),
+      arith::XOrIOp::create(b, bits, i32Constant(b, INT32_MIN)));
+  ordered =
+      arith::SelectOp::create(b, isNaN(b, score), i32Constant(b, 0), ordered);
+  Value high = arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i64, ordered),
+                                     arith::ConstantIntOp::create(b, i64, 32));
+  Value low = arith::ExtUIOp::create(
+      b, i64, arith::XOrIOp::create(b, expert, i32Constant(b, -1)));
+  return arith::OrIOp::create(b, high, low);
+}
+
+/// The expert of a rankKey, and as its score NaN when the key holds no
+/// candidate, else 0 (the score itself is not needed after the ranking).
+Candidate unpackKey(ImplicitLocOpBuilder &b, Value key) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value expert = arith::XOrIOp::create(b, arith::TruncIOp::create(b, i32, key),
+                                       i32Constant(b, -1));
+  Value high = arith::TruncIOp::create(
+      b, i32,
+      arith::ShRUIOp::create(b, key, arith::ConstantIntOp::create(b, i64, 32)));
+  Value none = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, high,
+                                     i32Constant(b, 0));
+  Value score = arith::SelectOp::create(
+      b, none, f32Constant(b, std::numeric_limits<double>::quiet_NaN()),
+      f32Constant(b, 0.0));
+  return {score, expert, Value()};
 }
 
 MemRefType dynamic2D(Type element) {
@@ -297,25 +332,49 @@ gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
           }
         }
 
-        // Top-k: k rounds of a warp-wide best; the winner's lane retires it.
+        // Top-k: k rounds of a warp-wide unsigned max over packed keys
+        // (rankKey: the best score, ties to the lower expert, in one
+        // compare); the winner's lane retires it.
         SmallVector<Candidate> picked;
-        SmallVector<Value> remaining = score;
+        SmallVector<Value> keys;
+        for (int64_t i = 0; i < perLane; ++i)
+          keys.push_back(rankKey(nb, score[i], expert[i]));
         for (int64_t j = 0; j < spec.topK; ++j) {
-          Candidate best{nan, i32Constant(nb, -1), nan};
-          for (int64_t i = 0; i < perLane; ++i) {
-            Candidate c{remaining[i], expert[i], source[i]};
-            best = pick(nb, beats(nb, c, best), c, best);
-          }
-          best = warpBest(nb, best);
-          best.expert = arith::SelectOp::create(
-              nb, isNaN(nb, best.score), i32Constant(nb, -1), best.expert);
+          Value best = keys[0];
+          for (int64_t i = 1; i < perLane; ++i)
+            best = arith::MaxUIOp::create(nb, best, keys[i]);
+          for (int32_t d = 16; d >= 1; d /= 2)
+            best = arith::MaxUIOp::create(nb, best, shuffleXor64(nb, best, d));
+          Candidate chosen = unpackKey(nb, best);
+          // The winner's source value, from the lane that holds it.
+          Value slot =
+              arith::ShRUIOp::create(nb, chosen.expert, i32Constant(nb, 5));
+          Value local = source[0];
+          for (int64_t i = 1; i < perLane; ++i)
+            local = arith::SelectOp::create(
+                nb,
+                arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, slot,
+                                      i32Constant(nb, i)),
+                source[i], local);
+          Value owner =
+              arith::AndIOp::create(nb, chosen.expert, i32Constant(nb, 31));
+          chosen.source =
+              gpu::ShuffleOp::create(nb, local, owner, i32Constant(nb, 32),
+                                     gpu::ShuffleMode::IDX)
+                  .getShuffleResult();
+          Value none = isNaN(nb, chosen.score);
+          chosen.source = arith::SelectOp::create(nb, none, nan, chosen.source);
+          Value winner = chosen.expert;
+          chosen.expert = arith::SelectOp::create(nb, none, i32Constant(nb, -1),
+                                                  chosen.expert);
+          Value retired = arith::ConstantIntOp::create(nb, nb.getI64Type(), 0);
           for (int64_t i = 0; i < perLane; ++i)
-            remaining[i] = arith::SelectOp::create(
+            keys[i] = arith::SelectOp::create(
                 nb,
                 arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, expert[i],
-                                      best.expert),
-                nan, remaining[i]);
-          picked.push_back(best);
+                                      winner),
+                retired, keys[i]);
+          picked.push_back(chosen);
         }
 
         // Weights, in f32 (a missing pick weighs 0).
