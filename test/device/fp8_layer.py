@@ -51,7 +51,7 @@ BENCH = "--bench" in sys.argv
 sys.path[:0] = [ARTIFACTS, PEERS, os.path.dirname(os.path.abspath(__file__))]
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
-from tally import Tally, refused_without_launch, run  # noqa: E402
+from tally import Tally, graph_replay_errors, refused_without_launch, run  # noqa: E402
 from peers import SHAPES, bench, expert_act, moe_grouped, route_model  # noqa: E402
 from fp8_grouped_matmul import dequantize_blocks, quantize_blocks  # noqa: E402
 
@@ -265,21 +265,13 @@ def main():
             layer = Fp8Layer(bundle, name, T, H, I, weights, bias)
             x = torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16)
             logits = torch.randn(T, E, device=DEV, generator=generator)
-            stream = torch.cuda.Stream()
-            with torch.cuda.stream(stream):
-                layer(x, logits)
-            torch.cuda.synchronize()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                layer(x, logits)
-            errs = []
-            for _ in range(2):
+            def refresh():
                 x.copy_(torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16))
                 logits.copy_(torch.randn(T, E, device=DEV, generator=generator))
-                layer.poison()
-                graph.replay()
-                torch.cuda.synchronize()
-                errs.append(rel_err(layer.out, layer_reference(model, x, logits, bias, fp8_w13, fp8_w2, True)))
+
+            errs = graph_replay_errors(
+                lambda: layer(x, logits), refresh, layer.poison,
+                lambda: rel_err(layer.out, layer_reference(model, x, logits, bias, fp8_w13, fp8_w2, True)))
             report(all(e <= TOLERANCE for e in errs), what, ", ".join(f"{e:.2e}" for e in errs))
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")

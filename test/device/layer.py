@@ -28,7 +28,7 @@ BENCH = "--bench" in sys.argv
 sys.path[:0] = [ARTIFACTS, PEERS]
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
-from tally import Tally, refused_without_launch, run  # noqa: E402
+from tally import Tally, graph_replay_errors, refused_without_launch, run  # noqa: E402
 from peers import SHAPES, bench, moe_grouped, moe_loop, reference, route_model  # noqa: E402
 
 DEV = "cuda"
@@ -125,21 +125,12 @@ def main():
             layer = Layer(bundle, name, T, H, I, bias, b13, b2)
             x = torch.randn(T, H, device=DEV).to(torch.bfloat16)
             logits = torch.randn(T, E, device=DEV)
-            stream = torch.cuda.Stream()
-            with torch.cuda.stream(stream):
-                layer(x, logits, w13, w2)
-            torch.cuda.synchronize()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                layer(x, logits, w13, w2)
-            errs = []
-            for _ in range(2):
+            def refresh():
                 x.copy_(torch.randn(T, H, device=DEV).to(torch.bfloat16))
                 logits.copy_(torch.randn(T, E, device=DEV))
-                layer.poison()
-                graph.replay()
-                torch.cuda.synchronize()
-                errs.append(rel_err(layer.out, want(x, logits, bias)))
+
+            errs = graph_replay_errors(lambda: layer(x, logits, w13, w2), refresh, layer.poison,
+                                       lambda: rel_err(layer.out, want(x, logits, bias)))
             report(all(e <= TOLERANCE for e in errs), what, ", ".join(f"{e:.2e}" for e in errs))
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")

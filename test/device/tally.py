@@ -1,7 +1,8 @@
 """What every GPU test script here shares: one PASS/FAIL line per check,
 the closing `N passed, N failed` that scripts/gpu-tests.sh adds up, the
-exit status (an exception counts as a failure, never as a pass), and the
-check that bad arguments are refused before anything is launched."""
+exit status (an exception counts as a failure, never as a pass), the check
+that bad arguments are refused before anything is launched, and CUDA-graph
+replays on new inputs."""
 import sys
 import traceback
 
@@ -40,6 +41,29 @@ def refused_without_launch(cases, attempt, out, error_type):
                 refused.append(why)
             print(f"  {why}: {error}")
     return refused
+
+
+def graph_replay_errors(call, refresh, poison, error, replays=2):
+    """call() captured in a CUDA graph (after a warm-up run on a side
+    stream), then per replay: refresh() the inputs in place, poison() the
+    outputs, replay, and error() of the result. Returns the errors."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        call()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call()
+    errors = []
+    for _ in range(replays):
+        refresh()
+        poison()
+        graph.replay()
+        torch.cuda.synchronize()
+        errors.append(error())
+    return errors
 
 
 def run(main):
