@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeDriver.h"
+#include "LaunchChecks.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
 
@@ -50,15 +51,6 @@ moeStatus run(moeBundle *bundle, const char *entry,
               const moeGroupedMatmulArgs &a) {
   return moeGroupedMatmul(bundle, entry, &a, nullptr);
 }
-
-/// Expects `call` to fail with `status` and `message` without having called
-/// the driver at all.
-#define CHECK_REJECTED(call, status, message)                                  \
-  do {                                                                         \
-    size_t callsBefore = fakeGpu().calls.size();                               \
-    CHECK_STATUS(call, status, message);                                       \
-    CHECK_EQ(callsSince(callsBefore), std::string());                          \
-  } while (0)
 
 /// fp8Bundle() with the first `from` replaced by `to`.
 std::string fp8Replaced(const std::string &from, const std::string &to) {
@@ -514,7 +506,7 @@ void checkFp8Launches(moeBundle *bundle, const char *entry,
   size_t callsBefore = gpu.calls.size();
   size_t launchesBefore = gpu.launches.size();
   size_t encodesBefore = gpu.encodes.size();
-  void *stream = reinterpret_cast<void *>(uintptr_t(0xf8f8));
+  void *stream = testStream();
   CHECK_EQ(moeGroupedMatmul(bundle, entry, &a, stream), MOE_STATUS_SUCCESS);
   // Descriptors first (none launched if one fails), then the launches; no
   // queries, syncs, copies or allocations.

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeDriver.h"
+#include "LaunchChecks.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
 
@@ -41,15 +42,6 @@ moeGroupedMatmulArgs args(int64_t m, int64_t n, int64_t k, int64_t experts) {
 
 /// Arguments matching entry gate_up (E=8, N=28672, K=4096).
 moeGroupedMatmulArgs gateUp(int64_t m) { return args(m, 28672, 4096, 8); }
-
-/// Expects `call` to fail with INVALID_ARGUMENT (or `status`) and `message`,
-/// without having called the driver at all.
-#define CHECK_REJECTED(call, status, message)                                  \
-  do {                                                                         \
-    size_t callsBefore = fakeGpu().calls.size();                               \
-    CHECK_STATUS(call, status, message);                                       \
-    CHECK_EQ(callsSince(callsBefore), std::string());                          \
-  } while (0)
 
 moeStatus run(moeBundle *bundle, const char *entry,
               const moeGroupedMatmulArgs &a, void *stream = nullptr) {
@@ -229,7 +221,7 @@ void checkLaunches(moeBundle *bundle, const char *entry,
   size_t callsBefore = gpu.calls.size();
   size_t launchesBefore = gpu.launches.size();
   size_t encodesBefore = gpu.encodes.size();
-  void *stream = reinterpret_cast<void *>(uintptr_t(0x5712ea));
+  void *stream = testStream();
   CHECK_EQ(moeGroupedMatmul(bundle, entry, &a, stream), MOE_STATUS_SUCCESS);
 
   // Only host-side descriptor encoding and launches: no sync, no copies, no

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeDriver.h"
+#include "LaunchChecks.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
 
@@ -179,15 +180,6 @@ void checkLoadsAndFails(const std::string &bytes, const char *entry,
   moeBundleClose(bundle);
 }
 
-/// Expects `call` to fail with `status` and `message`, without having called
-/// the driver at all.
-#define CHECK_REJECTED(call, status, message)                                  \
-  do {                                                                         \
-    size_t callsBefore = fakeGpu().calls.size();                               \
-    CHECK_STATUS(call, status, message);                                       \
-    CHECK_EQ(callsSince(callsBefore), std::string());                          \
-  } while (0)
-
 /// Where the buffers start in the workspace (contract §3.5, §3.10), by hand;
 /// the quantized rows and inter and their scales in a layer_fp8.v1 layer's
 /// only.
@@ -251,7 +243,7 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
   CHECK_EQ(moeBundleGetEntry(bundle, index, &info), MOE_STATUS_SUCCESS);
   const bool fp8 = *info.quantize != '\0';
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
-  void *stream = reinterpret_cast<void *>(uintptr_t(0x5712ea));
+  void *stream = testStream();
   size_t callsBefore = gpu.calls.size(), before = gpu.launches.size();
   CHECK_EQ(layer(bundle, entry, a, stream), MOE_STATUS_SUCCESS);
   std::string calls = "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "

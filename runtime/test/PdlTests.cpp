@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeDriver.h"
+#include "LaunchChecks.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
 
@@ -169,7 +170,7 @@ std::vector<FakeLaunch> launchesOf(const Call &call, bool withLaunchKernelEx,
     return {};
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
   size_t before = gpu.calls.size();
-  void *stream = reinterpret_cast<void *>(uintptr_t(0x5712ea));
+  void *stream = testStream();
   {
     PdlEnvironment environment(pdl);
     CHECK_EQ(call.run(bundle, stream), MOE_STATUS_SUCCESS);

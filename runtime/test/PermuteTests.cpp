@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeDriver.h"
+#include "LaunchChecks.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
 
@@ -62,28 +63,6 @@ moeStatus permute(moeBundle *bundle, const char *entry, const moePermuteArgs &a,
   return moePermute(bundle, entry, &a, stream);
 }
 
-/// Expects `call` to fail with `status` and `message`, without having called
-/// the driver at all.
-#define CHECK_REJECTED(call, status, message)                                  \
-  do {                                                                         \
-    size_t callsBefore = fakeGpu().calls.size();                               \
-    CHECK_STATUS(call, status, message);                                       \
-    CHECK_EQ(callsSince(callsBefore), std::string());                          \
-  } while (0)
-
-void push(std::vector<uint64_t> &words, uint64_t pointer, int64_t size) {
-  for (uint64_t word :
-       {pointer, pointer, uint64_t(0), uint64_t(size), uint64_t(1)})
-    words.push_back(word);
-}
-
-void push2D(std::vector<uint64_t> &words, uint64_t pointer, int64_t rows,
-            int64_t columns) {
-  for (uint64_t word : {pointer, pointer, uint64_t(0), uint64_t(rows),
-                        uint64_t(columns), uint64_t(columns), uint64_t(1)})
-    words.push_back(word);
-}
-
 /// An entry of permuteBundle(): its sizes and kernels.
 struct KernelShape {
   const char *symbol;
@@ -116,8 +95,8 @@ std::vector<uint64_t> countParams(const PermuteEntry &entry,
                                   const moePermuteArgs &a) {
   Expected x = expected(entry, a);
   std::vector<uint64_t> words;
-  push2D(words, a.ids, a.tokens_count, entry.topK);
-  push(words, x.counts, x.chunks * entry.experts);
+  pushMemref2D(words, a.ids, a.tokens_count, entry.topK);
+  pushMemref1D(words, x.counts, x.chunks * entry.experts);
   return words;
 }
 
@@ -127,11 +106,11 @@ std::vector<uint64_t> indexParams(const PermuteEntry &entry,
                                   const moePermuteArgs &a) {
   Expected x = expected(entry, a);
   std::vector<uint64_t> words;
-  push2D(words, a.ids, a.tokens_count, entry.topK);
-  push(words, x.counts, x.chunks * entry.experts);
-  push(words, a.offsets, entry.experts + 1);
-  push2D(words, a.slots, a.tokens_count, entry.topK);
-  push(words, x.sources, x.n);
+  pushMemref2D(words, a.ids, a.tokens_count, entry.topK);
+  pushMemref1D(words, x.counts, x.chunks * entry.experts);
+  pushMemref1D(words, a.offsets, entry.experts + 1);
+  pushMemref2D(words, a.slots, a.tokens_count, entry.topK);
+  pushMemref1D(words, x.sources, x.n);
   return words;
 }
 
@@ -141,10 +120,10 @@ std::vector<uint64_t> gatherParams(const PermuteEntry &entry,
                                    const moePermuteArgs &a) {
   Expected x = expected(entry, a);
   std::vector<uint64_t> words;
-  push2D(words, a.tokens, a.tokens_count, a.hidden);
-  push(words, x.sources, x.n);
-  push(words, a.offsets, entry.experts + 1);
-  push2D(words, a.rows, x.n, a.hidden);
+  pushMemref2D(words, a.tokens, a.tokens_count, a.hidden);
+  pushMemref1D(words, x.sources, x.n);
+  pushMemref1D(words, a.offsets, entry.experts + 1);
+  pushMemref2D(words, a.rows, x.n, a.hidden);
   return words;
 }
 
@@ -183,7 +162,7 @@ void checkPermute(moeBundle *bundle, const PermuteEntry &entry,
   CHECK_EQ(int64_t(chunks), expected(entry, a).chunks);
   size_t callsBefore = gpu.calls.size();
   size_t launchesBefore = gpu.launches.size();
-  void *stream = reinterpret_cast<void *>(uintptr_t(0x5712ea));
+  void *stream = testStream();
   CHECK_EQ(permute(bundle, entry.name, a, stream), MOE_STATUS_SUCCESS);
   CHECK_EQ(callsSince(callsBefore), "cuCtxGetCurrent cuCtxGetId "
                                     "cuLaunchKernelEx cuLaunchKernelEx "

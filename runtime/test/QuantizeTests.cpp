@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeDriver.h"
+#include "LaunchChecks.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
 
@@ -46,28 +47,15 @@ moeStatus quantize(moeBundle *bundle, const char *entry,
   return moeQuantize(bundle, entry, &a, stream);
 }
 
-/// Expects `call` to fail with `status` and `message`, without having called
-/// the driver at all.
-#define CHECK_REJECTED(call, status, message)                                  \
-  do {                                                                         \
-    size_t callsBefore = fakeGpu().calls.size();                               \
-    CHECK_STATUS(call, status, message);                                       \
-    CHECK_EQ(callsSince(callsBefore), std::string());                          \
-  } while (0)
-
 /// The 21 parameters: input and values [batch*R, C], scales [batch*R/br,
 /// C/bc], each a rank-2 memref descriptor.
 std::vector<uint64_t> params(const moeQuantizeArgs &a, int64_t blockRows,
                              int64_t blockCols) {
   std::vector<uint64_t> words;
-  auto memref2D = [&](uint64_t pointer, int64_t rows, int64_t columns) {
-    for (uint64_t word : {pointer, pointer, uint64_t(0), uint64_t(rows),
-                          uint64_t(columns), uint64_t(columns), uint64_t(1)})
-      words.push_back(word);
-  };
-  memref2D(a.input, a.batch * a.rows, a.cols);
-  memref2D(a.values, a.batch * a.rows, a.cols);
-  memref2D(a.scales, a.batch * a.rows / blockRows, a.cols / blockCols);
+  pushMemref2D(words, a.input, a.batch * a.rows, a.cols);
+  pushMemref2D(words, a.values, a.batch * a.rows, a.cols);
+  pushMemref2D(words, a.scales, a.batch * a.rows / blockRows,
+               a.cols / blockCols);
   return words;
 }
 
@@ -82,7 +70,7 @@ void checkLaunch(moeBundle *bundle, const char *entry, const moeQuantizeArgs &a,
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
   size_t callsBefore = gpu.calls.size();
   size_t launchesBefore = gpu.launches.size();
-  void *stream = reinterpret_cast<void *>(uintptr_t(0x5712ea));
+  void *stream = testStream();
   CHECK_EQ(quantize(bundle, entry, a, stream), MOE_STATUS_SUCCESS);
   CHECK_EQ(callsSince(callsBefore),
            "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx");

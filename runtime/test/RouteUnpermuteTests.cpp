@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeDriver.h"
+#include "LaunchChecks.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
 
@@ -88,23 +89,6 @@ moeStatus unpermute(moeBundle *bundle, const char *entry,
   return moeUnpermute(bundle, entry, &a, stream);
 }
 
-/// Expects `call` to fail with `status` and `message`, without having called
-/// the driver at all.
-#define CHECK_REJECTED(call, status, message)                                  \
-  do {                                                                         \
-    size_t callsBefore = fakeGpu().calls.size();                               \
-    CHECK_STATUS(call, status, message);                                       \
-    CHECK_EQ(callsSince(callsBefore), std::string());                          \
-  } while (0)
-
-/// The 7 words of a rank-2 memref descriptor [rows, columns].
-void memref2D(std::vector<uint64_t> &words, uint64_t pointer, int64_t rows,
-              int64_t columns) {
-  for (uint64_t word : {pointer, pointer, uint64_t(0), uint64_t(rows),
-                        uint64_t(columns), uint64_t(columns), uint64_t(1)})
-    words.push_back(word);
-}
-
 /// After loading, runs `launch` and checks that it made exactly one launch,
 /// of `symbol` on grid (gridX, 1, 1), block (threads, 1, 1), `smem`, the
 /// stream, and exactly `params`; and no driver call but the context lookup.
@@ -116,7 +100,7 @@ void checkLaunch(moeBundle *bundle, Launch launch, const char *symbol,
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
   size_t callsBefore = gpu.calls.size();
   size_t launchesBefore = gpu.launches.size();
-  void *stream = reinterpret_cast<void *>(uintptr_t(0x5712ea));
+  void *stream = testStream();
   CHECK_EQ(launch(stream), MOE_STATUS_SUCCESS);
   CHECK_EQ(callsSince(callsBefore),
            "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx");
@@ -148,13 +132,11 @@ void checkLaunch(moeBundle *bundle, Launch launch, const char *symbol,
 std::vector<uint64_t> routeParams(const moeRouteArgs &a, int64_t topK,
                                   bool bias) {
   std::vector<uint64_t> words;
-  memref2D(words, a.logits, a.tokens, a.experts);
+  pushMemref2D(words, a.logits, a.tokens, a.experts);
   if (bias)
-    for (uint64_t word :
-         {a.bias, a.bias, uint64_t(0), uint64_t(a.experts), uint64_t(1)})
-      words.push_back(word);
-  memref2D(words, a.ids, a.tokens, topK);
-  memref2D(words, a.weights, a.tokens, topK);
+    pushMemref1D(words, a.bias, a.experts);
+  pushMemref2D(words, a.ids, a.tokens, topK);
+  pushMemref2D(words, a.weights, a.tokens, topK);
   return words;
 }
 
@@ -162,11 +144,11 @@ std::vector<uint64_t> routeParams(const moeRouteArgs &a, int64_t topK,
 std::vector<uint64_t> unpermuteParams(const moeUnpermuteArgs &a, int64_t topK,
                                       bool weighted) {
   std::vector<uint64_t> words;
-  memref2D(words, a.rows, a.rows_count, a.hidden);
-  memref2D(words, a.slots, a.tokens, topK);
+  pushMemref2D(words, a.rows, a.rows_count, a.hidden);
+  pushMemref2D(words, a.slots, a.tokens, topK);
   if (weighted)
-    memref2D(words, a.weights, a.tokens, topK);
-  memref2D(words, a.out, a.tokens, a.hidden);
+    pushMemref2D(words, a.weights, a.tokens, topK);
+  pushMemref2D(words, a.out, a.tokens, a.hidden);
   return words;
 }
 
