@@ -480,136 +480,28 @@ TEST(fp8RejectsBadSizes) {
 
 namespace {
 
-struct ExpectedLaunch {
-  const char *symbol;
-  unsigned gridX; // grid (gridX, 1, 1)
-  unsigned block, smem;
-  int32_t rowsMin, rowsMax;
-  uint32_t tileM, tileN;
-};
-
 /// Runs `entry` with `a` after loading, and checks that exactly the expected
-/// launches (and their tensor maps) reached the driver, in order, with the
-/// parameters of contract §3.7.
+/// launches (and their tensor maps, of 1-byte UINT8 elements) reached the
+/// driver, in order, with the parameters of contract §3.7.
 void checkFp8Launches(moeBundle *bundle, const char *entry,
                       const moeGroupedMatmulArgs &a,
-                      const std::vector<ExpectedLaunch> &expected,
+                      const std::vector<ExpectedGemmLaunch> &expected,
                       const char *epilogue, int biasBits = 0) {
-  const bool swiglu = std::string(epilogue) == "swiglu";
-  const bool rowScale = std::string(epilogue) == "row_scale";
-  const uint64_t outColumns = uint64_t(swiglu ? a.n / 2 : a.n);
   // Scale blocks: along K, and along the weights' N.
   const uint64_t kb = uint64_t((a.k + 127) / 128),
                  nb = uint64_t((a.n + 127) / 128);
-  FakeGpu &gpu = fakeGpu();
-  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
-  size_t callsBefore = gpu.calls.size();
-  size_t launchesBefore = gpu.launches.size();
-  size_t encodesBefore = gpu.encodes.size();
-  void *stream = testStream();
-  CHECK_EQ(moeGroupedMatmul(bundle, entry, &a, stream), MOE_STATUS_SUCCESS);
-  // Descriptors first (none launched if one fails), then the launches; no
-  // queries, syncs, copies or allocations.
-  std::string calls = "cuCtxGetCurrent cuCtxGetId";
-  for (size_t i = 0; i < expected.size(); ++i)
-    calls += " cuTensorMapEncodeTiled cuTensorMapEncodeTiled";
-  for (size_t i = 0; i < expected.size(); ++i)
-    calls += " cuLaunchKernelEx";
-  CHECK_EQ(callsSince(callsBefore), calls);
-  CHECK_EQ(gpu.launches.size() - launchesBefore, expected.size());
-  CHECK_EQ(gpu.encodes.size() - encodesBefore, 2 * expected.size());
-  if (gpu.launches.size() - launchesBefore != expected.size() ||
-      gpu.encodes.size() - encodesBefore != 2 * expected.size())
-    return;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const ExpectedLaunch &want = expected[i];
-    const FakeLaunch &got = gpu.launches[launchesBefore + i];
-    CHECK_EQ(got.function, std::string(want.symbol));
-    CHECK_EQ(got.grid[0], want.gridX);
-    CHECK_EQ(got.grid[1], 1u);
-    CHECK_EQ(got.grid[2], 1u);
-    CHECK_EQ(got.block[0], want.block);
-    CHECK_EQ(got.block[1], 1u);
-    CHECK_EQ(got.block[2], 1u);
-    CHECK_EQ(got.smem, want.smem);
-    CHECK_EQ(got.stream, stream);
-    CHECK(got.extraIsNull);
-    CHECK(isPdlLaunch(got));
-    CHECK(got.mapsAligned);
-    // 2-6: offsets; 7-13: out; 14-16: K, rows_min, rows_max (as v3).
-    const uint64_t words[12] = {
-        a.offsets,  a.offsets, 0, uint64_t(a.experts + 1), 1,
-        a.out,      a.out,     0, uint64_t(a.m),           outColumns,
-        outColumns, 1};
-    for (int w = 0; w < 12; ++w)
-      CHECK_EQ(got.words[w], words[w]);
-    CHECK_EQ(got.ints[0], int32_t(a.k));
-    CHECK_EQ(got.ints[1], want.rowsMin);
-    CHECK_EQ(got.ints[2], want.rowsMax);
-    // 17-23: rows_scale [M, KB]; 24-32: weights_scale [E, NB, KB]; then
-    // row_scale [M] and bias [E, N] where the entry takes them.
-    std::vector<uint64_t> tail = {a.rows_scale,
-                                  a.rows_scale,
-                                  0,
-                                  uint64_t(a.m),
-                                  kb,
-                                  kb,
-                                  1,
-                                  a.weights_scale,
-                                  a.weights_scale,
-                                  0,
-                                  uint64_t(a.experts),
-                                  nb,
-                                  kb,
-                                  nb * kb,
-                                  kb,
-                                  1};
-    if (rowScale)
-      for (uint64_t word :
-           {a.row_scale, a.row_scale, uint64_t(0), uint64_t(a.m), uint64_t(1)})
-        tail.push_back(word);
-    if (biasBits)
-      for (uint64_t word : {a.bias, a.bias, uint64_t(0), uint64_t(a.experts),
-                            uint64_t(a.n), uint64_t(a.n), uint64_t(1)})
-        tail.push_back(word);
-    CHECK_EQ(got.numParams, int(17 + tail.size()));
-    CHECK_EQ(got.tail.size(), tail.size());
-    for (size_t w = 0; w < tail.size() && w < got.tail.size(); ++w)
-      CHECK_EQ(got.tail[w], tail[w]);
-
-    // Its tensor maps: 1-byte elements (UINT8), else as v3's.
-    int rowsIndex = int(encodesBefore + 2 * i);
-    CHECK_EQ(got.mapEncode[0], rowsIndex);
-    CHECK_EQ(got.mapEncode[1], rowsIndex + 1);
-    const FakeEncode &rows = gpu.encodes[rowsIndex];
-    const FakeEncode &weights = gpu.encodes[rowsIndex + 1];
-    for (const FakeEncode *map : {&rows, &weights}) {
-      CHECK_EQ(map->dataType, 0); // CU_TENSOR_MAP_DATA_TYPE_UINT8
-      CHECK_EQ(map->interleave, 0);
-      CHECK_EQ(map->swizzle, 3);     // 128 B
-      CHECK_EQ(map->oobFill, 0);     // zeros
-      CHECK_EQ(map->l2Promotion, 2); // 128 B
-      for (unsigned d = 0; d < map->rank; ++d)
-        CHECK_EQ(map->elementStrides[d], 1u);
-    }
-    CHECK_EQ(rows.address, a.rows);
-    CHECK_EQ(rows.rank, 2u);
-    CHECK_EQ(rows.dims[0], uint64_t(a.k));
-    CHECK_EQ(rows.dims[1], uint64_t(a.m));
-    CHECK_EQ(rows.strides[0], uint64_t(a.k)); // bytes: K, not 2K
-    CHECK_EQ(rows.box[0], 128u);              // tile_k: 128 bytes
-    CHECK_EQ(rows.box[1], want.tileM);
-    CHECK_EQ(weights.address, a.weights);
-    CHECK_EQ(weights.rank, 3u);
-    CHECK_EQ(weights.dims[0], uint64_t(a.k));
-    CHECK_EQ(weights.dims[1], uint64_t(a.n));
-    CHECK_EQ(weights.dims[2], uint64_t(a.experts));
-    CHECK_EQ(weights.strides[0], uint64_t(a.k));
-    CHECK_EQ(weights.strides[1], uint64_t(a.n * a.k));
-    CHECK_EQ(weights.box[0], 128u);
-    CHECK_EQ(weights.box[1], swiglu ? want.tileN / 2 : want.tileN);
-    CHECK_EQ(weights.box[2], 1u);
-  }
+  // 17-23: rows_scale [M, KB]; 24-32: weights_scale [E, NB, KB]; then
+  // row_scale [M] and bias [E, N] where the entry takes them.
+  std::vector<uint64_t> tail;
+  pushMemref2D(tail, a.rows_scale, a.m, int64_t(kb));
+  for (uint64_t word : {a.weights_scale, a.weights_scale, uint64_t(0),
+                        uint64_t(a.experts), nb, kb, nb * kb, kb, uint64_t(1)})
+    tail.push_back(word);
+  for (uint64_t word :
+       epilogueParams(a, std::string(epilogue) == "row_scale", biasBits != 0))
+    tail.push_back(word);
+  checkGemmLaunches(bundle, entry, a, expected,
+                    std::string(epilogue) == "swiglu", kFp8Element, tail);
 }
 
 } // namespace
@@ -627,27 +519,27 @@ TEST(fp8LaunchesStore) {
   // = 8 slots * 4 = 32; 128x128 (132 resident): ceil(64/128) + 3 = 4 slots
   // * 2 = 8. 33 parameters each; KB = 4, NB = 2.
   checkFp8Launches(bundle, "gemm", gemm(64),
-                   {{kFp8SwapAB, 32, 128, 81920, 1, 16, 16, 64},
-                    {kFp8Normal, 8, 256, 147456, 17, big, 128, 128}},
+                   {{kFp8SwapAB, 32, 81920, 1, 16, 16, 64, 128},
+                    {kFp8Normal, 8, 147456, 17, big, 128, 128, 256}},
                    "store");
   // One row: no expert reaches rows_min = 17: 2 slots * 4 = 8.
   checkFp8Launches(bundle, "gemm", gemm(1),
-                   {{kFp8SwapAB, 8, 128, 81920, 1, 16, 16, 64}}, "store");
+                   {{kFp8SwapAB, 8, 81920, 1, 16, 16, 64, 128}}, "store");
   // 4096 rows: 8 slots * 4 = 32; 32 + 8 = 40 slots * 2 = 80.
   checkFp8Launches(bundle, "gemm", gemm(4096),
-                   {{kFp8SwapAB, 32, 128, 81920, 1, 16, 16, 64},
-                    {kFp8Normal, 80, 256, 147456, 17, big, 128, 128}},
+                   {{kFp8SwapAB, 32, 81920, 1, 16, 16, 64, 128},
+                    {kFp8Normal, 80, 147456, 17, big, 128, 128, 256}},
                    "store");
   // 2^31 - 1 rows: capped by residency.
   checkFp8Launches(bundle, "gemm", gemm(kMax),
-                   {{kFp8SwapAB, 32, 128, 81920, 1, 16, 16, 64},
-                    {kFp8Normal, 132, 256, 147456, 17, big, 128, 128}},
+                   {{kFp8SwapAB, 32, 81920, 1, 16, 16, 64, 128},
+                    {kFp8Normal, 132, 147456, 17, big, 128, 128, 256}},
                    "store");
   // swiglu: the weights box has tile_n/2 rows, out N/2 columns; the weights
   // scale has the weights' N: NB = ceil(256/128) = 2 (K = 64: KB = 1). 8
   // rows over 4 experts: 5 slots * 2 column tiles.
   checkFp8Launches(bundle, "fswiglu", fp8Args(8, 256, 64, 4),
-                   {{kFp8SwiGLU, 10, 128, 98304, 1, big, 64, 128}}, "swiglu");
+                   {{kFp8SwiGLU, 10, 98304, 1, big, 64, 128, 128}}, "swiglu");
   moeBundleClose(bundle);
 }
 
@@ -663,26 +555,26 @@ TEST(fp8LaunchesRowScaleAndBias) {
   moeGroupedMatmulArgs a = fp8Args(100, 200, 272, 3);
   a.row_scale = kScale + 12;
   checkFp8Launches(bundle, "fscale", a,
-                   {{kFp8Scale, 10, 128, 98304, 1, big, 64, 128}}, "row_scale");
+                   {{kFp8Scale, 10, 98304, 1, big, 64, 128, 128}}, "row_scale");
   // 40 parameters: the bf16 bias memref [E, N] after the scales (2-byte
   // aligned suffices). 8 rows over 4 experts: 5 slots * 2.
   a = fp8Args(8, 256, 128, 4);
   a.bias = kBias + 2;
   checkFp8Launches(bundle, "fbias", a,
-                   {{kFp8Bias, 10, 128, 98304, 1, big, 64, 128}}, "store", 16);
+                   {{kFp8Bias, 10, 98304, 1, big, 64, 128, 128}}, "store", 16);
   // 45 parameters: scales, row_scale, then the f32 bias. 300 rows over 8
   // experts: 5 + 8 = 13 slots * 3 column tiles; K = 1024: KB = 8, NB = 3.
   a = fp8Args(300, 384, 1024, 8);
   a.row_scale = kScale;
   a.bias = kBias;
   checkFp8Launches(bundle, "fboth", a,
-                   {{kFp8Both, 39, 128, 98304, 1, big, 64, 128}}, "row_scale",
+                   {{kFp8Both, 39, 98304, 1, big, 64, 128, 128}}, "row_scale",
                    32);
   // K = 16, the smallest: KB = 1; N = 1: NB = 1.
   a = fp8Args(5, 1, 16, 2);
   a.row_scale = kScale;
   checkFp8Launches(bundle, "fscale", a,
-                   {{kFp8Scale, 3, 128, 98304, 1, big, 64, 128}}, "row_scale");
+                   {{kFp8Scale, 3, 98304, 1, big, 64, 128, 128}}, "row_scale");
   moeBundleClose(bundle);
 }
 

@@ -195,129 +195,31 @@ TEST(groupedMatmulRejectsBadSizes) {
 
 namespace {
 
-struct ExpectedLaunch {
-  const char *symbol;
-  unsigned gridX; // grid (gridX, 1, 1)
-  unsigned smem;
-  int32_t rowsMin, rowsMax;
-  uint32_t tileM, tileN;
-};
-
 /// Runs `entry` with `a` after loading, and checks that exactly the expected
 /// launches (and their tensor maps) reached the driver, in order. `bias`:
 /// the entry takes an expert bias (its kernels must be declared to the fake
 /// with 24 or 29 parameters).
 void checkLaunches(moeBundle *bundle, const char *entry,
                    const moeGroupedMatmulArgs &a,
-                   const std::vector<ExpectedLaunch> &expected,
+                   const std::vector<ExpectedGemmLaunch> &expected,
                    int64_t offsetsBits, const char *epilogue = "store",
                    bool bias = false) {
   const bool swiglu = std::string(epilogue) == "swiglu";
   const bool rowScale = std::string(epilogue) == "row_scale";
-  // out has N/2 columns after a swiglu.
-  const uint64_t outColumns = uint64_t(swiglu ? a.n / 2 : a.n);
-  FakeGpu &gpu = fakeGpu();
-  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
-  size_t callsBefore = gpu.calls.size();
-  size_t launchesBefore = gpu.launches.size();
-  size_t encodesBefore = gpu.encodes.size();
-  void *stream = testStream();
-  CHECK_EQ(moeGroupedMatmul(bundle, entry, &a, stream), MOE_STATUS_SUCCESS);
-
-  // Only host-side descriptor encoding and launches: no sync, no copies, no
-  // allocations, no occupancy or attribute queries (the grids use what the
-  // load cached).
-  std::string calls = "cuCtxGetCurrent cuCtxGetId";
-  for (size_t i = 0; i < expected.size(); ++i)
-    calls += " cuTensorMapEncodeTiled cuTensorMapEncodeTiled";
-  for (size_t i = 0; i < expected.size(); ++i)
-    calls += " cuLaunchKernelEx";
-  CHECK_EQ(callsSince(callsBefore), calls);
-  CHECK_EQ(gpu.launches.size() - launchesBefore, expected.size());
-  CHECK_EQ(gpu.encodes.size() - encodesBefore, 2 * expected.size());
-  if (gpu.launches.size() - launchesBefore != expected.size() ||
-      gpu.encodes.size() - encodesBefore != 2 * expected.size())
-    return;
   (void)offsetsBits;
+  long first =
+      checkGemmLaunches(bundle, entry, a, expected, swiglu, kBf16Element,
+                        epilogueParams(a, rowScale, bias));
+  if (first < 0 || !rowScale || bias)
+    return;
+  // A 22-parameter kernel's 17..21 (the row_scale memref) are recorded in
+  // `scale` too.
   for (size_t i = 0; i < expected.size(); ++i) {
-    const ExpectedLaunch &want = expected[i];
-    const FakeLaunch &got = gpu.launches[launchesBefore + i];
-    CHECK_EQ(got.function, std::string(want.symbol));
-    CHECK_EQ(got.grid[0], want.gridX);
-    CHECK_EQ(got.grid[1], 1u);
-    CHECK_EQ(got.grid[2], 1u);
-    CHECK_EQ(got.block[0], 128u);
-    CHECK_EQ(got.block[1], 1u);
-    CHECK_EQ(got.block[2], 1u);
-    CHECK_EQ(got.smem, want.smem);
-    CHECK_EQ(got.stream, stream);
-    CHECK(got.extraIsNull);
-    CHECK(isPdlLaunch(got));
-    CHECK(got.mapsAligned);
-    // Parameters 2-6: the offsets memref; 7-13: the out memref; 14-16;
-    // 17-21 (row_scale kernels): the row_scale memref.
-    const uint64_t words[12] = {
-        a.offsets,  a.offsets, 0, uint64_t(a.experts + 1), 1,
-        a.out,      a.out,     0, uint64_t(a.m),           outColumns,
-        outColumns, 1};
-    for (int w = 0; w < 12; ++w)
-      CHECK_EQ(got.words[w], words[w]);
-    CHECK_EQ(got.ints[0], int32_t(a.k));
-    CHECK_EQ(got.ints[1], want.rowsMin);
-    CHECK_EQ(got.ints[2], want.rowsMax);
-    if (rowScale && !bias) {
-      CHECK_EQ(got.numParams, 22);
-      const uint64_t scale[5] = {a.row_scale, a.row_scale, 0, uint64_t(a.m), 1};
-      for (int w = 0; w < 5; ++w)
-        CHECK_EQ(got.scale[w], scale[w]);
-    }
-    // After 16: the row_scale memref [M], then the bias memref [E, N] (N the
-    // weights' N, also for swiglu).
-    std::vector<uint64_t> tail;
-    if (rowScale)
-      tail = {a.row_scale, a.row_scale, 0, uint64_t(a.m), 1};
-    if (bias)
-      for (uint64_t word : {a.bias, a.bias, uint64_t(0), uint64_t(a.experts),
-                            uint64_t(a.n), uint64_t(a.n), uint64_t(1)})
-        tail.push_back(word);
-    CHECK_EQ(got.numParams, int(17 + tail.size()));
-    CHECK_EQ(got.tail.size(), tail.size());
-    for (size_t w = 0; w < tail.size() && w < got.tail.size(); ++w)
-      CHECK_EQ(got.tail[w], tail[w]);
-
-    // Its tensor maps: the pair encoded for it (maps before launches).
-    int rowsIndex = int(encodesBefore + 2 * i);
-    CHECK_EQ(got.mapEncode[0], rowsIndex);
-    CHECK_EQ(got.mapEncode[1], rowsIndex + 1);
-    const FakeEncode &rows = gpu.encodes[rowsIndex];
-    const FakeEncode &weights = gpu.encodes[rowsIndex + 1];
-    for (const FakeEncode *map : {&rows, &weights}) {
-      CHECK_EQ(map->dataType, 9); // bf16
-      CHECK_EQ(map->interleave, 0);
-      CHECK_EQ(map->swizzle, 3);     // 128 B
-      CHECK_EQ(map->oobFill, 0);     // zeros
-      CHECK_EQ(map->l2Promotion, 2); // 128 B
-      for (unsigned d = 0; d < map->rank; ++d)
-        CHECK_EQ(map->elementStrides[d], 1u);
-    }
-    CHECK_EQ(rows.address, a.rows);
-    CHECK_EQ(rows.rank, 2u);
-    CHECK_EQ(rows.dims[0], uint64_t(a.k));
-    CHECK_EQ(rows.dims[1], uint64_t(a.m));
-    CHECK_EQ(rows.strides[0], uint64_t(2 * a.k));
-    CHECK_EQ(rows.box[0], 64u);
-    CHECK_EQ(rows.box[1], want.tileM);
-    CHECK_EQ(weights.address, a.weights);
-    CHECK_EQ(weights.rank, 3u);
-    CHECK_EQ(weights.dims[0], uint64_t(a.k));
-    CHECK_EQ(weights.dims[1], uint64_t(a.n));
-    CHECK_EQ(weights.dims[2], uint64_t(a.experts));
-    CHECK_EQ(weights.strides[0], uint64_t(2 * a.k));
-    CHECK_EQ(weights.strides[1], uint64_t(2 * a.n * a.k));
-    CHECK_EQ(weights.box[0], 64u);
-    // A swiglu kernel loads tile_n/2 gate rows, then as many up rows.
-    CHECK_EQ(weights.box[1], swiglu ? want.tileN / 2 : want.tileN);
-    CHECK_EQ(weights.box[2], 1u);
+    const FakeLaunch &got = fakeGpu().launches[first + i];
+    CHECK_EQ(got.numParams, 22);
+    const uint64_t scale[5] = {a.row_scale, a.row_scale, 0, uint64_t(a.m), 1};
+    for (int w = 0; w < 5; ++w)
+      CHECK_EQ(got.scale[w], scale[w]);
   }
 }
 

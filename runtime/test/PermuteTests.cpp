@@ -128,26 +128,10 @@ std::vector<uint64_t> gatherParams(const PermuteEntry &entry,
 }
 
 void checkOneLaunch(const FakeLaunch &got, const KernelShape &kernel,
-                    unsigned gridX, void *stream,
-                    const std::vector<uint64_t> &params) {
-  CHECK_EQ(got.function, std::string(kernel.symbol));
-  CHECK_EQ(got.grid[0], gridX);
-  CHECK_EQ(got.grid[1], 1u);
-  CHECK_EQ(got.grid[2], 1u);
-  CHECK_EQ(got.block[0], kernel.threads);
-  CHECK_EQ(got.block[1], 1u);
-  CHECK_EQ(got.block[2], 1u);
-  CHECK_EQ(got.smem, kernel.smem);
-  CHECK_EQ(got.stream, stream);
-  CHECK(got.extraIsNull);
-  CHECK(isPdlLaunch(got));
-  CHECK_EQ(got.params.size(), params.size());
-  for (size_t i = 0; i < params.size() && i < got.params.size(); ++i)
-    if (got.params[i] != params[i])
-      fail(__FILE__, __LINE__,
-           std::string(kernel.symbol) + ": parameter " + std::to_string(i) +
-               " is " + std::to_string(got.params[i]) + ", expected " +
-               std::to_string(params[i]));
+                    unsigned gridX, const std::vector<uint64_t> &params) {
+  checkLaunchShape(got, kernel.symbol, gridX, kernel.threads, kernel.smem,
+                   testStream());
+  checkWordParams(got, kernel.symbol, params);
 }
 
 /// After loading, runs moePermute(entry, a) and checks that it made exactly
@@ -157,25 +141,21 @@ void checkOneLaunch(const FakeLaunch &got, const KernelShape &kernel,
 void checkPermute(moeBundle *bundle, const PermuteEntry &entry,
                   const moePermuteArgs &a, unsigned chunks,
                   unsigned gatherGrid) {
-  FakeGpu &gpu = fakeGpu();
-  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
   CHECK_EQ(int64_t(chunks), expected(entry, a).chunks);
-  size_t callsBefore = gpu.calls.size();
-  size_t launchesBefore = gpu.launches.size();
-  void *stream = testStream();
-  CHECK_EQ(permute(bundle, entry.name, a, stream), MOE_STATUS_SUCCESS);
-  CHECK_EQ(callsSince(callsBefore), "cuCtxGetCurrent cuCtxGetId "
-                                    "cuLaunchKernelEx cuLaunchKernelEx "
-                                    "cuLaunchKernelEx");
-  CHECK_EQ(gpu.launches.size(), launchesBefore + 3);
-  if (gpu.launches.size() != launchesBefore + 3)
+  long first = runAfterLoad(
+      bundle,
+      [&](void *stream) { return permute(bundle, entry.name, a, stream); },
+      "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx cuLaunchKernelEx "
+      "cuLaunchKernelEx",
+      3);
+  if (first < 0)
     return;
-  checkOneLaunch(gpu.launches[launchesBefore], entry.count, chunks, stream,
-                 countParams(entry, a));
-  checkOneLaunch(gpu.launches[launchesBefore + 1], entry.index, chunks, stream,
+  const std::vector<FakeLaunch> &launches = fakeGpu().launches;
+  checkOneLaunch(launches[first], entry.count, chunks, countParams(entry, a));
+  checkOneLaunch(launches[first + 1], entry.index, chunks,
                  indexParams(entry, a));
-  checkOneLaunch(gpu.launches[launchesBefore + 2], entry.gather, gatherGrid,
-                 stream, gatherParams(entry, a));
+  checkOneLaunch(launches[first + 2], entry.gather, gatherGrid,
+                 gatherParams(entry, a));
 }
 
 const PermuteEntry kPerm = {"perm",

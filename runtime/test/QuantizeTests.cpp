@@ -66,37 +66,14 @@ std::vector<uint64_t> params(const moeQuantizeArgs &a, int64_t blockRows,
 void checkLaunch(moeBundle *bundle, const char *entry, const moeQuantizeArgs &a,
                  const char *symbol, unsigned gridX, unsigned threads,
                  int64_t blockRows, int64_t blockCols) {
-  FakeGpu &gpu = fakeGpu();
-  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
-  size_t callsBefore = gpu.calls.size();
-  size_t launchesBefore = gpu.launches.size();
-  void *stream = testStream();
-  CHECK_EQ(quantize(bundle, entry, a, stream), MOE_STATUS_SUCCESS);
-  CHECK_EQ(callsSince(callsBefore),
-           "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx");
-  CHECK_EQ(gpu.launches.size(), launchesBefore + 1);
-  if (gpu.launches.size() != launchesBefore + 1)
+  long first = runAfterLoad(
+      bundle, [&](void *stream) { return quantize(bundle, entry, a, stream); },
+      "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx", 1);
+  if (first < 0)
     return;
-  const FakeLaunch &got = gpu.launches.back();
-  CHECK_EQ(got.function, std::string(symbol));
-  CHECK_EQ(got.grid[0], gridX);
-  CHECK_EQ(got.grid[1], 1u);
-  CHECK_EQ(got.grid[2], 1u);
-  CHECK_EQ(got.block[0], threads);
-  CHECK_EQ(got.block[1], 1u);
-  CHECK_EQ(got.block[2], 1u);
-  CHECK_EQ(got.smem, 0u);
-  CHECK_EQ(got.stream, stream);
-  CHECK(got.extraIsNull);
-  CHECK(isPdlLaunch(got));
-  std::vector<uint64_t> expected = params(a, blockRows, blockCols);
-  CHECK_EQ(got.params.size(), expected.size());
-  for (size_t i = 0; i < expected.size() && i < got.params.size(); ++i)
-    if (got.params[i] != expected[i])
-      fail(__FILE__, __LINE__,
-           std::string(entry) + ": parameter " + std::to_string(i) + " is " +
-               std::to_string(got.params[i]) + ", expected " +
-               std::to_string(expected[i]));
+  const FakeLaunch &got = fakeGpu().launches[first];
+  checkLaunchShape(got, symbol, gridX, threads, 0, testStream());
+  checkWordParams(got, entry, params(a, blockRows, blockCols));
 }
 
 } // namespace

@@ -96,36 +96,13 @@ template <typename Launch>
 void checkLaunch(moeBundle *bundle, Launch launch, const char *symbol,
                  unsigned gridX, unsigned threads, unsigned smem,
                  const std::vector<uint64_t> &params) {
-  FakeGpu &gpu = fakeGpu();
-  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
-  size_t callsBefore = gpu.calls.size();
-  size_t launchesBefore = gpu.launches.size();
-  void *stream = testStream();
-  CHECK_EQ(launch(stream), MOE_STATUS_SUCCESS);
-  CHECK_EQ(callsSince(callsBefore),
-           "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx");
-  CHECK_EQ(gpu.launches.size(), launchesBefore + 1);
-  if (gpu.launches.size() != launchesBefore + 1)
+  long first = runAfterLoad(bundle, launch,
+                            "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx", 1);
+  if (first < 0)
     return;
-  const FakeLaunch &got = gpu.launches.back();
-  CHECK_EQ(got.function, std::string(symbol));
-  CHECK_EQ(got.grid[0], gridX);
-  CHECK_EQ(got.grid[1], 1u);
-  CHECK_EQ(got.grid[2], 1u);
-  CHECK_EQ(got.block[0], threads);
-  CHECK_EQ(got.block[1], 1u);
-  CHECK_EQ(got.block[2], 1u);
-  CHECK_EQ(got.smem, smem);
-  CHECK_EQ(got.stream, stream);
-  CHECK(got.extraIsNull);
-  CHECK(isPdlLaunch(got));
-  CHECK_EQ(got.params.size(), params.size());
-  for (size_t i = 0; i < params.size() && i < got.params.size(); ++i)
-    if (got.params[i] != params[i])
-      fail(__FILE__, __LINE__,
-           std::string(symbol) + ": parameter " + std::to_string(i) + " is " +
-               std::to_string(got.params[i]) + ", expected " +
-               std::to_string(params[i]));
+  const FakeLaunch &got = fakeGpu().launches[first];
+  checkLaunchShape(got, symbol, gridX, threads, smem, testStream());
+  checkWordParams(got, symbol, params);
 }
 
 /// The 26 parameters of a route with a bias, 21 without.
