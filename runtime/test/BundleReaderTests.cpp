@@ -13,17 +13,6 @@ using namespace moe_test;
 
 namespace {
 
-/// The valid bundle with the first `from` replaced by `to`.
-std::string replaced(const std::string &from, const std::string &to,
-                     std::string bytes = validBundle()) {
-  size_t at = bytes.find(from);
-  if (at == std::string::npos) {
-    fail(__FILE__, __LINE__, "test bug: '" + from + "' not in the bundle");
-    return "";
-  }
-  return bytes.replace(at, from.size(), to);
-}
-
 /// `bytes` as contract version 4 wrote it: no bias or activation keys.
 std::string asVersion4(std::string bytes) {
   bytes.replace(0, 11, "MOEBUNDLE 4");
@@ -1494,29 +1483,12 @@ void checkLayerEntry(moeBundle *bundle, int32_t index, const char *name,
 TEST(bundleMalformedVariants) {
   std::vector<Malformed> cases = malformedBundles();
   CHECK(cases.size() >= 25);
-  for (const Malformed &c : cases) {
-    checksMade += 2; // the status and the message
-    moeStatus status = MOE_STATUS_SUCCESS;
-    moeBundle *bundle = openBundle(c.bytes, &status);
-    if (status != c.status)
-      fail(__FILE__, __LINE__,
-           std::string(c.name) + ": status " + moeStatusName(status) +
-               ", expected " + moeStatusName(c.status) + " (" +
-               moeLastErrorMessage() + ")");
-    else if (!std::strstr(moeLastErrorMessage(), c.message.c_str()))
-      fail(__FILE__, __LINE__,
-           std::string(c.name) + ": message '" + moeLastErrorMessage() +
-               "' lacks '" + c.message + "'");
-    CHECK(bundle == nullptr);
-    moeBundleClose(bundle);
-  }
+  for (const Malformed &c : cases)
+    checkRefused(c.name, c.bytes, c.status, c.message);
 }
 
 TEST(bundleValidParses) {
-  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
-  moeBundle *bundle = openBundle(validBundle(), &status);
-  CHECK_EQ(status, MOE_STATUS_SUCCESS);
-  CHECK(bundle != nullptr);
+  moeBundle *bundle = OPEN_VALID(validBundle());
   if (!bundle)
     return;
   moeBundleInfo info;
@@ -1574,8 +1546,7 @@ TEST(bundleValidParses) {
 
 TEST(bundleExpertMlpParses) {
   moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
-  moeBundle *bundle = openBundle(mlpBundle(), &status);
-  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  moeBundle *bundle = OPEN_VALID(mlpBundle());
   if (!bundle)
     return;
   const char *names[] = {"mlp_gate_up", "mlp_down", "dyn_gate_up", "dyn_down"};
@@ -1610,13 +1581,9 @@ TEST(bundleExpertMlpParses) {
 }
 
 TEST(bundleRouteAndUnpermuteParse) {
-  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
-  moeBundle *bundle = openBundle(routeBundle(), &status);
-  CHECK_EQ(status, MOE_STATUS_SUCCESS);
-  if (!bundle) {
-    fail(__FILE__, __LINE__, moeLastErrorMessage());
+  moeBundle *bundle = OPEN_VALID(routeBundle());
+  if (!bundle)
     return;
-  }
   moeBundleInfo info;
   CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
   CHECK_EQ(info.num_entries, 5);
@@ -1737,12 +1704,9 @@ TEST(bundleRouteAndUnpermuteParse) {
        "moe_kernels threads=32 smem=0\nentry softmax");
   swap("moe_unpermute_k8_i32 image=moe_kernels threads=128",
        "moe_unpermute_k8_i32 image=moe_kernels threads=100");
-  bundle = openBundle(other, &status);
-  CHECK_EQ(status, MOE_STATUS_SUCCESS);
-  if (!bundle) {
-    fail(__FILE__, __LINE__, moeLastErrorMessage());
+  bundle = OPEN_VALID(other);
+  if (!bundle)
     return;
-  }
   CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(std::string(entry.op), "vendor.router");
   CHECK_EQ(entry.top_k, 32);
@@ -1757,13 +1721,9 @@ TEST(bundleRouteAndUnpermuteParse) {
 }
 
 TEST(bundlePermuteParses) {
-  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
-  moeBundle *bundle = openBundle(permuteBundle(), &status);
-  CHECK_EQ(status, MOE_STATUS_SUCCESS);
-  if (!bundle) {
-    fail(__FILE__, __LINE__, moeLastErrorMessage());
+  moeBundle *bundle = OPEN_VALID(permuteBundle());
+  if (!bundle)
     return;
-  }
   moeBundleInfo info;
   CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
   CHECK_EQ(info.num_entries, 5);
@@ -1856,12 +1816,9 @@ TEST(bundlePermuteParses) {
        "abi=permute.v2 op=vendor.permute");
   swap("moe_permute_gather_off64 image=moe_kernels threads=128",
        "moe_permute_gather_off64 image=moe_kernels threads=100");
-  bundle = openBundle(other, &status);
-  CHECK_EQ(status, MOE_STATUS_SUCCESS);
-  if (!bundle) {
-    fail(__FILE__, __LINE__, moeLastErrorMessage());
+  bundle = OPEN_VALID(other);
+  if (!bundle)
     return;
-  }
   CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(std::string(entry.op), "vendor.permute");
   CHECK_EQ(entry.experts, 1);
@@ -2031,12 +1988,9 @@ TEST(lastErrorIsPerThreadAndKeptOnSuccess) {
 
 TEST(bundleBiasAndActivationParse) {
   moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
-  moeBundle *bundle = openBundle(biasBundle(), &status);
-  CHECK_EQ(status, MOE_STATUS_SUCCESS);
-  if (!bundle) {
-    fail(__FILE__, __LINE__, moeLastErrorMessage());
+  moeBundle *bundle = OPEN_VALID(biasBundle());
+  if (!bundle)
     return;
-  }
   // bias_bits and activation by entry; the layer fields "".
   const int32_t bits[] = {32, 16, 32};
   const char *activations[] = {"none", "gptoss", "none"};
@@ -2081,13 +2035,9 @@ TEST(bundleBiasAndActivationParse) {
 }
 
 TEST(bundleLayerParses) {
-  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
-  moeBundle *bundle = openBundle(layerBundle(), &status);
-  CHECK_EQ(status, MOE_STATUS_SUCCESS);
-  if (!bundle) {
-    fail(__FILE__, __LINE__, moeLastErrorMessage());
+  moeBundle *bundle = OPEN_VALID(layerBundle());
+  if (!bundle)
     return;
-  }
   moeBundleInfo info;
   CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
   CHECK_EQ(info.num_entries, 12);
@@ -2137,12 +2087,9 @@ TEST(bundleLayerParses) {
   const std::string hidden = "max_rows=2147483647 experts=4 top_k=2 hidden=-1";
   other.replace(other.find(hidden), hidden.size(),
                 "max_rows=2147483647 experts=4 top_k=2 hidden=4096");
-  bundle = openBundle(other, &status);
-  CHECK_EQ(status, MOE_STATUS_SUCCESS);
-  if (!bundle) {
-    fail(__FILE__, __LINE__, moeLastErrorMessage());
+  bundle = OPEN_VALID(other);
+  if (!bundle)
     return;
-  }
   CHECK_EQ(moeBundleGetEntry(bundle, 5, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(entry.max_rows, 16);
   CHECK_EQ(std::string(entry.down), "mix_down");
@@ -2153,13 +2100,9 @@ TEST(bundleLayerParses) {
 }
 
 TEST(bundleLayerFp8Parses) {
-  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
-  moeBundle *bundle = openBundle(layerFp8Bundle(), &status);
-  CHECK_EQ(status, MOE_STATUS_SUCCESS);
-  if (!bundle) {
-    fail(__FILE__, __LINE__, moeLastErrorMessage());
+  moeBundle *bundle = OPEN_VALID(layerFp8Bundle());
+  if (!bundle)
     return;
-  }
   moeBundleInfo info;
   CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
   CHECK_EQ(info.num_entries, 16);
@@ -2234,12 +2177,9 @@ TEST(bundleLayerFp8Parses) {
       fp8KernelLine("q_down", "q_down_kernel", 1, 2147483647, 128, 64, 128,
                     98304, 0);
   other.replace(other.size() - 4, 4, mlp + "end\n");
-  bundle = openBundle(other, &status);
-  CHECK_EQ(status, MOE_STATUS_SUCCESS);
-  if (!bundle) {
-    fail(__FILE__, __LINE__, moeLastErrorMessage());
+  bundle = OPEN_VALID(other);
+  if (!bundle)
     return;
-  }
   CHECK_EQ(moeBundleGetEntry(bundle, 7, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(entry.max_rows, 16);
   CHECK_EQ(std::string(entry.intermediate), "fmix_intermediate");

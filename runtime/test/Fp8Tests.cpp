@@ -54,13 +54,7 @@ moeStatus run(moeBundle *bundle, const char *entry,
 
 /// fp8Bundle() with the first `from` replaced by `to`.
 std::string fp8Replaced(const std::string &from, const std::string &to) {
-  std::string bytes = fp8Bundle();
-  size_t at = bytes.find(from);
-  if (at == std::string::npos) {
-    fail(__FILE__, __LINE__, "test bug: '" + from + "' not in the bundle");
-    return "";
-  }
-  return bytes.replace(at, from.size(), to);
+  return replaced(from, to, fp8Bundle());
 }
 
 /// The fake's FP8 kernels: 33 parameters, 38 with row_scale, 40 with a
@@ -77,12 +71,9 @@ void declareFp8Kernels(FakeGpu &gpu) {
 
 TEST(fp8BundleParses) {
   moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
-  moeBundle *bundle = openBundle(fp8Bundle(), &status);
-  CHECK_EQ(status, MOE_STATUS_SUCCESS);
-  if (!bundle) {
-    fail(__FILE__, __LINE__, moeLastErrorMessage());
+  moeBundle *bundle = OPEN_VALID(fp8Bundle());
+  if (!bundle)
     return;
-  }
   moeBundleInfo info;
   CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
   CHECK_EQ(info.version, 6);
@@ -282,22 +273,8 @@ TEST(fp8MalformedEntries) {
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
        "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
   };
-  for (const Case &c : cases) {
-    checksMade += 2;
-    moeStatus status = MOE_STATUS_SUCCESS;
-    moeBundle *bundle = openBundle(c.bytes, &status);
-    if (status != c.status)
-      fail(__FILE__, __LINE__,
-           std::string(c.name) + ": status " + moeStatusName(status) +
-               ", expected " + moeStatusName(c.status) + " (" +
-               moeLastErrorMessage() + ")");
-    else if (!std::strstr(moeLastErrorMessage(), c.message))
-      fail(__FILE__, __LINE__,
-           std::string(c.name) + ": message '" + moeLastErrorMessage() +
-               "' lacks '" + c.message + "'");
-    CHECK(bundle == nullptr);
-    moeBundleClose(bundle);
-  }
+  for (const Case &c : cases)
+    checkRefused(c.name, c.bytes, c.status, c.message);
 }
 
 TEST(fp8RejectsBadScales) {

@@ -371,12 +371,9 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
 
 TEST(layerWorkspaceBytes) {
   install();
-  moeBundle *bundle = openBundle(layerBundle());
-  CHECK(bundle != nullptr);
-  if (!bundle) {
-    fail(__FILE__, __LINE__, moeLastErrorMessage());
+  moeBundle *bundle = OPEN_VALID(layerBundle());
+  if (!bundle)
     return;
-  }
   // mix, T = 3 (6 rows, i32, E = 8, H = 256, I = 128, chunks of 4096): ids
   // 24 bytes at 0, weights 24 at 256, offsets 36 at 512, slots 24 at 768,
   // the permute's workspace (sources 24 bytes, then at 256 the counts of 1
@@ -452,8 +449,7 @@ TEST(layerWorkspaceBytes) {
 
 TEST(layerLaunchesTheSingleCalls) {
   install();
-  moeBundle *bundle = openBundle(layerBundle());
-  CHECK(bundle != nullptr);
+  moeBundle *bundle = OPEN_VALID(layerBundle());
   if (!bundle)
     return;
   // The offsets of layerWorkspaceBytes' hand computations.
@@ -474,8 +470,7 @@ TEST(layerLaunchesTheSingleCalls) {
 
 TEST(layerRejectsBadArguments) {
   install();
-  moeBundle *bundle = openBundle(layerBundle());
-  CHECK(bundle != nullptr);
+  moeBundle *bundle = OPEN_VALID(layerBundle());
   if (!bundle)
     return;
   const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
@@ -654,12 +649,9 @@ TEST(layerLoadsAndFails) {
 
 TEST(layerFp8WorkspaceBytes) {
   install();
-  moeBundle *bundle = openBundle(layerFp8Bundle());
-  CHECK(bundle != nullptr);
-  if (!bundle) {
-    fail(__FILE__, __LINE__, moeLastErrorMessage());
+  moeBundle *bundle = OPEN_VALID(layerFp8Bundle());
+  if (!bundle)
     return;
-  }
   // fmix, T = 3 (6 rows, i32, E = 8, H = 256, I = 128): mix's buffers up to
   // the end of inter at 6144, then the rows' values 6*256 = 1536 bytes at
   // 6144, their scales 6*2*4 = 48 at 7680, inter's values 6*128 = 768 at
@@ -742,8 +734,7 @@ TEST(layerFp8WorkspaceBytes) {
 
 TEST(layerFp8LaunchesTheSingleCalls) {
   install();
-  moeBundle *bundle = openBundle(layerFp8Bundle());
-  CHECK(bundle != nullptr);
+  moeBundle *bundle = OPEN_VALID(layerFp8Bundle());
   if (!bundle)
     return;
   // The offsets of layerFp8WorkspaceBytes' hand computations.
@@ -772,8 +763,7 @@ TEST(layerFp8LaunchesTheSingleCalls) {
 
 TEST(layerFp8RejectsBadArguments) {
   install();
-  moeBundle *bundle = openBundle(layerFp8Bundle());
-  CHECK(bundle != nullptr);
+  moeBundle *bundle = OPEN_VALID(layerFp8Bundle());
   if (!bundle)
     return;
   const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;

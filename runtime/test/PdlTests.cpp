@@ -164,8 +164,7 @@ std::vector<FakeLaunch> launchesOf(const Call &call, bool withLaunchKernelEx,
                                    std::vector<FakeEncode> *encodes) {
   FakeGpu &gpu = installFakeDriver(withLaunchKernelEx);
   call.declare(gpu);
-  moeBundle *bundle = openBundle(call.bundle);
-  CHECK(bundle != nullptr);
+  moeBundle *bundle = OPEN_VALID(call.bundle);
   if (!bundle)
     return {};
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);

@@ -185,12 +185,9 @@ const PermuteEntry kWide = {"wide",
 
 TEST(permuteLaunchesPerContract) {
   install();
-  moeBundle *bundle = openBundle(permuteBundle());
-  CHECK(bundle != nullptr);
-  if (!bundle) {
-    fail(__FILE__, __LINE__, moeLastErrorMessage());
+  moeBundle *bundle = OPEN_VALID(permuteBundle());
+  if (!bundle)
     return;
-  }
   // perm: k = 8, chunks of 4096 ids; the gather kernel copies 4 rows per
   // CTA, its grid capped at 65535.
   struct {

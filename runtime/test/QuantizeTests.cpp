@@ -79,10 +79,7 @@ void checkLaunch(moeBundle *bundle, const char *entry, const moeQuantizeArgs &a,
 } // namespace
 
 TEST(quantizeEntriesParse) {
-  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
-  moeBundle *bundle = openBundle(quantizeBundle(), &status);
-  CHECK_EQ(status, MOE_STATUS_SUCCESS);
-  CHECK(bundle != nullptr);
+  moeBundle *bundle = OPEN_VALID(quantizeBundle());
   if (!bundle)
     return;
   moeBundleInfo info;
@@ -155,8 +152,7 @@ TEST(quantizeEntriesParse) {
 
 TEST(quantizeLaunchesPerContract) {
   install();
-  moeBundle *bundle = openBundle(quantizeBundle());
-  CHECK(bundle != nullptr);
+  moeBundle *bundle = OPEN_VALID(quantizeBundle());
   if (!bundle)
     return;
   // mx: [1, 32] blocks, 256 threads: 8192 elements per CTA.

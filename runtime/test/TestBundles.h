@@ -4,8 +4,10 @@
 #ifndef MOE_RUNTIME_TEST_TESTBUNDLES_H
 #define MOE_RUNTIME_TEST_TESTBUNDLES_H
 
+#include "TestHarness.h"
 #include "moe_runtime.h"
 
+#include <cstring>
 #include <string>
 
 namespace moe_test {
@@ -615,6 +617,52 @@ inline moeBundle *openBundle(const std::string &bytes,
   if (status)
     *status = result;
   return bundle;
+}
+
+/// `bytes` (the valid bundle if not given) with the first `from` replaced by
+/// `to`; a `from` it lacks is a bug of the test.
+inline std::string replaced(const std::string &from, const std::string &to,
+                            std::string bytes = validBundle()) {
+  size_t at = bytes.find(from);
+  if (at == std::string::npos) {
+    fail(__FILE__, __LINE__, "test bug: '" + from + "' not in the bundle");
+    return "";
+  }
+  return bytes.replace(at, from.size(), to);
+}
+
+/// Opens `bytes`, which the test expects the reader to accept: one check that
+/// it opens. NULL if not, its message recorded with the caller's line.
+inline moeBundle *openValid(const std::string &bytes, const char *file,
+                            int line) {
+  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle = openBundle(bytes, &status);
+  ++checksMade;
+  if (status != MOE_STATUS_SUCCESS || !bundle)
+    fail(file, line,
+         std::string("bundle not opened: ") + moeStatusName(status) + " (" +
+             moeLastErrorMessage() + ")");
+  return bundle;
+}
+#define OPEN_VALID(bytes) moe_test::openValid(bytes, __FILE__, __LINE__)
+
+/// Checks that the reader refuses `bytes` (case `name`) with `status` and a
+/// message containing `message` (two checks), returning no bundle (a third).
+inline void checkRefused(const char *name, const std::string &bytes,
+                         moeStatus status, const std::string &message) {
+  checksMade += 2; // the status and the message
+  moeStatus got = MOE_STATUS_SUCCESS;
+  moeBundle *bundle = openBundle(bytes, &got);
+  if (got != status)
+    fail(__FILE__, __LINE__,
+         std::string(name) + ": status " + moeStatusName(got) + ", expected " +
+             moeStatusName(status) + " (" + moeLastErrorMessage() + ")");
+  else if (!std::strstr(moeLastErrorMessage(), message.c_str()))
+    fail(__FILE__, __LINE__,
+         std::string(name) + ": message '" + moeLastErrorMessage() +
+             "' lacks '" + message + "'");
+  CHECK(bundle == nullptr);
+  moeBundleClose(bundle);
 }
 
 } // namespace moe_test
