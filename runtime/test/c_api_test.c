@@ -98,15 +98,22 @@ static void walk(moeBundle *bundle) {
   }
 }
 
+/* Opens and walks the bundle at `path`; NULL, noted as `what`, if not. */
+static moeBundle *openAndWalk(const char *path, const char *what) {
+  moeBundle *bundle = NULL;
+  check(moeBundleOpenFile(path, &bundle) == MOE_STATUS_SUCCESS, what);
+  if (bundle)
+    walk(bundle);
+  return bundle;
+}
+
 /* The block-FP8 moeGroupedMatmul: argument errors need no GPU. */
 static void checkFp8Bundle(const char *path) {
   moeBundle *bundle = NULL;
   moeGroupedMatmulArgs args;
-  check(moeBundleOpenFile(path, &bundle) == MOE_STATUS_SUCCESS,
-        "moeBundleOpenFile (fp8 bundle)");
+  bundle = openAndWalk(path, "moeBundleOpenFile (fp8 bundle)");
   if (!bundle)
     return;
-  walk(bundle);
   memset(&args, 0, sizeof(args));
   args.rows = 0x10000;
   args.weights = 0x20000;
@@ -144,11 +151,9 @@ static void checkRouteBundle(const char *path) {
   moeBundle *bundle = NULL;
   moeRouteArgs route;
   moeUnpermuteArgs combine;
-  check(moeBundleOpenFile(path, &bundle) == MOE_STATUS_SUCCESS,
-        "moeBundleOpenFile (route bundle)");
+  bundle = openAndWalk(path, "moeBundleOpenFile (route bundle)");
   if (!bundle)
     return;
-  walk(bundle);
   memset(&route, 0, sizeof(route));
   route.tokens = 16;
   route.experts = 256;
@@ -182,11 +187,9 @@ static void checkLayerBundle(const char *path) {
   moeBundle *bundle = NULL;
   moeLayerArgs args;
   uint64_t bytes = 0;
-  check(moeBundleOpenFile(path, &bundle) == MOE_STATUS_SUCCESS,
-        "moeBundleOpenFile (layer bundle)");
+  bundle = openAndWalk(path, "moeBundleOpenFile (layer bundle)");
   if (!bundle)
     return;
-  walk(bundle);
   /* mixtral, T = 1: 2 rows of H = 4096 and I = 14336, i32, E = 8; the
      permute's workspace (288 bytes: the sources, then at 256 one chunk's 8
      counts) is the one buffer above 256 bytes before the rows. */
@@ -228,11 +231,9 @@ static void checkLayerFp8Bundle(const char *path) {
   moeEntryInfo entry;
   int32_t index = -1;
   uint64_t bytes = 0;
-  check(moeBundleOpenFile(path, &bundle) == MOE_STATUS_SUCCESS,
-        "moeBundleOpenFile (fp8 layer bundle)");
+  bundle = openAndWalk(path, "moeBundleOpenFile (fp8 layer bundle)");
   if (!bundle)
     return;
-  walk(bundle);
   check(moeBundleFindEntry(bundle, "dsv3", &index) == MOE_STATUS_SUCCESS &&
             moeBundleGetEntry(bundle, index, &entry) == MOE_STATUS_SUCCESS &&
             strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0 &&
@@ -354,11 +355,9 @@ int main(int argc, char **argv) {
         "moePermuteWorkspaceBytes without a bundle");
   check(strcmp(moeStatusName(MOE_STATUS_NO_GPU), "NO_GPU") == 0,
         "moeStatusName");
-  check(moeBundleOpenFile(argv[1], &bundle) == MOE_STATUS_SUCCESS,
-        "moeBundleOpenFile");
+  bundle = openAndWalk(argv[1], "moeBundleOpenFile");
   if (!bundle)
     return 1;
-  walk(bundle);
   check(moeBundleFindEntry(bundle, "no such entry", &index) ==
             MOE_STATUS_NOT_FOUND,
         "moeBundleFindEntry of a missing entry");
