@@ -548,8 +548,10 @@ typedef struct moeLayerArgs {
 /// down and unpermute, the GEMMs block-FP8 (moeGroupedMatmul with the
 /// quantized rows, their scales and the weights' scales of `args`, the
 /// down GEMM writing the dead bf16 rows). The grouped GEMMs take
-/// M = T*k rows (those past offsets[E] are zero and owned by no expert), the
-/// combine the route's weights. Validates every argument of every step
+/// M = T*k rows (those past offsets[E] are zero and owned by no expert) but
+/// skip their kernels for experts of more than T rows, which a layer cannot
+/// have (a token's ids are distinct); the combine takes the route's
+/// weights. Validates every argument of every step
 /// before the first launch (INVALID_ARGUMENT / NOT_FOUND, naming the layer
 /// argument, without launching anything), then loads the bundle into the
 /// current context if needed (see moeBundleLoad) and encodes the GEMMs'

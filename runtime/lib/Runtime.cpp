@@ -1014,10 +1014,12 @@ struct GemmPlan {
 };
 
 /// The checks of moeGroupedMatmul (contract §3.1, §3.7), and the kernels it
-/// launches for M (those that can have an eligible expert), into `plan`.
+/// launches for M (those that can have an eligible expert, given that no
+/// expert has more than `maxExpertRows` rows), into `plan`.
 moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
                                 const moeGroupedMatmulArgs *args,
-                                GemmPlan &plan) {
+                                GemmPlan &plan,
+                                int64_t maxExpertRows = INT64_MAX) {
   int entryIndex = -1;
   if (moeStatus status =
           findEntry(bundle, "moeGroupedMatmul", entryName, args, &entryIndex))
@@ -1180,7 +1182,7 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
   for (size_t i = 0; i < entry.kernels.size(); ++i) {
     const Kernel &kernel = entry.kernels[i];
     int64_t eligible = std::min(a.experts, a.m / kernel.rowsMin);
-    if (eligible == 0)
+    if (eligible == 0 || kernel.rowsMin > maxExpertRows)
       continue; // no expert can have rows_min rows: nothing to compute
     int64_t slots = ceilDiv(a.m, kernel.tileM) + eligible;
     int64_t perExpert = ceilDiv(kernel.rowsMax, kernel.tileM), all = 0;
@@ -1967,6 +1969,9 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
   WordPlan routePlan, permutePlan, quantizePlan, intermediatePlan,
       unpermutePlan;
   GemmPlan gateUpPlan, downPlan;
+  // The route picks k distinct experts per token (§3.2): no expert gets more
+  // than T rows, so the GEMM forms for larger experts are not launched.
+  const int64_t maxRows = a.tokens_count;
   moeStatus status;
   if ((status = inStep(
            validateRoute(bundle, partName(kRoutePart), &routeArgs, routePlan),
@@ -1978,14 +1983,14 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
                                                 &quantizeArgs, quantizePlan),
                                name, kQuantizePart))) ||
       (status = inStep(validateGroupedMatmul(bundle, partName(kGateUpPart),
-                                             &gateUpArgs, gateUpPlan),
+                                             &gateUpArgs, gateUpPlan, maxRows),
                        name, kGateUpPart)) ||
       (fp8 &&
        (status = inStep(validateQuantize(bundle, partName(kIntermediatePart),
                                          &intermediateArgs, intermediatePlan),
                         name, kIntermediatePart))) ||
       (status = inStep(validateGroupedMatmul(bundle, partName(kDownPart),
-                                             &downArgs, downPlan),
+                                             &downArgs, downPlan, maxRows),
                        name, kDownPart)) ||
       (status = inStep(validateUnpermute(bundle, partName(kUnpermutePart),
                                          &unpermuteArgs, unpermutePlan),

@@ -468,6 +468,55 @@ TEST(layerLaunchesTheSingleCalls) {
   moeBundleClose(bundle);
 }
 
+TEST(layerLaunchesNoFormForExpertsAboveT) {
+  FakeGpu &gpu = install();
+  // mix's gate-up split into a form for experts of 1..2 rows and one from 3
+  // rows on: a single call with M = T*k launches the second whenever M >= 3,
+  // a layer only when T >= 3 (each token gives an expert at most one row).
+  const std::string oneForm =
+      kernelLine("mix_gate_up", kMixSymbols[4], "moe_kernels", 1, 2147483647,
+                 64, 128, 98304, 0);
+  const char *kBig = "gemm_gate_up_mix_big";
+  moeBundle *bundle =
+      OPEN_VALID(replaced(oneForm,
+                          kernelLine("mix_gate_up", kMixSymbols[4],
+                                     "moe_kernels", 1, 2, 64, 128, 98304, 0) +
+                              kernelLine("mix_gate_up", kBig, "moe_kernels", 3,
+                                         2147483647, 64, 128, 98304, 0),
+                          layerBundle()));
+  if (!bundle)
+    return;
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  for (int64_t tokens : {2, 3}) {
+    size_t before = gpu.launches.size();
+    CHECK_EQ(layer(bundle, "mix", mix(tokens), testStream()),
+             MOE_STATUS_SUCCESS);
+    std::vector<std::string> gemms;
+    for (size_t i = before; i < gpu.launches.size(); ++i)
+      if (gpu.launches[i].function.rfind("gemm_gate_up", 0) == 0)
+        gemms.push_back(gpu.launches[i].function);
+    CHECK_EQ(gemms.size(), size_t(tokens == 2 ? 1 : 2));
+    CHECK(!gemms.empty() && gemms[0] == kMixSymbols[4]);
+    if (tokens == 3)
+      CHECK(gemms.size() == 2 && gemms[1] == kBig);
+    // The single call on the same M = 2T rows launches both forms.
+    moeGroupedMatmulArgs single = {};
+    single.rows = kWorkspace;
+    single.weights = kGateUpW;
+    single.offsets = kWorkspace + 4096;
+    single.out = kWorkspace + 8192;
+    single.m = 2 * tokens;
+    single.n = 256;
+    single.k = 256;
+    single.experts = 8;
+    before = gpu.launches.size();
+    CHECK_EQ(moeGroupedMatmul(bundle, "mix_gate_up", &single, testStream()),
+             MOE_STATUS_SUCCESS);
+    CHECK_EQ(gpu.launches.size(), before + 2);
+  }
+  moeBundleClose(bundle);
+}
+
 TEST(layerRejectsBadArguments) {
   install();
   moeBundle *bundle = OPEN_VALID(layerBundle());
