@@ -708,37 +708,39 @@ moeStatus validateQuantize(const moeBundle *bundle, const char *entryName,
     return invalidArgumentOf(
         kCaller, name, "batch = %lld does not match the entry's batch = %lld",
         (long long)a.batch, (long long)entry.batch);
-  if (a.rows < 1)
-    return invalidArgumentOf(
-        kCaller, name, "R = %lld (rows) must be at least 1", (long long)a.rows);
-  if (a.rows > entry.maxRows)
-    return invalidArgumentOf(kCaller, name,
-                             "R = %lld (rows) exceeds the entry's max_rows = "
-                             "%lld",
-                             (long long)a.rows, (long long)entry.maxRows);
-  if (entry.rows != -1 && a.rows != entry.rows)
-    return invalidArgumentOf(
-        kCaller, name, "R = %lld (rows) does not match the entry's rows = %lld",
-        (long long)a.rows, (long long)entry.rows);
-  if (a.rows % entry.blockRows)
-    return invalidArgumentOf(kCaller, name,
-                             "R = %lld (rows) is not a multiple of the "
-                             "block's %d rows (block [%d, %d])",
-                             (long long)a.rows, int(entry.blockRows),
-                             int(entry.blockRows), int(entry.blockCols));
-  if (a.cols < 1)
-    return invalidArgumentOf(
-        kCaller, name, "C = %lld (cols) must be at least 1", (long long)a.cols);
-  if (entry.cols != -1 && a.cols != entry.cols)
-    return invalidArgumentOf(
-        kCaller, name, "C = %lld (cols) does not match the entry's cols = %lld",
-        (long long)a.cols, (long long)entry.cols);
-  if (a.cols % entry.blockCols)
-    return invalidArgumentOf(kCaller, name,
-                             "C = %lld (cols) is not a multiple of the "
-                             "block's %d columns (block [%d, %d])",
-                             (long long)a.cols, int(entry.blockCols),
-                             int(entry.blockRows), int(entry.blockCols));
+  // R and C: at least 1, at most max_rows (R), the entry's size unless
+  // dynamic, whole blocks.
+  auto checkExtent = [&](const char *symbol, const char *dim,
+                         const char *blockUnit, int64_t value, int64_t most,
+                         int64_t fixed, int32_t block) -> moeStatus {
+    if (value < 1)
+      return invalidArgumentOf(kCaller, name,
+                               "%s = %lld (%s) must be at least 1", symbol,
+                               (long long)value, dim);
+    if (value > most)
+      return invalidArgumentOf(kCaller, name,
+                               "%s = %lld (%s) exceeds the entry's max_rows = "
+                               "%lld",
+                               symbol, (long long)value, dim, (long long)most);
+    if (fixed != -1 && value != fixed)
+      return invalidArgumentOf(
+          kCaller, name, "%s = %lld (%s) does not match the entry's %s = %lld",
+          symbol, (long long)value, dim, dim, (long long)fixed);
+    if (value % block)
+      return invalidArgumentOf(kCaller, name,
+                               "%s = %lld (%s) is not a multiple of the "
+                               "block's %d %s (block [%d, %d])",
+                               symbol, (long long)value, dim, int(block),
+                               blockUnit, int(entry.blockRows),
+                               int(entry.blockCols));
+    return MOE_STATUS_SUCCESS;
+  };
+  if (moeStatus status = checkExtent("R", "rows", "rows", a.rows, entry.maxRows,
+                                     entry.rows, entry.blockRows))
+    return status;
+  if (moeStatus status = checkExtent("C", "cols", "columns", a.cols, INT64_MAX,
+                                     entry.cols, entry.blockCols))
+    return status;
   const int64_t inputBytes = entry.inputBits / 8;
   int64_t numRows = 0;
   if (__builtin_mul_overflow(a.batch, a.rows, &numRows) ||
