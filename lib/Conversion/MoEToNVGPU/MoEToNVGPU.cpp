@@ -258,11 +258,7 @@ static std::string unsupportedReason(LayerOp op) {
   if (chain->mlp.getRowScale())
     return "the expert MLP must not scale its rows (the combine applies the "
            "routing weight)";
-  // layer_fp8.v1 quantizes the gathered rows for block-FP8 GEMMs only.
-  if (chain->rowsQuantize &&
-      !getBlockFP8Operands(chain->mlp.getRows(), chain->mlp.getGateUpWeights()))
-    return "quantized rows of a layer must be block FP8 ([1, 128] f32 "
-           "scales of f8E4M3FN) into block-FP8 expert weights";
+  // Quantized rows: the expert MLP's own check refuses all but block FP8.
   return "";
 }
 
