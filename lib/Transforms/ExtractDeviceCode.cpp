@@ -15,15 +15,16 @@ namespace mlir::moe {
 
 using namespace mlir;
 
-/// Whether a moe.launch (an array of part dictionaries) has a part named
-/// `intermediate`: the kernels that built it quantize the fused MLP's
-/// intermediate.
+/// Whether a moe.launch (an array of part dictionaries) quantizes the fused
+/// MLP's intermediate: a part named `intermediate`, or a `gate_up` part
+/// whose output is FP8 (`out`).
 static bool recordsIntermediate(Attribute launch) {
   auto parts = dyn_cast_or_null<ArrayAttr>(launch);
   return parts && llvm::any_of(parts, [](Attribute part) {
            auto dict = dyn_cast<DictionaryAttr>(part);
            auto name = dict ? dict.getAs<StringAttr>("part") : StringAttr();
-           return name && name.getValue() == "intermediate";
+           return name && (name.getValue() == "intermediate" ||
+                           (name.getValue() == "gate_up" && dict.get("out")));
          });
 }
 
@@ -74,9 +75,10 @@ struct MoEExtractDeviceCodePass
           mlp && mlp.getIntermediateAttr() &&
           !recordsIntermediate(op->getAttr(moe::kLaunchAttr))) {
         op->emitOpError("has an FP8 'intermediate' that its GPU kernels do "
-                        "not compute (no part of its moe.launch records "
-                        "'intermediate'); the bundle would run it with a "
-                        "bf16 intermediate");
+                        "not compute (its moe.launch has neither a part "
+                        "'intermediate' nor a gate_up part with an FP8 "
+                        "'out'); the bundle would run it with a bf16 "
+                        "intermediate");
         failedAny = true;
       }
     });
@@ -116,7 +118,8 @@ struct MoEExtractDeviceCodePass
 
   /// Appends the entries of the parts of `layer` (`<name>_route`,
   /// `<name>_permute`, with quantized rows `<name>_quantize`,
-  /// `<name>_gate_up`, for an FP8 intermediate `<name>_intermediate`,
+  /// `<name>_gate_up`, for an FP8 intermediate quantized by a kernel of its
+  /// own `<name>_intermediate`,
   /// `<name>_down`, `<name>_unpermute`) and then the layer's own entry,
   /// which names them.
   LogicalResult describeLayer(Builder &b, moe::LayerOp layer, StringRef name,

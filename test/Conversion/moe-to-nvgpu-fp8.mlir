@@ -1,4 +1,7 @@
 // RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
+// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="fp8-intermediate=kernel" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=KERNEL
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="fp8-intermediate=registers" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
+// BADOPT: error: convert-moe-to-nvgpu: 'fp8-intermediate' must be 'epilogue' or 'kernel', got 'registers'
 
 // Block FP8 (DeepSeek-V3's format): a grouped_matmul whose rows and weights
 // are both dequantized e4m3 with f32 scales in [1, 128] and [128, 128]
@@ -127,18 +130,39 @@ func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x51
 
 // -----
 
-// The block-FP8 expert MLP: an FP8 gate-up GEMM storing silu(gate) * up in
-// bf16, the quantize kernel making it [1, 128]-group FP8 rows, and an FP8
-// down GEMM; the three dequantizes are part of the launches.
+// The block-FP8 expert MLP: an FP8 gate-up GEMM whose epilogue quantizes
+// silu(gate) * up (rounded to bf16) into [1, 128]-group e4m3 rows and their
+// scales (`out`), and an FP8 down GEMM; the three dequantizes are part of
+// the launches. A work item covers one group of 128 outputs: two 64-output
+// tiles (four 32-output swap-AB tiles) back to back, their activations in
+// shared memory, then quantized row by row (the quantize kernel's code).
 // CHECK-LABEL: func.func @fused_mlp_fp8
 // CHECK-COUNT-3: moe.dequantize {{.*}} {moe.fused_into_launch}
 // CHECK: moe.expert_mlp
-// CHECK-SAME: moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", {{.*}}epilogue = "swiglu", {{.*}}format = "fp8_block", {{.*}}k = 512 : i64, {{.*}}n = 512 : i64, {{.*}}part = "gate_up"},
-// CHECK-SAME: {abi = "quantize.v1", batch = 1 : i64, block_cols = 128 : i64, block_rows = 1 : i64, cols = 256 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_f32_1x128}], {{.*}}part = "intermediate", rank = 2 : i64, rows = -1 : i64, scale = "f32"},
+// CHECK-SAME: moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", {{.*}}epilogue = "swiglu", {{.*}}format = "fp8_block", {{.*}}k = 512 : i64, {{.*}}n = 512 : i64, {{.*}}out = "f8E4M3FN", part = "gate_up"},
 // CHECK-SAME: {abi = "grouped_matmul_fp8.v1", activation = "none", {{.*}}epilogue = "row_scale", {{.*}}format = "fp8_block", {{.*}}k = 256 : i64, {{.*}}n = 512 : i64, {{.*}}part = "down"}]
-// CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_swiglu_off32
-// CHECK: gpu.func @moe_quantize_bf16_e4m3_f32_1x128
+// The codes go to memref<?x?xi8>, the scales follow the weights' scales.
+// CHECK: gpu.func @grouped_matmul_fp8block_16x64x128_s4_swapab_swiglu_e4m3out_off32(%{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xi8>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?x?xf32>, %{{.*}}: memref<?x?xf32>)
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c1
+// CHECK: nvgpu.warpgroup.mma.store
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+// CHECK: nvvm.convert.f32x2.to.f8x2
+// CHECK: gpu.func @grouped_matmul_fp8block_64x128x128_s4_swiglu_e4m3out_off32
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c2{{.*}} step %c1
+// CHECK: nvvm.convert.f32x2.to.f8x2
+// CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_swiglu_e4m3out_off32
 // CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_rowscale_off32
+
+// fp8-intermediate=kernel: the gate-up stores bf16 and a quantize kernel
+// makes it the down GEMM's rows (the form the fused one is checked against).
+// KERNEL-LABEL: func.func @fused_mlp_fp8
+// KERNEL: moe.expert_mlp
+// KERNEL-SAME: moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", {{.*}}epilogue = "swiglu", {{.*}}format = "fp8_block", {{.*}}k = 512 : i64, {{.*}}n = 512 : i64, offsets = i32, part = "gate_up"},
+// KERNEL-SAME: {abi = "quantize.v1", batch = 1 : i64, block_cols = 128 : i64, block_rows = 1 : i64, cols = 256 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_f32_1x128}], {{.*}}part = "intermediate", rank = 2 : i64, rows = -1 : i64, scale = "f32"},
+// KERNEL-SAME: {abi = "grouped_matmul_fp8.v1", activation = "none", {{.*}}epilogue = "row_scale", {{.*}}format = "fp8_block", {{.*}}k = 256 : i64, {{.*}}n = 512 : i64, {{.*}}part = "down"}]
+// KERNEL: gpu.func @grouped_matmul_fp8block_128x128x128_s4_swiglu_off32
+// KERNEL: gpu.func @moe_quantize_bf16_e4m3_f32_1x128
+// KERNEL: gpu.func @grouped_matmul_fp8block_128x128x128_s4_rowscale_off32
 func.func @fused_mlp_fp8(
     %xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x4xf32>,
     %w13q: tensor<8x512x512xf8E4M3FN>, %w13s: tensor<8x4x4xf32>,

@@ -41,11 +41,12 @@ func.func @unnamed_part(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %
 // -----
 
 // An expert MLP with an FP8 intermediate whose kernels do not say they
-// quantize it (no 'intermediate' in any part of its launch) would run with a
-// bf16 intermediate: an error, not a silently different MLP.
+// quantize it (no 'intermediate' part, no gate_up part with an FP8 'out')
+// would run with a bf16 intermediate: an error, not a silently different
+// MLP.
 func.func @fp8_intermediate(%rows: tensor<?x128xbf16>, %off: tensor<5xi64>,
                             %w13: tensor<4x256x128xbf16>, %w2: tensor<4x128x128xbf16>) -> tensor<?x128xbf16> {
-  // expected-error @+1 {{has an FP8 'intermediate' that its GPU kernels do not compute (no part of its moe.launch records 'intermediate'); the bundle would run it with a bf16 intermediate}}
+  // expected-error @+1 {{has an FP8 'intermediate' that its GPU kernels do not compute (its moe.launch has neither a part 'intermediate' nor a gate_up part with an FP8 'out'); the bundle would run it with a bf16 intermediate}}
   %y = moe.expert_mlp silu %rows, %off, %w13, %w2 intermediate <f8E4M3FN, [1, 128], f32>
       {moe.launch = [{part = "gate_up", kernels = []}, {part = "down", kernels = []}]}
       : (tensor<?x128xbf16>, tensor<5xi64>, tensor<4x256x128xbf16>, tensor<4x128x128xbf16>) -> tensor<?x128xbf16>

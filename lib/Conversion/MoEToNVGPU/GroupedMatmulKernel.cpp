@@ -11,6 +11,7 @@
 #include "GroupedMatmulKernel.h"
 #include "KernelUtils.h"
 #include "MoE/Conversion/Passes.h"
+#include "QuantizeKernel.h"
 #include "TileScheduler.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -39,6 +40,11 @@ static constexpr int64_t kStagingBytes = 64 * kStagingColumns * 2;
 /// its small f32 tile instead (more resident CTAs for decode).
 int64_t GroupedMatmulTile::dynamicSharedBytes() const {
   int64_t stageBytes = (tileM + tileN) * tileK * elementBytes();
+  // A quantized output keeps the item's bf16 activations (and swap-AB its
+  // f32 tile) apart: the next pass's loads are in the stages meanwhile.
+  if (quantizeOut)
+    return stages * stageBytes + activationTileBytes() +
+           (swapAB ? 64 * accumulatorColumns() * 4 : 0);
   if (swapAB)
     return std::max(stages * stageBytes, 64 * accumulatorColumns() * 4);
   return stages * stageBytes + warpgroups() * kStagingBytes;
@@ -55,6 +61,8 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
               llvm::utohexstr(llvm::bit_cast<uint32_t>(limit), true);
   if (biasType)
     suffix += biasType.isBF16() ? "_biasbf16" : "_biasf32";
+  if (quantizeOut)
+    suffix += "_e4m3out";
   return llvm::formatv("grouped_matmul_{7}_{0}x{1}x{2}_s{3}{4}{5}_off{6}",
                        tileM, tileN, tileK, stages, swapAB ? "_swapab" : "",
                        suffix, offsetType.getIntOrFloatBitWidth(),
@@ -96,6 +104,26 @@ static Value loadBias(ImplicitLocOpBuilder &b, Value biases, Value expert,
 
 namespace {
 
+/// Where a thread's accumulator values lie. The wgmma D fragment: lane l of
+/// the warpgroup's warp w holds rows l / 4 + 16 w + 8 i, columns
+/// 8 j + 2 (l % 4) + {0, 1} as elements 4 j + 2 i + {0, 1} of the struct the
+/// accumulator lowers to.
+struct Fragment {
+  Value quad; // l / 4: the row within 8 (fragment rows are 8 apart)
+  Value row;  // l / 4 + 16 w, the row of element 0
+  Value col;  // 2 (l % 4), the column of element 0
+};
+
+Fragment fragmentOf(ImplicitLocOpBuilder &b, Value tid) {
+  IndexMath m{b};
+  Value lane = arith::RemUIOp::create(b, tid, m.c(32));
+  Value quad = arith::DivUIOp::create(b, lane, m.c(4));
+  Value warpInGroup = arith::RemUIOp::create(
+      b, arith::DivUIOp::create(b, tid, m.c(32)), m.c(4));
+  return {quad, m.add(quad, m.mul(warpInGroup, m.c(16))),
+          m.mul(arith::RemUIOp::create(b, lane, m.c(4)), m.c(2))};
+}
+
 /// Token tiles per group of the L2-friendly launch order.
 constexpr int64_t kSlotGroup = 8;
 
@@ -104,7 +132,7 @@ struct KernelTypes {
   gpu::AddressSpaceAttr smem;
   nvgpu::TensorMapDescriptorType rowsMap, weightsMap;
   MemRefType rowsTile, rowsSliceTile, weightsLoadTile, weightsTile, outTile,
-      stagingTile, sharedBytes;
+      stagingTile, activationTile, sharedBytes;
   nvgpu::MBarrierGroupType barriers;
   nvgpu::WarpgroupAccumulatorType accumulator;
   nvgpu::WarpgroupMatrixDescriptorType mmaADesc, mmaBDesc;
@@ -124,6 +152,8 @@ struct KernelTypes {
     int64_t accColumns = t.accumulatorColumns();
     outTile = shared({64, accColumns}, f32);
     stagingTile = shared({64, kStagingColumns}, bf16);
+    activationTile =
+        shared({t.activationRows(), GroupedMatmulTile::kOutGroup}, bf16);
     rowsSliceTile = shared({64, t.tileK}, element);
     sharedBytes = shared({t.dynamicSharedBytes()}, IntegerType::get(ctx, 8));
     auto tensorMap = [&](MemRefType box) {
@@ -475,7 +505,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   auto offsetsType = MemRefType::get({ShapedType::kDynamic}, offsetType);
   auto outType = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                                 b.getBF16Type());
+                                 t.quantizeOut ? Type(b.getI8Type())
+                                               : Type(b.getBF16Type()));
   Type i32 = b.getI32Type();
   SmallVector<Type> argTypes{ptrType, ptrType, offsetsType, outType,
                              i32,     i32,     i32};
@@ -487,6 +518,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic},
         b.getF32Type()));
   }
+  if (t.quantizeOut)
+    argTypes.push_back(MemRefType::get(
+        {ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type()));
   if (rowScale)
     argTypes.push_back(MemRefType::get({ShapedType::kDynamic}, b.getF32Type()));
   if (t.biasType)
@@ -522,6 +556,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   unsigned nextArg = 7;
   Value rowsScales = t.fp8() ? entry->getArgument(nextArg++) : Value();
   Value weightsScales = t.fp8() ? entry->getArgument(nextArg++) : Value();
+  Value outScales = t.quantizeOut ? entry->getArgument(nextArg++) : Value();
   Value rowScales = rowScale ? entry->getArgument(nextArg++) : Value();
   Value biases = t.biasType ? entry->getArgument(nextArg++) : Value();
 
@@ -532,8 +567,10 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   Value numRows = memref::DimOp::create(b, out, m.c(0));
   Value numCols = memref::DimOp::create(b, out, m.c(1));
   int64_t tileCols = t.outputColumns();
-  Value numColTiles = m.ceilDiv(numCols, tileCols);
+  Value numColTiles = m.ceilDiv(numCols, t.itemColumns());
   Value numK = m.ceilDiv(m.toIndex(kArg), t.tileK);
+  // A work item's K steps: those of each of its passes, back to back.
+  Value numSteps = m.mul(numK, m.c(t.passes()));
 
   Value rowsMap = UnrealizedConversionCastOp::create(b, ty.rowsMap, rowsMapPtr)
                       .getResult(0);
@@ -602,14 +639,21 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     TileLookup found = scheduler.lookUp(nb, slot);
     return {found.expert,
             n.add(found.rowBegin, n.mul(found.mTile, n.c(t.tileM))),
-            found.rowEnd, n.mul(nTile, n.c(tileCols))};
+            found.rowEnd, n.mul(nTile, n.c(t.itemColumns()))};
   };
 
-  // The leader loads K step `kStep` of `w` into `stage` (coordinates
-  // innermost first: rows (k, row), weights (k, n, expert)).
+  // The leader loads step `itemStep` of `w` (K step itemStep % numK of
+  // pass itemStep / numK) into `stage` (coordinates innermost first: rows
+  // (k, row), weights (k, n, expert)).
   auto issueLoad = [&](ImplicitLocOpBuilder &nb, const WorkItem &w, Value stage,
-                       Value kStep) {
+                       Value itemStep) {
     IndexMath n{nb};
+    Value kStep = itemStep, col = w.col0;
+    if (t.passes() > 1) {
+      kStep = arith::RemUIOp::create(nb, itemStep, numK);
+      col = n.add(col, n.mul(arith::DivUIOp::create(nb, itemStep, numK),
+                             n.c(tileCols)));
+    }
     Value base = n.mul(stage, n.c(stageBytes));
     Value rowsDst = n.view(smem, base, ty.rowsTile);
     Value weightsDst =
@@ -621,8 +665,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                                   ValueRange{k0, w.row0}, stage, Value(),
                                   Value());
     nvgpu::TmaAsyncLoadOp::create(nb, weightsDst, barriers, weightsMap,
-                                  ValueRange{k0, w.col0, w.expert}, stage,
-                                  Value(), Value());
+                                  ValueRange{k0, col, w.expert}, stage, Value(),
+                                  Value());
     // Gated: the up rows of the same columns lie N / 2 = numCols further;
     // they fill the tile's second half, so accumulator column c + tileN / 2
     // is the up partner of gate column c.
@@ -633,20 +677,21 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           ty.weightsLoadTile);
       nvgpu::TmaAsyncLoadOp::create(
           nb, upDst, barriers, weightsMap,
-          ValueRange{k0, n.add(w.col0, numCols), w.expert}, stage, Value(),
+          ValueRange{k0, n.add(col, numCols), w.expert}, stage, Value(),
           Value());
     }
   };
   auto stageOf = [&](ImplicitLocOpBuilder &nb, Value step) -> Value {
     return arith::RemUIOp::create(nb, step, IndexMath{nb}.c(t.stages));
   };
-  // The first `stages` K steps of `w`, pipeline steps from `stepBase` on.
+  // The first `stages` steps of `w`, pipeline steps from `stepBase` on.
   auto issuePrologue = [&](ImplicitLocOpBuilder &nb, const WorkItem &w,
                            Value stepBase, Value active) {
     for (int64_t s = 0; s < t.stages; ++s) {
       IndexMath n{nb};
-      Value issue = arith::AndIOp::create(
-          nb, arith::AndIOp::create(nb, leader, active), n.lt(n.c(s), numK));
+      Value issue =
+          arith::AndIOp::create(nb, arith::AndIOp::create(nb, leader, active),
+                                n.lt(n.c(s), numSteps));
       ifThen(nb, issue, [&](ImplicitLocOpBuilder &ib) {
         IndexMath i{ib};
         issueLoad(ib, w, stageOf(ib, i.add(stepBase, i.c(s))), i.c(s));
@@ -681,19 +726,14 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   Value row0 = current.row0, col0 = current.col0;
 
   // Block FP8: adds a K step's products `part` to `acc` times the scales of
-  // their rows and weights. The wgmma D fragment: lane l of the warpgroup's
-  // warp w holds rows l / 4 + 16 w + 8 i, columns 8 j + 2 (l % 4) + {0, 1}
-  // as elements 4 j + 2 i + {0, 1}. The scale loads are issued before the
-  // wait, so they overlap the step's wgmma.
+  // their rows and weights (see Fragment for which values a thread holds).
+  // The scale loads are issued before the wait, so they overlap the step's
+  // wgmma.
   auto promote = [&](ImplicitLocOpBuilder &nb, Value acc, Value part,
-                     Value kStep) -> Value {
+                     Value kStep, Value colBase) -> Value {
     IndexMath n{nb};
-    Value lane = arith::RemUIOp::create(nb, tid, n.c(32));
-    Value warpInGroup = arith::RemUIOp::create(
-        nb, arith::DivUIOp::create(nb, tid, n.c(32)), n.c(4));
-    Value fragRow = n.add(arith::DivUIOp::create(nb, lane, n.c(4)),
-                          n.mul(warpInGroup, n.c(16)));
-    Value fragCol = n.mul(arith::RemUIOp::create(nb, lane, n.c(4)), n.c(2));
+    Fragment frag = fragmentOf(nb, tid);
+    Value fragRow = frag.row, fragCol = frag.col;
     Value lastRow = n.sub(numRows, n.c(1));
     Value lastBlock = n.sub(
         memref::DimOp::create(nb, weightsScales, n.c(1)).getResult(), n.c(1));
@@ -706,7 +746,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     // The weights' scale of weight row `local` of the tile; gated, its
     // second half are the up rows N / 2 = numCols further.
     auto weightsScale = [&](Value local) {
-      Value row = n.add(col0, local);
+      Value row = n.add(colBase, local);
       if (t.gated()) {
         Value half = n.c(t.tileN / 2);
         Value up =
@@ -734,7 +774,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                                           chunkScale[(e / 4) / 8]);
     } else {
       // Weight rows are rows: a warp's 16 lie in one block; tokens columns.
-      Value weightScale = weightsScale(n.mul(warpInGroup, n.c(16)));
+      Value weightScale = weightsScale(n.sub(fragRow, frag.quad));
       for (int64_t e = 0; e < accColumns / 2; ++e) {
         Value token = n.add(row0, n.add(fragCol, n.c(8 * (e / 4) + e % 2)));
         scales[e] = arith::MulFOp::create(nb, weightScale, rowsScale(token));
@@ -759,87 +799,95 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         .getResult(0);
   };
 
-  Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, ty.accumulator);
-  auto mainLoop = scf::ForOp::create(
-      b, m.c(0), numK, m.c(1), ValueRange{acc0},
-      [&](OpBuilder &nested, Location l, Value kStep, ValueRange iter) {
-        ImplicitLocOpBuilder nb(l, nested);
-        IndexMath n{nb};
-        Value step = n.add(stepBase, kStep);
-        Value stage = stageOf(nb, step);
-        Value round = arith::DivUIOp::create(nb, step, n.c(t.stages));
-        Value parity = arith::IndexCastOp::create(
-            nb, nb.getI1Type(), arith::RemSIOp::create(nb, round, n.c(2)));
-        nvgpu::MBarrierTryWaitParityOp::create(nb, barriers, parity,
-                                               n.c(10000000), stage);
-        Value base = n.mul(stage, n.c(stageBytes));
-        // Warpgroup w multiplies rows [64w, 64w + 64) of the token tile.
-        Value rowsTile =
-            t.swapAB
-                ? n.view(smem, base, ty.rowsTile)
-                : n.view(smem,
-                         n.add(base, n.mul(warpgroup, n.c(64 * t.tileK *
-                                                          t.elementBytes()))),
-                         ty.rowsSliceTile);
-        Value weightsTile =
-            n.view(smem, n.add(base, n.c(rowsBytes)), ty.weightsTile);
-        // One wgmma per 32 bytes of K inside the 128-byte swizzle atom
-        // (nvgpu.warpgroup.mma over a longer K steps K-major B wrongly).
-        // Each op may leave one K step of wgmma (tileK / mmaK groups) in
-        // flight: after this step's last op, the previous step has retired.
-        int64_t groupsPerStep = t.tileK / t.mmaK();
-        Value acc = iter[0];
-        // Block FP8: this K step's products accumulate apart, to be scaled.
-        Value part = t.fp8() ? nvgpu::WarpgroupMmaInitAccumulatorOp::create(
-                                   nb, ty.accumulator)
-                                   .getResult()
-                             : acc;
-        for (int64_t kk = 0; kk < t.tileK; kk += t.mmaK()) {
-          auto slice = [&](Value tile, int64_t rows) {
-            return memref::SubViewOp::create(
-                       nb, tile,
-                       ArrayRef<OpFoldResult>{nb.getIndexAttr(0),
-                                              nb.getIndexAttr(kk)},
-                       ArrayRef<OpFoldResult>{nb.getIndexAttr(rows),
-                                              nb.getIndexAttr(t.mmaK())},
-                       ArrayRef<OpFoldResult>{nb.getIndexAttr(1),
-                                              nb.getIndexAttr(1)})
-                .getResult();
-          };
-          Value rowsSlice = slice(rowsTile, t.swapAB ? t.tileM : 64);
-          Value weightsSlice = slice(weightsTile, t.tileN);
-          // Swap-AB: the weights are WGMMA's 64-row A operand.
-          Value descA = nvgpu::WarpgroupGenerateDescriptorOp::create(
-              nb, ty.mmaADesc, t.swapAB ? weightsSlice : rowsSlice,
-              t.swapAB ? weightsMap : rowsMap);
-          Value descB = nvgpu::WarpgroupGenerateDescriptorOp::create(
-              nb, ty.mmaBDesc, t.swapAB ? rowsSlice : weightsSlice,
-              t.swapAB ? rowsMap : weightsMap);
-          part =
-              nvgpu::WarpgroupMmaOp::create(nb, ty.accumulator, descA, descB,
-                                            nb.getI64IntegerAttr(groupsPerStep),
-                                            UnitAttr(), UnitAttr(), part);
-        }
-        acc = t.fp8() ? promote(nb, acc, part, kStep) : part;
-        // The previous step's stage is free once every warp has seen its
-        // wgmma retire; refill it while this step's wgmma run.
-        gpu::BarrierOp::create(nb);
-        Value previous = n.sub(kStep, n.c(1));
-        Value refillStep = n.add(previous, n.c(t.stages));
-        Value refill = arith::AndIOp::create(
-            nb, leader,
-            arith::AndIOp::create(nb, n.lt(n.c(0), kStep),
-                                  n.lt(refillStep, numK)));
-        ifThen(nb, refill, [&](ImplicitLocOpBuilder &lb) {
-          issueLoad(lb, current,
-                    stageOf(lb, IndexMath{lb}.add(stepBase, previous)),
-                    refillStep);
+  // Pass `pass` of the item: its K loop over the tile of output columns
+  // col0 + pass * tileCols; returns the accumulator.
+  auto runPass = [&](Value pass) -> Value {
+    Value acc0 =
+        nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, ty.accumulator);
+    Value passBase = m.mul(numK, pass);
+    Value colBase = m.add(col0, m.mul(pass, m.c(tileCols)));
+    auto mainLoop = scf::ForOp::create(
+        b, m.c(0), numK, m.c(1), ValueRange{acc0},
+        [&](OpBuilder &nested, Location l, Value kStep, ValueRange iter) {
+          ImplicitLocOpBuilder nb(l, nested);
+          IndexMath n{nb};
+          Value itemStep = n.add(passBase, kStep);
+          Value step = n.add(stepBase, itemStep);
+          Value stage = stageOf(nb, step);
+          Value round = arith::DivUIOp::create(nb, step, n.c(t.stages));
+          Value parity = arith::IndexCastOp::create(
+              nb, nb.getI1Type(), arith::RemSIOp::create(nb, round, n.c(2)));
+          nvgpu::MBarrierTryWaitParityOp::create(nb, barriers, parity,
+                                                 n.c(10000000), stage);
+          Value base = n.mul(stage, n.c(stageBytes));
+          // Warpgroup w multiplies rows [64w, 64w + 64) of the token tile.
+          Value rowsTile =
+              t.swapAB
+                  ? n.view(smem, base, ty.rowsTile)
+                  : n.view(smem,
+                           n.add(base, n.mul(warpgroup, n.c(64 * t.tileK *
+                                                            t.elementBytes()))),
+                           ty.rowsSliceTile);
+          Value weightsTile =
+              n.view(smem, n.add(base, n.c(rowsBytes)), ty.weightsTile);
+          // One wgmma per 32 bytes of K inside the 128-byte swizzle atom
+          // (nvgpu.warpgroup.mma over a longer K steps K-major B wrongly).
+          // Each op may leave one K step of wgmma (tileK / mmaK groups) in
+          // flight: after this step's last op, the previous step has retired.
+          int64_t groupsPerStep = t.tileK / t.mmaK();
+          Value acc = iter[0];
+          // Block FP8: this K step's products accumulate apart, to be scaled.
+          Value part = t.fp8() ? nvgpu::WarpgroupMmaInitAccumulatorOp::create(
+                                     nb, ty.accumulator)
+                                     .getResult()
+                               : acc;
+          for (int64_t kk = 0; kk < t.tileK; kk += t.mmaK()) {
+            auto slice = [&](Value tile, int64_t rows) {
+              return memref::SubViewOp::create(
+                         nb, tile,
+                         ArrayRef<OpFoldResult>{nb.getIndexAttr(0),
+                                                nb.getIndexAttr(kk)},
+                         ArrayRef<OpFoldResult>{nb.getIndexAttr(rows),
+                                                nb.getIndexAttr(t.mmaK())},
+                         ArrayRef<OpFoldResult>{nb.getIndexAttr(1),
+                                                nb.getIndexAttr(1)})
+                  .getResult();
+            };
+            Value rowsSlice = slice(rowsTile, t.swapAB ? t.tileM : 64);
+            Value weightsSlice = slice(weightsTile, t.tileN);
+            // Swap-AB: the weights are WGMMA's 64-row A operand.
+            Value descA = nvgpu::WarpgroupGenerateDescriptorOp::create(
+                nb, ty.mmaADesc, t.swapAB ? weightsSlice : rowsSlice,
+                t.swapAB ? weightsMap : rowsMap);
+            Value descB = nvgpu::WarpgroupGenerateDescriptorOp::create(
+                nb, ty.mmaBDesc, t.swapAB ? rowsSlice : weightsSlice,
+                t.swapAB ? rowsMap : weightsMap);
+            part = nvgpu::WarpgroupMmaOp::create(
+                nb, ty.accumulator, descA, descB,
+                nb.getI64IntegerAttr(groupsPerStep), UnitAttr(), UnitAttr(),
+                part);
+          }
+          acc = t.fp8() ? promote(nb, acc, part, kStep, colBase) : part;
+          // The previous step's stage is free once every warp has seen its
+          // wgmma retire; refill it while this step's wgmma run.
+          gpu::BarrierOp::create(nb);
+          Value previous = n.sub(itemStep, n.c(1));
+          Value refillStep = n.add(previous, n.c(t.stages));
+          Value refill = arith::AndIOp::create(
+              nb, leader,
+              arith::AndIOp::create(nb, n.lt(n.c(0), itemStep),
+                                    n.lt(refillStep, numSteps)));
+          ifThen(nb, refill, [&](ImplicitLocOpBuilder &lb) {
+            issueLoad(lb, current,
+                      stageOf(lb, IndexMath{lb}.add(stepBase, previous)),
+                      refillStep);
+          });
+          scf::YieldOp::create(nb, acc);
         });
-        scf::YieldOp::create(nb, acc);
-      });
-  NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(0));
-  gpu::BarrierOp::create(b);
-  Value nextStepBase = m.add(stepBase, numK);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(0));
+    return mainLoop.getResult(0);
+  };
+  Value nextStepBase = m.add(stepBase, numSteps);
   Value nextActive = m.lt(nextWork, numWork);
   Value rowsHere =
       arith::MinSIOp::create(b, m.sub(current.rowEnd, row0), m.c(t.tileM));
@@ -879,30 +927,205 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         });
   };
 
-  if (!t.swapAB) {
+  // quantizeOut: every pass stores its activations, rounded to bf16, into
+  // the item's activation tile (64 or tileM rows x 128 columns, 16-byte
+  // chunks XOR-swizzled by row); then 16 threads per row quantize each
+  // row's 128 values, as moe.quantize does, and store e4m3 codes and the
+  // row's scale. Swap-AB goes through an f32 tile of its own (gate and up
+  // of a column are in different warps).
+  auto buildQuantizedEpilogue = [&]() {
+    Type bf16 = b.getBF16Type();
+    // Emits `body(pass)` inside `scf.for pass in [0, passes)`.
+    auto forEachPass = [&](function_ref<void(Value)> body) {
+      auto loop = scf::ForOp::create(b, m.c(0), m.c(t.passes()), m.c(1));
+      OpBuilder::InsertionGuard passGuard(b);
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+      body(loop.getInductionVar());
+    };
+    Value activationBase = m.c(t.stages * stageBytes);
+    auto storeActivation = [&](ImplicitLocOpBuilder &nb, Value tile,
+                               Value value, Value row, Value col) {
+      IndexMath n{nb};
+      Value chunk =
+          arith::XOrIOp::create(nb, arith::DivUIOp::create(nb, col, n.c(8)),
+                                arith::RemUIOp::create(nb, row, n.c(8)));
+      Value physical =
+          n.add(n.mul(chunk, n.c(8)), arith::RemUIOp::create(nb, col, n.c(8)));
+      Type type = value.getType();
+      if (isa<VectorType>(type))
+        vector::StoreOp::create(nb, value, tile, ValueRange{row, physical},
+                                /*nontemporal=*/false, llvm::Align(4));
+      else
+        memref::StoreOp::create(nb, value, tile, ValueRange{row, physical});
+    };
+    // Rows [0, rowsValid) of `tile` go to out rows outRow0.. (threads of one
+    // warpgroup; all of them reach every shuffle).
+    auto quantizeTile = [&](Value tile, Value groupTid, Value rowsValid,
+                            Value outRow0) {
+      constexpr int64_t kLanesPerRow = GroupedMatmulTile::kOutGroup / 8;
+      Value chunk = arith::RemUIOp::create(b, groupTid, m.c(kLanesPerRow));
+      Value rowInRound = arith::DivUIOp::create(b, groupTid, m.c(kLanesPerRow));
+      Value leads =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, chunk, m.c(0));
+      Value groupCol =
+          arith::DivUIOp::create(b, col0, m.c(GroupedMatmulTile::kOutGroup));
+      for (int64_t r0 = 0; r0 < t.activationRows(); r0 += 128 / kLanesPerRow) {
+        // r % 8 is rowInRound: the swizzle keeps the chunk within its row.
+        Value r = m.add(m.c(r0), rowInRound);
+        Value physical =
+            m.mul(arith::XOrIOp::create(b, chunk, rowInRound), m.c(8));
+        QuantizedChunk q = quantizeChunkE4M3(
+            b, loadChunkBits(b, tile, ValueRange{r, physical}, /*bf16=*/true),
+            kLanesPerRow);
+        ifThen(b, m.lt(r, rowsValid), [&](ImplicitLocOpBuilder &sb) {
+          IndexMath n{sb};
+          Value row = n.add(outRow0, r);
+          Value codes = vector::BitCastOp::create(
+              sb, VectorType::get({8}, sb.getI8Type()), q.codes);
+          vector::StoreOp::create(
+              sb, codes, out,
+              ValueRange{row, n.add(col0, n.mul(chunk, n.c(8)))},
+              /*nontemporal=*/false, llvm::Align(8));
+          ifThen(sb, leads, [&](ImplicitLocOpBuilder &lb) {
+            memref::StoreOp::create(lb, q.scale, outScales,
+                                    ValueRange{row, groupCol});
+          });
+        });
+      }
+    };
+    if (!t.swapAB) {
+      Fragment frag = fragmentOf(b, tid);
+      Value groupRow0 = m.mul(warpgroup, m.c(64));
+      Value tile = m.view(
+          smem,
+          m.add(activationBase, m.mul(warpgroup, m.c(t.activationTileBytes() /
+                                                     t.warpgroups()))),
+          ty.activationTile);
+      auto fragmentType = LLVM::LLVMStructType::getLiteral(
+          ctx, SmallVector<Type>(t.accumulatorColumns() / 2, b.getF32Type()));
+      // Up column c + tileN / 2 is fragment element + 4 * (tileN / 16).
+      int64_t upDistance = 4 * (t.accumulatorColumns() / 16);
+      // A loop, not unrolled: ptxas spilled the unrolled passes (255
+      // registers against 216 for one).
+      forEachPass([&](Value pass) {
+        Value accumulator = runPass(pass);
+        Value regs =
+            UnrealizedConversionCastOp::create(
+                b, LLVM::LLVMStructType::getLiteral(ctx, {fragmentType}),
+                accumulator)
+                .getResult(0);
+        auto element = [&](int64_t at) -> Value {
+          return LLVM::ExtractValueOp::create(b, regs,
+                                              ArrayRef<int64_t>{0, at});
+        };
+        for (int64_t j = 0; j < tileCols / 8; ++j) {
+          Value col =
+              m.add(m.add(m.mul(pass, m.c(tileCols)), m.c(8 * j)), frag.col);
+          Value bias[2], upBias[2];
+          for (int64_t p = 0; p < 2 && biases; ++p) {
+            Value outCol = m.add(col0, m.add(col, m.c(p)));
+            bias[p] = loadBias(b, biases, current.expert, outCol, numCols);
+            upBias[p] =
+                loadBias(b, biases, current.expert, m.add(outCol, numCols),
+                         m.mul(numCols, m.c(2)));
+          }
+          for (int64_t i = 0; i < 2; ++i) {
+            int64_t e = 4 * j + 2 * i;
+            SmallVector<Value, 2> pair;
+            for (int64_t p = 0; p < 2; ++p)
+              pair.push_back(arith::TruncFOp::create(
+                  b, bf16,
+                  epilogueValue(b, t, element(e + p),
+                                element(e + p + upDistance), bias[p], upBias[p],
+                                Value())));
+            storeActivation(b, tile,
+                            vector::FromElementsOp::create(
+                                b, VectorType::get({2}, bf16), pair),
+                            m.add(frag.row, m.c(8 * i)), col);
+          }
+        }
+      });
+      gpu::BarrierOp::create(b);
+      issuePrologue(b, next, nextStepBase, nextActive);
+      Value barrierId =
+          arith::IndexCastOp::create(b, i32, m.add(warpgroup, m.c(1)));
+      Value groupThreads = arith::ConstantIntOp::create(b, i32, 128);
+      auto syncWarpgroup = [&]() {
+        NVVM::BarrierOp::create(b, Type(), barrierId, groupThreads,
+                                NVVM::BarrierReductionAttr(), Value());
+      };
+      syncWarpgroup();
+      quantizeTile(tile, arith::RemUIOp::create(b, tid, m.c(128)),
+                   m.sub(rowsHere, groupRow0), m.add(row0, groupRow0));
+      // The next item's activations overwrite the tile just read.
+      syncWarpgroup();
+      return;
+    }
+    // Swap-AB: out^T in the f32 tile, weight rows [0, 32) gate and
+    // [32, 64) their up partners; 32 consecutive threads take a row's 32
+    // columns, 4 rows at a time.
+    Value tile = m.view(smem, activationBase, ty.activationTile);
+    Value outTile = m.view(
+        smem, m.add(activationBase, m.c(t.activationTileBytes())), ty.outTile);
+    Value lane = arith::RemUIOp::create(b, tid, m.c(tileCols));
+    Value firstRow = arith::DivUIOp::create(b, tid, m.c(tileCols));
+    forEachPass([&](Value pass) {
+      Value accumulator = runPass(pass);
+      gpu::BarrierOp::create(b);
+      nvgpu::WarpgroupMmaStoreOp::create(b, accumulator, outTile);
+      gpu::BarrierOp::create(b);
+      Value col = m.add(m.mul(pass, m.c(tileCols)), lane);
+      Value bias, upBias;
+      if (biases) {
+        Value outCol = m.add(col0, col);
+        bias = loadBias(b, biases, current.expert, outCol, numCols);
+        upBias = loadBias(b, biases, current.expert, m.add(outCol, numCols),
+                          m.mul(numCols, m.c(2)));
+      }
+      scf::ForOp::create(
+          b, firstRow, m.c(t.tileM), m.c(threads / tileCols), ValueRange{},
+          [&](OpBuilder &inner, Location l, Value r, ValueRange) {
+            ImplicitLocOpBuilder ib(l, inner);
+            IndexMath i{ib};
+            Value v = i.load(outTile, ValueRange{lane, r});
+            Value up =
+                i.load(outTile, ValueRange{i.add(lane, i.c(tileCols)), r});
+            v = epilogueValue(ib, t, v, up, bias, upBias, Value());
+            storeActivation(ib, tile, arith::TruncFOp::create(ib, bf16, v), r,
+                            col);
+            scf::YieldOp::create(ib);
+          });
+      // The next pass's accumulator overwrites the f32 tile just read.
+      gpu::BarrierOp::create(b);
+    });
+    issuePrologue(b, next, nextStepBase, nextActive);
+    quantizeTile(tile, tid, rowsHere, row0);
+    // The next item's activations overwrite the tile just read.
+    gpu::BarrierOp::create(b);
+  };
+
+  if (t.quantizeOut) {
+    buildQuantizedEpilogue();
+  } else if (!t.swapAB) {
+    Value accumulator = runPass(m.c(0));
+    gpu::BarrierOp::create(b);
     // The stage buffers are free: the next item's first loads overlap this
     // epilogue.
     issuePrologue(b, next, nextStepBase, nextActive);
-    // Epilogue: accumulator registers -> a 64 x 64 bf16 staging tile per
-    // warpgroup -> 16-byte stores of the rows of this expert. Its 16-byte
-    // chunks are XOR-swizzled by row so that neither side conflicts on
-    // banks. The wgmma D fragment: lane l of the warpgroup's warp w holds
-    // rows l / 4 + 16 w + 8 i, columns 8 j + 2 (l % 4) + {0, 1} as
-    // elements 4 j + 2 i + {0, 1} of the struct the accumulator lowers to.
+    // Epilogue: accumulator registers (see Fragment) -> a 64 x 64 bf16
+    // staging tile per warpgroup -> 16-byte stores of the rows of this
+    // expert. Its 16-byte chunks are XOR-swizzled by row so that neither
+    // side conflicts on banks.
     int64_t accColumns = t.accumulatorColumns();
     Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
     auto fragment = LLVM::LLVMStructType::getLiteral(
         ctx, SmallVector<Type>(accColumns / 2, f32));
-    Value regs = UnrealizedConversionCastOp::create(
-                     b, LLVM::LLVMStructType::getLiteral(ctx, {fragment}),
-                     mainLoop.getResult(0))
-                     .getResult(0);
-    Value lane = arith::RemUIOp::create(b, tid, m.c(32));
-    Value quad = arith::DivUIOp::create(b, lane, m.c(4));
-    Value warpInGroup = arith::RemUIOp::create(
-        b, arith::DivUIOp::create(b, tid, m.c(32)), m.c(4));
-    Value fragRow = m.add(quad, m.mul(warpInGroup, m.c(16)));
-    Value fragCol = m.mul(arith::RemUIOp::create(b, lane, m.c(4)), m.c(2));
+    Value regs =
+        UnrealizedConversionCastOp::create(
+            b, LLVM::LLVMStructType::getLiteral(ctx, {fragment}), accumulator)
+            .getResult(0);
+    Fragment frag = fragmentOf(b, tid);
+    Value quad = frag.quad, fragRow = frag.row, fragCol = frag.col;
     Value groupTid = arith::RemUIOp::create(b, tid, m.c(128));
     Value staging = m.view(
         smem,
@@ -993,7 +1216,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     // expert. Threads t and t + 64 share column t % 64 and take alternate
     // token rows, so each row's 64 columns are stored by 64 consecutive
     // threads.
-    nvgpu::WarpgroupMmaStoreOp::create(b, mainLoop.getResult(0),
+    Value accumulator = runPass(m.c(0));
+    gpu::BarrierOp::create(b);
+    nvgpu::WarpgroupMmaStoreOp::create(b, accumulator,
                                        m.view(smem, m.c(0), ty.outTile));
     gpu::BarrierOp::create(b);
     // Gated: weight rows [0, 32) are gate, [32, 64) their up partners, and

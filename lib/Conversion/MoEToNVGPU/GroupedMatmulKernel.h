@@ -58,6 +58,12 @@ struct GroupedMatmulTile {
   Epilogue epilogue = Epilogue::Store;
   Activation activation = Activation::Silu;
   float alpha = 0, limit = 0; // Activation::GptOss only
+  /// SwiGLU only: the activation is stored as e4m3 with one f32 scale per
+  /// row and 128 output columns (a `[1, 128]` group, quantized as
+  /// moe.quantize does from its bf16 rounding) instead of bf16. A work item
+  /// then covers a whole group: passes() tiles back to back, their
+  /// activations gathered in shared memory.
+  bool quantizeOut = false;
   /// The element type (f32 or bf16) of a per-expert bias [E, N] added to
   /// the accumulator before the activation or row scale; null: no bias.
   Type biasType;
@@ -77,6 +83,21 @@ struct GroupedMatmulTile {
   bool gated() const { return epilogue == Epilogue::SwiGLU; }
   /// Output columns of one tile (gate and up share a tile when gated).
   int64_t outputColumns() const { return gated() ? tileN / 2 : tileN; }
+  /// Output columns of a quantized group (`quantizeOut`).
+  static constexpr int64_t kOutGroup = 128;
+  /// Tiles a work item runs back to back: one, or with `quantizeOut` those
+  /// of one output group.
+  int64_t passes() const {
+    return quantizeOut ? kOutGroup / outputColumns() : 1;
+  }
+  /// Output columns of one work item.
+  int64_t itemColumns() const { return outputColumns() * passes(); }
+  /// Token rows a warpgroup quantizes: 64, or the swap-AB tile's.
+  int64_t activationRows() const { return swapAB ? tileM : 64; }
+  /// Bytes of the bf16 activations of an item's groups (`quantizeOut`).
+  int64_t activationTileBytes() const {
+    return warpgroups() * activationRows() * kOutGroup * 2;
+  }
 
   /// The same epilogue on another tile shape.
   GroupedMatmulTile withShape(int64_t m, int64_t n, int64_t stages_,
@@ -100,7 +121,9 @@ struct GroupedMatmulTile {
 /// epilogue), inside `module`. Its arguments: (rows tensor map ptr, weights
 /// tensor map ptr, offsets memref<?xT>, out memref<?x?xbf16>, K, rows_min,
 /// rows_max as i32, for Format::FP8Block the rows' scales memref<?x?xf32>
-/// and the weights' scales memref<?x?x?xf32>, for Epilogue::RowScale the
+/// and the weights' scales memref<?x?x?xf32>, with `quantizeOut` the
+/// output's scales memref<?x?xf32> [M, N / 256] (out is then
+/// memref<?x?xi8>), for Epilogue::RowScale the
 /// scale memref<?xf32>, and with a bias the bias memref<?x?xT> [E, N]). See
 /// docs/hopper-notes.md and docs/runtime-contract.md.
 gpu::GPUFuncOp buildGroupedMatmulKernel(OpBuilder &builder, Location loc,

@@ -374,6 +374,8 @@ static DictionaryAttr launchInfo(Builder &b, Value rows, Value weights,
     info.set("abi", b.getStringAttr("grouped_matmul.v3"));
   }
   info.set("epilogue", b.getStringAttr(epilogueName(tile.epilogue)));
+  if (tile.quantizeOut)
+    info.set("out", b.getStringAttr("f8E4M3FN"));
   info.set("activation",
            b.getStringAttr(!tile.gated()                           ? "none"
                            : tile.activation == Activation::GptOss ? "gptoss"
@@ -780,8 +782,19 @@ struct ConvertMoEToNVGPUPass
           << static_cast<int64_t>(swapABStages);
       return signalPassFailure();
     }
+    if (fp8Intermediate != "epilogue" && fp8Intermediate != "kernel") {
+      mlir::emitError(module.getLoc())
+          << "convert-moe-to-nvgpu: 'fp8-intermediate' must be 'epilogue' or "
+             "'kernel', got '"
+          << fp8Intermediate << "'";
+      return signalPassFailure();
+    }
     int64_t fixedSwapStages = swapABStages;
-    for (const GroupedMatmulTile &base : {tile, blockFP8Tile(tile)}) {
+    GroupedMatmulTile quantizedGateUp = blockFP8Tile(tile);
+    quantizedGateUp.epilogue = Epilogue::SwiGLU;
+    quantizedGateUp.quantizeOut = true;
+    for (const GroupedMatmulTile &base :
+         {tile, blockFP8Tile(tile), quantizedGateUp}) {
       if (failed(verifyTile(module, base)))
         return signalPassFailure();
       for (int64_t k : {int64_t(1), kLongK})
@@ -897,13 +910,15 @@ struct ConvertMoEToNVGPUPass
       // [M, 2I] intermediate never leaves registers), then the down GEMM
       // adds its bias and applies the routing weight in its epilogue.
       auto mlp = cast<ExpertMLPOp>(op);
-      // Block FP8: the gate-up GEMM stores act(gate, up) in bf16, a
-      // quantize kernel makes it the down GEMM's FP8 rows.
+      // Block FP8: the gate-up GEMM quantizes act(gate, up) into the down
+      // GEMM's FP8 rows (with fp8-intermediate=kernel it stores bf16 and a
+      // quantize kernel follows).
       std::optional<BlockFP8Operands> fp8 =
           getBlockFP8Operands(mlp.getRows(), mlp.getGateUpWeights());
       const GroupedMatmulTile &base = fp8 ? blockFP8Tile(tile) : tile;
       GroupedMatmulTile gateUp =
           epilogueTile(base, Epilogue::SwiGLU, mlp.getGateUpBias());
+      gateUp.quantizeOut = fp8 && fp8Intermediate == "epilogue";
       if (mlp.getActivation() == GatedActivation::gptoss) {
         gateUp.activation = Activation::GptOss;
         gateUp.alpha = mlp.getAlphaOrDefault();
@@ -915,7 +930,7 @@ struct ConvertMoEToNVGPUPass
       SmallVector<Attribute, 3> parts = {
           gemmLaunch(mlp.getRows(), mlp.getGateUpWeights(), mlp.getOffsets(),
                      gateUp, "gate_up")};
-      if (fp8) {
+      if (fp8 && !gateUp.quantizeOut) {
         auto rowsType = cast<RankedTensorType>(mlp.getRows().getType());
         int64_t intermediate =
             cast<RankedTensorType>(mlp.getDownWeights().getType())
@@ -925,6 +940,8 @@ struct ConvertMoEToNVGPUPass
             RankedTensorType::get({rowsType.getDimSize(0), intermediate},
                                   rowsType.getElementType()),
             mlp.getIntermediateAttr(), "intermediate"));
+      }
+      if (fp8) {
         auto downWeights = mlp.getDownWeights().getDefiningOp<DequantizeOp>();
         fusedDequantizes.insert({fp8->rows.getOperation(),
                                  fp8->weights.getOperation(), downWeights});

@@ -93,10 +93,11 @@ Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int32_t offset) {
       .getShuffleResult();
 }
 
-/// The f32 bits (i32) of the 8 elements of `input` from `indices` on: one
-/// 16-byte load of bf16, each widened by a shift; two of f32.
-SmallVector<Value> loadChunkBits(ImplicitLocOpBuilder &b, Value input,
-                                 ValueRange indices, bool bf16) {
+} // namespace
+
+SmallVector<Value> mlir::moe::loadChunkBits(ImplicitLocOpBuilder &b,
+                                            Value input, ValueRange indices,
+                                            bool bf16) {
   Type i32 = b.getI32Type();
   SmallVector<Value> bits;
   if (bf16) {
@@ -123,6 +124,8 @@ SmallVector<Value> loadChunkBits(ImplicitLocOpBuilder &b, Value input,
     bits.push_back(vector::ExtractOp::create(b, words, j));
   return bits;
 }
+
+namespace {
 
 /// The largest |x| of `bits` (f32 bits), as bits: see the file comment.
 Value magnitudeMax(ImplicitLocOpBuilder &b, ArrayRef<Value> bits) {
@@ -368,6 +371,17 @@ void buildTileBlocks(ImplicitLocOpBuilder &b, const QuantizeKernelSpec &spec,
 }
 
 } // namespace
+
+QuantizedChunk mlir::moe::quantizeChunkE4M3(ImplicitLocOpBuilder &b,
+                                            ArrayRef<Value> bits,
+                                            int64_t lanesPerBlock) {
+  Type fp8Type = Float8E4M3FNType::get(b.getContext());
+  Value amax = magnitudeMax(b, bits);
+  for (int64_t d = lanesPerBlock / 2; d >= 1; d /= 2)
+    amax = arith::MaxUIOp::create(b, amax, shuffleXor(b, amax, d));
+  BlockScale scale = blockScale(b, amax, /*mx=*/false, fp8Type);
+  return {encodeChunk(b, bits, scale.divisor, fp8Type), scale.stored};
+}
 
 gpu::GPUFuncOp mlir::moe::buildQuantizeKernel(OpBuilder &builder, Location loc,
                                               gpu::GPUModuleOp module,

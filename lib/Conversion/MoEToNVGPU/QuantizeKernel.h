@@ -6,6 +6,7 @@
 #include "MoE/Dialect/MoEDialect.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <string>
 
@@ -39,6 +40,22 @@ struct QuantizeKernelSpec {
 /// Why no quantize kernel implements blocks of [blockRows, blockCols], or an
 /// empty string.
 std::string unsupportedQuantizeBlock(int64_t blockRows, int64_t blockCols);
+
+/// The f32 bits (i32) of the 8 bf16 (or f32) elements of `input` from
+/// `indices` on: one 16-byte load (two for f32), bf16 widened by a shift.
+SmallVector<Value> loadChunkBits(ImplicitLocOpBuilder &b, Value input,
+                                 ValueRange indices, bool bf16);
+
+/// One 8-element chunk of a [1, 8 * lanesPerBlock] block quantized to e4m3
+/// with an f32 scale, the block's chunks held by `lanesPerBlock` aligned
+/// consecutive lanes (every lane of the warp takes part): the scale of the
+/// block and the chunk's 8 codes as vector<2xi32> (element 4w + j in byte j
+/// of word w), exactly as the quantize kernel computes them.
+struct QuantizedChunk {
+  Value codes, scale;
+};
+QuantizedChunk quantizeChunkE4M3(ImplicitLocOpBuilder &b, ArrayRef<Value> bits,
+                                 int64_t lanesPerBlock);
 
 /// Builds the kernel: (input memref<?x?xT> [M, C], values memref<?x?xi8>
 /// [M, C], scales memref<?x?xS> [M/br, C/bc]) with T bf16 or f32 and S f32 or

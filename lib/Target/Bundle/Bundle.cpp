@@ -199,6 +199,13 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
       if (failed(format))
         return failure();
       bodyStream << " format=" << *format;
+      // An FP8 output (a gate-up quantizing its activation): bf16 if absent.
+      if (entry.get("out")) {
+        FailureOr<StringRef> out = r.name("out");
+        if (failed(out))
+          return failure();
+        bodyStream << " out=" << *out;
+      }
     }
     if (gemm) {
       FailureOr<StringRef> epilogue = r.name("epilogue"),
@@ -272,6 +279,10 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
                    : SmallVector<StringRef, 7>{"route", "permute", "gate_up",
                                                "down", "unpermute"};
       for (StringRef part : parts) {
+        // The activation's quantize kernel is a part only when the gate-up
+        // does not quantize it itself.
+        if (part == "intermediate" && !entry.get(part))
+          continue;
         FailureOr<StringRef> partName = r.name(part);
         if (failed(partName))
           return failure();
