@@ -140,6 +140,10 @@ awk '/^func.func @gpt_oss_120b/ { skip = 1 } !skip { print } skip && /^}/ { skip
   "$root/test/device/layer_models.mlir" > "$out/fp8_layer_models.mlir"
 bundle fp8layer "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline
+# Their reference form: a bf16 gate-up, then the activation's quantize kernel.
+bundle fp8layer-kernel "$out/fp8_layer_models.mlir" \
+  --moe-quantize="scope=weights+activations" \
+  --moe-gpu-pipeline="fp8-intermediate=kernel"
 # The quantize kernel (test/device/quantize.py): every encoding it
 # implements, bf16 and f32 inputs.
 bundle quantize "$root/test/device/quantize_shapes.mlir" --moe-gpu-pipeline

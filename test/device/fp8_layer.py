@@ -4,18 +4,24 @@
 `--moe-quantize="scope=weights+activations"` and compiled by
 `--moe-gpu-pipeline` into fp8layer.moebundle: per layer one layer_fp8.v1
 entry (route, permute, the gathered rows' quantize, the FP8 gate-up GEMM
-storing silu(gate) * up, the intermediate's quantize, the FP8 down GEMM,
-combine) and the prepack entries that quantize the weights once.
+whose epilogue quantizes silu(gate) * up into e4m3 and [1, 128]-group
+scales, the FP8 down GEMM, combine) and the prepack entries that quantize
+the weights once. fp8layer-kernel.moebundle is the same compiled with
+`fp8-intermediate=kernel`: its gate-up stores bf16 and a quantize kernel
+follows (the reference form of the fused epilogue).
 
 Tests (default), for Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B and
 DeepSeek-V3 (random correction bias) at T in {1, 7, 64, 128, 1000, 8192}
 with random router logits, plus skewed routings (one hot expert; half the
 experts never chosen) at T = 64 and 1000:
 - the weights prepacked on the GPU by the bundle's own prepack entries;
-- the layer (output and workspace poisoned first) bit-exact with its seven
-  steps run through their own entries, and each GEMM step against a float32
+- the layer (output and workspace poisoned first) bit-exact with its six
+  steps run through their own entries and with the reference form's layer;
+  the gate-up's e4m3 codes and scales bit-exact with the reference form's
+  bf16 gate-up then quantize on the same rows; each GEMM step with a bf16
+  output (the reference form's gate-up, the down) against a float32
   reference on the dequantized values of that step's own inputs: relative
-  L2 error <= 3e-3 (bf16 outputs);
+  L2 error <= 3e-3;
 - the layer's output against a float32 reference on the dequantized values
   that follows the IR's types end to end (rows quantized in [1, 128]
   groups, gate-up in f32, the activation rounded to bf16 and quantized in
@@ -92,36 +98,55 @@ def layer_reference(model, x, logits, bias, w13, w2, quantized):
 
 
 def run_steps(bundle, name, x, logits, bias, weights, k):
-    """The layer's seven steps through their own entries: what moeLayer
-    launches, with every intermediate kept."""
+    """The layer's six steps through their own entries: what moeLayer
+    launches, with every intermediate kept (poisoned first)."""
     w13q, w13s, w2q, w2s = weights
     T, I = x.shape[0], w2q.shape[2]
     ids, route_weights = bundle.route(f"{name}_route", logits, bias=bias)
     rows, offsets, slots = bundle.permute(f"{name}_permute", x, ids)
     rows_q, rows_s = bundle.quantize(f"{name}_quantize", rows)
-    h = torch.empty(T * k, I, device=DEV, dtype=torch.bfloat16)
-    bundle.grouped_matmul(f"{name}_gate_up", rows_q, w13q, offsets, h, rows_scale=rows_s, weights_scale=w13s)
-    h_q, h_s = bundle.quantize(f"{name}_intermediate", h)
+    h_q = torch.full((T * k, I), 0x7F, device=DEV, dtype=torch.uint8).view(torch.float8_e4m3fn)
+    h_s = torch.full((T * k, I // 128), float("nan"), device=DEV)
+    bundle.grouped_matmul(f"{name}_gate_up", rows_q, w13q, offsets, h_q, rows_scale=rows_s, weights_scale=w13s,
+                          out_scale=h_s)
     y = torch.empty(T * k, x.shape[1], device=DEV, dtype=torch.bfloat16)
     bundle.grouped_matmul(f"{name}_down", h_q, w2q, offsets, y, rows_scale=h_s, weights_scale=w2s)
     out = bundle.unpermute(f"{name}_unpermute", y, slots, route_weights)
-    return dict(offsets=offsets, rows=(rows_q, rows_s), h=h, h_fp8=(h_q, h_s), y=y, out=out)
+    return dict(offsets=offsets, rows=(rows_q, rows_s), h_fp8=(h_q, h_s), y=y, out=out)
 
 
-def step_errors(model, steps, w13, w2):
-    """Relative L2 errors of the gate-up and down steps against float32 on
-    the dequantized values of their own inputs."""
+def reference_gate_up(ref_bundle, name, steps, weights):
+    """The reference form's gate-up (bf16 out) and its intermediate
+    quantize on the fused layer's own quantized rows."""
+    w13q, w13s, w2q, _ = weights
+    rows_q, rows_s = steps["rows"]
+    h = torch.full((rows_q.shape[0], w2q.shape[2]), float("nan"), device=DEV, dtype=torch.bfloat16)
+    ref_bundle.grouped_matmul(f"{name}_gate_up", rows_q, w13q, steps["offsets"], h, rows_scale=rows_s,
+                              weights_scale=w13s)
+    return h, ref_bundle.quantize(f"{name}_intermediate", h)
+
+
+def same_fp8(a, b):
+    """Codes and scales equal bit for bit."""
+    return (torch.equal(a[0].view(torch.uint8), b[0].view(torch.uint8))
+            and torch.equal(a[1].view(torch.int32), b[1].view(torch.int32)))
+
+
+def step_errors(model, steps, h, w13, w2):
+    """Relative L2 errors of the gate-up (the reference form's bf16 `h`) and
+    down steps against float32 on the dequantized values of their own
+    inputs."""
     offsets = steps["offsets"].tolist()
-    I = steps["h"].shape[1]
+    I = h.shape[1]
     rows = dequantize_blocks(*steps["rows"], 1).float()
     h = dequantize_blocks(*steps["h_fp8"], 1).float()
-    want_h, want_y = torch.zeros_like(steps["h"], dtype=torch.float32), torch.zeros_like(steps["y"], dtype=torch.float32)
+    want_h, want_y = torch.zeros_like(h, dtype=torch.float32), torch.zeros_like(steps["y"], dtype=torch.float32)
     for e in range(len(offsets) - 1):
         lo, hi = offsets[e], offsets[e + 1]
         if hi > lo:
             want_h[lo:hi] = expert_act(model, rows[lo:hi] @ w13(e).t(), I)
             want_y[lo:hi] = h[lo:hi] @ w2(e).t()
-    return rel_err(steps["h"], want_h), rel_err(steps["y"], want_y)
+    return rel_err(h, want_h), rel_err(steps["y"], want_y)
 
 
 def rel_err(got, want):
@@ -197,6 +222,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     generator = torch.Generator(device=DEV).manual_seed(1)
     bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer.moebundle"))
+    ref_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-kernel.moebundle"))
     bf16_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle")) if BENCH else None
     tally = Tally()
     report = tally.report
@@ -226,20 +252,26 @@ def main():
                 layer = Fp8Layer(bundle, name, T, H, I, weights, bias)
                 layer.poison()
                 out = layer(x, logits)
+                ref_layer = Fp8Layer(ref_bundle, name, T, H, I, weights, bias)
+                ref_layer.poison()
+                ref_out = ref_layer(x, logits)
                 steps = run_steps(bundle, name, x, logits, bias, weights, k)
+                h, h_fp8 = reference_gate_up(ref_bundle, name, steps, weights)
                 torch.cuda.synchronize()
-                gate_up_err, down_err = step_errors(model, steps, fp8_w13, fp8_w2)
+                gate_up_err, down_err = step_errors(model, steps, h, fp8_w13, fp8_w2)
                 err = rel_err(out, layer_reference(model, x, logits, bias, fp8_w13, fp8_w2, True))
                 vs_bf16 = rel_err(out, layer_reference(model, x, logits, bias, bf16_w13, bf16_w2, False))
-                ok = (torch.equal(out, steps["out"]) and max(gate_up_err, down_err) <= STEP_TOLERANCE
+                exact = {"steps": torch.equal(out, steps["out"]), "reference form": torch.equal(out, ref_out),
+                         "gate-up e4m3": same_fp8(steps["h_fp8"], h_fp8)}
+                ok = (all(exact.values()) and max(gate_up_err, down_err) <= STEP_TOLERANCE
                       and err <= TOLERANCE and vs_bf16 <= QUANTIZATION_BOUND and not torch.isnan(out).any())
-                report(ok, what, f"steps {'bit-exact' if torch.equal(out, steps['out']) else 'DIFFER'}, "
-                       f"gate-up step {gate_up_err:.2e}, down step {down_err:.2e}, layer {err:.2e} "
+                report(ok, what, ", ".join(f"{key} {'bit-exact' if v else 'DIFFER'}" for key, v in exact.items())
+                       + f", gate-up step {gate_up_err:.2e}, down step {down_err:.2e}, layer {err:.2e} "
                        f"(vs the bf16 layer {vs_bf16:.2e})")
-                del steps
+                del steps, h, h_fp8, ref_layer
                 if BENCH and routing == "random":
                     table.append(bench_point(model, name, T, x, logits, weights, w13, w2,
-                                             (bundle, bf16_bundle), k))
+                                             (bundle, ref_bundle, bf16_bundle), k))
                 del layer
             except Exception as error:
                 report(False, what, f"{type(error).__name__}: {error}")
@@ -300,26 +332,29 @@ def main():
 
     if table:
         print()
-        print("| model | T | ours fp8 ms | ours bf16 ms | scaled_grouped_mm fp8 ms | torch_grouped_mm bf16 ms "
-              "| vs scaled_grouped_mm | vs our bf16 | fp8 roofline ms | of roofline |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
-        for model, T, ours, ours_bf16, peer, grouped, floor in table:
+        print("| model | T | ours fp8 ms | ours, quantize kernel ms | ours bf16 ms | scaled_grouped_mm fp8 ms "
+              "| torch_grouped_mm bf16 ms | vs scaled_grouped_mm | vs our bf16 | fp8 roofline ms | of roofline |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for model, T, ours, ours_kernel, ours_bf16, peer, grouped, floor in table:
             fmt = lambda v: f"{v:.4f}" if v else "—"  # noqa: E731
             ratio = f"{peer / ours:.2f}" if peer else "—"
-            print(f"| {model} | {T} | {ours:.4f} | {fmt(ours_bf16)} | {fmt(peer)} | {grouped:.4f} | {ratio} "
-                  f"| {ours_bf16 / ours:.2f} | {floor:.4f} | {floor / ours:.2f} |")
+            print(f"| {model} | {T} | {ours:.4f} | {ours_kernel:.4f} | {fmt(ours_bf16)} | {fmt(peer)} "
+                  f"| {grouped:.4f} | {ratio} | {ours_bf16 / ours:.2f} | {floor:.4f} | {floor / ours:.2f} |")
     return tally.summary()
 
 
 def bench_point(model, name, T, x, logits, weights, w13, w2, bundles, k):
-    """Medians (ms) of CUDA-graph replays of ours (FP8 and bf16) and the
-    peers on the same data; DeepSeek-V3 with a zero correction bias."""
+    """Medians (ms) of CUDA-graph replays of ours (FP8, its reference form
+    with the quantize kernel, bf16) and the peers on the same data;
+    DeepSeek-V3 with a zero correction bias."""
     H, I, E, _ = SHAPES[model]
-    fp8_bundle, bf16_bundle = bundles
+    fp8_bundle, ref_bundle, bf16_bundle = bundles
     zero_bias = torch.zeros(E, device=DEV) if model == "deepseek-v3" else None
     timed = lambda fn: min(v for v in bench(fn) if v)  # noqa: E731
     layer = Fp8Layer(fp8_bundle, name, T, H, I, weights, zero_bias)
     ours = timed(lambda: layer(x, logits))
+    ref_layer = Fp8Layer(ref_bundle, name, T, H, I, weights, zero_bias)
+    ours_kernel = timed(lambda: ref_layer(x, logits))
     bf16_ws = torch.empty(bf16_bundle.layer_workspace_bytes(name, T, H, I), device=DEV, dtype=torch.uint8)
     bf16_out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
     ours_bf16 = timed(lambda: bf16_bundle.layer(name, x, logits, w13, w2, score_bias=zero_bias,
@@ -336,9 +371,10 @@ def bench_point(model, name, T, x, logits, weights, w13, w2, bundles, k):
     # at twice the dense bf16 rate, whichever takes longer.
     hit = route_model(model, logits, score_bias=zero_bias)[1].unique().numel()
     floor = max(hit * 3 * I * H / 4.4e9, 2 * T * k * 3 * I * H / (2 * 689e9))
-    print(f"  {model} T={T}: ours fp8 {ours:.4f} ms, ours bf16 {ours_bf16:.4f}, scaled_grouped_mm "
+    print(f"  {model} T={T}: ours fp8 {ours:.4f} ms (quantize kernel {ours_kernel:.4f}), ours bf16 "
+          f"{ours_bf16:.4f}, scaled_grouped_mm "
           f"{peer if peer is None else round(peer, 4)}, torch_grouped_mm {grouped:.4f}", flush=True)
-    return model, T, ours, ours_bf16, peer, grouped, floor
+    return model, T, ours, ours_kernel, ours_bf16, peer, grouped, floor
 
 
 if __name__ == "__main__":
