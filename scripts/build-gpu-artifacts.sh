@@ -143,7 +143,7 @@ bundle fp8layer "$out/fp8_layer_models.mlir" \
 # Their reference form: a bf16 gate-up, then the activation's quantize kernel.
 bundle fp8layer-kernel "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" \
-  --moe-gpu-pipeline="fp8-intermediate=kernel"
+  --moe-gpu-pipeline="fp8-activations=separate"
 # The quantize kernel (test/device/quantize.py): every encoding it
 # implements, bf16 and f32 inputs.
 bundle quantize "$root/test/device/quantize_shapes.mlir" --moe-gpu-pipeline

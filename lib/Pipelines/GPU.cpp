@@ -68,7 +68,7 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   kernels.tileK = options.tileK;
   kernels.stages = options.stages;
   kernels.swapABStages = options.swapABStages;
-  kernels.fp8Intermediate = options.fp8Intermediate;
+  kernels.fp8Activations = options.fp8Activations;
   pm.addPass(createConvertMoEToNVGPU(kernels));
   pm.addPass(createMoEExtractDeviceCode());
   GPUDevicePipelineOptions device;

@@ -117,7 +117,8 @@ struct MoEExtractDeviceCodePass
   }
 
   /// Appends the entries of the parts of `layer` (`<name>_route`,
-  /// `<name>_permute`, with quantized rows `<name>_quantize`,
+  /// `<name>_permute`, with rows quantized by a kernel of their own
+  /// `<name>_quantize`,
   /// `<name>_gate_up`, for an FP8 intermediate quantized by a kernel of its
   /// own `<name>_intermediate`,
   /// `<name>_down`, `<name>_unpermute`) and then the layer's own entry,
@@ -139,7 +140,9 @@ struct MoEExtractDeviceCodePass
     // names (gate_up, intermediate, down).
     SmallVector<std::pair<StringRef, Operation *>, 5> parts = {
         {"route", chain->route}, {"permute", chain->permute}};
-    if (chain->rowsQuantize)
+    // Rows the gather quantizes (`out` of the permute) have no quantize
+    // part.
+    if (chain->rowsQuantize && chain->rowsQuantize->hasAttr(moe::kLaunchAttr))
       parts.push_back({"quantize", chain->rowsQuantize});
     parts.append({{"", chain->mlp}, {"unpermute", chain->combine}});
     for (auto [role, op] : parts) {

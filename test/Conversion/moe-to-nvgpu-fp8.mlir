@@ -1,7 +1,7 @@
 // RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
-// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="fp8-intermediate=kernel" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=KERNEL
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="fp8-intermediate=registers" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
-// BADOPT: error: convert-moe-to-nvgpu: 'fp8-intermediate' must be 'epilogue' or 'kernel', got 'registers'
+// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="fp8-activations=separate" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=KERNEL
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="fp8-activations=registers" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
+// BADOPT: error: convert-moe-to-nvgpu: 'fp8-activations' must be 'fused' or 'separate', got 'registers'
 
 // Block FP8 (DeepSeek-V3's format): a grouped_matmul whose rows and weights
 // are both dequantized e4m3 with f32 scales in [1, 128] and [128, 128]
@@ -153,7 +153,7 @@ func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x51
 // CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_swiglu_e4m3out_off32
 // CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_rowscale_off32
 
-// fp8-intermediate=kernel: the gate-up stores bf16 and a quantize kernel
+// fp8-activations=separate: the gate-up stores bf16 and a quantize kernel
 // makes it the down GEMM's rows (the form the fused one is checked against).
 // KERNEL-LABEL: func.func @fused_mlp_fp8
 // KERNEL: moe.expert_mlp

@@ -3,22 +3,23 @@
 (GPT-OSS left out: H = 2880 is no multiple of 128) quantized by
 `--moe-quantize="scope=weights+activations"` and compiled by
 `--moe-gpu-pipeline` into fp8layer.moebundle: per layer one layer_fp8.v1
-entry (route, permute, the gathered rows' quantize, the FP8 gate-up GEMM
-whose epilogue quantizes silu(gate) * up into e4m3 and [1, 128]-group
-scales, the FP8 down GEMM, combine) and the prepack entries that quantize
-the weights once. fp8layer-kernel.moebundle is the same compiled with
-`fp8-intermediate=kernel`: its gate-up stores bf16 and a quantize kernel
-follows (the reference form of the fused epilogue).
+entry (route, permute whose gather stores the rows as e4m3 and [1, 128]-
+group scales, the FP8 gate-up GEMM whose epilogue quantizes silu(gate) * up
+the same way, the FP8 down GEMM, combine) and the prepack entries that
+quantize the weights once. fp8layer-kernel.moebundle is the same compiled
+with `fp8-activations=separate`: the gather and the gate-up store bf16 and
+quantize kernels follow (the reference form of the fused quantizations).
 
 Tests (default), for Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B and
 DeepSeek-V3 (random correction bias) at T in {1, 7, 64, 128, 1000, 8192}
 with random router logits, plus skewed routings (one hot expert; half the
 experts never chosen) at T = 64 and 1000:
 - the weights prepacked on the GPU by the bundle's own prepack entries;
-- the layer (output and workspace poisoned first) bit-exact with its six
+- the layer (output and workspace poisoned first) bit-exact with its five
   steps run through their own entries and with the reference form's layer;
-  the gate-up's e4m3 codes and scales bit-exact with the reference form's
-  bf16 gate-up then quantize on the same rows; each GEMM step with a bf16
+  the gather's and the gate-up's e4m3 codes and scales bit-exact with the
+  reference form's bf16 gather and gate-up, each then quantized by its
+  quantize kernel, on the same inputs; each GEMM step with a bf16
   output (the reference form's gate-up, the down) against a float32
   reference on the dequantized values of that step's own inputs: relative
   L2 error <= 3e-3;
@@ -98,13 +99,12 @@ def layer_reference(model, x, logits, bias, w13, w2, quantized):
 
 
 def run_steps(bundle, name, x, logits, bias, weights, k):
-    """The layer's six steps through their own entries: what moeLayer
+    """The layer's five steps through their own entries: what moeLayer
     launches, with every intermediate kept (poisoned first)."""
     w13q, w13s, w2q, w2s = weights
     T, I = x.shape[0], w2q.shape[2]
     ids, route_weights = bundle.route(f"{name}_route", logits, bias=bias)
-    rows, offsets, slots = bundle.permute(f"{name}_permute", x, ids)
-    rows_q, rows_s = bundle.quantize(f"{name}_quantize", rows)
+    (rows_q, rows_s), offsets, slots = bundle.permute(f"{name}_permute", x, ids)
     h_q = torch.full((T * k, I), 0x7F, device=DEV, dtype=torch.uint8).view(torch.float8_e4m3fn)
     h_s = torch.full((T * k, I // 128), float("nan"), device=DEV)
     bundle.grouped_matmul(f"{name}_gate_up", rows_q, w13q, offsets, h_q, rows_scale=rows_s, weights_scale=w13s,
@@ -112,18 +112,21 @@ def run_steps(bundle, name, x, logits, bias, weights, k):
     y = torch.empty(T * k, x.shape[1], device=DEV, dtype=torch.bfloat16)
     bundle.grouped_matmul(f"{name}_down", h_q, w2q, offsets, y, rows_scale=h_s, weights_scale=w2s)
     out = bundle.unpermute(f"{name}_unpermute", y, slots, route_weights)
-    return dict(offsets=offsets, rows=(rows_q, rows_s), h_fp8=(h_q, h_s), y=y, out=out)
+    return dict(ids=ids, offsets=offsets, rows=(rows_q, rows_s), h_fp8=(h_q, h_s), y=y, out=out)
 
 
-def reference_gate_up(ref_bundle, name, steps, weights):
-    """The reference form's gate-up (bf16 out) and its intermediate
-    quantize on the fused layer's own quantized rows."""
+def reference_quantizes(ref_bundle, name, x, steps, weights):
+    """The reference form's gather (bf16) and gate-up (bf16 out), each
+    followed by its quantize kernel, on the fused layer's own inputs: the
+    rows' and the activation's codes and scales, and the bf16 activation."""
     w13q, w13s, w2q, _ = weights
+    rows, _, _ = ref_bundle.permute(f"{name}_permute", x, steps["ids"])
+    rows_fp8 = ref_bundle.quantize(f"{name}_quantize", rows)
     rows_q, rows_s = steps["rows"]
     h = torch.full((rows_q.shape[0], w2q.shape[2]), float("nan"), device=DEV, dtype=torch.bfloat16)
     ref_bundle.grouped_matmul(f"{name}_gate_up", rows_q, w13q, steps["offsets"], h, rows_scale=rows_s,
                               weights_scale=w13s)
-    return h, ref_bundle.quantize(f"{name}_intermediate", h)
+    return rows_fp8, h, ref_bundle.quantize(f"{name}_intermediate", h)
 
 
 def same_fp8(a, b):
@@ -256,19 +259,20 @@ def main():
                 ref_layer.poison()
                 ref_out = ref_layer(x, logits)
                 steps = run_steps(bundle, name, x, logits, bias, weights, k)
-                h, h_fp8 = reference_gate_up(ref_bundle, name, steps, weights)
+                rows_fp8, h, h_fp8 = reference_quantizes(ref_bundle, name, x, steps, weights)
                 torch.cuda.synchronize()
                 gate_up_err, down_err = step_errors(model, steps, h, fp8_w13, fp8_w2)
                 err = rel_err(out, layer_reference(model, x, logits, bias, fp8_w13, fp8_w2, True))
                 vs_bf16 = rel_err(out, layer_reference(model, x, logits, bias, bf16_w13, bf16_w2, False))
                 exact = {"steps": torch.equal(out, steps["out"]), "reference form": torch.equal(out, ref_out),
+                         "gather e4m3": same_fp8(steps["rows"], rows_fp8),
                          "gate-up e4m3": same_fp8(steps["h_fp8"], h_fp8)}
                 ok = (all(exact.values()) and max(gate_up_err, down_err) <= STEP_TOLERANCE
                       and err <= TOLERANCE and vs_bf16 <= QUANTIZATION_BOUND and not torch.isnan(out).any())
                 report(ok, what, ", ".join(f"{key} {'bit-exact' if v else 'DIFFER'}" for key, v in exact.items())
                        + f", gate-up step {gate_up_err:.2e}, down step {down_err:.2e}, layer {err:.2e} "
                        f"(vs the bf16 layer {vs_bf16:.2e})")
-                del steps, h, h_fp8, ref_layer
+                del steps, rows_fp8, h, h_fp8, ref_layer
                 if BENCH and routing == "random":
                     table.append(bench_point(model, name, T, x, logits, weights, w13, w2,
                                              (bundle, ref_bundle, bf16_bundle), k))
@@ -282,7 +286,7 @@ def main():
             rows = torch.randn(1000, H, device=DEV, generator=generator).to(torch.bfloat16)
             rows[:3] *= 1e-30  # tiny blocks (subnormal values)
             rows[3, :128] = 0  # an all-zero group
-            q, s = bundle.quantize(f"{name}_quantize", rows)
+            q, s = ref_bundle.quantize(f"{name}_quantize", rows)
             want_q, want_s = quantize_blocks(rows.float(), 1)
             same = torch.equal(q.view(torch.uint8), want_q.view(torch.uint8)) and torch.equal(s, want_s)
             report(same, what)

@@ -47,12 +47,12 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       llvm::cl::desc("Experts with at most this many rows run the swap-AB "
                      "kernel (0: never); see --moe-swap-ab"),
       llvm::cl::init(16)};
-  Option<std::string> fp8Intermediate{
-      *this, "fp8-intermediate",
-      llvm::cl::desc("Where a block-FP8 expert MLP quantizes its activation: "
-                     "epilogue (the gate-up GEMM) or kernel (a quantize "
-                     "kernel after a bf16 gate-up)"),
-      llvm::cl::init("epilogue")};
+  Option<std::string> fp8Activations{
+      *this, "fp8-activations",
+      llvm::cl::desc("Where a block-FP8 layer quantizes its GEMMs' rows: "
+                     "fused (in the gather and the gate-up epilogue) or "
+                     "separate (quantize kernels after bf16 outputs)"),
+      llvm::cl::init("fused")};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu.binary holds: bin (cubin), isa (PTX), fatbin"),

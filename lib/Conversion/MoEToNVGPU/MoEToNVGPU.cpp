@@ -533,10 +533,23 @@ static DictionaryAttr routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
   return info.getDictionary(builder.getContext());
 }
 
+/// The quantize of the rows of the moe.layer that holds `op` (its permute
+/// or that quantize), or null: `op` is not in a layer with FP8 rows.
+static QuantizeOp getQuantizedLayerRows(Operation *op) {
+  auto layer = dyn_cast_or_null<LayerOp>(op->getParentOp());
+  std::optional<LayerChain> chain = layer ? getLayerChain(layer) : std::nullopt;
+  if (!chain || !chain->rowsQuantize ||
+      (op != chain->permute && op != chain->rowsQuantize))
+    return {};
+  return chain->rowsQuantize;
+}
+
 /// Builds (or reuses) the three kernels of `op` (count, index, then
-/// gather); returns its moe.launch.
+/// gather); returns its moe.launch. With `quantize` the gather stores the
+/// rows in e4m3 with [1, 128]-group f32 scales (`out`).
 static DictionaryAttr permuteLaunch(OpBuilder &builder,
-                                    gpu::GPUModuleOp kernels, PermuteOp op) {
+                                    gpu::GPUModuleOp kernels, PermuteOp op,
+                                    bool quantize) {
   auto tokens = cast<RankedTensorType>(op.getTokens().getType());
   auto ids = cast<RankedTensorType>(op.getExpertIds().getType());
   auto offsets = cast<RankedTensorType>(op.getOffsets().getType());
@@ -544,6 +557,7 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   spec.experts = offsets.getDimSize(0) - 1;
   spec.topK = ids.getDimSize(1);
   spec.offsetBits = offsets.getElementType().getIntOrFloatBitWidth();
+  spec.quantize = quantize;
   gpu::GPUFuncOp count = lookUpOrBuild(kernels, spec.countKernelName(), [&] {
     return buildPermuteCountKernel(builder, op.getLoc(), kernels, spec);
   });
@@ -557,6 +571,8 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   NamedAttrList info;
   info.set("abi", builder.getStringAttr("permute.v2"));
   info.set("chunk", builder.getI64IntegerAttr(kPermuteChunk));
+  if (quantize)
+    info.set("out", builder.getStringAttr("f8E4M3FN"));
   info.set("experts", builder.getI64IntegerAttr(spec.experts));
   info.set("top_k", builder.getI64IntegerAttr(spec.topK));
   info.set("hidden", builder.getI64IntegerAttr(
@@ -782,13 +798,14 @@ struct ConvertMoEToNVGPUPass
           << static_cast<int64_t>(swapABStages);
       return signalPassFailure();
     }
-    if (fp8Intermediate != "epilogue" && fp8Intermediate != "kernel") {
+    if (fp8Activations != "fused" && fp8Activations != "separate") {
       mlir::emitError(module.getLoc())
-          << "convert-moe-to-nvgpu: 'fp8-intermediate' must be 'epilogue' or "
-             "'kernel', got '"
-          << fp8Intermediate << "'";
+          << "convert-moe-to-nvgpu: 'fp8-activations' must be 'fused' or "
+             "'separate', got '"
+          << fp8Activations << "'";
       return signalPassFailure();
     }
+    bool fuseQuantizes = fp8Activations == "fused";
     int64_t fixedSwapStages = swapABStages;
     GroupedMatmulTile quantizedGateUp = blockFP8Tile(tile);
     quantizedGateUp.epilogue = Epilogue::SwiGLU;
@@ -874,8 +891,12 @@ struct ConvertMoEToNVGPUPass
         op->setAttr(kLaunchAttr, routeLaunch(builder, kernels, route));
         continue;
       }
+      // In an FP8 layer the gather stores the rows quantized: the quantize
+      // between the permute and the expert MLP has no kernel of its own.
       if (auto permute = dyn_cast<PermuteOp>(op)) {
-        op->setAttr(kLaunchAttr, permuteLaunch(builder, kernels, permute));
+        op->setAttr(kLaunchAttr,
+                    permuteLaunch(builder, kernels, permute,
+                                  fuseQuantizes && getQuantizedLayerRows(op)));
         continue;
       }
       if (auto unpermute = dyn_cast<UnpermuteOp>(op)) {
@@ -883,6 +904,10 @@ struct ConvertMoEToNVGPUPass
         continue;
       }
       if (auto quantize = dyn_cast<QuantizeOp>(op)) {
+        if (fuseQuantizes && getQuantizedLayerRows(op) == quantize) {
+          op->setAttr(kFusedIntoLaunchAttr, builder.getUnitAttr());
+          continue;
+        }
         op->setAttr(kLaunchAttr,
                     quantizeLaunch(builder, kernels, quantize.getLoc(),
                                    quantize.getInput().getType(),
@@ -911,14 +936,14 @@ struct ConvertMoEToNVGPUPass
       // adds its bias and applies the routing weight in its epilogue.
       auto mlp = cast<ExpertMLPOp>(op);
       // Block FP8: the gate-up GEMM quantizes act(gate, up) into the down
-      // GEMM's FP8 rows (with fp8-intermediate=kernel it stores bf16 and a
+      // GEMM's FP8 rows (with fp8-activations=separate it stores bf16 and a
       // quantize kernel follows).
       std::optional<BlockFP8Operands> fp8 =
           getBlockFP8Operands(mlp.getRows(), mlp.getGateUpWeights());
       const GroupedMatmulTile &base = fp8 ? blockFP8Tile(tile) : tile;
       GroupedMatmulTile gateUp =
           epilogueTile(base, Epilogue::SwiGLU, mlp.getGateUpBias());
-      gateUp.quantizeOut = fp8 && fp8Intermediate == "epilogue";
+      gateUp.quantizeOut = fp8 && fuseQuantizes;
       if (mlp.getActivation() == GatedActivation::gptoss) {
         gateUp.activation = Activation::GptOss;
         gateUp.alpha = mlp.getAlphaOrDefault();

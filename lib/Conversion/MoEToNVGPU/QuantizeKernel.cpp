@@ -95,26 +95,32 @@ Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int32_t offset) {
 
 } // namespace
 
+SmallVector<Value> mlir::moe::bf16ChunkBits(ImplicitLocOpBuilder &b,
+                                            Value chunk) {
+  Type i32 = b.getI32Type();
+  Value words = vector::BitCastOp::create(
+      b, VectorType::get({kQuantizeChunk / 2}, i32), chunk);
+  SmallVector<Value> bits;
+  for (int64_t j = 0; j < kQuantizeChunk / 2; ++j) {
+    Value word = vector::ExtractOp::create(b, words, j);
+    // Little endian: element 2j is the low half of word j.
+    bits.push_back(arith::ShLIOp::create(b, word, i32Constant(b, 16)));
+    bits.push_back(arith::AndIOp::create(
+        b, word, i32Constant(b, static_cast<int32_t>(0xFFFF0000u))));
+  }
+  return bits;
+}
+
 SmallVector<Value> mlir::moe::loadChunkBits(ImplicitLocOpBuilder &b,
                                             Value input, ValueRange indices,
                                             bool bf16) {
   Type i32 = b.getI32Type();
+  if (bf16)
+    return bf16ChunkBits(
+        b, vector::LoadOp::create(
+               b, VectorType::get({kQuantizeChunk}, b.getBF16Type()), input,
+               indices, /*nontemporal=*/false, llvm::Align(16)));
   SmallVector<Value> bits;
-  if (bf16) {
-    Value chunk = vector::LoadOp::create(
-        b, VectorType::get({kQuantizeChunk}, b.getBF16Type()), input, indices,
-        /*nontemporal=*/false, llvm::Align(16));
-    Value words = vector::BitCastOp::create(
-        b, VectorType::get({kQuantizeChunk / 2}, i32), chunk);
-    for (int64_t j = 0; j < kQuantizeChunk / 2; ++j) {
-      Value word = vector::ExtractOp::create(b, words, j);
-      // Little endian: element 2j is the low half of word j.
-      bits.push_back(arith::ShLIOp::create(b, word, i32Constant(b, 16)));
-      bits.push_back(arith::AndIOp::create(
-          b, word, i32Constant(b, static_cast<int32_t>(0xFFFF0000u))));
-    }
-    return bits;
-  }
   Value chunk = vector::LoadOp::create(
       b, VectorType::get({kQuantizeChunk}, b.getF32Type()), input, indices,
       /*nontemporal=*/false, llvm::Align(16));

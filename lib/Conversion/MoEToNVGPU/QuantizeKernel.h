@@ -45,6 +45,8 @@ std::string unsupportedQuantizeBlock(int64_t blockRows, int64_t blockCols);
 /// `indices` on: one 16-byte load (two for f32), bf16 widened by a shift.
 SmallVector<Value> loadChunkBits(ImplicitLocOpBuilder &b, Value input,
                                  ValueRange indices, bool bf16);
+/// The f32 bits (i32) of the elements of `chunk`, a vector<8xbf16>.
+SmallVector<Value> bf16ChunkBits(ImplicitLocOpBuilder &b, Value chunk);
 
 /// One 8-element chunk of a [1, 8 * lanesPerBlock] block quantized to e4m3
 /// with an f32 scale, the block's chunks held by `lanesPerBlock` aligned

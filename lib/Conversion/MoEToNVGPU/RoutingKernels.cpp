@@ -11,6 +11,7 @@
 #include "RoutingKernels.h"
 #include "KernelUtils.h"
 #include "MoE/Conversion/Passes.h"
+#include "QuantizeKernel.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -56,7 +57,9 @@ std::string PermuteKernelSpec::indexKernelName() const {
 }
 
 std::string PermuteKernelSpec::gatherKernelName() const {
-  return llvm::formatv("moe_permute_gather_off{0}", offsetBits).str();
+  return llvm::formatv("moe_permute_gather_off{0}{1}", offsetBits,
+                       quantize ? "_e4m3" : "")
+      .str();
 }
 
 namespace {
@@ -867,12 +870,16 @@ mlir::moe::buildPermuteGatherKernel(OpBuilder &builder, Location loc,
   ImplicitLocOpBuilder b(loc, builder);
   Type bf16 = b.getBF16Type(), i32 = b.getI32Type();
   Type offsetType = b.getIntegerType(spec.offsetBits);
-  gpu::GPUFuncOp func = createKernel(
-      b, spec.gatherKernelName(),
-      {dynamic2D(bf16), MemRefType::get({ShapedType::kDynamic}, i32),
-       MemRefType::get({ShapedType::kDynamic}, offsetType), dynamic2D(bf16)});
+  SmallVector<Type> args{dynamic2D(bf16),
+                         MemRefType::get({ShapedType::kDynamic}, i32),
+                         MemRefType::get({ShapedType::kDynamic}, offsetType),
+                         dynamic2D(spec.quantize ? Type(b.getI8Type()) : bf16)};
+  if (spec.quantize)
+    args.push_back(dynamic2D(b.getF32Type()));
+  gpu::GPUFuncOp func = createKernel(b, spec.gatherKernelName(), args);
   Value tokens = func.getArgument(0), sources = func.getArgument(1),
         offsets = func.getArgument(2), rows = func.getArgument(3);
+  Value rowsScale = spec.quantize ? func.getArgument(4) : Value();
   IndexMath m{b};
   constexpr int64_t kVector = 8;
   auto chunkType = VectorType::get({kVector}, bf16);
@@ -887,6 +894,15 @@ mlir::moe::buildPermuteGatherKernel(OpBuilder &builder, Location loc,
   // One CTA per kGatherRows rows (grid-stride over the groups): each row
   // is its token's row, or zeros past the filled rows (dropped ids); 16
   // bytes per thread, the group's loads issued before its stores.
+  // Quantized, the 16 lanes of a [1, 128] group combine their maxima by
+  // shuffles: every lane of a warp runs every column step (those past H
+  // read column 0 and store nothing), and zero rows get what quantizing
+  // zeros gives (codes 0, scale 1).
+  constexpr int64_t kGroupLanes = 128 / kVector;
+  Value columnEnd =
+      spec.quantize ? m.mul(m.ceilDiv(hidden, 32 * kVector), m.c(32 * kVector))
+                    : hidden;
+  Value lane16 = arith::RemUIOp::create(b, tid, m.c(kGroupLanes));
   Value groups = m.ceilDiv(numRows, kGatherRows);
   scf::ForOp::create(
       b, gpu::BlockIdOp::create(b, gpu::Dimension::x), groups,
@@ -907,17 +923,47 @@ mlir::moe::buildPermuteGatherKernel(OpBuilder &builder, Location loc,
               n.c(0)));
         }
         scf::ForOp::create(
-            nb, n.mul(tid, n.c(kVector)), hidden,
+            nb, n.mul(tid, n.c(kVector)), columnEnd,
             n.c(kRoutingThreads * kVector), ValueRange{},
             [&](OpBuilder &inner, Location il, Value col, ValueRange) {
               ImplicitLocOpBuilder ib(il, inner);
+              IndexMath c{ib};
+              Value inside = c.lt(col, hidden);
+              Value loadCol =
+                  spec.quantize
+                      ? arith::SelectOp::create(ib, inside, col, c.c(0))
+                            .getResult()
+                      : col;
               SmallVector<Value> values;
               for (int64_t i = 0; i < kGatherRows; ++i)
                 values.push_back(vector::LoadOp::create(
-                    ib, chunkType, tokens, ValueRange{source[i], col},
+                    ib, chunkType, tokens, ValueRange{source[i], loadCol},
                     /*nontemporal=*/false, llvm::Align(16)));
               for (int64_t i = 0; i < kGatherRows; ++i) {
                 Value v = arith::SelectOp::create(ib, has[i], values[i], zeros);
+                if (spec.quantize) {
+                  QuantizedChunk q =
+                      quantizeChunkE4M3(ib, bf16ChunkBits(ib, v), kGroupLanes);
+                  Value store = arith::AndIOp::create(ib, exists[i], inside);
+                  ifThen(ib, store, [&](ImplicitLocOpBuilder &sb) {
+                    IndexMath s{sb};
+                    Value codes = vector::BitCastOp::create(
+                        sb, VectorType::get({kVector}, sb.getI8Type()),
+                        q.codes);
+                    vector::StoreOp::create(
+                        sb, codes, rows, ValueRange{row[i], col},
+                        /*nontemporal=*/false, llvm::Align(8));
+                    ifThen(sb, s.lt(lane16, s.c(1)),
+                           [&](ImplicitLocOpBuilder &lb) {
+                             memref::StoreOp::create(
+                                 lb, q.scale, rowsScale,
+                                 ValueRange{row[i], arith::DivUIOp::create(
+                                                        lb, col,
+                                                        IndexMath{lb}.c(128))});
+                           });
+                  });
+                  continue;
+                }
                 ifThen(ib, exists[i], [&](ImplicitLocOpBuilder &sb) {
                   vector::StoreOp::create(sb, v, rows, ValueRange{row[i], col},
                                           /*nontemporal=*/false,

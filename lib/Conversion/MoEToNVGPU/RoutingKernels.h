@@ -46,6 +46,9 @@ inline constexpr int64_t kGatherRows = 4;
 struct PermuteKernelSpec {
   int64_t experts = 0, topK = 0;
   int64_t offsetBits = 64;
+  /// The gather stores the rows as e4m3 with one f32 scale per row and 128
+  /// columns (moe.quantize's [1, 128] groups) instead of bf16.
+  bool quantize = false;
   std::string countKernelName() const;
   std::string indexKernelName() const;
   std::string gatherKernelName() const;
@@ -77,7 +80,9 @@ gpu::GPUFuncOp buildPermuteIndexKernel(OpBuilder &builder, Location loc,
                                        const PermuteKernelSpec &spec);
 
 /// Builds the permutation's gather kernel: (tokens memref<?x?xbf16>,
-/// sources memref<?xi32>, offsets memref<?xiN>, rows memref<?x?xbf16>).
+/// sources memref<?xi32>, offsets memref<?xiN>, rows memref<?x?xbf16>), or
+/// with `quantize` (rows memref<?x?xi8>, rows_scale memref<?x?xf32>
+/// [n, H / 128]): the rows quantize.v1 would make of the bf16 ones.
 gpu::GPUFuncOp buildPermuteGatherKernel(OpBuilder &builder, Location loc,
                                         gpu::GPUModuleOp module,
                                         const PermuteKernelSpec &spec);

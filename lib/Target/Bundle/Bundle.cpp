@@ -252,7 +252,15 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
         return failure();
       bodyStream << " max_rows=" << *maxRows << " experts=" << *experts
                  << " top_k=" << *topK << " hidden=" << *hidden
-                 << " offsets=" << *offsets << " chunk=" << *chunk << "\n";
+                 << " offsets=" << *offsets << " chunk=" << *chunk;
+      // Rows the gather quantizes: bf16 if absent.
+      if (entry.get("out")) {
+        FailureOr<StringRef> out = r.name("out");
+        if (failed(out))
+          return failure();
+        bodyStream << " out=" << *out;
+      }
+      bodyStream << "\n";
     } else if (*abi == "quantize.v1") {
       FailureOr<StringRef> element = r.name("element"), scale = r.name("scale");
       FailureOr<std::string> input = typeName("input");
@@ -279,9 +287,9 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
                    : SmallVector<StringRef, 7>{"route", "permute", "gate_up",
                                                "down", "unpermute"};
       for (StringRef part : parts) {
-        // The activation's quantize kernel is a part only when the gate-up
-        // does not quantize it itself.
-        if (part == "intermediate" && !entry.get(part))
+        // The quantize kernels are parts only when the gather and the
+        // gate-up do not quantize the rows themselves.
+        if ((part == "quantize" || part == "intermediate") && !entry.get(part))
           continue;
         FailureOr<StringRef> partName = r.name(part);
         if (failed(partName))
