@@ -122,9 +122,14 @@ for tm in 8 64; do
     --convert-moe-to-nvgpu="swap-ab=1 tile-m=$tm tile-n=64 stages=4" \
     --moe-extract-device-code --moe-gpu-device-pipeline
 done
-# A bf16 GEMM quantized by the compiler: prepack, row quantize, FP8 GEMM.
+# A bf16 GEMM and a GPT-OSS-style expert MLP quantized by the compiler:
+# prepack, row quantize, FP8 GEMMs (the MLP's gate-up quantizing its
+# activation; in the separate form a bf16 gate-up and a quantize kernel).
 bundle fp8chain "$root/test/device/fp8_chain.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline
+bundle fp8chain-separate "$root/test/device/fp8_chain.mlir" \
+  --moe-quantize="scope=weights+activations" \
+  --moe-gpu-pipeline="fp8-activations=separate"
 # DeepSeek-V3's expert GEMMs in block FP8 for bench/fp8_grouped_matmul.py.
 printf 'deepseek_gate_up 256 4096 7168 i32 store\ndeepseek_down 256 7168 2048 i32 row_scale\n' > "$out/fp8bench.txt"
 fp8_module_of "$out/fp8bench.txt" > "$out/fp8bench.mlir"

@@ -141,6 +141,53 @@ class Case:
         return ((out[owned].double() - want).norm() / want.norm()).item()
 
 
+def gptoss_act(gu, I, alpha=1.702, limit=7.0):
+    """GPT-OSS's clamped SwiGLU of [M, 2I] gate-up rows (gate first)."""
+    gate, up = gu[:, :I].clamp(max=limit), gu[:, I:].clamp(-limit, limit)
+    return (up + 1) * (gate * torch.sigmoid(gate * alpha))
+
+
+def fp8_mlp_case(fused, separate, counts, seed):
+    """One routing of fp8_chain.mlir's @mlp through both bundles: (ok,
+    details)."""
+    gate_up, down = fused.entry("mlp_0_gate_up"), fused.entry("mlp_0_down")
+    E, H, I = gate_up.experts, gate_up.k, down.k
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    w13 = (block_varied((E, 2 * I, H), g, BLOCK) * H ** -0.5).to(torch.bfloat16)
+    w2 = (block_varied((E, H, I), g, BLOCK) * I ** -0.5).to(torch.bfloat16)
+    b13 = (torch.randn(E, 2 * I, device=DEV, generator=g) * 0.5).to(torch.bfloat16)
+    b2 = torch.randn(E, H, device=DEV, generator=g) * 0.1
+    offsets_list, m = offsets_from(counts, E, None)
+    x = block_varied((m, H), g, 1).to(torch.bfloat16)
+    offsets = torch.tensor(offsets_list, device=DEV, dtype=torch.int32)
+    w13q, w13s = fused.quantize("mlp_prepack", w13)
+    w2q, w2s = fused.quantize("mlp_prepack_0", w2)
+    xq, xs = fused.quantize("mlp", x)
+    hq = torch.full((m, I), 0x7F, device=DEV, dtype=torch.uint8).view(torch.float8_e4m3fn)
+    hs = torch.full((m, I // BLOCK), float("nan"), device=DEV)
+    fused.grouped_matmul("mlp_0_gate_up", xq, w13q, offsets, hq, rows_scale=xs, weights_scale=w13s, bias=b13,
+                         out_scale=hs)
+    y = torch.full((m, H), float("nan"), device=DEV, dtype=torch.bfloat16)
+    fused.grouped_matmul("mlp_0_down", hq, w2q, offsets, y, rows_scale=hs, weights_scale=w2s, bias=b2)
+    h = torch.full((m, I), float("nan"), device=DEV, dtype=torch.bfloat16)
+    separate.grouped_matmul("mlp_0_gate_up", xq, w13q, offsets, h, rows_scale=xs, weights_scale=w13s, bias=b13)
+    ref_q, ref_s = separate.quantize("mlp_0_intermediate", h)
+    torch.cuda.synchronize()
+    exact = (torch.equal(hq.view(torch.uint8), ref_q.view(torch.uint8))
+             and torch.equal(hs.view(torch.int32), ref_s.view(torch.int32)))
+    xd, w13d, w2d = (dequantize_blocks(xq, xs, 1), dequantize_blocks(w13q, w13s, BLOCK),
+                     dequantize_blocks(w2q, w2s, BLOCK))
+    hd = dequantize_blocks(hq, hs, 1)
+    ranges = [(e, lo, hi) for e, (lo, hi) in enumerate(clamped_ranges(offsets_list, m)) if hi > lo]
+    want_h = torch.cat([gptoss_act(xd[lo:hi] @ w13d[e].t() + b13[e].double(), I) for e, lo, hi in ranges])
+    want_y = torch.cat([hd[lo:hi] @ w2d[e].t() + b2[e].double() for e, lo, hi in ranges])
+    rel = lambda got, want: ((got.double() - want).norm() / want.norm()).item()  # noqa: E731
+    h_err, y_err = rel(h, want_h), rel(y, want_y)
+    ok = exact and h_err <= TOLERANCE and y_err <= TOLERANCE
+    return ok, (f"gate-up e4m3 {'bit-exact' if exact else 'DIFFER'} with bf16 gate-up + quantize, "
+                f"gate-up {h_err:.2e}, down {y_err:.2e}")
+
+
 def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     bundles = sorted(f for f in os.listdir(ARTIFACTS)
@@ -228,6 +275,21 @@ def main():
             err = ((got - want).norm() / want.norm()).item()
             report(err <= TOLERANCE, what, f"rel. L2 {err:.2e} vs dequantized reference, "
                    f"{((got - bf16).norm() / bf16.norm()).item():.2e} vs the bf16 GEMM")
+        except Exception as error:
+            report(False, what, f"{type(error).__name__}: {error}")
+
+    # The GPT-OSS-style expert MLP of fp8_chain.mlir (clamped SwiGLU, bf16
+    # gate-up and f32 down biases): the gate-up epilogue's e4m3 codes and
+    # scales bit-exact with the separate form's bf16 gate-up then quantize;
+    # that bf16 gate-up and the down GEMM each within 3e-3 of float64 on the
+    # dequantized values of their own inputs.
+    separate_path = os.path.join(ARTIFACTS, "fp8chain-separate.moebundle")
+    for seed, counts in enumerate(([40, 0, 1, 300, 7, 0, 64, 5], [0, 0, 0, 1, 0, 0, 0, 0], [0] * 7 + [700])):
+        what = f"fp8chain.moebundle GPT-OSS-style FP8 expert MLP with biases, counts {counts}"
+        try:
+            fused, separate = moe_runtime.Bundle(chain_path), moe_runtime.Bundle(separate_path)
+            ok, detail = fp8_mlp_case(fused, separate, counts, 600 + seed)
+            report(ok, what, detail)
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
 
