@@ -349,8 +349,9 @@ bool declare(std::map<std::string, int> &declared, moeBundle *bundle,
   return true;
 }
 
-/// The kernel symbols of entry `index`, in file order, from `rowsMax` rows
-/// up (a grouped matmul launches those with rows_min <= M).
+/// The kernel symbols of entry `index`, in file order, with rows_min <=
+/// `rows` (a grouped matmul launches those with rows_min <= M; in a layer,
+/// where no expert has more than T rows, rows_min <= T).
 std::vector<std::string> symbolsOf(moeBundle *bundle, int32_t index,
                                    int64_t rows) {
   moeEntryInfo entry;
@@ -513,7 +514,8 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
     return;
   }
   // route, permute (count, index, gather), [quantize], the gate-up GEMM's
-  // kernels, [intermediate], the down GEMM's, combine.
+  // kernels, [intermediate], the down GEMM's, combine; the GEMMs' kernels
+  // for experts of up to T rows only (a token's ids are distinct).
   std::vector<std::string> expected;
   size_t first[7] = {};
   for (int p = 0; p < 7; ++p) {
@@ -522,7 +524,7 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
       continue;
     const bool gemm = p == kGateUp || p == kDown;
     for (const std::string &symbol :
-         symbolsOf(bundle, index[p], gemm ? int64_t(rows) : INT64_MAX))
+         symbolsOf(bundle, index[p], gemm ? tokens : INT64_MAX))
       expected.push_back(symbol);
   }
   const std::vector<FakeLaunch> &launches = fakeGpu().launches;
