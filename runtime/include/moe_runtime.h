@@ -74,6 +74,12 @@ extern "C" {
 /// float8_e4m3fn rows and weights with f32 scales per block of 128 elements
 /// of a row of `rows` and per 128 x 128 block of the weights (DeepSeek-V3's).
 #define MOE_FORMAT_FP8_BLOCK "fp8_block"
+/// The output of a grouped matmul entry (contract §3.7, moeEntryInfo.out):
+/// bf16, or (a block-FP8 swiglu entry with out=f8E4M3FN, added within
+/// version 6) float8_e4m3fn codes with an f32 scale per [1, 128] group of a
+/// row, written by the kernels' epilogue.
+#define MOE_OUT_BF16 "bf16"
+#define MOE_OUT_E4M3 "f8E4M3FN"
 /// The FP8 elements of a quantize.v1 entry (contract §3.8): OCP FP8 E4M3
 /// (largest finite 448, no infinity) and E5M2 (largest finite 57344).
 #define MOE_ELEMENT_E4M3 "f8E4M3FN"
@@ -151,6 +157,7 @@ typedef struct moeBundleInfo {
 ///   grouped_matmul.v3: experts, n, k, offsets_bits, epilogue, bias_bits,
 ///                      activation;
 ///   grouped_matmul_fp8.v1: the same, and format;
+///   both grouped matmul ABIs: out;
 ///   route.v1:          experts, top_k, logits_bits, bias;
 ///   unpermute.v2:      top_k, slots_bits, hidden, weighted;
 ///   permute.v2:        experts, top_k, hidden, offsets_bits, chunk;
@@ -226,7 +233,15 @@ typedef struct moeEntryInfo {
   const char *quantize;     ///< The quantize.v1 entry (op moe.quantize) of
                             ///< the gathered rows. Never NULL.
   const char *intermediate; ///< The quantize.v1 entry (op moe.expert_mlp) of
-                            ///< the gate-up GEMM's output. Never NULL.
+                            ///< the gate-up GEMM's output; "" when the
+                            ///< gate_up entry quantizes it itself (its out
+                            ///< is "f8E4M3FN"). Never NULL.
+  // grouped_matmul.v3 and grouped_matmul_fp8.v1 (added within version 6);
+  // "" for the other ABIs.
+  const char *out; ///< The output's element: "bf16" (MOE_OUT_BF16), or
+                   ///< "f8E4M3FN" (MOE_OUT_E4M3: a grouped_matmul_fp8.v1
+                   ///< swiglu entry with out=f8E4M3FN, which also writes
+                   ///< out_scale). Never NULL.
 } moeEntryInfo;
 
 /// One `kernel` record of an entry. The kernels of route.v1, unpermute.v2,
@@ -307,7 +322,11 @@ MOE_API moeStatus moeBundleLoad(moeBundle *bundle);
 /// are float8_e4m3fn (1 byte) and each product is of the dequantized values,
 ///   rows[r, k] * rows_scale[r, k/128] and
 ///   weights[e, n, k] * weights_scale[e, n/128, k/128]
-/// (integer division), accumulated in f32; out is bf16 as above.
+/// (integer division), accumulated in f32; out is bf16 as above, except for
+/// a swiglu entry with out=f8E4M3FN (moeEntryInfo.out): there out holds
+/// float8_e4m3fn codes [M, N/2] and out_scale an f32 scale per [1, 128]
+/// group of a row, each group quantized as moeQuantize quantizes bf16 input
+/// in [1, 128] blocks with f32 scales, from the bf16-rounded activation.
 /// All tensors are dense and row-major.
 typedef struct moeGroupedMatmulArgs {
   uint64_t rows;      ///< Device pointer, bf16 [M, K] (float8_e4m3fn for
@@ -317,6 +336,7 @@ typedef struct moeGroupedMatmulArgs {
   uint64_t offsets;   ///< Device pointer, [E + 1] of the entry's offsets type
                       ///< (i32 or i64), aligned to its element size.
   uint64_t out;       ///< Device pointer, bf16 [M, N] ([M, N/2] for swiglu
+                      ///< entries; float8_e4m3fn [M, N/2] for out=f8E4M3FN
                       ///< entries), 16-byte aligned.
   int64_t m;          ///< Rows (1 <= M <= the entry's max_rows).
   int64_t n;          ///< The weights' N: the output columns, except for
@@ -347,6 +367,12 @@ typedef struct moeGroupedMatmulArgs {
                           ///< aligned: the scale of each 128 x 128 block of
                           ///< `weights`. Required by grouped_matmul_fp8.v1
                           ///< entries, must be 0 for grouped_matmul.v3 ones.
+  // Added within version 6.
+  uint64_t out_scale; ///< Device pointer, f32 [M, N/256] (one per 128 of
+                      ///< the N/2 output columns), 4-byte aligned: the
+                      ///< scales of `out`. Required by out=f8E4M3FN
+                      ///< entries (whose N must then be a multiple of 256),
+                      ///< must be 0 for the others.
 } moeGroupedMatmulArgs;
 
 /// Launches the kernels of `entry` (an op=moe.grouped_matmul or
@@ -368,8 +394,10 @@ typedef struct moeGroupedMatmulArgs {
 /// 1-byte elements), E*N*4 or E*N*2 bytes of bias within int64. A
 /// grouped_matmul_fp8.v1 kernel takes the 17 parameters of grouped_matmul.v3
 /// with 1-byte (UINT8) tensor maps, then the rows_scale and weights_scale
-/// memrefs (16 more), then row_scale and bias as grouped_matmul.v3 (contract
-/// §3.7). The pointers must be of the current context's device (not checked).
+/// memrefs (16 more), then (out=f8E4M3FN entries) the out_scale memref (7
+/// more; out is then a memref of 1-byte codes), then row_scale and bias as
+/// grouped_matmul.v3 (contract §3.7). The pointers must be of the current
+/// context's device (not checked).
 /// Thread-safe. Errors after a launch was issued name how many kernels had
 /// already been launched.
 MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entry,
@@ -494,9 +522,11 @@ MOE_API moeStatus moePermuteWorkspaceBytes(const moeBundle *bundle,
 ///   out[t, :] = sum over j of weights[t, j] * down[slots[t, j], :],
 /// the intermediate tensors living in `workspace`. ABI layer_fp8.v1 (contract
 /// §3.10, added within version 6): the same with block-FP8 GEMMs, rows and
-/// inter quantized (moeQuantize: e4m3 values, an f32 scale per [1, 128]
-/// group) before the gate-up and down GEMMs, float8_e4m3fn weights with an f32
-/// scale per [128, 128] block. All tensors are dense and row-major.
+/// inter quantized (e4m3 values, an f32 scale per [1, 128] group: rows by
+/// moeQuantize, inter by moeQuantize or, in a layer without an intermediate
+/// part, by the gate-up GEMM itself) before the gate-up and down GEMMs,
+/// float8_e4m3fn weights with an f32 scale per [128, 128] block. All tensors
+/// are dense and row-major.
 typedef struct moeLayerArgs {
   uint64_t tokens;          ///< Device pointer, bf16 [T, H], 16-byte aligned.
   uint64_t logits;          ///< Device pointer, [T, E] of the route's logits
@@ -547,7 +577,9 @@ typedef struct moeLayerArgs {
 /// the gathered rows), gate_up, intermediate (moeQuantize of its output),
 /// down and unpermute, the GEMMs block-FP8 (moeGroupedMatmul with the
 /// quantized rows, their scales and the weights' scales of `args`, the
-/// down GEMM writing the dead bf16 rows). The grouped GEMMs take
+/// down GEMM writing the dead bf16 rows); one without an intermediate part
+/// has the six steps other than intermediate, its gate_up (out=f8E4M3FN)
+/// writing the quantized inter and its scales itself. The grouped GEMMs take
 /// M = T*k rows (those past offsets[E] are zero and owned by no expert) but
 /// skip their kernels for experts of more than T rows, which a layer cannot
 /// have (a token's ids are distinct); the combine takes the route's

@@ -74,13 +74,20 @@ struct KeyValue {
   std::string_view key, value;
 };
 
-/// One kind of key=value record: its keys, all required.
+/// One kind of key=value record: its keys, required unless optional.
 struct RecordSpec {
   const char *keys[12];
   size_t numKeys;
   /// Appended to the error for an unknown key.
   const char *unknownKeyHint;
+  /// Bit i set: keys[i] may be absent (collectKeys then leaves its value a
+  /// null string_view: see isPresent).
+  uint32_t optionalKeys = 0;
 };
+
+/// Whether collectKeys found an optional key: a value it collected points
+/// into its line, even when empty ("key=").
+bool isPresent(std::string_view value) { return value.data() != nullptr; }
 
 constexpr const char *kNewerCompiler = "(a bundle from a newer compiler?)";
 
@@ -90,12 +97,14 @@ constexpr RecordSpec kGroupedMatmulEntry = {{"op", "abi", "experts", "n", "k",
                                              "bias", "activation"},
                                             10,
                                             kNewerCompiler};
-// grouped_matmul.v3's keys (values 0..9, in the same order), then `format`.
+// grouped_matmul.v3's keys (values 0..9, in the same order), then `format`
+// and the optional `out` (absent: bf16).
 constexpr RecordSpec kGroupedMatmulFp8Entry = {
     {"op", "abi", "experts", "n", "k", "max_rows", "offsets", "epilogue",
-     "bias", "activation", "format"},
-    11,
-    kNewerCompiler};
+     "bias", "activation", "format", "out"},
+    12,
+    kNewerCompiler,
+    1u << 11};
 constexpr RecordSpec kRouteEntry = {
     {"op", "abi", "max_rows", "experts", "top_k", "logits", "bias"},
     7,
@@ -118,13 +127,15 @@ constexpr RecordSpec kLayerEntry = {
     "(abi " MOE_ABI_LAYER " takes op, abi, max_rows, route, permute, gate_up, "
     "down and unpermute)"};
 // The parts of a layer come in the order of their LayerPart (parseLayerEntry
-// relies on it).
+// relies on it); `intermediate` is optional (absent when the gate_up
+// quantizes its output itself).
 constexpr RecordSpec kLayerFp8Entry = {
     {"op", "abi", "max_rows", "route", "permute", "quantize", "gate_up",
      "intermediate", "down", "unpermute"},
     10,
     "(abi " MOE_ABI_LAYER_FP8 " takes op, abi, max_rows, route, permute, "
-    "quantize, gate_up, intermediate, down and unpermute)"};
+    "quantize, gate_up, the optional intermediate, down and unpermute)",
+    1u << 7};
 constexpr RecordSpec kQuantizeEntry = {
     {"op", "abi", "max_rows", "element", "scale", "input", "block_rows",
      "block_cols", "rank", "batch", "rows", "cols"},
@@ -185,10 +196,11 @@ private:
                                     const std::vector<std::string_view> &values,
                                     Entry &entry);
   /// What grouped_matmul_fp8.v1 adds to grouped_matmul.v3's keys: its op
-  /// (moe.grouped_matmul or moe.expert_mlp) and `format`.
+  /// (moe.grouped_matmul or moe.expert_mlp), `format` and the optional
+  /// `out`.
   moeStatus parseFp8Keys(const std::string &who,
                          const std::vector<std::string_view> &values,
-                         const Entry &entry);
+                         Entry &entry);
   moeStatus parseRouteEntry(const std::string &who,
                             const std::vector<std::string_view> &values,
                             Entry &entry);
@@ -372,7 +384,7 @@ moeStatus Reader::collectKeys(const std::vector<std::string_view> &tokens,
     values[index] = tokens[i].substr(equals + 1);
   }
   for (size_t index = 0; index < spec.numKeys; ++index)
-    if (!seen[index])
+    if (!seen[index] && !(spec.optionalKeys & (1u << index)))
       return fail(MOE_STATUS_INVALID_BUNDLE, "%s: missing key '%s'",
                   who.c_str(), spec.keys[index]);
   return MOE_STATUS_SUCCESS;
@@ -666,7 +678,7 @@ Reader::parseGroupedMatmulEntry(const std::string &who,
 
 moeStatus Reader::parseFp8Keys(const std::string &who,
                                const std::vector<std::string_view> &values,
-                               const Entry &entry) {
+                               Entry &entry) {
   // The compiler writes block-FP8 entries for moe.grouped_matmul ops and the
   // GEMMs of block-FP8 expert MLPs (and so of layer_fp8.v1 layers).
   if (entry.op != MOE_OP_GROUPED_MATMUL && entry.op != MOE_OP_EXPERT_MLP)
@@ -680,6 +692,30 @@ moeStatus Reader::parseFp8Keys(const std::string &who,
                 "%s: format=%s is not " MOE_FORMAT_FP8_BLOCK
                 " (the only format of abi " MOE_ABI_GROUPED_MATMUL_FP8 ")",
                 who.c_str(), quote(values[10]).c_str());
+  // out=f8E4M3FN: the gate-up GEMM of a block-FP8 expert MLP quantizes its
+  // activation in its epilogue, in [1, 128] groups of the N/2 output
+  // columns (contract §3.7). Absent: bf16.
+  if (!isPresent(values[11]))
+    return MOE_STATUS_SUCCESS;
+  if (values[11] != MOE_OUT_E4M3)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: out=%s is not " MOE_OUT_E4M3
+                " (the only value of out; without it the output is bf16)",
+                who.c_str(), quote(values[11]).c_str());
+  if (entry.epilogue != Epilogue::SwiGLU)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: out=" MOE_OUT_E4M3 " with epilogue=%s (only a swiglu "
+                "entry, the gate-up GEMM of a block-FP8 expert MLP, quantizes "
+                "its output)",
+                who.c_str(), epilogueName(entry.epilogue));
+  // n is even (swiglu): n/2 >= 1.
+  if (entry.n != -1 && (entry.n / 2) % kFp8BlockSize)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: n=%lld with out=" MOE_OUT_E4M3 ": n/2 = %lld is not a "
+                "multiple of 128 (the kernels write whole [1, 128] groups of "
+                "the output and their scales)",
+                who.c_str(), (long long)entry.n, (long long)(entry.n / 2));
+  entry.fp8Out = true;
   return MOE_STATUS_SUCCESS;
 }
 
@@ -865,12 +901,15 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
       {Abi::Quantize, fp8 ? MOE_OP_EXPERT_MLP : nullptr},
       {gemmKind, MOE_OP_EXPERT_MLP},
       {Abi::Unpermute, MOE_OP_UNPERMUTE}};
-  // The spec lists the parts after op, abi and max_rows, in LayerPart order.
+  // The spec lists the parts after op, abi and max_rows, in LayerPart order;
+  // a layer_fp8.v1 entry's intermediate may be absent (checked below).
   size_t next = 3;
   for (int p = 0; p < kNumLayerParts; ++p) {
     if (!kParts[p].op)
       continue;
     std::string_view name = values[next++];
+    if (!isPresent(name))
+      continue;
     for (size_t i = 0; i < out.entries.size(); ++i)
       if (out.entries[i].name == name)
         entry.parts[p] = int(i);
@@ -910,6 +949,22 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: down=%s has epilogue=%s, expected store", layer,
                 down.name.c_str(), epilogueName(down.epilogue));
+  // The down GEMM reads FP8 rows: a layer_fp8.v1 entry's intermediate part
+  // quantizes a bf16 gate_up output, or the gate_up quantizes its output
+  // itself (out=f8E4M3FN) and there is no intermediate part.
+  if (fp8 && entry.parts[kIntermediatePart] < 0 && !gateUp.fp8Out)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: gate_up=%s writes bf16 (no out key), but the layer has "
+                "no intermediate part to quantize it: without one, gate_up "
+                "must have out=" MOE_OUT_E4M3,
+                layer, gateUp.name.c_str());
+  if (fp8 && entry.parts[kIntermediatePart] >= 0 && gateUp.fp8Out)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: gate_up=%s has out=" MOE_OUT_E4M3 ", but intermediate=%s "
+                "quantizes a bf16 gate_up output (a gate_up that quantizes "
+                "its output itself takes no intermediate part)",
+                layer, gateUp.name.c_str(),
+                out.entries[entry.parts[kIntermediatePart]].name.c_str());
   if (fp8)
     if (moeStatus status = checkFp8LayerQuantizes(layer, entry))
       return status;
@@ -950,7 +1005,7 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
                 layer, unpermute.name.c_str());
   // The columns of a layer_fp8.v1 entry's quantizes (-1: none, or dynamic).
   auto colsOf = [&](int p) {
-    return fp8 ? out.entries[entry.parts[p]].cols : int64_t(-1);
+    return entry.parts[p] >= 0 ? out.entries[entry.parts[p]].cols : int64_t(-1);
   };
   // H: every static one equal, the first static one as the reference.
   const struct {
@@ -997,8 +1052,11 @@ moeStatus Reader::checkFp8LayerQuantizes(const char *layer,
                                          const Entry &entry) {
   // Each makes the rows of the GEMM after it: e4m3 values and an f32 scale
   // per [1, 128] group of a row (contract §3.7), from the bf16 rows of the
-  // permute or the gate_up GEMM, as a [T*k, C] matrix.
+  // permute or the gate_up GEMM, as a [T*k, C] matrix (the intermediate
+  // only when the gate_up does not quantize its output itself).
   for (int p : {kQuantizePart, kIntermediatePart}) {
+    if (entry.parts[p] < 0)
+      continue;
     const Entry &q = out.entries[entry.parts[p]];
     const char *key = layerPartName(p), *name = q.name.c_str();
     const char *gemm =

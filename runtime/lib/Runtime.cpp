@@ -4,10 +4,12 @@
 // (argument checks; for grouped_matmul.v3 the TMA descriptors, persistent
 // grids, the 17 kernel parameters, the 5 more of row_scale entries and the
 // 7 more of bias entries; for grouped_matmul_fp8.v1 the same with 1-byte
-// tensor maps and the 16 parameters of its two scale memrefs after the 17;
-// the memref parameters and grids of route.v1, unpermute.v2, permute.v2 and
+// tensor maps and the 16 parameters of its two scale memrefs after the 17,
+// then the 7 of the output's scales of an out=f8E4M3FN entry; the memref
+// parameters and grids of route.v1, unpermute.v2, permute.v2 and
 // quantize.v1; layer.v1 as five of those steps, layer_fp8.v1 as seven with
-// two quantizes; every launch with programmatic dependent launch, §3.6,
+// two quantizes, or six when its gate_up quantizes its output itself; every
+// launch with programmatic dependent launch, §3.6,
 // unless MOE_RUNTIME_PDL=0). Each launching call validates into a plan, then
 // launches it: moeLayer validates all of its steps' plans before the first
 // launch.
@@ -1039,6 +1041,8 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
                     name, entry.op.c_str(), entry.abi.c_str());
   const bool swiglu = entry.epilogue == Epilogue::SwiGLU;
   const bool rowScale = entry.epilogue == Epilogue::RowScale;
+  // out=f8E4M3FN (a swiglu entry): e4m3 codes and f32 scales per [1, 128].
+  const bool fp8Out = entry.fp8Out;
   // Bytes of an element of rows and weights, and so the K quantum of a
   // 16-byte TMA row pitch: 8 bf16 or 16 float8.
   const int64_t elementBytes = gemmElementBytes(entry.kind),
@@ -1066,6 +1070,12 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
                            "N = %lld is odd: a swiglu entry's weights hold N/2 "
                            "gate rows then N/2 up rows (N must be even and at "
                            "least 2; out has N/2 columns)",
+                           (long long)a.n);
+  if (fp8Out && (a.n / 2) % kFp8BlockSize)
+    return invalidArgument(name,
+                           "N = %lld: the entry has out=" MOE_OUT_E4M3
+                           " and writes whole [1, 128] groups of the N/2 "
+                           "output columns, so N must be a multiple of 256",
                            (long long)a.n);
   if (entry.k != -1 && a.k != entry.k)
     return invalidArgument(name, "K = %lld does not match the entry's k = %lld",
@@ -1101,8 +1111,11 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
   const char *kWeightsScaleWhy =
       " (grouped_matmul_fp8.v1 entries take the f32 scales [E, ceil(N/128), "
       "ceil(K/128)] of the weights)";
+  const char *kOutScaleWhy =
+      " (out=" MOE_OUT_E4M3 " entries write the f32 scales [M, N/256] of "
+      "out)";
   const int64_t biasBytes = entry.biasBits / 8;
-  PointerArg pointers[8] = {{"rows", a.rows, 16, "", ""},
+  PointerArg pointers[9] = {{"rows", a.rows, 16, "", ""},
                             {"weights", a.weights, 16, "", ""},
                             {"offsets", a.offsets, entry.offsetsBits / 8, "",
                              entry.offsetsBits == 32
@@ -1116,6 +1129,9 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
     pointers[numPointers++] = {"weights_scale", a.weights_scale, 4,
                                kWeightsScaleWhy, kWeightsScaleWhy};
   }
+  if (fp8Out)
+    pointers[numPointers++] = {"out_scale", a.out_scale, 4, kOutScaleWhy,
+                               kOutScaleWhy};
   if (rowScale)
     pointers[numPointers++] = {"row_scale", a.row_scale, 4, kScaleWhy,
                                kScaleWhy};
@@ -1148,6 +1164,12 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
         " (bf16 rows and weights, no block scales): it must be 0",
         a.rows_scale ? "rows_scale" : "weights_scale",
         (unsigned long long)(a.rows_scale ? a.rows_scale : a.weights_scale));
+  if (!fp8Out && a.out_scale)
+    return invalidArgument(name,
+                           "out_scale = 0x%llx, but out_scale is only taken "
+                           "by out=" MOE_OUT_E4M3 " entries (this one's out "
+                           "is bf16): it must be 0",
+                           (unsigned long long)a.out_scale);
   // Byte sizes: M*K*2 and M*N*2 fit in int64 since every size is below
   // 2^31; E*N*K*2 and E*N of the bias may not. One expert's weights are a
   // TMA stride, which must stay below 2^40. The FP8 scales are smaller than
@@ -1278,25 +1300,31 @@ moeStatus launchGroupedMatmul(moeBundle *bundle, ContextState *state,
   const moeGroupedMatmulArgs &a = plan.args;
   // The 17 parameters of grouped_matmul.v3, then (grouped_matmul_fp8.v1
   // only) the 7 of the rows_scale memref [M, KB] and the 9 of the
-  // weights_scale memref [E, NB, KB], then the 5 of the row_scale memref
+  // weights_scale memref [E, NB, KB], then (out=f8E4M3FN only) the 7 of the
+  // out_scale memref [M, C/128], then the 5 of the row_scale memref
   // (row_scale entries only), then the 7 of the bias memref (bias entries
-  // only). out has N/2 columns after a swiglu.
+  // only). out has C = N/2 columns after a swiglu (1-byte codes with
+  // out=f8E4M3FN: the memref's sizes count elements).
   const bool fp8 = entry.kind == Abi::GroupedMatmulFp8;
   uint64_t offsets = a.offsets, out = a.out, scale = a.row_scale, bias = a.bias,
-           rowsScale = a.rows_scale, weightsScale = a.weights_scale;
+           rowsScale = a.rows_scale, weightsScale = a.weights_scale,
+           outScale = a.out_scale;
   int64_t zero = 0, one = 1, offsetsSize = a.experts + 1, m = a.m, n = a.n,
           experts = a.experts,
           outColumns = entry.epilogue == Epilogue::SwiGLU ? a.n / 2 : a.n;
-  // Scale blocks along K and along the weights' N (contract §3.7).
+  // Scale blocks along K and along the weights' N (contract §3.7), and the
+  // [1, 128] groups of an FP8 output's columns.
   int64_t kBlocks = ceilDiv(a.k, kFp8BlockSize),
           nBlocks = ceilDiv(a.n, kFp8BlockSize),
-          expertBlocks = nBlocks * kBlocks;
+          expertBlocks = nBlocks * kBlocks,
+          outGroups = outColumns / kFp8BlockSize;
   int32_t k32 = int32_t(a.k);
   for (int i = 0; i < plan.numLaunches; ++i) {
     const Kernel &kernel = *plan.launches[i].kernel;
     int32_t rowsMin = int32_t(kernel.rowsMin),
             rowsMax = int32_t(kernel.rowsMax);
-    void *params[45] = {&plan.maps[i][0],
+    // At most 17 + 16 + 7 + 5 + 7 (row_scale never comes with out_scale).
+    void *params[52] = {&plan.maps[i][0],
                         &plan.maps[i][1],
                         &offsets,
                         &offsets,
@@ -1321,6 +1349,11 @@ moeStatus launchGroupedMatmul(moeBundle *bundle, ContextState *state,
             (void *)&weightsScale, (void *)&weightsScale, (void *)&zero,
             (void *)&experts, (void *)&nBlocks, (void *)&kBlocks,
             (void *)&expertBlocks, (void *)&kBlocks, (void *)&one})
+        params[count++] = param;
+    if (entry.fp8Out)
+      for (void *param :
+           {(void *)&outScale, (void *)&outScale, (void *)&zero, (void *)&m,
+            (void *)&outGroups, (void *)&outGroups, (void *)&one})
         params[count++] = param;
     if (entry.epilogue == Epilogue::RowScale)
       for (void *param : {(void *)&scale, (void *)&scale, (void *)&zero,
@@ -1668,6 +1701,7 @@ MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
   out->batch = entry.batch;
   out->rows = entry.rows;
   out->cols = entry.cols;
+  out->out = !gemm ? "" : entry.fp8Out ? MOE_OUT_E4M3 : MOE_OUT_BF16;
   return MOE_STATUS_SUCCESS;
 }
 
@@ -1925,7 +1959,11 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
   // own call would be, before anything is launched. The gathered rows are
   // reused as the down GEMM's output: the gate-up GEMM (or, in an FP8 layer,
   // the quantize) has read them. An FP8 layer's GEMMs read the values and
-  // scales of its quantizes.
+  // scales of its quantizes; without an intermediate part, its gate-up GEMM
+  // (out=f8E4M3FN) writes inter's values and scales itself, and the bf16
+  // inter goes unused.
+  const bool intermediateStep = layer.parts[kIntermediatePart] >= 0;
+  const bool gateUpQuantizes = fp8 && !intermediateStep;
   const uint64_t ws = a.workspace;
   const int64_t rowsCount = a.tokens_count * route.topK;
   const moeRouteArgs routeArgs = {a.logits,       a.score_bias,   ws + w.ids,
@@ -1936,19 +1974,20 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
   const moeQuantizeArgs quantizeArgs = {ws + w.rows,       ws + w.rowsValues,
                                         ws + w.rowsScales, 1,
                                         rowsCount,         a.hidden};
-  const moeGroupedMatmulArgs gateUpArgs = {fp8 ? ws + w.rowsValues
-                                               : ws + w.rows,
-                                           a.gate_up_weights,
-                                           ws + w.offsets,
-                                           ws + w.inter,
-                                           rowsCount,
-                                           2 * a.intermediate,
-                                           a.hidden,
-                                           a.experts,
-                                           0,
-                                           a.gate_up_bias,
-                                           fp8 ? ws + w.rowsScales : 0,
-                                           a.gate_up_weights_scale};
+  const moeGroupedMatmulArgs gateUpArgs = {
+      fp8 ? ws + w.rowsValues : ws + w.rows,
+      a.gate_up_weights,
+      ws + w.offsets,
+      gateUpQuantizes ? ws + w.interValues : ws + w.inter,
+      rowsCount,
+      2 * a.intermediate,
+      a.hidden,
+      a.experts,
+      0,
+      a.gate_up_bias,
+      fp8 ? ws + w.rowsScales : 0,
+      a.gate_up_weights_scale,
+      gateUpQuantizes ? ws + w.interScales : 0};
   const moeQuantizeArgs intermediateArgs = {
       ws + w.inter, ws + w.interValues, ws + w.interScales, 1,
       rowsCount,    a.intermediate};
@@ -1964,7 +2003,8 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
                                          0,
                                          a.down_bias,
                                          fp8 ? ws + w.interScales : 0,
-                                         a.down_weights_scale};
+                                         a.down_weights_scale,
+                                         0};
   const moeUnpermuteArgs unpermuteArgs = {
       ws + w.rows, ws + w.slots,   ws + w.weights, a.out,
       rowsCount,   a.tokens_count, a.hidden};
@@ -1987,7 +2027,7 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
       (status = inStep(validateGroupedMatmul(bundle, partName(kGateUpPart),
                                              &gateUpArgs, gateUpPlan, maxRows),
                        name, kGateUpPart)) ||
-      (fp8 &&
+      (intermediateStep &&
        (status = inStep(validateQuantize(bundle, partName(kIntermediatePart),
                                          &intermediateArgs, intermediatePlan),
                         name, kIntermediatePart))) ||
@@ -2008,7 +2048,8 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
       (status = inStep(prepareGroupedMatmul(bundle, state, downPlan), name,
                        kDownPart)))
     return status;
-  // In launch order; a layer.v1 entry's quantize plans launch nothing.
+  // In launch order; a layer.v1 entry's quantize plans launch nothing, nor
+  // does the intermediate plan of a layer_fp8.v1 entry without that part.
   const struct {
     WordPlan *words;
     GemmPlan *gemm;

@@ -7,12 +7,14 @@
     out = bundle.grouped_matmul("gate_up", rows, weights, offsets)
     out = bundle.grouped_matmul("fp8", q_rows, q_weights, offsets,   # FP8
                                 rows_scale=rs, weights_scale=ws)
+    q, qs = bundle.grouped_matmul("gate_up_q", q_rows, q_w13, offsets,  # FP8
+                                  rows_scale=rs, weights_scale=ws)  # out
     y = bundle.expert_mlp("experts", rows, offsets, w13, w2, row_scale=w)
     out = bundle.unpermute("combine", y, slots, weights)
     rows, offsets, slots = bundle.permute("perm", tokens, ids)
     out = bundle.layer("mixtral", tokens, logits, w13, w2)   # all five steps
-    out = bundle.layer("dsv3", tokens, logits, q13, q2,      # FP8: seven
-                       gate_up_weights_scale=s13, down_weights_scale=s2)
+    out = bundle.layer("dsv3", tokens, logits, q13, q2,      # FP8: six or
+                       gate_up_weights_scale=s13, down_weights_scale=s2)  # 7
     q, s = bundle.quantize("act", x)          # block-scaled FP8, bit-exact
 
 The library is found through $MOE_RUNTIME_LIB, else next to this file, else
@@ -88,7 +90,9 @@ class _EntryInfo(ctypes.Structure):
                 ("cols", ctypes.c_int64),
                 # layer_fp8.v1.
                 ("quantize", ctypes.c_char_p),
-                ("intermediate", ctypes.c_char_p)]
+                ("intermediate", ctypes.c_char_p),
+                # Grouped matmuls' output (out=f8E4M3FN).
+                ("out", ctypes.c_char_p)]
 
 
 class _KernelInfo(ctypes.Structure):
@@ -108,7 +112,9 @@ class _GroupedMatmulArgs(ctypes.Structure):
                 ("row_scale", ctypes.c_uint64), ("bias", ctypes.c_uint64),
                 # Version 6.
                 ("rows_scale", ctypes.c_uint64),
-                ("weights_scale", ctypes.c_uint64)]
+                ("weights_scale", ctypes.c_uint64),
+                # out=f8E4M3FN.
+                ("out_scale", ctypes.c_uint64)]
 
 
 class _RouteArgs(ctypes.Structure):
@@ -229,9 +235,14 @@ class Entry:
     rows: int = 0
     cols: int = 0
     #: layer_fp8.v1: its quantize.v1 parts, of the gathered rows (op
-    #: moe.quantize) and of the gate-up GEMM's output (op moe.expert_mlp).
+    #: moe.quantize) and of the gate-up GEMM's output (op moe.expert_mlp;
+    #: "" when its gate_up quantizes its output itself, out "f8E4M3FN").
     quantize: str = ""
     intermediate: str = ""
+    #: grouped_matmul.v3 and grouped_matmul_fp8.v1: the output's element,
+    #: "bf16", or "f8E4M3FN" (a block-FP8 swiglu entry writing float8_e4m3fn
+    #: codes [M, N/2] and float32 scales [M, N/256], one per [1, 128] group).
+    out: str = ""
 
 
 def library_path() -> str:
@@ -380,7 +391,8 @@ class Bundle:
                 entry.input_bits, entry.block_rows, entry.block_cols,
                 entry.rank, entry.batch, entry.rows, entry.cols,
                 (entry.quantize or b"").decode(),
-                (entry.intermediate or b"").decode()))
+                (entry.intermediate or b"").decode(),
+                (entry.out or b"").decode()))
         #: The entries in file order.
         self.entries: Tuple[Entry, ...] = tuple(entries)
         self._by_name: Dict[str, Entry] = {e.name: e for e in entries}
@@ -425,7 +437,7 @@ class Bundle:
 
     def grouped_matmul(self, entry: str, rows, weights, offsets, out=None,
                        row_scale=None, bias=None, rows_scale=None,
-                       weights_scale=None):
+                       weights_scale=None, out_scale=None):
         """out[r] = rows[r] @ weights[e].T + bias[e] for offsets[e] <= r <
         offsets[e+1], on torch's current stream of the tensors' device,
         followed by the entry's epilogue: "store" as is; "swiglu" (weights
@@ -444,8 +456,14 @@ class Bundle:
         ceil(K/128)] (one per 128 x 128 block; N the weights' N); the
         products are of rows[r, k] * rows_scale[r, k // 128] and
         weights[e, n, k] * weights_scale[e, n // 128, k // 128]. Other
-        entries take no scales. All CUDA, contiguous, one device. Returns
-        out; raises MoERuntimeError."""
+        entries take no scales. A grouped_matmul_fp8.v1 swiglu entry whose
+        out is "f8E4M3FN" writes the activation quantized as quantize does
+        with [1, 128] blocks and float32 scales: out is then
+        torch.float8_e4m3fn (or torch.uint8, the same bytes) [M, N/2] and
+        out_scale float32 [M, N/256], one per [1, 128] group (N a multiple
+        of 256), each allocated when None; other entries take no out_scale.
+        All CUDA, contiguous, one device. Returns out, or (out, out_scale)
+        for an out "f8E4M3FN" entry; raises MoERuntimeError."""
         handle = self._live_handle()
         info = self.entry(entry)
         where = f"grouped_matmul({entry})"
@@ -455,6 +473,11 @@ class Bundle:
                       {"rows_scale": (rows_scale, "[M, ceil(K/128)]"),
                        "weights_scale": (weights_scale,
                                          "[E, ceil(N/128), ceil(K/128)]")})
+        fp8_out = info.out == "f8E4M3FN"
+        if not fp8_out and out_scale is not None:
+            raise _invalid(f"{where}: out_scale is only taken by entries "
+                           f"with out f8E4M3FN (this one's out is "
+                           f"{info.out})")
         if info.epilogue == "row_scale" and row_scale is None:
             raise _invalid(f"{where}: the entry's epilogue is row_scale: pass "
                            "row_scale, the float32 routing weight of each "
@@ -468,18 +491,27 @@ class Bundle:
         tensors = {"rows": rows, "weights": weights, "offsets": offsets}
         for name, tensor in (("out", out), ("row_scale", row_scale),
                              ("bias", bias), ("rows_scale", rows_scale),
-                             ("weights_scale", weights_scale)):
+                             ("weights_scale", weights_scale),
+                             ("out_scale", out_scale)):
             if tensor is not None:
                 tensors[name] = tensor
         offsets_dtype = torch.int32 if info.offsets_bits == 32 else torch.int64
         element = _float8_e4m3(torch, where) if fp8 else torch.bfloat16
-        _check_tensors(torch, where, tensors, rows,
-                       {"rows": element, "weights": element,
-                        "offsets": offsets_dtype, "out": torch.bfloat16,
-                        "row_scale": torch.float32,
-                        "bias": _bias_dtype(torch, info),
-                        "rows_scale": torch.float32,
-                        "weights_scale": torch.float32})
+        dtypes = {"rows": element, "weights": element,
+                  "offsets": offsets_dtype, "out": torch.bfloat16,
+                  "row_scale": torch.float32,
+                  "bias": _bias_dtype(torch, info),
+                  "rows_scale": torch.float32,
+                  "weights_scale": torch.float32,
+                  "out_scale": torch.float32}
+        if fp8_out:  # e4m3 codes, as float8_e4m3fn or their uint8 bytes
+            del dtypes["out"]
+        _check_tensors(torch, where, tensors, rows, dtypes)
+        if fp8_out and out is not None and out.dtype not in (element,
+                                                             torch.uint8):
+            raise _invalid(f"{where}: out is {out.dtype}, expected {element} "
+                           f"or {torch.uint8} (the entry's out is "
+                           "f8E4M3FN)")
         if rows.dim() != 2 or weights.dim() != 3 or offsets.dim() != 1:
             raise _invalid(f"{where}: expected rows [M, K], weights [E, N, K] "
                            f"and offsets [E + 1], got {tuple(rows.shape)}, "
@@ -500,12 +532,23 @@ class Bundle:
                                "needs an even N (N/2 gate rows, then N/2 up "
                                "rows)")
             columns = n // 2
+        if fp8_out and n % 256:
+            raise _invalid(f"{where}: weights {tuple(weights.shape)} have "
+                           f"N = {n} rows per expert, but an out f8E4M3FN "
+                           "entry writes whole [1, 128] groups of its N/2 "
+                           "output columns: N must be a multiple of 256")
         if out is None:
-            out = torch.empty((m, columns), dtype=torch.bfloat16,
-                              device=rows.device)
+            out = torch.empty((m, columns), dtype=element if fp8_out
+                              else torch.bfloat16, device=rows.device)
         elif tuple(out.shape) != (m, columns):
             raise _invalid(f"{where}: out is {tuple(out.shape)}, expected "
                            f"({m}, {columns})")
+        if fp8_out and out_scale is None:
+            out_scale = torch.empty((m, columns // 128), dtype=torch.float32,
+                                    device=rows.device)
+        elif fp8_out and tuple(out_scale.shape) != (m, columns // 128):
+            raise _invalid(f"{where}: out_scale is {tuple(out_scale.shape)}, "
+                           f"expected {(m, columns // 128)} = (M, N/256)")
         if row_scale is not None and row_scale.numel() != m:
             raise _invalid(f"{where}: row_scale has {row_scale.numel()} "
                            f"elements, expected M = {m}")
@@ -532,13 +575,13 @@ class Bundle:
                                   offsets.data_ptr(), out.data_ptr(),
                                   m, n, k, experts, pointer(row_scale),
                                   pointer(bias), pointer(rows_scale),
-                                  pointer(weights_scale))
+                                  pointer(weights_scale), pointer(out_scale))
         with torch.cuda.device(rows.device):
             stream = torch.cuda.current_stream(rows.device).cuda_stream
             _check(_library().moeGroupedMatmul(
                 handle, entry.encode(), ctypes.byref(args),
                 ctypes.c_void_p(stream)))
-        return out
+        return (out, out_scale) if fp8_out else out
 
     def quantize(self, entry: str, x, values=None, scales=None):
         """moe.quantize on the GPU (abi quantize.v1), bit-exact with the CPU
@@ -952,7 +995,9 @@ class Bundle:
         its entry says, given exactly when the entry has one. A layer_fp8.v1
         entry (block-FP8; H and I multiples of 128) quantizes the gathered
         rows and the gate-up output to e4m3 with a scale per [1, 128] group
-        before each GEMM: its weights are torch.float8_e4m3fn and take their
+        before each GEMM (the gate-up output by its intermediate part, or,
+        in a layer without one, by the gate-up GEMM's epilogue): its weights
+        are torch.float8_e4m3fn and take their
         float32 scales per [128, 128] block, required, gate_up_weights_scale
         [E, 2I/128, H/128] and down_weights_scale [E, H/128, I/128]; other
         entries take no scales. out: bfloat16 [T, H]; workspace: uint8, at
@@ -1100,7 +1145,8 @@ def _refuse_fp8(where: str, info: Entry) -> None:
         raise _invalid(f"{where}: entry {info.name!r} is block-FP8 (abi "
                        f"{info.abi}, format {info.format}): expert_mlp runs "
                        "bf16 grouped_matmul.v3 entries only; call "
-                       "grouped_matmul, quantize (of <name>_intermediate) and "
+                       "grouped_matmul, quantize (of <name>_intermediate; "
+                       "none when <name>_gate_up has out f8E4M3FN) and "
                        "grouped_matmul with their scales")
 
 

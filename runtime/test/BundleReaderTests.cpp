@@ -695,9 +695,63 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
       {"fp8 layer missing quantize",
        layerFp8Replaced(" quantize=fmix_quantize", ""), bad,
        "bundle line 20: entry 'fmix': missing key 'quantize'"},
-      {"fp8 layer missing intermediate",
+      // Without an intermediate part the gate_up quantizes its output
+      // (out=f8E4M3FN); with one, it writes bf16.
+      {"fp8 layer without intermediate of a bf16 gate_up",
        layerFp8Replaced(" intermediate=fmix_intermediate", ""), bad,
-       "bundle line 20: entry 'fmix': missing key 'intermediate'"},
+       "bundle line 20: entry 'fmix': gate_up=fmix_gate_up writes bf16 (no "
+       "out key), but the layer has no intermediate part to quantize it: "
+       "without one, gate_up must have out=f8E4M3FN"},
+      {"fp8 layer with intermediate of an fp8-out gate_up",
+       layerFp8Replaced("entry fmix_gate_up op=moe.expert_mlp "
+                        "abi=grouped_matmul_fp8.v1 format=fp8_block",
+                        "entry fmix_gate_up op=moe.expert_mlp "
+                        "abi=grouped_matmul_fp8.v1 format=fp8_block "
+                        "out=f8E4M3FN"),
+       bad,
+       "bundle line 20: entry 'fmix': gate_up=fmix_gate_up has "
+       "out=f8E4M3FN, but intermediate=fmix_intermediate quantizes a bf16 "
+       "gate_up output (a gate_up that quantizes its output itself takes no "
+       "intermediate part)"},
+      {"fp8-out layer of a bf16 gate_up",
+       layerFp8Replaced("abi=grouped_matmul_fp8.v1 format=fp8_block "
+                        "out=f8E4M3FN epilogue=swiglu activation=gptoss",
+                        "abi=grouped_matmul_fp8.v1 format=fp8_block "
+                        "epilogue=swiglu activation=gptoss",
+                        layerFp8OutBundle()),
+       bad,
+       "bundle line 33: entry 'foss': gate_up=foss_gate_up writes bf16 (no "
+       "out key), but the layer has no intermediate part to quantize it"},
+      {"fp8-out layer with an intermediate",
+       layerFp8Replaced(
+           "gate_up=fmix_gate_up down=fmix_down",
+           "gate_up=fmix_gate_up intermediate=fmix_intermediate "
+           "down=fmix_down",
+           layerFp8Replaced(
+               "entry fmix_down ",
+               fp8LayerQuantizeLine("fmix_intermediate", "moe.expert_mlp",
+                                    "8192", "128") +
+                   simpleKernelLine("fmix_intermediate", "fquant_inter_i128",
+                                    "moe_kernels", 256, 0) +
+                   "entry fmix_down ",
+               layerFp8OutBundle())),
+       bad,
+       "bundle line 20: entry 'fmix': gate_up=fmix_gate_up has "
+       "out=f8E4M3FN, but intermediate=fmix_intermediate quantizes a bf16 "
+       "gate_up output"},
+      {"fp8-out layer intermediate undefined",
+       layerFp8Replaced("gate_up=fmix_gate_up down=fmix_down",
+                        "gate_up=fmix_gate_up intermediate=nope "
+                        "down=fmix_down",
+                        layerFp8OutBundle()),
+       bad,
+       "bundle line 18: entry 'fmix': intermediate='nope' is not an entry "
+       "defined before this line"},
+      {"fp8-out layer intermediate empty",
+       layerFp8Replaced("gate_up=fmix_gate_up down=fmix_down",
+                        "gate_up=fmix_gate_up intermediate= down=fmix_down",
+                        layerFp8OutBundle()),
+       bad, "entry 'fmix': intermediate='' is not an entry defined"},
       {"fp8 layer missing down", layerFp8Replaced(" down=fmix_down", ""), bad,
        "bundle line 20: entry 'fmix': missing key 'down'"},
       {"fp8 layer with experts",
@@ -706,7 +760,7 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
        bad,
        "bundle line 20: entry 'fmix': unknown key 'experts' (abi "
        "layer_fp8.v1 takes op, abi, max_rows, route, permute, quantize, "
-       "gate_up, intermediate, down and unpermute)"},
+       "gate_up, the optional intermediate, down and unpermute)"},
       {"fp8 layer as a layer.v1",
        layerFp8Replaced("abi=layer_fp8.v1 max_rows=4096",
                         "abi=layer.v1 max_rows=4096"),
@@ -1468,8 +1522,8 @@ void checkLayerEntry(moeBundle *bundle, int32_t index, const char *name,
         int64_t(entry.top_k), entry.hidden, int64_t(entry.bias_bits),
         int64_t(entry.chunk), entry.cols})
     CHECK_EQ(value, int64_t(0));
-  for (const char *text :
-       {entry.epilogue, entry.activation, entry.format, entry.element})
+  for (const char *text : {entry.epilogue, entry.activation, entry.format,
+                           entry.element, entry.out})
     CHECK_EQ(std::string(text), "");
   moeKernelInfo kernel;
   CHECK_STATUS(moeBundleGetKernel(bundle, index, 0, &kernel),
@@ -2189,5 +2243,62 @@ TEST(bundleLayerFp8Parses) {
   CHECK_EQ(std::string(entry.name), "q_down");
   CHECK_EQ(std::string(entry.op), "moe.expert_mlp");
   CHECK_EQ(std::string(entry.epilogue), "row_scale");
+  moeBundleClose(bundle);
+}
+
+TEST(bundleLayerFp8OutParses) {
+  // layer_fp8.v1 layers without an intermediate part, their gate_up entries
+  // with out=f8E4M3FN (the compiler's default form).
+  moeBundle *bundle = OPEN_VALID(layerFp8OutBundle());
+  if (!bundle)
+    return;
+  moeBundleInfo info;
+  CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
+  CHECK_EQ(info.num_entries, 14);
+  checkLayerEntry(bundle, 6, "fmix", "layer_fp8.v1", 4096,
+                  {"fmix_route", "fmix_permute", "fmix_quantize",
+                   "fmix_gate_up", "", "fmix_down", "fmix_unpermute"});
+  checkLayerEntry(bundle, 13, "foss", MOE_ABI_LAYER_FP8, 2147483647,
+                  {"foss_route", "foss_permute", "foss_quantize",
+                   "foss_gate_up", "", "foss_down", "foss_unpermute"});
+  moeEntryInfo entry;
+  const struct {
+    int32_t index;
+    const char *name, *out;
+  } gemms[] = {{3, "fmix_gate_up", "f8E4M3FN"},
+               {4, "fmix_down", "bf16"},
+               {10, "foss_gate_up", "f8E4M3FN"},
+               {11, "foss_down", "bf16"}};
+  for (const auto &g : gemms) {
+    CHECK_EQ(moeBundleGetEntry(bundle, g.index, &entry), MOE_STATUS_SUCCESS);
+    CHECK_EQ(std::string(entry.name), g.name);
+    CHECK_EQ(std::string(entry.out), g.out);
+  }
+  moeBundleClose(bundle);
+
+  // Keys in any order; both forms of layer in one bundle (fmix with its
+  // intermediate, foss without).
+  std::string mixed = layerFp8Bundle();
+  auto swap = [&mixed](const std::string &from, const std::string &to) {
+    mixed = replaced(from, to, mixed);
+  };
+  swap("entry foss_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 "
+       "format=fp8_block epilogue=swiglu",
+       "entry foss_gate_up epilogue=swiglu out=f8E4M3FN op=moe.expert_mlp "
+       "format=fp8_block abi=grouped_matmul_fp8.v1");
+  swap(" intermediate=foss_intermediate", "");
+  swap("entry foss op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 "
+       "route=foss_route",
+       "entry foss route=foss_route max_rows=2147483647 abi=layer_fp8.v1 "
+       "op=moe.layer");
+  bundle = OPEN_VALID(mixed);
+  if (!bundle)
+    return;
+  CHECK_EQ(moeBundleGetEntry(bundle, 7, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.intermediate), "fmix_intermediate");
+  CHECK_EQ(moeBundleGetEntry(bundle, 15, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "foss");
+  CHECK_EQ(std::string(entry.intermediate), "");
+  CHECK_EQ(std::string(entry.gate_up), "foss_gate_up");
   moeBundleClose(bundle);
 }

@@ -22,6 +22,7 @@ moeGroupedMatmulArgs validGateUp() {
   a.bias = 0;
   a.rows_scale = 0;
   a.weights_scale = 0;
+  a.out_scale = 0;
   return a;
 }
 

@@ -4,9 +4,11 @@
 // block-FP8 entry, every argument check moeGroupedMatmul adds for it, and
 // what a valid call hands the (fake) driver: 1-byte (UINT8) tensor maps, the
 // grids of grouped_matmul.v3, and the 33 parameters (38 with row_scale, 40
-// with a bias, 45 with both), the two scale memrefs after the 17 of v3. The
-// fake device has 132 multiprocessors holding 1 CTA of a kernel with more
-// than 114 KiB of shared memory, else 4: 132 or 528 resident CTAs.
+// with a bias, 45 with both), the two scale memrefs after the 17 of v3; for
+// a swiglu entry with out=f8E4M3FN the 7 of its out_scale memref after them
+// (40, 47 with a bias). The fake device has 132 multiprocessors holding 1
+// CTA of a kernel with more than 114 KiB of shared memory, else 4: 132 or
+// 528 resident CTAs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,7 +26,8 @@ namespace {
 constexpr uint64_t kRows = 0x7f0000010000, kWeights = 0x7f0000020000,
                    kOffsets = 0x7f0000030000, kOut = 0x7f0000040000,
                    kScale = 0x7f0000050000, kBias = 0x7f0000060000,
-                   kRowsScale = 0x7f0000070000, kWeightsScale = 0x7f0000080000;
+                   kRowsScale = 0x7f0000070000, kWeightsScale = 0x7f0000080000,
+                   kOutScale = 0x7f0000090000;
 constexpr int64_t kMax = 2147483647;
 
 /// Block-FP8 arguments: every pointer set, both scales, no row_scale or bias.
@@ -459,11 +462,13 @@ namespace {
 
 /// Runs `entry` with `a` after loading, and checks that exactly the expected
 /// launches (and their tensor maps, of 1-byte UINT8 elements) reached the
-/// driver, in order, with the parameters of contract §3.7.
+/// driver, in order, with the parameters of contract §3.7 (with the out_scale
+/// memref when `fp8Out`).
 void checkFp8Launches(moeBundle *bundle, const char *entry,
                       const moeGroupedMatmulArgs &a,
                       const std::vector<ExpectedGemmLaunch> &expected,
-                      const char *epilogue, int biasBits = 0) {
+                      const char *epilogue, int biasBits = 0,
+                      bool fp8Out = false) {
   // Scale blocks: along K, and along the weights' N.
   const uint64_t kb = uint64_t((a.k + 127) / 128),
                  nb = uint64_t((a.n + 127) / 128);
@@ -474,6 +479,9 @@ void checkFp8Launches(moeBundle *bundle, const char *entry,
   for (uint64_t word : {a.weights_scale, a.weights_scale, uint64_t(0),
                         uint64_t(a.experts), nb, kb, nb * kb, kb, uint64_t(1)})
     tail.push_back(word);
+  // 33-39: out_scale [M, (N/2)/128].
+  if (fp8Out)
+    pushMemref2D(tail, a.out_scale, a.m, a.n / 256);
   for (uint64_t word :
        epilogueParams(a, std::string(epilogue) == "row_scale", biasBits != 0))
     tail.push_back(word);
@@ -581,5 +589,321 @@ TEST(fp8ReportsEncodeFailures) {
                "'grouped_matmul_fp8block_16x64x128_s4_swapab_off32' of entry "
                "'gemm') failed: CUDA_ERROR_INVALID_VALUE");
   CHECK_EQ(gpu.launches.size(), size_t(0));
+  moeBundleClose(bundle);
+}
+
+// out=f8E4M3FN (added within version 6): a block-FP8 swiglu entry whose
+// kernels quantize the activation into e4m3 codes and an f32 scale per
+// [1, 128] group of a row, and take the out_scale memref after the scales.
+
+namespace {
+
+/// Arguments of an out=f8E4M3FN entry: fp8Args with out_scale.
+moeGroupedMatmulArgs fp8OutArgs(int64_t m, int64_t n, int64_t k,
+                                int64_t experts) {
+  moeGroupedMatmulArgs a = fp8Args(m, n, k, experts);
+  a.out_scale = kOutScale;
+  return a;
+}
+
+/// Arguments matching entry qgate (E=8, N=512, K=256).
+moeGroupedMatmulArgs qgate(int64_t m) { return fp8OutArgs(m, 512, 256, 8); }
+
+/// The fake's FP8-output kernels: 40 parameters, 47 with a bias.
+void declareFp8OutKernels(FakeGpu &gpu) {
+  gpu.numParams[kFp8OutSwapAB] = 40;
+  gpu.numParams[kFp8OutNormal] = 40;
+  gpu.numParams[kFp8OutBias] = 47;
+}
+
+} // namespace
+
+TEST(fp8OutBundleParses) {
+  moeBundle *bundle = OPEN_VALID(fp8OutBundle());
+  if (!bundle)
+    return;
+  moeEntryInfo entry;
+  std::memset(&entry, 0x5a, sizeof(entry));
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "qgate");
+  CHECK_EQ(std::string(entry.op), MOE_OP_EXPERT_MLP);
+  CHECK_EQ(std::string(entry.abi), MOE_ABI_GROUPED_MATMUL_FP8);
+  CHECK_EQ(std::string(entry.format), "fp8_block");
+  CHECK(entry.out != nullptr);
+  CHECK_EQ(std::string(entry.out), MOE_OUT_E4M3);
+  CHECK_EQ(std::string(entry.out), "f8E4M3FN");
+  CHECK_EQ(std::string(entry.epilogue), "swiglu");
+  CHECK_EQ(std::string(entry.activation), "silu");
+  CHECK_EQ(entry.n, 512);
+  CHECK_EQ(entry.num_kernels, 2);
+  CHECK_EQ(std::string(entry.element), ""); // not a quantize entry
+  CHECK_EQ(moeBundleGetEntry(bundle, 1, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "qbias");
+  CHECK_EQ(std::string(entry.out), "f8E4M3FN");
+  CHECK_EQ(entry.bias_bits, 32);
+  CHECK_EQ(entry.n, -1);
+  moeBundleClose(bundle);
+
+  // Keys in any order, out among them; n/2 = 128 is the smallest static n.
+  bundle = OPEN_VALID(replaced(
+      "format=fp8_block out=f8E4M3FN epilogue=swiglu activation=silu "
+      "bias=none experts=8 n=512",
+      "out=f8E4M3FN epilogue=swiglu n=256 activation=silu format=fp8_block "
+      "bias=none experts=8",
+      fp8OutBundle()));
+  if (!bundle)
+    return;
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.out), "f8E4M3FN");
+  CHECK_EQ(entry.n, 256);
+  moeBundleClose(bundle);
+}
+
+TEST(fp8OutIsBf16OrEmptyForOtherEntries) {
+  // "bf16" for every grouped matmul without out=f8E4M3FN (both ABIs), ""
+  // for the other ABIs; never NULL.
+  struct {
+    std::string bytes;
+    const char *gemmOut;
+  } bundles[] = {{fp8Bundle(), "bf16"},      {validBundle(), "bf16"},
+                 {mlpBundle(), "bf16"},      {routeBundle(), "bf16"},
+                 {permuteBundle(), ""},      {layerBundle(), "bf16"},
+                 {layerFp8Bundle(), "bf16"}, {quantizeBundle(), "bf16"}};
+  for (const auto &b : bundles) {
+    moeBundle *bundle = openBundle(b.bytes);
+    CHECK(bundle != nullptr);
+    if (!bundle)
+      continue;
+    moeBundleInfo info;
+    CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
+    for (int32_t e = 0; e < info.num_entries; ++e) {
+      moeEntryInfo entry;
+      std::memset(&entry, 0x5a, sizeof(entry)); // no stale pointer survives
+      CHECK_EQ(moeBundleGetEntry(bundle, e, &entry), MOE_STATUS_SUCCESS);
+      CHECK(entry.out != nullptr);
+      const bool gemm = !std::strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) ||
+                        !std::strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL_FP8);
+      CHECK_EQ(std::string(entry.out), gemm ? b.gemmOut : "");
+    }
+    moeBundleClose(bundle);
+  }
+}
+
+TEST(fp8OutMalformedEntries) {
+  const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
+  auto outReplaced = [](const std::string &from, const std::string &to) {
+    return replaced(from, to, fp8OutBundle());
+  };
+  // out on the fp8 bundle's entries of other epilogues (gemm: store, line
+  // 4; fscale: row_scale, line 7).
+  auto fp8With = [](const std::string &entry, const std::string &keys) {
+    const std::string from = "entry " + entry +
+                             " op=moe.grouped_matmul "
+                             "abi=grouped_matmul_fp8.v1 format=fp8_block";
+    return replaced(from, from + " " + keys, fp8Bundle());
+  };
+  std::string v3WithOut = validBundle();
+  v3WithOut.replace(v3WithOut.find("offsets=i32"), 11,
+                    "offsets=i32 out=f8E4M3FN");
+  std::string v3SwiGLUWithOut = mlpBundle();
+  v3SwiGLUWithOut.replace(v3SwiGLUWithOut.find("activation=silu"), 15,
+                          "activation=silu out=f8E4M3FN");
+  struct Case {
+    const char *name;
+    std::string bytes;
+    const char *message;
+  } cases[] = {
+      {"out bf16", outReplaced("out=f8E4M3FN", "out=bf16"),
+       "bundle line 4: entry 'qgate': out='bf16' is not f8E4M3FN (the only "
+       "value of out; without it the output is bf16)"},
+      {"out e5m2", outReplaced("out=f8E4M3FN", "out=f8E5M2"),
+       "entry 'qgate': out='f8E5M2' is not f8E4M3FN"},
+      {"out empty", outReplaced("out=f8E4M3FN", "out="),
+       "bundle line 4: entry 'qgate': out='' is not f8E4M3FN"},
+      {"out in lower case", outReplaced("out=f8E4M3FN", "out=f8e4m3fn"),
+       "entry 'qgate': out='f8e4m3fn' is not f8E4M3FN"},
+      {"duplicate out",
+       outReplaced("out=f8E4M3FN", "out=f8E4M3FN out=f8E4M3FN"),
+       "bundle line 4: entry 'qgate': duplicate key 'out'"},
+      {"out on a store entry", fp8With("gemm", "out=f8E4M3FN"),
+       "bundle line 4: entry 'gemm': out=f8E4M3FN with epilogue=store (only a "
+       "swiglu entry, the gate-up GEMM of a block-FP8 expert MLP, quantizes "
+       "its output)"},
+      {"out on a row_scale entry", fp8With("fscale", "out=f8E4M3FN"),
+       "bundle line 7: entry 'fscale': out=f8E4M3FN with epilogue=row_scale"},
+      {"bad out on a store entry", fp8With("gemm", "out=bf16"),
+       "entry 'gemm': out='bf16' is not f8E4M3FN"},
+      // A bf16 entry has no out key (its output is bf16).
+      {"out on a v3 entry", v3WithOut,
+       "bundle line 5: entry 'gate_up': unknown key 'out' (a bundle from a "
+       "newer compiler?)"},
+      {"out on a v3 swiglu entry", v3SwiGLUWithOut,
+       "bundle line 4: entry 'mlp_gate_up': unknown key 'out'"},
+      // The kernels write whole [1, 128] groups of the n/2 columns.
+      {"out n 384", outReplaced("n=512 k=256", "n=384 k=256"),
+       "bundle line 4: entry 'qgate': n=384 with out=f8E4M3FN: n/2 = 192 is "
+       "not a multiple of 128 (the kernels write whole [1, 128] groups of "
+       "the output and their scales)"},
+      {"out n 128", outReplaced("n=512 k=256", "n=128 k=256"),
+       "entry 'qgate': n=128 with out=f8E4M3FN: n/2 = 64 is not a multiple "
+       "of 128"},
+      {"out n 2", outReplaced("n=512 k=256", "n=2 k=256"),
+       "entry 'qgate': n=2 with out=f8E4M3FN: n/2 = 1 is not a multiple of "
+       "128"},
+      // The other keys' checks come first.
+      {"out with odd n", outReplaced("n=512 k=256", "n=511 k=256"),
+       "entry 'qgate': n=511 is odd"},
+      {"out without format",
+       outReplaced("format=fp8_block out=f8E4M3FN", "out=f8E4M3FN"),
+       "bundle line 4: entry 'qgate': missing key 'format'"},
+  };
+  for (const Case &c : cases)
+    checkRefused(c.name, c.bytes, bad, c.message);
+}
+
+TEST(fp8OutLaunches) {
+  FakeGpu &gpu = installFakeDriver();
+  declareFp8OutKernels(gpu);
+  moeBundle *bundle = OPEN_VALID(fp8OutBundle());
+  if (!bundle)
+    return;
+  const int32_t big = int32_t(kMax);
+  // 64 rows over 8 experts: swap-AB 16x64 (528 resident): min(4 + 8, 8 * 1)
+  // = 8 slots * ceil(512 / 64) = 64; 64x128: 1 + 3 = 4 slots * 4 = 16.
+  // out is [64, 256] codes; KB = 2, NB = 4; out_scale [64, 2] after the
+  // scales: 40 parameters.
+  checkFp8Launches(bundle, "qgate", qgate(64),
+                   {{kFp8OutSwapAB, 64, 81920, 1, 16, 16, 64, 128},
+                    {kFp8OutNormal, 16, 98304, 17, big, 64, 128, 128}},
+                   "swiglu", 0, true);
+  // 47 parameters: out_scale, then the f32 bias [E, N]. N = 1024: out_scale
+  // [300, 4]; 300 rows over 4 experts: 5 + 4 = 9 slots * 8.
+  moeGroupedMatmulArgs a = fp8OutArgs(300, 1024, 128, 4);
+  a.bias = kBias;
+  a.out_scale = kOutScale + 4; // 4-byte aligned suffices
+  checkFp8Launches(bundle, "qbias", a,
+                   {{kFp8OutBias, 72, 98304, 1, big, 64, 128, 128}}, "swiglu",
+                   32, true);
+
+  // By hand, parameter by parameter: qbias, M = 5, N = 256, K = 384 (KB =
+  // 3, NB = 2), E = 2: 17 + rows_scale (7) + weights_scale (9) + out_scale
+  // (7) + bias (7).
+  a = fp8OutArgs(5, 256, 384, 2);
+  a.bias = kBias;
+  CHECK_EQ(moeGroupedMatmul(bundle, "qbias", &a, testStream()),
+           MOE_STATUS_SUCCESS);
+  const FakeLaunch &got = gpu.launches.back();
+  CHECK_EQ(got.numParams, 47);
+  // out: [5, 128] codes.
+  CHECK_EQ(got.words[5], kOut);
+  CHECK_EQ(got.words[8], uint64_t(5));
+  CHECK_EQ(got.words[9], uint64_t(128));
+  CHECK_EQ(got.words[10], uint64_t(128));
+  const std::vector<uint64_t> tail = {
+      kRowsScale,    kRowsScale,    0, 5, 3,   3,   1,       // 17-23
+      kWeightsScale, kWeightsScale, 0, 2, 2,   3,   6, 3, 1, // 24-32
+      kOutScale,     kOutScale,     0, 5, 1,   1,   1,       // 33-39
+      kBias,         kBias,         0, 2, 256, 256, 1};      // 40-46
+  CHECK(got.tail == tail);
+  moeBundleClose(bundle);
+}
+
+TEST(fp8OutRejectsBadOutScale) {
+  installFakeDriver();
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle = OPEN_VALID(fp8OutBundle());
+  if (!bundle)
+    return;
+  // Required, non-null and 4-byte aligned.
+  moeGroupedMatmulArgs a = qgate(64);
+  a.out_scale = 0;
+  CHECK_REJECTED(run(bundle, "qgate", a), bad,
+                 "moeGroupedMatmul(qgate): out_scale pointer is NULL "
+                 "(out=f8E4M3FN entries write the f32 scales [M, N/256] of "
+                 "out)");
+  a = qgate(64);
+  a.out_scale = kOutScale + 2;
+  CHECK_REJECTED(run(bundle, "qgate", a), bad,
+                 "moeGroupedMatmul(qgate): out_scale pointer 0x7f0000090002 "
+                 "is not 4-byte aligned (out=f8E4M3FN entries write the f32 "
+                 "scales [M, N/256] of out)");
+  // Nulls first, in parameter order: out_scale after weights_scale, before
+  // the bias; then alignments in the same order.
+  a = qgate(64);
+  a.out_scale = 0;
+  a.rows = kRows + 8;
+  CHECK_REJECTED(run(bundle, "qgate", a), bad, "out_scale pointer is NULL");
+  a = qgate(64);
+  a.out_scale = 0;
+  a.weights_scale = 0;
+  CHECK_REJECTED(run(bundle, "qgate", a), bad, "weights_scale pointer is NULL");
+  moeGroupedMatmulArgs b = fp8OutArgs(8, 256, 128, 4);
+  b.out_scale = 0;
+  CHECK_REJECTED(run(bundle, "qbias", b), bad,
+                 "moeGroupedMatmul(qbias): out_scale pointer is NULL");
+  b.out_scale = kOutScale + 1;
+  CHECK_REJECTED(run(bundle, "qbias", b), bad,
+                 "moeGroupedMatmul(qbias): bias pointer is NULL");
+  b.bias = kBias + 4;
+  CHECK_REJECTED(run(bundle, "qbias", b), bad,
+                 "out_scale pointer 0x7f0000090001 is not 4-byte aligned");
+  // out stays 16-byte aligned, its codes being 1-byte elements.
+  a = qgate(64);
+  a.out = kOut + 8;
+  CHECK_REJECTED(run(bundle, "qgate", a), bad,
+                 "out pointer 0x7f0000040008 is not 16-byte aligned");
+  // A dynamic N: whole [1, 128] groups of the N/2 columns.
+  b = fp8OutArgs(8, 384, 128, 4);
+  b.bias = kBias;
+  CHECK_REJECTED(run(bundle, "qbias", b), bad,
+                 "moeGroupedMatmul(qbias): N = 384: the entry has "
+                 "out=f8E4M3FN and writes whole [1, 128] groups of the N/2 "
+                 "output columns, so N must be a multiple of 256");
+  b.n = 258;
+  CHECK_REJECTED(run(bundle, "qbias", b), bad, "N = 258: the entry has");
+  b.n = 255;
+  CHECK_REJECTED(run(bundle, "qbias", b), bad, "N = 255 is odd");
+  b.n = 256;
+  CHECK_EQ(run(bundle, "qbias", b), MOE_STATUS_SUCCESS);
+  // The other checks as for any FP8 entry.
+  a = qgate(64);
+  a.rows_scale = 0;
+  CHECK_REJECTED(run(bundle, "qgate", a), bad, "rows_scale pointer is NULL");
+  a = qgate(64);
+  a.row_scale = kScale;
+  CHECK_REJECTED(run(bundle, "qgate", a), bad,
+                 "row_scale is only taken by row_scale entries (this one's "
+                 "epilogue is swiglu)");
+  moeBundleClose(bundle);
+
+  // Every other entry takes no out_scale: FP8 ones writing bf16 (swiglu
+  // too), bf16 ones.
+  bundle = OPEN_VALID(fp8Bundle());
+  if (!bundle)
+    return;
+  a = gemm(64);
+  a.out_scale = kOutScale;
+  CHECK_REJECTED(run(bundle, "gemm", a), bad,
+                 "moeGroupedMatmul(gemm): out_scale = 0x7f0000090000, but "
+                 "out_scale is only taken by out=f8E4M3FN entries (this "
+                 "one's out is bf16): it must be 0");
+  a = fp8Args(8, 256, 64, 4);
+  a.out_scale = 4;
+  CHECK_REJECTED(run(bundle, "fswiglu", a), bad,
+                 "moeGroupedMatmul(fswiglu): out_scale = 0x4, but out_scale "
+                 "is only taken by out=f8E4M3FN entries");
+  a.out_scale = 0;
+  CHECK_EQ(run(bundle, "fswiglu", a), MOE_STATUS_SUCCESS);
+  moeBundleClose(bundle);
+  bundle = OPEN_VALID(mlpBundle());
+  if (!bundle)
+    return;
+  a = fp8Args(64, 28672, 4096, 8);
+  a.rows_scale = 0;
+  a.weights_scale = 0;
+  a.out_scale = 1;
+  CHECK_REJECTED(run(bundle, "mlp_gate_up", a), bad,
+                 "moeGroupedMatmul(mlp_gate_up): out_scale = 0x1, but "
+                 "out_scale is only taken by out=f8E4M3FN entries");
   moeBundleClose(bundle);
 }

@@ -37,6 +37,7 @@ moeGroupedMatmulArgs args(int64_t m, int64_t n, int64_t k, int64_t experts) {
   a.bias = 0;
   a.rows_scale = 0;
   a.weights_scale = 0;
+  a.out_scale = 0;
   return a;
 }
 

@@ -3,10 +3,12 @@
 // Contract §3.5 (layer.v1) and §3.10 (layer_fp8.v1): the workspace layout
 // against a hand computation; that moeLayer launches exactly what moeRoute,
 // moePermute, moeGroupedMatmul (twice) and moeUnpermute launch (and, for
-// layer_fp8.v1, moeQuantize before each GEMM) with the buffers carved from
-// the workspace, in that order, after validating and encoding everything;
-// and that every bad argument is refused without a driver call. The entries
-// are those of layerBundle() and layerFp8Bundle() (TestBundles.h).
+// layer_fp8.v1, moeQuantize before each GEMM, or only before the gate-up
+// GEMM when that one quantizes its output itself) with the buffers carved
+// from the workspace, in that order, after validating and encoding
+// everything; and that every bad argument is refused without a driver call.
+// The entries are those of layerBundle(), layerFp8Bundle() and
+// layerFp8OutBundle() (TestBundles.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,8 +17,10 @@
 #include "TestBundles.h"
 #include "TestHarness.h"
 
+#include <algorithm>
 #include <cstring>
 #include <initializer_list>
+#include <vector>
 
 using namespace moe_test;
 
@@ -59,6 +63,11 @@ FakeGpu &install() {
   gpu.numParams[kFmixSymbols[7]] = 33;
   gpu.numParams[kFossSymbols[5]] = 40;
   gpu.numParams[kFossSymbols[7]] = 40;
+  // layerFp8OutBundle(): its gate-up GEMMs take the 7 parameters of their
+  // output's scales too: 40, 47 with a bias; the other kernels are those of
+  // layerFp8Bundle().
+  gpu.numParams[kQmixSymbols[5]] = 40;
+  gpu.numParams[kQossSymbols[5]] = 47;
   return gpu;
 }
 
@@ -229,11 +238,12 @@ void checkSameLaunch(const FakeLaunch &got, const FakeLaunch &want) {
 }
 
 /// Runs the layer `entry` with `a`, then the single calls of its parts (the
-/// five of a layer.v1 layer, the seven of a layer_fp8.v1 one) with the
-/// workspace carved as `at` says, and checks that the layer made exactly the
-/// single calls' launches, in order (`symbols`: route, permute count, index
-/// and gather, [quantize], gate-up, [intermediate], down, combine), with the
-/// GEMMs' tensor maps encoded before its first launch.
+/// five of a layer.v1 layer, the seven of a layer_fp8.v1 one, six without
+/// an intermediate part) with the workspace carved as `at` says, and checks
+/// that the layer made exactly the single calls' launches, in order
+/// (`symbols`: route, permute count, index and gather, [quantize], gate-up,
+/// [intermediate], down, combine), with the GEMMs' tensor maps encoded
+/// before its first launch.
 void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
                 const Carved &at, const char *const *symbols, int numKernels) {
   FakeGpu &gpu = fakeGpu();
@@ -242,6 +252,9 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
   CHECK_EQ(moeBundleFindEntry(bundle, entry, &index), MOE_STATUS_SUCCESS);
   CHECK_EQ(moeBundleGetEntry(bundle, index, &info), MOE_STATUS_SUCCESS);
   const bool fp8 = *info.quantize != '\0';
+  // Without an intermediate part, the gate-up GEMM writes inter's values and
+  // scales (and the bf16 inter is not used).
+  const bool gateUpQuantizes = fp8 && *info.intermediate == '\0';
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
   void *stream = testStream();
   size_t callsBefore = gpu.calls.size(), before = gpu.launches.size();
@@ -271,7 +284,8 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
   moeGroupedMatmulArgs gateUp = {gateUpRows,
                                  a.gate_up_weights,
                                  ws + at.offsets,
-                                 ws + at.inter,
+                                 gateUpQuantizes ? ws + at.interValues
+                                                 : ws + at.inter,
                                  rows,
                                  2 * a.intermediate,
                                  a.hidden,
@@ -279,7 +293,8 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
                                  0,
                                  a.gate_up_bias,
                                  fp8 ? ws + at.rowsScales : 0,
-                                 a.gate_up_weights_scale};
+                                 a.gate_up_weights_scale,
+                                 gateUpQuantizes ? ws + at.interScales : 0};
   moeQuantizeArgs intermediate = {
       ws + at.inter, ws + at.interValues, ws + at.interScales, 1,
       rows,          a.intermediate};
@@ -294,7 +309,8 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
                                0,
                                a.down_bias,
                                fp8 ? ws + at.interScales : 0,
-                               a.down_weights_scale};
+                               a.down_weights_scale,
+                               0};
   moeUnpermuteArgs unpermute = {ws + at.rows, ws + at.slots, ws + at.weights,
                                 a.out,        rows,          a.tokens_count,
                                 a.hidden};
@@ -307,7 +323,7 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
              MOE_STATUS_SUCCESS);
   CHECK_EQ(moeGroupedMatmul(bundle, info.gate_up, &gateUp, stream),
            MOE_STATUS_SUCCESS);
-  if (fp8)
+  if (fp8 && !gateUpQuantizes)
     CHECK_EQ(moeQuantize(bundle, info.intermediate, &intermediate, stream),
              MOE_STATUS_SUCCESS);
   CHECK_EQ(moeGroupedMatmul(bundle, info.down, &down, stream),
@@ -329,42 +345,65 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
   CHECK_EQ(gpu.launches[before + 2].params[24], ws + at.permute);
   if (!fp8)
     return;
-  // By hand: each quantize reads its bf16 input [T*k, C] and writes the
-  // values [T*k, C] and scales [T*k, C/128] that the next GEMM reads (its
-  // rows map and its parameters 17..23), with the weights' scales (24..32);
-  // the down GEMM writes the rows, which the combine reads.
-  const FakeLaunch *q = &gpu.launches[before + 4];
+  // By hand: each GEMM reads e4m3 values [T*k, C] and their f32 scales
+  // [T*k, C/128] (its rows map and its parameters 17..23) with the weights'
+  // scales (24..32): the gathered rows' from the quantize step, inter's from
+  // the intermediate step or, in a layer without one, from the gate-up GEMM
+  // itself (its out and its parameters 33..39, before its bias); the down
+  // GEMM writes the rows, which the combine reads.
   const std::vector<FakeEncode> &encodes = gpu.encodes;
-  struct {
-    uint64_t input, values, scales, weightsScale, out;
-    int64_t columns;
-  } stages[2] = {{ws + at.rows, ws + at.rowsValues, ws + at.rowsScales,
-                  a.gate_up_weights_scale, ws + at.inter, a.hidden},
-                 {ws + at.inter, ws + at.interValues, ws + at.interScales,
-                  a.down_weights_scale, ws + at.rows, a.intermediate}};
-  for (const auto &stage : stages) {
-    const FakeLaunch &gemm = q[1];
-    CHECK_EQ(q->params.size(), size_t(21));
-    if (q->params.size() == 21) {
-      CHECK_EQ(q->params[0], stage.input);
-      CHECK_EQ(q->params[3], uint64_t(rows));
-      CHECK_EQ(q->params[4], uint64_t(stage.columns));
-      CHECK_EQ(q->params[7], stage.values);
-      CHECK_EQ(q->params[14], stage.scales);
-      CHECK_EQ(q->params[18], uint64_t(stage.columns / 128));
-    }
-    CHECK_EQ(encodes[gemm.mapEncode[0]].address, stage.values);
+  auto checkQuantize = [&](const FakeLaunch &q, uint64_t input, uint64_t values,
+                           uint64_t scales, int64_t columns) {
+    CHECK_EQ(q.params.size(), size_t(21));
+    if (q.params.size() != 21)
+      return;
+    CHECK_EQ(q.params[0], input);
+    CHECK_EQ(q.params[3], uint64_t(rows));
+    CHECK_EQ(q.params[4], uint64_t(columns));
+    CHECK_EQ(q.params[7], values);
+    CHECK_EQ(q.params[14], scales);
+    CHECK_EQ(q.params[18], uint64_t(columns / 128));
+  };
+  auto checkGemm = [&](const FakeLaunch &gemm, uint64_t values, uint64_t scales,
+                       int64_t columns, uint64_t weightsScale, uint64_t out,
+                       int64_t outColumns, bool outScale, uint64_t bias) {
+    CHECK_EQ(encodes[gemm.mapEncode[0]].address, values);
     CHECK_EQ(encodes[gemm.mapEncode[0]].dataType, 0); // UINT8
-    CHECK_EQ(gemm.words[5], stage.out);
-    CHECK(gemm.tail.size() >= 16);
-    if (gemm.tail.size() >= 16) {
-      CHECK_EQ(gemm.tail[0], stage.scales);
-      CHECK_EQ(gemm.tail[4], uint64_t(stage.columns / 128));
-      CHECK_EQ(gemm.tail[7], stage.weightsScale);
-    }
-    q += 2;
-  }
-  CHECK_EQ(gpu.launches[before + 8].params[0], ws + at.rows);
+    CHECK_EQ(gemm.words[5], out);
+    CHECK_EQ(gemm.words[8], uint64_t(rows));
+    CHECK_EQ(gemm.words[9], uint64_t(outColumns));
+    const size_t tail = 16 + (outScale ? 7 : 0) + (bias ? 7 : 0);
+    CHECK_EQ(gemm.tail.size(), tail);
+    if (gemm.tail.size() != tail)
+      return;
+    CHECK_EQ(gemm.tail[0], scales);
+    CHECK_EQ(gemm.tail[4], uint64_t(columns / 128));
+    CHECK_EQ(gemm.tail[7], weightsScale);
+    std::vector<uint64_t> after(gemm.tail.begin() + 16, gemm.tail.end());
+    std::vector<uint64_t> expected;
+    if (outScale)
+      pushMemref2D(expected, ws + at.interScales, rows, outColumns / 128);
+    if (bias)
+      for (uint64_t word : {bias, bias, uint64_t(0), uint64_t(a.experts)})
+        expected.push_back(word);
+    after.resize(std::min(after.size(), expected.size()));
+    CHECK(after == expected);
+  };
+  const FakeLaunch *next = &gpu.launches[before + 4];
+  checkQuantize(next[0], ws + at.rows, ws + at.rowsValues, ws + at.rowsScales,
+                a.hidden);
+  checkGemm(next[1], ws + at.rowsValues, ws + at.rowsScales, a.hidden,
+            a.gate_up_weights_scale,
+            gateUpQuantizes ? ws + at.interValues : ws + at.inter,
+            a.intermediate, gateUpQuantizes, a.gate_up_bias);
+  next += 2;
+  if (!gateUpQuantizes)
+    checkQuantize(*next++, ws + at.inter, ws + at.interValues,
+                  ws + at.interScales, a.intermediate);
+  checkGemm(next[0], ws + at.interValues, ws + at.interScales, a.intermediate,
+            a.down_weights_scale, ws + at.rows, a.hidden, false, a.down_bias);
+  CHECK_EQ(next[1].params[0], ws + at.rows);
+  CHECK_EQ(&next[1], &gpu.launches[before + numKernels - 1]);
 }
 
 } // namespace
@@ -965,5 +1004,223 @@ TEST(layerFp8LoadsAndFails) {
            "issued) failed"},
        {8, "of entry 'fmix_unpermute', grid (64, 1, 1), block (256, 1, 1), "
            "smem 0, programmatic stream serialization; 8 of 9 launches "
+           "already issued) failed"}});
+}
+
+TEST(layerFp8OutWorkspaceBytes) {
+  // The workspace of §3.10 whether the gate-up GEMM or an intermediate part
+  // quantizes inter: the hand computations of layerFp8WorkspaceBytes (the
+  // bf16 inter is carved, unused).
+  install();
+  moeBundle *bundle = OPEN_VALID(layerFp8OutBundle());
+  if (!bundle)
+    return;
+  CHECK_EQ(workspaceBytes(bundle, "fmix", 3, 256, 128), uint64_t(8728));
+  CHECK_EQ(workspaceBytes(bundle, "fmix", 4096, 256, 128), uint64_t(9667072));
+  CHECK_EQ(workspaceBytes(bundle, "foss", 5, 128, 128), uint64_t(9512));
+  CHECK_EQ(workspaceBytes(bundle, "foss", 1, 128, 128), uint64_t(3336));
+  uint64_t bytes = 7;
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 128, 192, &bytes),
+                 MOE_STATUS_INVALID_ARGUMENT,
+                 "moeLayerWorkspaceBytes(foss): intermediate = 192 is not a "
+                 "positive multiple of 128");
+  CHECK_EQ(bytes, uint64_t(7));
+  moeBundleClose(bundle);
+}
+
+TEST(layerFp8OutLaunchesTheSingleCalls) {
+  // Six steps: route, permute (three kernels), quantize, the gate-up GEMM
+  // writing inter_q and inter_scale, the down GEMM reading them, combine.
+  install();
+  moeBundle *bundle = OPEN_VALID(layerFp8OutBundle());
+  if (!bundle)
+    return;
+  int32_t index = -1;
+  moeEntryInfo info;
+  CHECK_EQ(moeBundleFindEntry(bundle, "fmix", &index), MOE_STATUS_SUCCESS);
+  CHECK_EQ(moeBundleGetEntry(bundle, index, &info), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(info.intermediate), "");
+  // The offsets of layerFp8WorkspaceBytes' hand computations.
+  checkLayer(bundle, "fmix", fmix(3),
+             {0, 256, 512, 768, 1024, 1536, 4608, 6144, 7680, 7936, 8704},
+             kQmixSymbols, kLayerFp8OutKernels);
+  checkLayer(bundle, "fmix", fmix(4096),
+             {0, 32768, 65536, 65792, 98560, 131584, 4325888, 6423040, 8520192,
+              8585728, 9634304},
+             kQmixSymbols, kLayerFp8OutKernels);
+  moeLayerArgs exact = foss(5, 128, 128);
+  exact.workspace_bytes = 9512;
+  checkLayer(bundle, "foss", exact,
+             {0, 256, 512, 768, 1024, 1536, 4096, 6656, 7936, 8192, 9472},
+             kQossSymbols, kLayerFp8OutKernels);
+  checkLayer(
+      bundle, "foss", foss(64, 512, 256),
+      {0, 512, 1024, 1280, 2304, 3072, 134144, 199680, 265216, 267264, 300032},
+      kQossSymbols, kLayerFp8OutKernels);
+  moeBundleClose(bundle);
+}
+
+TEST(layerFp8OutGateUpWritesInterQuantized) {
+  // By hand, against the workspace: fmix, T = 3 (6 rows, I = 128): the
+  // gate-up GEMM (40 parameters) writes the e4m3 inter [6, 128] at 7936 and
+  // its scales [6, 1] at 8704 (parameters 33..39); the down GEMM reads them
+  // (its rows map and parameters 17..23). No launch writes or reads the
+  // bf16 inter at 4608.
+  FakeGpu &gpu = install();
+  moeBundle *bundle = OPEN_VALID(layerFp8OutBundle());
+  if (!bundle)
+    return;
+  const moeLayerArgs a = fmix(3);
+  const uint64_t interQ = kWorkspace + 7936, interScale = kWorkspace + 8704;
+  long first = runAfterLoad(
+      bundle, [&](void *stream) { return layer(bundle, "fmix", a, stream); },
+      "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "
+      "cuTensorMapEncodeTiled cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
+      "cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx "
+      "cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx",
+      kLayerFp8OutKernels);
+  if (first < 0)
+    return;
+  const FakeLaunch &gateUp = gpu.launches[first + 5];
+  const FakeLaunch &down = gpu.launches[first + 6];
+  CHECK_EQ(gateUp.function, std::string("fgemm_gate_up_mix_e4m3out"));
+  CHECK_EQ(gateUp.numParams, 40);
+  CHECK_EQ(gateUp.words[5], interQ);
+  CHECK_EQ(gateUp.words[6], interQ);
+  CHECK_EQ(gateUp.words[8], uint64_t(6));   // M
+  CHECK_EQ(gateUp.words[9], uint64_t(128)); // C = N/2 = I
+  const std::vector<uint64_t> outScale = {interScale, interScale, 0, 6,
+                                          1,          1,          1};
+  CHECK_EQ(gateUp.tail.size(), size_t(23));
+  if (gateUp.tail.size() == 23)
+    CHECK(std::vector<uint64_t>(gateUp.tail.begin() + 16, gateUp.tail.end()) ==
+          outScale);
+  CHECK_EQ(down.function, std::string("fgemm_down_mix"));
+  CHECK_EQ(down.numParams, 33);
+  CHECK_EQ(gpu.encodes[down.mapEncode[0]].address, interQ);
+  CHECK_EQ(down.tail.size(), size_t(16));
+  if (down.tail.size() == 16)
+    CHECK_EQ(down.tail[0], interScale);
+  for (long i = first; i < first + kLayerFp8OutKernels; ++i) {
+    for (uint64_t word : gpu.launches[i].params)
+      CHECK(word != kWorkspace + 4608);
+    CHECK(gpu.launches[i].words[5] != kWorkspace + 4608);
+  }
+  moeBundleClose(bundle);
+}
+
+TEST(layerFp8OutRejectsBadArguments) {
+  install();
+  moeBundle *bundle = OPEN_VALID(layerFp8OutBundle());
+  if (!bundle)
+    return;
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  // The layer's own checks, as for the seven-step form.
+  const moeLayerArgs m = fmix(16);
+  const Case cases[] = {
+      {with(m, &moeLayerArgs::gate_up_weights_scale, 0),
+       "moeLayer(fmix): gate_up_weights_scale pointer is NULL (abi "
+       "layer_fp8.v1 takes the f32 scales [E, 2I/128, H/128] of "
+       "gate_up_weights)"},
+      {with(m, &moeLayerArgs::down_weights_scale, kDownScale + 2),
+       "moeLayer(fmix): down_weights_scale pointer 0x7f00003a0002 is not "
+       "4-byte aligned (f32 scales)"},
+      {sized(m, &moeLayerArgs::intermediate, 256),
+       "moeLayer(fmix): intermediate = 256 does not match entry "
+       "fmix_gate_up's n = 256 (2I)"},
+      {with(m, &moeLayerArgs::workspace_bytes, 38783),
+       "moeLayer(fmix): workspace_bytes = 38783 is less than the 38784 bytes "
+       "the layer needs for T = 16, H = 256, I = 128 "
+       "(moeLayerWorkspaceBytes)"},
+  };
+  for (const Case &c : cases)
+    CHECK_REJECTED(layer(bundle, "fmix", c.args), bad, c.message);
+  CHECK_EQ(
+      layer(bundle, "fmix", with(m, &moeLayerArgs::workspace_bytes, 38784)),
+      MOE_STATUS_SUCCESS);
+  moeBundleClose(bundle);
+
+  // What only a step's own checks catch, named by its step, with nothing
+  // launched: the gate-up GEMM (which writes inter's values and scales) and
+  // the down GEMM taking fewer rows than the layer.
+  struct {
+    const char *from, *to, *message;
+  } narrow[] = {
+      {"experts=8 n=256 k=256 max_rows=8192",
+       "experts=8 n=256 k=256 max_rows=16",
+       "moeLayer(fmix): gate_up step: moeGroupedMatmul(fmix_gate_up): M = 18 "
+       "exceeds the entry's max_rows = 16"},
+      {"experts=8 n=256 k=128 max_rows=8192",
+       "experts=8 n=256 k=128 max_rows=16",
+       "moeLayer(fmix): down step: moeGroupedMatmul(fmix_down): M = 18 "
+       "exceeds the entry's max_rows = 16"},
+      {"rows=-1 cols=256", "rows=32 cols=256",
+       "moeLayer(fmix): quantize step: moeQuantize(fmix_quantize): R = 18 "
+       "(rows) does not match the entry's rows = 32"},
+  };
+  const size_t launches = fakeGpu().launches.size();
+  for (const auto &n : narrow) {
+    bundle = OPEN_VALID(replaced(n.from, n.to, layerFp8OutBundle()));
+    if (!bundle)
+      continue;
+    CHECK_REJECTED(layer(bundle, "fmix", fmix(9)), bad, n.message);
+    moeBundleClose(bundle);
+  }
+  CHECK_EQ(fakeGpu().launches.size(), launches);
+}
+
+TEST(layerFp8OutLaunchesNoFormForExpertsAboveT) {
+  // fmix's FP8-output gate-up split into a form for experts of 1..2 rows
+  // and one from 3 rows on: the layer launches the second only when T >= 3.
+  FakeGpu &gpu = install();
+  const char *kBig = "fgemm_gate_up_mix_e4m3out_big";
+  gpu.numParams[kBig] = 40;
+  const std::string oneForm = fp8KernelLine("fmix_gate_up", kQmixSymbols[5], 1,
+                                            2147483647, 128, 64, 128, 98304, 0);
+  moeBundle *bundle =
+      OPEN_VALID(replaced(oneForm,
+                          fp8KernelLine("fmix_gate_up", kQmixSymbols[5], 1, 2,
+                                        128, 64, 128, 98304, 0) +
+                              fp8KernelLine("fmix_gate_up", kBig, 3, 2147483647,
+                                            128, 64, 128, 98304, 0),
+                          layerFp8OutBundle()));
+  if (!bundle)
+    return;
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  for (int64_t tokens : {2, 3}) {
+    size_t before = gpu.launches.size();
+    CHECK_EQ(layer(bundle, "fmix", fmix(tokens), testStream()),
+             MOE_STATUS_SUCCESS);
+    std::vector<std::string> gemms;
+    for (size_t i = before; i < gpu.launches.size(); ++i)
+      if (gpu.launches[i].function.rfind("fgemm_gate_up", 0) == 0)
+        gemms.push_back(gpu.launches[i].function);
+    CHECK_EQ(gemms.size(), size_t(tokens == 2 ? 1 : 2));
+    CHECK(!gemms.empty() && gemms[0] == kQmixSymbols[5]);
+    if (tokens == 3)
+      CHECK(gemms.size() == 2 && gemms[1] == kBig);
+    CHECK_EQ(gpu.launches.size() - before,
+             size_t(kLayerFp8OutKernels + (tokens == 2 ? 0 : 1)));
+  }
+  moeBundleClose(bundle);
+}
+
+TEST(layerFp8OutLoadsAndFails) {
+  // Eight launches: the down GEMM follows the gate-up GEMM directly.
+  checkLoadsAndFails(
+      layerFp8OutBundle(), "fmix", fmix(64), kLayerFp8OutKernels,
+      "moeLayer(fmix): gate_up step: moeGroupedMatmul: "
+      "cuTensorMapEncodeTiled(rows of kernel 'fgemm_gate_up_mix_e4m3out' of "
+      "entry 'fmix_gate_up') failed: CUDA_ERROR_INVALID_VALUE",
+      {{5, "moeLayer: cuLaunchKernelEx('fgemm_gate_up_mix_e4m3out' of entry "
+           "'fmix_gate_up', grid (20, 1, 1), block (128, 1, 1), smem 98304, "
+           "programmatic stream serialization; 5 of 8 launches already "
+           "issued) failed"},
+       {6, "moeLayer: cuLaunchKernelEx('fgemm_down_mix' of entry "
+           "'fmix_down', grid (20, 1, 1), block (128, 1, 1), smem 98304, "
+           "programmatic stream serialization; 6 of 8 launches already "
+           "issued) failed"},
+       {7, "of entry 'fmix_unpermute', grid (64, 1, 1), block (256, 1, 1), "
+           "smem 0, programmatic stream serialization; 7 of 8 launches "
            "already issued) failed"}});
 }

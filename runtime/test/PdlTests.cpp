@@ -67,16 +67,16 @@ std::vector<Call> calls() {
   std::vector<Call> all;
   all.push_back({"moeGroupedMatmul", validBundle(), [](FakeGpu &) {},
                  [](moeBundle *bundle, void *stream) {
-                   moeGroupedMatmulArgs a = {kA,   kB, kC, kD, 131072, 28672,
-                                             4096, 8,  0,  0,  0,      0};
+                   moeGroupedMatmulArgs a = {
+                       kA, kB, kC, kD, 131072, 28672, 4096, 8, 0, 0, 0, 0, 0};
                    return moeGroupedMatmul(bundle, "gate_up", &a, stream);
                  },
                  2});
   all.push_back({"moeGroupedMatmul with row_scale and bias", biasBundle(),
                  [](FakeGpu &gpu) { gpu.numParams[kBiasScale] = 29; },
                  [](moeBundle *bundle, void *stream) {
-                   moeGroupedMatmulArgs a = {kA,  kB, kC, kD, 300, 256,
-                                             128, 8,  kE, kF, 0,   0};
+                   moeGroupedMatmulArgs a = {kA, kB, kC, kD, 300, 256, 128,
+                                             8,  kE, kF, 0,  0,   0};
                    return moeGroupedMatmul(bundle, "bscale", &a, stream);
                  },
                  1});
@@ -297,7 +297,8 @@ TEST(pdlEnvironmentReadAtEachCall) {
   // from one call to the next, and applies to every launch of a call.
   FakeGpu &gpu = installFakeDriver();
   moeBundle *bundle = openBundle(validBundle());
-  moeGroupedMatmulArgs a = {kA, kB, kC, kD, 131072, 28672, 4096, 8, 0, 0, 0, 0};
+  moeGroupedMatmulArgs a = {kA, kB, kC, kD, 131072, 28672, 4096,
+                            8,  0,  0,  0,  0,      0};
   PdlEnvironment environment(nullptr);
   auto paths = [&](const char *value) {
     environment.set(value);

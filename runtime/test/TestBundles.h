@@ -609,6 +609,96 @@ inline std::string layerFp8Bundle() {
          "end\n";
 }
 
+/// Symbols of the FP8-output bundle.
+inline constexpr const char *kFp8OutSwapAB =
+    "grouped_matmul_fp8block_16x64x128_s4_swapab_swiglu_e4m3out_off32";
+inline constexpr const char *kFp8OutNormal =
+    "grouped_matmul_fp8block_64x128x128_s4_swiglu_e4m3out_off32";
+inline constexpr const char *kFp8OutBias =
+    "grouped_matmul_fp8block_64x128x128_s4_swiglu_bias_e4m3out_off64";
+
+/// grouped_matmul_fp8.v1 swiglu entries with out=f8E4M3FN (contract §3.7,
+/// added within version 6), op=moe.expert_mlp, with the keys in the order
+/// the compiler writes them (line numbers on the right):
+///   qgate:  activation=silu, bias=none, E=8 N=512 K=256, i32 offsets, a
+///           swap-AB kernel (tile 16x64x128, 81920 bytes) for rows 1..16
+///           and a 64x128x128 one (98304 bytes) for 17 and up;     (4-6)
+///   qbias:  activation=gptoss, bias=f32, all sizes dynamic, i64 offsets,
+///           one 64x128x128 kernel.                                (7-8)
+/// All kernels have 128 threads.
+inline std::string fp8OutBundle() {
+  return "MOEBUNDLE 6\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('O')) +
+         "entry qgate op=moe.expert_mlp abi=grouped_matmul_fp8.v1 "
+         "format=fp8_block out=f8E4M3FN epilogue=swiglu activation=silu "
+         "bias=none experts=8 n=512 k=256 max_rows=2147483647 offsets=i32\n" +
+         fp8KernelLine("qgate", kFp8OutSwapAB, 1, 16, 128, 16, 64, 81920, 1) +
+         fp8KernelLine("qgate", kFp8OutNormal, 17, 2147483647, 128, 64, 128,
+                       98304, 0) +
+         "entry qbias op=moe.expert_mlp abi=grouped_matmul_fp8.v1 "
+         "format=fp8_block out=f8E4M3FN epilogue=swiglu activation=gptoss "
+         "bias=f32 experts=-1 n=-1 k=-1 max_rows=2147483647 offsets=i64\n" +
+         fp8KernelLine("qbias", kFp8OutBias, 1, 2147483647, 128, 64, 128, 98304,
+                       0) +
+         "end\n";
+}
+
+/// Symbols of the block-FP8 layer bundle whose gate-up GEMMs quantize their
+/// output (no intermediate part), by layer: route, permute count, index and
+/// gather, quantize, gate-up, down, combine: the order of such a layer's
+/// launches.
+inline constexpr int kLayerFp8OutKernels = 8;
+inline constexpr const char *kQmixSymbols[kLayerFp8OutKernels] = {
+    "froute_e8_k2",   "fperm_count_e8_k2", "fperm_index_e8_k2",
+    "fperm_gather32", "fquant_rows_h256",  "fgemm_gate_up_mix_e4m3out",
+    "fgemm_down_mix", "fcombine_k2_i32"};
+inline constexpr const char *kQossSymbols[kLayerFp8OutKernels] = {
+    "froute_e4_k2_bias", "fperm_count_e4_k2", "fperm_index_e4_k2",
+    "fperm_gather64",    "fquant_1x128",      "fgemm_gate_up_oss_e4m3out",
+    "fgemm_down_oss",    "fcombine_k2_i64"};
+
+/// layerFp8Bundle() as the compiler writes it by default: each gate_up with
+/// out=f8E4M3FN (its kernel renamed *_e4m3out), no intermediate entries, and
+/// layers without an intermediate part (contract §3.10; line numbers on the
+/// right): fmix_route (4-5), fmix_permute (6-9), fmix_quantize (10-11),
+/// fmix_gate_up (12-13), fmix_down (14-15), fmix_unpermute (16-17), fmix
+/// (18); foss_route (19-20), foss_permute (21-24), foss_quantize (25-26),
+/// foss_gate_up (27-28), foss_down (29-30), foss_unpermute (31-32), foss
+/// (33).
+inline std::string layerFp8OutBundle() {
+  std::string bytes = layerFp8Bundle();
+  auto replace = [&bytes](const std::string &from, const std::string &to) {
+    size_t at = bytes.find(from);
+    if (at == std::string::npos)
+      fail(__FILE__, __LINE__, "test bug: '" + from + "' not in the bundle");
+    else
+      bytes.replace(at, from.size(), to);
+  };
+  for (const std::string layer : {"fmix", "foss"}) {
+    replace("entry " + layer +
+                "_gate_up op=moe.expert_mlp "
+                "abi=grouped_matmul_fp8.v1 format=fp8_block ",
+            "entry " + layer +
+                "_gate_up op=moe.expert_mlp "
+                "abi=grouped_matmul_fp8.v1 format=fp8_block out=f8E4M3FN ");
+    const std::string gemm =
+        layer == "fmix" ? "fgemm_gate_up_mix" : "fgemm_gate_up_oss";
+    replace(" " + gemm + " ", " " + gemm + "_e4m3out ");
+    // The intermediate's entry and kernel lines.
+    const std::string entry = "entry " + layer + "_intermediate ";
+    size_t at = bytes.find(entry);
+    size_t end = bytes.find(
+        "\nentry ", bytes.find("\nkernel " + layer + "_intermediate ", at));
+    if (at == std::string::npos || end == std::string::npos)
+      fail(__FILE__, __LINE__, "test bug: no " + layer + "_intermediate");
+    else
+      bytes.erase(at, end + 1 - at);
+    replace(" intermediate=" + layer + "_intermediate", "");
+  }
+  return bytes;
+}
+
 /// Opens `bytes`; returns NULL (and leaves the status in *status) on failure.
 inline moeBundle *openBundle(const std::string &bytes,
                              moeStatus *status = nullptr) {

@@ -7,8 +7,10 @@
 |* need no GPU; the same for moeRoute and moeUnpermute on the second (entries *|
 |* router, softmax, combine, gather), for moeLayer on the third (layers       *|
 |* mixtral and gptoss), for the block-FP8 moeGroupedMatmul on the fourth      *|
-|* (entries gemm, down, plain), and for moeLayer and moeQuantize on the fifth *|
-|* (the layer_fp8.v1 layer dsv3, the FP8 expert MLP mlp). Exits 1 on failure. *|
+|* (entries gemm, down, plain, gate_up with out=f8E4M3FN), and for moeLayer   *|
+|* and moeQuantize on the fifth (the layer_fp8.v1 layers dsv3 and dsq, the    *|
+|* latter without an intermediate part, the FP8 expert MLP mlp). Exits 1 on   *|
+|* failure.                                                                   *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -49,11 +51,28 @@ static void walk(moeBundle *bundle) {
     layer = fp8Layer || strcmp(entry.abi, MOE_ABI_LAYER) == 0;
     permute = strcmp(entry.abi, MOE_ABI_PERMUTE) == 0;
     quantize = strcmp(entry.abi, MOE_ABI_QUANTIZE) == 0;
-    /* quantize and intermediate: the parts of layer_fp8.v1 layers only. */
+    /* quantize and intermediate: the parts of layer_fp8.v1 layers only, the
+       intermediate exactly when the gate_up writes bf16. */
     check(entry.quantize && entry.intermediate &&
               (entry.quantize[0] != '\0') == fp8Layer &&
-              (entry.intermediate[0] != '\0') == fp8Layer,
+              (fp8Layer || entry.intermediate[0] == '\0'),
           "quantize and intermediate");
+    if (fp8Layer) {
+      moeEntryInfo gateUp;
+      int32_t index = -1;
+      check(moeBundleFindEntry(bundle, entry.gate_up, &index) ==
+                    MOE_STATUS_SUCCESS &&
+                moeBundleGetEntry(bundle, index, &gateUp) ==
+                    MOE_STATUS_SUCCESS &&
+                (entry.intermediate[0] == '\0') ==
+                    (strcmp(gateUp.out, MOE_OUT_E4M3) == 0),
+            "the intermediate part goes with the gate_up's out");
+    }
+    /* out: "bf16" or "f8E4M3FN" for grouped matmuls, else "". */
+    check(entry.out && (gemm ? strcmp(entry.out, MOE_OUT_BF16) == 0 ||
+                                   (fp8 && strcmp(entry.out, MOE_OUT_E4M3) == 0)
+                             : entry.out[0] == '\0'),
+          "out");
     /* permute.v2: count, index and gather kernels, and a chunk. */
     check(permute ? entry.num_kernels == 3 && entry.chunk >= 32 &&
                         entry.chunk <= 65536 && entry.chunk % 32 == 0
@@ -143,6 +162,29 @@ static void checkFp8Bundle(const char *path) {
                "rows_scale = 0x50000, but the entry "
                "has abi " MOE_ABI_GROUPED_MATMUL) != NULL,
         "moeGroupedMatmul names the scale of a v3 entry");
+  /* out=f8E4M3FN: out_scale required, 0 for the other entries. */
+  args.n = 512;
+  args.k = 256;
+  check(moeGroupedMatmul(bundle, "gate_up", &args, NULL) ==
+                MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(),
+                   "moeGroupedMatmul(gate_up): out_scale pointer is NULL") !=
+                NULL,
+        "moeGroupedMatmul without out_scale");
+  args.out_scale = 0x70002;
+  check(moeGroupedMatmul(bundle, "gate_up", &args, NULL) ==
+                MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(),
+                   "out_scale pointer 0x70002 is not 4-byte aligned") != NULL,
+        "moeGroupedMatmul with a misaligned out_scale");
+  args.n = 256;
+  args.k = 512;
+  check(moeGroupedMatmul(bundle, "gemm", &args, NULL) ==
+                MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(),
+                   "moeGroupedMatmul(gemm): out_scale = 0x70002, but "
+                   "out_scale is only taken by out=f8E4M3FN entries") != NULL,
+        "moeGroupedMatmul with out_scale on a bf16-output entry");
   moeBundleClose(bundle);
 }
 
@@ -276,6 +318,24 @@ static void checkLayerFp8Bundle(const char *path) {
             strstr(moeLastErrorMessage(), "hidden = 7000 does not match") !=
                 NULL,
         "moeLayerWorkspaceBytes with another H");
+  /* dsq: dsv3's parts but a gate_up with out=f8E4M3FN and no intermediate
+     part; the same workspace. */
+  check(moeBundleFindEntry(bundle, "dsq", &index) == MOE_STATUS_SUCCESS &&
+            moeBundleGetEntry(bundle, index, &entry) == MOE_STATUS_SUCCESS &&
+            strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0 &&
+            strcmp(entry.gate_up, "dsq_gate_up") == 0 &&
+            strcmp(entry.intermediate, "") == 0,
+        "the six-step fp8 layer's parts");
+  check(moeLayerWorkspaceBytes(bundle, "dsq", 1, 7168, 2048, &bytes) ==
+                MOE_STATUS_SUCCESS &&
+            bytes == 226304 + 8 * 16 * 4,
+        "moeLayerWorkspaceBytes (six-step fp8 layer)");
+  args.gate_up_weights_scale = 0;
+  check(moeLayer(bundle, "dsq", &args, NULL) == MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(),
+                   "moeLayer(dsq): gate_up_weights_scale pointer is NULL") !=
+                NULL,
+        "moeLayer (six-step) without gate_up_weights_scale");
   memset(&quantize, 0, sizeof(quantize));
   quantize.batch = 1;
   quantize.rows = 64;
@@ -303,7 +363,8 @@ int main(int argc, char **argv) {
   /* The layout the ctypes wrapper mirrors (LP64): each version's fields
      last. */
   if (sizeof(void *) == 8) {
-    check(sizeof(moeEntryInfo) == 240, "sizeof(moeEntryInfo)");
+    check(sizeof(moeEntryInfo) == 248, "sizeof(moeEntryInfo)");
+    check(offsetof(moeEntryInfo, out) == 240, "moeEntryInfo.out");
     check(offsetof(moeEntryInfo, top_k) == 72, "moeEntryInfo.top_k");
     check(offsetof(moeEntryInfo, hidden) == 88, "moeEntryInfo.hidden");
     check(offsetof(moeEntryInfo, weighted) == 96, "moeEntryInfo.weighted");
@@ -320,7 +381,9 @@ int main(int argc, char **argv) {
     check(offsetof(moeEntryInfo, quantize) == 224, "moeEntryInfo.quantize");
     check(offsetof(moeEntryInfo, intermediate) == 232,
           "moeEntryInfo.intermediate");
-    check(sizeof(moeGroupedMatmulArgs) == 96, "sizeof(moeGroupedMatmulArgs)");
+    check(sizeof(moeGroupedMatmulArgs) == 104, "sizeof(moeGroupedMatmulArgs)");
+    check(offsetof(moeGroupedMatmulArgs, out_scale) == 96,
+          "moeGroupedMatmulArgs.out_scale");
     check(offsetof(moeGroupedMatmulArgs, bias) == 72,
           "moeGroupedMatmulArgs.bias");
     check(offsetof(moeGroupedMatmulArgs, rows_scale) == 80,

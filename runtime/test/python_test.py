@@ -92,8 +92,10 @@ expect_error(lambda: bundle.grouped_matmul("gate_up", None, None, None),
 # version 3, the route/unpermute fields in version 4 and the bias, activation
 # and layer fields in version 5, then permute.v2's `chunk`, then `format` in
 # version 6, moeGroupedMatmulArgs `row_scale`, then `bias`, then `rows_scale`
-# and `weights_scale`, all last (c_api_test.c checks the same offsets).
-check(ctypes.sizeof(moe_runtime._EntryInfo) == 240, "sizeof(moeEntryInfo)")
+# and `weights_scale`, then `out_scale` (moeEntryInfo `out`), all last
+# (c_api_test.c checks the same offsets).
+check(ctypes.sizeof(moe_runtime._EntryInfo) == 248, "sizeof(moeEntryInfo)")
+check(moe_runtime._EntryInfo.out.offset == 240, "moeEntryInfo.out")
 check(moe_runtime._EntryInfo.quantize.offset == 224, "moeEntryInfo.quantize")
 check(moe_runtime._EntryInfo.intermediate.offset == 232, "moeEntryInfo.intermediate")
 check(moe_runtime._EntryInfo.element.offset == 168, "moeEntryInfo.element")
@@ -121,7 +123,9 @@ check(moe_runtime._EntryInfo.weighted.offset == 96, "moeEntryInfo.weighted")
 check(ctypes.sizeof(moe_runtime._RouteArgs) == 48, "sizeof(moeRouteArgs)")
 check(ctypes.sizeof(moe_runtime._UnpermuteArgs) == 56, "sizeof(moeUnpermuteArgs)")
 check(ctypes.sizeof(moe_runtime._PermuteArgs) == 64, "sizeof(moePermuteArgs)")
-check(ctypes.sizeof(moe_runtime._GroupedMatmulArgs) == 96, "sizeof(moeGroupedMatmulArgs)")
+check(ctypes.sizeof(moe_runtime._GroupedMatmulArgs) == 104, "sizeof(moeGroupedMatmulArgs)")
+check(moe_runtime._GroupedMatmulArgs.out_scale.offset == 96,
+      "moeGroupedMatmulArgs.out_scale")
 check(moe_runtime._GroupedMatmulArgs.rows_scale.offset == 80,
       "moeGroupedMatmulArgs.rows_scale")
 check(moe_runtime._GroupedMatmulArgs.weights_scale.offset == 88,
@@ -250,6 +254,15 @@ check((gemm.abi, gemm.op, gemm.format, gemm.epilogue, gemm.activation, gemm.expe
           512, 32, 0, 3, 128), f"gemm {gemm}")
 check((fp8.entry("down").format, fp8.entry("down").bias_bits, fp8.entry("plain").format,
        router.format, combine.format) == ("fp8_block", 32, "", "", ""), "formats")
+# out: "f8E4M3FN" for a gate-up that quantizes its output, "bf16" for the
+# other grouped matmuls, "" for the other ABIs.
+fp8_gate_up = fp8.entry("gate_up")
+check((fp8_gate_up.op, fp8_gate_up.abi, fp8_gate_up.out, fp8_gate_up.epilogue, fp8_gate_up.n,
+       len(fp8_gate_up.kernels))
+      == ("moe.expert_mlp", "grouped_matmul_fp8.v1", "f8E4M3FN", "swiglu", 512, 2),
+      f"gate_up {fp8_gate_up}")
+check((gemm.out, fp8.entry("down").out, fp8.entry("plain").out, router.out, combine.out)
+      == ("bf16", "bf16", "bf16", "", ""), "outs")
 for call, needle in [
         (lambda: fp8.grouped_matmul("gemm", None, None, None),
          "grouped_matmul(gemm): the entry is block-FP8 (abi grouped_matmul_fp8.v1, format "
@@ -269,6 +282,16 @@ for call, needle in [
          "grouped_matmul_fp8.v1); this one's abi is grouped_matmul.v3"),
         (lambda: fp8.grouped_matmul("plain", None, None, None, weights_scale=object()),
          "grouped_matmul(plain): weights_scale is only taken by block-FP8 entries"),
+        (lambda: fp8.grouped_matmul("gemm", None, None, None, rows_scale=object(),
+                                    weights_scale=object(), out_scale=object()),
+         "grouped_matmul(gemm): out_scale is only taken by entries with out f8E4M3FN (this "
+         "one's out is bf16)"),
+        (lambda: fp8.grouped_matmul("plain", None, None, None, out_scale=object()),
+         "grouped_matmul(plain): out_scale is only taken by entries with out f8E4M3FN"),
+        (lambda: fp8.grouped_matmul("gate_up", None, None, None, weights_scale=object(),
+                                    out_scale=object()),
+         "grouped_matmul(gate_up): the entry is block-FP8 (abi grouped_matmul_fp8.v1, format "
+         "fp8_block): pass rows_scale"),
         (lambda: fp8.layer("gemm", None, None, None, None),
          "layer(gemm): entry 'gemm' has abi grouped_matmul_fp8.v1 (op moe.grouped_matmul), "
          "not layer.v1 or layer_fp8.v1"),
@@ -286,7 +309,8 @@ fp8_mlp = moe_runtime.Bundle.from_bytes(
 expect_error(lambda: fp8_mlp.expert_mlp("q", None, None, None, None), "INVALID_ARGUMENT",
              "expert_mlp(q): entry 'q_gate_up' is block-FP8 (abi grouped_matmul_fp8.v1, format "
              "fp8_block): expert_mlp runs bf16 grouped_matmul.v3 entries only; call "
-             "grouped_matmul, quantize (of <name>_intermediate) and grouped_matmul")
+             "grouped_matmul, quantize (of <name>_intermediate; none when <name>_gate_up has "
+             "out f8E4M3FN) and grouped_matmul with their scales")
 fp8_mlp.close()
 for data, status, needle in [
         (fp8_bytes.replace(b"MOEBUNDLE 6", b"MOEBUNDLE 5", 1), "UNSUPPORTED",
@@ -374,6 +398,14 @@ check((dsv3_gate_up.op, dsv3_gate_up.abi, dsv3_gate_up.format, len(dsv3_gate_up.
 # scales of the rows and of inter.
 check(fp8_layers.layer_workspace_bytes("dsv3", 1, 7168, 2048) == 226816,
       "fp8 layer workspace bytes")
+# dsq: the six-step form (its gate_up quantizes its output, no intermediate
+# part), the same workspace.
+dsq = fp8_layers.entry("dsq")
+check((dsq.abi, dsq.gate_up, dsq.intermediate, dsq.down, fp8_layers.entry("dsq_gate_up").out,
+       dsv3_gate_up.out)
+      == ("layer_fp8.v1", "dsq_gate_up", "", "dsv3_down", "f8E4M3FN", "bf16"), f"dsq {dsq}")
+check(fp8_layers.layer_workspace_bytes("dsq", 1, 7168, 2048) == 226816,
+      "six-step fp8 layer workspace bytes")
 for call, needle in [
         (lambda: fp8_layers.layer_workspace_bytes("dsv3", 1, 7168, 2000),
          "moeLayerWorkspaceBytes(dsv3): intermediate = 2000 does not match entry "
@@ -843,6 +875,50 @@ for call, needle in [
         (down_call(row_scale=T((16,), f32, 0x7f0000690002)),
          "moeGroupedMatmul(down): row_scale pointer 0x7f0000690002 is not 4-byte aligned")]:
     expect_error(call, "INVALID_ARGUMENT", needle)
+# out=f8E4M3FN (gate_up: E = 8, N = 512, K = 256): out is e4m3 codes
+# [M, N/2] and out_scale float32 [M, N/256], both allocated when not given,
+# and both returned; out_scale reaches its field of moeGroupedMatmulArgs.
+u8 = fake_torch.uint8
+g_rows, g_w = T((64, 256), f8, 0x7f0000910000), T((8, 512, 256), f8, 0x7f0000920000)
+g_rs, g_ws = T((64, 2), f32, 0x7f0000930000), T((8, 4, 2), f32, 0x7f0000940000)
+allocated.clear()
+expect_launch_attempt(lambda: fp8.grouped_matmul("gate_up", g_rows, g_w, q_offs, rows_scale=g_rs,
+                                                 weights_scale=g_ws), "fp8-out grouped_matmul")
+check(allocated == [((64, 256), f8, "cuda:0"), ((64, 2), f32, "cuda:0")],
+      f"fp8-out grouped_matmul allocates out and out_scale: {allocated}")
+allocated.clear()
+expect_launch_attempt(lambda: fp8.grouped_matmul("gate_up", g_rows, g_w, q_offs,
+                                                 out=T((64, 256), u8, 0x7f0000950000),
+                                                 rows_scale=g_rs, weights_scale=g_ws,
+                                                 out_scale=T((64, 2), f32, 0x7f0000960000)),
+                      "fp8-out grouped_matmul into uint8 out and a given out_scale")
+check(allocated == [], f"fp8-out grouped_matmul with outputs allocates nothing: {allocated}")
+gate_up_call = (lambda **changes: lambda: fp8.grouped_matmul(
+    "gate_up", changes.get("rows", g_rows), changes.get("weights", g_w), q_offs,
+    out=changes.get("out"), rows_scale=g_rs, weights_scale=g_ws,
+    out_scale=changes.get("out_scale")))
+for call, needle in [
+        (gate_up_call(out=T((64, 256), bf16)),
+         "grouped_matmul(gate_up): out is torch.bfloat16, expected torch.float8_e4m3fn or "
+         "torch.uint8 (the entry's out is f8E4M3FN)"),
+        (gate_up_call(out=T((64, 512), f8)),
+         "grouped_matmul(gate_up): out is (64, 512), expected (64, 256)"),
+        (gate_up_call(out_scale=T((64, 2), bf16)),
+         "grouped_matmul(gate_up): out_scale is torch.bfloat16, expected torch.float32"),
+        (gate_up_call(out_scale=T((64, 4), f32)),
+         "grouped_matmul(gate_up): out_scale is (64, 4), expected (64, 2) = (M, N/256)"),
+        (gate_up_call(out_scale=T((64, 2), f32, device="cuda:1")),
+         "grouped_matmul(gate_up): out_scale is on cuda:1 but rows is on cuda:0"),
+        (gate_up_call(out_scale=T((64, 2), f32, contiguous=False)),
+         "grouped_matmul(gate_up): out_scale is not contiguous"),
+        (gate_up_call(weights=T((8, 384, 256), f8)),
+         "grouped_matmul(gate_up): weights (8, 384, 256) have N = 384 rows per expert, but an "
+         "out f8E4M3FN entry writes whole [1, 128] groups of its N/2 output columns: N must "
+         "be a multiple of 256"),
+        # The C API's checks: out_scale lands in its field.
+        (gate_up_call(out_scale=T((64, 2), f32, 0x7f0000960002)),
+         "moeGroupedMatmul(gate_up): out_scale pointer 0x7f0000960002 is not 4-byte aligned")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
 # A torch without float8 cannot feed an FP8 entry.
 delattr(fake_torch, "float8_e4m3fn")
 expect_error(gemm_call(), "INVALID_ARGUMENT",
@@ -976,6 +1052,12 @@ allocated.clear()
 expect_launch_attempt(dsv3_call(), "fp8 layer")
 check(allocated == [((16, 7168), bf16, "cuda:0"), ((dsv3_bytes,), fake_torch.uint8, "cuda:0")],
       f"fp8 layer allocates out and the workspace: {allocated}")
+allocated.clear()
+expect_launch_attempt(lambda: fp8_layers.layer("dsq", q_tokens, q_logits, q13, q2,
+                                               score_bias=q_score, gate_up_weights_scale=s13,
+                                               down_weights_scale=s2), "six-step fp8 layer")
+check(allocated == [((16, 7168), bf16, "cuda:0"), ((dsv3_bytes,), fake_torch.uint8, "cuda:0")],
+      f"the six-step fp8 layer allocates out and the same workspace: {allocated}")
 allocated.clear()
 # The intermediate of a block-FP8 expert MLP is an ordinary quantize.
 expect_launch_attempt(lambda: fp8_layers.quantize("mlp_intermediate", T((64, 2048), bf16)),

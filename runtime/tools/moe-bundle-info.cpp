@@ -38,10 +38,14 @@
 //   entry mixtral op=moe.layer abi=layer.v1 max_rows=2147483647
 //     route=mixtral_route permute=mixtral_permute gate_up=mixtral_gate_up
 //     down=mixtral_down unpermute=mixtral_unpermute          (one line)
+//   entry ds_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1
+//     format=fp8_block out=f8E4M3FN epilogue=swiglu experts=256 n=4096
+//     k=7168 max_rows=2147483647 offsets=i32 bias=none activation=silu
+//                                                            (one line)
 //   entry ds op=moe.layer abi=layer_fp8.v1 max_rows=2147483647
 //     route=ds_route permute=ds_permute quantize=ds_quantize
-//     gate_up=ds_gate_up intermediate=ds_intermediate down=ds_down
-//     unpermute=ds_unpermute                                 (one line)
+//     gate_up=ds_gate_up down=ds_down unpermute=ds_unpermute (one line;
+//     intermediate=<name> after gate_up when the layer has that part)
 //   entry act op=moe.quantize abi=quantize.v1 max_rows=2147483647
 //     element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128
 //     rank=2 batch=1 rows=-1 cols=7168                       (one line)
@@ -49,9 +53,10 @@
 //     image=moe_kernels                                      (one line)
 //
 // Entries print their ABI's keys in the order of the bundle line (contract
-// §2; a grouped_matmul_fp8.v1 entry's `format` right after its abi); the
-// kernels of route.v1, unpermute.v2, permute.v2 and quantize.v1 entries have
-// no rows range or tile; layer.v1 and layer_fp8.v1 entries have no kernels.
+// §2; a grouped_matmul_fp8.v1 entry's `format` right after its abi, then
+// its `out` where the bundle line has one); the kernels of route.v1,
+// unpermute.v2, permute.v2 and quantize.v1 entries have no rows range or
+// tile; layer.v1 and layer_fp8.v1 entries have no kernels.
 //
 // On error prints "moe-bundle-info: error: <message>" and exits 1.
 //
@@ -101,6 +106,8 @@ int main(int argc, char **argv) {
     const bool unpermute = !std::strcmp(entry.abi, MOE_ABI_UNPERMUTE);
     const bool permute = !std::strcmp(entry.abi, MOE_ABI_PERMUTE);
     const bool quantize = !std::strcmp(entry.abi, MOE_ABI_QUANTIZE);
+    // A GEMM's output is bf16 unless its bundle line says out=f8E4M3FN.
+    const bool fp8Out = !std::strcmp(entry.out, MOE_OUT_E4M3);
     if (quantize)
       std::printf(
           "entry %s op=%s abi=%s max_rows=%" PRId64
@@ -134,19 +141,21 @@ int main(int argc, char **argv) {
                   entry.permute, entry.gate_up, entry.down, entry.unpermute);
     else if (!std::strcmp(entry.abi, MOE_ABI_LAYER_FP8))
       std::printf("entry %s op=%s abi=%s max_rows=%" PRId64
-                  " route=%s permute=%s quantize=%s gate_up=%s "
-                  "intermediate=%s down=%s unpermute=%s\n",
+                  " route=%s permute=%s quantize=%s gate_up=%s%s%s down=%s "
+                  "unpermute=%s\n",
                   entry.name, entry.op, entry.abi, entry.max_rows, entry.route,
                   entry.permute, entry.quantize, entry.gate_up,
+                  *entry.intermediate ? " intermediate=" : "",
                   entry.intermediate, entry.down, entry.unpermute);
     else
-      std::printf("entry %s op=%s abi=%s%s%s epilogue=%s experts=%" PRId64
+      std::printf("entry %s op=%s abi=%s%s%s%s%s epilogue=%s experts=%" PRId64
                   " n=%" PRId64 " k=%" PRId64 " max_rows=%" PRId64
                   " offsets=i%d bias=%s activation=%s\n",
                   entry.name, entry.op, entry.abi,
-                  *entry.format ? " format=" : "", entry.format, entry.epilogue,
-                  entry.experts, entry.n, entry.k, entry.max_rows,
-                  int(entry.offsets_bits),
+                  *entry.format ? " format=" : "", entry.format,
+                  fp8Out ? " out=" : "", fp8Out ? entry.out : "",
+                  entry.epilogue, entry.experts, entry.n, entry.k,
+                  entry.max_rows, int(entry.offsets_bits),
                   entry.bias_bits == 32   ? "f32"
                   : entry.bias_bits == 16 ? "bf16"
                                           : "none",
