@@ -8,14 +8,16 @@
 // checked against contract §3.1 recomputed here in 128 bits, with the out
 // memref, weights box and row_scale parameters of the entry's epilogue, and
 // for FP8 entries the 1-byte tensor maps and the 16 parameters of the scale
-// memrefs, §3.7), moeRoute and moeUnpermute for route.v1
+// memrefs, then the 7 of out_scale with out=f8E4M3FN, §3.7), moeRoute and
+// moeUnpermute for route.v1
 // and unpermute.v2 entries (grid, block and every parameter checked),
 // moePermuteWorkspaceBytes (against contract §3.4 recomputed here) and
 // moePermute for permute.v2 entries (the three launches, grids, blocks and
 // their 12 + 29 + 24 parameters checked),
 // moeLayerWorkspaceBytes (against contract §3.5 and §3.10 recomputed here)
-// and moeLayer for layer.v1 and layer_fp8.v1 entries (the order of the
-// launches and the carved pointers checked), moeQuantize for quantize.v1
+// and moeLayer for layer.v1 and layer_fp8.v1 entries, with or without an
+// intermediate part (the order of the launches and the carved pointers
+// checked), moeQuantize for quantize.v1
 // entries (grid against contract §3.8 recomputed here, block and the 21
 // parameters checked), then moeBundleClose. Bias entries' 7 parameters are
 // checked too. Built with MOE_ENABLE_FUZZER=ON (address and undefined
@@ -371,7 +373,8 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
                    uint64_t h) {
   require(entry.num_kernels == 0 && entry.max_rows >= 1);
   // The parts: earlier entries that chain as contract §2 says; a layer.v1
-  // entry has no quantize parts, a layer_fp8.v1 entry block-FP8 GEMMs.
+  // entry has no quantize parts, a layer_fp8.v1 entry block-FP8 GEMMs and
+  // an intermediate part exactly when its gate_up writes bf16.
   const bool fp8 = std::strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0;
   const char *gemmAbi =
       fp8 ? MOE_ABI_GROUPED_MATMUL_FP8 : MOE_ABI_GROUPED_MATMUL;
@@ -386,7 +389,8 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   int32_t index[7] = {-1, -1, -1, -1, -1, -1, -1};
   for (int p = 0; p < 7; ++p) {
     const bool quantizePart = p == kQuantize || p == kIntermediate;
-    require((*names[p] != '\0') == (fp8 || !quantizePart));
+    require(p == kIntermediate ? (*names[p] == '\0' || fp8)
+                               : (*names[p] != '\0') == (fp8 || !quantizePart));
     if (!*names[p])
       continue;
     require(moeBundleFindEntry(bundle, names[p], &index[p]) ==
@@ -401,6 +405,11 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
                      &unpermute = parts[kCombine];
   require(std::strcmp(gateUp.epilogue, "swiglu") == 0 &&
           std::strcmp(down.epilogue, "store") == 0);
+  // Without an intermediate part, the gate-up GEMM quantizes inter itself.
+  const bool gateUpQuantizes = std::strcmp(gateUp.out, MOE_OUT_E4M3) == 0;
+  require(std::strcmp(down.out, MOE_OUT_BF16) == 0 &&
+          (gateUpQuantizes || std::strcmp(gateUp.out, MOE_OUT_BF16) == 0));
+  require(gateUpQuantizes == (fp8 && index[kIntermediate] < 0));
   require(permute.experts == route.experts && permute.top_k == route.top_k &&
           unpermute.top_k == route.top_k && unpermute.weighted == 1);
   require(gateUp.offsets_bits == permute.offsets_bits &&
@@ -411,10 +420,11 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   // An FP8 layer's quantizes make e4m3 values and f32 scales per [1, 128]
   // of the bf16 rows, [T*k, C].
   for (int p : {kQuantize, kIntermediate})
-    require(!fp8 || (std::strcmp(parts[p].element, MOE_ELEMENT_E4M3) == 0 &&
-                     std::strcmp(parts[p].scale, MOE_SCALE_F32) == 0 &&
-                     parts[p].input_bits == 16 && parts[p].block_rows == 1 &&
-                     parts[p].block_cols == 128 && parts[p].rank == 2));
+    require(index[p] < 0 ||
+            (std::strcmp(parts[p].element, MOE_ELEMENT_E4M3) == 0 &&
+             std::strcmp(parts[p].scale, MOE_SCALE_F32) == 0 &&
+             parts[p].input_bits == 16 && parts[p].block_rows == 1 &&
+             parts[p].block_cols == 128 && parts[p].rank == 2));
   // H and I: the static ones (which agree), else from the input; whole
   // [1, 128] groups for an FP8 layer.
   const int64_t quantum = fp8 ? 128 : 8;
@@ -429,7 +439,8 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
     }
   if (gateUp.n != -1)
     inter = gateUp.n / 2;
-  for (int64_t value : {fp8 ? parts[kIntermediate].cols : -1, down.k})
+  for (int64_t value :
+       {index[kIntermediate] >= 0 ? parts[kIntermediate].cols : -1, down.k})
     if (value != -1) {
       require(inter == -1 || value == inter);
       inter = value;
@@ -479,8 +490,10 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
       !declare(declared, bundle, names[kPermute], 0, 0, permuteWords) ||
       (fp8 && !declare(declared, bundle, names[kQuantize], 21, 0)) ||
       !declare(declared, bundle, names[kGateUp], 0,
-               gemmParams + (gateUp.bias_bits ? 7 : 0)) ||
-      (fp8 && !declare(declared, bundle, names[kIntermediate], 21, 0)) ||
+               gemmParams + (gateUpQuantizes ? 7 : 0) +
+                   (gateUp.bias_bits ? 7 : 0)) ||
+      (index[kIntermediate] >= 0 &&
+       !declare(declared, bundle, names[kIntermediate], 21, 0)) ||
       !declare(declared, bundle, names[kDown], 0,
                gemmParams + (down.bias_bits ? 7 : 0)) ||
       !declare(declared, bundle, names[kCombine], 28, 0))
@@ -551,20 +564,36 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
           launches[permuteFirst + 2].params[7] == sources);
   // Each quantize reads bf16 rows (or inter: buffer 5 or 6) and writes the
   // values and scales (7 and 8, or 9 and 10) its GEMM reads.
+  auto at = [&](int buffer) {
+    return args.workspace + uint64_t(starts[buffer]);
+  };
   const struct {
     int part;
     int input, values;
   } quantizes[2] = {{kQuantize, 5, 7}, {kIntermediate, 6, 9}};
   for (const auto &q : quantizes) {
-    if (!fp8)
-      break;
+    if (index[q.part] < 0)
+      continue;
     const FakeLaunch &launch = launches[before + first[q.part]];
-    auto at = [&](int buffer) {
-      return args.workspace + uint64_t(starts[buffer]);
-    };
     require(launch.params[0] == at(q.input) &&
             launch.params[7] == at(q.values) &&
             launch.params[14] == at(q.values + 1));
+  }
+  // Without an intermediate part, every gate-up kernel writes inter's values
+  // (its out) and scales (its parameters 33..39), and every down kernel
+  // reads them; with one, the gate-up writes the bf16 inter.
+  for (size_t i = first[kGateUp]; i < first[kIntermediate]; ++i) {
+    const FakeLaunch &launch = launches[before + i];
+    require(launch.words[5] == at(gateUpQuantizes ? 9 : 6));
+    require(!gateUpQuantizes ||
+            (launch.tail.size() >= 23 && launch.tail[16] == at(10) &&
+             launch.tail[19] == uint64_t(rows) &&
+             launch.tail[20] == uint64_t(inter / 128)));
+  }
+  for (size_t i = first[kDown]; fp8 && i < first[kCombine]; ++i) {
+    const FakeLaunch &launch = launches[before + i];
+    require(fakeGpu().encodes[launch.mapEncode[0]].address == at(9) &&
+            launch.tail.size() >= 16 && launch.tail[0] == at(10));
   }
 }
 
@@ -580,9 +609,10 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     const bool fp8Layer = std::strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0;
     const bool layer = fp8Layer || std::strcmp(entry.abi, MOE_ABI_LAYER) == 0;
     require(layer == (entry.num_kernels == 0) && entry.num_kernels <= 16);
+    // An FP8 layer's intermediate is optional (exerciseLayer checks it).
     require(entry.quantize && entry.intermediate &&
             fp8Layer == (*entry.quantize != '\0') &&
-            fp8Layer == (*entry.intermediate != '\0'));
+            (fp8Layer || *entry.intermediate == '\0'));
     int32_t found = -1;
     require(moeBundleFindEntry(bundle, entry.name, &found) ==
                 MOE_STATUS_SUCCESS &&
@@ -614,6 +644,14 @@ void exercise(moeBundle *bundle, uint64_t hash) {
             std::strcmp(entry.format, fp8 ? MOE_FORMAT_FP8_BLOCK : "") == 0);
     require(!fp8 || std::strcmp(entry.op, MOE_OP_GROUPED_MATMUL) == 0 ||
             std::strcmp(entry.op, MOE_OP_EXPERT_MLP) == 0);
+    // out: "bf16" or "f8E4M3FN" (FP8 swiglu entries only) for grouped
+    // matmuls, "" for the other ABIs.
+    require(entry.out);
+    const bool fp8Out = std::strcmp(entry.out, MOE_OUT_E4M3) == 0;
+    require(gemm ? fp8Out || std::strcmp(entry.out, MOE_OUT_BF16) == 0
+                 : *entry.out == '\0');
+    require(!fp8Out || (fp8 && std::strcmp(entry.epilogue, "swiglu") == 0 &&
+                        (entry.n == -1 || entry.n % 256 == 0)));
     moeKernelInfo kernels[16];
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo &kernel = kernels[k];
@@ -667,11 +705,14 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     args.bias = bias ? 0x600000 : 0;
     args.rows_scale = fp8 ? 0x700000 : 0;
     args.weights_scale = fp8 ? 0x800000 : 0;
+    args.out_scale = fp8Out ? 0x900000 : 0;
     args.m = (h & 1) ? entry.max_rows
                      : 1 + int64_t((h >> 1) % uint64_t(entry.max_rows));
     args.n = entry.n != -1 ? entry.n : 1 + int64_t((h >> 20) % 100000);
     if (swiglu && entry.n == -1)
       args.n += args.n % 2; // even: gate and up halves
+    if (fp8Out && entry.n == -1)
+      args.n = 256 * (1 + int64_t((h >> 20) % 400)); // whole [1, 128] groups
     // A multiple of 16 bytes: 8 bf16 or 16 float8.
     const int64_t kQuantum = fp8 ? 16 : 8;
     args.k =
@@ -680,8 +721,8 @@ void exercise(moeBundle *bundle, uint64_t hash) {
         entry.experts != -1 ? entry.experts : 1 + int64_t((h >> 8) % 512);
     // The fake records parameters 17.. of kernels declared to take more (a
     // symbol may be shared by entries of several epilogues).
-    const int numParams =
-        17 + (fp8 ? 16 : 0) + (rowScale ? 5 : 0) + (bias ? 7 : 0);
+    const int numParams = 17 + (fp8 ? 16 : 0) + (fp8Out ? 7 : 0) +
+                          (rowScale ? 5 : 0) + (bias ? 7 : 0);
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       fakeGpu().numParams[kernels[k].symbol] = numParams;
       // The symbol may be a route or unpermute kernel's too.
@@ -740,7 +781,8 @@ void exercise(moeBundle *bundle, uint64_t hash) {
       require(weights.box[1] ==
               uint32_t(swiglu ? kernel.tile_n / 2 : kernel.tile_n));
       // FP8: the rows_scale memref [M, KB] and the weights_scale memref
-      // [E, NB, KB]; then the row_scale memref [M], then the bias memref
+      // [E, NB, KB]; then the out_scale memref [M, N/256] with
+      // out=f8E4M3FN; then the row_scale memref [M], then the bias memref
       // [E, N].
       require(launch.numParams == numParams);
       std::vector<uint64_t> tail;
@@ -764,6 +806,11 @@ void exercise(moeBundle *bundle, uint64_t hash) {
                 kb,
                 1};
       }
+      if (fp8Out)
+        for (uint64_t word :
+             {args.out_scale, args.out_scale, uint64_t(0), uint64_t(args.m),
+              uint64_t(args.n / 256), uint64_t(args.n / 256), uint64_t(1)})
+          tail.push_back(word);
       if (rowScale)
         for (uint64_t word : {args.row_scale, args.row_scale, uint64_t(0),
                               uint64_t(args.m), uint64_t(1)})
