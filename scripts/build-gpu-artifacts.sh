@@ -123,13 +123,14 @@ for tm in 8 64; do
     --moe-extract-device-code --moe-gpu-device-pipeline
 done
 # A bf16 GEMM and a GPT-OSS-style expert MLP quantized by the compiler:
-# prepack, row quantize, FP8 GEMMs (the MLP's gate-up quantizing its
-# activation; in the separate form a bf16 gate-up and a quantize kernel).
+# prepack, row quantize, FP8 GEMMs (the MLP's bf16 gate-up and the
+# activation's quantize kernel; in fp8chain-epilogue the gate-up quantizes
+# it in its epilogue).
 bundle fp8chain "$root/test/device/fp8_chain.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline
-bundle fp8chain-separate "$root/test/device/fp8_chain.mlir" \
+bundle fp8chain-epilogue "$root/test/device/fp8_chain.mlir" \
   --moe-quantize="scope=weights+activations" \
-  --moe-gpu-pipeline="fp8-activations=separate"
+  --moe-gpu-pipeline="fp8-epilogue-quantize=1"
 # DeepSeek-V3's expert GEMMs in block FP8 for bench/fp8_grouped_matmul.py.
 printf 'deepseek_gate_up 256 4096 7168 i32 store\ndeepseek_down 256 7168 2048 i32 row_scale\n' > "$out/fp8bench.txt"
 fp8_module_of "$out/fp8bench.txt" > "$out/fp8bench.mlir"
@@ -145,10 +146,14 @@ awk '/^func.func @gpt_oss_120b/ { skip = 1 } !skip { print } skip && /^}/ { skip
   "$root/test/device/layer_models.mlir" > "$out/fp8_layer_models.mlir"
 bundle fp8layer "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline
-# Their reference form: a bf16 gate-up, then the activation's quantize kernel.
-bundle fp8layer-kernel "$out/fp8_layer_models.mlir" \
+# The gate-up quantizing the activation in its epilogue, and the reference
+# form: a bf16 gather and gate-up, each followed by a quantize kernel.
+bundle fp8layer-epilogue "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" \
-  --moe-gpu-pipeline="fp8-activations=separate"
+  --moe-gpu-pipeline="fp8-epilogue-quantize=1"
+bundle fp8layer-separate "$out/fp8_layer_models.mlir" \
+  --moe-quantize="scope=weights+activations" \
+  --moe-gpu-pipeline="fp8-gather-quantize=0"
 # The quantize kernel (test/device/quantize.py): every encoding it
 # implements, bf16 and f32 inputs.
 bundle quantize "$root/test/device/quantize_shapes.mlir" --moe-gpu-pipeline

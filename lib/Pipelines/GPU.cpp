@@ -68,7 +68,8 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   kernels.tileK = options.tileK;
   kernels.stages = options.stages;
   kernels.swapABStages = options.swapABStages;
-  kernels.fp8Activations = options.fp8Activations;
+  kernels.fp8GatherQuantize = options.fp8GatherQuantize;
+  kernels.fp8EpilogueQuantize = options.fp8EpilogueQuantize;
   pm.addPass(createConvertMoEToNVGPU(kernels));
   pm.addPass(createMoEExtractDeviceCode());
   GPUDevicePipelineOptions device;

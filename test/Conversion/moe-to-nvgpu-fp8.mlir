@@ -1,7 +1,5 @@
-// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
-// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="fp8-activations=separate" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=KERNEL
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="fp8-activations=registers" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
-// BADOPT: error: convert-moe-to-nvgpu: 'fp8-activations' must be 'fused' or 'separate', got 'registers'
+// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="fp8-epilogue-quantize=1" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
+// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=KERNEL
 
 // Block FP8 (DeepSeek-V3's format): a grouped_matmul whose rows and weights
 // are both dequantized e4m3 with f32 scales in [1, 128] and [128, 128]
@@ -130,7 +128,8 @@ func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x51
 
 // -----
 
-// The block-FP8 expert MLP: an FP8 gate-up GEMM whose epilogue quantizes
+// The block-FP8 expert MLP with fp8-epilogue-quantize: an FP8 gate-up GEMM
+// whose epilogue quantizes
 // silu(gate) * up (rounded to bf16) into [1, 128]-group e4m3 rows and their
 // scales (`out`), and an FP8 down GEMM; the three dequantizes are part of
 // the launches. A work item covers one group of 128 outputs: two 64-output
@@ -142,7 +141,7 @@ func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x51
 // CHECK-SAME: moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", {{.*}}epilogue = "swiglu", {{.*}}format = "fp8_block", {{.*}}k = 512 : i64, {{.*}}n = 512 : i64, {{.*}}out = "f8E4M3FN", part = "gate_up"},
 // CHECK-SAME: {abi = "grouped_matmul_fp8.v1", activation = "none", {{.*}}epilogue = "row_scale", {{.*}}format = "fp8_block", {{.*}}k = 256 : i64, {{.*}}n = 512 : i64, {{.*}}part = "down"}]
 // The codes go to memref<?x?xi8>, the scales follow the weights' scales.
-// CHECK: gpu.func @grouped_matmul_fp8block_16x64x128_s4_swapab_swiglu_e4m3out_off32(%{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xi8>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?x?xf32>, %{{.*}}: memref<?x?xf32>)
+// CHECK: gpu.func @grouped_matmul_fp8block_16x64x128_s16_swapab_swiglu_e4m3out_off32(%{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xi8>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?x?xf32>, %{{.*}}: memref<?x?xf32>)
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c1
 // CHECK: nvgpu.warpgroup.mma.store
 // CHECK: arith.truncf {{.*}} : f32 to bf16
@@ -153,8 +152,9 @@ func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x51
 // CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_swiglu_e4m3out_off32
 // CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_rowscale_off32
 
-// fp8-activations=separate: the gate-up stores bf16 and a quantize kernel
-// makes it the down GEMM's rows (the form the fused one is checked against).
+// By default the gate-up stores bf16 and a quantize kernel makes it the down
+// GEMM's rows (the fused epilogue is slower until the GEMM overlaps it with
+// its MMAs; it is checked against this form on the GPU).
 // KERNEL-LABEL: func.func @fused_mlp_fp8
 // KERNEL: moe.expert_mlp
 // KERNEL-SAME: moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", {{.*}}epilogue = "swiglu", {{.*}}format = "fp8_block", {{.*}}k = 512 : i64, {{.*}}n = 512 : i64, offsets = i32, part = "gate_up"},

@@ -1,18 +1,22 @@
 // A bf16 MoE layer quantized by --moe-quantize compiles whole for sm_90a:
 // weights+activations make it one layer_fp8.v1 entry (route, permute whose
 // gather stores the rows as e4m3 and scales, the FP8 gate-up GEMM storing
-// silu(gate) * up as e4m3 and scales, the FP8 down GEMM, combine) beside the
-// prepack's weight quantize entries; test/device/fp8_layer.py runs it on the
-// H200. With fp8-activations=separate the gather and the gate-up store bf16
-// and the layer has quantize parts of its own (`quantize`, `intermediate`).
+// silu(gate) * up in bf16, the activation's quantize, the FP8 down GEMM,
+// combine) beside the prepack's weight quantize entries;
+// test/device/fp8_layer.py runs it on the H200. fp8-epilogue-quantize=1: the
+// gate-up stores e4m3 and scales itself (no `intermediate` part);
+// fp8-gather-quantize=0: a bf16 gather and a `quantize` part.
 // Weights only (bf16 rows into FP8 weights) has no sm_90a kernel yet: the
 // pipeline refuses it by name rather than compiling part of it.
 // RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline -o %t.mlir
 // RUN: moe-translate --moe-to-bundle %t.mlir -o %t.moebundle
 // RUN: grep -aE "^(entry|kernel) " %t.moebundle | FileCheck %s
-// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-activations=separate" -o %t.kernel.mlir
-// RUN: moe-translate --moe-to-bundle %t.kernel.mlir -o %t.kernel.moebundle
-// RUN: grep -aE "^(entry|kernel) " %t.kernel.moebundle | FileCheck %s --check-prefix=KERNEL
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-epilogue-quantize=1" -o %t.epilogue.mlir
+// RUN: moe-translate --moe-to-bundle %t.epilogue.mlir -o %t.epilogue.moebundle
+// RUN: grep -aE "^(entry|kernel) " %t.epilogue.moebundle | FileCheck %s --check-prefix=EPILOGUE
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-gather-quantize=0" -o %t.separate.mlir
+// RUN: moe-translate --moe-to-bundle %t.separate.mlir -o %t.separate.moebundle
+// RUN: grep -aE "^(entry|kernel) " %t.separate.moebundle | FileCheck %s --check-prefix=SEPARATE
 // RUN: not moe-opt %s --moe-quantize --moe-gpu-pipeline 2>&1 | FileCheck %s --check-prefix=WEIGHTS
 // RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu | FileCheck %s --check-prefix=GATHER
 
@@ -29,23 +33,25 @@
 // CHECK: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN
 // CHECK: kernel layer_permute moe_permute_gather_off64_e4m3
 // CHECK-NOT: entry layer_quantize
-// CHECK: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block out=f8E4M3FN epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256 max_rows=2147483647 offsets=i64
-// CHECK-NEXT: kernel layer_gate_up grouped_matmul_fp8block_16x64x128_s4_swapab_swiglu_e4m3out_off64
-// CHECK-NOT: entry layer_intermediate
+// CHECK: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256 max_rows=2147483647 offsets=i64
+// CHECK: entry layer_intermediate op=moe.expert_mlp abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128 rank=2 batch=1 rows=-1 cols=384
+// CHECK-NEXT: kernel layer_intermediate moe_quantize_bf16_e4m3_f32_1x128
 // CHECK: entry layer_down op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=store activation=none bias=none experts=4 n=256 k=384 max_rows=2147483647 offsets=i64
 // CHECK: entry layer_unpermute op=moe.unpermute abi=unpermute.v2 {{.*}}weighted=1
-// CHECK: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute gate_up=layer_gate_up down=layer_down unpermute=layer_unpermute{{$}}
-
-// KERNEL: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}chunk=4096{{$}}
-// KERNEL: entry layer_quantize op=moe.quantize abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128 rank=2 batch=1 rows=-1 cols=256
-// KERNEL: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256 max_rows=2147483647 offsets=i64
-// KERNEL: entry layer_intermediate op=moe.expert_mlp abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128 rank=2 batch=1 rows=-1 cols=384
-// KERNEL-NEXT: kernel layer_intermediate moe_quantize_bf16_e4m3_f32_1x128
-// KERNEL: entry layer_down op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=store
-// KERNEL: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute quantize=layer_quantize gate_up=layer_gate_up intermediate=layer_intermediate down=layer_down unpermute=layer_unpermute
+// CHECK: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute gate_up=layer_gate_up intermediate=layer_intermediate down=layer_down unpermute=layer_unpermute{{$}}
 // CHECK: entry layer_prepack op=moe.quantize abi=quantize.v1 max_rows=768 {{.*}}block_rows=128 block_cols=128 rank=3 batch=4 rows=768 cols=256
 // CHECK-NEXT: kernel layer_prepack moe_quantize_bf16_e4m3_f32_128x128
 // CHECK: entry layer_prepack_0 op=moe.quantize abi=quantize.v1 max_rows=256 {{.*}}block_rows=128 block_cols=128 rank=3 batch=4 rows=256 cols=384
+
+// EPILOGUE: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}out=f8E4M3FN
+// EPILOGUE: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block out=f8E4M3FN epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256 max_rows=2147483647 offsets=i64
+// EPILOGUE-NEXT: kernel layer_gate_up grouped_matmul_fp8block_16x64x128_s16_swapab_swiglu_e4m3out_off64
+// EPILOGUE-NOT: entry layer_intermediate
+// EPILOGUE: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute gate_up=layer_gate_up down=layer_down unpermute=layer_unpermute{{$}}
+
+// SEPARATE: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}chunk=4096{{$}}
+// SEPARATE: entry layer_quantize op=moe.quantize abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128 rank=2 batch=1 rows=-1 cols=256
+// SEPARATE: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute quantize=layer_quantize gate_up=layer_gate_up intermediate=layer_intermediate down=layer_down unpermute=layer_unpermute
 
 // WEIGHTS: error: 'moe.expert_mlp' op cannot be lowered to sm_90a yet: quantized operands of a fused expert MLP are implemented as block FP8 only
 func.func @layer(%x: tensor<?x256xbf16>, %logits: tensor<?x4xf32>,

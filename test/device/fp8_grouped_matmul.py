@@ -279,15 +279,15 @@ def main():
             report(False, what, f"{type(error).__name__}: {error}")
 
     # The GPT-OSS-style expert MLP of fp8_chain.mlir (clamped SwiGLU, bf16
-    # gate-up and f32 down biases): the gate-up epilogue's e4m3 codes and
-    # scales bit-exact with the separate form's bf16 gate-up then quantize;
-    # that bf16 gate-up and the down GEMM each within 3e-3 of float64 on the
-    # dequantized values of their own inputs.
-    separate_path = os.path.join(ARTIFACTS, "fp8chain-separate.moebundle")
+    # gate-up and f32 down biases): fp8chain-epilogue's gate-up epilogue's
+    # e4m3 codes and scales bit-exact with fp8chain's bf16 gate-up then
+    # quantize; that bf16 gate-up and the down GEMM each within 3e-3 of
+    # float64 on the dequantized values of their own inputs.
+    epilogue_path = os.path.join(ARTIFACTS, "fp8chain-epilogue.moebundle")
     for seed, counts in enumerate(([40, 0, 1, 300, 7, 0, 64, 5], [0, 0, 0, 1, 0, 0, 0, 0], [0] * 7 + [700])):
         what = f"fp8chain.moebundle GPT-OSS-style FP8 expert MLP with biases, counts {counts}"
         try:
-            fused, separate = moe_runtime.Bundle(chain_path), moe_runtime.Bundle(separate_path)
+            fused, separate = moe_runtime.Bundle(epilogue_path), moe_runtime.Bundle(chain_path)
             ok, detail = fp8_mlp_case(fused, separate, counts, 600 + seed)
             report(ok, what, detail)
         except Exception as error:

@@ -4,22 +4,25 @@
 `--moe-quantize="scope=weights+activations"` and compiled by
 `--moe-gpu-pipeline` into fp8layer.moebundle: per layer one layer_fp8.v1
 entry (route, permute whose gather stores the rows as e4m3 and [1, 128]-
-group scales, the FP8 gate-up GEMM whose epilogue quantizes silu(gate) * up
-the same way, the FP8 down GEMM, combine) and the prepack entries that
-quantize the weights once. fp8layer-kernel.moebundle is the same compiled
-with `fp8-activations=separate`: the gather and the gate-up store bf16 and
-quantize kernels follow (the reference form of the fused quantizations).
+group scales, the FP8 gate-up GEMM storing silu(gate) * up in bf16, its
+quantize kernel, the FP8 down GEMM, combine) and the prepack entries that
+quantize the weights once. fp8layer-epilogue.moebundle
+(`fp8-epilogue-quantize=1`): the gate-up's epilogue quantizes the
+activation itself. fp8layer-separate.moebundle (`fp8-gather-quantize=0`):
+a bf16 gather and a quantize kernel; with it, the reference form every
+fused quantization is compared with bit for bit.
 
 Tests (default), for Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B and
 DeepSeek-V3 (random correction bias) at T in {1, 7, 64, 128, 1000, 8192}
 with random router logits, plus skewed routings (one hot expert; half the
 experts never chosen) at T = 64 and 1000:
 - the weights prepacked on the GPU by the bundle's own prepack entries;
-- the layer (output and workspace poisoned first) bit-exact with its five
-  steps run through their own entries and with the reference form's layer;
-  the gather's and the gate-up's e4m3 codes and scales bit-exact with the
-  reference form's bf16 gather and gate-up, each then quantized by its
-  quantize kernel, on the same inputs; each GEMM step with a bf16
+- for fp8layer and fp8layer-epilogue: the layer (output and workspace
+  poisoned first) bit-exact with its steps run through their own entries
+  and with the separate form's layer; the rows' and the activation's e4m3
+  codes and scales bit-exact with the separate form's bf16 gather and
+  gate-up, each then quantized by its quantize kernel, on the same inputs;
+  each GEMM step with a bf16
   output (the reference form's gate-up, the down) against a float32
   reference on the dequantized values of that step's own inputs: relative
   L2 error <= 3e-3;
@@ -99,16 +102,26 @@ def layer_reference(model, x, logits, bias, w13, w2, quantized):
 
 
 def run_steps(bundle, name, x, logits, bias, weights, k):
-    """The layer's five steps through their own entries: what moeLayer
-    launches, with every intermediate kept (poisoned first)."""
+    """The layer's steps through their own entries (the quantize kernels
+    where the bundle's gather or gate-up store bf16): what moeLayer launches,
+    with every intermediate kept (poisoned first)."""
     w13q, w13s, w2q, w2s = weights
     T, I = x.shape[0], w2q.shape[2]
     ids, route_weights = bundle.route(f"{name}_route", logits, bias=bias)
-    (rows_q, rows_s), offsets, slots = bundle.permute(f"{name}_permute", x, ids)
-    h_q = torch.full((T * k, I), 0x7F, device=DEV, dtype=torch.uint8).view(torch.float8_e4m3fn)
-    h_s = torch.full((T * k, I // 128), float("nan"), device=DEV)
-    bundle.grouped_matmul(f"{name}_gate_up", rows_q, w13q, offsets, h_q, rows_scale=rows_s, weights_scale=w13s,
-                          out_scale=h_s)
+    if bundle.entry(f"{name}_permute").out == "f8E4M3FN":
+        (rows_q, rows_s), offsets, slots = bundle.permute(f"{name}_permute", x, ids)
+    else:
+        rows, offsets, slots = bundle.permute(f"{name}_permute", x, ids)
+        rows_q, rows_s = bundle.quantize(f"{name}_quantize", rows)
+    if bundle.entry(f"{name}_gate_up").out == "f8E4M3FN":
+        h_q = torch.full((T * k, I), 0x7F, device=DEV, dtype=torch.uint8).view(torch.float8_e4m3fn)
+        h_s = torch.full((T * k, I // 128), float("nan"), device=DEV)
+        bundle.grouped_matmul(f"{name}_gate_up", rows_q, w13q, offsets, h_q, rows_scale=rows_s,
+                              weights_scale=w13s, out_scale=h_s)
+    else:
+        h = torch.full((T * k, I), float("nan"), device=DEV, dtype=torch.bfloat16)
+        bundle.grouped_matmul(f"{name}_gate_up", rows_q, w13q, offsets, h, rows_scale=rows_s, weights_scale=w13s)
+        h_q, h_s = bundle.quantize(f"{name}_intermediate", h)
     y = torch.empty(T * k, x.shape[1], device=DEV, dtype=torch.bfloat16)
     bundle.grouped_matmul(f"{name}_down", h_q, w2q, offsets, y, rows_scale=h_s, weights_scale=w2s)
     out = bundle.unpermute(f"{name}_unpermute", y, slots, route_weights)
@@ -142,13 +155,13 @@ def step_errors(model, steps, h, w13, w2):
     offsets = steps["offsets"].tolist()
     I = h.shape[1]
     rows = dequantize_blocks(*steps["rows"], 1).float()
-    h = dequantize_blocks(*steps["h_fp8"], 1).float()
+    h_fp8 = dequantize_blocks(*steps["h_fp8"], 1).float()
     want_h, want_y = torch.zeros_like(h, dtype=torch.float32), torch.zeros_like(steps["y"], dtype=torch.float32)
     for e in range(len(offsets) - 1):
         lo, hi = offsets[e], offsets[e + 1]
         if hi > lo:
             want_h[lo:hi] = expert_act(model, rows[lo:hi] @ w13(e).t(), I)
-            want_y[lo:hi] = h[lo:hi] @ w2(e).t()
+            want_y[lo:hi] = h_fp8[lo:hi] @ w2(e).t()
     return rel_err(h, want_h), rel_err(steps["y"], want_y)
 
 
@@ -225,7 +238,8 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     generator = torch.Generator(device=DEV).manual_seed(1)
     bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer.moebundle"))
-    ref_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-kernel.moebundle"))
+    epilogue_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-epilogue.moebundle"))
+    ref_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-separate.moebundle"))
     bf16_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle")) if BENCH else None
     tally = Tally()
     report = tally.report
@@ -252,30 +266,34 @@ def main():
                 x = torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16)
                 logits = logits_for(T, E, routing, generator)
                 bias = torch.randn(E, device=DEV, generator=generator) * 0.1 if deepseek else None
-                layer = Fp8Layer(bundle, name, T, H, I, weights, bias)
-                layer.poison()
-                out = layer(x, logits)
                 ref_layer = Fp8Layer(ref_bundle, name, T, H, I, weights, bias)
                 ref_layer.poison()
                 ref_out = ref_layer(x, logits)
-                steps = run_steps(bundle, name, x, logits, bias, weights, k)
-                rows_fp8, h, h_fp8 = reference_quantizes(ref_bundle, name, x, steps, weights)
-                torch.cuda.synchronize()
+                exact = {}
+                for form, form_bundle in (("default", bundle), ("epilogue", epilogue_bundle)):
+                    layer = Fp8Layer(form_bundle, name, T, H, I, weights, bias)
+                    layer.poison()
+                    out = layer(x, logits)
+                    steps = run_steps(form_bundle, name, x, logits, bias, weights, k)
+                    rows_fp8, h, h_fp8 = reference_quantizes(ref_bundle, name, x, steps, weights)
+                    torch.cuda.synchronize()
+                    exact.update({f"{form} steps": torch.equal(out, steps["out"]),
+                                  f"{form} = separate": torch.equal(out, ref_out),
+                                  f"{form} rows e4m3": same_fp8(steps["rows"], rows_fp8),
+                                  f"{form} activation e4m3": same_fp8(steps["h_fp8"], h_fp8)})
                 gate_up_err, down_err = step_errors(model, steps, h, fp8_w13, fp8_w2)
                 err = rel_err(out, layer_reference(model, x, logits, bias, fp8_w13, fp8_w2, True))
                 vs_bf16 = rel_err(out, layer_reference(model, x, logits, bias, bf16_w13, bf16_w2, False))
-                exact = {"steps": torch.equal(out, steps["out"]), "reference form": torch.equal(out, ref_out),
-                         "gather e4m3": same_fp8(steps["rows"], rows_fp8),
-                         "gate-up e4m3": same_fp8(steps["h_fp8"], h_fp8)}
                 ok = (all(exact.values()) and max(gate_up_err, down_err) <= STEP_TOLERANCE
                       and err <= TOLERANCE and vs_bf16 <= QUANTIZATION_BOUND and not torch.isnan(out).any())
-                report(ok, what, ", ".join(f"{key} {'bit-exact' if v else 'DIFFER'}" for key, v in exact.items())
+                differ = [key for key, v in exact.items() if not v]
+                report(ok, what, (f"DIFFER: {', '.join(differ)}" if differ else f"{len(exact)} bit-exact checks")
                        + f", gate-up step {gate_up_err:.2e}, down step {down_err:.2e}, layer {err:.2e} "
                        f"(vs the bf16 layer {vs_bf16:.2e})")
                 del steps, rows_fp8, h, h_fp8, ref_layer
                 if BENCH and routing == "random":
                     table.append(bench_point(model, name, T, x, logits, weights, w13, w2,
-                                             (bundle, ref_bundle, bf16_bundle), k))
+                                             (bundle, epilogue_bundle, ref_bundle, bf16_bundle), k))
                 del layer
             except Exception as error:
                 report(False, what, f"{type(error).__name__}: {error}")
@@ -336,29 +354,29 @@ def main():
 
     if table:
         print()
-        print("| model | T | ours fp8 ms | ours, quantize kernel ms | ours bf16 ms | scaled_grouped_mm fp8 ms "
-              "| torch_grouped_mm bf16 ms | vs scaled_grouped_mm | vs our bf16 | fp8 roofline ms | of roofline |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
-        for model, T, ours, ours_kernel, ours_bf16, peer, grouped, floor in table:
+        print("| model | T | ours fp8 ms | epilogue-quantize ms | separate ms | ours bf16 ms "
+              "| scaled_grouped_mm fp8 ms | torch_grouped_mm bf16 ms | vs scaled_grouped_mm | vs our bf16 "
+              "| fp8 roofline ms | of roofline |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for model, T, ours, epilogue, separate, ours_bf16, peer, grouped, floor in table:
             fmt = lambda v: f"{v:.4f}" if v else "—"  # noqa: E731
             ratio = f"{peer / ours:.2f}" if peer else "—"
-            print(f"| {model} | {T} | {ours:.4f} | {ours_kernel:.4f} | {fmt(ours_bf16)} | {fmt(peer)} "
+            print(f"| {model} | {T} | {ours:.4f} | {epilogue:.4f} | {separate:.4f} | {fmt(ours_bf16)} | {fmt(peer)} "
                   f"| {grouped:.4f} | {ratio} | {ours_bf16 / ours:.2f} | {floor:.4f} | {floor / ours:.2f} |")
     return tally.summary()
 
 
 def bench_point(model, name, T, x, logits, weights, w13, w2, bundles, k):
-    """Medians (ms) of CUDA-graph replays of ours (FP8, its reference form
-    with the quantize kernel, bf16) and the peers on the same data;
+    """Medians (ms) of CUDA-graph replays of ours (the FP8 forms: default,
+    epilogue-quantize, separate; bf16) and the peers on the same data;
     DeepSeek-V3 with a zero correction bias."""
     H, I, E, _ = SHAPES[model]
-    fp8_bundle, ref_bundle, bf16_bundle = bundles
+    fp8_bundle, epilogue_bundle, ref_bundle, bf16_bundle = bundles
     zero_bias = torch.zeros(E, device=DEV) if model == "deepseek-v3" else None
     timed = lambda fn: min(v for v in bench(fn) if v)  # noqa: E731
-    layer = Fp8Layer(fp8_bundle, name, T, H, I, weights, zero_bias)
-    ours = timed(lambda: layer(x, logits))
-    ref_layer = Fp8Layer(ref_bundle, name, T, H, I, weights, zero_bias)
-    ours_kernel = timed(lambda: ref_layer(x, logits))
+    ours, epilogue, separate = (
+        timed(lambda layer=Fp8Layer(b, name, T, H, I, weights, zero_bias): layer(x, logits))
+        for b in (fp8_bundle, epilogue_bundle, ref_bundle))
     bf16_ws = torch.empty(bf16_bundle.layer_workspace_bytes(name, T, H, I), device=DEV, dtype=torch.uint8)
     bf16_out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
     ours_bf16 = timed(lambda: bf16_bundle.layer(name, x, logits, w13, w2, score_bias=zero_bias,
@@ -375,10 +393,10 @@ def bench_point(model, name, T, x, logits, weights, w13, w2, bundles, k):
     # at twice the dense bf16 rate, whichever takes longer.
     hit = route_model(model, logits, score_bias=zero_bias)[1].unique().numel()
     floor = max(hit * 3 * I * H / 4.4e9, 2 * T * k * 3 * I * H / (2 * 689e9))
-    print(f"  {model} T={T}: ours fp8 {ours:.4f} ms (quantize kernel {ours_kernel:.4f}), ours bf16 "
-          f"{ours_bf16:.4f}, scaled_grouped_mm "
+    print(f"  {model} T={T}: ours fp8 {ours:.4f} ms (epilogue-quantize {epilogue:.4f}, separate "
+          f"{separate:.4f}), ours bf16 {ours_bf16:.4f}, scaled_grouped_mm "
           f"{peer if peer is None else round(peer, 4)}, torch_grouped_mm {grouped:.4f}", flush=True)
-    return model, T, ours, ours_kernel, ours_bf16, peer, grouped, floor
+    return model, T, ours, epilogue, separate, ours_bf16, peer, grouped, floor
 
 
 if __name__ == "__main__":

@@ -81,12 +81,14 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
            "Pipeline stages of the swap-AB forms --moe-swap-ab asked for "
            "(0: chosen per GEMM, 8 for K >= 8192, else `stages`); their "
            "tiles are small, so decode can keep more bytes in flight">,
-    Option<"fp8Activations", "fp8-activations", "std::string",
-           "\"fused\"",
-           "Where a block-FP8 layer quantizes its GEMMs' rows: `fused` "
-           "(the permutation's gather and the gate-up's epilogue store e4m3 "
-           "and scales) or `separate` (they store bf16, quantize kernels "
-           "follow: the reference the fused form is checked against)">,
+    Option<"fp8GatherQuantize", "fp8-gather-quantize", "bool", "true",
+           "A block-FP8 layer's gather stores its rows as e4m3 and scales "
+           "(else bf16, then a quantize kernel)">,
+    Option<"fp8EpilogueQuantize", "fp8-epilogue-quantize", "bool", "false",
+           "A block-FP8 expert MLP's gate-up epilogue stores the activation "
+           "as e4m3 and scales (else bf16, then a quantize kernel; off by "
+           "default: slower until the GEMM overlaps its epilogue, "
+           "bench/RESULTS.md)">,
     Option<"swapAB", "swap-ab", "bool", "false",
            "Compute out^T: the weights fill WGMMA's 64-row M operand and "
            "tile-m tokens (8..64) its N (tile-n must be 64)">,

@@ -47,12 +47,17 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       llvm::cl::desc("Experts with at most this many rows run the swap-AB "
                      "kernel (0: never); see --moe-swap-ab"),
       llvm::cl::init(16)};
-  Option<std::string> fp8Activations{
-      *this, "fp8-activations",
-      llvm::cl::desc("Where a block-FP8 layer quantizes its GEMMs' rows: "
-                     "fused (in the gather and the gate-up epilogue) or "
-                     "separate (quantize kernels after bf16 outputs)"),
-      llvm::cl::init("fused")};
+  Option<bool> fp8GatherQuantize{
+      *this, "fp8-gather-quantize",
+      llvm::cl::desc("A block-FP8 layer's gather stores e4m3 rows and scales "
+                     "(else bf16 and a quantize kernel)"),
+      llvm::cl::init(true)};
+  Option<bool> fp8EpilogueQuantize{
+      *this, "fp8-epilogue-quantize",
+      llvm::cl::desc("A block-FP8 expert MLP's gate-up epilogue stores the "
+                     "activation as e4m3 and scales (else bf16 and a "
+                     "quantize kernel)"),
+      llvm::cl::init(false)};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu.binary holds: bin (cubin), isa (PTX), fatbin"),

@@ -282,6 +282,9 @@ static std::string unsupportedReason(GroupedMatmulOp op) {
   return "";
 }
 
+/// The sm_90 limit of dynamic shared memory per block.
+static constexpr int64_t kMaxDynamicSharedBytes = 227 * 1024;
+
 /// The tiles the kernel builder implements: 4 wgmma k16 steps per stage;
 /// normally 64 or 128 token rows (one warpgroup per 64) x 128 or 256
 /// columns, with swap-AB one warpgroup on 64 columns x 8..64 token rows.
@@ -303,21 +306,26 @@ static LogicalResult verifyTile(ModuleOp module,
     return fail() << "convert-moe-to-nvgpu: swap-ab needs tile-n = 64 and "
                      "tile-m in {8, 16, 32, 64}, got tile-m = "
                   << tile.tileM << ", tile-n = " << tile.tileN;
-  // 227 KiB is the sm_90 limit of dynamic shared memory per block.
-  if (tile.stages < 1 || tile.dynamicSharedBytes() > 227 * 1024)
+  if (tile.stages < 1 || tile.dynamicSharedBytes() > kMaxDynamicSharedBytes)
     return fail() << "convert-moe-to-nvgpu: 'stages' (" << tile.stages
                   << ") must be at least 1 and fit 227 KiB of shared memory";
   return success();
 }
 
 /// The swap-AB tile for experts of at most `maxRows` rows: the narrowest
-/// WGMMA N in {8, 16, 32, 64} that holds them.
+/// WGMMA N in {8, 16, 32, 64} that holds them; a quantizing tile's deep
+/// pipeline (swapStagesFor) is trimmed to fit shared memory.
 static GroupedMatmulTile swapABTile(const GroupedMatmulTile &tile,
                                     int64_t maxRows, int64_t stages) {
   int64_t tokens = 8;
   while (tokens < maxRows && tokens < 64)
     tokens *= 2;
-  return tile.withShape(tokens, 64, stages, /*swapAB=*/true);
+  GroupedMatmulTile swapped =
+      tile.withShape(tokens, 64, stages, /*swapAB=*/true);
+  while (swapped.quantizeOut && swapped.stages > 1 &&
+         swapped.dynamicSharedBytes() > kMaxDynamicSharedBytes)
+    --swapped.stages;
+  return swapped;
 }
 
 /// The kernel for `tile` and `offsetType` in `kernels`, built on first use
@@ -452,9 +460,17 @@ static constexpr int64_t kLongK = 8192;
 /// T = 1); with shorter K there are more items than SMs, and 4 stages'
 /// higher occupancy wins or ties (DeepSeek-V3's gate-up, K = 7168: +2.5 %
 /// at T = 128 with 8; bench/RESULTS.md).
-static int64_t swapStagesFor(int64_t k, int64_t stages, int64_t fixed) {
+static int64_t swapStagesFor(int64_t k, int64_t stages, int64_t fixed,
+                             bool quantizeOut) {
   if (fixed > 0)
     return fixed;
+  // A quantizing gate-up's swap-AB item is a whole [1, 128] group (four
+  // weight tiles back to back): a quarter of the plain form's CTAs, so each
+  // keeps four times the bytes in flight (swapABTile trims what does not
+  // fit). With 4 stages Qwen3-30B-A3B's gate-up at T = 1 (48 items) took
+  // 37 µs against 12 for the plain form.
+  if (quantizeOut)
+    return 4 * std::max<int64_t>(stages, 4);
   return !ShapedType::isDynamic(k) && k >= kLongK ? std::max<int64_t>(stages, 8)
                                                   : stages;
 }
@@ -798,14 +814,6 @@ struct ConvertMoEToNVGPUPass
           << static_cast<int64_t>(swapABStages);
       return signalPassFailure();
     }
-    if (fp8Activations != "fused" && fp8Activations != "separate") {
-      mlir::emitError(module.getLoc())
-          << "convert-moe-to-nvgpu: 'fp8-activations' must be 'fused' or "
-             "'separate', got '"
-          << fp8Activations << "'";
-      return signalPassFailure();
-    }
-    bool fuseQuantizes = fp8Activations == "fused";
     int64_t fixedSwapStages = swapABStages;
     GroupedMatmulTile quantizedGateUp = blockFP8Tile(tile);
     quantizedGateUp.epilogue = Epilogue::SwiGLU;
@@ -818,7 +826,8 @@ struct ConvertMoEToNVGPUPass
         if (failed(verifyTile(
                 module,
                 swapABTile(base, 64,
-                           swapStagesFor(k, tile.stages, fixedSwapStages)))))
+                           swapStagesFor(k, tile.stages, fixedSwapStages,
+                                         base.quantizeOut)))))
           return signalPassFailure();
     }
 
@@ -866,7 +875,8 @@ struct ConvertMoEToNVGPUPass
             cast<RankedTensorType>(offsets.getType()).getElementType();
         int64_t k = cast<RankedTensorType>(weights.getType()).getDimSize(2);
         auto forms = buildForms(builder, kernels, op, withEpilogue,
-                                swapStagesFor(k, tile.stages, fixedSwapStages),
+                                swapStagesFor(k, tile.stages, fixedSwapStages,
+                                              withEpilogue.quantizeOut),
                                 offsetType);
         return launchInfo(builder, rows, weights, offsets, withEpilogue, forms,
                           part);
@@ -896,7 +906,8 @@ struct ConvertMoEToNVGPUPass
       if (auto permute = dyn_cast<PermuteOp>(op)) {
         op->setAttr(kLaunchAttr,
                     permuteLaunch(builder, kernels, permute,
-                                  fuseQuantizes && getQuantizedLayerRows(op)));
+                                  fp8GatherQuantize &&
+                                      getQuantizedLayerRows(op)));
         continue;
       }
       if (auto unpermute = dyn_cast<UnpermuteOp>(op)) {
@@ -904,7 +915,7 @@ struct ConvertMoEToNVGPUPass
         continue;
       }
       if (auto quantize = dyn_cast<QuantizeOp>(op)) {
-        if (fuseQuantizes && getQuantizedLayerRows(op) == quantize) {
+        if (fp8GatherQuantize && getQuantizedLayerRows(op) == quantize) {
           op->setAttr(kFusedIntoLaunchAttr, builder.getUnitAttr());
           continue;
         }
@@ -935,15 +946,16 @@ struct ConvertMoEToNVGPUPass
       // [M, 2I] intermediate never leaves registers), then the down GEMM
       // adds its bias and applies the routing weight in its epilogue.
       auto mlp = cast<ExpertMLPOp>(op);
-      // Block FP8: the gate-up GEMM quantizes act(gate, up) into the down
-      // GEMM's FP8 rows (with fp8-activations=separate it stores bf16 and a
-      // quantize kernel follows).
+      // Block FP8: the gate-up GEMM stores act(gate, up) in bf16 and a
+      // quantize kernel makes it the down GEMM's FP8 rows, or with
+      // fp8-epilogue-quantize its epilogue does (no bf16 round trip, but the
+      // quantization is not overlapped with the MMAs yet: slower, RESULTS).
       std::optional<BlockFP8Operands> fp8 =
           getBlockFP8Operands(mlp.getRows(), mlp.getGateUpWeights());
       const GroupedMatmulTile &base = fp8 ? blockFP8Tile(tile) : tile;
       GroupedMatmulTile gateUp =
           epilogueTile(base, Epilogue::SwiGLU, mlp.getGateUpBias());
-      gateUp.quantizeOut = fp8 && fuseQuantizes;
+      gateUp.quantizeOut = fp8 && fp8EpilogueQuantize;
       if (mlp.getActivation() == GatedActivation::gptoss) {
         gateUp.activation = Activation::GptOss;
         gateUp.alpha = mlp.getAlphaOrDefault();
