@@ -141,7 +141,7 @@ func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x51
 // CHECK-SAME: moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", {{.*}}epilogue = "swiglu", {{.*}}format = "fp8_block", {{.*}}k = 512 : i64, {{.*}}n = 512 : i64, {{.*}}out = "f8E4M3FN", part = "gate_up"},
 // CHECK-SAME: {abi = "grouped_matmul_fp8.v1", activation = "none", {{.*}}epilogue = "row_scale", {{.*}}format = "fp8_block", {{.*}}k = 256 : i64, {{.*}}n = 512 : i64, {{.*}}part = "down"}]
 // The codes go to memref<?x?xi8>, the scales follow the weights' scales.
-// CHECK: gpu.func @grouped_matmul_fp8block_16x64x128_s16_swapab_swiglu_e4m3out_off32(%{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xi8>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?x?xf32>, %{{.*}}: memref<?x?xf32>)
+// CHECK: gpu.func @grouped_matmul_fp8block_16x64x128_s8_swapab_swiglu_e4m3out_off32(%{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xi8>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?x?xf32>, %{{.*}}: memref<?x?xf32>)
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c1
 // CHECK: nvgpu.warpgroup.mma.store
 // CHECK: arith.truncf {{.*}} : f32 to bf16

@@ -45,7 +45,7 @@
 
 // EPILOGUE: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}out=f8E4M3FN
 // EPILOGUE: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block out=f8E4M3FN epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256 max_rows=2147483647 offsets=i64
-// EPILOGUE-NEXT: kernel layer_gate_up grouped_matmul_fp8block_16x64x128_s16_swapab_swiglu_e4m3out_off64
+// EPILOGUE-NEXT: kernel layer_gate_up grouped_matmul_fp8block_16x64x128_s8_swapab_swiglu_e4m3out_off64
 // EPILOGUE-NOT: entry layer_intermediate
 // EPILOGUE: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute gate_up=layer_gate_up down=layer_down unpermute=layer_unpermute{{$}}
 

@@ -465,12 +465,12 @@ static int64_t swapStagesFor(int64_t k, int64_t stages, int64_t fixed,
   if (fixed > 0)
     return fixed;
   // A quantizing gate-up's swap-AB item is a whole [1, 128] group (four
-  // weight tiles back to back): a quarter of the plain form's CTAs, so each
-  // keeps four times the bytes in flight (swapABTile trims what does not
-  // fit). With 4 stages Qwen3-30B-A3B's gate-up at T = 1 (48 items) took
-  // 37 µs against 12 for the plain form.
+  // weight tiles back to back): a quarter of the plain form's CTAs, each
+  // with a deeper pipeline. 8 stages measured best (bench/RESULTS.md): 16
+  // leave one CTA per SM (Mixtral's 224 items at T = 1 then take two
+  // waves); swapABTile trims what does not fit.
   if (quantizeOut)
-    return 4 * std::max<int64_t>(stages, 4);
+    return 2 * std::max<int64_t>(stages, 4);
   return !ShapedType::isDynamic(k) && k >= kLongK ? std::max<int64_t>(stages, 8)
                                                   : stages;
 }
