@@ -5,11 +5,12 @@
 // grids, the 17 kernel parameters, the 5 more of row_scale entries and the
 // 7 more of bias entries; for grouped_matmul_fp8.v1 the same with 1-byte
 // tensor maps and the 16 parameters of its two scale memrefs after the 17,
-// then the 7 of the output's scales of an out=f8E4M3FN entry; the memref
-// parameters and grids of route.v1, unpermute.v2, permute.v2 and
-// quantize.v1; layer.v1 as five of those steps, layer_fp8.v1 as seven with
-// two quantizes, or six when its gate_up quantizes its output itself; every
-// launch with programmatic dependent launch, §3.6,
+// then the 7 of the output's scales of an out=f8E4M3FN entry, on a grid of
+// its [1, 128] output groups; the memref parameters and grids of route.v1,
+// unpermute.v2, permute.v2 and quantize.v1; layer.v1 as five of those steps,
+// layer_fp8.v1 as seven with two quantizes, or six when its gate_up
+// quantizes its output itself; every launch with programmatic dependent
+// launch, §3.6,
 // unless MOE_RUNTIME_PDL=0). Each launching call validates into a plan, then
 // launches it: moeLayer validates all of its steps' plans before the first
 // launch.
@@ -1198,7 +1199,9 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
                            kTimesBytes, (long long)expertBytes);
 
   // Work items (contract §3.1), all in 64 bits: slots bounds the row tiles of
-  // eligible experts, each paired with every column tile.
+  // eligible experts, each paired with every column tile; with out=f8E4M3FN
+  // with every [1, 128] group of the N/2 output columns, whose column tiles
+  // a work item runs back to back (§3.7).
   plan.entryIndex = entryIndex;
   plan.args = a;
   plan.expertBytes = expertBytes;
@@ -1214,8 +1217,10 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
       slots = std::min(slots, all);
     // slots < 2^32 and column tiles < 2^31, so this cannot overflow; the
     // grid is capped by residency anyway.
+    const int64_t columnItems =
+        fp8Out ? ceilDiv(a.n / 2, kFp8BlockSize) : ceilDiv(a.n, kernel.tileN);
     int64_t work = 0;
-    if (__builtin_mul_overflow(slots, ceilDiv(a.n, kernel.tileN), &work))
+    if (__builtin_mul_overflow(slots, columnItems, &work))
       work = INT64_MAX;
     if (work == 0)
       continue;

@@ -6,7 +6,8 @@
 // grids of grouped_matmul.v3, and the 33 parameters (38 with row_scale, 40
 // with a bias, 45 with both), the two scale memrefs after the 17 of v3; for
 // a swiglu entry with out=f8E4M3FN the 7 of its out_scale memref after them
-// (40, 47 with a bias). The fake device has 132 multiprocessors holding 1
+// (40, 47 with a bias), on a grid of [1, 128] output groups rather than
+// column tiles. The fake device has 132 multiprocessors holding 1
 // CTA of a kernel with more than 114 KiB of shared memory, else 4: 132 or
 // 528 resident CTAs.
 //
@@ -768,21 +769,30 @@ TEST(fp8OutLaunches) {
   if (!bundle)
     return;
   const int32_t big = int32_t(kMax);
-  // 64 rows over 8 experts: swap-AB 16x64 (528 resident): min(4 + 8, 8 * 1)
-  // = 8 slots * ceil(512 / 64) = 64; 64x128: 1 + 3 = 4 slots * 4 = 16.
+  // A work item is a row tile by a [1, 128] group of the N/2 output
+  // columns (contract §3.7), not by a column tile: 64 rows over 8 experts:
+  // swap-AB 16x64 (528 resident): min(4 + 8, 8 * 1) = 8 slots * 256 / 128
+  // = 16 (not 8 * ceil(512 / 64) = 64); 64x128: 1 + 3 = 4 slots * 2 = 8.
   // out is [64, 256] codes; KB = 2, NB = 4; out_scale [64, 2] after the
   // scales: 40 parameters.
   checkFp8Launches(bundle, "qgate", qgate(64),
-                   {{kFp8OutSwapAB, 64, 81920, 1, 16, 16, 64, 128},
-                    {kFp8OutNormal, 16, 98304, 17, big, 64, 128, 128}},
+                   {{kFp8OutSwapAB, 16, 81920, 1, 16, 16, 64, 128},
+                    {kFp8OutNormal, 8, 98304, 17, big, 64, 128, 128}},
                    "swiglu", 0, true);
   // 47 parameters: out_scale, then the f32 bias [E, N]. N = 1024: out_scale
-  // [300, 4]; 300 rows over 4 experts: 5 + 4 = 9 slots * 8.
+  // [300, 4]; 300 rows over 4 experts: 5 + 4 = 9 slots * 4 groups.
   moeGroupedMatmulArgs a = fp8OutArgs(300, 1024, 128, 4);
   a.bias = kBias;
   a.out_scale = kOutScale + 4; // 4-byte aligned suffices
   checkFp8Launches(bundle, "qbias", a,
-                   {{kFp8OutBias, 72, 98304, 1, big, 64, 128, 128}}, "swiglu",
+                   {{kFp8OutBias, 36, 98304, 1, big, 64, 128, 128}}, "swiglu",
+                   32, true);
+  // Capped by residency all the same: 8192 rows over 8 experts, N = 4096
+  // (16 groups): 128 + 8 = 136 slots * 16 = 2176 items, 528 resident.
+  a = fp8OutArgs(8192, 4096, 256, 8);
+  a.bias = kBias;
+  checkFp8Launches(bundle, "qbias", a,
+                   {{kFp8OutBias, 528, 98304, 1, big, 64, 128, 128}}, "swiglu",
                    32, true);
 
   // By hand, parameter by parameter: qbias, M = 5, N = 256, K = 384 (KB =

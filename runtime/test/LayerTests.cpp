@@ -1213,7 +1213,7 @@ TEST(layerFp8OutLoadsAndFails) {
       "cuTensorMapEncodeTiled(rows of kernel 'fgemm_gate_up_mix_e4m3out' of "
       "entry 'fmix_gate_up') failed: CUDA_ERROR_INVALID_VALUE",
       {{5, "moeLayer: cuLaunchKernelEx('fgemm_gate_up_mix_e4m3out' of entry "
-           "'fmix_gate_up', grid (20, 1, 1), block (128, 1, 1), smem 98304, "
+           "'fmix_gate_up', grid (10, 1, 1), block (128, 1, 1), smem 98304, "
            "programmatic stream serialization; 5 of 8 launches already "
            "issued) failed"},
        {6, "moeLayer: cuLaunchKernelEx('fgemm_down_mix' of entry "

@@ -5,15 +5,14 @@
 // derived from the input, on the fake driver: moeGroupedMatmul for
 // grouped_matmul.v3 and grouped_matmul_fp8.v1 entries (so the grid and
 // descriptor arithmetic runs on fuzzed tiles and rows ranges; each grid is
-// checked against contract §3.1 recomputed here in 128 bits, with the out
-// memref, weights box and row_scale parameters of the entry's epilogue, and
-// for FP8 entries the 1-byte tensor maps and the 16 parameters of the scale
-// memrefs, then the 7 of out_scale with out=f8E4M3FN, §3.7), moeRoute and
-// moeUnpermute for route.v1
-// and unpermute.v2 entries (grid, block and every parameter checked),
-// moePermuteWorkspaceBytes (against contract §3.4 recomputed here) and
-// moePermute for permute.v2 entries (the three launches, grids, blocks and
-// their 12 + 29 + 24 parameters checked),
+// checked against contract §3.1 (§3.7 for out=f8E4M3FN) recomputed here in
+// 128 bits, with the out memref, weights box and row_scale parameters of the
+// entry's epilogue, and for FP8 entries the 1-byte tensor maps and the 16
+// parameters of the scale memrefs, then the 7 of out_scale with out=f8E4M3FN,
+// §3.7), moeRoute and moeUnpermute for route.v1 and unpermute.v2 entries (grid,
+// block and every parameter checked), moePermuteWorkspaceBytes (against
+// contract §3.4 recomputed here) and moePermute for permute.v2 entries (the
+// three launches, grids, blocks and their 12 + 29 + 24 parameters checked),
 // moeLayerWorkspaceBytes (against contract §3.5 and §3.10 recomputed here)
 // and moeLayer for layer.v1 and layer_fp8.v1 entries, with or without an
 // intermediate part (the order of the launches and the carved pointers
@@ -754,7 +753,10 @@ void exercise(moeBundle *bundle, uint64_t hash) {
       Wide all = Wide(args.experts) * ceilDiv(kernel.rows_max, kernel.tile_m);
       if (all < slots)
         slots = all;
-      Wide work = slots * ceilDiv(args.n, kernel.tile_n);
+      // out=f8E4M3FN: an item per [1, 128] group of the N/2 output columns
+      // (contract §3.7), not per column tile.
+      Wide work = slots * (fp8Out ? Wide(args.n / 256)
+                                  : ceilDiv(args.n, kernel.tile_n));
       Wide resident =
           (kernel.smem > (114 << 10) ? 1 : 4) * Wide(fakeGpu().smCount);
       require(next < fakeGpu().launches.size());
