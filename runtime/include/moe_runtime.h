@@ -77,7 +77,9 @@ extern "C" {
 /// The output of a grouped matmul entry (contract §3.7, moeEntryInfo.out):
 /// bf16, or (a block-FP8 swiglu entry with out=f8E4M3FN, added within
 /// version 6) float8_e4m3fn codes with an f32 scale per [1, 128] group of a
-/// row, written by the kernels' epilogue.
+/// row, written by the kernels' epilogue. The same for the gathered rows of
+/// a permute entry (contract §3.4; out=f8E4M3FN added within version 6: its
+/// gather kernel quantizes them).
 #define MOE_OUT_BF16 "bf16"
 #define MOE_OUT_E4M3 "f8E4M3FN"
 /// The FP8 elements of a quantize.v1 entry (contract §3.8): OCP FP8 E4M3
@@ -157,7 +159,7 @@ typedef struct moeBundleInfo {
 ///   grouped_matmul.v3: experts, n, k, offsets_bits, epilogue, bias_bits,
 ///                      activation;
 ///   grouped_matmul_fp8.v1: the same, and format;
-///   both grouped matmul ABIs: out;
+///   both grouped matmul ABIs and permute.v2: out;
 ///   route.v1:          experts, top_k, logits_bits, bias;
 ///   unpermute.v2:      top_k, slots_bits, hidden, weighted;
 ///   permute.v2:        experts, top_k, hidden, offsets_bits, chunk;
@@ -165,7 +167,9 @@ typedef struct moeBundleInfo {
 ///   quantize.v1:       element, scale, input_bits, block_rows, block_cols,
 ///                      rank, batch, rows, cols;
 ///   layer_fp8.v1:      route, permute, quantize, gate_up, intermediate,
-///                      down, unpermute (max_rows applies to every ABI).
+///                      down, unpermute (quantize and intermediate "" for
+///                      a layer without that part; max_rows applies to
+///                      every ABI).
 typedef struct moeEntryInfo {
   const char *name;     ///< Unique in the bundle: the calls' `entry`.
   const char *op;       ///< "moe.grouped_matmul", "moe.expert_mlp",
@@ -231,17 +235,21 @@ typedef struct moeEntryInfo {
   int64_t cols;        ///< C, or -1 (dynamic).
   // layer_fp8.v1 (added within version 6); "" for the other ABIs.
   const char *quantize;     ///< The quantize.v1 entry (op moe.quantize) of
-                            ///< the gathered rows. Never NULL.
+                            ///< the gathered rows; "" when the permute
+                            ///< entry's gather quantizes them itself (its
+                            ///< out is "f8E4M3FN"). Never NULL.
   const char *intermediate; ///< The quantize.v1 entry (op moe.expert_mlp) of
                             ///< the gate-up GEMM's output; "" when the
                             ///< gate_up entry quantizes it itself (its out
                             ///< is "f8E4M3FN"). Never NULL.
-  // grouped_matmul.v3 and grouped_matmul_fp8.v1 (added within version 6);
-  // "" for the other ABIs.
+  // grouped_matmul.v3, grouped_matmul_fp8.v1 and permute.v2 (added within
+  // version 6); "" for the other ABIs.
   const char *out; ///< The output's element: "bf16" (MOE_OUT_BF16), or
                    ///< "f8E4M3FN" (MOE_OUT_E4M3: a grouped_matmul_fp8.v1
                    ///< swiglu entry with out=f8E4M3FN, which also writes
-                   ///< out_scale). Never NULL.
+                   ///< out_scale; a permute.v2 entry with out=f8E4M3FN,
+                   ///< whose gather writes rows as e4m3 codes and
+                   ///< rows_scale). Never NULL.
 } moeEntryInfo;
 
 /// One `kernel` record of an entry. The kernels of route.v1, unpermute.v2,
@@ -469,11 +477,18 @@ MOE_API moeStatus moeUnpermute(moeBundle *bundle, const char *entry,
 /// of valid ids), rows[offsets[e] + i] = tokens[t] for the i-th (t, j), in
 /// the order of the flattened [T, k] ids, with ids[t, j] == e, slots[t, j] =
 /// that row; ids outside [0, E) get slot -1 and no row; rows from
-/// offsets[E] on are zero. All tensors are dense and row-major.
+/// offsets[E] on are zero. An entry with out=f8E4M3FN (moeEntryInfo.out)
+/// writes those rows quantized instead: float8_e4m3fn codes in rows and an
+/// f32 scale per [1, 128] group of a row in rows_scale, exactly what
+/// moeQuantize of a [1, 128]-block, f32-scale, e4m3 entry makes of the bf16
+/// rows (zero rows: codes 0 and scale 1). All tensors are dense and
+/// row-major.
 typedef struct moePermuteArgs {
   uint64_t tokens;      ///< Device pointer, bf16 [T, H], 16-byte aligned.
   uint64_t ids;         ///< Device pointer, i32 [T, k], 4-byte aligned.
-  uint64_t rows;        ///< Device pointer, bf16 [N, H], 16-byte aligned.
+  uint64_t rows;        ///< Device pointer, bf16 [N, H] (float8_e4m3fn
+                        ///< [N, H] for out=f8E4M3FN entries), 16-byte
+                        ///< aligned.
   uint64_t offsets;     ///< Device pointer, [E + 1] of the entry's offsets
                         ///< type (i32 or i64), aligned to its element size.
   uint64_t slots;       ///< Device pointer, [T, k] of the same type, aligned
@@ -483,18 +498,25 @@ typedef struct moePermuteArgs {
                         ///< 256-byte aligned.
   int64_t tokens_count; ///< T: 1 <= T <= the entry's max_rows, T*k at most
                         ///< 2^31 - 1.
-  int64_t hidden;       ///< H >= 8, H % 8 == 0; must equal the entry's
-                        ///< hidden unless that is -1.
+  int64_t hidden;       ///< H >= 8, H % 8 == 0 (out=f8E4M3FN entries:
+                        ///< H % 128 == 0); must equal the entry's hidden
+                        ///< unless that is -1.
+  // Added within version 6.
+  uint64_t rows_scale; ///< Device pointer, f32 [N, H/128], 4-byte aligned:
+                       ///< the scales of `rows`. Required by out=f8E4M3FN
+                       ///< entries, must be 0 for the others.
 } moePermuteArgs;
 
 /// Launches the three kernels of `entry` (an op=moe.permute, abi=permute.v2
 /// entry) on `stream` of the current context, in order: the count kernel
 /// (12 parameters) and the index kernel (29) on grid (chunks, 1, 1), one CTA
-/// per `chunk` ids (chunks = ceil(T*k / chunk)), then the gather kernel (24)
-/// on grid (min(ceil(T*k / 4), 65535), 1, 1) (4 rows per CTA, grid-stride;
-/// contract §3.4). Validates every argument first (INVALID_ARGUMENT /
-/// NOT_FOUND, without touching the driver; besides the checks listed with
-/// moePermuteArgs: the bytes of tokens and rows within int64), then loads the
+/// per `chunk` ids (chunks = ceil(T*k / chunk)), then the gather kernel (24;
+/// 31 with out=f8E4M3FN: the rows_scale memref [N, H/128] after the rows
+/// memref of 1-byte codes) on grid (min(ceil(T*k / 4), 65535), 1, 1) (4 rows
+/// per CTA, grid-stride; contract §3.4). Validates every argument first
+/// (INVALID_ARGUMENT / NOT_FOUND, without touching the driver; besides the
+/// checks listed with moePermuteArgs: the bytes of tokens and rows within
+/// int64; pointers in the order of moePermuteArgs), then loads the
 /// bundle if needed (see moeBundleLoad). The contents of `ids` are not read on
 /// the host. No host synchronisation, allocation or copy: capturable in a CUDA
 /// graph once the bundle is loaded. Thread-safe. An error of a later launch
@@ -523,8 +545,10 @@ MOE_API moeStatus moePermuteWorkspaceBytes(const moeBundle *bundle,
 /// the intermediate tensors living in `workspace`. ABI layer_fp8.v1 (contract
 /// §3.10, added within version 6): the same with block-FP8 GEMMs, rows and
 /// inter quantized (e4m3 values, an f32 scale per [1, 128] group: rows by
-/// moeQuantize, inter by moeQuantize or, in a layer without an intermediate
-/// part, by the gate-up GEMM itself) before the gate-up and down GEMMs,
+/// moeQuantize or, in a layer without a quantize part, by the permute's
+/// gather itself; inter by moeQuantize or, in a layer without an
+/// intermediate part, by the gate-up GEMM itself) before the gate-up and
+/// down GEMMs,
 /// float8_e4m3fn weights with an f32 scale per [128, 128] block. All tensors
 /// are dense and row-major.
 typedef struct moeLayerArgs {
@@ -577,9 +601,12 @@ typedef struct moeLayerArgs {
 /// the gathered rows), gate_up, intermediate (moeQuantize of its output),
 /// down and unpermute, the GEMMs block-FP8 (moeGroupedMatmul with the
 /// quantized rows, their scales and the weights' scales of `args`, the
-/// down GEMM writing the dead bf16 rows); one without an intermediate part
-/// has the six steps other than intermediate, its gate_up (out=f8E4M3FN)
-/// writing the quantized inter and its scales itself. The grouped GEMMs take
+/// down GEMM writing the dead bf16 rows); one without a quantize part has
+/// no quantize step, its permute (out=f8E4M3FN) writing the quantized rows
+/// and their scales itself, and one without an intermediate part no
+/// intermediate step, its gate_up (out=f8E4M3FN) writing the quantized
+/// inter and its scales itself (five steps without either). The grouped
+/// GEMMs take
 /// M = T*k rows (those past offsets[E] are zero and owned by no expert) but
 /// skip their kernels for experts of more than T rows, which a layer cannot
 /// have (a token's ids are distinct); the combine takes the route's

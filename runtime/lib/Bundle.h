@@ -208,8 +208,9 @@ struct Entry {
   int32_t offsetsBits = 0;
   int32_t biasBits = 0; // the expert bias [E, N]: 0 (none), 16 or 32
   Activation activation = Activation::None;
-  // grouped_matmul_fp8.v1 swiglu entries with out=f8E4M3FN: the output is
-  // e4m3 codes [M, N/2] and f32 scales [M, N/256] (else bf16).
+  // out=f8E4M3FN: a grouped_matmul_fp8.v1 swiglu entry's output is e4m3
+  // codes [M, N/2] and f32 scales [M, N/256], a permute.v2 entry's gathered
+  // rows e4m3 codes [N, H] and f32 scales [N, H/128] (else bf16).
   bool fp8Out = false;
   // route.v1, unpermute.v2 and permute.v2 (top_k), route.v1 (logits, bias),
   // unpermute.v2 (hidden, slots, weighted) and permute.v2 (hidden, chunk).
@@ -222,7 +223,8 @@ struct Entry {
   int32_t chunk = 0; // permute.v2: ids per CTA of its count and index kernels
   // layer.v1 and layer_fp8.v1: its parts, indices of earlier entries (by
   // LayerPart; -1 for the parts its ABI has not, and for the optional
-  // intermediate of a layer_fp8.v1 entry whose gate_up has out=f8E4M3FN).
+  // quantize and intermediate of a layer_fp8.v1 entry whose permute and
+  // gate_up have out=f8E4M3FN).
   int parts[kNumLayerParts] = {-1, -1, -1, -1, -1, -1, -1};
   // quantize.v1: the FP8 element (e5m2, else e4m3), the scales (E8M0 codes,
   // else f32), the input (bits: 16 bf16, 32 f32), the block, the rank of the

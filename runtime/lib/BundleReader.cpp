@@ -115,11 +115,14 @@ constexpr RecordSpec kUnpermuteEntry = {
     7,
     "(abi " MOE_ABI_UNPERMUTE " takes op, abi, max_rows, hidden, top_k, "
     "slots and weighted)"};
+// permute.v2's keys, then the optional `out` (absent: bf16 rows).
 constexpr RecordSpec kPermuteEntry = {
-    {"op", "abi", "max_rows", "experts", "top_k", "hidden", "offsets", "chunk"},
-    8,
+    {"op", "abi", "max_rows", "experts", "top_k", "hidden", "offsets", "chunk",
+     "out"},
+    9,
     "(abi " MOE_ABI_PERMUTE " takes op, abi, max_rows, experts, top_k, "
-    "hidden, offsets and chunk)"};
+    "hidden, offsets, chunk and the optional out)",
+    1u << 8};
 constexpr RecordSpec kLayerEntry = {
     {"op", "abi", "max_rows", "route", "permute", "gate_up", "down",
      "unpermute"},
@@ -127,15 +130,17 @@ constexpr RecordSpec kLayerEntry = {
     "(abi " MOE_ABI_LAYER " takes op, abi, max_rows, route, permute, gate_up, "
     "down and unpermute)"};
 // The parts of a layer come in the order of their LayerPart (parseLayerEntry
-// relies on it); `intermediate` is optional (absent when the gate_up
-// quantizes its output itself).
+// relies on it); `quantize` and `intermediate` are optional (absent when the
+// permute's gather quantizes the rows itself, when the gate_up quantizes its
+// output itself).
 constexpr RecordSpec kLayerFp8Entry = {
     {"op", "abi", "max_rows", "route", "permute", "quantize", "gate_up",
      "intermediate", "down", "unpermute"},
     10,
     "(abi " MOE_ABI_LAYER_FP8 " takes op, abi, max_rows, route, permute, "
-    "quantize, gate_up, the optional intermediate, down and unpermute)",
-    1u << 7};
+    "the optional quantize, gate_up, the optional intermediate, down and "
+    "unpermute)",
+    (1u << 5) | (1u << 7)};
 constexpr RecordSpec kQuantizeEntry = {
     {"op", "abi", "max_rows", "element", "scale", "input", "block_rows",
      "block_cols", "rank", "batch", "rows", "cols"},
@@ -794,6 +799,22 @@ moeStatus Reader::parsePermuteEntry(const std::string &who,
                 who.c_str(), (long long)chunk);
   entry.topK = int32_t(topK);
   entry.chunk = int32_t(chunk);
+  // out=f8E4M3FN: the gather quantizes the rows, in [1, 128] groups of a row
+  // (contract §3.4). Absent: bf16.
+  if (!isPresent(values[8]))
+    return MOE_STATUS_SUCCESS;
+  if (values[8] != MOE_OUT_E4M3)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: out=%s is not " MOE_OUT_E4M3
+                " (the only value of out; without it the rows are bf16)",
+                who.c_str(), quote(values[8]).c_str());
+  if (entry.hidden != -1 && entry.hidden % kFp8BlockSize)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: hidden=%lld with out=" MOE_OUT_E4M3 " is not a multiple "
+                "of 128 (the gather writes whole [1, 128] groups of a row and "
+                "their scales)",
+                who.c_str(), (long long)entry.hidden);
+  entry.fp8Out = true;
   return MOE_STATUS_SUCCESS;
 }
 
@@ -902,7 +923,8 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
       {gemmKind, MOE_OP_EXPERT_MLP},
       {Abi::Unpermute, MOE_OP_UNPERMUTE}};
   // The spec lists the parts after op, abi and max_rows, in LayerPart order;
-  // a layer_fp8.v1 entry's intermediate may be absent (checked below).
+  // a layer_fp8.v1 entry's quantize and intermediate may be absent (checked
+  // below).
   size_t next = 3;
   for (int p = 0; p < kNumLayerParts; ++p) {
     if (!kParts[p].op)
@@ -949,6 +971,30 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: down=%s has epilogue=%s, expected store", layer,
                 down.name.c_str(), epilogueName(down.epilogue));
+  // The gate-up GEMM reads the gathered rows: bf16 for a layer.v1 entry;
+  // FP8 for a layer_fp8.v1 entry, which its quantize part makes of the
+  // permute's bf16 rows, or the permute's gather itself (out=f8E4M3FN) when
+  // there is no quantize part.
+  if (!fp8 && permute.fp8Out)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: permute=%s has out=" MOE_OUT_E4M3
+                ", but abi " MOE_ABI_LAYER
+                " runs bf16 GEMMs on bf16 rows (an FP8 gather belongs to a "
+                "layer of abi " MOE_ABI_LAYER_FP8 ")",
+                layer, permute.name.c_str());
+  if (fp8 && entry.parts[kQuantizePart] < 0 && !permute.fp8Out)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: permute=%s writes bf16 rows (no out key), but the layer "
+                "has no quantize part to quantize them: without one, permute "
+                "must have out=" MOE_OUT_E4M3,
+                layer, permute.name.c_str());
+  if (fp8 && entry.parts[kQuantizePart] >= 0 && permute.fp8Out)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: permute=%s has out=" MOE_OUT_E4M3 ", but quantize=%s "
+                "quantizes bf16 rows (a permute that quantizes its rows itself "
+                "takes no quantize part)",
+                layer, permute.name.c_str(),
+                out.entries[entry.parts[kQuantizePart]].name.c_str());
   // The down GEMM reads FP8 rows: a layer_fp8.v1 entry's intermediate part
   // quantizes a bf16 gate_up output, or the gate_up quantizes its output
   // itself (out=f8E4M3FN) and there is no intermediate part.
@@ -1052,8 +1098,10 @@ moeStatus Reader::checkFp8LayerQuantizes(const char *layer,
                                          const Entry &entry) {
   // Each makes the rows of the GEMM after it: e4m3 values and an f32 scale
   // per [1, 128] group of a row (contract §3.7), from the bf16 rows of the
-  // permute or the gate_up GEMM, as a [T*k, C] matrix (the intermediate
-  // only when the gate_up does not quantize its output itself).
+  // permute or the gate_up GEMM, as a [T*k, C] matrix (the quantize only
+  // when the permute's gather does not quantize the rows itself, the
+  // intermediate only when the gate_up does not quantize its output
+  // itself).
   for (int p : {kQuantizePart, kIntermediatePart}) {
     if (entry.parts[p] < 0)
       continue;

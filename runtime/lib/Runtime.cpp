@@ -7,10 +7,12 @@
 // tensor maps and the 16 parameters of its two scale memrefs after the 17,
 // then the 7 of the output's scales of an out=f8E4M3FN entry, on a grid of
 // its [1, 128] output groups; the memref parameters and grids of route.v1,
-// unpermute.v2, permute.v2 and quantize.v1; layer.v1 as five of those steps,
-// layer_fp8.v1 as seven with two quantizes, or six when its gate_up
-// quantizes its output itself; every launch with programmatic dependent
-// launch, §3.6,
+// unpermute.v2, permute.v2 (the 7 of the rows' scales after the gather's 24
+// when it quantizes them) and quantize.v1; layer.v1 as five of those steps,
+// layer_fp8.v1 as seven with two quantizes, less the quantize of the rows
+// when its permute's gather quantizes them and less the intermediate when
+// its gate_up quantizes its output; every launch with programmatic
+// dependent launch, §3.6,
 // unless MOE_RUNTIME_PDL=0). Each launching call validates into a plan, then
 // launches it: moeLayer validates all of its steps' plans before the first
 // launch.
@@ -490,8 +492,8 @@ bool productFits(int64_t a, int64_t b, int64_t c) {
 int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 /// The most parameters of a route.v1, unpermute.v2 or permute.v2 kernel: the
-/// 29 of the permute's index kernel.
-constexpr int kMaxWords = 29;
+/// 31 of the permute's quantizing gather kernel (out=f8E4M3FN).
+constexpr int kMaxWords = 31;
 
 /// A launch of a route.v1, unpermute.v2 or permute.v2 kernel: all its
 /// parameters are 8 bytes wide (memref descriptors: pointer, pointer,
@@ -933,24 +935,39 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
                              "H = %lld is not a multiple of 8 (rows are "
                              "copied in 16-byte vectors)",
                              (long long)a.hidden);
+  // out=f8E4M3FN: the gather quantizes whole [1, 128] groups of a row.
+  const bool fp8Out = entry.fp8Out;
+  if (fp8Out && a.hidden % kFp8BlockSize)
+    return invalidArgumentOf(kCaller, name,
+                             "H = %lld is not a multiple of 128 (the entry "
+                             "has out=" MOE_OUT_E4M3 ": the gather quantizes "
+                             "whole [1, 128] groups of a row)",
+                             (long long)a.hidden);
   // N = T*k < 2^31 (findPermuteEntry): ids, slots, offsets and the
-  // workspace fit; tokens and rows may not, for a huge H.
+  // workspace fit; tokens and rows may not, for a huge H (the rows' scales,
+  // N*(H/128)*4 bytes, are smaller than the rows).
   const int64_t rowsCount = a.tokens_count * entry.topK;
+  const int64_t rowBytes = fp8Out ? 1 : 2;
   if (!productFits(a.tokens_count, a.hidden, 2))
     return invalidArgumentOf(kCaller, name,
                              "T*H*2 (bytes of tokens) overflows int64 (T = "
                              "%lld, H = %lld)",
                              (long long)a.tokens_count, (long long)a.hidden);
-  if (!productFits(rowsCount, a.hidden, 2))
+  if (!productFits(rowsCount, a.hidden, rowBytes))
     return invalidArgumentOf(kCaller, name,
-                             "T*k*H*2 (bytes of rows) overflows int64 (T*k = "
+                             "T*k*H%s (bytes of rows) overflows int64 (T*k = "
                              "%lld, H = %lld)",
-                             (long long)rowsCount, (long long)a.hidden);
-  // Pointers after sizes.
+                             fp8Out ? "" : "*2", (long long)rowsCount,
+                             (long long)a.hidden);
+  // Pointers after sizes, in the order of moePermuteArgs; rows_scale only
+  // with out=f8E4M3FN.
   const int64_t indexBytes = entry.offsetsBits / 8;
   const char *indexType = entry.offsetsBits == 32
                               ? " (the entry's offsets and slots are i32)"
                               : " (the entry's offsets and slots are i64)";
+  const char *const kRowsScaleWhy =
+      " (out=" MOE_OUT_E4M3 " entries write the f32 scales [T*k, H/128] of "
+      "rows)";
   const PointerArg pointers[] = {
       {"tokens", a.tokens, 16, "", ""},
       {"ids", a.ids, 4, "", ""},
@@ -958,9 +975,16 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
       {"offsets", a.offsets, indexBytes, "", indexType},
       {"slots", a.slots, indexBytes, "", indexType},
       {"workspace", a.workspace, 256,
-       " (moePermuteWorkspaceBytes says how large)", ""}};
-  if (moeStatus status = checkPointers(kCaller, name, pointers, 6))
+       " (moePermuteWorkspaceBytes says how large)", ""},
+      {"rows_scale", a.rows_scale, 4, kRowsScaleWhy, kRowsScaleWhy}};
+  if (moeStatus status = checkPointers(kCaller, name, pointers, fp8Out ? 7 : 6))
     return status;
+  if (!fp8Out && a.rows_scale)
+    return invalidArgumentOf(kCaller, name,
+                             "rows_scale = 0x%llx, but rows_scale is only "
+                             "taken by out=" MOE_OUT_E4M3 " entries (this "
+                             "one's rows are bf16): it must be 0",
+                             (unsigned long long)a.rows_scale);
 
   // One CTA per chunk of ids counts them by expert, then one CTA per chunk
   // ranks them (CTA 0 also writes the offsets); then one CTA per 4 rows,
@@ -984,7 +1008,9 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
   // count kernel: ids [T, k], counts [chunks * E];
   // index kernel: ids [T, k], counts [chunks * E], offsets [E + 1],
   // slots [T, k], sources [N];
-  // gather kernel: tokens [T, H], sources [N], offsets [E + 1], rows [N, H].
+  // gather kernel: tokens [T, H], sources [N], offsets [E + 1], rows [N, H]
+  // (e4m3 codes with out=f8E4M3FN: the memref's sizes count elements), then
+  // with out=f8E4M3FN rows_scale [N, H/128].
   count.memref2D(a.ids, a.tokens_count, entry.topK);
   count.memref1D(counts, countsSize);
   index.memref2D(a.ids, a.tokens_count, entry.topK);
@@ -996,6 +1022,8 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
   gather.memref1D(sources, rowsCount);
   gather.memref1D(a.offsets, entry.experts + 1);
   gather.memref2D(a.rows, rowsCount, a.hidden);
+  if (fp8Out)
+    gather.memref2D(a.rows_scale, rowsCount, a.hidden / kFp8BlockSize);
   return MOE_STATUS_SUCCESS;
 }
 
@@ -1706,7 +1734,10 @@ MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
   out->batch = entry.batch;
   out->rows = entry.rows;
   out->cols = entry.cols;
-  out->out = !gemm ? "" : entry.fp8Out ? MOE_OUT_E4M3 : MOE_OUT_BF16;
+  // The element of a grouped matmul's output and of a permute's rows.
+  out->out = !gemm && entry.kind != Abi::Permute ? ""
+             : entry.fp8Out                      ? MOE_OUT_E4M3
+                                                 : MOE_OUT_BF16;
   return MOE_STATUS_SUCCESS;
 }
 
@@ -1964,18 +1995,29 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
   // own call would be, before anything is launched. The gathered rows are
   // reused as the down GEMM's output: the gate-up GEMM (or, in an FP8 layer,
   // the quantize) has read them. An FP8 layer's GEMMs read the values and
-  // scales of its quantizes; without an intermediate part, its gate-up GEMM
-  // (out=f8E4M3FN) writes inter's values and scales itself, and the bf16
-  // inter goes unused.
+  // scales of its quantizes; without a quantize part, its permute's gather
+  // (out=f8E4M3FN) writes the rows' values and scales itself, and the bf16
+  // rows are only the down GEMM's output; without an intermediate part, its
+  // gate-up GEMM (out=f8E4M3FN) writes inter's values and scales itself, and
+  // the bf16 inter goes unused.
+  const bool quantizeStep = layer.parts[kQuantizePart] >= 0;
   const bool intermediateStep = layer.parts[kIntermediatePart] >= 0;
+  const bool permuteQuantizes = fp8 && !quantizeStep;
   const bool gateUpQuantizes = fp8 && !intermediateStep;
   const uint64_t ws = a.workspace;
   const int64_t rowsCount = a.tokens_count * route.topK;
   const moeRouteArgs routeArgs = {a.logits,       a.score_bias,   ws + w.ids,
                                   ws + w.weights, a.tokens_count, a.experts};
-  const moePermuteArgs permuteArgs = {
-      a.tokens,     ws + w.ids,     ws + w.rows,    ws + w.offsets,
-      ws + w.slots, ws + w.permute, a.tokens_count, a.hidden};
+  const moePermuteArgs permuteArgs = {a.tokens,
+                                      ws + w.ids,
+                                      permuteQuantizes ? ws + w.rowsValues
+                                                       : ws + w.rows,
+                                      ws + w.offsets,
+                                      ws + w.slots,
+                                      ws + w.permute,
+                                      a.tokens_count,
+                                      a.hidden,
+                                      permuteQuantizes ? ws + w.rowsScales : 0};
   const moeQuantizeArgs quantizeArgs = {ws + w.rows,       ws + w.rowsValues,
                                         ws + w.rowsScales, 1,
                                         rowsCount,         a.hidden};
@@ -2026,9 +2068,10 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
       (status = inStep(validatePermute(bundle, partName(kPermutePart),
                                        &permuteArgs, permutePlan),
                        name, kPermutePart)) ||
-      (fp8 && (status = inStep(validateQuantize(bundle, partName(kQuantizePart),
-                                                &quantizeArgs, quantizePlan),
-                               name, kQuantizePart))) ||
+      (quantizeStep &&
+       (status = inStep(validateQuantize(bundle, partName(kQuantizePart),
+                                         &quantizeArgs, quantizePlan),
+                        name, kQuantizePart))) ||
       (status = inStep(validateGroupedMatmul(bundle, partName(kGateUpPart),
                                              &gateUpArgs, gateUpPlan, maxRows),
                        name, kGateUpPart)) ||
@@ -2054,7 +2097,8 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
                        kDownPart)))
     return status;
   // In launch order; a layer.v1 entry's quantize plans launch nothing, nor
-  // does the intermediate plan of a layer_fp8.v1 entry without that part.
+  // do the quantize and intermediate plans of a layer_fp8.v1 entry without
+  // those parts.
   const struct {
     WordPlan *words;
     GemmPlan *gemm;

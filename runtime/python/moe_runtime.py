@@ -12,9 +12,10 @@
     y = bundle.expert_mlp("experts", rows, offsets, w13, w2, row_scale=w)
     out = bundle.unpermute("combine", y, slots, weights)
     rows, offsets, slots = bundle.permute("perm", tokens, ids)
+    (q, qs), offsets, slots = bundle.permute("perm_q", tokens, ids)  # FP8
     out = bundle.layer("mixtral", tokens, logits, w13, w2)   # all five steps
-    out = bundle.layer("dsv3", tokens, logits, q13, q2,      # FP8: six or
-                       gate_up_weights_scale=s13, down_weights_scale=s2)  # 7
+    out = bundle.layer("dsv3", tokens, logits, q13, q2,      # FP8: 5 to 7
+                       gate_up_weights_scale=s13, down_weights_scale=s2)
     q, s = bundle.quantize("act", x)          # block-scaled FP8, bit-exact
 
 The library is found through $MOE_RUNTIME_LIB, else next to this file, else
@@ -91,7 +92,7 @@ class _EntryInfo(ctypes.Structure):
                 # layer_fp8.v1.
                 ("quantize", ctypes.c_char_p),
                 ("intermediate", ctypes.c_char_p),
-                # Grouped matmuls' output (out=f8E4M3FN).
+                # Grouped matmuls' output, permutes' rows (out=f8E4M3FN).
                 ("out", ctypes.c_char_p)]
 
 
@@ -127,7 +128,9 @@ class _PermuteArgs(ctypes.Structure):
     _fields_ = [("tokens", ctypes.c_uint64), ("ids", ctypes.c_uint64),
                 ("rows", ctypes.c_uint64), ("offsets", ctypes.c_uint64),
                 ("slots", ctypes.c_uint64), ("workspace", ctypes.c_uint64),
-                ("tokens_count", ctypes.c_int64), ("hidden", ctypes.c_int64)]
+                ("tokens_count", ctypes.c_int64), ("hidden", ctypes.c_int64),
+                # out=f8E4M3FN.
+                ("rows_scale", ctypes.c_uint64)]
 
 
 class _LayerArgs(ctypes.Structure):
@@ -235,13 +238,16 @@ class Entry:
     rows: int = 0
     cols: int = 0
     #: layer_fp8.v1: its quantize.v1 parts, of the gathered rows (op
-    #: moe.quantize) and of the gate-up GEMM's output (op moe.expert_mlp;
-    #: "" when its gate_up quantizes its output itself, out "f8E4M3FN").
+    #: moe.quantize; "" when its permute's gather quantizes them itself, out
+    #: "f8E4M3FN") and of the gate-up GEMM's output (op moe.expert_mlp; ""
+    #: when its gate_up quantizes its output itself, out "f8E4M3FN").
     quantize: str = ""
     intermediate: str = ""
     #: grouped_matmul.v3 and grouped_matmul_fp8.v1: the output's element,
     #: "bf16", or "f8E4M3FN" (a block-FP8 swiglu entry writing float8_e4m3fn
-    #: codes [M, N/2] and float32 scales [M, N/256], one per [1, 128] group).
+    #: codes [M, N/2] and float32 scales [M, N/256], one per [1, 128] group);
+    #: permute.v2: the rows' element, "bf16", or "f8E4M3FN" (its gather
+    #: writes float8_e4m3fn codes [N, H] and float32 scales [N, H/128]).
     out: str = ""
 
 
@@ -873,7 +879,7 @@ class Bundle:
         return size.value
 
     def permute(self, entry: str, tokens, ids, rows=None, offsets=None,
-                slots=None, workspace=None):
+                slots=None, workspace=None, rows_scale=None):
         """The permute of a permute.v2 entry, on torch's current stream of the
         tensors' device: the rows of tokens (bfloat16 [T, H], H the entry's
         hidden unless that is -1; a multiple of 8) grouped by the expert ids
@@ -882,28 +888,49 @@ class Bundle:
         are zero), offsets (int32/int64, as the entry says, [E + 1]: expert
         e's rows are offsets[e]..offsets[e+1]) and slots (same type,
         [T, top_k]: the row of each (t, j), -1 for ids outside [0, E)).
+        An entry whose out is "f8E4M3FN" writes the rows quantized as
+        quantize does with [1, 128] blocks and float32 scales (zero rows:
+        codes 0, scales 1): rows is then torch.float8_e4m3fn (or torch.uint8,
+        the same bytes) [T*top_k, H] and rows_scale float32 [T*top_k, H/128]
+        (H a multiple of 128); other entries take no rows_scale.
         workspace: int32 [bytes / 4] or uint8 [bytes] with bytes =
         permute_workspace_bytes(entry, T), 256-byte aligned, scratch (its
-        contents on entry do not matter). Each of rows, offsets, slots and
-        workspace is allocated when None.
-        All CUDA, contiguous, one device. Returns (rows, offsets, slots);
+        contents on entry do not matter). Each of rows, offsets, slots,
+        workspace and rows_scale is allocated when None.
+        All CUDA, contiguous, one device. Returns (rows, offsets, slots), or
+        ((rows, rows_scale), offsets, slots) for an out "f8E4M3FN" entry;
         raises MoERuntimeError."""
         handle = self._live_handle()
         info = self.entry(entry)
         where = f"permute({entry})"
         _check_abi(where, info, "permute.v2")
+        fp8_out = info.out == "f8E4M3FN"
+        if not fp8_out and rows_scale is not None:
+            raise _invalid(f"{where}: rows_scale is only taken by entries "
+                           f"with out f8E4M3FN (this one's out is "
+                           f"{info.out})")
         import torch
 
         index_dtype = torch.int32 if info.offsets_bits == 32 else torch.int64
         tensors = {"tokens": tokens, "ids": ids}
         for name, tensor in (("rows", rows), ("offsets", offsets),
-                             ("slots", slots), ("workspace", workspace)):
+                             ("slots", slots), ("workspace", workspace),
+                             ("rows_scale", rows_scale)):
             if tensor is not None:
                 tensors[name] = tensor
-        _check_tensors(torch, where, tensors, tokens,
-                       {"tokens": torch.bfloat16, "ids": torch.int32,
-                        "rows": torch.bfloat16, "offsets": index_dtype,
-                        "slots": index_dtype}, first="tokens")
+        dtypes = {"tokens": torch.bfloat16, "ids": torch.int32,
+                  "rows": torch.bfloat16, "offsets": index_dtype,
+                  "slots": index_dtype, "rows_scale": torch.float32}
+        element = torch.bfloat16
+        if fp8_out:  # e4m3 codes, as float8_e4m3fn or their uint8 bytes
+            element = _float8_e4m3(torch, where)
+            del dtypes["rows"]
+        _check_tensors(torch, where, tensors, tokens, dtypes, first="tokens")
+        if fp8_out and rows is not None and rows.dtype not in (element,
+                                                               torch.uint8):
+            raise _invalid(f"{where}: rows is {rows.dtype}, expected "
+                           f"{element} or {torch.uint8} (the entry's out is "
+                           "f8E4M3FN)")
         if tokens.dim() != 2 or ids.dim() != 2:
             raise _invalid(f"{where}: expected tokens [T, H] and ids [T, "
                            f"top_k], got {tuple(tokens.shape)}, "
@@ -916,6 +943,11 @@ class Bundle:
             raise _invalid(f"{where}: tokens {tuple(tokens.shape)} have H = "
                            f"{hidden} columns, the entry has hidden = "
                            f"{info.hidden}")
+        if fp8_out and hidden % 128:
+            raise _invalid(f"{where}: tokens {tuple(tokens.shape)} have H = "
+                           f"{hidden} columns, but an out f8E4M3FN entry "
+                           "writes whole [1, 128] groups of a row: H must be "
+                           "a multiple of 128")
         # Checks T (and T*top_k) before anything is allocated.
         workspace_bytes = self.permute_workspace_bytes(entry, count)
         n = count * info.top_k
@@ -927,6 +959,11 @@ class Bundle:
             if tensor is not None and tuple(tensor.shape) != shape:
                 raise _invalid(f"{where}: {name} is {tuple(tensor.shape)}, "
                                f"expected {shape}")
+        if rows_scale is not None and tuple(rows_scale.shape) != (
+                n, hidden // 128):
+            raise _invalid(f"{where}: rows_scale is "
+                           f"{tuple(rows_scale.shape)}, expected "
+                           f"{(n, hidden // 128)} = (T*top_k, H/128)")
         if workspace is not None:
             uint8 = getattr(torch, "uint8", None)
             if workspace.dtype == torch.int32:
@@ -945,8 +982,7 @@ class Bundle:
                                "expected torch.int32 or torch.uint8")
         device = tokens.device
         if rows is None:
-            rows = torch.empty(shapes["rows"], dtype=torch.bfloat16,
-                               device=device)
+            rows = torch.empty(shapes["rows"], dtype=element, device=device)
         if offsets is None:
             offsets = torch.empty(shapes["offsets"], dtype=index_dtype,
                                   device=device)
@@ -956,15 +992,19 @@ class Bundle:
         if workspace is None:
             workspace = torch.empty((workspace_bytes // 4,), dtype=torch.int32,
                                     device=device)
+        if fp8_out and rows_scale is None:
+            rows_scale = torch.empty((n, hidden // 128), dtype=torch.float32,
+                                     device=device)
         args = _PermuteArgs(tokens.data_ptr(), ids.data_ptr(), rows.data_ptr(),
                             offsets.data_ptr(), slots.data_ptr(),
-                            workspace.data_ptr(), count, hidden)
+                            workspace.data_ptr(), count, hidden,
+                            rows_scale.data_ptr() if fp8_out else 0)
         with torch.cuda.device(device):
             stream = torch.cuda.current_stream(device).cuda_stream
             _check(_library().moePermute(handle, entry.encode(),
                                          ctypes.byref(args),
                                          ctypes.c_void_p(stream)))
-        return rows, offsets, slots
+        return ((rows, rows_scale) if fp8_out else rows), offsets, slots
 
 
     def layer_workspace_bytes(self, entry: str, tokens: int, hidden: int,
@@ -995,8 +1035,10 @@ class Bundle:
         its entry says, given exactly when the entry has one. A layer_fp8.v1
         entry (block-FP8; H and I multiples of 128) quantizes the gathered
         rows and the gate-up output to e4m3 with a scale per [1, 128] group
-        before each GEMM (the gate-up output by its intermediate part, or,
-        in a layer without one, by the gate-up GEMM's epilogue): its weights
+        before each GEMM (the rows by its quantize part, or, in a layer
+        without one, by its permute's gather; the gate-up output by its
+        intermediate part, or, in a layer without one, by the gate-up GEMM's
+        epilogue): its weights
         are torch.float8_e4m3fn and take their
         float32 scales per [128, 128] block, required, gate_up_weights_scale
         [E, 2I/128, H/128] and down_weights_scale [E, H/128, I/128]; other

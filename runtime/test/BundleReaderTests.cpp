@@ -253,6 +253,11 @@ std::string permuteReplaced(const std::string &from, const std::string &to) {
   return replaced(from, to, permuteBundle());
 }
 
+/// permuteFp8Bundle() with the first `from` replaced by `to`.
+std::string permuteFp8Replaced(const std::string &from, const std::string &to) {
+  return replaced(from, to, permuteFp8Bundle());
+}
+
 /// Errors of permute.v2 entries and their kernels.
 std::vector<Malformed> malformedPermuteBundles() {
   const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
@@ -284,7 +289,8 @@ std::vector<Malformed> malformedPermuteBundles() {
       {"permute with slots",
        permuteReplaced("chunk=4096\n", "chunk=4096 slots=i64\n"), bad,
        "bundle line 4: entry 'perm': unknown key 'slots' (abi permute.v2 "
-       "takes op, abi, max_rows, experts, top_k, hidden, offsets and chunk)"},
+       "takes op, abi, max_rows, experts, top_k, hidden, offsets, chunk and "
+       "the optional out)"},
       {"permute with an epilogue",
        permuteReplaced("chunk=32\n", "chunk=32 epilogue=store\n"), bad,
        "entry 'perm32': unknown key 'epilogue' (abi permute.v2 takes"},
@@ -294,6 +300,51 @@ std::vector<Malformed> malformedPermuteBundles() {
       {"permute duplicate chunk",
        permuteReplaced("chunk=4096", "chunk=4096 chunk=4096"), bad,
        "bundle line 4: entry 'perm': duplicate key 'chunk'"},
+      // out=f8E4M3FN (the gather quantizes the rows): the only value, on
+      // whole [1, 128] groups of a static H.
+      {"permute out bf16", permuteFp8Replaced("out=f8E4M3FN", "out=bf16"), bad,
+       "bundle line 4: entry 'qperm': out='bf16' is not f8E4M3FN (the only "
+       "value of out; without it the rows are bf16)"},
+      {"permute out e5m2", permuteFp8Replaced("out=f8E4M3FN", "out=f8E5M2"),
+       bad, "entry 'qperm': out='f8E5M2' is not f8E4M3FN"},
+      {"permute out empty", permuteFp8Replaced("out=f8E4M3FN", "out="), bad,
+       "bundle line 4: entry 'qperm': out='' is not f8E4M3FN"},
+      {"permute out in lower case",
+       permuteFp8Replaced("out=f8E4M3FN", "out=f8e4m3fn"), bad,
+       "entry 'qperm': out='f8e4m3fn' is not f8E4M3FN"},
+      {"permute duplicate out",
+       permuteFp8Replaced("chunk=32 out=f8E4M3FN",
+                          "out=f8E4M3FN chunk=32 out=f8E4M3FN"),
+       bad, "bundle line 8: entry 'qperm32': duplicate key 'out'"},
+      {"permute out hidden 2056",
+       permuteFp8Replaced("hidden=2048", "hidden=2056"), bad,
+       "bundle line 4: entry 'qperm': hidden=2056 with out=f8E4M3FN is not a "
+       "multiple of 128 (the gather writes whole [1, 128] groups of a row "
+       "and their scales)"},
+      {"permute out hidden 64", permuteFp8Replaced("hidden=2048", "hidden=64"),
+       bad,
+       "entry 'qperm': hidden=64 with out=f8E4M3FN is not a multiple of "
+       "128"},
+      {"permute out hidden 8", permuteFp8Replaced("hidden=2048", "hidden=8"),
+       bad, "entry 'qperm': hidden=8 with out=f8E4M3FN is not a multiple"},
+      // The checks of any hidden come first.
+      {"permute out hidden 130",
+       permuteFp8Replaced("hidden=2048", "hidden=130"), bad,
+       "entry 'qperm': hidden=130 is not a multiple of 8 (rows move in "
+       "16-byte vectors)"},
+      {"permute out without chunk",
+       permuteFp8Replaced("chunk=4096 out=f8E4M3FN", "out=f8E4M3FN"), bad,
+       "bundle line 4: entry 'qperm': missing key 'chunk'"},
+      // Only permutes (and FP8 grouped matmuls) have an out key.
+      {"out on a route entry",
+       permuteReplaced("logits=f32 bias=0\n", "logits=f32 bias=0 out=bf16\n"),
+       bad,
+       "bundle line 16: entry 'router': unknown key 'out' (abi route.v1 takes "
+       "op, abi, max_rows, experts, top_k, logits and bias)"},
+      {"out on an unpermute entry",
+       permuteReplaced("slots=i64 weighted=1\n",
+                       "slots=i64 weighted=1 out=f8E4M3FN\n"),
+       bad, "bundle line 18: entry 'combine': unknown key 'out'"},
       {"permute experts 0", permuteReplaced("experts=128", "experts=0"), bad,
        "bundle line 4: entry 'perm': experts=0 is out of range ([1, 1024])"},
       {"permute experts 1025", permuteReplaced("experts=1024", "experts=1025"),
@@ -692,9 +743,66 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
       "entry fmix_gate_up op=moe.expert_mlp abi=grouped_matmul.v3");
   bf16GateUp = replaced("tile_k=128", "tile_k=64", bf16GateUp);
   return {
-      {"fp8 layer missing quantize",
+      // Without a quantize part the permute's gather quantizes the rows
+      // (out=f8E4M3FN); with one, it writes bf16.
+      {"fp8 layer without quantize of a bf16 permute",
        layerFp8Replaced(" quantize=fmix_quantize", ""), bad,
-       "bundle line 20: entry 'fmix': missing key 'quantize'"},
+       "bundle line 20: entry 'fmix': permute=fmix_permute writes bf16 rows "
+       "(no out key), but the layer has no quantize part to quantize them: "
+       "without one, permute must have out=f8E4M3FN"},
+      {"fp8 layer with quantize of an fp8-gather permute",
+       layerFp8Replaced("offsets=i32 chunk=4096\n",
+                        "offsets=i32 chunk=4096 out=f8E4M3FN\n"),
+       bad,
+       "bundle line 20: entry 'fmix': permute=fmix_permute has out=f8E4M3FN, "
+       "but quantize=fmix_quantize quantizes bf16 rows (a permute that "
+       "quantizes its rows itself takes no quantize part)"},
+      {"fp8-gather layer of a bf16 permute",
+       layerFp8Replaced("offsets=i64 chunk=64 out=f8E4M3FN",
+                        "offsets=i64 chunk=64", layerFp8GatherBundle()),
+       bad,
+       "bundle line 29: entry 'foss': permute=foss_permute writes bf16 rows "
+       "(no out key), but the layer has no quantize part to quantize them"},
+      {"fp8-gather layer with a quantize",
+       layerFp8Replaced(
+           "permute=fmix_permute gate_up=fmix_gate_up",
+           "permute=fmix_permute quantize=fmix_quantize gate_up=fmix_gate_up",
+           layerFp8Replaced("entry fmix_gate_up ",
+                            fmixQuantize +
+                                simpleKernelLine("fmix_quantize",
+                                                 "fquant_rows_h256",
+                                                 "moe_kernels", 256, 0) +
+                                "entry fmix_gate_up ",
+                            layerFp8GatherBundle())),
+       bad,
+       "bundle line 18: entry 'fmix': permute=fmix_permute has out=f8E4M3FN, "
+       "but quantize=fmix_quantize quantizes bf16 rows"},
+      {"fp8-gather layer quantize undefined",
+       layerFp8Replaced("permute=fmix_permute gate_up=fmix_gate_up",
+                        "permute=fmix_permute quantize=nope "
+                        "gate_up=fmix_gate_up",
+                        layerFp8GatherBundle()),
+       bad,
+       "bundle line 16: entry 'fmix': quantize='nope' is not an entry "
+       "defined before this line"},
+      {"fp8-gather layer quantize empty",
+       layerFp8Replaced("permute=fmix_permute gate_up=fmix_gate_up",
+                        "permute=fmix_permute quantize= gate_up=fmix_gate_up",
+                        layerFp8GatherBundle()),
+       bad, "entry 'fmix': quantize='' is not an entry defined"},
+      {"fp8-gather layer duplicate quantize",
+       layerFp8Replaced("permute=fmix_permute gate_up=fmix_gate_up",
+                        "permute=fmix_permute quantize=nope quantize=nope "
+                        "gate_up=fmix_gate_up",
+                        layerFp8GatherBundle()),
+       bad, "bundle line 16: entry 'fmix': duplicate key 'quantize'"},
+      {"layer.v1 of an fp8-gather permute",
+       replaced("offsets=i32 chunk=4096\n",
+                "offsets=i32 chunk=4096 out=f8E4M3FN\n", layerBundle()),
+       bad,
+       "bundle line 16: entry 'mix': permute=mix_permute has out=f8E4M3FN, "
+       "but abi layer.v1 runs bf16 GEMMs on bf16 rows (an FP8 gather belongs "
+       "to a layer of abi layer_fp8.v1)"},
       // Without an intermediate part the gate_up quantizes its output
       // (out=f8E4M3FN); with one, it writes bf16.
       {"fp8 layer without intermediate of a bf16 gate_up",
@@ -759,8 +867,8 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
                         "unpermute=fmix_unpermute experts=8\n"),
        bad,
        "bundle line 20: entry 'fmix': unknown key 'experts' (abi "
-       "layer_fp8.v1 takes op, abi, max_rows, route, permute, quantize, "
-       "gate_up, the optional intermediate, down and unpermute)"},
+       "layer_fp8.v1 takes op, abi, max_rows, route, permute, the optional "
+       "quantize, gate_up, the optional intermediate, down and unpermute)"},
       {"fp8 layer as a layer.v1",
        layerFp8Replaced("abi=layer_fp8.v1 max_rows=4096",
                         "abi=layer.v1 max_rows=4096"),
@@ -2300,5 +2408,155 @@ TEST(bundleLayerFp8OutParses) {
   CHECK_EQ(std::string(entry.name), "foss");
   CHECK_EQ(std::string(entry.intermediate), "");
   CHECK_EQ(std::string(entry.gate_up), "foss_gate_up");
+  moeBundleClose(bundle);
+}
+
+TEST(bundlePermuteFp8Parses) {
+  // permute.v2 entries with out=f8E4M3FN: moeEntryInfo.out says so; every
+  // other field as without it. A bf16 permute's out is "bf16".
+  moeBundle *bundle = OPEN_VALID(permuteFp8Bundle());
+  if (!bundle)
+    return;
+  moeEntryInfo entry;
+  std::memset(&entry, 0x5a, sizeof(entry));
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "qperm");
+  CHECK_EQ(std::string(entry.abi), MOE_ABI_PERMUTE);
+  CHECK(entry.out != nullptr);
+  CHECK_EQ(std::string(entry.out), MOE_OUT_E4M3);
+  CHECK_EQ(entry.experts, 128);
+  CHECK_EQ(entry.top_k, 8);
+  CHECK_EQ(entry.hidden, 2048);
+  CHECK_EQ(entry.offsets_bits, 64);
+  CHECK_EQ(entry.chunk, 4096);
+  CHECK_EQ(entry.num_kernels, 3);
+  CHECK_EQ(std::string(entry.epilogue), "");
+  CHECK_EQ(std::string(entry.format), "");
+  CHECK_EQ(std::string(entry.element), "");
+  moeKernelInfo kernel;
+  CHECK_EQ(moeBundleGetKernel(bundle, 0, 2, &kernel), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(kernel.symbol), kPermGatherE4m3_64);
+  CHECK_EQ(moeBundleGetEntry(bundle, 1, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "qperm32");
+  CHECK_EQ(std::string(entry.out), "f8E4M3FN");
+  CHECK_EQ(entry.hidden, -1);
+  moeBundleClose(bundle);
+
+  bundle = OPEN_VALID(permuteBundle());
+  if (!bundle)
+    return;
+  for (int32_t e = 0; e < 3; ++e) {
+    CHECK_EQ(moeBundleGetEntry(bundle, e, &entry), MOE_STATUS_SUCCESS);
+    CHECK_EQ(std::string(entry.out), MOE_OUT_BF16);
+  }
+  moeBundleClose(bundle);
+
+  // Keys in any order, out among them; the smallest static H, 128.
+  bundle = OPEN_VALID(replaced(
+      "op=moe.permute abi=permute.v2 max_rows=2147483647 experts=128 top_k=8 "
+      "hidden=2048 offsets=i64 chunk=4096 out=f8E4M3FN",
+      "out=f8E4M3FN hidden=128 chunk=4096 offsets=i64 top_k=8 experts=128 "
+      "max_rows=2147483647 abi=permute.v2 op=moe.permute",
+      permuteFp8Bundle()));
+  if (!bundle)
+    return;
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.out), "f8E4M3FN");
+  CHECK_EQ(entry.hidden, 128);
+  moeBundleClose(bundle);
+}
+
+TEST(bundleLayerFp8GatherParses) {
+  // layer_fp8.v1 layers without a quantize part, their permutes with
+  // out=f8E4M3FN: the five-step form (no intermediate either) and the
+  // six-step one with an intermediate part.
+  moeBundle *bundle = OPEN_VALID(layerFp8GatherBundle());
+  if (!bundle)
+    return;
+  moeBundleInfo info;
+  CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
+  CHECK_EQ(info.num_entries, 12);
+  checkLayerEntry(bundle, 5, "fmix", "layer_fp8.v1", 4096,
+                  {"fmix_route", "fmix_permute", "", "fmix_gate_up", "",
+                   "fmix_down", "fmix_unpermute"});
+  checkLayerEntry(bundle, 11, "foss", MOE_ABI_LAYER_FP8, 2147483647,
+                  {"foss_route", "foss_permute", "", "foss_gate_up", "",
+                   "foss_down", "foss_unpermute"});
+  moeEntryInfo entry;
+  const struct {
+    int32_t index;
+    const char *name, *out;
+  } outs[] = {{1, "fmix_permute", "f8E4M3FN"}, {2, "fmix_gate_up", "f8E4M3FN"},
+              {3, "fmix_down", "bf16"},        {7, "foss_permute", "f8E4M3FN"},
+              {8, "foss_gate_up", "f8E4M3FN"}, {4, "fmix_unpermute", ""}};
+  for (const auto &o : outs) {
+    CHECK_EQ(moeBundleGetEntry(bundle, o.index, &entry), MOE_STATUS_SUCCESS);
+    CHECK_EQ(std::string(entry.name), o.name);
+    CHECK_EQ(std::string(entry.out), o.out);
+  }
+  moeBundleClose(bundle);
+
+  // The gather quantizing the rows, an intermediate part quantizing the
+  // gate-up's bf16 output.
+  bundle = OPEN_VALID(withFp8Gather(layerFp8Bundle()));
+  if (!bundle)
+    return;
+  checkLayerEntry(bundle, 6, "fmix", "layer_fp8.v1", 4096,
+                  {"fmix_route", "fmix_permute", "", "fmix_gate_up",
+                   "fmix_intermediate", "fmix_down", "fmix_unpermute"});
+  checkLayerEntry(bundle, 13, "foss", MOE_ABI_LAYER_FP8, 2147483647,
+                  {"foss_route", "foss_permute", "", "foss_gate_up",
+                   "foss_intermediate", "foss_down", "foss_unpermute"});
+  moeBundleClose(bundle);
+
+  // The four pairings over one set of parts, keys in any order: fmix's
+  // bf16 permute and gate_up with their quantize and intermediate (seven
+  // steps), and FP8-output siblings of them (gmix_permute, gmix_gate_up).
+  std::string mixed = layerFp8Bundle();
+  mixed.replace(
+      mixed.size() - 4, 4,
+      "entry gmix_permute op=moe.permute abi=permute.v2 max_rows=4096 "
+      "experts=8 top_k=2 hidden=256 offsets=i32 chunk=4096 out=f8E4M3FN\n" +
+          simpleKernelLine("gmix_permute", kPermCount32, "moe_kernels", 256,
+                           0) +
+          simpleKernelLine("gmix_permute", kPermIndex32, "moe_kernels", 256,
+                           0) +
+          simpleKernelLine("gmix_permute", kPermGatherE4m3_32, "moe_kernels",
+                           128, 0) +
+          "entry gmix_gate_up out=f8E4M3FN op=moe.expert_mlp "
+          "abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=swiglu "
+          "activation=silu bias=none experts=8 n=256 k=256 max_rows=8192 "
+          "offsets=i32\n" +
+          fp8KernelLine("gmix_gate_up", kQmixSymbols[5], 1, 2147483647, 128, 64,
+                        128, 98304, 0) +
+          "entry rows_q op=moe.layer abi=layer_fp8.v1 max_rows=4096 "
+          "route=fmix_route permute=fmix_permute quantize=fmix_quantize "
+          "gate_up=gmix_gate_up down=fmix_down unpermute=fmix_unpermute\n"
+          "entry inter_q unpermute=fmix_unpermute down=fmix_down "
+          "intermediate=fmix_intermediate gate_up=fmix_gate_up "
+          "permute=gmix_permute route=fmix_route max_rows=4096 "
+          "abi=layer_fp8.v1 op=moe.layer\n"
+          "entry neither op=moe.layer abi=layer_fp8.v1 max_rows=16 "
+          "gate_up=gmix_gate_up route=fmix_route permute=gmix_permute "
+          "down=fmix_down unpermute=fmix_unpermute\n"
+          "end\n");
+  bundle = OPEN_VALID(mixed);
+  if (!bundle)
+    return;
+  CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
+  CHECK_EQ(info.num_entries, 21);
+  checkLayerEntry(bundle, 7, "fmix", "layer_fp8.v1", 4096,
+                  {"fmix_route", "fmix_permute", "fmix_quantize",
+                   "fmix_gate_up", "fmix_intermediate", "fmix_down",
+                   "fmix_unpermute"});
+  checkLayerEntry(bundle, 18, "rows_q", "layer_fp8.v1", 4096,
+                  {"fmix_route", "fmix_permute", "fmix_quantize",
+                   "gmix_gate_up", "", "fmix_down", "fmix_unpermute"});
+  checkLayerEntry(bundle, 19, "inter_q", "layer_fp8.v1", 4096,
+                  {"fmix_route", "gmix_permute", "", "fmix_gate_up",
+                   "fmix_intermediate", "fmix_down", "fmix_unpermute"});
+  checkLayerEntry(bundle, 20, "neither", "layer_fp8.v1", 16,
+                  {"fmix_route", "gmix_permute", "", "gmix_gate_up", "",
+                   "fmix_down", "fmix_unpermute"});
   moeBundleClose(bundle);
 }

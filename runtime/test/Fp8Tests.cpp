@@ -661,15 +661,17 @@ TEST(fp8OutBundleParses) {
 }
 
 TEST(fp8OutIsBf16OrEmptyForOtherEntries) {
-  // "bf16" for every grouped matmul without out=f8E4M3FN (both ABIs), ""
-  // for the other ABIs; never NULL.
+  // "bf16" for every grouped matmul and permute without out=f8E4M3FN (both
+  // GEMM ABIs), "" for the other ABIs; never NULL.
   struct {
     std::string bytes;
-    const char *gemmOut;
-  } bundles[] = {{fp8Bundle(), "bf16"},      {validBundle(), "bf16"},
-                 {mlpBundle(), "bf16"},      {routeBundle(), "bf16"},
-                 {permuteBundle(), ""},      {layerBundle(), "bf16"},
-                 {layerFp8Bundle(), "bf16"}, {quantizeBundle(), "bf16"}};
+    const char *gemmOut, *permuteOut;
+  } bundles[] = {
+      {fp8Bundle(), "bf16", ""},       {validBundle(), "bf16", ""},
+      {mlpBundle(), "bf16", ""},       {routeBundle(), "bf16", ""},
+      {permuteBundle(), "", "bf16"},   {permuteFp8Bundle(), "", "f8E4M3FN"},
+      {layerBundle(), "bf16", "bf16"}, {layerFp8Bundle(), "bf16", "bf16"},
+      {quantizeBundle(), "bf16", ""}};
   for (const auto &b : bundles) {
     moeBundle *bundle = openBundle(b.bytes);
     CHECK(bundle != nullptr);
@@ -684,7 +686,10 @@ TEST(fp8OutIsBf16OrEmptyForOtherEntries) {
       CHECK(entry.out != nullptr);
       const bool gemm = !std::strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) ||
                         !std::strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL_FP8);
-      CHECK_EQ(std::string(entry.out), gemm ? b.gemmOut : "");
+      const bool permute = !std::strcmp(entry.abi, MOE_ABI_PERMUTE);
+      CHECK_EQ(std::string(entry.out), gemm      ? b.gemmOut
+                                       : permute ? b.permuteOut
+                                                 : "");
     }
     moeBundleClose(bundle);
   }

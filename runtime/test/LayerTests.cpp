@@ -3,12 +3,13 @@
 // Contract §3.5 (layer.v1) and §3.10 (layer_fp8.v1): the workspace layout
 // against a hand computation; that moeLayer launches exactly what moeRoute,
 // moePermute, moeGroupedMatmul (twice) and moeUnpermute launch (and, for
-// layer_fp8.v1, moeQuantize before each GEMM, or only before the gate-up
-// GEMM when that one quantizes its output itself) with the buffers carved
-// from the workspace, in that order, after validating and encoding
-// everything; and that every bad argument is refused without a driver call.
-// The entries are those of layerBundle(), layerFp8Bundle() and
-// layerFp8OutBundle() (TestBundles.h).
+// layer_fp8.v1, moeQuantize before each GEMM, but for the gathered rows when
+// the permute's gather quantizes them itself and for the gate-up GEMM's
+// output when that one quantizes it itself) with the buffers carved from the
+// workspace, in that order, after validating and encoding everything; and
+// that every bad argument is refused without a driver call. The entries are
+// those of layerBundle(), layerFp8Bundle(), layerFp8OutBundle() and
+// layerFp8GatherBundle() (TestBundles.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,6 +69,10 @@ FakeGpu &install() {
   // layerFp8Bundle().
   gpu.numParams[kQmixSymbols[5]] = 40;
   gpu.numParams[kQossSymbols[5]] = 47;
+  // layerFp8GatherBundle() and withFp8Gather(layerFp8Bundle()): their
+  // gathers take the 7 parameters of the rows' scales too: 31.
+  gpu.wordParams[kGmixSymbols[3]] = 31;
+  gpu.wordParams[kGossSymbols[3]] = 31;
   return gpu;
 }
 
@@ -238,12 +243,12 @@ void checkSameLaunch(const FakeLaunch &got, const FakeLaunch &want) {
 }
 
 /// Runs the layer `entry` with `a`, then the single calls of its parts (the
-/// five of a layer.v1 layer, the seven of a layer_fp8.v1 one, six without
-/// an intermediate part) with the workspace carved as `at` says, and checks
-/// that the layer made exactly the single calls' launches, in order
-/// (`symbols`: route, permute count, index and gather, [quantize], gate-up,
-/// [intermediate], down, combine), with the GEMMs' tensor maps encoded
-/// before its first launch.
+/// five of a layer.v1 layer, the seven of a layer_fp8.v1 one, less the
+/// quantize and the intermediate where it has not those parts) with the
+/// workspace carved as `at` says, and checks that the layer made exactly the
+/// single calls' launches, in order (`symbols`: route, permute count, index
+/// and gather, [quantize], gate-up, [intermediate], down, combine), with the
+/// GEMMs' tensor maps encoded before its first launch.
 void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
                 const Carved &at, const char *const *symbols, int numKernels) {
   FakeGpu &gpu = fakeGpu();
@@ -251,9 +256,12 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
   moeEntryInfo info;
   CHECK_EQ(moeBundleFindEntry(bundle, entry, &index), MOE_STATUS_SUCCESS);
   CHECK_EQ(moeBundleGetEntry(bundle, index, &info), MOE_STATUS_SUCCESS);
-  const bool fp8 = *info.quantize != '\0';
-  // Without an intermediate part, the gate-up GEMM writes inter's values and
-  // scales (and the bf16 inter is not used).
+  const bool fp8 = std::string(info.abi) == MOE_ABI_LAYER_FP8;
+  // Without a quantize part, the permute's gather writes the rows' values
+  // and scales (and the bf16 rows are only the down GEMM's output); without
+  // an intermediate part, the gate-up GEMM writes inter's values and scales
+  // (and the bf16 inter is not used).
+  const bool gatherQuantizes = fp8 && *info.quantize == '\0';
   const bool gateUpQuantizes = fp8 && *info.intermediate == '\0';
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
   void *stream = testStream();
@@ -276,9 +284,15 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
                  downRows = fp8 ? ws + at.interValues : ws + at.inter;
   moeRouteArgs route = {a.logits,        a.score_bias,   ws + at.ids,
                         ws + at.weights, a.tokens_count, a.experts};
-  moePermuteArgs permute = {a.tokens,        ws + at.ids,   ws + at.rows,
-                            ws + at.offsets, ws + at.slots, ws + at.permute,
-                            a.tokens_count,  a.hidden};
+  moePermuteArgs permute = {a.tokens,
+                            ws + at.ids,
+                            gatherQuantizes ? ws + at.rowsValues : ws + at.rows,
+                            ws + at.offsets,
+                            ws + at.slots,
+                            ws + at.permute,
+                            a.tokens_count,
+                            a.hidden,
+                            gatherQuantizes ? ws + at.rowsScales : 0};
   moeQuantizeArgs quantize = {
       ws + at.rows, ws + at.rowsValues, ws + at.rowsScales, 1, rows, a.hidden};
   moeGroupedMatmulArgs gateUp = {gateUpRows,
@@ -318,7 +332,7 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
   CHECK_EQ(moeRoute(bundle, info.route, &route, stream), MOE_STATUS_SUCCESS);
   CHECK_EQ(moePermute(bundle, info.permute, &permute, stream),
            MOE_STATUS_SUCCESS);
-  if (fp8)
+  if (fp8 && !gatherQuantizes)
     CHECK_EQ(moeQuantize(bundle, info.quantize, &quantize, stream),
              MOE_STATUS_SUCCESS);
   CHECK_EQ(moeGroupedMatmul(bundle, info.gate_up, &gateUp, stream),
@@ -343,6 +357,19 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
   CHECK_EQ(gpu.launches[before + 1].params[7], counts);
   CHECK_EQ(gpu.launches[before + 2].params[7], counts);
   CHECK_EQ(gpu.launches[before + 2].params[24], ws + at.permute);
+  // The gather reads the tokens and writes the rows: bf16, or (without a
+  // quantize part) their e4m3 values [T*k, H] and f32 scales [T*k, H/128].
+  std::vector<uint64_t> gatherRows;
+  pushMemref2D(gatherRows, gatherQuantizes ? ws + at.rowsValues : ws + at.rows,
+               rows, a.hidden);
+  if (gatherQuantizes)
+    pushMemref2D(gatherRows, ws + at.rowsScales, rows, a.hidden / 128);
+  const std::vector<uint64_t> &gather = gpu.launches[before + 3].params;
+  CHECK_EQ(gather.size(), 17 + gatherRows.size());
+  CHECK_EQ(gather[0], a.tokens);
+  if (gather.size() == 17 + gatherRows.size())
+    CHECK(std::vector<uint64_t>(gather.begin() + 17, gather.end()) ==
+          gatherRows);
   if (!fp8)
     return;
   // By hand: each GEMM reads e4m3 values [T*k, C] and their f32 scales
@@ -390,13 +417,13 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
     CHECK(after == expected);
   };
   const FakeLaunch *next = &gpu.launches[before + 4];
-  checkQuantize(next[0], ws + at.rows, ws + at.rowsValues, ws + at.rowsScales,
-                a.hidden);
-  checkGemm(next[1], ws + at.rowsValues, ws + at.rowsScales, a.hidden,
+  if (!gatherQuantizes)
+    checkQuantize(*next++, ws + at.rows, ws + at.rowsValues, ws + at.rowsScales,
+                  a.hidden);
+  checkGemm(*next++, ws + at.rowsValues, ws + at.rowsScales, a.hidden,
             a.gate_up_weights_scale,
             gateUpQuantizes ? ws + at.interValues : ws + at.inter,
             a.intermediate, gateUpQuantizes, a.gate_up_bias);
-  next += 2;
   if (!gateUpQuantizes)
     checkQuantize(*next++, ws + at.inter, ws + at.interValues,
                   ws + at.interScales, a.intermediate);
@@ -1222,5 +1249,236 @@ TEST(layerFp8OutLoadsAndFails) {
            "issued) failed"},
        {7, "of entry 'fmix_unpermute', grid (64, 1, 1), block (256, 1, 1), "
            "smem 0, programmatic stream serialization; 7 of 8 launches "
+           "already issued) failed"}});
+}
+
+TEST(layerFp8GatherWorkspaceBytes) {
+  // The workspace of §3.10 whichever part quantizes the rows and inter: the
+  // hand computations of layerFp8WorkspaceBytes (the bf16 rows are carved,
+  // and are the down GEMM's output).
+  install();
+  for (const std::string &bytes :
+       {layerFp8GatherBundle(), withFp8Gather(layerFp8Bundle())}) {
+    moeBundle *bundle = OPEN_VALID(bytes);
+    if (!bundle)
+      continue;
+    CHECK_EQ(workspaceBytes(bundle, "fmix", 3, 256, 128), uint64_t(8728));
+    CHECK_EQ(workspaceBytes(bundle, "fmix", 4096, 256, 128), uint64_t(9667072));
+    CHECK_EQ(workspaceBytes(bundle, "foss", 5, 128, 128), uint64_t(9512));
+    CHECK_EQ(workspaceBytes(bundle, "foss", 1, 128, 128), uint64_t(3336));
+    uint64_t out = 7;
+    CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 192, 128, &out),
+                   MOE_STATUS_INVALID_ARGUMENT,
+                   "moeLayerWorkspaceBytes(foss): hidden = 192 is not a "
+                   "positive multiple of 128");
+    CHECK_EQ(out, uint64_t(7));
+    moeBundleClose(bundle);
+  }
+}
+
+TEST(layerFp8GatherLaunchesTheSingleCalls) {
+  // Five steps: route, permute (three kernels, the gather writing rows_q
+  // and rows_scale), the gate-up GEMM reading them and writing inter_q and
+  // inter_scale, the down GEMM reading those, combine. And six: the same
+  // with a bf16 gate-up GEMM and the intermediate's quantize after it.
+  install();
+  const struct {
+    std::string bytes;
+    const char *const *fmix, *const *foss;
+    int kernels;
+  } forms[] = {{layerFp8GatherBundle(), kGmixSymbols, kGossSymbols,
+                kLayerFp8GatherKernels},
+               {withFp8Gather(layerFp8Bundle()), kGimixSymbols, kGiossSymbols,
+                kLayerFp8GatherInterKernels}};
+  for (const auto &form : forms) {
+    moeBundle *bundle = OPEN_VALID(form.bytes);
+    if (!bundle)
+      continue;
+    int32_t index = -1;
+    moeEntryInfo info;
+    CHECK_EQ(moeBundleFindEntry(bundle, "fmix", &index), MOE_STATUS_SUCCESS);
+    CHECK_EQ(moeBundleGetEntry(bundle, index, &info), MOE_STATUS_SUCCESS);
+    CHECK_EQ(std::string(info.quantize), "");
+    // The offsets of layerFp8WorkspaceBytes' hand computations.
+    checkLayer(bundle, "fmix", fmix(3),
+               {0, 256, 512, 768, 1024, 1536, 4608, 6144, 7680, 7936, 8704},
+               form.fmix, form.kernels);
+    checkLayer(bundle, "fmix", fmix(4096),
+               {0, 32768, 65536, 65792, 98560, 131584, 4325888, 6423040,
+                8520192, 8585728, 9634304},
+               form.fmix, form.kernels);
+    moeLayerArgs exact = foss(5, 128, 128);
+    exact.workspace_bytes = 9512;
+    checkLayer(bundle, "foss", exact,
+               {0, 256, 512, 768, 1024, 1536, 4096, 6656, 7936, 8192, 9472},
+               form.foss, form.kernels);
+    checkLayer(bundle, "foss", foss(64, 512, 256),
+               {0, 512, 1024, 1280, 2304, 3072, 134144, 199680, 265216, 267264,
+                300032},
+               form.foss, form.kernels);
+    moeBundleClose(bundle);
+  }
+}
+
+TEST(layerFp8GatherWritesRowsQuantized) {
+  // By hand, against the workspace: fmix, T = 3 (6 rows, H = 256, I = 128)
+  // of the five-step form. The gather (31 parameters) writes the e4m3 rows
+  // [6, 256] at 6144 and their scales [6, 2] at 7680 (parameters 24..30);
+  // the gate-up GEMM reads them (its rows map and parameters 17..23) and
+  // writes inter's values at 7936 and scales at 8704, which the down GEMM
+  // reads; the down GEMM writes the bf16 rows at 1536, which the combine
+  // reads. Nothing before the down GEMM writes or reads the bf16 rows, and
+  // nothing the bf16 inter at 4608.
+  FakeGpu &gpu = install();
+  moeBundle *bundle = OPEN_VALID(layerFp8GatherBundle());
+  if (!bundle)
+    return;
+  const moeLayerArgs a = fmix(3);
+  const uint64_t rows = kWorkspace + 1536, inter = kWorkspace + 4608,
+                 rowsQ = kWorkspace + 6144, rowsScale = kWorkspace + 7680,
+                 interQ = kWorkspace + 7936, interScale = kWorkspace + 8704;
+  long first = runAfterLoad(
+      bundle, [&](void *stream) { return layer(bundle, "fmix", a, stream); },
+      "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "
+      "cuTensorMapEncodeTiled cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
+      "cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx "
+      "cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx",
+      kLayerFp8GatherKernels);
+  if (first < 0)
+    return;
+  for (int i = 0; i < kLayerFp8GatherKernels; ++i)
+    CHECK_EQ(gpu.launches[first + i].function, std::string(kGmixSymbols[i]));
+  const FakeLaunch &gather = gpu.launches[first + 3];
+  const FakeLaunch &gateUp = gpu.launches[first + 4];
+  const FakeLaunch &down = gpu.launches[first + 5];
+  const FakeLaunch &combine = gpu.launches[first + 6];
+  // tokens [3, 256], sources [6] and offsets [9] (i32) in the workspace,
+  // rows_q [6, 256], rows_scale [6, 2].
+  const uint64_t sources = kWorkspace + 1024, offsets = kWorkspace + 512;
+  const std::vector<uint64_t> gatherWords = {
+      kTokens,   kTokens,   0,     3, 256,     256,     1,   sources,
+      sources,   0,         6,     1, offsets, offsets, 0,   9,
+      1,         rowsQ,     rowsQ, 0, 6,       256,     256, 1,
+      rowsScale, rowsScale, 0,     6, 2,       2,       1};
+  checkWordParams(gather, "fmix gather", gatherWords);
+  CHECK_EQ(gateUp.numParams, 40);
+  CHECK_EQ(gpu.encodes[gateUp.mapEncode[0]].address, rowsQ);
+  CHECK_EQ(gpu.encodes[gateUp.mapEncode[0]].dims[0], uint64_t(256));
+  CHECK_EQ(gpu.encodes[gateUp.mapEncode[0]].dims[1], uint64_t(6));
+  CHECK_EQ(gateUp.words[5], interQ);
+  CHECK_EQ(gateUp.tail.size(), size_t(23));
+  if (gateUp.tail.size() == 23) {
+    const std::vector<uint64_t> rowsScaleWords = {rowsScale, rowsScale, 0, 6,
+                                                  2,         2,         1};
+    CHECK(std::vector<uint64_t>(gateUp.tail.begin(), gateUp.tail.begin() + 7) ==
+          rowsScaleWords);
+    CHECK_EQ(gateUp.tail[16], interScale);
+  }
+  CHECK_EQ(gpu.encodes[down.mapEncode[0]].address, interQ);
+  CHECK_EQ(down.tail.size(), size_t(16));
+  if (down.tail.size() == 16)
+    CHECK_EQ(down.tail[0], interScale);
+  CHECK_EQ(down.words[5], rows);
+  CHECK_EQ(combine.params[0], rows);
+  for (long i = first; i < first + kLayerFp8GatherKernels; ++i) {
+    const FakeLaunch &launch = gpu.launches[i];
+    for (uint64_t word : launch.params) {
+      CHECK(word != inter);
+      if (i < first + 5)
+        CHECK(word != rows);
+    }
+    CHECK(launch.words[5] != inter);
+    if (i < first + 5)
+      CHECK(launch.function.rfind("fgemm", 0) != 0 ||
+            (launch.words[5] != rows &&
+             gpu.encodes[launch.mapEncode[0]].address != rows));
+  }
+  moeBundleClose(bundle);
+}
+
+TEST(layerFp8GatherRejectsBadArguments) {
+  install();
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle = OPEN_VALID(layerFp8GatherBundle());
+  if (!bundle)
+    return;
+  // The layer's own checks, as for the seven-step form.
+  const moeLayerArgs m = fmix(16);
+  const Case cases[] = {
+      {with(m, &moeLayerArgs::gate_up_weights_scale, 0),
+       "moeLayer(fmix): gate_up_weights_scale pointer is NULL (abi "
+       "layer_fp8.v1 takes the f32 scales [E, 2I/128, H/128] of "
+       "gate_up_weights)"},
+      {sized(m, &moeLayerArgs::hidden, 384),
+       "moeLayer(fmix): hidden = 384 does not match entry fmix_permute's "
+       "hidden = 256"},
+      {with(m, &moeLayerArgs::workspace_bytes, 38783),
+       "moeLayer(fmix): workspace_bytes = 38783 is less than the 38784 bytes "
+       "the layer needs for T = 16, H = 256, I = 128 "
+       "(moeLayerWorkspaceBytes)"},
+  };
+  for (const Case &c : cases)
+    CHECK_REJECTED(layer(bundle, "fmix", c.args), bad, c.message);
+  CHECK_REJECTED(layer(bundle, "foss", foss(16, 192, 128)), bad,
+                 "moeLayer(foss): hidden = 192 is not a positive multiple of "
+                 "128");
+  CHECK_EQ(
+      layer(bundle, "fmix", with(m, &moeLayerArgs::workspace_bytes, 38784)),
+      MOE_STATUS_SUCCESS);
+  moeBundleClose(bundle);
+
+  // What only a step's own checks catch, named by its step, with nothing
+  // launched: the permute (whose gather writes the rows' values and
+  // scales), the gate-up GEMM and the down GEMM taking fewer rows than the
+  // layer.
+  struct {
+    const char *from, *to, *message;
+  } narrow[] = {
+      {"abi=permute.v2 max_rows=4096", "abi=permute.v2 max_rows=8",
+       "moeLayer(fmix): permute step: moePermute(fmix_permute): T = 9 "
+       "exceeds the entry's max_rows = 8"},
+      {"experts=8 n=256 k=256 max_rows=8192",
+       "experts=8 n=256 k=256 max_rows=16",
+       "moeLayer(fmix): gate_up step: moeGroupedMatmul(fmix_gate_up): M = 18 "
+       "exceeds the entry's max_rows = 16"},
+      {"experts=8 n=256 k=128 max_rows=8192",
+       "experts=8 n=256 k=128 max_rows=16",
+       "moeLayer(fmix): down step: moeGroupedMatmul(fmix_down): M = 18 "
+       "exceeds the entry's max_rows = 16"},
+  };
+  const size_t launches = fakeGpu().launches.size();
+  for (const auto &n : narrow) {
+    bundle = OPEN_VALID(replaced(n.from, n.to, layerFp8GatherBundle()));
+    if (!bundle)
+      continue;
+    CHECK_REJECTED(layer(bundle, "fmix", fmix(9)), bad, n.message);
+    moeBundleClose(bundle);
+  }
+  CHECK_EQ(fakeGpu().launches.size(), launches);
+}
+
+TEST(layerFp8GatherLoadsAndFails) {
+  // Seven launches: the gate-up GEMM follows the gather directly; its grid
+  // is one item per row tile and [1, 128] output group (10), the down
+  // GEMM's one per row tile and column tile (20).
+  checkLoadsAndFails(
+      layerFp8GatherBundle(), "fmix", fmix(64), kLayerFp8GatherKernels,
+      "moeLayer(fmix): gate_up step: moeGroupedMatmul: "
+      "cuTensorMapEncodeTiled(rows of kernel 'fgemm_gate_up_mix_e4m3out' of "
+      "entry 'fmix_gate_up') failed: CUDA_ERROR_INVALID_VALUE",
+      {{3, "moeLayer: cuLaunchKernelEx('fperm_gather32_e4m3' of entry "
+           "'fmix_permute', grid (32, 1, 1), block (128, 1, 1), smem 0, "
+           "programmatic stream serialization; 3 of 7 launches already "
+           "issued) failed: CUDA_ERROR_INVALID_VALUE"},
+       {4, "moeLayer: cuLaunchKernelEx('fgemm_gate_up_mix_e4m3out' of entry "
+           "'fmix_gate_up', grid (10, 1, 1), block (128, 1, 1), smem 98304, "
+           "programmatic stream serialization; 4 of 7 launches already "
+           "issued) failed"},
+       {5, "moeLayer: cuLaunchKernelEx('fgemm_down_mix' of entry "
+           "'fmix_down', grid (20, 1, 1), block (128, 1, 1), smem 98304, "
+           "programmatic stream serialization; 5 of 7 launches already "
+           "issued) failed"},
+       {6, "of entry 'fmix_unpermute', grid (64, 1, 1), block (256, 1, 1), "
+           "smem 0, programmatic stream serialization; 6 of 7 launches "
            "already issued) failed"}});
 }

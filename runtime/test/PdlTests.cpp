@@ -1,9 +1,9 @@
 //===- PdlTests.cpp - programmatic dependent launch (contract §3.6)
 //--------===//
 //
-// Every launching call (moeGroupedMatmul, moeRoute, moePermute, moeUnpermute,
-// moeLayer of both layer ABIs) launches each kernel through cuLaunchKernelEx
-// with exactly one attribute,
+// Every launching call (moeGroupedMatmul, moeRoute, moePermute of both
+// outputs, moeUnpermute, moeLayer of both layer ABIs) launches each kernel
+// through cuLaunchKernelEx with exactly one attribute,
 // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1, by default;
 // through cuLaunchKernel with MOE_RUNTIME_PDL=0 (read at each call) and with a
 // driver that lacks cuLaunchKernelEx. Whichever the path, the launches are
@@ -95,8 +95,19 @@ std::vector<Call> calls() {
                  1});
   all.push_back({"moePermute", permuteBundle(), declarePermuteBundle,
                  [](moeBundle *bundle, void *stream) {
-                   moePermuteArgs a = {kA, kB, kC, kD, kE, kF, 1000, 2048};
+                   moePermuteArgs a = {kA, kB, kC, kD, kE, kF, 1000, 2048, 0};
                    return moePermute(bundle, "perm", &a, stream);
+                 },
+                 3});
+  all.push_back({"moePermute with out=f8E4M3FN", permuteFp8Bundle(),
+                 [](FakeGpu &gpu) {
+                   gpu.wordParams[kPermCount64] = 12;
+                   gpu.wordParams[kPermIndex64] = 29;
+                   gpu.wordParams[kPermGatherE4m3_64] = 31;
+                 },
+                 [](moeBundle *bundle, void *stream) {
+                   moePermuteArgs a = {kA, kB, kC, kD, kE, kF, 1000, 2048, kG};
+                   return moePermute(bundle, "qperm", &a, stream);
                  },
                  3});
   all.push_back({"moeUnpermute", permuteBundle(), declarePermuteBundle,
@@ -152,6 +163,24 @@ std::vector<Call> calls() {
          return moeLayer(bundle, "foss", &a, stream);
        },
        kLayerFp8Kernels});
+  all.push_back(
+      {"moeLayer of a five-step layer_fp8.v1 layer", layerFp8GatherBundle(),
+       [](FakeGpu &gpu) {
+         const int words[kLayerFp8GatherKernels] = {26, 12, 29, 31, 0, 0, 28};
+         for (int i = 0; i < kLayerFp8GatherKernels; ++i)
+           if (words[i])
+             gpu.wordParams[kGossSymbols[i]] = words[i];
+         gpu.numParams[kGossSymbols[4]] = 47; // out_scale and bias
+         gpu.numParams[kGossSymbols[5]] = 40; // bias
+       },
+       [](moeBundle *bundle, void *stream) {
+         moeLayerArgs a = {kA,         kB,  kC,  kD,         kE,
+                           kF,         kG,  kH,  kWorkspace, uint64_t(1) << 32,
+                           100,        512, 256, 4,          kA + 0x1000,
+                           kB + 0x1000};
+         return moeLayer(bundle, "foss", &a, stream);
+       },
+       kLayerFp8GatherKernels});
   return all;
 }
 

@@ -5,8 +5,9 @@
 // the count kernel and the index kernel on grid (chunks, 1, 1), one CTA per
 // `chunk` ids, then the gather kernel on grid (min(ceil(T*k / 4), 65535), 1,
 // 1), with their exact 12, 29 and 24 parameters (the sources and counts carved
-// from the workspace), and nothing else. The entries are those of
-// permuteBundle() (TestBundles.h).
+// from the workspace; 31 for the gather kernel of an out=f8E4M3FN entry, the
+// rows' scales after its rows), and nothing else. The entries are those of
+// permuteBundle() and permuteFp8Bundle() (TestBundles.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +22,8 @@ namespace {
 
 constexpr uint64_t kTokens = 0x7f0000210000, kIds = 0x7f0000220000,
                    kRows = 0x7f0000230000, kOffsets = 0x7f0000240000,
-                   kSlots = 0x7f0000250000, kWorkspace = 0x7f0000260000;
+                   kSlots = 0x7f0000250000, kWorkspace = 0x7f0000260000,
+                   kRowsScale = 0x7f0000270000;
 constexpr int64_t kMax = 2147483647;
 
 FakeGpu &install() {
@@ -32,6 +34,8 @@ FakeGpu &install() {
     gpu.wordParams[symbol] = 29;
   for (const char *symbol : {kPermGather64, kPermGather32})
     gpu.wordParams[symbol] = 24;
+  for (const char *symbol : {kPermGatherE4m3_64, kPermGatherE4m3_32})
+    gpu.wordParams[symbol] = 31;
   gpu.wordParams[kRouteBias] = 21;
   gpu.wordParams[kCombine] = 28;
   return gpu;
@@ -48,6 +52,7 @@ moePermuteArgs perm(int64_t tokens) {
   a.workspace = kWorkspace;
   a.tokens_count = tokens;
   a.hidden = 2048;
+  a.rows_scale = 0;
   return a;
 }
 
@@ -115,7 +120,8 @@ std::vector<uint64_t> indexParams(const PermuteEntry &entry,
 }
 
 /// The 24 parameters of the gather kernel: tokens [T, H], sources [N],
-/// offsets [E + 1], rows [N, H].
+/// offsets [E + 1], rows [N, H]; 31 for an out=f8E4M3FN entry (whose args
+/// have rows_scale), rows_scale [N, H/128] last.
 std::vector<uint64_t> gatherParams(const PermuteEntry &entry,
                                    const moePermuteArgs &a) {
   Expected x = expected(entry, a);
@@ -124,6 +130,8 @@ std::vector<uint64_t> gatherParams(const PermuteEntry &entry,
   pushMemref1D(words, x.sources, x.n);
   pushMemref1D(words, a.offsets, entry.experts + 1);
   pushMemref2D(words, a.rows, x.n, a.hidden);
+  if (a.rows_scale)
+    pushMemref2D(words, a.rows_scale, x.n, a.hidden / 128);
   return words;
 }
 
@@ -180,6 +188,35 @@ const PermuteEntry kWide = {"wide",
                             {kPermCountWide, 1024, 4096},
                             {kPermIndexWide, 1024, 73728},
                             {kPermGather32, 128, 0}};
+// permuteFp8Bundle(): perm's and perm32's kernels but quantizing gathers.
+const PermuteEntry kQperm = {"qperm",
+                             128,
+                             8,
+                             4096,
+                             {kPermCount64, 1024, 0},
+                             {kPermIndex64, 1024, 17408},
+                             {kPermGatherE4m3_64, 128, 0}};
+const PermuteEntry kQperm32 = {"qperm32",
+                               4,
+                               2,
+                               32,
+                               {kPermCount32, 256, 0},
+                               {kPermIndex32, 256, 0},
+                               {kPermGatherE4m3_32, 256, 0}};
+
+/// Arguments of entry qperm (E = 128, k = 8, H = 2048, i64, out=f8E4M3FN).
+moePermuteArgs qperm(int64_t tokens) {
+  moePermuteArgs a = perm(tokens);
+  a.rows_scale = kRowsScale;
+  return a;
+}
+
+/// Arguments of entry qperm32 (E = 4, k = 2, H dynamic, i32, out=f8E4M3FN).
+moePermuteArgs qperm32(int64_t tokens, int64_t hidden) {
+  moePermuteArgs a = qperm(tokens);
+  a.hidden = hidden;
+  return a;
+}
 
 } // namespace
 
@@ -564,5 +601,159 @@ TEST(permuteLoadsAndFails) {
                "moePermute: kernel symbol 'moe_permute_gather_off32' (entry "
                "'perm32') not found in image 'moe_kernels'");
   CHECK_EQ(gpu.launches.size(), size_t(0));
+  moeBundleClose(bundle);
+}
+
+TEST(permuteFp8LaunchesPerContract) {
+  // The count and index kernels and every grid as for bf16 rows; the gather
+  // kernel takes the rows' e4m3 codes [N, H] and then their f32 scales
+  // [N, H/128]: 31 parameters.
+  install();
+  moeBundle *bundle = OPEN_VALID(permuteFp8Bundle());
+  if (!bundle)
+    return;
+  struct {
+    int64_t tokens;
+    unsigned chunks, gather;
+  } grids[] = {
+      {1, 1, 2}, {513, 2, 1026}, {32768, 64, 65535}, {kMax / 8, 524288, 65535}};
+  for (const auto &g : grids)
+    checkPermute(bundle, kQperm, qperm(g.tokens), g.chunks, g.gather);
+  // qperm32: a dynamic H of whole [1, 128] groups; rows_scale 4-byte
+  // aligned suffices, rows stays 16-byte aligned.
+  moePermuteArgs a = qperm32(17, 384);
+  a.rows_scale += 4;
+  a.rows += 16;
+  checkPermute(bundle, kQperm32, a, 2, 9);
+  checkPermute(bundle, kQperm32, qperm32(4096, 7168), 256, 2048);
+
+  // By hand, parameter by parameter: qperm32, T = 3 (N = 6), H = 256.
+  a = qperm32(3, 256);
+  long first = runAfterLoad(
+      bundle,
+      [&](void *stream) { return permute(bundle, "qperm32", a, stream); },
+      "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx cuLaunchKernelEx "
+      "cuLaunchKernelEx",
+      3);
+  if (first >= 0) {
+    const FakeLaunch &gather = fakeGpu().launches[first + 2];
+    const std::vector<uint64_t> words = {
+        kTokens,    kTokens,    0, 3, 256, 256, 1,  // tokens [T, H]
+        kWorkspace, kWorkspace, 0, 6, 1,            // sources [N]
+        kOffsets,   kOffsets,   0, 5, 1,            // offsets [E + 1]
+        kRows,      kRows,      0, 6, 256, 256, 1,  // rows [N, H] (codes)
+        kRowsScale, kRowsScale, 0, 6, 2,   2,   1}; // rows_scale [N, H/128]
+    CHECK_EQ(gather.function, std::string(kPermGatherE4m3_32));
+    CHECK_EQ(gather.grid[0], 2u);
+    checkWordParams(gather, "qperm32 gather", words);
+  }
+  // The same workspace as for bf16 rows.
+  int64_t bytes = 0, bf16Bytes = 0;
+  moeBundle *bf16 = OPEN_VALID(permuteBundle());
+  if (bf16) {
+    for (int64_t tokens : {3, 513, 4096}) {
+      CHECK_EQ(moePermuteWorkspaceBytes(bundle, "qperm32", tokens, &bytes),
+               MOE_STATUS_SUCCESS);
+      CHECK_EQ(moePermuteWorkspaceBytes(bf16, "perm32", tokens, &bf16Bytes),
+               MOE_STATUS_SUCCESS);
+      CHECK_EQ(bytes, bf16Bytes);
+    }
+    moeBundleClose(bf16);
+  }
+  moeBundleClose(bundle);
+}
+
+TEST(permuteFp8RejectsBadArguments) {
+  install();
+  moeBundle *bundle = OPEN_VALID(permuteFp8Bundle());
+  if (!bundle)
+    return;
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  // rows_scale: required, 4-byte aligned; nulls before misalignments, in
+  // the order of moePermuteArgs (rows_scale last).
+  moePermuteArgs a = qperm(16);
+  a.rows_scale = 0;
+  CHECK_REJECTED(permute(bundle, "qperm", a), bad,
+                 "moePermute(qperm): rows_scale pointer is NULL (out=f8E4M3FN "
+                 "entries write the f32 scales [T*k, H/128] of rows)");
+  a = qperm(16);
+  a.rows_scale = kRowsScale + 2;
+  CHECK_REJECTED(permute(bundle, "qperm", a), bad,
+                 "moePermute(qperm): rows_scale pointer 0x7f0000270002 is not "
+                 "4-byte aligned (out=f8E4M3FN entries write the f32 scales "
+                 "[T*k, H/128] of rows)");
+  a = qperm(16);
+  a.rows_scale = 0;
+  a.tokens = kTokens + 8;
+  CHECK_REJECTED(permute(bundle, "qperm", a), bad,
+                 "rows_scale pointer is NULL");
+  a = qperm(16);
+  a.rows_scale = kRowsScale + 1;
+  a.workspace = kWorkspace + 128;
+  CHECK_REJECTED(permute(bundle, "qperm", a), bad,
+                 "moePermute(qperm): workspace pointer 0x7f0000260080 is not "
+                 "256-byte aligned");
+  a = qperm(16);
+  a.rows_scale = 0;
+  a.rows = 0;
+  CHECK_REJECTED(permute(bundle, "qperm", a), bad,
+                 "moePermute(qperm): rows pointer is NULL");
+  // The rows stay 16-byte aligned, their codes being 1-byte elements.
+  a = qperm(16);
+  a.rows = kRows + 8;
+  CHECK_REJECTED(permute(bundle, "qperm", a), bad,
+                 "moePermute(qperm): rows pointer 0x7f0000230008 is not "
+                 "16-byte aligned");
+  // A dynamic H: whole [1, 128] groups, after the checks of any H.
+  CHECK_REJECTED(permute(bundle, "qperm32", qperm32(16, 200)), bad,
+                 "moePermute(qperm32): H = 200 is not a multiple of 128 (the "
+                 "entry has out=f8E4M3FN: the gather quantizes whole [1, 128] "
+                 "groups of a row)");
+  CHECK_REJECTED(permute(bundle, "qperm32", qperm32(16, 64)), bad,
+                 "H = 64 is not a multiple of 128");
+  CHECK_REJECTED(permute(bundle, "qperm32", qperm32(16, 100)), bad,
+                 "moePermute(qperm32): H = 100 is not a multiple of 8");
+  CHECK_REJECTED(permute(bundle, "qperm32", qperm32(16, 0)), bad,
+                 "H = 0 is less than 8");
+  // Sizes before pointers.
+  a = qperm32(16, 200);
+  a.rows_scale = 0;
+  CHECK_REJECTED(permute(bundle, "qperm32", a), bad,
+                 "H = 200 is not a multiple of 128");
+  CHECK_EQ(permute(bundle, "qperm32", qperm32(16, 128)), MOE_STATUS_SUCCESS);
+  moeBundleClose(bundle);
+
+  // The rows' bytes are N*H (1-byte codes): with k = 4 they overflow where
+  // the tokens' T*H*2 do not.
+  bundle = OPEN_VALID(replaced("top_k=2 hidden=-1 offsets=i32 chunk=32",
+                               "top_k=4 hidden=-1 offsets=i32 chunk=32",
+                               permuteFp8Bundle()));
+  if (bundle) {
+    CHECK_REJECTED(permute(bundle, "qperm32", qperm32(1, int64_t(1) << 61)),
+                   bad,
+                   "moePermute(qperm32): T*k*H (bytes of rows) overflows "
+                   "int64 (T*k = 4, H = 2305843009213693952)");
+    CHECK_REJECTED(permute(bundle, "qperm32", qperm32(1, int64_t(1) << 62)),
+                   bad, "T*H*2 (bytes of tokens) overflows int64");
+    moeBundleClose(bundle);
+  }
+
+  // An entry whose rows are bf16 takes no rows_scale.
+  bundle = OPEN_VALID(permuteBundle());
+  if (!bundle)
+    return;
+  a = perm(16);
+  a.rows_scale = kRowsScale;
+  CHECK_REJECTED(permute(bundle, "perm", a), bad,
+                 "moePermute(perm): rows_scale = 0x7f0000270000, but "
+                 "rows_scale is only taken by out=f8E4M3FN entries (this "
+                 "one's rows are bf16): it must be 0");
+  a = perm32(16, 64);
+  a.rows_scale = 4;
+  CHECK_REJECTED(permute(bundle, "perm32", a), bad,
+                 "moePermute(perm32): rows_scale = 0x4, but rows_scale is "
+                 "only taken by out=f8E4M3FN entries");
+  // ... and needs no multiple of 128.
+  CHECK_EQ(permute(bundle, "perm32", perm32(16, 64)), MOE_STATUS_SUCCESS);
   moeBundleClose(bundle);
 }

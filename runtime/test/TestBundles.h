@@ -246,6 +246,41 @@ inline std::string permuteBundle() {
          simpleKernelLine("combine", kCombine, "moe_kernels", 128, 0) + "end\n";
 }
 
+/// Symbols of the FP8-gather permute bundle: count and index kernels as
+/// permuteBundle()'s, quantizing gather kernels.
+inline constexpr const char *kPermGatherE4m3_64 =
+    "moe_permute_gather_off64_e4m3";
+inline constexpr const char *kPermGatherE4m3_32 =
+    "moe_permute_gather_off32_e4m3";
+
+/// permute.v2 entries with out=f8E4M3FN (contract §3.4, added within version
+/// 6), with the keys in the order the compiler writes them (line numbers on
+/// the right):
+///   qperm:   E=128 k=8 H=2048, i64 offsets and slots, chunk=4096; count
+///            and index kernels as perm's (1024 threads, 17408 bytes of
+///            shared memory for the index kernel), a quantizing gather
+///            kernel of 128 threads;                                (4-7)
+///   qperm32: E=4 k=2, H dynamic, i32, max_rows=4096, chunk=32; count,
+///            index and quantizing gather kernels of 256 threads.   (8-11)
+inline std::string permuteFp8Bundle() {
+  return "MOEBUNDLE 6\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('Z')) +
+         "entry qperm op=moe.permute abi=permute.v2 max_rows=2147483647 "
+         "experts=128 top_k=8 hidden=2048 offsets=i64 chunk=4096 "
+         "out=f8E4M3FN\n" +
+         simpleKernelLine("qperm", kPermCount64, "moe_kernels", 1024, 0) +
+         simpleKernelLine("qperm", kPermIndex64, "moe_kernels", 1024, 17408) +
+         simpleKernelLine("qperm", kPermGatherE4m3_64, "moe_kernels", 128, 0) +
+         "entry qperm32 op=moe.permute abi=permute.v2 max_rows=4096 experts=4 "
+         "top_k=2 hidden=-1 offsets=i32 chunk=32 out=f8E4M3FN\n" +
+         simpleKernelLine("qperm32", kPermCount32, "moe_kernels", 256, 0) +
+         simpleKernelLine("qperm32", kPermIndex32, "moe_kernels", 256, 0) +
+         simpleKernelLine("qperm32", kPermGatherE4m3_32, "moe_kernels", 256,
+                          0) +
+         "end\n";
+}
+
 /// Symbols of the bias bundle.
 inline constexpr const char *kBiasStore = "gemm_bias_f32_64x128";
 inline constexpr const char *kBiasSwiGLU = "gemm_bias_bf16_gptoss_64x128";
@@ -697,6 +732,83 @@ inline std::string layerFp8OutBundle() {
     replace(" intermediate=" + layer + "_intermediate", "");
   }
   return bytes;
+}
+
+/// Symbols of the block-FP8 layer bundles whose permutes' gathers quantize
+/// the rows (no quantize part), by layer: route, permute count, index and
+/// gather, gate-up, [intermediate quantize,] down, combine: the order of
+/// such a layer's launches. With gate-up GEMMs that quantize their output
+/// too (no intermediate part: five steps, seven launches):
+inline constexpr int kLayerFp8GatherKernels = 7;
+inline constexpr const char *kGmixSymbols[kLayerFp8GatherKernels] = {
+    "froute_e8_k2",        "fperm_count_e8_k2",         "fperm_index_e8_k2",
+    "fperm_gather32_e4m3", "fgemm_gate_up_mix_e4m3out", "fgemm_down_mix",
+    "fcombine_k2_i32"};
+inline constexpr const char *kGossSymbols[kLayerFp8GatherKernels] = {
+    "froute_e4_k2_bias",   "fperm_count_e4_k2",         "fperm_index_e4_k2",
+    "fperm_gather64_e4m3", "fgemm_gate_up_oss_e4m3out", "fgemm_down_oss",
+    "fcombine_k2_i64"};
+/// With bf16 gate-up GEMMs and intermediate parts (six steps, eight
+/// launches):
+inline constexpr int kLayerFp8GatherInterKernels = 8;
+inline constexpr const char *kGimixSymbols[kLayerFp8GatherInterKernels] = {
+    "froute_e8_k2",        "fperm_count_e8_k2", "fperm_index_e8_k2",
+    "fperm_gather32_e4m3", "fgemm_gate_up_mix", "fquant_inter_i128",
+    "fgemm_down_mix",      "fcombine_k2_i32"};
+inline constexpr const char *kGiossSymbols[kLayerFp8GatherInterKernels] = {
+    "froute_e4_k2_bias",   "fperm_count_e4_k2", "fperm_index_e4_k2",
+    "fperm_gather64_e4m3", "fgemm_gate_up_oss", "fquant_1x128",
+    "fgemm_down_oss",      "fcombine_k2_i64"};
+
+/// `bytes` (layerFp8Bundle() or layerFp8OutBundle()) with the permutes'
+/// gathers quantizing the rows: each permute with out=f8E4M3FN (its gather
+/// kernel renamed *_e4m3), no quantize entries, and layers without a
+/// quantize part (contract §3.10). From layerFp8OutBundle() (the compiler's
+/// default form; line numbers on the right): fmix_route (4-5), fmix_permute
+/// (6-9), fmix_gate_up (10-11), fmix_down (12-13), fmix_unpermute (14-15),
+/// fmix (16); foss_route (17-18), foss_permute (19-22), foss_gate_up
+/// (23-24), foss_down (25-26), foss_unpermute (27-28), foss (29). From
+/// layerFp8Bundle(): the same with fmix_intermediate (12-13) after
+/// fmix_gate_up, foss_intermediate after foss_gate_up: fmix (18), foss (33).
+inline std::string withFp8Gather(std::string bytes) {
+  auto replace = [&bytes](const std::string &from, const std::string &to) {
+    size_t at = bytes.find(from);
+    if (at == std::string::npos)
+      fail(__FILE__, __LINE__, "test bug: '" + from + "' not in the bundle");
+    else
+      bytes.replace(at, from.size(), to);
+  };
+  for (const std::string layer : {"fmix", "foss"}) {
+    const std::string permute = "entry " + layer + "_permute ";
+    const size_t line = bytes.find(permute);
+    const size_t end =
+        line == std::string::npos ? line : bytes.find('\n', line);
+    if (end == std::string::npos) {
+      fail(__FILE__, __LINE__, "test bug: no " + layer + "_permute");
+      return bytes;
+    }
+    bytes.insert(end, " out=f8E4M3FN");
+    const std::string gather =
+        layer == "fmix" ? "fperm_gather32" : "fperm_gather64";
+    replace(" " + gather + " ", " " + gather + "_e4m3 ");
+    // The quantize's entry and kernel lines.
+    const std::string entry = "entry " + layer + "_quantize ";
+    size_t at = bytes.find(entry);
+    size_t next = bytes.find(
+        "\nentry ", bytes.find("\nkernel " + layer + "_quantize ", at));
+    if (at == std::string::npos || next == std::string::npos)
+      fail(__FILE__, __LINE__, "test bug: no " + layer + "_quantize");
+    else
+      bytes.erase(at, next + 1 - at);
+    replace(" quantize=" + layer + "_quantize", "");
+  }
+  return bytes;
+}
+
+/// The five-step form (contract §3.10): permutes and gate-up GEMMs with
+/// out=f8E4M3FN, layers without quantize and intermediate parts.
+inline std::string layerFp8GatherBundle() {
+  return withFp8Gather(layerFp8OutBundle());
 }
 
 /// Opens `bytes`; returns NULL (and leaves the status in *status) on failure.

@@ -644,13 +644,15 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     require(!fp8 || std::strcmp(entry.op, MOE_OP_GROUPED_MATMUL) == 0 ||
             std::strcmp(entry.op, MOE_OP_EXPERT_MLP) == 0);
     // out: "bf16" or "f8E4M3FN" (FP8 swiglu entries only) for grouped
-    // matmuls, "" for the other ABIs.
+    // matmuls and permutes, "" for the other ABIs.
     require(entry.out);
     const bool fp8Out = std::strcmp(entry.out, MOE_OUT_E4M3) == 0;
-    require(gemm ? fp8Out || std::strcmp(entry.out, MOE_OUT_BF16) == 0
-                 : *entry.out == '\0');
-    require(!fp8Out || (fp8 && std::strcmp(entry.epilogue, "swiglu") == 0 &&
-                        (entry.n == -1 || entry.n % 256 == 0)));
+    require(gemm || permute
+                ? fp8Out || std::strcmp(entry.out, MOE_OUT_BF16) == 0
+                : *entry.out == '\0');
+    require(!fp8Out || permute ||
+            (fp8 && std::strcmp(entry.epilogue, "swiglu") == 0 &&
+             (entry.n == -1 || entry.n % 256 == 0)));
     moeKernelInfo kernels[16];
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo &kernel = kernels[k];

@@ -8,9 +8,10 @@
 |* router, softmax, combine, gather), for moeLayer on the third (layers       *|
 |* mixtral and gptoss), for the block-FP8 moeGroupedMatmul on the fourth      *|
 |* (entries gemm, down, plain, gate_up with out=f8E4M3FN), and for moeLayer   *|
-|* and moeQuantize on the fifth (the layer_fp8.v1 layers dsv3 and dsq, the    *|
-|* latter without an intermediate part, the FP8 expert MLP mlp). Exits 1 on   *|
-|* failure.                                                                   *|
+|* and moeQuantize on the fifth (the layer_fp8.v1 layers dsv3, dsq without    *|
+|* an intermediate part and dsf without quantize or intermediate parts, its   *|
+|* permute dsf_permute with out=f8E4M3FN; the FP8 expert MLP mlp). Exits 1    *|
+|* on failure.                                                                *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -52,13 +53,14 @@ static void walk(moeBundle *bundle) {
     permute = strcmp(entry.abi, MOE_ABI_PERMUTE) == 0;
     quantize = strcmp(entry.abi, MOE_ABI_QUANTIZE) == 0;
     /* quantize and intermediate: the parts of layer_fp8.v1 layers only, the
-       intermediate exactly when the gate_up writes bf16. */
+       quantize exactly when the permute writes bf16 rows, the intermediate
+       exactly when the gate_up writes bf16. */
     check(entry.quantize && entry.intermediate &&
-              (entry.quantize[0] != '\0') == fp8Layer &&
-              (fp8Layer || entry.intermediate[0] == '\0'),
+              (fp8Layer ||
+               (entry.quantize[0] == '\0' && entry.intermediate[0] == '\0')),
           "quantize and intermediate");
     if (fp8Layer) {
-      moeEntryInfo gateUp;
+      moeEntryInfo gateUp, perm;
       int32_t index = -1;
       check(moeBundleFindEntry(bundle, entry.gate_up, &index) ==
                     MOE_STATUS_SUCCESS &&
@@ -67,11 +69,19 @@ static void walk(moeBundle *bundle) {
                 (entry.intermediate[0] == '\0') ==
                     (strcmp(gateUp.out, MOE_OUT_E4M3) == 0),
             "the intermediate part goes with the gate_up's out");
+      check(moeBundleFindEntry(bundle, entry.permute, &index) ==
+                    MOE_STATUS_SUCCESS &&
+                moeBundleGetEntry(bundle, index, &perm) == MOE_STATUS_SUCCESS &&
+                (entry.quantize[0] == '\0') ==
+                    (strcmp(perm.out, MOE_OUT_E4M3) == 0),
+            "the quantize part goes with the permute's out");
     }
-    /* out: "bf16" or "f8E4M3FN" for grouped matmuls, else "". */
-    check(entry.out && (gemm ? strcmp(entry.out, MOE_OUT_BF16) == 0 ||
-                                   (fp8 && strcmp(entry.out, MOE_OUT_E4M3) == 0)
-                             : entry.out[0] == '\0'),
+    /* out: "bf16" or "f8E4M3FN" for grouped matmuls and permutes, else "". */
+    check(entry.out &&
+              (gemm || permute ? strcmp(entry.out, MOE_OUT_BF16) == 0 ||
+                                     ((fp8 || permute) &&
+                                      strcmp(entry.out, MOE_OUT_E4M3) == 0)
+                               : entry.out[0] == '\0'),
           "out");
     /* permute.v2: count, index and gather kernels, and a chunk. */
     check(permute ? entry.num_kernels == 3 && entry.chunk >= 32 &&
@@ -270,6 +280,7 @@ static void checkLayerFp8Bundle(const char *path) {
   moeBundle *bundle = NULL;
   moeLayerArgs args;
   moeQuantizeArgs quantize;
+  moePermuteArgs permute;
   moeEntryInfo entry;
   int32_t index = -1;
   uint64_t bytes = 0;
@@ -336,6 +347,57 @@ static void checkLayerFp8Bundle(const char *path) {
                    "moeLayer(dsq): gate_up_weights_scale pointer is NULL") !=
                 NULL,
         "moeLayer (six-step) without gate_up_weights_scale");
+  /* dsf: dsq's parts but a permute with out=f8E4M3FN and no quantize part
+     (five steps); the same workspace. */
+  check(moeBundleFindEntry(bundle, "dsf", &index) == MOE_STATUS_SUCCESS &&
+            moeBundleGetEntry(bundle, index, &entry) == MOE_STATUS_SUCCESS &&
+            strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0 &&
+            strcmp(entry.permute, "dsf_permute") == 0 &&
+            strcmp(entry.quantize, "") == 0 &&
+            strcmp(entry.intermediate, "") == 0,
+        "the five-step fp8 layer's parts");
+  check(moeLayerWorkspaceBytes(bundle, "dsf", 1, 7168, 2048, &bytes) ==
+                MOE_STATUS_SUCCESS &&
+            bytes == 226304 + 8 * 16 * 4,
+        "moeLayerWorkspaceBytes (five-step fp8 layer)");
+  check(moeLayer(bundle, "dsf", &args, NULL) == MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(),
+                   "moeLayer(dsf): gate_up_weights_scale pointer is NULL") !=
+                NULL,
+        "moeLayer (five-step) without gate_up_weights_scale");
+  /* moePermute on dsf_permute: rows_scale required, 0 for dsv3_permute. */
+  check(moeBundleFindEntry(bundle, "dsf_permute", &index) ==
+                MOE_STATUS_SUCCESS &&
+            moeBundleGetEntry(bundle, index, &entry) == MOE_STATUS_SUCCESS &&
+            strcmp(entry.out, MOE_OUT_E4M3) == 0,
+        "dsf_permute's out");
+  memset(&permute, 0, sizeof(permute));
+  permute.tokens = 0x100000;
+  permute.ids = 0x200000;
+  permute.rows = 0x300000;
+  permute.offsets = 0x400000;
+  permute.slots = 0x500000;
+  permute.workspace = 0x600000;
+  permute.tokens_count = 4;
+  permute.hidden = 7168;
+  check(moePermute(bundle, "dsf_permute", &permute, NULL) ==
+                MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(),
+                   "moePermute(dsf_permute): rows_scale pointer is NULL") !=
+                NULL,
+        "moePermute without rows_scale");
+  permute.rows_scale = 0x700002;
+  check(moePermute(bundle, "dsf_permute", &permute, NULL) ==
+                MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(),
+                   "rows_scale pointer 0x700002 is not 4-byte aligned") != NULL,
+        "moePermute with a misaligned rows_scale");
+  check(moePermute(bundle, "dsv3_permute", &permute, NULL) ==
+                MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(),
+                   "moePermute(dsv3_permute): rows_scale = 0x700002, but "
+                   "rows_scale is only taken by out=f8E4M3FN entries") != NULL,
+        "moePermute with rows_scale on a bf16-rows entry");
   memset(&quantize, 0, sizeof(quantize));
   quantize.batch = 1;
   quantize.rows = 64;
@@ -392,7 +454,9 @@ int main(int argc, char **argv) {
           "moeGroupedMatmulArgs.weights_scale");
     check(sizeof(moeRouteArgs) == 48, "sizeof(moeRouteArgs)");
     check(sizeof(moeUnpermuteArgs) == 56, "sizeof(moeUnpermuteArgs)");
-    check(sizeof(moePermuteArgs) == 64, "sizeof(moePermuteArgs)");
+    check(sizeof(moePermuteArgs) == 72, "sizeof(moePermuteArgs)");
+    check(offsetof(moePermuteArgs, rows_scale) == 64,
+          "moePermuteArgs.rows_scale");
     check(sizeof(moeLayerArgs) == 128, "sizeof(moeLayerArgs)");
     check(offsetof(moeLayerArgs, gate_up_weights_scale) == 112,
           "moeLayerArgs.gate_up_weights_scale");

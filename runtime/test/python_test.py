@@ -92,8 +92,8 @@ expect_error(lambda: bundle.grouped_matmul("gate_up", None, None, None),
 # version 3, the route/unpermute fields in version 4 and the bias, activation
 # and layer fields in version 5, then permute.v2's `chunk`, then `format` in
 # version 6, moeGroupedMatmulArgs `row_scale`, then `bias`, then `rows_scale`
-# and `weights_scale`, then `out_scale` (moeEntryInfo `out`), all last
-# (c_api_test.c checks the same offsets).
+# and `weights_scale`, then `out_scale` (moeEntryInfo `out`), moePermuteArgs
+# `rows_scale`, all last (c_api_test.c checks the same offsets).
 check(ctypes.sizeof(moe_runtime._EntryInfo) == 248, "sizeof(moeEntryInfo)")
 check(moe_runtime._EntryInfo.out.offset == 240, "moeEntryInfo.out")
 check(moe_runtime._EntryInfo.quantize.offset == 224, "moeEntryInfo.quantize")
@@ -122,7 +122,8 @@ check(moe_runtime._EntryInfo.hidden.offset == 88, "moeEntryInfo.hidden")
 check(moe_runtime._EntryInfo.weighted.offset == 96, "moeEntryInfo.weighted")
 check(ctypes.sizeof(moe_runtime._RouteArgs) == 48, "sizeof(moeRouteArgs)")
 check(ctypes.sizeof(moe_runtime._UnpermuteArgs) == 56, "sizeof(moeUnpermuteArgs)")
-check(ctypes.sizeof(moe_runtime._PermuteArgs) == 64, "sizeof(moePermuteArgs)")
+check(ctypes.sizeof(moe_runtime._PermuteArgs) == 72, "sizeof(moePermuteArgs)")
+check(moe_runtime._PermuteArgs.rows_scale.offset == 64, "moePermuteArgs.rows_scale")
 check(ctypes.sizeof(moe_runtime._GroupedMatmulArgs) == 104, "sizeof(moeGroupedMatmulArgs)")
 check(moe_runtime._GroupedMatmulArgs.out_scale.offset == 96,
       "moeGroupedMatmulArgs.out_scale")
@@ -406,6 +407,16 @@ check((dsq.abi, dsq.gate_up, dsq.intermediate, dsq.down, fp8_layers.entry("dsq_g
       == ("layer_fp8.v1", "dsq_gate_up", "", "dsv3_down", "f8E4M3FN", "bf16"), f"dsq {dsq}")
 check(fp8_layers.layer_workspace_bytes("dsq", 1, 7168, 2048) == 226816,
       "six-step fp8 layer workspace bytes")
+# dsf: the five-step form (its permute's gather quantizes the rows, no
+# quantize part; no intermediate either), the same workspace.
+dsf = fp8_layers.entry("dsf")
+check((dsf.abi, dsf.permute, dsf.quantize, dsf.gate_up, dsf.intermediate,
+       fp8_layers.entry("dsf_permute").out, fp8_layers.entry("dsv3_permute").out,
+       fp8_layers.entry("dsv3_route").out, dsf.out)
+      == ("layer_fp8.v1", "dsf_permute", "", "dsq_gate_up", "", "f8E4M3FN", "bf16", "",
+          ""), f"dsf {dsf}")
+check(fp8_layers.layer_workspace_bytes("dsf", 1, 7168, 2048) == 226816,
+      "five-step fp8 layer workspace bytes")
 for call, needle in [
         (lambda: fp8_layers.layer_workspace_bytes("dsv3", 1, 7168, 2000),
          "moeLayerWorkspaceBytes(dsv3): intermediate = 2000 does not match entry "
@@ -654,6 +665,11 @@ permute_bytes = (b"MOEBUNDLE 6\nchip sm_90a\nimage img 32\n\x7fELF" + b"\0" * 28
     f"entry router op=moe.route abi=route.v1 max_rows={MAX} experts=4 top_k=2 "
     "logits=f32 bias=0\n"
     "kernel router r image=img threads=128 smem=0\n"
+    f"entry qperm op=moe.permute abi=permute.v2 max_rows={MAX} experts=4 top_k=2 "
+    "hidden=-1 offsets=i64 chunk=64 out=f8E4M3FN\n"
+    "kernel qperm moe_permute_count_e4_k2 image=img threads=256 smem=0\n"
+    "kernel qperm moe_permute_index_e4_k2_off64 image=img threads=256 smem=0\n"
+    "kernel qperm moe_permute_gather_off64_e4m3 image=img threads=256 smem=0\n"
     "end\n").encode())
 perms = moe_runtime.Bundle.from_bytes(permute_bytes)
 perm = perms.entry("perm")
@@ -666,6 +682,9 @@ check([k.symbol for k in perm.kernels] == ["moe_permute_count_e128_k8",
       and perm.kernels[1].smem == 17408, "permute kernels")
 check(perms.entry("perm32").hidden == -1 and perms.entry("perm32").offsets_bits == 32
       and perms.entry("perm32").chunk == 64, "perm32")
+# out: the rows' element of a permute ("" for the other non-GEMM ABIs).
+check((perm.out, perms.entry("qperm").out, perms.entry("router").out)
+      == ("bf16", "f8E4M3FN", ""), "permute out")
 # The sources (T*top_k*4 bytes, rounded up to 256), then an int32 count per
 # chunk and expert.
 check(perms.permute_workspace_bytes("perm", 3) == 256 + 128 * 4, "workspace bytes")
@@ -687,6 +706,9 @@ expect_error(lambda: moe_runtime.Bundle.from_bytes(permute_bytes.replace(
     "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): it predates the multi-CTA count and index kernels, "
     "recompile it")
 expect_error(lambda: perms.permute("nope", None, None), "NOT_FOUND", "no entry 'nope'")
+expect_error(lambda: perms.permute("perm", None, None, rows_scale=object()),
+             "INVALID_ARGUMENT", "permute(perm): rows_scale is only taken by entries with "
+             "out f8E4M3FN (this one's out is bf16)")
 
 tokens = T((16, 2048), bf16, 0x7f0000110000)
 perm_ids = T((16, 8), i32, 0x7f0000120000)
@@ -769,6 +791,59 @@ for call, needle in [
         (lambda: perms.permute("perm32", T((16, 100), bf16), T((16, 2), i32)),
          "moePermute(perm32): H = 100 is not a multiple of 8")]:
     expect_error(call, "INVALID_ARGUMENT", needle)
+# out=f8E4M3FN (qperm: E = 4, k = 2, H dynamic): rows is e4m3 codes
+# [T*k, H] and rows_scale float32 [T*k, H/128], both allocated when not
+# given, and both returned; rows_scale reaches its field of moePermuteArgs.
+f8, u8 = fake_torch.float8_e4m3fn, fake_torch.uint8
+q_tokens, q_ids = T((16, 256), bf16, 0x7f0000110000), T((16, 2), i32, 0x7f0000120000)
+allocated.clear()
+expect_launch_attempt(lambda: perms.permute("qperm", q_tokens, q_ids), "fp8 permute")
+check(allocated == [((32, 256), f8, "cuda:0"), ((5,), i64, "cuda:0"),
+                    ((16, 2), i64, "cuda:0"), ((68,), i32, "cuda:0"),
+                    ((32, 2), f32, "cuda:0")],
+      f"fp8 permute allocates rows, offsets, slots, workspace and rows_scale: {allocated}")
+allocated.clear()
+expect_launch_attempt(lambda: perms.permute("qperm", q_tokens, q_ids,
+                                            rows=T((32, 256), u8, 0x7f0000130000),
+                                            rows_scale=T((32, 2), f32, 0x7f0000170000)),
+                      "fp8 permute into uint8 rows and a given rows_scale")
+check(allocated == [((5,), i64, "cuda:0"), ((16, 2), i64, "cuda:0"), ((68,), i32, "cuda:0")],
+      f"fp8 permute with rows and rows_scale allocates neither: {allocated}")
+qperm_call = (lambda **changes: lambda: perms.permute(
+    "qperm", changes.get("tokens", q_tokens), q_ids, rows=changes.get("rows"),
+    rows_scale=changes.get("rows_scale")))
+for call, needle in [
+        (qperm_call(rows=T((32, 256), bf16)),
+         "permute(qperm): rows is torch.bfloat16, expected torch.float8_e4m3fn or "
+         "torch.uint8 (the entry's out is f8E4M3FN)"),
+        (qperm_call(rows=T((32, 128), f8)),
+         "permute(qperm): rows is (32, 128), expected (32, 256)"),
+        (qperm_call(rows_scale=T((32, 2), bf16)),
+         "permute(qperm): rows_scale is torch.bfloat16, expected torch.float32"),
+        (qperm_call(rows_scale=T((32, 4), f32)),
+         "permute(qperm): rows_scale is (32, 4), expected (32, 2) = (T*top_k, H/128)"),
+        (qperm_call(rows_scale=T((16, 2), f32)),
+         "permute(qperm): rows_scale is (16, 2), expected (32, 2)"),
+        (qperm_call(rows_scale=T((32, 2), f32, device="cuda:1")),
+         "permute(qperm): rows_scale is on cuda:1 but tokens is on cuda:0"),
+        (qperm_call(rows_scale=T((32, 2), f32, contiguous=False)),
+         "permute(qperm): rows_scale is not contiguous"),
+        (qperm_call(tokens=T((16, 192), bf16)),
+         "permute(qperm): tokens (16, 192) have H = 192 columns, but an out f8E4M3FN entry "
+         "writes whole [1, 128] groups of a row: H must be a multiple of 128"),
+        # The C API's checks: rows_scale lands in its field, after rows.
+        (qperm_call(rows_scale=T((32, 2), f32, 0x7f0000170002)),
+         "moePermute(qperm): rows_scale pointer 0x7f0000170002 is not 4-byte aligned"),
+        (qperm_call(rows=T((32, 256), u8, 0x7f0000130008),
+                    rows_scale=T((32, 2), f32, 0x7f0000170002)),
+         "moePermute(qperm): rows pointer 0x7f0000130008 is not 16-byte aligned")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+# A torch without float8 cannot feed an FP8 permute.
+delattr(fake_torch, "float8_e4m3fn")
+expect_error(qperm_call(), "INVALID_ARGUMENT",
+             "permute(qperm): this torch has no float8_e4m3fn, the element type of a "
+             "block-FP8 entry")
+fake_torch.float8_e4m3fn = f8
 perms.close()
 expect_error(lambda: perms.permute("perm", None, None), "INVALID_ARGUMENT",
              "the bundle is closed")

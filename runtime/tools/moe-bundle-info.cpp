@@ -42,10 +42,13 @@
 //     format=fp8_block out=f8E4M3FN epilogue=swiglu experts=256 n=4096
 //     k=7168 max_rows=2147483647 offsets=i32 bias=none activation=silu
 //                                                            (one line)
+//   entry ds_permute op=moe.permute abi=permute.v2 max_rows=2147483647
+//     experts=256 top_k=8 hidden=7168 offsets=i32 chunk=4096 out=f8E4M3FN
+//                                                            (one line)
 //   entry ds op=moe.layer abi=layer_fp8.v1 max_rows=2147483647
-//     route=ds_route permute=ds_permute quantize=ds_quantize
-//     gate_up=ds_gate_up down=ds_down unpermute=ds_unpermute (one line;
-//     intermediate=<name> after gate_up when the layer has that part)
+//     route=ds_route permute=ds_permute gate_up=ds_gate_up down=ds_down
+//     unpermute=ds_unpermute (one line; quantize=<name> after permute and
+//     intermediate=<name> after gate_up when the layer has those parts)
 //   entry act op=moe.quantize abi=quantize.v1 max_rows=2147483647
 //     element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128
 //     rank=2 batch=1 rows=-1 cols=7168                       (one line)
@@ -54,7 +57,8 @@
 //
 // Entries print their ABI's keys in the order of the bundle line (contract
 // §2; a grouped_matmul_fp8.v1 entry's `format` right after its abi, then
-// its `out` where the bundle line has one); the kernels of route.v1,
+// its `out` where the bundle line has one; a permute.v2 entry's `out`, where
+// the bundle line has one, last); the kernels of route.v1,
 // unpermute.v2, permute.v2 and quantize.v1 entries have no rows range or
 // tile; layer.v1 and layer_fp8.v1 entries have no kernels.
 //
@@ -106,7 +110,8 @@ int main(int argc, char **argv) {
     const bool unpermute = !std::strcmp(entry.abi, MOE_ABI_UNPERMUTE);
     const bool permute = !std::strcmp(entry.abi, MOE_ABI_PERMUTE);
     const bool quantize = !std::strcmp(entry.abi, MOE_ABI_QUANTIZE);
-    // A GEMM's output is bf16 unless its bundle line says out=f8E4M3FN.
+    // A GEMM's output, a permute's rows, are bf16 unless its bundle line
+    // says out=f8E4M3FN.
     const bool fp8Out = !std::strcmp(entry.out, MOE_OUT_E4M3);
     if (quantize)
       std::printf(
@@ -130,10 +135,11 @@ int main(int argc, char **argv) {
                   int(entry.top_k), int(entry.slots_bits), int(entry.weighted));
     else if (permute)
       std::printf("entry %s op=%s abi=%s max_rows=%" PRId64 " experts=%" PRId64
-                  " top_k=%d hidden=%" PRId64 " offsets=i%d chunk=%d\n",
+                  " top_k=%d hidden=%" PRId64 " offsets=i%d chunk=%d%s%s\n",
                   entry.name, entry.op, entry.abi, entry.max_rows,
                   entry.experts, int(entry.top_k), entry.hidden,
-                  int(entry.offsets_bits), int(entry.chunk));
+                  int(entry.offsets_bits), int(entry.chunk),
+                  fp8Out ? " out=" : "", fp8Out ? entry.out : "");
     else if (!std::strcmp(entry.abi, MOE_ABI_LAYER))
       std::printf("entry %s op=%s abi=%s max_rows=%" PRId64
                   " route=%s permute=%s gate_up=%s down=%s unpermute=%s\n",
@@ -141,10 +147,11 @@ int main(int argc, char **argv) {
                   entry.permute, entry.gate_up, entry.down, entry.unpermute);
     else if (!std::strcmp(entry.abi, MOE_ABI_LAYER_FP8))
       std::printf("entry %s op=%s abi=%s max_rows=%" PRId64
-                  " route=%s permute=%s quantize=%s gate_up=%s%s%s down=%s "
+                  " route=%s permute=%s%s%s gate_up=%s%s%s down=%s "
                   "unpermute=%s\n",
                   entry.name, entry.op, entry.abi, entry.max_rows, entry.route,
-                  entry.permute, entry.quantize, entry.gate_up,
+                  entry.permute, *entry.quantize ? " quantize=" : "",
+                  entry.quantize, entry.gate_up,
                   *entry.intermediate ? " intermediate=" : "",
                   entry.intermediate, entry.down, entry.unpermute);
     else
