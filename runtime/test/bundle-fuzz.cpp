@@ -12,11 +12,12 @@
 // §3.7), moeRoute and moeUnpermute for route.v1 and unpermute.v2 entries (grid,
 // block and every parameter checked), moePermuteWorkspaceBytes (against
 // contract §3.4 recomputed here) and moePermute for permute.v2 entries (the
-// three launches, grids, blocks and their 12 + 29 + 24 parameters checked),
+// three launches, grids, blocks and their 12 + 29 + 24 parameters checked,
+// 31 for the gather of an out=f8E4M3FN entry, its rows_scale last),
 // moeLayerWorkspaceBytes (against contract §3.5 and §3.10 recomputed here)
-// and moeLayer for layer.v1 and layer_fp8.v1 entries, with or without an
-// intermediate part (the order of the launches and the carved pointers
-// checked), moeQuantize for quantize.v1
+// and moeLayer for layer.v1 and layer_fp8.v1 entries, with or without
+// quantize and intermediate parts (the order of the launches and the carved
+// pointers checked), moeQuantize for quantize.v1
 // entries (grid against contract §3.8 recomputed here, block and the 21
 // parameters checked), then moeBundleClose. Bias entries' 7 parameters are
 // checked too. Built with MOE_ENABLE_FUZZER=ON (address and undefined
@@ -246,6 +247,11 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   require(entry.chunk >= 32 && entry.chunk <= 65536 && entry.chunk % 32 == 0);
   require(entry.hidden == -1 || (entry.hidden >= 8 && entry.hidden % 8 == 0));
   require(entry.offsets_bits == 32 || entry.offsets_bits == 64);
+  // out=f8E4M3FN: the gather writes e4m3 rows and their scales per [1, 128]
+  // group of a row (a static H of whole groups).
+  const bool fp8Out = std::strcmp(entry.out, MOE_OUT_E4M3) == 0;
+  require(fp8Out || std::strcmp(entry.out, MOE_OUT_BF16) == 0);
+  require(!fp8Out || entry.hidden == -1 || entry.hidden % 128 == 0);
   moePermuteArgs args;
   args.tokens = 0x100000;
   args.ids = 0x200000;
@@ -253,9 +259,11 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   args.offsets = 0x400000;
   args.slots = 0x500000;
   args.workspace = 0x600000;
+  args.rows_scale = fp8Out ? 0x700000 : 0;
   args.tokens_count = tokensFor(h, entry.max_rows);
-  args.hidden =
-      entry.hidden != -1 ? entry.hidden : 8 * (1 + int64_t((h >> 40) % 4096));
+  const int64_t quantum = fp8Out ? 128 : 8;
+  args.hidden = entry.hidden != -1 ? entry.hidden
+                                   : quantum * (1 + int64_t((h >> 40) % 4096));
   __int128 rows = __int128(args.tokens_count) * entry.top_k;
   int64_t bytes = -1;
   moeStatus status =
@@ -268,7 +276,7 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   // A symbol shared by two of the kernels is declared with the fewest
   // parameters of its kernels (the fake must not read past a launch's
   // parameters), and the launches are then not compared.
-  const int params[3] = {12, 29, 24};
+  const int params[3] = {12, 29, fp8Out ? 31 : 24};
   bool distinct = true;
   for (int k = 0; k < 3; ++k) {
     int words = params[k];
@@ -281,7 +289,8 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   }
   size_t launchesBefore = fakeGpu().launches.size();
   status = moePermute(bundle, entry.name, &args, nullptr);
-  // INVALID_ARGUMENT: T*k beyond 2^31 - 1, or T*k*H*2 beyond int64.
+  // INVALID_ARGUMENT: T*k beyond 2^31 - 1, or T*H*2 or T*k*H*(2 or 1)
+  // beyond int64.
   require(status == MOE_STATUS_SUCCESS ||
           status == MOE_STATUS_INVALID_ARGUMENT ||
           status == MOE_STATUS_UNSUPPORTED || status == MOE_STATUS_NO_GPU);
@@ -295,7 +304,7 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
                 countsSize = chunks * entry.experts;
   const uint64_t sources = args.workspace,
                  counts = args.workspace + uint64_t(w.counts);
-  uint64_t words[29];
+  uint64_t words[31];
   int count = 0;
   memref2D(words, count, args.ids, args.tokens_count, entry.top_k);
   memref1D(words, count, counts, countsSize);
@@ -312,6 +321,8 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   memref1D(words, count, sources, n);
   memref1D(words, count, args.offsets, entry.experts + 1);
   memref2D(words, count, args.rows, n, args.hidden);
+  if (fp8Out)
+    memref2D(words, count, args.rows_scale, n, args.hidden / 128);
   const int64_t gatherCTAs = (n + 3) / 4;
   checkSimpleLaunch(launchesBefore, kernels[2],
                     gatherCTAs < 65535 ? gatherCTAs : 65535, words, count, 3,
@@ -372,8 +383,9 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
                    uint64_t h) {
   require(entry.num_kernels == 0 && entry.max_rows >= 1);
   // The parts: earlier entries that chain as contract §2 says; a layer.v1
-  // entry has no quantize parts, a layer_fp8.v1 entry block-FP8 GEMMs and
-  // an intermediate part exactly when its gate_up writes bf16.
+  // entry has no quantize parts, a layer_fp8.v1 entry block-FP8 GEMMs, a
+  // quantize part exactly when its permute writes bf16 rows and an
+  // intermediate part exactly when its gate_up writes bf16.
   const bool fp8 = std::strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0;
   const char *gemmAbi =
       fp8 ? MOE_ABI_GROUPED_MATMUL_FP8 : MOE_ABI_GROUPED_MATMUL;
@@ -388,8 +400,7 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   int32_t index[7] = {-1, -1, -1, -1, -1, -1, -1};
   for (int p = 0; p < 7; ++p) {
     const bool quantizePart = p == kQuantize || p == kIntermediate;
-    require(p == kIntermediate ? (*names[p] == '\0' || fp8)
-                               : (*names[p] != '\0') == (fp8 || !quantizePart));
+    require(quantizePart ? (*names[p] == '\0' || fp8) : *names[p] != '\0');
     if (!*names[p])
       continue;
     require(moeBundleFindEntry(bundle, names[p], &index[p]) ==
@@ -409,6 +420,10 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   require(std::strcmp(down.out, MOE_OUT_BF16) == 0 &&
           (gateUpQuantizes || std::strcmp(gateUp.out, MOE_OUT_BF16) == 0));
   require(gateUpQuantizes == (fp8 && index[kIntermediate] < 0));
+  // Without a quantize part, the permute's gather quantizes the rows itself.
+  const bool gatherQuantizes = std::strcmp(permute.out, MOE_OUT_E4M3) == 0;
+  require(gatherQuantizes || std::strcmp(permute.out, MOE_OUT_BF16) == 0);
+  require(gatherQuantizes == (fp8 && index[kQuantize] < 0));
   require(permute.experts == route.experts && permute.top_k == route.top_k &&
           unpermute.top_k == route.top_k && unpermute.weighted == 1);
   require(gateUp.offsets_bits == permute.offsets_bits &&
@@ -429,8 +444,9 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   const int64_t quantum = fp8 ? 128 : 8;
   int64_t hidden = quantum * (1 + int64_t((h >> 40) % 512)), inter = -1;
   bool staticHidden = false;
-  for (int64_t value : {permute.hidden, fp8 ? parts[kQuantize].cols : -1,
-                        gateUp.k, down.n, unpermute.hidden})
+  for (int64_t value :
+       {permute.hidden, index[kQuantize] >= 0 ? parts[kQuantize].cols : -1,
+        gateUp.k, down.n, unpermute.hidden})
     if (value != -1) {
       require(!staticHidden || value == hidden);
       hidden = value;
@@ -483,11 +499,13 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   require(Wide(bytes) == end);
 
   std::map<std::string, int> declared;
-  const int permuteWords[3] = {12, 29, 24}; // count, index, gather
-  const int gemmParams = fp8 ? 33 : 17;     // and 7 more with a bias
+  // count, index, gather (7 more with the rows' scales)
+  const int permuteWords[3] = {12, 29, gatherQuantizes ? 31 : 24};
+  const int gemmParams = fp8 ? 33 : 17; // and 7 more with a bias
   if (!declare(declared, bundle, names[kRoute], route.bias ? 26 : 21, 0) ||
       !declare(declared, bundle, names[kPermute], 0, 0, permuteWords) ||
-      (fp8 && !declare(declared, bundle, names[kQuantize], 21, 0)) ||
+      (index[kQuantize] >= 0 &&
+       !declare(declared, bundle, names[kQuantize], 21, 0)) ||
       !declare(declared, bundle, names[kGateUp], 0,
                gemmParams + (gateUpQuantizes ? 7 : 0) +
                    (gateUp.bias_bits ? 7 : 0)) ||
@@ -578,6 +596,22 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
             launch.params[7] == at(q.values) &&
             launch.params[14] == at(q.values + 1));
   }
+  // The gather writes the bf16 rows (buffer 5), or without a quantize part
+  // their values and scales (7 and 8, its parameters 17 and 24), which
+  // every gate-up kernel reads (its rows map and parameters 17..23).
+  const FakeLaunch &gather = launches[permuteFirst + 2];
+  require(gather.params[17] == at(gatherQuantizes ? 7 : 5) &&
+          gather.params[20] == uint64_t(rows) &&
+          gather.params[21] == uint64_t(hidden));
+  require(!gatherQuantizes ||
+          (gather.params.size() == 31 && gather.params[24] == at(8) &&
+           gather.params[27] == uint64_t(rows) &&
+           gather.params[28] == uint64_t(hidden / 128)));
+  for (size_t i = first[kGateUp]; i < first[kIntermediate]; ++i) {
+    const FakeLaunch &launch = launches[before + i];
+    require(fakeGpu().encodes[launch.mapEncode[0]].address == at(fp8 ? 7 : 5));
+    require(!fp8 || (launch.tail.size() >= 16 && launch.tail[0] == at(8)));
+  }
   // Without an intermediate part, every gate-up kernel writes inter's values
   // (its out) and scales (its parameters 33..39), and every down kernel
   // reads them; with one, the gate-up writes the bf16 inter.
@@ -608,10 +642,11 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     const bool fp8Layer = std::strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0;
     const bool layer = fp8Layer || std::strcmp(entry.abi, MOE_ABI_LAYER) == 0;
     require(layer == (entry.num_kernels == 0) && entry.num_kernels <= 16);
-    // An FP8 layer's intermediate is optional (exerciseLayer checks it).
-    require(entry.quantize && entry.intermediate &&
-            fp8Layer == (*entry.quantize != '\0') &&
-            (fp8Layer || *entry.intermediate == '\0'));
+    // An FP8 layer's quantize and intermediate are optional (exerciseLayer
+    // checks them); the other entries have neither.
+    require(
+        entry.quantize && entry.intermediate &&
+        (fp8Layer || (*entry.quantize == '\0' && *entry.intermediate == '\0')));
     int32_t found = -1;
     require(moeBundleFindEntry(bundle, entry.name, &found) ==
                 MOE_STATUS_SUCCESS &&
