@@ -8,7 +8,8 @@
 |* with block-FP8 rows and weights; route.v1: top-k routing;                 *|
 |* unpermute.v2: the weighted combine; permute.v2: tokens grouped by expert;  *|
 |* layer.v1: the five in one call; quantize.v1: block-scaled FP8             *|
-|* quantization; layer_fp8.v1: a block-FP8 layer, those and two quantizes).  *|
+|* quantization; layer_fp8.v1: a block-FP8 layer, those and up to two         *|
+|* quantizes).                                                                *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
