@@ -2,15 +2,19 @@
 // quantizes a bf16 layer (weights and activations) and compiles it, and
 // moe-bundle-info (no MLIR inside) reads back the layer_fp8.v1 entry. By
 // default the permute's gather quantizes the rows (out=f8E4M3FN on the
-// permute) and the gate-up GEMM its output (out=f8E4M3FN on the gate_up):
-// the layer has neither a quantize nor an intermediate part (five steps).
-// With fp8-activations=separate the gather and the gate-up write bf16 and
-// quantize entries are the layer's quantize and intermediate parts (seven
-// steps). Docs: runtime-contract.md §3.4, §3.7 and §3.10.
+// permute: no quantize part) and the gate-up writes bf16 that the
+// intermediate part quantizes (six steps). With fp8-epilogue-quantize=1 the
+// gate-up quantizes its output (out=f8E4M3FN on the gate_up: no
+// intermediate part, five steps); with fp8-gather-quantize=0 a bf16 gather
+// and a quantize part (seven steps). Docs: runtime-contract.md §3.4, §3.7
+// and §3.10.
 // RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline -o %t.mlir
 // RUN: moe-translate --moe-to-bundle %t.mlir -o %t.moebundle
 // RUN: moe-bundle-info %t.moebundle | FileCheck %s
-// RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-activations=separate" -o %t.separate.mlir
+// RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-epilogue-quantize=1" -o %t.epilogue.mlir
+// RUN: moe-translate --moe-to-bundle %t.epilogue.mlir -o %t.epilogue.moebundle
+// RUN: moe-bundle-info %t.epilogue.moebundle | FileCheck %s --check-prefix=EPILOGUE
+// RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-gather-quantize=0" -o %t.separate.mlir
 // RUN: moe-translate --moe-to-bundle %t.separate.mlir -o %t.separate.moebundle
 // RUN: moe-bundle-info %t.separate.moebundle | FileCheck %s --check-prefix=SEPARATE
 // The kernels take the parameters the runtime passes (contract §3.4, §3.7):
@@ -18,10 +22,10 @@
 // last, ordinal 30, at byte 0xf0), the bf16 gather of the separate form 24
 // (ordinal 23 at 0xb8), each FP8-output gate-up form 40 (ordinal 39 at
 // 0x250), each down form 33 (ordinal 32).
-// RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.mlir %t.cubin
+// RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.epilogue.mlir %t.cubin
 // RUN: %cuobjdump -elf %t.cubin > %t.elf
 // RUN: grep -A8 -e '^.nv.info.moe_permute_gather_off64_e4m3$' %t.elf | FileCheck %s --check-prefix=GATHER-PARAMS
-// RUN: grep -A8 -e '^.nv.info.grouped_matmul_fp8block_16x64x128_s4_swapab_swiglu_e4m3out_off64$' -e '^.nv.info.grouped_matmul_fp8block_64x128x128_s4_swiglu_e4m3out_off64$' -e '^.nv.info.grouped_matmul_fp8block_128x128x128_s4_swiglu_e4m3out_off64$' %t.elf | FileCheck %s --check-prefix=GATE-UP-PARAMS
+// RUN: grep -A8 -e '^.nv.info.grouped_matmul_fp8block_16x64x128_s8_swapab_swiglu_e4m3out_off64$' -e '^.nv.info.grouped_matmul_fp8block_64x128x128_s4_swiglu_e4m3out_off64$' -e '^.nv.info.grouped_matmul_fp8block_128x128x128_s4_swiglu_e4m3out_off64$' %t.elf | FileCheck %s --check-prefix=GATE-UP-PARAMS
 // RUN: grep -A8 -e '^.nv.info.grouped_matmul_fp8block_16x64x128_s4_swapab_off64$' -e '^.nv.info.grouped_matmul_fp8block_64x128x128_s4_off64$' -e '^.nv.info.grouped_matmul_fp8block_128x128x128_s4_off64$' %t.elf | FileCheck %s --check-prefix=DOWN-PARAMS
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.separate.mlir %t.separate.cubin
 // RUN: %cuobjdump -elf %t.separate.cubin > %t.separate.elf
@@ -33,7 +37,7 @@
 // RUN: not moe-bundle-info %t.bf16-rows.moebundle 2>&1 | FileCheck %s --check-prefix=NO-PERMUTE-OUT
 // RUN: sed -e 's/^\(entry layer_permute .* chunk=4096\)$/\1 out=f8E4M3FN/' %t.separate.moebundle > %t.both-rows.moebundle
 // RUN: not moe-bundle-info %t.both-rows.moebundle 2>&1 | FileCheck %s --check-prefix=BOTH-ROWS
-// RUN: sed -e 's/format=fp8_block out=f8E4M3FN/format=fp8_block/' %t.moebundle > %t.bf16.moebundle
+// RUN: sed -e 's/format=fp8_block out=f8E4M3FN/format=fp8_block/' %t.epilogue.moebundle > %t.bf16.moebundle
 // RUN: not moe-bundle-info %t.bf16.moebundle 2>&1 | FileCheck %s --check-prefix=NO-OUT
 // RUN: sed -e 's/format=fp8_block epilogue=swiglu/format=fp8_block out=f8E4M3FN epilogue=swiglu/' %t.separate.moebundle > %t.both.moebundle
 // RUN: not moe-bundle-info %t.both.moebundle 2>&1 | FileCheck %s --check-prefix=BOTH
@@ -43,11 +47,19 @@
 // CHECK-NEXT: kernel moe_permute_index_e4_k2_off64
 // CHECK-NEXT: kernel moe_permute_gather_off64_e4m3 threads=
 // CHECK-NOT: entry layer_quantize
-// CHECK: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block out=f8E4M3FN epilogue=swiglu experts=4 n=768 k=256 max_rows=2147483647 offsets=i64 bias=none activation=silu
-// CHECK-NEXT: kernel grouped_matmul_fp8block_16x64x128_s4_swapab_swiglu_e4m3out_off64 rows=[1,16]
-// CHECK-NOT: entry layer_intermediate
+// CHECK: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=swiglu experts=4 n=768 k=256
+// CHECK-NEXT: kernel grouped_matmul_fp8block_16x64x128_s4_swapab_swiglu_off64 rows=[1,16]
+// CHECK: entry layer_intermediate op=moe.expert_mlp abi=quantize.v1 {{.*}}cols=384
 // CHECK: entry layer_down op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=store experts=4 n=256 k=384
-// CHECK: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute gate_up=layer_gate_up down=layer_down unpermute=layer_unpermute{{$}}
+// CHECK: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute gate_up=layer_gate_up intermediate=layer_intermediate down=layer_down unpermute=layer_unpermute{{$}}
+
+// EPILOGUE: entry layer_permute op=moe.permute abi=permute.v2 max_rows=2147483647 experts=4 top_k=2 hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN{{$}}
+// EPILOGUE-NOT: entry layer_quantize
+// EPILOGUE: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block out=f8E4M3FN epilogue=swiglu experts=4 n=768 k=256 max_rows=2147483647 offsets=i64 bias=none activation=silu
+// EPILOGUE-NEXT: kernel grouped_matmul_fp8block_16x64x128_s8_swapab_swiglu_e4m3out_off64 rows=[1,16]
+// EPILOGUE-NOT: entry layer_intermediate
+// EPILOGUE: entry layer_down op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=store experts=4 n=256 k=384
+// EPILOGUE: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute gate_up=layer_gate_up down=layer_down unpermute=layer_unpermute{{$}}
 
 // SEPARATE: entry layer_permute op=moe.permute abi=permute.v2 max_rows=2147483647 experts=4 top_k=2 hidden=256 offsets=i64 chunk=4096{{$}}
 // SEPARATE: kernel moe_permute_gather_off64 threads=
