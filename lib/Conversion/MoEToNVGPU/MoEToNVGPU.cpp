@@ -904,10 +904,9 @@ struct ConvertMoEToNVGPUPass
       // In an FP8 layer the gather stores the rows quantized: the quantize
       // between the permute and the expert MLP has no kernel of its own.
       if (auto permute = dyn_cast<PermuteOp>(op)) {
-        op->setAttr(kLaunchAttr,
-                    permuteLaunch(builder, kernels, permute,
-                                  fp8GatherQuantize &&
-                                      getQuantizedLayerRows(op)));
+        op->setAttr(kLaunchAttr, permuteLaunch(builder, kernels, permute,
+                                               fp8GatherQuantize &&
+                                                   getQuantizedLayerRows(op)));
         continue;
       }
       if (auto unpermute = dyn_cast<UnpermuteOp>(op)) {
