@@ -35,15 +35,27 @@ ROUNDS = 5
 PROFILED_REPLAYS = 10
 
 
+def capture(call, pdl=True):
+    """`call` captured in a CUDA graph; without programmatic dependent
+    launch when not `pdl` (the runtime reads MOE_RUNTIME_PDL at each call,
+    so a graph keeps what it was captured with)."""
+    if not pdl:
+        os.environ["MOE_RUNTIME_PDL"] = "0"
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call()
+    os.environ.pop("MOE_RUNTIME_PDL", None)
+    return graph
+
+
 def kernel_times(graph):
-    """Median µs per replay of each kernel of `graph`."""
-    os.environ["MOE_RUNTIME_PDL"] = "0"
+    """Median µs per replay of each kernel of `graph` (captured without
+    programmatic dependent launch: kernels must not overlap)."""
     times = defaultdict(list)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for _ in range(PROFILED_REPLAYS):
             graph.replay()
         torch.cuda.synchronize()
-    os.environ.pop("MOE_RUNTIME_PDL")
     for event in prof.events():
         if event.device_type == torch.autograd.DeviceType.CUDA:
             times[event.name].append(event.device_time)
@@ -71,7 +83,7 @@ def main():
         b2 = torch.randn(E, H, device=dev) * 0.1 if gptoss else None
         want = reference(model, x.float(), logits, w13.float(), w2.float(), b13=b13,
                          b2=b2, score_bias=bias).float()
-        graphs, buffers = [], []  # the graphs read these: keep them alive
+        graphs, profiled, buffers = [], [], []  # the graphs read these: keep them alive
         for label, bundle in zip(names, bundles):
             out = torch.full((T, H), float("nan"), device=dev, dtype=torch.bfloat16)
             workspace = torch.full((bundle.layer_workspace_bytes(name, T, H, I),), 0xFF,
@@ -95,22 +107,20 @@ def main():
             ok = err <= (0.1 if fp8 else 1e-2)
             failed += not ok
             print(f"{name} T={T} {label}: rel L2 {err:.2e} {'ok' if ok else 'FAILED'}")
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                call()
-            graphs.append(graph)
+            graphs.append(capture(call))
+            profiled.append(capture(call, pdl=False))
         medians = [[] for _ in graphs]
         for _ in range(ROUNDS):
             for i, graph in enumerate(graphs):
                 medians[i].append(bench(graph.replay, graphable=False)[0])
         base = statistics.median(medians[0])
-        for label, graph, values in zip(names, graphs, medians):
+        for label, graph, values in zip(names, profiled, medians):
             ms = statistics.median(values)
             kernels = kernel_times(graph)
             gemms = "  ".join(f"{t:.1f}" for n, t in kernels.items() if "grouped_matmul" in n)
             print(f"  {label:28s} {ms * 1000:9.1f} us  {base / ms:.3f}x  "
                   f"kernels {sum(kernels.values()):.1f} us, GEMMs {gemms}")
-        del w13, w2, graphs, buffers
+        del w13, w2, graphs, profiled, buffers
         torch.cuda.empty_cache()
     print(f"{failed} failed")
     sys.exit(1 if failed else 0)
