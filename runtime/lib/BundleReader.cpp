@@ -972,9 +972,6 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
                 "%s: down=%s has epilogue=%s, expected store", layer,
                 down.name.c_str(), epilogueName(down.epilogue));
   // The gate-up GEMM reads the gathered rows: bf16 for a layer.v1 entry;
-  // FP8 for a layer_fp8.v1 entry, which its quantize part makes of the
-  // permute's bf16 rows, or the permute's gather itself (out=f8E4M3FN) when
-  // there is no quantize part.
   if (!fp8 && permute.fp8Out)
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: permute=%s has out=" MOE_OUT_E4M3
@@ -982,35 +979,35 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
                 " runs bf16 GEMMs on bf16 rows (an FP8 gather belongs to a "
                 "layer of abi " MOE_ABI_LAYER_FP8 ")",
                 layer, permute.name.c_str());
-  if (fp8 && entry.parts[kQuantizePart] < 0 && !permute.fp8Out)
-    return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: permute=%s writes bf16 rows (no out key), but the layer "
-                "has no quantize part to quantize them: without one, permute "
-                "must have out=" MOE_OUT_E4M3,
-                layer, permute.name.c_str());
-  if (fp8 && entry.parts[kQuantizePart] >= 0 && permute.fp8Out)
-    return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: permute=%s has out=" MOE_OUT_E4M3 ", but quantize=%s "
-                "quantizes bf16 rows (a permute that quantizes its rows itself "
-                "takes no quantize part)",
-                layer, permute.name.c_str(),
-                out.entries[entry.parts[kQuantizePart]].name.c_str());
-  // The down GEMM reads FP8 rows: a layer_fp8.v1 entry's intermediate part
-  // quantizes a bf16 gate_up output, or the gate_up quantizes its output
-  // itself (out=f8E4M3FN) and there is no intermediate part.
-  if (fp8 && entry.parts[kIntermediatePart] < 0 && !gateUp.fp8Out)
-    return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: gate_up=%s writes bf16 (no out key), but the layer has "
-                "no intermediate part to quantize it: without one, gate_up "
-                "must have out=" MOE_OUT_E4M3,
-                layer, gateUp.name.c_str());
-  if (fp8 && entry.parts[kIntermediatePart] >= 0 && gateUp.fp8Out)
-    return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: gate_up=%s has out=" MOE_OUT_E4M3 ", but intermediate=%s "
-                "quantizes a bf16 gate_up output (a gate_up that quantizes "
-                "its output itself takes no intermediate part)",
-                layer, gateUp.name.c_str(),
-                out.entries[entry.parts[kIntermediatePart]].name.c_str());
+  // A layer_fp8.v1 entry's GEMMs read FP8: the permute's rows and the
+  // gate-up's output are each quantized by their producer (out=f8E4M3FN)
+  // or by a quantize part of the layer, exactly one of the two.
+  auto quantizedOnce = [&](int producer, int quantize) -> moeStatus {
+    const Entry &written = out.entries[entry.parts[producer]];
+    if (entry.parts[quantize] < 0 && !written.fp8Out)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: %s=%s writes bf16 (no out key), but the layer has no "
+                  "%s part to quantize it: without one, %s must have "
+                  "out=" MOE_OUT_E4M3,
+                  layer, layerPartName(producer), written.name.c_str(),
+                  layerPartName(quantize), layerPartName(producer));
+    if (entry.parts[quantize] >= 0 && written.fp8Out)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: %s=%s has out=" MOE_OUT_E4M3 ", but %s=%s quantizes "
+                  "its bf16 output (a %s that quantizes its output itself "
+                  "takes no %s part)",
+                  layer, layerPartName(producer), written.name.c_str(),
+                  layerPartName(quantize),
+                  out.entries[entry.parts[quantize]].name.c_str(),
+                  layerPartName(producer), layerPartName(quantize));
+    return MOE_STATUS_SUCCESS;
+  };
+  if (fp8) {
+    if (moeStatus status = quantizedOnce(kPermutePart, kQuantizePart))
+      return status;
+    if (moeStatus status = quantizedOnce(kGateUpPart, kIntermediatePart))
+      return status;
+  }
   if (fp8)
     if (moeStatus status = checkFp8LayerQuantizes(layer, entry))
       return status;

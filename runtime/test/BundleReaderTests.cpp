@@ -747,22 +747,22 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
       // (out=f8E4M3FN); with one, it writes bf16.
       {"fp8 layer without quantize of a bf16 permute",
        layerFp8Replaced(" quantize=fmix_quantize", ""), bad,
-       "bundle line 20: entry 'fmix': permute=fmix_permute writes bf16 rows "
-       "(no out key), but the layer has no quantize part to quantize them: "
+       "bundle line 20: entry 'fmix': permute=fmix_permute writes bf16 (no "
+       "out key), but the layer has no quantize part to quantize it: "
        "without one, permute must have out=f8E4M3FN"},
       {"fp8 layer with quantize of an fp8-gather permute",
        layerFp8Replaced("offsets=i32 chunk=4096\n",
                         "offsets=i32 chunk=4096 out=f8E4M3FN\n"),
        bad,
        "bundle line 20: entry 'fmix': permute=fmix_permute has out=f8E4M3FN, "
-       "but quantize=fmix_quantize quantizes bf16 rows (a permute that "
-       "quantizes its rows itself takes no quantize part)"},
+       "but quantize=fmix_quantize quantizes its bf16 output (a permute that "
+       "quantizes its output itself takes no quantize part)"},
       {"fp8-gather layer of a bf16 permute",
        layerFp8Replaced("offsets=i64 chunk=64 out=f8E4M3FN",
                         "offsets=i64 chunk=64", layerFp8GatherBundle()),
        bad,
-       "bundle line 29: entry 'foss': permute=foss_permute writes bf16 rows "
-       "(no out key), but the layer has no quantize part to quantize them"},
+       "bundle line 29: entry 'foss': permute=foss_permute writes bf16 (no "
+       "out key), but the layer has no quantize part to quantize it"},
       {"fp8-gather layer with a quantize",
        layerFp8Replaced(
            "permute=fmix_permute gate_up=fmix_gate_up",
@@ -776,7 +776,7 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
                             layerFp8GatherBundle())),
        bad,
        "bundle line 18: entry 'fmix': permute=fmix_permute has out=f8E4M3FN, "
-       "but quantize=fmix_quantize quantizes bf16 rows"},
+       "but quantize=fmix_quantize quantizes its bf16 output"},
       {"fp8-gather layer quantize undefined",
        layerFp8Replaced("permute=fmix_permute gate_up=fmix_gate_up",
                         "permute=fmix_permute quantize=nope "
@@ -818,8 +818,8 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
                         "out=f8E4M3FN"),
        bad,
        "bundle line 20: entry 'fmix': gate_up=fmix_gate_up has "
-       "out=f8E4M3FN, but intermediate=fmix_intermediate quantizes a bf16 "
-       "gate_up output (a gate_up that quantizes its output itself takes no "
+       "out=f8E4M3FN, but intermediate=fmix_intermediate quantizes its bf16 "
+       "output (a gate_up that quantizes its output itself takes no "
        "intermediate part)"},
       {"fp8-out layer of a bf16 gate_up",
        layerFp8Replaced("abi=grouped_matmul_fp8.v1 format=fp8_block "
@@ -845,8 +845,8 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
                layerFp8OutBundle())),
        bad,
        "bundle line 20: entry 'fmix': gate_up=fmix_gate_up has "
-       "out=f8E4M3FN, but intermediate=fmix_intermediate quantizes a bf16 "
-       "gate_up output"},
+       "out=f8E4M3FN, but intermediate=fmix_intermediate quantizes its bf16 "
+       "output"},
       {"fp8-out layer intermediate undefined",
        layerFp8Replaced("gate_up=fmix_gate_up down=fmix_down",
                         "gate_up=fmix_gate_up intermediate=nope "

@@ -75,10 +75,10 @@
 // GATE-UP-PARAMS-COUNT-3: EIATTR_KPARAM_INFO{{[[:space:]]+}}Format: EIFMT_SVAL{{[[:space:]]+}}Value: Index : 0x0 Ordinal : 0x27 Offset : 0x250 Size : 0x8
 // DOWN-PARAMS-COUNT-3: EIATTR_KPARAM_INFO{{[[:space:]]+}}Format: EIFMT_SVAL{{[[:space:]]+}}Value: Index : 0x0 Ordinal : 0x20 Offset : 0x218 Size : 0x8
 
-// NO-PERMUTE-OUT: moe-bundle-info: error: {{.*}}entry 'layer': permute=layer_permute writes bf16 rows (no out key), but the layer has no quantize part to quantize them
-// BOTH-ROWS: moe-bundle-info: error: {{.*}}entry 'layer': permute=layer_permute has out=f8E4M3FN, but quantize=layer_quantize quantizes bf16 rows
+// NO-PERMUTE-OUT: moe-bundle-info: error: {{.*}}entry 'layer': permute=layer_permute writes bf16 (no out key), but the layer has no quantize part to quantize it
+// BOTH-ROWS: moe-bundle-info: error: {{.*}}entry 'layer': permute=layer_permute has out=f8E4M3FN, but quantize=layer_quantize quantizes its bf16 output
 // NO-OUT: moe-bundle-info: error: {{.*}}entry 'layer': gate_up=layer_gate_up writes bf16 (no out key), but the layer has no intermediate part to quantize it
-// BOTH: moe-bundle-info: error: {{.*}}entry 'layer': gate_up=layer_gate_up has out=f8E4M3FN, but intermediate=layer_intermediate quantizes a bf16 gate_up output
+// BOTH: moe-bundle-info: error: {{.*}}entry 'layer': gate_up=layer_gate_up has out=f8E4M3FN, but intermediate=layer_intermediate quantizes its bf16 output
 func.func @layer(%x: tensor<?x256xbf16>, %logits: tensor<?x4xf32>,
                  %w13: tensor<4x768x256xbf16>, %w2: tensor<4x256x384xbf16>) -> tensor<?x256xbf16> {
   %ids, %w = moe.route softmax_topk %logits top 2 renormalize
