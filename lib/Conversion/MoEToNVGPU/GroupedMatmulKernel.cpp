@@ -927,6 +927,15 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         });
   };
 
+  // A barrier of this thread's warpgroup only (named barrier 1 + its index;
+  // 0 is the CTA's).
+  auto syncWarpgroup = [&]() {
+    NVVM::BarrierOp::create(
+        b, Type(), arith::IndexCastOp::create(b, i32, m.add(warpgroup, m.c(1))),
+        arith::ConstantIntOp::create(b, i32, 128), NVVM::BarrierReductionAttr(),
+        Value());
+  };
+
   // quantizeOut: every pass stores its activations, rounded to bf16, into
   // the item's activation tile (64 or tileM rows x 128 columns, 16-byte
   // chunks XOR-swizzled by row); then 16 threads per row quantize each
@@ -1047,13 +1056,6 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
       });
       gpu::BarrierOp::create(b);
       issuePrologue(b, next, nextStepBase, nextActive);
-      Value barrierId =
-          arith::IndexCastOp::create(b, i32, m.add(warpgroup, m.c(1)));
-      Value groupThreads = arith::ConstantIntOp::create(b, i32, 128);
-      auto syncWarpgroup = [&]() {
-        NVVM::BarrierOp::create(b, Type(), barrierId, groupThreads,
-                                NVVM::BarrierReductionAttr(), Value());
-      };
       syncWarpgroup();
       quantizeTile(tile, arith::RemUIOp::create(b, tid, m.c(128)),
                    m.sub(rowsHere, groupRow0), m.add(row0, groupRow0));
@@ -1131,13 +1133,6 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         smem,
         m.add(m.c(t.stages * stageBytes), m.mul(warpgroup, m.c(kStagingBytes))),
         ty.stagingTile);
-    Value barrierId =
-        arith::IndexCastOp::create(b, i32, m.add(warpgroup, m.c(1)));
-    Value groupThreads = arith::ConstantIntOp::create(b, i32, 128);
-    auto syncWarpgroup = [&]() {
-      NVVM::BarrierOp::create(b, Type(), barrierId, groupThreads,
-                              NVVM::BarrierReductionAttr(), Value());
-    };
     // Readers: 8 threads per 128-byte row, 16 rows per pass.
     Value readRow = arith::DivUIOp::create(b, groupTid, m.c(8));
     Value readChunk = arith::RemUIOp::create(b, groupTid, m.c(8));
