@@ -122,6 +122,38 @@ for tm in 8 64; do
     --convert-moe-to-nvgpu="swap-ab=1 tile-m=$tm tile-n=64 stages=4" \
     --moe-extract-device-code --moe-gpu-device-pipeline
 done
+# MXFP8 (OCP MX): the same shapes and a K of 2880 (no multiple of 128), e4m3
+# rows and weights with one E8M0 scale per 32 K.
+mx_module_of() { # <shapes>
+  while read -r name e n k off epilogue; do
+    [ -z "$name" ] || [ "${name:0:1}" = "#" ] && continue
+    local kb=$((k / 32)) sarg="" stype="" sop=""
+    if [ "$epilogue" = row_scale ]; then
+      sarg=", %s: tensor<?xf32>"; stype=", tensor<?xf32>"; sop=" scale %s"
+    fi
+    cat <<MLIR
+func.func @$name(%xq: tensor<?x${k}xf8E4M3FN>, %xs: tensor<?x${kb}xf8E8M0FNU>, %wq: tensor<${e}x${n}x${k}xf8E4M3FN>, %ws: tensor<${e}x${n}x${kb}xf8E8M0FNU>, %off: tensor<$((e + 1))x${off}>$sarg) -> tensor<?x${n}xbf16> {
+  %x = moe.dequantize %xq, %xs from <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<?x${k}xf8E4M3FN>, tensor<?x${kb}xf8E8M0FNU> -> tensor<?x${k}xbf16>
+  %w = moe.dequantize %wq, %ws from <f8E4M3FN, [1, 1, 32], f8E8M0FNU> : tensor<${e}x${n}x${k}xf8E4M3FN>, tensor<${e}x${n}x${kb}xf8E8M0FNU> -> tensor<${e}x${n}x${k}xbf16>
+  %y = moe.grouped_matmul %x, %w, %off$sop : (tensor<?x${k}xbf16>, tensor<${e}x${n}x${k}xbf16>, tensor<$((e + 1))x${off}>$stype) -> tensor<?x${n}xbf16>
+  return %y : tensor<?x${n}xbf16>
+}
+MLIR
+  done < "$1"
+}
+{ cat "$root/test/device/fp8_shapes.txt"; echo "mx_e4_n320_k2880 4 320 2880 i32 row_scale"; } > "$out/mx_shapes.txt"
+mx_module_of "$out/mx_shapes.txt" > "$out/mx.mlir"
+bundle mx-default "$out/mx.mlir" --moe-gpu-pipeline
+bundle mx-swap8-split "$out/mx.mlir" --moe-gpu-pipeline="swap-ab-max-rows=8"
+bundle mx-normal-64-128-split "$out/mx.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0"
+bundle mx-normal-64 "$out/mx.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64"
+for tm in 8 64; do
+  bundle "mx-swap-only-$tm" "$out/mx.mlir" \
+    --convert-moe-to-nvgpu="swap-ab=1 tile-m=$tm tile-n=64 stages=4" \
+    --moe-extract-device-code --moe-gpu-device-pipeline
+done
+bundle mxchain "$root/test/device/fp8_chain.mlir" \
+  --moe-quantize="format=mxfp8 scope=weights+activations" --moe-gpu-pipeline
 # A bf16 GEMM and a GPT-OSS-style expert MLP quantized by the compiler:
 # prepack, row quantize, FP8 GEMMs (the MLP's bf16 gate-up and the
 # activation's quantize kernel; in fp8chain-epilogue the gate-up quantizes
@@ -154,6 +186,10 @@ bundle fp8layer-epilogue "$out/fp8_layer_models.mlir" \
 bundle fp8layer-separate "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" \
   --moe-gpu-pipeline="fp8-gather-quantize=0"
+# All five layers in MXFP8 (test/device/mxfp8_layer.py; GPT-OSS's 2880 is
+# a multiple of 32): layer_fp8.v1 with quantize and intermediate parts.
+bundle mxlayer "$root/test/device/layer_models.mlir" \
+  --moe-quantize="format=mxfp8 scope=weights+activations" --moe-gpu-pipeline
 # The quantize kernel (test/device/quantize.py): every encoding it
 # implements, bf16 and f32 inputs.
 bundle quantize "$root/test/device/quantize_shapes.mlir" --moe-gpu-pipeline

@@ -60,7 +60,7 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
                         %ws: tensor<8x2x4xf32>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
   %w = moe.dequantize %wq, %ws from <f8E4M3FN, [128, 128], f32>
       : tensor<8x256x512xf8E4M3FN>, tensor<8x2x4xf32> -> tensor<8x256x512xbf16>
-  // expected-error @+1 {{cannot be lowered to sm_90a yet: quantized operands are implemented as block FP8 only: rows and weights both moe.dequantize of f8E4M3FN with f32 scales}}
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: quantized operands are implemented as block FP8 or MXFP8: rows and weights both moe.dequantize of f8E4M3FN, with f32 scales}}
   %y = moe.grouped_matmul %x, %w, %off
       : (tensor<?x512xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>) -> tensor<?x256xbf16>
   return %y : tensor<?x256xbf16>
@@ -68,6 +68,37 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
 
 // -----
 
+// MXFP8 (OCP MX): e4m3 rows and weights with one E8M0 scale per 32 K run
+// on e4m3 WGMMA too, entry format mxfp8, scales as bytes. Each wgmma of a K
+// step (32 K, one scale block) accumulates apart into one of two
+// accumulators that take turns (each op waits until only the one it issued
+// is in flight: the default waitGroup 1), and is added times its row's and
+// column's scales while the next multiplies. The step's scales were decoded
+// to f32 into shared memory ([2 buffers, 4 blocks, 64 weight rows + 16
+// tokens]) during the step before.
+// CHECK-LABEL: func @mxfp8
+// CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
+// CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
+// CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, format = "mxfp8", k = 512 : i64, kernels = [
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_16x64x128_s4_swapab_off32, rows_max = 16 : i64, rows_min = 1 : i64},
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_64x128x128_s4_off32, rows_max = 64 : i64, rows_min = 17 : i64},
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_128x128x128_s4_off32, rows_max = 2147483647 : i64, rows_min = 65 : i64}]
+// CHECK: gpu.func @grouped_matmul_mxfp8_16x64x128_s4_swapab_off32(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?x?xi8>, %{{.*}}: memref<?x?x?xi8>)
+// CHECK: memref.load %{{.*}} : memref<?x?x?xi8>
+// CHECK: memref.load %{{.*}} : memref<?x?xi8>
+// CHECK: memref.store %{{.*}} : memref<2x4x80xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK: nvgpu.warpgroup.mma %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} : <tensor = memref<64x32xf8E4M3FN, {{.*}}>>, <tensor = memref<32x16xf8E4M3FN, {{.*}}>>
+// CHECK: nvgpu.warpgroup.mma %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} :
+// CHECK: memref.load %{{.*}} : memref<2x4x80xf32, #gpu.address_space<workgroup>>
+// CHECK: llvm.intr.fma
+// CHECK: nvgpu.warpgroup.mma %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} :
+// CHECK: nvgpu.warpgroup.mma %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} :
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.intr.fma
+// CHECK: gpu.barrier
+// CHECK: gpu.func @grouped_matmul_mxfp8_64x128x128_s4_off32
+// CHECK: gpu.func @grouped_matmul_mxfp8_128x128x128_s4_off32
 func.func @mxfp8(%xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x16xf8E8M0FNU>,
                  %wq: tensor<8x256x512xf8E4M3FN>, %ws: tensor<8x256x16xf8E8M0FNU>,
                  %off: tensor<9xi32>) -> tensor<?x256xbf16> {
@@ -75,7 +106,6 @@ func.func @mxfp8(%xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x16xf8E8M0FNU>,
       : tensor<?x512xf8E4M3FN>, tensor<?x16xf8E8M0FNU> -> tensor<?x512xbf16>
   %w = moe.dequantize %wq, %ws from <f8E4M3FN, [1, 32], f8E8M0FNU>
       : tensor<8x256x512xf8E4M3FN>, tensor<8x256x16xf8E8M0FNU> -> tensor<8x256x512xbf16>
-  // expected-error @+1 {{quantized operands are implemented as block FP8 only}}
   %y = moe.grouped_matmul %x, %w, %off
       : (tensor<?x512xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>) -> tensor<?x256xbf16>
   return %y : tensor<?x256xbf16>
@@ -88,7 +118,7 @@ func.func @fused_mlp_bf16_weights(%xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x4xf
                      %off: tensor<9xi32>) -> tensor<?x512xbf16> {
   %x = moe.dequantize %xq, %xs from <f8E4M3FN, [1, 128], f32>
       : tensor<?x512xf8E4M3FN>, tensor<?x4xf32> -> tensor<?x512xbf16>
-  // expected-error @+1 {{quantized operands of a fused expert MLP are implemented as block FP8 only: rows and both weights}}
+  // expected-error @+1 {{quantized operands of a fused expert MLP are implemented as block FP8 or MXFP8, the same for both GEMMs: rows and both weights}}
   %y = moe.expert_mlp silu %x, %off, %w13, %w2
       : (tensor<?x512xbf16>, tensor<9xi32>, tensor<8x512x512xbf16>, tensor<8x512x256xbf16>) -> tensor<?x512xbf16>
   return %y : tensor<?x512xbf16>
@@ -117,10 +147,79 @@ func.func @fused_mlp_bf16_intermediate(
 
 // -----
 
+// An MXFP8 expert MLP: MXFP8 gate-up (bf16 out), the activation's [1, 32]
+// quantize kernel, MXFP8 down. No fp8-epilogue-quantize form (that option
+// is block FP8's): the gate-up stores bf16 either way.
+// CHECK-LABEL: func @fused_mlp_mxfp8
+// CHECK: moe.expert_mlp {{.*}} {moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", bias = "none", epilogue = "swiglu", experts = 8 : i64, format = "mxfp8", k = 512 : i64, kernels = [
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_16x64x128_s4_swapab_swiglu_off32,
+// CHECK-SAME: part = "gate_up"},
+// CHECK-SAME: {abi = "quantize.v1", {{.*}}element = "f8E4M3FN", {{.*}}part = "intermediate", {{.*}}scale = "e8m0"}
+// CHECK-SAME: {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, format = "mxfp8", k = 256 : i64,
+// CHECK-SAME: part = "down"}]
+func.func @fused_mlp_mxfp8(
+    %xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x16xf8E8M0FNU>,
+    %w13q: tensor<8x512x512xf8E4M3FN>, %w13s: tensor<8x512x16xf8E8M0FNU>,
+    %w2q: tensor<8x512x256xf8E4M3FN>, %w2s: tensor<8x512x8xf8E8M0FNU>,
+    %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %x = moe.dequantize %xq, %xs from <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : tensor<?x512xf8E4M3FN>, tensor<?x16xf8E8M0FNU> -> tensor<?x512xbf16>
+  %w13 = moe.dequantize %w13q, %w13s from <f8E4M3FN, [1, 1, 32], f8E8M0FNU>
+      : tensor<8x512x512xf8E4M3FN>, tensor<8x512x16xf8E8M0FNU> -> tensor<8x512x512xbf16>
+  %w2 = moe.dequantize %w2q, %w2s from <f8E4M3FN, [1, 1, 32], f8E8M0FNU>
+      : tensor<8x512x256xf8E4M3FN>, tensor<8x512x8xf8E8M0FNU> -> tensor<8x512x256xbf16>
+  %y = moe.expert_mlp silu %x, %off, %w13, %w2 intermediate <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : (tensor<?x512xbf16>, tensor<9xi32>, tensor<8x512x512xbf16>, tensor<8x512x256xbf16>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// An MXFP8 MLP whose activation would be quantized in block FP8's groups:
+// the down GEMM reads its rows in its own format only.
+func.func @fused_mlp_mxfp8_block_intermediate(
+    %xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x16xf8E8M0FNU>,
+    %w13q: tensor<8x512x512xf8E4M3FN>, %w13s: tensor<8x512x16xf8E8M0FNU>,
+    %w2q: tensor<8x512x256xf8E4M3FN>, %w2s: tensor<8x512x8xf8E8M0FNU>,
+    %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %x = moe.dequantize %xq, %xs from <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : tensor<?x512xf8E4M3FN>, tensor<?x16xf8E8M0FNU> -> tensor<?x512xbf16>
+  %w13 = moe.dequantize %w13q, %w13s from <f8E4M3FN, [1, 1, 32], f8E8M0FNU>
+      : tensor<8x512x512xf8E4M3FN>, tensor<8x512x16xf8E8M0FNU> -> tensor<8x512x512xbf16>
+  %w2 = moe.dequantize %w2q, %w2s from <f8E4M3FN, [1, 1, 32], f8E8M0FNU>
+      : tensor<8x512x256xf8E4M3FN>, tensor<8x512x8xf8E8M0FNU> -> tensor<8x512x256xbf16>
+  // expected-error @+1 {{an MXFP8 expert MLP needs 'intermediate <f8E4M3FN, [1, 32], f8E8M0FNU>'}}
+  %y = moe.expert_mlp silu %x, %off, %w13, %w2 intermediate <f8E4M3FN, [1, 128], f32>
+      : (tensor<?x512xbf16>, tensor<9xi32>, tensor<8x512x512xbf16>, tensor<8x512x256xbf16>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// Block-FP8 gate-up weights with MXFP8 down weights: one format per MLP.
+func.func @fused_mlp_mixed_formats(
+    %xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x4xf32>,
+    %w13q: tensor<8x512x512xf8E4M3FN>, %w13s: tensor<8x4x4xf32>,
+    %w2q: tensor<8x512x256xf8E4M3FN>, %w2s: tensor<8x512x8xf8E8M0FNU>,
+    %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %x = moe.dequantize %xq, %xs from <f8E4M3FN, [1, 128], f32>
+      : tensor<?x512xf8E4M3FN>, tensor<?x4xf32> -> tensor<?x512xbf16>
+  %w13 = moe.dequantize %w13q, %w13s from <f8E4M3FN, [1, 128, 128], f32>
+      : tensor<8x512x512xf8E4M3FN>, tensor<8x4x4xf32> -> tensor<8x512x512xbf16>
+  %w2 = moe.dequantize %w2q, %w2s from <f8E4M3FN, [1, 1, 32], f8E8M0FNU>
+      : tensor<8x512x256xf8E4M3FN>, tensor<8x512x8xf8E8M0FNU> -> tensor<8x512x256xbf16>
+  // expected-error @+1 {{implemented as block FP8 or MXFP8, the same for both GEMMs}}
+  %y = moe.expert_mlp silu %x, %off, %w13, %w2 intermediate <f8E4M3FN, [1, 128], f32>
+      : (tensor<?x512xbf16>, tensor<9xi32>, tensor<8x512x512xbf16>, tensor<8x512x256xbf16>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
 // An FP8 intermediate of a bf16 MLP has no kernel.
 func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x512x512xbf16>,
                                        %w2: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
-  // expected-error @+1 {{an FP8 'intermediate' needs block-FP8 rows and weights}}
+  // expected-error @+1 {{an FP8 'intermediate' needs block-FP8 or MXFP8 rows and weights}}
   %y = moe.expert_mlp silu %x, %off, %w13, %w2 intermediate <f8E4M3FN, [1, 128], f32>
       : (tensor<?x512xbf16>, tensor<9xi32>, tensor<8x512x512xbf16>, tensor<8x512x256xbf16>) -> tensor<?x512xbf16>
   return %y : tensor<?x512xbf16>

@@ -16,7 +16,7 @@
 
 // Weights only (bf16 rows): no sm_90a kernel reads bf16 rows with FP8
 // weights yet, so the GEMM is refused by name.
-// WEIGHTS-ONLY: error: 'moe.grouped_matmul' op cannot be lowered to sm_90a yet: quantized operands are implemented as block FP8 only
+// WEIGHTS-ONLY: error: 'moe.grouped_matmul' op cannot be lowered to sm_90a yet: quantized operands are implemented as block FP8 or MXFP8
 func.func @gate_up(%rows: tensor<?x1024xbf16>, %w: tensor<8x512x1024xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x1024xbf16>, tensor<8x512x1024xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>

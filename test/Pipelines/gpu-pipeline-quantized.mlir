@@ -53,7 +53,7 @@
 // SEPARATE: entry layer_quantize op=moe.quantize abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128 rank=2 batch=1 rows=-1 cols=256
 // SEPARATE: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute quantize=layer_quantize gate_up=layer_gate_up intermediate=layer_intermediate down=layer_down unpermute=layer_unpermute
 
-// WEIGHTS: error: 'moe.expert_mlp' op cannot be lowered to sm_90a yet: quantized operands of a fused expert MLP are implemented as block FP8 only
+// WEIGHTS: error: 'moe.expert_mlp' op cannot be lowered to sm_90a yet: quantized operands of a fused expert MLP are implemented as block FP8 or MXFP8
 func.func @layer(%x: tensor<?x256xbf16>, %logits: tensor<?x4xf32>,
                  %w13: tensor<4x768x256xbf16>, %w2: tensor<4x256x384xbf16>) -> tensor<?x256xbf16> {
   %ids, %w = moe.route softmax_topk %logits top 2 renormalize

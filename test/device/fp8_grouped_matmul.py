@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""GPU tests of the block-FP8 grouped GEMM (grouped_matmul_fp8.v1), through
-the runtime (run on the H200).
+"""GPU tests of the FP8 grouped GEMMs (grouped_matmul_fp8.v1, block FP8 and
+MXFP8), through the runtime (run on the H200).
 
-Every fp8-*.moebundle of the artifacts folder (scripts/build-gpu-artifacts.sh,
-shapes in test/device/fp8_shapes.txt) runs every routing below. Inputs are
-fresh random data whose magnitude changes by up to 2^8 from block to block,
+Every fp8-*.moebundle (block FP8) and mx-*.moebundle (MXFP8) of the
+artifacts folder (scripts/build-gpu-artifacts.sh, shapes in
+test/device/fp8_shapes.txt) runs every routing below. Inputs are fresh
+random data whose magnitude changes by up to 2^8 from block to block,
 quantized here to e4m3 with DeepSeek-V3's f32 block scales ([1, 128] of the
-rows, [128, 128] of the weights), so a scale applied to the wrong block
-shows. Each result is checked against a float64 reference computed on the
+rows, [128, 128] of the weights) or OCP MX's E8M0 scales (one per 32 K of
+every row of the rows and of the weights), so a scale applied to the wrong
+block shows. Each result is checked against a float64 reference computed on the
 dequantized values (relative L2 error <= 3e-3; the bf16 output rounding
 alone gives about 1.7e-3), with the output poisoned (NaN) first: rows an
 expert owns must match, rows nobody owns must stay poisoned. The error of
@@ -62,14 +64,61 @@ def dequantize_blocks(q, scale, block_rows):
     return q.double() * expanded[..., :q.shape[-2], :q.shape[-1]].double()
 
 
-def block_varied(shape, generator, block_rows):
-    """Normal values times 2^u per [block_rows, 128] block, u in [-4, 4]."""
+def block_varied(shape, generator, block_rows, block_cols=BLOCK):
+    """Normal values times 2^u per [block_rows, block_cols] block, u in
+    [-4, 4]."""
     *lead, r, k = shape
     x = torch.randn(*shape, device=DEV, generator=generator)
-    rb, kb = math.ceil(r / block_rows), math.ceil(k / BLOCK)
+    rb, kb = math.ceil(r / block_rows), math.ceil(k / block_cols)
     u = torch.randint(-4, 5, (*lead, rb, kb), device=DEV, generator=generator).float()
-    factor = torch.exp2(u).repeat_interleave(block_rows, dim=-2).repeat_interleave(BLOCK, dim=-1)
+    factor = torch.exp2(u).repeat_interleave(block_rows, dim=-2).repeat_interleave(block_cols, dim=-1)
     return x * factor[..., :r, :k]
+
+
+MX_BLOCK = 32
+
+
+def quantize_mx(x):
+    """e4m3 values and E8M0 codes (uint8) of x [..., K] in [1, 32] blocks
+    along K, as moe.quantize (OCP MX): code = clamp(exponent field of amax
+    - 8, 0, 254), divisor 2^(code - 127), values = x / divisor rounded to
+    nearest even and saturated (finite x)."""
+    *lead, k = x.shape
+    blocks = x.float().reshape(*lead, k // MX_BLOCK, MX_BLOCK)
+    amax = blocks.abs().amax(-1)
+    code = ((amax.view(torch.int32) >> 23) - 8).clamp(0, 254)
+    divisor = torch.ldexp(torch.ones_like(amax), code - 127)
+    values = (blocks / divisor[..., None]).clamp(-E4M3_MAX, E4M3_MAX).reshape(x.shape)
+    return values.to(torch.float8_e4m3fn).contiguous(), code.to(torch.uint8).contiguous()
+
+
+def dequantize_mx(q, code):
+    code = code.view(torch.uint8)  # float8_e8m0fnu or uint8: the codes
+    scale = torch.ldexp(torch.ones_like(code, dtype=torch.float64), code.long() - 127)
+    return q.double() * scale.repeat_interleave(MX_BLOCK, dim=-1)
+
+
+class BlockFP8:
+    """DeepSeek-V3's block FP8: [1, 128] row groups, [128, 128] weight
+    blocks, f32 scales."""
+    format, prefix = "fp8_block", "fp8-"
+    quantize_rows = staticmethod(lambda x: quantize_blocks(x, 1))
+    quantize_weights = staticmethod(lambda w: quantize_blocks(w, BLOCK))
+    dequantize_rows = staticmethod(lambda q, s: dequantize_blocks(q, s, 1))
+    dequantize_weights = staticmethod(lambda q, s: dequantize_blocks(q, s, BLOCK))
+    varied_rows = staticmethod(lambda shape, g: block_varied(shape, g, 1))
+    varied_weights = staticmethod(lambda shape, g: block_varied(shape, g, BLOCK))
+
+
+class MXFP8:
+    """OCP MXFP8: [1, 32] blocks along K of every row, E8M0 scales."""
+    format, prefix = "mxfp8", "mx-"
+    quantize_rows = quantize_weights = staticmethod(quantize_mx)
+    dequantize_rows = dequantize_weights = staticmethod(dequantize_mx)
+    varied_rows = varied_weights = staticmethod(lambda shape, g: block_varied(shape, g, 1, MX_BLOCK))
+
+
+FORMATS = (BlockFP8, MXFP8)
 
 
 def cases():
@@ -87,24 +136,26 @@ def cases():
     yield "64 experts, skewed, mostly empty", "f8_e64_n512_k256", skewed_counts(rng, 64, 700, 0.2), None
     yield "large M (16384 rows)", "f8_e8_n256_k512", [2048] * 8, None
     yield "malformed offsets (clamped)", "f8_e8_n256_k512", [5, 3, 40, 40, 1000, 20, -7, 60, 2000], 100
+    # MXFP8 only (K a multiple of 32 but not of 128: a partial last K step).
+    yield "K = 2880 (GPT-OSS), decode and prefill mix", "mx_e4_n320_k2880", [1, 0, 300, 17], None
 
 
 class Case:
-    def __init__(self, spec, rows, info, seed):
+    def __init__(self, spec, rows, info, seed, fmt=BlockFP8):
         offsets, m = offsets_from(spec, info.experts, rows)
         self.m, self.n, self.k, self.experts = max(m, 1), info.n, info.k, info.experts
         g = torch.Generator(device=DEV).manual_seed(seed)
-        x = block_varied((self.m, self.k), g, 1)
-        w = block_varied((self.experts, self.n, self.k), g, BLOCK) * self.k ** -0.5
-        self.rows, self.rows_scale = quantize_blocks(x, 1)
-        self.weights, self.weights_scale = quantize_blocks(w, BLOCK)
+        x = fmt.varied_rows((self.m, self.k), g)
+        w = fmt.varied_weights((self.experts, self.n, self.k), g) * self.k ** -0.5
+        self.rows, self.rows_scale = fmt.quantize_rows(x)
+        self.weights, self.weights_scale = fmt.quantize_weights(w)
         offsets_dtype = torch.int64 if info.offsets_bits == 64 else torch.int32
         self.offsets = torch.tensor(offsets, device=DEV, dtype=offsets_dtype)
         self.row_scale = (torch.rand(self.m, device=DEV, generator=g) + 0.5
                           if info.epilogue == "row_scale" else None)
         self.ranges = clamped_ranges(offsets, self.m)
-        xd = dequantize_blocks(self.rows, self.rows_scale, 1)
-        wd = dequantize_blocks(self.weights, self.weights_scale, BLOCK)
+        xd = fmt.dequantize_rows(self.rows, self.rows_scale)
+        wd = fmt.dequantize_weights(self.weights, self.weights_scale)
         self.reference = torch.full((self.m, self.n), float("nan"), device=DEV, dtype=torch.float64)
         self.unquantized = torch.full((self.m, self.n), float("nan"), device=DEV, dtype=torch.float64)
         xb, wb = x.to(torch.bfloat16).double(), w.to(torch.bfloat16).double()
@@ -188,24 +239,68 @@ def fp8_mlp_case(fused, separate, counts, seed):
                 f"gate-up {h_err:.2e}, down {y_err:.2e}")
 
 
+def mx_mlp_case(bundle, counts, seed):
+    """fp8_chain.mlir's @mlp in MXFP8 through its three entries: (ok,
+    details)."""
+    gate_up, down = bundle.entry("mlp_0_gate_up"), bundle.entry("mlp_0_down")
+    E, H, I = gate_up.experts, gate_up.k, down.k
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    w13 = (MXFP8.varied_weights((E, 2 * I, H), g) * H ** -0.5).to(torch.bfloat16)
+    w2 = (MXFP8.varied_weights((E, H, I), g) * I ** -0.5).to(torch.bfloat16)
+    b13 = (torch.randn(E, 2 * I, device=DEV, generator=g) * 0.5).to(torch.bfloat16)
+    b2 = torch.randn(E, H, device=DEV, generator=g) * 0.1
+    offsets_list, m = offsets_from(counts, E, None)
+    x = MXFP8.varied_rows((m, H), g).to(torch.bfloat16)
+    offsets = torch.tensor(offsets_list, device=DEV, dtype=torch.int32)
+    w13q, w13s = bundle.quantize("mlp_prepack", w13)
+    w2q, w2s = bundle.quantize("mlp_prepack_0", w2)
+    xq, xs = bundle.quantize("mlp", x)
+    h = torch.full((m, I), float("nan"), device=DEV, dtype=torch.bfloat16)
+    bundle.grouped_matmul("mlp_0_gate_up", xq, w13q, offsets, h, rows_scale=xs, weights_scale=w13s, bias=b13)
+    hq, hs = bundle.quantize("mlp_0_intermediate", h)
+    y = torch.full((m, H), float("nan"), device=DEV, dtype=torch.bfloat16)
+    bundle.grouped_matmul("mlp_0_down", hq, w2q, offsets, y, rows_scale=hs, weights_scale=w2s, bias=b2)
+    torch.cuda.synchronize()
+    want_q, want_s = quantize_mx(h)
+    exact = (torch.equal(hq.view(torch.uint8), want_q.view(torch.uint8))
+             and torch.equal(hs.view(torch.uint8), want_s))
+    xd, w13d, w2d, hd = (dequantize_mx(xq, xs), dequantize_mx(w13q, w13s), dequantize_mx(w2q, w2s),
+                         dequantize_mx(hq, hs))
+    ranges = [(e, lo, hi) for e, (lo, hi) in enumerate(clamped_ranges(offsets_list, m)) if hi > lo]
+    want_h = torch.cat([gptoss_act(xd[lo:hi] @ w13d[e].t() + b13[e].double(), I) for e, lo, hi in ranges])
+    want_y = torch.cat([hd[lo:hi] @ w2d[e].t() + b2[e].double() for e, lo, hi in ranges])
+    rel = lambda got, want: ((got.double() - want).norm() / want.norm()).item()  # noqa: E731
+    h_err, y_err = rel(h, want_h), rel(y, want_y)
+    ok = exact and h_err <= TOLERANCE and y_err <= TOLERANCE
+    return ok, (f"activation quantize {'bit-exact' if exact else 'DIFFERS'} with quantize_mx, "
+                f"gate-up {h_err:.2e}, down {y_err:.2e}")
+
+
 def main():
     torch.backends.cuda.matmul.allow_tf32 = False
-    bundles = sorted(f for f in os.listdir(ARTIFACTS)
-                     if f.startswith("fp8-") and f.endswith(".moebundle"))
     tally = Tally()
     report = tally.report
-    if not bundles:
-        report(False, "fp8 bundles", f"no fp8-*.moebundle in {ARTIFACTS}")
-        return tally.summary()
-    loaded = {name: moe_runtime.Bundle(os.path.join(ARTIFACTS, name)) for name in bundles}
-    shapes = {entry.name: entry for entry in loaded[bundles[0]].entries}
-    for entry in shapes.values():
-        report(entry.abi == "grouped_matmul_fp8.v1" and entry.format == "fp8_block",
-               f"{entry.name} is a grouped_matmul_fp8.v1 fp8_block entry", f"{entry.abi} {entry.format}")
+    loaded, shapes, fmt_of = {}, {}, {}
+    for fmt in FORMATS:
+        bundles = sorted(f for f in os.listdir(ARTIFACTS)
+                         if f.startswith(fmt.prefix) and f.endswith(".moebundle"))
+        if not bundles:
+            report(False, f"{fmt.format} bundles", f"no {fmt.prefix}*.moebundle in {ARTIFACTS}")
+            continue
+        for name in bundles:
+            loaded[name], fmt_of[name] = moe_runtime.Bundle(os.path.join(ARTIFACTS, name)), fmt
+        shapes[fmt] = {entry.name: entry for entry in loaded[bundles[0]].entries}
+        for entry in shapes[fmt].values():
+            report(entry.abi == "grouped_matmul_fp8.v1" and entry.format == fmt.format,
+                   f"{bundles[0]} {entry.name} is a grouped_matmul_fp8.v1 {fmt.format} entry",
+                   f"{entry.abi} {entry.format}")
 
-    for seed, (name, entry, spec, rows) in enumerate(cases()):
-        case = Case(spec, rows, shapes[entry], seed)
+    runs = [(*c, fmt) for c in cases() for fmt in shapes if c[1] in shapes[fmt]]
+    for seed, (name, entry, spec, rows, fmt) in enumerate(runs):
+        case = Case(spec, rows, shapes[fmt][entry], seed, fmt)
         for bundle_name, bundle in loaded.items():
+            if fmt_of[bundle_name] is not fmt:
+                continue
             what = f"{bundle_name} {entry} M={case.m}: {name}"
             try:
                 out = torch.full((case.m, case.n), float("nan"), device=DEV, dtype=torch.bfloat16)
@@ -221,12 +316,14 @@ def main():
         torch.cuda.empty_cache()
 
     # A captured call replays on new data and a new routing in the same buffers.
-    for bundle_name in ("fp8-default.moebundle", "fp8-swap8-split.moebundle"):
+    for bundle_name in ("fp8-default.moebundle", "fp8-swap8-split.moebundle", "mx-default.moebundle"):
         what = f"{bundle_name} CUDA graph replay with a new routing"
         try:
-            bundle, info = loaded[bundle_name], shapes["f8_e8_n4096_k1024"]
-            first = Case([1000, 1, 3, 0, 16, 17, 5, 64], None, info, 99)
-            second = Case([3, 500, 0, 9, 9, 9, 500, 76], None, info, 100)
+            bundle = loaded[bundle_name]
+            info = shapes[fmt_of[bundle_name]]["f8_e8_n4096_k1024"]
+            fmt = fmt_of[bundle_name]
+            first = Case([1000, 1, 3, 0, 16, 17, 5, 64], None, info, 99, fmt)
+            second = Case([3, 500, 0, 9, 9, 9, 500, 76], None, info, 100, fmt)
             out = torch.full((first.m, first.n), float("nan"), device=DEV, dtype=torch.bfloat16)
             stream = torch.cuda.Stream()
             with torch.cuda.stream(stream):
@@ -251,22 +348,24 @@ def main():
     # (test/device/fp8_chain.mlir): the weights quantized once by the prepack
     # entry, the rows per call, then the block-FP8 GEMM on both.
     chain_path = os.path.join(ARTIFACTS, "fp8chain.moebundle")
-    for seed, counts in enumerate(([40, 0, 1, 300, 7, 0, 64, 5], [0, 0, 0, 1, 0, 0, 0, 0])):
-        what = f"fp8chain.moebundle prepack -> quantize -> FP8 GEMM, counts {counts}"
+    chains = [(counts, "fp8chain", BlockFP8) for counts in ([40, 0, 1, 300, 7, 0, 64, 5], [0, 0, 0, 1, 0, 0, 0, 0])]
+    chains.append(([40, 0, 1, 300, 7, 0, 64, 5], "mxchain", MXFP8))
+    for seed, (counts, chain_name, fmt) in enumerate(chains):
+        what = f"{chain_name}.moebundle prepack -> quantize -> FP8 GEMM, counts {counts}"
         try:
-            chain = moe_runtime.Bundle(chain_path)
+            chain = moe_runtime.Bundle(os.path.join(ARTIFACTS, f"{chain_name}.moebundle"))
             info = chain.entry("gate_up_0")
             g = torch.Generator(device=DEV).manual_seed(500 + seed)
-            w = (block_varied((info.experts, info.n, info.k), g, BLOCK) * info.k ** -0.5).to(torch.bfloat16)
+            w = (fmt.varied_weights((info.experts, info.n, info.k), g) * info.k ** -0.5).to(torch.bfloat16)
             offsets_list, m = offsets_from(counts, info.experts, None)
-            x = block_varied((m, info.k), g, 1).to(torch.bfloat16)
+            x = fmt.varied_rows((m, info.k), g).to(torch.bfloat16)
             offsets = torch.tensor(offsets_list, device=DEV, dtype=torch.int32)
             wq, ws = chain.quantize("gate_up_prepack", w)
             xq, xs = chain.quantize("gate_up", x)
             out = torch.full((m, info.n), float("nan"), device=DEV, dtype=torch.bfloat16)
             chain.grouped_matmul("gate_up_0", xq, wq, offsets, out, rows_scale=xs, weights_scale=ws)
             torch.cuda.synchronize()
-            xd, wd = dequantize_blocks(xq, xs, 1), dequantize_blocks(wq, ws, BLOCK)
+            xd, wd = fmt.dequantize_rows(xq, xs), fmt.dequantize_weights(wq, ws)
             want = torch.cat([xd[lo:hi] @ wd[e].t() for e, (lo, hi) in
                               enumerate(clamped_ranges(offsets_list, m)) if hi > lo])
             bf16 = torch.cat([x[lo:hi].double() @ w[e].double().t() for e, (lo, hi) in
@@ -293,8 +392,20 @@ def main():
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
 
+    # The same MLP in MXFP8 (mxchain.moebundle): bf16 gate-up, the
+    # activation's [1, 32] quantize kernel (bit-exact with quantize_mx), the
+    # down GEMM.
+    for seed, counts in enumerate(([40, 0, 1, 300, 7, 0, 64, 5], [0] * 7 + [700])):
+        what = f"mxchain.moebundle GPT-OSS-style MXFP8 expert MLP with biases, counts {counts}"
+        try:
+            ok, detail = mx_mlp_case(moe_runtime.Bundle(os.path.join(ARTIFACTS, "mxchain.moebundle")),
+                                     counts, 700 + seed)
+            report(ok, what, detail)
+        except Exception as error:
+            report(False, what, f"{type(error).__name__}: {error}")
+
     # Argument errors come back as exceptions with a message, never a crash.
-    bundle, info = loaded["fp8-default.moebundle"], shapes["f8_e8_n256_k512"]
+    bundle, info = loaded["fp8-default.moebundle"], shapes[BlockFP8]["f8_e8_n256_k512"]
     good = Case([4] * 8, None, info, 7)
     out = torch.empty(good.m, good.n, device=DEV, dtype=torch.bfloat16)
     gm = bundle.grouped_matmul

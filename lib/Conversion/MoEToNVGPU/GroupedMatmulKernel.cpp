@@ -10,6 +10,7 @@
 
 #include "GroupedMatmulKernel.h"
 #include "KernelUtils.h"
+#include "MoE/Conversion/FP8Codec.h"
 #include "MoE/Conversion/Passes.h"
 #include "QuantizeKernel.h"
 #include "TileScheduler.h"
@@ -39,6 +40,11 @@ static constexpr int64_t kStagingBytes = 64 * kStagingColumns * 2;
 /// loads can overlap the epilogue. Swap-AB's epilogue reuses the stages for
 /// its small f32 tile instead (more resident CTAs for decode).
 int64_t GroupedMatmulTile::dynamicSharedBytes() const {
+  return tileSharedBytes() + scaleStagingBytes();
+}
+
+/// What dynamicSharedBytes() holds before the MXFP8 scale buffers (last).
+int64_t GroupedMatmulTile::tileSharedBytes() const {
   int64_t stageBytes = (tileM + tileN) * tileK * elementBytes();
   // A quantized output keeps the item's bf16 activations (and swap-AB its
   // f32 tile) apart: the next pass's loads are in the stages meanwhile.
@@ -66,7 +72,9 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
   return llvm::formatv("grouped_matmul_{7}_{0}x{1}x{2}_s{3}{4}{5}_off{6}",
                        tileM, tileN, tileK, stages, swapAB ? "_swapab" : "",
                        suffix, offsetType.getIntOrFloatBitWidth(),
-                       fp8() ? "fp8block" : "bf16")
+                       mxfp8() ? "mxfp8"
+                       : fp8() ? "fp8block"
+                               : "bf16")
       .str();
 }
 
@@ -512,11 +520,13 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                              i32,     i32,     i32};
   bool rowScale = t.epilogue == GroupedMatmulTile::Epilogue::RowScale;
   if (t.fp8()) {
-    argTypes.push_back(MemRefType::get(
-        {ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type()));
+    // MXFP8 scales are UE8M0 bytes.
+    Type scale = t.mxfp8() ? Type(b.getI8Type()) : Type(b.getF32Type());
+    argTypes.push_back(
+        MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, scale));
     argTypes.push_back(MemRefType::get(
         {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic},
-        b.getF32Type()));
+        scale));
   }
   if (t.quantizeOut)
     argTypes.push_back(MemRefType::get(
@@ -725,6 +735,27 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   WorkItem next = describe(b, nextWork);
   Value row0 = current.row0, col0 = current.col0;
 
+  // acc + part * scales, element by element of the thread's fragment.
+  auto addScaled = [&](ImplicitLocOpBuilder &nb, Value acc, Value part,
+                       ArrayRef<Value> scales) -> Value {
+    auto regsType = LLVM::LLVMStructType::getLiteral(
+        ctx, {LLVM::LLVMStructType::getLiteral(
+                 ctx, SmallVector<Type>(scales.size(), nb.getF32Type()))});
+    auto regs = [&](Value v) {
+      return UnrealizedConversionCastOp::create(nb, regsType, v).getResult(0);
+    };
+    Value sum = regs(acc), products = regs(part);
+    for (int64_t e = 0, end = scales.size(); e < end; ++e) {
+      int64_t at[] = {0, e};
+      Value v = LLVM::FMAOp::create(
+          nb, LLVM::ExtractValueOp::create(nb, products, at), scales[e],
+          LLVM::ExtractValueOp::create(nb, sum, at));
+      sum = LLVM::InsertValueOp::create(nb, sum, v, at);
+    }
+    return UnrealizedConversionCastOp::create(nb, ty.accumulator, sum)
+        .getResult(0);
+  };
+
   // Block FP8: adds a K step's products `part` to `acc` times the scales of
   // their rows and weights (see Fragment for which values a thread holds).
   // The scale loads are issued before the wait, so they overlap the step's
@@ -781,22 +812,118 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
       }
     }
     NVVM::WgmmaWaitGroupSyncOp::create(nb, nb.getI64IntegerAttr(0));
-    auto regsType = LLVM::LLVMStructType::getLiteral(
-        ctx, {LLVM::LLVMStructType::getLiteral(
-                 ctx, SmallVector<Type>(accColumns / 2, nb.getF32Type()))});
-    auto regs = [&](Value v) {
-      return UnrealizedConversionCastOp::create(nb, regsType, v).getResult(0);
+    return addScaled(nb, acc, part, scales);
+  };
+
+  // MXFP8: the f32 scales of one K step in shared memory, buffer (step % 2)
+  // x block x (the tile's tileN weight rows, then its tileM token rows).
+  // The next step's codes are loaded while this step multiplies, then
+  // decoded and stored into the other buffer before the step's barrier.
+  int64_t scaleBlocks = t.scaleBlocksPerStep();
+  int64_t scaleRows = t.tileN + t.tileM;
+  Value scaleBuffers =
+      t.mxfp8()
+          ? m.view(smem, m.c(t.tileSharedBytes()),
+                   MemRefType::get({2, scaleBlocks, scaleRows}, b.getF32Type(),
+                                   MemRefLayoutAttrInterface(), ty.smem))
+          : Value();
+  // Codes [round][block]: thread tid handles staging row tid + round *
+  // threads (rounds past the last row load a clamped one and store none).
+  auto loadScaleCodes = [&](ImplicitLocOpBuilder &nb, Value kStep,
+                            Value colBase) {
+    IndexMath n{nb};
+    Value lastBlock = n.sub(
+        memref::DimOp::create(nb, rowsScales, n.c(1)).getResult(), n.c(1));
+    Value lastToken = n.sub(
+        memref::DimOp::create(nb, rowsScales, n.c(0)).getResult(), n.c(1));
+    Value lastWeight = n.sub(
+        memref::DimOp::create(nb, weightsScales, n.c(1)).getResult(), n.c(1));
+    // K past the end is zero-filled by the TMA: any finite scale will do.
+    auto block = [&](ImplicitLocOpBuilder &lb, int64_t j) {
+      IndexMath l{lb};
+      return arith::MinSIOp::create(
+          lb, l.add(l.mul(kStep, l.c(scaleBlocks)), l.c(j)), lastBlock);
     };
-    Value sum = regs(acc), products = regs(part);
-    for (int64_t e = 0; e < accColumns / 2; ++e) {
-      int64_t at[] = {0, e};
-      Value v = LLVM::FMAOp::create(
-          nb, LLVM::ExtractValueOp::create(nb, products, at), scales[e],
-          LLVM::ExtractValueOp::create(nb, sum, at));
-      sum = LLVM::InsertValueOp::create(nb, sum, v, at);
+    SmallVector<Value> codes;
+    SmallVector<Type> i8s(scaleBlocks, nb.getI8Type());
+    for (int64_t r0 = 0; r0 < scaleRows; r0 += threads) {
+      Value i =
+          arith::MinSIOp::create(nb, n.add(tid, n.c(r0)), n.c(scaleRows - 1));
+      auto ifOp = scf::IfOp::create(nb, i8s, n.lt(i, n.c(t.tileN)),
+                                    /*withElseRegion=*/true);
+      {
+        ImplicitLocOpBuilder tb =
+            ImplicitLocOpBuilder::atBlockBegin(nb.getLoc(), ifOp.thenBlock());
+        IndexMath w{tb};
+        // Gated: the second half of the tile are the up rows, N / 2 further.
+        Value row = w.add(colBase, i);
+        if (t.gated()) {
+          Value half = w.c(t.tileN / 2);
+          row = arith::SelectOp::create(tb, w.lt(i, half), row,
+                                        w.add(w.sub(row, half), numCols));
+        }
+        row = arith::MinSIOp::create(tb, row, lastWeight);
+        SmallVector<Value> loaded;
+        for (int64_t j = 0; j < scaleBlocks; ++j)
+          loaded.push_back(w.load(
+              weightsScales, ValueRange{current.expert, row, block(tb, j)}));
+        scf::YieldOp::create(tb, loaded);
+      }
+      {
+        ImplicitLocOpBuilder eb =
+            ImplicitLocOpBuilder::atBlockBegin(nb.getLoc(), ifOp.elseBlock());
+        IndexMath w{eb};
+        Value token = arith::MinSIOp::create(
+            eb, w.add(row0, w.sub(i, w.c(t.tileN))), lastToken);
+        SmallVector<Value> loaded;
+        for (int64_t j = 0; j < scaleBlocks; ++j)
+          loaded.push_back(w.load(rowsScales, ValueRange{token, block(eb, j)}));
+        scf::YieldOp::create(eb, loaded);
+      }
+      llvm::append_range(codes, ifOp.getResults());
     }
-    return UnrealizedConversionCastOp::create(nb, ty.accumulator, sum)
-        .getResult(0);
+    return codes;
+  };
+  auto storeScaleCodes = [&](ImplicitLocOpBuilder &nb, ArrayRef<Value> codes,
+                             Value buffer) {
+    IndexMath n{nb};
+    for (int64_t r0 = 0, round = 0; r0 < scaleRows; r0 += threads, ++round) {
+      Value i = n.add(tid, n.c(r0));
+      ifThen(nb, n.lt(i, n.c(scaleRows)), [&](ImplicitLocOpBuilder &sb) {
+        IndexMath s{sb};
+        for (int64_t j = 0; j < scaleBlocks; ++j)
+          memref::StoreOp::create(
+              sb, decodeE8M0(sb, codes[round * scaleBlocks + j]), scaleBuffers,
+              ValueRange{buffer, s.c(j), i});
+      });
+    }
+  };
+  // MXFP8: adds the products `part` of block j of the step to `acc` times
+  // their rows' and columns' scales from `buffer` (the wgmma has retired).
+  auto promoteBlock = [&](ImplicitLocOpBuilder &nb, Value acc, Value part,
+                          Value buffer, int64_t j) -> Value {
+    IndexMath n{nb};
+    Fragment frag = fragmentOf(nb, tid);
+    // Staging rows: weights [0, tileN), tokens [tileN, tileN + tileM).
+    auto scaleAt = [&](Value index) {
+      return n.load(scaleBuffers, ValueRange{buffer, n.c(j), index});
+    };
+    Value aBase =
+        t.swapAB ? n.c(0) : n.add(n.c(t.tileN), n.mul(warpgroup, n.c(64)));
+    Value bBase = t.swapAB ? n.c(t.tileN) : n.c(0);
+    int64_t accColumns = t.accumulatorColumns();
+    Value aScale[2];
+    for (int64_t i = 0; i < 2; ++i)
+      aScale[i] = scaleAt(n.add(aBase, n.add(frag.row, n.c(8 * i))));
+    SmallVector<Value> bScale;
+    for (int64_t c = 0; c < accColumns; c += 8)
+      for (int64_t d = 0; d < 2; ++d)
+        bScale.push_back(scaleAt(n.add(bBase, n.add(frag.col, n.c(c + d)))));
+    SmallVector<Value> scales(accColumns / 2);
+    for (int64_t e = 0; e < accColumns / 2; ++e)
+      scales[e] = arith::MulFOp::create(nb, aScale[(e / 2) % 2],
+                                        bScale[(e / 4) * 2 + e % 2]);
+    return addScaled(nb, acc, part, scales);
   };
 
   // Pass `pass` of the item: its K loop over the tile of output columns
@@ -806,12 +933,25 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, ty.accumulator);
     Value passBase = m.mul(numK, pass);
     Value colBase = m.add(col0, m.mul(pass, m.c(tileCols)));
+    // MXFP8: step 0's scales into buffer 0 (the last item's promotions are
+    // behind its final barrier).
+    if (t.mxfp8()) {
+      storeScaleCodes(b, loadScaleCodes(b, m.c(0), colBase), m.c(0));
+      gpu::BarrierOp::create(b);
+    }
     auto mainLoop = scf::ForOp::create(
         b, m.c(0), numK, m.c(1), ValueRange{acc0},
         [&](OpBuilder &nested, Location l, Value kStep, ValueRange iter) {
           ImplicitLocOpBuilder nb(l, nested);
           IndexMath n{nb};
           Value itemStep = n.add(passBase, kStep);
+          SmallVector<Value> nextCodes;
+          if (t.mxfp8())
+            nextCodes =
+                loadScaleCodes(nb,
+                               arith::MinSIOp::create(nb, n.add(kStep, n.c(1)),
+                                                      n.sub(numK, n.c(1))),
+                               colBase);
           Value step = n.add(stepBase, itemStep);
           Value stage = stageOf(nb, step);
           Value round = arith::DivUIOp::create(nb, step, n.c(t.stages));
@@ -835,13 +975,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           // Each op may leave one K step of wgmma (tileK / mmaK groups) in
           // flight: after this step's last op, the previous step has retired.
           int64_t groupsPerStep = t.tileK / t.mmaK();
-          Value acc = iter[0];
-          // Block FP8: this K step's products accumulate apart, to be scaled.
-          Value part = t.fp8() ? nvgpu::WarpgroupMmaInitAccumulatorOp::create(
-                                     nb, ty.accumulator)
-                                     .getResult()
-                               : acc;
-          for (int64_t kk = 0; kk < t.tileK; kk += t.mmaK()) {
+          auto mmaAt = [&](int64_t kk, Value accIn, int64_t waitGroup) {
             auto slice = [&](Value tile, int64_t rows) {
               return memref::SubViewOp::create(
                          nb, tile,
@@ -862,12 +996,42 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             Value descB = nvgpu::WarpgroupGenerateDescriptorOp::create(
                 nb, ty.mmaBDesc, t.swapAB ? rowsSlice : weightsSlice,
                 t.swapAB ? rowsMap : weightsMap);
-            part = nvgpu::WarpgroupMmaOp::create(
-                nb, ty.accumulator, descA, descB,
-                nb.getI64IntegerAttr(groupsPerStep), UnitAttr(), UnitAttr(),
-                part);
+            return nvgpu::WarpgroupMmaOp::create(
+                       nb, ty.accumulator, descA, descB,
+                       nb.getI64IntegerAttr(waitGroup), UnitAttr(), UnitAttr(),
+                       accIn)
+                .getResult();
+          };
+          auto freshAccumulator = [&]() -> Value {
+            return nvgpu::WarpgroupMmaInitAccumulatorOp::create(nb,
+                                                                ty.accumulator);
+          };
+          Value acc = iter[0];
+          if (t.mxfp8()) {
+            // Each wgmma's products need their own scales: two accumulators
+            // take turns, so one block is scaled while the next multiplies
+            // (each op waits until only the one it issued is in flight).
+            Value buffer = arith::RemUIOp::create(nb, kStep, n.c(2));
+            int64_t blocks = t.scaleBlocksPerStep();
+            Value parts[2];
+            for (int64_t j = 0; j < blocks; ++j) {
+              parts[j % 2] = mmaAt(j * t.mmaK(), freshAccumulator(), 1);
+              if (j > 0)
+                acc = promoteBlock(nb, acc, parts[(j - 1) % 2], buffer, j - 1);
+            }
+            NVVM::WgmmaWaitGroupSyncOp::create(nb, nb.getI64IntegerAttr(0));
+            acc = promoteBlock(nb, acc, parts[(blocks - 1) % 2], buffer,
+                               blocks - 1);
+            storeScaleCodes(nb, nextCodes,
+                            arith::SubIOp::create(nb, n.c(1), buffer));
+          } else {
+            // Block FP8: this K step's products accumulate apart, to be
+            // scaled.
+            Value part = t.fp8() ? freshAccumulator() : acc;
+            for (int64_t kk = 0; kk < t.tileK; kk += t.mmaK())
+              part = mmaAt(kk, part, groupsPerStep);
+            acc = t.fp8() ? promote(nb, acc, part, kStep, colBase) : part;
           }
-          acc = t.fp8() ? promote(nb, acc, part, kStep, colBase) : part;
           // The previous step's stage is free once every warp has seen its
           // wgmma retire; refill it while this step's wgmma run.
           gpu::BarrierOp::create(nb);

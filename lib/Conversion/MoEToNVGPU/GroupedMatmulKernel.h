@@ -47,6 +47,11 @@ struct GroupedMatmulTile {
     /// in registers of its own, then is added to the f32 accumulator times
     /// both scales.
     FP8Block,
+    /// OCP MXFP8: e4m3 rows and weights, each with one UE8M0 scale byte
+    /// (2^(s - 127)) per 32 K (`[M, K/32]`, `[E, N, K/32]`). Each wgmma (32
+    /// K) accumulates apart and is added times its two scales while the next
+    /// one runs; the scales of a K step are staged in shared memory as f32.
+    MXFP8,
   };
 
   int64_t tileM = 64;
@@ -75,6 +80,14 @@ struct GroupedMatmulTile {
   int64_t warpgroups() const { return swapAB ? 1 : tileM / 64; }
 
   bool fp8() const { return format != Format::BF16; }
+  bool mxfp8() const { return format == Format::MXFP8; }
+  /// MXFP8: the scale blocks of one K step, and the bytes of the two f32
+  /// buffers (this step's and the next's) of the tile's weight rows' and
+  /// token rows' scales.
+  int64_t scaleBlocksPerStep() const { return tileK / 32; }
+  int64_t scaleStagingBytes() const {
+    return mxfp8() ? 2 * scaleBlocksPerStep() * (tileN + tileM) * 4 : 0;
+  }
   /// Bytes of one row or weight element.
   int64_t elementBytes() const { return fp8() ? 1 : 2; }
   /// K of one wgmma: 32 bytes (16 bf16 or 32 e4m3 values).
@@ -112,6 +125,8 @@ struct GroupedMatmulTile {
 
   /// Bytes of dynamic shared memory the kernel needs.
   int64_t dynamicSharedBytes() const;
+  /// The part of it before the MXFP8 scale buffers.
+  int64_t tileSharedBytes() const;
   /// A name that says what the kernel was built for.
   std::string kernelName(Type offsetType) const;
 };
@@ -121,7 +136,8 @@ struct GroupedMatmulTile {
 /// epilogue), inside `module`. Its arguments: (rows tensor map ptr, weights
 /// tensor map ptr, offsets memref<?xT>, out memref<?x?xbf16>, K, rows_min,
 /// rows_max as i32, for Format::FP8Block the rows' scales memref<?x?xf32>
-/// and the weights' scales memref<?x?x?xf32>, with `quantizeOut` the
+/// and the weights' scales memref<?x?x?xf32> (Format::MXFP8: memref<?x?xi8>
+/// and memref<?x?x?xi8> of UE8M0 codes), with `quantizeOut` the
 /// output's scales memref<?x?xf32> [M, N / 256] (out is then
 /// memref<?x?xi8>), for Epilogue::RowScale the
 /// scale memref<?xf32>, and with a bias the bias memref<?x?xT> [E, N]). See

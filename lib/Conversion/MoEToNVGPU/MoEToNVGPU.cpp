@@ -26,6 +26,7 @@ static constexpr int64_t kMaxLaunchRows = 2147483647;
 
 using Epilogue = GroupedMatmulTile::Epilogue;
 using Activation = GroupedMatmulTile::Activation;
+using Format = GroupedMatmulTile::Format;
 
 /// Why `k` cannot be a TMA-loaded reduction size, or an empty string.
 static std::string unsupportedK(int64_t k) {
@@ -97,6 +98,35 @@ static std::optional<BlockFP8Operands> getMXFP8Operands(Value rows,
                                               {1, 1, 32});
 }
 
+/// Rows and weights an sm_90a kernel reads quantized (block FP8 or MXFP8),
+/// or nullopt.
+static std::optional<BlockFP8Operands> getFP8Operands(Value rows,
+                                                      Value weights) {
+  if (auto blocks = getBlockFP8Operands(rows, weights))
+    return blocks;
+  return getMXFP8Operands(rows, weights);
+}
+
+/// The kernel format of quantized operands (their weights' scale type
+/// tells the two apart).
+static Format formatOf(BlockFP8Operands operands) {
+  return isa<Float32Type>(operands.weights.getEncoding().getScale())
+             ? Format::FP8Block
+             : Format::MXFP8;
+}
+
+/// Whether `encoding` quantizes a GEMM's rows as `format` reads them:
+/// e4m3 in [1, 128] groups with f32 scales (block FP8) or in [1, 32]
+/// blocks with E8M0 scales (MXFP8).
+static bool isRowEncoding(BlockScaledEncodingAttr encoding, Format format) {
+  bool mx = format == Format::MXFP8;
+  return encoding && isa<Float8E4M3FNType>(encoding.getElement()) &&
+         (mx ? isa<Float8E8M0FNUType>(encoding.getScale())
+             : isa<Float32Type>(encoding.getScale())) &&
+         encoding.getBlockExtent(0, 2) == 1 &&
+         encoding.getBlockExtent(1, 2) == (mx ? 32 : 128);
+}
+
 /// Why the sm_100a kernel cannot run `op` (any moe op), or an empty string:
 /// only the MXFP8 grouped GEMM with the plain bf16 store is implemented.
 static std::string unsupportedReasonSm100(Operation *op) {
@@ -118,29 +148,27 @@ static std::string unsupportedReasonSm100(Operation *op) {
   return "";
 }
 
-/// The encoding the FP8 expert MLP's down GEMM reads its rows in: the
-/// gate-up GEMM's block-FP8 row format.
-static bool isBlockFP8Intermediate(ExpertMLPOp op) {
-  BlockScaledEncodingAttr encoding = op.getIntermediateAttr();
-  return encoding && isa<Float8E4M3FNType>(encoding.getElement()) &&
-         isa<Float32Type>(encoding.getScale()) &&
-         encoding.getBlockExtent(0, 2) == 1 &&
-         encoding.getBlockExtent(1, 2) == 128;
-}
-
 /// Why the sm_90a kernels cannot run `op` with quantized operands, or an
-/// empty string: both GEMMs in block FP8, the intermediate quantized to
-/// their row format between them.
+/// empty string: both GEMMs in block FP8 or both in MXFP8, the intermediate
+/// quantized to their row format between them.
 static std::string unsupportedQuantizedReason(ExpertMLPOp op) {
-  if (!getBlockFP8Operands(op.getRows(), op.getGateUpWeights()) ||
-      !getBlockFP8Operands(op.getRows(), op.getDownWeights()))
+  std::optional<BlockFP8Operands> gateUp =
+      getFP8Operands(op.getRows(), op.getGateUpWeights());
+  std::optional<BlockFP8Operands> down =
+      getFP8Operands(op.getRows(), op.getDownWeights());
+  if (!gateUp || !down || formatOf(*gateUp) != formatOf(*down))
     return "quantized operands of a fused expert MLP are implemented as "
-           "block FP8 only: rows and both weights moe.dequantize of f8E4M3FN "
-           "with f32 scales, blocks [1, 128] of the rows and [128, 128] of "
-           "each expert's weights";
-  if (!isBlockFP8Intermediate(op))
+           "block FP8 or MXFP8, the same for both GEMMs: rows and both "
+           "weights moe.dequantize of f8E4M3FN with f32 scales in blocks "
+           "[1, 128] of the rows and [128, 128] of each expert's weights, or "
+           "with f8E8M0FNU scales in blocks [1, 32] and [1, 32]";
+  if (formatOf(*gateUp) == Format::FP8Block &&
+      !isRowEncoding(op.getIntermediateAttr(), formatOf(*gateUp)))
     return "a block-FP8 expert MLP needs 'intermediate <f8E4M3FN, [1, 128], "
            "f32>': its down GEMM reads FP8 rows";
+  if (!isRowEncoding(op.getIntermediateAttr(), formatOf(*gateUp)))
+    return "an MXFP8 expert MLP needs 'intermediate <f8E4M3FN, [1, 32], "
+           "f8E8M0FNU>': its down GEMM reads FP8 rows";
   return "";
 }
 
@@ -153,8 +181,8 @@ static std::string unsupportedReason(ExpertMLPOp op) {
     if (std::string reason = unsupportedQuantizedReason(op); !reason.empty())
       return reason;
   } else if (op.getIntermediateAttr()) {
-    return "an FP8 'intermediate' needs block-FP8 rows and weights (the down "
-           "GEMM reads FP8 rows only in block FP8)";
+    return "an FP8 'intermediate' needs block-FP8 or MXFP8 rows and weights "
+           "(the down GEMM reads FP8 rows only from an FP8 expert MLP)";
   }
   for (Value v : {op.getRows(), op.getGateUpWeights(), op.getDownWeights(),
                   op.getResult()})
@@ -273,12 +301,13 @@ static std::string unsupportedReason(GroupedMatmulOp op) {
     return reason;
   if (!isDequantized(op.getRows()) && !isDequantized(op.getWeights()))
     return unsupportedK(rowsType.getDimSize(1));
-  if (!getBlockFP8Operands(op.getRows(), op.getWeights()))
-    return "quantized operands are implemented as block FP8 only: rows and "
-           "weights both moe.dequantize of f8E4M3FN with f32 scales, blocks "
-           "[1, 128] of the rows and [128, 128] of each expert's weights";
-  // A static K is a multiple of 128 (moe.dequantize verifies its blocks);
-  // the runtime checks a dynamic one.
+  if (!getFP8Operands(op.getRows(), op.getWeights()))
+    return "quantized operands are implemented as block FP8 or MXFP8: rows "
+           "and weights both moe.dequantize of f8E4M3FN, with f32 scales in "
+           "blocks [1, 128] of the rows and [128, 128] of each expert's "
+           "weights, or with f8E8M0FNU scales in blocks [1, 32] and [1, 32]";
+  // A static K is a multiple of the block (moe.dequantize verifies its
+  // blocks); the runtime checks a dynamic one.
   return "";
 }
 
@@ -377,7 +406,7 @@ static DictionaryAttr launchInfo(Builder &b, Value rows, Value weights,
   NamedAttrList info;
   if (tile.fp8()) {
     info.set("abi", b.getStringAttr("grouped_matmul_fp8.v1"));
-    info.set("format", b.getStringAttr("fp8_block"));
+    info.set("format", b.getStringAttr(tile.mxfp8() ? "mxfp8" : "fp8_block"));
   } else {
     info.set("abi", b.getStringAttr("grouped_matmul.v3"));
   }
@@ -475,11 +504,11 @@ static int64_t swapStagesFor(int64_t k, int64_t stages, int64_t fixed,
                                                   : stages;
 }
 
-/// `tile` for block-FP8 operands: the same 128 bytes of K per stage, and at
-/// most 128 columns, since each warpgroup holds a second accumulator for a
-/// K step's unscaled products.
-static GroupedMatmulTile blockFP8Tile(GroupedMatmulTile tile) {
-  tile.format = GroupedMatmulTile::Format::FP8Block;
+/// `tile` for FP8 operands in `format`: the same 128 bytes of K per stage,
+/// and at most 128 columns, since each warpgroup holds more accumulators
+/// for unscaled products (one for block FP8, two for MXFP8).
+static GroupedMatmulTile fp8Tile(GroupedMatmulTile tile, Format format) {
+  tile.format = format;
   tile.tileK = 128;
   if (!tile.swapAB)
     tile.tileN = 128;
@@ -550,12 +579,14 @@ static DictionaryAttr routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
 }
 
 /// The quantize of the rows of the moe.layer that holds `op` (its permute
-/// or that quantize), or null: `op` is not in a layer with FP8 rows.
-static QuantizeOp getQuantizedLayerRows(Operation *op) {
+/// or that quantize) when the permute's gather can do it (block FP8's
+/// [1, 128] groups), or null.
+static QuantizeOp getGatherQuantizedRows(Operation *op) {
   auto layer = dyn_cast_or_null<LayerOp>(op->getParentOp());
   std::optional<LayerChain> chain = layer ? getLayerChain(layer) : std::nullopt;
   if (!chain || !chain->rowsQuantize ||
-      (op != chain->permute && op != chain->rowsQuantize))
+      (op != chain->permute && op != chain->rowsQuantize) ||
+      !isRowEncoding(chain->rowsQuantize.getEncoding(), Format::FP8Block))
     return {};
   return chain->rowsQuantize;
 }
@@ -815,11 +846,12 @@ struct ConvertMoEToNVGPUPass
       return signalPassFailure();
     }
     int64_t fixedSwapStages = swapABStages;
-    GroupedMatmulTile quantizedGateUp = blockFP8Tile(tile);
+    GroupedMatmulTile blockFP8 = fp8Tile(tile, Format::FP8Block);
+    GroupedMatmulTile quantizedGateUp = blockFP8;
     quantizedGateUp.epilogue = Epilogue::SwiGLU;
     quantizedGateUp.quantizeOut = true;
     for (const GroupedMatmulTile &base :
-         {tile, blockFP8Tile(tile), quantizedGateUp}) {
+         {tile, blockFP8, fp8Tile(tile, Format::MXFP8), quantizedGateUp}) {
       if (failed(verifyTile(module, base)))
         return signalPassFailure();
       for (int64_t k : {int64_t(1), kLongK})
@@ -883,12 +915,12 @@ struct ConvertMoEToNVGPUPass
       };
       if (auto matmul = dyn_cast<GroupedMatmulOp>(op)) {
         std::optional<BlockFP8Operands> fp8 =
-            getBlockFP8Operands(matmul.getRows(), matmul.getWeights());
+            getFP8Operands(matmul.getRows(), matmul.getWeights());
         op->setAttr(
             kLaunchAttr,
             gemmLaunch(matmul.getRows(), matmul.getWeights(),
                        matmul.getOffsets(),
-                       epilogueTile(fp8 ? blockFP8Tile(tile) : tile,
+                       epilogueTile(fp8 ? fp8Tile(tile, formatOf(*fp8)) : tile,
                                     matmul.getRowScale() ? Epilogue::RowScale
                                                          : Epilogue::Store,
                                     matmul.getBias())));
@@ -906,7 +938,7 @@ struct ConvertMoEToNVGPUPass
       if (auto permute = dyn_cast<PermuteOp>(op)) {
         op->setAttr(kLaunchAttr, permuteLaunch(builder, kernels, permute,
                                                fp8GatherQuantize &&
-                                                   getQuantizedLayerRows(op)));
+                                                   getGatherQuantizedRows(op)));
         continue;
       }
       if (auto unpermute = dyn_cast<UnpermuteOp>(op)) {
@@ -914,7 +946,7 @@ struct ConvertMoEToNVGPUPass
         continue;
       }
       if (auto quantize = dyn_cast<QuantizeOp>(op)) {
-        if (fp8GatherQuantize && getQuantizedLayerRows(op) == quantize) {
+        if (fp8GatherQuantize && getGatherQuantizedRows(op) == quantize) {
           op->setAttr(kFusedIntoLaunchAttr, builder.getUnitAttr());
           continue;
         }
@@ -945,16 +977,18 @@ struct ConvertMoEToNVGPUPass
       // [M, 2I] intermediate never leaves registers), then the down GEMM
       // adds its bias and applies the routing weight in its epilogue.
       auto mlp = cast<ExpertMLPOp>(op);
-      // Block FP8: the gate-up GEMM stores act(gate, up) in bf16 and a
-      // quantize kernel makes it the down GEMM's FP8 rows, or with
+      // FP8: the gate-up GEMM stores act(gate, up) in bf16 and a quantize
+      // kernel makes it the down GEMM's FP8 rows, or in block FP8 with
       // fp8-epilogue-quantize its epilogue does (no bf16 round trip, but the
       // quantization is not overlapped with the MMAs yet: slower, RESULTS).
       std::optional<BlockFP8Operands> fp8 =
-          getBlockFP8Operands(mlp.getRows(), mlp.getGateUpWeights());
-      const GroupedMatmulTile &base = fp8 ? blockFP8Tile(tile) : tile;
+          getFP8Operands(mlp.getRows(), mlp.getGateUpWeights());
+      const GroupedMatmulTile &base =
+          fp8 ? fp8Tile(tile, formatOf(*fp8)) : tile;
       GroupedMatmulTile gateUp =
           epilogueTile(base, Epilogue::SwiGLU, mlp.getGateUpBias());
-      gateUp.quantizeOut = fp8 && fp8EpilogueQuantize;
+      gateUp.quantizeOut =
+          fp8 && formatOf(*fp8) == Format::FP8Block && fp8EpilogueQuantize;
       if (mlp.getActivation() == GatedActivation::gptoss) {
         gateUp.activation = Activation::GptOss;
         gateUp.alpha = mlp.getAlphaOrDefault();

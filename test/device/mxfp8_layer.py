@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""MXFP8 MoE layers on the H200: the five layers of
+test/device/layer_models.mlir quantized by
+`--moe-quantize="format=mxfp8 scope=weights+activations"` and compiled by
+`--moe-gpu-pipeline` into mxlayer.moebundle: per layer one layer_fp8.v1
+entry (route, permute with a bf16 gather, the rows' [1, 32] quantize
+kernel, the MXFP8 gate-up GEMM storing act(gate, up) in bf16, the
+activation's quantize kernel, the MXFP8 down GEMM, combine) and the prepack
+entries that quantize the weights once (e4m3, one E8M0 scale per 32 K).
+
+Tests, for Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B, DeepSeek-V3 (random
+correction bias) and GPT-OSS-120B (clamped SwiGLU, random bf16 gate-up and
+f32 down biases; H = I = 2880, no multiple of 128) at T in {1, 7, 64, 1000,
+8192} with random router logits, plus skewed routings (one hot expert; half
+the experts never chosen) at T = 64 and 1000:
+- the weights prepacked by the bundle's own prepack entries, bit-exact
+  with quantize_mx (test/device/fp8_grouped_matmul.py) on the same weights;
+- the layer (output and workspace poisoned first) bit-exact with its steps
+  run through their own entries;
+- each GEMM step against a float32 reference on the dequantized values of
+  that step's own inputs: relative L2 error <= 3e-3;
+- the layer's output against a float32 reference on the dequantized values
+  that follows the IR's types end to end (rows quantized in [1, 32] blocks,
+  gate-up in f32, the activation rounded to bf16 and quantized, the down
+  GEMM's output rounded to bf16, the combine in f32): <= 1e-2;
+- the error against the unquantized bf16 layer reported and bounded by 0.1;
+- the layer captured in a CUDA graph, replayed on new inputs;
+- bad arguments refused with a message and nothing launched.
+`--bench`: the MXFP8 layer beside our block-FP8 layer (fp8layer.moebundle)
+and bf16 layer (layer.moebundle) on the same inputs, medians of CUDA-graph
+replays. Prints `N passed, N failed` (and a table).
+
+    python3 test/device/mxfp8_layer.py .gpu-artifacts .shared-bench [--bench]
+"""
+import os
+import sys
+
+import torch
+
+ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
+PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else ".shared-bench")
+BENCH = "--bench" in sys.argv
+sys.path[:0] = [ARTIFACTS, PEERS, os.path.dirname(os.path.abspath(__file__))]
+os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
+import moe_runtime  # noqa: E402
+from tally import Tally, graph_replay_errors, refused_without_launch, run  # noqa: E402
+from peers import SHAPES, bench, expert_act, route_model  # noqa: E402
+from fp8_grouped_matmul import dequantize_mx, quantize_mx  # noqa: E402
+from fp8_layer import logits_for, rel_err  # noqa: E402
+
+DEV = "cuda"
+MODELS = {"mixtral_8x7b": "mixtral-8x7b", "qwen3_30b_a3b": "qwen3-30b-a3b",
+          "olmoe_1b_7b": "olmoe-1b-7b", "deepseek_v3": "deepseek-v3", "gpt_oss_120b": "gpt-oss-120b"}
+TOKENS = [1, 7, 64, 1000, 8192]
+SKEWED_TOKENS = [64, 1000]
+STEP_TOLERANCE = 3e-3
+TOLERANCE = 1e-2
+QUANTIZATION_BOUND = 0.1
+
+
+def round_trip(x):
+    """x [N, K] through [1, 32]-block MXFP8 quantization, as float32."""
+    return dequantize_mx(*quantize_mx(x)).float()
+
+
+def layer_reference(model, x, logits, bias, w13, w2, b13, b2, quantized):
+    """The layer in float32 on weights w13(e) [2I, H], w2(e) [H, I],
+    following the IR's types; `quantized` adds the MXFP8 round trips of the
+    rows and of the activation."""
+    I = w2(0).shape[1]
+    w, ids = route_model(model, logits, score_bias=bias)
+    rows = round_trip(x.float()) if quantized else x.float()
+    y = torch.zeros(x.shape, device=DEV, dtype=torch.float32)
+    for e in ids.unique().tolist():
+        tok, slot = torch.where(ids == e)
+        gu = rows[tok] @ w13(e).t()
+        if b13 is not None:
+            gu = gu + b13[e].float()
+        h = expert_act(model, gu, I).to(torch.bfloat16).float()
+        if quantized:
+            h = round_trip(h)
+        o = h @ w2(e).t()
+        if b2 is not None:
+            o = o + b2[e].float()
+        y.index_add_(0, tok, o.to(torch.bfloat16).float() * w[tok, slot, None])
+    return y
+
+
+class MxLayer:
+    """The compiled layer `name` with its output and workspace for T tokens."""
+
+    def __init__(self, bundle, name, T, H, I, weights, bias, b13, b2):
+        self.bundle, self.name, self.weights = bundle, name, weights
+        self.bias, self.b13, self.b2 = bias, b13, b2
+        self.workspace = torch.empty(bundle.layer_workspace_bytes(name, T, H, I), device=DEV,
+                                     dtype=torch.uint8)
+        self.out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
+
+    def poison(self):
+        self.out.fill_(float("nan"))
+        self.workspace.fill_(0xFF)
+
+    def __call__(self, x, logits, **change):
+        w13q, w13s, w2q, w2s = self.weights
+        args = dict(w13=w13q, w2=w2q, w13s=w13s, w2s=w2s, workspace=self.workspace)
+        args.update(change)
+        return self.bundle.layer(self.name, x, logits, args["w13"], args["w2"], score_bias=self.bias,
+                                 gate_up_bias=self.b13, down_bias=self.b2,
+                                 gate_up_weights_scale=args["w13s"], down_weights_scale=args["w2s"],
+                                 out=self.out, workspace=args["workspace"])
+
+
+def run_steps(bundle, name, x, logits, bias, weights, b13, b2):
+    """What moeLayer launches, through the parts' own entries, keeping every
+    intermediate (poisoned first)."""
+    w13q, w13s, w2q, w2s = weights
+    ids, route_weights = bundle.route(f"{name}_route", logits, bias=bias)
+    rows, offsets, slots = bundle.permute(f"{name}_permute", x, ids)
+    rows_q, rows_s = bundle.quantize(f"{name}_quantize", rows)
+    h = torch.full((rows.shape[0], w2q.shape[2]), float("nan"), device=DEV, dtype=torch.bfloat16)
+    bundle.grouped_matmul(f"{name}_gate_up", rows_q, w13q, offsets, h, rows_scale=rows_s,
+                          weights_scale=w13s, bias=b13)
+    h_q, h_s = bundle.quantize(f"{name}_intermediate", h)
+    y = torch.full((rows.shape[0], x.shape[1]), float("nan"), device=DEV, dtype=torch.bfloat16)
+    bundle.grouped_matmul(f"{name}_down", h_q, w2q, offsets, y, rows_scale=h_s, weights_scale=w2s, bias=b2)
+    out = bundle.unpermute(f"{name}_unpermute", y, slots, route_weights)
+    return dict(offsets=offsets, rows=(rows_q, rows_s), h=h, h_fp8=(h_q, h_s), y=y, out=out)
+
+
+def step_errors(model, steps, w13, w2, b13, b2):
+    """Relative L2 errors of the gate-up and down steps against float32 on
+    the dequantized values of their own inputs."""
+    offsets = steps["offsets"].tolist()
+    h, y = steps["h"], steps["y"]
+    I = h.shape[1]
+    rows, h_fp8 = dequantize_mx(*steps["rows"]).float(), dequantize_mx(*steps["h_fp8"]).float()
+    want_h, want_y = torch.zeros_like(h, dtype=torch.float32), torch.zeros_like(y, dtype=torch.float32)
+    for e in range(len(offsets) - 1):
+        lo, hi = offsets[e], offsets[e + 1]
+        if hi > lo:
+            gu = rows[lo:hi] @ w13(e).t() + (b13[e].float() if b13 is not None else 0)
+            want_h[lo:hi] = expert_act(model, gu, I)
+            want_y[lo:hi] = h_fp8[lo:hi] @ w2(e).t() + (b2[e].float() if b2 is not None else 0)
+    return rel_err(h, want_h), rel_err(y, want_y)
+
+
+def main():
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    generator = torch.Generator(device=DEV).manual_seed(3)
+    bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "mxlayer.moebundle"))
+    others = {}
+    if BENCH:
+        others = {"block fp8": moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer.moebundle")),
+                  "bf16": moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))}
+    tally = Tally()
+    report = tally.report
+    table = []
+
+    for name, model in MODELS.items():
+        H, I, E, k = SHAPES[model]
+        deepseek, gptoss = model == "deepseek-v3", model == "gpt-oss-120b"
+        w13 = (torch.randn(E, 2 * I, H, device=DEV, generator=generator) * H ** -0.5).to(torch.bfloat16)
+        w2 = (torch.randn(E, H, I, device=DEV, generator=generator) * I ** -0.5).to(torch.bfloat16)
+        b13 = (torch.randn(E, 2 * I, device=DEV, generator=generator) * 0.1).to(torch.bfloat16) if gptoss else None
+        b2 = torch.randn(E, H, device=DEV, generator=generator) * 0.1 if gptoss else None
+        what = f"mxfp8 layer {model} weights prepacked bit-exact with quantize_mx"
+        w13q, w13s = bundle.quantize(f"{name}_prepack", w13)
+        w2q, w2s = bundle.quantize(f"{name}_prepack_0", w2)
+        try:
+            same = all(torch.equal(got[0].view(torch.uint8), want[0].view(torch.uint8))
+                       and torch.equal(got[1].view(torch.uint8), want[1])
+                       for got, want in (((w13q, w13s), quantize_mx(w13)), ((w2q, w2s), quantize_mx(w2))))
+            report(same, what)
+        except Exception as error:
+            report(False, what, f"{type(error).__name__}: {error}")
+        weights = (w13q, w13s, w2q, w2s)
+        mx_w13 = lambda e: dequantize_mx(w13q[e], w13s[e]).float()  # noqa: E731
+        mx_w2 = lambda e: dequantize_mx(w2q[e], w2s[e]).float()  # noqa: E731
+        bf16_w13 = lambda e: w13[e].float()  # noqa: E731
+        bf16_w2 = lambda e: w2[e].float()  # noqa: E731
+
+        cases = [(T, "random") for T in TOKENS] + [(T, r) for r in ("hot", "half") for T in SKEWED_TOKENS]
+        for T, routing in cases:
+            what = f"mxfp8 layer {model} T={T} {routing} routing"
+            try:
+                x = torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16)
+                logits = logits_for(T, E, routing, generator)
+                bias = torch.randn(E, device=DEV, generator=generator) * 0.1 if deepseek else None
+                layer = MxLayer(bundle, name, T, H, I, weights, bias, b13, b2)
+                layer.poison()
+                out = layer(x, logits)
+                steps = run_steps(bundle, name, x, logits, bias, weights, b13, b2)
+                torch.cuda.synchronize()
+                exact = torch.equal(out, steps["out"])
+                gate_up_err, down_err = step_errors(model, steps, mx_w13, mx_w2, b13, b2)
+                err = rel_err(out, layer_reference(model, x, logits, bias, mx_w13, mx_w2, b13, b2, True))
+                vs_bf16 = rel_err(out, layer_reference(model, x, logits, bias, bf16_w13, bf16_w2, b13, b2, False))
+                ok = (exact and max(gate_up_err, down_err) <= STEP_TOLERANCE and err <= TOLERANCE
+                      and vs_bf16 <= QUANTIZATION_BOUND and not torch.isnan(out).any())
+                report(ok, what, f"layer {'=' if exact else 'DIFFERS FROM'} its steps, gate-up step "
+                       f"{gate_up_err:.2e}, down step {down_err:.2e}, layer {err:.2e} (vs the bf16 layer "
+                       f"{vs_bf16:.2e})")
+                del steps
+                if BENCH and routing == "random":
+                    table.append(bench_point(model, name, T, x, logits, layer, others, w13, w2, b13, b2))
+                del layer
+            except Exception as error:
+                report(False, what, f"{type(error).__name__}: {error}")
+
+        what = f"mxfp8 layer {model} CUDA graph replay on new inputs"
+        try:
+            T = 64
+            bias = torch.randn(E, device=DEV, generator=generator) * 0.1 if deepseek else None
+            layer = MxLayer(bundle, name, T, H, I, weights, bias, b13, b2)
+            x = torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16)
+            logits = torch.randn(T, E, device=DEV, generator=generator)
+
+            def refresh():
+                x.copy_(torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16))
+                logits.copy_(torch.randn(T, E, device=DEV, generator=generator))
+
+            errs = graph_replay_errors(
+                lambda: layer(x, logits), refresh, layer.poison,
+                lambda: rel_err(layer.out, layer_reference(model, x, logits, bias, mx_w13, mx_w2, b13, b2, True)))
+            report(all(e <= TOLERANCE for e in errs), what, ", ".join(f"{e:.2e}" for e in errs))
+        except Exception as error:
+            report(False, what, f"{type(error).__name__}: {error}")
+
+        what = f"mxfp8 layer {model} argument errors"
+        try:
+            T = 7
+            layer = MxLayer(bundle, name, T, H, I, weights, torch.zeros(E, device=DEV) if deepseek else None,
+                            b13, b2)
+            x = torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16)
+            logits = torch.randn(T, E, device=DEV, generator=generator)
+            bad = {
+                "no gate-up weight scales": dict(w13s=None),
+                "no down weight scales": dict(w2s=None),
+                "bf16 gate-up weights": dict(w13=w13),
+                "gate-up scales of another shape": dict(w13s=w13s[:, :1].contiguous()),
+                "f32 gate-up scales (block FP8's)": dict(w13s=torch.ones(E, 2 * I // 128, H // 128,
+                                                                          device=DEV)),
+                "workspace too small": dict(workspace=layer.workspace[:-256]),
+            }
+            refused = refused_without_launch(bad, lambda change: layer(x, logits, **change), layer.out,
+                                             moe_runtime.MoERuntimeError)
+            report(len(refused) == len(bad), what, f"{len(refused)} of {len(bad)} refused without launching")
+        except Exception as error:
+            report(False, what, f"{type(error).__name__}: {error}")
+        del w13, w2, weights, w13q, w13s, w2q, w2s
+        torch.cuda.empty_cache()
+
+    if table:
+        print()
+        print("| model | T | ours MXFP8 ms | ours block FP8 ms | ours bf16 ms | MXFP8 / block FP8 "
+              "| MXFP8 / bf16 |")
+        print("|---|---|---|---|---|---|---|")
+        for model, T, mx, block, bf16 in table:
+            fmt = lambda v: f"{v:.4f}" if v else "—"  # noqa: E731
+            ratio = lambda a, b: f"{a / b:.2f}" if a and b else "—"  # noqa: E731
+            print(f"| {model} | {T} | {mx:.4f} | {fmt(block)} | {fmt(bf16)} | {ratio(mx, block)} "
+                  f"| {ratio(mx, bf16)} |")
+    return tally.summary()
+
+
+def bench_point(model, name, T, x, logits, layer, others, w13, w2, b13, b2):
+    """Medians (ms) of CUDA-graph replays of the MXFP8 layer, and of our
+    block-FP8 (its own prepacked weights; none for GPT-OSS) and bf16 layers
+    on the same inputs; DeepSeek-V3 with a zero correction bias."""
+    H, I, E, _ = SHAPES[model]
+    zero_bias = torch.zeros(E, device=DEV) if model == "deepseek-v3" else None
+    timed = lambda fn: min(v for v in bench(fn) if v)  # noqa: E731
+    layer.bias = zero_bias
+    mx = timed(lambda: layer(x, logits))
+    block = None
+    if model != "gpt-oss-120b":
+        fp8 = others["block fp8"]
+        w13q, w13s = fp8.quantize(f"{name}_prepack", w13)
+        w2q, w2s = fp8.quantize(f"{name}_prepack_0", w2)
+        ws = torch.empty(fp8.layer_workspace_bytes(name, T, H, I), device=DEV, dtype=torch.uint8)
+        out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
+        block = timed(lambda: fp8.layer(name, x, logits, w13q, w2q, score_bias=zero_bias,
+                                        gate_up_weights_scale=w13s, down_weights_scale=w2s, out=out,
+                                        workspace=ws))
+        del w13q, w13s, w2q, w2s, ws
+    bf16 = others["bf16"]
+    ws = torch.empty(bf16.layer_workspace_bytes(name, T, H, I), device=DEV, dtype=torch.uint8)
+    out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
+    ours_bf16 = timed(lambda: bf16.layer(name, x, logits, w13, w2, score_bias=zero_bias, gate_up_bias=b13,
+                                         down_bias=b2, out=out, workspace=ws))
+    print(f"  {model} T={T}: MXFP8 {mx:.4f} ms, block FP8 {block if block is None else round(block, 4)}, "
+          f"bf16 {ours_bf16:.4f}", flush=True)
+    return model, T, mx, block, ours_bf16
+
+
+if __name__ == "__main__":
+    run(main)
