@@ -143,6 +143,8 @@ struct KernelTypes {
       stagingTile, activationTile, sharedBytes;
   nvgpu::MBarrierGroupType barriers;
   nvgpu::WarpgroupAccumulatorType accumulator;
+  /// The registers of one wgmma's result, {f32 x accumulator columns / 2}.
+  LLVM::LLVMStructType products;
   nvgpu::WarpgroupMatrixDescriptorType mmaADesc, mmaBDesc;
 
   KernelTypes(MLIRContext *ctx, const GroupedMatmulTile &t) {
@@ -176,6 +178,8 @@ struct KernelTypes {
     barriers = nvgpu::MBarrierGroupType::get(ctx, smem, t.stages);
     accumulator = nvgpu::WarpgroupAccumulatorType::get(
         ctx, VectorType::get({64, accColumns}, f32));
+    products = LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(accColumns / 2, f32));
     // One wgmma covers 32 bytes of K; its B slice is spelled [K][N] as the
     // verifier wants, though shared memory holds it K-major ([N][K]).
     mmaADesc = nvgpu::WarpgroupMatrixDescriptorType::get(
@@ -737,19 +741,23 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
 
   // acc + part * scales, element by element of the thread's fragment.
   auto addScaled = [&](ImplicitLocOpBuilder &nb, Value acc, Value part,
-                       ArrayRef<Value> scales) -> Value {
+                       int64_t count,
+                       function_ref<Value(int64_t)> scaleOf) -> Value {
     auto regsType = LLVM::LLVMStructType::getLiteral(
         ctx, {LLVM::LLVMStructType::getLiteral(
-                 ctx, SmallVector<Type>(scales.size(), nb.getF32Type()))});
+                 ctx, SmallVector<Type>(count, nb.getF32Type()))});
     auto regs = [&](Value v) {
       return UnrealizedConversionCastOp::create(nb, regsType, v).getResult(0);
     };
-    Value sum = regs(acc), products = regs(part);
-    for (int64_t e = 0, end = scales.size(); e < end; ++e) {
+    // `part` is an accumulator, or (MXFP8) a wgmma's own register struct.
+    bool bare = part.getType() == ty.products;
+    Value sum = regs(acc), products = bare ? part : regs(part);
+    for (int64_t e = 0; e < count; ++e) {
       int64_t at[] = {0, e};
-      Value v = LLVM::FMAOp::create(
-          nb, LLVM::ExtractValueOp::create(nb, products, at), scales[e],
-          LLVM::ExtractValueOp::create(nb, sum, at));
+      Value product = bare ? LLVM::ExtractValueOp::create(nb, products, e)
+                           : LLVM::ExtractValueOp::create(nb, products, at);
+      Value v = LLVM::FMAOp::create(nb, product, scaleOf(e),
+                                    LLVM::ExtractValueOp::create(nb, sum, at));
       sum = LLVM::InsertValueOp::create(nb, sum, v, at);
     }
     return UnrealizedConversionCastOp::create(nb, ty.accumulator, sum)
@@ -812,7 +820,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
       }
     }
     NVVM::WgmmaWaitGroupSyncOp::create(nb, nb.getI64IntegerAttr(0));
-    return addScaled(nb, acc, part, scales);
+    return addScaled(nb, acc, part, scales.size(),
+                     [&](int64_t e) { return scales[e]; });
   };
 
   // MXFP8: the f32 scales of one K step in shared memory, buffer (step % 2)
@@ -919,11 +928,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     for (int64_t c = 0; c < accColumns; c += 8)
       for (int64_t d = 0; d < 2; ++d)
         bScale.push_back(scaleAt(n.add(bBase, n.add(frag.col, n.c(c + d)))));
-    SmallVector<Value> scales(accColumns / 2);
-    for (int64_t e = 0; e < accColumns / 2; ++e)
-      scales[e] = arith::MulFOp::create(nb, aScale[(e / 2) % 2],
-                                        bScale[(e / 4) * 2 + e % 2]);
-    return addScaled(nb, acc, part, scales);
+    // Each product right before its FMA: fewer live registers.
+    return addScaled(nb, acc, part, accColumns / 2, [&](int64_t e) -> Value {
+      return arith::MulFOp::create(nb, aScale[(e / 2) % 2],
+                                   bScale[(e / 4) * 2 + e % 2]);
+    });
   };
 
   // Pass `pass` of the item: its K loop over the tile of output columns
@@ -975,7 +984,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           // Each op may leave one K step of wgmma (tileK / mmaK groups) in
           // flight: after this step's last op, the previous step has retired.
           int64_t groupsPerStep = t.tileK / t.mmaK();
-          auto mmaAt = [&](int64_t kk, Value accIn, int64_t waitGroup) {
+          // The wgmma descriptors of the 32 bytes of K at kk.
+          auto descriptorsAt = [&](int64_t kk) -> std::pair<Value, Value> {
             auto slice = [&](Value tile, int64_t rows) {
               return memref::SubViewOp::create(
                          nb, tile,
@@ -996,11 +1006,41 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             Value descB = nvgpu::WarpgroupGenerateDescriptorOp::create(
                 nb, ty.mmaBDesc, t.swapAB ? rowsSlice : weightsSlice,
                 t.swapAB ? rowsMap : weightsMap);
+            return {descA, descB};
+          };
+          auto mmaAt = [&](int64_t kk, Value accIn, int64_t waitGroup) {
+            auto [descA, descB] = descriptorsAt(kk);
             return nvgpu::WarpgroupMmaOp::create(
                        nb, ty.accumulator, descA, descB,
                        nb.getI64IntegerAttr(waitGroup), UnitAttr(), UnitAttr(),
                        accIn)
                 .getResult();
+          };
+          // MXFP8: the products of the 32 K at kk alone (scale-d 0: no
+          // accumulator to zero first, which nvgpu.warpgroup.mma cannot
+          // say), as the wgmma's register struct; returns with at most this
+          // wgmma in flight.
+          auto productsAt = [&](int64_t kk) -> Value {
+            auto [descA, descB] = descriptorsAt(kk);
+            auto asI64 = [&](Value desc) {
+              return UnrealizedConversionCastOp::create(nb, nb.getI64Type(),
+                                                        desc)
+                  .getResult(0);
+            };
+            NVVM::WgmmaFenceAlignedOp::create(nb);
+            Value products = NVVM::WgmmaMmaAsyncOp::create(
+                nb, ty.products, LLVM::PoisonOp::create(nb, ty.products),
+                asI64(descA), asI64(descB),
+                NVVM::MMAShapeAttr::get(ctx, 64, t.accumulatorColumns(),
+                                        t.mmaK()),
+                NVVM::WGMMATypes::e4m3, NVVM::WGMMATypes::e4m3,
+                NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::zero,
+                NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+                NVVM::MMALayout::row, NVVM::MMALayout::col,
+                NVVM::MMAIntOverflowAttr());
+            NVVM::WgmmaGroupSyncAlignedOp::create(nb);
+            NVVM::WgmmaWaitGroupSyncOp::create(nb, nb.getI64IntegerAttr(1));
+            return products;
           };
           auto freshAccumulator = [&]() -> Value {
             return nvgpu::WarpgroupMmaInitAccumulatorOp::create(nb,
@@ -1015,7 +1055,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             int64_t blocks = t.scaleBlocksPerStep();
             Value parts[2];
             for (int64_t j = 0; j < blocks; ++j) {
-              parts[j % 2] = mmaAt(j * t.mmaK(), freshAccumulator(), 1);
+              parts[j % 2] = productsAt(j * t.mmaK());
               if (j > 0)
                 acc = promoteBlock(nb, acc, parts[(j - 1) % 2], buffer, j - 1);
             }
