@@ -71,10 +71,14 @@ extern "C" {
 #define MOE_ACTIVATION_NONE "none"
 #define MOE_ACTIVATION_SILU "silu"
 #define MOE_ACTIVATION_GPTOSS "gptoss"
-/// The element format of a grouped_matmul_fp8.v1 entry (contract §3.7):
+/// The element formats of a grouped_matmul_fp8.v1 entry (contract §3.7):
 /// float8_e4m3fn rows and weights with f32 scales per block of 128 elements
-/// of a row of `rows` and per 128 x 128 block of the weights (DeepSeek-V3's).
+/// of a row of `rows` and per 128 x 128 block of the weights (DeepSeek-V3's);
+/// or (added within version 6) OCP MXFP8: float8_e4m3fn rows and weights
+/// with a UE8M0 scale byte (2^(code - 127)) per 32 elements along K of a row
+/// of `rows` and of a row of each expert's weights.
 #define MOE_FORMAT_FP8_BLOCK "fp8_block"
+#define MOE_FORMAT_MXFP8 "mxfp8"
 /// The output of a grouped matmul entry (contract §3.7, moeEntryInfo.out):
 /// bf16, or (a block-FP8 swiglu entry with out=f8E4M3FN, added within
 /// version 6) float8_e4m3fn codes with an f32 scale per [1, 128] group of a
@@ -159,7 +163,8 @@ typedef struct moeBundleInfo {
 /// depends on the ABI (`abi`); the others are 0 ("" for the strings):
 ///   grouped_matmul.v3: experts, n, k, offsets_bits, epilogue, bias_bits,
 ///                      activation;
-///   grouped_matmul_fp8.v1: the same, and format;
+///   grouped_matmul_fp8.v1: the same, and format ("fp8_block" or
+///                      "mxfp8");
 ///   both grouped matmul ABIs and permute.v2: out;
 ///   route.v1:          experts, top_k, logits_bits, bias;
 ///   unpermute.v2:      top_k, slots_bits, hidden, weighted;
@@ -222,8 +227,9 @@ typedef struct moeEntryInfo {
                           ///< kernels (a multiple of 32, 32..65536); 0 for
                           ///< the other ABIs.
   // Added in version 6.
-  const char *format; ///< grouped_matmul_fp8.v1: "fp8_block" (the only
-                      ///< format); "" for the other ABIs. Never NULL.
+  const char *format; ///< grouped_matmul_fp8.v1: "fp8_block" or "mxfp8"
+                      ///< (added within version 6); "" for the other ABIs.
+                      ///< Never NULL.
   // quantize.v1 (added within version 6); 0 or "" for the other ABIs.
   const char *element; ///< "f8E4M3FN" or "f8E5M2". Never NULL.
   const char *scale;   ///< "f32" or "e8m0". Never NULL.
@@ -331,8 +337,13 @@ MOE_API moeStatus moeBundleLoad(moeBundle *bundle);
 /// are float8_e4m3fn (1 byte) and each product is of the dequantized values,
 ///   rows[r, k] * rows_scale[r, k/128] and
 ///   weights[e, n, k] * weights_scale[e, n/128, k/128]
-/// (integer division), accumulated in f32; out is bf16 as above, except for
-/// a swiglu entry with out=f8E4M3FN (moeEntryInfo.out): there out holds
+/// (integer division), accumulated in f32; format mxfp8 (added within
+/// version 6): the same with UE8M0 scale bytes s (2^(s - 127)) per 32
+/// elements along K,
+///   rows[r, k] * 2^(rows_scale[r, k/32] - 127) and
+///   weights[e, n, k] * 2^(weights_scale[e, n, k/32] - 127).
+/// out is bf16 as above, except for a fp8_block swiglu entry with
+/// out=f8E4M3FN (moeEntryInfo.out): there out holds
 /// float8_e4m3fn codes [M, N/2] and out_scale an f32 scale per [1, 128]
 /// group of a row, each group quantized as moeQuantize quantizes bf16 input
 /// in [1, 128] blocks with f32 scales, from the bf16-rounded activation.
@@ -354,7 +365,9 @@ typedef struct moeGroupedMatmulArgs {
                       ///< the entry's n unless that is -1.
   int64_t k;          ///< Reduction size, K >= 8 and K % 8 == 0 (16-byte
                       ///< rows; grouped_matmul_fp8.v1: K >= 16 and
-                      ///< K % 16 == 0); must equal the entry's k unless that
+                      ///< K % 16 == 0, format mxfp8: K >= 32 and
+                      ///< K % 32 == 0, and K % 128 == 0 in a bundle for
+                      ///< sm_100a); must equal the entry's k unless that
                       ///< is -1.
   int64_t experts;    ///< E >= 1; must equal the entry's experts unless -1.
   uint64_t row_scale; ///< Device pointer, f32 [M], 4-byte aligned: the
@@ -368,14 +381,19 @@ typedef struct moeGroupedMatmulArgs {
   // Added in version 6.
   uint64_t rows_scale;    ///< Device pointer, f32 [M, ceil(K/128)], 4-byte
                           ///< aligned: the scale of each block of 128
-                          ///< elements of a row of `rows`. Required by
+                          ///< elements of a row of `rows` (format mxfp8:
+                          ///< UE8M0 bytes [M, K/32], any alignment, one per
+                          ///< 32 elements). Required by
                           ///< grouped_matmul_fp8.v1 entries, must be 0 for
                           ///< grouped_matmul.v3 ones.
   uint64_t weights_scale; ///< Device pointer, f32 [E, ceil(N/128),
                           ///< ceil(K/128)] (N the weights' N), 4-byte
                           ///< aligned: the scale of each 128 x 128 block of
-                          ///< `weights`. Required by grouped_matmul_fp8.v1
-                          ///< entries, must be 0 for grouped_matmul.v3 ones.
+                          ///< `weights` (format mxfp8: UE8M0 bytes
+                          ///< [E, N, K/32], any alignment, one per 32
+                          ///< elements of a row). Required by
+                          ///< grouped_matmul_fp8.v1 entries, must be 0 for
+                          ///< grouped_matmul.v3 ones.
   // Added within version 6.
   uint64_t out_scale; ///< Device pointer, f32 [M, N/256] (one per 128 of
                       ///< the N/2 output columns), 4-byte aligned: the
@@ -404,7 +422,9 @@ typedef struct moeGroupedMatmulArgs {
 /// stride; grouped_matmul_fp8.v1: E*N*K and N*K, 1-byte elements), E*N*4 or
 /// E*N*2 bytes of bias within int64. A grouped_matmul_fp8.v1 kernel takes the
 /// 17 parameters of grouped_matmul.v3 with 1-byte (UINT8) tensor maps, then the
-/// rows_scale and weights_scale memrefs (16 more), then (out=f8E4M3FN entries)
+/// rows_scale and weights_scale memrefs (16 more: [M, ceil(K/128)] and
+/// [E, ceil(N/128), ceil(K/128)], format mxfp8 [M, K/32] and [E, N, K/32]),
+/// then (out=f8E4M3FN entries)
 /// the out_scale memref (7 more; out is then a memref of 1-byte codes), then
 /// row_scale and bias as grouped_matmul.v3 (contract §3.7). The pointers must
 /// be of the current context's device (not checked). Thread-safe. Errors after

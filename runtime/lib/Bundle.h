@@ -36,6 +36,12 @@ inline constexpr int64_t kTmaRowQuantumBytes = 16;
 /// Block-FP8 (contract §3.7): one f32 scale per 128 elements of a row of the
 /// rows, per 128 x 128 elements of the weights.
 inline constexpr int64_t kFp8BlockSize = 128;
+/// MXFP8 (OCP MX, contract §3.7): one UE8M0 scale byte per 32 elements along
+/// K of a row of the rows and of the weights.
+inline constexpr int64_t kMxBlockSize = 32;
+/// The sm_100a MXFP8 kernel (tcgen05, contract §3.9) reads K in stages of
+/// 128 elements (4 scale bytes per row).
+inline constexpr int64_t kTcgen05MxKQuantum = 128;
 inline constexpr int64_t kMaxStages = 64;
 inline constexpr int64_t kMaxTopK = 32; // route.v1: top_k <= min(E, 32)
 /// permute.v2: experts <= 1024 (a CTA keeps a count per expert).
@@ -89,13 +95,13 @@ struct Kernel {
 /// The kernel ABI of an entry (its `abi` key), which decides its other keys.
 enum class Abi {
   GroupedMatmul,    // grouped_matmul.v3: bf16
-  GroupedMatmulFp8, // grouped_matmul_fp8.v1: block-FP8, v3's keys and more
+  GroupedMatmulFp8, // grouped_matmul_fp8.v1: fp8_block or mxfp8, v3's keys+
   Route,
   Unpermute,
   Permute,
   Layer,
   Quantize,
-  LayerFp8 // layer_fp8.v1: a block-FP8 layer (added within version 6)
+  LayerFp8 // layer_fp8.v1: an FP8 layer (added within version 6)
 };
 
 /// Whether entries of `abi` are whole layers (moeLayer): no kernels, the
@@ -136,6 +142,25 @@ inline const char *abiName(Abi abi) {
     return MOE_ABI_QUANTIZE;
   case Abi::LayerFp8:
     return MOE_ABI_LAYER_FP8;
+  }
+  return "?";
+}
+
+/// The format of a grouped_matmul_fp8.v1 entry's rows, weights and scales
+/// (contract §3.7; None for the other ABIs): DeepSeek-V3's block-FP8 (f32
+/// scales per [1, 128] of the rows, per [128, 128] of the weights) or OCP
+/// MXFP8 (a UE8M0 scale byte per 32 elements along K of both).
+enum class Fp8Format { None, Block, Mx };
+
+/// "fp8_block", "mxfp8", or "" (None): the bundle's spelling.
+inline const char *fp8FormatName(Fp8Format format) {
+  switch (format) {
+  case Fp8Format::None:
+    return "";
+  case Fp8Format::Block:
+    return MOE_FORMAT_FP8_BLOCK;
+  case Fp8Format::Mx:
+    return MOE_FORMAT_MXFP8;
   }
   return "?";
 }
@@ -201,16 +226,19 @@ struct Entry {
   Abi kind = Abi::GroupedMatmul;
   int64_t maxRows = 0;
   // grouped_matmul.v3 and grouped_matmul_fp8.v1 (experts also for route.v1
-  // and permute.v2, offsetsBits also for permute.v2). The FP8 ABI's one
-  // format, fp8_block, is implied by its kind.
+  // and permute.v2, offsetsBits also for permute.v2).
   Epilogue epilogue = Epilogue::Store;
   int64_t experts = 0, n = 0, k = 0;
   int32_t offsetsBits = 0;
   int32_t biasBits = 0; // the expert bias [E, N]: 0 (none), 16 or 32
   Activation activation = Activation::None;
-  // out=f8E4M3FN: a grouped_matmul_fp8.v1 swiglu entry's output is e4m3
-  // codes [M, N/2] and f32 scales [M, N/256], a permute.v2 entry's gathered
-  // rows e4m3 codes [N, H] and f32 scales [N, H/128] (else bf16).
+  // grouped_matmul_fp8.v1: its `format`, fp8_block or mxfp8 (None for every
+  // other ABI).
+  Fp8Format format = Fp8Format::None;
+  // out=f8E4M3FN: a grouped_matmul_fp8.v1 swiglu entry's (format fp8_block
+  // only) output is e4m3 codes [M, N/2] and f32 scales [M, N/256], a
+  // permute.v2 entry's gathered rows e4m3 codes [N, H] and f32 scales
+  // [N, H/128] (else bf16).
   bool fp8Out = false;
   // route.v1, unpermute.v2 and permute.v2 (top_k), route.v1 (logits, bias),
   // unpermute.v2 (hidden, slots, weighted) and permute.v2 (hidden, chunk).

@@ -692,10 +692,16 @@ moeStatus Reader::parseFp8Keys(const std::string &who,
                 " (its entries are op=" MOE_OP_GROUPED_MATMUL
                 " or " MOE_OP_EXPERT_MLP ")",
                 who.c_str(), entry.op.c_str());
-  if (values[10] != MOE_FORMAT_FP8_BLOCK)
+  // DeepSeek-V3's block scales, or OCP MX's (contract §3.7).
+  if (values[10] == MOE_FORMAT_FP8_BLOCK)
+    entry.format = Fp8Format::Block;
+  else if (values[10] == MOE_FORMAT_MXFP8)
+    entry.format = Fp8Format::Mx;
+  else
     return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: format=%s is not " MOE_FORMAT_FP8_BLOCK
-                " (the only format of abi " MOE_ABI_GROUPED_MATMUL_FP8 ")",
+                "%s: format=%s is neither " MOE_FORMAT_FP8_BLOCK
+                " nor " MOE_FORMAT_MXFP8
+                " (the formats of abi " MOE_ABI_GROUPED_MATMUL_FP8 ")",
                 who.c_str(), quote(values[10]).c_str());
   // out=f8E4M3FN: the gate-up GEMM of a block-FP8 expert MLP quantizes its
   // activation in its epilogue, in [1, 128] groups of the N/2 output
@@ -707,6 +713,15 @@ moeStatus Reader::parseFp8Keys(const std::string &who,
                 "%s: out=%s is not " MOE_OUT_E4M3
                 " (the only value of out; without it the output is bf16)",
                 who.c_str(), quote(values[11]).c_str());
+  // The quantizing epilogue writes fp8_block's f32 scales per [1, 128]
+  // group; no kernel writes MXFP8.
+  if (entry.format != Fp8Format::Block)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: out=" MOE_OUT_E4M3
+                " with format=%s (only " MOE_FORMAT_FP8_BLOCK
+                " entries quantize their output, with f32 scales per [1, "
+                "128] group; an " MOE_FORMAT_MXFP8 " entry writes bf16)",
+                who.c_str(), fp8FormatName(entry.format));
   if (entry.epilogue != Epilogue::SwiGLU)
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: out=" MOE_OUT_E4M3 " with epilogue=%s (only a swiglu "
@@ -1002,6 +1017,16 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
                   layerPartName(producer), layerPartName(quantize));
     return MOE_STATUS_SUCCESS;
   };
+  // Its quantize parts and gathers make fp8_block's f32 scales per [1, 128]
+  // group: no MXFP8 GEMMs.
+  for (int p : {kGateUpPart, kDownPart})
+    if (fp8 && out.entries[entry.parts[p]].format != Fp8Format::Block)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: %s=%s has format=%s, but abi " MOE_ABI_LAYER_FP8
+                  " runs " MOE_FORMAT_FP8_BLOCK " GEMMs",
+                  layer, layerPartName(p),
+                  out.entries[entry.parts[p]].name.c_str(),
+                  fp8FormatName(out.entries[entry.parts[p]].format));
   if (fp8) {
     if (moeStatus status = quantizedOnce(kPermutePart, kQuantizePart))
       return status;

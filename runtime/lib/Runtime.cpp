@@ -4,7 +4,8 @@
 // (argument checks; for grouped_matmul.v3 the TMA descriptors, persistent
 // grids, the 17 kernel parameters, the 5 more of row_scale entries and the
 // 7 more of bias entries; for grouped_matmul_fp8.v1 the same with 1-byte
-// tensor maps and the 16 parameters of its two scale memrefs after the 17,
+// tensor maps and the 16 parameters of its two scale memrefs after the 17
+// (f32 blocks for fp8_block, UE8M0 bytes per 32 along K for mxfp8),
 // then the 7 of the output's scales of an out=f8E4M3FN entry, on a grid of
 // its [1, 128] output groups; the memref parameters and grids of route.v1,
 // unpermute.v2, permute.v2 (the 7 of the rows' scales after the gather's 24
@@ -1072,14 +1073,22 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
   const bool rowScale = entry.epilogue == Epilogue::RowScale;
   // out=f8E4M3FN (a swiglu entry): e4m3 codes and f32 scales per [1, 128].
   const bool fp8Out = entry.fp8Out;
+  // format=mxfp8: a UE8M0 scale byte per 32 elements along K.
+  const bool mx = entry.format == Fp8Format::Mx;
   // Bytes of an element of rows and weights, and so the K quantum of a
-  // 16-byte TMA row pitch: 8 bf16 or 16 float8.
+  // 16-byte TMA row pitch: 8 bf16 or 16 float8; MXFP8: whole scale blocks.
   const int64_t elementBytes = gemmElementBytes(entry.kind),
-                kQuantum = kTmaRowQuantumBytes / elementBytes;
+                kQuantum =
+                    mx ? kMxBlockSize : kTmaRowQuantumBytes / elementBytes;
   const char *const kPitchWhy =
-      fp8 ? "TMA row pitch of 1-byte float8 elements must be a multiple of "
-            "16 bytes"
-          : "TMA row pitch must be a multiple of 16 bytes";
+      mx    ? "format=" MOE_FORMAT_MXFP8 " takes a scale per 32 elements of "
+              "a row"
+      : fp8 ? "TMA row pitch of 1-byte float8 elements must be a multiple of "
+              "16 bytes"
+            : "TMA row pitch must be a multiple of 16 bytes";
+  // The sm_100a MXFP8 kernel (tcgen05, contract §3.9) reads K in stages of
+  // 128.
+  const bool tcgen05 = mx && bundle->data.chip == "sm_100a";
 
   const moeGroupedMatmulArgs &a = *args;
   if (a.m < 1)
@@ -1115,6 +1124,12 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
   if (a.k % kQuantum)
     return invalidArgument(name, "K = %lld is not a multiple of %lld (%s)",
                            (long long)a.k, (long long)kQuantum, kPitchWhy);
+  if (tcgen05 && a.k % kTcgen05MxKQuantum)
+    return invalidArgument(name,
+                           "K = %lld is not a multiple of 128 (the bundle is "
+                           "for sm_100a, whose " MOE_FORMAT_MXFP8
+                           " kernel reads K in stages of 128)",
+                           (long long)a.k);
   if (a.k > kMaxRows)
     return invalidArgument(
         name, "K = %lld exceeds 2147483647 (the kernel takes K as i32)",
@@ -1135,11 +1150,15 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
   const char *kScaleWhy =
       " (row_scale entries take the f32 routing weight of each row)";
   const char *kRowsScaleWhy =
-      " (grouped_matmul_fp8.v1 entries take the f32 scales [M, ceil(K/128)] "
-      "of the rows)";
+      mx ? " (format=" MOE_FORMAT_MXFP8 " entries take the UE8M0 scales "
+           "[M, K/32] of the rows)"
+         : " (grouped_matmul_fp8.v1 entries take the f32 scales "
+           "[M, ceil(K/128)] of the rows)";
   const char *kWeightsScaleWhy =
-      " (grouped_matmul_fp8.v1 entries take the f32 scales [E, ceil(N/128), "
-      "ceil(K/128)] of the weights)";
+      mx ? " (format=" MOE_FORMAT_MXFP8 " entries take the UE8M0 scales "
+           "[E, N, K/32] of the weights)"
+         : " (grouped_matmul_fp8.v1 entries take the f32 scales "
+           "[E, ceil(N/128), ceil(K/128)] of the weights)";
   const char *kOutScaleWhy =
       " (out=" MOE_OUT_E4M3 " entries write the f32 scales [M, N/256] of "
       "out)";
@@ -1152,10 +1171,12 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
                                  : " (the entry's offsets are i64)"},
                             {"out", a.out, 16, "", ""}};
   size_t numPointers = 4;
+  // f32 scales, or MXFP8's bytes (read byte by byte: any alignment).
+  const int64_t scaleBytes = mx ? 1 : 4;
   if (fp8) {
-    pointers[numPointers++] = {"rows_scale", a.rows_scale, 4, kRowsScaleWhy,
-                               kRowsScaleWhy};
-    pointers[numPointers++] = {"weights_scale", a.weights_scale, 4,
+    pointers[numPointers++] = {"rows_scale", a.rows_scale, scaleBytes,
+                               kRowsScaleWhy, kRowsScaleWhy};
+    pointers[numPointers++] = {"weights_scale", a.weights_scale, scaleBytes,
                                kWeightsScaleWhy, kWeightsScaleWhy};
   }
   if (fp8Out)
@@ -1203,7 +1224,8 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
   // 2^31; E*N*K*2 and E*N of the bias may not. One expert's weights are a
   // TMA stride, which must stay below 2^40. The FP8 scales are smaller than
   // the weights: M*ceil(K/128)*4 < 2^58 and, as K >= 16 makes ceil(K/128) <=
-  // K/16, E*ceil(N/128)*ceil(K/128)*4 <= E*N*K/4.
+  // K/16, E*ceil(N/128)*ceil(K/128)*4 <= E*N*K/4; MXFP8's M*K/32 < 2^57 and
+  // E*N*K/32.
   if (biasBytes && !productFits(a.experts, a.n, biasBytes))
     return invalidArgument(name,
                            "E*N*%d (bytes of bias) overflows int64 (E = %lld, "
@@ -1333,7 +1355,9 @@ moeStatus launchGroupedMatmul(moeBundle *bundle, ContextState *state,
   const moeGroupedMatmulArgs &a = plan.args;
   // The 17 parameters of grouped_matmul.v3, then (grouped_matmul_fp8.v1
   // only) the 7 of the rows_scale memref [M, KB] and the 9 of the
-  // weights_scale memref [E, NB, KB], then (out=f8E4M3FN only) the 7 of the
+  // weights_scale memref [E, NB, KB] (format mxfp8: [M, K/32] and
+  // [E, N, K/32], the same descriptors with KB = K/32 and NB = N), then
+  // (out=f8E4M3FN only) the 7 of the
   // out_scale memref [M, C/128], then the 5 of the row_scale memref
   // (row_scale entries only), then the 7 of the bias memref (bias entries
   // only). out has C = N/2 columns after a swiglu (1-byte codes with
@@ -1345,10 +1369,12 @@ moeStatus launchGroupedMatmul(moeBundle *bundle, ContextState *state,
   int64_t zero = 0, one = 1, offsetsSize = a.experts + 1, m = a.m, n = a.n,
           experts = a.experts,
           outColumns = entry.epilogue == Epilogue::SwiGLU ? a.n / 2 : a.n;
-  // Scale blocks along K and along the weights' N (contract §3.7), and the
-  // [1, 128] groups of an FP8 output's columns.
-  int64_t kBlocks = ceilDiv(a.k, kFp8BlockSize),
-          nBlocks = ceilDiv(a.n, kFp8BlockSize),
+  // Scale blocks along K and along the weights' N (contract §3.7: [1, 32]
+  // blocks of a row for MXFP8, whose K is whole blocks), and the [1, 128]
+  // groups of an FP8 output's columns.
+  const bool mx = entry.format == Fp8Format::Mx;
+  int64_t kBlocks = mx ? a.k / kMxBlockSize : ceilDiv(a.k, kFp8BlockSize),
+          nBlocks = mx ? a.n : ceilDiv(a.n, kFp8BlockSize),
           expertBlocks = nBlocks * kBlocks,
           outGroups = outColumns / kFp8BlockSize;
   int32_t k32 = int32_t(a.k);
@@ -1721,7 +1747,7 @@ MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
   for (int p = 0; p < kNumLayerParts; ++p)
     *parts[p] = entry.parts[p] >= 0 ? entries[entry.parts[p]].name.c_str() : "";
   out->chunk = entry.chunk;
-  out->format = entry.kind == Abi::GroupedMatmulFp8 ? MOE_FORMAT_FP8_BLOCK : "";
+  out->format = fp8FormatName(entry.format); // "" outside FP8 entries
   const bool quantize = entry.kind == Abi::Quantize;
   out->element = !quantize    ? ""
                  : entry.e5m2 ? MOE_ELEMENT_E5M2

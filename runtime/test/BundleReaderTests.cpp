@@ -922,12 +922,17 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
        "entry 'fmix': down=fmix_down is op=moe.grouped_matmul "
        "abi=grouped_matmul_fp8.v1, not op=moe.expert_mlp "
        "abi=grouped_matmul_fp8.v1"},
-      // The reader knows one FP8 format: an FP8 part of another is refused
-      // on its own line.
+      // An FP8 part of a format the reader does not know is refused on its
+      // own line.
+      {"fp8 layer gate_up mxfp4",
+       layerFp8Replaced("format=fp8_block", "format=mxfp4"), bad,
+       "bundle line 12: entry 'fmix_gate_up': format='mxfp4' is neither "
+       "fp8_block nor mxfp8 (the formats of abi grouped_matmul_fp8.v1)"},
+      // Its quantize parts make fp8_block's scales: no MXFP8 GEMMs.
       {"fp8 layer gate_up mxfp8",
        layerFp8Replaced("format=fp8_block", "format=mxfp8"), bad,
-       "bundle line 12: entry 'fmix_gate_up': format='mxfp8' is not "
-       "fp8_block (the only format of abi grouped_matmul_fp8.v1)"},
+       "bundle line 20: entry 'fmix': gate_up=fmix_gate_up has format=mxfp8, "
+       "but abi layer_fp8.v1 runs fp8_block GEMMs"},
       // What the quantize parts make: what the GEMMs read.
       {"fp8 layer quantize e5m2",
        quantizeWith("element=f8E4M3FN", "element=f8E5M2"), bad,

@@ -811,6 +811,76 @@ inline std::string layerFp8GatherBundle() {
   return withFp8Gather(layerFp8OutBundle());
 }
 
+/// Symbols of the MXFP8 bundle.
+inline constexpr const char *kMxSwapAB =
+    "grouped_matmul_mxfp8_16x64x128_s4_swapab_off32";
+inline constexpr const char *kMxNormal =
+    "grouped_matmul_mxfp8_128x128x128_s4_off32";
+inline constexpr const char *kMxScale =
+    "grouped_matmul_mxfp8_64x128x128_s4_rowscale_off64";
+inline constexpr const char *kMxBias =
+    "grouped_matmul_mxfp8_64x128x128_s4_bias_off32";
+inline constexpr const char *kMxBoth =
+    "grouped_matmul_mxfp8_64x128x128_s4_rowscale_bias_off32";
+inline constexpr const char *kMxSwiGLU =
+    "grouped_matmul_mxfp8_64x128x128_s4_swiglu_off64";
+inline constexpr const char *kMxGptOss =
+    "grouped_matmul_mxfp8_64x128x128_s4_swiglu_gptoss_bias_off32";
+
+/// grouped_matmul_fp8.v1 entries with format=mxfp8 (contract §3.7, added
+/// within version 6), with the keys in the order the compiler writes them
+/// (line numbers on the right):
+///   mgemm:    store, E=8 N=256 K=512, i32 offsets, a swap-AB kernel (tile
+///             16x64x128, 128 threads, 81920 bytes) for rows 1..16 and a
+///             128x128x128 one (256 threads, 147456 bytes) for 17 and up;
+///             (4-6)
+///   mscale:   row_scale, all sizes dynamic, i64 offsets;           (7-8)
+///   mbias:    store, bias=bf16, E=4, N and K dynamic, i32 offsets; (9-10)
+///   mboth:    row_scale, bias=f32, all sizes dynamic, i32 offsets; (11-12)
+///   mswiglu:  swiglu, activation=silu, all sizes dynamic, i64 offsets;
+///             (13-14)
+///   mgptoss:  op=moe.expert_mlp, swiglu, activation=gptoss, bias=f32, E=8
+///             N=512 K=96 (a multiple of 32, not of 128), i32 offsets.
+///             (15-16)
+/// All op=moe.grouped_matmul but mgptoss; the last five have one 64x128x128
+/// kernel each (128 threads, 98304 bytes).
+inline std::string mxfp8Bundle() {
+  auto entry = [](const std::string &name, const std::string &op,
+                  const std::string &epilogue, const std::string &activation,
+                  const std::string &bias, const std::string &sizes,
+                  const std::string &offsets) {
+    return "entry " + name + " op=" + op +
+           " abi=grouped_matmul_fp8.v1 format=mxfp8 epilogue=" + epilogue +
+           " activation=" + activation + " bias=" + bias + " " + sizes +
+           " max_rows=2147483647 offsets=" + offsets + "\n";
+  };
+  auto one = [](const std::string &name, const char *symbol) {
+    return fp8KernelLine(name, symbol, 1, 2147483647, 128, 64, 128, 98304, 0);
+  };
+  const std::string gemm = "moe.grouped_matmul";
+  const std::string dynamic = "experts=-1 n=-1 k=-1";
+  return "MOEBUNDLE 6\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('X')) +
+         entry("mgemm", gemm, "store", "none", "none", "experts=8 n=256 k=512",
+               "i32") +
+         fp8KernelLine("mgemm", kMxSwapAB, 1, 16, 128, 16, 64, 81920, 1) +
+         fp8KernelLine("mgemm", kMxNormal, 17, 2147483647, 256, 128, 128,
+                       147456, 0) +
+         entry("mscale", gemm, "row_scale", "none", "none", dynamic, "i64") +
+         one("mscale", kMxScale) +
+         entry("mbias", gemm, "store", "none", "bf16", "experts=4 n=-1 k=-1",
+               "i32") +
+         one("mbias", kMxBias) +
+         entry("mboth", gemm, "row_scale", "none", "f32", dynamic, "i32") +
+         one("mboth", kMxBoth) +
+         entry("mswiglu", gemm, "swiglu", "silu", "none", dynamic, "i64") +
+         one("mswiglu", kMxSwiGLU) +
+         entry("mgptoss", "moe.expert_mlp", "swiglu", "gptoss", "f32",
+               "experts=8 n=512 k=96", "i32") +
+         one("mgptoss", kMxGptOss) + "end\n";
+}
+
 /// Opens `bytes`; returns NULL (and leaves the status in *status) on failure.
 inline moeBundle *openBundle(const std::string &bytes,
                              moeStatus *status = nullptr) {

@@ -316,9 +316,12 @@ fp8_mlp.close()
 for data, status, needle in [
         (fp8_bytes.replace(b"MOEBUNDLE 6", b"MOEBUNDLE 5", 1), "UNSUPPORTED",
          "bundle line 1: bundle version 5 predates block-FP8 grouped matmuls"),
-        (fp8_bytes.replace(b"format=fp8_block", b"format=mxfp8", 1), "INVALID_BUNDLE",
-         "bundle line 4: entry 'gemm': format='mxfp8' is not fp8_block (the only format of "
-         "abi grouped_matmul_fp8.v1)"),
+        (fp8_bytes.replace(b"format=fp8_block", b"format=mxfp4", 1), "INVALID_BUNDLE",
+         "bundle line 4: entry 'gemm': format='mxfp4' is neither fp8_block nor mxfp8 (the "
+         "formats of abi grouped_matmul_fp8.v1)"),
+        (fp8_bytes.replace(b"format=fp8_block out=f8E4M3FN", b"format=mxfp8 out=f8E4M3FN", 1),
+         "INVALID_BUNDLE", "entry 'gate_up': out=f8E4M3FN with format=mxfp8 (only fp8_block "
+         "entries quantize their output"),
         (fp8_bytes.replace(b" format=fp8_block", b"", 1), "INVALID_BUNDLE",
          "bundle line 4: entry 'gemm': missing key 'format'"),
         (fp8_bytes.replace(b"entry down op=moe.grouped_matmul", b"entry down op=moe.route"),
