@@ -5,11 +5,11 @@
 |* implements is docs/runtime-contract.md (bundle version 6; kernel ABIs      *|
 |* grouped_matmul.v3: persistent kernels with a store, swiglu or row_scale    *|
 |* epilogue and an optional expert bias; grouped_matmul_fp8.v1: the same     *|
-|* with block-FP8 rows and weights; route.v1: top-k routing;                 *|
+|* with block-FP8 or MXFP8 rows and weights; route.v1: top-k routing;        *|
 |* unpermute.v2: the weighted combine; permute.v2: tokens grouped by expert;  *|
 |* layer.v1: the five in one call; quantize.v1: block-scaled FP8             *|
-|* quantization; layer_fp8.v1: a block-FP8 layer, those and up to two         *|
-|* quantizes).                                                                *|
+|* quantization; layer_fp8.v1: a block-FP8 or MXFP8 layer, those and up to   *|
+|* two quantizes).                                                            *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -39,7 +39,7 @@ extern "C" {
 /// the experts' rows of each token (moeUnpermute), and the grouping of the
 /// tokens' rows by expert (moePermute), a whole layer made of those
 /// (moeLayer), block-scaled FP8 quantization (moeQuantize), and a whole
-/// block-FP8 layer (moeLayer; added within version 6).
+/// block-FP8 or MXFP8 layer (moeLayer; added within version 6).
 #define MOE_ABI_GROUPED_MATMUL "grouped_matmul.v3"
 #define MOE_ABI_GROUPED_MATMUL_FP8 "grouped_matmul_fp8.v1"
 #define MOE_ABI_ROUTE "route.v1"
@@ -570,8 +570,12 @@ MOE_API moeStatus moePermuteWorkspaceBytes(const moeBundle *bundle,
 /// gather itself; inter by moeQuantize or, in a layer without an
 /// intermediate part, by the gate-up GEMM itself) before the gate-up and
 /// down GEMMs,
-/// float8_e4m3fn weights with an f32 scale per [128, 128] block. All tensors
-/// are dense and row-major.
+/// float8_e4m3fn weights with an f32 scale per [128, 128] block; with
+/// format=mxfp8 GEMMs (added within version 6) rows and inter quantized
+/// by moeQuantize (e4m3 values, a UE8M0 scale byte per [1, 32] group:
+/// always by the quantize and intermediate parts), float8_e4m3fn weights
+/// with a UE8M0 scale byte per 32 elements of a row. All tensors are dense
+/// and row-major.
 typedef struct moeLayerArgs {
   uint64_t tokens;          ///< Device pointer, bf16 [T, H], 16-byte aligned.
   uint64_t logits;          ///< Device pointer, [T, E] of the route's logits
@@ -597,20 +601,25 @@ typedef struct moeLayerArgs {
   uint64_t workspace_bytes; ///< Its size.
   int64_t tokens_count;     ///< T: 1 <= T <= the layer's max_rows.
   int64_t hidden;           ///< H >= 8, H % 8 == 0 (layer_fp8.v1: H >= 128,
-                            ///< H % 128 == 0).
+                            ///< H % 128 == 0; of mxfp8 GEMMs: H >= 32,
+                            ///< H % 32 == 0).
   int64_t intermediate;     ///< I >= 8, I % 8 == 0 (the gate_up weights
                             ///< have 2I rows; layer_fp8.v1: I >= 128,
-                            ///< I % 128 == 0).
+                            ///< I % 128 == 0; of mxfp8 GEMMs: I >= 32,
+                            ///< I % 32 == 0).
   int64_t experts;          ///< E: must equal the route's experts.
   // layer_fp8.v1 (added within version 6); must be 0 for layer.v1.
   uint64_t gate_up_weights_scale; ///< Device pointer, f32 [E, 2I/128,
                                   ///< H/128], 4-byte aligned: the scale of
                                   ///< each 128 x 128 block of
-                                  ///< gate_up_weights. Required.
+                                  ///< gate_up_weights (mxfp8 GEMMs: UE8M0
+                                  ///< bytes [E, 2I, H/32], any alignment).
+                                  ///< Required.
   uint64_t down_weights_scale;    ///< Device pointer, f32 [E, H/128, I/128],
                                   ///< 4-byte aligned: the scale of each
-                                  ///< 128 x 128 block of down_weights.
-                                  ///< Required.
+                                  ///< 128 x 128 block of down_weights
+                                  ///< (mxfp8 GEMMs: UE8M0 bytes [E, H, I/32],
+                                  ///< any alignment). Required.
 } moeLayerArgs;
 
 /// Launches the layer `entry` (an op=moe.layer, abi=layer.v1 entry) on
@@ -620,13 +629,14 @@ typedef struct moeLayerArgs {
 /// buffers carved from the workspace (contract §3.5). An abi=layer_fp8.v1
 /// entry (contract §3.10) launches route, permute, quantize (moeQuantize of
 /// the gathered rows), gate_up, intermediate (moeQuantize of its output),
-/// down and unpermute, the GEMMs block-FP8 (moeGroupedMatmul with the
-/// quantized rows, their scales and the weights' scales of `args`, the
-/// down GEMM writing the dead bf16 rows); one without a quantize part has
-/// no quantize step, its permute (out=f8E4M3FN) writing the quantized rows
-/// and their scales itself, and one without an intermediate part no
-/// intermediate step, its gate_up (out=f8E4M3FN) writing the quantized
-/// inter and its scales itself (five steps without either). The grouped
+/// down and unpermute, the GEMMs block-FP8 or MXFP8 (moeGroupedMatmul with
+/// the quantized rows, their scales and the weights' scales of `args`, the
+/// down GEMM writing the dead bf16 rows); one without a quantize part (of
+/// fp8_block GEMMs only) has no quantize step, its permute (out=f8E4M3FN)
+/// writing the quantized rows and their scales itself, and one without an
+/// intermediate part (of fp8_block GEMMs only) no intermediate step, its
+/// gate_up (out=f8E4M3FN) writing the quantized inter and its scales itself
+/// (five steps without either). The grouped
 /// GEMMs take
 /// M = T*k rows (those past offsets[E] are zero and owned by no expert) but
 /// skip their kernels for experts of more than T rows, which a layer cannot
@@ -645,11 +655,12 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entry,
 /// Sets *bytes to the workspace moeLayer needs for `tokens` tokens of size
 /// `hidden` and an intermediate size `intermediate`: the buffers of
 /// contract §3.5 (layer_fp8.v1: then those of the quantized rows and inter
-/// and their scales, §3.10), each starting at a multiple of 256 bytes. Checks
-/// the entry and the sizes as moeLayer does (INVALID_ARGUMENT / NOT_FOUND: T
-/// in 1..max_rows, T*k at most 2^31 - 1, H and I positive multiples of 8 (of
-/// 128 for layer_fp8.v1) and equal to the parts' static sizes, the total
-/// within int64). No driver call.
+/// and their scales, §3.10; the same bytes whatever the GEMMs' format), each
+/// starting at a multiple of 256 bytes. Checks the entry and the sizes as
+/// moeLayer does (INVALID_ARGUMENT / NOT_FOUND: T in 1..max_rows, T*k at
+/// most 2^31 - 1, H and I positive multiples of 8 (of 128 for layer_fp8.v1,
+/// of 32 for one of mxfp8 GEMMs) and equal to the parts' static sizes, the
+/// total within int64). No driver call.
 MOE_API moeStatus moeLayerWorkspaceBytes(const moeBundle *bundle,
                                          const char *entry, int64_t tokens,
                                          int64_t hidden, int64_t intermediate,

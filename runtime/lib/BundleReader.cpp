@@ -1017,16 +1017,38 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
                   layerPartName(producer), layerPartName(quantize));
     return MOE_STATUS_SUCCESS;
   };
-  // Its quantize parts and gathers make fp8_block's f32 scales per [1, 128]
-  // group: no MXFP8 GEMMs.
-  for (int p : {kGateUpPart, kDownPart})
-    if (fp8 && out.entries[entry.parts[p]].format != Fp8Format::Block)
+  // Both GEMMs read what the layer's quantizes make: one format.
+  if (fp8 && gateUp.format != down.format)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: gate_up=%s has format=%s, but down=%s has format=%s (the "
+                "GEMMs of a layer share one format)",
+                layer, gateUp.name.c_str(), fp8FormatName(gateUp.format),
+                down.name.c_str(), fp8FormatName(down.format));
+  // No gather and no GEMM epilogue writes MXFP8 (the permute's and the
+  // gate_up's out=f8E4M3FN make fp8_block's f32 scales per [1, 128]; the
+  // reader refuses the gate_up's): an mxfp8 layer has both quantize parts.
+  if (fp8 && gateUp.format == Fp8Format::Mx) {
+    if (permute.fp8Out)
       return fail(MOE_STATUS_INVALID_BUNDLE,
-                  "%s: %s=%s has format=%s, but abi " MOE_ABI_LAYER_FP8
-                  " runs " MOE_FORMAT_FP8_BLOCK " GEMMs",
-                  layer, layerPartName(p),
-                  out.entries[entry.parts[p]].name.c_str(),
-                  fp8FormatName(out.entries[entry.parts[p]].format));
+                  "%s: permute=%s has out=" MOE_OUT_E4M3
+                  ", but the layer's GEMMs have format=" MOE_FORMAT_MXFP8
+                  " (a gather quantizes in [1, 128] groups with f32 scales, "
+                  "for " MOE_FORMAT_FP8_BLOCK " GEMMs; an " MOE_FORMAT_MXFP8
+                  " layer quantizes the bf16 rows with a quantize part)",
+                  layer, permute.name.c_str());
+    for (int p : {kQuantizePart, kIntermediatePart})
+      if (entry.parts[p] < 0)
+        return fail(MOE_STATUS_INVALID_BUNDLE,
+                    "%s: the layer has no %s part, but its GEMMs have "
+                    "format=" MOE_FORMAT_MXFP8 " (no %s quantizes to "
+                    "MXFP8: an " MOE_FORMAT_MXFP8 " layer quantizes %s by "
+                    "its %s part)",
+                    layer, layerPartName(p),
+                    p == kQuantizePart ? "gather" : "GEMM epilogue",
+                    p == kQuantizePart ? "the permute's bf16 rows"
+                                       : "the gate_up's bf16 output",
+                    layerPartName(p));
+  }
   if (fp8) {
     if (moeStatus status = quantizedOnce(kPermutePart, kQuantizePart))
       return status;
@@ -1119,11 +1141,15 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
 moeStatus Reader::checkFp8LayerQuantizes(const char *layer,
                                          const Entry &entry) {
   // Each makes the rows of the GEMM after it: e4m3 values and an f32 scale
-  // per [1, 128] group of a row (contract §3.7), from the bf16 rows of the
-  // permute or the gate_up GEMM, as a [T*k, C] matrix (the quantize only
+  // per [1, 128] group of a row (contract §3.7; format mxfp8: an E8M0 scale
+  // per [1, 32] group), from the bf16 rows of the permute or the gate_up
+  // GEMM, as a [T*k, C] matrix (the quantize only
   // when the permute's gather does not quantize the rows itself, the
   // intermediate only when the gate_up does not quantize its output
   // itself).
+  // Both GEMMs have the gate_up's format (parseLayerEntry checks it).
+  const bool mx = out.entries[entry.parts[kGateUpPart]].format == Fp8Format::Mx;
+  const int64_t group = mx ? kMxBlockSize : kFp8BlockSize;
   for (int p : {kQuantizePart, kIntermediatePart}) {
     if (entry.parts[p] < 0)
       continue;
@@ -1136,22 +1162,24 @@ moeStatus Reader::checkFp8LayerQuantizes(const char *layer,
                   "%s: %s=%s has element=" MOE_ELEMENT_E5M2
                   ", but the %s GEMM reads " MOE_ELEMENT_E4M3 " values",
                   layer, key, name, gemm);
-    if (q.e8m0)
+    if (q.e8m0 != mx)
       return fail(MOE_STATUS_INVALID_BUNDLE,
-                  "%s: %s=%s has scale=" MOE_SCALE_E8M0
-                  ", but the %s GEMM reads " MOE_SCALE_F32 " scales",
-                  layer, key, name, gemm);
+                  "%s: %s=%s has scale=%s, but the %s GEMM reads %s scales%s",
+                  layer, key, name, q.e8m0 ? MOE_SCALE_E8M0 : MOE_SCALE_F32,
+                  gemm, mx ? MOE_SCALE_E8M0 : MOE_SCALE_F32,
+                  mx ? " (format=" MOE_FORMAT_MXFP8 ")" : "");
     if (q.inputBits != 16)
       return fail(MOE_STATUS_INVALID_BUNDLE,
                   "%s: %s=%s has input=f32, but the layer quantizes the bf16 "
                   "output of its %s",
                   layer, key, name,
                   p == kQuantizePart ? "permute" : "gate_up GEMM");
-    if (q.blockRows != 1 || q.blockCols != kFp8BlockSize)
+    if (q.blockRows != 1 || q.blockCols != group)
       return fail(MOE_STATUS_INVALID_BUNDLE,
                   "%s: %s=%s has block [%d, %d], but the %s GEMM reads a scale "
-                  "per [1, 128] group of a row",
-                  layer, key, name, int(q.blockRows), int(q.blockCols), gemm);
+                  "per [1, %d] group of a row",
+                  layer, key, name, int(q.blockRows), int(q.blockCols), gemm,
+                  int(group));
     if (q.rank != 2)
       return fail(MOE_STATUS_INVALID_BUNDLE,
                   "%s: %s=%s has rank=%d, but the layer quantizes [T*k, C] "

@@ -1444,8 +1444,8 @@ struct LayerWorkspace {
 
 /// The checks moeLayer and moeLayerWorkspaceBytes share (a layer.v1 or
 /// layer_fp8.v1 entry, 1 <= T <= max_rows, T*k <= 2^31 - 1, H and I positive
-/// multiples of 8, of 128 for layer_fp8.v1, equal to the parts' static
-/// sizes), and the workspace for these sizes.
+/// multiples of 8, of 128 for layer_fp8.v1 (of 32 with mxfp8 GEMMs), equal
+/// to the parts' static sizes), and the workspace for these sizes.
 moeStatus layerWorkspace(const moeBundle *bundle, const char *caller,
                          const char *entryName, const void *args,
                          int64_t tokens, int64_t hidden, int64_t intermediate,
@@ -1461,6 +1461,9 @@ moeStatus layerWorkspace(const moeBundle *bundle, const char *caller,
   const Entry &route = entries[layer.parts[kRoutePart]];
   const Entry &permute = entries[layer.parts[kPermutePart]];
   const Entry &gateUp = entries[layer.parts[kGateUpPart]];
+  // The GEMMs' format (the reader checks that both have it): MXFP8 scales
+  // per [1, 32] group of a row.
+  const bool mx = gateUp.format == Fp8Format::Mx;
   // T < 2^31 and k <= 32: the product fits.
   const int64_t rowsCount = tokens * route.topK;
   if (rowsCount > kMaxRows)
@@ -1510,11 +1513,15 @@ moeStatus layerWorkspace(const moeBundle *bundle, const char *caller,
                                       {kDownPart, "k", &Entry::k}}))
     return status;
   // bf16 rows move in 16-byte vectors, and the down GEMM's K makes TMA rows
-  // of whole 16 bytes; layer_fp8.v1 quantizes both in [1, 128] groups.
-  const int64_t quantum = fp8 ? kFp8BlockSize : 8;
-  const char *const kFp8Why = "abi layer_fp8.v1 quantizes rows in [1, 128] "
-                              "groups and reads the weights in [128, 128] "
-                              "blocks";
+  // of whole 16 bytes; layer_fp8.v1 quantizes both in [1, 128] groups, in
+  // [1, 32] groups with mxfp8 GEMMs.
+  const int64_t quantum = mx ? kMxBlockSize : fp8 ? kFp8BlockSize : 8;
+  const char *const kFp8Why =
+      mx ? "abi layer_fp8.v1 with " MOE_FORMAT_MXFP8 " GEMMs quantizes rows "
+           "in [1, 32] groups and reads a weights scale per 32 elements of a "
+           "row"
+         : "abi layer_fp8.v1 quantizes rows in [1, 128] groups and reads the "
+           "weights in [128, 128] blocks";
   const struct {
     const char *what;
     int64_t value;
@@ -1551,11 +1558,14 @@ moeStatus layerWorkspace(const moeBundle *bundle, const char *caller,
   out.rows = place(n * Wide(hidden) * 2);
   out.inter = place(n * Wide(intermediate) * 2);
   if (fp8) {
-    // 1-byte e4m3 values and an f32 scale per [1, 128] group of a row.
+    // 1-byte e4m3 values and an f32 scale per [1, 128] group of a row, or
+    // an E8M0 byte per [1, 32] group: the same bytes.
+    const Wide group = Wide(mx ? kMxBlockSize : kFp8BlockSize),
+               scaleBytes = mx ? 1 : 4;
     out.rowsValues = place(n * Wide(hidden));
-    out.rowsScales = place(n * Wide(hidden / kFp8BlockSize) * 4);
+    out.rowsScales = place(n * (Wide(hidden) / group) * scaleBytes);
     out.interValues = place(n * Wide(intermediate));
-    out.interScales = place(n * Wide(intermediate / kFp8BlockSize) * 4);
+    out.interScales = place(n * (Wide(intermediate) / group) * scaleBytes);
   }
   if (end > Wide(INT64_MAX))
     return invalidArgumentOf(caller, name,
@@ -1926,6 +1936,8 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
   const Entry &layer = entries[layerIndex];
   const char *name = layer.name.c_str();
   const bool fp8 = layer.kind == Abi::LayerFp8;
+  // Its GEMMs' format (one for both): MXFP8's weights scales are bytes.
+  const bool mx = entries[layer.parts[kGateUpPart]].format == Fp8Format::Mx;
   // The entry of part p (a layer.v1 entry has no quantize parts).
   auto partName = [&](int p) { return entries[layer.parts[p]].name.c_str(); };
   const Entry &route = entries[layer.parts[kRoutePart]];
@@ -1966,7 +1978,19 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
                              {"workspace", a.workspace, 256,
                               " (moeLayerWorkspaceBytes says how large)", ""}};
   size_t numPointers = 6;
-  if (fp8) {
+  if (fp8 && mx) {
+    // UE8M0 bytes, read byte by byte: any alignment.
+    pointers[numPointers++] = {
+        "gate_up_weights_scale", a.gate_up_weights_scale, 1,
+        " (abi layer_fp8.v1 with " MOE_FORMAT_MXFP8
+        " GEMMs takes the UE8M0 scales [E, 2I, H/32] of gate_up_weights)",
+        ""};
+    pointers[numPointers++] = {
+        "down_weights_scale", a.down_weights_scale, 1,
+        " (abi layer_fp8.v1 with " MOE_FORMAT_MXFP8
+        " GEMMs takes the UE8M0 scales [E, H, I/32] of down_weights)",
+        ""};
+  } else if (fp8) {
     pointers[numPointers++] = {
         "gate_up_weights_scale", a.gate_up_weights_scale, 4,
         " (abi layer_fp8.v1 takes the f32 scales [E, 2I/128, H/128] of "

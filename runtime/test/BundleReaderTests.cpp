@@ -928,11 +928,6 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
        layerFp8Replaced("format=fp8_block", "format=mxfp4"), bad,
        "bundle line 12: entry 'fmix_gate_up': format='mxfp4' is neither "
        "fp8_block nor mxfp8 (the formats of abi grouped_matmul_fp8.v1)"},
-      // Its quantize parts make fp8_block's scales: no MXFP8 GEMMs.
-      {"fp8 layer gate_up mxfp8",
-       layerFp8Replaced("format=fp8_block", "format=mxfp8"), bad,
-       "bundle line 20: entry 'fmix': gate_up=fmix_gate_up has format=mxfp8, "
-       "but abi layer_fp8.v1 runs fp8_block GEMMs"},
       // What the quantize parts make: what the GEMMs read.
       {"fp8 layer quantize e5m2",
        quantizeWith("element=f8E4M3FN", "element=f8E5M2"), bad,
@@ -1029,6 +1024,114 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
        "(this runtime implements bundle version 6 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
        "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
+  };
+}
+
+/// Errors of layer_fp8.v1 entries of MXFP8 GEMMs (layerMxfp8Bundle()):
+/// one format for both GEMMs, both quantize parts, each making e4m3 values
+/// and E8M0 scales per [1, 32] group.
+std::vector<Malformed> malformedLayerMxfp8Bundles() {
+  const moeStatus bad = MOE_STATUS_INVALID_BUNDLE;
+  const std::string mx = layerMxfp8Bundle();
+  auto mxReplaced = [&mx](const std::string &from, const std::string &to) {
+    return replaced(from, to, mx);
+  };
+  const std::string fmixQuantize = replaced(
+      "scale=f32 input=bf16 block_rows=1 block_cols=128",
+      "scale=e8m0 input=bf16 block_rows=1 block_cols=32",
+      fp8LayerQuantizeLine("fmix_quantize", "moe.quantize", "8192", "256"));
+  const std::string fmixIntermediate =
+      replaced("scale=f32 input=bf16 block_rows=1 block_cols=128",
+               "scale=e8m0 input=bf16 block_rows=1 block_cols=32",
+               fp8LayerQuantizeLine("fmix_intermediate", "moe.expert_mlp",
+                                    "8192", "128"));
+  // fmix_quantize and fmix_intermediate with `from` replaced by `to`.
+  auto quantizeWith = [&](const std::string &from, const std::string &to) {
+    return mxReplaced(fmixQuantize, replaced(from, to, fmixQuantize));
+  };
+  auto intermediateWith = [&](const std::string &from, const std::string &to) {
+    return mxReplaced(fmixIntermediate, replaced(from, to, fmixIntermediate));
+  };
+  const std::string gateUp = "entry fmix_gate_up op=moe.expert_mlp "
+                             "abi=grouped_matmul_fp8.v1 format=";
+  const std::string down = "entry fmix_down op=moe.expert_mlp "
+                           "abi=grouped_matmul_fp8.v1 format=";
+  return {
+      // Both GEMMs read what the quantize parts make: one format.
+      {"mxfp8 layer of an fp8_block down",
+       mxReplaced(down + "mxfp8", down + "fp8_block"), bad,
+       "bundle line 20: entry 'fmix': gate_up=fmix_gate_up has format=mxfp8, "
+       "but down=fmix_down has format=fp8_block (the GEMMs of a layer share "
+       "one format)"},
+      {"mxfp8 layer of an fp8_block gate_up",
+       mxReplaced(gateUp + "mxfp8", gateUp + "fp8_block"), bad,
+       "bundle line 20: entry 'fmix': gate_up=fmix_gate_up has "
+       "format=fp8_block, but down=fmix_down has format=mxfp8"},
+      {"fp8_block layer of an mxfp8 down",
+       layerFp8Replaced(down + "fp8_block", down + "mxfp8"), bad,
+       "bundle line 20: entry 'fmix': gate_up=fmix_gate_up has "
+       "format=fp8_block, but down=fmix_down has format=mxfp8"},
+      // No gather and no GEMM epilogue writes MXFP8: both quantize parts.
+      {"mxfp8 layer of an fp8-gather permute",
+       mxReplaced("offsets=i32 chunk=4096\n",
+                  "offsets=i32 chunk=4096 out=f8E4M3FN\n"),
+       bad,
+       "bundle line 20: entry 'fmix': permute=fmix_permute has out=f8E4M3FN, "
+       "but the layer's GEMMs have format=mxfp8 (a gather quantizes in [1, "
+       "128] groups with f32 scales, for fp8_block GEMMs; an mxfp8 layer "
+       "quantizes the bf16 rows with a quantize part)"},
+      {"mxfp8 layer of an fp8-gather permute, no quantize",
+       replaced(" quantize=fmix_quantize", "",
+                mxReplaced("offsets=i32 chunk=4096\n",
+                           "offsets=i32 chunk=4096 out=f8E4M3FN\n")),
+       bad,
+       "bundle line 20: entry 'fmix': permute=fmix_permute has out=f8E4M3FN, "
+       "but the layer's GEMMs have format=mxfp8"},
+      {"mxfp8 layer without quantize",
+       mxReplaced(" quantize=fmix_quantize", ""), bad,
+       "bundle line 20: entry 'fmix': the layer has no quantize part, but its "
+       "GEMMs have format=mxfp8 (no gather quantizes to MXFP8: an mxfp8 "
+       "layer quantizes the permute's bf16 rows by its quantize part)"},
+      {"mxfp8 layer without intermediate",
+       mxReplaced(" intermediate=fmix_intermediate", ""), bad,
+       "bundle line 20: entry 'fmix': the layer has no intermediate part, but "
+       "its GEMMs have format=mxfp8 (no GEMM epilogue quantizes to MXFP8: an "
+       "mxfp8 layer quantizes the gate_up's bf16 output by its intermediate "
+       "part)"},
+      {"mxfp8 layer without either",
+       replaced(" intermediate=fmix_intermediate", "",
+                mxReplaced(" quantize=fmix_quantize", "")),
+       bad, "entry 'fmix': the layer has no quantize part"},
+      {"mxfp8 layer of an fp8-out gate_up",
+       mxReplaced(gateUp + "mxfp8", gateUp + "mxfp8 out=f8E4M3FN"), bad,
+       "bundle line 12: entry 'fmix_gate_up': out=f8E4M3FN with "
+       "format=mxfp8"},
+      // What the quantize parts make: e4m3 values and an E8M0 scale per
+      // [1, 32] group of a row of bf16 [T*k, C].
+      {"mxfp8 layer quantize f32 [1, 128]",
+       quantizeWith("scale=e8m0 input=bf16 block_rows=1 block_cols=32",
+                    "scale=f32 input=bf16 block_rows=1 block_cols=128"),
+       bad,
+       "bundle line 20: entry 'fmix': quantize=fmix_quantize has scale=f32, "
+       "but the gate_up GEMM reads e8m0 scales (format=mxfp8)"},
+      {"mxfp8 layer intermediate f32 [1, 32]",
+       intermediateWith("scale=e8m0", "scale=f32"), bad,
+       "bundle line 20: entry 'fmix': intermediate=fmix_intermediate has "
+       "scale=f32, but the down GEMM reads e8m0 scales (format=mxfp8)"},
+      {"mxfp8 layer quantize e5m2",
+       quantizeWith("element=f8E4M3FN", "element=f8E5M2"), bad,
+       "bundle line 20: entry 'fmix': quantize=fmix_quantize has "
+       "element=f8E5M2, but the gate_up GEMM reads f8E4M3FN values"},
+      {"mxfp8 layer intermediate f32 input",
+       intermediateWith("input=bf16", "input=f32"), bad,
+       "entry 'fmix': intermediate=fmix_intermediate has input=f32, but the "
+       "layer quantizes the bf16 output of its gate_up GEMM"},
+      {"mxfp8 layer quantize rank 3", quantizeWith("rank=2", "rank=3"), bad,
+       "entry 'fmix': quantize=fmix_quantize has rank=3, but the layer "
+       "quantizes [T*k, C] matrices (rank 2)"},
+      {"mxfp8 layer quantize cols", quantizeWith("cols=256", "cols=512"), bad,
+       "bundle line 20: entry 'fmix': quantize=fmix_quantize has cols=512, "
+       "but permute=fmix_permute has hidden=256"},
   };
 }
 
@@ -1607,6 +1710,8 @@ std::vector<Malformed> malformedBundles() {
   for (Malformed &c : malformedQuantizeBundles())
     cases.push_back(std::move(c));
   for (Malformed &c : malformedLayerFp8Bundles())
+    cases.push_back(std::move(c));
+  for (Malformed &c : malformedLayerMxfp8Bundles())
     cases.push_back(std::move(c));
   return cases;
 }
@@ -2563,5 +2668,37 @@ TEST(bundleLayerFp8GatherParses) {
   checkLayerEntry(bundle, 20, "neither", "layer_fp8.v1", 16,
                   {"fmix_route", "gmix_permute", "", "gmix_gate_up", "",
                    "fmix_down", "fmix_unpermute"});
+  moeBundleClose(bundle);
+}
+
+TEST(bundleLayerMxfp8Parses) {
+  // layer_fp8.v1 layers of MXFP8 GEMMs: both quantize parts, with E8M0
+  // scales per [1, 32] group.
+  moeBundle *bundle = OPEN_VALID(layerMxfp8Bundle());
+  if (!bundle)
+    return;
+  checkLayerEntry(bundle, 7, "fmix", MOE_ABI_LAYER_FP8, 4096,
+                  {"fmix_route", "fmix_permute", "fmix_quantize",
+                   "fmix_gate_up", "fmix_intermediate", "fmix_down",
+                   "fmix_unpermute"});
+  checkLayerEntry(bundle, 15, "foss", MOE_ABI_LAYER_FP8, 2147483647,
+                  {"foss_route", "foss_permute", "foss_quantize",
+                   "foss_gate_up", "foss_intermediate", "foss_down",
+                   "foss_unpermute"});
+  moeEntryInfo entry;
+  for (int32_t index : {3, 5, 11, 13}) { // the GEMMs
+    CHECK_EQ(moeBundleGetEntry(bundle, index, &entry), MOE_STATUS_SUCCESS);
+    CHECK_EQ(std::string(entry.abi), MOE_ABI_GROUPED_MATMUL_FP8);
+    CHECK_EQ(std::string(entry.format), MOE_FORMAT_MXFP8);
+    CHECK_EQ(std::string(entry.out), "bf16");
+  }
+  for (int32_t index : {2, 4, 10, 12}) { // the quantizes
+    CHECK_EQ(moeBundleGetEntry(bundle, index, &entry), MOE_STATUS_SUCCESS);
+    CHECK_EQ(std::string(entry.abi), MOE_ABI_QUANTIZE);
+    CHECK_EQ(std::string(entry.scale), MOE_SCALE_E8M0);
+    CHECK_EQ(entry.block_rows, 1);
+    CHECK_EQ(entry.block_cols, 32);
+    CHECK_EQ(std::string(entry.format), "");
+  }
   moeBundleClose(bundle);
 }

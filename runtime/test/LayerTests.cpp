@@ -73,6 +73,16 @@ FakeGpu &install() {
   // gathers take the 7 parameters of the rows' scales too: 31.
   gpu.wordParams[kGmixSymbols[3]] = 31;
   gpu.wordParams[kGossSymbols[3]] = 31;
+  // layerMxfp8Bundle(): layerFp8Bundle()'s kernels, its MXFP8 GEMMs and
+  // quantizes renamed: 33 and 40 parameters, 21 words.
+  for (const char *const *symbols : {kMmixSymbols, kMossSymbols}) {
+    gpu.wordParams[symbols[4]] = 21;
+    gpu.wordParams[symbols[6]] = 21;
+  }
+  gpu.numParams[kMmixSymbols[5]] = 33;
+  gpu.numParams[kMmixSymbols[7]] = 33;
+  gpu.numParams[kMossSymbols[5]] = 40;
+  gpu.numParams[kMossSymbols[7]] = 40;
   return gpu;
 }
 
@@ -263,6 +273,15 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
   // (and the bf16 inter is not used).
   const bool gatherQuantizes = fp8 && *info.quantize == '\0';
   const bool gateUpQuantizes = fp8 && *info.intermediate == '\0';
+  // The GEMMs' format: f32 scales per [1, 128] group of a row and per
+  // [128, 128] block of the weights, or MXFP8's E8M0 bytes per [1, 32]
+  // group of a row of both.
+  moeEntryInfo gateUpInfo;
+  CHECK_EQ(moeBundleFindEntry(bundle, info.gate_up, &index),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(moeBundleGetEntry(bundle, index, &gateUpInfo), MOE_STATUS_SUCCESS);
+  const bool mx = std::string(gateUpInfo.format) == MOE_FORMAT_MXFP8;
+  const int64_t group = mx ? 32 : 128;
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
   void *stream = testStream();
   size_t callsBefore = gpu.calls.size(), before = gpu.launches.size();
@@ -373,8 +392,10 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
   if (!fp8)
     return;
   // By hand: each GEMM reads e4m3 values [T*k, C] and their f32 scales
-  // [T*k, C/128] (its rows map and its parameters 17..23) with the weights'
-  // scales (24..32): the gathered rows' from the quantize step, inter's from
+  // [T*k, C/128] (its rows map and its parameters 17..23; MXFP8: E8M0 bytes
+  // [T*k, C/32]) with the weights' scales (24..32: [E, ceil(N/128), C/128];
+  // MXFP8: [E, N, C/32]): the gathered rows' from the quantize step, inter's
+  // from
   // the intermediate step or, in a layer without one, from the gate-up GEMM
   // itself (its out and its parameters 33..39, before its bias); the down
   // GEMM writes the rows, which the combine reads.
@@ -388,12 +409,15 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
     CHECK_EQ(q.params[3], uint64_t(rows));
     CHECK_EQ(q.params[4], uint64_t(columns));
     CHECK_EQ(q.params[7], values);
-    CHECK_EQ(q.params[14], scales);
-    CHECK_EQ(q.params[18], uint64_t(columns / 128));
+    std::vector<uint64_t> scaleWords;
+    pushMemref2D(scaleWords, scales, rows, columns / group);
+    CHECK(std::vector<uint64_t>(q.params.begin() + 14, q.params.end()) ==
+          scaleWords);
   };
   auto checkGemm = [&](const FakeLaunch &gemm, uint64_t values, uint64_t scales,
-                       int64_t columns, uint64_t weightsScale, uint64_t out,
-                       int64_t outColumns, bool outScale, uint64_t bias) {
+                       int64_t columns, uint64_t weightsScale, int64_t n,
+                       uint64_t out, int64_t outColumns, bool outScale,
+                       uint64_t bias) {
     CHECK_EQ(encodes[gemm.mapEncode[0]].address, values);
     CHECK_EQ(encodes[gemm.mapEncode[0]].dataType, 0); // UINT8
     CHECK_EQ(gemm.words[5], out);
@@ -403,9 +427,17 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
     CHECK_EQ(gemm.tail.size(), tail);
     if (gemm.tail.size() != tail)
       return;
-    CHECK_EQ(gemm.tail[0], scales);
-    CHECK_EQ(gemm.tail[4], uint64_t(columns / 128));
-    CHECK_EQ(gemm.tail[7], weightsScale);
+    // The scales: rows [T*k, KB], weights [E, NB, KB].
+    const uint64_t kb = uint64_t(columns / group),
+                   nb = uint64_t(mx ? n : (n + 127) / 128);
+    std::vector<uint64_t> scaleWords;
+    pushMemref2D(scaleWords, scales, rows, int64_t(kb));
+    for (uint64_t word :
+         {weightsScale, weightsScale, uint64_t(0), uint64_t(a.experts), nb, kb,
+          nb * kb, kb, uint64_t(1)})
+      scaleWords.push_back(word);
+    CHECK(std::vector<uint64_t>(gemm.tail.begin(), gemm.tail.begin() + 16) ==
+          scaleWords);
     std::vector<uint64_t> after(gemm.tail.begin() + 16, gemm.tail.end());
     std::vector<uint64_t> expected;
     if (outScale)
@@ -421,14 +453,15 @@ void checkLayer(moeBundle *bundle, const char *entry, const moeLayerArgs &a,
     checkQuantize(*next++, ws + at.rows, ws + at.rowsValues, ws + at.rowsScales,
                   a.hidden);
   checkGemm(*next++, ws + at.rowsValues, ws + at.rowsScales, a.hidden,
-            a.gate_up_weights_scale,
+            a.gate_up_weights_scale, 2 * a.intermediate,
             gateUpQuantizes ? ws + at.interValues : ws + at.inter,
             a.intermediate, gateUpQuantizes, a.gate_up_bias);
   if (!gateUpQuantizes)
     checkQuantize(*next++, ws + at.inter, ws + at.interValues,
                   ws + at.interScales, a.intermediate);
   checkGemm(next[0], ws + at.interValues, ws + at.interScales, a.intermediate,
-            a.down_weights_scale, ws + at.rows, a.hidden, false, a.down_bias);
+            a.down_weights_scale, a.hidden, ws + at.rows, a.hidden, false,
+            a.down_bias);
   CHECK_EQ(next[1].params[0], ws + at.rows);
   CHECK_EQ(&next[1], &gpu.launches[before + numKernels - 1]);
 }
@@ -1481,4 +1514,232 @@ TEST(layerFp8GatherLoadsAndFails) {
        {6, "of entry 'fmix_unpermute', grid (64, 1, 1), block (256, 1, 1), "
            "smem 0, programmatic stream serialization; 6 of 7 launches "
            "already issued) failed"}});
+}
+
+// layer_fp8.v1 layers of MXFP8 GEMMs (contract §3.10, added within version
+// 6): always seven steps, the quantizes making E8M0 scales per [1, 32]
+// group; H and I multiples of 32; the weights' scales bytes.
+
+TEST(layerMxfp8WorkspaceBytes) {
+  install();
+  moeBundle *bundle = OPEN_VALID(layerMxfp8Bundle());
+  if (!bundle)
+    return;
+  // The bytes of layerFp8WorkspaceBytes: an E8M0 byte per 32 elements is an
+  // f32 per 128 (fmix, T = 3: the rows' scales 6*256/32 = 48 bytes at 7680,
+  // inter's 6*128/32 = 24 at 8704).
+  CHECK_EQ(workspaceBytes(bundle, "fmix", 3, 256, 128), uint64_t(8728));
+  CHECK_EQ(workspaceBytes(bundle, "fmix", 4096, 256, 128), uint64_t(9667072));
+  CHECK_EQ(workspaceBytes(bundle, "foss", 5, 128, 128), uint64_t(9512));
+  // H = 96, I = 160, multiples of 32 only (foss, T = 5: 10 rows, i64, E =
+  // 4): ids 40 at 0, weights 40 at 256, offsets 40 at 512, slots 80 at 768,
+  // the permute's 272 at 1024, rows 1920 at 1536, inter 3200 at 3584,
+  // values 960 at 6912, scales 30 at 7936, inter's values 1600 at 8192,
+  // scales 50 at 9984: 10034.
+  CHECK_EQ(workspaceBytes(bundle, "foss", 5, 96, 160), uint64_t(10034));
+  // H = I = 32, T = 1 (2 rows): the permute's 272 at 1024, rows and inter
+  // 128 each at 1536 and 1792, values 64 at 2048, scales 2 at 2304, inter's
+  // values 64 at 2560, scales 2 at 2816: 2818.
+  CHECK_EQ(workspaceBytes(bundle, "foss", 1, 32, 32), uint64_t(2818));
+
+  // H and I: whole [1, 32] groups.
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  uint64_t bytes = 7;
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 48, 128, &bytes),
+                 bad,
+                 "moeLayerWorkspaceBytes(foss): hidden = 48 is not a positive "
+                 "multiple of 32 (abi layer_fp8.v1 with mxfp8 GEMMs quantizes "
+                 "rows in [1, 32] groups and reads a weights scale per 32 "
+                 "elements of a row)");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 16, 128, &bytes),
+                 bad, "hidden = 16 is not a positive multiple of 32");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 0, 128, &bytes), bad,
+                 "hidden = 0 is not a positive multiple of 32");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 128, 40, &bytes),
+                 bad,
+                 "moeLayerWorkspaceBytes(foss): intermediate = 40 is not a "
+                 "positive multiple of 32 (abi layer_fp8.v1 with mxfp8 GEMMs");
+  CHECK_REJECTED(moeLayerWorkspaceBytes(bundle, "foss", 1, 128, -32, &bytes),
+                 bad, "intermediate = -32 is not a positive multiple of 32");
+  CHECK_EQ(bytes, uint64_t(7)); // untouched on failure
+  moeBundleClose(bundle);
+}
+
+TEST(layerMxfp8LaunchesTheSingleCalls) {
+  // Seven steps: route, permute (three kernels), quantize (E8M0 scales
+  // [T*k, H/32]), gate_up (rows_scale [T*k, H/32], weights_scale
+  // [E, 2I, H/32]), intermediate ([T*k, I/32]), down ([T*k, I/32],
+  // [E, H, I/32]), combine.
+  install();
+  moeBundle *bundle = OPEN_VALID(layerMxfp8Bundle());
+  if (!bundle)
+    return;
+  // The offsets of layerMxfp8WorkspaceBytes' hand computations.
+  checkLayer(bundle, "fmix", fmix(3),
+             {0, 256, 512, 768, 1024, 1536, 4608, 6144, 7680, 7936, 8704},
+             kMmixSymbols, kLayerFp8Kernels);
+  checkLayer(bundle, "fmix", fmix(4096),
+             {0, 32768, 65536, 65792, 98560, 131584, 4325888, 6423040, 8520192,
+              8585728, 9634304},
+             kMmixSymbols, kLayerFp8Kernels);
+  // A workspace of exactly the size needed; the scales of any alignment.
+  moeLayerArgs exact = foss(5, 96, 160);
+  exact.workspace_bytes = 10034;
+  exact.gate_up_weights_scale += 1;
+  exact.down_weights_scale += 3;
+  checkLayer(bundle, "foss", exact,
+             {0, 256, 512, 768, 1024, 1536, 3584, 6912, 7936, 8192, 9984},
+             kMossSymbols, kLayerFp8Kernels);
+  moeBundleClose(bundle);
+}
+
+TEST(layerMxfp8StepsByHand) {
+  // fmix, T = 3 (6 rows, H = 256, I = 128, E = 8): the quantize writes e4m3
+  // rows [6, 256] at 6144 and E8M0 scales [6, 8] at 7680; the gate-up GEMM
+  // reads them with weights_scale [8, 256, 8]; the intermediate writes inter
+  // [6, 128] at 7936 and scales [6, 4] at 8704; the down GEMM reads them
+  // with weights_scale [8, 256, 4].
+  FakeGpu &gpu = install();
+  moeBundle *bundle = OPEN_VALID(layerMxfp8Bundle());
+  if (!bundle)
+    return;
+  const moeLayerArgs a = fmix(3);
+  const uint64_t ws = kWorkspace;
+  long first = runAfterLoad(
+      bundle, [&](void *stream) { return layer(bundle, "fmix", a, stream); },
+      "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "
+      "cuTensorMapEncodeTiled cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
+      "cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx "
+      "cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx cuLaunchKernelEx "
+      "cuLaunchKernelEx",
+      kLayerFp8Kernels);
+  if (first < 0)
+    return;
+  const FakeLaunch &quantize = gpu.launches[first + 4];
+  const FakeLaunch &gateUp = gpu.launches[first + 5];
+  const FakeLaunch &intermediate = gpu.launches[first + 6];
+  const FakeLaunch &down = gpu.launches[first + 7];
+  std::vector<uint64_t> want;
+  pushMemref2D(want, ws + 1536, 6, 256); // bf16 rows
+  pushMemref2D(want, ws + 6144, 6, 256); // e4m3 rows
+  pushMemref2D(want, ws + 7680, 6, 8);   // E8M0 scales
+  CHECK_EQ(quantize.function, std::string("mquant_rows_h256"));
+  CHECK(quantize.params == want);
+  want.clear();
+  pushMemref2D(want, ws + 4608, 6, 128); // bf16 inter
+  pushMemref2D(want, ws + 7936, 6, 128); // e4m3 inter
+  pushMemref2D(want, ws + 8704, 6, 4);   // E8M0 scales
+  CHECK_EQ(intermediate.function, std::string("mquant_inter_i128"));
+  CHECK(intermediate.params == want);
+  const std::vector<uint64_t> gateUpTail = {
+      ws + 7680,    ws + 7680,    0, 6, 8,   8, 1,          // 17-23
+      kGateUpScale, kGateUpScale, 0, 8, 256, 8, 2048, 8, 1, // 24-32
+  };
+  CHECK_EQ(gateUp.function, std::string("mgemm_gate_up_mix"));
+  CHECK_EQ(gateUp.numParams, 33);
+  CHECK_EQ(gpu.encodes[gateUp.mapEncode[0]].address, ws + 6144);
+  CHECK_EQ(gateUp.words[5], ws + 4608); // bf16 inter [6, 128]
+  CHECK_EQ(gateUp.words[9], uint64_t(128));
+  CHECK(gateUp.tail == gateUpTail);
+  const std::vector<uint64_t> downTail = {
+      ws + 8704,  ws + 8704,  0, 6, 4,   4, 1,          // 17-23
+      kDownScale, kDownScale, 0, 8, 256, 4, 1024, 4, 1, // 24-32
+  };
+  CHECK_EQ(down.function, std::string("mgemm_down_mix"));
+  CHECK_EQ(gpu.encodes[down.mapEncode[0]].address, ws + 7936);
+  CHECK_EQ(down.words[5], ws + 1536); // bf16 rows [6, 256]
+  CHECK(down.tail == downTail);
+  moeBundleClose(bundle);
+}
+
+TEST(layerMxfp8RejectsBadArguments) {
+  install();
+  moeBundle *bundle = OPEN_VALID(layerMxfp8Bundle());
+  if (!bundle)
+    return;
+  const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
+  const moeLayerArgs m = fmix(16);
+  const moeLayerArgs o = foss(16, 96, 160);
+  const Case cases[] = {
+      {with(m, &moeLayerArgs::gate_up_weights_scale, 0),
+       "moeLayer(fmix): gate_up_weights_scale pointer is NULL (abi "
+       "layer_fp8.v1 with mxfp8 GEMMs takes the UE8M0 scales [E, 2I, H/32] "
+       "of gate_up_weights)"},
+      {with(m, &moeLayerArgs::down_weights_scale, 0),
+       "moeLayer(fmix): down_weights_scale pointer is NULL (abi layer_fp8.v1 "
+       "with mxfp8 GEMMs takes the UE8M0 scales [E, H, I/32] of "
+       "down_weights)"},
+      // Nulls first, then alignments (the scales' odd ones are fine).
+      {with(with(m, &moeLayerArgs::down_weights_scale, 0),
+            &moeLayerArgs::tokens, kTokens + 8),
+       "moeLayer(fmix): down_weights_scale pointer is NULL"},
+      {with(with(m, &moeLayerArgs::gate_up_weights_scale, kGateUpScale + 1),
+            &moeLayerArgs::down_weights, kDownW + 4),
+       "moeLayer(fmix): down_weights pointer 0x7f0000350004 is not 16-byte "
+       "aligned"},
+      {sized(m, &moeLayerArgs::hidden, 288),
+       "moeLayer(fmix): hidden = 288 does not match entry fmix_permute's "
+       "hidden = 256"},
+      {with(m, &moeLayerArgs::workspace_bytes, 38783),
+       "moeLayer(fmix): workspace_bytes = 38783 is less than the 38784 bytes "
+       "the layer needs for T = 16, H = 256, I = 128"},
+      {sized(o, &moeLayerArgs::hidden, 80),
+       "moeLayer(foss): hidden = 80 is not a positive multiple of 32 (abi "
+       "layer_fp8.v1 with mxfp8 GEMMs quantizes rows in [1, 32] groups"},
+      {sized(o, &moeLayerArgs::intermediate, 8),
+       "moeLayer(foss): intermediate = 8 is not a positive multiple of 32"},
+      {with(o, &moeLayerArgs::down_bias, 0),
+       "moeLayer(foss): down_bias pointer is NULL (entry foss_down has "
+       "bias=bf16: [E, H])"},
+  };
+  const size_t launches = fakeGpu().launches.size();
+  for (const Case &c : cases)
+    CHECK_REJECTED(layer(bundle, c.args.experts == 8 ? "fmix" : "foss", c.args),
+                   bad, c.message);
+  CHECK_EQ(fakeGpu().launches.size(), launches);
+  // The scales' odd alignments are fine.
+  moeLayerArgs odd =
+      with(m, &moeLayerArgs::gate_up_weights_scale, kGateUpScale + 1);
+  odd.down_weights_scale = kDownScale + 7;
+  CHECK_EQ(layer(bundle, "fmix", odd), MOE_STATUS_SUCCESS);
+  CHECK_EQ(layer(bundle, "foss", o), MOE_STATUS_SUCCESS);
+  CHECK_EQ(fakeGpu().launches.size(), launches + 2 * kLayerFp8Kernels);
+  moeBundleClose(bundle);
+
+  // A bundle for sm_100a: its GEMMs' K (H for gate_up, I for down) also
+  // multiples of 128, refused by the step, nothing launched; past them, the
+  // chip check of the load.
+  bundle =
+      OPEN_VALID(replaced("chip sm_90a", "chip sm_100a", layerMxfp8Bundle()));
+  if (!bundle)
+    return;
+  CHECK_REJECTED(
+      layer(bundle, "foss", foss(16, 96, 128)), bad,
+      "moeLayer(foss): gate_up step: moeGroupedMatmul(foss_gate_up): "
+      "K = 96 is not a multiple of 128 (the bundle is for sm_100a, "
+      "whose mxfp8 kernel reads K in stages of 128)");
+  CHECK_REJECTED(layer(bundle, "foss", foss(16, 128, 160)), bad,
+                 "moeLayer(foss): down step: moeGroupedMatmul(foss_down): K = "
+                 "160 is not a multiple of 128");
+  CHECK_STATUS(layer(bundle, "foss", foss(16, 128, 128)),
+               MOE_STATUS_UNSUPPORTED,
+               "bundle is for sm_100a but the device is sm_90");
+  CHECK_EQ(fakeGpu().launches.size(), launches + 2 * kLayerFp8Kernels);
+  moeBundleClose(bundle);
+}
+
+TEST(layerMxfp8LoadsAndFails) {
+  checkLoadsAndFails(
+      layerMxfp8Bundle(), "fmix", fmix(64), kLayerFp8Kernels,
+      "moeLayer(fmix): gate_up step: moeGroupedMatmul: "
+      "cuTensorMapEncodeTiled(rows of kernel 'mgemm_gate_up_mix' of entry "
+      "'fmix_gate_up') failed: CUDA_ERROR_INVALID_VALUE",
+      {{4, "moeLayer: cuLaunchKernelEx('mquant_rows_h256' of entry "
+           "'fmix_quantize', grid (4, 1, 1), block (256, 1, 1), smem 0, "
+           "programmatic stream serialization; 4 of 9 launches already "
+           "issued) failed: CUDA_ERROR_INVALID_VALUE"},
+       {7, "moeLayer: cuLaunchKernelEx('mgemm_down_mix' of entry "
+           "'fmix_down', grid (20, 1, 1), block (128, 1, 1), smem 98304, "
+           "programmatic stream serialization; 7 of 9 launches already "
+           "issued) failed"}});
 }

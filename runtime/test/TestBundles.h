@@ -881,6 +881,44 @@ inline std::string mxfp8Bundle() {
          one("mgptoss", kMxGptOss) + "end\n";
 }
 
+/// `bytes` with every `from` replaced by `to`; a `from` it lacks is a bug
+/// of the test.
+inline std::string replacedAll(std::string bytes, const std::string &from,
+                               const std::string &to) {
+  size_t at = bytes.find(from);
+  if (at == std::string::npos)
+    fail(__FILE__, __LINE__, "test bug: '" + from + "' not in the bundle");
+  for (; at != std::string::npos; at = bytes.find(from, at + to.size()))
+    bytes.replace(at, from.size(), to);
+  return bytes;
+}
+
+/// Symbols of the MXFP8 layer bundle, by layer, in launch order as
+/// kFmixSymbols and kFossSymbols: the GEMM and quantize kernels renamed.
+inline constexpr const char *kMmixSymbols[kLayerFp8Kernels] = {
+    "froute_e8_k2",      "fperm_count_e8_k2", "fperm_index_e8_k2",
+    "fperm_gather32",    "mquant_rows_h256",  "mgemm_gate_up_mix",
+    "mquant_inter_i128", "mgemm_down_mix",    "fcombine_k2_i32"};
+inline constexpr const char *kMossSymbols[kLayerFp8Kernels] = {
+    "froute_e4_k2_bias", "fperm_count_e4_k2", "fperm_index_e4_k2",
+    "fperm_gather64",    "mquant_1x32",       "mgemm_gate_up_oss",
+    "mquant_1x32",       "mgemm_down_oss",    "fcombine_k2_i64"};
+
+/// layerFp8Bundle() with MXFP8 GEMMs (contract §3.10, added within version
+/// 6): its four GEMM entries format=mxfp8, its four quantize entries
+/// scale=e8m0 with [1, 32] blocks, their kernels renamed (kMmixSymbols,
+/// kMossSymbols); the same lines (fmix_gate_up 12, fmix 20, foss 37).
+inline std::string layerMxfp8Bundle() {
+  std::string bytes = layerFp8Bundle();
+  bytes = replacedAll(bytes, "format=fp8_block", "format=mxfp8");
+  bytes = replacedAll(bytes, "scale=f32 input=bf16 block_rows=1 block_cols=128",
+                      "scale=e8m0 input=bf16 block_rows=1 block_cols=32");
+  bytes = replacedAll(bytes, " fgemm_", " mgemm_");
+  bytes = replacedAll(bytes, " fquant_1x128 ", " mquant_1x32 ");
+  bytes = replacedAll(bytes, " fquant_", " mquant_");
+  return bytes;
+}
+
 /// Opens `bytes`; returns NULL (and leaves the status in *status) on failure.
 inline moeBundle *openBundle(const std::string &bytes,
                              moeStatus *status = nullptr) {
