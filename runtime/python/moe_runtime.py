@@ -6,7 +6,7 @@
     ids, weights = bundle.route("router", logits, bias)             # torch
     out = bundle.grouped_matmul("gate_up", rows, weights, offsets)
     out = bundle.grouped_matmul("fp8", q_rows, q_weights, offsets,   # FP8
-                                rows_scale=rs, weights_scale=ws)
+                                rows_scale=rs, weights_scale=ws)  # or MXFP8
     q, qs = bundle.grouped_matmul("gate_up_q", q_rows, q_w13, offsets,  # FP8
                                   rows_scale=rs, weights_scale=ws)  # out
     y = bundle.expert_mlp("experts", rows, offsets, w13, w2, row_scale=w)
@@ -222,7 +222,9 @@ class Entry:
     #: permute.v2: the ids per CTA of its count and index kernels.
     chunk: int = 0
     #: grouped_matmul_fp8.v1: "fp8_block" (float8_e4m3fn rows and weights
-    #: with float32 scales per 128 elements of a row, per 128 x 128 weights).
+    #: with float32 scales per 128 elements of a row, per 128 x 128 weights)
+    #: or "mxfp8" (float8_e4m3fn rows and weights with a UE8M0 scale byte
+    #: per 32 elements along K of a row of either).
     format: str = ""
     #: quantize.v1: the FP8 element ("f8E4M3FN" or "f8E5M2"), the scales
     #: ("f32" or "e8m0"), the input's bits (16: bfloat16, 32: float32), the
@@ -461,7 +463,14 @@ class Bundle:
         (one per 128 elements of a row) and weights_scale [E, ceil(N/128),
         ceil(K/128)] (one per 128 x 128 block; N the weights' N); the
         products are of rows[r, k] * rows_scale[r, k // 128] and
-        weights[e, n, k] * weights_scale[e, n // 128, k // 128]. Other
+        weights[e, n, k] * weights_scale[e, n // 128, k // 128]. One of
+        format mxfp8 takes their UE8M0 scale bytes (2^(s - 127); K a
+        multiple of 32): rows_scale [M, K/32] and weights_scale [E, N, K/32]
+        (one per 32 elements of a row), as torch.uint8,
+        torch.float8_e8m0fnu (where torch has it) or any other 1-byte dtype
+        (the same bytes); its products are of rows[r, k] *
+        2^(rows_scale[r, k // 32] - 127) and weights[e, n, k] *
+        2^(weights_scale[e, n, k // 32] - 127). Other
         entries take no scales. A grouped_matmul_fp8.v1 swiglu entry whose
         out is "f8E4M3FN" writes the activation quantized as quantize does
         with [1, 128] blocks and float32 scales: out is then
@@ -475,10 +484,14 @@ class Bundle:
         where = f"grouped_matmul({entry})"
         _check_abi(where, info, "grouped_matmul.v3", "grouped_matmul_fp8.v1")
         fp8 = info.abi == "grouped_matmul_fp8.v1"
-        _check_scales(where, info, "grouped_matmul_fp8.v1",
-                      {"rows_scale": (rows_scale, "[M, ceil(K/128)]"),
-                       "weights_scale": (weights_scale,
-                                         "[E, ceil(N/128), ceil(K/128)]")})
+        mx = info.format == "mxfp8"
+        _check_scales(
+            where, info, "grouped_matmul_fp8.v1",
+            {"rows_scale": (rows_scale,
+                            "[M, K/32]" if mx else "[M, ceil(K/128)]"),
+             "weights_scale": (weights_scale, "[E, N, K/32]" if mx
+                               else "[E, ceil(N/128), ceil(K/128)]")},
+            mx)
         fp8_out = info.out == "f8E4M3FN"
         if not fp8_out and out_scale is not None:
             raise _invalid(f"{where}: out_scale is only taken by entries "
@@ -512,7 +525,12 @@ class Bundle:
                   "out_scale": torch.float32}
         if fp8_out:  # e4m3 codes, as float8_e4m3fn or their uint8 bytes
             del dtypes["out"]
+        if mx:  # UE8M0 codes: any 1-byte dtype
+            del dtypes["rows_scale"], dtypes["weights_scale"]
         _check_tensors(torch, where, tensors, rows, dtypes)
+        if mx:
+            _check_bytes(torch, where, {"rows_scale": rows_scale,
+                                        "weights_scale": weights_scale})
         if fp8_out and out is not None and out.dtype not in (element,
                                                              torch.uint8):
             raise _invalid(f"{where}: out is {out.dtype}, expected {element} "
@@ -562,13 +580,18 @@ class Bundle:
             raise _invalid(f"{where}: bias is {tuple(bias.shape)}, expected "
                            f"{(experts, n)} = (E, N)")
         if fp8:
-            k_blocks, n_blocks = -(-k // 128), -(-n // 128)
+            # fp8_block: per 128 x 128 block; mxfp8: per 32 of a row (K a
+            # multiple of 32, which moeGroupedMatmul checks).
+            k_blocks = -(-k // 32) if mx else -(-k // 128)
+            n_blocks = n if mx else -(-n // 128)
+            k_meaning = "K/32" if mx else "ceil(K/128)"
             for name, tensor, shape, meaning in (
                     ("rows_scale", rows_scale, (m, k_blocks),
-                     "(M, ceil(K/128))"),
+                     f"(M, {k_meaning})"),
                     ("weights_scale", weights_scale,
                      (experts, n_blocks, k_blocks),
-                     "(E, ceil(N/128), ceil(K/128))")):
+                     f"(E, N, {k_meaning})" if mx
+                     else "(E, ceil(N/128), ceil(K/128))")):
                 if tuple(tensor.shape) != shape:
                     raise _invalid(f"{where}: {name} is "
                                    f"{tuple(tensor.shape)}, expected {shape} "
@@ -1041,11 +1064,16 @@ class Bundle:
         epilogue): its weights
         are torch.float8_e4m3fn and take their
         float32 scales per [128, 128] block, required, gate_up_weights_scale
-        [E, 2I/128, H/128] and down_weights_scale [E, H/128, I/128]; other
-        entries take no scales. out: bfloat16 [T, H]; workspace: uint8, at
-        least layer_workspace_bytes bytes (256-byte aligned); each allocated
-        when None. All CUDA, contiguous, one device. Returns out; raises
-        MoERuntimeError."""
+        [E, 2I/128, H/128] and down_weights_scale [E, H/128, I/128]. One of
+        GEMMs of format mxfp8 (H and I multiples of 32) quantizes both with
+        a UE8M0 scale per [1, 32] group, by its quantize and intermediate
+        parts, and its weights' scales are UE8M0 bytes per 32 elements of a
+        row, gate_up_weights_scale [E, 2I, H/32] and down_weights_scale
+        [E, H, I/32], as torch.uint8, torch.float8_e8m0fnu or any other
+        1-byte dtype. Other entries take no scales. out: bfloat16 [T, H];
+        workspace: uint8, at least layer_workspace_bytes bytes (256-byte
+        aligned); each allocated when None. All CUDA, contiguous, one
+        device. Returns out; raises MoERuntimeError."""
         handle = self._live_handle()
         info = self.entry(entry)
         where = f"layer({entry})"
@@ -1063,11 +1091,15 @@ class Bundle:
                            "takes no score_bias")
         _check_bias(where, gate_up, gate_up_bias, "gate_up_bias", "[E, 2I]")
         _check_bias(where, down, down_bias, "down_bias", "[E, H]")
+        mx = gate_up.format == "mxfp8"  # down's too (the reader checks it)
         _check_scales(where, info, "layer_fp8.v1",
                       {"gate_up_weights_scale": (gate_up_weights_scale,
-                                                 "[E, 2I/128, H/128]"),
+                                                 "[E, 2I, H/32]" if mx
+                                                 else "[E, 2I/128, H/128]"),
                        "down_weights_scale": (down_weights_scale,
-                                              "[E, H/128, I/128]")})
+                                              "[E, H, I/32]" if mx
+                                              else "[E, H/128, I/128]")},
+                      mx)
         import torch
 
         tensors = {"tokens": tokens, "logits": logits,
@@ -1083,6 +1115,8 @@ class Bundle:
                 tensors[name] = tensor
         bf16 = torch.bfloat16
         weights_dtype = _float8_e4m3(torch, where) if fp8 else bf16
+        scale_dtypes = {} if mx else {"gate_up_weights_scale": torch.float32,
+                                      "down_weights_scale": torch.float32}
         _check_tensors(torch, where, tensors, tokens,
                        {"tokens": bf16,
                         "logits": torch.float32 if route.logits_bits == 32
@@ -1093,9 +1127,12 @@ class Bundle:
                         "gate_up_bias": _bias_dtype(torch, gate_up),
                         "down_bias": _bias_dtype(torch, down), "out": bf16,
                         "workspace": getattr(torch, "uint8", None),
-                        "gate_up_weights_scale": torch.float32,
-                        "down_weights_scale": torch.float32},
+                        **scale_dtypes},
                        first="tokens")
+        if mx:  # UE8M0 codes: any 1-byte dtype
+            _check_bytes(torch, where,
+                         {"gate_up_weights_scale": gate_up_weights_scale,
+                          "down_weights_scale": down_weights_scale})
         if (tokens.dim() != 2 or logits.dim() != 2
                 or gate_up_weights.dim() != 3 or down_weights.dim() != 3):
             raise _invalid(f"{where}: expected tokens [T, H], logits [T, E], "
@@ -1119,15 +1156,18 @@ class Bundle:
                                    "(E, 2I)"),
                   "down_bias": (down_bias, (experts, hidden), "(E, H)"),
                   "out": (out, (count, hidden), "(T, H)"),
-                  # One per [128, 128] block (H and I are multiples of 128).
+                  # One per [128, 128] block (H and I are multiples of 128);
+                  # mxfp8: per 32 of a row (multiples of 32).
                   "gate_up_weights_scale": (
                       gate_up_weights_scale,
+                      (experts, 2 * inter, -(-hidden // 32)) if mx else
                       (experts, -(-2 * inter // 128), -(-hidden // 128)),
-                      "(E, 2I/128, H/128)"),
+                      "(E, 2I, H/32)" if mx else "(E, 2I/128, H/128)"),
                   "down_weights_scale": (
                       down_weights_scale,
+                      (experts, hidden, -(-inter // 32)) if mx else
                       (experts, -(-hidden // 128), -(-inter // 128)),
-                      "(E, H/128, I/128)")}
+                      "(E, H, I/32)" if mx else "(E, H/128, I/128)")}
         for name, (tensor, shape, meaning) in shapes.items():
             if tensor is not None and tuple(tensor.shape) != shape:
                 raise _invalid(f"{where}: {name} is {tuple(tensor.shape)}, "
@@ -1203,20 +1243,37 @@ def _check_abi(where: str, info: Entry, *abis: str) -> None:
                        f"(op {info.op}), not {' or '.join(abis)}")
 
 
-def _check_scales(where: str, info: Entry, fp8_abi: str, scales) -> None:
+def _check_scales(where: str, info: Entry, fp8_abi: str, scales,
+                  mx: bool = False) -> None:
     """Block scales: each of `scales` (name: (tensor, shape)) is given exactly
-    when the entry has the block-FP8 ABI `fp8_abi`."""
+    when the entry has the block-FP8 ABI `fp8_abi`; float32, or with `mx`
+    (MXFP8 GEMMs) UE8M0 bytes."""
     fp8 = info.abi == fp8_abi
     for name, (tensor, shape) in scales.items():
         if fp8 and tensor is None:
             format_ = f", format {info.format}" if info.format else ""
-            raise _invalid(f"{where}: the entry is block-FP8 (abi "
-                           f"{info.abi}{format_}): pass {name}, the float32 "
-                           f"scales {shape} of the {name[:-len('_scale')]}")
+            what, kind = ("MXFP8", "UE8M0") if mx else ("block-FP8",
+                                                         "float32")
+            raise _invalid(f"{where}: the entry is {what} (abi {info.abi}"
+                           f"{format_}): pass {name}, the {kind} scales "
+                           f"{shape} of the {name[:-len('_scale')]}")
         if not fp8 and tensor is not None:
             raise _invalid(f"{where}: {name} is only taken by block-FP8 "
                            f"entries (abi {fp8_abi}); this one's abi is "
                            f"{info.abi}")
+
+
+def _check_bytes(torch, where: str, tensors) -> None:
+    """Each of `tensors` (UE8M0 scale codes) has a 1-byte dtype: torch.uint8,
+    torch.float8_e8m0fnu where torch has it, or another (the same bytes)."""
+    for name, tensor in tensors.items():
+        if tensor.element_size() != 1:
+            e8m0 = getattr(torch, "float8_e8m0fnu", None)
+            names = f"{torch.uint8}" + (f" or {e8m0}" if e8m0 is not None
+                                        else "")
+            raise _invalid(f"{where}: {name} is {tensor.dtype}, expected a "
+                           f"1-byte dtype ({names}: the UE8M0 scale codes "
+                           "of an mxfp8 entry)")
 
 
 def _float8_e4m3(torch, where: str):

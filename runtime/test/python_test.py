@@ -329,6 +329,56 @@ for data, status, needle in [
          "grouped_matmul_fp8.v1 (its entries are op=moe.grouped_matmul or moe.expert_mlp)")]:
     expect_error(lambda: moe_runtime.Bundle.from_bytes(data), status, needle)
 
+# MXFP8 entries (format mxfp8, added within version 6): gemm and down of
+# fp8.moebundle with UE8M0 scales per 32 elements along K.
+mx_bytes = fp8_bytes
+for name in (b"gemm", b"down"):
+    mx_bytes = mx_bytes.replace(b"entry " + name + b" op=moe.grouped_matmul "
+                                b"abi=grouped_matmul_fp8.v1 format=fp8_block",
+                                b"entry " + name + b" op=moe.grouped_matmul "
+                                b"abi=grouped_matmul_fp8.v1 format=mxfp8")
+mx = moe_runtime.Bundle.from_bytes(mx_bytes)
+check((mx.entry("gemm").format, mx.entry("down").format, mx.entry("gate_up").format,
+       mx.entry("plain").format, mx.entry("gemm").out) == ("mxfp8", "mxfp8", "fp8_block", "",
+                                                           "bf16"), "mxfp8 formats")
+for call, needle in [
+        (lambda: mx.grouped_matmul("gemm", None, None, None),
+         "grouped_matmul(gemm): the entry is MXFP8 (abi grouped_matmul_fp8.v1, format mxfp8): "
+         "pass rows_scale, the UE8M0 scales [M, K/32] of the rows"),
+        (lambda: mx.grouped_matmul("gemm", None, None, None, rows_scale=object()),
+         "grouped_matmul(gemm): the entry is MXFP8 (abi grouped_matmul_fp8.v1, format mxfp8): "
+         "pass weights_scale, the UE8M0 scales [E, N, K/32] of the weights"),
+        (lambda: mx.grouped_matmul("gemm", None, None, None, rows_scale=object(),
+                                   weights_scale=object(), out_scale=object()),
+         "grouped_matmul(gemm): out_scale is only taken by entries with out f8E4M3FN")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+mx_layer_bytes = open(os.path.join(HERE, "Inputs", "layer-fp8.moebundle"), "rb").read()
+# Its dsv3 layer with MXFP8 GEMMs and quantizes (dsq and dsf, which have no
+# quantize parts, cut).
+mx_layer_bytes = (mx_layer_bytes[:mx_layer_bytes.index(b"entry dsq_gate_up ")] + b"end\n") \
+    .replace(b"format=fp8_block", b"format=mxfp8") \
+    .replace(b"scale=f32 input=bf16 block_rows=1 block_cols=128",
+             b"scale=e8m0 input=bf16 block_rows=1 block_cols=32")
+mx_layers = moe_runtime.Bundle.from_bytes(mx_layer_bytes)
+check((mx_layers.entry("dsv3_gate_up").format, mx_layers.entry("dsv3_down").format,
+       mx_layers.entry("dsv3_quantize").scale, mx_layers.entry("dsv3_intermediate").block_cols)
+      == ("mxfp8", "mxfp8", "e8m0", 32), "mxfp8 layer parts")
+# The same workspace bytes as with fp8_block GEMMs.
+check(mx_layers.layer_workspace_bytes("dsv3", 1, 7168, 2048) == 226816,
+      "mxfp8 layer workspace bytes")
+for call, needle in [
+        (lambda: mx_layers.layer("dsv3", None, None, None, None, score_bias=object()),
+         "layer(dsv3): the entry is MXFP8 (abi layer_fp8.v1): pass gate_up_weights_scale, "
+         "the UE8M0 scales [E, 2I, H/32] of the gate_up_weights"),
+        (lambda: mx_layers.layer("dsv3", None, None, None, None, score_bias=object(),
+                                 gate_up_weights_scale=object()),
+         "layer(dsv3): the entry is MXFP8 (abi layer_fp8.v1): pass down_weights_scale, "
+         "the UE8M0 scales [E, H, I/32] of the down_weights")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+expect_error(lambda: moe_runtime.Bundle.from_bytes(mx_layer_bytes.replace(
+    b" quantize=dsv3_quantize", b"")), "INVALID_BUNDLE",
+    "entry 'dsv3': the layer has no quantize part, but its GEMMs have format=mxfp8")
+
 # Layer entries (contract version 5): fields, and the checks made before torch
 # is needed.
 layers = moe_runtime.Bundle(os.path.join(HERE, "Inputs", "layer.moebundle"))
@@ -509,6 +559,11 @@ class FakeTensor:
 
     def data_ptr(self):
         return self.ptr
+
+    def element_size(self):
+        return {"float32": 4, "bfloat16": 2, "int32": 4, "int64": 8, "uint8": 1, "int8": 1,
+                "float8_e4m3fn": 1, "float8_e5m2": 1,
+                "float8_e8m0fnu": 1}[repr(self.dtype)[len("torch."):]]
 
 
 allocated = []
@@ -1005,6 +1060,76 @@ expect_error(gemm_call(), "INVALID_ARGUMENT",
 fake_torch.float8_e4m3fn = f8
 fp8.close()
 
+# MXFP8 grouped matmuls (mx: gemm E = 8, N = 256, K = 512; down row_scale,
+# f32 bias, E = 256, N = 7168, K dynamic): UE8M0 scales rows_scale [M, K/32]
+# and weights_scale [E, N, K/32] of any 1-byte dtype, any alignment.
+m_rows, m_weights = T((64, 512), f8, 0x7f0000a10000), T((8, 256, 512), f8, 0x7f0000a20000)
+m_rs, m_ws = T((64, 16), u8, 0x7f0000a30001), T((8, 256, 16), u8, 0x7f0000a40003)
+allocated.clear()
+expect_launch_attempt(lambda: mx.grouped_matmul("gemm", m_rows, m_weights, q_offs,
+                                                rows_scale=m_rs, weights_scale=m_ws),
+                      "mxfp8 grouped_matmul with odd uint8 scales")
+check(allocated == [((64, 256), bf16, "cuda:0")], f"mxfp8 grouped_matmul allocates out: {allocated}")
+i8 = type("int8", (), {"__repr__": lambda self: "torch.int8"})()
+expect_launch_attempt(lambda: mx.grouped_matmul("gemm", m_rows, m_weights, q_offs,
+                                                rows_scale=T((64, 16), i8),
+                                                weights_scale=T((8, 256, 16), f8)),
+                      "mxfp8 grouped_matmul with other 1-byte scales")
+md_rows, md_weights = T((16, 96), f8, 0x7f0000a50000), T((256, 7168, 96), f8, 0x7f0000a60000)
+md_rs, md_ws = T((16, 3), u8, 0x7f0000a70000), T((256, 7168, 3), u8, 0x7f0000a80000)
+
+
+def mx_down_call(**changes):
+    given = dict(rows=md_rows, weights=md_weights, offsets=d_offs, out=None, row_scale=d_scale,
+                 bias=d_bias, rows_scale=md_rs, weights_scale=md_ws)
+    given.update(changes)
+    return lambda: mx.grouped_matmul("down", **given)
+
+
+expect_launch_attempt(mx_down_call(), "mxfp8 grouped_matmul with row_scale and bias")
+mx_gemm_call = (lambda **changes: lambda: mx.grouped_matmul(
+    "gemm", changes.get("rows", m_rows), m_weights, q_offs,
+    rows_scale=changes.get("rows_scale", m_rs), weights_scale=changes.get("weights_scale", m_ws)))
+for call, needle in [
+        (mx_gemm_call(rows_scale=T((64, 16), f32)),
+         "grouped_matmul(gemm): rows_scale is torch.float32, expected a 1-byte dtype "
+         "(torch.uint8: the UE8M0 scale codes of an mxfp8 entry)"),
+        (mx_gemm_call(weights_scale=T((8, 256, 16), bf16)),
+         "grouped_matmul(gemm): weights_scale is torch.bfloat16, expected a 1-byte dtype"),
+        (mx_gemm_call(rows_scale=T((64, 4), u8)),
+         "grouped_matmul(gemm): rows_scale is (64, 4), expected (64, 16) = (M, K/32)"),
+        (mx_gemm_call(weights_scale=T((8, 2, 4), u8)),
+         "grouped_matmul(gemm): weights_scale is (8, 2, 4), expected (8, 256, 16) = "
+         "(E, N, K/32)"),
+        (mx_down_call(weights_scale=T((256, 56, 3), u8)),
+         "grouped_matmul(down): weights_scale is (256, 56, 3), expected (256, 7168, 3)"),
+        (mx_gemm_call(rows_scale=T((64, 16), u8, device="cuda:1")),
+         "grouped_matmul(gemm): rows_scale is on cuda:1 but rows is on cuda:0"),
+        (mx_gemm_call(weights_scale=T((8, 256, 16), u8, contiguous=False)),
+         "grouped_matmul(gemm): weights_scale is not contiguous"),
+        (mx_gemm_call(rows=T((64, 512), bf16)),
+         "grouped_matmul(gemm): rows is torch.bfloat16, expected torch.float8_e4m3fn"),
+        # The C API's checks: K a multiple of 32 (the scales' shape rounds up).
+        (mx_down_call(rows=T((16, 48), f8), weights=T((256, 7168, 48), f8),
+                      rows_scale=T((16, 2), u8), weights_scale=T((256, 7168, 2), u8)),
+         "moeGroupedMatmul(down): K = 48 is not a multiple of 32 (format=mxfp8 takes a scale "
+         "per 32 elements of a row)"),
+        (mx_down_call(rows=T((16, 16), f8), weights=T((256, 7168, 16), f8),
+                      rows_scale=T((16, 1), u8), weights_scale=T((256, 7168, 1), u8)),
+         "moeGroupedMatmul(down): K = 16 is less than 32")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+# Where torch has float8_e8m0fnu, the error names it too, and it is taken.
+e8m0 = type("float8_e8m0fnu", (), {"__repr__": lambda self: "torch.float8_e8m0fnu"})()
+fake_torch.float8_e8m0fnu = e8m0
+expect_error(mx_gemm_call(rows_scale=T((64, 16), f32)), "INVALID_ARGUMENT",
+             "grouped_matmul(gemm): rows_scale is torch.float32, expected a 1-byte dtype "
+             "(torch.uint8 or torch.float8_e8m0fnu: the UE8M0 scale codes of an mxfp8 entry)")
+expect_launch_attempt(mx_gemm_call(rows_scale=T((64, 16), e8m0),
+                                   weights_scale=T((8, 256, 16), e8m0)),
+                      "mxfp8 grouped_matmul with float8_e8m0fnu scales")
+delattr(fake_torch, "float8_e8m0fnu")
+mx.close()
+
 # Layers: the tensor checks, allocations, and what reaches moeLayer.
 l_tokens = T((16, 64), bf16, 0x7f0000410000)
 l_logits = T((16, 32), bf16, 0x7f0000420000)
@@ -1175,6 +1300,45 @@ expect_error(dsv3_call(), "INVALID_ARGUMENT",
              "layer(dsv3): this torch has no float8_e4m3fn, the element type of a block-FP8 entry")
 fake_torch.float8_e4m3fn = f8
 fp8_layers.close()
+
+# MXFP8 layers (mx_layers: dsv3 with mxfp8 GEMMs): the weights' scales are
+# UE8M0 bytes [E, 2I, H/32] and [E, H, I/32], of any 1-byte dtype and
+# alignment.
+m13, m2 = T((256, 4096, 224), u8, 0x7f0000b10001), T((256, 7168, 64), u8, 0x7f0000b20003)
+
+
+def mx_layer_call(**changes):
+    kwargs = dict(score_bias=q_score, gate_up_weights_scale=m13, down_weights_scale=m2)
+    positional = dict(tokens=q_tokens, logits=q_logits, gate_up_weights=q13, down_weights=q2)
+    for name, value in changes.items():
+        (positional if name in positional else kwargs)[name] = value
+    return lambda: mx_layers.layer("dsv3", *positional.values(), **kwargs)
+
+
+allocated.clear()
+expect_launch_attempt(mx_layer_call(), "mxfp8 layer")
+check(allocated == [((16, 7168), bf16, "cuda:0"), ((dsv3_bytes,), fake_torch.uint8, "cuda:0")],
+      f"the mxfp8 layer allocates out and the same workspace: {allocated}")
+expect_launch_attempt(mx_layer_call(gate_up_weights_scale=T((256, 4096, 224), f8)),
+                      "mxfp8 layer with float8 scale bytes")
+for call, needle in [
+        (mx_layer_call(gate_up_weights_scale=T((256, 4096, 224), f32)),
+         "layer(dsv3): gate_up_weights_scale is torch.float32, expected a 1-byte dtype "
+         "(torch.uint8: the UE8M0 scale codes of an mxfp8 entry)"),
+        (mx_layer_call(down_weights_scale=T((256, 7168, 64), i32)),
+         "layer(dsv3): down_weights_scale is torch.int32, expected a 1-byte dtype"),
+        (mx_layer_call(gate_up_weights_scale=T((256, 32, 56), u8)),
+         "layer(dsv3): gate_up_weights_scale is (256, 32, 56), expected (256, 4096, 224) = "
+         "(E, 2I, H/32)"),
+        (mx_layer_call(down_weights_scale=T((256, 56, 16), u8)),
+         "layer(dsv3): down_weights_scale is (256, 56, 16), expected (256, 7168, 64) = "
+         "(E, H, I/32)"),
+        (mx_layer_call(down_weights_scale=T((256, 7168, 64), u8, device="cuda:1")),
+         "layer(dsv3): down_weights_scale is on cuda:1 but tokens is on cuda:0"),
+        (mx_layer_call(gate_up_weights=T((256, 4096, 7168), f8, 0x7f0000740008)),
+         "moeLayer(dsv3): gate_up_weights pointer 0x7f0000740008 is not 16-byte aligned")]:
+    expect_error(call, "INVALID_ARGUMENT", needle)
+mx_layers.close()
 
 # quantize: what it allocates, its tensor checks, and the C API's.
 e4m3, e5m2, u8 = fake_torch.float8_e4m3fn, fake_torch.float8_e5m2, fake_torch.uint8
