@@ -8,7 +8,8 @@
 // checked against contract §3.1 (§3.7 for out=f8E4M3FN) recomputed here in
 // 128 bits, with the out memref, weights box and row_scale parameters of the
 // entry's epilogue, and for FP8 entries the 1-byte tensor maps and the 16
-// parameters of the scale memrefs, then the 7 of out_scale with out=f8E4M3FN,
+// parameters of the scale memrefs (f32 blocks for fp8_block, UE8M0 bytes
+// per 32 along K for mxfp8), then the 7 of out_scale with out=f8E4M3FN,
 // §3.7), moeRoute and moeUnpermute for route.v1 and unpermute.v2 entries (grid,
 // block and every parameter checked), moePermuteWorkspaceBytes (against
 // contract §3.4 recomputed here) and moePermute for permute.v2 entries (the
@@ -415,6 +416,13 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
                      &unpermute = parts[kCombine];
   require(std::strcmp(gateUp.epilogue, "swiglu") == 0 &&
           std::strcmp(down.epilogue, "store") == 0);
+  // One format for both GEMMs: MXFP8's scales are E8M0 bytes per [1, 32]
+  // group of a row, made by both quantize parts (no gather or epilogue
+  // writes them).
+  require(std::strcmp(gateUp.format, down.format) == 0);
+  const bool mx = std::strcmp(gateUp.format, MOE_FORMAT_MXFP8) == 0;
+  require(!mx || (index[kQuantize] >= 0 && index[kIntermediate] >= 0));
+  const int64_t group = mx ? 32 : 128;
   // Without an intermediate part, the gate-up GEMM quantizes inter itself.
   const bool gateUpQuantizes = std::strcmp(gateUp.out, MOE_OUT_E4M3) == 0;
   require(std::strcmp(down.out, MOE_OUT_BF16) == 0 &&
@@ -432,16 +440,17 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   require(gateUp.experts == -1 || gateUp.experts == route.experts);
   require(down.experts == -1 || down.experts == route.experts);
   // An FP8 layer's quantizes make e4m3 values and f32 scales per [1, 128]
-  // of the bf16 rows, [T*k, C].
+  // of the bf16 rows, [T*k, C] (mxfp8: E8M0 scales per [1, 32]).
   for (int p : {kQuantize, kIntermediate})
     require(index[p] < 0 ||
             (std::strcmp(parts[p].element, MOE_ELEMENT_E4M3) == 0 &&
-             std::strcmp(parts[p].scale, MOE_SCALE_F32) == 0 &&
+             std::strcmp(parts[p].scale, mx ? MOE_SCALE_E8M0 : MOE_SCALE_F32) ==
+                 0 &&
              parts[p].input_bits == 16 && parts[p].block_rows == 1 &&
-             parts[p].block_cols == 128 && parts[p].rank == 2));
+             parts[p].block_cols == group && parts[p].rank == 2));
   // H and I: the static ones (which agree), else from the input; whole
-  // [1, 128] groups for an FP8 layer.
-  const int64_t quantum = fp8 ? 128 : 8;
+  // [1, 128] groups for an FP8 layer ([1, 32] for mxfp8).
+  const int64_t quantum = fp8 ? group : 8;
   int64_t hidden = quantum * (1 + int64_t((h >> 40) % 512)), inter = -1;
   bool staticHidden = false;
   for (int64_t value :
@@ -479,9 +488,9 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
                           rows * Wide(hidden) * 2,
                           rows * Wide(inter) * 2,
                           rows * Wide(hidden),
-                          rows * Wide(hidden / 128) * 4,
+                          rows * Wide(hidden / group) * (mx ? 1 : 4),
                           rows * Wide(inter),
-                          rows * Wide(inter / 128) * 4};
+                          rows * Wide(inter / group) * (mx ? 1 : 4)};
   for (int i = 0; i < (fp8 ? 11 : 7); ++i) {
     starts[i] = (end + 255) / 256 * 256;
     end = starts[i] + sizes[i];
@@ -530,8 +539,9 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   args.hidden = hidden;
   args.intermediate = inter;
   args.experts = route.experts;
-  args.gate_up_weights_scale = fp8 ? 0x900000 : 0;
-  args.down_weights_scale = fp8 ? 0xa00000 : 0;
+  // MXFP8's scales are bytes: any alignment.
+  args.gate_up_weights_scale = fp8 ? (mx ? 0x900001 : 0x900000) : 0;
+  args.down_weights_scale = fp8 ? (mx ? 0xa00003 : 0xa00000) : 0;
   size_t before = fakeGpu().launches.size();
   status = moeLayer(bundle, entry.name, &args, nullptr);
   // INVALID_ARGUMENT: a step's own limits (a part's max_rows, N or the TMA
@@ -594,7 +604,9 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
     const FakeLaunch &launch = launches[before + first[q.part]];
     require(launch.params[0] == at(q.input) &&
             launch.params[7] == at(q.values) &&
-            launch.params[14] == at(q.values + 1));
+            launch.params[14] == at(q.values + 1) &&
+            launch.params[18] ==
+                uint64_t((q.part == kQuantize ? hidden : inter) / group));
   }
   // The gather writes the bf16 rows (buffer 5), or without a quantize part
   // their values and scales (7 and 8, its parameters 17 and 24), which
@@ -610,7 +622,11 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   for (size_t i = first[kGateUp]; i < first[kIntermediate]; ++i) {
     const FakeLaunch &launch = launches[before + i];
     require(fakeGpu().encodes[launch.mapEncode[0]].address == at(fp8 ? 7 : 5));
-    require(!fp8 || (launch.tail.size() >= 16 && launch.tail[0] == at(8)));
+    require(!fp8 || (launch.tail.size() >= 16 && launch.tail[0] == at(8) &&
+                     launch.tail[4] == uint64_t(hidden / group) &&
+                     launch.tail[7] == args.gate_up_weights_scale &&
+                     launch.tail[11] ==
+                         uint64_t(mx ? 2 * inter : (2 * inter + 127) / 128)));
   }
   // Without an intermediate part, every gate-up kernel writes inter's values
   // (its out) and scales (its parameters 33..39), and every down kernel
@@ -626,7 +642,10 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   for (size_t i = first[kDown]; fp8 && i < first[kCombine]; ++i) {
     const FakeLaunch &launch = launches[before + i];
     require(fakeGpu().encodes[launch.mapEncode[0]].address == at(9) &&
-            launch.tail.size() >= 16 && launch.tail[0] == at(10));
+            launch.tail.size() >= 16 && launch.tail[0] == at(10) &&
+            launch.tail[4] == uint64_t(inter / group) &&
+            launch.tail[7] == args.down_weights_scale &&
+            launch.tail[11] == uint64_t(mx ? hidden : (hidden + 127) / 128));
   }
 }
 
@@ -672,10 +691,12 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     require(gemm || entry.bias_bits == 0);
     require(gemm || layer || entry.num_kernels == (permute ? 3 : 1));
     require(permute == (entry.chunk != 0));
-    // format: "fp8_block" exactly for FP8 entries, whose op is
+    // format: "fp8_block" or "mxfp8" exactly for FP8 entries, whose op is
     // moe.grouped_matmul or moe.expert_mlp.
-    require(entry.format &&
-            std::strcmp(entry.format, fp8 ? MOE_FORMAT_FP8_BLOCK : "") == 0);
+    require(entry.format);
+    const bool mx = std::strcmp(entry.format, MOE_FORMAT_MXFP8) == 0;
+    require(fp8 ? mx || std::strcmp(entry.format, MOE_FORMAT_FP8_BLOCK) == 0
+                : *entry.format == '\0');
     require(!fp8 || std::strcmp(entry.op, MOE_OP_GROUPED_MATMUL) == 0 ||
             std::strcmp(entry.op, MOE_OP_EXPERT_MLP) == 0);
     // out: "bf16" or "f8E4M3FN" (FP8 swiglu entries only) for grouped
@@ -686,7 +707,7 @@ void exercise(moeBundle *bundle, uint64_t hash) {
                 ? fp8Out || std::strcmp(entry.out, MOE_OUT_BF16) == 0
                 : *entry.out == '\0');
     require(!fp8Out || permute ||
-            (fp8 && std::strcmp(entry.epilogue, "swiglu") == 0 &&
+            (fp8 && !mx && std::strcmp(entry.epilogue, "swiglu") == 0 &&
              (entry.n == -1 || entry.n % 256 == 0)));
     moeKernelInfo kernels[16];
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
@@ -739,8 +760,9 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     args.out = 0x400000;
     args.row_scale = rowScale ? 0x500000 : 0;
     args.bias = bias ? 0x600000 : 0;
-    args.rows_scale = fp8 ? 0x700000 : 0;
-    args.weights_scale = fp8 ? 0x800000 : 0;
+    // MXFP8's scales are bytes: any alignment.
+    args.rows_scale = fp8 ? (mx ? 0x700001 : 0x700000) : 0;
+    args.weights_scale = fp8 ? (mx ? 0x800003 : 0x800000) : 0;
     args.out_scale = fp8Out ? 0x900000 : 0;
     args.m = (h & 1) ? entry.max_rows
                      : 1 + int64_t((h >> 1) % uint64_t(entry.max_rows));
@@ -749,8 +771,12 @@ void exercise(moeBundle *bundle, uint64_t hash) {
       args.n += args.n % 2; // even: gate and up halves
     if (fp8Out && entry.n == -1)
       args.n = 256 * (1 + int64_t((h >> 20) % 400)); // whole [1, 128] groups
-    // A multiple of 16 bytes: 8 bf16 or 16 float8.
-    const int64_t kQuantum = fp8 ? 16 : 8;
+    // A multiple of 16 bytes: 8 bf16 or 16 float8; MXFP8: whole [1, 32]
+    // blocks, of 128 in a bundle for sm_100a.
+    const int64_t kQuantum =
+        mx    ? (std::strcmp(info.chip, "sm_100a") == 0 ? 128 : 32)
+        : fp8 ? 16
+              : 8;
     args.k =
         entry.k != -1 ? entry.k : kQuantum * (1 + int64_t((h >> 40) % 2048));
     args.experts =
@@ -826,8 +852,10 @@ void exercise(moeBundle *bundle, uint64_t hash) {
       require(launch.numParams == numParams);
       std::vector<uint64_t> tail;
       if (fp8) {
-        const uint64_t kb = uint64_t((args.k + 127) / 128),
-                       nb = uint64_t((args.n + 127) / 128);
+        // fp8_block: [M, KB] and [E, NB, KB] of 128 x 128 blocks; mxfp8:
+        // [M, K/32] and [E, N, K/32].
+        const uint64_t kb = uint64_t(mx ? args.k / 32 : (args.k + 127) / 128),
+                       nb = uint64_t(mx ? args.n : (args.n + 127) / 128);
         tail = {args.rows_scale,
                 args.rows_scale,
                 0,

@@ -44,9 +44,12 @@ static void walk(moeBundle *bundle) {
           "moeBundleGetEntry");
     fp8 = strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL_FP8) == 0;
     gemm = fp8 || strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0;
-    /* format: "fp8_block" for block-FP8 entries, else "" (never NULL). */
+    /* format: "fp8_block" or "mxfp8" for FP8 entries, else "" (never
+       NULL). */
     check(entry.format &&
-              strcmp(entry.format, fp8 ? MOE_FORMAT_FP8_BLOCK : "") == 0,
+              (fp8 ? strcmp(entry.format, MOE_FORMAT_FP8_BLOCK) == 0 ||
+                         strcmp(entry.format, MOE_FORMAT_MXFP8) == 0
+                   : entry.format[0] == '\0'),
           "format");
     fp8Layer = strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0;
     layer = fp8Layer || strcmp(entry.abi, MOE_ABI_LAYER) == 0;
@@ -411,6 +414,60 @@ static void checkLayerFp8Bundle(const char *path) {
   moeBundleClose(bundle);
 }
 
+/* An MXFP8 entry (format=mxfp8), from memory: its format, and argument
+   errors that need no GPU: K a multiple of 32, UE8M0 scales of any
+   alignment. */
+static void checkMxfp8(void) {
+  static const char bytes[] =
+      "MOEBUNDLE 6\nchip sm_90a\nimage moe_kernels 4\n\x7f"
+      "ELF\n"
+      "entry mx op=moe.grouped_matmul abi=grouped_matmul_fp8.v1 format=mxfp8 "
+      "epilogue=store activation=none bias=none experts=8 n=256 k=-1 "
+      "max_rows=2147483647 offsets=i32\n"
+      "kernel mx grouped_matmul_mxfp8 image=moe_kernels rows_min=1 "
+      "rows_max=2147483647 threads=128 smem=98304 tile_m=64 tile_n=128 "
+      "tile_k=128 stages=4 swap_ab=0\n"
+      "end\n";
+  moeBundle *bundle = NULL;
+  moeEntryInfo entry;
+  moeGroupedMatmulArgs args;
+  moeStatus status;
+  check(moeBundleOpenMemory(bytes, sizeof(bytes) - 1, &bundle) ==
+            MOE_STATUS_SUCCESS,
+        "moeBundleOpenMemory (mxfp8 entry)");
+  if (!bundle)
+    return;
+  walk(bundle);
+  check(moeBundleGetEntry(bundle, 0, &entry) == MOE_STATUS_SUCCESS &&
+            strcmp(entry.format, MOE_FORMAT_MXFP8) == 0 &&
+            strcmp(entry.format, "mxfp8") == 0 &&
+            strcmp(entry.out, MOE_OUT_BF16) == 0,
+        "an mxfp8 entry's format");
+  memset(&args, 0, sizeof(args));
+  args.rows = 0x10000;
+  args.weights = 0x20000;
+  args.offsets = 0x30000;
+  args.out = 0x40000;
+  args.m = 64;
+  args.n = 256;
+  args.k = 48;
+  args.experts = 8;
+  args.rows_scale = 0x50001;
+  args.weights_scale = 0x60003;
+  check(moeGroupedMatmul(bundle, "mx", &args, NULL) ==
+                MOE_STATUS_INVALID_ARGUMENT &&
+            strstr(moeLastErrorMessage(),
+                   "moeGroupedMatmul(mx): K = 48 is not a multiple of 32") !=
+                NULL,
+        "moeGroupedMatmul of an mxfp8 entry with K = 48");
+  /* Past the argument checks (odd scales are fine): the driver's turn. */
+  args.k = 96;
+  status = moeGroupedMatmul(bundle, "mx", &args, NULL);
+  check(status != MOE_STATUS_SUCCESS && status != MOE_STATUS_INVALID_ARGUMENT,
+        "moeGroupedMatmul of an mxfp8 entry with unaligned scales");
+  moeBundleClose(bundle);
+}
+
 int main(int argc, char **argv) {
   moeBundle *bundle = NULL;
   moeGroupedMatmulArgs args;
@@ -524,6 +581,7 @@ int main(int argc, char **argv) {
         "a version 5 bundle");
   check(strstr(moeLastErrorMessage(), "recompile it") != NULL,
         "message says to recompile a version 5 bundle");
+  checkMxfp8();
   if (argc >= 3)
     checkRouteBundle(argv[2]);
   if (argc >= 4)
