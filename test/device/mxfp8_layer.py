@@ -168,9 +168,11 @@ def main():
         w13q, w13s = bundle.quantize(f"{name}_prepack", w13)
         w2q, w2s = bundle.quantize(f"{name}_prepack_0", w2)
         try:
-            same = all(torch.equal(got[0].view(torch.uint8), want[0].view(torch.uint8))
-                       and torch.equal(got[1].view(torch.uint8), want[1])
-                       for got, want in (((w13q, w13s), quantize_mx(w13)), ((w2q, w2s), quantize_mx(w2))))
+            # A few experts at a time: DeepSeek-V3's weights in f32 would not fit.
+            same = all(torch.equal(q[e:e + 8].view(torch.uint8), want[0].view(torch.uint8))
+                       and torch.equal(s[e:e + 8].view(torch.uint8), want[1])
+                       for q, s, w in ((w13q, w13s, w13), (w2q, w2s, w2)) for e in range(0, E, 8)
+                       for want in (quantize_mx(w[e:e + 8]),))
             report(same, what)
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
