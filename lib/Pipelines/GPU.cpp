@@ -70,6 +70,7 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   kernels.swapABStages = options.swapABStages;
   kernels.fp8GatherQuantize = options.fp8GatherQuantize;
   kernels.fp8EpilogueQuantize = options.fp8EpilogueQuantize;
+  kernels.mxfp8Widen = options.mxfp8Widen;
   pm.addPass(createConvertMoEToNVGPU(kernels));
   pm.addPass(createMoEExtractDeviceCode());
   GPUDevicePipelineOptions device;

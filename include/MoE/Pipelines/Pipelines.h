@@ -58,6 +58,12 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
                      "activation as e4m3 and scales (else bf16 and a "
                      "quantize kernel)"),
       llvm::cl::init(false)};
+  Option<bool> mxfp8Widen{
+      *this, "mxfp8-widen",
+      llvm::cl::desc("MXFP8 GEMMs of more rows than the swap-AB forms take "
+                     "widen e4m3 to bf16 in shared memory and run bf16 "
+                     "wgmma (else a promotion per 32 K)"),
+      llvm::cl::init(true)};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu.binary holds: bin (cubin), isa (PTX), fatbin"),

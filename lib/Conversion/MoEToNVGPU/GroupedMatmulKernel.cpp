@@ -40,7 +40,8 @@ static constexpr int64_t kStagingBytes = 64 * kStagingColumns * 2;
 /// loads can overlap the epilogue. Swap-AB's epilogue reuses the stages for
 /// its small f32 tile instead (more resident CTAs for decode).
 int64_t GroupedMatmulTile::dynamicSharedBytes() const {
-  return tileSharedBytes() + scaleStagingBytes();
+  return tileSharedBytes() + (widened() ? 2 * widenedStageBytes() : 0) +
+         scaleStagingBytes();
 }
 
 /// What dynamicSharedBytes() holds before the MXFP8 scale buffers (last).
@@ -72,9 +73,10 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
   return llvm::formatv("grouped_matmul_{7}_{0}x{1}x{2}_s{3}{4}{5}_off{6}",
                        tileM, tileN, tileK, stages, swapAB ? "_swapab" : "",
                        suffix, offsetType.getIntOrFloatBitWidth(),
-                       mxfp8() ? "mxfp8"
-                       : fp8() ? "fp8block"
-                               : "bf16")
+                       widened() ? "mxfp8wide"
+                       : mxfp8() ? "mxfp8"
+                       : fp8()   ? "fp8block"
+                                 : "bf16")
       .str();
 }
 
@@ -143,6 +145,12 @@ struct KernelTypes {
       stagingTile, activationTile, sharedBytes;
   nvgpu::MBarrierGroupType barriers;
   nvgpu::WarpgroupAccumulatorType accumulator;
+  /// Widened MXFP8: a 64-column bf16 half of the token rows of a warpgroup
+  /// and of the weights, their k16 wgmma descriptors, and tensor map types
+  /// that only tell the descriptors the 128-byte swizzle.
+  MemRefType wideRowsSlice, wideWeights;
+  nvgpu::WarpgroupMatrixDescriptorType wideADesc, wideBDesc;
+  nvgpu::TensorMapDescriptorType wideRowsMap, wideWeightsMap;
   /// The registers of one wgmma's result, {f32 x accumulator columns / 2}.
   LLVM::LLVMStructType products;
   nvgpu::WarpgroupMatrixDescriptorType mmaADesc, mmaBDesc;
@@ -180,6 +188,14 @@ struct KernelTypes {
         ctx, VectorType::get({64, accColumns}, f32));
     products = LLVM::LLVMStructType::getLiteral(
         ctx, SmallVector<Type>(accColumns / 2, f32));
+    wideRowsSlice = shared({64, 64}, bf16);
+    wideWeights = shared({t.tileN, 64}, bf16);
+    wideRowsMap = tensorMap(wideRowsSlice);
+    wideWeightsMap = tensorMap(wideWeights);
+    wideADesc =
+        nvgpu::WarpgroupMatrixDescriptorType::get(ctx, shared({64, 16}, bf16));
+    wideBDesc = nvgpu::WarpgroupMatrixDescriptorType::get(
+        ctx, shared({16, accColumns}, bf16));
     // One wgmma covers 32 bytes of K; its B slice is spelled [K][N] as the
     // verifier wants, though shared memory holds it K-major ([N][K]).
     mmaADesc = nvgpu::WarpgroupMatrixDescriptorType::get(
@@ -830,9 +846,12 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   // decoded and stored into the other buffer before the step's barrier.
   int64_t scaleBlocks = t.scaleBlocksPerStep();
   int64_t scaleRows = t.tileN + t.tileM;
+  int64_t widenedOffset = t.tileSharedBytes();
+  int64_t scaleBuffersOffset =
+      widenedOffset + (t.widened() ? 2 * t.widenedStageBytes() : 0);
   Value scaleBuffers =
       t.mxfp8()
-          ? m.view(smem, m.c(t.tileSharedBytes()),
+          ? m.view(smem, m.c(scaleBuffersOffset),
                    MemRefType::get({2, scaleBlocks, scaleRows}, b.getF32Type(),
                                    MemRefLayoutAttrInterface(), ty.smem))
           : Value();
@@ -937,7 +956,10 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
 
   // Pass `pass` of the item: its K loop over the tile of output columns
   // col0 + pass * tileCols; returns the accumulator.
+  std::function<Value(Value)> runWidenedPass;
   auto runPass = [&](Value pass) -> Value {
+    if (t.widened())
+      return runWidenedPass(m.add(col0, m.mul(pass, m.c(tileCols))));
     Value acc0 =
         nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, ty.accumulator);
     Value passBase = m.mul(numK, pass);
@@ -1018,9 +1040,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           };
           // MXFP8: the products of the 32 K at kk alone (scale-d 0: no
           // accumulator to zero first, which nvgpu.warpgroup.mma cannot
-          // say), as the wgmma's register struct; returns with at most this
-          // wgmma in flight.
-          auto productsAt = [&](int64_t kk) -> Value {
+          // say), as the wgmma's register struct; returns with at most
+          // `inFlight` wgmma groups pending.
+          auto productsAt = [&](int64_t kk, int64_t inFlight) -> Value {
             auto [descA, descB] = descriptorsAt(kk);
             auto asI64 = [&](Value desc) {
               return UnrealizedConversionCastOp::create(nb, nb.getI64Type(),
@@ -1039,7 +1061,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                 NVVM::MMALayout::row, NVVM::MMALayout::col,
                 NVVM::MMAIntOverflowAttr());
             NVVM::WgmmaGroupSyncAlignedOp::create(nb);
-            NVVM::WgmmaWaitGroupSyncOp::create(nb, nb.getI64IntegerAttr(1));
+            NVVM::WgmmaWaitGroupSyncOp::create(nb,
+                                               nb.getI64IntegerAttr(inFlight));
             return products;
           };
           auto freshAccumulator = [&]() -> Value {
@@ -1048,20 +1071,24 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           };
           Value acc = iter[0];
           if (t.mxfp8()) {
-            // Each wgmma's products need their own scales: two accumulators
-            // take turns, so one block is scaled while the next multiplies
-            // (each op waits until only the one it issued is in flight).
+            // Each wgmma's products need their own scales. `live` sets of
+            // registers take turns: after issuing wgmma j, j - live + 1 has
+            // retired and is scaled while the newer ones multiply. Swap-AB's
+            // small accumulators take a set per block: one wait per step, as
+            // block FP8 (two sets: 1.1-1.9x block FP8's decode layers).
             Value buffer = arith::RemUIOp::create(nb, kStep, n.c(2));
             int64_t blocks = t.scaleBlocksPerStep();
-            Value parts[2];
+            int64_t live = t.swapAB ? blocks : 2;
+            SmallVector<Value> parts(blocks);
+            int64_t promoted = 0;
             for (int64_t j = 0; j < blocks; ++j) {
-              parts[j % 2] = productsAt(j * t.mmaK());
-              if (j > 0)
-                acc = promoteBlock(nb, acc, parts[(j - 1) % 2], buffer, j - 1);
+              parts[j] = productsAt(j * t.mmaK(), live - 1);
+              for (; promoted <= j - (live - 1); ++promoted)
+                acc = promoteBlock(nb, acc, parts[promoted], buffer, promoted);
             }
             NVVM::WgmmaWaitGroupSyncOp::create(nb, nb.getI64IntegerAttr(0));
-            acc = promoteBlock(nb, acc, parts[(blocks - 1) % 2], buffer,
-                               blocks - 1);
+            for (; promoted < blocks; ++promoted)
+              acc = promoteBlock(nb, acc, parts[promoted], buffer, promoted);
             storeScaleCodes(nb, nextCodes,
                             arith::SubIOp::create(nb, n.c(1), buffer));
           } else {
@@ -1091,6 +1118,204 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(0));
     return mainLoop.getResult(0);
   };
+  // Widened MXFP8 (GroupedMatmulTile::widen): the K loop over the output
+  // columns from colBase; returns the accumulator. Step s: its bf16 copy
+  // (buffer s % 2) feeds eight k16 wgmma while the threads widen step s + 1
+  // into the other buffer; its scales were staged two steps before.
+  runWidenedPass = [&](Value colBase) -> Value {
+    int64_t rows = t.tileM + t.tileN;  // a stage: token rows, weight rows
+    int64_t halfBytes = rows * 64 * 2; // one 64-column bf16 half of a copy
+    int64_t chunks = rows * (t.tileK / 16);
+    Value wideRowsMap =
+        UnrealizedConversionCastOp::create(b, ty.wideRowsMap, rowsMapPtr)
+            .getResult(0);
+    Value wideWeightsMap =
+        UnrealizedConversionCastOp::create(b, ty.wideWeightsMap, weightsMapPtr)
+            .getResult(0);
+    auto waitLoaded = [&](ImplicitLocOpBuilder &nb, Value kStep) {
+      IndexMath n{nb};
+      Value step = n.add(stepBase, kStep);
+      Value parity = arith::IndexCastOp::create(
+          nb, nb.getI1Type(),
+          arith::RemUIOp::create(
+              nb, arith::DivUIOp::create(nb, step, n.c(t.stages)), n.c(2)));
+      nvgpu::MBarrierTryWaitParityOp::create(nb, barriers, parity,
+                                             n.c(10000000), stageOf(nb, step));
+    };
+    auto wideBase = [&](ImplicitLocOpBuilder &nb, Value kStep) {
+      IndexMath n{nb};
+      return n.add(n.c(widenedOffset),
+                   n.mul(arith::RemUIOp::create(nb, kStep, n.c(2)),
+                         n.c(t.widenedStageBytes())));
+    };
+    // Widens K step kStep from its stage: 16-byte chunks of 16 e4m3 (chunk
+    // c of a row at c ^ (row % 8), the TMA's 128-byte swizzle) become two
+    // chunks of 8 bf16 in the same swizzle, times the row's block scale.
+    auto widenStep = [&](ImplicitLocOpBuilder &nb, Value kStep) {
+      IndexMath n{nb};
+      Value stageBase =
+          n.mul(stageOf(nb, n.add(stepBase, kStep)), n.c(stageBytes));
+      Value dstBase = wideBase(nb, kStep);
+      Value buffer = arith::RemUIOp::create(nb, kStep, n.c(2));
+      auto i16x8 = VectorType::get({8}, nb.getI16Type());
+      auto bf16x8 = VectorType::get({8}, nb.getBF16Type());
+      auto i8x16 = VectorType::get({16}, nb.getI8Type());
+      for (int64_t i0 = 0; i0 < chunks; i0 += threads) {
+        Value i = n.add(tid, n.c(i0));
+        Value row = arith::DivUIOp::create(nb, i, n.c(8));
+        Value c = arith::RemUIOp::create(nb, i, n.c(8));
+        Value swizzle = arith::RemUIOp::create(nb, row, n.c(8));
+        Value src =
+            n.add(stageBase,
+                  n.add(n.mul(row, n.c(128)),
+                        n.mul(arith::XOrIOp::create(nb, c, swizzle), n.c(16))));
+        Value bytes =
+            vector::LoadOp::create(nb, i8x16, smem, ValueRange{src},
+                                   /*nontemporal=*/false, llvm::Align(16));
+        // Staging rows: weights [0, tileN), tokens [tileN, tileN + tileM).
+        Value isToken = n.lt(row, n.c(t.tileM));
+        Value scaleRow = arith::SelectOp::create(
+            nb, isToken, n.add(row, n.c(t.tileN)), n.sub(row, n.c(t.tileM)));
+        Value scale =
+            n.load(scaleBuffers,
+                   ValueRange{buffer, arith::DivUIOp::create(nb, c, n.c(2)),
+                              scaleRow});
+        Value scales = vector::BroadcastOp::create(
+            nb, VectorType::get({2}, nb.getF32Type()), scale);
+        Value pairs = vector::BitCastOp::create(nb, i16x8, bytes);
+        Value halves[2];
+        for (int64_t h = 0; h < 2; ++h) {
+          SmallVector<Value> wide;
+          for (int64_t p = 0; p < 4; ++p) {
+            Value pair = vector::BitCastOp::create(
+                nb, VectorType::get({2}, nb.getI8Type()),
+                vector::FromElementsOp::create(
+                    nb, VectorType::get({1}, nb.getI16Type()),
+                    ValueRange{
+                        vector::ExtractOp::create(nb, pairs, 4 * h + p)}));
+            // e4m3 -> f16 is exact, and so is the product by 2^k in f32.
+            Value f16s = NVVM::ConvertF8x2ToF16x2Op::create(
+                nb, VectorType::get({2}, nb.getF16Type()), pair,
+                nb.getBoolAttr(false),
+                TypeAttr::get(Float8E4M3FNType::get(ctx)));
+            Value bf16s = arith::TruncFOp::create(
+                nb, VectorType::get({2}, nb.getBF16Type()),
+                arith::MulFOp::create(
+                    nb,
+                    arith::ExtFOp::create(
+                        nb, VectorType::get({2}, nb.getF32Type()), f16s),
+                    scales));
+            for (int64_t e = 0; e < 2; ++e)
+              wide.push_back(vector::ExtractOp::create(nb, bf16s, e));
+          }
+          halves[h] = vector::BitCastOp::create(
+              nb, i8x16, vector::FromElementsOp::create(nb, bf16x8, wide));
+        }
+        // Elements 16c.. lie in half c / 4, bf16 chunks 2 (c % 4) and + 1.
+        Value half = arith::DivUIOp::create(nb, c, n.c(4));
+        Value rowBase = n.add(
+            dstBase, n.add(n.mul(half, n.c(halfBytes)), n.mul(row, n.c(128))));
+        Value first = n.mul(arith::RemUIOp::create(nb, c, n.c(4)), n.c(2));
+        for (int64_t h = 0; h < 2; ++h) {
+          Value chunk =
+              arith::XOrIOp::create(nb, n.add(first, n.c(h)), swizzle);
+          vector::StoreOp::create(
+              nb, halves[h], smem,
+              ValueRange{n.add(rowBase, n.mul(chunk, n.c(16)))},
+              /*nontemporal=*/false, llvm::Align(16));
+        }
+      }
+      // The wgmma read the copy through the async proxy.
+      NVVM::FenceProxyOp::create(
+          nb, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    };
+    // The eight k16 wgmma of step kStep (its bf16 copy) into acc; after
+    // them only this step's are in flight.
+    auto multiply = [&](ImplicitLocOpBuilder &nb, Value kStep, Value acc) {
+      IndexMath n{nb};
+      Value base = wideBase(nb, kStep);
+      int64_t perStep = 2 * 64 / 16;
+      for (int64_t h = 0; h < 2; ++h) {
+        Value halfBase = n.add(base, n.c(h * halfBytes));
+        Value rowsHalf =
+            n.view(smem, n.add(halfBase, n.mul(warpgroup, n.c(64 * 128))),
+                   ty.wideRowsSlice);
+        Value weightsHalf =
+            n.view(smem, n.add(halfBase, n.c(t.tileM * 128)), ty.wideWeights);
+        for (int64_t kk = 0; kk < 64; kk += 16) {
+          auto slice = [&](Value tile, int64_t sliceRows) {
+            return memref::SubViewOp::create(
+                       nb, tile,
+                       ArrayRef<OpFoldResult>{nb.getIndexAttr(0),
+                                              nb.getIndexAttr(kk)},
+                       ArrayRef<OpFoldResult>{nb.getIndexAttr(sliceRows),
+                                              nb.getIndexAttr(16)},
+                       ArrayRef<OpFoldResult>{nb.getIndexAttr(1),
+                                              nb.getIndexAttr(1)})
+                .getResult();
+          };
+          Value descA = nvgpu::WarpgroupGenerateDescriptorOp::create(
+              nb, ty.wideADesc, slice(rowsHalf, 64), wideRowsMap);
+          Value descB = nvgpu::WarpgroupGenerateDescriptorOp::create(
+              nb, ty.wideBDesc, slice(weightsHalf, t.tileN), wideWeightsMap);
+          acc = nvgpu::WarpgroupMmaOp::create(nb, ty.accumulator, descA, descB,
+                                              nb.getI64IntegerAttr(perStep),
+                                              UnitAttr(), UnitAttr(), acc);
+        }
+      }
+      return acc;
+    };
+
+    // Steps 0 and 1's scales, then step 0's copy.
+    storeScaleCodes(b, loadScaleCodes(b, m.c(0), colBase), m.c(0));
+    storeScaleCodes(
+        b,
+        loadScaleCodes(
+            b, arith::MinSIOp::create(b, m.c(1), m.sub(numK, m.c(1))), colBase),
+        m.c(1));
+    gpu::BarrierOp::create(b);
+    waitLoaded(b, m.c(0));
+    widenStep(b, m.c(0));
+    gpu::BarrierOp::create(b);
+    Value acc0 =
+        nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, ty.accumulator);
+    auto loop = scf::ForOp::create(
+        b, m.c(0), numK, m.c(1), ValueRange{acc0},
+        [&](OpBuilder &nested, Location l, Value kStep, ValueRange iter) {
+          ImplicitLocOpBuilder nb(l, nested);
+          IndexMath n{nb};
+          SmallVector<Value> codes =
+              loadScaleCodes(nb,
+                             arith::MinSIOp::create(nb, n.add(kStep, n.c(2)),
+                                                    n.sub(numK, n.c(1))),
+                             colBase);
+          // This step's stage was widened (behind the last barrier): refill.
+          Value refillStep = n.add(kStep, n.c(t.stages));
+          ifThen(nb,
+                 arith::AndIOp::create(nb, leader, n.lt(refillStep, numSteps)),
+                 [&](ImplicitLocOpBuilder &lb) {
+                   issueLoad(lb, current,
+                             stageOf(lb, IndexMath{lb}.add(stepBase, kStep)),
+                             refillStep);
+                 });
+          Value acc = multiply(nb, kStep, iter[0]);
+          // Every warpgroup's previous step has retired: its copy is free.
+          gpu::BarrierOp::create(nb);
+          Value nextStep = n.add(kStep, n.c(1));
+          ifThen(nb, n.lt(nextStep, numK), [&](ImplicitLocOpBuilder &wb) {
+            waitLoaded(wb, nextStep);
+            widenStep(wb, nextStep);
+          });
+          // Step s + 2's scales into the buffer step s's widening read.
+          storeScaleCodes(nb, codes, arith::RemUIOp::create(nb, kStep, n.c(2)));
+          gpu::BarrierOp::create(nb);
+          scf::YieldOp::create(nb, acc);
+        });
+    NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(0));
+    return loop.getResult(0);
+  };
+
   Value nextStepBase = m.add(stepBase, numSteps);
   Value nextActive = m.lt(nextWork, numWork);
   Value rowsHere =

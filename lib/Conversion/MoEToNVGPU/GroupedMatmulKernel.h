@@ -63,6 +63,12 @@ struct GroupedMatmulTile {
   Epilogue epilogue = Epilogue::Store;
   Activation activation = Activation::Silu;
   float alpha = 0, limit = 0; // Activation::GptOss only
+  /// MXFP8 only: instead of a promotion per 32 K, each K step's e4m3 rows
+  /// and weights are widened to bf16 in shared memory times their scales
+  /// (exact: an e4m3 value times a power of two) and multiplied by bf16
+  /// wgmma into the accumulator directly. The widening of step s + 1 runs
+  /// while step s multiplies (two bf16 buffers). Normal form only.
+  bool widen = false;
   /// SwiGLU only: the activation is stored as e4m3 with one f32 scale per
   /// row and 128 output columns (a `[1, 128]` group, quantized as
   /// moe.quantize does from its bf16 rounding) instead of bf16. A work item
@@ -81,6 +87,9 @@ struct GroupedMatmulTile {
 
   bool fp8() const { return format != Format::BF16; }
   bool mxfp8() const { return format == Format::MXFP8; }
+  bool widened() const { return mxfp8() && widen; }
+  /// Bytes of one bf16 copy of a stage (widened): K is 2 x 64 bf16 halves.
+  int64_t widenedStageBytes() const { return (tileM + tileN) * tileK * 2; }
   /// MXFP8: the scale blocks of one K step, and the bytes of the two f32
   /// buffers (this step's and the next's) of the tile's weight rows' and
   /// token rows' scales.
@@ -125,7 +134,8 @@ struct GroupedMatmulTile {
 
   /// Bytes of dynamic shared memory the kernel needs.
   int64_t dynamicSharedBytes() const;
-  /// The part of it before the MXFP8 scale buffers.
+  /// The part of it before the widened bf16 stages and the MXFP8 scale
+  /// buffers.
   int64_t tileSharedBytes() const;
   /// A name that says what the kernel was built for.
   std::string kernelName(Type offsetType) const;

@@ -351,10 +351,21 @@ static GroupedMatmulTile swapABTile(const GroupedMatmulTile &tile,
     tokens *= 2;
   GroupedMatmulTile swapped =
       tile.withShape(tokens, 64, stages, /*swapAB=*/true);
+  // Decode's promotions are cheap: few tokens per wgmma.
+  swapped.widen = false;
   while (swapped.quantizeOut && swapped.stages > 1 &&
          swapped.dynamicSharedBytes() > kMaxDynamicSharedBytes)
     --swapped.stages;
   return swapped;
+}
+
+/// `tile`, its pipeline trimmed to fit shared memory if widened MXFP8 (two
+/// bf16 copies of a stage besides the e4m3 stages: 2 stages at 128 x 128).
+static GroupedMatmulTile fitWidened(GroupedMatmulTile tile) {
+  while (tile.widened() && tile.stages > 1 &&
+         tile.dynamicSharedBytes() > kMaxDynamicSharedBytes)
+    --tile.stages;
+  return tile;
 }
 
 /// The kernel for `tile` and `offsetType` in `kernels`, built on first use
@@ -444,8 +455,8 @@ buildForms(OpBuilder &builder, gpu::GPUModuleOp kernels, Operation *op,
   SmallVector<Attribute> forms;
   auto addForm = [&](const GroupedMatmulTile &formTile, int64_t rowsMin,
                      int64_t rowsMax) {
-    gpu::GPUFuncOp func =
-        getOrBuildKernel(builder, kernels, op->getLoc(), formTile, offsetType);
+    gpu::GPUFuncOp func = getOrBuildKernel(builder, kernels, op->getLoc(),
+                                           fitWidened(formTile), offsetType);
     forms.push_back(builder.getDictionaryAttr(
         {builder.getNamedAttr(
              "kernel",
@@ -507,8 +518,10 @@ static int64_t swapStagesFor(int64_t k, int64_t stages, int64_t fixed,
 /// `tile` for FP8 operands in `format`: the same 128 bytes of K per stage,
 /// and at most 128 columns, since each warpgroup holds more accumulators
 /// for unscaled products (one for block FP8, two for MXFP8).
-static GroupedMatmulTile fp8Tile(GroupedMatmulTile tile, Format format) {
+static GroupedMatmulTile fp8Tile(GroupedMatmulTile tile, Format format,
+                                 bool widen) {
   tile.format = format;
+  tile.widen = widen && format == Format::MXFP8 && !tile.swapAB;
   tile.tileK = 128;
   if (!tile.swapAB)
     tile.tileN = 128;
@@ -846,12 +859,13 @@ struct ConvertMoEToNVGPUPass
       return signalPassFailure();
     }
     int64_t fixedSwapStages = swapABStages;
-    GroupedMatmulTile blockFP8 = fp8Tile(tile, Format::FP8Block);
+    GroupedMatmulTile blockFP8 = fp8Tile(tile, Format::FP8Block, false);
     GroupedMatmulTile quantizedGateUp = blockFP8;
     quantizedGateUp.epilogue = Epilogue::SwiGLU;
     quantizedGateUp.quantizeOut = true;
     for (const GroupedMatmulTile &base :
-         {tile, blockFP8, fp8Tile(tile, Format::MXFP8), quantizedGateUp}) {
+         {tile, blockFP8, fitWidened(fp8Tile(tile, Format::MXFP8, mxfp8Widen)),
+          quantizedGateUp}) {
       if (failed(verifyTile(module, base)))
         return signalPassFailure();
       for (int64_t k : {int64_t(1), kLongK})
@@ -918,12 +932,12 @@ struct ConvertMoEToNVGPUPass
             getFP8Operands(matmul.getRows(), matmul.getWeights());
         op->setAttr(
             kLaunchAttr,
-            gemmLaunch(matmul.getRows(), matmul.getWeights(),
-                       matmul.getOffsets(),
-                       epilogueTile(fp8 ? fp8Tile(tile, formatOf(*fp8)) : tile,
-                                    matmul.getRowScale() ? Epilogue::RowScale
-                                                         : Epilogue::Store,
-                                    matmul.getBias())));
+            gemmLaunch(
+                matmul.getRows(), matmul.getWeights(), matmul.getOffsets(),
+                epilogueTile(
+                    fp8 ? fp8Tile(tile, formatOf(*fp8), mxfp8Widen) : tile,
+                    matmul.getRowScale() ? Epilogue::RowScale : Epilogue::Store,
+                    matmul.getBias())));
         if (fp8)
           fusedDequantizes.insert(
               {fp8->rows.getOperation(), fp8->weights.getOperation()});
@@ -984,7 +998,7 @@ struct ConvertMoEToNVGPUPass
       std::optional<BlockFP8Operands> fp8 =
           getFP8Operands(mlp.getRows(), mlp.getGateUpWeights());
       const GroupedMatmulTile &base =
-          fp8 ? fp8Tile(tile, formatOf(*fp8)) : tile;
+          fp8 ? fp8Tile(tile, formatOf(*fp8), mxfp8Widen) : tile;
       GroupedMatmulTile gateUp =
           epilogueTile(base, Epilogue::SwiGLU, mlp.getGateUpBias());
       gateUp.quantizeOut =
