@@ -147,7 +147,8 @@ bundle mx-default "$out/mx.mlir" --moe-gpu-pipeline
 bundle mx-swap8-split "$out/mx.mlir" --moe-gpu-pipeline="swap-ab-max-rows=8"
 bundle mx-normal-64-128-split "$out/mx.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0"
 bundle mx-normal-64 "$out/mx.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64"
-bundle mx-promote "$out/mx.mlir" --moe-gpu-pipeline="mxfp8-widen=0"
+# The normal forms widening e4m3 to bf16 in shared memory instead.
+bundle mx-widen "$out/mx.mlir" --moe-gpu-pipeline="mxfp8-widen=1"
 for tm in 8 64; do
   bundle "mx-swap-only-$tm" "$out/mx.mlir" \
     --convert-moe-to-nvgpu="swap-ab=1 tile-m=$tm tile-n=64 stages=4" \
@@ -191,10 +192,10 @@ bundle fp8layer-separate "$out/fp8_layer_models.mlir" \
 # a multiple of 32): layer_fp8.v1 with quantize and intermediate parts.
 bundle mxlayer "$root/test/device/layer_models.mlir" \
   --moe-quantize="format=mxfp8 scope=weights+activations" --moe-gpu-pipeline
-# The same with a promotion per 32 K in every form (mxfp8_layer.py --bench).
-bundle mxlayer-promote "$root/test/device/layer_models.mlir" \
+# The same with the prefill forms widening to bf16 (mxfp8_layer.py --bench).
+bundle mxlayer-widen "$root/test/device/layer_models.mlir" \
   --moe-quantize="format=mxfp8 scope=weights+activations" \
-  --moe-gpu-pipeline="mxfp8-widen=0"
+  --moe-gpu-pipeline="mxfp8-widen=1"
 # The quantize kernel (test/device/quantize.py): every encoding it
 # implements, bf16 and f32 inputs.
 bundle quantize "$root/test/device/quantize_shapes.mlir" --moe-gpu-pipeline

@@ -1,6 +1,6 @@
 // RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="fp8-epilogue-quantize=1" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
 // RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=KERNEL
-// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="mxfp8-widen=0" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=PROMOTE
+// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="mxfp8-widen=1" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=WIDEN
 
 // Block FP8 (DeepSeek-V3's format): a grouped_matmul whose rows and weights
 // are both dequantized e4m3 with f32 scales in [1, 128] and [128, 128]
@@ -72,22 +72,21 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
 // MXFP8 (OCP MX): e4m3 rows and weights with one E8M0 scale per 32 K,
 // entry format mxfp8, scales as bytes. The scales of a K step are decoded
 // to f32 into shared memory ([2 buffers, 4 blocks, weight rows + tokens])
-// ahead of it. Two kernel forms (cost model: decode vs prefill):
-// - swap-AB (decode): e4m3 WGMMA, each of the step's four wgmma (32 K, one
-//   scale block) into registers of its own (scale-d 0), one wait, then each
-//   added times its row's and column's scales;
-// - the normal forms (prefill): the step's e4m3 tiles widened to bf16 in
-//   shared memory times their scales (exact), bf16 WGMMA into the
-//   accumulator, the next step widened meanwhile (two bf16 copies: 2 stages
-//   at 128 x 128). With mxfp8-widen=0 they promote per 32 K too, two
-//   register sets taking turns.
+// during the step before. Every form promotes per 32 K on e4m3 WGMMA
+// (scale-d 0: each wgmma's products in registers of their own): swap-AB (decode) issues the step's four wgmma, waits once and
+// adds each times its row's and column's scales; the normal forms (prefill,
+// 64 registers per set) take turns between two sets, one scaled while the
+// next multiplies. With mxfp8-widen=1 the normal forms instead widen the
+// step's e4m3 tiles to bf16 in shared memory times their scales (exact)
+// and run bf16 WGMMA into the accumulator, the next step widened meanwhile
+// (two bf16 copies: 2 stages at 128 x 128); measured slower.
 // CHECK-LABEL: func @mxfp8
 // CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
 // CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
 // CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, format = "mxfp8", k = 512 : i64, kernels = [
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_16x64x128_s4_swapab_off32, rows_max = 16 : i64, rows_min = 1 : i64},
-// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8wide_64x128x128_s4_off32, rows_max = 64 : i64, rows_min = 17 : i64},
-// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8wide_128x128x128_s2_off32, rows_max = 2147483647 : i64, rows_min = 65 : i64}]
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_64x128x128_s4_off32, rows_max = 64 : i64, rows_min = 17 : i64},
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_128x128x128_s4_off32, rows_max = 2147483647 : i64, rows_min = 65 : i64}]
 // CHECK: gpu.func @grouped_matmul_mxfp8_16x64x128_s4_swapab_off32(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?x?xi8>, %{{.*}}: memref<?x?x?xi8>)
 // CHECK: memref.load %{{.*}} : memref<?x?x?xi8>
 // CHECK: memref.load %{{.*}} : memref<?x?xi8>
@@ -98,28 +97,29 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
 // CHECK: memref.load %{{.*}} : memref<2x4x80xf32, #gpu.address_space<workgroup>>
 // CHECK: llvm.intr.fma
 // CHECK: gpu.barrier
-// CHECK: gpu.func @grouped_matmul_mxfp8wide_64x128x128_s4_off32
-// CHECK: gpu.func @grouped_matmul_mxfp8wide_128x128x128_s2_off32
+// CHECK: gpu.func @grouped_matmul_mxfp8_64x128x128_s4_off32
+// CHECK: gpu.func @grouped_matmul_mxfp8_128x128x128_s4_off32
 // CHECK: scf.for
-// CHECK-COUNT-8: nvgpu.warpgroup.mma {{.*}} {waitGroup = 8 : i64} : <tensor = memref<64x16xbf16, {{.*}}>>, <tensor = memref<16x128xbf16, {{.*}}>>
-// CHECK: gpu.barrier
-// CHECK: nvgpu.mbarrier.try_wait.parity
-// CHECK: vector.load %{{.*}} : memref<{{[0-9]+}}xi8, #gpu.address_space<workgroup>>, vector<16xi8>
-// CHECK: nvvm.convert.f8x2.to.f16x2 {{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
-// CHECK: arith.truncf {{.*}} : vector<2xf32> to vector<2xbf16>
-// CHECK: vector.store %{{.*}} : memref<{{[0-9]+}}xi8, #gpu.address_space<workgroup>>, vector<16xi8>
-// CHECK: nvvm.fence.proxy
-// CHECK: gpu.barrier
-// PROMOTE-LABEL: func @mxfp8
-// PROMOTE: @grouped_matmul_mxfp8_16x64x128_s4_swapab_off32
-// PROMOTE: gpu.func @grouped_matmul_mxfp8_64x128x128_s4_off32
-// PROMOTE: gpu.func @grouped_matmul_mxfp8_128x128x128_s4_off32
-// PROMOTE: scf.for
-// PROMOTE: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
-// PROMOTE: nvvm.wgmma.wait.group.sync.aligned 1
-// PROMOTE: nvvm.wgmma.mma_async
-// PROMOTE: nvvm.wgmma.wait.group.sync.aligned 1
-// PROMOTE: llvm.intr.fma
+// CHECK: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: llvm.intr.fma
+// WIDEN-LABEL: func @mxfp8
+// WIDEN: @grouped_matmul_mxfp8_16x64x128_s4_swapab_off32
+// WIDEN-SAME: @grouped_matmul_mxfp8wide_64x128x128_s4_off32
+// WIDEN-SAME: @grouped_matmul_mxfp8wide_128x128x128_s2_off32
+// WIDEN: gpu.func @grouped_matmul_mxfp8wide_128x128x128_s2_off32
+// WIDEN: scf.for
+// WIDEN-COUNT-8: nvgpu.warpgroup.mma {{.*}} {waitGroup = 8 : i64} : <tensor = memref<64x16xbf16, {{.*}}>>, <tensor = memref<16x128xbf16, {{.*}}>>
+// WIDEN: gpu.barrier
+// WIDEN: nvgpu.mbarrier.try_wait.parity
+// WIDEN: vector.load %{{.*}} : memref<{{[0-9]+}}xi8, #gpu.address_space<workgroup>>, vector<16xi8>
+// WIDEN: nvvm.convert.f8x2.to.f16x2 {{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// WIDEN: arith.truncf {{.*}} : vector<2xf32> to vector<2xbf16>
+// WIDEN: vector.store %{{.*}} : memref<{{[0-9]+}}xi8, #gpu.address_space<workgroup>>, vector<16xi8>
+// WIDEN: nvvm.fence.proxy
+// WIDEN: gpu.barrier
 func.func @mxfp8(%xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x16xf8E8M0FNU>,
                  %wq: tensor<8x256x512xf8E4M3FN>, %ws: tensor<8x256x16xf8E8M0FNU>,
                  %off: tensor<9xi32>) -> tensor<?x256xbf16> {
@@ -174,7 +174,7 @@ func.func @fused_mlp_bf16_intermediate(
 // CHECK-LABEL: func @fused_mlp_mxfp8
 // CHECK: moe.expert_mlp {{.*}} {moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", bias = "none", epilogue = "swiglu", experts = 8 : i64, format = "mxfp8", k = 512 : i64, kernels = [
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_16x64x128_s4_swapab_swiglu_off32,
-// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8wide_128x128x128_s2_swiglu_off32,
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_128x128x128_s4_swiglu_off32,
 // CHECK-SAME: part = "gate_up"},
 // CHECK-SAME: {abi = "quantize.v1", {{.*}}element = "f8E4M3FN", {{.*}}part = "intermediate", {{.*}}scale = "e8m0"}
 // CHECK-SAME: {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, format = "mxfp8", k = 256 : i64,

@@ -26,8 +26,8 @@ the experts never chosen) at T = 64 and 1000:
 - the error against the unquantized bf16 layer reported and bounded by 0.1;
 - the layer captured in a CUDA graph, replayed on new inputs;
 - bad arguments refused with a message and nothing launched.
-`--bench`: the MXFP8 layer beside the same layer promoting per 32 K in
-every form (mxlayer-promote.moebundle, `mxfp8-widen=0`), our block-FP8
+`--bench`: the MXFP8 layer beside the same layer whose prefill forms widen
+e4m3 to bf16 (mxlayer-widen.moebundle, `mxfp8-widen=1`), our block-FP8
 layer (fp8layer.moebundle) and bf16 layer (layer.moebundle) on the same
 inputs, medians of CUDA-graph replays. Prints `N passed, N failed` (and a table).
 
@@ -152,7 +152,7 @@ def main():
     bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "mxlayer.moebundle"))
     others = {}
     if BENCH:
-        others = {"promote": moe_runtime.Bundle(os.path.join(ARTIFACTS, "mxlayer-promote.moebundle")),
+        others = {"widen": moe_runtime.Bundle(os.path.join(ARTIFACTS, "mxlayer-widen.moebundle")),
                   "block fp8": moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer.moebundle")),
                   "bf16": moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))}
     tally = Tally()
@@ -257,13 +257,13 @@ def main():
 
     if table:
         print()
-        print("| model | T | ours MXFP8 ms | promoting everywhere ms | ours block FP8 ms | ours bf16 ms "
+        print("| model | T | ours MXFP8 ms | widening at prefill ms | ours block FP8 ms | ours bf16 ms "
               "| MXFP8 / block FP8 | MXFP8 / bf16 |")
         print("|---|---|---|---|---|---|---|---|")
-        for model, T, mx, promote, block, bf16 in table:
+        for model, T, mx, widen, block, bf16 in table:
             fmt = lambda v: f"{v:.4f}" if v else "—"  # noqa: E731
             ratio = lambda a, b: f"{a / b:.2f}" if a and b else "—"  # noqa: E731
-            print(f"| {model} | {T} | {mx:.4f} | {promote:.4f} | {fmt(block)} | {fmt(bf16)} | {ratio(mx, block)} "
+            print(f"| {model} | {T} | {mx:.4f} | {widen:.4f} | {fmt(block)} | {fmt(bf16)} | {ratio(mx, block)} "
                   f"| {ratio(mx, bf16)} |")
     return tally.summary()
 
@@ -277,9 +277,9 @@ def bench_point(model, name, T, x, logits, layer, others, w13, w2, b13, b2):
     timed = lambda fn: min(v for v in bench(fn) if v)  # noqa: E731
     layer.bias = zero_bias
     mx = timed(lambda: layer(x, logits))
-    promoting = MxLayer(others["promote"], name, T, H, I, layer.weights, zero_bias, b13, b2)
-    promote = timed(lambda: promoting(x, logits))
-    del promoting
+    widening = MxLayer(others["widen"], name, T, H, I, layer.weights, zero_bias, b13, b2)
+    widen = timed(lambda: widening(x, logits))
+    del widening
     block = None
     if model != "gpt-oss-120b":
         fp8 = others["block fp8"]
@@ -296,9 +296,9 @@ def bench_point(model, name, T, x, logits, layer, others, w13, w2, b13, b2):
     out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
     ours_bf16 = timed(lambda: bf16.layer(name, x, logits, w13, w2, score_bias=zero_bias, gate_up_bias=b13,
                                          down_bias=b2, out=out, workspace=ws))
-    print(f"  {model} T={T}: MXFP8 {mx:.4f} ms (promoting everywhere {promote:.4f}), block FP8 "
+    print(f"  {model} T={T}: MXFP8 {mx:.4f} ms (widening at prefill {widen:.4f}), block FP8 "
           f"{block if block is None else round(block, 4)}, bf16 {ours_bf16:.4f}", flush=True)
-    return model, T, mx, promote, block, ours_bf16
+    return model, T, mx, widen, block, ours_bf16
 
 
 if __name__ == "__main__":

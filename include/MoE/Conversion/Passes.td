@@ -89,10 +89,11 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
            "as e4m3 and scales (else bf16, then a quantize kernel; off by "
            "default: slower until the GEMM overlaps its epilogue, "
            "bench/RESULTS.md)">,
-    Option<"mxfp8Widen", "mxfp8-widen", "bool", "true",
+    Option<"mxfp8Widen", "mxfp8-widen", "bool", "false",
            "MXFP8 GEMMs of more rows than the swap-AB forms take widen e4m3 "
            "to bf16 in shared memory and run bf16 wgmma (else e4m3 wgmma "
-           "with a promotion per 32 K, as the swap-AB forms always do; "
+           "with a promotion per 32 K, as the swap-AB forms always do; off "
+           "by default: slower, bound by shared-memory bandwidth, "
            "bench/RESULTS.md)">,
     Option<"swapAB", "swap-ab", "bool", "false",
            "Compute out^T: the weights fill WGMMA's 64-row M operand and "

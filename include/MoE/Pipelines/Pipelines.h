@@ -62,8 +62,9 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       *this, "mxfp8-widen",
       llvm::cl::desc("MXFP8 GEMMs of more rows than the swap-AB forms take "
                      "widen e4m3 to bf16 in shared memory and run bf16 "
-                     "wgmma (else a promotion per 32 K)"),
-      llvm::cl::init(true)};
+                     "wgmma (else a promotion per 32 K; off by default: "
+                     "slower)"),
+      llvm::cl::init(false)};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu.binary holds: bin (cubin), isa (PTX), fatbin"),
