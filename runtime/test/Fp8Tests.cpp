@@ -15,6 +15,7 @@
 
 #include "FakeDriver.h"
 #include "LaunchChecks.h"
+#include "ScaledArgs.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
 
@@ -24,32 +25,10 @@ using namespace moe_test;
 
 namespace {
 
-constexpr uint64_t kRows = 0x7f0000010000, kWeights = 0x7f0000020000,
-                   kOffsets = 0x7f0000030000, kOut = 0x7f0000040000,
-                   kScale = 0x7f0000050000, kBias = 0x7f0000060000,
-                   kRowsScale = 0x7f0000070000, kWeightsScale = 0x7f0000080000,
-                   kOutScale = 0x7f0000090000;
 constexpr int64_t kMax = 2147483647;
 
-/// Block-FP8 arguments: every pointer set, both scales, no row_scale or bias.
-moeGroupedMatmulArgs fp8Args(int64_t m, int64_t n, int64_t k, int64_t experts) {
-  moeGroupedMatmulArgs a;
-  std::memset(&a, 0, sizeof(a));
-  a.rows = kRows;
-  a.weights = kWeights;
-  a.offsets = kOffsets;
-  a.out = kOut;
-  a.m = m;
-  a.n = n;
-  a.k = k;
-  a.experts = experts;
-  a.rows_scale = kRowsScale;
-  a.weights_scale = kWeightsScale;
-  return a;
-}
-
 /// Arguments matching entry gemm (E=8, N=256, K=512).
-moeGroupedMatmulArgs gemm(int64_t m) { return fp8Args(m, 256, 512, 8); }
+moeGroupedMatmulArgs gemm(int64_t m) { return scaledArgs(m, 256, 512, 8); }
 
 moeStatus run(moeBundle *bundle, const char *entry,
               const moeGroupedMatmulArgs &a) {
@@ -332,7 +311,7 @@ TEST(fp8RejectsBadScales) {
   a.rows = kRows + 8;
   CHECK_REJECTED(run(bundle, "gemm", a), bad,
                  "rows pointer 0x7f0000010008 is not 16-byte aligned");
-  moeGroupedMatmulArgs scaled = fp8Args(64, 128, 128, 4);
+  moeGroupedMatmulArgs scaled = scaledArgs(64, 128, 128, 4);
   scaled.rows_scale = 0;
   CHECK_REJECTED(run(bundle, "fboth", scaled), bad,
                  "moeGroupedMatmul(fboth): rows_scale pointer is NULL");
@@ -367,7 +346,7 @@ TEST(fp8RejectsBadScales) {
 
   // grouped_matmul.v3 entries take no block scales, however small.
   bundle = openBundle(validBundle());
-  moeGroupedMatmulArgs v3 = fp8Args(64, 28672, 4096, 8);
+  moeGroupedMatmulArgs v3 = scaledArgs(64, 28672, 4096, 8);
   v3.weights_scale = 0;
   CHECK_REJECTED(run(bundle, "gate_up", v3), bad,
                  "moeGroupedMatmul(gate_up): rows_scale = 0x7f0000070000, but "
@@ -391,52 +370,52 @@ TEST(fp8RejectsBadSizes) {
   moeBundle *bundle = openBundle(fp8Bundle());
   const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
   // K: a row of 1-byte elements is a multiple of 16 bytes, at least 16.
-  CHECK_REJECTED(run(bundle, "fscale", fp8Args(64, 64, 24, 4)), bad,
+  CHECK_REJECTED(run(bundle, "fscale", scaledArgs(64, 64, 24, 4)), bad,
                  "moeGroupedMatmul(fscale): K = 24 is not a multiple of 16 "
                  "(TMA row pitch of 1-byte float8 elements must be a "
                  "multiple of 16 bytes)");
-  CHECK_REJECTED(run(bundle, "fscale", fp8Args(64, 64, 520, 4)), bad,
+  CHECK_REJECTED(run(bundle, "fscale", scaledArgs(64, 64, 520, 4)), bad,
                  "K = 520 is not a multiple of 16");
-  CHECK_REJECTED(run(bundle, "fscale", fp8Args(64, 64, 8, 4)), bad,
+  CHECK_REJECTED(run(bundle, "fscale", scaledArgs(64, 64, 8, 4)), bad,
                  "moeGroupedMatmul(fscale): K = 8 is less than 16 (TMA row "
                  "pitch of 1-byte float8 elements must be a multiple of 16 "
                  "bytes)");
-  CHECK_REJECTED(run(bundle, "fscale", fp8Args(64, 64, 0, 4)), bad,
+  CHECK_REJECTED(run(bundle, "fscale", scaledArgs(64, 64, 0, 4)), bad,
                  "K = 0 is less than 16");
-  CHECK_REJECTED(run(bundle, "fscale", fp8Args(64, 64, -16, 4)), bad,
+  CHECK_REJECTED(run(bundle, "fscale", scaledArgs(64, 64, -16, 4)), bad,
                  "K = -16 is less than 16");
-  CHECK_REJECTED(run(bundle, "fscale", fp8Args(64, 64, kMax + 17, 4)), bad,
+  CHECK_REJECTED(run(bundle, "fscale", scaledArgs(64, 64, kMax + 17, 4)), bad,
                  "K = 2147483664 exceeds 2147483647");
   // Static sizes, M and E as for v3.
-  CHECK_REJECTED(run(bundle, "gemm", fp8Args(64, 256, 528, 8)), bad,
+  CHECK_REJECTED(run(bundle, "gemm", scaledArgs(64, 256, 528, 8)), bad,
                  "moeGroupedMatmul(gemm): K = 528 does not match the entry's "
                  "k = 512");
-  CHECK_REJECTED(run(bundle, "gemm", fp8Args(64, 128, 512, 8)), bad,
+  CHECK_REJECTED(run(bundle, "gemm", scaledArgs(64, 128, 512, 8)), bad,
                  "N = 128 does not match the entry's n = 256");
-  CHECK_REJECTED(run(bundle, "fbias", fp8Args(64, 64, 64, 8)), bad,
+  CHECK_REJECTED(run(bundle, "fbias", scaledArgs(64, 64, 64, 8)), bad,
                  "moeGroupedMatmul(fbias): E = 8 does not match the entry's "
                  "experts = 4");
   CHECK_REJECTED(run(bundle, "gemm", gemm(0)), bad, "M = 0 must be at least 1");
-  CHECK_REJECTED(run(bundle, "fswiglu", fp8Args(64, 255, 64, 4)), bad,
+  CHECK_REJECTED(run(bundle, "fswiglu", scaledArgs(64, 255, 64, 4)), bad,
                  "moeGroupedMatmul(fswiglu): N = 255 is odd");
   // The weights' bytes (1 each) within int64, one expert's below 2^40.
   // (After the pointers: row_scale too.)
-  moeGroupedMatmulArgs huge = fp8Args(64, 1 << 21, 1 << 21, kMax);
+  moeGroupedMatmulArgs huge = scaledArgs(64, 1 << 21, 1 << 21, kMax);
   huge.row_scale = kScale;
   CHECK_REJECTED(run(bundle, "fscale", huge), bad,
                  "moeGroupedMatmul(fscale): E*N*K (bytes of float8 weights) "
                  "overflows int64 (E = 2147483647, N = 2097152, K = "
                  "2097152)");
-  huge = fp8Args(64, 1 << 20, 1 << 20, 1);
+  huge = scaledArgs(64, 1 << 20, 1 << 20, 1);
   huge.row_scale = kScale;
   CHECK_REJECTED(run(bundle, "fscale", huge), bad,
                  "moeGroupedMatmul(fscale): N*K = 1099511627776 bytes per "
                  "expert reaches the TMA stride limit of 2^40");
   // What bf16 would refuse, FP8 takes: N*K*2 = 2^40, N*K = 2^39; K = 16.
-  moeGroupedMatmulArgs a = fp8Args(64, 1 << 20, 1 << 19, 1);
+  moeGroupedMatmulArgs a = scaledArgs(64, 1 << 20, 1 << 19, 1);
   a.row_scale = kScale;
   CHECK_EQ(run(bundle, "fscale", a), MOE_STATUS_SUCCESS);
-  a = fp8Args(64, 64, 16, 4);
+  a = scaledArgs(64, 64, 16, 4);
   a.row_scale = kScale;
   CHECK_EQ(run(bundle, "fscale", a), MOE_STATUS_SUCCESS);
   moeBundleClose(bundle);
@@ -526,7 +505,7 @@ TEST(fp8LaunchesStore) {
   // swiglu: the weights box has tile_n/2 rows, out N/2 columns; the weights
   // scale has the weights' N: NB = ceil(256/128) = 2 (K = 64: KB = 1). 8
   // rows over 4 experts: 5 slots * 2 column tiles.
-  checkFp8Launches(bundle, "fswiglu", fp8Args(8, 256, 64, 4),
+  checkFp8Launches(bundle, "fswiglu", scaledArgs(8, 256, 64, 4),
                    {{kFp8SwiGLU, 10, 98304, 1, big, 64, 128, 128}}, "swiglu");
   moeBundleClose(bundle);
 }
@@ -540,26 +519,26 @@ TEST(fp8LaunchesRowScaleAndBias) {
   // 38 parameters: the row_scale memref after the scales. K = 272 is not a
   // multiple of 128: KB = 3; N = 200: NB = 2. 100 rows over 3 experts: 2 +
   // 3 = 5 slots * 2 column tiles.
-  moeGroupedMatmulArgs a = fp8Args(100, 200, 272, 3);
+  moeGroupedMatmulArgs a = scaledArgs(100, 200, 272, 3);
   a.row_scale = kScale + 12;
   checkFp8Launches(bundle, "fscale", a,
                    {{kFp8Scale, 10, 98304, 1, big, 64, 128, 128}}, "row_scale");
   // 40 parameters: the bf16 bias memref [E, N] after the scales (2-byte
   // aligned suffices). 8 rows over 4 experts: 5 slots * 2.
-  a = fp8Args(8, 256, 128, 4);
+  a = scaledArgs(8, 256, 128, 4);
   a.bias = kBias + 2;
   checkFp8Launches(bundle, "fbias", a,
                    {{kFp8Bias, 10, 98304, 1, big, 64, 128, 128}}, "store", 16);
   // 45 parameters: scales, row_scale, then the f32 bias. 300 rows over 8
   // experts: 5 + 8 = 13 slots * 3 column tiles; K = 1024: KB = 8, NB = 3.
-  a = fp8Args(300, 384, 1024, 8);
+  a = scaledArgs(300, 384, 1024, 8);
   a.row_scale = kScale;
   a.bias = kBias;
   checkFp8Launches(bundle, "fboth", a,
                    {{kFp8Both, 39, 98304, 1, big, 64, 128, 128}}, "row_scale",
                    32);
   // K = 16, the smallest: KB = 1; N = 1: NB = 1.
-  a = fp8Args(5, 1, 16, 2);
+  a = scaledArgs(5, 1, 16, 2);
   a.row_scale = kScale;
   checkFp8Launches(bundle, "fscale", a,
                    {{kFp8Scale, 3, 98304, 1, big, 64, 128, 128}}, "row_scale");
@@ -604,7 +583,7 @@ namespace {
 /// Arguments of an out=f8E4M3FN entry: fp8Args with out_scale.
 moeGroupedMatmulArgs fp8OutArgs(int64_t m, int64_t n, int64_t k,
                                 int64_t experts) {
-  moeGroupedMatmulArgs a = fp8Args(m, n, k, experts);
+  moeGroupedMatmulArgs a = scaledArgs(m, n, k, experts);
   a.out_scale = kOutScale;
   return a;
 }
@@ -904,7 +883,7 @@ TEST(fp8OutRejectsBadOutScale) {
                  "moeGroupedMatmul(gemm): out_scale = 0x7f0000090000, but "
                  "out_scale is only taken by out=f8E4M3FN entries (this "
                  "one's out is bf16): it must be 0");
-  a = fp8Args(8, 256, 64, 4);
+  a = scaledArgs(8, 256, 64, 4);
   a.out_scale = 4;
   CHECK_REJECTED(run(bundle, "fswiglu", a), bad,
                  "moeGroupedMatmul(fswiglu): out_scale = 0x4, but out_scale "
@@ -915,7 +894,7 @@ TEST(fp8OutRejectsBadOutScale) {
   bundle = OPEN_VALID(mlpBundle());
   if (!bundle)
     return;
-  a = fp8Args(64, 28672, 4096, 8);
+  a = scaledArgs(64, 28672, 4096, 8);
   a.rows_scale = 0;
   a.weights_scale = 0;
   a.out_scale = 1;

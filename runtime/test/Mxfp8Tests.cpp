@@ -15,6 +15,7 @@
 
 #include "FakeDriver.h"
 #include "LaunchChecks.h"
+#include "ScaledArgs.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
 
@@ -24,32 +25,10 @@ using namespace moe_test;
 
 namespace {
 
-constexpr uint64_t kRows = 0x7f0000010000, kWeights = 0x7f0000020000,
-                   kOffsets = 0x7f0000030000, kOut = 0x7f0000040000,
-                   kScale = 0x7f0000050000, kBias = 0x7f0000060000,
-                   kRowsScale = 0x7f0000070000, kWeightsScale = 0x7f0000080000,
-                   kOutScale = 0x7f0000090000;
 constexpr int64_t kMax = 2147483647;
 
-/// MXFP8 arguments: every pointer set, both scales, no row_scale or bias.
-moeGroupedMatmulArgs mxArgs(int64_t m, int64_t n, int64_t k, int64_t experts) {
-  moeGroupedMatmulArgs a;
-  std::memset(&a, 0, sizeof(a));
-  a.rows = kRows;
-  a.weights = kWeights;
-  a.offsets = kOffsets;
-  a.out = kOut;
-  a.m = m;
-  a.n = n;
-  a.k = k;
-  a.experts = experts;
-  a.rows_scale = kRowsScale;
-  a.weights_scale = kWeightsScale;
-  return a;
-}
-
 /// Arguments matching entry mgemm (E=8, N=256, K=512).
-moeGroupedMatmulArgs mgemm(int64_t m) { return mxArgs(m, 256, 512, 8); }
+moeGroupedMatmulArgs mgemm(int64_t m) { return scaledArgs(m, 256, 512, 8); }
 
 moeStatus run(moeBundle *bundle, const char *entry,
               const moeGroupedMatmulArgs &a) {
@@ -272,7 +251,7 @@ TEST(mxfp8RejectsBadScales) {
   CHECK_REJECTED(run(bundle, "mgemm", a), bad,
                  "moeGroupedMatmul(mgemm): weights pointer 0x7f0000020008 is "
                  "not 16-byte aligned");
-  moeGroupedMatmulArgs both = mxArgs(64, 128, 128, 4);
+  moeGroupedMatmulArgs both = scaledArgs(64, 128, 128, 4);
   both.rows_scale = 0;
   CHECK_REJECTED(run(bundle, "mboth", both), bad,
                  "moeGroupedMatmul(mboth): rows_scale pointer is NULL");
@@ -296,7 +275,7 @@ TEST(mxfp8RejectsBadScales) {
   both.bias = kBias;
   CHECK_EQ(run(bundle, "mboth", both), MOE_STATUS_SUCCESS);
   // An MXFP8 entry writes bf16: no out_scale, even for swiglu.
-  a = mxArgs(8, 512, 96, 8);
+  a = scaledArgs(8, 512, 96, 8);
   a.bias = kBias;
   a.out_scale = kOutScale;
   CHECK_REJECTED(run(bundle, "mgptoss", a), bad,
@@ -318,7 +297,7 @@ TEST(mxfp8RejectsBadScales) {
   bundle = OPEN_VALID(fp8Bundle());
   if (!bundle)
     return;
-  a = mxArgs(64, 256, 512, 8);
+  a = scaledArgs(64, 256, 512, 8);
   a.rows_scale = kRowsScale + 1;
   CHECK_REJECTED(run(bundle, "gemm", a), bad,
                  "moeGroupedMatmul(gemm): rows_scale pointer 0x7f0000070001 "
@@ -334,7 +313,7 @@ TEST(mxfp8RejectsBadSizes) {
     return;
   const moeStatus bad = MOE_STATUS_INVALID_ARGUMENT;
   auto scaled = [](int64_t m, int64_t n, int64_t k, int64_t experts) {
-    moeGroupedMatmulArgs a = mxArgs(m, n, k, experts);
+    moeGroupedMatmulArgs a = scaledArgs(m, n, k, experts);
     a.row_scale = kScale;
     return a;
   };
@@ -357,12 +336,12 @@ TEST(mxfp8RejectsBadSizes) {
   for (int64_t k : {32, 96, 160})
     CHECK_EQ(run(bundle, "mscale", scaled(64, 64, k, 4)), MOE_STATUS_SUCCESS);
   // Static sizes as for fp8_block.
-  moeGroupedMatmulArgs a = mxArgs(8, 512, 128, 8);
+  moeGroupedMatmulArgs a = scaledArgs(8, 512, 128, 8);
   a.bias = kBias;
   CHECK_REJECTED(run(bundle, "mgptoss", a), bad,
                  "moeGroupedMatmul(mgptoss): K = 128 does not match the "
                  "entry's k = 96");
-  CHECK_REJECTED(run(bundle, "mswiglu", mxArgs(8, 255, 64, 4)), bad,
+  CHECK_REJECTED(run(bundle, "mswiglu", scaledArgs(8, 255, 64, 4)), bad,
                  "moeGroupedMatmul(mswiglu): N = 255 is odd");
   moeBundleClose(bundle);
 
@@ -382,7 +361,7 @@ TEST(mxfp8RejectsBadSizes) {
                  "K = 160 is not a multiple of 128");
   CHECK_REJECTED(run(bundle, "mscale", scaled(64, 64, 48, 4)), bad,
                  "K = 48 is not a multiple of 32");
-  a = mxArgs(8, 512, 96, 8);
+  a = scaledArgs(8, 512, 96, 8);
   a.bias = kBias;
   CHECK_REJECTED(run(bundle, "mgptoss", a), bad,
                  "moeGroupedMatmul(mgptoss): K = 96 is not a multiple of 128");
@@ -406,7 +385,7 @@ TEST(mxfp8RejectsBadSizes) {
   bundle = OPEN_VALID(replaced("chip sm_90a", "chip sm_100a", fp8Bundle()));
   if (!bundle)
     return;
-  a = mxArgs(64, 64, 16, 4);
+  a = scaledArgs(64, 64, 16, 4);
   a.row_scale = kScale;
   CHECK_STATUS(run(bundle, "fscale", a), MOE_STATUS_UNSUPPORTED,
                "bundle is for sm_100a but the device is sm_90");
@@ -439,7 +418,7 @@ TEST(mxfp8LaunchesStore) {
   // swiglu: the weights box has tile_n/2 rows, out N/2 columns; the weights
   // scale has the weights' N rows (N = 384, K = 32: [4, 384, 1]). 8 rows
   // over 4 experts: 5 slots * 3 column tiles.
-  checkMxLaunches(bundle, "mswiglu", mxArgs(8, 384, 32, 4),
+  checkMxLaunches(bundle, "mswiglu", scaledArgs(8, 384, 32, 4),
                   {{kMxSwiGLU, 15, 98304, 1, big, 64, 128, 128}}, "swiglu");
 
   // By hand, parameter by parameter: mgemm, M = 5, K = 512 (16 scales per
@@ -471,18 +450,18 @@ TEST(mxfp8LaunchesRowScaleAndBias) {
   const int32_t big = int32_t(kMax);
   // 38 parameters: the row_scale memref after the scales. K = 96: 3 scales
   // per row; N = 200. 100 rows over 3 experts: 2 + 3 = 5 slots * 2.
-  moeGroupedMatmulArgs a = mxArgs(100, 200, 96, 3);
+  moeGroupedMatmulArgs a = scaledArgs(100, 200, 96, 3);
   a.row_scale = kScale + 12;
   checkMxLaunches(bundle, "mscale", a,
                   {{kMxScale, 10, 98304, 1, big, 64, 128, 128}}, "row_scale");
   // 40 parameters: the bf16 bias memref [E, N] after the scales.
-  a = mxArgs(8, 256, 128, 4);
+  a = scaledArgs(8, 256, 128, 4);
   a.bias = kBias + 2;
   checkMxLaunches(bundle, "mbias", a,
                   {{kMxBias, 10, 98304, 1, big, 64, 128, 128}}, "store", 16);
   // 45 parameters: scales, row_scale, then the f32 bias. 300 rows over 8
   // experts: 5 + 8 = 13 slots * 3; K = 1024: 32 scales per row.
-  a = mxArgs(300, 384, 1024, 8);
+  a = scaledArgs(300, 384, 1024, 8);
   a.row_scale = kScale;
   a.bias = kBias;
   checkMxLaunches(bundle, "mboth", a,
@@ -490,14 +469,14 @@ TEST(mxfp8LaunchesRowScaleAndBias) {
                   32);
   // 40 parameters: gptoss swiglu with an f32 bias [E, N] of the weights' N.
   // 40 rows over 8 experts: 1 + 8 = 9 slots * 4 column tiles of N/2.
-  a = mxArgs(40, 512, 96, 8);
+  a = scaledArgs(40, 512, 96, 8);
   a.bias = kBias;
   checkMxLaunches(bundle, "mgptoss", a,
                   {{kMxGptOss, 36, 98304, 1, big, 64, 128, 128}}, "swiglu", 32);
 
   // By hand: mboth, M = 5, N = 256, K = 96, E = 2: rows_scale [5, 3],
   // weights_scale [2, 256, 3], row_scale [5], bias [2, 256].
-  a = mxArgs(5, 256, 96, 2);
+  a = scaledArgs(5, 256, 96, 2);
   a.row_scale = kScale;
   a.bias = kBias;
   CHECK_EQ(moeGroupedMatmul(bundle, "mboth", &a, testStream()),
@@ -513,7 +492,7 @@ TEST(mxfp8LaunchesRowScaleAndBias) {
   CHECK(both.tail == bothTail);
   // mgptoss, M = 40: out [40, 256] (N/2), weights_scale [8, 512, 3] (the
   // weights' N), bias [8, 512].
-  a = mxArgs(40, 512, 96, 8);
+  a = scaledArgs(40, 512, 96, 8);
   a.bias = kBias;
   CHECK_EQ(moeGroupedMatmul(bundle, "mgptoss", &a, testStream()),
            MOE_STATUS_SUCCESS);
