@@ -71,15 +71,17 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
 
 // MXFP8 (OCP MX): e4m3 rows and weights with one E8M0 scale per 32 K,
 // entry format mxfp8, scales as bytes. The scales of a K step are decoded
-// to f32 into shared memory ([2 buffers, 4 blocks, weight rows + tokens])
+// to f32 into shared memory ([2 buffers, weight rows + tokens, 4 blocks])
 // during the step before. Every form promotes per 32 K on e4m3 WGMMA
-// (scale-d 0: each wgmma's products in registers of their own): swap-AB (decode) issues the step's four wgmma, waits once and
-// adds each times its row's and column's scales; the normal forms (prefill,
-// 64 registers per set) take turns between two sets, one scaled while the
-// next multiplies. With mxfp8-widen=1 the normal forms instead widen the
-// step's e4m3 tiles to bf16 in shared memory times their scales (exact)
-// and run bf16 WGMMA into the accumulator, the next step widened meanwhile
-// (two bf16 copies: 2 stages at 128 x 128); measured slower.
+// (scale-d 0: each wgmma's products in registers of their own): swap-AB
+// (decode) loads its rows' four scales at once, issues the step's four
+// wgmma, waits once and adds each times its row's and column's scales; the
+// normal forms (prefill, 64 registers per set) take turns between two sets,
+// one scaled while the next multiplies. With mxfp8-widen=1 the normal forms
+// instead widen the step's e4m3 tiles to bf16 in shared memory times their
+// scales (exact) and run bf16 WGMMA into the accumulator, the next step
+// widened meanwhile (two bf16 copies: 2 stages at 128 x 128); measured
+// slower.
 // CHECK-LABEL: func @mxfp8
 // CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
 // CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
@@ -90,11 +92,11 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
 // CHECK: gpu.func @grouped_matmul_mxfp8_16x64x128_s4_swapab_off32(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?x?xi8>, %{{.*}}: memref<?x?x?xi8>)
 // CHECK: memref.load %{{.*}} : memref<?x?x?xi8>
 // CHECK: memref.load %{{.*}} : memref<?x?xi8>
-// CHECK: memref.store %{{.*}} : memref<2x4x80xf32, #gpu.address_space<workgroup>>
+// CHECK: vector.store %{{.*}} : memref<2x80x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: scf.for
+// CHECK-COUNT-6: vector.load %{{.*}} : memref<2x80x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK: memref.load %{{.*}} : memref<2x4x80xf32, #gpu.address_space<workgroup>>
 // CHECK: llvm.intr.fma
 // CHECK: gpu.barrier
 // CHECK: gpu.func @grouped_matmul_mxfp8_64x128x128_s4_off32

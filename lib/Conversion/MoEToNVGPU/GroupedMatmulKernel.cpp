@@ -852,7 +852,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   Value scaleBuffers =
       t.mxfp8()
           ? m.view(smem, m.c(scaleBuffersOffset),
-                   MemRefType::get({2, scaleBlocks, scaleRows}, b.getF32Type(),
+                   MemRefType::get({2, scaleRows, scaleBlocks}, b.getF32Type(),
                                    MemRefLayoutAttrInterface(), ty.smem))
           : Value();
   // Codes [round][block]: thread tid handles staging row tid + round *
@@ -919,34 +919,71 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
       Value i = n.add(tid, n.c(r0));
       ifThen(nb, n.lt(i, n.c(scaleRows)), [&](ImplicitLocOpBuilder &sb) {
         IndexMath s{sb};
+        SmallVector<Value> decoded;
         for (int64_t j = 0; j < scaleBlocks; ++j)
-          memref::StoreOp::create(
-              sb, decodeE8M0(sb, codes[round * scaleBlocks + j]), scaleBuffers,
-              ValueRange{buffer, s.c(j), i});
+          decoded.push_back(decodeE8M0(sb, codes[round * scaleBlocks + j]));
+        // A row's blocks side by side: one 16-byte store, one load.
+        vector::StoreOp::create(
+            sb,
+            vector::FromElementsOp::create(
+                sb, VectorType::get({scaleBlocks}, sb.getF32Type()), decoded),
+            scaleBuffers, ValueRange{buffer, i, s.c(0)},
+            /*nontemporal=*/false, llvm::Align(16));
       });
     }
   };
-  // MXFP8: adds the products `part` of block j of the step to `acc` times
-  // their rows' and columns' scales from `buffer` (the wgmma has retired).
-  auto promoteBlock = [&](ImplicitLocOpBuilder &nb, Value acc, Value part,
-                          Value buffer, int64_t j) -> Value {
+  // MXFP8: the staging rows of a thread's fragment rows (2) and columns
+  // (accumulator columns / 4): weights [0, tileN), tokens [tileN, ..).
+  auto scaleRowsOf = [&](ImplicitLocOpBuilder &nb) {
     IndexMath n{nb};
     Fragment frag = fragmentOf(nb, tid);
-    // Staging rows: weights [0, tileN), tokens [tileN, tileN + tileM).
-    auto scaleAt = [&](Value index) {
-      return n.load(scaleBuffers, ValueRange{buffer, n.c(j), index});
-    };
     Value aBase =
         t.swapAB ? n.c(0) : n.add(n.c(t.tileN), n.mul(warpgroup, n.c(64)));
     Value bBase = t.swapAB ? n.c(t.tileN) : n.c(0);
+    std::pair<SmallVector<Value>, SmallVector<Value>> rows;
+    for (int64_t i = 0; i < 2; ++i)
+      rows.first.push_back(n.add(aBase, n.add(frag.row, n.c(8 * i))));
+    for (int64_t c = 0; c < t.accumulatorColumns(); c += 8)
+      for (int64_t d = 0; d < 2; ++d)
+        rows.second.push_back(n.add(bBase, n.add(frag.col, n.c(c + d))));
+    return rows;
+  };
+  // Swap-AB (few columns per thread) loads all four blocks of each staging
+  // row once per step (vectors, rows then columns); the normal forms, whose
+  // 32 column scales would take 128 registers so, load a block at a time.
+  auto loadStepScales = [&](ImplicitLocOpBuilder &nb, Value buffer) {
+    IndexMath n{nb};
+    SmallVector<Value> vectors;
+    if (!t.swapAB)
+      return vectors;
+    auto [aRows, bRows] = scaleRowsOf(nb);
+    for (Value row : llvm::concat<Value>(aRows, bRows))
+      vectors.push_back(vector::LoadOp::create(
+          nb, VectorType::get({scaleBlocks}, nb.getF32Type()), scaleBuffers,
+          ValueRange{buffer, row, n.c(0)}, /*nontemporal=*/false,
+          llvm::Align(16)));
+    return vectors;
+  };
+  // MXFP8: adds the products `part` of block j of the step to `acc` times
+  // their rows' and columns' scales from `buffer` (or `stepScales`, see
+  // loadStepScales); the wgmma has retired.
+  auto promoteBlock = [&](ImplicitLocOpBuilder &nb, Value acc, Value part,
+                          Value buffer, int64_t j,
+                          ArrayRef<Value> stepScales) -> Value {
+    IndexMath n{nb};
+    auto [aRows, bRows] = scaleRowsOf(nb);
+    auto scaleAt = [&](Value row, int64_t k) -> Value {
+      if (!stepScales.empty())
+        return vector::ExtractOp::create(nb, stepScales[k], j);
+      return n.load(scaleBuffers, ValueRange{buffer, row, n.c(j)});
+    };
     int64_t accColumns = t.accumulatorColumns();
     Value aScale[2];
     for (int64_t i = 0; i < 2; ++i)
-      aScale[i] = scaleAt(n.add(aBase, n.add(frag.row, n.c(8 * i))));
+      aScale[i] = scaleAt(aRows[i], i);
     SmallVector<Value> bScale;
-    for (int64_t c = 0; c < accColumns; c += 8)
-      for (int64_t d = 0; d < 2; ++d)
-        bScale.push_back(scaleAt(n.add(bBase, n.add(frag.col, n.c(c + d)))));
+    for (int64_t k = 0, end = bRows.size(); k < end; ++k)
+      bScale.push_back(scaleAt(bRows[k], 2 + k));
     // Each product right before its FMA: fewer live registers.
     return addScaled(nb, acc, part, accColumns / 2, [&](int64_t e) -> Value {
       return arith::MulFOp::create(nb, aScale[(e / 2) % 2],
@@ -1077,6 +1114,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             // small accumulators take a set per block: one wait per step, as
             // block FP8 (two sets: 1.1-1.9x block FP8's decode layers).
             Value buffer = arith::RemUIOp::create(nb, kStep, n.c(2));
+            SmallVector<Value> stepScales = loadStepScales(nb, buffer);
             int64_t blocks = t.scaleBlocksPerStep();
             int64_t live = t.swapAB ? blocks : 2;
             SmallVector<Value> parts(blocks);
@@ -1084,11 +1122,13 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             for (int64_t j = 0; j < blocks; ++j) {
               parts[j] = productsAt(j * t.mmaK(), live - 1);
               for (; promoted <= j - (live - 1); ++promoted)
-                acc = promoteBlock(nb, acc, parts[promoted], buffer, promoted);
+                acc = promoteBlock(nb, acc, parts[promoted], buffer, promoted,
+                                   stepScales);
             }
             NVVM::WgmmaWaitGroupSyncOp::create(nb, nb.getI64IntegerAttr(0));
             for (; promoted < blocks; ++promoted)
-              acc = promoteBlock(nb, acc, parts[promoted], buffer, promoted);
+              acc = promoteBlock(nb, acc, parts[promoted], buffer, promoted,
+                                 stepScales);
             storeScaleCodes(nb, nextCodes,
                             arith::SubIOp::create(nb, n.c(1), buffer));
           } else {
@@ -1176,10 +1216,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         Value isToken = n.lt(row, n.c(t.tileM));
         Value scaleRow = arith::SelectOp::create(
             nb, isToken, n.add(row, n.c(t.tileN)), n.sub(row, n.c(t.tileM)));
-        Value scale =
-            n.load(scaleBuffers,
-                   ValueRange{buffer, arith::DivUIOp::create(nb, c, n.c(2)),
-                              scaleRow});
+        Value scale = n.load(scaleBuffers,
+                             ValueRange{buffer, scaleRow,
+                                        arith::DivUIOp::create(nb, c, n.c(2))});
         Value scales = vector::BroadcastOp::create(
             nb, VectorType::get({2}, nb.getF32Type()), scale);
         Value pairs = vector::BitCastOp::create(nb, i16x8, bytes);
