@@ -714,6 +714,25 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   auto stageOf = [&](ImplicitLocOpBuilder &nb, Value step) -> Value {
     return arith::RemUIOp::create(nb, step, IndexMath{nb}.c(t.stages));
   };
+  // Waits until pipeline step `step`'s loads have landed in its stage.
+  auto waitLoaded = [&](ImplicitLocOpBuilder &nb, Value step) {
+    IndexMath n{nb};
+    Value round = arith::DivUIOp::create(nb, step, n.c(t.stages));
+    Value parity = arith::IndexCastOp::create(
+        nb, nb.getI1Type(), arith::RemSIOp::create(nb, round, n.c(2)));
+    nvgpu::MBarrierTryWaitParityOp::create(nb, barriers, parity, n.c(10000000),
+                                           stageOf(nb, step));
+  };
+  // Columns [kk, kk + width) of the first `rows` rows of a K-major tile: a
+  // wgmma operand.
+  auto kSlice = [](ImplicitLocOpBuilder &nb, Value tile, int64_t rows,
+                   int64_t kk, int64_t width) -> Value {
+    return memref::SubViewOp::create(
+        nb, tile,
+        ArrayRef<OpFoldResult>{nb.getIndexAttr(0), nb.getIndexAttr(kk)},
+        ArrayRef<OpFoldResult>{nb.getIndexAttr(rows), nb.getIndexAttr(width)},
+        ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
+  };
   // The first `stages` steps of `w`, pipeline steps from `stepBase` on.
   auto issuePrologue = [&](ImplicitLocOpBuilder &nb, const WorkItem &w,
                            Value stepBase, Value active) {
@@ -1022,11 +1041,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                                colBase);
           Value step = n.add(stepBase, itemStep);
           Value stage = stageOf(nb, step);
-          Value round = arith::DivUIOp::create(nb, step, n.c(t.stages));
-          Value parity = arith::IndexCastOp::create(
-              nb, nb.getI1Type(), arith::RemSIOp::create(nb, round, n.c(2)));
-          nvgpu::MBarrierTryWaitParityOp::create(nb, barriers, parity,
-                                                 n.c(10000000), stage);
+          waitLoaded(nb, step);
           Value base = n.mul(stage, n.c(stageBytes));
           // Warpgroup w multiplies rows [64w, 64w + 64) of the token tile.
           Value rowsTile =
@@ -1045,19 +1060,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           int64_t groupsPerStep = t.tileK / t.mmaK();
           // The wgmma descriptors of the 32 bytes of K at kk.
           auto descriptorsAt = [&](int64_t kk) -> std::pair<Value, Value> {
-            auto slice = [&](Value tile, int64_t rows) {
-              return memref::SubViewOp::create(
-                         nb, tile,
-                         ArrayRef<OpFoldResult>{nb.getIndexAttr(0),
-                                                nb.getIndexAttr(kk)},
-                         ArrayRef<OpFoldResult>{nb.getIndexAttr(rows),
-                                                nb.getIndexAttr(t.mmaK())},
-                         ArrayRef<OpFoldResult>{nb.getIndexAttr(1),
-                                                nb.getIndexAttr(1)})
-                  .getResult();
-            };
-            Value rowsSlice = slice(rowsTile, t.swapAB ? t.tileM : 64);
-            Value weightsSlice = slice(weightsTile, t.tileN);
+            Value rowsSlice =
+                kSlice(nb, rowsTile, t.swapAB ? t.tileM : 64, kk, t.mmaK());
+            Value weightsSlice = kSlice(nb, weightsTile, t.tileN, kk, t.mmaK());
             // Swap-AB: the weights are WGMMA's 64-row A operand.
             Value descA = nvgpu::WarpgroupGenerateDescriptorOp::create(
                 nb, ty.mmaADesc, t.swapAB ? weightsSlice : rowsSlice,
@@ -1172,16 +1177,6 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     Value wideWeightsMap =
         UnrealizedConversionCastOp::create(b, ty.wideWeightsMap, weightsMapPtr)
             .getResult(0);
-    auto waitLoaded = [&](ImplicitLocOpBuilder &nb, Value kStep) {
-      IndexMath n{nb};
-      Value step = n.add(stepBase, kStep);
-      Value parity = arith::IndexCastOp::create(
-          nb, nb.getI1Type(),
-          arith::RemUIOp::create(
-              nb, arith::DivUIOp::create(nb, step, n.c(t.stages)), n.c(2)));
-      nvgpu::MBarrierTryWaitParityOp::create(nb, barriers, parity,
-                                             n.c(10000000), stageOf(nb, step));
-    };
     auto wideBase = [&](ImplicitLocOpBuilder &nb, Value kStep) {
       IndexMath n{nb};
       return n.add(n.c(widenedOffset),
@@ -1283,21 +1278,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         Value weightsHalf =
             n.view(smem, n.add(halfBase, n.c(t.tileM * 128)), ty.wideWeights);
         for (int64_t kk = 0; kk < 64; kk += 16) {
-          auto slice = [&](Value tile, int64_t sliceRows) {
-            return memref::SubViewOp::create(
-                       nb, tile,
-                       ArrayRef<OpFoldResult>{nb.getIndexAttr(0),
-                                              nb.getIndexAttr(kk)},
-                       ArrayRef<OpFoldResult>{nb.getIndexAttr(sliceRows),
-                                              nb.getIndexAttr(16)},
-                       ArrayRef<OpFoldResult>{nb.getIndexAttr(1),
-                                              nb.getIndexAttr(1)})
-                .getResult();
-          };
           Value descA = nvgpu::WarpgroupGenerateDescriptorOp::create(
-              nb, ty.wideADesc, slice(rowsHalf, 64), wideRowsMap);
+              nb, ty.wideADesc, kSlice(nb, rowsHalf, 64, kk, 16), wideRowsMap);
           Value descB = nvgpu::WarpgroupGenerateDescriptorOp::create(
-              nb, ty.wideBDesc, slice(weightsHalf, t.tileN), wideWeightsMap);
+              nb, ty.wideBDesc, kSlice(nb, weightsHalf, t.tileN, kk, 16),
+              wideWeightsMap);
           acc = nvgpu::WarpgroupMmaOp::create(nb, ty.accumulator, descA, descB,
                                               nb.getI64IntegerAttr(perStep),
                                               UnitAttr(), UnitAttr(), acc);
@@ -1314,7 +1299,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             b, arith::MinSIOp::create(b, m.c(1), m.sub(numK, m.c(1))), colBase),
         m.c(1));
     gpu::BarrierOp::create(b);
-    waitLoaded(b, m.c(0));
+    waitLoaded(b, stepBase);
     widenStep(b, m.c(0));
     gpu::BarrierOp::create(b);
     Value acc0 =
@@ -1343,7 +1328,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           gpu::BarrierOp::create(nb);
           Value nextStep = n.add(kStep, n.c(1));
           ifThen(nb, n.lt(nextStep, numK), [&](ImplicitLocOpBuilder &wb) {
-            waitLoaded(wb, nextStep);
+            waitLoaded(wb, IndexMath{wb}.add(stepBase, nextStep));
             widenStep(wb, nextStep);
           });
           // Step s + 2's scales into the buffer step s's widening read.

@@ -341,6 +341,17 @@ static LogicalResult verifyTile(ModuleOp module,
   return success();
 }
 
+/// `tile`, its pipeline trimmed to fit shared memory if it keeps more than
+/// its stages there: a quantizing swap-AB tile's activation and f32 tiles
+/// (after its deep pipeline, swapStagesFor), a widened MXFP8 tile's two
+/// bf16 copies of a stage (2 stages at 128 x 128).
+static GroupedMatmulTile fitStages(GroupedMatmulTile tile) {
+  while ((tile.widened() || (tile.swapAB && tile.quantizeOut)) &&
+         tile.stages > 1 && tile.dynamicSharedBytes() > kMaxDynamicSharedBytes)
+    --tile.stages;
+  return tile;
+}
+
 /// The swap-AB tile for experts of at most `maxRows` rows: the narrowest
 /// WGMMA N in {8, 16, 32, 64} that holds them; a quantizing tile's deep
 /// pipeline (swapStagesFor) is trimmed to fit shared memory.
@@ -351,21 +362,9 @@ static GroupedMatmulTile swapABTile(const GroupedMatmulTile &tile,
     tokens *= 2;
   GroupedMatmulTile swapped =
       tile.withShape(tokens, 64, stages, /*swapAB=*/true);
-  // Decode's promotions are cheap: few tokens per wgmma.
+  // Widening is for the normal (prefill) forms only.
   swapped.widen = false;
-  while (swapped.quantizeOut && swapped.stages > 1 &&
-         swapped.dynamicSharedBytes() > kMaxDynamicSharedBytes)
-    --swapped.stages;
-  return swapped;
-}
-
-/// `tile`, its pipeline trimmed to fit shared memory if widened MXFP8 (two
-/// bf16 copies of a stage besides the e4m3 stages: 2 stages at 128 x 128).
-static GroupedMatmulTile fitWidened(GroupedMatmulTile tile) {
-  while (tile.widened() && tile.stages > 1 &&
-         tile.dynamicSharedBytes() > kMaxDynamicSharedBytes)
-    --tile.stages;
-  return tile;
+  return fitStages(swapped);
 }
 
 /// The kernel for `tile` and `offsetType` in `kernels`, built on first use
@@ -456,7 +455,7 @@ buildForms(OpBuilder &builder, gpu::GPUModuleOp kernels, Operation *op,
   auto addForm = [&](const GroupedMatmulTile &formTile, int64_t rowsMin,
                      int64_t rowsMax) {
     gpu::GPUFuncOp func = getOrBuildKernel(builder, kernels, op->getLoc(),
-                                           fitWidened(formTile), offsetType);
+                                           fitStages(formTile), offsetType);
     forms.push_back(builder.getDictionaryAttr(
         {builder.getNamedAttr(
              "kernel",
@@ -864,7 +863,7 @@ struct ConvertMoEToNVGPUPass
     quantizedGateUp.epilogue = Epilogue::SwiGLU;
     quantizedGateUp.quantizeOut = true;
     for (const GroupedMatmulTile &base :
-         {tile, blockFP8, fitWidened(fp8Tile(tile, Format::MXFP8, mxfp8Widen)),
+         {tile, blockFP8, fitStages(fp8Tile(tile, Format::MXFP8, mxfp8Widen)),
           quantizedGateUp}) {
       if (failed(verifyTile(module, base)))
         return signalPassFailure();
