@@ -180,10 +180,12 @@ def logits_for(T, E, routing, generator):
 
 class Fp8Layer:
     """The compiled FP8 layer `name` with its output and workspace for T
-    tokens (graph-safe: one runtime call, no allocation)."""
+    tokens (graph-safe: one runtime call, no allocation); GPT-OSS's expert
+    biases b13, b2 where the layer takes them."""
 
-    def __init__(self, bundle, name, T, H, I, weights, bias):
+    def __init__(self, bundle, name, T, H, I, weights, bias, b13=None, b2=None):
         self.bundle, self.name, self.weights, self.bias = bundle, name, weights, bias
+        self.b13, self.b2 = b13, b2
         self.workspace = torch.empty(bundle.layer_workspace_bytes(name, T, H, I), device=DEV,
                                      dtype=torch.uint8)
         self.out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
@@ -197,7 +199,8 @@ class Fp8Layer:
         args = dict(x=x, w13=w13q, w2=w2q, w13s=w13s, w2s=w2s, workspace=self.workspace)
         args.update(change)
         return self.bundle.layer(self.name, args["x"], logits, args["w13"], args["w2"],
-                                 score_bias=self.bias, gate_up_weights_scale=args["w13s"],
+                                 score_bias=self.bias, gate_up_bias=self.b13, down_bias=self.b2,
+                                 gate_up_weights_scale=args["w13s"],
                                  down_weights_scale=args["w2s"], out=self.out,
                                  workspace=args["workspace"])
 

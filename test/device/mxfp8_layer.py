@@ -47,7 +47,7 @@ import moe_runtime  # noqa: E402
 from tally import Tally, graph_replay_errors, refused_without_launch, run  # noqa: E402
 from peers import SHAPES, bench, expert_act, route_model  # noqa: E402
 from fp8_grouped_matmul import dequantize_mx, quantize_mx  # noqa: E402
-from fp8_layer import logits_for, rel_err  # noqa: E402
+from fp8_layer import Fp8Layer, logits_for, rel_err  # noqa: E402
 
 DEV = "cuda"
 MODELS = {"mixtral_8x7b": "mixtral-8x7b", "qwen3_30b_a3b": "qwen3-30b-a3b",
@@ -85,30 +85,6 @@ def layer_reference(model, x, logits, bias, w13, w2, b13, b2, quantized):
             o = o + b2[e].float()
         y.index_add_(0, tok, o.to(torch.bfloat16).float() * w[tok, slot, None])
     return y
-
-
-class MxLayer:
-    """The compiled layer `name` with its output and workspace for T tokens."""
-
-    def __init__(self, bundle, name, T, H, I, weights, bias, b13, b2):
-        self.bundle, self.name, self.weights = bundle, name, weights
-        self.bias, self.b13, self.b2 = bias, b13, b2
-        self.workspace = torch.empty(bundle.layer_workspace_bytes(name, T, H, I), device=DEV,
-                                     dtype=torch.uint8)
-        self.out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
-
-    def poison(self):
-        self.out.fill_(float("nan"))
-        self.workspace.fill_(0xFF)
-
-    def __call__(self, x, logits, **change):
-        w13q, w13s, w2q, w2s = self.weights
-        args = dict(w13=w13q, w2=w2q, w13s=w13s, w2s=w2s, workspace=self.workspace)
-        args.update(change)
-        return self.bundle.layer(self.name, x, logits, args["w13"], args["w2"], score_bias=self.bias,
-                                 gate_up_bias=self.b13, down_bias=self.b2,
-                                 gate_up_weights_scale=args["w13s"], down_weights_scale=args["w2s"],
-                                 out=self.out, workspace=args["workspace"])
 
 
 def run_steps(bundle, name, x, logits, bias, weights, b13, b2):
@@ -191,7 +167,7 @@ def main():
                 x = torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16)
                 logits = logits_for(T, E, routing, generator)
                 bias = torch.randn(E, device=DEV, generator=generator) * 0.1 if deepseek else None
-                layer = MxLayer(bundle, name, T, H, I, weights, bias, b13, b2)
+                layer = Fp8Layer(bundle, name, T, H, I, weights, bias, b13, b2)
                 layer.poison()
                 out = layer(x, logits)
                 steps = run_steps(bundle, name, x, logits, bias, weights, b13, b2)
@@ -216,7 +192,7 @@ def main():
         try:
             T = 64
             bias = torch.randn(E, device=DEV, generator=generator) * 0.1 if deepseek else None
-            layer = MxLayer(bundle, name, T, H, I, weights, bias, b13, b2)
+            layer = Fp8Layer(bundle, name, T, H, I, weights, bias, b13, b2)
             x = torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16)
             logits = torch.randn(T, E, device=DEV, generator=generator)
 
@@ -234,7 +210,7 @@ def main():
         what = f"mxfp8 layer {model} argument errors"
         try:
             T = 7
-            layer = MxLayer(bundle, name, T, H, I, weights, torch.zeros(E, device=DEV) if deepseek else None,
+            layer = Fp8Layer(bundle, name, T, H, I, weights, torch.zeros(E, device=DEV) if deepseek else None,
                             b13, b2)
             x = torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16)
             logits = torch.randn(T, E, device=DEV, generator=generator)
@@ -277,7 +253,7 @@ def bench_point(model, name, T, x, logits, layer, others, w13, w2, b13, b2):
     timed = lambda fn: min(v for v in bench(fn) if v)  # noqa: E731
     layer.bias = zero_bias
     mx = timed(lambda: layer(x, logits))
-    widening = MxLayer(others["widen"], name, T, H, I, layer.weights, zero_bias, b13, b2)
+    widening = Fp8Layer(others["widen"], name, T, H, I, layer.weights, zero_bias, b13, b2)
     widen = timed(lambda: widening(x, logits))
     del widening
     block = None
