@@ -17,6 +17,30 @@
 // RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-gather-quantize=0" -o %t.separate.mlir
 // RUN: moe-translate --moe-to-bundle %t.separate.mlir -o %t.separate.moebundle
 // RUN: grep -aE "^(entry|kernel) " %t.separate.moebundle | FileCheck %s --check-prefix=SEPARATE
+// MXFP8 (format=mxfp8): the same layer with `[1, 32]` quantize parts for
+// the rows and the activation and `format=mxfp8` GEMMs (no quantizing
+// gather or epilogue: they write block FP8's groups); mxfp8-widen=1 gives
+// the normal forms that widen e4m3 to bf16 (2 stages at 128 x 128).
+// RUN: moe-opt %s --moe-quantize="format=mxfp8 scope=weights+activations" --moe-gpu-pipeline -o %t.mx.mlir
+// RUN: moe-translate --moe-to-bundle %t.mx.mlir -o %t.mx.moebundle
+// RUN: grep -aE "^(entry|kernel) " %t.mx.moebundle | FileCheck %s --check-prefix=MX
+// RUN: moe-opt %s --moe-quantize="format=mxfp8 scope=weights+activations" --moe-gpu-pipeline="mxfp8-widen=1" -o %t.mxwide.mlir
+// RUN: moe-translate --moe-to-bundle %t.mxwide.mlir -o %t.mxwide.moebundle
+// RUN: grep -aE "^(entry|kernel) " %t.mxwide.moebundle | FileCheck %s --check-prefix=MXWIDE
+// MX: entry layer_permute op=moe.permute abi=permute.v2 max_rows=2147483647 experts=4 top_k=2 hidden=256 offsets=i64 chunk=4096{{$}}
+// MX: kernel layer_permute moe_permute_gather_off64 image
+// MX: entry layer_quantize op=moe.quantize abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=e8m0 input=bf16 block_rows=1 block_cols=32 rank=2 batch=1 rows=-1 cols=256
+// MX: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=mxfp8 epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256
+// MX-NEXT: kernel layer_gate_up grouped_matmul_mxfp8_16x64x128_s4_swapab_swiglu_off64 {{.*}}rows_min=1 rows_max=16
+// MX-NEXT: kernel layer_gate_up grouped_matmul_mxfp8_64x128x128_s4_swiglu_off64 {{.*}}rows_min=17 rows_max=64
+// MX-NEXT: kernel layer_gate_up grouped_matmul_mxfp8_128x128x128_s4_swiglu_off64 {{.*}}rows_min=65
+// MX: entry layer_intermediate op=moe.expert_mlp abi=quantize.v1 {{.*}}scale=e8m0 input=bf16 block_rows=1 block_cols=32 {{.*}}cols=384
+// MX: entry layer_down op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=mxfp8 epilogue=store activation=none bias=none experts=4 n=256 k=384
+// MX: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute quantize=layer_quantize gate_up=layer_gate_up intermediate=layer_intermediate down=layer_down unpermute=layer_unpermute{{$}}
+// MX: entry layer_prepack op=moe.quantize abi=quantize.v1 max_rows=768 element=f8E4M3FN scale=e8m0 {{.*}}block_cols=32 rank=3 batch=4 rows=768 cols=256
+// MXWIDE: kernel layer_gate_up grouped_matmul_mxfp8_16x64x128_s4_swapab_swiglu_off64 {{.*}}rows_max=16
+// MXWIDE-NEXT: kernel layer_gate_up grouped_matmul_mxfp8wide_64x128x128_s4_swiglu_off64 {{.*}}rows_max=64
+// MXWIDE-NEXT: kernel layer_gate_up grouped_matmul_mxfp8wide_128x128x128_s2_swiglu_off64 {{.*}}stages=2
 // RUN: not moe-opt %s --moe-quantize --moe-gpu-pipeline 2>&1 | FileCheck %s --check-prefix=WEIGHTS
 // RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu | FileCheck %s --check-prefix=GATHER
 
