@@ -71,6 +71,7 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   kernels.fp8GatherQuantize = options.fp8GatherQuantize;
   kernels.fp8EpilogueQuantize = options.fp8EpilogueQuantize;
   kernels.mxfp8Widen = options.mxfp8Widen;
+  kernels.cluster = options.cluster;
   pm.addPass(createConvertMoEToNVGPU(kernels));
   pm.addPass(createMoEExtractDeviceCode());
   GPUDevicePipelineOptions device;

@@ -95,6 +95,10 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
            "with a promotion per 32 K, as the swap-AB forms always do; off "
            "by default: slower, bound by shared-memory bandwidth, "
            "bench/RESULTS.md)">,
+    Option<"cluster", "cluster", "int64_t", "1",
+           "CTAs per thread-block cluster of the normal (not swap-AB, not "
+           "widened) forms: 1, or 2 to share each row tile between two "
+           "CTAs of adjacent column tiles (TMA multicast)">,
     Option<"swapAB", "swap-ab", "bool", "false",
            "Compute out^T: the weights fill WGMMA's 64-row M operand and "
            "tile-m tokens (8..64) its N (tile-n must be 64)">,

@@ -58,6 +58,12 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
                      "activation as e4m3 and scales (else bf16 and a "
                      "quantize kernel)"),
       llvm::cl::init(false)};
+  Option<int64_t> cluster{
+      *this, "cluster",
+      llvm::cl::desc("CTAs per cluster of the prefill GEMM forms: 1, or 2 "
+                     "to share each row tile between two CTAs (TMA "
+                     "multicast)"),
+      llvm::cl::init(1)};
   Option<bool> mxfp8Widen{
       *this, "mxfp8-widen",
       llvm::cl::desc("MXFP8 GEMMs of more rows than the swap-AB forms take "

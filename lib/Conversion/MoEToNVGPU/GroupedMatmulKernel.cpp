@@ -70,6 +70,8 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
     suffix += biasType.isBF16() ? "_biasbf16" : "_biasf32";
   if (quantizeOut)
     suffix += "_e4m3out";
+  if (clusterSize() > 1)
+    suffix += "_c" + std::to_string(clusterSize());
   return llvm::formatv("grouped_matmul_{7}_{0}x{1}x{2}_s{3}{4}{5}_off{6}",
                        tileM, tileN, tileK, stages, swapAB ? "_swapab" : "",
                        suffix, offsetType.getIntOrFloatBitWidth(),
@@ -566,6 +568,10 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   int64_t threads = 128 * t.warpgroups();
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  int64_t cluster = t.clusterSize();
+  if (cluster > 1)
+    func.setKnownClusterSizeAttr(
+        b.getDenseI32ArrayAttr({int32_t(cluster), 1, 1}));
   // The tensor maps travel by value in parameter space (see
   // docs/runtime-contract.md); moe-finalize-kernel-abi marks them so once
   // the function is an llvm.func, since gpu.func drops llvm.byval.
@@ -592,12 +598,31 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
 
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value warpgroup = arith::DivUIOp::create(b, tid, m.c(128));
+  // Clustered: this CTA's half of each work item; rank 0 loads the rows.
+  Value rank = m.c(0);
+  if (cluster > 1)
+    rank = arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        NVVM::ClusterId::create(b, b.getI32Type()).getResult());
+  Value loadsRows =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rank, m.c(0));
+  // Frees stages for refills: a CTA barrier, or a cluster barrier when the
+  // peer's multicast refills this CTA's stages too.
+  auto syncStages = [&](ImplicitLocOpBuilder &nb) {
+    if (cluster == 1) {
+      gpu::BarrierOp::create(nb);
+      return;
+    }
+    NVVM::ClusterArriveOp::create(nb, nb.getUnitAttr());
+    NVVM::ClusterWaitOp::create(nb, nb.getUnitAttr());
+  };
   Value numExperts =
       m.sub(memref::DimOp::create(b, offsets, m.c(0)).getResult(), m.c(1));
   Value numRows = memref::DimOp::create(b, out, m.c(0));
   Value numCols = memref::DimOp::create(b, out, m.c(1));
   int64_t tileCols = t.outputColumns();
-  Value numColTiles = m.ceilDiv(numCols, t.itemColumns());
+  // Clustered: a work item's columns are split between the cluster's CTAs.
+  Value numColTiles = m.ceilDiv(numCols, t.itemColumns() * cluster);
   Value numK = m.ceilDiv(m.toIndex(kArg), t.tileK);
   // A work item's K steps: those of each of its passes, back to back.
   Value numSteps = m.mul(numK, m.c(t.passes()));
@@ -634,7 +659,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                         func.getWorkgroupAttributions()[1], numExperts, numRows,
                         rowsMin, rowsMax, tid, t.tileM);
   scheduler.cacheOffsets(b, threads);
-  gpu::BarrierOp::create(b);
+  // Clustered, also: the peer's mbarriers are initialized before the first
+  // multicast lands on them.
+  syncStages(b);
   scheduler.buildTable(b);
 
   // Persistent CTAs: the token tiles of the eligible experts (counted on
@@ -643,7 +670,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   // lookup per CTA.
   Value numTiles = scheduler.countTiles(b);
   Value numWork = m.mul(numTiles, numColTiles);
-  Value numCTAs = gpu::GridDimOp::create(b, gpu::Dimension::x);
+  // The work takers: CTAs, or clusters.
+  Value numCTAs = arith::DivUIOp::create(
+      b, gpu::GridDimOp::create(b, gpu::Dimension::x), m.c(cluster));
 
   // Where a work item lies. L2-friendly order: work items run in groups of
   // kSlotGroup token tiles, all column tiles of a group before the next,
@@ -669,7 +698,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     TileLookup found = scheduler.lookUp(nb, slot);
     return {found.expert,
             n.add(found.rowBegin, n.mul(found.mTile, n.c(t.tileM))),
-            found.rowEnd, n.mul(nTile, n.c(t.itemColumns()))};
+            found.rowEnd,
+            n.add(n.mul(nTile, n.c(t.itemColumns() * cluster)),
+                  n.mul(rank, n.c(t.itemColumns())))};
   };
 
   // The leader loads step `itemStep` of `w` (K step itemStep % numK of
@@ -691,9 +722,21 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     Value k0 = n.mul(kStep, n.c(t.tileK));
     nvgpu::MBarrierArriveExpectTxOp::create(nb, barriers, n.c(stageBytes),
                                             stage, Value());
-    nvgpu::TmaAsyncLoadOp::create(nb, rowsDst, barriers, rowsMap,
-                                  ValueRange{k0, w.row0}, stage, Value(),
-                                  Value());
+    if (cluster == 1) {
+      nvgpu::TmaAsyncLoadOp::create(nb, rowsDst, barriers, rowsMap,
+                                    ValueRange{k0, w.row0}, stage, Value(),
+                                    Value());
+    } else {
+      // Into the same stage of every CTA of the cluster, completing on each
+      // one's mbarrier (each expects the whole stage).
+      ifThen(nb, loadsRows, [&](ImplicitLocOpBuilder &rb) {
+        Value everyCTA = arith::ConstantIntOp::create(
+            rb, rb.getI16Type(), (int64_t(1) << cluster) - 1);
+        nvgpu::TmaAsyncLoadOp::create(rb, rowsDst, barriers, rowsMap,
+                                      ValueRange{k0, w.row0}, stage, everyCTA,
+                                      Value());
+      });
+    }
     nvgpu::TmaAsyncLoadOp::create(nb, weightsDst, barriers, weightsMap,
                                   ValueRange{k0, col, w.expert}, stage, Value(),
                                   Value());
@@ -748,7 +791,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     }
   };
 
-  Value firstWork = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value firstWork = arith::DivUIOp::create(
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), m.c(cluster));
   WorkItem first = describe(b, firstWork);
   issuePrologue(b, first, m.c(0), m.lt(firstWork, numWork));
 
@@ -1145,8 +1189,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             acc = t.fp8() ? promote(nb, acc, part, kStep, colBase) : part;
           }
           // The previous step's stage is free once every warp has seen its
-          // wgmma retire; refill it while this step's wgmma run.
-          gpu::BarrierOp::create(nb);
+          // wgmma retire (in both CTAs of a cluster: the rows' multicast
+          // refills both); refill it while this step's wgmma run.
+          syncStages(nb);
           Value previous = n.sub(itemStep, n.c(1));
           Value refillStep = n.add(previous, n.c(t.stages));
           Value refill = arith::AndIOp::create(
@@ -1507,7 +1552,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           }
         }
       });
-      gpu::BarrierOp::create(b);
+      syncStages(b);
       issuePrologue(b, next, nextStepBase, nextActive);
       syncWarpgroup();
       quantizeTile(tile, arith::RemUIOp::create(b, tid, m.c(128)),
@@ -1563,7 +1608,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     buildQuantizedEpilogue();
   } else if (!t.swapAB) {
     Value accumulator = runPass(m.c(0));
-    gpu::BarrierOp::create(b);
+    syncStages(b);
     // The stage buffers are free: the next item's first loads overlap this
     // epilogue.
     issuePrologue(b, next, nextStepBase, nextActive);
@@ -1711,6 +1756,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   scf::YieldOp::create(b, ValueRange{nextWork, nextStepBase, next.expert,
                                      next.row0, next.rowEnd, next.col0});
   b.setInsertionPointAfter(loop);
+  // No CTA leaves while its peer may still multicast into it.
+  if (cluster > 1)
+    syncStages(b);
   gpu::ReturnOp::create(b);
   return func;
 }

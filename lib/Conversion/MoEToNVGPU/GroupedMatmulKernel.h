@@ -7,6 +7,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <algorithm>
+
 namespace mlir::moe {
 
 /// Tile shape of the sm_90a grouped GEMM kernel. tileM / 64 warpgroups
@@ -75,6 +77,12 @@ struct GroupedMatmulTile {
   /// then covers a whole group: passes() tiles back to back, their
   /// activations gathered in shared memory.
   bool quantizeOut = false;
+  /// CTAs per thread-block cluster of the normal, unwidened forms (1 or 2;
+  /// the others ignore it). With 2, CTAs 2c and 2c + 1 take the two halves
+  /// of a work item of 2 x itemColumns() columns: the even one loads their
+  /// shared row tile into both by TMA multicast (a sixth less L2 traffic at
+  /// 128 x 256), so a stage is refilled once both have consumed it.
+  int64_t cluster = 1;
   /// The element type (f32 or bf16) of a per-expert bias [E, N] added to
   /// the accumulator before the activation or row scale; null: no bias.
   Type biasType;
@@ -101,6 +109,11 @@ struct GroupedMatmulTile {
   int64_t elementBytes() const { return fp8() ? 1 : 2; }
   /// K of one wgmma: 32 bytes (16 bf16 or 32 e4m3 values).
   int64_t mmaK() const { return 32 / elementBytes(); }
+
+  /// CTAs per cluster this kernel is built for (see `cluster`).
+  int64_t clusterSize() const {
+    return swapAB || widened() ? 1 : std::max<int64_t>(cluster, 1);
+  }
 
   bool gated() const { return epilogue == Epilogue::SwiGLU; }
   /// Output columns of one tile (gate and up share a tile when gated).

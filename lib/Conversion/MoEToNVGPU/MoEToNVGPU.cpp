@@ -335,6 +335,9 @@ static LogicalResult verifyTile(ModuleOp module,
     return fail() << "convert-moe-to-nvgpu: swap-ab needs tile-n = 64 and "
                      "tile-m in {8, 16, 32, 64}, got tile-m = "
                   << tile.tileM << ", tile-n = " << tile.tileN;
+  if (tile.cluster != 1 && tile.cluster != 2)
+    return fail() << "convert-moe-to-nvgpu: 'cluster' must be 1 or 2, got "
+                  << tile.cluster;
   if (tile.stages < 1 || tile.dynamicSharedBytes() > kMaxDynamicSharedBytes)
     return fail() << "convert-moe-to-nvgpu: 'stages' (" << tile.stages
                   << ") must be at least 1 and fit 227 KiB of shared memory";
@@ -384,6 +387,9 @@ static gpu::GPUFuncOp getOrBuildKernel(OpBuilder &builder,
                 builder.getDenseI64ArrayAttr(
                     {tile.tileM, tile.tileN, tile.tileK, tile.stages}));
   func->setAttr("moe.swap_ab", builder.getBoolAttr(tile.swapAB));
+  // Launched as clusters (docs/runtime-contract.md §3.1); absent: single CTAs.
+  if (tile.clusterSize() > 1)
+    func->setAttr("moe.cluster", builder.getI64IntegerAttr(tile.clusterSize()));
   return func;
 }
 
@@ -848,6 +854,7 @@ struct ConvertMoEToNVGPUPass
     tile.tileK = tileK;
     tile.stages = stages;
     tile.swapAB = swapAB;
+    tile.cluster = cluster;
     if (failed(verifyTile(module, tile)))
       return signalPassFailure();
     if (swapABStages < 0) {
