@@ -43,9 +43,14 @@ struct alignas(128) TensorMap {
 };
 
 /// CUlaunchAttributeValue: a 64-byte union (8-byte aligned: some members
-/// hold pointers); the runtime sets only the member below.
+/// hold pointers); the runtime sets only the members below.
 union alignas(8) LaunchAttributeValue {
   char pad[64];
+  /// CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION's value: the cluster's size in
+  /// blocks along each grid dimension (each a divisor of the grid's).
+  struct {
+    unsigned x, y, z;
+  } clusterDim;
   /// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION's value.
   int programmaticStreamSerializationAllowed;
 };
@@ -98,6 +103,10 @@ inline constexpr TensorMapL2Promotion kTensorMapL2Promotion128B = 2;
 inline constexpr TensorMapL2Promotion kTensorMapL2Promotion256B = 3;
 inline constexpr TensorMapFloatOOBFill kTensorMapFloatOOBFillNone = 0;
 
+/// CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: the launch's thread-block cluster
+/// size (for a kernel compiled with a required cluster size, the same size).
+inline constexpr LaunchAttributeID kLaunchAttributeClusterDimension = 4;
+
 /// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: the kernel may
 /// start before the previous kernel on the stream has finished (programmatic
 /// dependent launch; the kernel's griddepcontrol.wait keeps it correct).
@@ -145,10 +154,15 @@ inline constexpr LaunchAttributeID
 /// The same for the entry points a usable driver may lack: loading leaves
 /// their members null when the symbol is missing, and the runtime then does
 /// without them. cuLaunchKernelEx (CUDA 12.0+): without it every launch
-/// goes through cuLaunchKernel, without programmatic dependent launch.
+/// goes through cuLaunchKernel, without programmatic dependent launch (a
+/// cluster kernel then gets its cluster size from its image).
+/// cuOccupancyMaxActiveClusters (CUDA 11.8+): without it the residency of a
+/// cluster kernel is derived from its CTAs per multiprocessor.
 #define MOE_DRIVER_OPTIONAL_FUNCTIONS(X)                                       \
   X(launchKernelEx, cuLaunchKernelEx, const cu::LaunchConfig *, cu::Function,  \
-    void **, void **)
+    void **, void **)                                                          \
+  X(occupancyMaxActiveClusters, cuOccupancyMaxActiveClusters, int *,           \
+    cu::Function, const cu::LaunchConfig *)
 
 /// The driver entry points: those of MOE_DRIVER_FUNCTIONS all non-null in a
 /// usable table, those of MOE_DRIVER_OPTIONAL_FUNCTIONS null where the

@@ -62,6 +62,9 @@ static_assert(cu::kTensorMapFloatOOBFillNone ==
 static_assert(cu::kLaunchAttributeProgrammaticStreamSerialization ==
               CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
 static_assert(cu::kLaunchAttributeProgrammaticStreamSerialization == 6);
+static_assert(cu::kLaunchAttributeClusterDimension ==
+              CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+static_assert(cu::kLaunchAttributeClusterDimension == 4);
 
 // Types.
 static_assert(sizeof(cu::TensorMap) == sizeof(CUtensorMap));
@@ -98,6 +101,25 @@ static_assert(offsetof(cu::LaunchAttributeValue,
                        programmaticStreamSerializationAllowed) ==
               offsetof(CUlaunchAttributeValue,
                        programmaticStreamSerializationAllowed));
+// The cluster dimension: three unsigned ints x, y, z at the union's start.
+using ClusterDim = decltype(cu::LaunchAttributeValue::clusterDim);
+using CudaClusterDim = decltype(CUlaunchAttributeValue::clusterDim);
+static_assert(sizeof(ClusterDim) == sizeof(CudaClusterDim) &&
+              sizeof(ClusterDim) == 12);
+static_assert(alignof(ClusterDim) == alignof(CudaClusterDim));
+static_assert(offsetof(cu::LaunchAttributeValue, clusterDim) ==
+                  offsetof(CUlaunchAttributeValue, clusterDim) &&
+              offsetof(cu::LaunchAttributeValue, clusterDim) == 0);
+#define MOE_CHECK_CLUSTER_DIM_FIELD(field)                                     \
+  static_assert(                                                               \
+      offsetof(ClusterDim, field) == offsetof(CudaClusterDim, field) &&        \
+          std::is_same_v<decltype(ClusterDim::field),                          \
+                         decltype(CudaClusterDim::field)>,                     \
+      "LaunchAttributeValue::clusterDim." #field " does not match cuda.h");
+MOE_CHECK_CLUSTER_DIM_FIELD(x)
+MOE_CHECK_CLUSTER_DIM_FIELD(y)
+MOE_CHECK_CLUSTER_DIM_FIELD(z)
+#undef MOE_CHECK_CLUSTER_DIM_FIELD
 static_assert(sizeof(cu::LaunchAttribute) == sizeof(CUlaunchAttribute));
 static_assert(alignof(cu::LaunchAttribute) == alignof(CUlaunchAttribute));
 static_assert(offsetof(cu::LaunchAttribute, id) ==
