@@ -43,6 +43,8 @@ inline constexpr int64_t kMxBlockSize = 32;
 /// 128 elements (4 scale bytes per row).
 inline constexpr int64_t kTcgen05MxKQuantum = 128;
 inline constexpr int64_t kMaxStages = 64;
+/// The largest `cluster` of a kernel record: 2 CTAs (contract §3.1).
+inline constexpr int64_t kMaxCluster = 2;
 inline constexpr int64_t kMaxTopK = 32; // route.v1: top_k <= min(E, 32)
 /// permute.v2: experts <= 1024 (a CTA keeps a count per expert).
 inline constexpr int64_t kMaxPermuteExperts = 1024;
@@ -89,6 +91,10 @@ struct Kernel {
   int64_t rowsMin = 0, rowsMax = 0;
   int32_t tileM = 0, tileN = 0, tileK = 0, stages = 0;
   bool swapAB = false;
+  // The CTAs of a thread-block cluster along x (the optional `cluster` key,
+  // added within version 6): 1, or 2 for a grouped matmul kernel with
+  // swap_ab=0 compiled with `.reqnctapercluster 2, 1, 1` (contract §3.1).
+  int32_t cluster = 1;
   int line = 0;
 };
 

@@ -147,33 +147,40 @@ constexpr RecordSpec kQuantizeEntry = {
     12,
     "(abi " MOE_ABI_QUANTIZE " takes op, abi, max_rows, element, scale, "
     "input, block_rows, block_cols, rank, batch, rows and cols)"};
-// Kernels, by the ABI of their entry.
+// Kernels, by the ABI of their entry; each takes the optional `cluster`
+// last (added within version 6: 1, or 2 for the grouped matmul kernels
+// that run as 2-CTA clusters).
 constexpr RecordSpec kGroupedMatmulKernel = {
     {"image", "rows_min", "rows_max", "threads", "smem", "tile_m", "tile_n",
-     "tile_k", "stages", "swap_ab"},
-    10,
-    kNewerCompiler};
-constexpr RecordSpec kRouteKernel = {{"image", "threads", "smem"},
-                                     3,
+     "tile_k", "stages", "swap_ab", "cluster"},
+    11,
+    kNewerCompiler,
+    1u << 10};
+constexpr RecordSpec kRouteKernel = {{"image", "threads", "smem", "cluster"},
+                                     4,
                                      "(the kernel of an abi " MOE_ABI_ROUTE
-                                     " entry takes image, threads and "
-                                     "smem)"};
+                                     " entry takes image, threads, smem and "
+                                     "the optional cluster=1)",
+                                     1u << 3};
 constexpr RecordSpec kUnpermuteKernel = {
-    {"image", "threads", "smem"},
-    3,
-    "(the kernel of an abi " MOE_ABI_UNPERMUTE " entry takes image, threads "
-    "and smem)"};
-constexpr RecordSpec kPermuteKernel = {{"image", "threads", "smem"},
-                                       3,
+    {"image", "threads", "smem", "cluster"},
+    4,
+    "(the kernel of an abi " MOE_ABI_UNPERMUTE " entry takes image, threads, "
+    "smem and the optional cluster=1)",
+    1u << 3};
+constexpr RecordSpec kPermuteKernel = {{"image", "threads", "smem", "cluster"},
+                                       4,
                                        "(the kernels of an abi " MOE_ABI_PERMUTE
-                                       " entry take image, threads "
-                                       "and smem)"};
+                                       " entry take image, threads, smem and "
+                                       "the optional cluster=1)",
+                                       1u << 3};
 
 constexpr RecordSpec kQuantizeKernel = {
-    {"image", "threads", "smem"},
-    3,
-    "(the kernel of an abi " MOE_ABI_QUANTIZE " entry takes image, threads and "
-    "smem)"};
+    {"image", "threads", "smem", "cluster"},
+    4,
+    "(the kernel of an abi " MOE_ABI_QUANTIZE " entry takes image, threads, "
+    "smem and the optional cluster=1)",
+    1u << 3};
 
 class Reader {
 public:
@@ -231,6 +238,11 @@ private:
   parseGroupedMatmulKernel(const std::string &who, const Entry &entry,
                            const std::vector<std::string_view> &values,
                            Kernel &kernel);
+  /// The optional `cluster=N` of a kernel line (`value` null when absent:
+  /// 1): N is 1, or 2 for a kernel of a grouped matmul entry with
+  /// swap_ab=0 on a chip with clusters (sm_90 and later).
+  moeStatus parseCluster(const std::string &who, const Entry &entry,
+                         std::string_view value, Kernel &kernel);
   moeStatus finish();
 
   moeStatus checkName(std::string_view name, const char *what);
@@ -1309,7 +1321,43 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
     kernel.threads = int32_t(threads);
     kernel.smem = int32_t(smem);
   }
+  if (moeStatus status = parseCluster(who, entry, values.back(), kernel))
+    return status;
   entry.kernels.push_back(std::move(kernel));
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::parseCluster(const std::string &who, const Entry &entry,
+                               std::string_view value, Kernel &kernel) {
+  if (!isPresent(value))
+    return MOE_STATUS_SUCCESS; // absent: 1
+  int64_t cluster = 0;
+  if (moeStatus status =
+          number(who, "cluster", value, 1, kMaxCluster, false, cluster))
+    return status;
+  if (cluster == 1)
+    return MOE_STATUS_SUCCESS;
+  // Two CTAs of a cluster share one row tile, loaded once by TMA multicast,
+  // and take two adjacent column tiles (contract §3.1).
+  if (!isGroupedMatmul(entry.kind))
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: cluster=%lld, but entry '%s' has abi %s: only the "
+                "kernels of %s and %s entries run as clusters of 2 CTAs",
+                who.c_str(), (long long)cluster, entry.name.c_str(),
+                abiName(entry.kind), MOE_ABI_GROUPED_MATMUL,
+                MOE_ABI_GROUPED_MATMUL_FP8);
+  if (kernel.swapAB)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: cluster=%lld with swap_ab=1: only the normal form "
+                "(swap_ab=0) runs as a cluster of 2 CTAs sharing a row tile",
+                who.c_str(), (long long)cluster);
+  // (No chip line at all is refused at the end.)
+  if (!out.chip.empty() && out.ccMajor < 9)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: cluster=%lld, but the bundle is for %s: thread-block "
+                "clusters need sm_90 or later",
+                who.c_str(), (long long)cluster, out.chip.c_str());
+  kernel.cluster = int32_t(cluster);
   return MOE_STATUS_SUCCESS;
 }
 

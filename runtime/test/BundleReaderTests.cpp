@@ -185,7 +185,7 @@ std::vector<Malformed> malformedRouteBundles() {
        bad,
        "bundle line 5: kernel 'moe_route_sigmoid_topk_e256_k8_f32_bias': "
        "unknown key 'rows_min' (the kernel of an abi route.v1 entry takes "
-       "image, threads and smem)"},
+       "image, threads, smem and the optional cluster=1)"},
       {"route kernel with a tile",
        routeReplaced("threads=128 smem=0\n", "threads=128 smem=0 tile_m=64\n"),
        bad, "unknown key 'tile_m' (the kernel of an abi route.v1 entry"},
@@ -194,8 +194,8 @@ std::vector<Malformed> malformedRouteBundles() {
                                               1, 2147483647, 64, 64, 0, 0)),
        bad,
        "bundle line 11: kernel 'moe_unpermute_k8_i32': unknown key 'rows_min' "
-       "(the kernel of an abi unpermute.v2 entry takes image, threads and "
-       "smem)"},
+       "(the kernel of an abi unpermute.v2 entry takes image, threads, smem "
+       "and the optional cluster=1)"},
       {"route kernel missing smem",
        routeReplaced(routerKernel, "kernel router " + std::string(kRouteBias) +
                                        " image=moe_kernels threads=128\n"),
@@ -461,7 +461,7 @@ std::vector<Malformed> malformedPermuteBundles() {
        bad,
        "bundle line 7: kernel 'moe_permute_gather_off64': unknown key "
        "'rows_min' (the kernels of an abi permute.v2 entry take image, "
-       "threads and smem)"},
+       "threads, smem and the optional cluster=1)"},
       {"permute count kernel with a chunk",
        permuteReplaced(countKernel, "kernel perm " + std::string(kPermCount64) +
                                         " image=moe_kernels threads=1024 "
@@ -1272,7 +1272,7 @@ std::vector<Malformed> malformedQuantizeBundles() {
        bad,
        "bundle line 5: kernel 'moe_quantize_bf16_e4m3_e8m0_1x32': unknown key "
        "'tile_m' (the kernel of an abi quantize.v1 entry takes image, "
-       "threads and smem)"},
+       "threads, smem and the optional cluster=1)"},
       {"quantize kernel without smem",
        quantizeReplaced(mxKernel, "kernel mx " + std::string(kQuantMx) +
                                       " image=moe_kernels threads=256\n"),
