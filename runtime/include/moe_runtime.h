@@ -301,14 +301,15 @@ MOE_API moeStatus moeBundleGetKernel(const moeBundle *bundle, int32_t entry,
 /// every grouped_matmul.v3 and grouped_matmul_fp8.v1 kernel, for the others
 /// only when smem > 0), then caches how many of its CTAs the device holds at
 /// once (its cuOccupancyMaxActiveBlocksPerMultiprocessor for `threads` and
-/// `smem`, times the device's multiprocessor count): the persistent grid of
-/// contract §3.1.
+/// `smem`, times the device's multiprocessor count; for a kernel line with
+/// cluster=2, the clusters of 2 CTAs, cuOccupancyMaxActiveClusters): the
+/// persistent grid of contract §3.1.
 /// Idempotent per context; a bundle may be loaded into several contexts (one
 /// per device). Thread-safe. Module loading is not allowed while a stream is
 /// being captured, so call this before capturing moeGroupedMatmul, moeRoute,
 /// moeUnpermute, moePermute or moeLayer in a graph.
 /// Errors: NO_GPU, UNSUPPORTED (compute capability, or a kernel of which not
-/// one CTA fits on a multiprocessor), CUDA_ERROR, NOT_FOUND (kernel symbol
+/// one CTA, or not one cluster, fits), CUDA_ERROR, NOT_FOUND (kernel symbol
 /// missing from its image), OUT_OF_MEMORY.
 MOE_API moeStatus moeBundleLoad(moeBundle *bundle);
 
@@ -318,7 +319,10 @@ MOE_API moeStatus moeBundleLoad(moeBundle *bundle);
  * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1, or
  * cuLaunchKernel where the driver lacks cuLaunchKernelEx. The environment
  * variable MOE_RUNTIME_PDL=0 turns it off (cuLaunchKernel); it is read at
- * each call, but a captured CUDA graph keeps what was captured. */
+ * each call, but a captured CUDA graph keeps what was captured. A grouped
+ * GEMM kernel with cluster=2 (contract §3.1) goes through cuLaunchKernelEx
+ * with CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = (2, 1, 1) first, with PDL
+ * or not. */
 
 /// Arguments of a grouped matmul, ABI grouped_matmul.v3 or
 /// grouped_matmul_fp8.v1, for the rows r of expert e (offsets[e] <= r <
@@ -412,13 +416,14 @@ typedef struct moeGroupedMatmulArgs {
 /// rows_min exceeds M cannot have an eligible expert and is not launched; every
 /// other kernel is, in file order, on the grid (min(work, resident), 1, 1) of
 /// contract §3.1 (out=f8E4M3FN entries: work counts the [1, 128] groups of
-/// the N/2 output columns instead of column tiles, §3.7), where `resident`
-/// was cached by the load: once loaded, the call makes no driver queries. It
-/// neither synchronises, nor allocates or copies device memory, so once the
-/// bundle is loaded it can be captured in a CUDA graph. The contents of
-/// `offsets` are not read on the host: the kernels clamp them (see the
-/// contract). Besides the checks listed with moeGroupedMatmulArgs: N, K and E
-/// at most 2^31 - 1, E*N*K*2 bytes within int64, N*K*2 below 2^40 (a TMA
+/// the N/2 output columns instead of column tiles, §3.7; a cluster=2
+/// kernel: (2 * min(work, resident clusters), 1, 1), work counting pairs of
+/// them), where `resident` was cached by the load: once loaded, the call makes
+/// no driver queries. It neither synchronises, nor allocates or copies device
+/// memory, so once the bundle is loaded it can be captured in a CUDA graph. The
+/// contents of `offsets` are not read on the host: the kernels clamp them (see
+/// the contract). Besides the checks listed with moeGroupedMatmulArgs: N, K and
+/// E at most 2^31 - 1, E*N*K*2 bytes within int64, N*K*2 below 2^40 (a TMA
 /// stride; grouped_matmul_fp8.v1: E*N*K and N*K, 1-byte elements), E*N*4 or
 /// E*N*2 bytes of bias within int64. A grouped_matmul_fp8.v1 kernel takes the
 /// 17 parameters of grouped_matmul.v3 with 1-byte (UINT8) tensor maps, then the

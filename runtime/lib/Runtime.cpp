@@ -14,7 +14,8 @@
 // when its permute's gather quantizes them and less the intermediate when
 // its gate_up quantizes its output; every launch with programmatic
 // dependent launch, §3.6,
-// unless MOE_RUNTIME_PDL=0). Each launching call validates into a plan, then
+// unless MOE_RUNTIME_PDL=0; grouped matmul kernels with cluster=2 as 2-CTA
+// clusters, §3.1). Each launching call validates into a plan, then
 // launches it: moeLayer validates all of its steps' plans before the first
 // launch.
 //
@@ -39,8 +40,10 @@ namespace {
 /// A kernel record of the bundle as loaded in one context.
 struct LoadedKernel {
   cu::Function function = nullptr;
-  /// CTAs of it the device holds at once (occupancy for its threads and
-  /// smem, times the multiprocessor count): the persistent grid's cap.
+  /// What the device holds of it at once, the persistent grid's cap, in
+  /// its launch units: CTAs (occupancy for its threads and smem, times the
+  /// multiprocessor count), or clusters for a kernel with Kernel::cluster 2
+  /// (cuOccupancyMaxActiveClusters; contract §3.1).
   int64_t resident = 0;
 };
 
@@ -126,6 +129,51 @@ void unloadModules(const Driver *driver, std::vector<cu::Module> &modules) {
       driver->moduleUnload(module);
       module = nullptr;
     }
+}
+
+/// Sets loaded.resident to the clusters of `kernel` (Kernel::cluster CTAs
+/// each) the device holds at once: cuOccupancyMaxActiveClusters for its
+/// block and smem on a grid of one cluster (any whole number of clusters
+/// gives the same answer). 0 is an error, as 0 CTAs per multiprocessor.
+moeStatus residentClusters(const Driver *driver, const char *caller,
+                           const Entry &entry, const Kernel &kernel,
+                           LoadedKernel &loaded, int smCount) {
+  cu::LaunchAttribute attribute;
+  std::memset(&attribute, 0, sizeof(attribute));
+  attribute.id = cu::kLaunchAttributeClusterDimension;
+  attribute.value.clusterDim.x = unsigned(kernel.cluster);
+  attribute.value.clusterDim.y = 1;
+  attribute.value.clusterDim.z = 1;
+  cu::LaunchConfig config;
+  std::memset(&config, 0, sizeof(config));
+  config.gridDimX = unsigned(kernel.cluster);
+  config.gridDimY = 1;
+  config.gridDimZ = 1;
+  config.blockDimX = unsigned(kernel.threads);
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = unsigned(kernel.smem);
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (cu::Result result = driver->occupancyMaxActiveClusters(
+          &clusters, loaded.function, &config))
+    return driverError(driver, caller,
+                       "cuOccupancyMaxActiveClusters('" + kernel.symbol +
+                           "', cluster (" + std::to_string(kernel.cluster) +
+                           ", 1, 1), " + std::to_string(kernel.threads) +
+                           " threads, " + std::to_string(kernel.smem) +
+                           " bytes)",
+                       result);
+  if (clusters < 1)
+    return setError(MOE_STATUS_UNSUPPORTED,
+                    "%s: kernel '%s' (entry '%s') cannot be resident as a "
+                    "cluster of %d CTAs: %d threads, %d bytes of shared "
+                    "memory, %d multiprocessors",
+                    caller, kernel.symbol.c_str(), entry.name.c_str(),
+                    kernel.cluster, kernel.threads, kernel.smem, smCount);
+  loaded.resident = clusters;
+  return MOE_STATUS_SUCCESS;
 }
 
 /// Loads `bundle` into the current context (the primary context of device 0
@@ -310,11 +358,11 @@ moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
     }
   }
   // Residency of every kernel record, once the attribute allows its smem:
-  // one query per (function, threads, smem), as a function shared by
-  // entries may be launched with different smem.
+  // one query per (function, threads, smem, cluster), as a function shared
+  // by entries may be launched with different smem.
   struct Occupancy {
     cu::Function function;
-    int32_t threads, smem;
+    int32_t threads, smem, cluster;
     int64_t resident;
   };
   std::vector<Occupancy> known;
@@ -326,34 +374,57 @@ moeStatus ensureLoaded(moeBundle *bundle, const char *caller,
       auto same =
           std::find_if(known.begin(), known.end(), [&](const Occupancy &o) {
             return o.function == loaded.function &&
-                   o.threads == kernel.threads && o.smem == kernel.smem;
+                   o.threads == kernel.threads && o.smem == kernel.smem &&
+                   o.cluster == kernel.cluster;
           });
       if (same != known.end()) {
         loaded.resident = same->resident;
         continue;
       }
-      int perSM = 0;
-      if (cu::Result result = driver->occupancyMaxActiveBlocksPerMultiprocessor(
-              &perSM, loaded.function, kernel.threads, size_t(kernel.smem))) {
-        unloadModules(driver, state->modules);
-        return driverError(driver, caller,
-                           "cuOccupancyMaxActiveBlocksPerMultiprocessor('" +
-                               kernel.symbol + "', " +
-                               std::to_string(kernel.threads) + " threads, " +
-                               std::to_string(kernel.smem) + " bytes)",
-                           result);
+      if (kernel.cluster > 1 && driver->occupancyMaxActiveClusters) {
+        // Clusters of `cluster` CTAs, for any grid of whole clusters.
+        if (moeStatus status = residentClusters(driver, caller, entry, kernel,
+                                                loaded, smCount)) {
+          unloadModules(driver, state->modules);
+          return status;
+        }
+      } else {
+        int perSM = 0;
+        if (cu::Result result =
+                driver->occupancyMaxActiveBlocksPerMultiprocessor(
+                    &perSM, loaded.function, kernel.threads,
+                    size_t(kernel.smem))) {
+          unloadModules(driver, state->modules);
+          return driverError(driver, caller,
+                             "cuOccupancyMaxActiveBlocksPerMultiprocessor('" +
+                                 kernel.symbol + "', " +
+                                 std::to_string(kernel.threads) + " threads, " +
+                                 std::to_string(kernel.smem) + " bytes)",
+                             result);
+        }
+        if (perSM < 1) {
+          unloadModules(driver, state->modules);
+          return setError(MOE_STATUS_UNSUPPORTED,
+                          "%s: kernel '%s' (entry '%s') cannot be resident: %d "
+                          "threads, %d bytes of shared memory",
+                          caller, kernel.symbol.c_str(), entry.name.c_str(),
+                          kernel.threads, kernel.smem);
+        }
+        // Without cuOccupancyMaxActiveClusters, a cluster kernel's clusters
+        // from its CTAs: floor(ctas_per_sm * sm_count / cluster).
+        loaded.resident = int64_t(perSM) * smCount / kernel.cluster;
+        if (loaded.resident < 1) {
+          unloadModules(driver, state->modules);
+          return setError(MOE_STATUS_UNSUPPORTED,
+                          "%s: kernel '%s' (entry '%s') cannot be resident as "
+                          "a cluster of %d CTAs: %d CTAs per multiprocessor, "
+                          "%d multiprocessors",
+                          caller, kernel.symbol.c_str(), entry.name.c_str(),
+                          kernel.cluster, perSM, smCount);
+        }
       }
-      if (perSM < 1) {
-        unloadModules(driver, state->modules);
-        return setError(MOE_STATUS_UNSUPPORTED,
-                        "%s: kernel '%s' (entry '%s') cannot be resident: %d "
-                        "threads, %d bytes of shared memory",
-                        caller, kernel.symbol.c_str(), entry.name.c_str(),
-                        kernel.threads, kernel.smem);
-      }
-      loaded.resident = int64_t(perSM) * smCount;
-      known.push_back(
-          {loaded.function, kernel.threads, kernel.smem, loaded.resident});
+      known.push_back({loaded.function, kernel.threads, kernel.smem,
+                       kernel.cluster, loaded.resident});
     }
   }
   *out = state.get();
@@ -538,10 +609,13 @@ bool pdlRequested() {
 /// Launches kernel `kernelIndex` of entry `entryIndex` of a loaded bundle on
 /// grid (gridX, 1, 1) with `params`: launch `issued` (from 0) of the `total`
 /// of the call, which an error names when there are several. Every launch of
-/// the runtime goes through here: with `pdl` and a driver that has
-/// cuLaunchKernelEx, through it with the one attribute
-/// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1, else through
-/// cuLaunchKernel (contract §3.6).
+/// the runtime goes through here: with `pdl` or a cluster kernel
+/// (Kernel::cluster 2), and a driver that has cuLaunchKernelEx, through it
+/// with the attributes CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = (cluster, 1,
+/// 1) for a cluster kernel, then
+/// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1 with `pdl`;
+/// else through cuLaunchKernel, a cluster kernel then running as the
+/// clusters its image requires (contract §3.1, §3.6).
 moeStatus launchKernelOf(moeBundle *bundle, ContextState *state,
                          const char *caller, int entryIndex, int kernelIndex,
                          int64_t gridX, void **params, void *stream, bool pdl,
@@ -549,13 +623,25 @@ moeStatus launchKernelOf(moeBundle *bundle, ContextState *state,
   const Entry &entry = bundle->data.entries[entryIndex];
   const Kernel &kernel = entry.kernels[kernelIndex];
   cu::Function function = state->kernels[entryIndex][kernelIndex].function;
-  const bool ex = pdl && state->driver->launchKernelEx;
+  const bool cluster = kernel.cluster > 1;
+  const bool ex = (pdl || cluster) && state->driver->launchKernelEx;
   cu::Result result;
   if (ex) {
-    cu::LaunchAttribute attribute;
-    std::memset(&attribute, 0, sizeof(attribute));
-    attribute.id = cu::kLaunchAttributeProgrammaticStreamSerialization;
-    attribute.value.programmaticStreamSerializationAllowed = 1;
+    cu::LaunchAttribute attributes[2];
+    std::memset(attributes, 0, sizeof(attributes));
+    unsigned count = 0;
+    if (cluster) {
+      cu::LaunchAttribute &attribute = attributes[count++];
+      attribute.id = cu::kLaunchAttributeClusterDimension;
+      attribute.value.clusterDim.x = unsigned(kernel.cluster);
+      attribute.value.clusterDim.y = 1;
+      attribute.value.clusterDim.z = 1;
+    }
+    if (pdl) {
+      cu::LaunchAttribute &attribute = attributes[count++];
+      attribute.id = cu::kLaunchAttributeProgrammaticStreamSerialization;
+      attribute.value.programmaticStreamSerializationAllowed = 1;
+    }
     cu::LaunchConfig config;
     std::memset(&config, 0, sizeof(config));
     config.gridDimX = unsigned(gridX);
@@ -566,8 +652,8 @@ moeStatus launchKernelOf(moeBundle *bundle, ContextState *state,
     config.blockDimZ = 1;
     config.sharedMemBytes = unsigned(kernel.smem);
     config.hStream = static_cast<cu::Stream>(stream);
-    config.attrs = &attribute;
-    config.numAttrs = 1;
+    config.attrs = attributes;
+    config.numAttrs = count;
     result = state->driver->launchKernelEx(&config, function, params, nullptr);
   } else {
     result = state->driver->launchKernel(
@@ -580,14 +666,20 @@ moeStatus launchKernelOf(moeBundle *bundle, ContextState *state,
     if (total > 1)
       std::snprintf(progress, sizeof(progress),
                     "; %d of %d launches already issued", issued, total);
-    char call[700];
+    // A cluster kernel: the attribute, or the size its image requires.
+    char clusterText[64] = "";
+    if (cluster)
+      std::snprintf(clusterText, sizeof(clusterText), ", cluster (%d, 1, 1)%s",
+                    kernel.cluster, ex ? "" : " from the image");
+    char call[760];
     std::snprintf(call, sizeof(call),
                   "%s('%s' of entry '%s', grid (%lld, 1, 1), "
-                  "block (%d, 1, 1), smem %d%s%s)",
+                  "block (%d, 1, 1), smem %d%s%s%s)",
                   ex ? "cuLaunchKernelEx" : "cuLaunchKernel",
                   kernel.symbol.c_str(), entry.name.c_str(), (long long)gridX,
-                  kernel.threads, kernel.smem,
-                  ex ? ", programmatic stream serialization" : "", progress);
+                  kernel.threads, kernel.smem, clusterText,
+                  ex && pdl ? ", programmatic stream serialization" : "",
+                  progress);
     return driverError(state->driver, caller, call, result);
   }
   return MOE_STATUS_SUCCESS;
@@ -1032,8 +1124,11 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
 struct Launch {
   const Kernel *kernel;
   int index;
-  int64_t work;  // work items: tiles of eligible experts x column tiles
-  int64_t gridX; // min(work, resident)
+  // Work items: row tiles of eligible experts x column tiles, or x pairs
+  // of adjacent column tiles for a cluster kernel (one per cluster of 2
+  // CTAs).
+  int64_t work;
+  int64_t gridX; // cluster * min(work, resident): whole clusters
 };
 
 /// A validated grouped matmul: its arguments and the kernels it launches;
@@ -1251,7 +1346,9 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
   // Work items (contract §3.1), all in 64 bits: slots bounds the row tiles of
   // eligible experts, each paired with every column tile; with out=f8E4M3FN
   // with every [1, 128] group of the N/2 output columns, whose column tiles
-  // a work item runs back to back (§3.7).
+  // a work item runs back to back (§3.7). A cluster kernel's work item is a
+  // row tile and `cluster` adjacent column items, one per CTA of the
+  // cluster (an odd count rounds up: the last CTA finds no columns).
   plan.entryIndex = entryIndex;
   plan.args = a;
   plan.expertBytes = expertBytes;
@@ -1267,8 +1364,9 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
       slots = std::min(slots, all);
     // slots < 2^32 and column tiles < 2^31, so this cannot overflow; the
     // grid is capped by residency anyway.
-    const int64_t columnItems =
-        fp8Out ? ceilDiv(a.n / 2, kFp8BlockSize) : ceilDiv(a.n, kernel.tileN);
+    const int64_t columnItems = ceilDiv(fp8Out ? ceilDiv(a.n / 2, kFp8BlockSize)
+                                               : ceilDiv(a.n, kernel.tileN),
+                                        kernel.cluster);
     int64_t work = 0;
     if (__builtin_mul_overflow(slots, columnItems, &work))
       work = INT64_MAX;
@@ -1292,11 +1390,15 @@ moeStatus prepareGroupedMatmul(moeBundle *bundle, ContextState *state,
   const cu::TensorMapDataType dataType = entry.kind == Abi::GroupedMatmulFp8
                                              ? cu::kTensorMapDataTypeUInt8
                                              : cu::kTensorMapDataTypeBFloat16;
-  // One wave of resident CTAs at most: the kernels loop over the work.
+  // One wave of resident CTAs at most: the kernels loop over the work. A
+  // cluster kernel's work items and residency count clusters, its grid
+  // CTAs: CTAs 2c and 2c + 1 form cluster c.
   for (int i = 0; i < plan.numLaunches; ++i) {
     Launch &launch = plan.launches[i];
-    launch.gridX = std::min(
-        launch.work, state->kernels[plan.entryIndex][launch.index].resident);
+    launch.gridX =
+        launch.kernel->cluster *
+        std::min(launch.work,
+                 state->kernels[plan.entryIndex][launch.index].resident);
     if (launch.gridX > INT32_MAX) // a device this large does not exist
       return setError(MOE_STATUS_UNSUPPORTED,
                       "moeGroupedMatmul(%s): grid.x = %lld of kernel '%s' "

@@ -207,6 +207,75 @@ cu::Result fakeOccupancy(int *blocks, cu::Function function, int threads,
   return cu::kSuccess;
 }
 
+/// The attributes of a launch configuration, as recorded.
+std::vector<FakeLaunchAttribute> recordAttributes(const cu::LaunchConfig &c) {
+  std::vector<FakeLaunchAttribute> recorded;
+  for (unsigned i = 0; i < c.numAttrs; ++i) {
+    const cu::LaunchAttribute &attribute = c.attrs[i];
+    FakeLaunchAttribute one;
+    one.id = attribute.id;
+    std::memcpy(&one.value, &attribute.value, sizeof(one.value));
+    std::memcpy(one.dims, &attribute.value, sizeof(one.dims));
+    one.restOfValueZero = one.restOfDimsZero = true;
+    for (size_t b = sizeof(one.value); b < sizeof(attribute.value); ++b)
+      one.restOfValueZero &= attribute.value.pad[b] == 0;
+    for (size_t b = sizeof(one.dims); b < sizeof(attribute.value); ++b)
+      one.restOfDimsZero &= attribute.value.pad[b] == 0;
+    recorded.push_back(one);
+  }
+  return recorded;
+}
+
+/// The cluster dimension among `attributes` (null if none), as the driver
+/// checks it: every size at least 1, the grid whole clusters.
+const FakeLaunchAttribute *
+clusterOf(const std::vector<FakeLaunchAttribute> &attributes) {
+  for (const FakeLaunchAttribute &attribute : attributes)
+    if (attribute.id == cu::kLaunchAttributeClusterDimension)
+      return &attribute;
+  return nullptr;
+}
+
+bool wholeClusters(const FakeLaunchAttribute &cluster, const unsigned *grid) {
+  for (int d = 0; d < 3; ++d)
+    if (cluster.dims[d] < 1 || grid[d] % cluster.dims[d])
+      return false;
+  return true;
+}
+
+cu::Result fakeOccupancyClusters(int *clusters, cu::Function function,
+                                 const cu::LaunchConfig *config) {
+  record("cuOccupancyMaxActiveClusters");
+  if (!config || (config->numAttrs && !config->attrs))
+    return cu::kErrorInvalidValue;
+  auto *fake = reinterpret_cast<FakeFunction *>(function);
+  FakeClusterOccupancy query;
+  query.function = fake->symbol;
+  query.grid[0] = config->gridDimX;
+  query.grid[1] = config->gridDimY;
+  query.grid[2] = config->gridDimZ;
+  query.block[0] = config->blockDimX;
+  query.block[1] = config->blockDimY;
+  query.block[2] = config->blockDimZ;
+  query.smem = config->sharedMemBytes;
+  query.stream = config->hStream;
+  query.attributes = recordAttributes(*config);
+  gpu().clusterOccupancyQueries.push_back(query);
+  if (gpu().clusterOccupancyResult != cu::kSuccess)
+    return gpu().clusterOccupancyResult;
+  const FakeLaunchAttribute *cluster = clusterOf(query.attributes);
+  if (!cluster || !wholeClusters(*cluster, query.grid))
+    return cu::kErrorInvalidValue;
+  auto it = gpu().activeClusters.find(fake->symbol);
+  if (config->sharedMemBytes > unsigned(fake->maxDynamicSmem))
+    *clusters = 0;
+  else if (it != gpu().activeClusters.end())
+    *clusters = it->second;
+  else
+    *clusters = gpu().smCount / 2;
+  return cu::kSuccess;
+}
+
 /// Records `launch`; fails it if it is the configured one.
 cu::Result finishLaunch(const FakeLaunch &launch) {
   int number = int(gpu().launches.size());
@@ -287,16 +356,11 @@ cu::Result fakeLaunchKernelEx(const cu::LaunchConfig *config,
   launch.smem = config->sharedMemBytes;
   launch.stream = config->hStream;
   launch.extraIsNull = extra == nullptr;
-  for (unsigned i = 0; i < config->numAttrs; ++i) {
-    const cu::LaunchAttribute &attribute = config->attrs[i];
-    FakeLaunchAttribute recorded;
-    recorded.id = attribute.id;
-    std::memcpy(&recorded.value, &attribute.value, sizeof(recorded.value));
-    recorded.restOfValueZero = true;
-    for (size_t b = sizeof(recorded.value); b < sizeof(attribute.value); ++b)
-      recorded.restOfValueZero &= attribute.value.pad[b] == 0;
-    launch.attributes.push_back(recorded);
-  }
+  launch.attributes = recordAttributes(*config);
+  // The driver refuses a grid of partial clusters.
+  const FakeLaunchAttribute *cluster = clusterOf(launch.attributes);
+  if (cluster && !wholeClusters(*cluster, launch.grid))
+    return cu::kErrorInvalidValue;
   return recordLaunch(launch, function, params);
 }
 
@@ -340,7 +404,8 @@ cu::Context fakePrimaryContext() {
 }
 cu::Context fakeContextB() { return reinterpret_cast<cu::Context>(&contextB); }
 
-const Driver &fakeDriverTable(bool withLaunchKernelEx) {
+const Driver &fakeDriverTable(bool withLaunchKernelEx,
+                              bool withMaxActiveClusters) {
   static const Driver table = [] {
     Driver d;
     d.init = fakeInit;
@@ -361,19 +426,35 @@ const Driver &fakeDriverTable(bool withLaunchKernelEx) {
     d.occupancyMaxActiveBlocksPerMultiprocessor = fakeOccupancy;
     d.launchKernel = fakeLaunchKernel;
     d.launchKernelEx = fakeLaunchKernelEx;
+    d.occupancyMaxActiveClusters = fakeOccupancyClusters;
     d.tensorMapEncodeTiled = fakeTensorMapEncodeTiled;
     return d;
   }();
-  // A driver older than CUDA 12.0, without cuLaunchKernelEx.
-  static const Driver withoutEx = [] {
-    Driver d = table;
-    d.launchKernelEx = nullptr;
-    return d;
-  }();
-  return withLaunchKernelEx ? table : withoutEx;
+  // Without cuLaunchKernelEx (older than CUDA 12.0), without
+  // cuOccupancyMaxActiveClusters (older than 11.8), or without both.
+  static const Driver without[3] = {[] {
+                                      Driver d = table;
+                                      d.launchKernelEx = nullptr;
+                                      return d;
+                                    }(),
+                                    [] {
+                                      Driver d = table;
+                                      d.occupancyMaxActiveClusters = nullptr;
+                                      return d;
+                                    }(),
+                                    [] {
+                                      Driver d = table;
+                                      d.launchKernelEx = nullptr;
+                                      d.occupancyMaxActiveClusters = nullptr;
+                                      return d;
+                                    }()};
+  if (withLaunchKernelEx && withMaxActiveClusters)
+    return table;
+  return without[withLaunchKernelEx ? 1 : withMaxActiveClusters ? 0 : 2];
 }
 
-FakeGpu &installFakeDriver(bool withLaunchKernelEx) {
+FakeGpu &installFakeDriver(bool withLaunchKernelEx,
+                           bool withMaxActiveClusters) {
   FakeGpu &state = gpu();
   state = FakeGpu();
   state.current = fakeContextA();
@@ -383,7 +464,8 @@ FakeGpu &installFakeDriver(bool withLaunchKernelEx) {
   for (FakeFunction *function : functions)
     delete function;
   functions.clear();
-  setDriverForTesting(&fakeDriverTable(withLaunchKernelEx));
+  setDriverForTesting(
+      &fakeDriverTable(withLaunchKernelEx, withMaxActiveClusters));
   return state;
 }
 
@@ -391,6 +473,18 @@ bool isPdlLaunch(const FakeLaunch &launch) {
   return launch.ex && launch.attributes.size() == 1 &&
          launch.attributes[0].id == 6 && launch.attributes[0].value == 1 &&
          launch.attributes[0].restOfValueZero;
+}
+
+bool isClusterLaunch(const FakeLaunch &launch, bool pdl) {
+  if (!launch.ex || launch.attributes.size() != (pdl ? 2u : 1u))
+    return false;
+  const FakeLaunchAttribute &cluster = launch.attributes[0];
+  if (cluster.id != 4 || cluster.dims[0] != 2 || cluster.dims[1] != 1 ||
+      cluster.dims[2] != 1 || !cluster.restOfDimsZero)
+    return false;
+  return !pdl ||
+         (launch.attributes[1].id == 6 && launch.attributes[1].value == 1 &&
+          launch.attributes[1].restOfValueZero);
 }
 
 std::string callsSince(size_t from) {

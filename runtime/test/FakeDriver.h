@@ -30,11 +30,14 @@ struct FakeEncode {
   int interleave = -1, swizzle = -1, l2Promotion = -1, oobFill = -1;
 };
 
-/// An attribute of a cuLaunchKernelEx launch.
+/// An attribute of a cuLaunchKernelEx launch (or of a
+/// cuOccupancyMaxActiveClusters configuration).
 struct FakeLaunchAttribute {
   int id = -1;
   int value = 0;                // the first 4 bytes of its value union
   bool restOfValueZero = false; // and the other 60 are zero
+  unsigned dims[3] = {};        // the first 12 bytes: clusterDim x, y, z
+  bool restOfDimsZero = false;  // and the other 52 are zero
 };
 
 /// A launch through cuLaunchKernel or cuLaunchKernelEx: the same facts from
@@ -70,6 +73,15 @@ struct FakeOccupancy {
   size_t smem = 0;
 };
 
+/// A cuOccupancyMaxActiveClusters call: its configuration.
+struct FakeClusterOccupancy {
+  std::string function; // symbol
+  unsigned grid[3] = {}, block[3] = {};
+  unsigned smem = 0;
+  void *stream = nullptr;
+  std::vector<FakeLaunchAttribute> attributes;
+};
+
 struct FakeGpu {
   // Configuration.
   cu::Result initResult = cu::kSuccess;
@@ -99,6 +111,12 @@ struct FakeGpu {
   /// FakeLaunch::params and read no tensor maps.
   std::map<std::string, int> wordParams;
   cu::Result occupancyResult = cu::kSuccess;
+  /// cuOccupancyMaxActiveClusters by symbol; symbols not listed get
+  /// smCount / 2 (0 when their smem exceeds what cuFuncSetAttribute
+  /// allowed). The call fails with CUDA_ERROR_INVALID_VALUE when the
+  /// configuration has no cluster dimension or a grid of partial clusters.
+  std::map<std::string, int> activeClusters;
+  cu::Result clusterOccupancyResult = cu::kSuccess;
   bool recordImages = true; // keep the first 16 bytes of each loaded image
 
   // State and records.
@@ -108,6 +126,7 @@ struct FakeGpu {
   int liveModules = 0;
   std::vector<std::pair<std::string, int>> smemAttributes; // symbol, value
   std::vector<FakeOccupancy> occupancyQueries;
+  std::vector<FakeClusterOccupancy> clusterOccupancyQueries;
   std::vector<FakeEncode> encodes;
   std::vector<FakeLaunch> launches;
   int primaryRetains = 0;
@@ -123,12 +142,17 @@ cu::Context fakePrimaryContext();
 cu::Context fakeContextB();
 
 /// The fake table, filled once; without cuLaunchKernelEx (null) when
-/// `withLaunchKernelEx` is false, as a driver older than CUDA 12.0.
-const Driver &fakeDriverTable(bool withLaunchKernelEx = true);
+/// `withLaunchKernelEx` is false, as a driver older than CUDA 12.0, and
+/// without cuOccupancyMaxActiveClusters when `withMaxActiveClusters` is
+/// false (older than CUDA 11.8).
+const Driver &fakeDriverTable(bool withLaunchKernelEx = true,
+                              bool withMaxActiveClusters = true);
 
 /// Resets fakeGpu() to its defaults and injects the fake driver (the one
-/// without cuLaunchKernelEx when `withLaunchKernelEx` is false).
-FakeGpu &installFakeDriver(bool withLaunchKernelEx = true);
+/// without cuLaunchKernelEx when `withLaunchKernelEx` is false, without
+/// cuOccupancyMaxActiveClusters when `withMaxActiveClusters` is false).
+FakeGpu &installFakeDriver(bool withLaunchKernelEx = true,
+                           bool withMaxActiveClusters = true);
 
 /// Names of the calls recorded since index `from`, joined by ' '.
 std::string callsSince(size_t from);
@@ -137,6 +161,12 @@ std::string callsSince(size_t from);
 /// attribute, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (6) = 1,
 /// the rest of its value zero: a launch with programmatic dependent launch.
 bool isPdlLaunch(const FakeLaunch &launch);
+
+/// Whether `launch` went through cuLaunchKernelEx with exactly the
+/// attributes of a 2-CTA cluster kernel: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+/// (4) = (2, 1, 1), the rest of its value zero, then, when `pdl`,
+/// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (6) = 1.
+bool isClusterLaunch(const FakeLaunch &launch, bool pdl);
 
 } // namespace moe_test
 

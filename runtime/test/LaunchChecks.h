@@ -12,6 +12,7 @@
 #include "TestHarness.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,30 @@
   } while (0)
 
 namespace moe_test {
+
+/// Sets MOE_RUNTIME_PDL (unsets it for null) for its lifetime, then puts
+/// back what was there.
+class PdlEnvironment {
+public:
+  explicit PdlEnvironment(const char *value) {
+    if (const char *old = std::getenv("MOE_RUNTIME_PDL")) {
+      hadValue = true;
+      oldValue = old;
+    }
+    set(value);
+  }
+  ~PdlEnvironment() { set(hadValue ? oldValue.c_str() : nullptr); }
+  void set(const char *value) {
+    if (value)
+      setenv("MOE_RUNTIME_PDL", value, 1);
+    else
+      unsetenv("MOE_RUNTIME_PDL");
+  }
+
+private:
+  bool hadValue = false;
+  std::string oldValue;
+};
 
 /// The stream the launch tests pass: any non-null value, recorded as is.
 inline void *testStream() {

@@ -30,30 +30,6 @@ constexpr uint64_t kA = 0x7f0000410000, kB = 0x7f0000420000,
                    kG = 0x7f0000470000, kH = 0x7f0000480000,
                    kWorkspace = 0x7f0001000000;
 
-/// Sets MOE_RUNTIME_PDL (unsets it for null) for its lifetime, then puts
-/// back what was there.
-class PdlEnvironment {
-public:
-  explicit PdlEnvironment(const char *value) {
-    if (const char *old = std::getenv("MOE_RUNTIME_PDL")) {
-      hadValue = true;
-      oldValue = old;
-    }
-    set(value);
-  }
-  ~PdlEnvironment() { set(hadValue ? oldValue.c_str() : nullptr); }
-  void set(const char *value) {
-    if (value)
-      setenv("MOE_RUNTIME_PDL", value, 1);
-    else
-      unsetenv("MOE_RUNTIME_PDL");
-  }
-
-private:
-  bool hadValue = false;
-  std::string oldValue;
-};
-
 /// One launching call of a bundle, and how the fake must know its kernels.
 struct Call {
   const char *name;

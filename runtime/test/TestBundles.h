@@ -474,6 +474,74 @@ inline std::string fp8Bundle() {
          one("fswiglu", kFp8SwiGLU) + "end\n";
 }
 
+/// Symbols of the cluster bundle: grouped matmul kernels compiled with a
+/// required cluster size of (2, 1, 1).
+inline constexpr const char *kCluster128 =
+    "grouped_matmul_bf16_128x256x64_s4_cluster2_off32";
+inline constexpr const char *kClusterFp8Out =
+    "grouped_matmul_fp8block_64x128x128_s4_swiglu_e4m3_cluster2_off32";
+
+/// `line` (a kernel line) with the optional key `cluster=N` last, where the
+/// compiler writes it.
+inline std::string withCluster(std::string line, int cluster) {
+  line.insert(line.size() - 1, " cluster=" + std::to_string(cluster));
+  return line;
+}
+
+/// Kernels with the optional `cluster` key (contract §2, §3.1, added within
+/// version 6), in the key order the compiler writes (line numbers on the
+/// right):
+///   cgemm:  grouped_matmul.v3 store, E=8, N dynamic, K=4096, i32 offsets: a
+///           swap-AB kernel without the key (rows 1..16, 16x64, 81920
+///           bytes; 5) and kCluster128 with cluster=2 (rows 17 and up,
+///           128x256, 200000 bytes: 1 CTA per SM; 6);          (4-6)
+///   cfp8:   grouped_matmul_fp8.v1 fp8_block swiglu out=f8E4M3FN, E=8, N
+///           dynamic, K=512: kClusterFp8Out with cluster=2 (all rows,
+///           64x128x128, 98304 bytes; 8);                      (7-8)
+///   cone:   as cgemm, one kernel (kNormal32, all rows, 64x256) with an
+///           explicit cluster=1;                               (9-10)
+///   cshare: as cgemm, kCluster128 with cluster=2 for all rows: the same
+///           function, threads and smem as cgemm's;            (11-12)
+///   router: route.v1 (E=8 k=2, f32 logits, no bias), its kernel with
+///           cluster=1.                                        (13-14)
+/// Every kernel has 128 threads.
+inline std::string clusterBundle() {
+  auto gemmEntry = [](const std::string &name) {
+    return "entry " + name +
+           " op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store "
+           "activation=none bias=none experts=8 n=-1 k=4096 "
+           "max_rows=2147483647 offsets=i32\n";
+  };
+  return "MOEBUNDLE 6\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('K')) + gemmEntry("cgemm") +
+         kernelLine("cgemm", kSwapAB32, "moe_kernels", 1, 16, 16, 64, 81920,
+                    1) +
+         withCluster(kernelLine("cgemm", kCluster128, "moe_kernels", 17,
+                                2147483647, 128, 256, 200000, 0),
+                     2) +
+         "entry cfp8 op=moe.expert_mlp abi=grouped_matmul_fp8.v1 "
+         "format=fp8_block out=f8E4M3FN epilogue=swiglu activation=silu "
+         "bias=none experts=8 n=-1 k=512 max_rows=2147483647 offsets=i32\n" +
+         withCluster(fp8KernelLine("cfp8", kClusterFp8Out, 1, 2147483647, 128,
+                                   64, 128, 98304, 0),
+                     2) +
+         gemmEntry("cone") +
+         withCluster(kernelLine("cone", kNormal32, "moe_kernels", 1, 2147483647,
+                                64, 256, 163840, 0),
+                     1) +
+         gemmEntry("cshare") +
+         withCluster(kernelLine("cshare", kCluster128, "moe_kernels", 1,
+                                2147483647, 128, 256, 200000, 0),
+                     2) +
+         "entry router op=moe.route abi=route.v1 max_rows=2147483647 "
+         "experts=8 top_k=2 logits=f32 bias=0\n" +
+         withCluster(
+             simpleKernelLine("router", kRouteSoftmax, "moe_kernels", 128, 0),
+             1) +
+         "end\n";
+}
+
 /// Symbols of the quantize bundle.
 inline constexpr const char *kQuantMx = "moe_quantize_bf16_e4m3_e8m0_1x32";
 inline constexpr const char *kQuantAct = "moe_quantize_f32_e5m2_f32_1x128";
