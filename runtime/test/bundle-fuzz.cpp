@@ -26,6 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bundle.h"
 #include "FakeDriver.h"
 #include "moe_runtime.h"
 
@@ -649,7 +650,8 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   }
 }
 
-void exercise(moeBundle *bundle, uint64_t hash) {
+void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
+              uint64_t hash) {
   moeBundleInfo info;
   require(moeBundleGetInfo(bundle, &info) == MOE_STATUS_SUCCESS);
   require(info.version == MOE_BUNDLE_VERSION && std::strlen(info.chip) > 3);
@@ -800,11 +802,19 @@ void exercise(moeBundle *bundle, uint64_t hash) {
     // Some kernel covers every count, so at least one launch. The grid is
     // (min(work, resident), 1, 1), in file order, skipping the kernels
     // whose rows_min exceeds M; the fake holds 1 CTA per multiprocessor of
-    // a kernel with more than 114 KiB of shared memory, else 4.
+    // a kernel with more than 114 KiB of shared memory, else 4. A cluster
+    // kernel (its `cluster`, which the C API does not report, from the
+    // reader's data): (2 * min(work, resident clusters), 1, 1), with work
+    // items of two adjacent column items and the fake's sm_count / 2
+    // resident clusters, launched with the cluster dimension (2, 1, 1).
     require(fakeGpu().launches.size() > launchesBefore);
     size_t next = launchesBefore;
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       const moeKernelInfo &kernel = kernels[k];
+      const moe::runtime::Kernel &record = parsed.entries[e].kernels[k];
+      require(record.symbol == kernel.symbol);
+      require(record.cluster == 1 || (record.cluster == 2 && !kernel.swap_ab));
+      const int cluster = record.cluster;
       using Wide = __int128;
       auto ceilDiv = [](Wide a, Wide b) { return (a + b - 1) / b; };
       Wide eligible = args.m / kernel.rows_min;
@@ -818,14 +828,22 @@ void exercise(moeBundle *bundle, uint64_t hash) {
         slots = all;
       // out=f8E4M3FN: an item per [1, 128] group of the N/2 output columns
       // (contract §3.7), not per column tile.
-      Wide work = slots * (fp8Out ? Wide(args.n / 256)
-                                  : ceilDiv(args.n, kernel.tile_n));
-      Wide resident =
-          (kernel.smem > (114 << 10) ? 1 : 4) * Wide(fakeGpu().smCount);
+      Wide work = slots * ceilDiv(fp8Out ? Wide(args.n / 256)
+                                         : ceilDiv(args.n, kernel.tile_n),
+                                  cluster);
+      Wide resident = cluster == 1 ? (kernel.smem > (114 << 10) ? 1 : 4) *
+                                         Wide(fakeGpu().smCount)
+                                   : Wide(fakeGpu().smCount / 2);
       require(next < fakeGpu().launches.size());
       const FakeLaunch &launch = fakeGpu().launches[next++];
       require(launch.function == kernel.symbol);
-      require(Wide(launch.grid[0]) == (work < resident ? work : resident));
+      require(Wide(launch.grid[0]) ==
+              cluster * (work < resident ? work : resident));
+      require(cluster == 1 ||
+              (!launch.attributes.empty() && launch.attributes[0].id == 4 &&
+               launch.attributes[0].dims[0] == 2 &&
+               launch.attributes[0].dims[1] == 1 &&
+               launch.attributes[0].dims[2] == 1));
       require(launch.grid[1] == 1 && launch.grid[2] == 1);
       require(launch.block[0] == unsigned(kernel.threads));
       require(launch.ints[0] == int32_t(args.k));
@@ -902,8 +920,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   moeStatus status = moeBundleOpenMemory(data, size, &bundle);
   require((status == MOE_STATUS_SUCCESS) == (bundle != nullptr));
   require(status == MOE_STATUS_SUCCESS || *moeLastErrorMessage() != '\0');
-  if (bundle)
-    exercise(bundle, hashOf(data, size));
+  if (bundle) {
+    // The reader's own data, for what the C API does not report.
+    moe::runtime::BundleData parsed;
+    std::string error;
+    require(moe::runtime::parseBundle(data, size, parsed, error) ==
+            MOE_STATUS_SUCCESS);
+    exercise(bundle, parsed, hashOf(data, size));
+  }
   moeBundleClose(bundle);
   return 0;
 }
