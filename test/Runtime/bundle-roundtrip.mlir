@@ -11,6 +11,12 @@
 // RUN: not moe-bundle-info %t.cut.moebundle 2>&1 | FileCheck %s --check-prefix=CUT
 // RUN: sed -e 's/^MOEBUNDLE 6$/MOEBUNDLE 7/' %t.moebundle > %t.v7.moebundle
 // RUN: not moe-bundle-info %t.v7.moebundle 2>&1 | FileCheck %s --check-prefix=VERSION
+// A kernel record with `cluster = 2` (a kernel compiled for 2-CTA clusters):
+// the runtime reads the line moe-translate writes for it.
+// RUN: sed -e 's/name = "grouped_matmul_bf16_64x256x64_s4_off32"/cluster = 2, &/' %t.mlir > %t.cluster.mlir
+// RUN: moe-translate --moe-to-bundle %t.cluster.mlir -o %t.cluster.moebundle
+// RUN: grep -ac " swap_ab=0 cluster=2$" %t.cluster.moebundle | FileCheck %s --check-prefix=ONE
+// RUN: moe-bundle-info %t.cluster.moebundle | FileCheck %s
 
 // CHECK: bundle version=6 chip=sm_90a images=1 entries=8
 // CHECK-NEXT: entry prefill op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32 bias=none activation=none
@@ -27,6 +33,7 @@
 
 // CUT: moe-bundle-info: error: {{.*}}bundle line 3: image 'moe_kernels': its {{[0-9]+}} bytes and '\n' do not fit
 // VERSION: moe-bundle-info: error: {{.*}}bundle line 1: {{.*}}version 7
+// ONE: {{^1$}}
 func.func @prefill(%rows: tensor<?x512xbf16>, %w: tensor<8x1024x512xbf16>, %off: tensor<9xi32>) -> tensor<?x1024xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x512xbf16>, tensor<8x1024x512xbf16>, tensor<9xi32>) -> tensor<?x1024xbf16>

@@ -10,6 +10,22 @@
 // RUN: not moe-translate --moe-to-bundle %t.isa.mlir 2>&1 | FileCheck %s --check-prefix=ISA
 // RUN: sed -e 's/version = 6 : i64/version = 7 : i64/' %t.mlir > %t.v7.mlir
 // RUN: not moe-translate --moe-to-bundle %t.v7.mlir 2>&1 | FileCheck %s --check-prefix=VERSION
+// A kernel record's optional `cluster` (a kernel compiled for 2-CTA
+// clusters) ends its kernel line; without it the line has none, so bundles
+// without cluster kernels are unchanged.
+// RUN: %python %testlib/show_bundle.py %t.moebundle | FileCheck %s --check-prefix=NO-CLUSTER
+// RUN: sed -e 's/name = "grouped_matmul_bf16_64x256x64_s4_off32"/cluster = 2, &/' -e 's/name = "grouped_matmul_bf16_128x256x64_s4_off32"/cluster = 1 : i32, &/' %t.mlir > %t.cluster.mlir
+// RUN: moe-translate --moe-to-bundle %t.cluster.mlir -o %t.cluster.moebundle
+// RUN: %python %testlib/show_bundle.py %t.cluster.moebundle | FileCheck %s --check-prefix=CLUSTER
+// Only the integers 1 and 2, 2 only on a normal-form grouped matmul kernel.
+// RUN: sed -e 's/name = "grouped_matmul_bf16_64x256x64_s4_off32"/cluster = 3, &/' %t.mlir > %t.cluster3.mlir
+// RUN: not moe-translate --moe-to-bundle %t.cluster3.mlir 2>&1 | FileCheck %s --check-prefix=CLUSTER3
+// RUN: sed -e 's/name = "grouped_matmul_bf16_64x256x64_s4_off32"/cluster = "2", &/' %t.mlir > %t.cluster-text.mlir
+// RUN: not moe-translate --moe-to-bundle %t.cluster-text.mlir 2>&1 | FileCheck %s --check-prefix=CLUSTER-TEXT
+// RUN: sed -e 's/name = "grouped_matmul_bf16_16x64x64_s4_swapab_off32"/cluster = 2, &/' %t.mlir > %t.cluster-swap.mlir
+// RUN: not moe-translate --moe-to-bundle %t.cluster-swap.mlir 2>&1 | FileCheck %s --check-prefix=CLUSTER-SWAP
+// RUN: sed -e 's/name = "moe_route_softmax_topk_e64_k6_bf16"/cluster = 1, &/' %t.mlir > %t.cluster-route.mlir
+// RUN: not moe-translate --moe-to-bundle %t.cluster-route.mlir 2>&1 | FileCheck %s --check-prefix=CLUSTER-ROUTE
 
 // CHECK: MOEBUNDLE 6
 // CHECK-NEXT: chip sm_90a
@@ -46,6 +62,18 @@
 // NO-MANIFEST: error: moe-to-bundle: the module has no moe.manifest; run --moe-gpu-pipeline first
 // ISA: error: moe-to-bundle: the object is not a cubin; compile with --moe-gpu-pipeline="format=bin"
 // VERSION: error: moe-to-bundle: manifest version 7 : i64 is not 6
+
+// NO-CLUSTER-NOT: cluster=
+// CLUSTER: entry gate_up op=moe.grouped_matmul
+// CLUSTER-NEXT: kernel gate_up grouped_matmul_bf16_16x64x64_s4_swapab_off32 {{.*}} swap_ab=1{{$}}
+// CLUSTER-NEXT: kernel gate_up grouped_matmul_bf16_64x256x64_s4_off32 image=moe_kernels rows_min=17 rows_max=64 threads=128 smem=172032 tile_m=64 tile_n=256 tile_k=64 stages=4 swap_ab=0 cluster=2{{$}}
+// CLUSTER-NEXT: kernel gate_up grouped_matmul_bf16_128x256x64_s4_off32 {{.*}} swap_ab=0 cluster=1{{$}}
+// CLUSTER-NEXT: entry decode
+// CLUSTER-NOT: cluster=
+// CLUSTER3: error: moe-to-bundle: kernel grouped_matmul_bf16_64x256x64_s4_off32 has cluster 3 : i64, not the integer 1 or 2
+// CLUSTER-TEXT: error: moe-to-bundle: kernel grouped_matmul_bf16_64x256x64_s4_off32 has cluster "2", not the integer 1 or 2
+// CLUSTER-SWAP: error: moe-to-bundle: kernel grouped_matmul_bf16_16x64x64_s4_swapab_off32 has cluster 2 and swap_ab: only the normal form runs as a cluster of 2 CTAs
+// CLUSTER-ROUTE: error: moe-to-bundle: kernel moe_route_softmax_topk_e64_k6_bf16 has a 'cluster', but only grouped matmul kernels run as thread-block clusters
 func.func @gate_up(%rows: tensor<?x512xbf16>, %w: tensor<8x1024x512xbf16>, %off: tensor<9xi32>) -> tensor<?x1024xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x512xbf16>, tensor<8x1024x512xbf16>, tensor<9xi32>) -> tensor<?x1024xbf16>

@@ -57,6 +57,33 @@ struct ManifestReader {
 };
 } // namespace
 
+/// The ` cluster=N` that ends the kernel line of a record with the optional
+/// key `cluster` (contract §1, §2: the CTAs of the thread-block clusters a
+/// grouped matmul kernel was compiled for), or "" without it, so that
+/// bundles without cluster kernels stay byte-identical. N is the integer 1
+/// or 2, and 2 only for a normal-form (not swap-AB) grouped matmul kernel.
+static FailureOr<std::string> clusterKey(Location loc, StringRef name,
+                                         DictionaryAttr kernel, bool gemm,
+                                         bool swapAB) {
+  Attribute attr = kernel.get("cluster");
+  if (!attr)
+    return std::string();
+  if (!gemm)
+    return emitError(loc) << "moe-to-bundle: kernel " << name
+                          << " has a 'cluster', but only grouped matmul "
+                             "kernels run as thread-block clusters";
+  auto value = dyn_cast<IntegerAttr>(attr);
+  if (!value || !value.getType().isSignlessInteger() ||
+      (value.getInt() != 1 && value.getInt() != 2))
+    return emitError(loc) << "moe-to-bundle: kernel " << name << " has cluster "
+                          << attr << ", not the integer 1 or 2";
+  if (value.getInt() == 2 && swapAB)
+    return emitError(loc) << "moe-to-bundle: kernel " << name
+                          << " has cluster 2 and swap_ab: only the normal "
+                             "form runs as a cluster of 2 CTAs";
+  return " cluster=" + std::to_string(value.getInt());
+}
+
 /// Writes the `kernel` line of one manifest kernel of `entry`.
 static LogicalResult writeKernel(Location loc, StringRef entry,
                                  DictionaryAttr kernel, bool gemm,
@@ -74,6 +101,8 @@ static LogicalResult writeKernel(Location loc, StringRef entry,
       return emitError(loc)
              << "moe-to-bundle: kernel " << *name << " is in gpu.binary @"
              << *image << ", which the module does not have";
+    if (failed(clusterKey(loc, *name, kernel, /*gemm=*/false, false)))
+      return failure();
     os << "kernel " << entry << " " << *name << " image=" << *image
        << " threads=" << *threads << " smem=" << *smem << "\n";
     return success();
@@ -95,11 +124,15 @@ static LogicalResult writeKernel(Location loc, StringRef entry,
     return emitError(loc) << "moe-to-bundle: kernel " << *name
                           << " is in gpu.binary @" << *image
                           << ", which the module does not have";
+  FailureOr<std::string> cluster =
+      clusterKey(loc, *name, kernel, /*gemm=*/true, swapAB.getValue());
+  if (failed(cluster))
+    return failure();
   os << "kernel " << entry << " " << *name << " image=" << *image
      << " rows_min=" << *rowsMin << " rows_max=" << *rowsMax
      << " threads=" << *threads << " smem=" << *smem << " tile_m=" << tile[0]
      << " tile_n=" << tile[1] << " tile_k=" << tile[2] << " stages=" << tile[3]
-     << " swap_ab=" << (swapAB.getValue() ? 1 : 0) << "\n";
+     << " swap_ab=" << (swapAB.getValue() ? 1 : 0) << *cluster << "\n";
   return success();
 }
 
