@@ -20,8 +20,8 @@
 // MANIFEST-SAME: {cluster = 2 : i64, {{.*}}name = "grouped_matmul_bf16_128x256x64_s4_c2_off64", {{.*}}rows_min = 65 : i64, {{.*}}threads = 256
 
 // The kernel declares its cluster; the even CTA multicasts each stage's row
-// tile into both, and stages are freed by a cluster barrier (K loop, after
-// it, at start-up and before leaving).
+// tile into both, and stages are freed by a cluster barrier (in the K loop
+// with a relaxed arrival, after it, at start-up and before leaving).
 // PTX: .visible .entry grouped_matmul_bf16_128x256x64_s4_c2_off64(
 // PTX: .explicitcluster
 // PTX: .reqnctapercluster 2, 1, 1
@@ -31,6 +31,8 @@
 // PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
 // PTX: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [
 // PTX: wgmma.mma_async
+// PTX: barrier.cluster.arrive.relaxed.aligned;
+// PTX-NEXT: barrier.cluster.wait.aligned;
 // PTX: barrier.cluster.arrive.aligned;
 // PTX-NEXT: barrier.cluster.wait.aligned;
 // PTX-NOT: .entry

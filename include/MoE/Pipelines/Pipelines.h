@@ -62,7 +62,7 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       *this, "cluster",
       llvm::cl::desc("CTAs per cluster of the prefill GEMM forms: 1, or 2 "
                      "to share each row tile between two CTAs (TMA "
-                     "multicast)"),
+                     "multicast; measured neutral, so off by default)"),
       llvm::cl::init(1)};
   Option<bool> mxfp8Widen{
       *this, "mxfp8-widen",
