@@ -51,6 +51,8 @@ bundle normal-64-128-split "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-ro
 # The normal forms as 2-CTA clusters sharing each row tile (TMA multicast).
 bundle cluster2 "$out/shapes.mlir" --moe-gpu-pipeline="cluster=2"
 bundle normal-64-128-cluster2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
+# The 128-row bf16 forms with a producer warpgroup too (warp-specialized).
+bundle ws "$out/shapes.mlir" --moe-gpu-pipeline="warp-specialize=all"
 # Every expert through one swap-AB kernel, whatever its rows.
 for tm in 8 16 32 64; do
   bundle "swap-only-$tm" "$out/shapes.mlir" \
@@ -90,6 +92,7 @@ bundle mlp-swap-only "$out/mlp.mlir" \
   --moe-extract-device-code --moe-gpu-device-pipeline
 bundle mlp-normal-64x256 "$out/mlp.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64"
 bundle mlp-cluster2 "$out/mlp.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
+bundle mlp-ws "$out/mlp.mlir" --moe-gpu-pipeline="warp-specialize=all"
 
 printf 'mixtral_mlp 8 4096 14336 i32 scale\nqwen3_mlp 128 2048 768 i32 scale\ndeepseek_mlp 256 7168 2048 i32 scale\n' > "$out/bench-mlp.txt"
 mlp_module_of "$out/bench-mlp.txt" fused > "$out/bench-mlp.mlir"
@@ -122,6 +125,8 @@ bundle fp8-swap8-split "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=8"
 bundle fp8-normal-64-128-split "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0"
 bundle fp8-normal-64 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64"
 bundle fp8-cluster2 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
+# The 128-row forms without their producer warpgroup (the default has one).
+bundle fp8-single "$out/fp8.mlir" --moe-gpu-pipeline="warp-specialize=none"
 for tm in 8 64; do
   bundle "fp8-swap-only-$tm" "$out/fp8.mlir" \
     --convert-moe-to-nvgpu="swap-ab=1 tile-m=$tm tile-n=64 stages=4" \
@@ -182,6 +187,7 @@ bundle routing "$root/test/device/routing_shapes.mlir" --moe-gpu-pipeline
 bundle layer "$root/test/device/layer_models.mlir" --moe-gpu-pipeline
 # The same with the prefill GEMM forms as 2-CTA clusters (bench/ab_layer.py).
 bundle layer-cluster2 "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="cluster=2"
+bundle layer-ws "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="warp-specialize=all"
 # The same layers in block FP8 (test/device/fp8_layer.py), but GPT-OSS
 # (H = 2880: no whole [1, 128] groups): prepack entries and layer_fp8.v1.
 awk '/^func.func @gpt_oss_120b/ { skip = 1 } !skip { print } skip && /^}/ { skip = 0 }' \
@@ -198,6 +204,8 @@ bundle fp8layer-separate "$out/fp8_layer_models.mlir" \
   --moe-gpu-pipeline="fp8-gather-quantize=0"
 bundle fp8layer-cluster2 "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="cluster=2"
+bundle fp8layer-single "$out/fp8_layer_models.mlir" \
+  --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="warp-specialize=none"
 # All five layers in MXFP8 (test/device/mxfp8_layer.py; GPT-OSS's 2880 is
 # a multiple of 32): layer_fp8.v1 with quantize and intermediate parts.
 bundle mxlayer "$root/test/device/layer_models.mlir" \

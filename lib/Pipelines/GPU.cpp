@@ -72,6 +72,7 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   kernels.fp8EpilogueQuantize = options.fp8EpilogueQuantize;
   kernels.mxfp8Widen = options.mxfp8Widen;
   kernels.cluster = options.cluster;
+  kernels.warpSpecialize = options.warpSpecialize;
   pm.addPass(createConvertMoEToNVGPU(kernels));
   pm.addPass(createMoEExtractDeviceCode());
   GPUDevicePipelineOptions device;

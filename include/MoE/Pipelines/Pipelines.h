@@ -64,6 +64,11 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
                      "to share each row tile between two CTAs (TMA "
                      "multicast; measured neutral, so off by default)"),
       llvm::cl::init(1)};
+  Option<std::string> warpSpecialize{
+      *this, "warp-specialize",
+      llvm::cl::desc("Which 128-row GEMM forms get a producer warpgroup for "
+                     "the TMA loads: auto (block FP8), all (bf16 too), none"),
+      llvm::cl::init("auto")};
   Option<bool> mxfp8Widen{
       *this, "mxfp8-widen",
       llvm::cl::desc("MXFP8 GEMMs of more rows than the swap-AB forms take "

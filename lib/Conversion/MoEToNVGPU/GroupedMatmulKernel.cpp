@@ -72,6 +72,8 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
     suffix += "_e4m3out";
   if (clusterSize() > 1)
     suffix += "_c" + std::to_string(clusterSize());
+  if (specialized())
+    suffix += "_ws";
   return llvm::formatv("grouped_matmul_{7}_{0}x{1}x{2}_s{3}{4}{5}_off{6}",
                        tileM, tileN, tileK, stages, swapAB ? "_swapab" : "",
                        suffix, offsetType.getIntOrFloatBitWidth(),
@@ -136,6 +138,12 @@ Fragment fragmentOf(ImplicitLocOpBuilder &b, Value tid) {
           m.mul(arith::RemUIOp::create(b, lane, m.c(4)), m.c(2))};
 }
 
+/// Registers per thread of a warp-specialized kernel's producer and
+/// consumer warpgroups after setmaxnreg (2 x 128 x 224 + 128 x 56 fit the
+/// SM's 64 Ki).
+constexpr int32_t kProducerRegisters = 56;
+constexpr int32_t kConsumerRegisters = 224;
+
 /// Token tiles per group of the L2-friendly launch order.
 constexpr int64_t kSlotGroup = 8;
 
@@ -185,7 +193,10 @@ struct KernelTypes {
     };
     rowsMap = tensorMap(rowsTile);
     weightsMap = tensorMap(weightsLoadTile);
-    barriers = nvgpu::MBarrierGroupType::get(ctx, smem, t.stages);
+    // Warp-specialized: the stages' "full" mbarriers, then their "empty"
+    // ones.
+    barriers = nvgpu::MBarrierGroupType::get(
+        ctx, smem, t.stages * (t.specialized() ? 2 : 1));
     accumulator = nvgpu::WarpgroupAccumulatorType::get(
         ctx, VectorType::get({64, accColumns}, f32));
     products = LLVM::LLVMStructType::getLiteral(
@@ -566,7 +577,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                 MemRefType::get({kCachedEnds}, i32, MemRefLayoutAttrInterface(),
                                 ty.smem)});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  int64_t threads = 128 * t.warpgroups();
+  int64_t threads = t.threads();
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
   int64_t cluster = t.clusterSize();
   if (cluster > 1)
@@ -645,6 +656,10 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     IndexMath n{nb};
     for (int64_t s = 0; s < t.stages; ++s)
       nvgpu::MBarrierInitOp::create(nb, barriers, n.c(1), n.c(s), Value());
+    // Every consumer thread arrives on an empty mbarrier.
+    for (int64_t s = 0; s < t.stages && t.specialized(); ++s)
+      nvgpu::MBarrierInitOp::create(nb, barriers, n.c(128 * t.warpgroups()),
+                                    n.c(t.stages + s), Value());
     NVVM::FenceMbarrierInitOp::create(nb);
     nvgpu::TmaPrefetchOp::create(nb, rowsMap, Value());
     nvgpu::TmaPrefetchOp::create(nb, weightsMap, Value());
@@ -766,6 +781,13 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     nvgpu::MBarrierTryWaitParityOp::create(nb, barriers, parity, n.c(10000000),
                                            stageOf(nb, step));
   };
+  // Warp-specialized: this consumer thread is done with pipeline step
+  // `step`'s stage (its wgmma retired).
+  auto releaseStage = [&](ImplicitLocOpBuilder &nb, Value step) {
+    IndexMath n{nb};
+    nvgpu::MBarrierArriveOp::create(nb, barriers,
+                                    n.add(stageOf(nb, step), n.c(t.stages)));
+  };
   // Columns [kk, kk + width) of the first `rows` rows of a K-major tile: a
   // wgmma operand.
   auto kSlice = [](ImplicitLocOpBuilder &nb, Value tile, int64_t rows,
@@ -793,8 +815,68 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
 
   Value firstWork = arith::DivUIOp::create(
       b, gpu::BlockIdOp::create(b, gpu::Dimension::x), m.c(cluster));
+  // Warp-specialized: the last warpgroup loads every step of the CTA's
+  // items (pipeline step p into stage p % stages once its previous contents
+  // were released), the others consume them below.
+  bool specialized = t.specialized();
+  Operation *roles = nullptr;
+  if (specialized) {
+    Value isProducer = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                             warpgroup, m.c(t.warpgroups()));
+    auto ifOp = scf::IfOp::create(b, TypeRange{}, isProducer,
+                                  /*withElseRegion=*/true);
+    roles = ifOp;
+    ImplicitLocOpBuilder pb =
+        ImplicitLocOpBuilder::atBlockTerminator(b.getLoc(), ifOp.thenBlock());
+    IndexMath p{pb};
+    NVVM::SetMaxRegisterOp::create(pb, kProducerRegisters,
+                                   NVVM::SetMaxRegisterAction::decrease);
+    Value issuer = arith::CmpIOp::create(pb, arith::CmpIPredicate::eq, tid,
+                                         p.c(128 * t.warpgroups()));
+    SmallVector<Type> carried(2, pb.getIndexType());
+    auto items =
+        scf::WhileOp::create(pb, carried, ValueRange{firstWork, p.c(0)});
+    Location l = pb.getLoc();
+    Block *cond = pb.createBlock(&items.getBefore(), {}, carried, {l, l});
+    scf::ConditionOp::create(pb, p.lt(cond->getArgument(0), numWork),
+                             cond->getArguments());
+    Block *body = pb.createBlock(&items.getAfter(), {}, carried, {l, l});
+    Value work = body->getArgument(0);
+    // All its threads look the item up: the scan past the tile table needs
+    // whole warps.
+    WorkItem w = describe(pb, work);
+    auto steps = scf::ForOp::create(
+        pb, p.c(0), numSteps, p.c(1), ValueRange{body->getArgument(1)},
+        [&](OpBuilder &nested, Location nl, Value itemStep, ValueRange iter) {
+          ImplicitLocOpBuilder sb(nl, nested);
+          IndexMath n{sb};
+          Value step = iter[0];
+          Value stage = stageOf(sb, step);
+          Value use = arith::DivUIOp::create(sb, step, n.c(t.stages));
+          ifThen(sb, n.lt(n.c(0), use), [&](ImplicitLocOpBuilder &wb) {
+            IndexMath v{wb};
+            Value parity = arith::IndexCastOp::create(
+                wb, wb.getI1Type(),
+                arith::RemUIOp::create(wb, v.sub(use, v.c(1)), v.c(2)));
+            nvgpu::MBarrierTryWaitParityOp::create(wb, barriers, parity,
+                                                   v.c(10000000),
+                                                   v.add(stage, v.c(t.stages)));
+          });
+          ifThen(sb, issuer, [&](ImplicitLocOpBuilder &ib) {
+            issueLoad(ib, w, stage, itemStep);
+          });
+          scf::YieldOp::create(sb, ValueRange{n.add(step, n.c(1))});
+        });
+    pb.setInsertionPointToEnd(body);
+    scf::YieldOp::create(pb,
+                         ValueRange{p.add(work, numCTAs), steps.getResult(0)});
+    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    NVVM::SetMaxRegisterOp::create(b, kConsumerRegisters,
+                                   NVVM::SetMaxRegisterAction::increase);
+  }
   WorkItem first = describe(b, firstWork);
-  issuePrologue(b, first, m.c(0), m.lt(firstWork, numWork));
+  if (!specialized)
+    issuePrologue(b, first, m.c(0), m.lt(firstWork, numWork));
 
   Type indexType = b.getIndexType();
   SmallVector<Type> carried(6, indexType);
@@ -1188,11 +1270,21 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
               part = mmaAt(kk, part, groupsPerStep);
             acc = t.fp8() ? promote(nb, acc, part, kStep, colBase) : part;
           }
-          // The previous step's stage is free once every warp has seen its
-          // wgmma retire (in both CTAs of a cluster: the rows' multicast
-          // refills both); refill it while this step's wgmma run. The
-          // cluster arrival is relaxed: a release would also wait for this
-          // step's wgmma (1.3-1.7x slower kernels).
+          // The previous step's stage is free once this thread has seen
+          // its wgmma retire. Warp-specialized, the thread releases it to
+          // the producer.
+          if (specialized) {
+            ifThen(nb, n.lt(n.c(0), itemStep), [&](ImplicitLocOpBuilder &rb) {
+              IndexMath r{rb};
+              releaseStage(rb, r.add(stepBase, r.sub(itemStep, r.c(1))));
+            });
+            scf::YieldOp::create(nb, acc);
+            return;
+          }
+          // Else it is free once every warp has (in both CTAs of a cluster:
+          // the rows' multicast refills both); refill it while this step's
+          // wgmma run. The cluster arrival is relaxed: a release would also
+          // wait for this step's wgmma (1.3-1.7x slower kernels).
           if (cluster > 1) {
             NVVM::ClusterArriveRelaxedOp::create(nb, nb.getUnitAttr());
             NVVM::ClusterWaitOp::create(nb, nb.getUnitAttr());
@@ -1213,6 +1305,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           scf::YieldOp::create(nb, acc);
         });
     NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(0));
+    if (specialized)
+      releaseStage(b, m.add(stepBase, m.sub(m.add(passBase, numK), m.c(1))));
     return mainLoop.getResult(0);
   };
   // Widened MXFP8 (GroupedMatmulTile::widen): the K loop over the output
@@ -1615,10 +1709,12 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     buildQuantizedEpilogue();
   } else if (!t.swapAB) {
     Value accumulator = runPass(m.c(0));
-    syncStages(b);
     // The stage buffers are free: the next item's first loads overlap this
-    // epilogue.
-    issuePrologue(b, next, nextStepBase, nextActive);
+    // epilogue (warp-specialized, the producer is at it already).
+    if (!specialized) {
+      syncStages(b);
+      issuePrologue(b, next, nextStepBase, nextActive);
+    }
     // Epilogue: accumulator registers (see Fragment) -> a 64 x 64 bf16
     // staging tile per warpgroup -> 16-byte stores of the rows of this
     // expert. Its 16-byte chunks are XOR-swizzled by row so that neither
@@ -1766,6 +1862,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   // No CTA leaves while its peer may still multicast into it.
   if (cluster > 1)
     syncStages(b);
+  if (roles)
+    b.setInsertionPointAfter(roles);
   gpu::ReturnOp::create(b);
   return func;
 }

@@ -11,6 +11,10 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
+#include <optional>
+
 namespace mlir::moe {
 #define GEN_PASS_DEF_CONVERTMOETONVGPU
 #include "MoE/Conversion/Passes.h.inc"
@@ -855,6 +859,21 @@ struct ConvertMoEToNVGPUPass
     tile.stages = stages;
     tile.swapAB = swapAB;
     tile.cluster = cluster;
+    using WarpSpecialize = GroupedMatmulTile::WarpSpecialize;
+    std::optional<WarpSpecialize> specialize =
+        llvm::StringSwitch<std::optional<WarpSpecialize>>(warpSpecialize)
+            .Case("auto", WarpSpecialize::BlockFP8)
+            .Case("all", WarpSpecialize::All)
+            .Case("none", WarpSpecialize::None)
+            .Default(std::nullopt);
+    if (!specialize) {
+      mlir::emitError(module.getLoc())
+          << "convert-moe-to-nvgpu: 'warp-specialize' must be auto, all or "
+             "none, got '"
+          << warpSpecialize << "'";
+      return signalPassFailure();
+    }
+    tile.warpSpecialize = *specialize;
     if (failed(verifyTile(module, tile)))
       return signalPassFailure();
     if (swapABStages < 0) {
