@@ -131,6 +131,26 @@ void unloadModules(const Driver *driver, std::vector<cu::Module> &modules) {
     }
 }
 
+/// The launch configuration of `kernel` on grid (gridX, 1, 1) with
+/// `count` attributes.
+cu::LaunchConfig launchConfigOf(const Kernel &kernel, int64_t gridX,
+                                cu::LaunchAttribute *attrs, unsigned count,
+                                void *stream) {
+  cu::LaunchConfig config;
+  std::memset(&config, 0, sizeof(config));
+  config.gridDimX = unsigned(gridX);
+  config.gridDimY = 1;
+  config.gridDimZ = 1;
+  config.blockDimX = unsigned(kernel.threads);
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = unsigned(kernel.smem);
+  config.hStream = static_cast<cu::Stream>(stream);
+  config.attrs = attrs;
+  config.numAttrs = count;
+  return config;
+}
+
 /// Sets loaded.resident to the clusters of `kernel` (Kernel::cluster CTAs
 /// each) the device holds at once: cuOccupancyMaxActiveClusters for its
 /// block and smem on a grid of one cluster (any whole number of clusters
@@ -144,17 +164,8 @@ moeStatus residentClusters(const Driver *driver, const char *caller,
   attribute.value.clusterDim.x = unsigned(kernel.cluster);
   attribute.value.clusterDim.y = 1;
   attribute.value.clusterDim.z = 1;
-  cu::LaunchConfig config;
-  std::memset(&config, 0, sizeof(config));
-  config.gridDimX = unsigned(kernel.cluster);
-  config.gridDimY = 1;
-  config.gridDimZ = 1;
-  config.blockDimX = unsigned(kernel.threads);
-  config.blockDimY = 1;
-  config.blockDimZ = 1;
-  config.sharedMemBytes = unsigned(kernel.smem);
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  cu::LaunchConfig config =
+      launchConfigOf(kernel, kernel.cluster, &attribute, 1, nullptr);
   int clusters = 0;
   if (cu::Result result = driver->occupancyMaxActiveClusters(
           &clusters, loaded.function, &config))
@@ -642,18 +653,8 @@ moeStatus launchKernelOf(moeBundle *bundle, ContextState *state,
       attribute.id = cu::kLaunchAttributeProgrammaticStreamSerialization;
       attribute.value.programmaticStreamSerializationAllowed = 1;
     }
-    cu::LaunchConfig config;
-    std::memset(&config, 0, sizeof(config));
-    config.gridDimX = unsigned(gridX);
-    config.gridDimY = 1;
-    config.gridDimZ = 1;
-    config.blockDimX = unsigned(kernel.threads);
-    config.blockDimY = 1;
-    config.blockDimZ = 1;
-    config.sharedMemBytes = unsigned(kernel.smem);
-    config.hStream = static_cast<cu::Stream>(stream);
-    config.attrs = attributes;
-    config.numAttrs = count;
+    cu::LaunchConfig config =
+        launchConfigOf(kernel, gridX, attributes, count, stream);
     result = state->driver->launchKernelEx(&config, function, params, nullptr);
   } else {
     result = state->driver->launchKernel(
