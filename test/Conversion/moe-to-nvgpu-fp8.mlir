@@ -272,7 +272,7 @@ func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x51
 // CHECK: gpu.func @grouped_matmul_fp8block_64x128x128_s4_swiglu_e4m3out_off32
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c2{{.*}} step %c1
 // CHECK: nvvm.convert.f32x2.to.f8x2
-// CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_swiglu_e4m3out_off32
+// CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_swiglu_e4m3out_ws_off32
 // CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_rowscale_ws_off32
 
 // By default the gate-up stores bf16 and a quantize kernel makes it the down

@@ -1273,8 +1273,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           // The previous step's stage is free once this thread has seen
           // its wgmma retire. Warp-specialized, the thread releases it to
           // the producer.
+          // (Each pass's last step is released after its loop.)
           if (specialized) {
-            ifThen(nb, n.lt(n.c(0), itemStep), [&](ImplicitLocOpBuilder &rb) {
+            ifThen(nb, n.lt(n.c(0), kStep), [&](ImplicitLocOpBuilder &rb) {
               IndexMath r{rb};
               releaseStage(rb, r.add(stepBase, r.sub(itemStep, r.c(1))));
             });
@@ -1653,8 +1654,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           }
         }
       });
-      syncStages(b);
-      issuePrologue(b, next, nextStepBase, nextActive);
+      // Warp-specialized, the producer is loading the next item already.
+      if (!specialized) {
+        syncStages(b);
+        issuePrologue(b, next, nextStepBase, nextActive);
+      }
       syncWarpgroup();
       quantizeTile(tile, arith::RemUIOp::create(b, tid, m.c(128)),
                    m.sub(rowsHere, groupRow0), m.add(row0, groupRow0));

@@ -132,8 +132,7 @@ struct GroupedMatmulTile {
     bool wanted = warpSpecialize == WarpSpecialize::All ||
                   (warpSpecialize == WarpSpecialize::BlockFP8 &&
                    format == Format::FP8Block);
-    return wanted && !swapAB && !mxfp8() && !quantizeOut && tileM == 128 &&
-           clusterSize() == 1;
+    return wanted && !swapAB && !mxfp8() && tileM == 128 && clusterSize() == 1;
   }
   /// Threads of the block: the consumer warpgroups and the producer's.
   int64_t threads() const {
