@@ -16,6 +16,7 @@
 
 #include "Bundle.h"
 #include "FakeDriver.h"
+#include "GemmArgs.h"
 #include "LaunchChecks.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
@@ -27,31 +28,14 @@ using namespace moe_test;
 
 namespace {
 
-constexpr uint64_t kRows = 0x7f0000510000, kWeights = 0x7f0000520000,
-                   kOffsets = 0x7f0000530000, kOut = 0x7f0000540000,
-                   kRowsScale = 0x7f0000550000, kWeightsScale = 0x7f0000560000,
-                   kOutScale = 0x7f0000570000;
-
 /// Arguments of the bf16 entries (E = 8, K = 4096).
 moeGroupedMatmulArgs bf16Args(int64_t m, int64_t n) {
-  moeGroupedMatmulArgs a = {};
-  a.rows = kRows;
-  a.weights = kWeights;
-  a.offsets = kOffsets;
-  a.out = kOut;
-  a.m = m;
-  a.n = n;
-  a.k = 4096;
-  a.experts = 8;
-  return a;
+  return gemmArgs(m, n, 4096, 8);
 }
 
 /// Arguments of cfp8 (E = 8, K = 512, its three scales).
 moeGroupedMatmulArgs fp8Args(int64_t m, int64_t n) {
-  moeGroupedMatmulArgs a = bf16Args(m, n);
-  a.k = 512;
-  a.rows_scale = kRowsScale;
-  a.weights_scale = kWeightsScale;
+  moeGroupedMatmulArgs a = scaledArgs(m, n, 512, 8);
   a.out_scale = kOutScale;
   return a;
 }

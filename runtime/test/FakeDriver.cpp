@@ -243,6 +243,21 @@ bool wholeClusters(const FakeLaunchAttribute &cluster, const unsigned *grid) {
   return true;
 }
 
+/// What a launch configuration says, into a recorded launch or occupancy
+/// query.
+template <typename Record>
+void recordConfig(Record &out, const cu::LaunchConfig &config) {
+  out.grid[0] = config.gridDimX;
+  out.grid[1] = config.gridDimY;
+  out.grid[2] = config.gridDimZ;
+  out.block[0] = config.blockDimX;
+  out.block[1] = config.blockDimY;
+  out.block[2] = config.blockDimZ;
+  out.smem = config.sharedMemBytes;
+  out.stream = config.hStream;
+  out.attributes = recordAttributes(config);
+}
+
 cu::Result fakeOccupancyClusters(int *clusters, cu::Function function,
                                  const cu::LaunchConfig *config) {
   record("cuOccupancyMaxActiveClusters");
@@ -251,15 +266,7 @@ cu::Result fakeOccupancyClusters(int *clusters, cu::Function function,
   auto *fake = reinterpret_cast<FakeFunction *>(function);
   FakeClusterOccupancy query;
   query.function = fake->symbol;
-  query.grid[0] = config->gridDimX;
-  query.grid[1] = config->gridDimY;
-  query.grid[2] = config->gridDimZ;
-  query.block[0] = config->blockDimX;
-  query.block[1] = config->blockDimY;
-  query.block[2] = config->blockDimZ;
-  query.smem = config->sharedMemBytes;
-  query.stream = config->hStream;
-  query.attributes = recordAttributes(*config);
+  recordConfig(query, *config);
   gpu().clusterOccupancyQueries.push_back(query);
   if (gpu().clusterOccupancyResult != cu::kSuccess)
     return gpu().clusterOccupancyResult;
@@ -347,16 +354,8 @@ cu::Result fakeLaunchKernelEx(const cu::LaunchConfig *config,
     return cu::kErrorInvalidValue;
   FakeLaunch launch;
   launch.ex = true;
-  launch.grid[0] = config->gridDimX;
-  launch.grid[1] = config->gridDimY;
-  launch.grid[2] = config->gridDimZ;
-  launch.block[0] = config->blockDimX;
-  launch.block[1] = config->blockDimY;
-  launch.block[2] = config->blockDimZ;
-  launch.smem = config->sharedMemBytes;
-  launch.stream = config->hStream;
+  recordConfig(launch, *config);
   launch.extraIsNull = extra == nullptr;
-  launch.attributes = recordAttributes(*config);
   // The driver refuses a grid of partial clusters.
   const FakeLaunchAttribute *cluster = clusterOf(launch.attributes);
   if (cluster && !wholeClusters(*cluster, launch.grid))

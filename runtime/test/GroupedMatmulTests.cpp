@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeDriver.h"
+#include "GemmArgs.h"
 #include "LaunchChecks.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
@@ -18,27 +19,10 @@ using namespace moe_test;
 
 namespace {
 
-constexpr uint64_t kRows = 0x7f0000010000, kWeights = 0x7f0000020000,
-                   kOffsets = 0x7f0000030000, kOut = 0x7f0000040000,
-                   kScale = 0x7f0000050000;
 constexpr int64_t kMax = 2147483647;
 
 moeGroupedMatmulArgs args(int64_t m, int64_t n, int64_t k, int64_t experts) {
-  moeGroupedMatmulArgs a;
-  a.rows = kRows;
-  a.weights = kWeights;
-  a.offsets = kOffsets;
-  a.out = kOut;
-  a.m = m;
-  a.n = n;
-  a.k = k;
-  a.experts = experts;
-  a.row_scale = 0;
-  a.bias = 0;
-  a.rows_scale = 0;
-  a.weights_scale = 0;
-  a.out_scale = 0;
-  return a;
+  return gemmArgs(m, n, k, experts);
 }
 
 /// Arguments matching entry gate_up (E=8, N=28672, K=4096).
@@ -613,8 +597,6 @@ TEST(groupedMatmulLaunchesRowScale) {
 }
 
 namespace {
-
-constexpr uint64_t kBias = 0x7f0000060000;
 
 /// The fake's bias kernels take 24 parameters, 29 with a row_scale.
 void declareBiasKernels(FakeGpu &gpu) {

@@ -14,8 +14,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeDriver.h"
+#include "GemmArgs.h"
 #include "LaunchChecks.h"
-#include "ScaledArgs.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
 
