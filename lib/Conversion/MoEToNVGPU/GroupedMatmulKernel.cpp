@@ -615,8 +615,6 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     rank = arith::IndexCastOp::create(
         b, b.getIndexType(),
         NVVM::ClusterId::create(b, b.getI32Type()).getResult());
-  Value loadsRows =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rank, m.c(0));
   // Frees stages for refills: a CTA barrier, or a cluster barrier when the
   // peer's multicast refills this CTA's stages too.
   auto syncStages = [&](ImplicitLocOpBuilder &nb) {
@@ -744,6 +742,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     } else {
       // Into the same stage of every CTA of the cluster, completing on each
       // one's mbarrier (each expects the whole stage).
+      Value loadsRows =
+          arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, rank, n.c(0));
       ifThen(nb, loadsRows, [&](ImplicitLocOpBuilder &rb) {
         Value everyCTA = arith::ConstantIntOp::create(
             rb, rb.getI16Type(), (int64_t(1) << cluster) - 1);
