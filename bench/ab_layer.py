@@ -9,7 +9,8 @@ that kernels do not overlap).
     python3 bench/ab_layer.py ARTIFACTS SHARED a.moebundle,b.moebundle model:T ...
 
 e.g. `qwen3_30b_a3b:1 deepseek_v3:128`. The first bundle is the baseline of
-the printed ratios. Block-FP8 layers (layer_fp8.v1 entries) take the
+the printed ratios. A bundle named `x.moebundle@nopdl` is x timed without
+programmatic dependent launch. Block-FP8 layers (layer_fp8.v1 entries) take the
 weights quantized by their bundle's prepack entries and are checked against
 the same bf16 reference within 0.1 (the e4m3 rounding; test/device/
 fp8_layer.py holds their exact checks).
@@ -64,7 +65,7 @@ def kernel_times(graph):
 
 def main():
     names = sys.argv[3].split(",")
-    bundles = [moe_runtime.Bundle(os.path.join(ARTIFACTS, n)) for n in names]
+    bundles = [moe_runtime.Bundle(os.path.join(ARTIFACTS, n.split("@")[0])) for n in names]
     failed = 0
     for point in sys.argv[4:]:
         name, T = point.split(":")
@@ -107,7 +108,7 @@ def main():
             ok = err <= (0.1 if fp8 else 1e-2)
             failed += not ok
             print(f"{name} T={T} {label}: rel L2 {err:.2e} {'ok' if ok else 'FAILED'}")
-            graphs.append(capture(call))
+            graphs.append(capture(call, pdl=not label.endswith("@nopdl")))
             profiled.append(capture(call, pdl=False))
         medians = [[] for _ in graphs]
         for _ in range(ROUNDS):

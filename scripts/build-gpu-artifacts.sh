@@ -53,6 +53,12 @@ bundle cluster2 "$out/shapes.mlir" --moe-gpu-pipeline="cluster=2"
 bundle normal-64-128-cluster2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
 # The 128-row bf16 forms with a producer warpgroup too (warp-specialized).
 bundle ws "$out/shapes.mlir" --moe-gpu-pipeline="warp-specialize=all"
+# The swap-AB forms with two warpgroups splitting K (the default for
+# K >= 8192 only).
+bundle swap-split2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-split-k=2"
+bundle swap-only-64-split2 "$out/shapes.mlir" \
+  --convert-moe-to-nvgpu="swap-ab=1 tile-m=64 tile-n=64 stages=4 swap-ab-split-k=2" \
+  --moe-extract-device-code --moe-gpu-device-pipeline
 # Every expert through one swap-AB kernel, whatever its rows.
 for tm in 8 16 32 64; do
   bundle "swap-only-$tm" "$out/shapes.mlir" \
@@ -127,6 +133,10 @@ bundle fp8-normal-64 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile
 bundle fp8-cluster2 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
 # The 128-row forms without their producer warpgroup (the default has one).
 bundle fp8-single "$out/fp8.mlir" --moe-gpu-pipeline="warp-specialize=none"
+bundle fp8-swap-split2 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-split-k=2"
+bundle fp8-swap-only-16-split2 "$out/fp8.mlir" \
+  --convert-moe-to-nvgpu="swap-ab=1 tile-m=16 tile-n=64 stages=4 swap-ab-split-k=2" \
+  --moe-extract-device-code --moe-gpu-device-pipeline
 for tm in 8 64; do
   bundle "fp8-swap-only-$tm" "$out/fp8.mlir" \
     --convert-moe-to-nvgpu="swap-ab=1 tile-m=$tm tile-n=64 stages=4" \
@@ -188,6 +198,8 @@ bundle layer "$root/test/device/layer_models.mlir" --moe-gpu-pipeline
 # The same with the prefill GEMM forms as 2-CTA clusters (bench/ab_layer.py).
 bundle layer-cluster2 "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="cluster=2"
 bundle layer-ws "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="warp-specialize=all"
+# Without the split-K swap-AB forms (bench/ab_layer.py).
+bundle layer-nosplit "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="swap-ab-split-k=1"
 # The same layers in block FP8 (test/device/fp8_layer.py), but GPT-OSS
 # (H = 2880: no whole [1, 128] groups): prepack entries and layer_fp8.v1.
 awk '/^func.func @gpt_oss_120b/ { skip = 1 } !skip { print } skip && /^}/ { skip = 0 }' \
@@ -206,6 +218,8 @@ bundle fp8layer-cluster2 "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="cluster=2"
 bundle fp8layer-single "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="warp-specialize=none"
+bundle fp8layer-nosplit "$out/fp8_layer_models.mlir" \
+  --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="swap-ab-split-k=1"
 # All five layers in MXFP8 (test/device/mxfp8_layer.py; GPT-OSS's 2880 is
 # a multiple of 32): layer_fp8.v1 with quantize and intermediate parts.
 bundle mxlayer "$root/test/device/layer_models.mlir" \

@@ -19,7 +19,9 @@ runner_libs = ",".join(
     os.path.join(config.mlir_lib_dir, lib)
     for lib in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"))
 test_lib = os.path.join(config.test_source_root, "lib")
-config.substitutions.append(("%python", config.moe_python))
+# Before lit's own %python (the interpreter running lit, which need not have
+# numpy): the venv scripts/setup.sh made.
+config.substitutions.insert(0, ("%python", config.moe_python))
 config.substitutions.append(("%testlib", test_lib))
 # GPU code generation tests assemble with the toolkit scripts/setup.sh found;
 # without it they would not test anything, so that is an error, not a skip.

@@ -68,6 +68,7 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   kernels.tileK = options.tileK;
   kernels.stages = options.stages;
   kernels.swapABStages = options.swapABStages;
+  kernels.swapABSplitK = options.swapABSplitK;
   kernels.fp8GatherQuantize = options.fp8GatherQuantize;
   kernels.fp8EpilogueQuantize = options.fp8EpilogueQuantize;
   kernels.mxfp8Widen = options.mxfp8Widen;

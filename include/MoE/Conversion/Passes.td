@@ -81,6 +81,11 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
            "Pipeline stages of the swap-AB forms --moe-swap-ab asked for "
            "(0: chosen per GEMM, 8 for K >= 8192, else `stages`); their "
            "tiles are small, so decode can keep more bytes in flight">,
+    Option<"swapABSplitK", "swap-ab-split-k", "int64_t", "0",
+           "Warpgroups the bf16 and block-FP8 swap-AB forms split each "
+           "work item's K steps between (0: chosen per GEMM, 2 for K >= "
+           "8192, else 1; 1 or 2): decode over a long K has few work "
+           "items">,
     Option<"fp8GatherQuantize", "fp8-gather-quantize", "bool", "true",
            "A block-FP8 layer's gather stores its rows as e4m3 and scales "
            "(else bf16, then a quantize kernel)">,

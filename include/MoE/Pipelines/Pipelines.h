@@ -42,6 +42,12 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       llvm::cl::desc("TMA pipeline buffers of the swap-AB kernels (0: "
                      "chosen per GEMM, 8 for K >= 8192, else `stages`)"),
       llvm::cl::init(0)};
+  Option<int64_t> swapABSplitK{
+      *this, "swap-ab-split-k",
+      llvm::cl::desc("Warpgroups the bf16 and block-FP8 swap-AB kernels "
+                     "split K between (0: chosen per GEMM, 2 for K >= 8192, "
+                     "else 1; 1 or 2)"),
+      llvm::cl::init(0)};
   Option<int64_t> swapABMaxRows{
       *this, "swap-ab-max-rows",
       llvm::cl::desc("Experts with at most this many rows run the swap-AB "

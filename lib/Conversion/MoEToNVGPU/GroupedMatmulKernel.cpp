@@ -53,7 +53,8 @@ int64_t GroupedMatmulTile::tileSharedBytes() const {
     return stages * stageBytes + activationTileBytes() +
            (swapAB ? 64 * accumulatorColumns() * 4 : 0);
   if (swapAB)
-    return std::max(stages * stageBytes, 64 * accumulatorColumns() * 4);
+    return std::max(stages * stageBytes,
+                    kSplit() * 64 * accumulatorColumns() * 4);
   return stages * stageBytes + warpgroups() * kStagingBytes;
 }
 
@@ -74,6 +75,8 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
     suffix += "_c" + std::to_string(clusterSize());
   if (specialized())
     suffix += "_ws";
+  if (kSplit() > 1)
+    suffix += "_k" + std::to_string(kSplit());
   return llvm::formatv("grouped_matmul_{7}_{0}x{1}x{2}_s{3}{4}{5}_off{6}",
                        tileM, tileN, tileK, stages, swapAB ? "_swapab" : "",
                        suffix, offsetType.getIntOrFloatBitWidth(),
@@ -1152,12 +1155,31 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
       storeScaleCodes(b, loadScaleCodes(b, m.c(0), colBase), m.c(0));
       gpu::BarrierOp::create(b);
     }
+    // Split K (swap-AB): trip i runs step i * split + warpgroup.
+    int64_t split = t.kSplit();
     auto mainLoop = scf::ForOp::create(
-        b, m.c(0), numK, m.c(1), ValueRange{acc0},
-        [&](OpBuilder &nested, Location l, Value kStep, ValueRange iter) {
-          ImplicitLocOpBuilder nb(l, nested);
+        b, m.c(0), m.ceilDiv(numK, split), m.c(1), ValueRange{acc0},
+        [&](OpBuilder &nested, Location l, Value trip, ValueRange iter) {
+          ImplicitLocOpBuilder lb(l, nested);
+          IndexMath o{lb};
+          Value kStep =
+              split == 1 ? trip : o.add(o.mul(trip, o.c(split)), warpgroup);
+          Value itemStep = o.add(passBase, kStep);
+          // A warpgroup past the last step only meets the others below.
+          scf::IfOp active;
+          if (split > 1) {
+            active = scf::IfOp::create(lb, TypeRange{ty.accumulator},
+                                       o.lt(kStep, numK),
+                                       /*withElseRegion=*/true);
+            ImplicitLocOpBuilder eb =
+                ImplicitLocOpBuilder::atBlockBegin(l, active.elseBlock());
+            scf::YieldOp::create(eb, iter[0]);
+          }
+          ImplicitLocOpBuilder nb =
+              split > 1
+                  ? ImplicitLocOpBuilder::atBlockBegin(l, active.thenBlock())
+                  : lb;
           IndexMath n{nb};
-          Value itemStep = n.add(passBase, kStep);
           SmallVector<Value> nextCodes;
           if (t.mxfp8())
             nextCodes =
@@ -1270,40 +1292,48 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
               part = mmaAt(kk, part, groupsPerStep);
             acc = t.fp8() ? promote(nb, acc, part, kStep, colBase) : part;
           }
-          // The previous step's stage is free once this thread has seen
-          // its wgmma retire. Warp-specialized, the thread releases it to
-          // the producer.
+          if (split > 1) {
+            scf::YieldOp::create(nb, acc);
+            acc = active.getResult(0);
+          }
+          // The previous trip's stages are free once this thread has seen
+          // their wgmma retire. Warp-specialized, the thread releases its
+          // step's to the producer.
           // (Each pass's last step is released after its loop.)
           if (specialized) {
-            ifThen(nb, n.lt(n.c(0), kStep), [&](ImplicitLocOpBuilder &rb) {
+            ifThen(lb, o.lt(o.c(0), kStep), [&](ImplicitLocOpBuilder &rb) {
               IndexMath r{rb};
               releaseStage(rb, r.add(stepBase, r.sub(itemStep, r.c(1))));
             });
-            scf::YieldOp::create(nb, acc);
+            scf::YieldOp::create(lb, acc);
             return;
           }
-          // Else it is free once every warp has (in both CTAs of a cluster:
-          // the rows' multicast refills both); refill it while this step's
-          // wgmma run. The cluster arrival is relaxed: a release would also
-          // wait for this step's wgmma (1.3-1.7x slower kernels).
+          // Else they are free once every warp has (in both CTAs of a
+          // cluster: the rows' multicast refills both); refill them while
+          // this trip's wgmma run. The cluster arrival is relaxed: a release
+          // would also wait for this step's wgmma (1.3-1.7x slower kernels).
           if (cluster > 1) {
-            NVVM::ClusterArriveRelaxedOp::create(nb, nb.getUnitAttr());
-            NVVM::ClusterWaitOp::create(nb, nb.getUnitAttr());
+            NVVM::ClusterArriveRelaxedOp::create(lb, lb.getUnitAttr());
+            NVVM::ClusterWaitOp::create(lb, lb.getUnitAttr());
           } else {
-            gpu::BarrierOp::create(nb);
+            gpu::BarrierOp::create(lb);
           }
-          Value previous = n.sub(itemStep, n.c(1));
-          Value refillStep = n.add(previous, n.c(t.stages));
-          Value refill = arith::AndIOp::create(
-              nb, leader,
-              arith::AndIOp::create(nb, n.lt(n.c(0), itemStep),
-                                    n.lt(refillStep, numSteps)));
-          ifThen(nb, refill, [&](ImplicitLocOpBuilder &lb) {
-            issueLoad(lb, current,
-                      stageOf(lb, IndexMath{lb}.add(stepBase, previous)),
-                      refillStep);
-          });
-          scf::YieldOp::create(nb, acc);
+          Value tripBase = o.add(passBase, o.mul(trip, o.c(split)));
+          for (int64_t j = 0; j < split; ++j) {
+            // Step j of the previous trip (one pass per item when split).
+            Value previous = o.sub(tripBase, o.c(split - j));
+            Value refillStep = o.add(previous, o.c(t.stages));
+            Value refill = arith::AndIOp::create(
+                lb, leader,
+                arith::AndIOp::create(lb, o.lt(o.c(split - j - 1), tripBase),
+                                      o.lt(refillStep, numSteps)));
+            ifThen(lb, refill, [&](ImplicitLocOpBuilder &rb) {
+              issueLoad(rb, current,
+                        stageOf(rb, IndexMath{rb}.add(stepBase, previous)),
+                        refillStep);
+            });
+          }
+          scf::YieldOp::create(lb, acc);
         });
     NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(0));
     if (specialized)
@@ -1816,14 +1846,52 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     // expert. Threads t and t + 64 share column t % 64 and take alternate
     // token rows, so each row's 64 columns are stored by 64 consecutive
     // threads.
+    // Split K: warpgroup w's partial sums are rows [64w, 64w + 64) of the
+    // f32 tile, stored element by element (see Fragment: the upstream store
+    // takes a warp's rows from its index in the block, not its warpgroup);
+    // the values are their sum.
+    int64_t split = t.kSplit();
+    int64_t accColumns = t.accumulatorColumns();
+    Value sums =
+        m.view(smem, m.c(0),
+               MemRefType::get({64 * split, accColumns}, b.getF32Type(),
+                               MemRefLayoutAttrInterface(), ty.smem));
     Value accumulator = runPass(m.c(0));
     gpu::BarrierOp::create(b);
-    nvgpu::WarpgroupMmaStoreOp::create(b, accumulator,
-                                       m.view(smem, m.c(0), ty.outTile));
+    if (split == 1) {
+      nvgpu::WarpgroupMmaStoreOp::create(b, accumulator, sums);
+    } else {
+      auto regsType = LLVM::LLVMStructType::getLiteral(
+          ctx, {LLVM::LLVMStructType::getLiteral(
+                   ctx, SmallVector<Type>(accColumns / 2, b.getF32Type()))});
+      Value regs = UnrealizedConversionCastOp::create(b, regsType, accumulator)
+                       .getResult(0);
+      Fragment frag = fragmentOf(b, tid);
+      Value firstRow = m.add(m.mul(warpgroup, m.c(64)), frag.row);
+      auto pairType = VectorType::get({2}, b.getF32Type());
+      for (int64_t e = 0; e < accColumns / 2; e += 2) {
+        int64_t first[] = {0, e}, second[] = {0, e + 1};
+        Value pair = vector::FromElementsOp::create(
+            b, pairType,
+            ValueRange{LLVM::ExtractValueOp::create(b, regs, first),
+                       LLVM::ExtractValueOp::create(b, regs, second)});
+        vector::StoreOp::create(
+            b, pair, sums,
+            ValueRange{m.add(firstRow, m.c(8 * ((e / 2) % 2))),
+                       m.add(frag.col, m.c(8 * (e / 4)))});
+      }
+    }
     gpu::BarrierOp::create(b);
     // Gated: weight rows [0, 32) are gate, [32, 64) their up partners, and
     // 32 consecutive threads store a row's 32 columns, 4 rows at a time.
-    Value outTile = m.view(smem, m.c(0), ty.outTile);
+    auto loadSum = [&](ImplicitLocOpBuilder &ib, Value row, Value col) {
+      IndexMath i{ib};
+      Value sum = i.load(sums, ValueRange{row, col});
+      for (int64_t w = 1; w < split; ++w)
+        sum = arith::AddFOp::create(
+            ib, sum, i.load(sums, ValueRange{i.add(row, i.c(64 * w)), col}));
+      return sum;
+    };
     Value lane = arith::RemUIOp::create(b, tid, m.c(tileCols));
     Value firstRow = arith::DivUIOp::create(b, tid, m.c(tileCols));
     Value col = m.add(col0, lane);
@@ -1842,11 +1910,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           ValueRange{}, [&](OpBuilder &inner, Location l, Value r, ValueRange) {
             ImplicitLocOpBuilder ib(l, inner);
             IndexMath i{ib};
-            Value v = i.load(outTile, ValueRange{lane, r});
-            Value up =
-                t.gated()
-                    ? i.load(outTile, ValueRange{i.add(lane, i.c(tileCols)), r})
-                    : Value();
+            Value v = loadSum(ib, lane, r);
+            Value up = t.gated() ? loadSum(ib, i.add(lane, i.c(tileCols)), r)
+                                 : Value();
             Value weight =
                 rowScale ? i.load(rowScales, i.add(row0, r)) : Value();
             v = epilogueValue(ib, t, v, up, bias, upBias, weight);

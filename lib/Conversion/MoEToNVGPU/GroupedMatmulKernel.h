@@ -83,6 +83,13 @@ struct GroupedMatmulTile {
   /// shared row tile into both by TMA multicast (a sixth less L2 traffic at
   /// 128 x 256), so a stage is refilled once both have consumed it.
   int64_t cluster = 1;
+  /// Consumer warpgroups sharing each work item's K steps in the swap-AB
+  /// bf16 and block-FP8 forms of one pass per item (1 or 2; the others
+  /// ignore it): warpgroup w multiplies steps 2i + w and the epilogue adds
+  /// the two partial sums. Decode over a long K with few work items
+  /// (Mixtral's down projection at T = 1: 128 items of 14336 K for 132
+  /// SMs) then keeps twice the steps in flight per CTA.
+  int64_t splitK = 1;
   /// Which 128-row forms get a producer warpgroup: it issues every TMA load
   /// behind per-stage "empty" mbarriers that the two consumer warpgroups
   /// arrive on once their wgmma retired, instead of a CTA barrier per K
@@ -102,9 +109,15 @@ struct GroupedMatmulTile {
 
   /// Columns of the WGMMA accumulator (its rows are always 64).
   int64_t accumulatorColumns() const { return swapAB ? tileM : tileN; }
-  /// Warpgroups of the block: each computes 64 token rows of the tile (one
-  /// with swap-AB, where the tokens are WGMMA's N).
-  int64_t warpgroups() const { return swapAB ? 1 : tileM / 64; }
+  /// Consumer warpgroups of the block: each computes 64 token rows of the
+  /// tile, or with swap-AB (the tokens are WGMMA's N) a share of its K
+  /// steps (see `splitK`).
+  int64_t warpgroups() const { return swapAB ? kSplit() : tileM / 64; }
+  /// Warpgroups this kernel splits K between (see `splitK`).
+  int64_t kSplit() const {
+    return swapAB && !mxfp8() && !quantizeOut ? std::max<int64_t>(splitK, 1)
+                                              : 1;
+  }
 
   bool fp8() const { return format != Format::BF16; }
   bool mxfp8() const { return format == Format::MXFP8; }

@@ -342,6 +342,10 @@ static LogicalResult verifyTile(ModuleOp module,
   if (tile.cluster != 1 && tile.cluster != 2)
     return fail() << "convert-moe-to-nvgpu: 'cluster' must be 1 or 2, got "
                   << tile.cluster;
+  if (tile.splitK != 1 && tile.splitK != 2)
+    return fail() << "convert-moe-to-nvgpu: 'swap-ab-split-k' must be 0 "
+                     "(chosen per GEMM), 1 or 2, got "
+                  << tile.splitK;
   if (tile.stages < 1 || tile.dynamicSharedBytes() > kMaxDynamicSharedBytes)
     return fail() << "convert-moe-to-nvgpu: 'stages' (" << tile.stages
                   << ") must be at least 1 and fit 227 KiB of shared memory";
@@ -363,7 +367,8 @@ static GroupedMatmulTile fitStages(GroupedMatmulTile tile) {
 /// WGMMA N in {8, 16, 32, 64} that holds them; a quantizing tile's deep
 /// pipeline (swapStagesFor) is trimmed to fit shared memory.
 static GroupedMatmulTile swapABTile(const GroupedMatmulTile &tile,
-                                    int64_t maxRows, int64_t stages) {
+                                    int64_t maxRows, int64_t stages,
+                                    int64_t splitK) {
   int64_t tokens = 8;
   while (tokens < maxRows && tokens < 64)
     tokens *= 2;
@@ -371,6 +376,7 @@ static GroupedMatmulTile swapABTile(const GroupedMatmulTile &tile,
       tile.withShape(tokens, 64, stages, /*swapAB=*/true);
   // Widening is for the normal (prefill) forms only.
   swapped.widen = false;
+  swapped.splitK = splitK;
   return fitStages(swapped);
 }
 
@@ -460,7 +466,8 @@ static DictionaryAttr launchInfo(Builder &b, Value rows, Value weights,
 /// on the device at run time).
 static SmallVector<Attribute>
 buildForms(OpBuilder &builder, gpu::GPUModuleOp kernels, Operation *op,
-           const GroupedMatmulTile &tile, int64_t swapStages, Type offsetType) {
+           const GroupedMatmulTile &tile, int64_t swapStages, int64_t swapSplit,
+           Type offsetType) {
   SmallVector<Attribute> forms;
   auto addForm = [&](const GroupedMatmulTile &formTile, int64_t rowsMin,
                      int64_t rowsMax) {
@@ -477,13 +484,16 @@ buildForms(OpBuilder &builder, gpu::GPUModuleOp kernels, Operation *op,
   };
   auto maxRows = op->getAttrOfType<IntegerAttr>(kSwapABMaxRowsAttr);
   if (tile.swapAB) {
-    addForm(tile, 1, kMaxLaunchRows);
+    GroupedMatmulTile swapped = tile;
+    swapped.splitK = swapSplit;
+    addForm(swapped, 1, kMaxLaunchRows);
   } else if (maxRows && op->hasAttr(kSwapABOnlyAttr)) {
-    addForm(swapABTile(tile, maxRows.getInt(), swapStages), 1, kMaxLaunchRows);
+    addForm(swapABTile(tile, maxRows.getInt(), swapStages, swapSplit), 1,
+            kMaxLaunchRows);
   } else {
     int64_t swapRows = maxRows ? maxRows.getInt() : 0;
     if (swapRows > 0) {
-      addForm(swapABTile(tile, swapRows, swapStages), 1, swapRows);
+      addForm(swapABTile(tile, swapRows, swapStages, swapSplit), 1, swapRows);
     }
     // A 128-row tile would be mostly padding for experts of at most 64
     // rows: they take one warpgroup's 64-row tile instead.
@@ -498,8 +508,21 @@ buildForms(OpBuilder &builder, gpu::GPUModuleOp kernels, Operation *op,
   return forms;
 }
 
-/// Reduction sizes from which the swap-AB forms take a deeper pipeline.
+/// Reduction sizes from which the swap-AB forms take a deeper pipeline and
+/// split K between two warpgroups.
 static constexpr int64_t kLongK = 8192;
+
+/// Warpgroups the swap-AB forms reducing over `k` (dynamic: -1 or
+/// ShapedType::kDynamic) split K between: `fixed` when the user chose it
+/// (> 0), else the cost model: two from kLongK, where decode runs few, long
+/// work items (Mixtral's down projection at T = 1: 128 items of 14336 K for
+/// 132 SMs, one CTA each) and one warpgroup's step rate bounds the stream
+/// (bench/RESULTS.md); with shorter K there are more items than SMs.
+static int64_t swapSplitFor(int64_t k, int64_t fixed) {
+  if (fixed > 0)
+    return fixed;
+  return !ShapedType::isDynamic(k) && k >= kLongK ? 2 : 1;
+}
 
 /// Pipeline stages of a swap-AB form reducing over `k` (dynamic: -1 or
 /// ShapedType::kDynamic): `fixed` when the user chose it (> 0), else the
@@ -884,6 +907,13 @@ struct ConvertMoEToNVGPUPass
       return signalPassFailure();
     }
     int64_t fixedSwapStages = swapABStages;
+    if (swapABSplitK < 0) {
+      mlir::emitError(module.getLoc())
+          << "convert-moe-to-nvgpu: 'swap-ab-split-k' must be 0 (chosen per "
+             "GEMM), 1 or 2, got "
+          << static_cast<int64_t>(swapABSplitK);
+      return signalPassFailure();
+    }
     GroupedMatmulTile blockFP8 = fp8Tile(tile, Format::FP8Block, false);
     GroupedMatmulTile quantizedGateUp = blockFP8;
     quantizedGateUp.epilogue = Epilogue::SwiGLU;
@@ -898,7 +928,8 @@ struct ConvertMoEToNVGPUPass
                 module,
                 swapABTile(base, 64,
                            swapStagesFor(k, tile.stages, fixedSwapStages,
-                                         base.quantizeOut)))))
+                                         base.quantizeOut),
+                           swapSplitFor(k, swapABSplitK)))))
           return signalPassFailure();
     }
 
@@ -948,7 +979,7 @@ struct ConvertMoEToNVGPUPass
         auto forms = buildForms(builder, kernels, op, withEpilogue,
                                 swapStagesFor(k, tile.stages, fixedSwapStages,
                                               withEpilogue.quantizeOut),
-                                offsetType);
+                                swapSplitFor(k, swapABSplitK), offsetType);
         return launchInfo(builder, rows, weights, offsets, withEpilogue, forms,
                           part);
       };
