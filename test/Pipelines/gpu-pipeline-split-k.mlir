@@ -15,6 +15,7 @@
 // RUN: moe-opt %s --moe-quantize="format=mxfp8 scope=weights+activations" --moe-gpu-pipeline="swap-ab-split-k=2" -o - | FileCheck %s --check-prefix=MX
 // RUN: not moe-opt %s --moe-gpu-pipeline="swap-ab-split-k=3" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not moe-opt %s --moe-gpu-pipeline="swap-ab-split-k=-1" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not moe-opt %s --moe-gpu-pipeline="swap-ab-split-k=2 swap-ab-stages=3" 2>&1 | FileCheck %s --check-prefix=STAGES
 
 // Two warpgroups (256 threads) for the K = 14336 down projection only.
 // AUTO: name = "grouped_matmul_bf16_16x64x64_s4_swapab_swiglu_off64", {{[^}]*}}swap_ab = true, tensor_map_args = array<i64: 0, 1>, threads = 128
@@ -51,6 +52,9 @@
 // MX: name = "grouped_matmul_mxfp8_16x64x128_s8_swapab_rowscale_off64"
 // BAD: error: convert-moe-to-nvgpu: 'swap-ab-split-k' must be 0 (chosen per GEMM), 1 or 2, got 3
 // NEGATIVE: error: convert-moe-to-nvgpu: 'swap-ab-split-k' must be 0 (chosen per GEMM), 1 or 2, got -1
+// Trip i's stages are refilled after trip i + 1: fewer than 4 stages would
+// leave a trip waiting on loads issued only after it.
+// STAGES: error: convert-moe-to-nvgpu: swap-AB forms splitting K between 2 warpgroups need at least 4 stages, got 3
 
 func.func @mixtral_mlp(%rows: tensor<?x4096xbf16>, %off: tensor<9xi64>,
     %w13: tensor<8x28672x4096xbf16>, %w2: tensor<8x4096x14336xbf16>,

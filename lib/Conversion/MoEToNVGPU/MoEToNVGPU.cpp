@@ -346,6 +346,13 @@ static LogicalResult verifyTile(ModuleOp module,
     return fail() << "convert-moe-to-nvgpu: 'swap-ab-split-k' must be 0 "
                      "(chosen per GEMM), 1 or 2, got "
                   << tile.splitK;
+  // A trip's steps are refilled after the next trip: with fewer stages the
+  // loads of a trip would wait for its own end.
+  if (tile.kSplit() > 1 && tile.stages < 2 * tile.kSplit())
+    return fail() << "convert-moe-to-nvgpu: swap-AB forms splitting K "
+                     "between "
+                  << tile.kSplit() << " warpgroups need at least "
+                  << 2 * tile.kSplit() << " stages, got " << tile.stages;
   if (tile.stages < 1 || tile.dynamicSharedBytes() > kMaxDynamicSharedBytes)
     return fail() << "convert-moe-to-nvgpu: 'stages' (" << tile.stages
                   << ") must be at least 1 and fit 227 KiB of shared memory";
