@@ -23,16 +23,17 @@
 // FP8: name = "grouped_matmul_fp8block_16x64x128_s4_swapab_swiglu_off64", {{[^}]*}}threads = 128
 // FP8: name = "grouped_matmul_fp8block_16x64x128_s8_swapab_rowscale_k2_off64", {{[^}]*}}threads = 256
 
-// Each warpgroup waits for its own step's stage and promotes it; after the
-// CTA barrier the leader refills the stages of the previous trip's two
-// steps; the epilogue stores both warpgroups' f32 tiles and adds them.
+// Each warpgroup waits for its own step's stage and promotes it; after a
+// barrier of its own (named barrier 1 + w, 128 threads) its first thread
+// refills the stage of its previous step; the epilogue stores both
+// warpgroups' f32 tiles and adds them.
 // PTX: .visible .entry grouped_matmul_fp8block_16x64x128_s8_swapab_rowscale_k2_off64(
 // PTX: .maxntid 256, 1, 1
 // PTX: mbarrier.try_wait.parity
 // PTX: wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3
+// PTX: bar.sync {{%r[0-9]+}}, 128;
 // PTX: bar.sync 0;
-// PTX-COUNT-2: cp.async.bulk.tensor.3d
-// PTX: st.shared.v2.b32
+// PTX-NEXT: st.shared.v2.b32
 // PTX: bar.sync 0;
 // PTX: ld.shared.b32 [[A:%r[0-9]+]], [[[TILE:%rd[0-9]+]]+-4096];
 // PTX: ld.shared.b32 [[B:%r[0-9]+]], [[[TILE]]];
@@ -52,9 +53,9 @@
 // MX: name = "grouped_matmul_mxfp8_16x64x128_s8_swapab_rowscale_off64"
 // BAD: error: convert-moe-to-nvgpu: 'swap-ab-split-k' must be 0 (chosen per GEMM), 1 or 2, got 3
 // NEGATIVE: error: convert-moe-to-nvgpu: 'swap-ab-split-k' must be 0 (chosen per GEMM), 1 or 2, got -1
-// Trip i's stages are refilled after trip i + 1: fewer than 4 stages would
-// leave a trip waiting on loads issued only after it.
-// STAGES: error: convert-moe-to-nvgpu: swap-AB forms splitting K between 2 warpgroups need at least 4 stages, got 3
+// Each warpgroup owns every other stage and refills its previous step's:
+// with fewer than two of its own, a step would wait on loads issued after it.
+// STAGES: error: convert-moe-to-nvgpu: swap-AB forms splitting K between 2 warpgroups need a multiple of it of at least 4 stages, got 3
 
 func.func @mixtral_mlp(%rows: tensor<?x4096xbf16>, %off: tensor<9xi64>,
     %w13: tensor<8x28672x4096xbf16>, %w2: tensor<8x4096x14336xbf16>,

@@ -1308,6 +1308,34 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             scf::YieldOp::create(lb, acc);
             return;
           }
+          // Split K: warpgroup w alone uses the stages of steps 2i + w (an
+          // even number of stages), so it frees them with a barrier of its
+          // own and its first thread refills its previous step's: the two
+          // warpgroups stream apart, as two CTAs would.
+          if (split > 1) {
+            NVVM::BarrierOp::create(
+                lb, Type(),
+                arith::IndexCastOp::create(lb, lb.getI32Type(),
+                                           o.add(warpgroup, o.c(1))),
+                arith::ConstantIntOp::create(lb, lb.getI32Type(), 128),
+                NVVM::BarrierReductionAttr(), Value());
+            Value previous = o.sub(itemStep, o.c(split));
+            Value refillStep = o.add(previous, o.c(t.stages));
+            Value refill = arith::AndIOp::create(
+                lb,
+                arith::CmpIOp::create(lb, arith::CmpIPredicate::eq,
+                                      arith::RemUIOp::create(lb, tid, o.c(128)),
+                                      o.c(0)),
+                arith::AndIOp::create(lb, o.lt(o.c(split - 1), itemStep),
+                                      o.lt(refillStep, numSteps)));
+            ifThen(lb, refill, [&](ImplicitLocOpBuilder &rb) {
+              issueLoad(rb, current,
+                        stageOf(rb, IndexMath{rb}.add(stepBase, previous)),
+                        refillStep);
+            });
+            scf::YieldOp::create(lb, acc);
+            return;
+          }
           // Else they are free once every warp has (in both CTAs of a
           // cluster: the rows' multicast refills both); refill them while
           // this trip's wgmma run. The cluster arrival is relaxed: a release
@@ -1318,21 +1346,17 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           } else {
             gpu::BarrierOp::create(lb);
           }
-          Value tripBase = o.add(passBase, o.mul(trip, o.c(split)));
-          for (int64_t j = 0; j < split; ++j) {
-            // Step j of the previous trip (one pass per item when split).
-            Value previous = o.sub(tripBase, o.c(split - j));
-            Value refillStep = o.add(previous, o.c(t.stages));
-            Value refill = arith::AndIOp::create(
-                lb, leader,
-                arith::AndIOp::create(lb, o.lt(o.c(split - j - 1), tripBase),
-                                      o.lt(refillStep, numSteps)));
-            ifThen(lb, refill, [&](ImplicitLocOpBuilder &rb) {
-              issueLoad(rb, current,
-                        stageOf(rb, IndexMath{rb}.add(stepBase, previous)),
-                        refillStep);
-            });
-          }
+          Value previous = o.sub(itemStep, o.c(1));
+          Value refillStep = o.add(previous, o.c(t.stages));
+          Value refill = arith::AndIOp::create(
+              lb, leader,
+              arith::AndIOp::create(lb, o.lt(o.c(0), itemStep),
+                                    o.lt(refillStep, numSteps)));
+          ifThen(lb, refill, [&](ImplicitLocOpBuilder &rb) {
+            issueLoad(rb, current,
+                      stageOf(rb, IndexMath{rb}.add(stepBase, previous)),
+                      refillStep);
+          });
           scf::YieldOp::create(lb, acc);
         });
     NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(0));

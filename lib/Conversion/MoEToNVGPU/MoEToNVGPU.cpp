@@ -346,12 +346,15 @@ static LogicalResult verifyTile(ModuleOp module,
     return fail() << "convert-moe-to-nvgpu: 'swap-ab-split-k' must be 0 "
                      "(chosen per GEMM), 1 or 2, got "
                   << tile.splitK;
-  // A trip's steps are refilled after the next trip: with fewer stages the
-  // loads of a trip would wait for its own end.
-  if (tile.kSplit() > 1 && tile.stages < 2 * tile.kSplit())
+  // Each warpgroup owns every split-th stage and refills its previous
+  // step's after its next one: with fewer than two stages of its own, a step
+  // would wait on loads issued after it.
+  if (tile.kSplit() > 1 &&
+      (tile.stages < 2 * tile.kSplit() || tile.stages % tile.kSplit()))
     return fail() << "convert-moe-to-nvgpu: swap-AB forms splitting K "
                      "between "
-                  << tile.kSplit() << " warpgroups need at least "
+                  << tile.kSplit()
+                  << " warpgroups need a multiple of it of at least "
                   << 2 * tile.kSplit() << " stages, got " << tile.stages;
   if (tile.stages < 1 || tile.dynamicSharedBytes() > kMaxDynamicSharedBytes)
     return fail() << "convert-moe-to-nvgpu: 'stages' (" << tile.stages
