@@ -85,10 +85,11 @@ struct GroupedMatmulTile {
   int64_t cluster = 1;
   /// Consumer warpgroups sharing each work item's K steps in the swap-AB
   /// bf16 and block-FP8 forms of one pass per item (1 or 2; the others
-  /// ignore it): warpgroup w multiplies steps 2i + w and the epilogue adds
-  /// the two partial sums. Decode over a long K with few work items
-  /// (Mixtral's down projection at T = 1: 128 items of 14336 K for 132
-  /// SMs) then keeps twice the steps in flight per CTA.
+  /// ignore it): warpgroup w multiplies steps 2i + w, streaming them
+  /// through its own stages (every other one) with its own barrier and
+  /// refills, and the epilogue adds the two partial sums. Decode over a
+  /// long K with few work items (Mixtral's down projection at T = 1: 128
+  /// items of 14336 K for 132 SMs) then streams like two CTAs per SM.
   int64_t splitK = 1;
   /// Which 128-row forms get a producer warpgroup: it issues every TMA load
   /// behind per-stage "empty" mbarriers that the two consumer warpgroups
