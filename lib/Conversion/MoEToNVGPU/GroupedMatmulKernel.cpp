@@ -1139,6 +1139,17 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     });
   };
 
+  // A barrier of this thread's warpgroup only (named barrier 1 + its index;
+  // 0 is the CTA's).
+  auto syncWarpgroupAt = [&](ImplicitLocOpBuilder &nb) {
+    NVVM::BarrierOp::create(
+        nb, Type(),
+        arith::IndexCastOp::create(
+            nb, nb.getI32Type(),
+            IndexMath{nb}.add(warpgroup, IndexMath{nb}.c(1))),
+        arith::ConstantIntOp::create(nb, nb.getI32Type(), 128),
+        NVVM::BarrierReductionAttr(), Value());
+  };
   // Pass `pass` of the item: its K loop over the tile of output columns
   // col0 + pass * tileCols; returns the accumulator.
   std::function<Value(Value)> runWidenedPass;
@@ -1308,49 +1319,32 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             scf::YieldOp::create(lb, acc);
             return;
           }
-          // Split K: warpgroup w alone uses the stages of steps 2i + w (an
-          // even number of stages), so it frees them with a barrier of its
-          // own and its first thread refills its previous step's: the two
-          // warpgroups stream apart, as two CTAs would.
-          if (split > 1) {
-            NVVM::BarrierOp::create(
-                lb, Type(),
-                arith::IndexCastOp::create(lb, lb.getI32Type(),
-                                           o.add(warpgroup, o.c(1))),
-                arith::ConstantIntOp::create(lb, lb.getI32Type(), 128),
-                NVVM::BarrierReductionAttr(), Value());
-            Value previous = o.sub(itemStep, o.c(split));
-            Value refillStep = o.add(previous, o.c(t.stages));
-            Value refill = arith::AndIOp::create(
-                lb,
-                arith::CmpIOp::create(lb, arith::CmpIPredicate::eq,
-                                      arith::RemUIOp::create(lb, tid, o.c(128)),
-                                      o.c(0)),
-                arith::AndIOp::create(lb, o.lt(o.c(split - 1), itemStep),
-                                      o.lt(refillStep, numSteps)));
-            ifThen(lb, refill, [&](ImplicitLocOpBuilder &rb) {
-              issueLoad(rb, current,
-                        stageOf(rb, IndexMath{rb}.add(stepBase, previous)),
-                        refillStep);
-            });
-            scf::YieldOp::create(lb, acc);
-            return;
-          }
           // Else they are free once every warp has (in both CTAs of a
           // cluster: the rows' multicast refills both); refill them while
           // this trip's wgmma run. The cluster arrival is relaxed: a release
           // would also wait for this step's wgmma (1.3-1.7x slower kernels).
-          if (cluster > 1) {
+          // Split K: warpgroup w alone uses the stages of steps 2i + w (an
+          // even number of stages), so it frees them with a barrier of its
+          // own and its first thread refills its previous step's: the two
+          // warpgroups stream apart, as two CTAs would.
+          Value refiller = leader;
+          if (split > 1) {
+            syncWarpgroupAt(lb);
+            refiller = arith::CmpIOp::create(
+                lb, arith::CmpIPredicate::eq,
+                arith::RemUIOp::create(lb, tid, o.c(128)), o.c(0));
+          } else if (cluster > 1) {
             NVVM::ClusterArriveRelaxedOp::create(lb, lb.getUnitAttr());
             NVVM::ClusterWaitOp::create(lb, lb.getUnitAttr());
           } else {
             gpu::BarrierOp::create(lb);
           }
-          Value previous = o.sub(itemStep, o.c(1));
+          // This warpgroup's previous step, `split` back.
+          Value previous = o.sub(itemStep, o.c(split));
           Value refillStep = o.add(previous, o.c(t.stages));
           Value refill = arith::AndIOp::create(
-              lb, leader,
-              arith::AndIOp::create(lb, o.lt(o.c(0), itemStep),
+              lb, refiller,
+              arith::AndIOp::create(lb, o.lt(o.c(split - 1), itemStep),
                                     o.lt(refillStep, numSteps)));
           ifThen(lb, refill, [&](ImplicitLocOpBuilder &rb) {
             issueLoad(rb, current,
@@ -1581,14 +1575,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         });
   };
 
-  // A barrier of this thread's warpgroup only (named barrier 1 + its index;
-  // 0 is the CTA's).
-  auto syncWarpgroup = [&]() {
-    NVVM::BarrierOp::create(
-        b, Type(), arith::IndexCastOp::create(b, i32, m.add(warpgroup, m.c(1))),
-        arith::ConstantIntOp::create(b, i32, 128), NVVM::BarrierReductionAttr(),
-        Value());
-  };
+  auto syncWarpgroup = [&]() { syncWarpgroupAt(b); };
 
   // quantizeOut: every pass stores its activations, rounded to bf16, into
   // the item's activation tile (64 or tileM rows x 128 columns, 16-byte
