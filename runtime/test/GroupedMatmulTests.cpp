@@ -285,6 +285,35 @@ TEST(groupedMatmulLaunchesPerContract) {
   moeBundleClose(bundle);
 }
 
+// A swap-AB form splitting K between two warpgroups (`_k2`, 256 threads,
+// contract §1) is launched with its manifest's threads, its residency
+// queried with them, and the same work and grid as a one-warpgroup form.
+TEST(groupedMatmulLaunchesSplitKSwapAB) {
+  FakeGpu &gpu = installFakeDriver();
+  const char *symbol = "grouped_matmul_bf16_16x64x64_s8_swapab_k2_off64";
+  std::string line =
+      kernelLine("down", symbol, "moe_kernels", 1, kMax, 16, 64, 81920, 1);
+  line.replace(line.find("threads=128"), 11, "threads=256");
+  moeBundle *bundle =
+      openBundle("MOEBUNDLE 6\n"
+                 "chip sm_90a\n" +
+                 imageRecord("moe_kernels", fakeCubin('K')) +
+                 "entry down op=moe.grouped_matmul abi=grouped_matmul.v3 "
+                 "epilogue=store experts=8 n=4096 k=14336 max_rows=2147483647 "
+                 "offsets=i64 bias=none activation=none\n" +
+                 line + "end\n");
+  CHECK(bundle != nullptr);
+  // M = 1: slots = min(1 + 1, 8 * 2^27) = 2, work = 2 * 64 = 128 < 528.
+  checkLaunches(bundle, "down", args(1, 4096, 14336, 8),
+                {{symbol, 128, 81920, 1, int32_t(kMax), 16, 64, 256}}, 64);
+  // M = 64: 4 + 8 = 12 slots, 768 work items: one wave of 528.
+  checkLaunches(bundle, "down", args(64, 4096, 14336, 8),
+                {{symbol, 528, 81920, 1, int32_t(kMax), 16, 64, 256}}, 64);
+  CHECK_EQ(gpu.occupancyQueries.size(), size_t(1));
+  CHECK_EQ(gpu.occupancyQueries[0].threads, 256);
+  moeBundleClose(bundle);
+}
+
 TEST(groupedMatmulGridIn64Bits) {
   FakeGpu &gpu = installFakeDriver();
   // 1-row tiles with rows_min = 1 give the most work items: M = N = 2^31 - 1
