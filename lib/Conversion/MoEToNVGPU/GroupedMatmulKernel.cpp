@@ -1575,8 +1575,6 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         });
   };
 
-  auto syncWarpgroup = [&]() { syncWarpgroupAt(b); };
-
   // quantizeOut: every pass stores its activations, rounded to bf16, into
   // the item's activation tile (64 or tileM rows x 128 columns, 16-byte
   // chunks XOR-swizzled by row); then 16 threads per row quantize each
@@ -1700,11 +1698,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         syncStages(b);
         issuePrologue(b, next, nextStepBase, nextActive);
       }
-      syncWarpgroup();
+      syncWarpgroupAt(b);
       quantizeTile(tile, arith::RemUIOp::create(b, tid, m.c(128)),
                    m.sub(rowsHere, groupRow0), m.add(row0, groupRow0));
       // The next item's activations overwrite the tile just read.
-      syncWarpgroup();
+      syncWarpgroupAt(b);
       return;
     }
     // Swap-AB: out^T in the f32 tile, weight rows [0, 32) gate and
@@ -1834,7 +1832,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                                   /*nontemporal=*/false, llvm::Align(4));
         }
       }
-      syncWarpgroup();
+      syncWarpgroupAt(b);
       for (int64_t pass = 0; pass < 64 / 16; ++pass) {
         Value r = m.add(readRow, m.c(16 * pass));
         Value values = vector::LoadOp::create(
@@ -1849,7 +1847,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         });
       }
       // The next chunk overwrites the staging tile just read.
-      syncWarpgroup();
+      syncWarpgroupAt(b);
     }
   } else {
     // Epilogue through the stage buffers: accumulators -> shared f32 tile

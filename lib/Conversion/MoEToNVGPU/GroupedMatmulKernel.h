@@ -116,8 +116,7 @@ struct GroupedMatmulTile {
   int64_t warpgroups() const { return swapAB ? kSplit() : tileM / 64; }
   /// Warpgroups this kernel splits K between (see `splitK`).
   int64_t kSplit() const {
-    return swapAB && !mxfp8() && !quantizeOut ? std::max<int64_t>(splitK, 1)
-                                              : 1;
+    return swapAB && !mxfp8() && !quantizeOut ? splitK : 1;
   }
 
   bool fp8() const { return format != Format::BF16; }
