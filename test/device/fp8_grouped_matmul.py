@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
 from routings import clamped_ranges, offsets_from, skewed_counts  # noqa: E402
-from tally import Tally, run  # noqa: E402
+from tally import Tally, run, warm_up_on_side_stream  # noqa: E402
 
 TOLERANCE = 3e-3
 DEV = "cuda"
@@ -192,6 +192,27 @@ class Case:
         return ((out[owned].double() - want).norm() / want.norm()).item()
 
 
+def replay_failure_detail(graph, first, bundle, info, data, out):
+    """What a failed replay of `graph` (inputs: `first`'s buffers holding
+    `data`) tells: the rows that differ, whether a second replay and an
+    eager call on the same buffers fail too (a wrong reference would make
+    all three fail; a bad capture only the replays)."""
+    got = out.float()
+    owned = ~torch.isnan(data.reference[:, 0])
+    diff = (got.double() - data.reference).abs().amax(dim=1)
+    bad_rows = ((diff > 0.05 * data.reference.abs().amax()) & owned).nonzero().flatten().tolist()
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    again = data.check(out)[0]
+    out.fill_(float("nan"))
+    first.run(bundle, info.name, out)
+    torch.cuda.synchronize()
+    eager = data.check(out)[0]
+    return (f"{len(bad_rows)} wrong rows, first {bad_rows[:6]}; replayed again: {again or 'right'}; "
+            f"eager: {eager or 'right'}")
+
+
 def gptoss_act(gu, I, alpha=1.702, limit=7.0):
     """GPT-OSS's clamped SwiGLU of [M, 2I] gate-up rows (gate first)."""
     gate, up = gu[:, :I].clamp(max=limit), gu[:, I:].clamp(-limit, limit)
@@ -325,21 +346,21 @@ def main():
             first = Case([1000, 1, 3, 0, 16, 17, 5, 64], None, info, 99, fmt)
             second = Case([3, 500, 0, 9, 9, 9, 500, 76], None, info, 100, fmt)
             out = torch.full((first.m, first.n), float("nan"), device=DEV, dtype=torch.bfloat16)
-            stream = torch.cuda.Stream()
-            with torch.cuda.stream(stream):
-                first.run(bundle, info.name, out)
-            torch.cuda.synchronize()
+            warm_up_on_side_stream(lambda: first.run(bundle, info.name, out))
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 first.run(bundle, info.name, out)
             problems = []
-            for data in (first, second):
+            for which, data in (("first", first), ("second", second)):
                 for name in ("rows", "rows_scale", "weights", "weights_scale", "offsets", "row_scale"):
                     getattr(first, name).copy_(getattr(data, name))
                 out.fill_(float("nan"))
                 graph.replay()
                 torch.cuda.synchronize()
-                problems.append(data.check(out)[0])
+                problem = data.check(out)[0]
+                if problem:
+                    problem += f" ({which} replay: {replay_failure_detail(graph, first, bundle, info, data, out)})"
+                problems.append(problem)
             report(problems == [None, None], what, "; ".join(p for p in problems if p))
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")

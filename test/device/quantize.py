@@ -336,6 +336,8 @@ def check_graph(tally, bundle, entry, first, second):
     scales = torch.empty(ref1[1].shape, dtype=torch.uint8 if entry.scale == "e8m0"
                          else torch.float32, device=DEV)
     stream = torch.cuda.Stream()
+    # After the inputs and outputs above are ready (see tally.warm_up_on_side_stream).
+    stream.wait_stream(torch.cuda.current_stream())
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.stream(stream):
         bundle.quantize(entry.name, xt, values, scales)  # warm up

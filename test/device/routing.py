@@ -27,7 +27,7 @@ PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else ".shared-bench")
 sys.path[:0] = [ARTIFACTS, PEERS]
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
-from tally import Tally, run  # noqa: E402
+from tally import Tally, run, warm_up_on_side_stream  # noqa: E402
 from peers import SHAPES, route_model  # noqa: E402
 
 DEV = "cuda"
@@ -194,10 +194,7 @@ def main():
         rows = torch.randn(T * k, H, device=DEV).to(torch.bfloat16)
         slots = torch.randperm(T * k, device=DEV).view(T, k).to(torch.int32)
         out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
-        stream = torch.cuda.Stream()
-        with torch.cuda.stream(stream):
-            bundle.route("qwen3_30b_a3b", logits, ids=ids, weights=weights)
-        torch.cuda.synchronize()
+        warm_up_on_side_stream(lambda: bundle.route("qwen3_30b_a3b", logits, ids=ids, weights=weights))
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             bundle.route("qwen3_30b_a3b", logits, ids=ids, weights=weights)

@@ -43,16 +43,29 @@ def refused_without_launch(cases, attempt, out, error_type):
     return refused
 
 
+def warm_up_on_side_stream(call):
+    """call() on a fresh stream (a warm-up before CUDA-graph capture), after
+    everything queued on the current stream and finished before returning.
+    Without the wait the call would race with the current stream's queued
+    work: the caching allocator hands out memory freed there at once (a
+    test's temporaries), so the call could overwrite inputs of a reference
+    still being computed, and read inputs not yet written."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        call()
+    torch.cuda.synchronize()
+
+
 def graph_replay_errors(call, refresh, poison, error, replays=2):
     """call() captured in a CUDA graph (after a warm-up run on a side
     stream), then per replay: refresh() the inputs in place, poison() the
     outputs, replay, and error() of the result. Returns the errors."""
     import torch
 
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        call()
-    torch.cuda.synchronize()
+    warm_up_on_side_stream(call)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         call()
