@@ -34,7 +34,28 @@
 // The tile table (E < 1024): warp 0 scans 32 experts per step (row ends
 // by a shuffle prefix max, tiles of the experts whose row count lies in
 // [rows_min, rows_max] by a shuffle prefix sum) and stores the running
-// row ends and the tile prefix in shared memory.
+// row ends and the tile prefix in shared memory. From 65 experts to 960
+// every warp (4 here) takes segments of 32 instead: their largest ends (xor
+// shuffles) into the table's tail, a CTA barrier, each segment scanned
+// after the earlier ones' ends, a barrier, the earlier segments' tiles
+// added.
+// CHECK: arith.cmpi slt, %c64{{(_[0-9]+)?}}, %{{.*}} : index
+// CHECK: arith.cmpi sle, %{{.*}}, %c960{{(_[0-9]+)?}} : index
+// CHECK: scf.if
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4{{(_[0-9]+)?}} {
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: memref.store %{{.*}}, %[[TILES]]
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4{{(_[0-9]+)?}} {
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK-COUNT-5: gpu.shuffle  up
+// CHECK: memref.store %{{.*}}, %[[ENDS]]
+// CHECK: memref.store %{{.*}}, %[[TILES]]
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4{{(_[0-9]+)?}} {
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: memref.store %{{.*}}, %[[TILES]]
+// CHECK: } else {
 // CHECK: scf.if
 // CHECK: memref.load %[[ENDS]]
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32

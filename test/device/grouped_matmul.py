@@ -49,6 +49,13 @@ def cases():
     # that they scan the offsets per warp. Rows of 0..70 per expert reach
     # all three kernel forms.
     mix = [0, 0, 0, 1, 2, 5, 16, 17, 64, 70]
+    # From 65 experts to 960 every warp builds the table (segments of 32, the
+    # last partial here); malformed offsets carry a running maximum across
+    # the segments.
+    yield "200 experts (the table built by all warps)", "e200_n128_k64", [rng.choice(mix) for _ in range(200)], None
+    jumbled = sorted(rng.randrange(-50, 3000) for _ in range(201))
+    jumbled[20:100] = reversed(jumbled[20:100])  # down across segment borders
+    yield "200 experts, malformed offsets (clamped)", "e200_n128_k64", jumbled, 2500
     yield "1023 experts (the largest tile table)", "e1023_n128_k64", [rng.choice(mix) for _ in range(1023)], None
     yield "1500 experts (past the tile table)", "e1500_n128_k64_i64", [rng.choice(mix) for _ in range(1500)], None
     wild = sorted(rng.randrange(-50, 20000) for _ in range(1501))

@@ -403,8 +403,10 @@ void mlir::moe::buildTileTable(ImplicitLocOpBuilder &b, Value rowEnds,
         IndexMath n{nb};
         Value e = n.add(base, n.toIndex(lane));
         Value valid = n.lt(e, numExperts);
-        // Lanes past the last expert read the last entry (E < kCachedEnds).
-        Value next = arith::MinSIOp::create(nb, n.add(e, n.c(1)), numExperts);
+        // Lanes past the last expert read entry 0, which no lane rewrites
+        // (the last one is another lane's to rewrite).
+        Value next =
+            arith::SelectOp::create(nb, valid, n.add(e, n.c(1)), n.c(0));
         Value end =
             arith::SelectOp::create(nb, valid, n.load(rowEnds, next), iter[0]);
         ScanStep step = scanStep(nb, lane, valid, end, iter[0], iter[1], min32,
@@ -416,6 +418,119 @@ void mlir::moe::buildTileTable(ImplicitLocOpBuilder &b, Value rowEnds,
         });
         scf::YieldOp::create(nb, ValueRange{step.lastHi, step.lastUpTo});
       });
+}
+
+/// An all-lanes reduction of an i32 by xor shuffles.
+static Value warpAllReduce(ImplicitLocOpBuilder &b, Value v,
+                           function_ref<Value(Value, Value)> combine) {
+  for (int32_t d = 16; d >= 1; d /= 2)
+    v = combine(v, gpu::ShuffleOp::create(b, v, d, 32, gpu::ShuffleMode::XOR)
+                       .getShuffleResult());
+  return v;
+}
+
+void mlir::moe::buildTileTableByWarps(ImplicitLocOpBuilder &b, Value rowEnds,
+                                      Value tileEnds, Value numExperts,
+                                      Value rowsMin, Value rowsMax,
+                                      int64_t tileM, Value tid, int64_t warps) {
+  IndexMath m{b};
+  Type i32 = b.getI32Type();
+  auto toI32 = [&](ImplicitLocOpBuilder &nb, Value v) -> Value {
+    return arith::IndexCastOp::create(nb, i32, v);
+  };
+  Value lane = toI32(b, arith::RemUIOp::create(b, tid, m.c(32)));
+  Value laneIndex = arith::RemUIOp::create(b, tid, m.c(32));
+  Value warp = arith::DivUIOp::create(b, tid, m.c(32));
+  Value min32 = toI32(b, rowsMin), max32 = toI32(b, rowsMax);
+  Value zero = arith::ConstantIntOp::create(b, i32, 0);
+  Value segments = m.ceilDiv(numExperts, 32);
+  Value first = m.load(rowEnds, m.c(0));
+  auto maxOf = [&](ImplicitLocOpBuilder &nb) {
+    return [&nb](Value x, Value y) -> Value {
+      return arith::MaxSIOp::create(nb, x, y);
+    };
+  };
+  // Warp w takes segments w, w + warps, ...: experts [32 s, 32 s + 32).
+  auto forSegments =
+      [&](function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)>
+              body) {
+        scf::ForOp::create(
+            b, warp, segments, m.c(warps), ValueRange{},
+            [&](OpBuilder &nested, Location l, Value s, ValueRange) {
+              ImplicitLocOpBuilder nb(l, nested);
+              IndexMath n{nb};
+              Value e = n.add(n.mul(s, n.c(32)), laneIndex);
+              body(nb, s, e, n.lt(e, numExperts));
+              scf::YieldOp::create(nb);
+            });
+      };
+  // Expert e's end (entry e + 1; entry 0, never rewritten, past the last).
+  auto endOf = [&](ImplicitLocOpBuilder &nb, Value e, Value valid) {
+    IndexMath n{nb};
+    Value entry = arith::SelectOp::create(nb, valid, n.add(e, n.c(1)), n.c(0));
+    return n.load(rowEnds, entry);
+  };
+  // The carry of segment s: `combine` over the per-segment totals at `at`
+  // of the segments before it (at most kTableSegments, one per lane).
+  auto carryOf = [&](ImplicitLocOpBuilder &nb, Value s, int64_t at,
+                     Value identity,
+                     function_ref<Value(Value, Value)> combine) {
+    IndexMath n{nb};
+    Value before = n.lt(laneIndex, s);
+    Value v = n.load(
+        tileEnds,
+        n.add(n.c(at), arith::SelectOp::create(nb, before, laneIndex, n.c(0))));
+    return warpAllReduce(nb, arith::SelectOp::create(nb, before, v, identity),
+                         combine);
+  };
+  auto ifLane0 = [&](ImplicitLocOpBuilder &nb,
+                     function_ref<void(ImplicitLocOpBuilder &)> body) {
+    ifThen(nb, IndexMath{nb}.lt(laneIndex, IndexMath{nb}.c(1)), body);
+  };
+  int64_t maxAt = kCachedEnds - 2 * kTableSegments;
+  int64_t tilesAt = kCachedEnds - kTableSegments;
+  // 1. Each segment's largest end, into the table's unused tail.
+  forSegments([&](ImplicitLocOpBuilder &nb, Value s, Value e, Value valid) {
+    Value end = arith::SelectOp::create(nb, valid, endOf(nb, e, valid), first);
+    Value largest = warpAllReduce(nb, end, maxOf(nb));
+    ifLane0(nb, [&](ImplicitLocOpBuilder &lb) {
+      memref::StoreOp::create(lb, largest, tileEnds,
+                              IndexMath{lb}.add(IndexMath{lb}.c(maxAt), s));
+    });
+  });
+  gpu::BarrierOp::create(b);
+  // 2. Each segment scanned after the ends before it (its tiles counted from
+  // zero); each warp rewrites only its segments' entries.
+  forSegments([&](ImplicitLocOpBuilder &nb, Value s, Value e, Value valid) {
+    Value carryEnd = carryOf(nb, s, maxAt, first, maxOf(nb));
+    Value end =
+        arith::SelectOp::create(nb, valid, endOf(nb, e, valid), carryEnd);
+    ScanStep step =
+        scanStep(nb, lane, valid, end, carryEnd, zero, min32, max32, tileM);
+    ifThen(nb, valid, [&](ImplicitLocOpBuilder &vb) {
+      IndexMath v{vb};
+      memref::StoreOp::create(vb, step.hi, rowEnds, v.add(e, v.c(1)));
+      memref::StoreOp::create(vb, step.upTo, tileEnds, e);
+    });
+    ifLane0(nb, [&](ImplicitLocOpBuilder &lb) {
+      memref::StoreOp::create(lb, step.lastUpTo, tileEnds,
+                              IndexMath{lb}.add(IndexMath{lb}.c(tilesAt), s));
+    });
+  });
+  gpu::BarrierOp::create(b);
+  // 3. The tiles of the segments before each one added to its entries.
+  forSegments([&](ImplicitLocOpBuilder &nb, Value s, Value e, Value valid) {
+    Value carryTiles =
+        carryOf(nb, s, tilesAt, zero, [&nb](Value x, Value y) -> Value {
+          return arith::AddIOp::create(nb, x, y);
+        });
+    ifThen(nb, valid, [&](ImplicitLocOpBuilder &vb) {
+      IndexMath v{vb};
+      memref::StoreOp::create(
+          vb, arith::AddIOp::create(vb, v.load(tileEnds, e), carryTiles),
+          tileEnds, e);
+    });
+  });
 }
 
 /// Where `slot` (below the table's slot count) lies, by binary search for
@@ -475,13 +590,33 @@ void TileScheduler::cacheOffsets(ImplicitLocOpBuilder &b,
       });
 }
 
-void TileScheduler::buildTable(ImplicitLocOpBuilder &b) const {
+void TileScheduler::buildTable(ImplicitLocOpBuilder &b, int64_t threads) const {
   IndexMath m{b};
-  ifThen(b, arith::AndIOp::create(b, tableFits, m.lt(tid, m.c(32))),
-         [&](ImplicitLocOpBuilder &nb) {
-           buildTileTable(nb, cachedEnds, tileEnds, numExperts, rowsMin,
-                          rowsMax, tileM, tid);
-         });
+  // Many experts: every warp scans segments of them (three passes instead of
+  // E / 32 steps of one warp), while the table's tail holds their totals.
+  Value byWarps = arith::AndIOp::create(
+      b, tableFits,
+      arith::AndIOp::create(
+          b, m.lt(m.c(kTableByWarpsFrom - 1), numExperts),
+          m.le(numExperts, m.c(kCachedEnds - 2 * kTableSegments))));
+  scf::IfOp::create(
+      b, byWarps,
+      [&](OpBuilder &thenBuilder, Location tl) {
+        ImplicitLocOpBuilder tb(tl, thenBuilder);
+        buildTileTableByWarps(tb, cachedEnds, tileEnds, numExperts, rowsMin,
+                              rowsMax, tileM, tid, threads / 32);
+        scf::YieldOp::create(tb);
+      },
+      [&](OpBuilder &elseBuilder, Location el) {
+        ImplicitLocOpBuilder eb(el, elseBuilder);
+        IndexMath n{eb};
+        ifThen(eb, arith::AndIOp::create(eb, tableFits, n.lt(tid, n.c(32))),
+               [&](ImplicitLocOpBuilder &nb) {
+                 buildTileTable(nb, cachedEnds, tileEnds, numExperts, rowsMin,
+                                rowsMax, tileM, tid);
+               });
+        scf::YieldOp::create(eb);
+      });
   gpu::BarrierOp::create(b);
 }
 
@@ -668,7 +803,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   // The set-up above overlaps the previous kernel; the offsets and rows are
   // its outputs. A GEMM lets the next kernel launch only when it ends:
   // launched early, the next kernel's CTAs would wait on the SMs beside
-  // this one's for all of its run (3.5 % slower layers at T = 8192).
+  // this one's for all of its run (3.5 % slower layers at T = 8192; from
+  // each CTA's last work item still 2-3 %).
   waitForPreviousKernel(b, /*launchDependents=*/false);
   TileScheduler scheduler =
       makeTileScheduler(b, offsets, func.getWorkgroupAttributions()[0],
@@ -678,7 +814,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   // Clustered, also: the peer's mbarriers are initialized before the first
   // multicast lands on them.
   syncStages(b);
-  scheduler.buildTable(b);
+  scheduler.buildTable(b, threads);
 
   // Persistent CTAs: the token tiles of the eligible experts (counted on
   // the device) times the column tiles are the work items; CTA c takes

@@ -245,7 +245,7 @@ gpu::GPUFuncOp mlir::moe::buildTcgen05GroupedMatmulKernel(
   gpu::BarrierOp::create(b);
   NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
   Value tmemBase = LLVM::LoadOp::create(b, i32, tmemSlot);
-  scheduler.buildTable(b);
+  scheduler.buildTable(b, 128);
   Value numTiles = scheduler.countTiles(b);
   Value numWork = m.mul(numTiles, numColTiles);
   Value firstWork = gpu::BlockIdOp::create(b, gpu::Dimension::x);

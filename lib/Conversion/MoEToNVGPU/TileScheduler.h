@@ -22,6 +22,12 @@ namespace mlir::moe {
 /// memory).
 inline constexpr int64_t kCachedEnds = 1024;
 
+/// The table is built by all warps (buildTileTableByWarps) from this many
+/// experts on, with at most kTableSegments segments of 32 (one warp's scan
+/// step builds it below that).
+inline constexpr int64_t kTableByWarpsFrom = 65;
+inline constexpr int64_t kTableSegments = 32;
+
 /// A work item: an output tile of one expert.
 struct WorkItem {
   Value expert, row0, rowEnd, col0;
@@ -74,6 +80,16 @@ void buildTileTable(ImplicitLocOpBuilder &b, Value rowEnds, Value tileEnds,
                     Value numExperts, Value rowsMin, Value rowsMax,
                     int64_t tileM, Value tid);
 
+/// The same table built by all `warps` warps of the CTA (which all call
+/// this): each takes segments of 32 experts; the segments' largest ends and
+/// their tiles pass through the last 2 x kTableSegments entries of
+/// tileEnds (so E <= kCachedEnds - 2 x kTableSegments), with a CTA barrier
+/// between the three passes.
+void buildTileTableByWarps(ImplicitLocOpBuilder &b, Value rowEnds,
+                           Value tileEnds, Value numExperts, Value rowsMin,
+                           Value rowsMax, int64_t tileM, Value tid,
+                           int64_t warps);
+
 /// Where `slot` (below the table's slot count) lies, by binary search for
 /// the first expert whose tileEnds exceeds it (numTiles is left null).
 TileLookup lookUpTableTile(ImplicitLocOpBuilder &b, Value rowEnds,
@@ -92,8 +108,9 @@ struct TileScheduler {
   /// The first min(E + 1, kCachedEnds) offsets, clamped, into cachedEnds by
   /// `threads` threads; the caller synchronises the CTA before buildTable.
   void cacheOffsets(ImplicitLocOpBuilder &b, int64_t threads) const;
-  /// Warp 0 builds the table when it fits, then a CTA barrier.
-  void buildTable(ImplicitLocOpBuilder &b) const;
+  /// Warp 0, or from kTableByWarpsFrom experts all `threads` / 32 warps,
+  /// build the table when it fits, then a CTA barrier.
+  void buildTable(ImplicitLocOpBuilder &b, int64_t threads) const;
   /// Slots (token tiles) of all eligible experts.
   Value countTiles(ImplicitLocOpBuilder &b) const;
   /// Where slot `slot` (>= 0) lies: by the table, or by the warp scan.
