@@ -420,15 +420,6 @@ void mlir::moe::buildTileTable(ImplicitLocOpBuilder &b, Value rowEnds,
       });
 }
 
-/// An all-lanes reduction of an i32 by xor shuffles.
-static Value warpAllReduce(ImplicitLocOpBuilder &b, Value v,
-                           function_ref<Value(Value, Value)> combine) {
-  for (int32_t d = 16; d >= 1; d /= 2)
-    v = combine(v, gpu::ShuffleOp::create(b, v, d, 32, gpu::ShuffleMode::XOR)
-                       .getShuffleResult());
-  return v;
-}
-
 void mlir::moe::buildTileTableByWarps(ImplicitLocOpBuilder &b, Value rowEnds,
                                       Value tileEnds, Value numExperts,
                                       Value rowsMin, Value rowsMax,
@@ -438,8 +429,8 @@ void mlir::moe::buildTileTableByWarps(ImplicitLocOpBuilder &b, Value rowEnds,
   auto toI32 = [&](ImplicitLocOpBuilder &nb, Value v) -> Value {
     return arith::IndexCastOp::create(nb, i32, v);
   };
-  Value lane = toI32(b, arith::RemUIOp::create(b, tid, m.c(32)));
   Value laneIndex = arith::RemUIOp::create(b, tid, m.c(32));
+  Value lane = toI32(b, laneIndex);
   Value warp = arith::DivUIOp::create(b, tid, m.c(32));
   Value min32 = toI32(b, rowsMin), max32 = toI32(b, rowsMax);
   Value zero = arith::ConstantIntOp::create(b, i32, 0);
@@ -480,8 +471,8 @@ void mlir::moe::buildTileTableByWarps(ImplicitLocOpBuilder &b, Value rowEnds,
     Value v = n.load(
         tileEnds,
         n.add(n.c(at), arith::SelectOp::create(nb, before, laneIndex, n.c(0))));
-    return warpAllReduce(nb, arith::SelectOp::create(nb, before, v, identity),
-                         combine);
+    return warpReduce(nb, arith::SelectOp::create(nb, before, v, identity),
+                      combine);
   };
   auto ifLane0 = [&](ImplicitLocOpBuilder &nb,
                      function_ref<void(ImplicitLocOpBuilder &)> body) {
@@ -492,7 +483,7 @@ void mlir::moe::buildTileTableByWarps(ImplicitLocOpBuilder &b, Value rowEnds,
   // 1. Each segment's largest end, into the table's unused tail.
   forSegments([&](ImplicitLocOpBuilder &nb, Value s, Value e, Value valid) {
     Value end = arith::SelectOp::create(nb, valid, endOf(nb, e, valid), first);
-    Value largest = warpAllReduce(nb, end, maxOf(nb));
+    Value largest = warpReduce(nb, end, maxOf(nb));
     ifLane0(nb, [&](ImplicitLocOpBuilder &lb) {
       memref::StoreOp::create(lb, largest, tileEnds,
                               IndexMath{lb}.add(IndexMath{lb}.c(maxAt), s));

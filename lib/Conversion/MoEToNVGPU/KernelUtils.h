@@ -1,8 +1,8 @@
 //===- KernelUtils.h - shorthands shared by the kernel builders -*- C++ -*-===//
 //
 // Small helpers the sm_90a kernel builders of this directory share: index
-// arithmetic, `scf.if` without results, and f32 math that lowers to single
-// PTX instructions.
+// arithmetic, `scf.if` without results, warp shuffles, and f32 math that
+// lowers to single PTX instructions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +10,7 @@
 #define MOE_CONVERSION_MOETONVGPU_KERNELUTILS_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -44,6 +45,20 @@ struct IndexMath {
     return memref::ViewOp::create(b, type, bytes, byteOffset, ValueRange{});
   }
 };
+
+/// Lane `lane ^ offset`'s value of the 32-bit `v`.
+inline Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int32_t offset) {
+  return gpu::ShuffleOp::create(b, v, offset, 32, gpu::ShuffleMode::XOR)
+      .getShuffleResult();
+}
+
+/// `combine` over the warp's 32 values of `v`, in every lane (xor shuffles).
+inline Value warpReduce(ImplicitLocOpBuilder &b, Value v,
+                        function_ref<Value(Value, Value)> combine) {
+  for (int32_t d = 16; d >= 1; d /= 2)
+    v = combine(v, shuffleXor(b, v, d));
+  return v;
+}
 
 /// Emits `scf.if cond { body }` without results.
 inline void ifThen(ImplicitLocOpBuilder &b, Value cond,

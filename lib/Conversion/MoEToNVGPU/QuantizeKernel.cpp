@@ -88,11 +88,6 @@ Value i32Constant(ImplicitLocOpBuilder &b, int32_t v) {
   return arith::ConstantIntOp::create(b, b.getI32Type(), v);
 }
 
-Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int32_t offset) {
-  return gpu::ShuffleOp::create(b, v, offset, 32, gpu::ShuffleMode::XOR)
-      .getShuffleResult();
-}
-
 } // namespace
 
 SmallVector<Value> mlir::moe::bf16ChunkBits(ImplicitLocOpBuilder &b,

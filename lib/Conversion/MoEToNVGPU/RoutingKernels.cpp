@@ -82,11 +82,6 @@ Value i32Constant(ImplicitLocOpBuilder &b, int64_t v) {
   return arith::ConstantIntOp::create(b, b.getI32Type(), v);
 }
 
-Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int32_t offset) {
-  return gpu::ShuffleOp::create(b, v, offset, 32, gpu::ShuffleMode::XOR)
-      .getShuffleResult();
-}
-
 /// `challenger` beats `holder` when it has a score and the holder has none,
 /// a higher score, or the same score and a lower expert (docs/semantics.md).
 Value beats(ImplicitLocOpBuilder &b, const Candidate &challenger,
@@ -185,13 +180,6 @@ gpu::GPUFuncOp createKernel(ImplicitLocOpBuilder &b, StringRef name,
   b.setInsertionPointToStart(&func.getBody().front());
   waitForPreviousKernel(b);
   return func;
-}
-
-Value warpReduce(ImplicitLocOpBuilder &b, Value v,
-                 function_ref<Value(Value, Value)> combine) {
-  for (int32_t d = 16; d >= 1; d /= 2)
-    v = combine(v, shuffleXor(b, v, d));
-  return v;
 }
 
 } // namespace
