@@ -535,11 +535,13 @@ typedef struct moePermuteArgs {
 
 /// Launches the three kernels of `entry` (an op=moe.permute, abi=permute.v2
 /// entry) on `stream` of the current context, in order: the count kernel
-/// (12 parameters) and the index kernel (29) on grid (chunks, 1, 1), one CTA
+/// (12 parameters; not launched for a single chunk when the entry has
+/// index_counts=1) and the index kernel (29) on grid (chunks, 1, 1), one CTA
 /// per `chunk` ids (chunks = ceil(T*k / chunk)), then the gather kernel (24;
 /// 31 with out=f8E4M3FN: the rows_scale memref [N, H/128] after the rows
-/// memref of 1-byte codes) on grid (min(ceil(T*k / 4), 65535), 1, 1) (4 rows
-/// per CTA, grid-stride; contract §3.4). Validates every argument first
+/// memref of 1-byte codes) on grid (min(ceil(T*k / 4) * ceil(H / (8 *
+/// threads)), 65535), 1, 1) (4 rows and a column block per CTA,
+/// grid-stride; contract §3.4). Validates every argument first
 /// (INVALID_ARGUMENT / NOT_FOUND, without touching the driver; besides the
 /// checks listed with moePermuteArgs: the bytes of tokens and rows within
 /// int64; pointers in the order of moePermuteArgs), then loads the

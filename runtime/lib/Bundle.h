@@ -255,6 +255,9 @@ struct Entry {
   int32_t slotsBits = 0;
   bool weighted = false;
   int32_t chunk = 0; // permute.v2: ids per CTA of its count and index kernels
+  // permute.v2 with index_counts=1: its index kernel counts a single chunk
+  // of ids itself, so the count kernel is launched only for more.
+  bool indexCounts = false;
   // layer.v1 and layer_fp8.v1: its parts, indices of earlier entries (by
   // LayerPart; -1 for the parts its ABI has not, and for the optional
   // quantize and intermediate of a layer_fp8.v1 entry whose permute and

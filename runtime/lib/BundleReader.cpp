@@ -115,14 +115,15 @@ constexpr RecordSpec kUnpermuteEntry = {
     7,
     "(abi " MOE_ABI_UNPERMUTE " takes op, abi, max_rows, hidden, top_k, "
     "slots and weighted)"};
-// permute.v2's keys, then the optional `out` (absent: bf16 rows).
+// permute.v2's keys, then the optional `out` (absent: bf16 rows) and
+// `index_counts` (added within version 6; absent: 0).
 constexpr RecordSpec kPermuteEntry = {
     {"op", "abi", "max_rows", "experts", "top_k", "hidden", "offsets", "chunk",
-     "out"},
-    9,
+     "out", "index_counts"},
+    10,
     "(abi " MOE_ABI_PERMUTE " takes op, abi, max_rows, experts, top_k, "
-    "hidden, offsets, chunk and the optional out)",
-    1u << 8};
+    "hidden, offsets, chunk and the optional out and index_counts)",
+    (1u << 8) | (1u << 9)};
 constexpr RecordSpec kLayerEntry = {
     {"op", "abi", "max_rows", "route", "permute", "gate_up", "down",
      "unpermute"},
@@ -826,6 +827,15 @@ moeStatus Reader::parsePermuteEntry(const std::string &who,
                 who.c_str(), (long long)chunk);
   entry.topK = int32_t(topK);
   entry.chunk = int32_t(chunk);
+  // index_counts=1: the index kernel counts a single chunk itself (contract
+  // §3.4), so the runtime launches the count kernel only for more.
+  if (isPresent(values[9])) {
+    int64_t indexCounts = 0;
+    if ((status =
+             number(who, "index_counts", values[9], 0, 1, false, indexCounts)))
+      return status;
+    entry.indexCounts = indexCounts != 0;
+  }
   // out=f8E4M3FN: the gather quantizes the rows, in [1, 128] groups of a row
   // (contract §3.4). Absent: bf16.
   if (!isPresent(values[8]))

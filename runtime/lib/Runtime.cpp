@@ -1080,9 +1080,12 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
                              "one's rows are bf16): it must be 0",
                              (unsigned long long)a.rows_scale);
 
-  // One CTA per chunk of ids counts them by expert, then one CTA per chunk
-  // ranks them (CTA 0 also writes the offsets); then one CTA per 4 rows,
-  // grid-stride beyond 65535 CTAs. chunks < 2^31 as N is.
+  // One CTA per chunk of ids counts them by expert (not launched for a
+  // single chunk when the entry has index_counts=1: its index kernel counts
+  // it), then one CTA per chunk ranks them (CTA 0 also writes the offsets);
+  // then one CTA per 4 rows and column block (threads * 8 columns),
+  // grid-stride beyond 65535 CTAs. chunks < 2^31 as N is; groups * blocks
+  // <= N * H fits int64 as the rows' bytes do.
   const PermuteWorkspace w = permuteWorkspace(entry, rowsCount);
   const uint64_t sources = a.workspace, counts = a.workspace + w.counts;
   const int64_t countsSize = w.chunks * entry.experts;
@@ -1097,8 +1100,10 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
   index.kernel = 1;
   index.gridX = w.chunks;
   gather.kernel = 2;
-  gather.gridX = std::min(
-      (rowsCount + kGatherRowsPerCTA - 1) / kGatherRowsPerCTA, kMaxSimpleGrid);
+  const int64_t columnBlocks =
+      ceilDiv(a.hidden, 8 * int64_t(entry.kernels[2].threads));
+  gather.gridX = std::min(ceilDiv(rowsCount, kGatherRowsPerCTA) * columnBlocks,
+                          kMaxSimpleGrid);
   // count kernel: ids [T, k], counts [chunks * E];
   // index kernel: ids [T, k], counts [chunks * E], offsets [E + 1],
   // slots [T, k], sources [N];
@@ -1118,6 +1123,11 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
   gather.memref2D(a.rows, rowsCount, a.hidden);
   if (fp8Out)
     gather.memref2D(a.rows_scale, rowsCount, a.hidden / kFp8BlockSize);
+  if (entry.indexCounts && w.chunks == 1) {
+    plan.launches[0] = plan.launches[1];
+    plan.launches[1] = plan.launches[2];
+    plan.numLaunches = 2;
+  }
   return MOE_STATUS_SUCCESS;
 }
 

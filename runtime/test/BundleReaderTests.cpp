@@ -290,7 +290,22 @@ std::vector<Malformed> malformedPermuteBundles() {
        permuteReplaced("chunk=4096\n", "chunk=4096 slots=i64\n"), bad,
        "bundle line 4: entry 'perm': unknown key 'slots' (abi permute.v2 "
        "takes op, abi, max_rows, experts, top_k, hidden, offsets, chunk and "
-       "the optional out)"},
+       "the optional out and index_counts)"},
+      // index_counts: 0 or 1 (absent: 0).
+      {"permute index_counts 2",
+       permuteReplaced("chunk=4096\n", "chunk=4096 index_counts=2\n"), bad,
+       "bundle line 4: entry 'perm': index_counts=2 is out of range ([0, 1])"},
+      {"permute index_counts yes",
+       permuteReplaced("chunk=32\n", "chunk=32 index_counts=yes\n"), bad,
+       "bundle line 8: entry 'perm32': index_counts="},
+      {"permute duplicate index_counts",
+       permuteReplaced("chunk=4096\n", "chunk=4096 index_counts=1 "
+                                       "index_counts=1\n"),
+       bad, "bundle line 4: entry 'perm': duplicate key 'index_counts'"},
+      {"index_counts on a route entry",
+       permuteReplaced("logits=f32 bias=0\n",
+                       "logits=f32 bias=0 index_counts=1\n"),
+       bad, "entry 'router': unknown key 'index_counts'"},
       {"permute with an epilogue",
        permuteReplaced("chunk=32\n", "chunk=32 epilogue=store\n"), bad,
        "entry 'perm32': unknown key 'epilogue' (abi permute.v2 takes"},

@@ -3,11 +3,13 @@
 // Every argument check of contract §3.4 (permute.v2), then what a valid call
 // hands the (fake) driver: three launches, in order, on the caller's stream:
 // the count kernel and the index kernel on grid (chunks, 1, 1), one CTA per
-// `chunk` ids, then the gather kernel on grid (min(ceil(T*k / 4), 65535), 1,
-// 1), with their exact 12, 29 and 24 parameters (the sources and counts carved
+// `chunk` ids, then the gather kernel on grid (min(ceil(T*k / 4) *
+// ceil(H / (8 * threads)), 65535), 1, 1), with their exact 12, 29 and 24
+// parameters (the sources and counts carved
 // from the workspace; 31 for the gather kernel of an out=f8E4M3FN entry, the
 // rows' scales after its rows), and nothing else. The entries are those of
-// permuteBundle() and permuteFp8Bundle() (TestBundles.h).
+// permuteBundle() and permuteFp8Bundle() (TestBundles.h); with
+// index_counts=1, no count launch for a single chunk.
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,25 +146,28 @@ void checkOneLaunch(const FakeLaunch &got, const KernelShape &kernel,
 
 /// After loading, runs moePermute(entry, a) and checks that it made exactly
 /// three launches, count, index then gather, on grids (chunks, 1, 1),
-/// (chunks, 1, 1) and (gatherGrid, 1, 1), with their blocks, smem, the
-/// stream and parameters; and no driver call but the context lookup.
+/// (chunks, 1, 1) and (gatherGrid, 1, 1) — or without `counted` the last
+/// two — with their blocks, smem, the stream and parameters; and no driver
+/// call but the context lookup.
 void checkPermute(moeBundle *bundle, const PermuteEntry &entry,
-                  const moePermuteArgs &a, unsigned chunks,
-                  unsigned gatherGrid) {
+                  const moePermuteArgs &a, unsigned chunks, unsigned gatherGrid,
+                  bool counted = true) {
   CHECK_EQ(int64_t(chunks), expected(entry, a).chunks);
   long first = runAfterLoad(
       bundle,
       [&](void *stream) { return permute(bundle, entry.name, a, stream); },
-      "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx cuLaunchKernelEx "
-      "cuLaunchKernelEx",
-      3);
+      counted ? "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx cuLaunchKernelEx "
+                "cuLaunchKernelEx"
+              : "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx cuLaunchKernelEx",
+      counted ? 3 : 2);
   if (first < 0)
     return;
   const std::vector<FakeLaunch> &launches = fakeGpu().launches;
-  checkOneLaunch(launches[first], entry.count, chunks, countParams(entry, a));
-  checkOneLaunch(launches[first + 1], entry.index, chunks,
-                 indexParams(entry, a));
-  checkOneLaunch(launches[first + 2], entry.gather, gatherGrid,
+  if (counted)
+    checkOneLaunch(launches[first++], entry.count, chunks,
+                   countParams(entry, a));
+  checkOneLaunch(launches[first], entry.index, chunks, indexParams(entry, a));
+  checkOneLaunch(launches[first + 1], entry.gather, gatherGrid,
                  gatherParams(entry, a));
 }
 
@@ -225,19 +230,19 @@ TEST(permuteLaunchesPerContract) {
   moeBundle *bundle = OPEN_VALID(permuteBundle());
   if (!bundle)
     return;
-  // perm: k = 8, chunks of 4096 ids; the gather kernel copies 4 rows per
-  // CTA, its grid capped at 65535.
+  // perm: k = 8, chunks of 4096 ids; the gather kernel copies 4 rows and
+  // 1024 columns per CTA (H = 2048: 2 blocks), its grid capped at 65535.
   struct {
     int64_t tokens;
     unsigned chunks, gather;
-  } permGrids[] = {{1, 1, 2},
-                   {511, 1, 1022},
-                   {512, 1, 1024},  // N = chunk
-                   {513, 2, 1026},  // N = chunk + 8: a second chunk
-                   {1000, 2, 2000}, // several chunks
-                   {8191, 16, 16382},
-                   {32767, 64, 65534},
-                   {32768, 64, 65535}, // 262144 rows: capped, grid-stride
+  } permGrids[] = {{1, 1, 4},
+                   {511, 1, 2044},
+                   {512, 1, 2048},  // N = chunk
+                   {513, 2, 2052},  // N = chunk + 8: a second chunk
+                   {1000, 2, 4000}, // several chunks
+                   {8191, 16, 32764},
+                   {16383, 32, 65532},
+                   {16384, 32, 65535}, // 131072 rows: capped, grid-stride
                    {kMax / 8, 524288, 65535}};
   for (const auto &g : permGrids)
     checkPermute(bundle, kPerm, perm(g.tokens), g.chunks, g.gather);
@@ -248,13 +253,16 @@ TEST(permuteLaunchesPerContract) {
   a.ids += 4;
   a.workspace += 256;
   checkPermute(bundle, kPerm32, a, 1, 1);
+  // H = 7168 in blocks of 256 threads x 8 columns: 4 (the last one short).
   struct {
     int64_t tokens;
     unsigned chunks;
   } perm32Grids[] = {{15, 1}, {16, 1}, {17, 2}, {48, 3}, {49, 4}, {4096, 256}};
   for (const auto &g : perm32Grids)
     checkPermute(bundle, kPerm32, perm32(g.tokens, 7168), g.chunks,
-                 unsigned((2 * g.tokens + 3) / 4));
+                 unsigned((2 * g.tokens + 3) / 4 * 4));
+  checkPermute(bundle, kPerm32, perm32(3, 2048), 1, 2);
+  checkPermute(bundle, kPerm32, perm32(3, 2056), 1, 4);
   // wide: k = 1, so N = T: chunk - 1, chunk and chunk + 1 ids; at most
   // 2^31 - 1 ids in 32768 chunks of 65536.
   struct {
@@ -522,6 +530,30 @@ TEST(permuteWorkspaceBytes) {
   moeBundleClose(bundle);
 }
 
+TEST(permuteIndexCountsSkipsTheCountKernel) {
+  // index_counts=1 (perm): the index kernel counts a single chunk itself,
+  // so one chunk launches index and gather only; two chunks all three.
+  // index_counts=0 (perm32) is as absent.
+  install();
+  std::string text = permuteBundle();
+  auto add = [&](const std::string &at, const std::string &key) {
+    size_t where = text.find(at);
+    CHECK(where != std::string::npos);
+    if (where != std::string::npos)
+      text.insert(where + at.size() - 1, key);
+  };
+  add("chunk=4096\n", " index_counts=1");
+  add("chunk=32\n", " index_counts=0");
+  moeBundle *bundle = OPEN_VALID(text);
+  if (!bundle)
+    return;
+  checkPermute(bundle, kPerm, perm(1), 1, 4, /*counted=*/false);
+  checkPermute(bundle, kPerm, perm(512), 1, 2048, /*counted=*/false);
+  checkPermute(bundle, kPerm, perm(513), 2, 2052);
+  checkPermute(bundle, kPerm32, perm32(3, 8), 1, 2);
+  moeBundleClose(bundle);
+}
+
 TEST(permuteLoadsAndFails) {
   FakeGpu &gpu = install();
   moeBundle *bundle = openBundle(permuteBundle());
@@ -567,7 +599,7 @@ TEST(permuteLoadsAndFails) {
   gpu.launchResult = 719;
   CHECK_STATUS(permute(bundle, "perm", perm(5)), MOE_STATUS_CUDA_ERROR,
                "moePermute: cuLaunchKernelEx('moe_permute_gather_off64' of "
-               "entry 'perm', grid (10, 1, 1), block (128, 1, 1), smem 0, "
+               "entry 'perm', grid (20, 1, 1), block (128, 1, 1), smem 0, "
                "programmatic stream serialization; 2 of 3 launches already "
                "issued) failed: CUresult 719");
   CHECK_EQ(gpu.launches.size(), size_t(9));
@@ -616,7 +648,7 @@ TEST(permuteFp8LaunchesPerContract) {
     int64_t tokens;
     unsigned chunks, gather;
   } grids[] = {
-      {1, 1, 2}, {513, 2, 1026}, {32768, 64, 65535}, {kMax / 8, 524288, 65535}};
+      {1, 1, 4}, {513, 2, 2052}, {32768, 64, 65535}, {kMax / 8, 524288, 65535}};
   for (const auto &g : grids)
     checkPermute(bundle, kQperm, qperm(g.tokens), g.chunks, g.gather);
   // qperm32: a dynamic H of whole [1, 128] groups; rows_scale 4-byte
@@ -625,7 +657,7 @@ TEST(permuteFp8LaunchesPerContract) {
   a.rows_scale += 4;
   a.rows += 16;
   checkPermute(bundle, kQperm32, a, 2, 9);
-  checkPermute(bundle, kQperm32, qperm32(4096, 7168), 256, 2048);
+  checkPermute(bundle, kQperm32, qperm32(4096, 7168), 256, 8192);
 
   // By hand, parameter by parameter: qperm32, T = 3 (N = 6), H = 256.
   a = qperm32(3, 256);

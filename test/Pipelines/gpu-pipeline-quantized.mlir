@@ -27,7 +27,7 @@
 // RUN: moe-opt %s --moe-quantize="format=mxfp8 scope=weights+activations" --moe-gpu-pipeline="mxfp8-widen=1" -o %t.mxwide.mlir
 // RUN: moe-translate --moe-to-bundle %t.mxwide.mlir -o %t.mxwide.moebundle
 // RUN: grep -aE "^(entry|kernel) " %t.mxwide.moebundle | FileCheck %s --check-prefix=MXWIDE
-// MX: entry layer_permute op=moe.permute abi=permute.v2 max_rows=2147483647 experts=4 top_k=2 hidden=256 offsets=i64 chunk=4096{{$}}
+// MX: entry layer_permute op=moe.permute abi=permute.v2 max_rows=2147483647 experts=4 top_k=2 hidden=256 offsets=i64 chunk=4096 index_counts=1{{$}}
 // MX: kernel layer_permute moe_permute_gather_off64 image
 // MX: entry layer_quantize op=moe.quantize abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=e8m0 input=bf16 block_rows=1 block_cols=32 rank=2 batch=1 rows=-1 cols=256
 // MX: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=mxfp8 epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256
@@ -54,7 +54,7 @@
 // GATHER: memref.store {{.*}} : memref<?x?xf32>
 
 // CHECK: entry layer_route op=moe.route abi=route.v1
-// CHECK: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN
+// CHECK: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN index_counts=1{{$}}
 // CHECK: kernel layer_permute moe_permute_gather_off64_e4m3
 // CHECK-NOT: entry layer_quantize
 // CHECK: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256 max_rows=2147483647 offsets=i64
@@ -73,7 +73,7 @@
 // EPILOGUE-NOT: entry layer_intermediate
 // EPILOGUE: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute gate_up=layer_gate_up down=layer_down unpermute=layer_unpermute{{$}}
 
-// SEPARATE: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}chunk=4096{{$}}
+// SEPARATE: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}chunk=4096 index_counts=1{{$}}
 // SEPARATE: entry layer_quantize op=moe.quantize abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128 rank=2 batch=1 rows=-1 cols=256
 // SEPARATE: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute quantize=layer_quantize gate_up=layer_gate_up intermediate=layer_intermediate down=layer_down unpermute=layer_unpermute
 

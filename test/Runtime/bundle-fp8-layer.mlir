@@ -33,9 +33,9 @@
 // A permute that writes bf16 rows with no quantize part, or FP8 rows beside
 // a quantize part, is refused, naming the layer and part; the same for the
 // gate-up and the intermediate part.
-// RUN: sed -e 's/ chunk=4096 out=f8E4M3FN$/ chunk=4096/' %t.moebundle > %t.bf16-rows.moebundle
+// RUN: sed -e 's/ chunk=4096 out=f8E4M3FN index_counts=1$/ chunk=4096 index_counts=1/' %t.moebundle > %t.bf16-rows.moebundle
 // RUN: not moe-bundle-info %t.bf16-rows.moebundle 2>&1 | FileCheck %s --check-prefix=NO-PERMUTE-OUT
-// RUN: sed -e 's/^\(entry layer_permute .* chunk=4096\)$/\1 out=f8E4M3FN/' %t.separate.moebundle > %t.both-rows.moebundle
+// RUN: sed -e 's/^\(entry layer_permute .* chunk=4096\) index_counts=1$/\1 out=f8E4M3FN index_counts=1/' %t.separate.moebundle > %t.both-rows.moebundle
 // RUN: not moe-bundle-info %t.both-rows.moebundle 2>&1 | FileCheck %s --check-prefix=BOTH-ROWS
 // RUN: sed -e 's/format=fp8_block out=f8E4M3FN/format=fp8_block/' %t.epilogue.moebundle > %t.bf16.moebundle
 // RUN: not moe-bundle-info %t.bf16.moebundle 2>&1 | FileCheck %s --check-prefix=NO-OUT

@@ -47,7 +47,7 @@
 // are keys of the grouped GEMM entries.
 // CHECK-NEXT: entry gptoss_route op=moe.route abi=route.v1 {{.*}}top_k=2
 // CHECK-NEXT: kernel gptoss_route moe_route_topk_softmax_e8_k2_f32
-// CHECK-NEXT: entry gptoss_permute op=moe.permute abi=permute.v2 {{.*}} chunk=4096
+// CHECK-NEXT: entry gptoss_permute op=moe.permute abi=permute.v2 {{.*}} chunk=4096 index_counts=1{{$}}
 // CHECK-NEXT: kernel gptoss_permute moe_permute_count
 // CHECK-NEXT: kernel gptoss_permute moe_permute_index
 // CHECK-NEXT: kernel gptoss_permute moe_permute_gather

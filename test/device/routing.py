@@ -68,6 +68,66 @@ def check_route(model, logits, bias, ids, weights):
     return None
 
 
+def route_reference(logits, bias, routing, k, groups=0, select=0,
+                    renormalize=False, scale=1.0):
+    """(ids, weights) by docs/semantics.md, in float64: ties to the lower
+    expert (and group) by stable descending sorts; best first."""
+    x = logits.double()
+    T, E = x.shape
+    if routing == "sigmoid_topk":
+        source = torch.sigmoid(x)
+        choice = source + (bias.double() if bias is not None else 0)
+    else:
+        source, choice = x, x
+    if groups:
+        g = choice.view(T, groups, E // groups)
+        top2 = g.topk(min(2, E // groups), dim=2).values.sum(2)
+        chosen = torch.sort(top2, dim=1, descending=True, stable=True)[1][:, :select]
+        keep = torch.zeros(T, groups, dtype=torch.bool, device=x.device)
+        keep.scatter_(1, chosen, True)
+        choice = torch.where(keep.repeat_interleave(E // groups, 1), choice,
+                             torch.full_like(choice, float("-inf")))
+    ids = torch.sort(choice, dim=1, descending=True, stable=True)[1][:, :k]
+    picked = source.gather(1, ids)
+    if routing == "softmax_topk":
+        weights = torch.softmax(x, 1).gather(1, ids)
+    elif routing == "topk_softmax":
+        weights = torch.softmax(picked, 1)
+    else:
+        weights = picked
+    if renormalize and routing != "topk_softmax":
+        weights = weights / (weights.sum(1, keepdim=True)
+                             + (1e-20 if routing == "sigmoid_topk" else 0))
+    return ids, (weights * scale).float()
+
+
+def check_exact(want, ids, weights):
+    """None, or how (ids, weights) differ from `want`, ids in order."""
+    want_ids, want_w = want
+    if not torch.equal(ids.long(), want_ids):
+        t = int((ids.long() != want_ids).any(1).nonzero()[0])
+        return (f"{int((ids.long() != want_ids).any(1).sum())} tokens differ, e.g. "
+                f"token {t}: {ids[t].tolist()} vs {want_ids[t].tolist()}")
+    err = ((weights - want_w).abs() / want_w.abs().clamp_min(1e-30)).max().item()
+    if not err <= 1e-5:
+        return f"weights differ by up to {err:.2e} (relative)"
+    return None
+
+
+# route_reference's arguments per entry (the models' are cross-checked
+# against peers.route_model first).
+SPECS = {
+    "mixtral_8x7b": ("softmax_topk", 2, 0, 0, True, 1.0),
+    "qwen3_30b_a3b": ("softmax_topk", 8, 0, 0, True, 1.0),
+    "olmoe_1b_7b": ("softmax_topk", 8, 0, 0, False, 1.0),
+    "deepseek_v3": ("sigmoid_topk", 8, 8, 4, True, 2.5),
+    "gpt_oss_120b": ("topk_softmax", 4, 0, 0, False, 1.0),
+    "softmax_e60_k6": ("softmax_topk", 6, 0, 0, True, 1.0),
+    "sigmoid_e48_g4s2_k4": ("sigmoid_topk", 4, 4, 2, True, 1.5),
+}
+EXPERTS = {"softmax_e60_k6": 60, "sigmoid_e48_g4s2_k4": 48}
+
+
 def main():
     torch.manual_seed(0)
     bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "routing.moebundle"))
@@ -86,6 +146,46 @@ def main():
                 bundle.route(entry, logits, bias=bias, ids=ids, weights=weights)
                 torch.cuda.synchronize()
                 problem = check_route(model, logits.float(), bias, ids, weights)
+                report(problem is None, what, problem or "")
+            except Exception as error:
+                report(False, what, f"{type(error).__name__}: {error}")
+
+    # The reference itself, on the models' random (tie-free) logits: it
+    # must agree with peers.route_model before it judges anything else.
+    for entry, spec in SPECS.items():
+        if entry not in ROUTERS:
+            continue
+        model = ROUTERS[entry][0]
+        E = SHAPES[model][2]
+        logits = torch.randn(257, E, device=DEV) * 2
+        bias = torch.randn(E, device=DEV) * 0.1 if spec[0] == "sigmoid_topk" else None
+        ids, weights = route_reference(logits, bias, *spec)
+        report(check_route(model, logits, bias, ids.to(torch.int32), weights) is None,
+               f"route_reference agrees with route_model ({model})")
+
+    # Ties (logits 0..4: no sigmoid(a) + sigmoid(-a) = 1 coincidences that
+    # rounding could order either way; biases from 3 values): the lower
+    # expert and the lower group win, ids in order. Also the routers beyond
+    # the models.
+    for entry, spec in SPECS.items():
+        E = EXPERTS.get(entry) or SHAPES[ROUTERS[entry][0]][2]
+        for T, tied in [(1, True), (64, True), (1000, True), (7, False), (1000, False)]:
+            what = f"route {entry} T={T}{' tied scores' if tied else ''}"
+            try:
+                if tied:
+                    logits = torch.randint(0, 5, (T, E), device=DEV).float()
+                    bias = torch.randint(-1, 2, (E,), device=DEV).float() * 0.25
+                else:
+                    logits = torch.randn(T, E, device=DEV) * 2
+                    bias = torch.randn(E, device=DEV) * 0.1
+                if spec[0] != "sigmoid_topk":
+                    bias = None
+                k = spec[1]
+                ids = torch.full((T, k), -7, device=DEV, dtype=torch.int32)
+                weights = torch.full((T, k), float("nan"), device=DEV)
+                bundle.route(entry, logits, bias=bias, ids=ids, weights=weights)
+                torch.cuda.synchronize()
+                problem = check_exact(route_reference(logits, bias, *spec), ids, weights)
                 report(problem is None, what, problem or "")
             except Exception as error:
                 report(False, what, f"{type(error).__name__}: {error}")

@@ -25,6 +25,19 @@ func.func @qwen3_30b_a3b_bf16(%l: tensor<?x128xbf16>) -> (tensor<?x8xi32>, tenso
   %i, %w = moe.route softmax_topk %l top 8 renormalize : (tensor<?x128xbf16>) -> (tensor<?x8xi32>, tensor<?x8xf32>)
   return %i, %w : tensor<?x8xi32>, tensor<?x8xf32>
 }
+// Routers beyond the five models, for the kernel's expert layout (lane l
+// holds experts lP to lP + P - 1): 60 experts leave the last lanes empty;
+// 48 experts in 4 groups of 12 spread a group over 6 lanes (not a power of
+// two: the whole-warp merge per group).
+func.func @softmax_e60_k6(%l: tensor<?x60xf32>) -> (tensor<?x6xi32>, tensor<?x6xf32>) {
+  %i, %w = moe.route softmax_topk %l top 6 renormalize : (tensor<?x60xf32>) -> (tensor<?x6xi32>, tensor<?x6xf32>)
+  return %i, %w : tensor<?x6xi32>, tensor<?x6xf32>
+}
+func.func @sigmoid_e48_g4s2_k4(%l: tensor<?x48xf32>, %b: tensor<48xf32>) -> (tensor<?x4xi32>, tensor<?x4xf32>) {
+  %i, %w = moe.route sigmoid_topk %l bias %b top 4 groups 4 select 2 renormalize scale 1.5
+      : (tensor<?x48xf32>, tensor<48xf32>) -> (tensor<?x4xi32>, tensor<?x4xf32>)
+  return %i, %w : tensor<?x4xi32>, tensor<?x4xf32>
+}
 func.func @combine_k2_i64_weighted(%rows: tensor<?x4096xbf16>, %s: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> tensor<?x4096xbf16> {
   %y = moe.unpermute %rows, %s weights %w : (tensor<?x4096xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x4096xbf16>
   return %y : tensor<?x4096xbf16>

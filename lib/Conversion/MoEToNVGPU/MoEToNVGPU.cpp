@@ -674,6 +674,8 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   NamedAttrList info;
   info.set("abi", builder.getStringAttr("permute.v2"));
   info.set("chunk", builder.getI64IntegerAttr(kPermuteChunk));
+  // Its index kernel counts a single chunk itself: no count launch then.
+  info.set("index_counts", builder.getBoolAttr(true));
   if (quantize)
     info.set("out", builder.getStringAttr("f8E4M3FN"));
   info.set("experts", builder.getI64IntegerAttr(spec.experts));

@@ -102,27 +102,11 @@ Value beats(ImplicitLocOpBuilder &b, const Candidate &challenger,
   return arith::AndIOp::create(b, some, better);
 }
 
-/// 64-bit xor shuffle, as two 32-bit ones.
-Value shuffleXor64(ImplicitLocOpBuilder &b, Value v, int32_t offset) {
-  Type i32 = b.getI32Type(), i64 = b.getI64Type();
-  Value low = arith::TruncIOp::create(b, i32, v);
-  Value high = arith::TruncIOp::create(
-      b, i32,
-      arith::ShRUIOp::create(b, v, arith::ConstantIntOp::create(b, i64, 32)));
-  Value lowOut = arith::ExtUIOp::create(b, i64, shuffleXor(b, low, offset));
-  Value highOut = arith::ExtUIOp::create(b, i64, shuffleXor(b, high, offset));
-  return arith::OrIOp::create(
-      b, lowOut,
-      arith::ShLIOp::create(b, highOut,
-                            arith::ConstantIntOp::create(b, i64, 32)));
-}
-
-/// A candidate as an i64 whose unsigned order is `beats`': the score's bits
-/// mapped to an unsigned order (-0 as +0; a NaN, no candidate, to 0, below
-/// every score) in the high word, ~expert in the low word (a tie goes to the
-/// lower expert).
-Value rankKey(ImplicitLocOpBuilder &b, Value score, Value expert) {
-  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+/// A score as an i32 whose unsigned order is `beats`' order of scores: the
+/// score's bits mapped to an unsigned order (-0 as +0), and a NaN (no
+/// candidate) to 0, below every score (-inf maps to 0x007fffff).
+Value scoreOrder(ImplicitLocOpBuilder &b, Value score) {
+  Type i32 = b.getI32Type();
   Value canonical = arith::AddFOp::create(b, score, f32Constant(b, 0.0));
   Value bits = arith::BitcastOp::create(b, i32, canonical);
   Value negative = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, bits,
@@ -130,30 +114,15 @@ Value rankKey(ImplicitLocOpBuilder &b, Value score, Value expert) {
   Value ordered = arith::SelectOp::create(
       b, negative, arith::XOrIOp::create(b, bits, i32Constant(b, -1)),
       arith::XOrIOp::create(b, bits, i32Constant(b, INT32_MIN)));
-  ordered =
-      arith::SelectOp::create(b, isNaN(b, score), i32Constant(b, 0), ordered);
-  Value high = arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i64, ordered),
-                                     arith::ConstantIntOp::create(b, i64, 32));
-  Value low = arith::ExtUIOp::create(
-      b, i64, arith::XOrIOp::create(b, expert, i32Constant(b, -1)));
-  return arith::OrIOp::create(b, high, low);
+  return arith::SelectOp::create(b, isNaN(b, score), i32Constant(b, 0),
+                                 ordered);
 }
 
-/// The expert of a rankKey, and as its score NaN when the key holds no
-/// candidate, else 0 (the score itself is not needed after the ranking).
-Candidate unpackKey(ImplicitLocOpBuilder &b, Value key) {
-  Type i32 = b.getI32Type(), i64 = b.getI64Type();
-  Value expert = arith::XOrIOp::create(b, arith::TruncIOp::create(b, i32, key),
-                                       i32Constant(b, -1));
-  Value high = arith::TruncIOp::create(
-      b, i32,
-      arith::ShRUIOp::create(b, key, arith::ConstantIntOp::create(b, i64, 32)));
-  Value none = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, high,
-                                     i32Constant(b, 0));
-  Value score = arith::SelectOp::create(
-      b, none, f32Constant(b, std::numeric_limits<double>::quiet_NaN()),
-      f32Constant(b, 0.0));
-  return {score, expert, Value()};
+/// Lane `lane`'s value of the 32-bit `v`.
+Value shuffleFrom(ImplicitLocOpBuilder &b, Value v, Value lane) {
+  return gpu::ShuffleOp::create(b, v, lane, i32Constant(b, 32),
+                                gpu::ShuffleMode::IDX)
+      .getShuffleResult();
 }
 
 MemRefType dynamic2D(Type element) {
@@ -217,17 +186,20 @@ gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
       m.mul(gpu::GridDimOp::create(b, gpu::Dimension::x), m.c(warps));
   Value nan = f32Constant(b, std::numeric_limits<double>::quiet_NaN());
 
-  // One warp per token; lane l holds experts l, l + 32, ...
+  // One warp per token; lane l holds the experts lP, ..., lP + P - 1, so a
+  // group's experts sit in adjacent lanes and a tie between lanes goes to
+  // the lower lane.
+  int64_t perLane = (experts + 31) / 32;
+  Value lane32 = arith::IndexCastOp::create(b, i32, lane);
+  Value full = i32Constant(b, -1);
   scf::ForOp::create(
       b, first, tokens, stride, ValueRange{},
       [&](OpBuilder &nested, Location l, Value t, ValueRange) {
         ImplicitLocOpBuilder nb(l, nested);
         IndexMath n{nb};
-        int64_t perLane = (experts + 31) / 32;
         SmallVector<Value> expert, score, source;
-        SmallVector<Value> valid;
         for (int64_t i = 0; i < perLane; ++i) {
-          Value e = n.add(lane, n.c(32 * i));
+          Value e = n.add(n.mul(lane, n.c(perLane)), n.c(i));
           Value inRange = n.lt(e, n.c(experts));
           Value clamped = arith::MinUIOp::create(nb, e, n.c(experts - 1));
           Value x = n.load(logits, ValueRange{t, clamped});
@@ -246,7 +218,6 @@ gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
           expert.push_back(arith::IndexCastOp::create(nb, i32, e));
           score.push_back(choice);
           source.push_back(from);
-          valid.push_back(inRange);
         }
 
         // Group limiting: a group's score is the sum of its two best
@@ -256,27 +227,23 @@ gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
           int64_t groupSize = experts / spec.groups;
           Value minusInf =
               f32Constant(nb, -std::numeric_limits<double>::infinity());
-          SmallVector<Value> groupScore;
-          for (int64_t g = 0; g < spec.groups; ++g) {
+          Value yes = arith::ConstantIntOp::create(nb, nb.getI1Type(), 1);
+          // The lane's best and second best scores of its experts in
+          // `inGroup` (all of them when null), then merged over the lanes
+          // of xor distances `from`, `from / 2`, ..., 1.
+          auto groupTop2 = [&](function_ref<Value(int64_t)> inGroup,
+                               int32_t from) -> Value {
             Value best = minusInf, second = minusInf;
             for (int64_t i = 0; i < perLane; ++i) {
-              Value e = n.add(lane, n.c(32 * i));
-              Value inGroup =
-                  arith::AndIOp::create(nb, n.le(n.c(g * groupSize), e),
-                                        n.lt(e, n.c((g + 1) * groupSize)));
-              Value c = arith::SelectOp::create(
-                  nb,
-                  arith::AndIOp::create(
-                      nb, inGroup,
-                      arith::XOrIOp::create(
-                          nb, isNaN(nb, score[i]),
-                          arith::ConstantIntOp::create(nb, nb.getI1Type(), 1))),
-                  score[i], minusInf);
+              Value take = arith::XOrIOp::create(nb, isNaN(nb, score[i]), yes);
+              if (inGroup)
+                take = arith::AndIOp::create(nb, take, inGroup(i));
+              Value c = arith::SelectOp::create(nb, take, score[i], minusInf);
               second = arith::MaximumFOp::create(
                   nb, second, arith::MinimumFOp::create(nb, best, c));
               best = arith::MaximumFOp::create(nb, best, c);
             }
-            for (int32_t d = 16; d >= 1; d /= 2) {
+            for (int32_t d = from; d >= 1; d /= 2) {
               Value otherBest = shuffleXor(nb, best, d);
               Value otherSecond = shuffleXor(nb, second, d);
               second = arith::MaximumFOp::create(
@@ -284,9 +251,32 @@ gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
                   arith::MaximumFOp::create(nb, second, otherSecond));
               best = arith::MaximumFOp::create(nb, best, otherBest);
             }
-            groupScore.push_back(groupSize == 1
-                                     ? best
-                                     : arith::AddFOp::create(nb, best, second));
+            return groupSize == 1 ? best
+                                  : arith::AddFOp::create(nb, best, second);
+          };
+          SmallVector<Value> groupScore;
+          int64_t groupLanes = groupSize / perLane;
+          if (groupSize % perLane == 0 && llvm::isPowerOf2_64(groupLanes)) {
+            // Each lane's experts lie in one group, whose lanes are an
+            // aligned block of groupLanes: one merge within the blocks,
+            // then group g's score from its first lane.
+            Value own = groupTop2(nullptr, int32_t(groupLanes / 2));
+            for (int64_t g = 0; g < spec.groups; ++g)
+              groupScore.push_back(
+                  shuffleFrom(nb, own, i32Constant(nb, g * groupLanes)));
+          } else {
+            // A lane may hold experts of several groups: a merge over the
+            // whole warp per group.
+            for (int64_t g = 0; g < spec.groups; ++g)
+              groupScore.push_back(groupTop2(
+                  [&](int64_t i) -> Value {
+                    Value e = arith::IndexCastOp::create(nb, nb.getIndexType(),
+                                                         expert[i]);
+                    return arith::AndIOp::create(
+                        nb, n.le(n.c(g * groupSize), e),
+                        n.lt(e, n.c((g + 1) * groupSize)));
+                  },
+                  16));
           }
           // The top groups, ties to the lower group (uniform in the warp).
           SmallVector<Value> chosen(
@@ -323,48 +313,73 @@ gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
           }
         }
 
-        // Top-k: k rounds of a warp-wide unsigned max over packed keys
-        // (rankKey: the best score, ties to the lower expert, in one
-        // compare); the winner's lane retires it.
+        // Top-k: k rounds. Each lane's best remaining key (scoreOrder; the
+        // lower of its experts on a tie), the warp's largest by one
+        // redux.sync, the lowest lane holding it by a ballot (its experts
+        // are below the later lanes'), whose pick and source are fetched;
+        // that lane retires the pick. A largest key of 0 is no candidate.
         SmallVector<Candidate> picked;
         SmallVector<Value> keys;
         for (int64_t i = 0; i < perLane; ++i)
-          keys.push_back(rankKey(nb, score[i], expert[i]));
+          keys.push_back(scoreOrder(nb, score[i]));
         for (int64_t j = 0; j < spec.topK; ++j) {
-          Value best = keys[0];
-          for (int64_t i = 1; i < perLane; ++i)
-            best = arith::MaxUIOp::create(nb, best, keys[i]);
-          for (int32_t d = 16; d >= 1; d /= 2)
-            best = arith::MaxUIOp::create(nb, best, shuffleXor64(nb, best, d));
-          Candidate chosen = unpackKey(nb, best);
-          // The winner's source value, from the lane that holds it.
-          Value slot =
-              arith::ShRUIOp::create(nb, chosen.expert, i32Constant(nb, 5));
-          Value local = source[0];
-          for (int64_t i = 1; i < perLane; ++i)
-            local = arith::SelectOp::create(
-                nb,
-                arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, slot,
-                                      i32Constant(nb, i)),
-                source[i], local);
-          Value owner =
-              arith::AndIOp::create(nb, chosen.expert, i32Constant(nb, 31));
-          chosen.source =
-              gpu::ShuffleOp::create(nb, local, owner, i32Constant(nb, 32),
-                                     gpu::ShuffleMode::IDX)
-                  .getShuffleResult();
-          Value none = isNaN(nb, chosen.score);
-          chosen.source = arith::SelectOp::create(nb, none, nan, chosen.source);
-          Value winner = chosen.expert;
-          chosen.expert = arith::SelectOp::create(nb, none, i32Constant(nb, -1),
-                                                  chosen.expert);
-          Value retired = arith::ConstantIntOp::create(nb, nb.getI64Type(), 0);
+          // The lane's best as a tree of pairs (the left one lower).
+          struct Held {
+            Value key, at, source;
+          };
+          SmallVector<Held> held;
+          for (int64_t i = 0; i < perLane; ++i)
+            held.push_back({keys[i], i32Constant(nb, i), source[i]});
+          while (held.size() > 1) {
+            SmallVector<Held> next;
+            for (size_t i = 0; i + 1 < held.size(); i += 2) {
+              const Held &left = held[i], &right = held[i + 1];
+              Value take = arith::CmpIOp::create(nb, arith::CmpIPredicate::ugt,
+                                                 right.key, left.key);
+              next.push_back(
+                  {arith::SelectOp::create(nb, take, right.key, left.key),
+                   arith::SelectOp::create(nb, take, right.at, left.at),
+                   arith::SelectOp::create(nb, take, right.source,
+                                           left.source)});
+            }
+            if (held.size() % 2)
+              next.push_back(held.back());
+            held = std::move(next);
+          }
+          Value bestKey = held[0].key, bestAt = held[0].at,
+                bestSource = held[0].source;
+          Value top = NVVM::ReduxOp::create(nb, i32, bestKey,
+                                            NVVM::ReduxKind::UMAX, full);
+          Value holders = NVVM::VoteSyncOp::create(
+              nb, i32, full,
+              arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, bestKey, top),
+              NVVM::VoteSyncKind::ballot);
+          Value winner = LLVM::CountTrailingZerosOp::create(
+              nb, i32, holders, nb.getBoolAttr(false));
+          Value at = shuffleFrom(nb, bestAt, winner);
+          Value none = arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, top,
+                                             i32Constant(nb, 0));
+          Candidate chosen;
+          chosen.score =
+              arith::SelectOp::create(nb, none, nan, f32Constant(nb, 0.0));
+          chosen.expert = arith::SelectOp::create(
+              nb, none, i32Constant(nb, -1),
+              arith::AddIOp::create(
+                  nb,
+                  arith::MulIOp::create(nb, winner, i32Constant(nb, perLane)),
+                  at));
+          chosen.source = arith::SelectOp::create(
+              nb, none, nan, shuffleFrom(nb, bestSource, winner));
+          Value mine = arith::CmpIOp::create(nb, arith::CmpIPredicate::eq,
+                                             lane32, winner);
           for (int64_t i = 0; i < perLane; ++i)
             keys[i] = arith::SelectOp::create(
                 nb,
-                arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, expert[i],
-                                      winner),
-                retired, keys[i]);
+                arith::AndIOp::create(
+                    nb, mine,
+                    arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, bestAt,
+                                          i32Constant(nb, i))),
+                i32Constant(nb, 0), keys[i]);
           picked.push_back(chosen);
         }
 
@@ -672,14 +687,81 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
     return offsetType == i32 ? v : arith::ExtSIOp::create(wb, offsetType, v);
   };
 
-  // 1. Thread e sums expert e's counts over all chunks (its total) and over
+  // 1. Stable ranks within this chunk. Warp w takes the chunk's ids
+  // [w 32 R, (w + 1) 32 R) in R rounds of 32, ranking each round by
+  // match.any on top of its running counts in table row w; the scan over
+  // the table's rows (step 4) then orders the warps of the chunk.
+  constexpr int64_t kRounds = kPermuteChunk / kPermuteIndexThreads;
+  for (int64_t i = 0; i < warps * experts; i += threads) {
+    Value at = m.add(tid, m.c(i));
+    ifThen(b, m.lt(at, m.c(warps * experts)), [&](ImplicitLocOpBuilder &sb) {
+      memref::StoreOp::create(sb, zero32, table, ValueRange{at});
+    });
+  }
+  sync(b);
+  Value full = i32Constant(b, -1);
+  Value lower = NVVM::LaneMaskLtOp::create(b, i32);
+  Value lane32 = arith::IndexCastOp::create(b, i32, lane);
+  Value warpBase = m.add(chunk.base, m.mul(warp, m.c(32 * kRounds)));
+  SmallVector<Value> flat, valid, inRange, cell, local;
+  for (int64_t r = 0; r < kRounds; ++r) {
+    Value f = m.add(warpBase, m.add(m.c(32 * r), lane));
+    Value ok = m.lt(f, total);
+    auto [e, in] = chunk.expertOf(b, f, ok);
+    Value mask =
+        NVVM::MatchSyncOp::create(b, i32, full, e, NVVM::MatchSyncKind::any);
+    Value rank =
+        LLVM::CtPopOp::create(b, arith::AndIOp::create(b, mask, lower));
+    Value leader = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::eq,
+        LLVM::CountTrailingZerosOp::create(b, mask, b.getBoolAttr(false)),
+        lane32);
+    Value at = m.add(m.mul(warp, m.c(experts)),
+                     m.toIndex(arith::MaxSIOp::create(b, e, zero32)));
+    // Every lane reads its expert's running count before the round's
+    // leader adds the round's ids to it.
+    Value prior = m.load(table, ValueRange{at});
+    NVVM::SyncWarpOp::create(b, full);
+    ifThen(
+        b, arith::AndIOp::create(b, leader, in), [&](ImplicitLocOpBuilder &sb) {
+          memref::StoreOp::create(
+              sb,
+              arith::AddIOp::create(sb, prior, LLVM::CtPopOp::create(sb, mask)),
+              table, ValueRange{at});
+        });
+    NVVM::SyncWarpOp::create(b, full);
+    flat.push_back(f);
+    valid.push_back(ok);
+    inRange.push_back(in);
+    cell.push_back(at);
+    local.push_back(arith::AddIOp::create(b, prior, rank));
+  }
+  sync(b);
+
+  // 2. Thread e sums expert e's counts over all chunks (its total) and over
   // the chunks before this one (where this chunk's ids of e start), 8
-  // chunks' loads in flight at a time.
+  // chunks' loads in flight at a time; of a single chunk, its warps' counts
+  // in the table (the runtime launches no count kernel then).
   constexpr int64_t kUnroll = 8;
+  Value oneChunk = m.lt(numChunks, m.c(2));
   ifThen(b, m.lt(tid, m.c(experts)), [&](ImplicitLocOpBuilder &nb) {
-    IndexMath n{nb};
+    auto single = scf::IfOp::create(nb, TypeRange{i32, i32}, oneChunk,
+                                    /*withElseRegion=*/true);
+    {
+      ImplicitLocOpBuilder tb = ImplicitLocOpBuilder::atBlockBegin(
+          nb.getLoc(), &single.getThenRegion().front(), nb.getListener());
+      IndexMath o{tb};
+      Value all = zero32;
+      for (int64_t w = 0; w < warps; ++w)
+        all = arith::AddIOp::create(
+            tb, all, o.load(table, ValueRange{o.add(o.c(w * experts), tid)}));
+      scf::YieldOp::create(tb, ValueRange{all, zero32});
+    }
+    ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockBegin(
+        nb.getLoc(), &single.getElseRegion().front(), nb.getListener());
     auto sums = scf::ForOp::create(
-        nb, n.c(0), numChunks, n.c(kUnroll), ValueRange{zero32, zero32},
+        eb, IndexMath{eb}.c(0), numChunks, IndexMath{eb}.c(kUnroll),
+        ValueRange{zero32, zero32},
         [&](OpBuilder &nested, Location l, Value c0, ValueRange iter) {
           ImplicitLocOpBuilder lb(l, nested);
           IndexMath o{lb};
@@ -702,12 +784,13 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
           }
           scf::YieldOp::create(lb, ValueRange{all, earlier});
         });
-    memref::StoreOp::create(nb, sums.getResult(0), counts, ValueRange{tid});
-    memref::StoreOp::create(nb, sums.getResult(1), starts, ValueRange{tid});
+    scf::YieldOp::create(eb, sums.getResults());
+    memref::StoreOp::create(nb, single.getResult(0), counts, ValueRange{tid});
+    memref::StoreOp::create(nb, single.getResult(1), starts, ValueRange{tid});
   });
   sync(b);
 
-  // 2. Exclusive scan of the totals by warp 0 (lane l sums experts
+  // 3. Exclusive scan of the totals by warp 0 (lane l sums experts
   // [l P, l P + P)): each expert's first row, plus this chunk's place after
   // the earlier chunks' ids (in starts). CTA 0 writes the offsets.
   int64_t perLane = (experts + 31) / 32;
@@ -765,56 +848,8 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
   });
   sync(b);
 
-  // 3. Stable slots of this chunk. Warp w takes the chunk's ids
-  // [w 32 R, (w + 1) 32 R) in R rounds of 32, ranking each round by
-  // match.any on top of its running counts in table row w; the scan over
-  // the table's rows then orders the warps of the chunk.
-  constexpr int64_t kRounds = kPermuteChunk / kPermuteIndexThreads;
-  for (int64_t i = 0; i < warps * experts; i += threads) {
-    Value at = m.add(tid, m.c(i));
-    ifThen(b, m.lt(at, m.c(warps * experts)), [&](ImplicitLocOpBuilder &sb) {
-      memref::StoreOp::create(sb, zero32, table, ValueRange{at});
-    });
-  }
-  sync(b);
-  Value full = i32Constant(b, -1);
-  Value lower = NVVM::LaneMaskLtOp::create(b, i32);
-  Value lane32 = arith::IndexCastOp::create(b, i32, lane);
-  Value warpBase = m.add(chunk.base, m.mul(warp, m.c(32 * kRounds)));
-  SmallVector<Value> flat, valid, inRange, cell, local;
-  for (int64_t r = 0; r < kRounds; ++r) {
-    Value f = m.add(warpBase, m.add(m.c(32 * r), lane));
-    Value ok = m.lt(f, total);
-    auto [e, in] = chunk.expertOf(b, f, ok);
-    Value mask =
-        NVVM::MatchSyncOp::create(b, i32, full, e, NVVM::MatchSyncKind::any);
-    Value rank =
-        LLVM::CtPopOp::create(b, arith::AndIOp::create(b, mask, lower));
-    Value leader = arith::CmpIOp::create(
-        b, arith::CmpIPredicate::eq,
-        LLVM::CountTrailingZerosOp::create(b, mask, b.getBoolAttr(false)),
-        lane32);
-    Value at = m.add(m.mul(warp, m.c(experts)),
-                     m.toIndex(arith::MaxSIOp::create(b, e, zero32)));
-    // Every lane reads its expert's running count before the round's
-    // leader adds the round's ids to it.
-    Value prior = m.load(table, ValueRange{at});
-    NVVM::SyncWarpOp::create(b, full);
-    ifThen(
-        b, arith::AndIOp::create(b, leader, in), [&](ImplicitLocOpBuilder &sb) {
-          memref::StoreOp::create(
-              sb,
-              arith::AddIOp::create(sb, prior, LLVM::CtPopOp::create(sb, mask)),
-              table, ValueRange{at});
-        });
-    NVVM::SyncWarpOp::create(b, full);
-    flat.push_back(f);
-    valid.push_back(ok);
-    inRange.push_back(in);
-    cell.push_back(at);
-    local.push_back(arith::AddIOp::create(b, prior, rank));
-  }
-  sync(b);
+  // 4. Each expert's running start over the table's rows, then each id's
+  // slot: its warp's start plus its rank.
   ifThen(b, m.lt(tid, m.c(experts)), [&](ImplicitLocOpBuilder &sb) {
     IndexMath s{sb};
     Value running = s.load(starts, ValueRange{tid});
@@ -884,88 +919,77 @@ mlir::moe::buildPermuteGatherKernel(OpBuilder &builder, Location loc,
   Value filled = m.toIndex(m.load(offsets, ValueRange{numExperts}));
   Value zeros = arith::ConstantOp::create(
       b, DenseElementsAttr::get(chunkType, b.getZeroAttr(bf16)));
-  // One CTA per kGatherRows rows (grid-stride over the groups): each row
-  // is its token's row, or zeros past the filled rows (dropped ids); 16
-  // bytes per thread, the group's loads issued before its stores.
+  // One CTA per kGatherRows rows and column block of threads * 8 columns
+  // (grid-stride over the pairs; decode has few rows and long ones): each
+  // row is its token's row, or zeros past the filled rows (dropped ids);
+  // 16 bytes per thread, the rows' loads issued before their stores.
   // Quantized, the 16 lanes of a [1, 128] group combine their maxima by
-  // shuffles: every lane of a warp runs every column step (those past H
-  // read column 0 and store nothing), and zero rows get what quantizing
-  // zeros gives (codes 0, scale 1).
+  // shuffles: every lane runs them (those past H read column 0 and store
+  // nothing), and zero rows get what quantizing zeros gives (codes 0,
+  // scale 1).
   constexpr int64_t kGroupLanes = 128 / kVector;
-  Value columnEnd =
-      spec.quantize ? m.mul(m.ceilDiv(hidden, 32 * kVector), m.c(32 * kVector))
-                    : hidden;
   Value lane16 = arith::RemUIOp::create(b, tid, m.c(kGroupLanes));
   Value groups = m.ceilDiv(numRows, kGatherRows);
+  Value blocks = m.ceilDiv(hidden, threads * kVector);
   scf::ForOp::create(
-      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), groups,
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), m.mul(groups, blocks),
       gpu::GridDimOp::create(b, gpu::Dimension::x), ValueRange{},
-      [&](OpBuilder &nested, Location l, Value group, ValueRange) {
-        ImplicitLocOpBuilder nb(l, nested);
-        IndexMath n{nb};
+      [&](OpBuilder &nested, Location l, Value pair, ValueRange) {
+        ImplicitLocOpBuilder ib(l, nested);
+        IndexMath c{ib};
+        Value group = arith::DivUIOp::create(ib, pair, blocks);
+        Value col = c.add(c.mul(arith::RemUIOp::create(ib, pair, blocks),
+                                c.c(threads * kVector)),
+                          c.mul(tid, c.c(kVector)));
         SmallVector<Value> row, exists, has, source;
         for (int64_t i = 0; i < kGatherRows; ++i) {
-          row.push_back(n.add(n.mul(group, n.c(kGatherRows)), n.c(i)));
-          exists.push_back(n.lt(row[i], numRows));
-          has.push_back(n.lt(row[i], filled));
+          row.push_back(c.add(c.mul(group, c.c(kGatherRows)), c.c(i)));
+          exists.push_back(c.lt(row[i], numRows));
+          has.push_back(c.lt(row[i], filled));
           // A row without a token reads token 0 (T >= 1) and stores zeros.
           source.push_back(arith::SelectOp::create(
-              nb, has[i],
-              n.toIndex(n.load(sources, ValueRange{arith::SelectOp::create(
-                                            nb, has[i], row[i], n.c(0))})),
-              n.c(0)));
+              ib, has[i],
+              c.toIndex(c.load(sources, ValueRange{arith::SelectOp::create(
+                                            ib, has[i], row[i], c.c(0))})),
+              c.c(0)));
         }
-        scf::ForOp::create(
-            nb, n.mul(tid, n.c(kVector)), columnEnd, n.c(threads * kVector),
-            ValueRange{},
-            [&](OpBuilder &inner, Location il, Value col, ValueRange) {
-              ImplicitLocOpBuilder ib(il, inner);
-              IndexMath c{ib};
-              Value inside = c.lt(col, hidden);
-              Value loadCol =
-                  spec.quantize
-                      ? arith::SelectOp::create(ib, inside, col, c.c(0))
-                            .getResult()
-                      : col;
-              SmallVector<Value> values;
-              for (int64_t i = 0; i < kGatherRows; ++i)
-                values.push_back(vector::LoadOp::create(
-                    ib, chunkType, tokens, ValueRange{source[i], loadCol},
-                    /*nontemporal=*/false, llvm::Align(16)));
-              for (int64_t i = 0; i < kGatherRows; ++i) {
-                Value v = arith::SelectOp::create(ib, has[i], values[i], zeros);
-                if (spec.quantize) {
-                  QuantizedChunk q =
-                      quantizeChunkE4M3(ib, bf16ChunkBits(ib, v), kGroupLanes);
-                  Value store = arith::AndIOp::create(ib, exists[i], inside);
-                  ifThen(ib, store, [&](ImplicitLocOpBuilder &sb) {
-                    IndexMath s{sb};
-                    Value codes = vector::BitCastOp::create(
-                        sb, VectorType::get({kVector}, sb.getI8Type()),
-                        q.codes);
-                    vector::StoreOp::create(
-                        sb, codes, rows, ValueRange{row[i], col},
-                        /*nontemporal=*/false, llvm::Align(8));
-                    ifThen(sb, s.lt(lane16, s.c(1)),
-                           [&](ImplicitLocOpBuilder &lb) {
-                             memref::StoreOp::create(
-                                 lb, q.scale, rowsScale,
-                                 ValueRange{row[i], arith::DivUIOp::create(
-                                                        lb, col,
-                                                        IndexMath{lb}.c(128))});
-                           });
-                  });
-                  continue;
-                }
-                ifThen(ib, exists[i], [&](ImplicitLocOpBuilder &sb) {
-                  vector::StoreOp::create(sb, v, rows, ValueRange{row[i], col},
-                                          /*nontemporal=*/false,
-                                          llvm::Align(16));
-                });
-              }
-              scf::YieldOp::create(ib);
+        Value inside = c.lt(col, hidden);
+        Value loadCol =
+            arith::SelectOp::create(ib, inside, col, c.c(0)).getResult();
+        SmallVector<Value> store;
+        for (int64_t i = 0; i < kGatherRows; ++i)
+          store.push_back(arith::AndIOp::create(ib, exists[i], inside));
+        SmallVector<Value> values;
+        for (int64_t i = 0; i < kGatherRows; ++i)
+          values.push_back(vector::LoadOp::create(
+              ib, chunkType, tokens, ValueRange{source[i], loadCol},
+              /*nontemporal=*/false, llvm::Align(16)));
+        for (int64_t i = 0; i < kGatherRows; ++i) {
+          Value v = arith::SelectOp::create(ib, has[i], values[i], zeros);
+          if (spec.quantize) {
+            QuantizedChunk q =
+                quantizeChunkE4M3(ib, bf16ChunkBits(ib, v), kGroupLanes);
+            ifThen(ib, store[i], [&](ImplicitLocOpBuilder &sb) {
+              IndexMath s{sb};
+              Value codes = vector::BitCastOp::create(
+                  sb, VectorType::get({kVector}, sb.getI8Type()), q.codes);
+              vector::StoreOp::create(sb, codes, rows, ValueRange{row[i], col},
+                                      /*nontemporal=*/false, llvm::Align(8));
+              ifThen(sb, s.lt(lane16, s.c(1)), [&](ImplicitLocOpBuilder &lb) {
+                memref::StoreOp::create(
+                    lb, q.scale, rowsScale,
+                    ValueRange{row[i], arith::DivUIOp::create(
+                                           lb, col, IndexMath{lb}.c(128))});
+              });
             });
-        scf::YieldOp::create(nb);
+            continue;
+          }
+          ifThen(ib, store[i], [&](ImplicitLocOpBuilder &sb) {
+            vector::StoreOp::create(sb, v, rows, ValueRange{row[i], col},
+                                    /*nontemporal=*/false, llvm::Align(16));
+          });
+        }
+        scf::YieldOp::create(ib);
       });
   gpu::ReturnOp::create(b);
   return func;

@@ -293,6 +293,13 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
           return failure();
         bodyStream << " out=" << *out;
       }
+      // The index kernel counts a single chunk itself: 0 if absent.
+      if (entry.get("index_counts")) {
+        FailureOr<int> indexCounts = flag("index_counts");
+        if (failed(indexCounts))
+          return failure();
+        bodyStream << " index_counts=" << *indexCounts;
+      }
       bodyStream << "\n";
     } else if (*abi == "quantize.v1") {
       FailureOr<StringRef> element = r.name("element"), scale = r.name("scale");
