@@ -567,6 +567,80 @@ TEST(layerLaunchesTheSingleCalls) {
   moeBundleClose(bundle);
 }
 
+TEST(layerRouteIndexKernelForDecode) {
+  // layerBundle()'s mix with its own route and index kernel (1024 threads:
+  // up to 32 tokens) and an index_counts=1 permute: for T <= 32 (one chunk)
+  // the layer launches that kernel instead of the route and index kernels,
+  // with the route's parameters then the index kernel's after its ids, on
+  // one CTA; everything else as without the kernel. Above 32 tokens, the
+  // same launches as without it (no count kernel either way: one chunk).
+  FakeGpu &gpu = install();
+  const char *kRouteIndex = "moe_route_index_mix";
+  gpu.wordParams[kRouteIndex] = 43;
+  std::string plainText = layerBundle();
+  const std::string permuteKeys =
+      "experts=8 top_k=2 hidden=256 offsets=i32 chunk=4096";
+  size_t where = plainText.find(permuteKeys);
+  CHECK(where != std::string::npos);
+  if (where == std::string::npos)
+    return;
+  plainText.insert(where + permuteKeys.size(), " index_counts=1");
+  std::string text = plainText;
+  const std::string layerLine = "unpermute=mix_unpermute\n";
+  where = text.find(layerLine);
+  CHECK(where != std::string::npos);
+  if (where == std::string::npos)
+    return;
+  text.insert(where + layerLine.size(),
+              simpleKernelLine("mix", kRouteIndex, "moe_kernels", 1024, 0));
+  moeBundle *bundle = OPEN_VALID(text);
+  moeBundle *plain = OPEN_VALID(plainText);
+  if (!bundle || !plain)
+    return;
+  int32_t index = -1;
+  moeEntryInfo info;
+  CHECK_EQ(moeBundleFindEntry(bundle, "mix", &index), MOE_STATUS_SUCCESS);
+  CHECK_EQ(moeBundleGetEntry(bundle, index, &info), MOE_STATUS_SUCCESS);
+  CHECK_EQ(info.num_kernels, 1);
+  for (int64_t tokens : {1, 32, 33, 2048}) {
+    const bool fused = tokens <= 32;
+    const moeLayerArgs a = mix(tokens);
+    size_t before = gpu.launches.size();
+    CHECK_EQ(layer(plain, "mix", a, testStream()), MOE_STATUS_SUCCESS);
+    size_t middle = gpu.launches.size();
+    CHECK_EQ(layer(bundle, "mix", a, testStream()), MOE_STATUS_SUCCESS);
+    size_t after = gpu.launches.size();
+    // Without it: route, index (one chunk: no count), gather, gate-up,
+    // down, combine.
+    CHECK_EQ(middle - before, size_t(6));
+    CHECK_EQ(after - middle, size_t(fused ? 5 : 6));
+    if (middle - before != 6 || after - middle != size_t(fused ? 5 : 6))
+      continue;
+    const FakeLaunch &route = gpu.launches[before],
+                     &indexLaunch = gpu.launches[before + 1];
+    CHECK_EQ(route.function, std::string(kMixSymbols[0]));
+    CHECK_EQ(indexLaunch.function, std::string(kMixSymbols[2]));
+    size_t same = 0; // launches of the plain layer after the replaced ones
+    if (fused) {
+      const FakeLaunch &got = gpu.launches[middle];
+      CHECK_EQ(got.function, std::string(kRouteIndex));
+      CHECK_EQ(got.grid[0], 1u);
+      CHECK_EQ(got.block[0], 1024u);
+      CHECK(isPdlLaunch(got));
+      std::vector<uint64_t> want = route.params;
+      want.insert(want.end(), indexLaunch.params.begin() + 7,
+                  indexLaunch.params.end());
+      CHECK(got.params == want);
+      same = 2;
+    }
+    for (size_t i = same; i < 6; ++i)
+      checkSameLaunch(gpu.launches[middle + i - (fused ? 1 : 0)],
+                      gpu.launches[before + i]);
+  }
+  moeBundleClose(bundle);
+  moeBundleClose(plain);
+}
+
 TEST(layerLaunchesNoFormForExpertsAboveT) {
   FakeGpu &gpu = install();
   // mix's gate-up split into a form for experts of 1..2 rows and one from 3

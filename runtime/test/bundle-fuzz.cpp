@@ -243,7 +243,8 @@ PermuteWorkspace permuteWorkspace(const moeEntryInfo &entry, __int128 n) {
 }
 
 void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
-                     const moeKernelInfo *kernels, uint64_t h) {
+                     const moeKernelInfo *kernels, bool indexCounts,
+                     uint64_t h) {
   require(entry.num_kernels == 3);
   require(entry.experts >= 1 && entry.experts <= 1024 && entry.top_k >= 1);
   require(entry.chunk >= 32 && entry.chunk <= 65536 && entry.chunk % 32 == 0);
@@ -299,7 +300,10 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   if (status != MOE_STATUS_SUCCESS)
     return;
   require(permuteOp && rows <= 2147483647);
-  require(fakeGpu().launches.size() == launchesBefore + 3);
+  // index_counts=1 with one chunk: no count kernel (contract §3.4).
+  const bool counted = !indexCounts || w.chunks > 1;
+  const size_t total = counted ? 3 : 2;
+  require(fakeGpu().launches.size() == launchesBefore + total);
   if (!distinct)
     return;
   const int64_t n = int64_t(rows), chunks = int64_t(w.chunks),
@@ -310,14 +314,15 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   int count = 0;
   memref2D(words, count, args.ids, args.tokens_count, entry.top_k);
   memref1D(words, count, counts, countsSize);
-  checkSimpleLaunch(launchesBefore, kernels[0], chunks, words, count, 3, 3);
+  if (counted)
+    checkSimpleLaunch(launchesBefore, kernels[0], chunks, words, count, 3, 3);
   count = 0;
   memref2D(words, count, args.ids, args.tokens_count, entry.top_k);
   memref1D(words, count, counts, countsSize);
   memref1D(words, count, args.offsets, entry.experts + 1);
   memref2D(words, count, args.slots, args.tokens_count, entry.top_k);
   memref1D(words, count, sources, n);
-  checkSimpleLaunch(launchesBefore, kernels[1], chunks, words, count, 3, 2);
+  checkSimpleLaunch(launchesBefore, kernels[1], chunks, words, count, total, 2);
   count = 0;
   memref2D(words, count, args.tokens, args.tokens_count, args.hidden);
   memref1D(words, count, sources, n);
@@ -325,10 +330,13 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   memref2D(words, count, args.rows, n, args.hidden);
   if (fp8Out)
     memref2D(words, count, args.rows_scale, n, args.hidden / 128);
-  const int64_t gatherCTAs = (n + 3) / 4;
+  // Groups of 4 rows times column blocks of threads * 8 (n * H fits).
+  const int64_t gatherCTAs =
+      (n + 3) / 4 *
+      ((args.hidden + 8 * kernels[2].threads - 1) / (8 * kernels[2].threads));
   checkSimpleLaunch(launchesBefore, kernels[2],
-                    gatherCTAs < 65535 ? gatherCTAs : 65535, words, count, 3,
-                    1);
+                    gatherCTAs < 65535 ? gatherCTAs : 65535, words, count,
+                    total, 1);
 }
 
 /// Declares to the fake how many parameters each kernel of `entry` takes
@@ -382,8 +390,8 @@ std::vector<std::string> symbolsOf(moeBundle *bundle, int32_t index,
 }
 
 void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
-                   uint64_t h) {
-  require(entry.num_kernels == 0 && entry.max_rows >= 1);
+                   const moe::runtime::BundleData &parsed, uint64_t h) {
+  require(entry.num_kernels <= 1 && entry.max_rows >= 1);
   // The parts: earlier entries that chain as contract §2 says; a layer.v1
   // entry has no quantize parts, a layer_fp8.v1 entry block-FP8 GEMMs, a
   // quantize part exactly when its permute writes bf16 rows and an
@@ -523,7 +531,11 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
        !declare(declared, bundle, names[kIntermediate], 21, 0)) ||
       !declare(declared, bundle, names[kDown], 0,
                gemmParams + (down.bias_bits ? 7 : 0)) ||
-      !declare(declared, bundle, names[kCombine], 28, 0))
+      !declare(declared, bundle, names[kCombine], 28, 0) ||
+      // Its route and index kernel: the route's words, then the index
+      // kernel's but the ids.
+      (entry.num_kernels == 1 &&
+       !declare(declared, bundle, entry.name, (route.bias ? 26 : 21) + 22, 0)))
     return;
   moeLayerArgs args = {};
   args.tokens = 0x100000;
@@ -557,6 +569,17 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   // route, permute (count, index, gather), [quantize], the gate-up GEMM's
   // kernels, [intermediate], the down GEMM's, combine; the GEMMs' kernels
   // for experts of up to T rows only (a token's ids are distinct).
+  // An index_counts=1 permute of one chunk launches no count kernel; with
+  // it, a layer kernel of its own replaces the route and index kernels for
+  // T <= threads/32 (contract §3.5).
+  const bool counted =
+      !parsed.entries[index[kPermute]].indexCounts || permuteBytes.chunks > 1;
+  moeKernelInfo own = {};
+  if (entry.num_kernels == 1)
+    require(moeBundleGetKernel(bundle, e, 0, &own) == MOE_STATUS_SUCCESS &&
+            own.threads % 32 == 0);
+  const bool fused =
+      entry.num_kernels == 1 && !counted && tokens <= own.threads / 32;
   std::vector<std::string> expected;
   size_t first[7] = {};
   for (int p = 0; p < 7; ++p) {
@@ -564,8 +587,15 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
     if (index[p] < 0)
       continue;
     const bool gemm = p == kGateUp || p == kDown;
-    for (const std::string &symbol :
-         symbolsOf(bundle, index[p], gemm ? tokens : INT64_MAX))
+    std::vector<std::string> symbols =
+        symbolsOf(bundle, index[p], gemm ? tokens : INT64_MAX);
+    if (p == kRoute && fused)
+      symbols = {own.symbol};
+    if (p == kPermute && !counted)
+      symbols.erase(symbols.begin()); // the count kernel
+    if (p == kPermute && fused)
+      symbols.erase(symbols.begin()); // the index kernel
+    for (const std::string &symbol : symbols)
       expected.push_back(symbol);
   }
   const std::vector<FakeLaunch> &launches = fakeGpu().launches;
@@ -586,10 +616,17 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   const uint64_t sources = args.workspace + uint64_t(starts[4]),
                  counts = sources + uint64_t(permuteBytes.counts);
   const size_t permuteFirst = before + first[kPermute];
-  require(launches[permuteFirst].params[7] == counts &&
-          launches[permuteFirst + 1].params[7] == counts &&
-          launches[permuteFirst + 1].params[24] == sources &&
-          launches[permuteFirst + 2].params[7] == sources);
+  const size_t gatherAt = permuteFirst + (fused ? 0 : counted ? 2 : 1);
+  if (counted)
+    require(launches[permuteFirst].params[7] == counts);
+  // The index words: after the route's in the layer's own kernel, else its
+  // ids (7 words).
+  const FakeLaunch &indexLaunch =
+      fused ? launches[before] : launches[gatherAt - 1];
+  const size_t indexAt = fused ? ids + 14 : 7;
+  require(indexLaunch.params[indexAt] == counts &&
+          indexLaunch.params[indexAt + 17] == sources &&
+          launches[gatherAt].params[7] == sources);
   // Each quantize reads bf16 rows (or inter: buffer 5 or 6) and writes the
   // values and scales (7 and 8, or 9 and 10) its GEMM reads.
   auto at = [&](int buffer) {
@@ -612,7 +649,7 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   // The gather writes the bf16 rows (buffer 5), or without a quantize part
   // their values and scales (7 and 8, its parameters 17 and 24), which
   // every gate-up kernel reads (its rows map and parameters 17..23).
-  const FakeLaunch &gather = launches[permuteFirst + 2];
+  const FakeLaunch &gather = launches[gatherAt];
   require(gather.params[17] == at(gatherQuantizes ? 7 : 5) &&
           gather.params[20] == uint64_t(rows) &&
           gather.params[21] == uint64_t(hidden));
@@ -662,7 +699,10 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
             entry.down && entry.unpermute);
     const bool fp8Layer = std::strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0;
     const bool layer = fp8Layer || std::strcmp(entry.abi, MOE_ABI_LAYER) == 0;
-    require(layer == (entry.num_kernels == 0) && entry.num_kernels <= 16);
+    // A layer has at most one kernel of its own (route and index), the
+    // others at least one.
+    require((layer ? entry.num_kernels <= 1 : entry.num_kernels >= 1) &&
+            entry.num_kernels <= 16);
     // An FP8 layer's quantize and intermediate are optional (exerciseLayer
     // checks them); the other entries have neither.
     require(
@@ -723,13 +763,13 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
     }
     uint64_t h = hash + uint64_t(e) * 0x9e3779b97f4a7c15ull;
     if (layer) {
-      exerciseLayer(bundle, e, entry, h);
+      exerciseLayer(bundle, e, entry, parsed, h);
       continue;
     }
     if (permute) {
       require(entry.epilogue && !*entry.epilogue && entry.n == 0 &&
               entry.k == 0 && entry.slots_bits == 0 && entry.bias == 0);
-      exercisePermute(bundle, entry, kernels, h);
+      exercisePermute(bundle, entry, kernels, parsed.entries[e].indexCounts, h);
       continue;
     }
     if (!gemm) {
