@@ -128,12 +128,10 @@ struct MoEExtractDeviceCodePass
     auto launch = layer->getAttrOfType<DictionaryAttr>(moe::kLaunchAttr);
     if (!launch)
       return layer.emitOpError("moe.launch of a layer must be a dictionary");
-    // Its own kernels (decode's route and index in one), described as any
-    // entry's.
-    FailureOr<DictionaryAttr> own = describeEntry(b, layer, name, launch);
-    if (failed(own))
-      return failure();
-    NamedAttrList entry(*own);
+    NamedAttrList entry(launch);
+    entry.set("name", b.getStringAttr(name));
+    entry.set("op", b.getStringAttr(layer->getName().getStringRef()));
+    entry.set("kernels", b.getArrayAttr({}));
     std::optional<moe::LayerChain> chain = moe::getLayerChain(layer);
     if (!chain)
       return layer.emitOpError("has no layer.v1 kernels: its body is not "

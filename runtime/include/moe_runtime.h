@@ -197,9 +197,8 @@ typedef struct moeEntryInfo {
   int32_t num_kernels;  ///< Kernel records of the entry, in file order
                         ///< (exactly 1 for route.v1 and unpermute.v2, exactly
                         ///< 3 for permute.v2: count, index, then gather; 0
-                        ///< or 1 for layer.v1 and layer_fp8.v1, which
-                        ///< launch their parts' kernels and may have a
-                        ///< route and index kernel for decode).
+                        ///< for layer.v1 and layer_fp8.v1, which launch
+                        ///< their parts' kernels).
   const char *epilogue; ///< "store", "swiglu" or "row_scale" (both grouped
                         ///< matmul ABIs); "" for the other ABIs. Never
                         ///< NULL.
@@ -649,10 +648,7 @@ typedef struct moeLayerArgs {
 /// M = T*k rows (those past offsets[E] are zero and owned by no expert) but
 /// skip their kernels for experts of more than T rows, which a layer cannot
 /// have (a token's ids are distinct); the combine takes the route's
-/// weights. A layer entry with a kernel of its own launches it instead of
-/// the route and index kernels for T <= threads/32 when the ids are one
-/// chunk of an index_counts=1 permute (contract §3.5). Validates every
-/// argument of every step
+/// weights. Validates every argument of every step
 /// before the first launch (INVALID_ARGUMENT / NOT_FOUND, naming the layer
 /// argument, without launching anything), then loads the bundle into the
 /// current context if needed (see moeBundleLoad) and encodes the GEMMs'

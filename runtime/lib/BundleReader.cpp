@@ -169,12 +169,6 @@ constexpr RecordSpec kUnpermuteKernel = {
     "(the kernel of an abi " MOE_ABI_UNPERMUTE " entry takes image, threads, "
     "smem and the optional cluster=1)",
     1u << 3};
-constexpr RecordSpec kLayerKernel = {
-    {"image", "threads", "smem", "cluster"},
-    4,
-    "(the kernel of a layer entry takes image, threads, smem and the "
-    "optional cluster=1)",
-    1u << 3};
 constexpr RecordSpec kPermuteKernel = {{"image", "threads", "smem", "cluster"},
                                        4,
                                        "(the kernels of an abi " MOE_ABI_PERMUTE
@@ -1262,14 +1256,11 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
                 who.c_str(), quote(entryName).c_str());
   }
   Entry &entry = out.entries.back();
-  // A layer launches its parts' kernels, and at most one of its own: the
-  // route-and-index kernel for decode (contract §3.5).
-  if (isLayer(entry.kind) && !entry.kernels.empty())
+  if (isLayer(entry.kind))
     return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: entry '%s' (abi %s) takes at most one kernel, its route "
-                "and index kernel, and has '%s' already (line %d)",
-                who.c_str(), entry.name.c_str(), abiName(entry.kind),
-                entry.kernels[0].symbol.c_str(), entry.kernels[0].line);
+                "%s: entry '%s' (abi %s) takes no kernels (it launches those "
+                "of its parts)",
+                who.c_str(), entry.name.c_str(), abiName(entry.kind));
   for (const Kernel &kernel : entry.kernels)
     if (kernel.symbol == symbol)
       return fail(MOE_STATUS_INVALID_BUNDLE,
@@ -1304,9 +1295,8 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
   const RecordSpec &spec = entry.kind == Abi::Route       ? kRouteKernel
                            : entry.kind == Abi::Unpermute ? kUnpermuteKernel
                            : entry.kind == Abi::Permute   ? kPermuteKernel
-                           : entry.kind == Abi::Quantize  ? kQuantizeKernel
-                           : isLayer(entry.kind) ? kLayerKernel
-                                                 : kGroupedMatmulKernel;
+                           : entry.kind == Abi::Quantize ? kQuantizeKernel
+                                                         : kGroupedMatmulKernel;
   std::vector<std::string_view> values;
   if (moeStatus status = collectKeys(tokens, 3, spec, who, values))
     return status;
@@ -1327,13 +1317,11 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
         (status = number(who, "smem", values[2], 0, INT32_MAX, false, smem)))
       return status;
     // One warp per token: the grid is derived from threads/32.
-    if ((entry.kind == Abi::Route || isLayer(entry.kind)) && threads % 32)
+    if (entry.kind == Abi::Route && threads % 32)
       return fail(MOE_STATUS_INVALID_BUNDLE,
                   "%s: threads=%lld is not a multiple of 32 (a %s kernel "
                   "runs one warp per token)",
-                  who.c_str(), (long long)threads,
-                  isLayer(entry.kind) ? "layer's route and index"
-                                      : MOE_ABI_ROUTE);
+                  who.c_str(), (long long)threads, MOE_ABI_ROUTE);
     // Blocks of a row are shared by the lanes of one warp.
     if (entry.kind == Abi::Quantize && threads % 32)
       return fail(MOE_STATUS_INVALID_BUNDLE,

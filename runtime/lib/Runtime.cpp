@@ -574,11 +574,9 @@ bool productFits(int64_t a, int64_t b, int64_t c) {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
-/// The most parameters of a route.v1, unpermute.v2 or permute.v2 kernel (the
-/// 31 of the permute's quantizing gather kernel, out=f8E4M3FN) or of a
-/// layer's route and index kernel (the route's 26 with a bias, then the
-/// index kernel's 22 after its ids).
-constexpr int kMaxWords = 48;
+/// The most parameters of a route.v1, unpermute.v2 or permute.v2 kernel: the
+/// 31 of the permute's quantizing gather kernel (out=f8E4M3FN).
+constexpr int kMaxWords = 31;
 
 /// A launch of a route.v1, unpermute.v2 or permute.v2 kernel: all its
 /// parameters are 8 bytes wide (memref descriptors: pointer, pointer,
@@ -2261,41 +2259,17 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
       (status = inStep(prepareGroupedMatmul(bundle, state, downPlan), name,
                        kDownPart)))
     return status;
-  // Decode (contract §3.5): with a route and index kernel of its own, T of
-  // at most threads/32 (a warp per token) and the ids in one chunk of an
-  // index_counts=1 permute, that kernel replaces the route kernel and the
-  // permute's index kernel (and no count kernel runs): its parameters are
-  // the route kernel's, then the index kernel's after its ids.
-  WordPlan routeIndexPlan;
-  const Entry &permute = entries[layer.parts[kPermutePart]];
-  if (!layer.kernels.empty() && permute.indexCounts &&
-      a.tokens_count <= layer.kernels[0].threads / 32 &&
-      permutePlan.numLaunches == 2) {
-    const WordLaunch &routeLaunch = routePlan.launches[0];
-    const WordLaunch &indexLaunch = permutePlan.launches[0];
-    WordLaunch &fused = routeIndexPlan.launches[0];
-    fused = routeLaunch;
-    fused.kernel = 0;
-    fused.gridX = 1;
-    for (int i = 7; i < indexLaunch.count; ++i) // after ids [T, k]
-      fused.push(indexLaunch.words[i]);
-    routeIndexPlan.entryIndex = layerIndex;
-    routeIndexPlan.numLaunches = 1;
-    routePlan.numLaunches = 0;
-    permutePlan.launches[0] = permutePlan.launches[1]; // the gather alone
-    permutePlan.numLaunches = 1;
-  }
   // In launch order; a layer.v1 entry's quantize plans launch nothing, nor
   // do the quantize and intermediate plans of a layer_fp8.v1 entry without
-  // those parts, nor the route and index one without its kernel.
+  // those parts.
   const struct {
     WordPlan *words;
     GemmPlan *gemm;
-  } steps[kNumLayerParts + 1] = {
-      {&routeIndexPlan, nullptr}, {&routePlan, nullptr},
-      {&permutePlan, nullptr},    {&quantizePlan, nullptr},
-      {nullptr, &gateUpPlan},     {&intermediatePlan, nullptr},
-      {nullptr, &downPlan},       {&unpermutePlan, nullptr}};
+  } steps[kNumLayerParts] = {
+      {&routePlan, nullptr},        {&permutePlan, nullptr},
+      {&quantizePlan, nullptr},     {nullptr, &gateUpPlan},
+      {&intermediatePlan, nullptr}, {nullptr, &downPlan},
+      {&unpermutePlan, nullptr}};
   int total = 0, issued = 0;
   for (const auto &step : steps)
     total += step.words ? step.words->numLaunches : step.gemm->numLaunches;

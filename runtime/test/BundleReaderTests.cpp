@@ -710,33 +710,21 @@ std::vector<Malformed> malformedLayerBundles() {
       {"layer I", layerReplaced("n=256 k=128", "n=256 k=64"), bad,
        "entry 'mix': down=mix_down has k=64, but gate_up=mix_gate_up has "
        "n=256 (k must be n/2)"},
-      // A layer has at most one kernel of its own (its route and index
-      // kernel): the kernel keys of route.v1, threads a multiple of 32.
-      {"two kernels under a layer",
+      {"kernel under a layer",
        layerReplaced("unpermute=mix_unpermute\n",
                      "unpermute=mix_unpermute\n" +
-                         simpleKernelLine("mix", "k", "moe_kernels", 1024, 0) +
-                         simpleKernelLine("mix", "k2", "moe_kernels", 1024, 0)),
+                         simpleKernelLine("mix", "k", "moe_kernels", 128, 0)),
        bad,
-       "bundle line 18: kernel 'k2': entry 'mix' (abi layer.v1) takes at "
-       "most one kernel, its route and index kernel, and has 'k' already "
-       "(line 17)"},
-      {"layer kernel of 100 threads",
-       layerReplaced("unpermute=mix_unpermute\n",
-                     "unpermute=mix_unpermute\n" +
-                         simpleKernelLine("mix", "k", "moe_kernels", 100, 0)),
-       bad,
-       "bundle line 17: kernel 'k': threads=100 is not a multiple of 32 (a "
-       "layer's route and index kernel runs one warp per token)"},
+       "bundle line 17: kernel 'k': entry 'mix' (abi layer.v1) takes no "
+       "kernels (it launches those of its parts)"},
       {"GEMM kernel under a layer",
        layerReplaced("down=oss_down unpermute=oss_unpermute\n",
                      "down=oss_down unpermute=oss_unpermute\n" +
                          kernelLine("oss", "g", "moe_kernels", 1, 2147483647,
                                     64, 64, 0, 0)),
        bad,
-       "bundle line 30: kernel 'g': unknown key 'rows_min' (the kernel of a "
-       "layer entry takes image, threads, smem and the optional "
-       "cluster=1)"},
+       "bundle line 30: kernel 'g': entry 'oss' (abi layer.v1) takes no "
+       "kernels"},
   };
 }
 
@@ -1035,15 +1023,14 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
       {"fp8 layer I", layerFp8Replaced("n=256 k=128", "n=256 k=64"), bad,
        "entry 'fmix': down=fmix_down has k=64, but gate_up=fmix_gate_up has "
        "n=256 (k must be n/2)"},
-      {"two kernels under an fp8 layer",
+      {"kernel under an fp8 layer",
        layerFp8Replaced(
            "unpermute=fmix_unpermute\n",
            "unpermute=fmix_unpermute\n" +
-               simpleKernelLine("fmix", "k", "moe_kernels", 128, 0) +
-               simpleKernelLine("fmix", "k2", "moe_kernels", 128, 0)),
+               simpleKernelLine("fmix", "k", "moe_kernels", 128, 0)),
        bad,
-       "bundle line 22: kernel 'k2': entry 'fmix' (abi layer_fp8.v1) takes "
-       "at most one kernel"},
+       "bundle line 21: kernel 'k': entry 'fmix' (abi layer_fp8.v1) takes no "
+       "kernels (it launches those of its parts)"},
       {"newer fp8 layer abi",
        layerFp8Replaced("abi=layer_fp8.v1 max_rows=4096",
                         "abi=layer_fp8.v2 max_rows=4096"),

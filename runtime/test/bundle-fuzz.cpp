@@ -391,7 +391,7 @@ std::vector<std::string> symbolsOf(moeBundle *bundle, int32_t index,
 
 void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
                    const moe::runtime::BundleData &parsed, uint64_t h) {
-  require(entry.num_kernels <= 1 && entry.max_rows >= 1);
+  require(entry.num_kernels == 0 && entry.max_rows >= 1);
   // The parts: earlier entries that chain as contract §2 says; a layer.v1
   // entry has no quantize parts, a layer_fp8.v1 entry block-FP8 GEMMs, a
   // quantize part exactly when its permute writes bf16 rows and an
@@ -531,11 +531,7 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
        !declare(declared, bundle, names[kIntermediate], 21, 0)) ||
       !declare(declared, bundle, names[kDown], 0,
                gemmParams + (down.bias_bits ? 7 : 0)) ||
-      !declare(declared, bundle, names[kCombine], 28, 0) ||
-      // Its route and index kernel: the route's words, then the index
-      // kernel's but the ids.
-      (entry.num_kernels == 1 &&
-       !declare(declared, bundle, entry.name, (route.bias ? 26 : 21) + 22, 0)))
+      !declare(declared, bundle, names[kCombine], 28, 0))
     return;
   moeLayerArgs args = {};
   args.tokens = 0x100000;
@@ -569,17 +565,9 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   // route, permute (count, index, gather), [quantize], the gate-up GEMM's
   // kernels, [intermediate], the down GEMM's, combine; the GEMMs' kernels
   // for experts of up to T rows only (a token's ids are distinct).
-  // An index_counts=1 permute of one chunk launches no count kernel; with
-  // it, a layer kernel of its own replaces the route and index kernels for
-  // T <= threads/32 (contract §3.5).
+  // An index_counts=1 permute of one chunk launches no count kernel.
   const bool counted =
       !parsed.entries[index[kPermute]].indexCounts || permuteBytes.chunks > 1;
-  moeKernelInfo own = {};
-  if (entry.num_kernels == 1)
-    require(moeBundleGetKernel(bundle, e, 0, &own) == MOE_STATUS_SUCCESS &&
-            own.threads % 32 == 0);
-  const bool fused =
-      entry.num_kernels == 1 && !counted && tokens <= own.threads / 32;
   std::vector<std::string> expected;
   size_t first[7] = {};
   for (int p = 0; p < 7; ++p) {
@@ -589,12 +577,8 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
     const bool gemm = p == kGateUp || p == kDown;
     std::vector<std::string> symbols =
         symbolsOf(bundle, index[p], gemm ? tokens : INT64_MAX);
-    if (p == kRoute && fused)
-      symbols = {own.symbol};
     if (p == kPermute && !counted)
       symbols.erase(symbols.begin()); // the count kernel
-    if (p == kPermute && fused)
-      symbols.erase(symbols.begin()); // the index kernel
     for (const std::string &symbol : symbols)
       expected.push_back(symbol);
   }
@@ -615,17 +599,11 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   // gather kernels the sources, from its part of the workspace.
   const uint64_t sources = args.workspace + uint64_t(starts[4]),
                  counts = sources + uint64_t(permuteBytes.counts);
-  const size_t permuteFirst = before + first[kPermute];
-  const size_t gatherAt = permuteFirst + (fused ? 0 : counted ? 2 : 1);
+  const size_t gatherAt = before + first[kPermute] + (counted ? 2 : 1);
   if (counted)
-    require(launches[permuteFirst].params[7] == counts);
-  // The index words: after the route's in the layer's own kernel, else its
-  // ids (7 words).
-  const FakeLaunch &indexLaunch =
-      fused ? launches[before] : launches[gatherAt - 1];
-  const size_t indexAt = fused ? ids + 14 : 7;
-  require(indexLaunch.params[indexAt] == counts &&
-          indexLaunch.params[indexAt + 17] == sources &&
+    require(launches[gatherAt - 2].params[7] == counts);
+  require(launches[gatherAt - 1].params[7] == counts &&
+          launches[gatherAt - 1].params[24] == sources &&
           launches[gatherAt].params[7] == sources);
   // Each quantize reads bf16 rows (or inter: buffer 5 or 6) and writes the
   // values and scales (7 and 8, or 9 and 10) its GEMM reads.
@@ -699,10 +677,7 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
             entry.down && entry.unpermute);
     const bool fp8Layer = std::strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0;
     const bool layer = fp8Layer || std::strcmp(entry.abi, MOE_ABI_LAYER) == 0;
-    // A layer has at most one kernel of its own (route and index), the
-    // others at least one.
-    require((layer ? entry.num_kernels <= 1 : entry.num_kernels >= 1) &&
-            entry.num_kernels <= 16);
+    require(layer == (entry.num_kernels == 0) && entry.num_kernels <= 16);
     // An FP8 layer's quantize and intermediate are optional (exerciseLayer
     // checks them); the other entries have neither.
     require(

@@ -43,8 +43,7 @@
 // CHECK-NEXT: entry combine op=moe.unpermute abi=unpermute.v2 max_rows=100 hidden=-1 top_k=6 slots=i32 weighted=0
 // CHECK-NEXT: kernel combine moe_unpermute_k6_slots32 image=moe_kernels threads=128 smem=0
 // A layer (--moe-fuse-layer) is its parts' entries, then its own, which
-// names them and has one kernel: decode's route and index in one CTA of
-// 1024 threads (the permute's index kernel's). GPT-OSS's expert biases and activation
+// names them and has no kernels. GPT-OSS's expert biases and activation
 // are keys of the grouped GEMM entries.
 // CHECK-NEXT: entry gptoss_route op=moe.route abi=route.v1 {{.*}}top_k=2
 // CHECK-NEXT: kernel gptoss_route moe_route_topk_softmax_e8_k2_f32
@@ -57,7 +56,6 @@
 // CHECK: entry gptoss_unpermute op=moe.unpermute abi=unpermute.v2 {{.*}}weighted=1
 // CHECK-NEXT: kernel gptoss_unpermute
 // CHECK-NEXT: entry gptoss op=moe.layer abi=layer.v1 max_rows=2147483647 route=gptoss_route permute=gptoss_permute gate_up=gptoss_gate_up down=gptoss_down unpermute=gptoss_unpermute
-// CHECK-NEXT: kernel gptoss moe_route_index_topk_softmax_e8_k2_f32_off64 image=moe_kernels threads=1024 smem=0
 // CHECK-NEXT: end
 // CHECK-EMPTY:
 

@@ -604,8 +604,9 @@ static gpu::GPUFuncOp lookUpOrBuild(gpu::GPUModuleOp kernels, StringRef name,
   return build();
 }
 
-/// What the routing kernel of `op` is built for.
-static RouteKernelSpec routeSpecOf(RouteOp op) {
+/// Builds (or reuses) the routing kernel of `op`; returns its moe.launch.
+static DictionaryAttr routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
+                                  RouteOp op) {
   auto logits = cast<RankedTensorType>(op.getLogits().getType());
   RouteKernelSpec spec;
   spec.routing = op.getRouting();
@@ -618,14 +619,6 @@ static RouteKernelSpec routeSpecOf(RouteOp op) {
       op.getScalingFactor() ? op.getScalingFactor()->convertToDouble() : 1.0;
   spec.bias = op.getCorrectionBias() != nullptr;
   spec.logitBits = logits.getElementType().getIntOrFloatBitWidth();
-  return spec;
-}
-
-/// Builds (or reuses) the routing kernel of `op`; returns its moe.launch.
-static DictionaryAttr routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
-                                  RouteOp op) {
-  auto logits = cast<RankedTensorType>(op.getLogits().getType());
-  RouteKernelSpec spec = routeSpecOf(op);
   gpu::GPUFuncOp func = lookUpOrBuild(kernels, spec.kernelName(), [&] {
     return buildRouteKernel(builder, op.getLoc(), kernels, spec);
   });
@@ -654,18 +647,6 @@ static QuantizeOp getGatherQuantizedRows(Operation *op) {
   return chain->rowsQuantize;
 }
 
-/// What the permutation kernels of `op` are built for.
-static PermuteKernelSpec permuteSpecOf(PermuteOp op, bool quantize) {
-  auto ids = cast<RankedTensorType>(op.getExpertIds().getType());
-  auto offsets = cast<RankedTensorType>(op.getOffsets().getType());
-  PermuteKernelSpec spec;
-  spec.experts = offsets.getDimSize(0) - 1;
-  spec.topK = ids.getDimSize(1);
-  spec.offsetBits = offsets.getElementType().getIntOrFloatBitWidth();
-  spec.quantize = quantize;
-  return spec;
-}
-
 /// Builds (or reuses) the three kernels of `op` (count, index, then
 /// gather); returns its moe.launch. With `quantize` the gather stores the
 /// rows in e4m3 with [1, 128]-group f32 scales (`out`).
@@ -673,8 +654,13 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
                                     gpu::GPUModuleOp kernels, PermuteOp op,
                                     bool quantize) {
   auto tokens = cast<RankedTensorType>(op.getTokens().getType());
+  auto ids = cast<RankedTensorType>(op.getExpertIds().getType());
   auto offsets = cast<RankedTensorType>(op.getOffsets().getType());
-  PermuteKernelSpec spec = permuteSpecOf(op, quantize);
+  PermuteKernelSpec spec;
+  spec.experts = offsets.getDimSize(0) - 1;
+  spec.topK = ids.getDimSize(1);
+  spec.offsetBits = offsets.getElementType().getIntOrFloatBitWidth();
+  spec.quantize = quantize;
   gpu::GPUFuncOp count = lookUpOrBuild(kernels, spec.countKernelName(), [&] {
     return buildPermuteCountKernel(builder, op.getLoc(), kernels, spec);
   });
@@ -1052,27 +1038,15 @@ struct ConvertMoEToNVGPUPass
         std::optional<LayerChain> chain = getLayerChain(layer);
         auto logits =
             cast<RankedTensorType>(chain->route.getLogits().getType());
-        // Its own kernel: decode's route and index in one launch.
-        RouteKernelSpec route = routeSpecOf(chain->route);
-        PermuteKernelSpec permute = permuteSpecOf(chain->permute, false);
-        gpu::GPUFuncOp routeIndex =
-            lookUpOrBuild(kernels, routeIndexKernelName(route, permute), [&] {
-              return buildRouteIndexKernel(builder, layer.getLoc(), kernels,
-                                           route, permute);
-            });
-        op->setAttr(
-            kLaunchAttr,
-            builder.getDictionaryAttr(
-                {builder.getNamedAttr("abi",
-                                      builder.getStringAttr(chain->rowsQuantize
-                                                                ? "layer_fp8.v1"
-                                                                : "layer.v1")),
-                 builder.getNamedAttr("max_rows",
-                                      builder.getI64IntegerAttr(
-                                          maxTokens(logits.getDimSize(0)))),
-                 builder.getNamedAttr(
-                     "kernels",
-                     builder.getArrayAttr(kernelForm(builder, routeIndex)))}));
+        op->setAttr(kLaunchAttr,
+                    builder.getDictionaryAttr(
+                        {builder.getNamedAttr(
+                             "abi", builder.getStringAttr(chain->rowsQuantize
+                                                              ? "layer_fp8.v1"
+                                                              : "layer.v1")),
+                         builder.getNamedAttr(
+                             "max_rows", builder.getI64IntegerAttr(maxTokens(
+                                             logits.getDimSize(0))))}));
         continue;
       }
       // The fused expert MLP: the gate-up GEMM stores act(gate, up) (the

@@ -153,24 +153,21 @@ gpu::GPUFuncOp createKernel(ImplicitLocOpBuilder &b, StringRef name,
 
 } // namespace
 
-/// The route.v1 arguments of `spec`: (logits, [bias], ids, weights).
-static SmallVector<Type> routeArguments(Builder &b,
-                                        const RouteKernelSpec &spec) {
-  Type f32 = b.getF32Type();
+gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
+                                           gpu::GPUModuleOp module,
+                                           const RouteKernelSpec &spec) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
   Type logitType = spec.logitBits == 16 ? Type(b.getBF16Type()) : f32;
   SmallVector<Type> args{dynamic2D(logitType)};
   if (spec.bias)
     args.push_back(MemRefType::get({ShapedType::kDynamic}, f32));
-  args.push_back(dynamic2D(b.getI32Type()));
+  args.push_back(dynamic2D(i32));
   args.push_back(dynamic2D(f32));
-  return args;
-}
-
-/// The routing of tokens first, first + stride, ... (one warp each) from
-/// the route.v1 arguments at the start of `entry` into its ids and weights.
-static void emitRoute(ImplicitLocOpBuilder &b, const RouteKernelSpec &spec,
-                      Block *entry, Value first, Value stride) {
-  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  gpu::GPUFuncOp func = createKernel(b, spec.kernelName(), args);
+  Block *entry = &func.getBody().front();
   unsigned next = 0;
   Value logits = entry->getArgument(next++);
   Value bias = spec.bias ? entry->getArgument(next++) : Value();
@@ -178,10 +175,15 @@ static void emitRoute(ImplicitLocOpBuilder &b, const RouteKernelSpec &spec,
   Value weights = entry->getArgument(next++);
 
   IndexMath m{b};
-  int64_t experts = spec.experts;
+  int64_t warps = kRoutingThreads / 32, experts = spec.experts;
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value lane = arith::RemUIOp::create(b, tid, m.c(32));
+  Value warp = arith::DivUIOp::create(b, tid, m.c(32));
   Value tokens = memref::DimOp::create(b, logits, m.c(0));
+  Value first = m.add(
+      m.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), m.c(warps)), warp);
+  Value stride =
+      m.mul(gpu::GridDimOp::create(b, gpu::Dimension::x), m.c(warps));
   Value nan = f32Constant(b, std::numeric_limits<double>::quiet_NaN());
 
   // One warp per token; lane l holds the experts lP, ..., lP + P - 1, so a
@@ -456,25 +458,6 @@ static void emitRoute(ImplicitLocOpBuilder &b, const RouteKernelSpec &spec,
                  });
         scf::YieldOp::create(nb);
       });
-}
-
-gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
-                                           gpu::GPUModuleOp module,
-                                           const RouteKernelSpec &spec) {
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
-  ImplicitLocOpBuilder b(loc, builder);
-  gpu::GPUFuncOp func =
-      createKernel(b, spec.kernelName(), routeArguments(b, spec));
-  IndexMath m{b};
-  int64_t warps = kRoutingThreads / 32;
-  Value warp = arith::DivUIOp::create(
-      b, gpu::ThreadIdOp::create(b, gpu::Dimension::x), m.c(32));
-  emitRoute(
-      b, spec, &func.getBody().front(),
-      m.add(m.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), m.c(warps)),
-            warp),
-      m.mul(gpu::GridDimOp::create(b, gpu::Dimension::x), m.c(warps)));
   gpu::ReturnOp::create(b);
   return func;
 }
@@ -661,32 +644,27 @@ mlir::moe::buildPermuteCountKernel(OpBuilder &builder, Location loc,
   return func;
 }
 
-/// The index kernel's arguments: (ids, counts, offsets, slots, sources).
-static SmallVector<Type> indexArguments(Builder &b,
-                                        const PermuteKernelSpec &spec) {
-  Type i32 = b.getI32Type(), offsetType = b.getIntegerType(spec.offsetBits);
-  return {dynamic2D(i32), MemRefType::get({ShapedType::kDynamic}, i32),
-          MemRefType::get({ShapedType::kDynamic}, offsetType),
-          dynamic2D(offsetType), MemRefType::get({ShapedType::kDynamic}, i32)};
-}
-
-/// The index kernel's static shared memory (i32 arrays): per-expert totals,
-/// starts, and a [warp][expert] table of the chunk's counts, then starts.
-static SmallVector<int64_t, 3>
-indexSharedArrays(const PermuteKernelSpec &spec) {
-  return {spec.experts, spec.experts, kPermuteIndexThreads / 32 * spec.experts};
-}
-
-/// The index kernel's body for CTA blockIdx of gridDim chunks (see
-/// buildPermuteIndexKernel), in a kernel of kPermuteIndexThreads threads
-/// whose first three workgroup attributions are indexSharedArrays.
-static void emitPermuteIndex(ImplicitLocOpBuilder &b,
-                             const PermuteKernelSpec &spec, gpu::GPUFuncOp func,
-                             Value ids, Value chunkCounts, Value offsets,
-                             Value slots, Value sources) {
+gpu::GPUFuncOp
+mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
+                                   gpu::GPUModuleOp module,
+                                   const PermuteKernelSpec &spec) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
+  ImplicitLocOpBuilder b(loc, builder);
   Type i32 = b.getI32Type(), offsetType = b.getIntegerType(spec.offsetBits);
   int64_t experts = spec.experts, threads = kPermuteIndexThreads,
           warps = threads / 32;
+  // Static shared memory: per-expert totals, starts, and a [warp][expert]
+  // table of the chunk's counts, then starts.
+  auto func = createKernel(
+      b, spec.indexKernelName(),
+      {dynamic2D(i32), MemRefType::get({ShapedType::kDynamic}, i32),
+       MemRefType::get({ShapedType::kDynamic}, offsetType),
+       dynamic2D(offsetType), MemRefType::get({ShapedType::kDynamic}, i32)},
+      threads, {experts, experts, warps * experts});
+  Value ids = func.getArgument(0), chunkCounts = func.getArgument(1),
+        offsets = func.getArgument(2), slots = func.getArgument(3),
+        sources = func.getArgument(4);
   Value counts = func.getWorkgroupAttributions()[0];
   Value starts = func.getWorkgroupAttributions()[1];
   Value table = func.getWorkgroupAttributions()[2];
@@ -902,55 +880,6 @@ static void emitPermuteIndex(ImplicitLocOpBuilder &b,
       });
     });
   }
-}
-
-gpu::GPUFuncOp
-mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
-                                   gpu::GPUModuleOp module,
-                                   const PermuteKernelSpec &spec) {
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
-  ImplicitLocOpBuilder b(loc, builder);
-  auto func = createKernel(b, spec.indexKernelName(), indexArguments(b, spec),
-                           kPermuteIndexThreads, indexSharedArrays(spec));
-  emitPermuteIndex(b, spec, func, func.getArgument(0), func.getArgument(1),
-                   func.getArgument(2), func.getArgument(3),
-                   func.getArgument(4));
-  gpu::ReturnOp::create(b);
-  return func;
-}
-
-std::string mlir::moe::routeIndexKernelName(const RouteKernelSpec &route,
-                                            const PermuteKernelSpec &permute) {
-  return llvm::formatv("moe_route_index_{0}_off{1}",
-                       StringRef(route.kernelName()).drop_front(10),
-                       permute.offsetBits)
-      .str();
-}
-
-gpu::GPUFuncOp mlir::moe::buildRouteIndexKernel(
-    OpBuilder &builder, Location loc, gpu::GPUModuleOp module,
-    const RouteKernelSpec &route, const PermuteKernelSpec &permute) {
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
-  ImplicitLocOpBuilder b(loc, builder);
-  SmallVector<Type> args = routeArguments(b, route);
-  SmallVector<Type> index = indexArguments(b, permute);
-  args.append(index.begin() + 1, index.end());
-  auto func = createKernel(b, routeIndexKernelName(route, permute), args,
-                           kPermuteIndexThreads, indexSharedArrays(permute));
-  IndexMath m{b};
-  Value warp = arith::DivUIOp::create(
-      b, gpu::ThreadIdOp::create(b, gpu::Dimension::x), m.c(32));
-  emitRoute(b, route, &func.getBody().front(), warp, m.c(kRouteIndexTokens));
-  // The ids the warps wrote, read by every thread of the CTA.
-  gpu::BarrierOp::create(b);
-  unsigned next = route.bias ? 2 : 1;
-  Value ids = func.getArgument(next);
-  next += 2; // ids, weights
-  emitPermuteIndex(b, permute, func, ids, func.getArgument(next),
-                   func.getArgument(next + 1), func.getArgument(next + 2),
-                   func.getArgument(next + 3));
   gpu::ReturnOp::create(b);
   return func;
 }

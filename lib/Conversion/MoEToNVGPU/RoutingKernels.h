@@ -87,27 +87,6 @@ gpu::GPUFuncOp buildPermuteGatherKernel(OpBuilder &builder, Location loc,
                                         gpu::GPUModuleOp module,
                                         const PermuteKernelSpec &spec);
 
-/// Threads of the route-and-index kernel of a layer: the index kernel's
-/// (one CTA), so it routes up to kPermuteIndexThreads / 32 tokens in one
-/// round of a warp each.
-inline constexpr int64_t kRouteIndexTokens = kPermuteIndexThreads / 32;
-
-/// The name of the route-and-index kernel of a layer routing by `route` and
-/// permuting by `permute`.
-std::string routeIndexKernelName(const RouteKernelSpec &route,
-                                 const PermuteKernelSpec &permute);
-
-/// Builds a layer's route-and-index kernel, one CTA of kPermuteIndexThreads
-/// threads for decode (T <= kRouteIndexTokens, T * k ids in one chunk):
-/// the routing kernel's work, a CTA barrier, then the index kernel's for a
-/// single chunk (which needs no count kernel). Arguments: the route
-/// kernel's (logits, [bias], ids, weights), then the index kernel's but ids
-/// (counts, offsets, slots, sources).
-gpu::GPUFuncOp buildRouteIndexKernel(OpBuilder &builder, Location loc,
-                                     gpu::GPUModuleOp module,
-                                     const RouteKernelSpec &route,
-                                     const PermuteKernelSpec &permute);
-
 } // namespace mlir::moe
 
 #endif // MOE_CONVERSION_MOETONVGPU_ROUTINGKERNELS_H

@@ -196,14 +196,13 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
     auto kernels = dyn_cast_or_null<ArrayAttr>(entry.get("kernels"));
     if (failed(name) || failed(op) || failed(abi) || failed(maxRows))
       return failure();
-    // A layer launches its parts' kernels, and at most one of its own
-    // (decode's route and index in one).
+    // A layer launches its parts' kernels: it has none of its own.
     bool fp8Layer = *abi == "layer_fp8.v1";
     bool layer = fp8Layer || *abi == "layer.v1";
-    if (!kernels || (layer ? kernels.size() > 1 : kernels.empty()))
-      return emitError(loc) << "moe-to-bundle: entry " << *name
-                            << (layer ? " (a layer) has more than one kernel"
-                                      : " lacks its kernels");
+    if (!kernels || (kernels.empty() != layer))
+      return emitError(loc)
+             << "moe-to-bundle: entry " << *name
+             << (layer ? " (a layer) has kernels" : " lacks its kernels");
     if (!entryNames.insert(*name).second)
       return emitError(loc) << "moe-to-bundle: two entries named " << *name;
     // The keys after max_rows depend on the ABI (docs/runtime-contract.md).
