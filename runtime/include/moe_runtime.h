@@ -422,18 +422,22 @@ typedef struct moeGroupedMatmulArgs {
 /// no driver queries. It neither synchronises, nor allocates or copies device
 /// memory, so once the bundle is loaded it can be captured in a CUDA graph. The
 /// contents of `offsets` are not read on the host: the kernels clamp them (see
-/// the contract). Besides the checks listed with moeGroupedMatmulArgs: N, K and
-/// E at most 2^31 - 1, E*N*K*2 bytes within int64, N*K*2 below 2^40 (a TMA
-/// stride; grouped_matmul_fp8.v1: E*N*K and N*K, 1-byte elements), E*N*4 or
-/// E*N*2 bytes of bias within int64. A grouped_matmul_fp8.v1 kernel takes the
-/// 17 parameters of grouped_matmul.v3 with 1-byte (UINT8) tensor maps, then the
-/// rows_scale and weights_scale memrefs (16 more: [M, ceil(K/128)] and
-/// [E, ceil(N/128), ceil(K/128)], format mxfp8 [M, K/32] and [E, N, K/32]),
-/// then (out=f8E4M3FN entries)
-/// the out_scale memref (7 more; out is then a memref of 1-byte codes), then
-/// row_scale and bias as grouped_matmul.v3 (contract §3.7). The pointers must
-/// be of the current context's device (not checked). Thread-safe. Errors after
-/// a launch was issued name how many kernels had already been launched.
+/// the contract). The kernels read `offsets` before waiting on the previous
+/// kernel of the stream (programmatic dependent launch, contract §3.6): a
+/// caller's kernel just before this call that executes
+/// griddepcontrol.launch_dependents must have written them by then. Besides the
+/// checks listed with moeGroupedMatmulArgs: N, K and E at most 2^31 - 1,
+/// E*N*K*2 bytes within int64, N*K*2 below 2^40 (a TMA stride;
+/// grouped_matmul_fp8.v1: E*N*K and N*K, 1-byte elements), E*N*4 or E*N*2 bytes
+/// of bias within int64. A grouped_matmul_fp8.v1 kernel takes the 17 parameters
+/// of grouped_matmul.v3 with 1-byte (UINT8) tensor maps, then the rows_scale
+/// and weights_scale memrefs (16 more: [M, ceil(K/128)] and [E, ceil(N/128),
+/// ceil(K/128)], format mxfp8 [M, K/32] and [E, N, K/32]), then (out=f8E4M3FN
+/// entries) the out_scale memref (7 more; out is then a memref of 1-byte
+/// codes), then row_scale and bias as grouped_matmul.v3 (contract §3.7). The
+/// pointers must be of the current context's device (not checked). Thread-safe.
+/// Errors after a launch was issued name how many kernels had already been
+/// launched.
 MOE_API moeStatus moeGroupedMatmul(moeBundle *bundle, const char *entry,
                                    const moeGroupedMatmulArgs *args,
                                    void *stream);

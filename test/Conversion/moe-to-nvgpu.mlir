@@ -22,10 +22,10 @@
 // (below).
 // CHECK-COUNT-2: nvgpu.mbarrier.init
 // CHECK: nvvm.fence.mbarrier.init
-// Then, once the previous kernel's writes are visible, the CTA's threads
-// copy the clamped offsets (the experts' row ends) to shared memory.
-// CHECK: nvvm.griddepcontrol wait
-// CHECK-NOT: nvvm.griddepcontrol launch_dependents
+// Then, still overlapping the previous kernel (the offsets are complete
+// when this kernel can launch, contract §3.6), the CTA's threads copy the
+// clamped offsets (the experts' row ends) to shared memory.
+// CHECK-NOT: nvvm.griddepcontrol
 // CHECK: scf.for
 // CHECK: arith.maxsi
 // CHECK: arith.minsi
@@ -67,6 +67,10 @@
 // CHECK: memref.store %{{.*}}, %[[ENDS]]
 // CHECK: memref.store %{{.*}}, %[[TILES]]
 // CHECK: gpu.barrier
+// Only then the wait for the previous kernel (whose output, the rows, the
+// loads below read); no early launch of the next one.
+// CHECK: nvvm.griddepcontrol wait
+// CHECK-NOT: nvvm.griddepcontrol launch_dependents
 // The slot count: the table's last entry, or (E >= 1024) the same scan
 // per warp over the offsets beyond the cache, a ballot finding the slot.
 // CHECK: scf.if %{{.*}} -> (index)
