@@ -40,6 +40,9 @@ experts never chosen) at T = 64 and 1000:
 - the reference's row quantizer bit-exact with the layer's quantize entry
   on the same rows;
 - the layer captured in a CUDA graph, replayed on new inputs;
+- at decode (T = 1 and 7) 20 graph replays on new routings, each bit for bit
+  equal to an eager call without programmatic dependent launch (the GEMMs
+  read their offsets before waiting on the previous kernel, contract §3.6);
 - bad arguments (no weight scales, bf16 weights, a short workspace) refused
   with a message and nothing launched.
 `--bench`: the FP8 layer beside our bf16 layer (layer.moebundle), the FP8
@@ -61,7 +64,8 @@ BENCH = "--bench" in sys.argv
 sys.path[:0] = [ARTIFACTS, PEERS, os.path.dirname(os.path.abspath(__file__))]
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
-from tally import Tally, graph_replay_errors, refused_without_launch, run  # noqa: E402
+from tally import (Tally, graph_replay_errors, refused_without_launch, run,  # noqa: E402
+                   warm_up_on_side_stream)
 from peers import SHAPES, bench, expert_act, moe_grouped, route_model  # noqa: E402
 from fp8_grouped_matmul import dequantize_blocks, quantize_blocks  # noqa: E402
 
@@ -332,6 +336,43 @@ def main():
             report(all(e <= TOLERANCE for e in errs), what, ", ".join(f"{e:.2e}" for e in errs))
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
+
+        # Decode replays on new routings against eager calls without PDL:
+        # the GEMMs read the offsets before their wait, so a replay must see
+        # this routing's, never a stale one (bit for bit: same kernels).
+        # (Its own generator: the other cases keep their data.)
+        replay_generator = torch.Generator(device=DEV).manual_seed(2)
+        for T in (1, 7):
+            what = f"fp8 layer {model} T={T} 20 replays equal eager calls without PDL"
+            try:
+                bias = torch.randn(E, device=DEV, generator=replay_generator) * 0.1 if deepseek else None
+                layer = Fp8Layer(bundle, name, T, H, I, weights, bias)
+                eager = Fp8Layer(bundle, name, T, H, I, weights, bias)
+                x = torch.randn(T, H, device=DEV, generator=replay_generator).to(torch.bfloat16)
+                logits = torch.randn(T, E, device=DEV, generator=replay_generator)
+                warm_up_on_side_stream(lambda: layer(x, logits))
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    layer(x, logits)
+                differ = []
+                for r in range(20):
+                    x.copy_(torch.randn(T, H, device=DEV, generator=replay_generator).to(torch.bfloat16))
+                    logits.copy_(torch.randn(T, E, device=DEV, generator=replay_generator) * (1 + r % 3))
+                    layer.poison()
+                    graph.replay()
+                    eager.poison()
+                    os.environ["MOE_RUNTIME_PDL"] = "0"
+                    try:
+                        eager(x, logits)
+                    finally:
+                        os.environ.pop("MOE_RUNTIME_PDL")
+                    torch.cuda.synchronize()
+                    if not torch.equal(layer.out.view(torch.int16), eager.out.view(torch.int16)):
+                        differ.append(r)
+                report(not differ, what, f"replays {differ} differ" if differ else "")
+                del graph
+            except Exception as error:
+                report(False, what, f"{type(error).__name__}: {error}")
 
         # Bad arguments: a message, no launch, the output untouched.
         what = f"fp8 layer {model} argument errors"
