@@ -359,9 +359,8 @@ gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
           Value at = shuffleFrom(nb, bestAt, winner);
           Value none = arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, top,
                                              i32Constant(nb, 0));
+          // A pick needs its expert (-1: none) and source, not its score.
           Candidate chosen;
-          chosen.score =
-              arith::SelectOp::create(nb, none, nan, f32Constant(nb, 0.0));
           chosen.expert = arith::SelectOp::create(
               nb, none, i32Constant(nb, -1),
               arith::AddIOp::create(
@@ -809,7 +808,6 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
       own.push_back(c);
       local = arith::AddIOp::create(nb, local, c);
     }
-    Value lane32 = arith::IndexCastOp::create(nb, i32, lane);
     Value inclusive = local;
     for (int32_t d = 1; d < 32; d *= 2) {
       Value up =
