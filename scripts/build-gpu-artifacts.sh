@@ -224,6 +224,11 @@ bundle fp8layer-nosplit "$out/fp8_layer_models.mlir" \
 # a multiple of 32): layer_fp8.v1 with quantize and intermediate parts.
 bundle mxlayer "$root/test/device/layer_models.mlir" \
   --moe-quantize="format=mxfp8 scope=weights+activations" --moe-gpu-pipeline
+# The same with unspecialized prefill forms (consumers stage the scales
+# behind a CTA barrier per K step; bench/ab_layer.py baseline).
+bundle mxlayer-unspecialized "$root/test/device/layer_models.mlir" \
+  --moe-quantize="format=mxfp8 scope=weights+activations" \
+  --moe-gpu-pipeline="warp-specialize=none"
 # The same with the prefill forms widening to bf16 (mxfp8_layer.py --bench).
 bundle mxlayer-widen "$root/test/device/layer_models.mlir" \
   --moe-quantize="format=mxfp8 scope=weights+activations" \

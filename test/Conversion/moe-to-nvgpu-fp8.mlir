@@ -88,7 +88,7 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
 // CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, format = "mxfp8", k = 512 : i64, kernels = [
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_16x64x128_s4_swapab_off32, rows_max = 16 : i64, rows_min = 1 : i64},
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_64x128x128_s4_off32, rows_max = 64 : i64, rows_min = 17 : i64},
-// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_128x128x128_s4_off32, rows_max = 2147483647 : i64, rows_min = 65 : i64}]
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_128x128x128_s4_ws_off32, rows_max = 2147483647 : i64, rows_min = 65 : i64}]
 // CHECK: gpu.func @grouped_matmul_mxfp8_16x64x128_s4_swapab_off32(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?x?xi8>, %{{.*}}: memref<?x?x?xi8>)
 // CHECK: memref.load %{{.*}} : memref<?x?x?xi8>
 // CHECK: memref.load %{{.*}} : memref<?x?xi8>
@@ -100,12 +100,26 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
 // CHECK: llvm.intr.fma
 // CHECK: gpu.barrier
 // CHECK: gpu.func @grouped_matmul_mxfp8_64x128x128_s4_off32
-// CHECK: gpu.func @grouped_matmul_mxfp8_128x128x128_s4_off32
+// The 128-row form is warp-specialized: each full mbarrier expects the
+// issuer's expect-tx arrival and one per producer thread, which stages the
+// step's scales block-major in the step's stage (4 x 4 x 256 f32) before
+// arriving; the consumers read a fragment's two adjacent columns' scales as
+// one vector<2xf32>.
+// CHECK: gpu.func @grouped_matmul_mxfp8_128x128x128_s4_ws_off32({{.*}}known_block_size = array<i32: 384, 1, 1>
+// CHECK-COUNT-4: nvgpu.mbarrier.init %{{.*}}, %c129
+// CHECK-COUNT-4: nvgpu.mbarrier.init %{{.*}}, %c256
+// CHECK: nvvm.setmaxregister  decrease 40
+// CHECK: memref.store %{{.*}} : memref<4x4x256xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.mbarrier.arrive
+// CHECK: nvvm.setmaxregister  increase 232
+// CHECK-NOT: gpu.barrier
 // CHECK: scf.for
+// CHECK-NOT: gpu.barrier
 // CHECK: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: nvvm.wgmma.mma_async
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: vector.load %{{.*}} : memref<4x4x256xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // CHECK: llvm.intr.fma
 // WIDEN-LABEL: func @mxfp8
 // WIDEN: @grouped_matmul_mxfp8_16x64x128_s4_swapab_off32
@@ -176,7 +190,7 @@ func.func @fused_mlp_bf16_intermediate(
 // CHECK-LABEL: func @fused_mlp_mxfp8
 // CHECK: moe.expert_mlp {{.*}} {moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", bias = "none", epilogue = "swiglu", experts = 8 : i64, format = "mxfp8", k = 512 : i64, kernels = [
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_16x64x128_s4_swapab_swiglu_off32,
-// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_128x128x128_s4_swiglu_off32,
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_128x128x128_s4_swiglu_ws_off32,
 // CHECK-SAME: part = "gate_up"},
 // CHECK-SAME: {abi = "quantize.v1", {{.*}}element = "f8E4M3FN", {{.*}}part = "intermediate", {{.*}}scale = "e8m0"}
 // CHECK-SAME: {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, format = "mxfp8", k = 256 : i64,

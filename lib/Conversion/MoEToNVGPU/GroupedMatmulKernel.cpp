@@ -142,10 +142,13 @@ Fragment fragmentOf(ImplicitLocOpBuilder &b, Value tid) {
 }
 
 /// Registers per thread of a warp-specialized kernel's producer and
-/// consumer warpgroups after setmaxnreg (2 x 128 x 224 + 128 x 56 fit the
-/// SM's 64 Ki).
-constexpr int32_t kProducerRegisters = 56;
-constexpr int32_t kConsumerRegisters = 224;
+/// consumer warpgroups after setmaxnreg (2 x 128 x consumer + 128 x producer
+/// fit the SM's 64 Ki). MXFP8's consumers hold two wgmma results besides
+/// the accumulator: 224 spilled.
+static std::pair<int32_t, int32_t>
+specializedRegisters(const GroupedMatmulTile &t) {
+  return t.mxfp8() ? std::pair{40, 232} : std::pair{56, 224};
+}
 
 /// Token tiles per group of the L2-friendly launch order.
 constexpr int64_t kSlotGroup = 8;
@@ -781,8 +784,12 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
       arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, m.c(0));
   ifThen(b, leader, [&](ImplicitLocOpBuilder &nb) {
     IndexMath n{nb};
+    // The issuer's expect-tx arrival; warp-specialized MXFP8, also every
+    // producer thread's once it stored the step's scales.
+    int64_t fullArrivals = t.specialized() && t.mxfp8() ? 1 + 128 : 1;
     for (int64_t s = 0; s < t.stages; ++s)
-      nvgpu::MBarrierInitOp::create(nb, barriers, n.c(1), n.c(s), Value());
+      nvgpu::MBarrierInitOp::create(nb, barriers, n.c(fullArrivals), n.c(s),
+                                    Value());
     // Every consumer thread arrives on an empty mbarrier.
     for (int64_t s = 0; s < t.stages && t.specialized(); ++s)
       nvgpu::MBarrierInitOp::create(nb, barriers, n.c(128 * t.warpgroups()),
@@ -946,6 +953,116 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     }
   };
 
+  // MXFP8: the f32 scales of one K step in shared memory: buffer (step % 2)
+  // x staging row (the tile's tileN weight rows, then its tileM token rows)
+  // x block; warp-specialized, the step's stage x block x staging row (a
+  // fragment's two adjacent columns are one 8-byte load). Unspecialized,
+  // the consumers load the next step's codes while this step multiplies,
+  // then decode and store them into the other buffer before the step's
+  // barrier; specialized, the producer stages them with the step's loads.
+  int64_t scaleBlocks = t.scaleBlocksPerStep();
+  int64_t scaleRows = t.tileN + t.tileM;
+  int64_t widenedOffset = t.tileSharedBytes();
+  int64_t scaleBuffersOffset =
+      widenedOffset + (t.widened() ? 2 * t.widenedStageBytes() : 0);
+  bool blockMajorScales = t.specialized();
+  Value scaleBuffers;
+  if (t.mxfp8()) {
+    SmallVector<int64_t, 3> shape{t.scaleBuffers(), scaleRows, scaleBlocks};
+    if (blockMajorScales)
+      std::swap(shape[1], shape[2]);
+    scaleBuffers = m.view(smem, m.c(scaleBuffersOffset),
+                          MemRefType::get(shape, b.getF32Type(),
+                                          MemRefLayoutAttrInterface(), ty.smem));
+  }
+  // The codes of K step kStep of item `w` (weight rows from colBase) that
+  // loader `loader` of `loaders` stages: [round][block], staging row
+  // loader + round * loaders (rounds past the last row load a clamped one
+  // and store none).
+  auto loadScaleCodes = [&](ImplicitLocOpBuilder &nb, const WorkItem &w,
+                            Value kStep, Value colBase, Value loader,
+                            int64_t loaders) {
+    IndexMath n{nb};
+    Value lastBlock = n.sub(
+        memref::DimOp::create(nb, rowsScales, n.c(1)).getResult(), n.c(1));
+    Value lastToken = n.sub(
+        memref::DimOp::create(nb, rowsScales, n.c(0)).getResult(), n.c(1));
+    Value lastWeight = n.sub(
+        memref::DimOp::create(nb, weightsScales, n.c(1)).getResult(), n.c(1));
+    // K past the end is zero-filled by the TMA: any finite scale will do.
+    auto block = [&](ImplicitLocOpBuilder &lb, int64_t j) {
+      IndexMath l{lb};
+      return arith::MinSIOp::create(
+          lb, l.add(l.mul(kStep, l.c(scaleBlocks)), l.c(j)), lastBlock);
+    };
+    SmallVector<Value> codes;
+    SmallVector<Type> i8s(scaleBlocks, nb.getI8Type());
+    for (int64_t r0 = 0; r0 < scaleRows; r0 += loaders) {
+      Value i = arith::MinSIOp::create(nb, n.add(loader, n.c(r0)),
+                                       n.c(scaleRows - 1));
+      auto ifOp = scf::IfOp::create(nb, i8s, n.lt(i, n.c(t.tileN)),
+                                    /*withElseRegion=*/true);
+      {
+        ImplicitLocOpBuilder tb =
+            ImplicitLocOpBuilder::atBlockBegin(nb.getLoc(), ifOp.thenBlock());
+        IndexMath v{tb};
+        // Gated: the second half of the tile are the up rows, N / 2 further.
+        Value row = v.add(colBase, i);
+        if (t.gated()) {
+          Value half = v.c(t.tileN / 2);
+          row = arith::SelectOp::create(tb, v.lt(i, half), row,
+                                        v.add(v.sub(row, half), numCols));
+        }
+        row = arith::MinSIOp::create(tb, row, lastWeight);
+        SmallVector<Value> loaded;
+        for (int64_t j = 0; j < scaleBlocks; ++j)
+          loaded.push_back(
+              v.load(weightsScales, ValueRange{w.expert, row, block(tb, j)}));
+        scf::YieldOp::create(tb, loaded);
+      }
+      {
+        ImplicitLocOpBuilder eb =
+            ImplicitLocOpBuilder::atBlockBegin(nb.getLoc(), ifOp.elseBlock());
+        IndexMath v{eb};
+        Value token = arith::MinSIOp::create(
+            eb, v.add(w.row0, v.sub(i, v.c(t.tileN))), lastToken);
+        SmallVector<Value> loaded;
+        for (int64_t j = 0; j < scaleBlocks; ++j)
+          loaded.push_back(v.load(rowsScales, ValueRange{token, block(eb, j)}));
+        scf::YieldOp::create(eb, loaded);
+      }
+      llvm::append_range(codes, ifOp.getResults());
+    }
+    return codes;
+  };
+  auto storeScaleCodes = [&](ImplicitLocOpBuilder &nb, ArrayRef<Value> codes,
+                             Value buffer, Value loader, int64_t loaders) {
+    IndexMath n{nb};
+    for (int64_t r0 = 0, round = 0; r0 < scaleRows; r0 += loaders, ++round) {
+      Value i = n.add(loader, n.c(r0));
+      ifThen(nb, n.lt(i, n.c(scaleRows)), [&](ImplicitLocOpBuilder &sb) {
+        IndexMath v{sb};
+        SmallVector<Value> decoded;
+        for (int64_t j = 0; j < scaleBlocks; ++j)
+          decoded.push_back(decodeE8M0(sb, codes[round * scaleBlocks + j]));
+        // Block-major: consecutive loaders store consecutive words.
+        if (blockMajorScales) {
+          for (int64_t j = 0; j < scaleBlocks; ++j)
+            memref::StoreOp::create(sb, decoded[j], scaleBuffers,
+                                    ValueRange{buffer, v.c(j), i});
+          return;
+        }
+        // A row's blocks side by side: one 16-byte store, one load.
+        vector::StoreOp::create(
+            sb,
+            vector::FromElementsOp::create(
+                sb, VectorType::get({scaleBlocks}, sb.getF32Type()), decoded),
+            scaleBuffers, ValueRange{buffer, i, v.c(0)},
+            /*nontemporal=*/false, llvm::Align(16));
+      });
+    }
+  };
+
   Value firstWork = arith::DivUIOp::create(
       b, gpu::BlockIdOp::create(b, gpu::Dimension::x), m.c(cluster));
   // Warp-specialized: the last warpgroup loads every step of the CTA's
@@ -962,7 +1079,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     ImplicitLocOpBuilder pb =
         ImplicitLocOpBuilder::atBlockTerminator(b.getLoc(), ifOp.thenBlock());
     IndexMath p{pb};
-    NVVM::SetMaxRegisterOp::create(pb, kProducerRegisters,
+    NVVM::SetMaxRegisterOp::create(pb, specializedRegisters(t).first,
                                    NVVM::SetMaxRegisterAction::decrease);
     Value issuer = arith::CmpIOp::create(pb, arith::CmpIPredicate::eq, tid,
                                          p.c(128 * t.warpgroups()));
@@ -985,6 +1102,16 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           IndexMath n{sb};
           Value step = iter[0];
           Value stage = stageOf(sb, step);
+          // MXFP8: the step's scale codes, loaded while the stage drains.
+          Value loader = n.sub(tid, n.c(128 * t.warpgroups()));
+          SmallVector<Value> codes;
+          if (t.mxfp8()) {
+            Value kStep = arith::RemUIOp::create(sb, itemStep, numK);
+            Value colBase = n.add(
+                w.col0, n.mul(arith::DivUIOp::create(sb, itemStep, numK),
+                              n.c(tileCols)));
+            codes = loadScaleCodes(sb, w, kStep, colBase, loader, 128);
+          }
           Value use = arith::DivUIOp::create(sb, step, n.c(t.stages));
           ifThen(sb, n.lt(n.c(0), use), [&](ImplicitLocOpBuilder &wb) {
             IndexMath v{wb};
@@ -998,13 +1125,18 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           ifThen(sb, issuer, [&](ImplicitLocOpBuilder &ib) {
             issueLoad(ib, w, stage, itemStep);
           });
+          // The arrival releases the scales to the consumers' wait.
+          if (t.mxfp8()) {
+            storeScaleCodes(sb, codes, stage, loader, 128);
+            nvgpu::MBarrierArriveOp::create(sb, barriers, stage);
+          }
           scf::YieldOp::create(sb, ValueRange{n.add(step, n.c(1))});
         });
     pb.setInsertionPointToEnd(body);
     scf::YieldOp::create(pb,
                          ValueRange{p.add(work, numCTAs), steps.getResult(0)});
     b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-    NVVM::SetMaxRegisterOp::create(b, kConsumerRegisters,
+    NVVM::SetMaxRegisterOp::create(b, specializedRegisters(t).second,
                                    NVVM::SetMaxRegisterAction::increase);
   }
   WorkItem first = describe(b, firstWork);
@@ -1118,98 +1250,6 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                      [&](int64_t e) { return scales[e]; });
   };
 
-  // MXFP8: the f32 scales of one K step in shared memory, buffer (step % 2)
-  // x block x (the tile's tileN weight rows, then its tileM token rows).
-  // The next step's codes are loaded while this step multiplies, then
-  // decoded and stored into the other buffer before the step's barrier.
-  int64_t scaleBlocks = t.scaleBlocksPerStep();
-  int64_t scaleRows = t.tileN + t.tileM;
-  int64_t widenedOffset = t.tileSharedBytes();
-  int64_t scaleBuffersOffset =
-      widenedOffset + (t.widened() ? 2 * t.widenedStageBytes() : 0);
-  Value scaleBuffers =
-      t.mxfp8()
-          ? m.view(smem, m.c(scaleBuffersOffset),
-                   MemRefType::get({2, scaleRows, scaleBlocks}, b.getF32Type(),
-                                   MemRefLayoutAttrInterface(), ty.smem))
-          : Value();
-  // Codes [round][block]: thread tid handles staging row tid + round *
-  // threads (rounds past the last row load a clamped one and store none).
-  auto loadScaleCodes = [&](ImplicitLocOpBuilder &nb, Value kStep,
-                            Value colBase) {
-    IndexMath n{nb};
-    Value lastBlock = n.sub(
-        memref::DimOp::create(nb, rowsScales, n.c(1)).getResult(), n.c(1));
-    Value lastToken = n.sub(
-        memref::DimOp::create(nb, rowsScales, n.c(0)).getResult(), n.c(1));
-    Value lastWeight = n.sub(
-        memref::DimOp::create(nb, weightsScales, n.c(1)).getResult(), n.c(1));
-    // K past the end is zero-filled by the TMA: any finite scale will do.
-    auto block = [&](ImplicitLocOpBuilder &lb, int64_t j) {
-      IndexMath l{lb};
-      return arith::MinSIOp::create(
-          lb, l.add(l.mul(kStep, l.c(scaleBlocks)), l.c(j)), lastBlock);
-    };
-    SmallVector<Value> codes;
-    SmallVector<Type> i8s(scaleBlocks, nb.getI8Type());
-    for (int64_t r0 = 0; r0 < scaleRows; r0 += threads) {
-      Value i =
-          arith::MinSIOp::create(nb, n.add(tid, n.c(r0)), n.c(scaleRows - 1));
-      auto ifOp = scf::IfOp::create(nb, i8s, n.lt(i, n.c(t.tileN)),
-                                    /*withElseRegion=*/true);
-      {
-        ImplicitLocOpBuilder tb =
-            ImplicitLocOpBuilder::atBlockBegin(nb.getLoc(), ifOp.thenBlock());
-        IndexMath w{tb};
-        // Gated: the second half of the tile are the up rows, N / 2 further.
-        Value row = w.add(colBase, i);
-        if (t.gated()) {
-          Value half = w.c(t.tileN / 2);
-          row = arith::SelectOp::create(tb, w.lt(i, half), row,
-                                        w.add(w.sub(row, half), numCols));
-        }
-        row = arith::MinSIOp::create(tb, row, lastWeight);
-        SmallVector<Value> loaded;
-        for (int64_t j = 0; j < scaleBlocks; ++j)
-          loaded.push_back(w.load(
-              weightsScales, ValueRange{current.expert, row, block(tb, j)}));
-        scf::YieldOp::create(tb, loaded);
-      }
-      {
-        ImplicitLocOpBuilder eb =
-            ImplicitLocOpBuilder::atBlockBegin(nb.getLoc(), ifOp.elseBlock());
-        IndexMath w{eb};
-        Value token = arith::MinSIOp::create(
-            eb, w.add(row0, w.sub(i, w.c(t.tileN))), lastToken);
-        SmallVector<Value> loaded;
-        for (int64_t j = 0; j < scaleBlocks; ++j)
-          loaded.push_back(w.load(rowsScales, ValueRange{token, block(eb, j)}));
-        scf::YieldOp::create(eb, loaded);
-      }
-      llvm::append_range(codes, ifOp.getResults());
-    }
-    return codes;
-  };
-  auto storeScaleCodes = [&](ImplicitLocOpBuilder &nb, ArrayRef<Value> codes,
-                             Value buffer) {
-    IndexMath n{nb};
-    for (int64_t r0 = 0, round = 0; r0 < scaleRows; r0 += threads, ++round) {
-      Value i = n.add(tid, n.c(r0));
-      ifThen(nb, n.lt(i, n.c(scaleRows)), [&](ImplicitLocOpBuilder &sb) {
-        IndexMath s{sb};
-        SmallVector<Value> decoded;
-        for (int64_t j = 0; j < scaleBlocks; ++j)
-          decoded.push_back(decodeE8M0(sb, codes[round * scaleBlocks + j]));
-        // A row's blocks side by side: one 16-byte store, one load.
-        vector::StoreOp::create(
-            sb,
-            vector::FromElementsOp::create(
-                sb, VectorType::get({scaleBlocks}, sb.getF32Type()), decoded),
-            scaleBuffers, ValueRange{buffer, i, s.c(0)},
-            /*nontemporal=*/false, llvm::Align(16));
-      });
-    }
-  };
   // MXFP8: the staging rows of a thread's fragment rows (2) and columns
   // (accumulator columns / 4): weights [0, tileN), tokens [tileN, ..).
   auto scaleRowsOf = [&](ImplicitLocOpBuilder &nb) {
@@ -1253,6 +1293,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     auto scaleAt = [&](Value row, int64_t k) -> Value {
       if (!stepScales.empty())
         return vector::ExtractOp::create(nb, stepScales[k], j);
+      if (blockMajorScales)
+        return n.load(scaleBuffers, ValueRange{buffer, n.c(j), row});
       return n.load(scaleBuffers, ValueRange{buffer, row, n.c(j)});
     };
     int64_t accColumns = t.accumulatorColumns();
@@ -1260,8 +1302,20 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     for (int64_t i = 0; i < 2; ++i)
       aScale[i] = scaleAt(aRows[i], i);
     SmallVector<Value> bScale;
-    for (int64_t k = 0, end = bRows.size(); k < end; ++k)
-      bScale.push_back(scaleAt(bRows[k], 2 + k));
+    for (int64_t k = 0, end = bRows.size(); k < end; k += 2) {
+      if (!blockMajorScales) {
+        bScale.push_back(scaleAt(bRows[k], 2 + k));
+        bScale.push_back(scaleAt(bRows[k + 1], 3 + k));
+        continue;
+      }
+      // Block-major: a fragment's two adjacent columns, one 8-byte load.
+      Value pair = vector::LoadOp::create(
+          nb, VectorType::get({2}, nb.getF32Type()), scaleBuffers,
+          ValueRange{buffer, n.c(j), bRows[k]}, /*nontemporal=*/false,
+          llvm::Align(8));
+      for (int64_t d = 0; d < 2; ++d)
+        bScale.push_back(vector::ExtractOp::create(nb, pair, d));
+    }
     // Each product right before its FMA: fewer live registers.
     return addScaled(nb, acc, part, accColumns / 2, [&](int64_t e) -> Value {
       return arith::MulFOp::create(nb, aScale[(e / 2) % 2],
@@ -1291,9 +1345,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     Value passBase = m.mul(numK, pass);
     Value colBase = m.add(col0, m.mul(pass, m.c(tileCols)));
     // MXFP8: step 0's scales into buffer 0 (the last item's promotions are
-    // behind its final barrier).
-    if (t.mxfp8()) {
-      storeScaleCodes(b, loadScaleCodes(b, m.c(0), colBase), m.c(0));
+    // behind its final barrier); warp-specialized, the producer stages them.
+    if (t.mxfp8() && !specialized) {
+      storeScaleCodes(
+          b, loadScaleCodes(b, current, m.c(0), colBase, tid, threads), m.c(0),
+          tid, threads);
       gpu::BarrierOp::create(b);
     }
     // Split K (swap-AB): trip i runs step i * split + warpgroup.
@@ -1322,12 +1378,12 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                   : lb;
           IndexMath n{nb};
           SmallVector<Value> nextCodes;
-          if (t.mxfp8())
-            nextCodes =
-                loadScaleCodes(nb,
-                               arith::MinSIOp::create(nb, n.add(kStep, n.c(1)),
-                                                      n.sub(numK, n.c(1))),
-                               colBase);
+          if (t.mxfp8() && !specialized)
+            nextCodes = loadScaleCodes(
+                nb, current,
+                arith::MinSIOp::create(nb, n.add(kStep, n.c(1)),
+                                       n.sub(numK, n.c(1))),
+                colBase, tid, threads);
           Value step = n.add(stepBase, itemStep);
           Value stage = stageOf(nb, step);
           waitLoaded(nb, step);
@@ -1407,7 +1463,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             // retired and is scaled while the newer ones multiply. Swap-AB's
             // small accumulators take a set per block: one wait per step, as
             // block FP8 (two sets: 1.1-1.9x block FP8's decode layers).
-            Value buffer = arith::RemUIOp::create(nb, kStep, n.c(2));
+            Value buffer = specialized
+                               ? stage
+                               : arith::RemUIOp::create(nb, kStep, n.c(2));
             SmallVector<Value> stepScales = loadStepScales(nb, buffer);
             int64_t blocks = t.scaleBlocksPerStep();
             int64_t live = t.swapAB ? blocks : 2;
@@ -1423,8 +1481,10 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             for (; promoted < blocks; ++promoted)
               acc = promoteBlock(nb, acc, parts[promoted], buffer, promoted,
                                  stepScales);
-            storeScaleCodes(nb, nextCodes,
-                            arith::SubIOp::create(nb, n.c(1), buffer));
+            if (!specialized)
+              storeScaleCodes(nb, nextCodes,
+                              arith::SubIOp::create(nb, n.c(1), buffer), tid,
+                              threads);
           } else {
             // Block FP8: this K step's products accumulate apart, to be
             // scaled.
@@ -1617,12 +1677,15 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     };
 
     // Steps 0 and 1's scales, then step 0's copy.
-    storeScaleCodes(b, loadScaleCodes(b, m.c(0), colBase), m.c(0));
+    storeScaleCodes(
+        b, loadScaleCodes(b, current, m.c(0), colBase, tid, threads), m.c(0),
+        tid, threads);
     storeScaleCodes(
         b,
-        loadScaleCodes(
-            b, arith::MinSIOp::create(b, m.c(1), m.sub(numK, m.c(1))), colBase),
-        m.c(1));
+        loadScaleCodes(b, current,
+                       arith::MinSIOp::create(b, m.c(1), m.sub(numK, m.c(1))),
+                       colBase, tid, threads),
+        m.c(1), tid, threads);
     gpu::BarrierOp::create(b);
     waitLoaded(b, stepBase);
     widenStep(b, m.c(0));
@@ -1634,11 +1697,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         [&](OpBuilder &nested, Location l, Value kStep, ValueRange iter) {
           ImplicitLocOpBuilder nb(l, nested);
           IndexMath n{nb};
-          SmallVector<Value> codes =
-              loadScaleCodes(nb,
-                             arith::MinSIOp::create(nb, n.add(kStep, n.c(2)),
-                                                    n.sub(numK, n.c(1))),
-                             colBase);
+          SmallVector<Value> codes = loadScaleCodes(
+              nb, current,
+              arith::MinSIOp::create(nb, n.add(kStep, n.c(2)),
+                                     n.sub(numK, n.c(1))),
+              colBase, tid, threads);
           // This step's stage was widened (behind the last barrier): refill.
           Value refillStep = n.add(kStep, n.c(t.stages));
           ifThen(nb,
@@ -1657,7 +1720,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             widenStep(wb, nextStep);
           });
           // Step s + 2's scales into the buffer step s's widening read.
-          storeScaleCodes(nb, codes, arith::RemUIOp::create(nb, kStep, n.c(2)));
+          storeScaleCodes(nb, codes, arith::RemUIOp::create(nb, kStep, n.c(2)),
+                          tid, threads);
           gpu::BarrierOp::create(nb);
           scf::YieldOp::create(nb, acc);
         });

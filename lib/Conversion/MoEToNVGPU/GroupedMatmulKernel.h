@@ -97,10 +97,12 @@ struct GroupedMatmulTile {
   /// step; setmaxnreg moves its registers to the consumers.
   enum class WarpSpecialize {
     None,
-    /// Block FP8 only: its promotions keep the consumers apart (4-9 %
-    /// faster layers; bf16 measured neutral).
-    BlockFP8,
-    /// bf16 and block FP8 (MXFP8's scale staging needs the CTA barrier).
+    /// The FP8 formats (block FP8 and MXFP8): their promotions keep the
+    /// consumers apart (block FP8 4-9 % faster layers; bf16 measured
+    /// neutral).
+    FP8,
+    /// Every format. MXFP8's producer also stages each step's scales
+    /// (f32, in the step's stage) before arriving on its full mbarrier.
     All,
   };
   WarpSpecialize warpSpecialize = WarpSpecialize::None;
@@ -124,12 +126,14 @@ struct GroupedMatmulTile {
   bool widened() const { return mxfp8() && widen; }
   /// Bytes of one bf16 copy of a stage (widened): K is 2 x 64 bf16 halves.
   int64_t widenedStageBytes() const { return (tileM + tileN) * tileK * 2; }
-  /// MXFP8: the scale blocks of one K step, and the bytes of the two f32
-  /// buffers (this step's and the next's) of the tile's weight rows' and
-  /// token rows' scales.
+  /// MXFP8: the scale blocks of one K step, and the bytes of the f32
+  /// buffers of the tile's weight rows' and token rows' scales: two (this
+  /// step's and the next's), or warp-specialized one per stage.
   int64_t scaleBlocksPerStep() const { return tileK / 32; }
+  int64_t scaleBuffers() const { return specialized() ? stages : 2; }
   int64_t scaleStagingBytes() const {
-    return mxfp8() ? 2 * scaleBlocksPerStep() * (tileN + tileM) * 4 : 0;
+    return mxfp8() ? scaleBuffers() * scaleBlocksPerStep() * (tileN + tileM) * 4
+                   : 0;
   }
   /// Bytes of one row or weight element.
   int64_t elementBytes() const { return fp8() ? 1 : 2; }
@@ -143,9 +147,9 @@ struct GroupedMatmulTile {
   /// Whether this kernel has a producer warpgroup (see `warpSpecialize`).
   bool specialized() const {
     bool wanted = warpSpecialize == WarpSpecialize::All ||
-                  (warpSpecialize == WarpSpecialize::BlockFP8 &&
-                   format == Format::FP8Block);
-    return wanted && !swapAB && !mxfp8() && tileM == 128 && clusterSize() == 1;
+                  (warpSpecialize == WarpSpecialize::FP8 && fp8());
+    return wanted && !swapAB && !widened() && tileM == 128 &&
+           clusterSize() == 1;
   }
   /// Threads of the block: the consumer warpgroups and the producer's.
   int64_t threads() const {

@@ -898,7 +898,7 @@ struct ConvertMoEToNVGPUPass
     using WarpSpecialize = GroupedMatmulTile::WarpSpecialize;
     std::optional<WarpSpecialize> specialize =
         llvm::StringSwitch<std::optional<WarpSpecialize>>(warpSpecialize)
-            .Case("auto", WarpSpecialize::BlockFP8)
+            .Case("auto", WarpSpecialize::FP8)
             .Case("all", WarpSpecialize::All)
             .Case("none", WarpSpecialize::None)
             .Default(std::nullopt);
