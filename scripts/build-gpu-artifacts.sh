@@ -168,6 +168,8 @@ bundle mx-swap8-split "$out/mx.mlir" --moe-gpu-pipeline="swap-ab-max-rows=8"
 bundle mx-normal-64-128-split "$out/mx.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0"
 bundle mx-normal-64 "$out/mx.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64"
 bundle mx-cluster2 "$out/mx.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
+# The 128-row forms without the producer warpgroup (consumers stage the scales).
+bundle mx-unspecialized "$out/mx.mlir" --moe-gpu-pipeline="warp-specialize=none"
 # The normal forms widening e4m3 to bf16 in shared memory instead.
 bundle mx-widen "$out/mx.mlir" --moe-gpu-pipeline="mxfp8-widen=1"
 for tm in 8 64; do

@@ -1,6 +1,7 @@
 // RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="fp8-epilogue-quantize=1" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
 // RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=KERNEL
 // RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="mxfp8-widen=1" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=WIDEN
+// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="warp-specialize=none" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=UNSPEC
 
 // Block FP8 (DeepSeek-V3's format): a grouped_matmul whose rows and weights
 // are both dequantized e4m3 with f32 scales in [1, 128] and [128, 128]
@@ -87,7 +88,7 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
 // CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
 // CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, format = "mxfp8", k = 512 : i64, kernels = [
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_16x64x128_s4_swapab_off32, rows_max = 16 : i64, rows_min = 1 : i64},
-// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_64x128x128_s4_off32, rows_max = 64 : i64, rows_min = 17 : i64},
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_64x128x128_s4_ws_off32, rows_max = 64 : i64, rows_min = 17 : i64},
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_128x128x128_s4_ws_off32, rows_max = 2147483647 : i64, rows_min = 65 : i64}]
 // CHECK: gpu.func @grouped_matmul_mxfp8_16x64x128_s4_swapab_off32(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?x?xi8>, %{{.*}}: memref<?x?x?xi8>)
 // CHECK: memref.load %{{.*}} : memref<?x?x?xi8>
@@ -99,7 +100,11 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: llvm.intr.fma
 // CHECK: gpu.barrier
-// CHECK: gpu.func @grouped_matmul_mxfp8_64x128x128_s4_off32
+// The 64-row form is warp-specialized too (without it ptxas kept its
+// accumulator in local memory); with one consumer warpgroup it keeps
+// ptxas's register count (no setmaxnreg).
+// CHECK: gpu.func @grouped_matmul_mxfp8_64x128x128_s4_ws_off32({{.*}}known_block_size = array<i32: 256, 1, 1>
+// CHECK-NOT: nvvm.setmaxregister
 // The 128-row form is warp-specialized: each full mbarrier expects the
 // issuer's expect-tx arrival and one per producer thread, which stages the
 // step's scales block-major in the step's stage (4 x 4 x 256 f32) before
@@ -121,6 +126,16 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: vector.load %{{.*}} : memref<4x4x256xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // CHECK: llvm.intr.fma
+// warp-specialize=none: the consumers stage the scales in two buffers
+// behind a CTA barrier per K step.
+// UNSPEC-LABEL: func @mxfp8
+// UNSPEC: gpu.func @grouped_matmul_mxfp8_64x128x128_s4_off32({{.*}}known_block_size = array<i32: 128, 1, 1>
+// UNSPEC: gpu.func @grouped_matmul_mxfp8_128x128x128_s4_off32({{.*}}known_block_size = array<i32: 256, 1, 1>
+// UNSPEC: vector.store %{{.*}} : memref<2x256x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// UNSPEC: gpu.barrier
+// UNSPEC: scf.for
+// UNSPEC: nvvm.wgmma.mma_async
+// UNSPEC: gpu.barrier
 // WIDEN-LABEL: func @mxfp8
 // WIDEN: @grouped_matmul_mxfp8_16x64x128_s4_swapab_off32
 // WIDEN-SAME: @grouped_matmul_mxfp8wide_64x128x128_s4_off32

@@ -32,7 +32,7 @@
 // MX: entry layer_quantize op=moe.quantize abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=e8m0 input=bf16 block_rows=1 block_cols=32 rank=2 batch=1 rows=-1 cols=256
 // MX: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=mxfp8 epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256
 // MX-NEXT: kernel layer_gate_up grouped_matmul_mxfp8_16x64x128_s4_swapab_swiglu_off64 {{.*}}rows_min=1 rows_max=16
-// MX-NEXT: kernel layer_gate_up grouped_matmul_mxfp8_64x128x128_s4_swiglu_off64 {{.*}}rows_min=17 rows_max=64
+// MX-NEXT: kernel layer_gate_up grouped_matmul_mxfp8_64x128x128_s4_swiglu_ws_off64 {{.*}}rows_min=17 rows_max=64
 // MX-NEXT: kernel layer_gate_up grouped_matmul_mxfp8_128x128x128_s4_swiglu_ws_off64 {{.*}}rows_min=65
 // MX: entry layer_intermediate op=moe.expert_mlp abi=quantize.v1 {{.*}}scale=e8m0 input=bf16 block_rows=1 block_cols=32 {{.*}}cols=384
 // MX: entry layer_down op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=mxfp8 epilogue=store activation=none bias=none experts=4 n=256 k=384

@@ -72,8 +72,9 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       llvm::cl::init(1)};
   Option<std::string> warpSpecialize{
       *this, "warp-specialize",
-      llvm::cl::desc("Which 128-row GEMM forms get a producer warpgroup for "
-                     "the TMA loads: auto (block FP8), all (bf16 too), none"),
+      llvm::cl::desc("Which 128-row GEMM forms (and MXFP8's 64-row one) "
+                     "get a producer warpgroup for the TMA loads: auto "
+                     "(block FP8 and MXFP8), all (bf16 too), none"),
       llvm::cl::init("auto")};
   Option<bool> mxfp8Widen{
       *this, "mxfp8-widen",

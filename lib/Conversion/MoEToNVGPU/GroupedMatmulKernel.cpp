@@ -143,10 +143,13 @@ Fragment fragmentOf(ImplicitLocOpBuilder &b, Value tid) {
 
 /// Registers per thread of a warp-specialized kernel's producer and
 /// consumer warpgroups after setmaxnreg (2 x 128 x consumer + 128 x producer
-/// fit the SM's 64 Ki). MXFP8's consumers hold two wgmma results besides
-/// the accumulator: 224 spilled.
-static std::pair<int32_t, int32_t>
+/// fit the 168 x 384 ptxas gives the CTA). MXFP8's consumers hold two wgmma
+/// results besides the accumulator: 224 spilled. A 256-thread kernel (one
+/// consumer warpgroup) keeps ptxas's count: up to 255 each already.
+static std::optional<std::pair<int32_t, int32_t>>
 specializedRegisters(const GroupedMatmulTile &t) {
+  if (t.warpgroups() == 1)
+    return std::nullopt;
   return t.mxfp8() ? std::pair{40, 232} : std::pair{56, 224};
 }
 
@@ -971,9 +974,10 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     SmallVector<int64_t, 3> shape{t.scaleBuffers(), scaleRows, scaleBlocks};
     if (blockMajorScales)
       std::swap(shape[1], shape[2]);
-    scaleBuffers = m.view(smem, m.c(scaleBuffersOffset),
-                          MemRefType::get(shape, b.getF32Type(),
-                                          MemRefLayoutAttrInterface(), ty.smem));
+    scaleBuffers =
+        m.view(smem, m.c(scaleBuffersOffset),
+               MemRefType::get(shape, b.getF32Type(),
+                               MemRefLayoutAttrInterface(), ty.smem));
   }
   // The codes of K step kStep of item `w` (weight rows from colBase) that
   // loader `loader` of `loaders` stages: [round][block], staging row
@@ -1079,8 +1083,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     ImplicitLocOpBuilder pb =
         ImplicitLocOpBuilder::atBlockTerminator(b.getLoc(), ifOp.thenBlock());
     IndexMath p{pb};
-    NVVM::SetMaxRegisterOp::create(pb, specializedRegisters(t).first,
-                                   NVVM::SetMaxRegisterAction::decrease);
+    if (auto registers = specializedRegisters(t))
+      NVVM::SetMaxRegisterOp::create(pb, registers->first,
+                                     NVVM::SetMaxRegisterAction::decrease);
     Value issuer = arith::CmpIOp::create(pb, arith::CmpIPredicate::eq, tid,
                                          p.c(128 * t.warpgroups()));
     SmallVector<Type> carried(2, pb.getIndexType());
@@ -1107,9 +1112,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           SmallVector<Value> codes;
           if (t.mxfp8()) {
             Value kStep = arith::RemUIOp::create(sb, itemStep, numK);
-            Value colBase = n.add(
-                w.col0, n.mul(arith::DivUIOp::create(sb, itemStep, numK),
-                              n.c(tileCols)));
+            Value colBase =
+                n.add(w.col0, n.mul(arith::DivUIOp::create(sb, itemStep, numK),
+                                    n.c(tileCols)));
             codes = loadScaleCodes(sb, w, kStep, colBase, loader, 128);
           }
           Value use = arith::DivUIOp::create(sb, step, n.c(t.stages));
@@ -1136,8 +1141,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     scf::YieldOp::create(pb,
                          ValueRange{p.add(work, numCTAs), steps.getResult(0)});
     b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-    NVVM::SetMaxRegisterOp::create(b, specializedRegisters(t).second,
-                                   NVVM::SetMaxRegisterAction::increase);
+    if (auto registers = specializedRegisters(t))
+      NVVM::SetMaxRegisterOp::create(b, registers->second,
+                                     NVVM::SetMaxRegisterAction::increase);
   }
   WorkItem first = describe(b, firstWork);
   if (!specialized)
@@ -1347,9 +1353,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     // MXFP8: step 0's scales into buffer 0 (the last item's promotions are
     // behind its final barrier); warp-specialized, the producer stages them.
     if (t.mxfp8() && !specialized) {
-      storeScaleCodes(
-          b, loadScaleCodes(b, current, m.c(0), colBase, tid, threads), m.c(0),
-          tid, threads);
+      storeScaleCodes(b,
+                      loadScaleCodes(b, current, m.c(0), colBase, tid, threads),
+                      m.c(0), tid, threads);
       gpu::BarrierOp::create(b);
     }
     // Split K (swap-AB): trip i runs step i * split + warpgroup.
@@ -1379,11 +1385,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
           IndexMath n{nb};
           SmallVector<Value> nextCodes;
           if (t.mxfp8() && !specialized)
-            nextCodes = loadScaleCodes(
-                nb, current,
-                arith::MinSIOp::create(nb, n.add(kStep, n.c(1)),
-                                       n.sub(numK, n.c(1))),
-                colBase, tid, threads);
+            nextCodes =
+                loadScaleCodes(nb, current,
+                               arith::MinSIOp::create(nb, n.add(kStep, n.c(1)),
+                                                      n.sub(numK, n.c(1))),
+                               colBase, tid, threads);
           Value step = n.add(stepBase, itemStep);
           Value stage = stageOf(nb, step);
           waitLoaded(nb, step);
@@ -1463,9 +1469,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             // retired and is scaled while the newer ones multiply. Swap-AB's
             // small accumulators take a set per block: one wait per step, as
             // block FP8 (two sets: 1.1-1.9x block FP8's decode layers).
-            Value buffer = specialized
-                               ? stage
-                               : arith::RemUIOp::create(nb, kStep, n.c(2));
+            Value buffer =
+                specialized ? stage : arith::RemUIOp::create(nb, kStep, n.c(2));
             SmallVector<Value> stepScales = loadStepScales(nb, buffer);
             int64_t blocks = t.scaleBlocksPerStep();
             int64_t live = t.swapAB ? blocks : 2;
@@ -1677,9 +1682,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     };
 
     // Steps 0 and 1's scales, then step 0's copy.
-    storeScaleCodes(
-        b, loadScaleCodes(b, current, m.c(0), colBase, tid, threads), m.c(0),
-        tid, threads);
+    storeScaleCodes(b,
+                    loadScaleCodes(b, current, m.c(0), colBase, tid, threads),
+                    m.c(0), tid, threads);
     storeScaleCodes(
         b,
         loadScaleCodes(b, current,
@@ -1697,11 +1702,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         [&](OpBuilder &nested, Location l, Value kStep, ValueRange iter) {
           ImplicitLocOpBuilder nb(l, nested);
           IndexMath n{nb};
-          SmallVector<Value> codes = loadScaleCodes(
-              nb, current,
-              arith::MinSIOp::create(nb, n.add(kStep, n.c(2)),
-                                     n.sub(numK, n.c(1))),
-              colBase, tid, threads);
+          SmallVector<Value> codes =
+              loadScaleCodes(nb, current,
+                             arith::MinSIOp::create(nb, n.add(kStep, n.c(2)),
+                                                    n.sub(numK, n.c(1))),
+                             colBase, tid, threads);
           // This step's stage was widened (behind the last barrier): refill.
           Value refillStep = n.add(kStep, n.c(t.stages));
           ifThen(nb,
