@@ -1277,7 +1277,8 @@ moeStatus validateGroupedMatmul(const moeBundle *bundle, const char *entryName,
                                  : " (the entry's offsets are i64)"},
                             {"out", a.out, 16, "", ""}};
   size_t numPointers = 4;
-  // f32 scales, or MXFP8's bytes (read byte by byte: any alignment).
+  // f32 scales, or MXFP8's bytes (any alignment: the kernels read a row's
+  // codes of a K step as one word only where every row is word-aligned).
   const int64_t scaleBytes = mx ? 1 : 4;
   if (fp8) {
     pointers[numPointers++] = {"rows_scale", a.rows_scale, scaleBytes,
@@ -2092,7 +2093,7 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
                               " (moeLayerWorkspaceBytes says how large)", ""}};
   size_t numPointers = 6;
   if (fp8 && mx) {
-    // UE8M0 bytes, read byte by byte: any alignment.
+    // UE8M0 bytes, any alignment (word loads only where rows are aligned).
     pointers[numPointers++] = {
         "gate_up_weights_scale", a.gate_up_weights_scale, 1,
         " (abi layer_fp8.v1 with " MOE_FORMAT_MXFP8

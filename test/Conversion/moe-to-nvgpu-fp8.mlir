@@ -114,6 +114,12 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
 // CHECK-COUNT-4: nvgpu.mbarrier.init %{{.*}}, %c129
 // CHECK-COUNT-4: nvgpu.mbarrier.init %{{.*}}, %c256
 // CHECK: nvvm.setmaxregister  decrease 40
+// A row's four codes of a step are one 32-bit load where every row of both
+// code tensors is word-aligned (checked once), else four byte loads.
+// CHECK: scf.if
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK: } else {
+// CHECK-COUNT-4: memref.load %{{.*}} : memref<?x?x?xi8>
 // CHECK: memref.store %{{.*}} : memref<4x4x256xf32, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.mbarrier.arrive
 // CHECK: nvvm.setmaxregister  increase 232

@@ -336,6 +336,27 @@ def main():
         del case
         torch.cuda.empty_cache()
 
+    # MXFP8 codes at odd addresses: the kernels load a row's codes of a K step
+    # as one word only when every row starts on a word boundary, else byte by
+    # byte (the same results; the word loads were checked above).
+    info = shapes.get(MXFP8, {}).get("f8_e8_n256_k512")
+    for bundle_name in ("mx-default.moebundle", "mx-normal-64.moebundle", "mx-unspecialized.moebundle"):
+        what = f"{bundle_name} MXFP8 scales one byte off word alignment"
+        try:
+            case = Case([96, 0, 1, 300, 17, 64, 65, 5], None, info, 77, MXFP8)
+            for name in ("rows_scale", "weights_scale"):
+                codes = getattr(case, name)
+                shifted = torch.empty(codes.numel() + 1, device=DEV, dtype=codes.dtype)[1:].view(codes.shape)
+                shifted.copy_(codes)
+                setattr(case, name, shifted)
+            out = torch.full((case.m, case.n), float("nan"), device=DEV, dtype=torch.bfloat16)
+            case.run(loaded[bundle_name], info.name, out)
+            torch.cuda.synchronize()
+            problem, err = case.check(out)
+            report(problem is None, what, problem or f"rel. L2 {err:.2e} vs dequantized reference")
+        except Exception as error:
+            report(False, what, f"{type(error).__name__}: {error}")
+
     # A captured call replays on new data and a new routing in the same buffers.
     for bundle_name in ("fp8-default.moebundle", "fp8-swap8-split.moebundle", "mx-default.moebundle"):
         what = f"{bundle_name} CUDA graph replay with a new routing"

@@ -979,6 +979,34 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                MemRefType::get(shape, b.getF32Type(),
                                MemRefLayoutAttrInterface(), ty.smem));
   }
+  // MXFP8: the code tensors' addresses, and whether every row of both
+  // starts on a scaleBlocks-byte boundary (strides and bases; checked once).
+  struct CodeTensor {
+    Value base;
+    SmallVector<Value> strides;
+  };
+  DenseMap<Value, CodeTensor> codeTensors;
+  Value scaleWordsAligned;
+  if (t.mxfp8()) {
+    Value aligned = arith::ConstantIntOp::create(b, b.getI1Type(), 1);
+    auto divides = [&](Value v) {
+      return arith::CmpIOp::create(
+          b, arith::CmpIPredicate::eq,
+          arith::RemUIOp::create(b, v, m.c(scaleBlocks)), m.c(0));
+    };
+    for (Value scales : {rowsScales, weightsScales}) {
+      auto meta = memref::ExtractStridedMetadataOp::create(b, scales);
+      Value base = m.add(
+          memref::ExtractAlignedPointerAsIndexOp::create(b, scales).getResult(),
+          meta.getOffset());
+      aligned = arith::AndIOp::create(b, aligned, divides(base));
+      for (Value stride : meta.getStrides().drop_back())
+        aligned = arith::AndIOp::create(b, aligned, divides(stride));
+      codeTensors[scales] =
+          CodeTensor{base, SmallVector<Value>(meta.getStrides())};
+    }
+    scaleWordsAligned = aligned;
+  }
   // The codes of K step kStep of item `w` (weight rows from colBase) that
   // loader `loader` of `loaders` stages: [round][block], staging row
   // loader + round * loaders (rounds past the last row load a clamped one
@@ -999,6 +1027,58 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
       return arith::MinSIOp::create(
           lb, l.add(l.mul(kStep, l.c(scaleBlocks)), l.c(j)), lastBlock);
     };
+    // A row's codes of the step as one word when the word is aligned (every
+    // row stride and base a multiple of scaleBlocks bytes, the step's
+    // blocks all inside the row): a sector per row instead of per byte.
+    Value lastOfStep =
+        n.add(n.mul(kStep, n.c(scaleBlocks)), n.c(scaleBlocks - 1));
+    Value wordLoads = arith::AndIOp::create(nb, scaleWordsAligned,
+                                            n.le(lastOfStep, lastBlock));
+    auto rowCodes = [&](ImplicitLocOpBuilder &lb, Value scales,
+                        SmallVector<Value> rowIndices) {
+      auto ifOp = scf::IfOp::create(
+          lb, SmallVector<Type>(scaleBlocks, lb.getI8Type()), wordLoads,
+          /*withElseRegion=*/true);
+      {
+        ImplicitLocOpBuilder tb =
+            ImplicitLocOpBuilder::atBlockBegin(lb.getLoc(), ifOp.thenBlock());
+        IndexMath v{tb};
+        // An integer load through the address: LLVM would sink a vector of
+        // bytes and the else branch's bytes into one set of byte loads.
+        const CodeTensor &codes = codeTensors.at(scales);
+        Value address =
+            v.add(codes.base, v.mul(kStep, v.c(scaleBlocks))); // inner stride 1
+        for (auto [index, stride] : llvm::zip(rowIndices, codes.strides))
+          address = v.add(address, v.mul(index, stride));
+        Value pointer = LLVM::IntToPtrOp::create(
+            tb, LLVM::LLVMPointerType::get(ctx, /*global=*/1),
+            arith::IndexCastOp::create(tb, tb.getI64Type(), address)
+                .getResult());
+        Type wordType = tb.getIntegerType(8 * scaleBlocks);
+        Value word = LLVM::LoadOp::create(tb, wordType, pointer, scaleBlocks);
+        SmallVector<Value> loaded;
+        for (int64_t j = 0; j < scaleBlocks; ++j)
+          loaded.push_back(arith::TruncIOp::create(
+              tb, tb.getI8Type(),
+              arith::ShRUIOp::create(
+                  tb, word,
+                  arith::ConstantIntOp::create(tb, wordType, 8 * j))));
+        scf::YieldOp::create(tb, loaded);
+      }
+      {
+        ImplicitLocOpBuilder eb =
+            ImplicitLocOpBuilder::atBlockBegin(lb.getLoc(), ifOp.elseBlock());
+        IndexMath v{eb};
+        SmallVector<Value> loaded;
+        for (int64_t j = 0; j < scaleBlocks; ++j) {
+          SmallVector<Value> at = rowIndices;
+          at.push_back(block(eb, j));
+          loaded.push_back(v.load(scales, at));
+        }
+        scf::YieldOp::create(eb, loaded);
+      }
+      return SmallVector<Value>(ifOp.getResults());
+    };
     SmallVector<Value> codes;
     SmallVector<Type> i8s(scaleBlocks, nb.getI8Type());
     for (int64_t r0 = 0; r0 < scaleRows; r0 += loaders) {
@@ -1018,11 +1098,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                                         v.add(v.sub(row, half), numCols));
         }
         row = arith::MinSIOp::create(tb, row, lastWeight);
-        SmallVector<Value> loaded;
-        for (int64_t j = 0; j < scaleBlocks; ++j)
-          loaded.push_back(
-              v.load(weightsScales, ValueRange{w.expert, row, block(tb, j)}));
-        scf::YieldOp::create(tb, loaded);
+        scf::YieldOp::create(tb, rowCodes(tb, weightsScales, {w.expert, row}));
       }
       {
         ImplicitLocOpBuilder eb =
@@ -1030,10 +1106,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
         IndexMath v{eb};
         Value token = arith::MinSIOp::create(
             eb, v.add(w.row0, v.sub(i, v.c(t.tileN))), lastToken);
-        SmallVector<Value> loaded;
-        for (int64_t j = 0; j < scaleBlocks; ++j)
-          loaded.push_back(v.load(rowsScales, ValueRange{token, block(eb, j)}));
-        scf::YieldOp::create(eb, loaded);
+        scf::YieldOp::create(eb, rowCodes(eb, rowsScales, {token}));
       }
       llvm::append_range(codes, ifOp.getResults());
     }
