@@ -2,6 +2,7 @@
 // RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=KERNEL
 // RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="mxfp8-widen=1" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=WIDEN
 // RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="warp-specialize=none" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=UNSPEC
+// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="stages=3" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=STAGES3
 
 // Block FP8 (DeepSeek-V3's format): a grouped_matmul whose rows and weights
 // are both dequantized e4m3 with f32 scales in [1, 128] and [128, 128]
@@ -132,6 +133,14 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: vector.load %{{.*}} : memref<4x4x256xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // CHECK: llvm.intr.fma
+// A stage count that is not a power of two: step -> stage and round in 32
+// bits (64-bit division by 3 or 5 made ptxas spill the MXFP8 consumers).
+// STAGES3-LABEL: func @mxfp8
+// STAGES3: gpu.func @grouped_matmul_mxfp8_128x128x128_s3_ws_off32
+// STAGES3: arith.divui %{{.*}}, %c3_i32{{.*}} : i32
+// STAGES3: arith.remui %{{.*}}, %c3_i32{{.*}} : i32
+// STAGES3-NOT: arith.remui %{{.*}}, %c3 : index
+// STAGES3: gpu.return
 // warp-specialize=none: the consumers stage the scales in two buffers
 // behind a CTA barrier per K step.
 // UNSPEC-LABEL: func @mxfp8
