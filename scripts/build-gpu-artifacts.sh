@@ -133,6 +133,8 @@ bundle fp8-normal-64 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile
 bundle fp8-cluster2 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
 # The 128-row forms without their producer warpgroup (the default has one).
 bundle fp8-single "$out/fp8.mlir" --moe-gpu-pipeline="warp-specialize=none"
+# The 128-row forms 128 columns wide (the default: 192).
+bundle fp8-n128 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 fp8-tile-n=128"
 bundle fp8-swap-split2 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-split-k=2"
 bundle fp8-swap-only-16-split2 "$out/fp8.mlir" \
   --convert-moe-to-nvgpu="swap-ab=1 tile-m=16 tile-n=64 stages=4 swap-ab-split-k=2" \
@@ -222,6 +224,9 @@ bundle fp8layer-single "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="warp-specialize=none"
 bundle fp8layer-nosplit "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="swap-ab-split-k=1"
+# The 128-row forms 128 columns wide (bench/ab_layer.py baseline).
+bundle fp8layer-n128 "$out/fp8_layer_models.mlir" \
+  --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-tile-n=128"
 # All five layers in MXFP8 (test/device/mxfp8_layer.py; GPT-OSS's 2880 is
 # a multiple of 32): layer_fp8.v1 with quantize and intermediate parts.
 bundle mxlayer "$root/test/device/layer_models.mlir" \

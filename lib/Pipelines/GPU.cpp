@@ -71,6 +71,7 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   kernels.swapABSplitK = options.swapABSplitK;
   kernels.fp8GatherQuantize = options.fp8GatherQuantize;
   kernels.fp8EpilogueQuantize = options.fp8EpilogueQuantize;
+  kernels.fp8TileN = options.fp8TileN;
   kernels.mxfp8Widen = options.mxfp8Widen;
   kernels.cluster = options.cluster;
   kernels.warpSpecialize = options.warpSpecialize;

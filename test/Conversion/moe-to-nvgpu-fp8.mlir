@@ -16,7 +16,7 @@
 // CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "row_scale", experts = 8 : i64, format = "fp8_block", k = 512 : i64, kernels = [
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_fp8block_16x64x128_s4_swapab_rowscale_off32, rows_max = 16 : i64, rows_min = 1 : i64},
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_fp8block_64x128x128_s4_rowscale_off32, rows_max = 64 : i64, rows_min = 17 : i64},
-// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_fp8block_128x128x128_s4_rowscale_ws_off32, rows_max = 2147483647 : i64, rows_min = 65 : i64}]
+// CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_fp8block_128x192x128_s4_rowscale_ws_off32, rows_max = 2147483647 : i64, rows_min = 65 : i64}]
 // CHECK-SAME: n = 256 : i64
 // The scales follow rows_max in the kernel's arguments.
 // CHECK: gpu.func @grouped_matmul_fp8block_16x64x128_s4_swapab_rowscale_off32(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?x?xf32>, %{{.*}}: memref<?xf32>)
@@ -317,7 +317,7 @@ func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x51
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c2{{.*}} step %c1
 // CHECK: nvvm.convert.f32x2.to.f8x2
 // CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_swiglu_e4m3out_ws_off32
-// CHECK: gpu.func @grouped_matmul_fp8block_128x128x128_s4_rowscale_ws_off32
+// CHECK: gpu.func @grouped_matmul_fp8block_128x192x128_s4_rowscale_ws_off32
 
 // By default the gate-up stores bf16 and a quantize kernel makes it the down
 // GEMM's rows (the fused epilogue is slower until the GEMM overlaps it with
@@ -327,9 +327,9 @@ func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x51
 // KERNEL-SAME: moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", {{.*}}epilogue = "swiglu", {{.*}}format = "fp8_block", {{.*}}k = 512 : i64, {{.*}}n = 512 : i64, offsets = i32, part = "gate_up"},
 // KERNEL-SAME: {abi = "quantize.v1", batch = 1 : i64, block_cols = 128 : i64, block_rows = 1 : i64, cols = 256 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_f32_1x128}], {{.*}}part = "intermediate", rank = 2 : i64, rows = -1 : i64, scale = "f32"},
 // KERNEL-SAME: {abi = "grouped_matmul_fp8.v1", activation = "none", {{.*}}epilogue = "row_scale", {{.*}}format = "fp8_block", {{.*}}k = 256 : i64, {{.*}}n = 512 : i64, {{.*}}part = "down"}]
-// KERNEL: gpu.func @grouped_matmul_fp8block_128x128x128_s4_swiglu_ws_off32
+// KERNEL: gpu.func @grouped_matmul_fp8block_128x192x128_s4_swiglu_ws_off32
 // KERNEL: gpu.func @moe_quantize_bf16_e4m3_f32_1x128
-// KERNEL: gpu.func @grouped_matmul_fp8block_128x128x128_s4_rowscale_ws_off32
+// KERNEL: gpu.func @grouped_matmul_fp8block_128x192x128_s4_rowscale_ws_off32
 func.func @fused_mlp_fp8(
     %xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x4xf32>,
     %w13q: tensor<8x512x512xf8E4M3FN>, %w13s: tensor<8x4x4xf32>,

@@ -12,7 +12,7 @@
 
 // ALL: name = "grouped_matmul_bf16_64x256x64_s4_off64", rows_max = 64 : i64, rows_min = 17 : i64, swap_ab = false, tensor_map_args = array<i64: 0, 1>, threads = 128
 // ALL-SAME: name = "grouped_matmul_bf16_128x256x64_s4_ws_off64", rows_max = 2147483647 : i64, rows_min = 65 : i64, swap_ab = false, tensor_map_args = array<i64: 0, 1>, threads = 384
-// ALL-SAME: name = "grouped_matmul_fp8block_128x128x128_s4_ws_off32", rows_max = 2147483647 : i64, rows_min = 65 : i64, swap_ab = false, tensor_map_args = array<i64: 0, 1>, threads = 384
+// ALL-SAME: name = "grouped_matmul_fp8block_128x192x128_s4_ws_off32", rows_max = 2147483647 : i64, rows_min = 65 : i64, swap_ab = false, tensor_map_args = array<i64: 0, 1>, threads = 384
 
 // The producer (the third warpgroup) gives registers back and loads each
 // stage once the consumers' 256 arrivals on its empty mbarrier released it;
@@ -35,7 +35,7 @@
 // REGS-NOT: STACK:{{[1-9]}}
 
 // AUTO-NOT: bf16_128x256x64_s4_ws
-// AUTO: name = "grouped_matmul_fp8block_128x128x128_s4_ws_off32"
+// AUTO: name = "grouped_matmul_fp8block_128x192x128_s4_ws_off32"
 // NONE-NOT: _ws_
 // NONE: gpu.binary
 // BAD: error: convert-moe-to-nvgpu: 'warp-specialize' must be auto, all or none, got 'yes'

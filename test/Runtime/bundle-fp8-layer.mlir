@@ -26,7 +26,7 @@
 // RUN: %cuobjdump -elf %t.cubin > %t.elf
 // RUN: grep -A8 -e '^.nv.info.moe_permute_gather_off64_e4m3$' %t.elf | FileCheck %s --check-prefix=GATHER-PARAMS
 // RUN: grep -A8 -e '^.nv.info.grouped_matmul_fp8block_16x64x128_s8_swapab_swiglu_e4m3out_off64$' -e '^.nv.info.grouped_matmul_fp8block_64x128x128_s4_swiglu_e4m3out_off64$' -e '^.nv.info.grouped_matmul_fp8block_128x128x128_s4_swiglu_e4m3out_ws_off64$' %t.elf | FileCheck %s --check-prefix=GATE-UP-PARAMS
-// RUN: grep -A8 -e '^.nv.info.grouped_matmul_fp8block_16x64x128_s4_swapab_off64$' -e '^.nv.info.grouped_matmul_fp8block_64x128x128_s4_off64$' -e '^.nv.info.grouped_matmul_fp8block_128x128x128_s4_ws_off64$' %t.elf | FileCheck %s --check-prefix=DOWN-PARAMS
+// RUN: grep -A8 -e '^.nv.info.grouped_matmul_fp8block_16x64x128_s4_swapab_off64$' -e '^.nv.info.grouped_matmul_fp8block_64x128x128_s4_off64$' -e '^.nv.info.grouped_matmul_fp8block_128x192x128_s4_ws_off64$' %t.elf | FileCheck %s --check-prefix=DOWN-PARAMS
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.separate.mlir %t.separate.cubin
 // RUN: %cuobjdump -elf %t.separate.cubin > %t.separate.elf
 // RUN: grep -A8 -e '^.nv.info.moe_permute_gather_off64$' %t.separate.elf | FileCheck %s --check-prefix=BF16-GATHER-PARAMS

@@ -94,6 +94,11 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
            "as e4m3 and scales (else bf16, then a quantize kernel; off by "
            "default: slower until the GEMM overlaps its epilogue, "
            "bench/RESULTS.md)">,
+    Option<"fp8TileN", "fp8-tile-n", "int64_t", "192",
+           "Output columns per tile of the block-FP8 128-row forms: 192 "
+           "(each row tile feeds 1.5x the columns: layers 1.02-1.05x at "
+           "T = 8192, bench/RESULTS.md) or 128. The 64-row, clustered and "
+           "quantizing (fp8-epilogue-quantize) forms and MXFP8 keep 128">,
     Option<"mxfp8Widen", "mxfp8-widen", "bool", "false",
            "MXFP8 GEMMs of more rows than the swap-AB forms take widen e4m3 "
            "to bf16 in shared memory and run bf16 wgmma (else e4m3 wgmma "

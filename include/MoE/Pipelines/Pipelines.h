@@ -76,6 +76,11 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
                      "get a producer warpgroup for the TMA loads: auto "
                      "(block FP8 and MXFP8), all (bf16 too), none"),
       llvm::cl::init("auto")};
+  Option<int64_t> fp8TileN{
+      *this, "fp8-tile-n",
+      llvm::cl::desc("Output columns per tile of the block-FP8 128-row "
+                     "forms: 192 or 128; see convert-moe-to-nvgpu"),
+      llvm::cl::init(192)};
   Option<bool> mxfp8Widen{
       *this, "mxfp8-widen",
       llvm::cl::desc("MXFP8 GEMMs of more rows than the swap-AB forms take "

@@ -144,13 +144,15 @@ Fragment fragmentOf(ImplicitLocOpBuilder &b, Value tid) {
 /// Registers per thread of a warp-specialized kernel's producer and
 /// consumer warpgroups after setmaxnreg (2 x 128 x consumer + 128 x producer
 /// fit the 168 x 384 ptxas gives the CTA). MXFP8's consumers hold two wgmma
-/// results besides the accumulator: 224 spilled. A 256-thread kernel (one
-/// consumer warpgroup) keeps ptxas's count: up to 255 each already.
+/// results besides the accumulator, block FP8's 192-column ones 2 x 96
+/// values: 224 spilled. A 256-thread kernel (one consumer warpgroup) keeps
+/// ptxas's count: up to 255 each already.
 static std::optional<std::pair<int32_t, int32_t>>
 specializedRegisters(const GroupedMatmulTile &t) {
   if (t.warpgroups() == 1)
     return std::nullopt;
-  return t.mxfp8() ? std::pair{40, 232} : std::pair{56, 224};
+  return t.mxfp8() || (t.fp8() && t.tileN > 128) ? std::pair{40, 232}
+                                                 : std::pair{56, 224};
 }
 
 /// Token tiles per group of the L2-friendly launch order.
@@ -1332,17 +1334,20 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     int64_t accColumns = t.accumulatorColumns();
     SmallVector<Value> scales(accColumns / 2);
     if (!t.swapAB) {
-      // Tokens are rows; a 64-column chunk of weight rows lies in one block.
+      // Tokens are rows. A chunk of weight rows lies in one block: 64, or
+      // 32 where a tile's output columns are not a multiple of 64 (192
+      // columns gated: item starts and the up half at multiples of 96).
       Value rowScale[2];
       for (int64_t i = 0; i < 2; ++i)
         rowScale[i] = rowsScale(n.add(n.add(row0, n.mul(warpgroup, n.c(64))),
                                       n.add(fragRow, n.c(8 * i))));
+      int64_t chunk = t.outputColumns() % 64 ? 32 : 64;
       SmallVector<Value> chunkScale;
-      for (int64_t c = 0; c < accColumns; c += 64)
+      for (int64_t c = 0; c < accColumns; c += chunk)
         chunkScale.push_back(weightsScale(n.c(c)));
       for (int64_t e = 0; e < accColumns / 2; ++e)
         scales[e] = arith::MulFOp::create(nb, rowScale[(e / 2) % 2],
-                                          chunkScale[(e / 4) / 8]);
+                                          chunkScale[(e / 4) / (chunk / 8)]);
     } else {
       // Weight rows are rows: a warp's 16 lie in one block; tokens columns.
       Value weightScale = weightsScale(n.sub(fragRow, frag.quad));
@@ -2099,8 +2104,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     // Gated: gate column c pairs with up column c + tileN / 2, which is
     // fragment element + 4 * (tileN / 16) of the same thread.
     int64_t upDistance = 4 * (accColumns / 16);
-    for (int64_t c = 0; c < tileCols / kStagingColumns; ++c) {
-      for (int64_t j = 0; j < kStagingColumns / 8; ++j) {
+    // Chunks of kStagingColumns; the last may be narrower (96 columns of a
+    // gated 192-column tile: 64 + 32).
+    for (int64_t c = 0; c * kStagingColumns < tileCols; ++c) {
+      int64_t width = std::min(kStagingColumns, tileCols - c * kStagingColumns);
+      for (int64_t j = 0; j < width / 8; ++j) {
         // Row % 8 is quad for both i: one swizzled chunk per j.
         Value chunk = arith::XOrIOp::create(b, quad, m.c(j));
         Value col = m.add(m.mul(chunk, m.c(8)), fragCol);
@@ -2138,7 +2146,11 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
             b, chunkType, staging, ValueRange{r, m.mul(readPhysical, m.c(8))},
             /*nontemporal=*/false, llvm::Align(16));
         Value tileRow = m.add(groupRow0, r);
-        ifThen(b, m.lt(tileRow, rowsHere), [&](ImplicitLocOpBuilder &nb) {
+        Value stores = m.lt(tileRow, rowsHere);
+        if (width < kStagingColumns)
+          stores =
+              arith::AndIOp::create(b, stores, m.lt(readChunk, m.c(width / 8)));
+        ifThen(b, stores, [&](ImplicitLocOpBuilder &nb) {
           IndexMath n{nb};
           storeVector(nb, values, n.add(row0, tileRow),
                       n.add(col0, n.add(n.c(c * kStagingColumns),

@@ -328,11 +328,18 @@ static LogicalResult verifyTile(ModuleOp module,
     return fail() << "convert-moe-to-nvgpu: tile-k must be 64, got "
                   << tile.tileK;
   if (!tile.swapAB && ((tile.tileM != 64 && tile.tileM != 128) ||
-                       (tile.tileN != 128 && tile.tileN != 256) ||
-                       (tile.fp8() && tile.tileN != 128)))
+                       (!tile.fp8() && tile.tileN != 128 && tile.tileN != 256)))
     return fail() << "convert-moe-to-nvgpu: without swap-ab the tile must be "
                      "64 or 128 rows x 128 or 256 columns x 64, got "
                   << tile.tileM << "x" << tile.tileN << "x" << tile.tileK;
+  // Block FP8 may widen its tile to 192 columns, but not where an item is a
+  // whole [1, 128] output group (fp8-epilogue-quantize).
+  bool wideBlockFP8 = tile.format == Format::FP8Block && !tile.quantizeOut;
+  if (!tile.swapAB && tile.fp8() && tile.tileN != 128 &&
+      (tile.tileN != 192 || !wideBlockFP8))
+    return fail() << "convert-moe-to-nvgpu: 'fp8-tile-n' must be 128 or 192 "
+                     "(192: block FP8 without fp8-epilogue-quantize), got "
+                  << tile.tileN;
   if (tile.swapAB &&
       (tile.tileN != 64 ||
        !llvm::is_contained(ArrayRef<int64_t>{8, 16, 32, 64}, tile.tileM)))
@@ -509,8 +516,10 @@ buildForms(OpBuilder &builder, gpu::GPUModuleOp kernels, Operation *op,
     // rows: they take one warpgroup's 64-row tile instead.
     int64_t firstRows = swapRows + 1;
     if (tile.tileM == 128 && swapRows < 64) {
-      addForm(tile.withShape(64, tile.tileN, tile.stages, false), firstRows,
-              64);
+      // FP8's 64-row form keeps 128 columns: one warpgroup holds them and
+      // their products (bench/RESULTS.md, fp8-tile-n).
+      int64_t columns = tile.fp8() ? 128 : tile.tileN;
+      addForm(tile.withShape(64, columns, tile.stages, false), firstRows, 64);
       firstRows = 65;
     }
     addForm(tile, firstRows, kMaxLaunchRows);
@@ -559,15 +568,22 @@ static int64_t swapStagesFor(int64_t k, int64_t stages, int64_t fixed,
 }
 
 /// `tile` for FP8 operands in `format`: the same 128 bytes of K per stage,
-/// and at most 128 columns, since each warpgroup holds more accumulators
-/// for unscaled products (one for block FP8, two for MXFP8).
+/// and 128 columns, since each warpgroup holds more accumulators for
+/// unscaled products (one for block FP8, two for MXFP8). Block FP8's
+/// 128-row single-CTA form takes `blockTileN` (see fp8-tile-n), unless its
+/// items are whole [1, 128] output groups (`quantizeOut`).
 static GroupedMatmulTile fp8Tile(GroupedMatmulTile tile, Format format,
-                                 bool widen) {
+                                 bool widen, int64_t blockTileN,
+                                 bool quantizeOut = false) {
   tile.format = format;
   tile.widen = widen && format == Format::MXFP8 && !tile.swapAB;
+  tile.quantizeOut = quantizeOut;
   tile.tileK = 128;
   if (!tile.swapAB)
-    tile.tileN = 128;
+    tile.tileN = format == Format::FP8Block && tile.tileM == 128 &&
+                         tile.cluster == 1 && !quantizeOut
+                     ? blockTileN
+                     : 128;
   return tile;
 }
 
@@ -920,12 +936,20 @@ struct ConvertMoEToNVGPUPass
       return signalPassFailure();
     }
     int64_t fixedSwapStages = swapABStages;
-    GroupedMatmulTile blockFP8 = fp8Tile(tile, Format::FP8Block, false);
-    GroupedMatmulTile quantizedGateUp = blockFP8;
+    if (fp8TileN != 128 && fp8TileN != 192) {
+      mlir::emitError(module.getLoc())
+          << "convert-moe-to-nvgpu: 'fp8-tile-n' must be 128 or 192, got "
+          << static_cast<int64_t>(fp8TileN);
+      return signalPassFailure();
+    }
+    GroupedMatmulTile blockFP8 =
+        fp8Tile(tile, Format::FP8Block, false, fp8TileN);
+    GroupedMatmulTile quantizedGateUp =
+        fp8Tile(tile, Format::FP8Block, false, fp8TileN, /*quantizeOut=*/true);
     quantizedGateUp.epilogue = Epilogue::SwiGLU;
-    quantizedGateUp.quantizeOut = true;
     for (const GroupedMatmulTile &base :
-         {tile, blockFP8, fitStages(fp8Tile(tile, Format::MXFP8, mxfp8Widen)),
+         {tile, blockFP8,
+          fitStages(fp8Tile(tile, Format::MXFP8, mxfp8Widen, fp8TileN)),
           quantizedGateUp}) {
       if (failed(verifyTile(module, base)))
         return signalPassFailure();
@@ -997,7 +1021,8 @@ struct ConvertMoEToNVGPUPass
             gemmLaunch(
                 matmul.getRows(), matmul.getWeights(), matmul.getOffsets(),
                 epilogueTile(
-                    fp8 ? fp8Tile(tile, formatOf(*fp8), mxfp8Widen) : tile,
+                    fp8 ? fp8Tile(tile, formatOf(*fp8), mxfp8Widen, fp8TileN)
+                        : tile,
                     matmul.getRowScale() ? Epilogue::RowScale : Epilogue::Store,
                     matmul.getBias())));
         if (fp8)
@@ -1060,11 +1085,14 @@ struct ConvertMoEToNVGPUPass
       std::optional<BlockFP8Operands> fp8 =
           getFP8Operands(mlp.getRows(), mlp.getGateUpWeights());
       const GroupedMatmulTile &base =
-          fp8 ? fp8Tile(tile, formatOf(*fp8), mxfp8Widen) : tile;
-      GroupedMatmulTile gateUp =
-          epilogueTile(base, Epilogue::SwiGLU, mlp.getGateUpBias());
-      gateUp.quantizeOut =
+          fp8 ? fp8Tile(tile, formatOf(*fp8), mxfp8Widen, fp8TileN) : tile;
+      bool quantizeOut =
           fp8 && formatOf(*fp8) == Format::FP8Block && fp8EpilogueQuantize;
+      GroupedMatmulTile gateUp = epilogueTile(
+          quantizeOut ? fp8Tile(tile, Format::FP8Block, false, fp8TileN,
+                                /*quantizeOut=*/true)
+                      : base,
+          Epilogue::SwiGLU, mlp.getGateUpBias());
       if (mlp.getActivation() == GatedActivation::gptoss) {
         gateUp.activation = Activation::GptOss;
         gateUp.alpha = mlp.getAlphaOrDefault();
