@@ -332,13 +332,14 @@ static LogicalResult verifyTile(ModuleOp module,
     return fail() << "convert-moe-to-nvgpu: without swap-ab the tile must be "
                      "64 or 128 rows x 128 or 256 columns x 64, got "
                   << tile.tileM << "x" << tile.tileN << "x" << tile.tileK;
-  // Block FP8 may widen its tile to 192 columns, but not where an item is a
-  // whole [1, 128] output group (fp8-epilogue-quantize).
+  // FP8 tiles are 128 columns wide; block FP8's may be 192, but not where
+  // an item is a whole [1, 128] output group (fp8-epilogue-quantize).
   bool wideBlockFP8 = tile.format == Format::FP8Block && !tile.quantizeOut;
   if (!tile.swapAB && tile.fp8() && tile.tileN != 128 &&
       (tile.tileN != 192 || !wideBlockFP8))
-    return fail() << "convert-moe-to-nvgpu: 'fp8-tile-n' must be 128 or 192 "
-                     "(192: block FP8 without fp8-epilogue-quantize), got "
+    return fail() << "convert-moe-to-nvgpu: an FP8 tile must be 128 columns "
+                     "wide, or 192 for block FP8 without a quantized output, "
+                     "got "
                   << tile.tileN;
   if (tile.swapAB &&
       (tile.tileN != 64 ||
