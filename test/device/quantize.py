@@ -13,7 +13,9 @@ groups for B = 8..256, [128, 128] f32 weight blocks of 2-D and per-expert
   saturation at 448 / 57344, the largest exponents, NaN, infinity, ties
   between neighbouring codes, elements landing subnormal) and blocks whose
   amax sits on or just below a power of two (the E8M0 floor(log2)), from
-  2^-133 to 2^127, or is 448 * 2^k (exact f32 scales);
+  2^-133 to 2^127, or is 448 * 2^k (exact f32 scales), and blocks of
+  elements that x * (1 / scale) would give another code than x / scale
+  (a kernel multiplying by the reciprocal must divide there);
 
 and the codes and scales must equal test/lib/moe_ref.py's `quantize` (numpy,
 nearest-value search; run on row slices in parallel processes, which is
@@ -141,10 +143,42 @@ def boundary_rows(rng, n=32):
     return np.array(rows, dtype=np.float32)
 
 
+def reciprocal_rows(fmt, rng, count=16, n=32):
+    """Blocks of n whose elements x (bf16, like their amax) round to another
+    code as x * (1 / s) than as x / s, s = amax / fp8 max in f32 (about
+    1 in 10^4 near a code's rounding midpoint): a kernel that multiplies
+    by the reciprocal must divide there. Found by search here (amax and
+    x bf16 in 2^-12..2^12)."""
+    mantissa = int(moe_ref.FP8[fmt][1])
+    drop = 23 - mantissa
+    top = np.float32(moe_ref.fp8_max(fmt))
+    grid = (np.arange(0x3980, 0x4580, dtype=np.uint32) << 16).view(np.float32)  # bf16 2^-12..2^12
+
+    def rounded(q):  # to `mantissa` bits, ties to even (normal codes)
+        b = q.view(np.uint32).astype(np.int64)
+        low, base = b & ((1 << drop) - 1), b >> drop
+        return base + ((low > 1 << (drop - 1)) | ((low == 1 << (drop - 1)) & (base & 1 == 1)))
+
+    rows = []
+    while len(rows) < count:
+        amax = grid[rng.integers(0, grid.size)]
+        s = np.float32(amax / top)
+        x = grid[(grid >= amax * np.float32(2.0 ** -5)) & (grid <= amax)]
+        traps = x[rounded((x * (np.float32(1) / s)).astype(np.float32)) != rounded(x / s)]
+        if traps.size:
+            r = (rng.random(n) - 0.5) * amax
+            r[0] = amax
+            picked = rng.permutation(traps)[: n - 1]
+            r[1:1 + picked.size] = picked * np.where(rng.random(picked.size) < 0.5, -1, 1)
+            rows.append(r)
+    return np.array(rows, dtype=np.float32)
+
+
 def edge_rows(entry, rng):
     """quant_case's edge blocks of 32 for the entry's format, then the
-    boundary blocks."""
-    return np.concatenate([quant_case.edge_rows(entry.element), boundary_rows(rng)])
+    boundary blocks and the reciprocal traps."""
+    return np.concatenate([quant_case.edge_rows(entry.element), boundary_rows(rng),
+                           reciprocal_rows(entry.element, rng)])
 
 
 def row_blocks(rows32, size):
