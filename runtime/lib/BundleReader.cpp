@@ -115,15 +115,15 @@ constexpr RecordSpec kUnpermuteEntry = {
     7,
     "(abi " MOE_ABI_UNPERMUTE " takes op, abi, max_rows, hidden, top_k, "
     "slots and weighted)"};
-// permute.v2's keys, then the optional `out` (absent: bf16 rows) and
-// `index_counts` (added within version 6; absent: 0).
+// permute.v2's keys, then the optional `out` (absent: bf16 rows),
+// `index_counts` and `scatter` (added within version 6; absent: 0).
 constexpr RecordSpec kPermuteEntry = {
     {"op", "abi", "max_rows", "experts", "top_k", "hidden", "offsets", "chunk",
-     "out", "index_counts"},
-    10,
+     "out", "index_counts", "scatter"},
+    11,
     "(abi " MOE_ABI_PERMUTE " takes op, abi, max_rows, experts, top_k, "
-    "hidden, offsets, chunk and the optional out and index_counts)",
-    (1u << 8) | (1u << 9)};
+    "hidden, offsets, chunk and the optional out, index_counts and scatter)",
+    (1u << 8) | (1u << 9) | (1u << 10)};
 constexpr RecordSpec kLayerEntry = {
     {"op", "abi", "max_rows", "route", "permute", "gate_up", "down",
      "unpermute"},
@@ -836,6 +836,19 @@ moeStatus Reader::parsePermuteEntry(const std::string &who,
       return status;
     entry.indexCounts = indexCounts != 0;
   }
+  // scatter=1: the gather kernel runs over the tokens and reads the slots
+  // (contract §3.4); only a quantizing gather has that form.
+  if (isPresent(values[10])) {
+    int64_t scatter = 0;
+    if ((status = number(who, "scatter", values[10], 0, 1, false, scatter)))
+      return status;
+    entry.scatter = scatter != 0;
+  }
+  if (entry.scatter && !isPresent(values[8]))
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: scatter=1 without out=" MOE_OUT_E4M3
+                " (only the quantizing gather runs over the tokens)",
+                who.c_str());
   // out=f8E4M3FN: the gather quantizes the rows, in [1, 128] groups of a row
   // (contract §3.4). Absent: bf16.
   if (!isPresent(values[8]))

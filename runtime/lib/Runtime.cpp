@@ -9,15 +9,14 @@
 // then the 7 of the output's scales of an out=f8E4M3FN entry, on a grid of
 // its [1, 128] output groups; the memref parameters and grids of route.v1,
 // unpermute.v2, permute.v2 (the 7 of the rows' scales after the gather's 24
-// when it quantizes them) and quantize.v1; layer.v1 as five of those steps,
-// layer_fp8.v1 as seven with two quantizes, less the quantize of the rows
-// when its permute's gather quantizes them and less the intermediate when
-// its gate_up quantizes its output; every launch with programmatic
-// dependent launch, §3.6,
-// unless MOE_RUNTIME_PDL=0; grouped matmul kernels with cluster=2 as 2-CTA
-// clusters, §3.1). Each launching call validates into a plan, then
-// launches it: moeLayer validates all of its steps' plans before the first
-// launch.
+// when it quantizes them; with scatter=1 the slots, 7, for the sources, 5) and
+// quantize.v1; layer.v1 as five of those steps, layer_fp8.v1 as seven with two
+// quantizes, less the quantize of the rows when its permute's gather quantizes
+// them and less the intermediate when its gate_up quantizes its output; every
+// launch with programmatic dependent launch, §3.6, unless MOE_RUNTIME_PDL=0;
+// grouped matmul kernels with cluster=2 as 2-CTA clusters, §3.1). Each
+// launching call validates into a plan, then launches it: moeLayer validates
+// all of its steps' plans before the first launch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -575,8 +574,8 @@ bool productFits(int64_t a, int64_t b, int64_t c) {
 int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 /// The most parameters of a route.v1, unpermute.v2 or permute.v2 kernel: the
-/// 31 of the permute's quantizing gather kernel (out=f8E4M3FN).
-constexpr int kMaxWords = 31;
+/// 33 of the permute's quantizing scatter kernel (scatter=1).
+constexpr int kMaxWords = 33;
 
 /// A launch of a route.v1, unpermute.v2 or permute.v2 kernel: all its
 /// parameters are 8 bytes wide (memref descriptors: pointer, pointer,
@@ -1100,16 +1099,19 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
   index.kernel = 1;
   index.gridX = w.chunks;
   gather.kernel = 2;
+  // scatter=1: the pairs are a group of 4 tokens and a column block.
   const int64_t columnBlocks =
       ceilDiv(a.hidden, 8 * int64_t(entry.kernels[2].threads));
-  gather.gridX = std::min(ceilDiv(rowsCount, kGatherRowsPerCTA) * columnBlocks,
+  const int64_t gathered = entry.scatter ? a.tokens_count : rowsCount;
+  gather.gridX = std::min(ceilDiv(gathered, kGatherRowsPerCTA) * columnBlocks,
                           kMaxSimpleGrid);
   // count kernel: ids [T, k], counts [chunks * E];
   // index kernel: ids [T, k], counts [chunks * E], offsets [E + 1],
   // slots [T, k], sources [N];
-  // gather kernel: tokens [T, H], sources [N], offsets [E + 1], rows [N, H]
-  // (e4m3 codes with out=f8E4M3FN: the memref's sizes count elements), then
-  // with out=f8E4M3FN rows_scale [N, H/128].
+  // gather kernel: tokens [T, H], sources [N] (scatter=1: slots [T, k]),
+  // offsets [E + 1], rows [N, H] (e4m3 codes with out=f8E4M3FN: the
+  // memref's sizes count elements), then with out=f8E4M3FN rows_scale
+  // [N, H/128].
   count.memref2D(a.ids, a.tokens_count, entry.topK);
   count.memref1D(counts, countsSize);
   index.memref2D(a.ids, a.tokens_count, entry.topK);
@@ -1118,7 +1120,10 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
   index.memref2D(a.slots, a.tokens_count, entry.topK);
   index.memref1D(sources, rowsCount);
   gather.memref2D(a.tokens, a.tokens_count, a.hidden);
-  gather.memref1D(sources, rowsCount);
+  if (entry.scatter)
+    gather.memref2D(a.slots, a.tokens_count, entry.topK);
+  else
+    gather.memref1D(sources, rowsCount);
   gather.memref1D(a.offsets, entry.experts + 1);
   gather.memref2D(a.rows, rowsCount, a.hidden);
   if (fp8Out)

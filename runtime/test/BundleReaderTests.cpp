@@ -290,7 +290,7 @@ std::vector<Malformed> malformedPermuteBundles() {
        permuteReplaced("chunk=4096\n", "chunk=4096 slots=i64\n"), bad,
        "bundle line 4: entry 'perm': unknown key 'slots' (abi permute.v2 "
        "takes op, abi, max_rows, experts, top_k, hidden, offsets, chunk and "
-       "the optional out and index_counts)"},
+       "the optional out, index_counts and scatter)"},
       // index_counts: 0 or 1 (absent: 0).
       {"permute index_counts 2",
        permuteReplaced("chunk=4096\n", "chunk=4096 index_counts=2\n"), bad,
@@ -302,6 +302,17 @@ std::vector<Malformed> malformedPermuteBundles() {
        permuteReplaced("chunk=4096\n", "chunk=4096 index_counts=1 "
                                        "index_counts=1\n"),
        bad, "bundle line 4: entry 'perm': duplicate key 'index_counts'"},
+      // scatter: 0 or 1 (absent: 0), 1 only with out=f8E4M3FN.
+      {"permute scatter 2",
+       permuteFp8Replaced("out=f8E4M3FN\n", "out=f8E4M3FN scatter=2\n"), bad,
+       "bundle line 4: entry 'qperm': scatter=2 is out of range ([0, 1])"},
+      {"permute scatter without out",
+       permuteReplaced("chunk=4096\n", "chunk=4096 scatter=1\n"), bad,
+       "bundle line 4: entry 'perm': scatter=1 without out=f8E4M3FN (only "
+       "the quantizing gather runs over the tokens)"},
+      {"scatter on a combine entry",
+       permuteReplaced("weighted=1\n", "weighted=1 scatter=1\n"), bad,
+       "entry 'combine': unknown key 'scatter'"},
       {"index_counts on a route entry",
        permuteReplaced("logits=f32 bias=0\n",
                        "logits=f32 bias=0 index_counts=1\n"),

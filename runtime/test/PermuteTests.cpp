@@ -7,8 +7,10 @@
 // ceil(H / (8 * threads)), 65535), 1, 1), with their exact 12, 29 and 24
 // parameters (the sources and counts carved
 // from the workspace; 31 for the gather kernel of an out=f8E4M3FN entry, the
-// rows' scales after its rows), and nothing else. The entries are those of
-// permuteBundle() and permuteFp8Bundle() (TestBundles.h); with
+// rows' scales after its rows; 33 for the scatter kernel of a scatter=1
+// entry, the slots [T, k] for the sources, on a grid of groups of 4 tokens),
+// and nothing else. The entries are those of permuteBundle(),
+// permuteFp8Bundle() and permuteScatterBundle() (TestBundles.h); with
 // index_counts=1, no count launch for a single chunk.
 //
 //===----------------------------------------------------------------------===//
@@ -38,6 +40,8 @@ FakeGpu &install() {
     gpu.wordParams[symbol] = 24;
   for (const char *symbol : {kPermGatherE4m3_64, kPermGatherE4m3_32})
     gpu.wordParams[symbol] = 31;
+  for (const char *symbol : {kPermScatterE4m3_64, kPermScatterE4m3_32})
+    gpu.wordParams[symbol] = 33;
   gpu.wordParams[kRouteBias] = 21;
   gpu.wordParams[kCombine] = 28;
   return gpu;
@@ -79,6 +83,7 @@ struct PermuteEntry {
   const char *name;
   int64_t experts, topK, chunk;
   KernelShape count, index, gather;
+  bool scatter = false; // scatter=1: the gather takes the slots
 };
 
 /// What a call of `entry` with `a` launches, computed by hand: N = T*k ids,
@@ -123,13 +128,17 @@ std::vector<uint64_t> indexParams(const PermuteEntry &entry,
 
 /// The 24 parameters of the gather kernel: tokens [T, H], sources [N],
 /// offsets [E + 1], rows [N, H]; 31 for an out=f8E4M3FN entry (whose args
-/// have rows_scale), rows_scale [N, H/128] last.
+/// have rows_scale), rows_scale [N, H/128] last; 33 for a scatter=1 entry,
+/// whose kernel takes the slots [T, k] for the sources.
 std::vector<uint64_t> gatherParams(const PermuteEntry &entry,
                                    const moePermuteArgs &a) {
   Expected x = expected(entry, a);
   std::vector<uint64_t> words;
   pushMemref2D(words, a.tokens, a.tokens_count, a.hidden);
-  pushMemref1D(words, x.sources, x.n);
+  if (entry.scatter)
+    pushMemref2D(words, a.slots, a.tokens_count, entry.topK);
+  else
+    pushMemref1D(words, x.sources, x.n);
   pushMemref1D(words, a.offsets, entry.experts + 1);
   pushMemref2D(words, a.rows, x.n, a.hidden);
   if (a.rows_scale)
@@ -208,6 +217,24 @@ const PermuteEntry kQperm32 = {"qperm32",
                                {kPermCount32, 256, 0},
                                {kPermIndex32, 256, 0},
                                {kPermGatherE4m3_32, 256, 0}};
+
+// permuteScatterBundle(): qperm's and qperm32's with scatter kernels.
+const PermuteEntry kSperm = {"sperm",
+                             128,
+                             8,
+                             4096,
+                             {kPermCount64, 1024, 0},
+                             {kPermIndex64, 1024, 17408},
+                             {kPermScatterE4m3_64, 128, 0},
+                             true};
+const PermuteEntry kSperm32 = {"sperm32",
+                               4,
+                               2,
+                               32,
+                               {kPermCount32, 256, 0},
+                               {kPermIndex32, 256, 0},
+                               {kPermScatterE4m3_32, 256, 0},
+                               true};
 
 /// Arguments of entry qperm (E = 128, k = 8, H = 2048, i64, out=f8E4M3FN).
 moePermuteArgs qperm(int64_t tokens) {
@@ -691,6 +718,51 @@ TEST(permuteFp8LaunchesPerContract) {
       CHECK_EQ(bytes, bf16Bytes);
     }
     moeBundleClose(bf16);
+  }
+  moeBundleClose(bundle);
+}
+
+TEST(permuteScatterLaunchesPerContract) {
+  // The count and index kernels and the workspace as for out=f8E4M3FN; the
+  // scatter kernel takes the slots [T, k] for the sources [N] (33
+  // parameters) on a grid of groups of 4 tokens, not rows, times the
+  // column blocks.
+  install();
+  moeBundle *bundle = OPEN_VALID(permuteScatterBundle());
+  if (!bundle)
+    return;
+  struct {
+    int64_t tokens;
+    unsigned chunks, gather;
+  } grids[] = {{1, 1, 2},
+               {513, 2, 258},
+               {32768, 64, 16384},
+               {131072, 256, 65535},
+               {kMax / 8, 524288, 65535}};
+  for (const auto &g : grids)
+    checkPermute(bundle, kSperm, qperm(g.tokens), g.chunks, g.gather);
+  checkPermute(bundle, kSperm32, qperm32(17, 384), 2, 5);
+  checkPermute(bundle, kSperm32, qperm32(4096, 7168), 256, 4096);
+
+  // By hand, parameter by parameter: sperm32, T = 3 (N = 6), H = 256.
+  moePermuteArgs a = qperm32(3, 256);
+  long first = runAfterLoad(
+      bundle,
+      [&](void *stream) { return permute(bundle, "sperm32", a, stream); },
+      "cuCtxGetCurrent cuCtxGetId cuLaunchKernelEx cuLaunchKernelEx "
+      "cuLaunchKernelEx",
+      3);
+  if (first >= 0) {
+    const FakeLaunch &scatter = fakeGpu().launches[first + 2];
+    const std::vector<uint64_t> words = {
+        kTokens,    kTokens,    0, 3, 256, 256, 1,  // tokens [T, H]
+        kSlots,     kSlots,     0, 3, 2,   2,   1,  // slots [T, k]
+        kOffsets,   kOffsets,   0, 5, 1,            // offsets [E + 1]
+        kRows,      kRows,      0, 6, 256, 256, 1,  // rows [N, H] (codes)
+        kRowsScale, kRowsScale, 0, 6, 2,   2,   1}; // rows_scale [N, H/128]
+    CHECK_EQ(scatter.function, std::string(kPermScatterE4m3_32));
+    CHECK_EQ(scatter.grid[0], 1u);
+    checkWordParams(scatter, "sperm32 scatter", words);
   }
   moeBundleClose(bundle);
 }

@@ -244,7 +244,7 @@ PermuteWorkspace permuteWorkspace(const moeEntryInfo &entry, __int128 n) {
 
 void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
                      const moeKernelInfo *kernels, bool indexCounts,
-                     uint64_t h) {
+                     bool scatter, uint64_t h) {
   require(entry.num_kernels == 3);
   require(entry.experts >= 1 && entry.experts <= 1024 && entry.top_k >= 1);
   require(entry.chunk >= 32 && entry.chunk <= 65536 && entry.chunk % 32 == 0);
@@ -255,6 +255,9 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   const bool fp8Out = std::strcmp(entry.out, MOE_OUT_E4M3) == 0;
   require(fp8Out || std::strcmp(entry.out, MOE_OUT_BF16) == 0);
   require(!fp8Out || entry.hidden == -1 || entry.hidden % 128 == 0);
+  // scatter=1 (only with out=f8E4M3FN): the gather runs over the tokens and
+  // takes the slots [T, k] for the sources [N].
+  require(!scatter || fp8Out);
   moePermuteArgs args;
   args.tokens = 0x100000;
   args.ids = 0x200000;
@@ -279,7 +282,7 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   // A symbol shared by two of the kernels is declared with the fewest
   // parameters of its kernels (the fake must not read past a launch's
   // parameters), and the launches are then not compared.
-  const int params[3] = {12, 29, fp8Out ? 31 : 24};
+  const int params[3] = {12, 29, scatter ? 33 : fp8Out ? 31 : 24};
   bool distinct = true;
   for (int k = 0; k < 3; ++k) {
     int words = params[k];
@@ -310,7 +313,7 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
                 countsSize = chunks * entry.experts;
   const uint64_t sources = args.workspace,
                  counts = args.workspace + uint64_t(w.counts);
-  uint64_t words[31];
+  uint64_t words[33];
   int count = 0;
   memref2D(words, count, args.ids, args.tokens_count, entry.top_k);
   memref1D(words, count, counts, countsSize);
@@ -325,14 +328,18 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   checkSimpleLaunch(launchesBefore, kernels[1], chunks, words, count, total, 2);
   count = 0;
   memref2D(words, count, args.tokens, args.tokens_count, args.hidden);
-  memref1D(words, count, sources, n);
+  if (scatter)
+    memref2D(words, count, args.slots, args.tokens_count, entry.top_k);
+  else
+    memref1D(words, count, sources, n);
   memref1D(words, count, args.offsets, entry.experts + 1);
   memref2D(words, count, args.rows, n, args.hidden);
   if (fp8Out)
     memref2D(words, count, args.rows_scale, n, args.hidden / 128);
-  // Groups of 4 rows times column blocks of threads * 8 (n * H fits).
+  // Groups of 4 rows (scatter=1: tokens) times column blocks of threads * 8
+  // (n * H fits).
   const int64_t gatherCTAs =
-      (n + 3) / 4 *
+      ((scatter ? args.tokens_count : n) + 3) / 4 *
       ((args.hidden + 8 * kernels[2].threads - 1) / (8 * kernels[2].threads));
   checkSimpleLaunch(launchesBefore, kernels[2],
                     gatherCTAs < 65535 ? gatherCTAs : 65535, words, count,
@@ -441,6 +448,9 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   const bool gatherQuantizes = std::strcmp(permute.out, MOE_OUT_E4M3) == 0;
   require(gatherQuantizes || std::strcmp(permute.out, MOE_OUT_BF16) == 0);
   require(gatherQuantizes == (fp8 && index[kQuantize] < 0));
+  // scatter=1: the gather takes the slots (7 words) for the sources (5).
+  const bool scatter = parsed.entries[index[kPermute]].scatter;
+  require(!scatter || gatherQuantizes);
   require(permute.experts == route.experts && permute.top_k == route.top_k &&
           unpermute.top_k == route.top_k && unpermute.weighted == 1);
   require(gateUp.offsets_bits == permute.offsets_bits &&
@@ -518,7 +528,10 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
 
   std::map<std::string, int> declared;
   // count, index, gather (7 more with the rows' scales)
-  const int permuteWords[3] = {12, 29, gatherQuantizes ? 31 : 24};
+  const int permuteWords[3] = {12, 29,
+                               scatter           ? 33
+                               : gatherQuantizes ? 31
+                                                 : 24};
   const int gemmParams = fp8 ? 33 : 17; // and 7 more with a bias
   if (!declare(declared, bundle, names[kRoute], route.bias ? 26 : 21, 0) ||
       !declare(declared, bundle, names[kPermute], 0, 0, permuteWords) ||
@@ -602,9 +615,11 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   const size_t gatherAt = before + first[kPermute] + (counted ? 2 : 1);
   if (counted)
     require(launches[gatherAt - 2].params[7] == counts);
+  // A scatter=1 gather reads the slots (buffer 3) instead.
   require(launches[gatherAt - 1].params[7] == counts &&
           launches[gatherAt - 1].params[24] == sources &&
-          launches[gatherAt].params[7] == sources);
+          launches[gatherAt].params[7] ==
+              (scatter ? args.workspace + uint64_t(starts[3]) : sources));
   // Each quantize reads bf16 rows (or inter: buffer 5 or 6) and writes the
   // values and scales (7 and 8, or 9 and 10) its GEMM reads.
   auto at = [&](int buffer) {
@@ -627,14 +642,17 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   // The gather writes the bf16 rows (buffer 5), or without a quantize part
   // their values and scales (7 and 8, its parameters 17 and 24), which
   // every gate-up kernel reads (its rows map and parameters 17..23).
+  // (scatter=1: 19 and 26, after the slots' 7 words for the sources' 5).
   const FakeLaunch &gather = launches[gatherAt];
-  require(gather.params[17] == at(gatherQuantizes ? 7 : 5) &&
-          gather.params[20] == uint64_t(rows) &&
-          gather.params[21] == uint64_t(hidden));
+  const size_t rowsAt = scatter ? 19 : 17;
+  require(gather.params[rowsAt] == at(gatherQuantizes ? 7 : 5) &&
+          gather.params[rowsAt + 3] == uint64_t(rows) &&
+          gather.params[rowsAt + 4] == uint64_t(hidden));
   require(!gatherQuantizes ||
-          (gather.params.size() == 31 && gather.params[24] == at(8) &&
-           gather.params[27] == uint64_t(rows) &&
-           gather.params[28] == uint64_t(hidden / 128)));
+          (gather.params.size() == rowsAt + 14 &&
+           gather.params[rowsAt + 7] == at(8) &&
+           gather.params[rowsAt + 10] == uint64_t(rows) &&
+           gather.params[rowsAt + 11] == uint64_t(hidden / 128)));
   for (size_t i = first[kGateUp]; i < first[kIntermediate]; ++i) {
     const FakeLaunch &launch = launches[before + i];
     require(fakeGpu().encodes[launch.mapEncode[0]].address == at(fp8 ? 7 : 5));
@@ -744,7 +762,8 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
     if (permute) {
       require(entry.epilogue && !*entry.epilogue && entry.n == 0 &&
               entry.k == 0 && entry.slots_bits == 0 && entry.bias == 0);
-      exercisePermute(bundle, entry, kernels, parsed.entries[e].indexCounts, h);
+      exercisePermute(bundle, entry, kernels, parsed.entries[e].indexCounts,
+                      parsed.entries[e].scatter, h);
       continue;
     }
     if (!gemm) {

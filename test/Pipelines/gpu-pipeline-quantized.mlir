@@ -6,6 +6,19 @@
 // test/device/fp8_layer.py runs it on the H200. fp8-epilogue-quantize=1: the
 // gate-up stores e4m3 and scales itself (no `intermediate` part);
 // fp8-gather-quantize=0: a bf16 gather and a `quantize` part.
+// fp8-permute-scatter=1: the quantizing gather is a scatter over the tokens
+// (scatter=1); without a quantizing gather (fp8-gather-quantize=0, MXFP8)
+// the option changes nothing.
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-permute-scatter=1" -o %t.scatter.mlir
+// RUN: moe-translate --moe-to-bundle %t.scatter.mlir -o %t.scatter.moebundle
+// RUN: grep -aE "^(entry|kernel) " %t.scatter.moebundle | FileCheck %s --check-prefix=SCATTER
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-gather-quantize=0 fp8-permute-scatter=1" -o %t.separate-scatter.mlir
+// RUN: moe-translate --moe-to-bundle %t.separate-scatter.mlir -o %t.separate-scatter.moebundle
+// RUN: grep -aE "^(entry|kernel) " %t.separate-scatter.moebundle | FileCheck %s --check-prefix=SEPARATE
+// RUN: moe-opt %s --moe-quantize="format=mxfp8 scope=weights+activations" --moe-gpu-pipeline="fp8-permute-scatter=1" -o %t.mx-scatter.mlir
+// RUN: moe-translate --moe-to-bundle %t.mx-scatter.mlir -o %t.mx-scatter.moebundle
+// RUN: grep -aE "^(entry|kernel) " %t.mx-scatter.moebundle | FileCheck %s --check-prefix=MX
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu="fp8-permute-scatter=1" | FileCheck %s --check-prefix=SCATTER-IR
 // Weights only (bf16 rows into FP8 weights) has no sm_90a kernel yet: the
 // pipeline refuses it by name rather than compiling part of it.
 // RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline -o %t.mlir
@@ -52,6 +65,26 @@
 // GATHER: nvvm.convert.f32x2.to.f8x2
 // GATHER: vector.store {{.*}} : memref<?x?xi8>, vector<8xi8>
 // GATHER: memref.store {{.*}} : memref<?x?xf32>
+
+// The scatter takes the slots [T, k] for the sources, quantizes each
+// token's chunk once and stores it to each valid slot (k = 2, unrolled),
+// then zeroes its share of the rows past offsets[E] (codes 0, scale 1).
+// SCATTER-IR: gpu.func @moe_permute_scatter_off64_e4m3(%{{.*}}: memref<?x?xbf16>, %{{.*}}: memref<?x?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xi8>, %{{.*}}: memref<?x?xf32>)
+// SCATTER-IR-COUNT-8: memref.load {{.*}} : memref<?x?xi64>
+// SCATTER-IR-COUNT-4: vector.load {{.*}} : memref<?x?xbf16>, vector<8xbf16>
+// SCATTER-IR: nvvm.convert.f32x2.to.f8x2
+// SCATTER-IR-COUNT-2: vector.store {{.*}} : memref<?x?xi8>, vector<8xi8>
+// SCATTER-IR: arith.minsi
+// SCATTER-IR: scf.for
+// SCATTER-IR: vector.store %cst{{.*}} : memref<?x?xi8>, vector<8xi8>
+// SCATTER-IR: memref.store %cst{{.*}} : memref<?x?xf32>
+
+// SCATTER: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN index_counts=1 scatter=1{{$}}
+// SCATTER-NEXT: kernel layer_permute moe_permute_count_e4_k2
+// SCATTER-NEXT: kernel layer_permute moe_permute_index_e4_k2_off64
+// SCATTER-NEXT: kernel layer_permute moe_permute_scatter_off64_e4m3
+// SCATTER-NOT: entry layer_quantize
+// SCATTER: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute gate_up=layer_gate_up intermediate=layer_intermediate down=layer_down unpermute=layer_unpermute{{$}}
 
 // CHECK: entry layer_route op=moe.route abi=route.v1
 // CHECK: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN index_counts=1{{$}}

@@ -7,7 +7,18 @@
 // gate-up quantizes its output (out=f8E4M3FN on the gate_up: no
 // intermediate part, five steps); with fp8-gather-quantize=0 a bf16 gather
 // and a quantize part (seven steps). Docs: runtime-contract.md §3.4, §3.7
-// and §3.10.
+// and §3.10. With fp8-permute-scatter=1 the quantizing gather runs over
+// the tokens (scatter=1, its kernel taking the slots: 33 parameters, the
+// last ordinal 32 at byte 0x100); scatter=1 without out=f8E4M3FN is
+// refused.
+// RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-permute-scatter=1" -o %t.scatter.mlir
+// RUN: moe-translate --moe-to-bundle %t.scatter.mlir -o %t.scatter.moebundle
+// RUN: moe-bundle-info %t.scatter.moebundle | FileCheck %s --check-prefix=SCATTER
+// RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.scatter.mlir %t.scatter.cubin
+// RUN: %cuobjdump -elf %t.scatter.cubin > %t.scatter.elf
+// RUN: grep -A8 -e '^.nv.info.moe_permute_scatter_off64_e4m3$' %t.scatter.elf | FileCheck %s --check-prefix=SCATTER-PARAMS
+// RUN: sed -e 's/ out=f8E4M3FN index_counts=1 scatter=1$/ index_counts=1 scatter=1/' %t.scatter.moebundle > %t.scatter-bf16.moebundle
+// RUN: not moe-bundle-info %t.scatter-bf16.moebundle 2>&1 | FileCheck %s --check-prefix=SCATTER-NO-OUT
 // RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline -o %t.mlir
 // RUN: moe-translate --moe-to-bundle %t.mlir -o %t.moebundle
 // RUN: moe-bundle-info %t.moebundle | FileCheck %s
@@ -75,6 +86,14 @@
 // GATE-UP-PARAMS-COUNT-3: EIATTR_KPARAM_INFO{{[[:space:]]+}}Format: EIFMT_SVAL{{[[:space:]]+}}Value: Index : 0x0 Ordinal : 0x27 Offset : 0x250 Size : 0x8
 // DOWN-PARAMS-COUNT-3: EIATTR_KPARAM_INFO{{[[:space:]]+}}Format: EIFMT_SVAL{{[[:space:]]+}}Value: Index : 0x0 Ordinal : 0x20 Offset : 0x218 Size : 0x8
 
+// SCATTER: entry layer_permute op=moe.permute abi=permute.v2 max_rows=2147483647 experts=4 top_k=2 hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN{{$}}
+// SCATTER-NEXT: kernel moe_permute_count_e4_k2
+// SCATTER-NEXT: kernel moe_permute_index_e4_k2_off64
+// SCATTER-NEXT: kernel moe_permute_scatter_off64_e4m3 threads=256
+// SCATTER-NOT: entry layer_quantize
+// SCATTER: entry layer op=moe.layer abi=layer_fp8.v1 {{.*}}permute=layer_permute gate_up=layer_gate_up intermediate=layer_intermediate
+// SCATTER-PARAMS: EIATTR_KPARAM_INFO{{[[:space:]]+}}Format: EIFMT_SVAL{{[[:space:]]+}}Value: Index : 0x0 Ordinal : 0x20 Offset : 0x100 Size : 0x8
+// SCATTER-NO-OUT: moe-bundle-info: error: {{.*}}entry 'layer_permute': scatter=1 without out=f8E4M3FN (only the quantizing gather runs over the tokens)
 // NO-PERMUTE-OUT: moe-bundle-info: error: {{.*}}entry 'layer': permute=layer_permute writes bf16 (no out key), but the layer has no quantize part to quantize it
 // BOTH-ROWS: moe-bundle-info: error: {{.*}}entry 'layer': permute=layer_permute has out=f8E4M3FN, but quantize=layer_quantize quantizes its bf16 output
 // NO-OUT: moe-bundle-info: error: {{.*}}entry 'layer': gate_up=layer_gate_up writes bf16 (no out key), but the layer has no intermediate part to quantize it

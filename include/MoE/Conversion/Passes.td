@@ -89,6 +89,10 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
     Option<"fp8GatherQuantize", "fp8-gather-quantize", "bool", "true",
            "A block-FP8 layer's gather stores its rows as e4m3 and scales "
            "(else bf16, then a quantize kernel)">,
+    Option<"fp8PermuteScatter", "fp8-permute-scatter", "bool", "false",
+           "That quantizing gather runs over the tokens instead of the "
+           "rows: it quantizes each token once and stores it to its k "
+           "slots (else each of the T*k rows quantizes its token again)">,
     Option<"fp8EpilogueQuantize", "fp8-epilogue-quantize", "bool", "false",
            "A block-FP8 expert MLP's gate-up epilogue stores the activation "
            "as e4m3 and scales (else bf16, then a quantize kernel; off by "

@@ -58,6 +58,11 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       llvm::cl::desc("A block-FP8 layer's gather stores e4m3 rows and scales "
                      "(else bf16 and a quantize kernel)"),
       llvm::cl::init(true)};
+  Option<bool> fp8PermuteScatter{
+      *this, "fp8-permute-scatter",
+      llvm::cl::desc("That gather quantizes each token once and stores it to "
+                     "its k slots (else once per row)"),
+      llvm::cl::init(false)};
   Option<bool> fp8EpilogueQuantize{
       *this, "fp8-epilogue-quantize",
       llvm::cl::desc("A block-FP8 expert MLP's gate-up epilogue stores the "

@@ -666,10 +666,11 @@ static QuantizeOp getGatherQuantizedRows(Operation *op) {
 
 /// Builds (or reuses) the three kernels of `op` (count, index, then
 /// gather); returns its moe.launch. With `quantize` the gather stores the
-/// rows in e4m3 with [1, 128]-group f32 scales (`out`).
+/// rows in e4m3 with [1, 128]-group f32 scales (`out`), and with `scatter`
+/// too it runs over the tokens, storing each to its slots' rows.
 static DictionaryAttr permuteLaunch(OpBuilder &builder,
                                     gpu::GPUModuleOp kernels, PermuteOp op,
-                                    bool quantize) {
+                                    bool quantize, bool scatter) {
   auto tokens = cast<RankedTensorType>(op.getTokens().getType());
   auto ids = cast<RankedTensorType>(op.getExpertIds().getType());
   auto offsets = cast<RankedTensorType>(op.getOffsets().getType());
@@ -678,6 +679,7 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   spec.topK = ids.getDimSize(1);
   spec.offsetBits = offsets.getElementType().getIntOrFloatBitWidth();
   spec.quantize = quantize;
+  spec.scatter = quantize && scatter;
   gpu::GPUFuncOp count = lookUpOrBuild(kernels, spec.countKernelName(), [&] {
     return buildPermuteCountKernel(builder, op.getLoc(), kernels, spec);
   });
@@ -685,7 +687,9 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
     return buildPermuteIndexKernel(builder, op.getLoc(), kernels, spec);
   });
   gpu::GPUFuncOp gather = lookUpOrBuild(kernels, spec.gatherKernelName(), [&] {
-    return buildPermuteGatherKernel(builder, op.getLoc(), kernels, spec);
+    return spec.scatter
+               ? buildPermuteScatterKernel(builder, op.getLoc(), kernels, spec)
+               : buildPermuteGatherKernel(builder, op.getLoc(), kernels, spec);
   });
   int64_t hidden = tokens.getDimSize(1);
   NamedAttrList info;
@@ -695,6 +699,9 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   info.set("index_counts", builder.getBoolAttr(true));
   if (quantize)
     info.set("out", builder.getStringAttr("f8E4M3FN"));
+  // Its gather kernel takes the slots and runs over the tokens (§3.4).
+  if (spec.scatter)
+    info.set("scatter", builder.getBoolAttr(true));
   info.set("experts", builder.getI64IntegerAttr(spec.experts));
   info.set("top_k", builder.getI64IntegerAttr(spec.topK));
   info.set("hidden", builder.getI64IntegerAttr(
@@ -1040,7 +1047,8 @@ struct ConvertMoEToNVGPUPass
       if (auto permute = dyn_cast<PermuteOp>(op)) {
         op->setAttr(kLaunchAttr, permuteLaunch(builder, kernels, permute,
                                                fp8GatherQuantize &&
-                                                   getGatherQuantizedRows(op)));
+                                                   getGatherQuantizedRows(op),
+                                               fp8PermuteScatter));
         continue;
       }
       if (auto unpermute = dyn_cast<UnpermuteOp>(op)) {

@@ -57,7 +57,8 @@ std::string PermuteKernelSpec::indexKernelName() const {
 }
 
 std::string PermuteKernelSpec::gatherKernelName() const {
-  return llvm::formatv("moe_permute_gather_off{0}{1}", offsetBits,
+  return llvm::formatv("moe_permute_{0}_off{1}{2}",
+                       scatter ? "scatter" : "gather", offsetBits,
                        quantize ? "_e4m3" : "")
       .str();
 }
@@ -987,6 +988,152 @@ mlir::moe::buildPermuteGatherKernel(OpBuilder &builder, Location loc,
                                     /*nontemporal=*/false, llvm::Align(16));
           });
         }
+        scf::YieldOp::create(ib);
+      });
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+gpu::GPUFuncOp
+mlir::moe::buildPermuteScatterKernel(OpBuilder &builder, Location loc,
+                                     gpu::GPUModuleOp module,
+                                     const PermuteKernelSpec &spec) {
+  assert(spec.quantize && spec.scatter && "the scatter stores e4m3 rows");
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  Type bf16 = b.getBF16Type(), i8 = b.getI8Type(), f32 = b.getF32Type();
+  Type offsetType = b.getIntegerType(spec.offsetBits);
+  SmallVector<Type> args{dynamic2D(bf16), dynamic2D(offsetType),
+                         MemRefType::get({ShapedType::kDynamic}, offsetType),
+                         dynamic2D(i8), dynamic2D(f32)};
+  // As many threads as the quantizing gather: the same column blocks.
+  int64_t threads = 2 * kRoutingThreads;
+  gpu::GPUFuncOp func = createKernel(b, spec.gatherKernelName(), args, threads);
+  Value tokens = func.getArgument(0), slots = func.getArgument(1),
+        offsets = func.getArgument(2), rows = func.getArgument(3),
+        rowsScale = func.getArgument(4);
+  IndexMath m{b};
+  constexpr int64_t kVector = 8;
+  constexpr int64_t kGroupLanes = 128 / kVector;
+  auto chunkType = VectorType::get({kVector}, bf16);
+  auto codesType = VectorType::get({kVector}, i8);
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value lane16 = arith::RemUIOp::create(b, tid, m.c(kGroupLanes));
+  Value numTokens = memref::DimOp::create(b, tokens, m.c(0));
+  Value hidden = memref::DimOp::create(b, tokens, m.c(1));
+  Value numRows = memref::DimOp::create(b, rows, m.c(0));
+  Value numExperts =
+      m.sub(memref::DimOp::create(b, offsets, m.c(0)).getResult(), m.c(1));
+  Value filled = m.toIndex(m.load(offsets, ValueRange{numExperts}));
+  Value zeroCodes = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(codesType, b.getZeroAttr(i8)));
+  Value one = arith::ConstantOp::create(b, b.getFloatAttr(f32, 1.0));
+  // Stores a chunk's 8 codes at (row, col) and, from the first of the 16
+  // lanes of its [1, 128] group, the group's scale.
+  auto storeChunk = [&](ImplicitLocOpBuilder &sb, Value codes, Value scale,
+                        Value row, Value col) {
+    vector::StoreOp::create(sb, codes, rows, ValueRange{row, col},
+                            /*nontemporal=*/false, llvm::Align(8));
+    ifThen(sb, IndexMath{sb}.lt(lane16, IndexMath{sb}.c(1)),
+           [&](ImplicitLocOpBuilder &lb) {
+             memref::StoreOp::create(
+                 lb, scale, rowsScale,
+                 ValueRange{row, arith::DivUIOp::create(lb, col,
+                                                        IndexMath{lb}.c(128))});
+           });
+  };
+  // The slots are read up front (their loads in flight together) unless a
+  // CTA's kGatherRows * k of them would take too many registers.
+  constexpr int64_t kMaxUnrolledSlots = 64;
+  bool unrollSlots = kGatherRows * spec.topK <= kMaxUnrolledSlots;
+  // One CTA per kGatherRows tokens and column block of threads * 8 columns
+  // (grid-stride over the pairs): each token's 16-byte chunk is loaded and
+  // quantized once (the 16 lanes of a [1, 128] group combine their maxima
+  // by shuffles: every lane runs them), then stored to the rows its k slots
+  // name (a dropped id's slot, -1, names none). The rows from offsets[E] on
+  // (one per dropped id) are zero rows, codes 0 and scale 1, as quantizing
+  // zeros gives: the pair's group zeroes its kGatherRows * k of them.
+  Value groups = m.ceilDiv(numTokens, kGatherRows);
+  Value blocks = m.ceilDiv(hidden, threads * kVector);
+  scf::ForOp::create(
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), m.mul(groups, blocks),
+      gpu::GridDimOp::create(b, gpu::Dimension::x), ValueRange{},
+      [&](OpBuilder &nested, Location l, Value pair, ValueRange) {
+        ImplicitLocOpBuilder ib(l, nested);
+        IndexMath c{ib};
+        Value group = arith::DivUIOp::create(ib, pair, blocks);
+        Value col = c.add(c.mul(arith::RemUIOp::create(ib, pair, blocks),
+                                c.c(threads * kVector)),
+                          c.mul(tid, c.c(kVector)));
+        Value inside = c.lt(col, hidden);
+        Value loadCol =
+            arith::SelectOp::create(ib, inside, col, c.c(0)).getResult();
+        SmallVector<Value> token, has;
+        for (int64_t i = 0; i < kGatherRows; ++i) {
+          token.push_back(c.add(c.mul(group, c.c(kGatherRows)), c.c(i)));
+          has.push_back(c.lt(token[i], numTokens));
+        }
+        // A missing token (past T) reads token 0 (T >= 1), stores nothing.
+        auto tokenOrZero = [&](int64_t i) {
+          return arith::SelectOp::create(ib, has[i], token[i], c.c(0))
+              .getResult();
+        };
+        SmallVector<SmallVector<Value>> slot(kGatherRows);
+        if (unrollSlots)
+          for (int64_t i = 0; i < kGatherRows; ++i)
+            for (int64_t j = 0; j < spec.topK; ++j)
+              slot[i].push_back(
+                  c.toIndex(c.load(slots, ValueRange{tokenOrZero(i), c.c(j)})));
+        SmallVector<Value> values;
+        for (int64_t i = 0; i < kGatherRows; ++i)
+          values.push_back(vector::LoadOp::create(
+              ib, chunkType, tokens, ValueRange{tokenOrZero(i), loadCol},
+              /*nontemporal=*/false, llvm::Align(16)));
+        for (int64_t i = 0; i < kGatherRows; ++i) {
+          QuantizedChunk q =
+              quantizeChunkE4M3(ib, bf16ChunkBits(ib, values[i]), kGroupLanes);
+          Value codes = vector::BitCastOp::create(ib, codesType, q.codes);
+          auto storeToSlot = [&](ImplicitLocOpBuilder &sb, Value row) {
+            IndexMath s{sb};
+            Value valid = arith::AndIOp::create(sb, s.le(s.c(0), row),
+                                                s.lt(row, numRows));
+            ifThen(sb, valid, [&](ImplicitLocOpBuilder &vb) {
+              storeChunk(vb, codes, q.scale, row, col);
+            });
+          };
+          ifThen(ib, arith::AndIOp::create(ib, has[i], inside),
+                 [&](ImplicitLocOpBuilder &sb) {
+                   if (unrollSlots) {
+                     for (Value row : slot[i])
+                       storeToSlot(sb, row);
+                     return;
+                   }
+                   IndexMath s{sb};
+                   scf::ForOp::create(
+                       sb, s.c(0), s.c(spec.topK), s.c(1), ValueRange{},
+                       [&](OpBuilder &jb, Location jl, Value j, ValueRange) {
+                         ImplicitLocOpBuilder lb(jl, jb);
+                         storeToSlot(lb,
+                                     IndexMath{lb}.toIndex(IndexMath{lb}.load(
+                                         slots, ValueRange{token[i], j})));
+                         scf::YieldOp::create(lb);
+                       });
+                 });
+        }
+        Value perGroup = c.c(kGatherRows * spec.topK);
+        Value zeroBegin = c.add(filled, c.mul(group, perGroup));
+        Value zeroEnd =
+            arith::MinSIOp::create(ib, c.add(zeroBegin, perGroup), numRows);
+        ifThen(ib, inside, [&](ImplicitLocOpBuilder &sb) {
+          scf::ForOp::create(
+              sb, zeroBegin, zeroEnd, IndexMath{sb}.c(1), ValueRange{},
+              [&](OpBuilder &rb, Location rl, Value row, ValueRange) {
+                ImplicitLocOpBuilder lb(rl, rb);
+                storeChunk(lb, zeroCodes, one, row, col);
+                scf::YieldOp::create(lb);
+              });
+        });
         scf::YieldOp::create(ib);
       });
   gpu::ReturnOp::create(b);

@@ -49,6 +49,10 @@ struct PermuteKernelSpec {
   /// The gather stores the rows as e4m3 with one f32 scale per row and 128
   /// columns (moe.quantize's [1, 128] groups) instead of bf16.
   bool quantize = false;
+  /// With `quantize`: the gather runs over the tokens (kGatherRows per CTA)
+  /// and stores each quantized token to the rows its slots name, so each
+  /// token is quantized once instead of k times.
+  bool scatter = false;
   std::string countKernelName() const;
   std::string indexKernelName() const;
   std::string gatherKernelName() const;
@@ -86,6 +90,14 @@ gpu::GPUFuncOp buildPermuteIndexKernel(OpBuilder &builder, Location loc,
 gpu::GPUFuncOp buildPermuteGatherKernel(OpBuilder &builder, Location loc,
                                         gpu::GPUModuleOp module,
                                         const PermuteKernelSpec &spec);
+
+/// Builds the permutation's quantizing scatter (`scatter`): (tokens
+/// memref<?x?xbf16>, slots memref<?x?xiN>, offsets memref<?xiN>, rows
+/// memref<?x?xi8>, rows_scale memref<?x?xf32>), the same rows and scales as
+/// the quantizing gather kernel.
+gpu::GPUFuncOp buildPermuteScatterKernel(OpBuilder &builder, Location loc,
+                                         gpu::GPUModuleOp module,
+                                         const PermuteKernelSpec &spec);
 
 } // namespace mlir::moe
 

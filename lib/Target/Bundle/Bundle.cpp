@@ -300,6 +300,13 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
           return failure();
         bodyStream << " index_counts=" << *indexCounts;
       }
+      // The gather runs over the tokens and reads the slots: 0 if absent.
+      if (entry.get("scatter")) {
+        FailureOr<int> scatter = flag("scatter");
+        if (failed(scatter))
+          return failure();
+        bodyStream << " scatter=" << *scatter;
+      }
       bodyStream << "\n";
     } else if (*abi == "quantize.v1") {
       FailureOr<StringRef> element = r.name("element"), scale = r.name("scale");
