@@ -218,6 +218,17 @@ bundle fp8layer-epilogue "$out/fp8_layer_models.mlir" \
 bundle fp8layer-separate "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" \
   --moe-gpu-pipeline="fp8-gather-quantize=0"
+# The quantizing gather as a scatter over the tokens (each quantized once).
+bundle fp8layer-scatter "$out/fp8_layer_models.mlir" \
+  --moe-quantize="scope=weights+activations" \
+  --moe-gpu-pipeline="fp8-permute-scatter=1"
+# A k = 20 layer's scatter (slots read where stored) and its reference.
+bundle fp8permute-scatter "$root/test/device/fp8_permutes.mlir" \
+  --moe-quantize="scope=weights+activations" \
+  --moe-gpu-pipeline="fp8-permute-scatter=1"
+bundle fp8permute-separate "$root/test/device/fp8_permutes.mlir" \
+  --moe-quantize="scope=weights+activations" \
+  --moe-gpu-pipeline="fp8-gather-quantize=0"
 bundle fp8layer-cluster2 "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="cluster=2"
 bundle fp8layer-single "$out/fp8_layer_models.mlir" \

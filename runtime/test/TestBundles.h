@@ -283,9 +283,9 @@ inline std::string permuteFp8Bundle() {
 
 /// Symbols of the quantizing scatter kernels (scatter=1).
 inline constexpr const char *kPermScatterE4m3_64 =
-    "moe_permute_scatter_off64_e4m3";
+    "moe_permute_scatter_k8_off64_e4m3";
 inline constexpr const char *kPermScatterE4m3_32 =
-    "moe_permute_scatter_off32_e4m3";
+    "moe_permute_scatter_k2_off32_e4m3";
 
 /// permuteFp8Bundle() with scatter=1 and scatter kernels: sperm (as qperm,
 /// lines 4-7) and sperm32 (as qperm32, lines 8-11).

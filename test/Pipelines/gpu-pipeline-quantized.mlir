@@ -69,7 +69,7 @@
 // The scatter takes the slots [T, k] for the sources, quantizes each
 // token's chunk once and stores it to each valid slot (k = 2, unrolled),
 // then zeroes its share of the rows past offsets[E] (codes 0, scale 1).
-// SCATTER-IR: gpu.func @moe_permute_scatter_off64_e4m3(%{{.*}}: memref<?x?xbf16>, %{{.*}}: memref<?x?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xi8>, %{{.*}}: memref<?x?xf32>)
+// SCATTER-IR: gpu.func @moe_permute_scatter_k2_off64_e4m3(%{{.*}}: memref<?x?xbf16>, %{{.*}}: memref<?x?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xi8>, %{{.*}}: memref<?x?xf32>)
 // SCATTER-IR-COUNT-8: memref.load {{.*}} : memref<?x?xi64>
 // SCATTER-IR-COUNT-4: vector.load {{.*}} : memref<?x?xbf16>, vector<8xbf16>
 // SCATTER-IR: nvvm.convert.f32x2.to.f8x2
@@ -82,7 +82,7 @@
 // SCATTER: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN index_counts=1 scatter=1{{$}}
 // SCATTER-NEXT: kernel layer_permute moe_permute_count_e4_k2
 // SCATTER-NEXT: kernel layer_permute moe_permute_index_e4_k2_off64
-// SCATTER-NEXT: kernel layer_permute moe_permute_scatter_off64_e4m3
+// SCATTER-NEXT: kernel layer_permute moe_permute_scatter_k2_off64_e4m3
 // SCATTER-NOT: entry layer_quantize
 // SCATTER: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute gate_up=layer_gate_up intermediate=layer_intermediate down=layer_down unpermute=layer_unpermute{{$}}
 

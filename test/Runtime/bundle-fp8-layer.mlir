@@ -16,7 +16,7 @@
 // RUN: moe-bundle-info %t.scatter.moebundle | FileCheck %s --check-prefix=SCATTER
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.scatter.mlir %t.scatter.cubin
 // RUN: %cuobjdump -elf %t.scatter.cubin > %t.scatter.elf
-// RUN: grep -A8 -e '^.nv.info.moe_permute_scatter_off64_e4m3$' %t.scatter.elf | FileCheck %s --check-prefix=SCATTER-PARAMS
+// RUN: grep -A8 -e '^.nv.info.moe_permute_scatter_k2_off64_e4m3$' %t.scatter.elf | FileCheck %s --check-prefix=SCATTER-PARAMS
 // RUN: sed -e 's/ out=f8E4M3FN index_counts=1 scatter=1$/ index_counts=1 scatter=1/' %t.scatter.moebundle > %t.scatter-bf16.moebundle
 // RUN: not moe-bundle-info %t.scatter-bf16.moebundle 2>&1 | FileCheck %s --check-prefix=SCATTER-NO-OUT
 // RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline -o %t.mlir
@@ -89,7 +89,7 @@
 // SCATTER: entry layer_permute op=moe.permute abi=permute.v2 max_rows=2147483647 experts=4 top_k=2 hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN{{$}}
 // SCATTER-NEXT: kernel moe_permute_count_e4_k2
 // SCATTER-NEXT: kernel moe_permute_index_e4_k2_off64
-// SCATTER-NEXT: kernel moe_permute_scatter_off64_e4m3 threads=256
+// SCATTER-NEXT: kernel moe_permute_scatter_k2_off64_e4m3 threads=256
 // SCATTER-NOT: entry layer_quantize
 // SCATTER: entry layer op=moe.layer abi=layer_fp8.v1 {{.*}}permute=layer_permute gate_up=layer_gate_up intermediate=layer_intermediate
 // SCATTER-PARAMS: EIATTR_KPARAM_INFO{{[[:space:]]+}}Format: EIFMT_SVAL{{[[:space:]]+}}Value: Index : 0x0 Ordinal : 0x20 Offset : 0x100 Size : 0x8

@@ -10,14 +10,16 @@ quantize the weights once. fp8layer-epilogue.moebundle
 (`fp8-epilogue-quantize=1`): the gate-up's epilogue quantizes the
 activation itself. fp8layer-separate.moebundle (`fp8-gather-quantize=0`):
 a bf16 gather and a quantize kernel; with it, the reference form every
-fused quantization is compared with bit for bit.
+fused quantization is compared with bit for bit. fp8layer-scatter.moebundle
+(`fp8-permute-scatter=1`): the quantizing gather runs over the tokens,
+quantizing each once and storing it to its k slots.
 
 Tests (default), for Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B and
 DeepSeek-V3 (random correction bias) at T in {1, 7, 64, 128, 1000, 8192}
 with random router logits, plus skewed routings (one hot expert; half the
 experts never chosen) at T = 64 and 1000:
 - the weights prepacked on the GPU by the bundle's own prepack entries;
-- for fp8layer and fp8layer-epilogue: the layer (output and workspace
+- for fp8layer, fp8layer-epilogue and fp8layer-scatter: the layer (output and workspace
   poisoned first) bit-exact with its steps run through their own entries
   and with the separate form's layer; the rows' and the activation's e4m3
   codes and scales bit-exact with the separate form's bf16 gather and
@@ -39,6 +41,14 @@ experts never chosen) at T = 64 and 1000:
   the quantization steps) reported and bounded by 0.1 (the FP8 rounding);
 - the reference's row quantizer bit-exact with the layer's quantize entry
   on the same rows;
+- each quantizing permute entry (gather and scatter) called alone on ids
+  with dropped ones (-1 and >= E: no row, slot -1, zero rows at the end),
+  all ids dropped, one hot expert, T = 1, and T = 70000 for DeepSeek-V3
+  (beyond 65535 CTAs: grid-stride), its outputs poisoned first: codes,
+  scales, offsets and slots bit-exact with the separate form's bf16 permute
+  then its quantize kernel; the same for the k = 20 layer of
+  test/device/fp8_permutes.mlir (fp8permute-*.moebundle), whose scatter
+  reads each slot where it stores it;
 - the layer captured in a CUDA graph, replayed on new inputs;
 - at decode (T = 1 and 7) 20 graph replays on new routings, each bit for bit
   equal to an eager call without programmatic dependent launch (the GEMMs
@@ -247,6 +257,7 @@ def main():
     bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer.moebundle"))
     epilogue_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-epilogue.moebundle"))
     ref_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-separate.moebundle"))
+    scatter_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-scatter.moebundle"))
     bf16_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle")) if BENCH else None
     tally = Tally()
     report = tally.report
@@ -277,7 +288,8 @@ def main():
                 ref_layer.poison()
                 ref_out = ref_layer(x, logits)
                 exact = {}
-                for form, form_bundle in (("default", bundle), ("epilogue", epilogue_bundle)):
+                for form, form_bundle in (("default", bundle), ("epilogue", epilogue_bundle),
+                                          ("scatter", scatter_bundle)):
                     layer = Fp8Layer(form_bundle, name, T, H, I, weights, bias)
                     layer.poison()
                     out = layer(x, logits)
@@ -317,6 +329,9 @@ def main():
             report(same, what)
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
+
+        check_quantizing_permutes(report, (("default", bundle), ("scatter", scatter_bundle)),
+                                  ref_bundle, name, model, generator)
 
         # The layer captured in a CUDA graph, replayed on new inputs.
         what = f"fp8 layer {model} CUDA graph replay on new inputs"
@@ -396,6 +411,13 @@ def main():
         del w13, w2, weights, w13q, w13s, w2q, w2s
         torch.cuda.empty_cache()
 
+    # k = 20 (test/device/fp8_permutes.mlir): the scatter reading each slot
+    # where it stores it.
+    check_quantizing_permutes(
+        report, (("scatter", moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8permute-scatter.moebundle"))),),
+        moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8permute-separate.moebundle")), "k20", "k=20 layer",
+        generator, shape=(256, 32, 20))
+
     if table:
         print()
         print("| model | T | ours fp8 ms | epilogue-quantize ms | separate ms | ours bf16 ms "
@@ -408,6 +430,54 @@ def main():
             print(f"| {model} | {T} | {ours:.4f} | {epilogue:.4f} | {separate:.4f} | {fmt(ours_bf16)} | {fmt(peer)} "
                   f"| {grouped:.4f} | {ratio} | {ours_bf16 / ours:.2f} | {floor:.4f} | {floor / ours:.2f} |")
     return tally.summary()
+
+
+def check_quantizing_permutes(report, forms, ref_bundle, name, model, generator, shape=None):
+    """Each form's quantizing permute entry alone, outputs poisoned, against
+    the separate form's bf16 permute then its quantize kernel, bit for bit,
+    on ids with dropped ones (-1 and >= E), all dropped, one hot expert.
+    `shape`: (H, E, k) when `model` is no model of peers.py."""
+    H, E, k = shape or (SHAPES[model][0], *SHAPES[model][2:])
+    cases = [(1, "random"), (7, "dropped"), (1000, "dropped"), (1000, "hot"), (3, "all dropped"),
+             (8192, "random")]
+    if model == "deepseek-v3":
+        cases.append((70000, "dropped"))  # ceil(T / 4) * 4 blocks > 65535 CTAs
+    for T, ids_kind in cases:
+        what = f"fp8 layer {model} quantizing permutes T={T} {ids_kind} ids"
+        try:
+            x = torch.randn(T, H, device=DEV, generator=generator).to(torch.bfloat16)
+            ids = torch.randint(0, E, (T, k), device=DEV, generator=generator, dtype=torch.int32)
+            if ids_kind == "hot":
+                ids[:, 0] = 0
+            dropped = torch.rand(T, k, device=DEV, generator=generator)
+            if ids_kind == "dropped":
+                ids[dropped < 0.1] = -1
+                ids[dropped > 0.9] = E + 3
+            if ids_kind == "all dropped":
+                ids.fill_(-1)
+            rows, want_offsets, want_slots = ref_bundle.permute(f"{name}_permute", x, ids)
+            want = ref_bundle.quantize(f"{name}_quantize", rows)
+            del rows
+            differ = []
+            for form, form_bundle in forms:
+                info = form_bundle.entry(f"{name}_permute")
+                index = torch.int32 if info.offsets_bits == 32 else torch.int64
+                codes = torch.full((T * k, H), 0x7F, device=DEV, dtype=torch.uint8)
+                scales = torch.full((T * k, H // 128), float("nan"), device=DEV)
+                offsets = torch.full((E + 1,), -7, device=DEV, dtype=index)
+                slots = torch.full((T, k), -7, device=DEV, dtype=index)
+                (got_codes, got_scales), got_offsets, got_slots = form_bundle.permute(
+                    f"{name}_permute", x, ids, rows=codes, offsets=offsets, slots=slots, rows_scale=scales)
+                if not (same_fp8((got_codes, got_scales), want) and torch.equal(got_offsets, want_offsets)
+                        and torch.equal(got_slots, want_slots)):
+                    differ.append(form)
+                del codes, scales, got_codes, got_scales
+            zero_rows = T * k - int(want_offsets[-1])
+            report(not differ, what, f"DIFFER: {', '.join(differ)}" if differ else
+                   f"{' and '.join(f for f, _ in forms)} bit-exact ({zero_rows} zero rows)")
+            del want, x
+        except Exception as error:
+            report(False, what, f"{type(error).__name__}: {error}")
 
 
 def bench_point(model, name, T, x, logits, weights, w13, w2, bundles, k):

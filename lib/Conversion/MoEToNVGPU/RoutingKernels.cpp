@@ -57,8 +57,12 @@ std::string PermuteKernelSpec::indexKernelName() const {
 }
 
 std::string PermuteKernelSpec::gatherKernelName() const {
-  return llvm::formatv("moe_permute_{0}_off{1}{2}",
-                       scatter ? "scatter" : "gather", offsetBits,
+  // The scatter's loop over a token's slots is unrolled: k is in its name.
+  if (scatter)
+    return llvm::formatv("moe_permute_scatter_k{0}_off{1}_e4m3", topK,
+                         offsetBits)
+        .str();
+  return llvm::formatv("moe_permute_gather_off{0}{1}", offsetBits,
                        quantize ? "_e4m3" : "")
       .str();
 }
@@ -1043,10 +1047,11 @@ mlir::moe::buildPermuteScatterKernel(OpBuilder &builder, Location loc,
                                                         IndexMath{lb}.c(128))});
            });
   };
-  // The slots are read up front (their loads in flight together) unless a
-  // CTA's kGatherRows * k of them would take too many registers.
-  constexpr int64_t kMaxUnrolledSlots = 64;
-  bool unrollSlots = kGatherRows * spec.topK <= kMaxUnrolledSlots;
+  // The loop over a token's k slots is unrolled (k is in the kernel's
+  // name); the slots are read up front, their loads in flight together,
+  // unless a CTA's kGatherRows * k of them would take too many registers.
+  constexpr int64_t kMaxPreloadedSlots = 64;
+  bool preloadSlots = kGatherRows * spec.topK <= kMaxPreloadedSlots;
   // One CTA per kGatherRows tokens and column block of threads * 8 columns
   // (grid-stride over the pairs): each token's 16-byte chunk is loaded and
   // quantized once (the 16 lanes of a [1, 128] group combine their maxima
@@ -1080,11 +1085,16 @@ mlir::moe::buildPermuteScatterKernel(OpBuilder &builder, Location loc,
               .getResult();
         };
         SmallVector<SmallVector<Value>> slot(kGatherRows);
-        if (unrollSlots)
-          for (int64_t i = 0; i < kGatherRows; ++i)
+        auto loadSlot = [&](ImplicitLocOpBuilder &lb, Value t, int64_t j) {
+          IndexMath l{lb};
+          return l.toIndex(l.load(slots, ValueRange{t, l.c(j)}));
+        };
+        if (preloadSlots)
+          for (int64_t i = 0; i < kGatherRows; ++i) {
+            Value t = tokenOrZero(i);
             for (int64_t j = 0; j < spec.topK; ++j)
-              slot[i].push_back(
-                  c.toIndex(c.load(slots, ValueRange{tokenOrZero(i), c.c(j)})));
+              slot[i].push_back(loadSlot(ib, t, j));
+          }
         SmallVector<Value> values;
         for (int64_t i = 0; i < kGatherRows; ++i)
           values.push_back(vector::LoadOp::create(
@@ -1094,31 +1104,18 @@ mlir::moe::buildPermuteScatterKernel(OpBuilder &builder, Location loc,
           QuantizedChunk q =
               quantizeChunkE4M3(ib, bf16ChunkBits(ib, values[i]), kGroupLanes);
           Value codes = vector::BitCastOp::create(ib, codesType, q.codes);
-          auto storeToSlot = [&](ImplicitLocOpBuilder &sb, Value row) {
-            IndexMath s{sb};
-            Value valid = arith::AndIOp::create(sb, s.le(s.c(0), row),
-                                                s.lt(row, numRows));
-            ifThen(sb, valid, [&](ImplicitLocOpBuilder &vb) {
-              storeChunk(vb, codes, q.scale, row, col);
-            });
-          };
           ifThen(ib, arith::AndIOp::create(ib, has[i], inside),
                  [&](ImplicitLocOpBuilder &sb) {
-                   if (unrollSlots) {
-                     for (Value row : slot[i])
-                       storeToSlot(sb, row);
-                     return;
-                   }
                    IndexMath s{sb};
-                   scf::ForOp::create(
-                       sb, s.c(0), s.c(spec.topK), s.c(1), ValueRange{},
-                       [&](OpBuilder &jb, Location jl, Value j, ValueRange) {
-                         ImplicitLocOpBuilder lb(jl, jb);
-                         storeToSlot(lb,
-                                     IndexMath{lb}.toIndex(IndexMath{lb}.load(
-                                         slots, ValueRange{token[i], j})));
-                         scf::YieldOp::create(lb);
-                       });
+                   for (int64_t j = 0; j < spec.topK; ++j) {
+                     Value row =
+                         preloadSlots ? slot[i][j] : loadSlot(sb, token[i], j);
+                     Value valid = arith::AndIOp::create(sb, s.le(s.c(0), row),
+                                                         s.lt(row, numRows));
+                     ifThen(sb, valid, [&](ImplicitLocOpBuilder &vb) {
+                       storeChunk(vb, codes, q.scale, row, col);
+                     });
+                   }
                  });
         }
         Value perGroup = c.c(kGatherRows * spec.topK);
