@@ -218,14 +218,18 @@ bundle fp8layer-epilogue "$out/fp8_layer_models.mlir" \
 bundle fp8layer-separate "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" \
   --moe-gpu-pipeline="fp8-gather-quantize=0"
-# The quantizing gather as a scatter over the tokens (each quantized once).
+# The permute's scatter over the tokens (each quantized once) at every T,
+# and at none (the default: from T = 128 on; bench/ab_layer.py).
 bundle fp8layer-scatter "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" \
-  --moe-gpu-pipeline="fp8-permute-scatter=1"
+  --moe-gpu-pipeline="fp8-scatter-min-tokens=1"
+bundle fp8layer-gather "$out/fp8_layer_models.mlir" \
+  --moe-quantize="scope=weights+activations" \
+  --moe-gpu-pipeline="fp8-scatter-min-tokens=0"
 # A k = 20 layer's scatter (slots read where stored) and its reference.
 bundle fp8permute-scatter "$root/test/device/fp8_permutes.mlir" \
   --moe-quantize="scope=weights+activations" \
-  --moe-gpu-pipeline="fp8-permute-scatter=1"
+  --moe-gpu-pipeline="fp8-scatter-min-tokens=1"
 bundle fp8permute-separate "$root/test/device/fp8_permutes.mlir" \
   --moe-quantize="scope=weights+activations" \
   --moe-gpu-pipeline="fp8-gather-quantize=0"

@@ -70,7 +70,7 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   kernels.swapABStages = options.swapABStages;
   kernels.swapABSplitK = options.swapABSplitK;
   kernels.fp8GatherQuantize = options.fp8GatherQuantize;
-  kernels.fp8PermuteScatter = options.fp8PermuteScatter;
+  kernels.fp8ScatterMinTokens = options.fp8ScatterMinTokens;
   kernels.fp8EpilogueQuantize = options.fp8EpilogueQuantize;
   kernels.fp8TileN = options.fp8TileN;
   kernels.mxfp8Widen = options.mxfp8Widen;

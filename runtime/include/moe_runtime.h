@@ -545,8 +545,10 @@ typedef struct moePermuteArgs {
 /// 31 with out=f8E4M3FN: the rows_scale memref [N, H/128] after the rows
 /// memref of 1-byte codes) on grid (min(ceil(T*k / 4) * ceil(H / (8 *
 /// threads)), 65535), 1, 1) (4 rows and a column block per CTA,
-/// grid-stride; contract §3.4); with scatter=1 (33: the slots memref [T, k]
-/// for the sources) 4 tokens per CTA, ceil(T / 4) for ceil(T*k / 4).
+/// grid-stride; contract §3.4); an entry with scatter_from launches its
+/// fourth kernel, the scatter, instead of the gather when T >= scatter_from
+/// (33: the slots memref [T, k] for the sources; 4 tokens per CTA,
+/// ceil(T / 4) for ceil(T*k / 4)).
 /// Validates every argument first
 /// (INVALID_ARGUMENT / NOT_FOUND, without touching the driver; besides the
 /// checks listed with moePermuteArgs: the bytes of tokens and rows within

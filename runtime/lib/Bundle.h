@@ -258,9 +258,10 @@ struct Entry {
   // permute.v2 with index_counts=1: its index kernel counts a single chunk
   // of ids itself, so the count kernel is launched only for more.
   bool indexCounts = false;
-  // permute.v2 with scatter=1 (out=f8E4M3FN only): its gather kernel runs
-  // over the tokens, 4 per CTA, and stores each to the rows of its slots.
-  bool scatter = false;
+  // permute.v2 with scatter_from=S (out=f8E4M3FN only): a fourth kernel,
+  // the scatter over the tokens (4 per CTA, each stored to the rows of its
+  // slots), launched instead of the gather when T >= S; 0: none.
+  int64_t scatterFrom = 0;
   // layer.v1 and layer_fp8.v1: its parts, indices of earlier entries (by
   // LayerPart; -1 for the parts its ABI has not, and for the optional
   // quantize and intermediate of a layer_fp8.v1 entry whose permute and

@@ -116,13 +116,14 @@ constexpr RecordSpec kUnpermuteEntry = {
     "(abi " MOE_ABI_UNPERMUTE " takes op, abi, max_rows, hidden, top_k, "
     "slots and weighted)"};
 // permute.v2's keys, then the optional `out` (absent: bf16 rows),
-// `index_counts` and `scatter` (added within version 6; absent: 0).
+// `index_counts` and `scatter_from` (added within version 6; absent: 0).
 constexpr RecordSpec kPermuteEntry = {
     {"op", "abi", "max_rows", "experts", "top_k", "hidden", "offsets", "chunk",
-     "out", "index_counts", "scatter"},
+     "out", "index_counts", "scatter_from"},
     11,
     "(abi " MOE_ABI_PERMUTE " takes op, abi, max_rows, experts, top_k, "
-    "hidden, offsets, chunk and the optional out, index_counts and scatter)",
+    "hidden, offsets, chunk and the optional out, index_counts and "
+    "scatter_from)",
     (1u << 8) | (1u << 9) | (1u << 10)};
 constexpr RecordSpec kLayerEntry = {
     {"op", "abi", "max_rows", "route", "permute", "gate_up", "down",
@@ -836,19 +837,19 @@ moeStatus Reader::parsePermuteEntry(const std::string &who,
       return status;
     entry.indexCounts = indexCounts != 0;
   }
-  // scatter=1: the gather kernel runs over the tokens and reads the slots
-  // (contract §3.4); only a quantizing gather has that form.
+  // scatter_from=S: a fourth kernel, the scatter over the tokens, launched
+  // instead of the gather from T = S on (contract §3.4); only a quantizing
+  // permute has one.
   if (isPresent(values[10])) {
-    int64_t scatter = 0;
-    if ((status = number(who, "scatter", values[10], 0, 1, false, scatter)))
+    if ((status = number(who, "scatter_from", values[10], 1, kMaxRows, false,
+                         entry.scatterFrom)))
       return status;
-    entry.scatter = scatter != 0;
+    if (!isPresent(values[8]))
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: scatter_from=%lld without out=" MOE_OUT_E4M3
+                  " (only a quantizing permute has a scatter kernel)",
+                  who.c_str(), (long long)entry.scatterFrom);
   }
-  if (entry.scatter && !isPresent(values[8]))
-    return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: scatter=1 without out=" MOE_OUT_E4M3
-                " (only the quantizing gather runs over the tokens)",
-                who.c_str());
   // out=f8E4M3FN: the gather quantizes the rows, in [1, 128] groups of a row
   // (contract §3.4). Absent: bf16.
   if (!isPresent(values[8]))
@@ -1284,8 +1285,9 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
                 "entry '%s' has more than %zu kernels", entry.name.c_str(),
                 kMaxKernelsPerEntry);
   // A permute.v2 entry has its count kernel, its index kernel, then its
-  // gather kernel.
-  if (entry.kind == Abi::Permute && entry.kernels.size() == 3)
+  // gather kernel, and with scatter_from its scatter kernel.
+  if (entry.kind == Abi::Permute && entry.kernels.size() == 3 &&
+      !entry.scatterFrom)
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: entry '%s' (abi %s) takes exactly three kernels, the "
                 "count, index and gather kernels, and has '%s' (line %d), "
@@ -1294,6 +1296,12 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
                 entry.kernels[0].symbol.c_str(), entry.kernels[0].line,
                 entry.kernels[1].symbol.c_str(), entry.kernels[1].line,
                 entry.kernels[2].symbol.c_str(), entry.kernels[2].line);
+  if (entry.kind == Abi::Permute && entry.kernels.size() == 4)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: entry '%s' (abi %s) with scatter_from takes exactly four "
+                "kernels, the count, index, gather and scatter kernels, and "
+                "has four already",
+                who.c_str(), entry.name.c_str(), abiName(entry.kind));
   // The kernel of a route.v1, unpermute.v2 or quantize.v1 entry computes
   // everything.
   if ((entry.kind == Abi::Route || entry.kind == Abi::Unpermute ||
@@ -1458,6 +1466,13 @@ moeStatus Reader::finish() {
                     entry.name.c_str(), abiName(entry.kind),
                     entry.kernels[0].symbol.c_str(),
                     entry.kernels[1].symbol.c_str());
+    if (entry.kind == Abi::Permute && entry.scatterFrom &&
+        entry.kernels.size() == 3)
+      return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
+                    "entry '%s' (abi %s) has scatter_from=%lld and three "
+                    "kernels: it takes a fourth, the scatter kernel",
+                    entry.name.c_str(), abiName(entry.kind),
+                    (long long)entry.scatterFrom);
     for (Kernel &kernel : entry.kernels) {
       for (size_t i = 0; i < out.images.size(); ++i)
         if (out.images[i].name == kernel.imageName)

@@ -9,7 +9,8 @@
 // then the 7 of the output's scales of an out=f8E4M3FN entry, on a grid of
 // its [1, 128] output groups; the memref parameters and grids of route.v1,
 // unpermute.v2, permute.v2 (the 7 of the rows' scales after the gather's 24
-// when it quantizes them; with scatter=1 the slots, 7, for the sources, 5) and
+// when it quantizes them; the scatter kernel of a scatter_from entry takes
+// the slots, 7, for the sources, 5) and
 // quantize.v1; layer.v1 as five of those steps, layer_fp8.v1 as seven with two
 // quantizes, less the quantize of the rows when its permute's gather quantizes
 // them and less the intermediate when its gate_up quantizes its output; every
@@ -574,7 +575,7 @@ bool productFits(int64_t a, int64_t b, int64_t c) {
 int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 /// The most parameters of a route.v1, unpermute.v2 or permute.v2 kernel: the
-/// 33 of the permute's quantizing scatter kernel (scatter=1).
+/// 33 of the permute's quantizing scatter kernel (scatter_from).
 constexpr int kMaxWords = 33;
 
 /// A launch of a route.v1, unpermute.v2 or permute.v2 kernel: all its
@@ -1098,17 +1099,19 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
   count.gridX = w.chunks;
   index.kernel = 1;
   index.gridX = w.chunks;
-  gather.kernel = 2;
-  // scatter=1: the pairs are a group of 4 tokens and a column block.
+  // From T = scatter_from on, the scatter kernel (the fourth) runs instead:
+  // its pairs are a group of 4 tokens (not rows) and a column block.
+  const bool scatter = entry.scatterFrom && a.tokens_count >= entry.scatterFrom;
+  gather.kernel = scatter ? 3 : 2;
   const int64_t columnBlocks =
-      ceilDiv(a.hidden, 8 * int64_t(entry.kernels[2].threads));
-  const int64_t gathered = entry.scatter ? a.tokens_count : rowsCount;
+      ceilDiv(a.hidden, 8 * int64_t(entry.kernels[gather.kernel].threads));
+  const int64_t gathered = scatter ? a.tokens_count : rowsCount;
   gather.gridX = std::min(ceilDiv(gathered, kGatherRowsPerCTA) * columnBlocks,
                           kMaxSimpleGrid);
   // count kernel: ids [T, k], counts [chunks * E];
   // index kernel: ids [T, k], counts [chunks * E], offsets [E + 1],
   // slots [T, k], sources [N];
-  // gather kernel: tokens [T, H], sources [N] (scatter=1: slots [T, k]),
+  // gather kernel: tokens [T, H], sources [N] (scatter: slots [T, k]),
   // offsets [E + 1], rows [N, H] (e4m3 codes with out=f8E4M3FN: the
   // memref's sizes count elements), then with out=f8E4M3FN rows_scale
   // [N, H/128].
@@ -1120,7 +1123,7 @@ moeStatus validatePermute(const moeBundle *bundle, const char *entryName,
   index.memref2D(a.slots, a.tokens_count, entry.topK);
   index.memref1D(sources, rowsCount);
   gather.memref2D(a.tokens, a.tokens_count, a.hidden);
-  if (entry.scatter)
+  if (scatter)
     gather.memref2D(a.slots, a.tokens_count, entry.topK);
   else
     gather.memref1D(sources, rowsCount);

@@ -290,7 +290,7 @@ std::vector<Malformed> malformedPermuteBundles() {
        permuteReplaced("chunk=4096\n", "chunk=4096 slots=i64\n"), bad,
        "bundle line 4: entry 'perm': unknown key 'slots' (abi permute.v2 "
        "takes op, abi, max_rows, experts, top_k, hidden, offsets, chunk and "
-       "the optional out, index_counts and scatter)"},
+       "the optional out, index_counts and scatter_from)"},
       // index_counts: 0 or 1 (absent: 0).
       {"permute index_counts 2",
        permuteReplaced("chunk=4096\n", "chunk=4096 index_counts=2\n"), bad,
@@ -302,17 +302,42 @@ std::vector<Malformed> malformedPermuteBundles() {
        permuteReplaced("chunk=4096\n", "chunk=4096 index_counts=1 "
                                        "index_counts=1\n"),
        bad, "bundle line 4: entry 'perm': duplicate key 'index_counts'"},
-      // scatter: 0 or 1 (absent: 0), 1 only with out=f8E4M3FN.
-      {"permute scatter 2",
-       permuteFp8Replaced("out=f8E4M3FN\n", "out=f8E4M3FN scatter=2\n"), bad,
-       "bundle line 4: entry 'qperm': scatter=2 is out of range ([0, 1])"},
-      {"permute scatter without out",
-       permuteReplaced("chunk=4096\n", "chunk=4096 scatter=1\n"), bad,
-       "bundle line 4: entry 'perm': scatter=1 without out=f8E4M3FN (only "
-       "the quantizing gather runs over the tokens)"},
-      {"scatter on a combine entry",
-       permuteReplaced("weighted=1\n", "weighted=1 scatter=1\n"), bad,
-       "entry 'combine': unknown key 'scatter'"},
+      // scatter_from: a positive T, only with out=f8E4M3FN and then with a
+      // fourth kernel, the scatter.
+      {"permute scatter_from 0",
+       permuteFp8Replaced("out=f8E4M3FN\n", "out=f8E4M3FN scatter_from=0\n"),
+       bad,
+       "bundle line 4: entry 'qperm': scatter_from=0 is out of range ([1, "
+       "2147483647])"},
+      {"permute scatter_from without out",
+       permuteReplaced("chunk=4096\n", "chunk=4096 scatter_from=128\n"), bad,
+       "bundle line 4: entry 'perm': scatter_from=128 without out=f8E4M3FN "
+       "(only a quantizing permute has a scatter kernel)"},
+      {"permute scatter_from with three kernels",
+       permuteFp8Replaced("out=f8E4M3FN\n", "out=f8E4M3FN scatter_from=64\n"),
+       bad,
+       "bundle line 4: entry 'qperm' (abi permute.v2) has scatter_from=64 and "
+       "three kernels: it takes a fourth, the scatter kernel"},
+      {"permute with four kernels and no scatter_from",
+       permuteFp8Replaced(
+           "chunk=32 out=f8E4M3FN\n",
+           "chunk=32 out=f8E4M3FN\nkernel qperm32 extra image=moe_kernels "
+           "threads=256 smem=0\n"),
+       bad,
+       "entry 'qperm32' (abi permute.v2) takes exactly three kernels, the "
+       "count, index and gather kernels, and has 'extra' (line 9)"},
+      {"permute with five kernels",
+       replaced("scatter_from=16\n",
+                "scatter_from=16\nkernel sperm32 extra image=moe_kernels "
+                "threads=256 smem=0\n",
+                permuteScatterBundle()),
+       bad,
+       "entry 'sperm32' (abi permute.v2) with scatter_from takes exactly four "
+       "kernels, the count, index, gather and scatter kernels, and has four "
+       "already"},
+      {"scatter_from on a combine entry",
+       permuteReplaced("weighted=1\n", "weighted=1 scatter_from=1\n"), bad,
+       "entry 'combine': unknown key 'scatter_from'"},
       {"index_counts on a route entry",
        permuteReplaced("logits=f32 bias=0\n",
                        "logits=f32 bias=0 index_counts=1\n"),

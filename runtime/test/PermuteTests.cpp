@@ -7,8 +7,9 @@
 // ceil(H / (8 * threads)), 65535), 1, 1), with their exact 12, 29 and 24
 // parameters (the sources and counts carved
 // from the workspace; 31 for the gather kernel of an out=f8E4M3FN entry, the
-// rows' scales after its rows; 33 for the scatter kernel of a scatter=1
-// entry, the slots [T, k] for the sources, on a grid of groups of 4 tokens),
+// rows' scales after its rows; 33 for the scatter kernel a scatter_from
+// entry launches instead from T = scatter_from on, the slots [T, k] for the
+// sources, on a grid of groups of 4 tokens),
 // and nothing else. The entries are those of permuteBundle(),
 // permuteFp8Bundle() and permuteScatterBundle() (TestBundles.h); with
 // index_counts=1, no count launch for a single chunk.
@@ -83,8 +84,14 @@ struct PermuteEntry {
   const char *name;
   int64_t experts, topK, chunk;
   KernelShape count, index, gather;
-  bool scatter = false; // scatter=1: the gather takes the slots
+  KernelShape scatter = {nullptr, 0, 0}; // with scatter_from
+  int64_t scatterFrom = 0;
 };
+
+/// Whether a call of `entry` with `a` launches the scatter kernel.
+bool scatters(const PermuteEntry &entry, const moePermuteArgs &a) {
+  return entry.scatterFrom && a.tokens_count >= entry.scatterFrom;
+}
 
 /// What a call of `entry` with `a` launches, computed by hand: N = T*k ids,
 /// the counts at the first multiple of 256 bytes after the N*4 bytes of
@@ -128,14 +135,14 @@ std::vector<uint64_t> indexParams(const PermuteEntry &entry,
 
 /// The 24 parameters of the gather kernel: tokens [T, H], sources [N],
 /// offsets [E + 1], rows [N, H]; 31 for an out=f8E4M3FN entry (whose args
-/// have rows_scale), rows_scale [N, H/128] last; 33 for a scatter=1 entry,
-/// whose kernel takes the slots [T, k] for the sources.
+/// have rows_scale), rows_scale [N, H/128] last; 33 for the scatter kernel,
+/// which takes the slots [T, k] for the sources.
 std::vector<uint64_t> gatherParams(const PermuteEntry &entry,
                                    const moePermuteArgs &a) {
   Expected x = expected(entry, a);
   std::vector<uint64_t> words;
   pushMemref2D(words, a.tokens, a.tokens_count, a.hidden);
-  if (entry.scatter)
+  if (scatters(entry, a))
     pushMemref2D(words, a.slots, a.tokens_count, entry.topK);
   else
     pushMemref1D(words, x.sources, x.n);
@@ -176,7 +183,8 @@ void checkPermute(moeBundle *bundle, const PermuteEntry &entry,
     checkOneLaunch(launches[first++], entry.count, chunks,
                    countParams(entry, a));
   checkOneLaunch(launches[first], entry.index, chunks, indexParams(entry, a));
-  checkOneLaunch(launches[first + 1], entry.gather, gatherGrid,
+  checkOneLaunch(launches[first + 1],
+                 scatters(entry, a) ? entry.scatter : entry.gather, gatherGrid,
                  gatherParams(entry, a));
 }
 
@@ -225,16 +233,18 @@ const PermuteEntry kSperm = {"sperm",
                              4096,
                              {kPermCount64, 1024, 0},
                              {kPermIndex64, 1024, 17408},
-                             {kPermScatterE4m3_64, 128, 0},
-                             true};
+                             {kPermGatherE4m3_64, 128, 0},
+                             {kPermScatterE4m3_64, 256, 0},
+                             128};
 const PermuteEntry kSperm32 = {"sperm32",
                                4,
                                2,
                                32,
                                {kPermCount32, 256, 0},
                                {kPermIndex32, 256, 0},
+                               {kPermGatherE4m3_32, 256, 0},
                                {kPermScatterE4m3_32, 256, 0},
-                               true};
+                               16};
 
 /// Arguments of entry qperm (E = 128, k = 8, H = 2048, i64, out=f8E4M3FN).
 moePermuteArgs qperm(int64_t tokens) {
@@ -723,10 +733,11 @@ TEST(permuteFp8LaunchesPerContract) {
 }
 
 TEST(permuteScatterLaunchesPerContract) {
-  // The count and index kernels and the workspace as for out=f8E4M3FN; the
-  // scatter kernel takes the slots [T, k] for the sources [N] (33
-  // parameters) on a grid of groups of 4 tokens, not rows, times the
-  // column blocks.
+  // Below T = scatter_from as out=f8E4M3FN; from it on the scatter kernel
+  // (the fourth) instead of the gather: it takes the slots [T, k] for the
+  // sources [N] (33 parameters), on a grid of groups of 4 tokens, not rows,
+  // times its column blocks (sperm's scatter has 256 threads: one block of
+  // H = 2048).
   install();
   moeBundle *bundle = OPEN_VALID(permuteScatterBundle());
   if (!bundle)
@@ -734,18 +745,21 @@ TEST(permuteScatterLaunchesPerContract) {
   struct {
     int64_t tokens;
     unsigned chunks, gather;
-  } grids[] = {{1, 1, 2},
-               {513, 2, 258},
-               {32768, 64, 16384},
-               {131072, 256, 65535},
+  } grids[] = {{1, 1, 4},
+               {127, 1, 508},
+               {128, 1, 32},
+               {513, 2, 129},
+               {32768, 64, 8192},
+               {262140, 512, 65535},
                {kMax / 8, 524288, 65535}};
   for (const auto &g : grids)
     checkPermute(bundle, kSperm, qperm(g.tokens), g.chunks, g.gather);
+  checkPermute(bundle, kSperm32, qperm32(15, 384), 1, 8);
   checkPermute(bundle, kSperm32, qperm32(17, 384), 2, 5);
   checkPermute(bundle, kSperm32, qperm32(4096, 7168), 256, 4096);
 
-  // By hand, parameter by parameter: sperm32, T = 3 (N = 6), H = 256.
-  moePermuteArgs a = qperm32(3, 256);
+  // By hand, parameter by parameter: sperm32, T = 16 (N = 32), H = 256.
+  moePermuteArgs a = qperm32(16, 256);
   long first = runAfterLoad(
       bundle,
       [&](void *stream) { return permute(bundle, "sperm32", a, stream); },
@@ -755,13 +769,13 @@ TEST(permuteScatterLaunchesPerContract) {
   if (first >= 0) {
     const FakeLaunch &scatter = fakeGpu().launches[first + 2];
     const std::vector<uint64_t> words = {
-        kTokens,    kTokens,    0, 3, 256, 256, 1,  // tokens [T, H]
-        kSlots,     kSlots,     0, 3, 2,   2,   1,  // slots [T, k]
-        kOffsets,   kOffsets,   0, 5, 1,            // offsets [E + 1]
-        kRows,      kRows,      0, 6, 256, 256, 1,  // rows [N, H] (codes)
-        kRowsScale, kRowsScale, 0, 6, 2,   2,   1}; // rows_scale [N, H/128]
+        kTokens,    kTokens,    0, 16, 256, 256, 1,  // tokens [T, H]
+        kSlots,     kSlots,     0, 16, 2,   2,   1,  // slots [T, k]
+        kOffsets,   kOffsets,   0, 5,  1,            // offsets [E + 1]
+        kRows,      kRows,      0, 32, 256, 256, 1,  // rows [N, H] (codes)
+        kRowsScale, kRowsScale, 0, 32, 2,   2,   1}; // rows_scale [N, H/128]
     CHECK_EQ(scatter.function, std::string(kPermScatterE4m3_32));
-    CHECK_EQ(scatter.grid[0], 1u);
+    CHECK_EQ(scatter.grid[0], 4u);
     checkWordParams(scatter, "sperm32 scatter", words);
   }
   moeBundleClose(bundle);

@@ -281,28 +281,33 @@ inline std::string permuteFp8Bundle() {
          "end\n";
 }
 
-/// Symbols of the quantizing scatter kernels (scatter=1).
+/// Symbols of the quantizing scatter kernels (scatter_from).
 inline constexpr const char *kPermScatterE4m3_64 =
     "moe_permute_scatter_k8_off64_e4m3";
 inline constexpr const char *kPermScatterE4m3_32 =
     "moe_permute_scatter_k2_off32_e4m3";
 
-/// permuteFp8Bundle() with scatter=1 and scatter kernels: sperm (as qperm,
-/// lines 4-7) and sperm32 (as qperm32, lines 8-11).
+/// permuteFp8Bundle() with scatter_from and a fourth kernel, the scatter:
+/// sperm (as qperm, scatter_from=128, a scatter of 256 threads; lines 4-8)
+/// and sperm32 (as qperm32, scatter_from=16; lines 9-13).
 inline std::string permuteScatterBundle() {
   return "MOEBUNDLE 6\n"
          "chip sm_90a\n" +
          imageRecord("moe_kernels", fakeCubin('Z')) +
          "entry sperm op=moe.permute abi=permute.v2 max_rows=2147483647 "
          "experts=128 top_k=8 hidden=2048 offsets=i64 chunk=4096 "
-         "out=f8E4M3FN scatter=1\n" +
+         "out=f8E4M3FN scatter_from=128\n" +
          simpleKernelLine("sperm", kPermCount64, "moe_kernels", 1024, 0) +
          simpleKernelLine("sperm", kPermIndex64, "moe_kernels", 1024, 17408) +
-         simpleKernelLine("sperm", kPermScatterE4m3_64, "moe_kernels", 128, 0) +
+         simpleKernelLine("sperm", kPermGatherE4m3_64, "moe_kernels", 128, 0) +
+         simpleKernelLine("sperm", kPermScatterE4m3_64, "moe_kernels", 256, 0) +
          "entry sperm32 op=moe.permute abi=permute.v2 max_rows=4096 experts=4 "
-         "top_k=2 hidden=-1 offsets=i32 chunk=32 out=f8E4M3FN scatter=1\n" +
+         "top_k=2 hidden=-1 offsets=i32 chunk=32 out=f8E4M3FN "
+         "scatter_from=16\n" +
          simpleKernelLine("sperm32", kPermCount32, "moe_kernels", 256, 0) +
          simpleKernelLine("sperm32", kPermIndex32, "moe_kernels", 256, 0) +
+         simpleKernelLine("sperm32", kPermGatherE4m3_32, "moe_kernels", 256,
+                          0) +
          simpleKernelLine("sperm32", kPermScatterE4m3_32, "moe_kernels", 256,
                           0) +
          "end\n";

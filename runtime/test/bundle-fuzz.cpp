@@ -244,8 +244,9 @@ PermuteWorkspace permuteWorkspace(const moeEntryInfo &entry, __int128 n) {
 
 void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
                      const moeKernelInfo *kernels, bool indexCounts,
-                     bool scatter, uint64_t h) {
-  require(entry.num_kernels == 3);
+                     int64_t scatterFrom, uint64_t h) {
+  // scatter_from: a fourth kernel, the scatter.
+  require(entry.num_kernels == (scatterFrom ? 4 : 3));
   require(entry.experts >= 1 && entry.experts <= 1024 && entry.top_k >= 1);
   require(entry.chunk >= 32 && entry.chunk <= 65536 && entry.chunk % 32 == 0);
   require(entry.hidden == -1 || (entry.hidden >= 8 && entry.hidden % 8 == 0));
@@ -255,9 +256,10 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   const bool fp8Out = std::strcmp(entry.out, MOE_OUT_E4M3) == 0;
   require(fp8Out || std::strcmp(entry.out, MOE_OUT_BF16) == 0);
   require(!fp8Out || entry.hidden == -1 || entry.hidden % 128 == 0);
-  // scatter=1 (only with out=f8E4M3FN): the gather runs over the tokens and
-  // takes the slots [T, k] for the sources [N].
-  require(!scatter || fp8Out);
+  // scatter_from (only with out=f8E4M3FN): from T = scatter_from on, the
+  // scatter runs instead of the gather, over the tokens, and takes the
+  // slots [T, k] for the sources [N].
+  require(!scatterFrom || fp8Out);
   moePermuteArgs args;
   args.tokens = 0x100000;
   args.ids = 0x200000;
@@ -267,6 +269,8 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   args.workspace = 0x600000;
   args.rows_scale = fp8Out ? 0x700000 : 0;
   args.tokens_count = tokensFor(h, entry.max_rows);
+  const bool scatter = scatterFrom && args.tokens_count >= scatterFrom;
+  const int last = scatter ? 3 : 2; // the launched gather or scatter
   const int64_t quantum = fp8Out ? 128 : 8;
   args.hidden = entry.hidden != -1 ? entry.hidden
                                    : quantum * (1 + int64_t((h >> 40) % 4096));
@@ -282,11 +286,11 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
   // A symbol shared by two of the kernels is declared with the fewest
   // parameters of its kernels (the fake must not read past a launch's
   // parameters), and the launches are then not compared.
-  const int params[3] = {12, 29, scatter ? 33 : fp8Out ? 31 : 24};
+  const int params[4] = {12, 29, fp8Out ? 31 : 24, 33};
   bool distinct = true;
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < entry.num_kernels; ++k) {
     int words = params[k];
-    for (int j = 0; j < 3; ++j)
+    for (int j = 0; j < entry.num_kernels; ++j)
       if (j != k && std::strcmp(kernels[k].symbol, kernels[j].symbol) == 0) {
         distinct = false;
         words = std::min(words, params[j]);
@@ -338,10 +342,10 @@ void exercisePermute(moeBundle *bundle, const moeEntryInfo &entry,
     memref2D(words, count, args.rows_scale, n, args.hidden / 128);
   // Groups of 4 rows (scatter=1: tokens) times column blocks of threads * 8
   // (n * H fits).
-  const int64_t gatherCTAs =
-      ((scatter ? args.tokens_count : n) + 3) / 4 *
-      ((args.hidden + 8 * kernels[2].threads - 1) / (8 * kernels[2].threads));
-  checkSimpleLaunch(launchesBefore, kernels[2],
+  const int64_t gatherCTAs = ((scatter ? args.tokens_count : n) + 3) / 4 *
+                             ((args.hidden + 8 * kernels[last].threads - 1) /
+                              (8 * kernels[last].threads));
+  checkSimpleLaunch(launchesBefore, kernels[last],
                     gatherCTAs < 65535 ? gatherCTAs : 65535, words, count,
                     total, 1);
 }
@@ -448,9 +452,12 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   const bool gatherQuantizes = std::strcmp(permute.out, MOE_OUT_E4M3) == 0;
   require(gatherQuantizes || std::strcmp(permute.out, MOE_OUT_BF16) == 0);
   require(gatherQuantizes == (fp8 && index[kQuantize] < 0));
-  // scatter=1: the gather takes the slots (7 words) for the sources (5).
-  const bool scatter = parsed.entries[index[kPermute]].scatter;
-  require(!scatter || gatherQuantizes);
+  // scatter_from: a fourth kernel, the scatter, which takes the slots (7
+  // words) for the sources (5); launched instead of the gather from T =
+  // scatter_from on.
+  const int64_t scatterFrom = parsed.entries[index[kPermute]].scatterFrom;
+  require(!scatterFrom || gatherQuantizes);
+  require(permute.num_kernels == (scatterFrom ? 4 : 3));
   require(permute.experts == route.experts && permute.top_k == route.top_k &&
           unpermute.top_k == route.top_k && unpermute.weighted == 1);
   require(gateUp.offsets_bits == permute.offsets_bits &&
@@ -528,10 +535,8 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
 
   std::map<std::string, int> declared;
   // count, index, gather (7 more with the rows' scales)
-  const int permuteWords[3] = {12, 29,
-                               scatter           ? 33
-                               : gatherQuantizes ? 31
-                                                 : 24};
+  const bool scatter = scatterFrom && tokens >= scatterFrom;
+  const int permuteWords[4] = {12, 29, gatherQuantizes ? 31 : 24, 33};
   const int gemmParams = fp8 ? 33 : 17; // and 7 more with a bias
   if (!declare(declared, bundle, names[kRoute], route.bias ? 26 : 21, 0) ||
       !declare(declared, bundle, names[kPermute], 0, 0, permuteWords) ||
@@ -590,6 +595,8 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
     const bool gemm = p == kGateUp || p == kDown;
     std::vector<std::string> symbols =
         symbolsOf(bundle, index[p], gemm ? tokens : INT64_MAX);
+    if (p == kPermute && scatterFrom)
+      symbols.erase(symbols.begin() + (scatter ? 2 : 3)); // not launched
     if (p == kPermute && !counted)
       symbols.erase(symbols.begin()); // the count kernel
     for (const std::string &symbol : symbols)
@@ -615,7 +622,7 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   const size_t gatherAt = before + first[kPermute] + (counted ? 2 : 1);
   if (counted)
     require(launches[gatherAt - 2].params[7] == counts);
-  // A scatter=1 gather reads the slots (buffer 3) instead.
+  // The scatter reads the slots (buffer 3) instead.
   require(launches[gatherAt - 1].params[7] == counts &&
           launches[gatherAt - 1].params[24] == sources &&
           launches[gatherAt].params[7] ==
@@ -642,7 +649,7 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   // The gather writes the bf16 rows (buffer 5), or without a quantize part
   // their values and scales (7 and 8, its parameters 17 and 24), which
   // every gate-up kernel reads (its rows map and parameters 17..23).
-  // (scatter=1: 19 and 26, after the slots' 7 words for the sources' 5).
+  // (the scatter's: 19 and 26, after the slots' 7 words for the sources' 5).
   const FakeLaunch &gather = launches[gatherAt];
   const size_t rowsAt = scatter ? 19 : 17;
   require(gather.params[rowsAt] == at(gatherQuantizes ? 7 : 5) &&
@@ -763,7 +770,7 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
       require(entry.epilogue && !*entry.epilogue && entry.n == 0 &&
               entry.k == 0 && entry.slots_bits == 0 && entry.bias == 0);
       exercisePermute(bundle, entry, kernels, parsed.entries[e].indexCounts,
-                      parsed.entries[e].scatter, h);
+                      parsed.entries[e].scatterFrom, h);
       continue;
     }
     if (!gemm) {

@@ -6,6 +6,7 @@
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="stages=x" 2>&1 | FileCheck %s --check-prefix=PARSE
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-m=64 stages=10" 2>&1 | FileCheck %s --check-prefix=SMEM
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="swap-ab-stages=-1" 2>&1 | FileCheck %s --check-prefix=SWAP-STAGES
+// RUN: not moe-opt %s --convert-moe-to-nvgpu="fp8-scatter-min-tokens=-1" 2>&1 | FileCheck %s --check-prefix=SCATTER
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="swap-ab-stages=40" 2>&1 | FileCheck %s --check-prefix=SWAP-SMEM
 // RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="swap-ab-stages=8" | FileCheck %s --check-prefix=SWAP-EIGHT
 // RUN: not moe-opt %s --convert-moe-to-nvgpu="swap-ab=1 tile-m=12 tile-n=64" 2>&1 | FileCheck %s --check-prefix=SWAP
@@ -19,6 +20,7 @@
 // TILE: error: convert-moe-to-nvgpu: without swap-ab the tile must be 64 or 128 rows x 128 or 256 columns x 64, got 64x192x64
 // STAGES: error: convert-moe-to-nvgpu: 'stages' (0) must be at least 1 and fit 227 KiB of shared memory
 // SMEM: error: convert-moe-to-nvgpu: 'stages' (10) must be at least 1 and fit 227 KiB of shared memory
+// SCATTER: error: convert-moe-to-nvgpu: 'fp8-scatter-min-tokens' must be 0 (no scatter kernel) or positive, got -1
 // SWAP-STAGES: error: convert-moe-to-nvgpu: 'swap-ab-stages' must be 0 (chosen per GEMM) or positive, got -1
 // SWAP-SMEM: error: convert-moe-to-nvgpu: 'stages' (40) must be at least 1 and fit 227 KiB of shared memory
 // The swap-AB form gets its own pipeline depth; the others keep `stages`.

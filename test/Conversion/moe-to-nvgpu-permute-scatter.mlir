@@ -1,19 +1,27 @@
-// fp8-permute-scatter=1: a block-FP8 layer's quantizing gather runs over
-// the tokens, each quantized once and stored to the rows its k slots name.
-// The loop over a token's slots is unrolled, so layers of different k get
-// different kernels (k is in the name: one shared kernel would store k = 2
-// slots for a k = 4 layer's tokens). Layers with k = 2 and k = 4: scatter
-// kernels reading their 4 tokens * k slots up front, each launch naming
-// its own; k = 20 (80 slots, too many registers): each slot read where it
-// is stored, inside its token's branch. The whole pipeline assembles them.
-// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu="fp8-permute-scatter=1" | FileCheck %s
-// RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-permute-scatter=1" -o %t.mlir
+// A block-FP8 layer's quantizing permute gets a fourth kernel, the scatter
+// over the tokens (each quantized once and stored to the rows its k slots
+// name), which the runtime launches instead of the gather from T =
+// scatter_from on (fp8-scatter-min-tokens, default 128; 0: none). The loop
+// over a token's slots is unrolled, so layers of different k get different
+// scatter kernels (k is in the name: one shared kernel would store k = 2
+// slots for a k = 4 layer's tokens) beside their one gather. k = 2 and
+// k = 4: the 4 tokens * k slots are read up front; k = 20 (80 slots, too
+// many registers): each slot where it is stored, inside its token's
+// branch. The whole pipeline assembles them.
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu | FileCheck %s
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu="fp8-scatter-min-tokens=1" | FileCheck %s --check-prefix=ALWAYS
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu="fp8-scatter-min-tokens=0" | FileCheck %s --check-prefix=NONE
+// RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline -o %t.mlir
 // RUN: moe-translate --moe-to-bundle %t.mlir -o %t.moebundle
 // RUN: grep -aE "^kernel [a-z0-9]+_permute moe_permute_scatter" %t.moebundle | FileCheck %s --check-prefix=BUNDLE
 
-// CHECK: moe.permute {{.*}}moe.launch = {{.*}}@moe_kernels::@moe_permute_scatter_k2_off64_e4m3}], {{.*}}out = "f8E4M3FN", scatter = true, top_k = 2
-// CHECK: moe.permute {{.*}}moe.launch = {{.*}}@moe_kernels::@moe_permute_scatter_k4_off64_e4m3}], {{.*}}out = "f8E4M3FN", scatter = true, top_k = 4
-// CHECK: moe.permute {{.*}}moe.launch = {{.*}}@moe_kernels::@moe_permute_scatter_k20_off64_e4m3}], {{.*}}scatter = true, top_k = 20
+// CHECK: moe.permute {{.*}}moe.launch = {{.*}}{kernel = @moe_kernels::@moe_permute_gather_off64_e4m3}, {kernel = @moe_kernels::@moe_permute_scatter_k2_off64_e4m3}], {{.*}}out = "f8E4M3FN", scatter_from = 128 : i64, top_k = 2
+// CHECK: moe.permute {{.*}}moe.launch = {{.*}}{kernel = @moe_kernels::@moe_permute_gather_off64_e4m3}, {kernel = @moe_kernels::@moe_permute_scatter_k4_off64_e4m3}], {{.*}}out = "f8E4M3FN", scatter_from = 128 : i64, top_k = 4
+// CHECK: moe.permute {{.*}}moe.launch = {{.*}}{kernel = @moe_kernels::@moe_permute_gather_off64_e4m3}, {kernel = @moe_kernels::@moe_permute_scatter_k20_off64_e4m3}], {{.*}}scatter_from = 128 : i64, top_k = 20
+// ALWAYS-COUNT-3: moe.permute {{.*}}scatter_from = 1 : i64
+// NONE-NOT: scatter
+// NONE: moe.permute {{.*}}@moe_permute_gather_off64_e4m3}], {{.*}}out = "f8E4M3FN", top_k = 2
+// NONE-NOT: scatter
 // CHECK-LABEL: gpu.func @moe_permute_scatter_k2_off64_e4m3(
 // CHECK-COUNT-8: memref.load {{.*}} : memref<?x?xi64>
 // CHECK-NOT: memref.load {{.*}} : memref<?x?xi64>

@@ -6,19 +6,15 @@
 // test/device/fp8_layer.py runs it on the H200. fp8-epilogue-quantize=1: the
 // gate-up stores e4m3 and scales itself (no `intermediate` part);
 // fp8-gather-quantize=0: a bf16 gather and a `quantize` part.
-// fp8-permute-scatter=1: the quantizing gather is a scatter over the tokens
-// (scatter=1); without a quantizing gather (fp8-gather-quantize=0, MXFP8)
-// the option changes nothing.
-// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-permute-scatter=1" -o %t.scatter.mlir
-// RUN: moe-translate --moe-to-bundle %t.scatter.mlir -o %t.scatter.moebundle
-// RUN: grep -aE "^(entry|kernel) " %t.scatter.moebundle | FileCheck %s --check-prefix=SCATTER
-// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-gather-quantize=0 fp8-permute-scatter=1" -o %t.separate-scatter.mlir
-// RUN: moe-translate --moe-to-bundle %t.separate-scatter.mlir -o %t.separate-scatter.moebundle
-// RUN: grep -aE "^(entry|kernel) " %t.separate-scatter.moebundle | FileCheck %s --check-prefix=SEPARATE
-// RUN: moe-opt %s --moe-quantize="format=mxfp8 scope=weights+activations" --moe-gpu-pipeline="fp8-permute-scatter=1" -o %t.mx-scatter.mlir
-// RUN: moe-translate --moe-to-bundle %t.mx-scatter.mlir -o %t.mx-scatter.moebundle
-// RUN: grep -aE "^(entry|kernel) " %t.mx-scatter.moebundle | FileCheck %s --check-prefix=MX
-// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu="fp8-permute-scatter=1" | FileCheck %s --check-prefix=SCATTER-IR
+// The permute also has a scatter kernel over the tokens, which the runtime
+// launches instead of the gather from T = scatter_from = 128 on
+// (fp8-scatter-min-tokens); fp8-scatter-min-tokens=0: no scatter kernel.
+// Without a quantizing gather (fp8-gather-quantize=0, MXFP8: SEPARATE and
+// MX above) there is none either.
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-scatter-min-tokens=0" -o %t.noscatter.mlir
+// RUN: moe-translate --moe-to-bundle %t.noscatter.mlir -o %t.noscatter.moebundle
+// RUN: grep -aE "^(entry|kernel) " %t.noscatter.moebundle | FileCheck %s --check-prefix=NOSCATTER
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu | FileCheck %s --check-prefix=SCATTER-IR
 // Weights only (bf16 rows into FP8 weights) has no sm_90a kernel yet: the
 // pipeline refuses it by name rather than compiling part of it.
 // RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline -o %t.mlir
@@ -79,16 +75,18 @@
 // SCATTER-IR: vector.store %cst{{.*}} : memref<?x?xi8>, vector<8xi8>
 // SCATTER-IR: memref.store %cst{{.*}} : memref<?x?xf32>
 
-// SCATTER: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN index_counts=1 scatter=1{{$}}
-// SCATTER-NEXT: kernel layer_permute moe_permute_count_e4_k2
-// SCATTER-NEXT: kernel layer_permute moe_permute_index_e4_k2_off64
-// SCATTER-NEXT: kernel layer_permute moe_permute_scatter_k2_off64_e4m3
-// SCATTER-NOT: entry layer_quantize
-// SCATTER: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute gate_up=layer_gate_up intermediate=layer_intermediate down=layer_down unpermute=layer_unpermute{{$}}
+// NOSCATTER: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN index_counts=1{{$}}
+// NOSCATTER-NEXT: kernel layer_permute moe_permute_count_e4_k2
+// NOSCATTER-NEXT: kernel layer_permute moe_permute_index_e4_k2_off64
+// NOSCATTER-NEXT: kernel layer_permute moe_permute_gather_off64_e4m3
+// NOSCATTER-NEXT: entry
 
 // CHECK: entry layer_route op=moe.route abi=route.v1
-// CHECK: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN index_counts=1{{$}}
-// CHECK: kernel layer_permute moe_permute_gather_off64_e4m3
+// CHECK: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN index_counts=1 scatter_from=128{{$}}
+// CHECK-NEXT: kernel layer_permute moe_permute_count_e4_k2
+// CHECK-NEXT: kernel layer_permute moe_permute_index_e4_k2_off64
+// CHECK-NEXT: kernel layer_permute moe_permute_gather_off64_e4m3
+// CHECK-NEXT: kernel layer_permute moe_permute_scatter_k2_off64_e4m3
 // CHECK-NOT: entry layer_quantize
 // CHECK: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256 max_rows=2147483647 offsets=i64
 // CHECK: entry layer_intermediate op=moe.expert_mlp abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128 rank=2 batch=1 rows=-1 cols=384

@@ -7,21 +7,15 @@
 // gate-up quantizes its output (out=f8E4M3FN on the gate_up: no
 // intermediate part, five steps); with fp8-gather-quantize=0 a bf16 gather
 // and a quantize part (seven steps). Docs: runtime-contract.md §3.4, §3.7
-// and §3.10. With fp8-permute-scatter=1 the quantizing gather runs over
-// the tokens (scatter=1, its kernel taking the slots: 33 parameters, the
-// last ordinal 32 at byte 0x100); scatter=1 without out=f8E4M3FN is
-// refused.
-// RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-permute-scatter=1" -o %t.scatter.mlir
-// RUN: moe-translate --moe-to-bundle %t.scatter.mlir -o %t.scatter.moebundle
-// RUN: moe-bundle-info %t.scatter.moebundle | FileCheck %s --check-prefix=SCATTER
-// RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.scatter.mlir %t.scatter.cubin
-// RUN: %cuobjdump -elf %t.scatter.cubin > %t.scatter.elf
-// RUN: grep -A8 -e '^.nv.info.moe_permute_scatter_k2_off64_e4m3$' %t.scatter.elf | FileCheck %s --check-prefix=SCATTER-PARAMS
-// RUN: sed -e 's/ out=f8E4M3FN index_counts=1 scatter=1$/ index_counts=1 scatter=1/' %t.scatter.moebundle > %t.scatter-bf16.moebundle
-// RUN: not moe-bundle-info %t.scatter-bf16.moebundle 2>&1 | FileCheck %s --check-prefix=SCATTER-NO-OUT
+// and §3.10. The default permute also has a scatter kernel over the tokens
+// (scatter_from=128: launched instead of the gather from T = 128 on; it
+// takes the slots: 33 parameters, the last ordinal 32 at byte 0x100);
+// scatter_from without out=f8E4M3FN is refused.
 // RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline -o %t.mlir
 // RUN: moe-translate --moe-to-bundle %t.mlir -o %t.moebundle
 // RUN: moe-bundle-info %t.moebundle | FileCheck %s
+// RUN: sed -e 's/ out=f8E4M3FN index_counts=1 scatter_from=128$/ index_counts=1 scatter_from=128/' %t.moebundle > %t.scatter-bf16.moebundle
+// RUN: not moe-bundle-info %t.scatter-bf16.moebundle 2>&1 | FileCheck %s --check-prefix=SCATTER-NO-OUT
 // RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-epilogue-quantize=1" -o %t.epilogue.mlir
 // RUN: moe-translate --moe-to-bundle %t.epilogue.mlir -o %t.epilogue.moebundle
 // RUN: moe-bundle-info %t.epilogue.moebundle | FileCheck %s --check-prefix=EPILOGUE
@@ -36,6 +30,7 @@
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.epilogue.mlir %t.cubin
 // RUN: %cuobjdump -elf %t.cubin > %t.elf
 // RUN: grep -A8 -e '^.nv.info.moe_permute_gather_off64_e4m3$' %t.elf | FileCheck %s --check-prefix=GATHER-PARAMS
+// RUN: grep -A8 -e '^.nv.info.moe_permute_scatter_k2_off64_e4m3$' %t.elf | FileCheck %s --check-prefix=SCATTER-PARAMS
 // RUN: grep -A8 -e '^.nv.info.grouped_matmul_fp8block_16x64x128_s8_swapab_swiglu_e4m3out_off64$' -e '^.nv.info.grouped_matmul_fp8block_64x128x128_s4_swiglu_e4m3out_off64$' -e '^.nv.info.grouped_matmul_fp8block_128x128x128_s4_swiglu_e4m3out_ws_off64$' %t.elf | FileCheck %s --check-prefix=GATE-UP-PARAMS
 // RUN: grep -A8 -e '^.nv.info.grouped_matmul_fp8block_16x64x128_s4_swapab_off64$' -e '^.nv.info.grouped_matmul_fp8block_64x128x128_s4_off64$' -e '^.nv.info.grouped_matmul_fp8block_128x192x128_s4_ws_off64$' %t.elf | FileCheck %s --check-prefix=DOWN-PARAMS
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.separate.mlir %t.separate.cubin
@@ -44,7 +39,7 @@
 // A permute that writes bf16 rows with no quantize part, or FP8 rows beside
 // a quantize part, is refused, naming the layer and part; the same for the
 // gate-up and the intermediate part.
-// RUN: sed -e 's/ chunk=4096 out=f8E4M3FN index_counts=1$/ chunk=4096 index_counts=1/' %t.moebundle > %t.bf16-rows.moebundle
+// RUN: sed -e 's/ chunk=4096 out=f8E4M3FN index_counts=1 scatter_from=128$/ chunk=4096 index_counts=1/' -e '/^kernel layer_permute moe_permute_scatter/d' %t.moebundle > %t.bf16-rows.moebundle
 // RUN: not moe-bundle-info %t.bf16-rows.moebundle 2>&1 | FileCheck %s --check-prefix=NO-PERMUTE-OUT
 // RUN: sed -e 's/^\(entry layer_permute .* chunk=4096\) index_counts=1$/\1 out=f8E4M3FN index_counts=1/' %t.separate.moebundle > %t.both-rows.moebundle
 // RUN: not moe-bundle-info %t.both-rows.moebundle 2>&1 | FileCheck %s --check-prefix=BOTH-ROWS
@@ -57,6 +52,7 @@
 // CHECK-NEXT: kernel moe_permute_count_e4_k2
 // CHECK-NEXT: kernel moe_permute_index_e4_k2_off64
 // CHECK-NEXT: kernel moe_permute_gather_off64_e4m3 threads=
+// CHECK-NEXT: kernel moe_permute_scatter_k2_off64_e4m3 threads=256
 // CHECK-NOT: entry layer_quantize
 // CHECK: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=swiglu experts=4 n=768 k=256
 // CHECK-NEXT: kernel grouped_matmul_fp8block_16x64x128_s4_swapab_swiglu_off64 rows=[1,16]
@@ -86,14 +82,8 @@
 // GATE-UP-PARAMS-COUNT-3: EIATTR_KPARAM_INFO{{[[:space:]]+}}Format: EIFMT_SVAL{{[[:space:]]+}}Value: Index : 0x0 Ordinal : 0x27 Offset : 0x250 Size : 0x8
 // DOWN-PARAMS-COUNT-3: EIATTR_KPARAM_INFO{{[[:space:]]+}}Format: EIFMT_SVAL{{[[:space:]]+}}Value: Index : 0x0 Ordinal : 0x20 Offset : 0x218 Size : 0x8
 
-// SCATTER: entry layer_permute op=moe.permute abi=permute.v2 max_rows=2147483647 experts=4 top_k=2 hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN{{$}}
-// SCATTER-NEXT: kernel moe_permute_count_e4_k2
-// SCATTER-NEXT: kernel moe_permute_index_e4_k2_off64
-// SCATTER-NEXT: kernel moe_permute_scatter_k2_off64_e4m3 threads=256
-// SCATTER-NOT: entry layer_quantize
-// SCATTER: entry layer op=moe.layer abi=layer_fp8.v1 {{.*}}permute=layer_permute gate_up=layer_gate_up intermediate=layer_intermediate
 // SCATTER-PARAMS: EIATTR_KPARAM_INFO{{[[:space:]]+}}Format: EIFMT_SVAL{{[[:space:]]+}}Value: Index : 0x0 Ordinal : 0x20 Offset : 0x100 Size : 0x8
-// SCATTER-NO-OUT: moe-bundle-info: error: {{.*}}entry 'layer_permute': scatter=1 without out=f8E4M3FN (only the quantizing gather runs over the tokens)
+// SCATTER-NO-OUT: moe-bundle-info: error: {{.*}}entry 'layer_permute': scatter_from=128 without out=f8E4M3FN (only a quantizing permute has a scatter kernel)
 // NO-PERMUTE-OUT: moe-bundle-info: error: {{.*}}entry 'layer': permute=layer_permute writes bf16 (no out key), but the layer has no quantize part to quantize it
 // BOTH-ROWS: moe-bundle-info: error: {{.*}}entry 'layer': permute=layer_permute has out=f8E4M3FN, but quantize=layer_quantize quantizes its bf16 output
 // NO-OUT: moe-bundle-info: error: {{.*}}entry 'layer': gate_up=layer_gate_up writes bf16 (no out key), but the layer has no intermediate part to quantize it

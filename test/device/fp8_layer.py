@@ -10,9 +10,11 @@ quantize the weights once. fp8layer-epilogue.moebundle
 (`fp8-epilogue-quantize=1`): the gate-up's epilogue quantizes the
 activation itself. fp8layer-separate.moebundle (`fp8-gather-quantize=0`):
 a bf16 gather and a quantize kernel; with it, the reference form every
-fused quantization is compared with bit for bit. fp8layer-scatter.moebundle
-(`fp8-permute-scatter=1`): the quantizing gather runs over the tokens,
-quantizing each once and storing it to its k slots.
+fused quantization is compared with bit for bit. The permutes of
+fp8layer.moebundle launch their scatter kernel (over the tokens, quantizing
+each once and storing it to its k slots) instead of the quantizing gather
+from T = 128 on; fp8layer-scatter.moebundle (`fp8-scatter-min-tokens=1`) at
+every T, fp8layer-gather.moebundle (`=0`) never.
 
 Tests (default), for Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B and
 DeepSeek-V3 (random correction bias) at T in {1, 7, 64, 128, 1000, 8192}
@@ -41,7 +43,7 @@ experts never chosen) at T = 64 and 1000:
   the quantization steps) reported and bounded by 0.1 (the FP8 rounding);
 - the reference's row quantizer bit-exact with the layer's quantize entry
   on the same rows;
-- each quantizing permute entry (gather and scatter) called alone on ids
+- each quantizing permute entry (default, scatter, gather) called alone on ids
   with dropped ones (-1 and >= E: no row, slot -1, zero rows at the end),
   all ids dropped, one hot expert, T = 1, and T = 70000 for DeepSeek-V3
   (beyond 65535 CTAs: grid-stride), its outputs poisoned first: codes,
@@ -258,6 +260,7 @@ def main():
     epilogue_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-epilogue.moebundle"))
     ref_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-separate.moebundle"))
     scatter_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-scatter.moebundle"))
+    gather_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-gather.moebundle"))
     bf16_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle")) if BENCH else None
     tally = Tally()
     report = tally.report
@@ -330,7 +333,8 @@ def main():
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
 
-        check_quantizing_permutes(report, (("default", bundle), ("scatter", scatter_bundle)),
+        check_quantizing_permutes(report, (("default", bundle), ("scatter", scatter_bundle),
+                                           ("gather", gather_bundle)),
                                   ref_bundle, name, model, generator)
 
         # The layer captured in a CUDA graph, replayed on new inputs.

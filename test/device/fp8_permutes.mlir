@@ -1,5 +1,6 @@
 // A block-FP8 layer with k = 20 of E = 32 experts (H = 256): its quantizing
-// scatter (fp8-permute-scatter=1) reads each slot where it stores it
+// scatter (at every T: fp8-scatter-min-tokens=1) reads each slot where it
+// stores it
 // (4 tokens * 20 slots are too many to read up front), the form no model
 // layer has. scripts/build-gpu-artifacts.sh compiles it into
 // fp8permute-scatter.moebundle and, as the reference (bf16 gather, then the

@@ -89,10 +89,14 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
     Option<"fp8GatherQuantize", "fp8-gather-quantize", "bool", "true",
            "A block-FP8 layer's gather stores its rows as e4m3 and scales "
            "(else bf16, then a quantize kernel)">,
-    Option<"fp8PermuteScatter", "fp8-permute-scatter", "bool", "false",
-           "That quantizing gather runs over the tokens instead of the "
-           "rows: it quantizes each token once and stores it to its k "
-           "slots (else each of the T*k rows quantizes its token again)">,
+    Option<"fp8ScatterMinTokens", "fp8-scatter-min-tokens", "int64_t",
+           "128",
+           "That quantizing permute also gets a scatter kernel, which the "
+           "runtime launches instead of the gather from this many tokens on: "
+           "it runs over the tokens, quantizing each once and storing it to "
+           "its k slots, where the gather quantizes each of the T*k rows "
+           "(0: no scatter kernel; 2.7-3.2x faster at T = 8192, slower at "
+           "decode, bench/RESULTS.md)">,
     Option<"fp8EpilogueQuantize", "fp8-epilogue-quantize", "bool", "false",
            "A block-FP8 expert MLP's gate-up epilogue stores the activation "
            "as e4m3 and scales (else bf16, then a quantize kernel; off by "

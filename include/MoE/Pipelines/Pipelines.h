@@ -58,11 +58,12 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       llvm::cl::desc("A block-FP8 layer's gather stores e4m3 rows and scales "
                      "(else bf16 and a quantize kernel)"),
       llvm::cl::init(true)};
-  Option<bool> fp8PermuteScatter{
-      *this, "fp8-permute-scatter",
-      llvm::cl::desc("That gather quantizes each token once and stores it to "
-                     "its k slots (else once per row)"),
-      llvm::cl::init(false)};
+  Option<int64_t> fp8ScatterMinTokens{
+      *this, "fp8-scatter-min-tokens",
+      llvm::cl::desc("From this many tokens on, that permute runs a scatter "
+                     "kernel quantizing each token once instead of the "
+                     "gather (0: never)"),
+      llvm::cl::init(128)};
   Option<bool> fp8EpilogueQuantize{
       *this, "fp8-epilogue-quantize",
       llvm::cl::desc("A block-FP8 expert MLP's gate-up epilogue stores the "

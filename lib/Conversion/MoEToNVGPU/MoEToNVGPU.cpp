@@ -666,11 +666,12 @@ static QuantizeOp getGatherQuantizedRows(Operation *op) {
 
 /// Builds (or reuses) the three kernels of `op` (count, index, then
 /// gather); returns its moe.launch. With `quantize` the gather stores the
-/// rows in e4m3 with [1, 128]-group f32 scales (`out`), and with `scatter`
-/// too it runs over the tokens, storing each to its slots' rows.
+/// rows in e4m3 with [1, 128]-group f32 scales (`out`), and with
+/// `scatterFrom` > 0 too a fourth kernel, the scatter over the tokens that
+/// the runtime launches instead from `scatterFrom` tokens on.
 static DictionaryAttr permuteLaunch(OpBuilder &builder,
                                     gpu::GPUModuleOp kernels, PermuteOp op,
-                                    bool quantize, bool scatter) {
+                                    bool quantize, int64_t scatterFrom) {
   auto tokens = cast<RankedTensorType>(op.getTokens().getType());
   auto ids = cast<RankedTensorType>(op.getExpertIds().getType());
   auto offsets = cast<RankedTensorType>(op.getOffsets().getType());
@@ -679,7 +680,6 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   spec.topK = ids.getDimSize(1);
   spec.offsetBits = offsets.getElementType().getIntOrFloatBitWidth();
   spec.quantize = quantize;
-  spec.scatter = quantize && scatter;
   gpu::GPUFuncOp count = lookUpOrBuild(kernels, spec.countKernelName(), [&] {
     return buildPermuteCountKernel(builder, op.getLoc(), kernels, spec);
   });
@@ -687,10 +687,20 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
     return buildPermuteIndexKernel(builder, op.getLoc(), kernels, spec);
   });
   gpu::GPUFuncOp gather = lookUpOrBuild(kernels, spec.gatherKernelName(), [&] {
-    return spec.scatter
-               ? buildPermuteScatterKernel(builder, op.getLoc(), kernels, spec)
-               : buildPermuteGatherKernel(builder, op.getLoc(), kernels, spec);
+    return buildPermuteGatherKernel(builder, op.getLoc(), kernels, spec);
   });
+  SmallVector<Attribute> kernelForms{kernelForm(builder, count),
+                                     kernelForm(builder, index),
+                                     kernelForm(builder, gather)};
+  if (quantize && scatterFrom > 0) {
+    PermuteKernelSpec scatterSpec = spec;
+    scatterSpec.scatter = true;
+    kernelForms.push_back(kernelForm(
+        builder, lookUpOrBuild(kernels, scatterSpec.gatherKernelName(), [&] {
+          return buildPermuteScatterKernel(builder, op.getLoc(), kernels,
+                                           scatterSpec);
+        })));
+  }
   int64_t hidden = tokens.getDimSize(1);
   NamedAttrList info;
   info.set("abi", builder.getStringAttr("permute.v2"));
@@ -699,9 +709,9 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   info.set("index_counts", builder.getBoolAttr(true));
   if (quantize)
     info.set("out", builder.getStringAttr("f8E4M3FN"));
-  // Its gather kernel takes the slots and runs over the tokens (§3.4).
-  if (spec.scatter)
-    info.set("scatter", builder.getBoolAttr(true));
+  // From this many tokens on, the runtime launches the scatter (§3.4).
+  if (kernelForms.size() == 4)
+    info.set("scatter_from", builder.getI64IntegerAttr(scatterFrom));
   info.set("experts", builder.getI64IntegerAttr(spec.experts));
   info.set("top_k", builder.getI64IntegerAttr(spec.topK));
   info.set("hidden", builder.getI64IntegerAttr(
@@ -709,9 +719,7 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   info.set("offsets", TypeAttr::get(offsets.getElementType()));
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(tokens.getDimSize(0))));
-  info.set("kernels", builder.getArrayAttr({kernelForm(builder, count),
-                                            kernelForm(builder, index),
-                                            kernelForm(builder, gather)}));
+  info.set("kernels", builder.getArrayAttr(kernelForms));
   return info.getDictionary(builder.getContext());
 }
 
@@ -950,6 +958,13 @@ struct ConvertMoEToNVGPUPass
           << static_cast<int64_t>(fp8TileN);
       return signalPassFailure();
     }
+    if (fp8ScatterMinTokens < 0) {
+      mlir::emitError(module.getLoc())
+          << "convert-moe-to-nvgpu: 'fp8-scatter-min-tokens' must be 0 (no "
+             "scatter kernel) or positive, got "
+          << static_cast<int64_t>(fp8ScatterMinTokens);
+      return signalPassFailure();
+    }
     GroupedMatmulTile blockFP8 =
         fp8Tile(tile, Format::FP8Block, false, fp8TileN);
     GroupedMatmulTile quantizedGateUp =
@@ -1048,7 +1063,7 @@ struct ConvertMoEToNVGPUPass
         op->setAttr(kLaunchAttr, permuteLaunch(builder, kernels, permute,
                                                fp8GatherQuantize &&
                                                    getGatherQuantizedRows(op),
-                                               fp8PermuteScatter));
+                                               fp8ScatterMinTokens));
         continue;
       }
       if (auto unpermute = dyn_cast<UnpermuteOp>(op)) {

@@ -49,9 +49,10 @@ struct PermuteKernelSpec {
   /// The gather stores the rows as e4m3 with one f32 scale per row and 128
   /// columns (moe.quantize's [1, 128] groups) instead of bf16.
   bool quantize = false;
-  /// With `quantize`: the gather runs over the tokens (kGatherRows per CTA)
-  /// and stores each quantized token to the rows its slots name, so each
-  /// token is quantized once instead of k times.
+  /// With `quantize`: the scatter kernel (a fourth one the runtime launches
+  /// instead of the gather from `scatter_from` tokens on) runs over the
+  /// tokens (kGatherRows per CTA) and stores each quantized token to the
+  /// rows its slots name: each token is quantized once instead of k times.
   bool scatter = false;
   std::string countKernelName() const;
   std::string indexKernelName() const;

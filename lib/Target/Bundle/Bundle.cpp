@@ -300,12 +300,13 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
           return failure();
         bodyStream << " index_counts=" << *indexCounts;
       }
-      // The gather runs over the tokens and reads the slots: 0 if absent.
-      if (entry.get("scatter")) {
-        FailureOr<int> scatter = flag("scatter");
-        if (failed(scatter))
+      // From this many tokens on, the fourth kernel (the scatter) runs
+      // instead of the gather: no scatter kernel if absent.
+      if (entry.get("scatter_from")) {
+        FailureOr<int64_t> scatterFrom = r.integer("scatter_from");
+        if (failed(scatterFrom))
           return failure();
-        bodyStream << " scatter=" << *scatter;
+        bodyStream << " scatter_from=" << *scatterFrom;
       }
       bodyStream << "\n";
     } else if (*abi == "quantize.v1") {
