@@ -156,6 +156,47 @@ gpu::GPUFuncOp createKernel(ImplicitLocOpBuilder &b, StringRef name,
   return func;
 }
 
+/// The permute's gather and scatter loop: grid-stride over the pairs of a
+/// group (of rows or tokens) and a column block of `columns` (pair p: group
+/// p / blocks, block p mod blocks); `body` gets the group and this thread's
+/// first column, 8 per thread.
+void forEachGroupAndBlock(
+    ImplicitLocOpBuilder &b, Value groups, Value blocks, int64_t columns,
+    Value tid,
+    function_ref<void(ImplicitLocOpBuilder &, Value group, Value col)> body) {
+  IndexMath m{b};
+  scf::ForOp::create(
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), m.mul(groups, blocks),
+      gpu::GridDimOp::create(b, gpu::Dimension::x), ValueRange{},
+      [&](OpBuilder &nested, Location l, Value pair, ValueRange) {
+        ImplicitLocOpBuilder ib(l, nested);
+        IndexMath c{ib};
+        Value group = arith::DivUIOp::create(ib, pair, blocks);
+        Value col =
+            c.add(c.mul(arith::RemUIOp::create(ib, pair, blocks), c.c(columns)),
+                  c.mul(tid, c.c(8)));
+        body(ib, group, col);
+        scf::YieldOp::create(ib);
+      });
+}
+
+/// Stores a quantized chunk's 8 codes at (row, col) of `rows` and, from the
+/// first of the 16 lanes of its [1, 128] group (`lane16` 0), the group's
+/// scale at (row, col / 128) of `rowsScale`.
+void storeQuantizedChunk(ImplicitLocOpBuilder &b, Value codes, Value scale,
+                         Value rows, Value rowsScale, Value row, Value col,
+                         Value lane16) {
+  vector::StoreOp::create(b, codes, rows, ValueRange{row, col},
+                          /*nontemporal=*/false, llvm::Align(8));
+  ifThen(b, IndexMath{b}.lt(lane16, IndexMath{b}.c(1)),
+         [&](ImplicitLocOpBuilder &lb) {
+           memref::StoreOp::create(
+               lb, scale, rowsScale,
+               ValueRange{
+                   row, arith::DivUIOp::create(lb, col, IndexMath{lb}.c(128))});
+         });
+}
+
 } // namespace
 
 gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
@@ -934,16 +975,10 @@ mlir::moe::buildPermuteGatherKernel(OpBuilder &builder, Location loc,
   Value lane16 = arith::RemUIOp::create(b, tid, m.c(kGroupLanes));
   Value groups = m.ceilDiv(numRows, kGatherRows);
   Value blocks = m.ceilDiv(hidden, threads * kVector);
-  scf::ForOp::create(
-      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), m.mul(groups, blocks),
-      gpu::GridDimOp::create(b, gpu::Dimension::x), ValueRange{},
-      [&](OpBuilder &nested, Location l, Value pair, ValueRange) {
-        ImplicitLocOpBuilder ib(l, nested);
+  forEachGroupAndBlock(
+      b, groups, blocks, threads * kVector, tid,
+      [&](ImplicitLocOpBuilder &ib, Value group, Value col) {
         IndexMath c{ib};
-        Value group = arith::DivUIOp::create(ib, pair, blocks);
-        Value col = c.add(c.mul(arith::RemUIOp::create(ib, pair, blocks),
-                                c.c(threads * kVector)),
-                          c.mul(tid, c.c(kVector)));
         SmallVector<Value> row, exists, has, source;
         for (int64_t i = 0; i < kGatherRows; ++i) {
           row.push_back(c.add(c.mul(group, c.c(kGatherRows)), c.c(i)));
@@ -973,17 +1008,10 @@ mlir::moe::buildPermuteGatherKernel(OpBuilder &builder, Location loc,
             QuantizedChunk q =
                 quantizeChunkE4M3(ib, bf16ChunkBits(ib, v), kGroupLanes);
             ifThen(ib, store[i], [&](ImplicitLocOpBuilder &sb) {
-              IndexMath s{sb};
               Value codes = vector::BitCastOp::create(
                   sb, VectorType::get({kVector}, sb.getI8Type()), q.codes);
-              vector::StoreOp::create(sb, codes, rows, ValueRange{row[i], col},
-                                      /*nontemporal=*/false, llvm::Align(8));
-              ifThen(sb, s.lt(lane16, s.c(1)), [&](ImplicitLocOpBuilder &lb) {
-                memref::StoreOp::create(
-                    lb, q.scale, rowsScale,
-                    ValueRange{row[i], arith::DivUIOp::create(
-                                           lb, col, IndexMath{lb}.c(128))});
-              });
+              storeQuantizedChunk(sb, codes, q.scale, rows, rowsScale, row[i],
+                                  col, lane16);
             });
             continue;
           }
@@ -992,7 +1020,6 @@ mlir::moe::buildPermuteGatherKernel(OpBuilder &builder, Location loc,
                                     /*nontemporal=*/false, llvm::Align(16));
           });
         }
-        scf::YieldOp::create(ib);
       });
   gpu::ReturnOp::create(b);
   return func;
@@ -1033,19 +1060,9 @@ mlir::moe::buildPermuteScatterKernel(OpBuilder &builder, Location loc,
   Value zeroCodes = arith::ConstantOp::create(
       b, DenseElementsAttr::get(codesType, b.getZeroAttr(i8)));
   Value one = arith::ConstantOp::create(b, b.getFloatAttr(f32, 1.0));
-  // Stores a chunk's 8 codes at (row, col) and, from the first of the 16
-  // lanes of its [1, 128] group, the group's scale.
   auto storeChunk = [&](ImplicitLocOpBuilder &sb, Value codes, Value scale,
                         Value row, Value col) {
-    vector::StoreOp::create(sb, codes, rows, ValueRange{row, col},
-                            /*nontemporal=*/false, llvm::Align(8));
-    ifThen(sb, IndexMath{sb}.lt(lane16, IndexMath{sb}.c(1)),
-           [&](ImplicitLocOpBuilder &lb) {
-             memref::StoreOp::create(
-                 lb, scale, rowsScale,
-                 ValueRange{row, arith::DivUIOp::create(lb, col,
-                                                        IndexMath{lb}.c(128))});
-           });
+    storeQuantizedChunk(sb, codes, scale, rows, rowsScale, row, col, lane16);
   };
   // The loop over a token's k slots is unrolled (k is in the kernel's
   // name); the slots are read up front, their loads in flight together,
@@ -1061,16 +1078,10 @@ mlir::moe::buildPermuteScatterKernel(OpBuilder &builder, Location loc,
   // zeros gives: the pair's group zeroes its kGatherRows * k of them.
   Value groups = m.ceilDiv(numTokens, kGatherRows);
   Value blocks = m.ceilDiv(hidden, threads * kVector);
-  scf::ForOp::create(
-      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), m.mul(groups, blocks),
-      gpu::GridDimOp::create(b, gpu::Dimension::x), ValueRange{},
-      [&](OpBuilder &nested, Location l, Value pair, ValueRange) {
-        ImplicitLocOpBuilder ib(l, nested);
+  forEachGroupAndBlock(
+      b, groups, blocks, threads * kVector, tid,
+      [&](ImplicitLocOpBuilder &ib, Value group, Value col) {
         IndexMath c{ib};
-        Value group = arith::DivUIOp::create(ib, pair, blocks);
-        Value col = c.add(c.mul(arith::RemUIOp::create(ib, pair, blocks),
-                                c.c(threads * kVector)),
-                          c.mul(tid, c.c(kVector)));
         Value inside = c.lt(col, hidden);
         Value loadCol =
             arith::SelectOp::create(ib, inside, col, c.c(0)).getResult();
@@ -1131,7 +1142,6 @@ mlir::moe::buildPermuteScatterKernel(OpBuilder &builder, Location loc,
                 scf::YieldOp::create(lb);
               });
         });
-        scf::YieldOp::create(ib);
       });
   gpu::ReturnOp::create(b);
   return func;
