@@ -38,6 +38,9 @@ for test in grouped_matmul fp8_grouped_matmul expert_mlp routing layer quantize 
   failed=$((failed + ${rest%% *}))
 done
 echo "all GPU tests: $passed passed, $failed failed"
+# Say so when hf_module.py did not run (scripts/build-gpu-artifacts.sh
+# removes the cache): the total is then short of the whole suite.
+[ -d "$art/hf-cache" ] || echo "hf_module.py not run: no $art/hf-cache (run scripts/build-hf-cache.sh here, then carry .gpu-artifacts)"
 if [ "${1:-}" = "--bench" ]; then
   python3 "$root/bench/grouped_matmul.py" "$art" "$root/.shared-bench" || status=1
 fi
