@@ -692,15 +692,11 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   SmallVector<Attribute> kernelForms{kernelForm(builder, count),
                                      kernelForm(builder, index),
                                      kernelForm(builder, gather)};
-  if (quantize && scatterFrom > 0) {
-    PermuteKernelSpec scatterSpec = spec;
-    scatterSpec.scatter = true;
+  if (quantize && scatterFrom > 0)
     kernelForms.push_back(kernelForm(
-        builder, lookUpOrBuild(kernels, scatterSpec.gatherKernelName(), [&] {
-          return buildPermuteScatterKernel(builder, op.getLoc(), kernels,
-                                           scatterSpec);
+        builder, lookUpOrBuild(kernels, spec.scatterKernelName(), [&] {
+          return buildPermuteScatterKernel(builder, op.getLoc(), kernels, spec);
         })));
-  }
   int64_t hidden = tokens.getDimSize(1);
   NamedAttrList info;
   info.set("abi", builder.getStringAttr("permute.v2"));

@@ -57,13 +57,13 @@ std::string PermuteKernelSpec::indexKernelName() const {
 }
 
 std::string PermuteKernelSpec::gatherKernelName() const {
-  // The scatter's loop over a token's slots is unrolled: k is in its name.
-  if (scatter)
-    return llvm::formatv("moe_permute_scatter_k{0}_off{1}_e4m3", topK,
-                         offsetBits)
-        .str();
   return llvm::formatv("moe_permute_gather_off{0}{1}", offsetBits,
                        quantize ? "_e4m3" : "")
+      .str();
+}
+
+std::string PermuteKernelSpec::scatterKernelName() const {
+  return llvm::formatv("moe_permute_scatter_k{0}_off{1}_e4m3", topK, offsetBits)
       .str();
 }
 
@@ -1029,7 +1029,7 @@ gpu::GPUFuncOp
 mlir::moe::buildPermuteScatterKernel(OpBuilder &builder, Location loc,
                                      gpu::GPUModuleOp module,
                                      const PermuteKernelSpec &spec) {
-  assert(spec.quantize && spec.scatter && "the scatter stores e4m3 rows");
+  assert(spec.quantize && "the scatter stores e4m3 rows");
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(&module.getBodyRegion().front());
   ImplicitLocOpBuilder b(loc, builder);
@@ -1040,7 +1040,8 @@ mlir::moe::buildPermuteScatterKernel(OpBuilder &builder, Location loc,
                          dynamic2D(i8), dynamic2D(f32)};
   // As many threads as the quantizing gather: the same column blocks.
   int64_t threads = 2 * kRoutingThreads;
-  gpu::GPUFuncOp func = createKernel(b, spec.gatherKernelName(), args, threads);
+  gpu::GPUFuncOp func =
+      createKernel(b, spec.scatterKernelName(), args, threads);
   Value tokens = func.getArgument(0), slots = func.getArgument(1),
         offsets = func.getArgument(2), rows = func.getArgument(3),
         rowsScale = func.getArgument(4);
@@ -1060,10 +1061,6 @@ mlir::moe::buildPermuteScatterKernel(OpBuilder &builder, Location loc,
   Value zeroCodes = arith::ConstantOp::create(
       b, DenseElementsAttr::get(codesType, b.getZeroAttr(i8)));
   Value one = arith::ConstantOp::create(b, b.getFloatAttr(f32, 1.0));
-  auto storeChunk = [&](ImplicitLocOpBuilder &sb, Value codes, Value scale,
-                        Value row, Value col) {
-    storeQuantizedChunk(sb, codes, scale, rows, rowsScale, row, col, lane16);
-  };
   // The loop over a token's k slots is unrolled (k is in the kernel's
   // name); the slots are read up front, their loads in flight together,
   // unless a CTA's kGatherRows * k of them would take too many registers.
@@ -1124,7 +1121,8 @@ mlir::moe::buildPermuteScatterKernel(OpBuilder &builder, Location loc,
                      Value valid = arith::AndIOp::create(sb, s.le(s.c(0), row),
                                                          s.lt(row, numRows));
                      ifThen(sb, valid, [&](ImplicitLocOpBuilder &vb) {
-                       storeChunk(vb, codes, q.scale, row, col);
+                       storeQuantizedChunk(vb, codes, q.scale, rows, rowsScale,
+                                           row, col, lane16);
                      });
                    }
                  });
@@ -1138,7 +1136,8 @@ mlir::moe::buildPermuteScatterKernel(OpBuilder &builder, Location loc,
               sb, zeroBegin, zeroEnd, IndexMath{sb}.c(1), ValueRange{},
               [&](OpBuilder &rb, Location rl, Value row, ValueRange) {
                 ImplicitLocOpBuilder lb(rl, rb);
-                storeChunk(lb, zeroCodes, one, row, col);
+                storeQuantizedChunk(lb, zeroCodes, one, rows, rowsScale, row,
+                                    col, lane16);
                 scf::YieldOp::create(lb);
               });
         });

@@ -49,14 +49,12 @@ struct PermuteKernelSpec {
   /// The gather stores the rows as e4m3 with one f32 scale per row and 128
   /// columns (moe.quantize's [1, 128] groups) instead of bf16.
   bool quantize = false;
-  /// With `quantize`: the scatter kernel (a fourth one the runtime launches
-  /// instead of the gather from `scatter_from` tokens on) runs over the
-  /// tokens (kGatherRows per CTA) and stores each quantized token to the
-  /// rows its slots name: each token is quantized once instead of k times.
-  bool scatter = false;
   std::string countKernelName() const;
   std::string indexKernelName() const;
   std::string gatherKernelName() const;
+  /// The quantizing scatter's (see buildPermuteScatterKernel): its loop over
+  /// a token's k slots is unrolled, so k is in its name.
+  std::string scatterKernelName() const;
 };
 
 /// Builds the routing kernel: (logits memref<?x?xT>, [bias memref<?xf32>],
@@ -92,10 +90,13 @@ gpu::GPUFuncOp buildPermuteGatherKernel(OpBuilder &builder, Location loc,
                                         gpu::GPUModuleOp module,
                                         const PermuteKernelSpec &spec);
 
-/// Builds the permutation's quantizing scatter (`scatter`): (tokens
+/// Builds the permutation's quantizing scatter, a fourth kernel the runtime
+/// launches instead of the gather from `scatter_from` tokens on: (tokens
 /// memref<?x?xbf16>, slots memref<?x?xiN>, offsets memref<?xiN>, rows
-/// memref<?x?xi8>, rows_scale memref<?x?xf32>), the same rows and scales as
-/// the quantizing gather kernel.
+/// memref<?x?xi8>, rows_scale memref<?x?xf32>). It runs over the tokens
+/// (kGatherRows per CTA) and stores each quantized token to the rows its
+/// slots name, so each token is quantized once instead of k times: the same
+/// rows and scales as the quantizing gather kernel (`quantize`).
 gpu::GPUFuncOp buildPermuteScatterKernel(OpBuilder &builder, Location loc,
                                          gpu::GPUModuleOp module,
                                          const PermuteKernelSpec &spec);
