@@ -7,13 +7,17 @@
 #   bench.moebundle      Mixtral and DeepSeek-V3 gate-up, default pipeline
 #   quantize.moebundle   the moe.quantize kernels (test/device/quantize_shapes.mlir)
 #   libmoe_runtime.so, moe_runtime.py
+# With MOE_KERNEL_SNAPSHOT=<dir> it writes instead, for every bundle, the
+# device module moe-opt makes with format=isa (PTX and manifest as text) into
+# <dir>, and builds no runtime: scripts/compare-kernels.sh diffs two of them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 moe_opt=$build/bin/moe-opt
 moe_translate=$build/bin/moe-translate
 export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
-out=$root/.gpu-artifacts
+snapshot=${MOE_KERNEL_SNAPSHOT:-}
+out=${snapshot:-$root/.gpu-artifacts}
 rm -rf "$out" && mkdir -p "$out"
 
 # One function per (name E N K offsets) line: a grouped_matmul with dynamic M.
@@ -35,6 +39,19 @@ module_of "$out/bench.txt" > "$out/bench.mlir"
 
 bundle() { # <name> <input> <moe-opt arguments...>
   local name=$1 input=$2; shift 2
+  if [ -n "$snapshot" ]; then
+    local args=() a
+    for a in "$@"; do
+      case $a in
+        --moe-gpu-pipeline | --moe-gpu-device-pipeline) a="$a=format=isa" ;;
+        --moe-gpu-pipeline=* | --moe-gpu-device-pipeline=*) a="$a format=isa" ;;
+      esac
+      args+=("$a")
+    done
+    "$moe_opt" "$input" "${args[@]}" -o "$out/$name.ptx.mlir"
+    echo "$name.ptx.mlir"
+    return
+  fi
   "$moe_opt" "$input" "$@" -o "$out/$name.mlir"
   "$moe_translate" --moe-to-bundle "$out/$name.mlir" -o "$out/$name.moebundle"
   rm "$out/$name.mlir"
@@ -263,6 +280,7 @@ bundle bench-64x256 "$out/bench.mlir" --moe-gpu-pipeline="tile-m=64"
 bundle bench-default "$out/bench.mlir" --moe-gpu-pipeline
 bundle bench-swap8 "$out/bench.mlir" --moe-gpu-pipeline="swap-ab-stages=8"
 
+[ -n "$snapshot" ] && exit 0
 cmake --build "$build" --target moe_runtime > /dev/null
 cp "$build/lib/libmoe_runtime.so" "$root/runtime/python/moe_runtime.py" "$out/"
 ls -l "$out"
