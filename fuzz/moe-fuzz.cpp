@@ -82,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   auto buildKernels = [&](PassManager &pm) {
     pm.addPass(moe::createMoEFuseExperts());
     pm.addPass(moe::createMoEFuseLayer());
-    pm.addPass(moe::createMoESwapAB());
+    pm.addPass(moe::createMoESelectKernels());
     pm.addPass(moe::createConvertMoEToNVGPU());
     pm.addPass(moe::createMoEExtractDeviceCode());
   };

@@ -49,6 +49,8 @@ bundle() { # <name> <input> <moe-opt arguments...>
       args+=("$a")
     done
     "$moe_opt" "$input" "${args[@]}" -o "$out/$name.ptx.mlir"
+    # The one property that differs from run to run: the time PTX took.
+    sed -i -E 's/LLVMIRToISATimeInMs = [0-9]+ : i64, //' "$out/$name.ptx.mlir"
     echo "$name.ptx.mlir"
     return
   fi
@@ -74,12 +76,12 @@ bundle ws "$out/shapes.mlir" --moe-gpu-pipeline="warp-specialize=all"
 # K >= 8192 only).
 bundle swap-split2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-split-k=2"
 bundle swap-only-64-split2 "$out/shapes.mlir" \
-  --convert-moe-to-nvgpu="swap-ab=1 tile-m=64 tile-n=64 stages=4 swap-ab-split-k=2" \
+  --moe-select-kernels="swap-ab=1 tile-m=64 tile-n=64 stages=4 swap-ab-split-k=2" --convert-moe-to-nvgpu \
   --moe-extract-device-code --moe-gpu-device-pipeline
 # Every expert through one swap-AB kernel, whatever its rows.
 for tm in 8 16 32 64; do
   bundle "swap-only-$tm" "$out/shapes.mlir" \
-    --convert-moe-to-nvgpu="swap-ab=1 tile-m=$tm tile-n=64 stages=4" \
+    --moe-select-kernels="swap-ab=1 tile-m=$tm tile-n=64 stages=4" --convert-moe-to-nvgpu \
     --moe-extract-device-code --moe-gpu-device-pipeline
 done
 # The fused expert MLP (test/device/mlp_shapes.txt): written as
@@ -111,7 +113,7 @@ bundle mlp-unfused "$out/mlp-chain.mlir" --moe-gpu-pipeline
 bundle mlp-swap8-split "$out/mlp.mlir" --moe-gpu-pipeline="swap-ab-max-rows=8"
 bundle mlp-128x128 "$out/mlp.mlir" --moe-gpu-pipeline="tile-n=128"
 bundle mlp-swap-only "$out/mlp.mlir" \
-  --convert-moe-to-nvgpu="swap-ab=1 tile-m=16 tile-n=64 stages=4" \
+  --moe-select-kernels="swap-ab=1 tile-m=16 tile-n=64 stages=4" --convert-moe-to-nvgpu \
   --moe-extract-device-code --moe-gpu-device-pipeline
 bundle mlp-normal-64x256 "$out/mlp.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64"
 bundle mlp-cluster2 "$out/mlp.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
@@ -154,11 +156,11 @@ bundle fp8-single "$out/fp8.mlir" --moe-gpu-pipeline="warp-specialize=none"
 bundle fp8-n128 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 fp8-tile-n=128"
 bundle fp8-swap-split2 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-split-k=2"
 bundle fp8-swap-only-16-split2 "$out/fp8.mlir" \
-  --convert-moe-to-nvgpu="swap-ab=1 tile-m=16 tile-n=64 stages=4 swap-ab-split-k=2" \
+  --moe-select-kernels="swap-ab=1 tile-m=16 tile-n=64 stages=4 swap-ab-split-k=2" --convert-moe-to-nvgpu \
   --moe-extract-device-code --moe-gpu-device-pipeline
 for tm in 8 64; do
   bundle "fp8-swap-only-$tm" "$out/fp8.mlir" \
-    --convert-moe-to-nvgpu="swap-ab=1 tile-m=$tm tile-n=64 stages=4" \
+    --moe-select-kernels="swap-ab=1 tile-m=$tm tile-n=64 stages=4" --convert-moe-to-nvgpu \
     --moe-extract-device-code --moe-gpu-device-pipeline
 done
 # MXFP8 (OCP MX): the same shapes and a K of 2880 (no multiple of 128), e4m3
@@ -193,7 +195,7 @@ bundle mx-unspecialized "$out/mx.mlir" --moe-gpu-pipeline="warp-specialize=none"
 bundle mx-widen "$out/mx.mlir" --moe-gpu-pipeline="mxfp8-widen=1"
 for tm in 8 64; do
   bundle "mx-swap-only-$tm" "$out/mx.mlir" \
-    --convert-moe-to-nvgpu="swap-ab=1 tile-m=$tm tile-n=64 stages=4" \
+    --moe-select-kernels="swap-ab=1 tile-m=$tm tile-n=64 stages=4" --convert-moe-to-nvgpu \
     --moe-extract-device-code --moe-gpu-device-pipeline
 done
 bundle mxchain "$root/test/device/fp8_chain.mlir" \

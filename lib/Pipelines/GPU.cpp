@@ -58,25 +58,8 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   pm.addPass(createMoEFuseExperts());
   // Then a whole layer becomes one runtime entry.
   pm.addPass(createMoEFuseLayer());
-  MoESwapABOptions swapAB;
-  swapAB.maxRows = options.swapABMaxRows;
-  pm.addPass(createMoESwapAB(swapAB));
-  ConvertMoEToNVGPUOptions kernels;
-  kernels.chip = options.chip;
-  kernels.tileM = options.tileM;
-  kernels.tileN = options.tileN;
-  kernels.tileK = options.tileK;
-  kernels.stages = options.stages;
-  kernels.swapABStages = options.swapABStages;
-  kernels.swapABSplitK = options.swapABSplitK;
-  kernels.fp8GatherQuantize = options.fp8GatherQuantize;
-  kernels.fp8ScatterMinTokens = options.fp8ScatterMinTokens;
-  kernels.fp8EpilogueQuantize = options.fp8EpilogueQuantize;
-  kernels.fp8TileN = options.fp8TileN;
-  kernels.mxfp8Widen = options.mxfp8Widen;
-  kernels.cluster = options.cluster;
-  kernels.warpSpecialize = options.warpSpecialize;
-  pm.addPass(createConvertMoEToNVGPU(kernels));
+  pm.addPass(createMoESelectKernels(options.getMoESelectKernelsOptions()));
+  pm.addPass(createConvertMoEToNVGPU());
   pm.addPass(createMoEExtractDeviceCode());
   GPUDevicePipelineOptions device;
   device.chip = options.chip;

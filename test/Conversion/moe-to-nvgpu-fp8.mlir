@@ -1,8 +1,8 @@
-// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="fp8-epilogue-quantize=1" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
-// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=KERNEL
-// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="mxfp8-widen=1" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=WIDEN
-// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="warp-specialize=none" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=UNSPEC
-// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="stages=3" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=STAGES3
+// RUN: moe-opt %s --moe-select-kernels="fp8-epilogue-quantize=1" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
+// RUN: moe-opt %s --moe-select-kernels --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=KERNEL
+// RUN: moe-opt %s --moe-select-kernels="mxfp8-widen=1" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=WIDEN
+// RUN: moe-opt %s --moe-select-kernels="warp-specialize=none" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=UNSPEC
+// RUN: moe-opt %s --moe-select-kernels="stages=3" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=STAGES3
 
 // Block FP8 (DeepSeek-V3's format): a grouped_matmul whose rows and weights
 // are both dequantized e4m3 with f32 scales in [1, 128] and [128, 128]
@@ -13,7 +13,7 @@
 // CHECK-LABEL: func @block_fp8
 // CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
 // CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
-// CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "row_scale", experts = 8 : i64, format = "fp8_block", k = 512 : i64, kernels = [
+// CHECK: moe.grouped_matmul {{.*}} moe.launch = {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "row_scale", experts = 8 : i64, format = "fp8_block", k = 512 : i64, kernels = [
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_fp8block_16x64x128_s4_swapab_rowscale_off32, rows_max = 16 : i64, rows_min = 1 : i64},
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_fp8block_64x128x128_s4_rowscale_off32, rows_max = 64 : i64, rows_min = 17 : i64},
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_fp8block_128x192x128_s4_rowscale_ws_off32, rows_max = 2147483647 : i64, rows_min = 65 : i64}]
@@ -87,7 +87,7 @@ func.func @weights_only(%x: tensor<?x512xbf16>, %wq: tensor<8x256x512xf8E4M3FN>,
 // CHECK-LABEL: func @mxfp8
 // CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
 // CHECK: moe.dequantize {{.*}} {moe.fused_into_launch}
-// CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, format = "mxfp8", k = 512 : i64, kernels = [
+// CHECK: moe.grouped_matmul {{.*}} moe.launch = {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, format = "mxfp8", k = 512 : i64, kernels = [
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_16x64x128_s4_swapab_off32, rows_max = 16 : i64, rows_min = 1 : i64},
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_64x128x128_s4_ws_off32, rows_max = 64 : i64, rows_min = 17 : i64},
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_128x128x128_s4_ws_off32, rows_max = 2147483647 : i64, rows_min = 65 : i64}]
@@ -218,7 +218,7 @@ func.func @fused_mlp_bf16_intermediate(
 // quantize kernel, MXFP8 down. No fp8-epilogue-quantize form (that option
 // is block FP8's): the gate-up stores bf16 either way.
 // CHECK-LABEL: func @fused_mlp_mxfp8
-// CHECK: moe.expert_mlp {{.*}} {moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", bias = "none", epilogue = "swiglu", experts = 8 : i64, format = "mxfp8", k = 512 : i64, kernels = [
+// CHECK: moe.expert_mlp {{.*}} moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", bias = "none", epilogue = "swiglu", experts = 8 : i64, format = "mxfp8", k = 512 : i64, kernels = [
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_16x64x128_s4_swapab_swiglu_off32,
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_128x128x128_s4_swiglu_ws_off32,
 // CHECK-SAME: part = "gate_up"},

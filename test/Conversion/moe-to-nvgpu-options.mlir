@@ -1,35 +1,35 @@
 // Bad options of convert-moe-to-nvgpu end with a diagnostic.
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="chip=sm_80" 2>&1 | FileCheck %s --check-prefix=CHIP
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="chip=sm_100a" 2>&1 | FileCheck %s --check-prefix=SM100
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-m=64 tile-n=192" 2>&1 | FileCheck %s --check-prefix=TILE
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="stages=0" 2>&1 | FileCheck %s --check-prefix=STAGES
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="stages=x" 2>&1 | FileCheck %s --check-prefix=PARSE
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-m=64 stages=10" 2>&1 | FileCheck %s --check-prefix=SMEM
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="swap-ab-stages=-1" 2>&1 | FileCheck %s --check-prefix=SWAP-STAGES
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="fp8-scatter-min-tokens=-1" 2>&1 | FileCheck %s --check-prefix=SCATTER
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="swap-ab-stages=40" 2>&1 | FileCheck %s --check-prefix=SWAP-SMEM
-// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="swap-ab-stages=8" | FileCheck %s --check-prefix=SWAP-EIGHT
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="swap-ab=1 tile-m=12 tile-n=64" 2>&1 | FileCheck %s --check-prefix=SWAP
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-k=32" 2>&1 | FileCheck %s --check-prefix=TILEK
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="tile-m=96" 2>&1 | FileCheck %s --check-prefix=ROWS
-// RUN: moe-opt %s --convert-moe-to-nvgpu="tile-m=64 stages=4" | FileCheck %s --check-prefix=FOUR
-// RUN: moe-opt %s --convert-moe-to-nvgpu="tile-m=128" | FileCheck %s --check-prefix=TWO-WG
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 chip=sm_80" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 chip=sm_100a" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SM100
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 tile-m=64 tile-n=192" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=TILE
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 stages=0" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=STAGES
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 stages=x" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=PARSE
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 tile-m=64 stages=10" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 swap-ab-stages=-1" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SWAP-STAGES
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 fp8-scatter-min-tokens=-1" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SCATTER
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 swap-ab-stages=40" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SWAP-SMEM
+// RUN: moe-opt %s --moe-select-kernels="swap-ab-stages=8" --convert-moe-to-nvgpu | FileCheck %s --check-prefix=SWAP-EIGHT
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 swap-ab=1 tile-m=12 tile-n=64" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SWAP
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 tile-k=32" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=TILEK
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 tile-m=96" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=ROWS
+// RUN: moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 tile-m=64 stages=4" --convert-moe-to-nvgpu | FileCheck %s --check-prefix=FOUR
+// RUN: moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 tile-m=128" --convert-moe-to-nvgpu | FileCheck %s --check-prefix=TWO-WG
 
-// CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_80' yet (sm_90a, and sm_100a for the MXFP8 grouped_matmul)
+// CHIP: error: moe-select-kernels: no kernels for chip 'sm_80' yet (sm_90a, and sm_100a for the MXFP8 grouped_matmul)
 // SM100: error: 'moe.grouped_matmul' op cannot be lowered to sm_100a yet: only MXFP8 operands are implemented
-// TILE: error: convert-moe-to-nvgpu: without swap-ab the tile must be 64 or 128 rows x 128 or 256 columns x 64, got 64x192x64
-// STAGES: error: convert-moe-to-nvgpu: 'stages' (0) must be at least 1 and fit 227 KiB of shared memory
-// SMEM: error: convert-moe-to-nvgpu: 'stages' (10) must be at least 1 and fit 227 KiB of shared memory
-// SCATTER: error: convert-moe-to-nvgpu: 'fp8-scatter-min-tokens' must be 0 (no scatter kernel) or positive, got -1
-// SWAP-STAGES: error: convert-moe-to-nvgpu: 'swap-ab-stages' must be 0 (chosen per GEMM) or positive, got -1
-// SWAP-SMEM: error: convert-moe-to-nvgpu: 'stages' (40) must be at least 1 and fit 227 KiB of shared memory
+// TILE: error: moe-select-kernels: without swap-ab the tile must be 64 or 128 rows x 128 or 256 columns x 64, got 64x192x64
+// STAGES: error: moe-select-kernels: 'stages' (0) must be at least 1 and fit 227 KiB of shared memory
+// SMEM: error: moe-select-kernels: 'stages' (10) must be at least 1 and fit 227 KiB of shared memory
+// SCATTER: error: moe-select-kernels: 'fp8-scatter-min-tokens' must be 0 (no scatter kernel) or positive, got -1
+// SWAP-STAGES: error: moe-select-kernels: 'swap-ab-stages' must be 0 (chosen per GEMM) or positive, got -1
+// SWAP-SMEM: error: moe-select-kernels: 'stages' (40) must be at least 1 and fit 227 KiB of shared memory
 // The swap-AB form gets its own pipeline depth; the others keep `stages`.
 // SWAP-EIGHT: gpu.func @grouped_matmul_bf16_16x64x64_s8_swapab_off32(
 // SWAP-EIGHT: gpu.func @grouped_matmul_bf16_64x256x64_s4_off32(
-// SWAP: error: convert-moe-to-nvgpu: swap-ab needs tile-n = 64 and tile-m in {8, 16, 32, 64}, got tile-m = 12, tile-n = 64
-// TILEK: error: convert-moe-to-nvgpu: tile-k must be 64, got 32
+// SWAP: error: moe-select-kernels: swap-ab needs tile-n = 64 and tile-m in {8, 16, 32, 64}, got tile-m = 12, tile-n = 64
+// TILEK: error: moe-select-kernels: tile-k must be 64, got 32
 // PARSE: for the --stages option: 'x' value invalid for long argument!
-// ROWS: error: convert-moe-to-nvgpu: without swap-ab the tile must be 64 or 128 rows x 128 or 256 columns x 64, got 96x256x64
+// ROWS: error: moe-select-kernels: without swap-ab the tile must be 64 or 128 rows x 128 or 256 columns x 64, got 96x256x64
 // FOUR: moe.dynamic_shared_bytes = 172032
 // FOUR-COUNT-4: nvgpu.mbarrier.init
 // A 128-row tile: two warpgroups (256 threads) share each weights tile and

@@ -8,9 +8,9 @@
 // k = 4: the 4 tokens * k slots are read up front; k = 20 (80 slots, too
 // many registers): each slot where it is stored, inside its token's
 // branch. The whole pipeline assembles them.
-// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu | FileCheck %s
-// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu="fp8-scatter-min-tokens=1" | FileCheck %s --check-prefix=ALWAYS
-// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu="fp8-scatter-min-tokens=0" | FileCheck %s --check-prefix=NONE
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-select-kernels --convert-moe-to-nvgpu | FileCheck %s
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-select-kernels="fp8-scatter-min-tokens=1" --convert-moe-to-nvgpu | FileCheck %s --check-prefix=ALWAYS
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-select-kernels="fp8-scatter-min-tokens=0" --convert-moe-to-nvgpu | FileCheck %s --check-prefix=NONE
 // RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline -o %t.mlir
 // RUN: moe-translate --moe-to-bundle %t.mlir -o %t.moebundle
 // RUN: grep -aE "^kernel [a-z0-9]+_permute moe_permute_scatter" %t.moebundle | FileCheck %s --check-prefix=BUNDLE

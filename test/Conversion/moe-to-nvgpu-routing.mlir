@@ -1,4 +1,4 @@
-// RUN: moe-opt %s --convert-moe-to-nvgpu | FileCheck %s
+// RUN: moe-opt %s --moe-select-kernels="swap-ab-max-rows=0" --convert-moe-to-nvgpu | FileCheck %s
 // RUN: moe-opt %s --moe-gpu-pipeline="format=isa" -o %t.isa.mlir
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.isa.mlir %t.ptx
 // RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin

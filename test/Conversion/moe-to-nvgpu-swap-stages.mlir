@@ -3,8 +3,8 @@
 // (few, long decode work items: Mixtral's down projection), `stages` and one
 // warpgroup elsewhere; swap-ab-stages and swap-ab-split-k override them
 // everywhere (test/Pipelines/gpu-pipeline-split-k.mlir).
-// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu | FileCheck %s
-// RUN: moe-opt %s --moe-swap-ab --convert-moe-to-nvgpu="swap-ab-stages=4" | FileCheck %s --check-prefix=FIXED
+// RUN: moe-opt %s --moe-select-kernels --convert-moe-to-nvgpu | FileCheck %s
+// RUN: moe-opt %s --moe-select-kernels="swap-ab-stages=4" --convert-moe-to-nvgpu | FileCheck %s --check-prefix=FIXED
 
 // CHECK-DAG: gpu.func @grouped_matmul_bf16_16x64x64_s4_swapab_swiglu_off64(
 // CHECK-DAG: gpu.func @grouped_matmul_bf16_16x64x64_s8_swapab_k2_off64(

@@ -1,4 +1,4 @@
-// RUN: moe-opt %s --convert-moe-to-nvgpu="tile-m=64 tile-n=128 stages=2" --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
+// RUN: moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 tile-m=64 tile-n=128 stages=2" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s
 
 // One kernel per offsets type, shared by every grouped_matmul that uses it;
 // each op carries what a runtime needs to launch it (moe.launch): ABI,
@@ -6,8 +6,8 @@
 // counts each one takes.
 // CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func @two_matmuls
-// CHECK: moe.grouped_matmul {{.*}} {moe.launch = {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, k = 256 : i64, kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, rows_max = 2147483647 : i64, rows_min = 1 : i64}], max_rows = 2147483647 : i64, n = 512 : i64, offsets = i64}}
-// CHECK: moe.grouped_matmul {{.*}} {moe.launch = {{{.*}}kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, {{.*}} n = 256 : i64
+// CHECK: moe.grouped_matmul {{.*}} moe.launch = {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, k = 256 : i64, kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, rows_max = 2147483647 : i64, rows_min = 1 : i64}], max_rows = 2147483647 : i64, n = 512 : i64, offsets = i64}}
+// CHECK: moe.grouped_matmul {{.*}} moe.launch = {{{.*}}kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, {{.*}} n = 256 : i64
 // CHECK: gpu.module @moe_kernels
 // CHECK: memref.global @moe_dynamic_smem : memref<0xi8, #gpu.address_space<workgroup>> {alignment = 1024 : i64}
 // The ABI of docs/runtime-contract.md: tensor maps (by value once

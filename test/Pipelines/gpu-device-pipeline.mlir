@@ -2,12 +2,12 @@
 // swap-AB kernel for every expert) to a gpu.binary, keeping the manifest
 // and the by-value tensor maps; a chip ptxas cannot build wgmma for is an
 // error from the serializer, not a silently different binary.
-// RUN: moe-opt %s --convert-moe-to-nvgpu="swap-ab=1 tile-m=8 tile-n=64" --moe-extract-device-code --moe-gpu-device-pipeline="format=isa" -o %t.mlir
+// RUN: moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 swap-ab=1 tile-m=8 tile-n=64" --convert-moe-to-nvgpu --moe-extract-device-code --moe-gpu-device-pipeline="format=isa" -o %t.mlir
 // RUN: FileCheck %s --input-file %t.mlir
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.mlir %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX --input-file %t.ptx
 // RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="swap-ab=1 tile-m=8 tile-n=64" --moe-extract-device-code --moe-gpu-device-pipeline="chip=sm_80" 2>&1 | FileCheck %s --check-prefix=OLD-CHIP
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 swap-ab=1 tile-m=8 tile-n=64" --convert-moe-to-nvgpu --moe-extract-device-code --moe-gpu-device-pipeline="chip=sm_80" 2>&1 | FileCheck %s --check-prefix=OLD-CHIP
 
 // CHECK: moe.manifest = {entries = [{abi = "grouped_matmul.v3", {{.*}}name = "grouped_matmul_bf16_8x64x64_s4_swapab_off32", {{.*}}rows_max = 2147483647 : i64, rows_min = 1 : i64, swap_ab = true
 // CHECK: gpu.binary @moe_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">

@@ -13,7 +13,7 @@
 // Without the option (the default) nothing is clustered.
 // RUN: moe-opt %s --moe-gpu-pipeline="format=isa" -o - | FileCheck %s --check-prefix=SINGLE
 // RUN: not moe-opt %s --moe-gpu-pipeline="cluster=3" 2>&1 | FileCheck %s --check-prefix=BAD
-// RUN: not moe-opt %s --convert-moe-to-nvgpu="cluster=0" 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 cluster=0" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=ZERO
 
 // MANIFEST: name = "grouped_matmul_bf16_16x64x64_s4_swapab_off64", rows_max = 16 : i64, rows_min = 1 : i64, swap_ab = true
 // MANIFEST-SAME: {cluster = 2 : i64, {{.*}}name = "grouped_matmul_bf16_64x256x64_s4_c2_off64", rows_max = 64 : i64, rows_min = 17
@@ -55,8 +55,8 @@
 // SINGLE-NOT: cluster
 // SINGLE: gpu.binary
 
-// BAD: error: convert-moe-to-nvgpu: 'cluster' must be 1 or 2, got 3
-// ZERO: error: convert-moe-to-nvgpu: 'cluster' must be 1 or 2, got 0
+// BAD: error: moe-select-kernels: 'cluster' must be 1 or 2, got 3
+// ZERO: error: moe-select-kernels: 'cluster' must be 1 or 2, got 0
 
 func.func @gate_up(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi64>) -> tensor<?x28672xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off

@@ -35,7 +35,7 @@
 // fp8-tile-n=128: the 128-row form as wide as the others.
 // NARROW: name = "grouped_matmul_fp8block_64x128x128_s4_off32"
 // NARROW-SAME: name = "grouped_matmul_fp8block_128x128x128_s4_ws_off32"
-// BAD-N: error: convert-moe-to-nvgpu: 'fp8-tile-n' must be 128 or 192, got 256
+// BAD-N: error: moe-select-kernels: 'fp8-tile-n' must be 128 or 192, got 256
 
 // No kernel spills: the K step's products and the f32 accumulator both stay
 // in registers.

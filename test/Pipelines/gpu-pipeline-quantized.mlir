@@ -14,7 +14,7 @@
 // RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-scatter-min-tokens=0" -o %t.noscatter.mlir
 // RUN: moe-translate --moe-to-bundle %t.noscatter.mlir -o %t.noscatter.moebundle
 // RUN: grep -aE "^(entry|kernel) " %t.noscatter.moebundle | FileCheck %s --check-prefix=NOSCATTER
-// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu | FileCheck %s --check-prefix=SCATTER-IR
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-select-kernels --convert-moe-to-nvgpu | FileCheck %s --check-prefix=SCATTER-IR
 // Weights only (bf16 rows into FP8 weights) has no sm_90a kernel yet: the
 // pipeline refuses it by name rather than compiling part of it.
 // RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-gpu-pipeline -o %t.mlir
@@ -51,11 +51,11 @@
 // MXWIDE-NEXT: kernel layer_gate_up grouped_matmul_mxfp8wide_64x128x128_s4_swiglu_off64 {{.*}}rows_max=64
 // MXWIDE-NEXT: kernel layer_gate_up grouped_matmul_mxfp8wide_128x128x128_s2_swiglu_off64 {{.*}}stages=2
 // RUN: not moe-opt %s --moe-quantize --moe-gpu-pipeline 2>&1 | FileCheck %s --check-prefix=WEIGHTS
-// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-swap-ab --convert-moe-to-nvgpu | FileCheck %s --check-prefix=GATHER
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-select-kernels --convert-moe-to-nvgpu | FileCheck %s --check-prefix=GATHER
 
 // The layer's rows quantize has no kernel: the gather stores e4m3 codes
 // (8-byte stores) and each 16-lane [1, 128] group's scale.
-// GATHER: moe.quantize %{{.*}} to <f8E4M3FN, [1, 128], f32> {moe.fused_into_launch}
+// GATHER: moe.quantize %{{.*}} to <f8E4M3FN, [1, 128], f32> {moe.fused_into_launch, moe.kernels = #moe.kernel<chip = "sm_90a", fused = true>}
 // GATHER: gpu.func @moe_permute_gather_off64_e4m3(%{{.*}}: memref<?x?xbf16>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?x?xi8>, %{{.*}}: memref<?x?xf32>)
 // GATHER-COUNT-4: gpu.shuffle  xor
 // GATHER: nvvm.convert.f32x2.to.f8x2

@@ -38,7 +38,7 @@
 // AUTO: name = "grouped_matmul_fp8block_128x192x128_s4_ws_off32"
 // NONE-NOT: _ws_
 // NONE: gpu.binary
-// BAD: error: convert-moe-to-nvgpu: 'warp-specialize' must be auto, all or none, got 'yes'
+// BAD: error: moe-select-kernels: 'warp-specialize' must be auto, all or none, got 'yes'
 
 func.func @gate_up(%rows: tensor<?x4096xbf16>, %w: tensor<8x28672x4096xbf16>, %off: tensor<9xi64>) -> tensor<?x28672xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off

@@ -30,11 +30,11 @@
 // WIDE-SASS: UTMALDG.3D
 
 // Three forms by default, each for the experts whose row count lies in its
-// range: swap-AB up to 16 rows (--moe-swap-ab's threshold), a 64-row tile
+// range: swap-AB up to 16 rows (--moe-select-kernels' swap-ab-max-rows), a 64-row tile
 // up to 64, the 128-row tile (two warpgroups) above.
-// CHIP: error: convert-moe-to-nvgpu: no kernels for chip 'sm_80' yet (sm_90a, and sm_100a for the MXFP8 grouped_matmul)
+// CHIP: error: moe-select-kernels: no kernels for chip 'sm_80' yet (sm_90a, and sm_100a for the MXFP8 grouped_matmul)
 // SM100: error: 'moe.grouped_matmul' op cannot be lowered to sm_100a yet: only MXFP8 operands are implemented
-// ROWS: error: moe-swap-ab: 'max-rows' must be in [0, 64], got 100
+// ROWS: error: moe-select-kernels: 'swap-ab-max-rows' must be in [0, 64] (WGMMA's N holds at most 64 tokens), got 100
 // BOGUS: no such option bogus
 // MANIFEST: moe.manifest = {entries = [{abi = "grouped_matmul.v3",
 // MANIFEST-SAME: name = "grouped_matmul_bf16_16x64x64_s4_swapab_off64", rows_max = 16 : i64, rows_min = 1 : i64, swap_ab = true

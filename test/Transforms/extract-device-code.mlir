@@ -1,4 +1,4 @@
-// RUN: moe-opt %s --split-input-file --moe-swap-ab=max-rows=16 --convert-moe-to-nvgpu --moe-extract-device-code 2>/dev/null | FileCheck %s
+// RUN: moe-opt %s --split-input-file --moe-select-kernels --convert-moe-to-nvgpu --moe-extract-device-code 2>/dev/null | FileCheck %s
 
 // Host code goes; the gpu.module stays; the manifest (version 6 of
 // docs/runtime-contract.md) has one entry per compiled op, named after its

@@ -29,6 +29,12 @@ namespace moe {
 /// descriptors passed by value; moe-finalize-kernel-abi makes them so.
 inline constexpr llvm::StringLiteral kTensorMapArgsAttr = "moe.tensor_map_args";
 
+/// Patterns building the kernels of each moe op that `moe.kernels`
+/// configures into `kernels` (one pattern per op) and recording their
+/// launch in `moe.launch`.
+void populateMoEToNVGPUPatterns(RewritePatternSet &patterns,
+                                gpu::GPUModuleOp kernels);
+
 /// Patterns lowering every basic moe op to linalg/tensor/scf/arith/math.
 void populateMoEToLinalgPatterns(RewritePatternSet &patterns);
 

@@ -26,66 +26,60 @@ def ConvertMoEToLinalg : Pass<"convert-moe-to-linalg"> {
   ];
 }
 
-def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
-  let summary = "Build sm_90a kernels (TMA, mbarrier, WGMMA) for moe ops";
+def MoESelectKernels : Pass<"moe-select-kernels", "::mlir::ModuleOp"> {
+  let summary = "Choose the GPU kernels of every moe op and write the choice "
+                "into the IR (`moe.kernels`)";
   let description = [{
-    For every `moe.grouped_matmul` (bf16 rows and weights, bf16 result, an
-    optional row scale, no bias yet) builds a grouped GEMM kernel in
-    `gpu.module @moe_kernels`, from upstream gpu/nvgpu/nvvm ops: a device-side
-    tile scheduler over the expert offsets (clamped as on the CPU), TMA loads
-    with 128-byte swizzle into `stages` shared-memory buffers completing on
-    mbarriers, `nvgpu.warpgroup.mma` with f32 accumulation (one warpgroup
-    per 64 token rows of the tile, sharing the weights tile), and an
-    epilogue that writes only the rows of the tile's own expert.
-
-    A `moe.expert_mlp` (silu, no biases yet) becomes two such GEMMs: the
-    gate-up kernel loads each tile's gate rows and their up rows (N / 2
-    further) side by side and stores silu(gate) * up from its registers, so
-    the [M, 2I] intermediate is never written; the down kernel multiplies
-    each row by its routing weight (the row scale) in its epilogue. Its
-    `moe.launch` is an array of the two parts, `gate_up` and `down`.
-
-    `moe.route` (f32 or bf16 logits, at most 512 experts, top-k at most 32)
-    becomes a routing kernel, one warp per token: scores, the correction
-    bias, group-limited selection and top-k by warp shuffles, ties to the
-    lower expert. `moe.unpermute` (bf16) becomes a combine kernel, one CTA
-    per token summing its rows in f32, 16 bytes per thread. `moe.permute`
-    (bf16 tokens, at most 256 experts, no `pad_to` yet) becomes two
-    kernels: an index kernel (one CTA: counts, offsets, stable slots by
-    warp match.any ranks) and a gather kernel (one CTA per row).
-
-    Each op gets `moe.launch`: its ABI, static shapes and the kernels that
-    together compute it, each for the experts whose row count lies in its
-    `[rows_min, rows_max]`. When `--moe-swap-ab` asked for it
-    (`moe.swap_ab_max_rows`), a swap-AB kernel (tokens as WGMMA's N) takes
-    the experts with at most that many rows and the normal kernel the rest,
-    so the form is chosen per expert on the device; `moe.swap_ab_only`
-    keeps only the swap-AB kernel. With 128-row tiles, experts of at most
-    64 rows take a 64-row kernel (one warpgroup) instead. Host code is left
-    alone. Forms the kernel
-    does not cover are errors, never silently different code. The ABI is
-    docs/runtime-contract.md; the kernel is described in
-    docs/hopper-notes.md.
+    The cost model of the GPU lowering, apart from code generation (as
+    IREE's kernel configuration is): for each moe op that has kernels it
+    writes a typed, verified attribute `moe.kernels`, which
+    `--convert-moe-to-nvgpu` only reads, and which a user may also write by
+    hand:
+    - `moe.grouped_matmul`: `#moe.gemm_kernels`, its kernel forms, each for
+      the experts whose row count lies in its range (decided per expert on
+      the device): a swap-AB form (tokens as WGMMA's N, 8..64 wide, with
+      its own pipeline depth and a K split between two warpgroups on a
+      long K) for experts of at most `swap-ab-max-rows` rows, a 64-row form
+      (one warpgroup) up to 64 rows when the tile has 128, and the prefill
+      form above (FP8: 128 K per stage, block FP8 `fp8-tile-n` columns,
+      MXFP8 128; a producer warpgroup as `warp-specialize` says; `cluster`
+      CTAs sharing a row tile). A static row count of at most
+      `swap-ab-max-rows` keeps the swap-AB form alone.
+    - `moe.expert_mlp`: `#moe.expert_mlp_kernels`, the forms of its gate-up
+      and down GEMMs (block FP8 with `fp8-epilogue-quantize`: the gate-up
+      quantizes its activation).
+    - `moe.permute`: `#moe.permute_kernels` (in a block-FP8 layer with
+      `fp8-gather-quantize`, the gather quantizes the rows; and from
+      `fp8-scatter-min-tokens` tokens on a scatter kernel runs instead).
+    - `moe.route`, `moe.unpermute`, `moe.quantize`: `#moe.kernel` (one form
+      each; a quantize the gather does is `fused`).
+    On `chip=sm_100a` only the MXFP8 grouped GEMM has a kernel (tcgen05).
+    Ops no kernel covers are errors that say why. The measurements behind
+    the defaults are in bench/RESULTS.md; the forms in docs/hopper-notes.md.
   }];
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90a\"",
            "Target chip: sm_90a, or sm_100a for the MXFP8 grouped_matmul only">,
     Option<"tileM", "tile-m", "int64_t", "128",
-           "Token rows per tile: 64 or 128 (one warpgroup per 64 rows); "
+           "Token rows per prefill tile: 64 or 128 (one warpgroup per 64 "
+           "rows; with 128, experts of at most 64 rows take a 64-row tile); "
            "8..64 with swap-ab">,
-    Option<"tileN", "tile-n", "int64_t", "256", "Output columns per tile">,
-    Option<"tileK", "tile-k", "int64_t", "64", "K per pipeline stage">,
+    Option<"tileN", "tile-n", "int64_t", "256",
+           "Output columns per bf16 tile: 128 or 256 (64 with swap-ab)">,
+    Option<"tileK", "tile-k", "int64_t", "64", "K per pipeline stage (bf16)">,
     Option<"stages", "stages", "int64_t", "4",
            "Shared-memory buffers in the TMA pipeline">,
+    Option<"swapABMaxRows", "swap-ab-max-rows", "int64_t", "16",
+           "Experts with at most this many rows take the swap-AB form "
+           "(0: never; at most 64)">,
     Option<"swapABStages", "swap-ab-stages", "int64_t", "0",
-           "Pipeline stages of the swap-AB forms --moe-swap-ab asked for "
-           "(0: chosen per GEMM, 8 for K >= 8192, else `stages`); their "
-           "tiles are small, so decode can keep more bytes in flight">,
+           "Pipeline stages of the swap-AB forms (0: chosen per GEMM, 8 for "
+           "K >= 8192, else `stages`): their tiles are small, so decode can "
+           "keep more bytes in flight">,
     Option<"swapABSplitK", "swap-ab-split-k", "int64_t", "0",
            "Warpgroups the bf16 and block-FP8 swap-AB forms split each "
            "work item's K steps between (0: chosen per GEMM, 2 for K >= "
-           "8192, else 1; 1 or 2): decode over a long K has few work "
-           "items">,
+           "8192, else 1; 1 or 2): decode over a long K has few work items">,
     Option<"fp8GatherQuantize", "fp8-gather-quantize", "bool", "true",
            "A block-FP8 layer's gather stores its rows as e4m3 and scales "
            "(else bf16, then a quantize kernel)">,
@@ -93,42 +87,66 @@ def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
            "128",
            "That quantizing permute also gets a scatter kernel, which the "
            "runtime launches instead of the gather from this many tokens on: "
-           "it runs over the tokens, quantizing each once and storing it to "
-           "its k slots, where the gather quantizes each of the T*k rows "
-           "(0: no scatter kernel; 2.7-3.2x faster at T = 8192, slower at "
-           "decode, bench/RESULTS.md)">,
+           "it quantizes each token once and stores it to its k slots, where "
+           "the gather quantizes each of the T*k rows (0: no scatter kernel)">,
     Option<"fp8EpilogueQuantize", "fp8-epilogue-quantize", "bool", "false",
            "A block-FP8 expert MLP's gate-up epilogue stores the activation "
            "as e4m3 and scales (else bf16, then a quantize kernel; off by "
-           "default: slower until the GEMM overlaps its epilogue, "
-           "bench/RESULTS.md)">,
+           "default: slower until the GEMM overlaps its epilogue)">,
     Option<"fp8TileN", "fp8-tile-n", "int64_t", "192",
            "Output columns per tile of the block-FP8 128-row forms: 192 "
-           "(each row tile feeds 1.5x the columns: layers 1.02-1.05x at "
-           "T = 8192, bench/RESULTS.md) or 128. The 64-row, clustered and "
-           "quantizing (fp8-epilogue-quantize) forms and MXFP8 keep 128">,
+           "(each row tile feeds 1.5x the columns) or 128. The 64-row, "
+           "clustered and quantizing forms and MXFP8 keep 128">,
     Option<"mxfp8Widen", "mxfp8-widen", "bool", "false",
            "MXFP8 GEMMs of more rows than the swap-AB forms take widen e4m3 "
            "to bf16 in shared memory and run bf16 wgmma (else e4m3 wgmma "
-           "with a promotion per 32 K, as the swap-AB forms always do; off "
-           "by default: slower, bound by shared-memory bandwidth, "
-           "bench/RESULTS.md)">,
+           "with a promotion per 32 K; off by default: slower, bound by "
+           "shared-memory bandwidth)">,
     Option<"cluster", "cluster", "int64_t", "1",
-           "CTAs per thread-block cluster of the normal (not swap-AB, not "
-           "widened) forms: 1, or 2 to share each row tile between two "
-           "CTAs of adjacent column tiles (TMA multicast; measured neutral "
-           "on the H200, so off by default)">,
+           "CTAs per thread-block cluster of the prefill (not swap-AB, not "
+           "widened) forms: 1, or 2 to share each row tile between two CTAs "
+           "of adjacent column tiles (TMA multicast; measured neutral, so "
+           "off by default)">,
     Option<"warpSpecialize", "warp-specialize", "std::string", "\"auto\"",
-           "Which 128-row GEMM forms (and MXFP8's 64-row one) get a "
-           "producer warpgroup issuing the TMA loads (MXFP8: and staging "
-           "the scales) behind per-stage empty mbarriers instead of a CTA "
-           "barrier per K step: auto (block FP8 and MXFP8: measured 4-23 % "
-           "faster layers at T = 8192; bf16 measured neutral), all (bf16 "
-           "too), none">,
+           "Which 128-row GEMM forms (and MXFP8's 64-row one) get a producer "
+           "warpgroup issuing the TMA loads behind per-stage empty mbarriers "
+           "instead of a CTA barrier per K step: auto (block FP8 and MXFP8; "
+           "bf16 measured neutral), all (bf16 too), none">,
     Option<"swapAB", "swap-ab", "bool", "false",
-           "Compute out^T: the weights fill WGMMA's 64-row M operand and "
-           "tile-m tokens (8..64) its N (tile-n must be 64)">,
+           "One swap-AB form for every expert: the weights fill WGMMA's "
+           "64-row M operand and tile-m tokens (8..64) its N (tile-n must be "
+           "64)">,
   ];
+}
+
+def ConvertMoEToNVGPU : Pass<"convert-moe-to-nvgpu", "::mlir::ModuleOp"> {
+  let summary = "Build the GPU kernels of moe ops as their `moe.kernels` "
+                "configuration says";
+  let description = [{
+    Reads the `moe.kernels` attribute of each moe op (written by
+    `--moe-select-kernels` or by hand), checks it against the op, builds
+    the kernels it names into `gpu.module @moe_kernels` from upstream
+    gpu/nvgpu/nvvm ops, and records in `moe.launch` what a runtime needs to
+    launch them: the op's ABI, static shapes and the kernels that together
+    compute it, each for the experts whose row count lies in its
+    `[rows_min, rows_max]`. One small pattern per op
+    (`populateMoEToNVGPUPatterns`); kernels of equal parameters are shared.
+
+    A grouped GEMM kernel: a device-side tile scheduler over the expert
+    offsets (clamped as on the CPU), TMA loads with 128-byte swizzle into
+    `stages` shared-memory buffers completing on mbarriers,
+    `nvgpu.warpgroup.mma` with f32 accumulation, and an epilogue that
+    writes only the rows of the tile's own expert. A `moe.expert_mlp`
+    becomes two: the gate-up kernel stores act(gate, up) from its registers
+    (the [M, 2I] intermediate is never written); the down kernel applies
+    the row scale (the routing weight). `moe.route` becomes a routing
+    kernel (one warp per token), `moe.unpermute` a combine kernel (one CTA
+    per token), `moe.permute` count, index and gather kernels (and a
+    scatter), `moe.quantize` a quantize kernel. Host code is left alone. An
+    op without a configuration, or one its op cannot run, is an error,
+    never silently different code. The ABI is docs/runtime-contract.md; the
+    kernels are described in docs/hopper-notes.md.
+  }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",

@@ -76,4 +76,117 @@ def MoE_BlockScaledEncodingAttr
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Kernel configurations: what --moe-select-kernels chose (or a user wrote)
+// and --convert-moe-to-nvgpu builds. Attached to an op as `moe.kernels`.
+//===----------------------------------------------------------------------===//
+
+def MoE_GemmFormAttr : AttrDef<MoE_Dialect, "GemmForm"> {
+  let mnemonic = "gemm_form";
+  let summary = "one grouped GEMM kernel form and the experts it serves";
+  let description = [{
+    A kernel of a grouped GEMM, run for the experts whose row count lies in
+    `[rows_min, rows_max]` (decided per expert on the device). The tile is
+    `tile_m` token rows x `tile_n` output columns x `tile_k` K per stage,
+    with `stages` TMA buffers. With `swap_ab` the weights fill WGMMA's
+    64-row M operand and `tile_m` tokens (8..64) its N; `split_k`
+    warpgroups then share each work item's K steps. `cluster` CTAs share a
+    row tile by TMA multicast; `warp_specialized` adds a producer
+    warpgroup issuing the loads; `widen` (MXFP8) widens e4m3 to bf16 in
+    shared memory and runs bf16 WGMMA. Every value is the kernel's own (no
+    "auto"): the form describes exactly one kernel.
+
+    ```mlir
+    #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 16, tile_n = 64,
+                   tile_k = 64, stages = 4, swap_ab = true>
+    ```
+  }];
+  let parameters = (ins "int64_t":$rows_min, "int64_t":$rows_max,
+                        "int64_t":$tile_m, "int64_t":$tile_n,
+                        "int64_t":$tile_k, "int64_t":$stages,
+                        DefaultValuedParameter<"bool", "false">:$swap_ab,
+                        DefaultValuedParameter<"int64_t", "1">:$split_k,
+                        DefaultValuedParameter<"int64_t", "1">:$cluster,
+                        DefaultValuedParameter<"bool", "false">:$warp_specialized,
+                        DefaultValuedParameter<"bool", "false">:$widen);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def MoE_GemmKernelsAttr : AttrDef<MoE_Dialect, "GemmKernels"> {
+  let mnemonic = "gemm_kernels";
+  let summary = "the kernel forms that together compute one grouped GEMM";
+  let description = [{
+    The kernels of one grouped GEMM for `chip`: `forms` (`#moe.gemm_form`)
+    whose row ranges follow each other from 1 to the largest row count a
+    launch takes (2^31 - 1), so that every expert has exactly one form.
+    With `quantize_output` the gated epilogue stores the activation as e4m3
+    with one f32 scale per row and 128 columns (block FP8 only).
+
+    ```mlir
+    #moe.gemm_kernels<chip = "sm_90a", forms = [
+        #moe.gemm_form<rows_min = 1, rows_max = 64, tile_m = 64, tile_n = 256,
+                       tile_k = 64, stages = 4>,
+        #moe.gemm_form<rows_min = 65, rows_max = 2147483647, tile_m = 128,
+                       tile_n = 256, tile_k = 64, stages = 4>]>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"the target chip">:$chip,
+                        "::mlir::ArrayAttr":$forms,
+                        DefaultValuedParameter<"bool", "false">:$quantize_output);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The forms, in row order.
+    auto getFormList() const {
+      return getForms().getAsRange<::mlir::moe::GemmFormAttr>();
+    }
+  }];
+}
+
+def MoE_ExpertMLPKernelsAttr : AttrDef<MoE_Dialect, "ExpertMLPKernels"> {
+  let mnemonic = "expert_mlp_kernels";
+  let summary = "the kernels of a fused expert MLP: its two grouped GEMMs";
+  let description = [{
+    `gate_up` computes act(gate, up) in its epilogue (the [M, 2I]
+    intermediate stays in registers); `down` applies the row scale. With
+    FP8 operands a quantize kernel between them makes the activation the
+    down GEMM's FP8 rows, unless `gate_up` has `quantize_output`.
+  }];
+  let parameters = (ins "GemmKernelsAttr":$gate_up, "GemmKernelsAttr":$down);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def MoE_PermuteKernelsAttr : AttrDef<MoE_Dialect, "PermuteKernels"> {
+  let mnemonic = "permute_kernels";
+  let summary = "the kernels of a moe.permute";
+  let description = [{
+    Count, index and gather kernels for `chip`. With `quantize_rows` (a
+    block-FP8 layer whose rows are quantized right after the permute) the
+    gather stores e4m3 rows and their [1, 128] f32 scales, and the quantize
+    has no kernel of its own; `scatter_from` > 0 adds a scatter kernel over
+    the tokens that the runtime launches instead from that many tokens on.
+  }];
+  let parameters = (ins StringRefParameter<"the target chip">:$chip,
+                        DefaultValuedParameter<"bool", "false">:$quantize_rows,
+                        DefaultValuedParameter<"int64_t", "0">:$scatter_from);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def MoE_KernelAttr : AttrDef<MoE_Dialect, "Kernel"> {
+  let mnemonic = "kernel";
+  let summary = "the one kernel of a route, unpermute or quantize";
+  let description = [{
+    These ops have one kernel form for `chip`, with nothing to choose. A
+    quantize with `fused` has none of its own: the permute's gather
+    (`quantize_rows`) stores its result.
+  }];
+  let parameters = (ins StringRefParameter<"the target chip">:$chip,
+                        DefaultValuedParameter<"bool", "false">:$fused);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // MOE_DIALECT_MOEATTRS_TD

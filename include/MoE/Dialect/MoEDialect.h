@@ -21,6 +21,12 @@ namespace mlir::moe {
 /// GPT-OSS's activation constants, the defaults of `alpha` and `limit`.
 inline constexpr float kGptOssAlpha = 1.702f;
 inline constexpr float kGptOssLimit = 7.0f;
+/// Rows per launch are 32-bit in the kernel ABI (offsets, TMA coordinates):
+/// the last kernel form of an op serves up to this many rows.
+inline constexpr int64_t kMaxLaunchRows = 2147483647;
+/// The attribute holding an op's kernel configuration (`#moe.gemm_kernels`,
+/// `#moe.expert_mlp_kernels`, `#moe.permute_kernels` or `#moe.kernel`).
+inline constexpr llvm::StringLiteral kKernelsAttr = "moe.kernels";
 } // namespace mlir::moe
 
 #define GET_OP_CLASSES

@@ -13,13 +13,6 @@ namespace moe {
 #define GEN_PASS_DECL
 #include "MoE/Transforms/Passes.h.inc"
 
-/// Attributes `--moe-swap-ab` puts on `moe.grouped_matmul`: the largest
-/// rows per expert that take the swap-AB form, and whether only that form
-/// is needed.
-inline constexpr llvm::StringLiteral kSwapABMaxRowsAttr =
-    "moe.swap_ab_max_rows";
-inline constexpr llvm::StringLiteral kSwapABOnlyAttr = "moe.swap_ab_only";
-
 /// Dictionary that a kernel builder (convert-moe-to-nvgpu) puts on each op it
 /// built kernels for: ABI, shapes and kernels with their row ranges; it becomes
 /// an entry of the `moe.manifest` (docs/runtime-contract.md).

@@ -274,35 +274,6 @@ def MoEFuseLayer : Pass<"moe-fuse-layer"> {
   let dependentDialects = ["::mlir::moe::MoEDialect"];
 }
 
-def MoESwapAB : Pass<"moe-swap-ab"> {
-  let summary = "Choose which grouped GEMM forms to compile: normal, swap-AB "
-                "or both";
-  let description = [{
-    WGMMA fixes its M operand at 64 rows. An expert with few rows (decode)
-    wastes most of each instruction and of each token tile it loads; the
-    swap-AB form computes out^T = W · x^T so the weights fill M = 64 and the
-    tokens are WGMMA's N (8..64). Which form wins depends on the rows an
-    expert actually gets, which only the run knows, so both forms go into
-    the artifact and the kernel is picked from the row counts at run time.
-
-    This pass marks every `moe.grouped_matmul` with
-    `moe.swap_ab_max_rows = R` (experts with at most R rows should take the
-    swap-AB form) and, when the row count is static and at most R, with
-    `moe.swap_ab_only` (no expert can have more rows, so the normal form is
-    never needed). `max-rows=0` disables swap-AB.
-
-    Cost-model default (bench/RESULTS.md, H200, 2026-11-29): with 4-8 rows
-    per expert the swap-AB form streamed weights 2-7 % faster; with 256 and
-    more rows it was 5-7x slower. The crossover is not measured yet, so the
-    default keeps swap-AB to experts of at most 16 rows.
-  }];
-  let options = [
-    Option<"maxRows", "max-rows", "int64_t", "16",
-           "Largest rows per expert that take the swap-AB form (0: never; "
-           "at most 64)">,
-  ];
-}
-
 def MoEExtractDeviceCode : Pass<"moe-extract-device-code", "::mlir::ModuleOp"> {
   let summary = "Keep only the device code and its launch manifest";
   let description = [{

@@ -1,0 +1,86 @@
+//===- KernelSupport.h - what the GPU kernels can run ------------*- C++
+//-*-===//
+//
+// Shared by --moe-select-kernels (which chooses kernels) and
+// --convert-moe-to-nvgpu (which builds them): which moe ops have kernels,
+// which operand formats they read, and the grouped GEMMs an op consists of.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_CONVERSION_MOETONVGPU_KERNELSUPPORT_H
+#define MOE_CONVERSION_MOETONVGPU_KERNELSUPPORT_H
+
+#include "GroupedMatmulKernel.h"
+#include "MoE/Dialect/MoEDialect.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::moe {
+
+/// The FP8 operands of a GEMM that a kernel reads quantized: the
+/// dequantizes of its rows and of its weights.
+struct FP8Operands {
+  DequantizeOp rows, weights;
+};
+
+/// Rows and weights an sm_90a kernel reads quantized (block FP8: e4m3 with
+/// f32 scales in [1, 128] and [1, 128, 128] blocks; MXFP8: e4m3 with E8M0
+/// scales in [1, 32] and [1, 1, 32]), or nullopt.
+std::optional<FP8Operands> getFP8Operands(Value rows, Value weights);
+/// The MXFP8 operands of a GEMM only, or nullopt.
+std::optional<FP8Operands> getMXFP8Operands(Value rows, Value weights);
+/// The kernel format of quantized operands.
+GroupedMatmulTile::Format formatOf(FP8Operands operands);
+
+/// The quantize of the rows of the moe.layer that holds `op` (its permute
+/// or that quantize) when the permute's gather can do it (block FP8's
+/// [1, 128] groups), or null.
+QuantizeOp getGatherQuantizedRows(Operation *op);
+
+/// Whether `op` is a moe op that has kernels (or, moe.layer, launches its
+/// body's).
+bool hasKernels(Operation *op);
+
+/// Why the kernels for `chip` cannot run `op` (an op with hasKernels), or
+/// an empty string.
+std::string unsupportedReason(Operation *op, StringRef chip);
+
+/// One grouped GEMM of a moe op: its operands and what its epilogue does,
+/// as the fields of a GroupedMatmulTile that the op (not the kernel choice)
+/// decides.
+struct GemmPart {
+  /// The part's name inside a fused op ("" for a moe.grouped_matmul).
+  StringRef name;
+  Value rows, weights, offsets;
+  GroupedMatmulTile::Format format = GroupedMatmulTile::Format::BF16;
+  GroupedMatmulTile::Epilogue epilogue = GroupedMatmulTile::Epilogue::Store;
+  GroupedMatmulTile::Activation activation =
+      GroupedMatmulTile::Activation::Silu;
+  float alpha = 0, limit = 0;
+  Type biasType;
+  bool quantizeOut = false;
+
+  /// `shape` (tile, stages, forms' knobs) with this part's format and
+  /// epilogue.
+  GroupedMatmulTile apply(GroupedMatmulTile shape) const;
+  /// The reduction size K (dynamic: ShapedType::kDynamic).
+  int64_t k() const;
+};
+
+/// The grouped GEMMs of a moe.grouped_matmul (one) or a moe.expert_mlp
+/// (gate_up, down); `quantizeGateUp` makes a block-FP8 gate-up store its
+/// activation as e4m3.
+SmallVector<GemmPart, 2> getGemmParts(Operation *op, bool quantizeGateUp);
+
+/// The sm_90 limit of dynamic shared memory per block.
+inline constexpr int64_t kMaxDynamicSharedBytes = 227 * 1024;
+
+/// Checks that the kernel builder implements `tile` (shape, stages, split-K,
+/// cluster, shared memory); `fail` starts the diagnostic (it says where).
+LogicalResult verifyTile(function_ref<InFlightDiagnostic()> fail,
+                         const GroupedMatmulTile &tile);
+
+} // namespace mlir::moe
+
+#endif // MOE_CONVERSION_MOETONVGPU_KERNELSUPPORT_H

@@ -1,0 +1,313 @@
+//===- SelectKernels.cpp - the GPU cost model, written into the IR -------===//
+//
+// --moe-select-kernels: decides every kernel knob of the GPU lowering (forms,
+// tiles, stages, swap-AB rows and split-K, warp specialization, clusters,
+// FP8 tile width, the permute's gather quantization and scatter threshold)
+// and writes it as `moe.kernels` on each op. --convert-moe-to-nvgpu only
+// reads it, so the choice is tested apart from the code it produces.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelSupport.h"
+#include "MoE/Conversion/Passes.h"
+#include "Tcgen05GroupedMatmulKernel.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_MOESELECTKERNELS
+#include "MoE/Conversion/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+using Format = GroupedMatmulTile::Format;
+
+/// `tile`, its pipeline trimmed to fit shared memory if it keeps more than
+/// its stages there: a quantizing swap-AB tile's activation and f32 tiles
+/// (after its deep pipeline, swapStagesFor), a widened MXFP8 tile's two
+/// bf16 copies of a stage (2 stages at 128 x 128).
+static GroupedMatmulTile fitStages(GroupedMatmulTile tile) {
+  while ((tile.widened() || (tile.swapAB && tile.quantizeOut)) &&
+         tile.stages > 1 && tile.dynamicSharedBytes() > kMaxDynamicSharedBytes)
+    --tile.stages;
+  return tile;
+}
+
+/// The swap-AB tile for experts of at most `maxRows` rows: the narrowest
+/// WGMMA N in {8, 16, 32, 64} that holds them; a quantizing tile's deep
+/// pipeline (swapStagesFor) is trimmed to fit shared memory.
+static GroupedMatmulTile swapABTile(const GroupedMatmulTile &tile,
+                                    int64_t maxRows, int64_t stages,
+                                    int64_t splitK) {
+  int64_t tokens = 8;
+  while (tokens < maxRows && tokens < 64)
+    tokens *= 2;
+  GroupedMatmulTile swapped =
+      tile.withShape(tokens, 64, stages, /*swapAB=*/true);
+  // Widening is for the normal (prefill) forms only.
+  swapped.widen = false;
+  swapped.splitK = splitK;
+  return fitStages(swapped);
+}
+
+/// Reduction sizes from which the swap-AB forms take a deeper pipeline and
+/// split K between two warpgroups.
+static constexpr int64_t kLongK = 8192;
+
+/// Warpgroups the swap-AB forms reducing over `k` (dynamic: -1 or
+/// ShapedType::kDynamic) split K between: `fixed` when the user chose it
+/// (not 0), else the cost model: two from kLongK, where decode runs few, long
+/// work items (Mixtral's down projection at T = 1: 128 items of 14336 K for
+/// 132 SMs, one CTA each) and one warpgroup's step rate bounds the stream
+/// (bench/RESULTS.md); with shorter K there are more items than SMs.
+static int64_t swapSplitFor(int64_t k, int64_t fixed) {
+  // Any other choice than 0 is the user's; verifyTile refuses all but 1, 2.
+  if (fixed != 0)
+    return fixed;
+  return !ShapedType::isDynamic(k) && k >= kLongK ? 2 : 1;
+}
+
+/// Pipeline stages of a swap-AB form reducing over `k` (dynamic: -1 or
+/// ShapedType::kDynamic): `fixed` when the user chose it (> 0), else the
+/// cost model: decode on a long K runs few, long work items, where 8 stages
+/// keep more bytes in flight per CTA; with shorter K there are more items
+/// than SMs, and 4 stages' higher occupancy wins or ties (bench/RESULTS.md).
+static int64_t swapStagesFor(int64_t k, int64_t stages, int64_t fixed,
+                             bool quantizeOut) {
+  if (fixed > 0)
+    return fixed;
+  // A quantizing gate-up's swap-AB item is a whole [1, 128] group (four
+  // weight tiles back to back): a quarter of the plain form's CTAs, each
+  // with a deeper pipeline; 8 stages measured best (16 leave one CTA per SM;
+  // bench/RESULTS.md); swapABTile trims what does not fit.
+  if (quantizeOut)
+    return 2 * std::max<int64_t>(stages, 4);
+  return !ShapedType::isDynamic(k) && k >= kLongK ? std::max<int64_t>(stages, 8)
+                                                  : stages;
+}
+
+/// `tile` for FP8 operands in `format`: the same 128 bytes of K per stage,
+/// and 128 columns, since each warpgroup holds more accumulators for
+/// unscaled products (one for block FP8, two for MXFP8). Block FP8's
+/// 128-row single-CTA form takes `blockTileN` (see fp8-tile-n), unless its
+/// items are whole [1, 128] output groups (`quantizeOut`).
+static GroupedMatmulTile fp8Tile(GroupedMatmulTile tile, Format format,
+                                 bool widen, int64_t blockTileN,
+                                 bool quantizeOut = false) {
+  tile.format = format;
+  tile.widen = widen && format == Format::MXFP8 && !tile.swapAB;
+  tile.quantizeOut = quantizeOut;
+  tile.tileK = 128;
+  if (!tile.swapAB)
+    tile.tileN = format == Format::FP8Block && tile.tileM == 128 &&
+                         tile.cluster == 1 && !quantizeOut
+                     ? blockTileN
+                     : 128;
+  return tile;
+}
+
+/// `tile` as the form of the experts with [rowsMin, rowsMax] rows: every
+/// knob the kernel's own (what the builder derives, not what was asked).
+static GemmFormAttr formAttr(MLIRContext *context,
+                             const GroupedMatmulTile &tile, int64_t rowsMin,
+                             int64_t rowsMax) {
+  return GemmFormAttr::get(context, rowsMin, rowsMax, tile.tileM, tile.tileN,
+                           tile.tileK, tile.stages, tile.swapAB, tile.kSplit(),
+                           tile.clusterSize(), tile.specialized(),
+                           tile.widened());
+}
+
+namespace {
+struct MoESelectKernelsPass
+    : moe::impl::MoESelectKernelsBase<MoESelectKernelsPass> {
+  using Base::Base;
+
+  /// The prefill tile the options ask for (bf16; FP8 via fp8Tile).
+  GroupedMatmulTile baseTile;
+
+  InFlightDiagnostic fail() {
+    return mlir::emitError(getOperation().getLoc()) << "moe-select-kernels: ";
+  }
+
+  /// Checks the options once, whatever ops there are.
+  LogicalResult checkOptions() {
+    if (swapABMaxRows < 0 || swapABMaxRows > 64)
+      return fail() << "'swap-ab-max-rows' must be in [0, 64] (WGMMA's N "
+                       "holds at most 64 tokens), got "
+                    << static_cast<int64_t>(swapABMaxRows);
+    if (chip == "sm_100a")
+      return success();
+    if (chip != "sm_90a")
+      return fail() << "no kernels for chip '" << chip
+                    << "' yet (sm_90a, and sm_100a for the MXFP8 "
+                       "grouped_matmul)";
+    baseTile.tileM = tileM;
+    baseTile.tileN = tileN;
+    baseTile.tileK = tileK;
+    baseTile.stages = stages;
+    baseTile.swapAB = swapAB;
+    baseTile.cluster = cluster;
+    using WarpSpecialize = GroupedMatmulTile::WarpSpecialize;
+    std::optional<WarpSpecialize> specialize =
+        llvm::StringSwitch<std::optional<WarpSpecialize>>(warpSpecialize)
+            .Case("auto", WarpSpecialize::FP8)
+            .Case("all", WarpSpecialize::All)
+            .Case("none", WarpSpecialize::None)
+            .Default(std::nullopt);
+    if (!specialize)
+      return fail() << "'warp-specialize' must be auto, all or none, got '"
+                    << warpSpecialize << "'";
+    baseTile.warpSpecialize = *specialize;
+    auto failHere = [&] { return fail(); };
+    if (failed(verifyTile(failHere, baseTile)))
+      return failure();
+    if (swapABStages < 0)
+      return fail() << "'swap-ab-stages' must be 0 (chosen per GEMM) or "
+                       "positive, got "
+                    << static_cast<int64_t>(swapABStages);
+    if (fp8TileN != 128 && fp8TileN != 192)
+      return fail() << "'fp8-tile-n' must be 128 or 192, got "
+                    << static_cast<int64_t>(fp8TileN);
+    if (fp8ScatterMinTokens < 0)
+      return fail() << "'fp8-scatter-min-tokens' must be 0 (no scatter "
+                       "kernel) or positive, got "
+                    << static_cast<int64_t>(fp8ScatterMinTokens);
+    GroupedMatmulTile blockFP8 =
+        fp8Tile(baseTile, Format::FP8Block, false, fp8TileN);
+    GroupedMatmulTile quantizedGateUp = fp8Tile(
+        baseTile, Format::FP8Block, false, fp8TileN, /*quantizeOut=*/true);
+    quantizedGateUp.epilogue = GroupedMatmulTile::Epilogue::SwiGLU;
+    for (const GroupedMatmulTile &base :
+         {baseTile, blockFP8,
+          fitStages(fp8Tile(baseTile, Format::MXFP8, mxfp8Widen, fp8TileN)),
+          quantizedGateUp}) {
+      if (failed(verifyTile(failHere, base)))
+        return failure();
+      for (int64_t k : {int64_t(1), kLongK})
+        if (failed(verifyTile(
+                failHere,
+                swapABTile(base, 64,
+                           swapStagesFor(k, baseTile.stages, swapABStages,
+                                         base.quantizeOut),
+                           swapSplitFor(k, swapABSplitK)))))
+          return failure();
+    }
+    return success();
+  }
+
+  /// The forms of one grouped GEMM of `op` (rows `rows`), as the options
+  /// and the cost model choose them.
+  GemmKernelsAttr selectGemm(const GemmPart &part, Value rows) {
+    GroupedMatmulTile tile = part.apply(
+        part.format == Format::BF16 ? baseTile
+                                    : fp8Tile(baseTile, part.format, mxfp8Widen,
+                                              fp8TileN, part.quantizeOut));
+    int64_t swapStages = swapStagesFor(part.k(), baseTile.stages, swapABStages,
+                                       part.quantizeOut);
+    int64_t swapSplit = swapSplitFor(part.k(), swapABSplitK);
+    int64_t rowCount = cast<RankedTensorType>(rows.getType()).getDimSize(0);
+    // A static row count within the swap-AB range needs no other form.
+    bool swapOnly = swapABMaxRows > 0 && !ShapedType::isDynamic(rowCount) &&
+                    rowCount <= swapABMaxRows;
+    MLIRContext *context = &getContext();
+    SmallVector<Attribute> forms;
+    auto addForm = [&](const GroupedMatmulTile &form, int64_t rowsMin,
+                       int64_t rowsMax) {
+      forms.push_back(formAttr(context, fitStages(form), rowsMin, rowsMax));
+    };
+    if (tile.swapAB) {
+      GroupedMatmulTile swapped = tile;
+      swapped.splitK = swapSplit;
+      addForm(swapped, 1, kMaxLaunchRows);
+    } else if (swapOnly) {
+      addForm(swapABTile(tile, swapABMaxRows, swapStages, swapSplit), 1,
+              kMaxLaunchRows);
+    } else {
+      int64_t swapRows = swapABMaxRows;
+      if (swapRows > 0)
+        addForm(swapABTile(tile, swapRows, swapStages, swapSplit), 1, swapRows);
+      // A 128-row tile would be mostly padding for experts of at most 64
+      // rows: they take one warpgroup's 64-row tile instead.
+      int64_t firstRows = swapRows + 1;
+      if (tile.tileM == 128 && swapRows < 64) {
+        // FP8's 64-row form keeps 128 columns: one warpgroup holds them and
+        // their products (bench/RESULTS.md, fp8-tile-n).
+        int64_t columns = tile.fp8() ? 128 : tile.tileN;
+        addForm(tile.withShape(64, columns, tile.stages, false), firstRows, 64);
+        firstRows = 65;
+      }
+      addForm(tile, firstRows, kMaxLaunchRows);
+    }
+    return GemmKernelsAttr::get(context, chip, ArrayAttr::get(context, forms),
+                                part.quantizeOut);
+  }
+
+  /// The one sm_100a form: the tcgen05 MXFP8 GEMM's fixed tile.
+  GemmKernelsAttr selectSm100Gemm() {
+    MLIRContext *context = &getContext();
+    Tcgen05GroupedMatmulTile tile;
+    return GemmKernelsAttr::get(
+        context, chip,
+        ArrayAttr::get(
+            context, GemmFormAttr::get(context, 1, kMaxLaunchRows, tile.tileM,
+                                       tile.tileN, tile.tileK, tile.stages,
+                                       /*swapAB=*/false, /*splitK=*/1,
+                                       /*cluster=*/1, /*warpSpecialized=*/false,
+                                       /*widen=*/false)),
+        false);
+  }
+
+  /// The configuration of `op`, or null for moe.layer (it launches its
+  /// body's kernels).
+  Attribute select(Operation *op) {
+    MLIRContext *context = &getContext();
+    if (chip == "sm_100a")
+      return selectSm100Gemm();
+    if (auto matmul = dyn_cast<GroupedMatmulOp>(op))
+      return selectGemm(getGemmParts(op, false).front(), matmul.getRows());
+    if (auto mlp = dyn_cast<ExpertMLPOp>(op)) {
+      SmallVector<GemmPart, 2> parts = getGemmParts(op, fp8EpilogueQuantize);
+      return ExpertMLPKernelsAttr::get(context,
+                                       selectGemm(parts[0], mlp.getRows()),
+                                       selectGemm(parts[1], mlp.getRows()));
+    }
+    // In a block-FP8 layer the gather can store the rows quantized: the
+    // quantize between the permute and the expert MLP then has no kernel.
+    bool gatherQuantizes = fp8GatherQuantize && getGatherQuantizedRows(op);
+    if (isa<PermuteOp>(op))
+      return PermuteKernelsAttr::get(
+          context, chip, gatherQuantizes,
+          gatherQuantizes ? static_cast<int64_t>(fp8ScatterMinTokens) : 0);
+    if (isa<LayerOp>(op))
+      return {};
+    return KernelAttr::get(context, chip,
+                           /*fused=*/isa<QuantizeOp>(op) && gatherQuantizes);
+  }
+
+  void runOnOperation() override {
+    if (failed(checkOptions()))
+      return signalPassFailure();
+    SmallVector<Operation *> ops;
+    bool failedAny = false;
+    getOperation().walk([&](Operation *op) {
+      if (!hasKernels(op))
+        return;
+      if (std::string reason = unsupportedReason(op, chip); !reason.empty()) {
+        op->emitOpError() << "cannot be lowered to " << chip
+                          << " yet: " << reason;
+        failedAny = true;
+      }
+      ops.push_back(op);
+    });
+    if (failedAny)
+      return signalPassFailure();
+    for (Operation *op : ops)
+      if (Attribute config = select(op))
+        op->setAttr(kKernelsAttr, config);
+  }
+};
+} // namespace

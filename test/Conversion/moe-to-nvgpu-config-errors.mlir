@@ -1,0 +1,95 @@
+// Configurations the kernel builder cannot honour for their op are refused
+// at the op, naming the form and what would be valid.
+// RUN: moe-opt %s --split-input-file --convert-moe-to-nvgpu --mlir-print-op-on-diagnostic=false -verify-diagnostics
+
+func.func @missing(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{needs 'moe.kernels' = #moe.gemm_kernels<...> (run --moe-select-kernels first, or write it)}}
+  %y = moe.grouped_matmul %rows, %w, %off
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+func.func @wrong_kind(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{needs 'moe.kernels' = #moe.gemm_kernels<...>}}
+  %y = moe.grouped_matmul %rows, %w, %off {moe.kernels = #moe.kernel<chip = "sm_90a">}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// bf16 GEMMs step 64 K per stage.
+func.func @bf16_tile_k(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{kernel form for rows [1, 2147483647]: tile-k must be 64, got 128}}
+  %y = moe.grouped_matmul %rows, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 64, tile_n = 128, tile_k = 128, stages = 4>]>}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// Shared memory bounds the pipeline.
+func.func @too_deep(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{kernel form for rows [1, 2147483647]: 'stages' (8) must be at least 1 and fit 227 KiB of shared memory}}
+  %y = moe.grouped_matmul %rows, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 128, tile_n = 256, tile_k = 64, stages = 8>]>}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// A producer warpgroup where the builder has none (a 64-row bf16 form).
+func.func @no_producer(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{kernel form for rows [1, 2147483647]: a producer warpgroup is built for the 128-row prefill forms}}
+  %y = moe.grouped_matmul %rows, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 64, tile_n = 128, tile_k = 64, stages = 4, warp_specialized = true>]>}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+func.func @widen_bf16(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{widen is for MXFP8 operands only}}
+  %y = moe.grouped_matmul %rows, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 64, tile_n = 128, tile_k = 64, stages = 2, widen = true>]>}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+func.func @quantize_output(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{quantize_output needs the gate_up GEMM of a block-FP8 expert MLP}}
+  %y = moe.grouped_matmul %rows, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 64, tile_n = 128, tile_k = 64, stages = 2>], quantize_output = true>}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// One gpu.module holds every kernel: its ops target one chip.
+func.func @two_chips(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>, %rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %ids, %wts = moe.route softmax_topk %logits top 2 {moe.kernels = #moe.kernel<chip = "sm_90a">}
+      : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  // expected-error @+1 {{is configured for sm_100a but moe.route for sm_90a: one module's kernels target one chip}}
+  %y = moe.grouped_matmul %rows, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_100a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 128, tile_n = 128, tile_k = 128, stages = 4>]>}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// A quantize is fused only into its layer's quantizing gather.
+func.func @fused_alone(%x: tensor<?x256xbf16>) -> (tensor<?x256xf8E4M3FN>, tensor<?x2xf32>) {
+  // expected-error @+1 {{is 'fused' only as the quantize of a layer's rows whose permute has quantize_rows}}
+  %q, %s = moe.quantize %x to <f8E4M3FN, [1, 128], f32> {moe.kernels = #moe.kernel<chip = "sm_90a", fused = true>}
+      : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+  return %q, %s : tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+}
