@@ -57,7 +57,35 @@ struct MoEExtractDeviceCodePass
       });
     }
     // Dropping the host code must not drop part of the computation: every
-    // moe op left must have been compiled (carry moe.launch).
+    // op of a function is a compiled moe op, and the module holds nothing
+    // else but functions and kernels.
+    for (Operation &op : *module.getBody()) {
+      if (isa<func::FuncOp, gpu::GPUModuleOp>(op))
+        continue;
+      op.emitOpError("is neither a function nor a gpu.module: the GPU "
+                     "pipeline compiles the moe ops of the module's own "
+                     "functions, and the bundle would silently drop it");
+      failedAny = true;
+    }
+    // A function's first op without a kernel is named, with how many more.
+    for (auto func : module.getOps<func::FuncOp>()) {
+      auto hostOnly = [](Operation &op) {
+        return !isa<moe::MoEDialect>(op.getDialect()) &&
+               !isa<func::ReturnOp>(op);
+      };
+      auto ops = func.getFunctionBody().getOps();
+      auto first = llvm::find_if(ops, hostOnly);
+      if (first == ops.end())
+        continue;
+      first->emitOpError("has no GPU kernel: the GPU pipeline compiles moe "
+                         "ops only, and the bundle would silently drop this "
+                         "part of @")
+          << func.getName()
+          << " (ops without a kernel in all: " << llvm::count_if(ops, hostOnly)
+          << "); compute it outside the compiled "
+             "function, or as moe ops";
+      failedAny = true;
+    }
     module.walk([&](Operation *op) {
       if (isa<moe::MoEDialect>(op->getDialect()) && !isa<moe::YieldOp>(op) &&
           !op->hasAttr(moe::kLaunchAttr) &&
