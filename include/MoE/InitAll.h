@@ -6,6 +6,7 @@
 #include "MoE/Conversion/Passes.h"
 #include "MoE/Dialect/MoEDialect.h"
 #include "MoE/Pipelines/Pipelines.h"
+#include "MoE/Target/Passes.h"
 #include "MoE/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 
@@ -20,6 +21,7 @@ inline void registerMoEDialect(DialectRegistry &registry) {
 inline void registerMoEPasses() {
   registerMoETransformsPasses();
   registerMoEConversionPasses();
+  registerMoETargetPasses();
   registerMoEPipelines();
 }
 

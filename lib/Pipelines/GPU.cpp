@@ -2,6 +2,7 @@
 
 #include "MoE/Conversion/Passes.h"
 #include "MoE/Pipelines/Pipelines.h"
+#include "MoE/Target/Passes.h"
 #include "MoE/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"

@@ -13,19 +13,6 @@ namespace moe {
 #define GEN_PASS_DECL
 #include "MoE/Transforms/Passes.h.inc"
 
-/// Dictionary that a kernel builder (convert-moe-to-nvgpu) puts on each op it
-/// built kernels for: ABI, shapes and kernels with their row ranges; it becomes
-/// an entry of the `moe.manifest` (docs/runtime-contract.md).
-inline constexpr llvm::StringLiteral kLaunchAttr = "moe.launch";
-/// Unit attribute convert-moe-to-nvgpu puts on a moe.dequantize whose every
-/// user's kernels read the FP8 values and scales themselves: it needs no
-/// kernel of its own.
-inline constexpr llvm::StringLiteral kFusedIntoLaunchAttr =
-    "moe.fused_into_launch";
-/// Version of docs/runtime-contract.md that `moe.manifest` and the
-/// `.moebundle` written from it follow.
-inline constexpr int64_t kRuntimeContractVersion = 6;
-
 /// Builds `moe.quantize` then `moe.dequantize` of `tensor` with `encoding`
 /// (the scales shaped one per block) and returns the dequantized tensor, of
 /// the type of `tensor`.

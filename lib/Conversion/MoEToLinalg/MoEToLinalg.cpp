@@ -5,10 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "MoE/Conversion/FP8Codec.h"
 #include "MoE/Conversion/Passes.h"
 #include "MoE/Dialect/MoEDialect.h"
 #include "MoE/Transforms/Passes.h"
+#include "MoE/Utils/FP8Codec.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"

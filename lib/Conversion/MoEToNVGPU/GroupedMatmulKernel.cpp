@@ -10,8 +10,8 @@
 
 #include "GroupedMatmulKernel.h"
 #include "KernelUtils.h"
-#include "MoE/Conversion/FP8Codec.h"
 #include "MoE/Conversion/Passes.h"
+#include "MoE/Utils/FP8Codec.h"
 #include "QuantizeKernel.h"
 #include "TileScheduler.h"
 

@@ -10,7 +10,7 @@
 #include "KernelSupport.h"
 #include "MoE/Conversion/Passes.h"
 #include "MoE/Dialect/MoEDialect.h"
-#include "MoE/Transforms/Passes.h"
+#include "MoE/Target/Contract.h"
 #include "QuantizeKernel.h"
 #include "RoutingKernels.h"
 #include "Tcgen05GroupedMatmulKernel.h"

@@ -41,7 +41,7 @@
 
 #include "QuantizeKernel.h"
 #include "KernelUtils.h"
-#include "MoE/Conversion/FP8Codec.h"
+#include "MoE/Utils/FP8Codec.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

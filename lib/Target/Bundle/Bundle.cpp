@@ -8,7 +8,7 @@
 
 #include "MoE/Target/Bundle.h"
 #include "MoE/Dialect/MoEDialect.h"
-#include "MoE/Transforms/Passes.h"
+#include "MoE/Target/Contract.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MOE_CONVERSION_FP8CODEC_H
-#define MOE_CONVERSION_FP8CODEC_H
+#ifndef MOE_UTILS_FP8CODEC_H
+#define MOE_UTILS_FP8CODEC_H
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -42,4 +42,4 @@ Value blockScaleF32(ImplicitLocOpBuilder &b, Value amax, Type fp8Type);
 
 } // namespace mlir::moe
 
-#endif // MOE_CONVERSION_FP8CODEC_H
+#endif // MOE_UTILS_FP8CODEC_H

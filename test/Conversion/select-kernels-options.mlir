@@ -1,4 +1,4 @@
-// Bad options of convert-moe-to-nvgpu end with a diagnostic.
+// Bad options of --moe-select-kernels end with a diagnostic; good ones pin the forms they give.
 // RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 chip=sm_80" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 chip=sm_100a" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SM100
 // RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 tile-m=64 tile-n=192" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=TILE

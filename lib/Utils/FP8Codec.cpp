@@ -1,6 +1,6 @@
 //===- FP8Codec.cpp - scalar FP8 / E8M0 encode and decode ----------------===//
 
-#include "MoE/Conversion/FP8Codec.h"
+#include "MoE/Utils/FP8Codec.h"
 
 #include "MoE/Dialect/MoEDialect.h"
 

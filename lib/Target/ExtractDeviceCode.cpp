@@ -1,7 +1,7 @@
 //===- ExtractDeviceCode.cpp - device code and its launch manifest -------===//
 
 #include "MoE/Dialect/MoEDialect.h"
-#include "MoE/Transforms/Passes.h"
+#include "MoE/Target/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -10,7 +10,7 @@
 
 namespace mlir::moe {
 #define GEN_PASS_DEF_MOEEXTRACTDEVICECODE
-#include "MoE/Transforms/Passes.h.inc"
+#include "MoE/Target/Passes.h.inc"
 } // namespace mlir::moe
 
 using namespace mlir;

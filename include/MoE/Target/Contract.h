@@ -1,0 +1,32 @@
+//===- Contract.h - the compiler side of the runtime contract ---*- C++ -*-===//
+//
+// The names and version the kernel builders, --moe-extract-device-code and
+// the bundle writer share (docs/runtime-contract.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_TARGET_CONTRACT_H
+#define MOE_TARGET_CONTRACT_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace mlir::moe {
+
+/// Dictionary that a kernel builder (convert-moe-to-nvgpu) puts on each op it
+/// built kernels for: ABI, shapes and kernels with their row ranges; it becomes
+/// an entry of the `moe.manifest` (docs/runtime-contract.md).
+inline constexpr llvm::StringLiteral kLaunchAttr = "moe.launch";
+/// Unit attribute convert-moe-to-nvgpu puts on a moe.dequantize whose every
+/// user's kernels read the FP8 values and scales themselves: it needs no
+/// kernel of its own.
+inline constexpr llvm::StringLiteral kFusedIntoLaunchAttr =
+    "moe.fused_into_launch";
+/// Version of docs/runtime-contract.md that `moe.manifest` and the
+/// `.moebundle` written from it follow.
+inline constexpr int64_t kRuntimeContractVersion = 6;
+
+} // namespace mlir::moe
+
+#endif // MOE_TARGET_CONTRACT_H
