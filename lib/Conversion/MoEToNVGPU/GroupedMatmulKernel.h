@@ -11,14 +11,9 @@
 
 namespace mlir::moe {
 
-/// Tile shape of the sm_90a grouped GEMM kernel. tileM / 64 warpgroups
-/// compute tileM token rows x tileN output columns in K steps of tileK with
-/// `stages` TMA buffers, sharing each weights tile. WGMMA fixes its M operand
-/// at 64 rows: normally the tokens fill it (tileM = 64); with `swapAB` the
-/// weights do (tileN = 64) and the tokens are WGMMA's N (tileM = 8..64),
-/// computing out^T so that an expert with few rows wastes less of each
-/// instruction.
-struct GroupedMatmulTile {
+/// What a grouped GEMM computes, as its op decides it (not the kernel
+/// choice): operand format, epilogue, activation, bias, output encoding.
+struct GroupedMatmulSemantics {
   /// What the epilogue does with the f32 accumulator before storing bf16.
   enum class Epilogue {
     /// out = acc.
@@ -56,27 +51,40 @@ struct GroupedMatmulTile {
     MXFP8,
   };
 
-  int64_t tileM = 64;
-  int64_t tileN = 128;
-  int64_t tileK = 64;
-  int64_t stages = 2;
-  bool swapAB = false;
   Format format = Format::BF16;
   Epilogue epilogue = Epilogue::Store;
   Activation activation = Activation::Silu;
   float alpha = 0, limit = 0; // Activation::GptOss only
-  /// MXFP8 only: instead of a promotion per 32 K, each K step's e4m3 rows
-  /// and weights are widened to bf16 in shared memory times their scales
-  /// (exact: an e4m3 value times a power of two) and multiplied by bf16
-  /// wgmma into the accumulator directly. The widening of step s + 1 runs
-  /// while step s multiplies (two bf16 buffers). Normal form only.
-  bool widen = false;
   /// SwiGLU only: the activation is stored as e4m3 with one f32 scale per
   /// row and 128 output columns (a `[1, 128]` group, quantized as
   /// moe.quantize does from its bf16 rounding) instead of bf16. A work item
   /// then covers a whole group: passes() tiles back to back, their
   /// activations gathered in shared memory.
   bool quantizeOut = false;
+  /// The element type (f32 or bf16) of a per-expert bias [E, N] added to
+  /// the accumulator before the activation or row scale; null: no bias.
+  Type biasType;
+};
+
+/// Tile shape of the sm_90a grouped GEMM kernel. tileM / 64 warpgroups
+/// compute tileM token rows x tileN output columns in K steps of tileK with
+/// `stages` TMA buffers, sharing each weights tile. WGMMA fixes its M operand
+/// at 64 rows: normally the tokens fill it (tileM = 64); with `swapAB` the
+/// weights do (tileN = 64) and the tokens are WGMMA's N (tileM = 8..64),
+/// computing out^T so that an expert with few rows wastes less of each
+/// instruction.
+struct GroupedMatmulTile : GroupedMatmulSemantics {
+  int64_t tileM = 64;
+  int64_t tileN = 128;
+  int64_t tileK = 64;
+  int64_t stages = 2;
+  bool swapAB = false;
+  /// MXFP8 only: instead of a promotion per 32 K, each K step's e4m3 rows
+  /// and weights are widened to bf16 in shared memory times their scales
+  /// (exact: an e4m3 value times a power of two) and multiplied by bf16
+  /// wgmma into the accumulator directly. The widening of step s + 1 runs
+  /// while step s multiplies (two bf16 buffers). Normal form only.
+  bool widen = false;
   /// CTAs per thread-block cluster of the normal, unwidened forms (1 or 2;
   /// the others ignore it). With 2, CTAs 2c and 2c + 1 take the two halves
   /// of a work item of 2 x itemColumns() columns: the even one loads their
@@ -109,9 +117,6 @@ struct GroupedMatmulTile {
     All,
   };
   WarpSpecialize warpSpecialize = WarpSpecialize::None;
-  /// The element type (f32 or bf16) of a per-expert bias [E, N] added to
-  /// the accumulator before the activation or row scale; null: no bias.
-  Type biasType;
 
   /// Columns of the WGMMA accumulator (its rows are always 64).
   int64_t accumulatorColumns() const { return swapAB ? tileM : tileN; }

@@ -315,17 +315,6 @@ std::string mlir::moe::unsupportedReason(Operation *op, StringRef chip) {
       .Default([](Operation *) { return std::string("no kernels"); });
 }
 
-GroupedMatmulTile GemmPart::apply(GroupedMatmulTile shape) const {
-  shape.format = format;
-  shape.epilogue = epilogue;
-  shape.activation = activation;
-  shape.alpha = alpha;
-  shape.limit = limit;
-  shape.biasType = biasType;
-  shape.quantizeOut = quantizeOut;
-  return shape;
-}
-
 int64_t GemmPart::k() const {
   return cast<RankedTensorType>(weights.getType()).getDimSize(2);
 }

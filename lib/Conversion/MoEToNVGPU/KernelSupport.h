@@ -46,24 +46,18 @@ bool hasKernels(Operation *op);
 /// an empty string.
 std::string unsupportedReason(Operation *op, StringRef chip);
 
-/// One grouped GEMM of a moe op: its operands and what its epilogue does,
-/// as the fields of a GroupedMatmulTile that the op (not the kernel choice)
-/// decides.
-struct GemmPart {
+/// One grouped GEMM of a moe op: its operands and what it computes (format,
+/// epilogue: the op decides them, not the kernel choice).
+struct GemmPart : GroupedMatmulSemantics {
   /// The part's name inside a fused op ("" for a moe.grouped_matmul).
   StringRef name;
   Value rows, weights, offsets;
-  GroupedMatmulTile::Format format = GroupedMatmulTile::Format::BF16;
-  GroupedMatmulTile::Epilogue epilogue = GroupedMatmulTile::Epilogue::Store;
-  GroupedMatmulTile::Activation activation =
-      GroupedMatmulTile::Activation::Silu;
-  float alpha = 0, limit = 0;
-  Type biasType;
-  bool quantizeOut = false;
 
-  /// `shape` (tile, stages, forms' knobs) with this part's format and
-  /// epilogue.
-  GroupedMatmulTile apply(GroupedMatmulTile shape) const;
+  /// `shape` (tile, stages, forms' knobs) computing this part.
+  GroupedMatmulTile apply(GroupedMatmulTile shape) const {
+    static_cast<GroupedMatmulSemantics &>(shape) = *this;
+    return shape;
+  }
   /// The reduction size K (dynamic: ShapedType::kDynamic).
   int64_t k() const;
 };

@@ -540,13 +540,18 @@ struct ExpertMLPLowering : KernelPattern<ExpertMLPOp> {
   }
 };
 
-/// Lowers `moe.route` to the routing kernel.
-struct RouteLowering : KernelPattern<RouteOp> {
-  using KernelPattern::KernelPattern;
-  Attribute build(RouteOp op, OpBuilder &builder) const override {
-    return routeLaunch(builder, kernels, op);
+/// Lowers an op of one kernel through `launch`: `moe.route` to the routing
+/// kernel, `moe.unpermute` to the combine kernel.
+template <typename Op,
+          DictionaryAttr (*launch)(OpBuilder &, gpu::GPUModuleOp, Op)>
+struct OneKernelLowering : KernelPattern<Op> {
+  using KernelPattern<Op>::KernelPattern;
+  Attribute build(Op op, OpBuilder &builder) const override {
+    return launch(builder, this->kernels, op);
   }
 };
+using RouteLowering = OneKernelLowering<RouteOp, routeLaunch>;
+using UnpermuteLowering = OneKernelLowering<UnpermuteOp, unpermuteLaunch>;
 
 /// Lowers `moe.permute` to its count, index and gather (and scatter)
 /// kernels.
@@ -556,14 +561,6 @@ struct PermuteLowering : KernelPattern<PermuteOp> {
     auto config = op->getAttrOfType<PermuteKernelsAttr>(kKernelsAttr);
     return permuteLaunch(builder, kernels, op, config.getQuantizeRows(),
                          config.getScatterFrom());
-  }
-};
-
-/// Lowers `moe.unpermute` to the combine kernel.
-struct UnpermuteLowering : KernelPattern<UnpermuteOp> {
-  using KernelPattern::KernelPattern;
-  Attribute build(UnpermuteOp op, OpBuilder &builder) const override {
-    return unpermuteLaunch(builder, kernels, op);
   }
 };
 
