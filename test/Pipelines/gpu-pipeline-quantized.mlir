@@ -52,6 +52,11 @@
 // MXWIDE-NEXT: kernel layer_gate_up grouped_matmul_mxfp8wide_128x128x128_s2_swiglu_off64 {{.*}}stages=2
 // RUN: not moe-opt %s --moe-quantize --moe-gpu-pipeline 2>&1 | FileCheck %s --check-prefix=WEIGHTS
 // RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-select-kernels --convert-moe-to-nvgpu | FileCheck %s --check-prefix=GATHER
+// A configuration whose gather quantizes the rows while the rows quantize
+// keeps a kernel of its own (hand-edited) is refused: rows quantized twice.
+// RUN: moe-opt %s --moe-quantize="scope=weights+activations" --moe-fuse-experts --moe-fuse-layer --moe-select-kernels \
+// RUN:   | sed 's/fused = true/fused = false/' | not moe-opt --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=TWICE
+// TWICE: error: 'moe.permute' op has quantize_rows, so its layer's rows quantize must be #moe.kernel<..., fused = true>
 
 // The layer's rows quantize has no kernel: the gather stores e4m3 codes
 // (8-byte stores) and each 16-lane [1, 128] group's scale.

@@ -400,10 +400,19 @@ static LogicalResult verifyKernelConfig(Operation *op) {
     auto permute = dyn_cast_or_null<PermuteKernelsAttr>(config);
     if (!permute)
       return expect("permute_kernels<...>");
-    if (permute.getQuantizeRows() && !getGatherQuantizedRows(op))
+    if (!permute.getQuantizeRows())
+      return success();
+    QuantizeOp rows = getGatherQuantizedRows(op);
+    if (!rows)
       return op->emitOpError()
              << "quantize_rows needs a block-FP8 layer whose permuted rows "
                 "are quantized in [1, 128] groups";
+    // Else the rows would be quantized twice, by the gather and a kernel.
+    auto rowsConfig = rows->getAttrOfType<KernelAttr>(kKernelsAttr);
+    if (!rowsConfig || !rowsConfig.getFused())
+      return op->emitOpError()
+             << "has quantize_rows, so its layer's rows quantize must be "
+                "#moe.kernel<..., fused = true>";
     return success();
   }
   auto kernel = dyn_cast_or_null<KernelAttr>(config);
