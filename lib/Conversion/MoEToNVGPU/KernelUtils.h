@@ -46,6 +46,16 @@ struct IndexMath {
   }
 };
 
+/// An i32 constant.
+inline Value i32Constant(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, b.getI32Type(), v);
+}
+
+/// An f32 constant.
+inline Value f32Constant(ImplicitLocOpBuilder &b, double v) {
+  return arith::ConstantOp::create(b, b.getFloatAttr(b.getF32Type(), v));
+}
+
 /// Lane `lane ^ offset`'s value of the 32-bit `v`.
 inline Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int32_t offset) {
   return gpu::ShuffleOp::create(b, v, offset, 32, gpu::ShuffleMode::XOR)

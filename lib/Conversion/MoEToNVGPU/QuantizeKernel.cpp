@@ -84,10 +84,6 @@ namespace {
 constexpr int64_t kTile = 128;
 constexpr int64_t kWarps = kQuantizeThreads / 32;
 
-Value i32Constant(ImplicitLocOpBuilder &b, int32_t v) {
-  return arith::ConstantIntOp::create(b, b.getI32Type(), v);
-}
-
 } // namespace
 
 SmallVector<Value> mlir::moe::bf16ChunkBits(ImplicitLocOpBuilder &b,

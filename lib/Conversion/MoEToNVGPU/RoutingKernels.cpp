@@ -79,14 +79,6 @@ Value isNaN(ImplicitLocOpBuilder &b, Value x) {
   return arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);
 }
 
-Value f32Constant(ImplicitLocOpBuilder &b, double v) {
-  return arith::ConstantOp::create(b, b.getFloatAttr(b.getF32Type(), v));
-}
-
-Value i32Constant(ImplicitLocOpBuilder &b, int64_t v) {
-  return arith::ConstantIntOp::create(b, b.getI32Type(), v);
-}
-
 /// `challenger` beats `holder` when it has a score and the holder has none,
 /// a higher score, or the same score and a lower expert (docs/semantics.md).
 Value beats(ImplicitLocOpBuilder &b, const Candidate &challenger,
