@@ -35,6 +35,12 @@ using Epilogue = GroupedMatmulTile::Epilogue;
 using Activation = GroupedMatmulTile::Activation;
 using Format = GroupedMatmulTile::Format;
 
+/// Largest T a launch accepts: the static token count, else 2^31 - 1.
+static int64_t maxTokens(int64_t tokens) {
+  return ShapedType::isDynamic(tokens) ? kMaxLaunchRows
+                                       : std::min(tokens, kMaxLaunchRows);
+}
+
 /// The kernel for `tile` and `offsetType` in `kernels`, built on first use
 /// with the attributes a launcher needs beyond its signature.
 static gpu::GPUFuncOp getOrBuildKernel(OpBuilder &builder,
@@ -104,20 +110,12 @@ static DictionaryAttr launchInfo(Builder &b, Value rows, Value weights,
   info.set("experts", b.getI64IntegerAttr(size(weightsType.getDimSize(0))));
   info.set("n", b.getI64IntegerAttr(size(weightsType.getDimSize(1))));
   info.set("k", b.getI64IntegerAttr(size(weightsType.getDimSize(2))));
-  info.set("max_rows",
-           b.getI64IntegerAttr(ShapedType::isDynamic(numRows)
-                                   ? kMaxLaunchRows
-                                   : std::min(numRows, kMaxLaunchRows)));
+  info.set("max_rows", b.getI64IntegerAttr(maxTokens(numRows)));
   info.set("offsets", TypeAttr::get(offsetsType.getElementType()));
   info.set("kernels", b.getArrayAttr(forms));
   if (!part.empty())
     info.set("part", b.getStringAttr(part));
   return info.getDictionary(b.getContext());
-}
-/// Largest T a launch accepts: the static token count, else 2^31 - 1.
-static int64_t maxTokens(int64_t tokens) {
-  return ShapedType::isDynamic(tokens) ? kMaxLaunchRows
-                                       : std::min(tokens, kMaxLaunchRows);
 }
 
 /// A routing, permutation or combine kernel as a form of its op's launch.
