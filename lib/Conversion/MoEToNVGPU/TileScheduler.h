@@ -117,6 +117,28 @@ struct TileScheduler {
   TileLookup lookUp(ImplicitLocOpBuilder &b, Value slot) const;
 };
 
+/// Token tiles per group of the L2-friendly work order.
+inline constexpr int64_t kSlotGroup = 8;
+
+/// A persistent kernel's work items: the eligible experts' token tiles
+/// (slots) times `numColTiles` column tiles, in an L2-friendly order: groups
+/// of kSlotGroup token tiles, all column tiles of a group before the next,
+/// token tiles fastest inside it. A group's token rows stay in L2 across
+/// the column tiles, and the token tiles of one expert meet each weights
+/// tile back to back.
+struct L2WorkOrder {
+  const TileScheduler &scheduler;
+  Value numTiles, numColTiles, numWork;
+  /// Output columns of an item per CTA; a cluster's `clusterSize` CTAs
+  /// take adjacent shares (CTA `rank`'s from the item's first column).
+  int64_t itemColumns, clusterSize;
+  Value rank;
+
+  /// Where work item `work` lies (items past the last describe the last,
+  /// never run).
+  WorkItem describe(ImplicitLocOpBuilder &b, Value work) const;
+};
+
 /// The scheduler of a kernel with these operands (tableFits computed here).
 TileScheduler makeTileScheduler(ImplicitLocOpBuilder &b, Value offsets,
                                 Value cachedEnds, Value tileEnds,

@@ -1,0 +1,168 @@
+//===- Mainloop.cpp - the pipelined K loop; the bf16 mainloop -------------===//
+
+#include "Mainloop.h"
+#include "../KernelUtils.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+using namespace mlir::moe::sm90;
+
+Value PipelinedMainloop::runPass(Value pass) {
+  ImplicitLocOpBuilder &b = k.b;
+  const GroupedMatmulTile &t = k.t;
+  IndexMath m{b};
+  Value acc0 =
+      nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, k.ty.accumulator);
+  Value passBase = m.mul(k.numK, pass);
+  Value colBase = m.add(k.current.col0, m.mul(pass, m.c(k.tileCols)));
+  beginPass(colBase);
+  // Split K (swap-AB): trip i runs step i * split + warpgroup.
+  int64_t split = t.kSplit();
+  auto mainLoop = scf::ForOp::create(
+      b, m.c(0), m.ceilDiv(k.numK, split), m.c(1), ValueRange{acc0},
+      [&](OpBuilder &nested, Location l, Value trip, ValueRange iter) {
+        ImplicitLocOpBuilder lb(l, nested);
+        IndexMath o{lb};
+        Value kStep =
+            split == 1 ? trip : o.add(o.mul(trip, o.c(split)), k.warpgroup);
+        Value itemStep = o.add(passBase, kStep);
+        // A warpgroup past the last step only meets the others below.
+        scf::IfOp active;
+        if (split > 1) {
+          active = scf::IfOp::create(lb, TypeRange{k.ty.accumulator},
+                                     o.lt(kStep, k.numK),
+                                     /*withElseRegion=*/true);
+          ImplicitLocOpBuilder eb =
+              ImplicitLocOpBuilder::atBlockBegin(l, active.elseBlock());
+          scf::YieldOp::create(eb, iter[0]);
+        }
+        ImplicitLocOpBuilder nb =
+            split > 1
+                ? ImplicitLocOpBuilder::atBlockBegin(l, active.thenBlock())
+                : lb;
+        IndexMath n{nb};
+        SmallVector<Value> prefetched = prefetch(nb, kStep, colBase);
+        Value step = n.add(k.stepBase, itemStep);
+        Value stage = k.stageOf(nb, step);
+        k.waitLoaded(nb, step);
+        Value base = n.mul(stage, n.c(k.stageBytes));
+        // Warpgroup w multiplies rows [64w, 64w + 64) of the token tile.
+        Value rowsTile =
+            t.swapAB
+                ? n.view(k.smem, base, k.ty.rowsTile)
+                : n.view(k.smem,
+                         n.add(base, n.mul(k.warpgroup, n.c(64 * t.tileK *
+                                                            t.elementBytes()))),
+                         k.ty.rowsSliceTile);
+        Value weightsTile =
+            n.view(k.smem, n.add(base, n.c(k.rowsBytes)), k.ty.weightsTile);
+        Value acc = multiply(
+            nb, KStep{kStep, stage, colBase, rowsTile, weightsTile, prefetched},
+            iter[0]);
+        if (split > 1) {
+          scf::YieldOp::create(nb, acc);
+          acc = active.getResult(0);
+        }
+        // The previous trip's stages are free once this thread has seen
+        // their wgmma retire. Warp-specialized, the thread releases its
+        // step's to the producer.
+        // (Each pass's last step is released after its loop.)
+        if (k.specialized) {
+          ifThen(lb, o.lt(o.c(0), kStep), [&](ImplicitLocOpBuilder &rb) {
+            IndexMath r{rb};
+            k.releaseStage(rb, r.add(k.stepBase, r.sub(itemStep, r.c(1))));
+          });
+          scf::YieldOp::create(lb, acc);
+          return;
+        }
+        // Else they are free once every warp has (in both CTAs of a
+        // cluster: the rows' multicast refills both); refill them while
+        // this trip's wgmma run. The cluster arrival is relaxed: a release
+        // would also wait for this step's wgmma.
+        // Split K: warpgroup w alone uses the stages of steps 2i + w (an
+        // even number of stages), so it frees them with a barrier of its
+        // own and its first thread refills its previous step's: the two
+        // warpgroups stream apart, as two CTAs would.
+        Value refiller = k.leader;
+        if (split > 1) {
+          k.syncWarpgroup(lb);
+          refiller = arith::CmpIOp::create(
+              lb, arith::CmpIPredicate::eq,
+              arith::RemUIOp::create(lb, k.tid, o.c(128)), o.c(0));
+        } else if (k.cluster > 1) {
+          NVVM::ClusterArriveRelaxedOp::create(lb, lb.getUnitAttr());
+          NVVM::ClusterWaitOp::create(lb, lb.getUnitAttr());
+        } else {
+          gpu::BarrierOp::create(lb);
+        }
+        // This warpgroup's previous step, `split` back.
+        Value previous = o.sub(itemStep, o.c(split));
+        Value refillStep = o.add(previous, o.c(t.stages));
+        Value refill = arith::AndIOp::create(
+            lb, refiller,
+            arith::AndIOp::create(lb, o.lt(o.c(split - 1), itemStep),
+                                  o.lt(refillStep, k.numSteps)));
+        ifThen(lb, refill, [&](ImplicitLocOpBuilder &rb) {
+          k.issueLoad(rb, k.current,
+                      k.stageOf(rb, IndexMath{rb}.add(k.stepBase, previous)),
+                      refillStep);
+        });
+        scf::YieldOp::create(lb, acc);
+      });
+  NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(0));
+  if (k.specialized)
+    k.releaseStage(b,
+                   m.add(k.stepBase, m.sub(m.add(passBase, k.numK), m.c(1))));
+  return mainLoop.getResult(0);
+}
+
+std::pair<Value, Value>
+PipelinedMainloop::descriptorsAt(ImplicitLocOpBuilder &nb, const KStep &step,
+                                 int64_t kk) const {
+  const GroupedMatmulTile &t = k.t;
+  Value rowsSlice =
+      kSlice(nb, step.rowsTile, t.swapAB ? t.tileM : 64, kk, t.mmaK());
+  Value weightsSlice = kSlice(nb, step.weightsTile, t.tileN, kk, t.mmaK());
+  Value descA = nvgpu::WarpgroupGenerateDescriptorOp::create(
+      nb, k.ty.mmaADesc, t.swapAB ? weightsSlice : rowsSlice,
+      t.swapAB ? k.weightsMap : k.rowsMap);
+  Value descB = nvgpu::WarpgroupGenerateDescriptorOp::create(
+      nb, k.ty.mmaBDesc, t.swapAB ? rowsSlice : weightsSlice,
+      t.swapAB ? k.rowsMap : k.weightsMap);
+  return {descA, descB};
+}
+
+Value PipelinedMainloop::multiplyInto(ImplicitLocOpBuilder &nb,
+                                      const KStep &step, Value acc) const {
+  const GroupedMatmulTile &t = k.t;
+  int64_t groupsPerStep = t.tileK / t.mmaK();
+  for (int64_t kk = 0; kk < t.tileK; kk += t.mmaK()) {
+    auto [descA, descB] = descriptorsAt(nb, step, kk);
+    acc = nvgpu::WarpgroupMmaOp::create(nb, k.ty.accumulator, descA, descB,
+                                        nb.getI64IntegerAttr(groupsPerStep),
+                                        UnitAttr(), UnitAttr(), acc)
+              .getResult();
+  }
+  return acc;
+}
+
+namespace {
+
+/// bf16 rows and weights: the wgmma accumulate straight into the
+/// accumulator.
+class BF16Mainloop final : public PipelinedMainloop {
+public:
+  using PipelinedMainloop::PipelinedMainloop;
+
+private:
+  Value multiply(ImplicitLocOpBuilder &nb, const KStep &step,
+                 Value acc) override {
+    return multiplyInto(nb, step, acc);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<GemmMainloop> sm90::makeBF16Mainloop(GemmKernel &k) {
+  return std::make_unique<BF16Mainloop>(k);
+}

@@ -1,0 +1,76 @@
+// The sm_90a grouped GEMM's kernel shell (GroupedMatmulKernel.cpp): its
+// signature, the once-per-CTA set-up, the roles of a warp-specialized form
+// and the persistent work loop.
+// RUN: moe-opt %s --convert-moe-to-nvgpu --split-input-file | FileCheck %s
+
+// Unspecialized: every thread consumes; the set-up (mbarriers, offsets
+// cache, tile table) overlaps the previous kernel until the grid
+// dependency wait; the first item's loads go out before the work loop,
+// which carries (work item, pipeline steps, expert, row0, rowEnd, col0).
+// CHECK-LABEL: gpu.func @grouped_matmul_bf16_64x128x64_s3_off32(
+// CHECK-SAME: %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32)
+// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK: gpu.thread_id  x
+// CHECK: nvgpu.mbarrier.create
+// CHECK: nvvm.griddepcontrol  wait
+// CHECK: gpu.block_id  x
+// CHECK-NOT: nvvm.setmaxregister
+// CHECK: nvgpu.tma.async.load
+// CHECK: scf.while ({{.*}}) : (index, index, index, index, index, index)
+// CHECK: nvgpu.warpgroup.mma.init.accumulator
+// CHECK: scf.yield {{.*}} : index, index, index, index, index, index
+// CHECK: gpu.return
+func.func @normal(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %y = moe.grouped_matmul %rows, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 64, tile_n = 128, tile_k = 64, stages = 3>]>}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// Warp-specialized: a third warpgroup (tid 256..383) is the producer. It
+// gives registers away, then its own loop over the CTA's items (work item,
+// pipeline steps) loads every step once the consumers released its stage;
+// the consumers take the registers and run the work loop.
+// CHECK-LABEL: gpu.func @grouped_matmul_bf16_128x128x64_s4_ws_off32(
+// CHECK-SAME: known_block_size = array<i32: 384, 1, 1>
+// CHECK: %[[WG:.*]] = arith.divui %{{.*}}, %c128 : index
+// CHECK: nvvm.griddepcontrol  wait
+// CHECK: %[[PRODUCER:.*]] = arith.cmpi eq, %[[WG]], %c2{{.*}} : index
+// CHECK: scf.if %[[PRODUCER]] {
+// CHECK-NEXT: nvvm.setmaxregister  decrease 56
+// CHECK: scf.while ({{.*}}) : (index, index) -> (index, index)
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK: nvgpu.tma.async.load
+// CHECK: } else {
+// CHECK-NEXT: nvvm.setmaxregister  increase 224
+// CHECK: scf.while ({{.*}}) : (index, index, index, index, index, index)
+// CHECK: nvgpu.mbarrier.arrive
+// CHECK: gpu.return
+func.func @specialized(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %y = moe.grouped_matmul %rows, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 128, tile_n = 128, tile_k = 64, stages = 4, warp_specialized = true>]>}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// Clustered: the CTA's rank in its cluster picks its half of each item,
+// and a cluster barrier keeps both CTAs until the peer's multicast is done.
+// CHECK-LABEL: gpu.func @grouped_matmul_bf16_128x128x64_s4_c2_off32(
+// CHECK-SAME: known_cluster_size = array<i32: 2, 1, 1>
+// CHECK: nvvm.read.ptx.sreg.cluster.ctarank
+// CHECK: scf.while
+// CHECK: scf.yield {{.*}} : index, index, index, index, index, index
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-NEXT: gpu.return
+func.func @clustered(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %y = moe.grouped_matmul %rows, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 128, tile_n = 128, tile_k = 64, stages = 4, cluster = 2>]>}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
