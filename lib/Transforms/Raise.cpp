@@ -7,6 +7,11 @@
 // with the layer's semantics and, only when every part agrees, rewrites the
 // layer to moe.route -> moe.permute -> moe.expert_mlp -> moe.unpermute.
 //
+// One file (about 1,600 lines) on purpose: the expression form, its builder
+// and the layer matcher are one recognizer whose types are not an interface
+// to anything else; its sections below (expressions, matching helpers, the
+// layer matcher, the rewrite) would otherwise have to export them.
+//
 //===----------------------------------------------------------------------===//
 
 #include "MoE/Transforms/Passes.h"

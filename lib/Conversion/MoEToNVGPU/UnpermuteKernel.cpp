@@ -1,0 +1,107 @@
+//===- UnpermuteKernel.cpp - the moe.unpermute (combine) kernel ----------===//
+//
+// Combine, one CTA per token: a weighted sum of its expert rows, 8 columns
+// per thread. docs/runtime-contract.md has its ABI.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtils.h"
+#include "RoutingKernelUtils.h"
+#include "RoutingKernels.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+
+std::string UnpermuteKernelSpec::kernelName() const {
+  return llvm::formatv("moe_unpermute_k{0}_slots{1}{2}", topK, slotBits,
+                       weighted ? "_weighted" : "")
+      .str();
+}
+
+gpu::GPUFuncOp
+mlir::moe::buildUnpermuteKernel(OpBuilder &builder, Location loc,
+                                gpu::GPUModuleOp module,
+                                const UnpermuteKernelSpec &spec) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
+  Type slotType = b.getIntegerType(spec.slotBits);
+  SmallVector<Type> args{dynamic2D(bf16), dynamic2D(slotType)};
+  if (spec.weighted)
+    args.push_back(dynamic2D(f32));
+  args.push_back(dynamic2D(bf16));
+  gpu::GPUFuncOp func = createKernel(b, spec.kernelName(), args);
+  Block *entry = &func.getBody().front();
+  unsigned next = 0;
+  Value rows = entry->getArgument(next++);
+  Value slots = entry->getArgument(next++);
+  Value weights = spec.weighted ? entry->getArgument(next++) : Value();
+  Value out = entry->getArgument(next++);
+
+  IndexMath m{b};
+  constexpr int64_t kVector = 8;
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value numRows = memref::DimOp::create(b, rows, m.c(0));
+  Value hidden = memref::DimOp::create(b, rows, m.c(1));
+  Value tokens = memref::DimOp::create(b, out, m.c(0));
+  auto f32Vector = VectorType::get({kVector}, f32);
+  auto bf16Vector = VectorType::get({kVector}, bf16);
+  // One CTA per (token, block of 8 * threads columns), grid-stride, so a
+  // few tokens still spread over many CTAs; 8 columns (16 bytes) per
+  // thread.
+  int64_t blockColumns = kRoutingThreads * kVector;
+  Value blocks = m.ceilDiv(hidden, blockColumns);
+  scf::ForOp::create(
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), m.mul(tokens, blocks),
+      gpu::GridDimOp::create(b, gpu::Dimension::x), ValueRange{},
+      [&](OpBuilder &nested, Location l, Value pair, ValueRange) {
+        ImplicitLocOpBuilder nb(l, nested);
+        IndexMath n{nb};
+        Value t = arith::DivUIOp::create(nb, pair, blocks);
+        Value firstColumn =
+            n.mul(arith::RemUIOp::create(nb, pair, blocks), n.c(blockColumns));
+        // The token's rows and weights, read once per thread.
+        SmallVector<Value> row, take, weight;
+        for (int64_t j = 0; j < spec.topK; ++j) {
+          Value slot = n.toIndex(n.load(slots, ValueRange{t, n.c(j)}));
+          // Slots outside [0, M) contribute nothing (docs/semantics.md).
+          take.push_back(arith::AndIOp::create(nb, n.le(n.c(0), slot),
+                                               n.lt(slot, numRows)));
+          row.push_back(arith::SelectOp::create(nb, take.back(), slot, n.c(0)));
+          weight.push_back(weights ? n.load(weights, ValueRange{t, n.c(j)})
+                                   : f32Constant(nb, 1.0));
+        }
+        Value col = n.add(firstColumn, n.mul(tid, n.c(kVector)));
+        ifThen(nb, n.lt(col, hidden), [&](ImplicitLocOpBuilder &ib) {
+          // All k loads first, so they are in flight together (a
+          // dropped slot reads row 0 and counts as zero); then the sum
+          // in slot order.
+          Value zero = arith::ConstantOp::create(
+              ib, DenseElementsAttr::get(f32Vector, 0.0f));
+          SmallVector<Value> loaded;
+          for (int64_t j = 0; j < spec.topK; ++j)
+            loaded.push_back(vector::LoadOp::create(
+                ib, bf16Vector, rows, ValueRange{row[j], col},
+                /*nontemporal=*/false, llvm::Align(16)));
+          Value acc = zero;
+          for (int64_t j = 0; j < spec.topK; ++j) {
+            Value scaled = arith::MulFOp::create(
+                ib, arith::ExtFOp::create(ib, f32Vector, loaded[j]),
+                vector::BroadcastOp::create(ib, f32Vector, weight[j]));
+            acc = arith::AddFOp::create(
+                ib, acc, arith::SelectOp::create(ib, take[j], scaled, zero));
+          }
+          vector::StoreOp::create(
+              ib, arith::TruncFOp::create(ib, bf16Vector, acc), out,
+              ValueRange{t, col}, /*nontemporal=*/false, llvm::Align(16));
+        });
+        scf::YieldOp::create(nb);
+      });
+  gpu::ReturnOp::create(b);
+  return func;
+}
