@@ -323,6 +323,66 @@ LogicalResult UnpermuteOp::verify() {
         failed(checkSameExtent(op, "experts per token", {"weights", weights, 1},
                                {"slots", slots, 1})))
       return failure();
+  if (Value shared = getShared()) {
+    if (failed(checkRank(op, "shared", shared, 2, "[T, H]")) ||
+        failed(checkSameExtent(op, "token count", {"shared", shared, 0},
+                               {"result", result, 0})) ||
+        failed(checkSameExtent(op, "hidden size", {"shared", shared, 1},
+                               {"result", result, 1})))
+      return failure();
+    if (getElementTypeOrSelf(shared) != getElementTypeOrSelf(result))
+      return emitOpError() << "'shared' element type "
+                           << getElementTypeOrSelf(shared)
+                           << " must be the result's ("
+                           << getElementTypeOrSelf(result) << ")";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SharedMLPOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SharedMLPOp::verify() {
+  Operation *op = getOperation();
+  Value tokens = getTokens(), w13 = getGateUpWeights(), w2 = getDownWeights(),
+        result = getResult();
+  if (getActivation() != GatedActivation::silu)
+    return emitOpError() << "supports the silu activation only, got '"
+                         << stringifyGatedActivation(getActivation())
+                         << "' (no model has a shared expert of another form)";
+  if (failed(checkRank(op, "tokens", tokens, 2, "[T, H]")) ||
+      failed(checkRank(op, "gate_up_weights", w13, 2, "[2Is, H]")) ||
+      failed(checkRank(op, "down_weights", w2, 2, "[H, Is]")) ||
+      failed(checkRank(op, "result", result, 2, "[T, H]")) ||
+      failed(checkSameExtent(op, "hidden size", {"gate_up_weights", w13, 1},
+                             {"tokens", tokens, 1})) ||
+      failed(checkSameExtent(op, "hidden size", {"down_weights", w2, 0},
+                             {"tokens", tokens, 1})) ||
+      failed(verifyGatedHalves(op, {"gate_up_weights", w13, 0},
+                               {"down_weights", w2, 1})) ||
+      failed(checkSameExtent(op, "token count", {"result", result, 0},
+                             {"tokens", tokens, 0})) ||
+      failed(checkSameExtent(op, "hidden size", {"result", result, 1},
+                             {"tokens", tokens, 1})))
+    return failure();
+  Type elementType = getElementTypeOrSelf(tokens);
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"gate_up_weights", w13},
+        {"down_weights", w2},
+        {"gate_weights", getGateWeights()}})
+    if (value && getElementTypeOrSelf(value) != elementType)
+      return emitOpError() << "'" << name << "' element type "
+                           << getElementTypeOrSelf(value)
+                           << " must be the element type of 'tokens' ("
+                           << elementType << ")";
+  if (Value gate = getGateWeights())
+    if (failed(checkRank(op, "gate_weights", gate, 2, "[1, H]")) ||
+        failed(checkExtent(op, "gate count", {"gate_weights", gate, 0}, 1,
+                           "one gate logit per token")) ||
+        failed(checkSameExtent(op, "hidden size", {"gate_weights", gate, 1},
+                               {"tokens", tokens, 1})))
+      return failure();
   return success();
 }
 
@@ -519,6 +579,9 @@ std::optional<LayerChain> mlir::moe::getLayerChain(LayerOp layer) {
       return std::nullopt;
     mlpRows = chain.rowsDequantize.getResult();
   }
+  // layer.v1 has no shared expert: its combine adds nothing.
+  if (chain.combine.getShared())
+    return std::nullopt;
   if (chain.permute.getExpertIds() != chain.route.getExpertIds() ||
       chain.mlp.getRows() != mlpRows ||
       chain.mlp.getOffsets() != chain.permute.getOffsets() ||

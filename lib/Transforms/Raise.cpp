@@ -1480,8 +1480,9 @@ LogicalResult rewriteLayer(Operation *sort, Value root, const Layer &layer,
       GatedActivationAttr::get(context, GatedActivation::silu), nullptr,
       nullptr, /*intermediate=*/nullptr);
   created.push_back(mlp);
-  auto combine = UnpermuteOp::create(b, loc, rootType, mlp.getResult(),
-                                     permute.getSlots(), route.getWeights());
+  auto combine =
+      UnpermuteOp::create(b, loc, rootType, mlp.getResult(), permute.getSlots(),
+                          route.getWeights(), /*shared=*/Value());
   created.push_back(combine);
 
   LogicalResult verified = success();

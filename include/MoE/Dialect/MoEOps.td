@@ -196,24 +196,34 @@ def MoE_SwiGLUOp : MoE_Op<"swiglu", [Pure]> {
 // moe.unpermute
 //===----------------------------------------------------------------------===//
 
-def MoE_UnpermuteOp : MoE_Op<"unpermute", [Pure]> {
+def MoE_UnpermuteOp : MoE_Op<"unpermute", [Pure, AttrSizedOperandSegments]> {
   let summary = "combine expert rows back into tokens: weighted sum over k";
   let description = [{
-    `result[t, :] = sum_j weights[t, j] * rows[slots[t, j], :]`, accumulated
-    in f32; without `weights` every weight is 1. Slots outside `[0, M)` (a
-    dropped id) contribute nothing.
+    `result[t, :] = sum_j weights[t, j] * rows[slots[t, j], :] (+ shared[t, :])`,
+    accumulated in f32 and rounded once to the result type; without `weights`
+    every weight is 1. Slots outside `[0, M)` (a dropped id) contribute
+    nothing.
+
+    `shared %s` adds `s` (`[T, H]`, the result's element type) to the
+    weighted sum of every token: the output of a shared expert
+    (`moe.shared_mlp`), which every token passes through with weight 1.
 
     ```mlir
     %y = moe.unpermute %expert_out, %slots weights %w
         : (tensor<?x4096xbf16>, tensor<?x2xi64>, tensor<?x2xf32>)
         -> tensor<?x4096xbf16>
+    // DeepSeek-V3: routed experts plus the shared expert
+    %y = moe.unpermute %expert_out, %slots weights %w shared %s
+        : (tensor<?x7168xbf16>, tensor<?x8xi64>, tensor<?x8xf32>,
+           tensor<?x7168xbf16>) -> tensor<?x7168xbf16>
     ```
   }];
   let arguments = (ins MoE_FloatTensor:$rows, MoE_IndexTensor:$slots,
-                       Optional<MoE_F32Tensor>:$weights);
+                       Optional<MoE_F32Tensor>:$weights,
+                       Optional<MoE_FloatTensor>:$shared);
   let results = (outs MoE_FloatTensor:$result);
   let assemblyFormat = [{
-    $rows `,` $slots (`weights` $weights^)? attr-dict `:`
+    $rows `,` $slots (`weights` $weights^)? (`shared` $shared^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -342,6 +352,58 @@ def MoE_ExpertMLPOp : MoE_Op<"expert_mlp", [Pure, AttrSizedOperandSegments]> {
 }
 
 //===----------------------------------------------------------------------===//
+// moe.shared_mlp
+//===----------------------------------------------------------------------===//
+
+def MoE_SharedMLPOp : MoE_Op<"shared_mlp", [Pure]> {
+  let summary = "shared expert: a dense gated MLP every token passes through";
+  let description = [{
+    For every token row of `tokens` (`[T, H]`):
+
+    ```
+    gu  = tokens @ gate_up_weights^T           // [T, 2Is]
+    h   = act(gu[:, :Is], gu[:, Is:])          // [T, Is]
+    out = h @ down_weights^T                   // [T, H]
+    out = out * sigmoid(tokens @ gate_weights^T)   (with `gate`)
+    ```
+
+    `gate_up_weights` is `[2Is, H]` (gate rows, then up rows: one expert of
+    `moe.expert_mlp`'s `[E, 2I, H]`), `down_weights` is `[H, Is]`; the
+    shared expert's width Is need not be the routed experts' I. Products
+    accumulate in f32; `gu` and `h` are rounded to the element type of
+    `tokens`, as `moe.expert_mlp`'s are; the optional per-token gate
+    (`gate_weights` `[1, H]`, Qwen2-MoE's `shared_expert_gate`) is computed
+    in f32 and scales the f32 down projection, which is then rounded once to
+    the result type. Only the `silu` activation is defined.
+
+    Its result is what `moe.unpermute`'s `shared` operand adds to the routed
+    experts' combined output.
+
+    ```mlir
+    // DeepSeek-V3: one shared expert, weight 1
+    %s = moe.shared_mlp silu %x, %shared_w13, %shared_w2
+        : (tensor<?x7168xbf16>, tensor<4096x7168xbf16>,
+           tensor<7168x2048xbf16>) -> tensor<?x7168xbf16>
+    // Qwen1.5-MoE-A2.7B: Is = 5632 (routed experts: I = 1408), gated
+    %s = moe.shared_mlp silu %x, %shared_w13, %shared_w2 gate %shared_gate
+        : (tensor<?x2048xbf16>, tensor<11264x2048xbf16>,
+           tensor<2048x5632xbf16>, tensor<1x2048xbf16>) -> tensor<?x2048xbf16>
+    ```
+  }];
+  let arguments = (ins MoE_FloatTensor:$tokens,
+                       MoE_FloatTensor:$gate_up_weights,
+                       MoE_FloatTensor:$down_weights,
+                       Optional<MoE_FloatTensor>:$gate_weights,
+                       MoE_GatedActivationAttr:$activation);
+  let results = (outs MoE_FloatTensor:$result);
+  let assemblyFormat = [{
+    $activation $tokens `,` $gate_up_weights `,` $down_weights
+    (`gate` $gate_weights^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // moe.layer / moe.yield
 //===----------------------------------------------------------------------===//
 
@@ -351,10 +413,11 @@ def MoE_LayerOp : MoE_Op<"layer", [SingleBlock, RecursiveMemoryEffects]> {
     Groups the ops of one MoE layer so that they compile to one unit: the
     result is the value its body yields, computed by the body's ops in order
     (values from above are visible inside). `--moe-fuse-layer` forms it from
-    the chain route -> permute -> expert_mlp -> unpermute; the GPU pipeline
-    compiles it to one runtime entry (ABI `layer.v1`) that launches the whole
-    layer in one call with no host round trip, and
-    `--moe-expand-fused-ops` inlines the body again.
+    the chain route -> permute -> expert_mlp -> unpermute, with the
+    `moe.shared_mlp` whose result the unpermute adds (`shared`); the GPU
+    pipeline compiles a layer without a shared expert to one runtime entry
+    (ABI `layer.v1`) that launches the whole layer in one call with no host
+    round trip, and `--moe-expand-fused-ops` inlines the body again.
 
     ```mlir
     %y = moe.layer : tensor<?x4096xbf16> {
