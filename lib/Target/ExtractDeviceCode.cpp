@@ -97,6 +97,15 @@ struct MoEExtractDeviceCodePass
                         "moe.unpermute, moe.layer, moe.quantize)");
         failedAny = true;
       }
+      // The combine kernel adds no shared expert: a launch of an unpermute
+      // with a `shared` addend would drop it.
+      if (auto combine = dyn_cast<moe::UnpermuteOp>(op);
+          combine && combine.getShared() && op->hasAttr(moe::kLaunchAttr)) {
+        op->emitOpError("has a 'shared' addend (a shared expert's output) "
+                        "that its GPU kernel does not add; the bundle would "
+                        "silently drop the shared expert");
+        failedAny = true;
+      }
       // Kernels that keep the intermediate in bf16 compute another MLP than
       // one with an FP8 `intermediate`: its launch must say it handles it.
       if (auto mlp = dyn_cast<moe::ExpertMLPOp>(op);

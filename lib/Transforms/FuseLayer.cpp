@@ -17,7 +17,9 @@ namespace {
 
 /// Groups route -> permute -> expert_mlp -> unpermute, rooted at the
 /// unpermute, into `moe.layer`; quantized activations bring the rows'
-/// quantize -> dequantize round trip along.
+/// quantize -> dequantize round trip along, and the `moe.shared_mlp` whose
+/// result only the unpermute adds comes along too (any other addend is read
+/// from above).
 struct FuseLayer : OpRewritePattern<UnpermuteOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -45,17 +47,23 @@ struct FuseLayer : OpRewritePattern<UnpermuteOp> {
     if (mlp.getRowScale())
       return rewriter.notifyMatchFailure(combine, "expert_mlp has a scale");
     // The intermediates live in the layer's workspace only.
-    SmallVector<Operation *, 6> chain = {route, permute};
+    SmallVector<Operation *, 7> chain = {route, permute};
     if (roundTrip)
       chain.append({roundTrip->first, roundTrip->second});
-    chain.append({mlp, combine});
+    chain.push_back(mlp);
+    Value shared = combine.getShared();
+    if (auto sharedMLP = shared ? shared.getDefiningOp<SharedMLPOp>() : nullptr;
+        sharedMLP && shared.hasOneUse() &&
+        sharedMLP->getBlock() == combine->getBlock())
+      chain.push_back(sharedMLP);
+    chain.push_back(combine);
     for (Operation *op : ArrayRef(chain).drop_back())
       for (Operation *user : op->getUsers())
         if (!llvm::is_contained(chain, user))
           return rewriter.notifyMatchFailure(
               combine, "an intermediate has a user outside the layer");
-    // All four in one block, so the layer can take the combine's place:
-    // every value they read from outside is defined before it.
+    // All in one block, so the layer can take the combine's place: every
+    // value they read from outside is defined before it.
     Block *block = combine->getBlock();
     for (Operation *op : chain)
       if (op->getBlock() != block)

@@ -130,3 +130,64 @@ func.func @expert_mlp(%rows: tensor<?x12xf32>, %offsets: tensor<5xi64>,
       : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x8xf32>) -> tensor<?x12xf32>
   return %y : tensor<?x12xf32>
 }
+
+// -----
+
+// The shared expert: gate-up matmul accumulated in f32 and rounded to bf16,
+// silu(gate) * up, the down matmul, then the per-token sigmoid gate (its
+// logit a [T, H] . [1, H] reduction in f32) before the one rounding.
+// CHECK-LABEL: func @shared_mlp_gated
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<?x16xbf16>, %[[W13:[a-z0-9]+]]: tensor<48x16xbf16>, %[[W2:[a-z0-9]+]]: tensor<16x24xbf16>, %[[G:[a-z0-9]+]]: tensor<1x16xbf16>
+// CHECK: %[[GU:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]], %[[W13]] : tensor<?x16xbf16>, tensor<48x16xbf16>) outs(%{{.*}} : tensor<?x48xf32>)
+// CHECK: %[[GU16:.*]] = linalg.generic {{.*}} ins(%[[GU]] : tensor<?x48xf32>) outs(%{{.*}} : tensor<?x48xbf16>)
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+// CHECK: %[[WIDTH:.*]] = arith.divui %{{.*}}, %{{.*}} : index
+// CHECK: %[[GATE:.*]] = tensor.extract_slice %[[GU16]][0, 0] [%{{.*}}, %[[WIDTH]]] [1, 1]
+// CHECK: %[[UP:.*]] = tensor.extract_slice %[[GU16]][0, %[[WIDTH]]] [%{{.*}}, %[[WIDTH]]] [1, 1]
+// CHECK: %[[H:.*]] = linalg.generic {{.*}} ins(%[[GATE]], %[[UP]] : tensor<?x?xbf16>, tensor<?x?xbf16>) outs(%{{.*}} : tensor<?x?xbf16>)
+// CHECK: math.exp
+// CHECK: %[[DOWN:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[H]], %[[W2]] : tensor<?x?xbf16>, tensor<16x24xbf16>) outs(%{{.*}} : tensor<?x16xf32>)
+// CHECK: %[[LOGIT:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[G]] : tensor<?x16xbf16>, tensor<1x16xbf16>) outs(%{{.*}} : tensor<?xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[LOGIT]] : tensor<?xf32>) outs(%[[DOWN]] : tensor<?x16xf32>)
+// CHECK: math.exp
+// CHECK: arith.mulf
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+// CHECK-NOT: moe.
+func.func @shared_mlp_gated(%x: tensor<?x16xbf16>, %w13: tensor<48x16xbf16>, %w2: tensor<16x24xbf16>,
+                            %g: tensor<1x16xbf16>) -> tensor<?x16xbf16> {
+  %s = moe.shared_mlp silu %x, %w13, %w2 gate %g
+      : (tensor<?x16xbf16>, tensor<48x16xbf16>, tensor<16x24xbf16>, tensor<1x16xbf16>) -> tensor<?x16xbf16>
+  return %s : tensor<?x16xbf16>
+}
+
+// -----
+
+// Without a gate the f32 down projection is the result (f32: no rounding).
+// CHECK-LABEL: func @shared_mlp_f32
+// CHECK-COUNT-2: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-NOT: ["parallel", "reduction"]
+// CHECK-NOT: arith.truncf
+// CHECK: return
+func.func @shared_mlp_f32(%x: tensor<?x16xf32>, %w13: tensor<48x16xf32>, %w2: tensor<16x24xf32>) -> tensor<?x16xf32> {
+  %s = moe.shared_mlp silu %x, %w13, %w2
+      : (tensor<?x16xf32>, tensor<48x16xf32>, tensor<16x24xf32>) -> tensor<?x16xf32>
+  return %s : tensor<?x16xf32>
+}
+
+// -----
+
+// The shared addend joins the f32 weighted sum, which is then rounded once.
+// CHECK-LABEL: func @unpermute_shared
+// CHECK-SAME: %[[S:[a-z0-9]+]]: tensor<?x16xbf16>) -> tensor<?x16xbf16>
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: %[[ADDED:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<?x16xbf16>) outs(%[[SUM]] : tensor<?x16xf32>)
+// CHECK: arith.extf
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}} ins(%[[ADDED]] : tensor<?x16xf32>) outs(%{{.*}} : tensor<?x16xbf16>)
+// CHECK: arith.truncf
+func.func @unpermute_shared(%r: tensor<?x16xbf16>, %s: tensor<?x2xi64>, %w: tensor<?x2xf32>,
+                            %shared: tensor<?x16xbf16>) -> tensor<?x16xbf16> {
+  %y = moe.unpermute %r, %s weights %w shared %shared
+      : (tensor<?x16xbf16>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<?x16xbf16>) -> tensor<?x16xbf16>
+  return %y : tensor<?x16xbf16>
+}

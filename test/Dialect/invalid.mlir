@@ -821,3 +821,171 @@ func.func @f(%l: tensor<?x8xf32>) {
   // expected-error @+1 {{'moe.yield' op expects parent op 'moe.layer'}}
   moe.yield %l : tensor<?x8xf32>
 }
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{supports the silu activation only, got 'gptoss' (no model has a shared expert of another form)}}
+  %s = moe.shared_mlp gptoss %x, %a, %b : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{'tokens' must have rank 2 ([T, H]), got rank 1}}
+  %s = moe.shared_mlp silu %x, %a, %b : (tensor<16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<2x64x16xbf16>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{'gate_up_weights' must have rank 2 ([2Is, H]), got rank 3}}
+  %s = moe.shared_mlp silu %x, %a, %b : (tensor<?x16xbf16>, tensor<2x64x16xbf16>, tensor<16x32xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<1x16x32xbf16>) {
+  // expected-error @+1 {{'down_weights' must have rank 2 ([H, Is]), got rank 3}}
+  %s = moe.shared_mlp silu %x, %a, %b : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<1x16x32xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{'result' must have rank 2 ([T, H]), got rank 3}}
+  %s = moe.shared_mlp silu %x, %a, %b : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>) -> tensor<?x16x1xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x8xbf16>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{hidden size of 'gate_up_weights' (dim 1 = 8) does not match 'tokens' (dim 1 = 16)}}
+  %s = moe.shared_mlp silu %x, %a, %b : (tensor<?x16xbf16>, tensor<64x8xbf16>, tensor<16x32xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<8x32xbf16>) {
+  // expected-error @+1 {{hidden size of 'down_weights' (dim 0 = 8) does not match 'tokens' (dim 1 = 16)}}
+  %s = moe.shared_mlp silu %x, %a, %b : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<8x32xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<63x16xbf16>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{'gate_up_weights' dim 0 (63) must be even: gate columns, then up columns}}
+  %s = moe.shared_mlp silu %x, %a, %b : (tensor<?x16xbf16>, tensor<63x16xbf16>, tensor<16x32xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x24xbf16>) {
+  // expected-error @+1 {{'down_weights' dim 1 (24) must be half of 'gate_up_weights' dim 0 (64)}}
+  %s = moe.shared_mlp silu %x, %a, %b : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x24xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{token count of 'result' (dim 0 = 5) does not match 'tokens' (dim 0 = 4)}}
+  %s = moe.shared_mlp silu %x, %a, %b : (tensor<4x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>) -> tensor<5x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{hidden size of 'result' (dim 1 = 8) does not match 'tokens' (dim 1 = 16)}}
+  %s = moe.shared_mlp silu %x, %a, %b : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>) -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xf32>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{'gate_up_weights' element type 'f32' must be the element type of 'tokens' ('bf16')}}
+  %s = moe.shared_mlp silu %x, %a, %b : (tensor<?x16xbf16>, tensor<64x16xf32>, tensor<16x32xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xf16>) {
+  // expected-error @+1 {{'down_weights' element type 'f16' must be the element type of 'tokens' ('bf16')}}
+  %s = moe.shared_mlp silu %x, %a, %b : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>, %g: tensor<1x16xf32>) {
+  // expected-error @+1 {{'gate_weights' element type 'f32' must be the element type of 'tokens' ('bf16')}}
+  %s = moe.shared_mlp silu %x, %a, %b gate %g : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xf32>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>, %g: tensor<16xbf16>) {
+  // expected-error @+1 {{'gate_weights' must have rank 2 ([1, H]), got rank 1}}
+  %s = moe.shared_mlp silu %x, %a, %b gate %g : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<16xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>, %g: tensor<2x16xbf16>) {
+  // expected-error @+1 {{gate count of 'gate_weights' (dim 0 = 2) must be 1 (one gate logit per token)}}
+  %s = moe.shared_mlp silu %x, %a, %b gate %g : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<2x16xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>, %g: tensor<1x8xbf16>) {
+  // expected-error @+1 {{hidden size of 'gate_weights' (dim 1 = 8) does not match 'tokens' (dim 1 = 16)}}
+  %s = moe.shared_mlp silu %x, %a, %b gate %g : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x8xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %s: tensor<4x2xi64>, %w: tensor<4x2xf32>, %x: tensor<4x16x1xf32>) {
+  // expected-error @+1 {{'shared' must have rank 2 ([T, H]), got rank 3}}
+  %y = moe.unpermute %r, %s weights %w shared %x : (tensor<?x16xf32>, tensor<4x2xi64>, tensor<4x2xf32>, tensor<4x16x1xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %s: tensor<4x2xi64>, %w: tensor<4x2xf32>, %x: tensor<3x16xf32>) {
+  // expected-error @+1 {{token count of 'shared' (dim 0 = 3) does not match 'result' (dim 0 = 4)}}
+  %y = moe.unpermute %r, %s weights %w shared %x : (tensor<?x16xf32>, tensor<4x2xi64>, tensor<4x2xf32>, tensor<3x16xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %s: tensor<4x2xi64>, %w: tensor<4x2xf32>, %x: tensor<?x8xf32>) {
+  // expected-error @+1 {{hidden size of 'shared' (dim 1 = 8) does not match 'result' (dim 1 = 16)}}
+  %y = moe.unpermute %r, %s weights %w shared %x : (tensor<?x16xf32>, tensor<4x2xi64>, tensor<4x2xf32>, tensor<?x8xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %s: tensor<4x2xi64>, %w: tensor<4x2xf32>, %x: tensor<4x16xbf16>) {
+  // expected-error @+1 {{'shared' element type 'bf16' must be the result's ('f32')}}
+  %y = moe.unpermute %r, %s weights %w shared %x : (tensor<?x16xf32>, tensor<4x2xi64>, tensor<4x2xf32>, tensor<4x16xbf16>) -> tensor<4x16xf32>
+  return
+}

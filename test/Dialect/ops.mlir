@@ -154,3 +154,53 @@ func.func @layer(%x: tensor<?x12xf32>, %logits: tensor<?x4xf32>,
   }
   return %y : tensor<?x12xf32>
 }
+
+// CHECK-LABEL: func @shared_experts
+// CHECK: moe.shared_mlp silu %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x64xbf16>, tensor<256x64xbf16>, tensor<64x128xbf16>) -> tensor<?x64xbf16>
+// CHECK: moe.shared_mlp silu %{{.*}}, %{{.*}}, %{{.*}} gate %{{.*}} : (tensor<?x64xbf16>, tensor<96x64xbf16>, tensor<64x48xbf16>, tensor<1x64xbf16>) -> tensor<?x64xf32>
+// CHECK: moe.unpermute %{{.*}}, %{{.*}} weights %{{.*}} shared %{{.*}} : (tensor<?x64xbf16>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<?x64xbf16>) -> tensor<?x64xbf16>
+// CHECK: moe.unpermute %{{.*}}, %{{.*}} shared %{{.*}} : (tensor<?x64xbf16>, tensor<?x2xi64>, tensor<?x64xf32>) -> tensor<?x64xf32>
+func.func @shared_experts(%x: tensor<?x64xbf16>, %o: tensor<?x64xbf16>,
+                          %slots: tensor<?x2xi64>, %w: tensor<?x2xf32>,
+                          %sw13: tensor<256x64xbf16>, %sw2: tensor<64x128xbf16>,
+                          %gw13: tensor<96x64xbf16>, %gw2: tensor<64x48xbf16>,
+                          %gate: tensor<1x64xbf16>)
+    -> (tensor<?x64xbf16>, tensor<?x64xf32>) {
+  // DeepSeek-V3: one shared expert, weight 1.
+  %s = moe.shared_mlp silu %x, %sw13, %sw2
+      : (tensor<?x64xbf16>, tensor<256x64xbf16>, tensor<64x128xbf16>) -> tensor<?x64xbf16>
+  // Qwen2-MoE: a gated shared expert of its own width, f32 result.
+  %g = moe.shared_mlp silu %x, %gw13, %gw2 gate %gate
+      : (tensor<?x64xbf16>, tensor<96x64xbf16>, tensor<64x48xbf16>, tensor<1x64xbf16>) -> tensor<?x64xf32>
+  %y = moe.unpermute %o, %slots weights %w shared %s
+      : (tensor<?x64xbf16>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<?x64xbf16>) -> tensor<?x64xbf16>
+  %z = moe.unpermute %o, %slots shared %g
+      : (tensor<?x64xbf16>, tensor<?x2xi64>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %y, %z : tensor<?x64xbf16>, tensor<?x64xf32>
+}
+
+// CHECK-LABEL: func @layer_with_shared_expert
+// CHECK: %[[Y:.*]] = moe.layer : tensor<?x12xf32> {
+// CHECK: moe.expert_mlp silu
+// CHECK: %[[S:.*]] = moe.shared_mlp silu
+// CHECK: %[[O:.*]] = moe.unpermute %{{.*}}, %{{.*}} weights %{{.*}} shared %[[S]]
+// CHECK: moe.yield %[[O]] : tensor<?x12xf32>
+func.func @layer_with_shared_expert(%x: tensor<?x12xf32>, %logits: tensor<?x4xf32>,
+                                    %w13: tensor<4x16x12xf32>, %w2: tensor<4x12x8xf32>,
+                                    %sw13: tensor<20x12xf32>, %sw2: tensor<12x10xf32>)
+    -> tensor<?x12xf32> {
+  %y = moe.layer : tensor<?x12xf32> {
+    %ids, %w = moe.route softmax_topk %logits top 2
+        : (tensor<?x4xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+    %rows, %offsets, %slots = moe.permute %x, %ids
+        : (tensor<?x12xf32>, tensor<?x2xi32>) -> (tensor<?x12xf32>, tensor<5xi64>, tensor<?x2xi64>)
+    %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+        : (tensor<?x12xf32>, tensor<5xi64>, tensor<4x16x12xf32>, tensor<4x12x8xf32>) -> tensor<?x12xf32>
+    %s = moe.shared_mlp silu %x, %sw13, %sw2
+        : (tensor<?x12xf32>, tensor<20x12xf32>, tensor<12x10xf32>) -> tensor<?x12xf32>
+    %o = moe.unpermute %h, %slots weights %w shared %s
+        : (tensor<?x12xf32>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<?x12xf32>) -> tensor<?x12xf32>
+    moe.yield %o : tensor<?x12xf32>
+  }
+  return %y : tensor<?x12xf32>
+}

@@ -202,3 +202,77 @@ func.func @quantized_rows_escape(%x: tensor<?x128xbf16>, %logits: tensor<?x4xf32
       : (tensor<?x128xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x128xbf16>
   return %out, %q : tensor<?x128xbf16>, tensor<?x128xf8E4M3FN>
 }
+
+// -----
+
+// A shared expert whose output only the combine adds comes into the layer,
+// right before the combine; its operands (tokens, weights) come from above.
+// Expanding inlines it back unchanged.
+// CHECK-LABEL: func @shared_expert
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x16xbf16>, %{{.*}}: tensor<?x8xf32>, %{{.*}}: tensor<8x48x16xbf16>, %{{.*}}: tensor<8x16x24xbf16>, %[[SW13:[a-z0-9]+]]: tensor<40x16xbf16>, %[[SW2:[a-z0-9]+]]: tensor<16x20xbf16>, %[[G:[a-z0-9]+]]: tensor<1x16xbf16>)
+// CHECK-NEXT: %[[Y:.*]] = moe.layer : tensor<?x16xbf16> {
+// CHECK-NEXT: moe.route
+// CHECK-NEXT: moe.permute
+// CHECK-NEXT: %[[H:.*]] = moe.expert_mlp
+// CHECK-NEXT: %[[S:.*]] = moe.shared_mlp silu %[[X]], %[[SW13]], %[[SW2]] gate %[[G]] :
+// CHECK-NEXT: %[[O:.*]] = moe.unpermute %[[H]], %{{.*}} weights %{{.*}} shared %[[S]]
+// CHECK-NEXT: moe.yield %[[O]] : tensor<?x16xbf16>
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[Y]]
+// ROUND-LABEL: func @shared_expert
+// ROUND-NOT: moe.layer
+// ROUND: moe.shared_mlp
+// ROUND-NEXT: %[[O:.*]] = moe.unpermute {{.*}} shared
+// ROUND-NEXT: return %[[O]]
+// CPU-LABEL: func @shared_expert
+// CPU-NOT: moe.
+// CPU: return
+func.func @shared_expert(%x: tensor<?x16xbf16>, %logits: tensor<?x8xf32>,
+                         %w13: tensor<8x48x16xbf16>, %w2: tensor<8x16x24xbf16>,
+                         %sw13: tensor<40x16xbf16>, %sw2: tensor<16x20xbf16>,
+                         %gate: tensor<1x16xbf16>) -> tensor<?x16xbf16> {
+  %s = moe.shared_mlp silu %x, %sw13, %sw2 gate %gate
+      : (tensor<?x16xbf16>, tensor<40x16xbf16>, tensor<16x20xbf16>, tensor<1x16xbf16>) -> tensor<?x16xbf16>
+  %ids, %w = moe.route softmax_topk %logits top 2
+      : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x16xbf16>, tensor<?x2xi32>) -> (tensor<?x16xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x16xbf16>, tensor<9xi64>, tensor<8x48x16xbf16>, tensor<8x16x24xbf16>) -> tensor<?x16xbf16>
+  %y = moe.unpermute %h, %slots weights %w shared %s
+      : (tensor<?x16xbf16>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<?x16xbf16>) -> tensor<?x16xbf16>
+  return %y : tensor<?x16xbf16>
+}
+
+// -----
+
+// A shared expert whose output is used elsewhere too stays outside; the
+// layer reads it from above (so does any other addend).
+// CHECK-LABEL: func @shared_expert_escapes
+// CHECK: %[[S:.*]] = moe.shared_mlp
+// CHECK-NEXT: %[[Y:.*]] = moe.layer : tensor<?x16xf32> {
+// CHECK-NOT: moe.shared_mlp
+// CHECK: moe.unpermute {{.*}} shared %[[S]]
+// CHECK: return %[[Y]], %[[S]]
+// ROUND-LABEL: func @shared_expert_escapes
+// ROUND-NOT: moe.layer
+// ROUND: return
+// CPU-LABEL: func @shared_expert_escapes
+// CPU-NOT: moe.
+// CPU: return
+func.func @shared_expert_escapes(%x: tensor<?x16xf32>, %logits: tensor<?x8xf32>,
+                                 %w13: tensor<8x48x16xf32>, %w2: tensor<8x16x24xf32>,
+                                 %sw13: tensor<40x16xf32>, %sw2: tensor<16x20xf32>)
+    -> (tensor<?x16xf32>, tensor<?x16xf32>) {
+  %ids, %w = moe.route softmax_topk %logits top 2
+      : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<?x2xi64>)
+  %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x16xf32>, tensor<9xi64>, tensor<8x48x16xf32>, tensor<8x16x24xf32>) -> tensor<?x16xf32>
+  %s = moe.shared_mlp silu %x, %sw13, %sw2
+      : (tensor<?x16xf32>, tensor<40x16xf32>, tensor<16x20xf32>) -> tensor<?x16xf32>
+  %y = moe.unpermute %h, %slots weights %w shared %s
+      : (tensor<?x16xf32>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
+  return %y, %s : tensor<?x16xf32>, tensor<?x16xf32>
+}

@@ -218,6 +218,9 @@ static std::string unsupportedReason(PermuteOp op) {
 
 /// Why the combine kernel cannot run `op`, or an empty string.
 static std::string unsupportedReason(UnpermuteOp op) {
+  if (op.getShared())
+    return "adding a shared expert's output ('shared') is not implemented "
+           "in the combine kernel";
   auto rows = cast<RankedTensorType>(op.getRows().getType());
   auto result = cast<RankedTensorType>(op.getType());
   if (!rows.getElementType().isBF16() || !result.getElementType().isBF16())
@@ -254,6 +257,11 @@ static std::string unsupportedReason(QuantizeOp op) {
 /// cannot launch `op`, or an empty string: it runs exactly the chain
 /// --moe-fuse-layer builds, with the routing weight in the combine.
 static std::string unsupportedReason(LayerOp op) {
+  for (Operation &inner : op.getBody().front())
+    if (isa<SharedMLPOp>(inner) ||
+        (isa<UnpermuteOp>(inner) && cast<UnpermuteOp>(inner).getShared()))
+      return "a shared expert (moe.shared_mlp, or an unpermute with a "
+             "'shared' addend) is not implemented in layer.v1";
   std::optional<LayerChain> chain = getLayerChain(op);
   if (!chain)
     return "the body must be moe.route, moe.permute, (moe.quantize, "
@@ -298,6 +306,13 @@ QuantizeOp mlir::moe::getGatherQuantizedRows(Operation *op) {
       !isRowEncoding(chain->rowsQuantize.getEncoding(), Format::FP8Block))
     return {};
   return chain->rowsQuantize;
+}
+
+std::string mlir::moe::missingKernelReason(Operation *op) {
+  if (isa<SharedMLPOp>(op))
+    return "the shared expert has no GPU kernel yet (the CPU reference "
+           "pipeline runs it)";
+  return "";
 }
 
 bool mlir::moe::hasKernels(Operation *op) {

@@ -38,6 +38,10 @@ GroupedMatmulTile::Format formatOf(FP8Operands operands);
 /// [1, 128] groups), or null.
 QuantizeOp getGatherQuantizedRows(Operation *op);
 
+/// Why `op`, a moe op the GPU path does not implement at all yet
+/// (moe.shared_mlp), cannot be compiled for any chip, or an empty string.
+std::string missingKernelReason(Operation *op);
+
 /// Whether `op` is a moe op that has kernels (or, moe.layer, launches its
 /// body's).
 bool hasKernels(Operation *op);

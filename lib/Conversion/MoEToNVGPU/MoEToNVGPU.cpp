@@ -646,6 +646,11 @@ struct ConvertMoEToNVGPUPass
     bool any = false, failedAny = false;
     Operation *first = nullptr;
     module.walk([&](Operation *op) {
+      if (std::string reason = missingKernelReason(op); !reason.empty()) {
+        op->emitOpError() << "cannot be lowered to the GPU yet: " << reason;
+        failedAny = true;
+        return;
+      }
       if (!hasKernels(op))
         return;
       any = true;
@@ -654,8 +659,16 @@ struct ConvertMoEToNVGPUPass
         return;
       }
       StringRef chip = configChip(op);
-      if (chip.empty())
+      // A moe.layer has no configuration; its entry launches the chain of
+      // layer.v1, which its body must be.
+      if (chip.empty()) {
+        if (std::string reason = unsupportedReason(op, "sm_90a");
+            !reason.empty()) {
+          op->emitOpError() << "cannot be lowered to the GPU yet: " << reason;
+          failedAny = true;
+        }
         return;
+      }
       // One gpu.module holds every kernel: one target.
       if (first && configChip(first) != chip) {
         op->emitOpError() << "is configured for " << chip << " but "

@@ -294,6 +294,12 @@ struct MoESelectKernelsPass
     SmallVector<Operation *> ops;
     bool failedAny = false;
     getOperation().walk([&](Operation *op) {
+      if (std::string reason = missingKernelReason(op); !reason.empty()) {
+        op->emitOpError() << "cannot be lowered to " << chip
+                          << " yet: " << reason;
+        failedAny = true;
+        return;
+      }
       if (!hasKernels(op))
         return;
       if (std::string reason = unsupportedReason(op, chip); !reason.empty()) {
