@@ -47,3 +47,51 @@ func.func @gemm(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: ten
       : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi64>) -> tensor<?x512xbf16>
   return %y : tensor<?x512xbf16>
 }
+
+// -----
+
+// A shared expert written as moe ops (DeepSeek-V3 style): the pipeline forms
+// the layer with the shared_mlp inside, then refuses it, each shared part
+// named, rather than compile the routed experts alone.
+// CHECK: error: 'moe.shared_mlp' op cannot be lowered to sm_90a yet: the shared expert has no GPU kernel yet
+// CHECK: error: 'moe.unpermute' op cannot be lowered to sm_90a yet: adding a shared expert's output ('shared') is not implemented in the combine kernel
+// CHECK: error: 'moe.layer' op cannot be lowered to sm_90a yet: a shared expert (moe.shared_mlp, or an unpermute with a 'shared' addend) is not implemented in layer.v1
+func.func @shared_mlp(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
+    %w13: tensor<8x1024x256xbf16>, %w2: tensor<8x256x512xbf16>,
+    %sw13: tensor<512x256xbf16>, %sw2: tensor<256x256xbf16>) -> tensor<?x256xbf16> {
+  %ids, %w = moe.route softmax_topk %logits top 2 renormalize
+      : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x256xbf16>, tensor<?x2xi32>) -> (tensor<?x256xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x256xbf16>, tensor<9xi64>, tensor<8x1024x256xbf16>, tensor<8x256x512xbf16>) -> tensor<?x256xbf16>
+  %s = moe.shared_mlp silu %x, %sw13, %sw2
+      : (tensor<?x256xbf16>, tensor<512x256xbf16>, tensor<256x256xbf16>) -> tensor<?x256xbf16>
+  %y = moe.unpermute %h, %slots weights %w shared %s
+      : (tensor<?x256xbf16>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<?x256xbf16>) -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+// A Qwen2-MoE-style gated shared expert whose output is also returned stays
+// outside the layer; both are refused.
+// CHECK: error: 'moe.shared_mlp' op cannot be lowered to sm_90a yet
+// CHECK: error: 'moe.unpermute' op cannot be lowered to sm_90a yet: adding a shared expert's output
+// CHECK: error: 'moe.layer' op cannot be lowered to sm_90a yet: a shared expert
+func.func @gated_shared_mlp(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
+    %w13: tensor<8x1024x256xbf16>, %w2: tensor<8x256x512xbf16>,
+    %sw13: tensor<1024x256xbf16>, %sw2: tensor<256x512xbf16>, %g: tensor<1x256xbf16>)
+    -> (tensor<?x256xbf16>, tensor<?x256xbf16>) {
+  %s = moe.shared_mlp silu %x, %sw13, %sw2 gate %g
+      : (tensor<?x256xbf16>, tensor<1024x256xbf16>, tensor<256x512xbf16>, tensor<1x256xbf16>) -> tensor<?x256xbf16>
+  %ids, %w = moe.route softmax_topk %logits top 2
+      : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x256xbf16>, tensor<?x2xi32>) -> (tensor<?x256xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x256xbf16>, tensor<9xi64>, tensor<8x1024x256xbf16>, tensor<8x256x512xbf16>) -> tensor<?x256xbf16>
+  %y = moe.unpermute %h, %slots weights %w shared %s
+      : (tensor<?x256xbf16>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<?x256xbf16>) -> tensor<?x256xbf16>
+  return %y, %s : tensor<?x256xbf16>, tensor<?x256xbf16>
+}

@@ -52,3 +52,19 @@ func.func @fp8_intermediate(%rows: tensor<?x128xbf16>, %off: tensor<5xi64>,
       : (tensor<?x128xbf16>, tensor<5xi64>, tensor<4x256x128xbf16>, tensor<4x128x128xbf16>) -> tensor<?x128xbf16>
   return %y : tensor<?x128xbf16>
 }
+
+// -----
+
+// The last guard: an unpermute with a 'shared' addend that somehow carries a
+// launch (the combine kernel adds no shared expert) is refused, and so is a
+// moe.shared_mlp, which has no kernel at all.
+func.func @shared(%rows: tensor<?x256xbf16>, %slots: tensor<?x2xi64>, %w: tensor<?x2xf32>,
+                  %x: tensor<?x256xbf16>, %w13: tensor<512x256xbf16>, %w2: tensor<256x256xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{has no GPU kernel yet, and the bundle would silently skip it}}
+  %s = moe.shared_mlp silu %x, %w13, %w2
+      : (tensor<?x256xbf16>, tensor<512x256xbf16>, tensor<256x256xbf16>) -> tensor<?x256xbf16>
+  // expected-error @+1 {{has a 'shared' addend (a shared expert's output) that its GPU kernel does not add; the bundle would silently drop the shared expert}}
+  %y = moe.unpermute %rows, %slots weights %w shared %s {moe.launch = {kernels = []}}
+      : (tensor<?x256xbf16>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<?x256xbf16>) -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
