@@ -274,6 +274,12 @@ private:
           note(planRows(op, mlp.getRowsMutable(), policy, plan));
           note(planIntermediate(mlp, policy, plan));
         }
+      } else if (isa<SharedMLPOp>(op)) {
+        // Quantizing the routed experts only would leave it in its type.
+        note(op->emitOpError()
+             << "moe-quantize (" << policyName
+             << "): the shared expert cannot be quantized yet; quantize a "
+                "function without moe.shared_mlp");
       }
     });
     if (refused || plan.weightArgs.empty())

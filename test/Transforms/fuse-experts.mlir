@@ -346,3 +346,30 @@ func.func @swiglu_scale_before_quantize(%rows: tensor<?x64xf32>, %offsets: tenso
       : (tensor<?x64xf32>, tensor<4x64x64xf32>, tensor<5xi64>) -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// -----
+
+// The routed experts' chain fuses whatever the combine adds; the shared
+// expert and the addend stay as they are.
+// CHECK-LABEL: func @beside_shared_expert
+// CHECK: %[[S:.*]] = moe.shared_mlp silu
+// CHECK: %[[H:.*]] = moe.expert_mlp silu
+// CHECK: moe.unpermute %[[H]], %{{.*}} weights %{{.*}} shared %[[S]]
+// ROUND-LABEL: func @beside_shared_expert
+// ROUND: moe.shared_mlp silu
+// ROUND: moe.unpermute {{.*}} shared
+func.func @beside_shared_expert(%x: tensor<?x64xf32>, %rows: tensor<?x64xf32>, %offsets: tensor<5xi64>,
+                                %slots: tensor<?x2xi64>, %w: tensor<?x2xf32>,
+                                %w13: tensor<4x128x64xf32>, %w2: tensor<4x64x64xf32>,
+                                %sw13: tensor<96x64xf32>, %sw2: tensor<64x48xf32>) -> tensor<?x64xf32> {
+  %s = moe.shared_mlp silu %x, %sw13, %sw2
+      : (tensor<?x64xf32>, tensor<96x64xf32>, tensor<64x48xf32>) -> tensor<?x64xf32>
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x64xf32>, tensor<4x128x64xf32>, tensor<5xi64>) -> tensor<?x128xf32>
+  %h = moe.swiglu silu %gu : (tensor<?x128xf32>) -> tensor<?x64xf32>
+  %o = moe.grouped_matmul %h, %w2, %offsets
+      : (tensor<?x64xf32>, tensor<4x64x64xf32>, tensor<5xi64>) -> tensor<?x64xf32>
+  %y = moe.unpermute %o, %slots weights %w shared %s
+      : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}

@@ -134,3 +134,19 @@ func.func @take_address() {
   %f = func.constant @referenced : (tensor<?x128xf32>, tensor<5xi64>, tensor<4x128x128xf32>) -> tensor<?x128xf32>
   return
 }
+
+// -----
+
+// The shared expert's GEMMs have no quantized form yet: quantizing only the
+// routed experts beside it would be a silent half of the policy.
+func.func @shared_expert(%x: tensor<?x128xbf16>, %rows: tensor<?x128xbf16>, %offsets: tensor<5xi64>,
+                         %w13: tensor<4x256x128xbf16>, %w2: tensor<4x128x128xbf16>,
+                         %sw13: tensor<256x128xbf16>, %sw2: tensor<128x128xbf16>)
+    -> (tensor<?x128xbf16>, tensor<?x128xbf16>) {
+  %y = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x128xbf16>, tensor<5xi64>, tensor<4x256x128xbf16>, tensor<4x128x128xbf16>) -> tensor<?x128xbf16>
+  // expected-error @+1 {{'moe.shared_mlp' op moe-quantize (format=fp8-block element=e4m3 scope=weights): the shared expert cannot be quantized yet; quantize a function without moe.shared_mlp}}
+  %s = moe.shared_mlp silu %x, %sw13, %sw2
+      : (tensor<?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>) -> tensor<?x128xbf16>
+  return %y, %s : tensor<?x128xbf16>, tensor<?x128xbf16>
+}
