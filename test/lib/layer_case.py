@@ -47,6 +47,20 @@ CASES = {
     "quant-fp8-block-w-gptoss": dict(T=6, H=128, I=128, E=4, k=2, routing="topk_softmax",
                                      activation="gptoss", expert_bias=True, big=True,
                                      quant=dict(format="fp8-block", scope="weights")),
+    # Shared experts: `shared=Is` adds a moe.shared_mlp of width Is to the
+    # combine with weight 1 (DeepSeek-V3: Is = I); `gated` scales it per token
+    # by sigmoid(x . w_gate) (Qwen2-MoE: Is = 4I, no renormalisation).
+    "shared-deepseek": dict(T=7, H=12, I=8, E=16, k=4, routing="sigmoid_topk", bias=True,
+                            groups=4, top_groups=2, renormalize=True, scale=2.5, shared=8,
+                            cold=[5]),
+    "shared-qwen2": dict(T=9, H=16, I=8, E=8, k=4, routing="softmax_topk", shared=32,
+                         gated=True, cold=[2, 6]),
+    "shared-t1": dict(T=1, H=16, I=8, E=6, k=2, routing="softmax_topk", shared=24, gated=True,
+                      cold=[0]),
+    "shared-bf16": dict(T=7, H=16, I=16, E=4, k=2, routing="softmax_topk", renormalize=True,
+                        dtype="bf16", shared=32, gated=True, cold=[1]),
+    "shared-layer": dict(T=6, H=8, I=12, E=4, k=2, routing="softmax_topk", renormalize=True,
+                         fused=True, layer=True, shared=16, gated=True, cold=[3]),
 }
 
 # Encodings of each --moe-quantize format: (weight block, activation block,
@@ -75,10 +89,24 @@ def inputs(name):
         d["b2"] = rng.standard_normal((E, H)).astype(np.float32)
     if c.get("bias"):
         d["bias"] = (rng.standard_normal(E) * 0.5).astype(np.float32)
+    if c.get("shared"):
+        Is = c["shared"]
+        d["sw13"] = (rng.standard_normal((2 * Is, H)) / np.sqrt(H)).astype(np.float32)
+        d["sw2"] = (rng.standard_normal((H, Is)) / np.sqrt(Is)).astype(np.float32)
+        if c.get("gated"):
+            d["sgate"] = (rng.standard_normal((1, H)) / np.sqrt(H)).astype(np.float32)
     if c.get("dtype") == "bf16":
-        for key in ("x", "w13", "w2"):
-            d[key] = bf16_round(d[key])
+        for key in ("x", "w13", "w2", "sw13", "sw2", "sgate"):
+            if key in d:
+                d[key] = bf16_round(d[key])
     return d
+
+
+def shared_weights(d):
+    """The shared expert of moe_ref.layer, or None."""
+    if "sw13" not in d:
+        return None
+    return dict(w13=d["sw13"], w2=d["sw2"], gate=d.get("sgate"))
 
 
 def route_kw(c, d):
@@ -99,6 +127,11 @@ def gen(name):
         args += [("b13", ty([E, 2 * I], "f32")), ("b2", ty([E, H], "f32"))]
     if "bias" in d:
         args += [("bias", ty([E], "f32"))]
+    if "sw13" in d:
+        Is = c["shared"]
+        args += [("sw13", ty([2 * Is, H])), ("sw2", ty([H, Is]))]
+        if "sgate" in d:
+            args += [("sgate", ty([1, H]))]
     L = []
     L.append("func.func private @printMemrefF32(tensor<*xf32>)")
     L.append("func.func private @printMemrefI32(tensor<*xi32>)")
@@ -141,8 +174,16 @@ def gen(name):
         tys = [ty([None, I]), ty([E, H, I]), off_t] + ([ty([E, H], "f32")] if b2 else [])
         L.append("  %%o = moe.grouped_matmul %%h, %%w2, %%offsets%s : (%s) -> %s"
                  % (b2, ", ".join(tys), ty([None, H])))
-    L.append("  %%y = moe.unpermute %%o, %%slots weights %%w : (%s, %s, %s) -> %s"
-             % (ty([None, H]), slot_t, w_t, ty([None, H], "f32")))
+    shared, shared_t = "", ""
+    if "sw13" in d:
+        # The shared expert's f32 result is the combine's addend.
+        gate = " gate %sgate" if "sgate" in d else ""
+        tys = [ty([None, H]), ty([2 * Is, H]), ty([H, Is])] + ([ty([1, H])] if gate else [])
+        L.append("  %%sh = moe.shared_mlp silu %%x, %%sw13, %%sw2%s : (%s) -> %s"
+                 % (gate, ", ".join(tys), ty([None, H], "f32")))
+        shared, shared_t = " shared %sh", ", " + ty([None, H], "f32")
+    L.append("  %%y = moe.unpermute %%o, %%slots weights %%w%s : (%s, %s, %s%s) -> %s"
+             % (shared, ty([None, H]), slot_t, w_t, shared_t, ty([None, H], "f32")))
     if c.get("layer"):
         # The chain as one moe.layer; it yields only its output, so the ids
         # and weights printed come from the same route outside it.
@@ -206,11 +247,24 @@ def check(name, path):
     f64 = {key: v.astype(np.float64) for key, v in d.items()}
     kw = route_kw(c, f64)
     act = c.get("activation", "silu")
+    shared = shared_weights(f64)
     y_ref, ids_ref, w_ref = moe_ref.layer(f64["x"], f64["logits"], f64["w13"], f64["w2"], kw, act,
-                                          f64.get("b13"), f64.get("b2"), c.get("pad_to", 1))
+                                          f64.get("b13"), f64.get("b2"), c.get("pad_to", 1),
+                                          shared=shared)
     y_loop = moe_ref.layer_loop(f64["x"], f64["logits"], f64["w13"], f64["w2"], kw, act,
-                                f64.get("b13"), f64.get("b2"))
+                                f64.get("b13"), f64.get("b2"), shared=shared)
     assert rel_l2(y_loop, y_ref) < 1e-12, "the two numpy references disagree"
+    if shared is not None:
+        # The shared expert, and its gate, must change the output well past
+        # the tolerance, or the case could not fail without them.
+        routed, _, _ = moe_ref.layer(f64["x"], f64["logits"], f64["w13"], f64["w2"], kw, act)
+        assert rel_l2(routed, y_ref) > 0.1, "the shared expert changes the layer by only %.3g" \
+            % rel_l2(routed, y_ref)
+        if shared["gate"] is not None:
+            ungated, _, _ = moe_ref.layer(f64["x"], f64["logits"], f64["w13"], f64["w2"], kw, act,
+                                          shared=dict(shared, gate=None))
+            assert rel_l2(ungated, y_ref) > 0.1, "the shared gate changes the layer by only %.3g" \
+                % rel_l2(ungated, y_ref)
     # The case must exercise what it is named for, or it could not fail.
     if c.get("groups"):
         ungrouped, _ = moe_ref.route(f64["logits"], **dict(kw, groups=None, top_groups=None))

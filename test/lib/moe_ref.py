@@ -106,7 +106,7 @@ def swiglu(gu, activation="silu", alpha=1.702, limit=7.0, scale=None):
     return h if scale is None else h * scale[:, None]
 
 
-def unpermute(rows, slots, weights=None):
+def unpermute(rows, slots, weights=None, shared=None):
     T, k = slots.shape
     y = np.zeros((T, rows.shape[1]))
     for t in range(T):
@@ -114,23 +114,35 @@ def unpermute(rows, slots, weights=None):
             s = slots[t, j]
             if 0 <= s < rows.shape[0]:
                 y[t] += (1.0 if weights is None else weights[t, j]) * rows[s]
-    return y
+    return y if shared is None else y + shared
+
+
+def shared_mlp(x, w13, w2, gate=None):
+    """moe.shared_mlp: a dense SwiGLU MLP of every token (w13 [2Is, H], w2
+    [H, Is]), scaled per token by sigmoid(x . gate[0]) with gate [1, H]."""
+    out = swiglu(x @ w13.T) @ w2.T
+    if gate is not None:
+        out = out * _sigmoid(x @ gate[0])[:, None]
+    return out
 
 
 def layer(x, logits, w13, w2, route_kw, activation="silu", b13=None, b2=None,
-          pad_to=1, alpha=1.702, limit=7.0):
-    """The whole layer through the op-level functions above."""
+          pad_to=1, alpha=1.702, limit=7.0, shared=None):
+    """The whole layer through the op-level functions above; `shared` is
+    dict(w13=, w2=, gate=None), a shared expert added to the combine."""
     ids, w = route(logits, **route_kw)
     rows, offsets, slots = permute(x, ids, w13.shape[0], pad_to)
     gu = grouped_matmul(rows, w13, offsets, b13)
     h = swiglu(gu, activation, alpha, limit)
     o = grouped_matmul(h, w2, offsets, b2)
-    return unpermute(o, slots, w), ids, w
+    s = None if shared is None else shared_mlp(x, shared["w13"], shared["w2"], shared.get("gate"))
+    return unpermute(o, slots, w, s), ids, w
 
 
 def layer_loop(x, logits, w13, w2, route_kw, activation="silu", b13=None,
-               b2=None, alpha=1.702, limit=7.0):
-    """The same layer as a per-token loop over chosen experts (no permute)."""
+               b2=None, alpha=1.702, limit=7.0, shared=None):
+    """The same layer as a per-token loop over chosen experts (no permute),
+    the shared expert (as in `layer`) one token at a time."""
     ids, w = route(logits, **route_kw)
     I = w2.shape[2]
     y = np.zeros((x.shape[0], w2.shape[1]))
@@ -139,6 +151,14 @@ def layer_loop(x, logits, w13, w2, route_kw, activation="silu", b13=None,
             gu = w13[e] @ x[t] + (b13[e] if b13 is not None else 0.0)
             h = swiglu(gu[None, :], activation, alpha, limit)[0]
             y[t] += w[t, j] * (w2[e] @ h + (b2[e] if b2 is not None else 0.0))
+        if shared is not None:
+            Is = shared["w2"].shape[1]
+            gate_up = shared["w13"] @ x[t]
+            g, u = gate_up[:Is], gate_up[Is:]
+            o = shared["w2"] @ (g / (1.0 + np.exp(-g)) * u)
+            if shared.get("gate") is not None:
+                o = o / (1.0 + np.exp(-np.dot(shared["gate"][0], x[t])))
+            y[t] += o
     return y
 
 # ----------------------------------------------------------------- FP8

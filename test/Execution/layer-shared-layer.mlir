@@ -1,0 +1,14 @@
+// Runs a small MoE layer (shared-layer) on the CPU and compares it with the
+// numpy reference in test/lib/moe_ref.py at the tolerance layer_case.py states:
+// a moe.layer (fused expert MLP) whose body holds a gated shared expert that
+// the combine adds, with an empty expert.
+// RUN: %python %testlib/layer_case.py gen shared-layer > %t.mlir
+// RUN: FileCheck %s --check-prefix=IR < %t.mlir
+// RUN: moe-opt %t.mlir --moe-cpu-reference-pipeline | %mlir-runner > %t.out
+// RUN: %python %testlib/layer_case.py check shared-layer %t.out | FileCheck %s
+// IR: moe.layer
+// IR: moe.expert_mlp silu
+// IR: %[[S:.*]] = moe.shared_mlp silu %x, %sw13, %sw2 gate %sgate
+// IR: moe.unpermute {{.*}} shared %[[S]]
+// IR: moe.yield
+// CHECK: PASS shared-layer
