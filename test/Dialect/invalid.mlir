@@ -944,6 +944,14 @@ func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf1
 
 // -----
 
+func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>, %g: tensor<?x16xbf16>) {
+  // expected-error @+1 {{gate count of 'gate_weights' (dim 0) must be static}}
+  %s = moe.shared_mlp silu %x, %a, %b gate %g : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<?x16xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
 func.func @f(%x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>, %g: tensor<2x16xbf16>) {
   // expected-error @+1 {{gate count of 'gate_weights' (dim 0 = 2) must be 1 (one gate logit per token)}}
   %s = moe.shared_mlp silu %x, %a, %b gate %g : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<2x16xbf16>) -> tensor<?x16xbf16>

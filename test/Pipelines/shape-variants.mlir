@@ -99,3 +99,33 @@ func.func @quantize_rank1_and_3d(%v: tensor<64xf16>, %w: tensor<?x4x64xf32>)
       : tensor<?x4x64xf8E4M3FN>, tensor<?x2x2xf32> -> tensor<?x4x64xf32>
   return %q, %s, %wd : tensor<64xf8E5M2>, tensor<2xf8E8M0FNU>, tensor<?x4x64xf32>
 }
+
+// -----
+
+// CHECK: llvm.func @shared_mlp_dynamic
+func.func @shared_mlp_dynamic(%x: tensor<?x?xf16>, %w13: tensor<?x?xf16>, %w2: tensor<?x?xf16>,
+                              %g: tensor<1x?xf16>) -> tensor<?x?xf32> {
+  %s = moe.shared_mlp silu %x, %w13, %w2 gate %g
+      : (tensor<?x?xf16>, tensor<?x?xf16>, tensor<?x?xf16>, tensor<1x?xf16>) -> tensor<?x?xf32>
+  return %s : tensor<?x?xf32>
+}
+
+// -----
+
+// CHECK: llvm.func @shared_mlp_static
+func.func @shared_mlp_static(%x: tensor<3x8xbf16>, %w13: tensor<12x8xbf16>, %w2: tensor<8x6xbf16>)
+    -> tensor<3x8xbf16> {
+  %s = moe.shared_mlp silu %x, %w13, %w2
+      : (tensor<3x8xbf16>, tensor<12x8xbf16>, tensor<8x6xbf16>) -> tensor<3x8xbf16>
+  return %s : tensor<3x8xbf16>
+}
+
+// -----
+
+// CHECK: llvm.func @unpermute_shared_mixed
+func.func @unpermute_shared_mixed(%r: tensor<?x?xbf16>, %slots: tensor<3x?xi32>, %s: tensor<?x8xf16>)
+    -> tensor<3x8xf16> {
+  %y = moe.unpermute %r, %slots shared %s
+      : (tensor<?x?xbf16>, tensor<3x?xi32>, tensor<?x8xf16>) -> tensor<3x8xf16>
+  return %y : tensor<3x8xf16>
+}
