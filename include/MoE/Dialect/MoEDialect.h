@@ -46,9 +46,9 @@ RankedTensorType getBlockScalesType(RankedTensorType values,
 /// the runtime's layer.v1 or layer_fp8.v1 launches): route -> permute ->
 /// expert_mlp -> unpermute, the route's ids into the permute, its rows and
 /// offsets into the expert MLP, whose result the unpermute combines with the
-/// permute's slots and the route's weights (no shared expert added), yielded. With quantized
-/// activations (--moe-quantize), the permuted rows reach the expert MLP
-/// through moe.quantize then moe.dequantize.
+/// permute's slots and the route's weights (no shared expert added), yielded.
+/// With quantized activations (--moe-quantize), the permuted rows reach the
+/// expert MLP through moe.quantize then moe.dequantize.
 struct LayerChain {
   RouteOp route;
   PermuteOp permute;
