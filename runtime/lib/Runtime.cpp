@@ -19,6 +19,10 @@
 // launching call validates into a plan, then launches it: moeLayer validates
 // all of its steps' plans before the first launch.
 //
+// Over 800 lines because it holds the hand-written host program of every
+// ABI (version 6); docs/launch-plans.md replaces it with one plan
+// interpreter driven by the bundle.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Bundle.h"
