@@ -1,0 +1,153 @@
+//===- Plan.h - launch plans: parsed form and interpreter ---------*- C++
+//-*-===//
+//
+// Internal. An entry's launch plan (docs/launch-plans.md): the sizes a call
+// passes, its arguments, the checks on them, the workspace slices and the
+// launch steps with their parameters. preparePlan() checks a call against
+// the plan and turns it into launches (grids and parameter bytes, tensor
+// maps to encode): the one generic host program that replaces the per-ABI
+// code of Runtime.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_RUNTIME_LIB_PLAN_H
+#define MOE_RUNTIME_LIB_PLAN_H
+
+#include "PlanExpr.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moe::runtime {
+
+using contract::PlanExpr;
+
+/// Element types of plan arguments and tensor maps.
+enum class PlanType { BF16, F32, I32, I64, E4M3, E8M0 };
+
+/// "bf16", "f32", "i32", "i64", "e4m3" or "e8m0".
+const char *planTypeName(PlanType type);
+int64_t planTypeBytes(PlanType type);
+bool parsePlanType(std::string_view text, PlanType &out);
+
+struct PlanSize {
+  std::string name;
+  PlanExpr min, max;
+};
+
+struct PlanArg {
+  enum class Role { In, Out, Optional };
+  std::string name;
+  PlanType type = PlanType::F32;
+  Role role = Role::In;
+  int64_t align = 1;
+  std::vector<PlanExpr> dims;
+};
+
+struct PlanCheck {
+  PlanExpr condition;
+  std::string message;
+};
+
+struct PlanSlice {
+  std::string name;
+  PlanExpr bytes;
+  int64_t align = 16;
+};
+
+/// What a parameter points at: an argument, or a workspace slice.
+struct PlanBuffer {
+  bool workspace = false;
+  int index = -1; // into Plan::args or Plan::work
+};
+
+struct PlanParam {
+  enum class Kind { Memref, I32, I64, TensorMap };
+  Kind kind = Kind::I32;
+  PlanBuffer buffer;                  // Memref, TensorMap
+  std::vector<PlanExpr> dims;         // Memref; TensorMap (innermost first)
+  std::vector<PlanExpr> strides, box; // TensorMap: byte strides, box
+  PlanType type = PlanType::BF16;     // TensorMap
+  PlanExpr value;                     // I32, I64
+};
+
+struct PlanStep {
+  int kernel = 0;
+  PlanExpr grid, when;
+  std::vector<PlanParam> params;
+};
+
+struct Plan {
+  std::vector<PlanSize> sizes;
+  std::vector<PlanArg> args;
+  std::vector<PlanCheck> checks;
+  std::vector<PlanSlice> work;
+  std::vector<PlanStep> steps;
+
+  int findArg(std::string_view name) const;
+  int findSlice(std::string_view name) const;
+};
+
+/// Splits `text` at the commas outside parentheses and brackets.
+std::vector<std::string_view> splitTopLevel(std::string_view text, char sep);
+
+/// Parses a step's `params=` value against the plan's arguments and slices
+/// (so a parameter naming neither is an error here, at open).
+bool parsePlanParams(std::string_view text, const Plan &plan,
+                     std::vector<PlanParam> &out, std::string &error);
+
+/// Checks that every expression of `plan` reads only what it may: the
+/// sizes, `resident` (grids and when only), and null() of optional
+/// arguments; and that kernels index `numKernels`.
+bool checkPlanNames(const Plan &plan, int numKernels, std::string &error);
+
+/// A tensor map a launch needs: the launcher encodes it (into 64-byte
+/// aligned storage, as the driver requires) and copies its 128 bytes to
+/// `PreparedLaunch::bytes[offset]`.
+struct TensorMapRequest {
+  size_t offset = 0;
+  uint64_t address = 0;
+  PlanType type = PlanType::BF16;
+  std::vector<uint64_t> dims, strides; // strides: dims.size() - 1 of them
+  std::vector<uint32_t> box;
+};
+
+/// One launch of a call: its kernel and grid, and its parameters as bytes
+/// (each at its offset, 8- or 64-byte aligned: a driver params array
+/// points at bytes.data() + offsets[i]).
+struct PreparedLaunch {
+  int kernel = 0;
+  int64_t gridX = 0;
+  std::vector<uint8_t> bytes;
+  std::vector<size_t> offsets;
+  std::vector<TensorMapRequest> tensorMaps;
+};
+
+/// A call: the sizes (in Plan::sizes order), the argument addresses (in
+/// Plan::args order) and the workspace.
+struct PlanCall {
+  const int64_t *sizes = nullptr;
+  const uint64_t *pointers = nullptr;
+  uint64_t workspace = 0;
+  uint64_t workspaceBytes = 0;
+};
+
+/// The bytes of the workspace the plan needs for `sizes` (0 without
+/// slices); false with `error` when a size is out of range.
+bool planWorkspaceBytes(const Plan &plan, const int64_t *sizes, uint64_t &bytes,
+                        std::string &error);
+
+/// Checks `call` against `plan` (sizes, checks, arguments, overlaps,
+/// workspace) and evaluates its launches; `resident(kernel)` gives the work
+/// takers of a kernel that fit on the device. On failure returns false with
+/// `error` naming the size, argument or check (nothing to launch).
+bool preparePlan(const Plan &plan, const PlanCall &call,
+                 const std::function<int64_t(int)> &resident,
+                 std::vector<PreparedLaunch> &launches, std::string &error);
+
+} // namespace moe::runtime
+
+#endif // MOE_RUNTIME_LIB_PLAN_H

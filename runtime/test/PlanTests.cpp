@@ -1,0 +1,343 @@
+//===- PlanTests.cpp - the launch plan interpreter ------------------------===//
+
+#include "Plan.h"
+#include "TestHarness.h"
+
+#include <cstring>
+
+using namespace moe::runtime;
+
+namespace {
+
+PlanExpr expr(const char *text) {
+  PlanExpr e;
+  std::string error;
+  if (!PlanExpr::parse(text, e, error))
+    moe_test::fail(__FILE__, __LINE__, error);
+  return e;
+}
+
+std::vector<PlanExpr> exprs(std::initializer_list<const char *> texts) {
+  std::vector<PlanExpr> out;
+  for (const char *text : texts)
+    out.push_back(expr(text));
+  return out;
+}
+
+/// The route.v1 plan the compiler writes for 256 experts, top 8, f32 logits
+/// with a correction bias (docs/launch-plans.md's example).
+Plan routePlan() {
+  Plan plan;
+  plan.sizes.push_back({"T", expr("1"), expr("2147483647")});
+  plan.args.push_back(
+      {"logits", PlanType::F32, PlanArg::Role::In, 4, exprs({"T", "256"})});
+  plan.args.push_back(
+      {"bias", PlanType::F32, PlanArg::Role::In, 4, exprs({"256"})});
+  plan.args.push_back(
+      {"ids", PlanType::I32, PlanArg::Role::Out, 4, exprs({"T", "8"})});
+  plan.args.push_back(
+      {"weights", PlanType::F32, PlanArg::Role::Out, 4, exprs({"T", "8"})});
+  PlanStep step;
+  step.grid = expr("min(ceildiv(T,4),65535)");
+  step.when = expr("1");
+  std::string error;
+  if (!parsePlanParams("mem:logits[T,256];mem:bias[256];mem:ids[T,8];mem:"
+                       "weights[T,8]",
+                       plan, step.params, error))
+    moe_test::fail(__FILE__, __LINE__, error);
+  plan.steps.push_back(std::move(step));
+  return plan;
+}
+
+std::vector<uint64_t> words(const PreparedLaunch &launch, size_t param,
+                            size_t count) {
+  std::vector<uint64_t> out(count);
+  std::memcpy(out.data(), launch.bytes.data() + launch.offsets[param],
+              8 * count);
+  return out;
+}
+
+int64_t noResident(int) { return -1; }
+
+/// preparePlan's error for `call` (empty when it succeeds).
+std::string prepareError(const Plan &plan, const PlanCall &call) {
+  std::vector<PreparedLaunch> launches;
+  std::string error;
+  return preparePlan(plan, call, noResident, launches, error) ? "" : error;
+}
+
+} // namespace
+
+// The route plan packs what Runtime.cpp's validateRoute packs: four memref
+// descriptors (pointer, pointer, 0, sizes, row-major strides) on a grid of
+// one warp per token capped at 65535 CTAs.
+TEST(planRouteLaunch) {
+  Plan plan = routePlan();
+  std::string error;
+  CHECK(checkPlanNames(plan, 1, error));
+  int64_t sizes[] = {1000};
+  const uint64_t tb = uint64_t(1) << 40;
+  uint64_t pointers[] = {tb, 2 * tb, 3 * tb, 4 * tb};
+  PlanCall call{sizes, pointers, 0, 0};
+  std::vector<PreparedLaunch> launches;
+  CHECK_EQ(prepareError(plan, call), std::string());
+  CHECK(preparePlan(plan, call, noResident, launches, error));
+  CHECK_EQ(launches.size(), size_t(1));
+  CHECK_EQ(launches[0].gridX, int64_t(250));
+  CHECK(words(launches[0], 0, 7) ==
+        std::vector<uint64_t>({tb, tb, 0, 1000, 256, 256, 1}));
+  CHECK(words(launches[0], 1, 5) ==
+        std::vector<uint64_t>({2 * tb, 2 * tb, 0, 256, 1}));
+  CHECK(words(launches[0], 3, 7) ==
+        std::vector<uint64_t>({4 * tb, 4 * tb, 0, 1000, 8, 8, 1}));
+  sizes[0] = 1000000;
+  CHECK(preparePlan(plan, call, noResident, launches, error));
+  CHECK_EQ(launches[0].gridX, int64_t(65535));
+}
+
+TEST(planArgumentErrors) {
+  Plan plan = routePlan();
+  int64_t sizes[] = {100};
+  uint64_t pointers[] = {0x10000, 0x20000, 0x30000, 0x40000};
+  PlanCall call{sizes, pointers, 0, 0};
+  CHECK_EQ(prepareError(plan, call), std::string());
+  sizes[0] = 0;
+  CHECK_CONTAINS(prepareError(plan, call), "T = 0 is outside [1, 2147483647]");
+  sizes[0] = 100;
+  pointers[2] = 0;
+  CHECK_CONTAINS(prepareError(plan, call), "ids pointer is NULL");
+  pointers[2] = 0x30002;
+  CHECK_CONTAINS(prepareError(plan, call),
+                 "ids pointer 0x30002 is not 4-byte aligned");
+  // ids [100, 8] i32 is 3200 bytes: weights 3199 bytes on overlaps it.
+  pointers[2] = 0x30000;
+  pointers[3] = 0x30000 + 3196;
+  CHECK_CONTAINS(prepareError(plan, call), "ids overlaps weights");
+  pointers[3] = 0x30000 + 3200;
+  CHECK_EQ(prepareError(plan, call), std::string());
+  // An output over an input is refused too.
+  pointers[3] = 0x10000 + 16;
+  CHECK_CONTAINS(prepareError(plan, call), "weights overlaps logits");
+  // Inputs may alias each other.
+  pointers[3] = 0x40000;
+  pointers[1] = 0x10000;
+  CHECK_EQ(prepareError(plan, call), std::string());
+  // Bytes that overflow int64 are refused before any pointer is read.
+  plan.args[0].dims = exprs({"T", "4611686018427387904"});
+  CHECK_CONTAINS(prepareError(plan, call), "the bytes of logits overflow");
+}
+
+TEST(planChecksAndOptional) {
+  Plan plan;
+  plan.sizes.push_back({"M", expr("1"), expr("2147483647")});
+  plan.sizes.push_back({"K", expr("8"), expr("2147483647")});
+  plan.checks.push_back({expr("K==floordiv(K,8)*8"),
+                         "K must be a multiple of 8 (TMA row pitch)"});
+  plan.args.push_back(
+      {"rows", PlanType::BF16, PlanArg::Role::In, 16, exprs({"M", "K"})});
+  plan.args.push_back(
+      {"bias", PlanType::F32, PlanArg::Role::Optional, 4, exprs({"K"})});
+  plan.args.push_back(
+      {"out", PlanType::BF16, PlanArg::Role::Out, 16, exprs({"M", "K"})});
+  PlanStep step;
+  step.grid = expr("M");
+  step.when = expr("null(bias)==0");
+  std::string error;
+  CHECK(parsePlanParams("mem:rows[M,K];mem:bias[K];i32:K;i64:M*K;mem:out[M,K]",
+                        plan, step.params, error));
+  plan.steps.push_back(std::move(step));
+  CHECK(checkPlanNames(plan, 1, error));
+  int64_t sizes[] = {3, 12};
+  uint64_t pointers[] = {0x1000, 0, 0x8000};
+  PlanCall call{sizes, pointers, 0, 0};
+  CHECK_CONTAINS(prepareError(plan, call),
+                 "K must be a multiple of 8 (TMA row pitch)");
+  sizes[1] = 7;
+  CHECK_CONTAINS(prepareError(plan, call), "K = 7 is outside [8, 2147483647]");
+  sizes[1] = 16;
+  std::vector<PreparedLaunch> launches;
+  // A null optional argument: the step says when it runs.
+  CHECK(preparePlan(plan, call, noResident, launches, error));
+  CHECK_EQ(launches.size(), size_t(0));
+  pointers[1] = 0x4000;
+  CHECK(preparePlan(plan, call, noResident, launches, error));
+  CHECK_EQ(launches.size(), size_t(1));
+  CHECK_EQ(launches[0].gridX, int64_t(3));
+  int32_t k = 0;
+  int64_t mk = 0;
+  std::memcpy(&k, launches[0].bytes.data() + launches[0].offsets[2], 4);
+  std::memcpy(&mk, launches[0].bytes.data() + launches[0].offsets[3], 8);
+  CHECK_EQ(k, 16);
+  CHECK_EQ(mk, int64_t(48));
+}
+
+// Workspace slices are laid out in order, aligned; the call's workspace is
+// checked and its slices are what the parameters point at.
+TEST(planWorkspace) {
+  Plan plan;
+  plan.sizes.push_back({"T", expr("1"), expr("65536")});
+  plan.args.push_back(
+      {"ids", PlanType::I32, PlanArg::Role::In, 4, exprs({"T", "2"})});
+  plan.args.push_back(
+      {"out", PlanType::I64, PlanArg::Role::Out, 8, exprs({"T"})});
+  plan.work.push_back({"counts", expr("ceildiv(T*2,4096)*8*4"), 16});
+  plan.work.push_back({"sources", expr("T*2*4"), 256});
+  PlanStep count, index;
+  count.grid = expr("ceildiv(T*2,4096)");
+  count.when = expr("ceildiv(T*2,4096)>1");
+  index.kernel = 1;
+  index.grid = expr("ceildiv(T*2,4096)");
+  index.when = expr("1");
+  std::string error;
+  CHECK(parsePlanParams("mem:ids[T,2];mem:@counts[ceildiv(T*2,4096)*8]", plan,
+                        count.params, error));
+  CHECK(parsePlanParams(
+      "mem:ids[T,2];mem:@counts[ceildiv(T*2,4096)*8];mem:@sources[T*2];mem:"
+      "out[T]",
+      plan, index.params, error));
+  plan.steps.push_back(std::move(count));
+  plan.steps.push_back(std::move(index));
+  CHECK(checkPlanNames(plan, 2, error));
+  int64_t sizes[] = {3000};
+  uint64_t bytes = 0;
+  CHECK(planWorkspaceBytes(plan, sizes, bytes, error));
+  // counts: 2 chunks x 8 x 4 = 64 bytes, sources at 256: 24000 bytes.
+  CHECK_EQ(bytes, uint64_t(256 + 24000));
+  uint64_t pointers[] = {0x10000, 0x20000};
+  PlanCall call{sizes, pointers, 0, 0};
+  CHECK_CONTAINS(prepareError(plan, call), "workspace pointer is NULL");
+  call.workspace = 0x100000;
+  call.workspaceBytes = bytes - 1;
+  CHECK_CONTAINS(prepareError(plan, call),
+                 "workspace of 24255 bytes is smaller than the 24256");
+  call.workspaceBytes = bytes;
+  call.workspace = 0x100008;
+  CHECK_CONTAINS(prepareError(plan, call), "not 16-byte aligned");
+  call.workspace = 0x20000 - 4096; // overlaps out [0x20000, +24000)
+  CHECK_CONTAINS(prepareError(plan, call), "out overlaps the workspace");
+  call.workspace = 0x100000;
+  std::vector<PreparedLaunch> launches;
+  CHECK(preparePlan(plan, call, noResident, launches, error));
+  CHECK_EQ(launches.size(), size_t(2));
+  std::vector<uint64_t> sources = words(launches[1], 2, 1),
+                        counts = words(launches[1], 1, 1);
+  CHECK_EQ(sources[0], uint64_t(0x100000 + 256));
+  CHECK_EQ(counts[0], uint64_t(0x100000));
+  // One chunk: the count kernel is skipped.
+  sizes[0] = 2000;
+  CHECK(planWorkspaceBytes(plan, sizes, bytes, error));
+  call.workspaceBytes = bytes;
+  CHECK(preparePlan(plan, call, noResident, launches, error));
+  CHECK_EQ(launches.size(), size_t(1));
+  CHECK_EQ(launches[0].kernel, 1);
+}
+
+// A grouped GEMM step: tensor maps of rows and weights, a persistent grid
+// over the device's resident CTAs.
+TEST(planTensorMaps) {
+  Plan plan;
+  plan.sizes.push_back({"M", expr("1"), expr("2147483647")});
+  plan.args.push_back(
+      {"rows", PlanType::BF16, PlanArg::Role::In, 16, exprs({"M", "4096"})});
+  plan.args.push_back({"weights", PlanType::BF16, PlanArg::Role::In, 16,
+                       exprs({"8", "28672", "4096"})});
+  PlanStep step;
+  step.grid = expr("min(min(ceildiv(M,128)+min(8,floordiv(M,65)),8*16777216)*"
+                   "112,resident)");
+  step.when = expr("M>=65");
+  std::string error;
+  CHECK(parsePlanParams("tmap:rows:bf16:[4096,M]:[8192]:[64,128];tmap:"
+                        "weights:bf16:[4096,28672,8]:[8192,234881024]:[64,"
+                        "128,1];i32:65",
+                        plan, step.params, error));
+  plan.steps.push_back(std::move(step));
+  CHECK(checkPlanNames(plan, 1, error));
+  int64_t sizes[] = {64};
+  uint64_t pointers[] = {0x10000, 0x100000};
+  PlanCall call{sizes, pointers, 0, 0};
+  auto resident = [](int kernel) { return kernel == 0 ? 132 : -1; };
+  std::vector<PreparedLaunch> launches;
+  CHECK(preparePlan(plan, call, resident, launches, error));
+  CHECK_EQ(launches.size(), size_t(0)); // no expert can have 65 rows
+  sizes[0] = 4096;
+  CHECK(preparePlan(plan, call, resident, launches, error));
+  CHECK_EQ(launches.size(), size_t(1));
+  CHECK_EQ(launches[0].gridX, int64_t(132));
+  CHECK_EQ(launches[0].tensorMaps.size(), size_t(2));
+  const TensorMapRequest &rows = launches[0].tensorMaps[0];
+  CHECK_EQ(rows.address, uint64_t(0x10000));
+  CHECK(rows.dims == std::vector<uint64_t>({4096, 4096}));
+  CHECK(rows.strides == std::vector<uint64_t>({8192}));
+  CHECK(rows.box == std::vector<uint32_t>({64, 128}));
+  CHECK_EQ(rows.offset % 64, size_t(0));
+  const TensorMapRequest &weights = launches[0].tensorMaps[1];
+  CHECK(weights.strides == std::vector<uint64_t>({8192, 234881024}));
+  CHECK(weights.box == std::vector<uint32_t>({64, 128, 1}));
+}
+
+TEST(planParseErrors) {
+  Plan plan = routePlan();
+  std::vector<PlanParam> params;
+  std::string error;
+  CHECK(!parsePlanParams("mem:nothing[T]", plan, params, error));
+  CHECK_CONTAINS(error, "no argument 'nothing'");
+  CHECK(!parsePlanParams("mem:@ws[T]", plan, params, error));
+  CHECK_CONTAINS(error, "no workspace slice 'ws'");
+  CHECK(!parsePlanParams("mem:logits", plan, params, error));
+  CHECK_CONTAINS(error, "expected mem:<buffer>[<dims>]");
+  CHECK(!parsePlanParams("f16:1", plan, params, error));
+  CHECK_CONTAINS(error, "unknown parameter kind 'f16'");
+  CHECK(!parsePlanParams("i32", plan, params, error));
+  CHECK_CONTAINS(error, "unknown parameter kind 'i32'");
+  CHECK(!parsePlanParams("i32:T+", plan, params, error));
+  CHECK_CONTAINS(error, "expected a term");
+  CHECK(!parsePlanParams("tmap:logits:f16:[T]:[]:[8]", plan, params, error));
+  CHECK_CONTAINS(error, "unknown type 'f16'");
+  CHECK(
+      !parsePlanParams("tmap:logits:f32:[T,8]:[]:[8,8]", plan, params, error));
+  CHECK_CONTAINS(error, "a stride per dim but the first");
+  CHECK(parsePlanParams("", plan, params, error));
+  CHECK(params.empty());
+  // Names: a size's range reads only earlier sizes; `resident` only in
+  // launches; null() only of optional arguments.
+  plan.sizes.push_back({"U", expr("1"), expr("T")});
+  CHECK(checkPlanNames(plan, 1, error));
+  plan.sizes[0].max = expr("U");
+  CHECK(!checkPlanNames(plan, 1, error));
+  CHECK_CONTAINS(error, "size T: unknown name 'U'");
+  plan = routePlan();
+  plan.args[0].dims = exprs({"resident", "256"});
+  CHECK(!checkPlanNames(plan, 1, error));
+  CHECK_CONTAINS(error, "argument logits: unknown name 'resident'");
+  plan = routePlan();
+  plan.steps[0].when = expr("null(ids)");
+  CHECK(!checkPlanNames(plan, 1, error));
+  CHECK_CONTAINS(error, "null(ids) names no optional argument");
+  plan = routePlan();
+  CHECK(!checkPlanNames(plan, 0, error));
+  CHECK_CONTAINS(error, "kernel 0 is not one of the entry's 0");
+}
+
+TEST(planGridAndScalarLimits) {
+  Plan plan = routePlan();
+  plan.steps[0].grid = expr("T*1000000000");
+  int64_t sizes[] = {1000};
+  const uint64_t tb = uint64_t(1) << 40;
+  uint64_t pointers[] = {tb, 2 * tb, 3 * tb, 4 * tb};
+  PlanCall call{sizes, pointers, 0, 0};
+  CHECK_CONTAINS(prepareError(plan, call), "is outside [1, 2^31 - 1]");
+  plan.steps[0].grid = expr("T-T");
+  std::vector<PreparedLaunch> launches;
+  std::string error;
+  CHECK(preparePlan(plan, call, noResident, launches, error));
+  CHECK_EQ(launches.size(), size_t(0)); // nothing to compute
+  plan = routePlan();
+  CHECK(parsePlanParams("i32:T*10000000", plan, plan.steps[0].params, error));
+  CHECK_CONTAINS(prepareError(plan, call), "does not fit i32");
+  CHECK(parsePlanParams("mem:logits[T,-1]", plan, plan.steps[0].params, error));
+  CHECK_CONTAINS(prepareError(plan, call), "a memref size is negative");
+  CHECK(parsePlanParams("tmap:logits:f32:[T]:[]:[512]", plan,
+                        plan.steps[0].params, error));
+  CHECK_CONTAINS(prepareError(plan, call),
+                 "tensor map box 512 is out of range");
+}
