@@ -99,6 +99,25 @@ std::vector<std::string_view> splitTopLevel(std::string_view text, char sep);
 bool parsePlanParams(std::string_view text, const Plan &plan,
                      std::vector<PlanParam> &out, std::string &error);
 
+/// Limits on what one entry's plan may hold.
+inline constexpr size_t kMaxPlanSizes = 8;
+inline constexpr size_t kMaxPlanArgs = 32;
+inline constexpr size_t kMaxPlanChecks = 32;
+inline constexpr size_t kMaxPlanSlices = 32;
+inline constexpr size_t kMaxPlanSteps = 64;
+inline constexpr size_t kMaxPlanParams = 32;
+
+/// Whether `kind` is a plan record: size, arg, check, work or launch.
+bool isPlanRecord(std::string_view kind);
+
+/// Adds one plan record to `plan`: `kind` and the tokens after the entry
+/// name (docs/launch-plans.md). Records refer only to what came before
+/// (a launch's parameters to earlier arguments and slices). On failure
+/// returns false with `error` saying what is wrong.
+bool addPlanRecord(std::string_view kind,
+                   const std::vector<std::string_view> &fields, Plan &plan,
+                   std::string &error);
+
 /// Checks that every expression of `plan` reads only what it may: the
 /// sizes, `resident` (grids and when only), and null() of optional
 /// arguments; and that kernels index `numKernels`.

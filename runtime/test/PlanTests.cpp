@@ -341,3 +341,108 @@ TEST(planGridAndScalarLimits) {
   CHECK_CONTAINS(prepareError(plan, call),
                  "tensor map box 512 is out of range");
 }
+
+namespace {
+
+/// Adds `line` (a bundle record without its entry name) to `plan`.
+bool addLine(const char *line, Plan &plan, std::string &error) {
+  std::vector<std::string_view> fields;
+  std::string_view text(line);
+  while (!text.empty()) {
+    size_t space = text.find(' ');
+    fields.push_back(text.substr(0, space));
+    text = space == std::string_view::npos ? "" : text.substr(space + 1);
+  }
+  std::string_view kind = fields.front();
+  fields.erase(fields.begin());
+  return addPlanRecord(kind, fields, plan, error);
+}
+
+} // namespace
+
+// The records of docs/launch-plans.md's route example give the plan
+// routePlan() builds by hand.
+TEST(planRecords) {
+  Plan plan;
+  std::string error;
+  for (const char *line :
+       {"size T min=1 max=2147483647", "arg logits f32 in align=4 dims=T,256",
+        "arg bias f32 opt align=4 dims=256", "arg ids i32 out align=4 dims=T,8",
+        "arg weights f32 out align=4 dims=T,8",
+        "check T<=1000000 at most a million tokens",
+        "work scratch bytes=T*4 align=256",
+        "launch 0 grid=min(ceildiv(T,4),65535) when=1 "
+        "params=mem:logits[T,256];mem:bias[256];mem:ids[T,8];mem:weights[T,"
+        "8]"})
+    if (!addLine(line, plan, error))
+      moe_test::fail(__FILE__, __LINE__, std::string(line) + ": " + error);
+  CHECK(checkPlanNames(plan, 1, error));
+  CHECK_EQ(plan.sizes.size(), size_t(1));
+  CHECK_EQ(plan.args.size(), size_t(4));
+  CHECK(plan.args[1].role == PlanArg::Role::Optional);
+  CHECK_EQ(plan.checks[0].message, std::string("at most a million tokens"));
+  CHECK_EQ(plan.work[0].align, int64_t(256));
+  CHECK_EQ(plan.steps[0].params.size(), size_t(4));
+  int64_t sizes[] = {2000000};
+  const uint64_t tb = uint64_t(1) << 40;
+  uint64_t pointers[] = {tb, 0, 3 * tb, 4 * tb};
+  PlanCall call{sizes, pointers, 5 * tb, 8000000};
+  CHECK_CONTAINS(prepareError(plan, call), "at most a million tokens");
+  sizes[0] = 1000;
+  CHECK_EQ(prepareError(plan, call), std::string());
+  // A rank-0 argument.
+  CHECK(addLine("arg scale f32 in align=4 dims=", plan, error));
+  CHECK(plan.args.back().dims.empty());
+}
+
+TEST(planRecordErrors) {
+  auto errorOf = [](std::initializer_list<const char *> lines) {
+    Plan plan;
+    std::string error;
+    for (const char *line : lines)
+      if (!addLine(line, plan, error))
+        return error;
+    return std::string("no error");
+  };
+  CHECK_CONTAINS(errorOf({"size T min=1"}),
+                 "expected 'size <entry> <name> min=<expr> max=<expr>'");
+  CHECK_CONTAINS(errorOf({"size T min=1 top=2"}), "expected max=<expression>");
+  CHECK_CONTAINS(errorOf({"size T-1 min=1 max=2"}), "'T-1' is not a name");
+  CHECK_CONTAINS(errorOf({"size T min=1 max=2", "size T min=1 max=2"}),
+                 "size 'T' twice");
+  CHECK_CONTAINS(errorOf({"size resident min=1 max=2"}),
+                 "'resident' is the runtime's");
+  CHECK_CONTAINS(errorOf({"arg x f16 in align=4 dims=1"}),
+                 "unknown type 'f16'");
+  CHECK_CONTAINS(errorOf({"arg x f32 inout align=4 dims=1"}),
+                 "role 'inout' is not in, out or opt");
+  CHECK_CONTAINS(errorOf({"arg x f32 in align=3 dims=1"}),
+                 "expected align=<a power of two up to 256>");
+  CHECK_CONTAINS(errorOf({"arg x f32 in align=512 dims=1"}),
+                 "expected align=<a power of two up to 256>");
+  CHECK_CONTAINS(errorOf({"arg x f32 in align=4 shape=1"}),
+                 "expected dims=<dims>");
+  CHECK_CONTAINS(errorOf({"arg x f32 in align=4 dims=1,(2"}), "expected ')'");
+  CHECK_CONTAINS(
+      errorOf({"arg x f32 in align=4 dims=1", "arg x f32 in align=4 dims=1"}),
+      "argument 'x' twice");
+  CHECK_CONTAINS(errorOf({"check 1"}), "expected 'check <entry> <expr>");
+  CHECK_CONTAINS(errorOf({"work w bytes=1 align=0"}), "expected align=");
+  CHECK_CONTAINS(errorOf({"launch x grid=1 when=1 params="}),
+                 "kernel 'x' is not an index");
+  CHECK_CONTAINS(errorOf({"launch 0 grid=1 when=1 params=mem:y[1]"}),
+                 "no argument 'y'");
+  CHECK_CONTAINS(errorOf({"launch 0 grid=1 if=1 params="}),
+                 "expected when=<expression>");
+  CHECK_EQ(errorOf({"launch 0 grid=1 when=1 params="}), "no error");
+  std::vector<std::string> many;
+  for (int i = 0; i < 33; ++i)
+    many.push_back("arg a" + std::to_string(i) + " f32 in align=4 dims=1");
+  Plan plan;
+  std::string error;
+  bool ok = true;
+  for (const std::string &line : many)
+    ok = ok && addLine(line.c_str(), plan, error);
+  CHECK(!ok);
+  CHECK_CONTAINS(error, "more than 32 arguments");
+}
