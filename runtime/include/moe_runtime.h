@@ -729,6 +729,41 @@ typedef struct moeQuantizeArgs {
 MOE_API moeStatus moeQuantize(moeBundle *bundle, const char *entry,
                               const moeQuantizeArgs *args, void *stream);
 
+/// A call of an entry through its launch plan (docs/launch-plans.md): the
+/// entry's dynamic sizes in the order of its `size` records, the device
+/// addresses of its arguments in the order of its `arg` records (0 for an
+/// absent optional argument), and the workspace (0 and 0 when the plan has
+/// no workspace slices; moeWorkspaceBytes says how much).
+typedef struct moeLaunchArgs {
+  const int64_t *sizes;     ///< num_sizes values
+  int32_t num_sizes;        ///< the entry's `size` records
+  int32_t num_args;         ///< the entry's `arg` records
+  const uint64_t *args;     ///< num_args device addresses
+  uint64_t workspace;       ///< device address, 16-byte aligned
+  uint64_t workspace_bytes; ///< bytes at `workspace`
+} moeLaunchArgs;
+
+/// Runs `entry` by its launch plan on `stream` of the current context:
+/// checks the sizes against their ranges, the plan's checks, every argument
+/// (non-null unless optional, aligned, bytes within int64), the workspace,
+/// and that no output overlaps another argument or the workspace, each
+/// error (INVALID_ARGUMENT, NOT_FOUND) naming what is wrong and launching
+/// nothing; then loads the bundle into the current context if needed and
+/// issues the plan's launches in order (the tensor maps it describes
+/// encoded first). An entry without a plan is INVALID_ARGUMENT. No host
+/// synchronisation, allocation or copy: capturable in a CUDA graph once the
+/// bundle is loaded. Thread-safe.
+MOE_API moeStatus moeLaunch(moeBundle *bundle, const char *entry,
+                            const moeLaunchArgs *args, void *stream);
+
+/// The workspace bytes moeLaunch needs for `entry` with these sizes (in the
+/// order of its `size` records) into *bytes (0 when its plan has no
+/// workspace). INVALID_ARGUMENT for a size out of range or an entry
+/// without a plan.
+MOE_API moeStatus moeWorkspaceBytes(const moeBundle *bundle, const char *entry,
+                                    const int64_t *sizes, int32_t num_sizes,
+                                    uint64_t *bytes);
+
 #ifdef __cplusplus
 } // extern "C"
 #endif

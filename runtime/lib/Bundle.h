@@ -9,6 +9,7 @@
 #ifndef MOE_RUNTIME_LIB_BUNDLE_H
 #define MOE_RUNTIME_LIB_BUNDLE_H
 
+#include "Plan.h"
 #include "moe_runtime.h"
 
 #include <cstddef>
@@ -277,6 +278,11 @@ struct Entry {
   int32_t rank = 0;
   int64_t batch = 0, rows = 0, cols = 0;
   std::vector<Kernel> kernels;
+  // Its launch plan (docs/launch-plans.md; records added within version 6,
+  // optional until the runtime runs every entry by its plan), and the line
+  // of its first plan record (0: none).
+  Plan plan;
+  int planLine = 0;
   int line = 0;
 };
 

@@ -208,6 +208,9 @@ private:
   moeStatus parseChip(const std::vector<std::string_view> &tokens);
   moeStatus parseImage(const std::vector<std::string_view> &tokens);
   moeStatus parseEntry(const std::vector<std::string_view> &tokens);
+  /// A launch plan record (size, arg, check, work, launch) of the entry
+  /// before it (docs/launch-plans.md).
+  moeStatus parsePlanRecord(const std::vector<std::string_view> &tokens);
   /// The ABI-specific keys of an entry (values in the order of its spec).
   moeStatus parseGroupedMatmulEntry(const std::string &who,
                                     const std::vector<std::string_view> &values,
@@ -1446,6 +1449,27 @@ Reader::parseGroupedMatmulKernel(const std::string &who, const Entry &entry,
   return MOE_STATUS_SUCCESS;
 }
 
+moeStatus Reader::parsePlanRecord(const std::vector<std::string_view> &tokens) {
+  std::string_view record = tokens[0];
+  if (tokens.size() < 2)
+    return fail(MOE_STATUS_INVALID_BUNDLE, "expected '%s <entry> ...'",
+                std::string(record).c_str());
+  std::string_view entryName = tokens[1];
+  if (out.entries.empty() || out.entries.back().name != entryName)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s record of %s must follow that entry and its kernels",
+                std::string(record).c_str(), quote(entryName).c_str());
+  Entry &entry = out.entries.back();
+  std::vector<std::string_view> fields(tokens.begin() + 2, tokens.end());
+  std::string why;
+  if (!addPlanRecord(record, fields, entry.plan, why))
+    return fail(MOE_STATUS_INVALID_BUNDLE, "entry '%s': %s record: %s",
+                entry.name.c_str(), std::string(record).c_str(), why.c_str());
+  if (!entry.planLine)
+    entry.planLine = line;
+  return MOE_STATUS_SUCCESS;
+}
+
 moeStatus Reader::finish() {
   if (pos != size)
     return fail(MOE_STATUS_INVALID_BUNDLE,
@@ -1453,6 +1477,11 @@ moeStatus Reader::finish() {
   if (out.chip.empty())
     return fail(MOE_STATUS_INVALID_BUNDLE, "the bundle has no 'chip' line");
   for (Entry &entry : out.entries) {
+    std::string why;
+    if (entry.planLine &&
+        !checkPlanNames(entry.plan, int(entry.kernels.size()), why))
+      return failAt(entry.planLine, MOE_STATUS_INVALID_BUNDLE,
+                    "entry '%s''s plan: %s", entry.name.c_str(), why.c_str());
     if (entry.kernels.empty() && !isLayer(entry.kind))
       return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
                     "entry '%s' has no kernels", entry.name.c_str());
@@ -1541,14 +1570,16 @@ moeStatus Reader::run() {
       status = parseEntry(tokens);
     } else if (record == "kernel") {
       status = parseKernel(tokens);
+    } else if (isPlanRecord(record)) {
+      status = parsePlanRecord(tokens);
     } else if (record == "end") {
       if (tokens.size() != 1)
         return fail(MOE_STATUS_INVALID_BUNDLE, "unexpected text after 'end'");
       return finish();
     } else {
       return fail(MOE_STATUS_INVALID_BUNDLE,
-                  "unknown record %s (expected chip, image, entry, kernel "
-                  "or end)",
+                  "unknown record %s (expected chip, image, entry, kernel, "
+                  "size, arg, check, work, launch or end)",
                   quote(record).c_str());
     }
     if (status != MOE_STATUS_SUCCESS)

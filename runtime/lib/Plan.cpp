@@ -703,6 +703,8 @@ bool preparePlan(const Plan &plan, const PlanCall &call,
     // Sizes first, then the bytes.
     Layout layout;
     std::vector<std::vector<int64_t>> values(step.params.size());
+    // Each parameter's first kernel parameter (a memref has several).
+    std::vector<size_t> first(step.params.size());
     for (size_t p = 0; p < step.params.size(); ++p) {
       const PlanParam &param = step.params[p];
       std::vector<int64_t> &v = values[p];
@@ -730,6 +732,7 @@ bool preparePlan(const Plan &plan, const PlanCall &call,
           return false;
         }
         v.push_back(x);
+        first[p] = layout.offsets.size();
         layout.add(param.kind == PlanParam::Kind::I32 ? 4 : 8, 8);
         break;
       }
@@ -749,8 +752,11 @@ bool preparePlan(const Plan &plan, const PlanCall &call,
           }
           v[rank + d] = stride;
         }
-        // Allocated and aligned pointer, offset, sizes, strides.
-        layout.add(8 * (3 + 2 * rank), 8);
+        // Allocated and aligned pointer, offset, sizes, strides: each word
+        // a kernel parameter of its own.
+        first[p] = layout.offsets.size();
+        for (size_t w = 0; w < 3 + 2 * rank; ++w)
+          layout.add(8, 8);
         break;
       }
       case PlanParam::Kind::TensorMap: {
@@ -774,6 +780,7 @@ bool preparePlan(const Plan &plan, const PlanCall &call,
             return false;
           }
         }
+        first[p] = layout.offsets.size();
         layout.add(128, 64);
         break;
       }
@@ -784,7 +791,7 @@ bool preparePlan(const Plan &plan, const PlanCall &call,
     for (size_t p = 0; p < step.params.size(); ++p) {
       const PlanParam &param = step.params[p];
       const std::vector<int64_t> &v = values[p];
-      size_t at = launch.offsets[p];
+      size_t at = launch.offsets[first[p]];
       switch (param.kind) {
       case PlanParam::Kind::I32: {
         int32_t x = int32_t(v[0]);
@@ -796,6 +803,7 @@ bool preparePlan(const Plan &plan, const PlanCall &call,
         break;
       case PlanParam::Kind::Memref: {
         uint64_t pointer = address(param.buffer), zero = 0;
+        // Consecutive 8-byte parameters lie 8 bytes apart.
         put(launch.bytes, at, &pointer, 8);
         put(launch.bytes, at + 8, &pointer, 8);
         put(launch.bytes, at + 16, &zero, 8);

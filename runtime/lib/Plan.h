@@ -134,9 +134,11 @@ struct TensorMapRequest {
   std::vector<uint32_t> box;
 };
 
-/// One launch of a call: its kernel and grid, and its parameters as bytes
-/// (each at its offset, 8- or 64-byte aligned: a driver params array
-/// points at bytes.data() + offsets[i]).
+/// One launch of a call: its kernel and grid, and its kernel parameters as
+/// bytes (kernel parameter i at offsets[i], 8- or 64-byte aligned: a driver
+/// params array points at bytes.data() + offsets[i]; a memref descriptor is
+/// 3 + 2 x rank parameters of 8 bytes, as MLIR's calling convention expands
+/// it).
 struct PreparedLaunch {
   int kernel = 0;
   int64_t gridX = 0;

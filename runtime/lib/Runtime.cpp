@@ -2297,4 +2297,110 @@ MOE_API moeStatus moeLayer(moeBundle *bundle, const char *entryName,
   return MOE_STATUS_SUCCESS;
 }
 
+/// Runs an entry by its plan (docs/launch-plans.md): validated without the
+/// driver first (with `resident` 1), then loaded, prepared with the real
+/// residency, tensor maps encoded, and launched.
+MOE_API moeStatus moeLaunch(moeBundle *bundle, const char *entryName,
+                            const moeLaunchArgs *args, void *stream) {
+  static constexpr const char *kCaller = "moeLaunch";
+  int entryIndex = -1;
+  if (moeStatus status =
+          findEntry(bundle, kCaller, entryName, args, &entryIndex))
+    return status;
+  const Entry &entry = bundle->data.entries[entryIndex];
+  const char *name = entry.name.c_str();
+  const Plan &plan = entry.plan;
+  if (!entry.planLine)
+    return invalidArgumentOf(kCaller, name,
+                             "the entry has no launch plan (the bundle "
+                             "predates plans: call its ABI's function)");
+  if (args->num_sizes != int32_t(plan.sizes.size()) ||
+      args->num_args != int32_t(plan.args.size()))
+    return invalidArgumentOf(kCaller, name,
+                             "%d sizes and %d arguments given, the entry "
+                             "takes %zu and %zu",
+                             int(args->num_sizes), int(args->num_args),
+                             plan.sizes.size(), plan.args.size());
+  if ((plan.sizes.size() && !args->sizes) || (plan.args.size() && !args->args))
+    return invalidArgumentOf(kCaller, name, "%s is NULL",
+                             args->sizes ? "args" : "sizes");
+  PlanCall call{args->sizes, args->args, args->workspace,
+                args->workspace_bytes};
+  std::vector<PreparedLaunch> launches;
+  std::string error;
+  if (!preparePlan(plan, call, [](int) { return int64_t(1); }, launches, error))
+    return invalidArgumentOf(kCaller, name, "%s", error.c_str());
+  ContextState *state = nullptr;
+  if (moeStatus status = ensureLoaded(bundle, kCaller, &state))
+    return status;
+  const std::vector<LoadedKernel> &loaded = state->kernels[entryIndex];
+  if (!preparePlan(
+          plan, call,
+          [&](int kernel) { return loaded[size_t(kernel)].resident; }, launches,
+          error))
+    return invalidArgumentOf(kCaller, name, "%s", error.c_str());
+  // Every tensor map before the first launch: a bad one launches nothing.
+  for (PreparedLaunch &launch : launches)
+    for (const TensorMapRequest &request : launch.tensorMaps) {
+      if (request.type != PlanType::BF16 && request.type != PlanType::E4M3 &&
+          request.type != PlanType::E8M0)
+        return invalidArgumentOf(kCaller, name,
+                                 "a tensor map of %s elements (the runtime "
+                                 "encodes bf16 and 1-byte elements)",
+                                 planTypeName(request.type));
+      cu::TensorMap map;
+      const uint32_t unit[5] = {1, 1, 1, 1, 1};
+      if (cu::Result result = state->driver->tensorMapEncodeTiled(
+              &map,
+              request.type == PlanType::BF16 ? cu::kTensorMapDataTypeBFloat16
+                                             : cu::kTensorMapDataTypeUInt8,
+              uint32_t(request.dims.size()),
+              reinterpret_cast<void *>(request.address), request.dims.data(),
+              request.strides.data(), request.box.data(), unit,
+              cu::kTensorMapInterleaveNone, cu::kTensorMapSwizzle128B,
+              cu::kTensorMapL2Promotion128B, cu::kTensorMapFloatOOBFillNone))
+        return driverError(state->driver, kCaller,
+                           "cuTensorMapEncodeTiled(a tensor map of kernel '" +
+                               entry.kernels[size_t(launch.kernel)].symbol +
+                               "' of entry '" + entry.name + "')",
+                           result);
+      std::memcpy(launch.bytes.data() + request.offset, &map, sizeof(map));
+    }
+  const bool pdl = pdlRequested();
+  int issued = 0;
+  for (PreparedLaunch &launch : launches) {
+    std::vector<void *> params;
+    for (size_t offset : launch.offsets)
+      params.push_back(launch.bytes.data() + offset);
+    if (moeStatus status = launchKernelOf(
+            bundle, state, kCaller, entryIndex, launch.kernel, launch.gridX,
+            params.data(), stream, pdl, issued, int(launches.size())))
+      return status;
+    ++issued;
+  }
+  return MOE_STATUS_SUCCESS;
+}
+
+MOE_API moeStatus moeWorkspaceBytes(const moeBundle *bundle,
+                                    const char *entryName, const int64_t *sizes,
+                                    int32_t num_sizes, uint64_t *bytes) {
+  static constexpr const char *kCaller = "moeWorkspaceBytes";
+  int entryIndex = -1;
+  if (moeStatus status =
+          findEntry(bundle, kCaller, entryName, bytes, &entryIndex))
+    return status;
+  const Entry &entry = bundle->data.entries[entryIndex];
+  if (!entry.planLine)
+    return invalidArgumentOf(kCaller, entry.name.c_str(),
+                             "the entry has no launch plan");
+  if (num_sizes != int32_t(entry.plan.sizes.size()) || (num_sizes && !sizes))
+    return invalidArgumentOf(kCaller, entry.name.c_str(),
+                             "%d sizes given, the entry takes %zu",
+                             int(num_sizes), entry.plan.sizes.size());
+  std::string error;
+  if (!planWorkspaceBytes(entry.plan, sizes, *bytes, error))
+    return invalidArgumentOf(kCaller, entry.name.c_str(), "%s", error.c_str());
+  return MOE_STATUS_SUCCESS;
+}
+
 } // extern "C"

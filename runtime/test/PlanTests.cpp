@@ -49,11 +49,13 @@ Plan routePlan() {
   return plan;
 }
 
-std::vector<uint64_t> words(const PreparedLaunch &launch, size_t param,
+/// `count` words from kernel parameter `first` on (a memref's words are
+/// consecutive parameters).
+std::vector<uint64_t> words(const PreparedLaunch &launch, size_t first,
                             size_t count) {
   std::vector<uint64_t> out(count);
-  std::memcpy(out.data(), launch.bytes.data() + launch.offsets[param],
-              8 * count);
+  for (size_t i = 0; i < count; ++i)
+    std::memcpy(&out[i], launch.bytes.data() + launch.offsets[first + i], 8);
   return out;
 }
 
@@ -86,10 +88,11 @@ TEST(planRouteLaunch) {
   CHECK_EQ(launches[0].gridX, int64_t(250));
   CHECK(words(launches[0], 0, 7) ==
         std::vector<uint64_t>({tb, tb, 0, 1000, 256, 256, 1}));
-  CHECK(words(launches[0], 1, 5) ==
+  CHECK(words(launches[0], 7, 5) ==
         std::vector<uint64_t>({2 * tb, 2 * tb, 0, 256, 1}));
-  CHECK(words(launches[0], 3, 7) ==
+  CHECK(words(launches[0], 19, 7) ==
         std::vector<uint64_t>({4 * tb, 4 * tb, 0, 1000, 8, 8, 1}));
+  CHECK_EQ(launches[0].offsets.size(), size_t(26));
   sizes[0] = 1000000;
   CHECK(preparePlan(plan, call, noResident, launches, error));
   CHECK_EQ(launches[0].gridX, int64_t(65535));
@@ -165,8 +168,8 @@ TEST(planChecksAndOptional) {
   CHECK_EQ(launches[0].gridX, int64_t(3));
   int32_t k = 0;
   int64_t mk = 0;
-  std::memcpy(&k, launches[0].bytes.data() + launches[0].offsets[2], 4);
-  std::memcpy(&mk, launches[0].bytes.data() + launches[0].offsets[3], 8);
+  std::memcpy(&k, launches[0].bytes.data() + launches[0].offsets[12], 4);
+  std::memcpy(&mk, launches[0].bytes.data() + launches[0].offsets[13], 8);
   CHECK_EQ(k, 16);
   CHECK_EQ(mk, int64_t(48));
 }
@@ -219,8 +222,8 @@ TEST(planWorkspace) {
   std::vector<PreparedLaunch> launches;
   CHECK(preparePlan(plan, call, noResident, launches, error));
   CHECK_EQ(launches.size(), size_t(2));
-  std::vector<uint64_t> sources = words(launches[1], 2, 1),
-                        counts = words(launches[1], 1, 1);
+  std::vector<uint64_t> sources = words(launches[1], 12, 1),
+                        counts = words(launches[1], 7, 1);
   CHECK_EQ(sources[0], uint64_t(0x100000 + 256));
   CHECK_EQ(counts[0], uint64_t(0x100000));
   // One chunk: the count kernel is skipped.

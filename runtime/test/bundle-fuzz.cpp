@@ -690,8 +690,40 @@ void exerciseLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   }
 }
 
+/// Entries with a launch plan: moeWorkspaceBytes and moeLaunch with sizes
+/// and far-apart addresses from the hash; whatever they answer, an error
+/// has a message and a success launches only the plan's kernels.
+void exercisePlans(moeBundle *bundle, const moe::runtime::BundleData &parsed,
+                   uint64_t hash) {
+  for (const moe::runtime::Entry &entry : parsed.entries) {
+    if (!entry.planLine)
+      continue;
+    const moe::runtime::Plan &plan = entry.plan;
+    std::vector<int64_t> sizes;
+    for (size_t i = 0; i < plan.sizes.size(); ++i)
+      sizes.push_back(int64_t((hash >> (7 * i)) % 70000) + 1);
+    std::vector<uint64_t> args;
+    for (size_t i = 0; i < plan.args.size(); ++i)
+      args.push_back((uint64_t(i) + 1) << 44);
+    uint64_t bytes = 0;
+    moeStatus status =
+        moeWorkspaceBytes(bundle, entry.name.c_str(), sizes.data(),
+                          int32_t(sizes.size()), &bytes);
+    require(status == MOE_STATUS_SUCCESS || *moeLastErrorMessage() != '\0');
+    moeLaunchArgs launch{
+        sizes.data(),         int32_t(sizes.size()),
+        int32_t(args.size()), args.data(),
+        uint64_t(63) << 44,   status == MOE_STATUS_SUCCESS ? bytes : 0};
+    size_t before = fakeGpu().launches.size();
+    status = moeLaunch(bundle, entry.name.c_str(), &launch, nullptr);
+    require(status == MOE_STATUS_SUCCESS || *moeLastErrorMessage() != '\0');
+    require(fakeGpu().launches.size() - before <= plan.steps.size());
+  }
+}
+
 void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
               uint64_t hash) {
+  exercisePlans(bundle, parsed, hash);
   moeBundleInfo info;
   require(moeBundleGetInfo(bundle, &info) == MOE_STATUS_SUCCESS);
   require(info.version == MOE_BUNDLE_VERSION && std::strlen(info.chip) > 3);
