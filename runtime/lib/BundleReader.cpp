@@ -1465,6 +1465,17 @@ moeStatus Reader::parsePlanRecord(const std::vector<std::string_view> &tokens) {
   if (!addPlanRecord(record, fields, entry.plan, why))
     return fail(MOE_STATUS_INVALID_BUNDLE, "entry '%s': %s record: %s",
                 entry.name.c_str(), std::string(record).c_str(), why.c_str());
+  // A layer's step launches a kernel of an earlier entry, its part.
+  if (record == "launch" && !entry.plan.steps.back().part.empty()) {
+    PlanStep &step = entry.plan.steps.back();
+    for (size_t e = 0; e + 1 < out.entries.size() && step.entry < 0; ++e)
+      if (out.entries[e].name == step.part)
+        step.entry = int(e);
+    if (step.entry < 0)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "entry '%s': launch record: part=%s names no earlier entry",
+                  entry.name.c_str(), quote(step.part).c_str());
+  }
   if (!entry.planLine)
     entry.planLine = line;
   return MOE_STATUS_SUCCESS;
@@ -1478,8 +1489,12 @@ moeStatus Reader::finish() {
     return fail(MOE_STATUS_INVALID_BUNDLE, "the bundle has no 'chip' line");
   for (Entry &entry : out.entries) {
     std::string why;
-    if (entry.planLine &&
-        !checkPlanNames(entry.plan, int(entry.kernels.size()), why))
+    auto kernelsOf = [&](const PlanStep &step) {
+      return int(step.entry < 0
+                     ? entry.kernels.size()
+                     : out.entries[size_t(step.entry)].kernels.size());
+    };
+    if (entry.planLine && !checkPlanNames(entry.plan, kernelsOf, why))
       return failAt(entry.planLine, MOE_STATUS_INVALID_BUNDLE,
                     "entry '%s''s plan: %s", entry.name.c_str(), why.c_str());
     if (entry.kernels.empty() && !isLayer(entry.kind))

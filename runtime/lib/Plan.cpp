@@ -479,22 +479,36 @@ bool addPlanRecord(std::string_view kind,
     PlanStep step;
     std::string_view params;
     int64_t kernel = 0;
-    if (!arity(4, "<kernel> grid=<expr> when=<expr> params=<params>") ||
-        tooMany(plan.steps.size(), kMaxPlanSteps, "launches", error))
-      return false;
-    if (!parseBounded(fields[0], 0, 1 << 20, kernel)) {
-      error = "kernel '" + std::string(fields[0]) + "' is not an index";
+    std::vector<std::string_view> rest = fields;
+    std::string_view part;
+    if (rest.size() == 5 && keyValue(rest[1], "part", part)) {
+      if (part.empty() || part.size() > 255) {
+        error = "part= names no entry";
+        return false;
+      }
+      step.part = std::string(part);
+      rest.erase(rest.begin() + 1);
+    }
+    if (rest.size() != 4) {
+      error = "expected 'launch <entry> <kernel> [part=<entry>] grid=<expr> "
+              "when=<expr> params=<params>'";
       return false;
     }
-    if (!parseKeyExpr(fields[1], "grid", step.grid, error) ||
-        !parseKeyExpr(fields[2], "when", step.when, error))
+    if (tooMany(plan.steps.size(), kMaxPlanSteps, "launches", error))
       return false;
-    if (!keyValue(fields[3], "params", params) && fields[3] != "params=") {
-      error = "expected params=<params>, got '" + std::string(fields[3]) + "'";
+    if (!parseBounded(rest[0], 0, 1 << 20, kernel)) {
+      error = "kernel '" + std::string(rest[0]) + "' is not an index";
       return false;
     }
-    if (!parsePlanParams(fields[3] == "params=" ? "" : params, plan,
-                         step.params, error))
+    if (!parseKeyExpr(rest[1], "grid", step.grid, error) ||
+        !parseKeyExpr(rest[2], "when", step.when, error))
+      return false;
+    if (!keyValue(rest[3], "params", params) && rest[3] != "params=") {
+      error = "expected params=<params>, got '" + std::string(rest[3]) + "'";
+      return false;
+    }
+    if (!parsePlanParams(rest[3] == "params=" ? "" : params, plan, step.params,
+                         error))
       return false;
     if (tooMany(step.params.size(), kMaxPlanParams + 1, "parameters", error))
       return false;
@@ -506,7 +520,9 @@ bool addPlanRecord(std::string_view kind,
   return false;
 }
 
-bool checkPlanNames(const Plan &plan, int numKernels, std::string &error) {
+bool checkPlanNames(const Plan &plan,
+                    const std::function<int(const PlanStep &)> &kernelsOf,
+                    std::string &error) {
   // What an expression may read: the sizes declared before it (all of them
   // after the sizes), `resident` where launches are evaluated, and null()
   // of an optional argument.
@@ -550,9 +566,12 @@ bool checkPlanNames(const Plan &plan, int numKernels, std::string &error) {
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const PlanStep &step = plan.steps[s];
     std::string where = "launch " + std::to_string(s);
+    int numKernels = kernelsOf(step);
     if (step.kernel < 0 || step.kernel >= numKernels) {
       error = where + ": kernel " + std::to_string(step.kernel) +
-              " is not one of the entry's " + std::to_string(numKernels);
+              " is not one of the " + std::to_string(numKernels) + " of " +
+              (step.part.empty() ? std::string("the entry")
+                                 : "part '" + step.part + "'");
       return false;
     }
     if (!check(step.grid, all, true, where) ||
@@ -582,7 +601,7 @@ bool planWorkspaceBytes(const Plan &plan, const int64_t *sizes, uint64_t &bytes,
 }
 
 bool preparePlan(const Plan &plan, const PlanCall &call,
-                 const std::function<int64_t(int)> &resident,
+                 const std::function<int64_t(const PlanStep &)> &resident,
                  std::vector<PreparedLaunch> &launches, std::string &error) {
   launches.clear();
   if (!checkSizes(plan, call.sizes, error))
@@ -682,7 +701,7 @@ bool preparePlan(const Plan &plan, const PlanCall &call,
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const PlanStep &step = plan.steps[s];
     const std::string where = "launch " + std::to_string(s);
-    bindings.resident = resident(step.kernel);
+    bindings.resident = resident(step);
     int64_t when = 0, grid = 0;
     if (!evaluate(step.when, bindings, when, error, where))
       return false;
@@ -698,6 +717,7 @@ bool preparePlan(const Plan &plan, const PlanCall &call,
       return false;
     }
     PreparedLaunch launch;
+    launch.entry = step.entry;
     launch.kernel = step.kernel;
     launch.gridX = grid;
     // Sizes first, then the bytes.

@@ -75,6 +75,10 @@ struct PlanParam {
 };
 
 struct PlanStep {
+  /// The entry whose kernel it launches: -1 for the plan's own; a layer's
+  /// steps name a part (`part=` on the record, resolved by the reader).
+  int entry = -1;
+  std::string part;
   int kernel = 0;
   PlanExpr grid, when;
   std::vector<PlanParam> params;
@@ -120,8 +124,11 @@ bool addPlanRecord(std::string_view kind,
 
 /// Checks that every expression of `plan` reads only what it may: the
 /// sizes, `resident` (grids and when only), and null() of optional
-/// arguments; and that kernels index `numKernels`.
-bool checkPlanNames(const Plan &plan, int numKernels, std::string &error);
+/// arguments; and that each step's kernel is below `kernelsOf(step)`, the
+/// kernels of the entry it launches from.
+bool checkPlanNames(const Plan &plan,
+                    const std::function<int(const PlanStep &)> &kernelsOf,
+                    std::string &error);
 
 /// A tensor map a launch needs: the launcher encodes it (into 64-byte
 /// aligned storage, as the driver requires) and copies its 128 bytes to
@@ -140,6 +147,7 @@ struct TensorMapRequest {
 /// 3 + 2 x rank parameters of 8 bytes, as MLIR's calling convention expands
 /// it).
 struct PreparedLaunch {
+  int entry = -1; // PlanStep::entry
   int kernel = 0;
   int64_t gridX = 0;
   std::vector<uint8_t> bytes;
@@ -162,11 +170,12 @@ bool planWorkspaceBytes(const Plan &plan, const int64_t *sizes, uint64_t &bytes,
                         std::string &error);
 
 /// Checks `call` against `plan` (sizes, checks, arguments, overlaps,
-/// workspace) and evaluates its launches; `resident(kernel)` gives the work
-/// takers of a kernel that fit on the device. On failure returns false with
-/// `error` naming the size, argument or check (nothing to launch).
+/// workspace) and evaluates its launches; `resident(step)` gives the work
+/// takers of the step's kernel that fit on the device. On failure returns
+/// false with `error` naming the size, argument or check (nothing to
+/// launch).
 bool preparePlan(const Plan &plan, const PlanCall &call,
-                 const std::function<int64_t(int)> &resident,
+                 const std::function<int64_t(const PlanStep &)> &resident,
                  std::vector<PreparedLaunch> &launches, std::string &error);
 
 } // namespace moe::runtime

@@ -2328,16 +2328,23 @@ MOE_API moeStatus moeLaunch(moeBundle *bundle, const char *entryName,
                 args->workspace_bytes};
   std::vector<PreparedLaunch> launches;
   std::string error;
-  if (!preparePlan(plan, call, [](int) { return int64_t(1); }, launches, error))
+  if (!preparePlan(
+          plan, call, [](const PlanStep &) { return int64_t(1); }, launches,
+          error))
     return invalidArgumentOf(kCaller, name, "%s", error.c_str());
   ContextState *state = nullptr;
   if (moeStatus status = ensureLoaded(bundle, kCaller, &state))
     return status;
-  const std::vector<LoadedKernel> &loaded = state->kernels[entryIndex];
+  // A step's kernel: of this entry, or of the part it names (a layer's).
+  auto owner = [&](int entry) { return entry < 0 ? entryIndex : entry; };
   if (!preparePlan(
           plan, call,
-          [&](int kernel) { return loaded[size_t(kernel)].resident; }, launches,
-          error))
+          [&](const PlanStep &step) {
+            return state
+                ->kernels[size_t(owner(step.entry))][size_t(step.kernel)]
+                .resident;
+          },
+          launches, error))
     return invalidArgumentOf(kCaller, name, "%s", error.c_str());
   // Every tensor map before the first launch: a bad one launches nothing.
   for (PreparedLaunch &launch : launches)
@@ -2361,7 +2368,9 @@ MOE_API moeStatus moeLaunch(moeBundle *bundle, const char *entryName,
               cu::kTensorMapL2Promotion128B, cu::kTensorMapFloatOOBFillNone))
         return driverError(state->driver, kCaller,
                            "cuTensorMapEncodeTiled(a tensor map of kernel '" +
-                               entry.kernels[size_t(launch.kernel)].symbol +
+                               bundle->data.entries[size_t(owner(launch.entry))]
+                                   .kernels[size_t(launch.kernel)]
+                                   .symbol +
                                "' of entry '" + entry.name + "')",
                            result);
       std::memcpy(launch.bytes.data() + request.offset, &map, sizeof(map));
@@ -2372,9 +2381,10 @@ MOE_API moeStatus moeLaunch(moeBundle *bundle, const char *entryName,
     std::vector<void *> params;
     for (size_t offset : launch.offsets)
       params.push_back(launch.bytes.data() + offset);
-    if (moeStatus status = launchKernelOf(
-            bundle, state, kCaller, entryIndex, launch.kernel, launch.gridX,
-            params.data(), stream, pdl, issued, int(launches.size())))
+    if (moeStatus status =
+            launchKernelOf(bundle, state, kCaller, owner(launch.entry),
+                           launch.kernel, launch.gridX, params.data(), stream,
+                           pdl, issued, int(launches.size())))
       return status;
     ++issued;
   }

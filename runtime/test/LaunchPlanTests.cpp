@@ -201,7 +201,7 @@ TEST(launchPlanBadRecordsRefusedAtOpen) {
   CHECK_CONTAINS(openError(replaced("dims=T,256", "dims=U,256")),
                  "entry 'router''s plan: argument logits: unknown name 'U'");
   CHECK_CONTAINS(openError(replaced("launch router 0", "launch router 1")),
-                 "kernel 1 is not one of the entry's 1");
+                 "kernel 1 is not one of the 1 of the entry");
   CHECK_CONTAINS(openError(replaced("size softmax T", "size router T")),
                  "size record of 'router' must follow that entry");
 }

@@ -59,7 +59,12 @@ std::vector<uint64_t> words(const PreparedLaunch &launch, size_t first,
   return out;
 }
 
-int64_t noResident(int) { return -1; }
+int64_t noResident(const PlanStep &) { return -1; }
+
+/// Every step's entry has `n` kernels.
+std::function<int(const PlanStep &)> kernels(int n) {
+  return [n](const PlanStep &) { return n; };
+}
 
 /// preparePlan's error for `call` (empty when it succeeds).
 std::string prepareError(const Plan &plan, const PlanCall &call) {
@@ -76,7 +81,7 @@ std::string prepareError(const Plan &plan, const PlanCall &call) {
 TEST(planRouteLaunch) {
   Plan plan = routePlan();
   std::string error;
-  CHECK(checkPlanNames(plan, 1, error));
+  CHECK(checkPlanNames(plan, kernels(1), error));
   int64_t sizes[] = {1000};
   const uint64_t tb = uint64_t(1) << 40;
   uint64_t pointers[] = {tb, 2 * tb, 3 * tb, 4 * tb};
@@ -149,7 +154,7 @@ TEST(planChecksAndOptional) {
   CHECK(parsePlanParams("mem:rows[M,K];mem:bias[K];i32:K;i64:M*K;mem:out[M,K]",
                         plan, step.params, error));
   plan.steps.push_back(std::move(step));
-  CHECK(checkPlanNames(plan, 1, error));
+  CHECK(checkPlanNames(plan, kernels(1), error));
   int64_t sizes[] = {3, 12};
   uint64_t pointers[] = {0x1000, 0, 0x8000};
   PlanCall call{sizes, pointers, 0, 0};
@@ -200,7 +205,7 @@ TEST(planWorkspace) {
       plan, index.params, error));
   plan.steps.push_back(std::move(count));
   plan.steps.push_back(std::move(index));
-  CHECK(checkPlanNames(plan, 2, error));
+  CHECK(checkPlanNames(plan, kernels(2), error));
   int64_t sizes[] = {3000};
   uint64_t bytes = 0;
   CHECK(planWorkspaceBytes(plan, sizes, bytes, error));
@@ -254,11 +259,13 @@ TEST(planTensorMaps) {
                         "128,1];i32:65",
                         plan, step.params, error));
   plan.steps.push_back(std::move(step));
-  CHECK(checkPlanNames(plan, 1, error));
+  CHECK(checkPlanNames(plan, kernels(1), error));
   int64_t sizes[] = {64};
   uint64_t pointers[] = {0x10000, 0x100000};
   PlanCall call{sizes, pointers, 0, 0};
-  auto resident = [](int kernel) { return kernel == 0 ? 132 : -1; };
+  auto resident = [](const PlanStep &step) {
+    return step.kernel == 0 ? int64_t(132) : int64_t(-1);
+  };
   std::vector<PreparedLaunch> launches;
   CHECK(preparePlan(plan, call, resident, launches, error));
   CHECK_EQ(launches.size(), size_t(0)); // no expert can have 65 rows
@@ -304,21 +311,21 @@ TEST(planParseErrors) {
   // Names: a size's range reads only earlier sizes; `resident` only in
   // launches; null() only of optional arguments.
   plan.sizes.push_back({"U", expr("1"), expr("T")});
-  CHECK(checkPlanNames(plan, 1, error));
+  CHECK(checkPlanNames(plan, kernels(1), error));
   plan.sizes[0].max = expr("U");
-  CHECK(!checkPlanNames(plan, 1, error));
+  CHECK(!checkPlanNames(plan, kernels(1), error));
   CHECK_CONTAINS(error, "size T: unknown name 'U'");
   plan = routePlan();
   plan.args[0].dims = exprs({"resident", "256"});
-  CHECK(!checkPlanNames(plan, 1, error));
+  CHECK(!checkPlanNames(plan, kernels(1), error));
   CHECK_CONTAINS(error, "argument logits: unknown name 'resident'");
   plan = routePlan();
   plan.steps[0].when = expr("null(ids)");
-  CHECK(!checkPlanNames(plan, 1, error));
+  CHECK(!checkPlanNames(plan, kernels(1), error));
   CHECK_CONTAINS(error, "null(ids) names no optional argument");
   plan = routePlan();
-  CHECK(!checkPlanNames(plan, 0, error));
-  CHECK_CONTAINS(error, "kernel 0 is not one of the entry's 0");
+  CHECK(!checkPlanNames(plan, kernels(0), error));
+  CHECK_CONTAINS(error, "kernel 0 is not one of the 0 of the entry");
 }
 
 TEST(planGridAndScalarLimits) {
@@ -379,7 +386,7 @@ TEST(planRecords) {
         "8]"})
     if (!addLine(line, plan, error))
       moe_test::fail(__FILE__, __LINE__, std::string(line) + ": " + error);
-  CHECK(checkPlanNames(plan, 1, error));
+  CHECK(checkPlanNames(plan, kernels(1), error));
   CHECK_EQ(plan.sizes.size(), size_t(1));
   CHECK_EQ(plan.args.size(), size_t(4));
   CHECK(plan.args[1].role == PlanArg::Role::Optional);

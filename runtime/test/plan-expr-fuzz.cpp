@@ -42,6 +42,10 @@ Plan fuzzPlan() {
   return plan;
 }
 
+std::function<int(const PlanStep &)> kernels(int n) {
+  return [n](const PlanStep &) { return n; };
+}
+
 void prepareParams(const std::string &text) {
   Plan plan = fuzzPlan();
   PlanStep step;
@@ -51,7 +55,7 @@ void prepareParams(const std::string &text) {
   step.grid = parsed("min(T,resident)");
   step.when = parsed("null(bias)==0");
   plan.steps.push_back(std::move(step));
-  if (!checkPlanNames(plan, 1, error))
+  if (!checkPlanNames(plan, kernels(1), error))
     return;
   const uint64_t tb = uint64_t(1) << 40;
   uint64_t pointers[] = {tb, 2 * tb, 3 * tb};
@@ -59,7 +63,9 @@ void prepareParams(const std::string &text) {
     int64_t sizes[] = {t, (t + 1) / 2};
     PlanCall call{sizes, pointers, 4 * tb, uint64_t(t) * 4};
     std::vector<PreparedLaunch> launches;
-    preparePlan(plan, call, [](int) { return int64_t(132); }, launches, error);
+    preparePlan(
+        plan, call, [](const PlanStep &) { return int64_t(132); }, launches,
+        error);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "MoE/Target/Bundle.h"
 #include "MoE/Dialect/MoEDialect.h"
 #include "MoE/Target/Contract.h"
+#include "PlanRecords.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -355,6 +356,8 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
           failed(writeKernel(loc, *name, dict, gemm, imageNames, bodyStream)))
         return failure();
     }
+    if (failed(writePlanRecords(loc, *name, entry, bodyStream)))
+      return failure();
   }
   os << "MOEBUNDLE " << kBundleVersion << "\nchip " << chip << "\n"
      << images << body << "end\n";
