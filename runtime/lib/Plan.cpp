@@ -119,11 +119,12 @@ bool layOutWorkspace(const Plan &plan, const Bindings &bindings,
 
 /// Storage for a launch's parameters: 64-byte aligned (tensor maps).
 struct Layout {
-  std::vector<size_t> offsets;
+  std::vector<size_t> offsets, sizes;
   size_t size = 0;
   size_t add(size_t bytes, size_t align) {
     size = (size + align - 1) / align * align;
     offsets.push_back(size);
+    sizes.push_back(bytes);
     size += bytes;
     return offsets.back();
   }
@@ -808,6 +809,7 @@ bool preparePlan(const Plan &plan, const PlanCall &call,
     }
     launch.bytes.assign(layout.size, 0);
     launch.offsets = layout.offsets;
+    launch.sizes = layout.sizes;
     for (size_t p = 0; p < step.params.size(); ++p) {
       const PlanParam &param = step.params[p];
       const std::vector<int64_t> &v = values[p];

@@ -151,7 +151,7 @@ struct PreparedLaunch {
   int kernel = 0;
   int64_t gridX = 0;
   std::vector<uint8_t> bytes;
-  std::vector<size_t> offsets;
+  std::vector<size_t> offsets, sizes; // per kernel parameter
   std::vector<TensorMapRequest> tensorMaps;
 };
 

@@ -297,6 +297,14 @@ cu::Result finishLaunch(const FakeLaunch &launch) {
 cu::Result recordLaunch(FakeLaunch &launch, cu::Function function,
                         void **params) {
   launch.function = reinterpret_cast<FakeFunction *>(function)->symbol;
+  auto raw = gpu().rawParams.find(launch.function);
+  if (raw != gpu().rawParams.end()) {
+    for (size_t i = 0; i < raw->second.size(); ++i) {
+      const uint8_t *bytes = static_cast<const uint8_t *>(params[i]);
+      launch.raw.emplace_back(bytes, bytes + raw->second[i]);
+    }
+    return finishLaunch(launch);
+  }
   auto words = gpu().wordParams.find(launch.function);
   if (words != gpu().wordParams.end()) {
     launch.numParams = words->second;

@@ -64,6 +64,9 @@ struct FakeLaunch {
   /// unpermute.v2 or permute.v2 kernel, FakeGpu::wordParams); the fields
   /// above are then not filled.
   std::vector<uint64_t> params;
+  /// The bytes of every parameter of a kernel listed in FakeGpu::rawParams
+  /// (the fields above are then not filled).
+  std::vector<std::vector<uint8_t>> raw;
 };
 
 /// A cuOccupancyMaxActiveBlocksPerMultiprocessor call.
@@ -110,6 +113,9 @@ struct FakeGpu {
   /// by symbol: how many they take. Their launches record them all in
   /// FakeLaunch::params and read no tensor maps.
   std::map<std::string, int> wordParams;
+  /// Kernels whose parameters are recorded as bytes (FakeLaunch::raw), by
+  /// symbol: the size of each parameter.
+  std::map<std::string, std::vector<size_t>> rawParams;
   cu::Result occupancyResult = cu::kSuccess;
   /// cuOccupancyMaxActiveClusters by symbol; symbols not listed get
   /// smCount / 2 (0 when their smem exceeds what cuFuncSetAttribute
