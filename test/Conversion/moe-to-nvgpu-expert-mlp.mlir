@@ -14,7 +14,7 @@
 // 256-row weights tile, so a thread holds gate column c and its up partner
 // c + 128 in its own accumulator registers: silu(gate) * up is computed
 // there and the [M, 2I] intermediate is never stored.
-// CHECK: moe.expert_mlp silu {{.*}}moe.launch = [{abi = "grouped_matmul.v3", activation = "silu", bias = "none", epilogue = "swiglu", {{.*}}part = "gate_up"}, {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "row_scale", {{.*}}part = "down"}]
+// CHECK: moe.expert_mlp silu {{.*}}moe.launch = [{abi = "grouped_matmul.v3", activation = "silu", bias = "none", epilogue = "swiglu", {{.*}}part = "gate_up", plan = {{.*}}}, {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "row_scale", {{.*}}part = "down", plan = {{.*}}}]
 // CHECK-LABEL: gpu.func @grouped_matmul_bf16_128x256x64_s4_swiglu_off64(
 // CHECK-SAME: %{{.*}}: memref<?x?xbf16>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32)
 // CHECK: %[[COLS:.*]] = memref.dim %{{.*}}, %c1{{.*}} : memref<?x?xbf16>
@@ -52,7 +52,7 @@ func.func @mlp(%rows: tensor<?x256xbf16>, %off: tensor<9xi64>, %w13: tensor<8x10
 // (by their bits), and per-expert biases of either element type added to
 // the accumulator in both epilogues. A bias is one more memref [E, N]
 // argument, after the row scale if any.
-// GPTOSS-IR: moe.expert_mlp gptoss {{.*}}moe.launch = [{abi = "grouped_matmul.v3", activation = "gptoss", bias = "bf16", epilogue = "swiglu", {{.*}}part = "gate_up"}, {abi = "grouped_matmul.v3", activation = "none", bias = "f32", epilogue = "store", {{.*}}part = "down"}]
+// GPTOSS-IR: moe.expert_mlp gptoss {{.*}}moe.launch = [{abi = "grouped_matmul.v3", activation = "gptoss", bias = "bf16", epilogue = "swiglu", {{.*}}part = "gate_up", plan = {{.*}}}, {abi = "grouped_matmul.v3", activation = "none", bias = "f32", epilogue = "store", {{.*}}part = "down", plan = {{.*}}}]
 // GPTOSS-IR-LABEL: gpu.func @grouped_matmul_bf16_128x256x64_s4_swiglu_gptoss_a3fd9db23_l40e00000_biasbf16_off64(
 // GPTOSS-IR-SAME: %{{.*}}: i32, %[[BIAS:.*]]: memref<?x?xbf16>)
 // GPTOSS-IR: memref.load %[[BIAS]]

@@ -221,10 +221,9 @@ func.func @fused_mlp_bf16_intermediate(
 // CHECK: moe.expert_mlp {{.*}} moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", bias = "none", epilogue = "swiglu", experts = 8 : i64, format = "mxfp8", k = 512 : i64, kernels = [
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_16x64x128_s4_swapab_swiglu_off32,
 // CHECK-SAME: {kernel = @moe_kernels::@grouped_matmul_mxfp8_128x128x128_s4_swiglu_ws_off32,
-// CHECK-SAME: part = "gate_up"},
-// CHECK-SAME: {abi = "quantize.v1", {{.*}}element = "f8E4M3FN", {{.*}}part = "intermediate", {{.*}}scale = "e8m0"}
+// CHECK-SAME: part = "gate_up", plan = {{.*}}}, {abi = "quantize.v1", {{.*}}element = "f8E4M3FN", {{.*}}part = "intermediate", {{.*}}scale = "e8m0"}
 // CHECK-SAME: {abi = "grouped_matmul_fp8.v1", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, format = "mxfp8", k = 256 : i64,
-// CHECK-SAME: part = "down"}]
+// CHECK-SAME: part = "down", plan = {{.*}}}]
 func.func @fused_mlp_mxfp8(
     %xq: tensor<?x512xf8E4M3FN>, %xs: tensor<?x16xf8E8M0FNU>,
     %w13q: tensor<8x512x512xf8E4M3FN>, %w13s: tensor<8x512x16xf8E8M0FNU>,
@@ -305,8 +304,7 @@ func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x51
 // CHECK-LABEL: func.func @fused_mlp_fp8
 // CHECK-COUNT-3: moe.dequantize {{.*}} {moe.fused_into_launch}
 // CHECK: moe.expert_mlp
-// CHECK-SAME: moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", {{.*}}epilogue = "swiglu", {{.*}}format = "fp8_block", {{.*}}k = 512 : i64, {{.*}}n = 512 : i64, {{.*}}out = "f8E4M3FN", part = "gate_up"},
-// CHECK-SAME: {abi = "grouped_matmul_fp8.v1", activation = "none", {{.*}}epilogue = "row_scale", {{.*}}format = "fp8_block", {{.*}}k = 256 : i64, {{.*}}n = 512 : i64, {{.*}}part = "down"}]
+// CHECK-SAME: moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", {{.*}}epilogue = "swiglu", {{.*}}format = "fp8_block", {{.*}}k = 512 : i64, {{.*}}n = 512 : i64, {{.*}}out = "f8E4M3FN", part = "gate_up", plan = {{.*}}}, {abi = "grouped_matmul_fp8.v1", activation = "none", {{.*}}epilogue = "row_scale", {{.*}}format = "fp8_block", {{.*}}k = 256 : i64, {{.*}}n = 512 : i64, {{.*}}part = "down", plan = {{.*}}}]
 // The codes go to memref<?x?xi8>, the scales follow the weights' scales.
 // CHECK: gpu.func @grouped_matmul_fp8block_16x64x128_s8_swapab_swiglu_e4m3out_off32(%{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: !llvm.ptr {{.*}}, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xi8>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?x?xf32>, %{{.*}}: memref<?x?xf32>)
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c1
@@ -324,9 +322,8 @@ func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x51
 // its MMAs; it is checked against this form on the GPU).
 // KERNEL-LABEL: func.func @fused_mlp_fp8
 // KERNEL: moe.expert_mlp
-// KERNEL-SAME: moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", {{.*}}epilogue = "swiglu", {{.*}}format = "fp8_block", {{.*}}k = 512 : i64, {{.*}}n = 512 : i64, offsets = i32, part = "gate_up"},
-// KERNEL-SAME: {abi = "quantize.v1", batch = 1 : i64, block_cols = 128 : i64, block_rows = 1 : i64, cols = 256 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_f32_1x128}], {{.*}}part = "intermediate", rank = 2 : i64, rows = -1 : i64, scale = "f32"},
-// KERNEL-SAME: {abi = "grouped_matmul_fp8.v1", activation = "none", {{.*}}epilogue = "row_scale", {{.*}}format = "fp8_block", {{.*}}k = 256 : i64, {{.*}}n = 512 : i64, {{.*}}part = "down"}]
+// KERNEL-SAME: moe.launch = [{abi = "grouped_matmul_fp8.v1", activation = "silu", {{.*}}epilogue = "swiglu", {{.*}}format = "fp8_block", {{.*}}k = 512 : i64, {{.*}}n = 512 : i64, offsets = i32, part = "gate_up", plan = {{.*}}}, {abi = "quantize.v1", batch = 1 : i64, block_cols = 128 : i64, block_rows = 1 : i64, cols = 256 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_f32_1x128}], {{.*}}part = "intermediate", plan = {{.*}}, rank = 2 : i64, rows = -1 : i64, scale = "f32"},
+// KERNEL-SAME: {abi = "grouped_matmul_fp8.v1", activation = "none", {{.*}}epilogue = "row_scale", {{.*}}format = "fp8_block", {{.*}}k = 256 : i64, {{.*}}n = 512 : i64, {{.*}}part = "down", plan = {{.*}}}]
 // KERNEL: gpu.func @grouped_matmul_fp8block_128x192x128_s4_swiglu_ws_off32
 // KERNEL: gpu.func @moe_quantize_bf16_e4m3_f32_1x128
 // KERNEL: gpu.func @grouped_matmul_fp8block_128x192x128_s4_rowscale_ws_off32

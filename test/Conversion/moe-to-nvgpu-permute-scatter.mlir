@@ -15,12 +15,12 @@
 // RUN: moe-translate --moe-to-bundle %t.mlir -o %t.moebundle
 // RUN: grep -aE "^kernel [a-z0-9]+_permute moe_permute_scatter" %t.moebundle | FileCheck %s --check-prefix=BUNDLE
 
-// CHECK: moe.permute {{.*}}moe.launch = {{.*}}{kernel = @moe_kernels::@moe_permute_gather_off64_e4m3}, {kernel = @moe_kernels::@moe_permute_scatter_k2_off64_e4m3}], {{.*}}out = "f8E4M3FN", scatter_from = 128 : i64, top_k = 2
-// CHECK: moe.permute {{.*}}moe.launch = {{.*}}{kernel = @moe_kernels::@moe_permute_gather_off64_e4m3}, {kernel = @moe_kernels::@moe_permute_scatter_k4_off64_e4m3}], {{.*}}out = "f8E4M3FN", scatter_from = 128 : i64, top_k = 4
+// CHECK: moe.permute {{.*}}moe.launch = {{.*}}{kernel = @moe_kernels::@moe_permute_gather_off64_e4m3}, {kernel = @moe_kernels::@moe_permute_scatter_k2_off64_e4m3}], {{.*}}out = "f8E4M3FN", plan = {{.*}}, scatter_from = 128 : i64, top_k = 2
+// CHECK: moe.permute {{.*}}moe.launch = {{.*}}{kernel = @moe_kernels::@moe_permute_gather_off64_e4m3}, {kernel = @moe_kernels::@moe_permute_scatter_k4_off64_e4m3}], {{.*}}out = "f8E4M3FN", plan = {{.*}}, scatter_from = 128 : i64, top_k = 4
 // CHECK: moe.permute {{.*}}moe.launch = {{.*}}{kernel = @moe_kernels::@moe_permute_gather_off64_e4m3}, {kernel = @moe_kernels::@moe_permute_scatter_k20_off64_e4m3}], {{.*}}scatter_from = 128 : i64, top_k = 20
 // ALWAYS-COUNT-3: moe.permute {{.*}}scatter_from = 1 : i64
 // NONE-NOT: scatter
-// NONE: moe.permute {{.*}}@moe_permute_gather_off64_e4m3}], {{.*}}out = "f8E4M3FN", top_k = 2
+// NONE: moe.permute {{.*}}@moe_permute_gather_off64_e4m3}], {{.*}}out = "f8E4M3FN", plan = {{.*}}, top_k = 2
 // NONE-NOT: scatter
 // CHECK-LABEL: gpu.func @moe_permute_scatter_k2_off64_e4m3(
 // CHECK-COUNT-8: memref.load {{.*}} : memref<?x?xi64>

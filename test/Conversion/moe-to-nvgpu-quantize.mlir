@@ -5,16 +5,16 @@
 // ([128, 128] f32, per expert of a 3-D input), from bf16 or f32 inputs.
 // Ops with the same parameters share one kernel.
 // CHECK-LABEL: func.func @mxfp8
-// CHECK: moe.quantize {{.*}}moe.launch = {abi = "quantize.v1", batch = 1 : i64, block_cols = 32 : i64, block_rows = 1 : i64, cols = 4096 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_e8m0_1x32}], max_rows = 2147483647 : i64, rank = 2 : i64, rows = -1 : i64, scale = "e8m0"}
-// CHECK: moe.quantize {{.*}}moe.launch = {abi = "quantize.v1", batch = 1 : i64, block_cols = 32 : i64, block_rows = 1 : i64, cols = 4096 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_e8m0_1x32}], max_rows = 16 : i64, rank = 2 : i64, rows = 16 : i64, scale = "e8m0"}
+// CHECK: moe.quantize {{.*}}moe.launch = {abi = "quantize.v1", batch = 1 : i64, block_cols = 32 : i64, block_rows = 1 : i64, cols = 4096 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_e8m0_1x32}], max_rows = 2147483647 : i64, plan = {{.*}}, rank = 2 : i64, rows = -1 : i64, scale = "e8m0"}
+// CHECK: moe.quantize {{.*}}moe.launch = {abi = "quantize.v1", batch = 1 : i64, block_cols = 32 : i64, block_rows = 1 : i64, cols = 4096 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_e8m0_1x32}], max_rows = 16 : i64, plan = {{.*}}, rank = 2 : i64, rows = 16 : i64, scale = "e8m0"}
 // CHECK-LABEL: func.func @mxfp8_e5m2_experts
-// CHECK: moe.quantize {{.*}}moe.launch = {abi = "quantize.v1", batch = -1 : i64, block_cols = 32 : i64, block_rows = 1 : i64, cols = 256 : i64, element = "f8E5M2", input = f32, kernels = [{kernel = @moe_kernels::@moe_quantize_f32_e5m2_e8m0_1x32}], max_rows = 64 : i64, rank = 3 : i64, rows = 64 : i64, scale = "e8m0"}
+// CHECK: moe.quantize {{.*}}moe.launch = {abi = "quantize.v1", batch = -1 : i64, block_cols = 32 : i64, block_rows = 1 : i64, cols = 256 : i64, element = "f8E5M2", input = f32, kernels = [{kernel = @moe_kernels::@moe_quantize_f32_e5m2_e8m0_1x32}], max_rows = 64 : i64, plan = {{.*}}, rank = 3 : i64, rows = 64 : i64, scale = "e8m0"}
 // CHECK-LABEL: func.func @activation_groups
-// CHECK: moe.quantize {{.*}}moe.launch = {abi = "quantize.v1", batch = 1 : i64, block_cols = 128 : i64, block_rows = 1 : i64, cols = 7168 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_f32_1x128}], max_rows = 2147483647 : i64, rank = 2 : i64, rows = -1 : i64, scale = "f32"}
+// CHECK: moe.quantize {{.*}}moe.launch = {abi = "quantize.v1", batch = 1 : i64, block_cols = 128 : i64, block_rows = 1 : i64, cols = 7168 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_f32_1x128}], max_rows = 2147483647 : i64, plan = {{.*}}, rank = 2 : i64, rows = -1 : i64, scale = "f32"}
 // CHECK-LABEL: func.func @weight_blocks
-// CHECK: moe.quantize {{.*}}moe.launch = {abi = "quantize.v1", batch = 256 : i64, block_cols = 128 : i64, block_rows = 128 : i64, cols = 7168 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_f32_128x128}], max_rows = 4096 : i64, rank = 3 : i64, rows = 4096 : i64, scale = "f32"}
+// CHECK: moe.quantize {{.*}}moe.launch = {abi = "quantize.v1", batch = 256 : i64, block_cols = 128 : i64, block_rows = 128 : i64, cols = 7168 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_quantize_bf16_e4m3_f32_128x128}], max_rows = 4096 : i64, plan = {{.*}}, rank = 3 : i64, rows = 4096 : i64, scale = "f32"}
 // The 3-D block may spell its leading 1.
-// CHECK: moe.quantize {{.*}}moe.launch = {abi = "quantize.v1", batch = -1 : i64, block_cols = 128 : i64, block_rows = 128 : i64, cols = 256 : i64, element = "f8E5M2", input = f32, kernels = [{kernel = @moe_kernels::@moe_quantize_f32_e5m2_f32_128x128}], max_rows = 256 : i64, rank = 3 : i64, rows = 256 : i64, scale = "f32"}
+// CHECK: moe.quantize {{.*}}moe.launch = {abi = "quantize.v1", batch = -1 : i64, block_cols = 128 : i64, block_rows = 128 : i64, cols = 256 : i64, element = "f8E5M2", input = f32, kernels = [{kernel = @moe_kernels::@moe_quantize_f32_e5m2_f32_128x128}], max_rows = 256 : i64, plan = {{.*}}, rank = 3 : i64, rows = 256 : i64, scale = "f32"}
 // CHECK-LABEL: func.func @small_groups
 // CHECK: moe.quantize {{.*}}@moe_kernels::@moe_quantize_bf16_e4m3_f32_1x8}
 // CHECK: moe.quantize {{.*}}@moe_kernels::@moe_quantize_bf16_e4m3_f32_1x256}

@@ -13,13 +13,13 @@
 // score fetched from it and retired there; weights are the unbiased
 // scores, renormalised, x 2.5.
 // CHECK-LABEL: func.func @deepseek
-// CHECK: moe.route {{.*}}moe.launch = {abi = "route.v1", bias = true, experts = 256 : i64, kernels = [{kernel = @moe_kernels::@moe_route_sigmoid_topk_e256_k8_g8s4_renorm_x40200000_f32_bias}], logits = f32, max_rows = 2147483647 : i64, top_k = 8 : i64}
+// CHECK: moe.route {{.*}}moe.launch = {abi = "route.v1", bias = true, experts = 256 : i64, kernels = [{kernel = @moe_kernels::@moe_route_sigmoid_topk_e256_k8_g8s4_renorm_x40200000_f32_bias}], logits = f32, max_rows = 2147483647 : i64, plan = {{.*}}, top_k = 8 : i64}
 // The combine: one CTA per token, 8 columns (16 bytes) per thread, slots
 // outside [0, M) skipped, the k rows summed in order in f32.
 // CHECK-LABEL: func.func @combine
-// CHECK: moe.unpermute {{.*}}moe.launch = {abi = "unpermute.v2", hidden = 4096 : i64, kernels = [{kernel = @moe_kernels::@moe_unpermute_k2_slots64_weighted}], max_rows = 2147483647 : i64, slots = i64, top_k = 2 : i64, weighted = true}
+// CHECK: moe.unpermute {{.*}}moe.launch = {abi = "unpermute.v2", hidden = 4096 : i64, kernels = [{kernel = @moe_kernels::@moe_unpermute_k2_slots64_weighted}], max_rows = 2147483647 : i64, plan = {{.*}}, slots = i64, top_k = 2 : i64, weighted = true}
 // CHECK-LABEL: func.func @perm
-// CHECK: moe.permute {{.*}}moe.launch = {abi = "permute.v2", chunk = 4096 : i64, experts = 128 : i64, hidden = 2048 : i64, index_counts = true, kernels = [{kernel = @moe_kernels::@moe_permute_count_e128_k8}, {kernel = @moe_kernels::@moe_permute_index_e128_k8_off64}, {kernel = @moe_kernels::@moe_permute_gather_off64}], max_rows = 2147483647 : i64, offsets = i64, top_k = 8 : i64}
+// CHECK: moe.permute {{.*}}moe.launch = {abi = "permute.v2", chunk = 4096 : i64, experts = 128 : i64, hidden = 2048 : i64, index_counts = true, kernels = [{kernel = @moe_kernels::@moe_permute_count_e128_k8}, {kernel = @moe_kernels::@moe_permute_index_e128_k8_off64}, {kernel = @moe_kernels::@moe_permute_gather_off64}], max_rows = 2147483647 : i64, offsets = i64, plan = {{.*}}, top_k = 8 : i64}
 // CHECK: gpu.func @moe_route_sigmoid_topk_e256_k8_g8s4_renorm_x40200000_f32_bias(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>, %{{.*}}: memref<?x?xi32>, %{{.*}}: memref<?x?xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, moe.dynamic_shared_bytes = 0 : i64}
 // The groups: 2 x 2 xor shuffles (4 lanes), one idx shuffle per group;
 // per pick: a redux, a ballot, the lowest set bit, two idx shuffles.

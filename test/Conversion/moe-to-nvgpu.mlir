@@ -6,7 +6,7 @@
 // counts each one takes.
 // CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func @two_matmuls
-// CHECK: moe.grouped_matmul {{.*}} moe.launch = {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, k = 256 : i64, kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, rows_max = 2147483647 : i64, rows_min = 1 : i64}], max_rows = 2147483647 : i64, n = 512 : i64, offsets = i64}}
+// CHECK: moe.grouped_matmul {{.*}} moe.launch = {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, k = 256 : i64, kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, rows_max = 2147483647 : i64, rows_min = 1 : i64}], max_rows = 2147483647 : i64, n = 512 : i64, offsets = i64, plan = {{.*}}}}
 // CHECK: moe.grouped_matmul {{.*}} moe.launch = {{{.*}}kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x128x64_s2_off64, {{.*}} n = 256 : i64
 // CHECK: gpu.module @moe_kernels
 // CHECK: memref.global @moe_dynamic_smem : memref<0xi8, #gpu.address_space<workgroup>> {alignment = 1024 : i64}

@@ -9,9 +9,8 @@
 
 // CHECK: moe.manifest = {entries = [
 // CHECK-SAME: {abi = "quantize.v1", batch = 1 : i64, block_cols = 128 : i64, block_rows = 1 : i64, cols = 1024 : i64, element = "f8E4M3FN", input = bf16,
-// CHECK-SAME: name = "gate_up", op = "moe.quantize", rank = 2 : i64, rows = -1 : i64, scale = "f32"}
-// CHECK-SAME: {abi = "grouped_matmul_fp8.v1", {{.*}}format = "fp8_block", k = 1024 : i64, {{.*}}n = 512 : i64, name = "gate_up_0", offsets = i32, op = "moe.grouped_matmul"}
-// CHECK-SAME: {abi = "quantize.v1", batch = 8 : i64, block_cols = 128 : i64, block_rows = 128 : i64, cols = 1024 : i64, {{.*}}name = "gate_up_prepack", op = "moe.quantize", rank = 3 : i64, rows = 512 : i64, scale = "f32"}]
+// CHECK-SAME: name = "gate_up", op = "moe.quantize", plan = {{.*}}, rank = 2 : i64, rows = -1 : i64, scale = "f32"}
+// CHECK-SAME: {abi = "grouped_matmul_fp8.v1", {{.*}}format = "fp8_block", k = 1024 : i64, {{.*}}n = 512 : i64, name = "gate_up_0", offsets = i32, op = "moe.grouped_matmul", plan = {{.*}}}, {abi = "quantize.v1", batch = 8 : i64, block_cols = 128 : i64, block_rows = 128 : i64, cols = 1024 : i64, {{.*}}name = "gate_up_prepack", op = "moe.quantize", plan = {{.*}}, rank = 3 : i64, rows = 512 : i64, scale = "f32"}]
 // CHECK: gpu.binary @moe_kernels
 
 // Weights only (bf16 rows): no sm_90a kernel reads bf16 rows with FP8

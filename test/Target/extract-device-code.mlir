@@ -10,9 +10,9 @@
 // CHECK-SAME: {dynamic_shared_bytes = 40960 : i64, module = "moe_kernels", name = "grouped_matmul_bf16_16x64x64_s4_swapab_off32", rows_max = 16 : i64, rows_min = 1 : i64, swap_ab = true, tensor_map_args = array<i64: 0, 1>, threads = 128 : i64, tile = array<i64: 16, 64, 64, 4>},
 // CHECK-SAME: {dynamic_shared_bytes = 172032 : i64, module = "moe_kernels", name = "grouped_matmul_bf16_64x256x64_s4_off32", rows_max = 64 : i64, rows_min = 17 : i64, swap_ab = false, tensor_map_args = array<i64: 0, 1>, threads = 128 : i64, tile = array<i64: 64, 256, 64, 4>},
 // CHECK-SAME: {dynamic_shared_bytes = 212992 : i64, module = "moe_kernels", name = "grouped_matmul_bf16_128x256x64_s4_off32", rows_max = 2147483647 : i64, rows_min = 65 : i64, swap_ab = false, tensor_map_args = array<i64: 0, 1>, threads = 256 : i64, tile = array<i64: 128, 256, 64, 4>}],
-// CHECK-SAME: max_rows = 2147483647 : i64, n = 512 : i64, name = "gate_up", offsets = i32, op = "moe.grouped_matmul"},
-// CHECK-SAME: {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, k = 512 : i64, {{.*}} max_rows = 2147483647 : i64, n = 256 : i64, name = "down", offsets = i32, op = "moe.grouped_matmul"},
-// CHECK-SAME: {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, k = 512 : i64, kernels = [{{{[^]]*}}name = "grouped_matmul_bf16_16x64x64_s4_swapab_off32", {{[^]]*}}rows_max = 2147483647 : i64, rows_min = 1 : i64{{[^]]*}}], max_rows = 12 : i64, n = 256 : i64, name = "down_0", offsets = i32, op = "moe.grouped_matmul"}
+// CHECK-SAME: max_rows = 2147483647 : i64, n = 512 : i64, name = "gate_up", offsets = i32, op = "moe.grouped_matmul", plan = {{\{([^}]|}[^}])*}}}},
+// CHECK-SAME: {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, k = 512 : i64, {{.*}} max_rows = 2147483647 : i64, n = 256 : i64, name = "down", offsets = i32, op = "moe.grouped_matmul", plan = {{\{([^}]|}[^}])*}}}},
+// CHECK-SAME: {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, k = 512 : i64, kernels = [{{{[^]]*}}name = "grouped_matmul_bf16_16x64x64_s4_swapab_off32", {{[^]]*}}rows_max = 2147483647 : i64, rows_min = 1 : i64{{[^]]*}}], max_rows = 12 : i64, n = 256 : i64, name = "down_0", offsets = i32, op = "moe.grouped_matmul", plan = {{\{([^}]|}[^}])*}}}}
 // CHECK-SAME: ], version = 6 : i64}}
 // CHECK-NOT: func.func
 // CHECK: gpu.module @moe_kernels
@@ -40,10 +40,10 @@ func.func @down(%rows: tensor<?x512xbf16>, %w: tensor<8x256x512xbf16>, %off: ten
 // CHECK-SAME: name = "grouped_matmul_bf16_16x64x64_s4_swapab_swiglu_off64"
 // CHECK-SAME: name = "grouped_matmul_bf16_64x256x64_s4_swiglu_off64"
 // CHECK-SAME: name = "grouped_matmul_bf16_128x256x64_s4_swiglu_off64"
-// CHECK-SAME: n = 1024 : i64, name = "mlp_gate_up", offsets = i64, op = "moe.expert_mlp"},
+// CHECK-SAME: n = 1024 : i64, name = "mlp_gate_up", offsets = i64, op = "moe.expert_mlp", plan = {{\{([^}]|}[^}])*}}}},
 // CHECK-SAME: {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "row_scale", experts = 8 : i64, k = 512 : i64, kernels = [
 // CHECK-SAME: name = "grouped_matmul_bf16_16x64x64_s4_swapab_rowscale_off64"
-// CHECK-SAME: n = 256 : i64, name = "mlp_down", offsets = i64, op = "moe.expert_mlp"}
+// CHECK-SAME: n = 256 : i64, name = "mlp_down", offsets = i64, op = "moe.expert_mlp", plan = {{\{([^}]|}[^}])*}}}}
 // CHECK-SAME: {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "store", {{.*}} name = "unscaled_down"
 func.func @mlp(%rows: tensor<?x256xbf16>, %off: tensor<9xi64>, %w13: tensor<8x1024x256xbf16>,
                %w2: tensor<8x256x512xbf16>, %s: tensor<?xf32>) -> tensor<?x256xbf16> {

@@ -8,6 +8,7 @@
 
 #include "GroupedMatmulKernel.h"
 #include "KernelSupport.h"
+#include "LaunchPlan.h"
 #include "MoE/Conversion/Passes.h"
 #include "MoE/Dialect/MoEDialect.h"
 #include "MoE/Target/Contract.h"
@@ -77,12 +78,14 @@ static StringRef epilogueName(Epilogue epilogue) {
 }
 
 /// What a runtime needs to launch one grouped GEMM (docs/runtime-contract.md):
-/// its shapes, ABI, epilogue and the kernels (`forms`) that together
-/// compute it; `part` names it inside a fused op.
-static DictionaryAttr launchInfo(Builder &b, Value rows, Value weights,
-                                 Value offsets, const GroupedMatmulTile &tile,
-                                 ArrayRef<Attribute> forms,
-                                 StringRef part = "") {
+/// its shapes, ABI, epilogue, the kernels (`forms`, built as `funcs` for
+/// `chip`) that together compute it and its plan; `part` names it inside a
+/// fused op.
+static FailureOr<DictionaryAttr>
+launchInfo(OpBuilder &b, Location loc, Value rows, Value weights, Value offsets,
+           const GroupedMatmulTile &tile, ArrayRef<Attribute> forms,
+           ArrayRef<gpu::GPUFuncOp> funcs, StringRef chip,
+           StringRef part = "") {
   auto rowsType = cast<RankedTensorType>(rows.getType());
   auto weightsType = cast<RankedTensorType>(weights.getType());
   auto offsetsType = cast<RankedTensorType>(offsets.getType());
@@ -115,6 +118,8 @@ static DictionaryAttr launchInfo(Builder &b, Value rows, Value weights,
   info.set("kernels", b.getArrayAttr(forms));
   if (!part.empty())
     info.set("part", b.getStringAttr(part));
+  if (failed(plan::addLaunchPlan(b, loc, info, funcs, chip)))
+    return failure();
   return info.getDictionary(b.getContext());
 }
 
@@ -137,8 +142,8 @@ static gpu::GPUFuncOp lookUpOrBuild(gpu::GPUModuleOp kernels, StringRef name,
 }
 
 /// Builds (or reuses) the routing kernel of `op`; returns its moe.launch.
-static DictionaryAttr routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
-                                  RouteOp op) {
+static FailureOr<DictionaryAttr>
+routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, RouteOp op) {
   auto logits = cast<RankedTensorType>(op.getLogits().getType());
   RouteKernelSpec spec;
   spec.routing = op.getRouting();
@@ -163,6 +168,8 @@ static DictionaryAttr routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(logits.getDimSize(0))));
   info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
+  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
+    return failure();
   return info.getDictionary(builder.getContext());
 }
 
@@ -171,9 +178,10 @@ static DictionaryAttr routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
 /// rows in e4m3 with [1, 128]-group f32 scales (`out`), and with
 /// `scatterFrom` > 0 too a fourth kernel, the scatter over the tokens that
 /// the runtime launches instead from `scatterFrom` tokens on.
-static DictionaryAttr permuteLaunch(OpBuilder &builder,
-                                    gpu::GPUModuleOp kernels, PermuteOp op,
-                                    bool quantize, int64_t scatterFrom) {
+static FailureOr<DictionaryAttr> permuteLaunch(OpBuilder &builder,
+                                               gpu::GPUModuleOp kernels,
+                                               PermuteOp op, bool quantize,
+                                               int64_t scatterFrom) {
   auto tokens = cast<RankedTensorType>(op.getTokens().getType());
   auto ids = cast<RankedTensorType>(op.getExpertIds().getType());
   auto offsets = cast<RankedTensorType>(op.getOffsets().getType());
@@ -191,14 +199,14 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   gpu::GPUFuncOp gather = lookUpOrBuild(kernels, spec.gatherKernelName(), [&] {
     return buildPermuteGatherKernel(builder, op.getLoc(), kernels, spec);
   });
-  SmallVector<Attribute> kernelForms{kernelForm(builder, count),
-                                     kernelForm(builder, index),
-                                     kernelForm(builder, gather)};
+  SmallVector<gpu::GPUFuncOp, 4> funcs{count, index, gather};
   if (quantize && scatterFrom > 0)
-    kernelForms.push_back(kernelForm(
-        builder, lookUpOrBuild(kernels, spec.scatterKernelName(), [&] {
-          return buildPermuteScatterKernel(builder, op.getLoc(), kernels, spec);
-        })));
+    funcs.push_back(lookUpOrBuild(kernels, spec.scatterKernelName(), [&] {
+      return buildPermuteScatterKernel(builder, op.getLoc(), kernels, spec);
+    }));
+  SmallVector<Attribute> kernelForms;
+  for (gpu::GPUFuncOp func : funcs)
+    kernelForms.push_back(kernelForm(builder, func));
   int64_t hidden = tokens.getDimSize(1);
   NamedAttrList info;
   info.set("abi", builder.getStringAttr("permute.v2"));
@@ -218,11 +226,13 @@ static DictionaryAttr permuteLaunch(OpBuilder &builder,
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(tokens.getDimSize(0))));
   info.set("kernels", builder.getArrayAttr(kernelForms));
+  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, funcs, "")))
+    return failure();
   return info.getDictionary(builder.getContext());
 }
 
 /// Builds (or reuses) the combine kernel of `op`; returns its moe.launch.
-static DictionaryAttr
+static FailureOr<DictionaryAttr>
 unpermuteLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteOp op) {
   auto rows = cast<RankedTensorType>(op.getRows().getType());
   auto slots = cast<RankedTensorType>(op.getSlots().getType());
@@ -244,16 +254,17 @@ unpermuteLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteOp op) {
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(slots.getDimSize(0))));
   info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
+  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
+    return failure();
   return info.getDictionary(builder.getContext());
 }
 
 /// Builds (or reuses) the kernel quantizing `input` with `encoding`;
 /// returns its moe.launch (`part` names it inside a fused op).
-static DictionaryAttr quantizeLaunch(OpBuilder &builder,
-                                     gpu::GPUModuleOp kernels, Location loc,
-                                     RankedTensorType input,
-                                     BlockScaledEncodingAttr encoding,
-                                     StringRef part = "") {
+static FailureOr<DictionaryAttr>
+quantizeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, Location loc,
+               RankedTensorType input, BlockScaledEncodingAttr encoding,
+               StringRef part = "") {
   int64_t rank = input.getRank();
   QuantizeKernelSpec spec;
   spec.bf16Input = input.getElementType().isBF16();
@@ -287,6 +298,8 @@ static DictionaryAttr quantizeLaunch(OpBuilder &builder,
   info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
   if (!part.empty())
     info.set("part", builder.getStringAttr(part));
+  if (failed(plan::addLaunchPlan(builder, loc, info, func, "")))
+    return failure();
   return info.getDictionary(builder.getContext());
 }
 
@@ -447,12 +460,14 @@ static StringRef configChip(Operation *op) {
 
 /// Builds (or reuses) the kernels of `config`'s forms for `part`; returns
 /// its moe.launch.
-static DictionaryAttr gemmLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
-                                 Location loc, const GemmPart &part,
-                                 GemmKernelsAttr config) {
+static FailureOr<DictionaryAttr> gemmLaunch(OpBuilder &builder,
+                                            gpu::GPUModuleOp kernels,
+                                            Location loc, const GemmPart &part,
+                                            GemmKernelsAttr config) {
   Type offsetType =
       cast<RankedTensorType>(part.offsets.getType()).getElementType();
   SmallVector<Attribute> forms;
+  SmallVector<gpu::GPUFuncOp> funcs;
   for (GemmFormAttr form : config.getFormList()) {
     gpu::GPUFuncOp func;
     if (config.getChip() == "sm_100a") {
@@ -472,6 +487,7 @@ static DictionaryAttr gemmLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
       func = getOrBuildKernel(builder, kernels, loc, formTile(part, form),
                               offsetType);
     }
+    funcs.push_back(func);
     forms.push_back(builder.getDictionaryAttr(
         {builder.getNamedAttr(
              "kernel",
@@ -482,8 +498,9 @@ static DictionaryAttr gemmLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
          builder.getNamedAttr("rows_max",
                               builder.getI64IntegerAttr(form.getRowsMax()))}));
   }
-  return launchInfo(builder, part.rows, part.weights, part.offsets,
-                    part.apply(GroupedMatmulTile()), forms, part.name);
+  return launchInfo(builder, loc, part.rows, part.weights, part.offsets,
+                    part.apply(GroupedMatmulTile()), forms, funcs,
+                    config.getChip(), part.name);
 }
 
 namespace {
@@ -498,7 +515,12 @@ template <typename Op> struct KernelPattern : OpRewritePattern<Op> {
     if (op->hasAttr(kLaunchAttr) || op->hasAttr(kFusedIntoLaunchAttr))
       return failure();
     OpBuilder::InsertionGuard guard(rewriter);
-    Attribute launch = build(op, rewriter);
+    // On an internal error (reported) the op stays without moe.launch: the
+    // pass fails.
+    FailureOr<Attribute> built = build(op, rewriter);
+    if (failed(built))
+      return failure();
+    Attribute launch = *built;
     rewriter.modifyOpInPlace(op, [&] {
       op->setAttr(launch ? kLaunchAttr : kFusedIntoLaunchAttr,
                   launch ? launch : rewriter.getUnitAttr());
@@ -506,7 +528,7 @@ template <typename Op> struct KernelPattern : OpRewritePattern<Op> {
     return success();
   }
   /// The op's moe.launch, or null when another op's kernel computes it.
-  virtual Attribute build(Op op, OpBuilder &builder) const = 0;
+  virtual FailureOr<Attribute> build(Op op, OpBuilder &builder) const = 0;
 
   gpu::GPUModuleOp kernels;
 };
@@ -514,7 +536,8 @@ template <typename Op> struct KernelPattern : OpRewritePattern<Op> {
 /// Lowers `moe.grouped_matmul` to its forms' grouped GEMM kernels.
 struct GroupedMatmulLowering : KernelPattern<GroupedMatmulOp> {
   using KernelPattern::KernelPattern;
-  Attribute build(GroupedMatmulOp op, OpBuilder &builder) const override {
+  FailureOr<Attribute> build(GroupedMatmulOp op,
+                             OpBuilder &builder) const override {
     return gemmLaunch(builder, kernels, op.getLoc(),
                       getGemmParts(op, false).front(),
                       op->getAttrOfType<GemmKernelsAttr>(kKernelsAttr));
@@ -525,35 +548,45 @@ struct GroupedMatmulLowering : KernelPattern<GroupedMatmulOp> {
 /// quantize kernel between them for FP8 unless the gate-up quantizes.
 struct ExpertMLPLowering : KernelPattern<ExpertMLPOp> {
   using KernelPattern::KernelPattern;
-  Attribute build(ExpertMLPOp op, OpBuilder &builder) const override {
+  FailureOr<Attribute> build(ExpertMLPOp op,
+                             OpBuilder &builder) const override {
     auto config = op->getAttrOfType<ExpertMLPKernelsAttr>(kKernelsAttr);
     SmallVector<GemmPart, 2> parts =
         getGemmParts(op, config.getGateUp().getQuantizeOutput());
-    SmallVector<Attribute, 3> launches = {gemmLaunch(
-        builder, kernels, op.getLoc(), parts[0], config.getGateUp())};
+    FailureOr<DictionaryAttr> gateUp =
+        gemmLaunch(builder, kernels, op.getLoc(), parts[0], config.getGateUp());
+    if (failed(gateUp))
+      return failure();
+    SmallVector<Attribute, 3> launches = {*gateUp};
     if (parts[0].format != Format::BF16 && !parts[0].quantizeOut) {
       auto rowsType = cast<RankedTensorType>(op.getRows().getType());
       int64_t intermediate =
           cast<RankedTensorType>(op.getDownWeights().getType()).getDimSize(2);
-      launches.push_back(quantizeLaunch(
+      FailureOr<DictionaryAttr> quantize = quantizeLaunch(
           builder, kernels, op.getLoc(),
           RankedTensorType::get({rowsType.getDimSize(0), intermediate},
                                 rowsType.getElementType()),
-          op.getIntermediateAttr(), "intermediate"));
+          op.getIntermediateAttr(), "intermediate");
+      if (failed(quantize))
+        return failure();
+      launches.push_back(*quantize);
     }
-    launches.push_back(
-        gemmLaunch(builder, kernels, op.getLoc(), parts[1], config.getDown()));
-    return builder.getArrayAttr(launches);
+    FailureOr<DictionaryAttr> down =
+        gemmLaunch(builder, kernels, op.getLoc(), parts[1], config.getDown());
+    if (failed(down))
+      return failure();
+    launches.push_back(*down);
+    return Attribute(builder.getArrayAttr(launches));
   }
 };
 
 /// Lowers an op of one kernel through `launch`: `moe.route` to the routing
 /// kernel, `moe.unpermute` to the combine kernel.
-template <typename Op,
-          DictionaryAttr (*launch)(OpBuilder &, gpu::GPUModuleOp, Op)>
+template <typename Op, FailureOr<DictionaryAttr> (*launch)(
+                           OpBuilder &, gpu::GPUModuleOp, Op)>
 struct OneKernelLowering : KernelPattern<Op> {
   using KernelPattern<Op>::KernelPattern;
-  Attribute build(Op op, OpBuilder &builder) const override {
+  FailureOr<Attribute> build(Op op, OpBuilder &builder) const override {
     return launch(builder, this->kernels, op);
   }
 };
@@ -564,7 +597,7 @@ using UnpermuteLowering = OneKernelLowering<UnpermuteOp, unpermuteLaunch>;
 /// kernels.
 struct PermuteLowering : KernelPattern<PermuteOp> {
   using KernelPattern::KernelPattern;
-  Attribute build(PermuteOp op, OpBuilder &builder) const override {
+  FailureOr<Attribute> build(PermuteOp op, OpBuilder &builder) const override {
     auto config = op->getAttrOfType<PermuteKernelsAttr>(kKernelsAttr);
     return permuteLaunch(builder, kernels, op, config.getQuantizeRows(),
                          config.getScatterFrom());
@@ -575,9 +608,9 @@ struct PermuteLowering : KernelPattern<PermuteOp> {
 /// permute's gather).
 struct QuantizeLowering : KernelPattern<QuantizeOp> {
   using KernelPattern::KernelPattern;
-  Attribute build(QuantizeOp op, OpBuilder &builder) const override {
+  FailureOr<Attribute> build(QuantizeOp op, OpBuilder &builder) const override {
     if (op->getAttrOfType<KernelAttr>(kKernelsAttr).getFused())
-      return {};
+      return Attribute();
     return quantizeLaunch(builder, kernels, op.getLoc(),
                           op.getInput().getType(), op.getEncoding());
   }
@@ -587,15 +620,32 @@ struct QuantizeLowering : KernelPattern<QuantizeOp> {
 /// (--moe-extract-device-code names the parts).
 struct LayerLowering : KernelPattern<LayerOp> {
   using KernelPattern::KernelPattern;
-  Attribute build(LayerOp op, OpBuilder &builder) const override {
+  FailureOr<Attribute> build(LayerOp op, OpBuilder &builder) const override {
     std::optional<LayerChain> chain = getLayerChain(op);
     auto logits = cast<RankedTensorType>(chain->route.getLogits().getType());
-    return builder.getDictionaryAttr(
-        {builder.getNamedAttr("abi", builder.getStringAttr(chain->rowsQuantize
-                                                               ? "layer_fp8.v1"
-                                                               : "layer.v1")),
-         builder.getNamedAttr("max_rows", builder.getI64IntegerAttr(maxTokens(
-                                              logits.getDimSize(0))))});
+    NamedAttrList info;
+    info.set("abi", builder.getStringAttr(chain->rowsQuantize ? "layer_fp8.v1"
+                                                              : "layer.v1"));
+    info.set("max_rows",
+             builder.getI64IntegerAttr(maxTokens(logits.getDimSize(0))));
+    // The parts' launches (lowered before their layer), in step order.
+    SmallVector<plan::LayerPart, 7> parts;
+    auto add = [&](StringRef role, Operation *part) {
+      if (auto launch = part->getAttrOfType<DictionaryAttr>(kLaunchAttr))
+        parts.push_back({role, launch});
+    };
+    add("route", chain->route);
+    add("permute", chain->permute);
+    if (chain->rowsQuantize)
+      add("quantize", chain->rowsQuantize);
+    if (auto mlp = chain->mlp->getAttrOfType<ArrayAttr>(kLaunchAttr))
+      for (auto part : mlp.getAsRange<DictionaryAttr>())
+        parts.push_back({part.getAs<StringAttr>("part").getValue(), part});
+    add("unpermute", chain->combine);
+    if (failed(plan::addLayerPlan(builder, op.getLoc(), info, parts, kernels,
+                                  configChip(chain->mlp))))
+      return failure();
+    return Attribute(info.getDictionary(builder.getContext()));
   }
 };
 } // namespace
@@ -693,6 +743,16 @@ struct ConvertMoEToNVGPUPass
     RewritePatternSet patterns(&getContext());
     populateMoEToNVGPUPatterns(patterns, kernels);
     walkAndApplyPatterns(module, std::move(patterns));
+    // An op whose launch could not be built (an internal error, reported)
+    // has neither attribute.
+    WalkResult incomplete = module.walk([](Operation *op) {
+      return hasKernels(op) && !op->hasAttr(kLaunchAttr) &&
+                     !op->hasAttr(kFusedIntoLaunchAttr)
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (incomplete.wasInterrupted())
+      return signalPassFailure();
     markFused(module, builder);
   }
 };
