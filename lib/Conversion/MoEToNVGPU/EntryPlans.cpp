@@ -149,7 +149,7 @@ struct Scope {
     if (inLayer()) {
       step.part = part;
       // An unbound name stays unknown: build() reports it.
-      step.rename = [this](StringRef name) {
+      step.rename = [buffers = buffers](StringRef name) {
         auto it = buffers.find(name.str());
         return it == buffers.end() ? ("?" + name).str() : it->second;
       };

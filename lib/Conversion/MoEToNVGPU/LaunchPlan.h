@@ -17,10 +17,10 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OperationSupport.h"
 
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace mlir::moe::plan {
 
@@ -165,7 +165,7 @@ private:
   SmallVector<Arg> args;
   SmallVector<Check> checks;
   SmallVector<Work> slices;
-  std::vector<Step> steps;
+  std::deque<Step> steps; // stable: launch() returns a reference
 };
 
 /// Adds `plan` to the moe.launch `info` of a route.v1, unpermute.v2,
