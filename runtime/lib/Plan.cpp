@@ -20,7 +20,8 @@ namespace {
 constexpr std::pair<const char *, PlanType> kTypes[] = {
     {"bf16", PlanType::BF16}, {"f32", PlanType::F32},
     {"i32", PlanType::I32},   {"i64", PlanType::I64},
-    {"e4m3", PlanType::E4M3}, {"e8m0", PlanType::E8M0}};
+    {"e4m3", PlanType::E4M3}, {"e5m2", PlanType::E5M2},
+    {"e8m0", PlanType::E8M0}};
 
 /// The largest grid.x a launch takes.
 constexpr int64_t kMaxGridX = 2147483647;
@@ -155,6 +156,7 @@ int64_t planTypeBytes(PlanType type) {
   case PlanType::I64:
     return 8;
   case PlanType::E4M3:
+  case PlanType::E5M2:
   case PlanType::E8M0:
     return 1;
   }

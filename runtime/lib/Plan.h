@@ -26,9 +26,9 @@ namespace moe::runtime {
 using contract::PlanExpr;
 
 /// Element types of plan arguments and tensor maps.
-enum class PlanType { BF16, F32, I32, I64, E4M3, E8M0 };
+enum class PlanType { BF16, F32, I32, I64, E4M3, E5M2, E8M0 };
 
-/// "bf16", "f32", "i32", "i64", "e4m3" or "e8m0".
+/// "bf16", "f32", "i32", "i64", "e4m3", "e5m2" or "e8m0".
 const char *planTypeName(PlanType type);
 int64_t planTypeBytes(PlanType type);
 bool parsePlanType(std::string_view text, PlanType &out);

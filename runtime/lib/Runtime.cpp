@@ -2350,7 +2350,7 @@ MOE_API moeStatus moeLaunch(moeBundle *bundle, const char *entryName,
   for (PreparedLaunch &launch : launches)
     for (const TensorMapRequest &request : launch.tensorMaps) {
       if (request.type != PlanType::BF16 && request.type != PlanType::E4M3 &&
-          request.type != PlanType::E8M0)
+          request.type != PlanType::E5M2 && request.type != PlanType::E8M0)
         return invalidArgumentOf(kCaller, name,
                                  "a tensor map of %s elements (the runtime "
                                  "encodes bf16 and 1-byte elements)",

@@ -34,28 +34,55 @@
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_16x64x64_s4_swapab_off32 image=moe_kernels rows_min=1 rows_max=16 threads=128 smem=40960 tile_m=16 tile_n=64 tile_k=64 stages=4 swap_ab=1
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_64x256x64_s4_off32 image=moe_kernels rows_min=17 rows_max=64 threads=128 smem=172032 tile_m=64 tile_n=256 tile_k=64 stages=4 swap_ab=0
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_128x256x64_s4_off32 image=moe_kernels rows_min=65 rows_max=2147483647 threads=256 smem=212992 tile_m=128 tile_n=256 tile_k=64 stages=4 swap_ab=0
+// Then the entry's launch plan (docs/launch-plans.md): M rows, the four
+// arguments, one launch per form, each form launched only when an expert
+// can have rows_min rows.
+// CHECK-NEXT: size gate_up M min=1 max=2147483647
+// CHECK-NEXT: arg gate_up rows bf16 in align=16 dims=M,512
+// CHECK-NEXT: arg gate_up weights bf16 in align=16 dims=8,1024,512
+// CHECK-NEXT: arg gate_up offsets i32 in align=4 dims=9
+// CHECK-NEXT: arg gate_up out bf16 out align=16 dims=M,1024
+// CHECK-NEXT: launch gate_up 0 grid=min(min(ceildiv(M,16)+min(M,8),8)*16,resident) when=1 params=tmap:rows:bf16:[512,M]:[1024]:[64,16];tmap:weights:bf16:[512,1024,8]:[1024,1048576]:[64,64,1];mem:offsets[9];mem:out[M,1024];i32:512;i32:1;i32:16
+// CHECK-NEXT: launch gate_up 1 grid={{.*}} when=M>=17 params=
+// CHECK-NEXT: launch gate_up 2 grid={{.*}} when=M>=65 params=
 // CHECK-NEXT: entry decode op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store activation=none bias=none experts=8 n=512 k=1024 max_rows=8 offsets=i64
 // CHECK-NEXT: kernel decode grouped_matmul_bf16_16x64x64_s4_swapab_off64 image=moe_kernels rows_min=1 rows_max=2147483647
+// CHECK: launch decode 0
 // Routing and combine entries carry their own ABI's keys; their one kernel
 // has no row range or tile.
 // CHECK-NEXT: entry router op=moe.route abi=route.v1 max_rows=2147483647 experts=64 top_k=6 logits=bf16 bias=0
 // CHECK-NEXT: kernel router moe_route_softmax_topk_e64_k6_bf16 image=moe_kernels threads=128 smem=0
+// CHECK-NEXT: size router T min=1 max=2147483647
+// CHECK: launch router 0 grid=min(ceildiv(T,4),65535) when=1 params=mem:logits[T,64];mem:ids[T,6];mem:weights[T,6]
 // CHECK-NEXT: entry combine op=moe.unpermute abi=unpermute.v2 max_rows=100 hidden=-1 top_k=6 slots=i32 weighted=0
 // CHECK-NEXT: kernel combine moe_unpermute_k6_slots32 image=moe_kernels threads=128 smem=0
+// A dynamic hidden size is a size, with the kernel's condition on it as a
+// check.
+// CHECK-NEXT: size combine M min=1 max=9223372036854775807
+// CHECK-NEXT: size combine T min=1 max=100
+// CHECK-NEXT: size combine H min=8 max=9223372036854775807
+// CHECK: check combine H==floordiv(H,8)*8 H must be a multiple of 8 (rows are read in 16-byte vectors)
+// CHECK-NEXT: launch combine 0
 // A layer (--moe-fuse-layer) is its parts' entries, then its own, which
 // names them and has no kernels. GPT-OSS's expert biases and activation
 // are keys of the grouped GEMM entries.
-// CHECK-NEXT: entry gptoss_route op=moe.route abi=route.v1 {{.*}}top_k=2
+// CHECK: entry gptoss_route op=moe.route abi=route.v1 {{.*}}top_k=2
 // CHECK-NEXT: kernel gptoss_route moe_route_topk_softmax_e8_k2_f32
-// CHECK-NEXT: entry gptoss_permute op=moe.permute abi=permute.v2 {{.*}} chunk=4096 index_counts=1{{$}}
+// CHECK: entry gptoss_permute op=moe.permute abi=permute.v2 {{.*}} chunk=4096 index_counts=1{{$}}
 // CHECK-NEXT: kernel gptoss_permute moe_permute_count
 // CHECK-NEXT: kernel gptoss_permute moe_permute_index
 // CHECK-NEXT: kernel gptoss_permute moe_permute_gather
-// CHECK-NEXT: entry gptoss_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 epilogue=swiglu activation=gptoss bias=f32 experts=8 n=256 k=256
+// CHECK: entry gptoss_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 epilogue=swiglu activation=gptoss bias=f32 experts=8 n=256 k=256
 // CHECK: entry gptoss_down op=moe.expert_mlp abi=grouped_matmul.v3 epilogue=store activation=none bias=f32 experts=8 n=256 k=128
 // CHECK: entry gptoss_unpermute op=moe.unpermute abi=unpermute.v2 {{.*}}weighted=1
 // CHECK-NEXT: kernel gptoss_unpermute
-// CHECK-NEXT: entry gptoss op=moe.layer abi=layer.v1 max_rows=2147483647 route=gptoss_route permute=gptoss_permute gate_up=gptoss_gate_up down=gptoss_down unpermute=gptoss_unpermute
+// CHECK: entry gptoss op=moe.layer abi=layer.v1 max_rows=2147483647 route=gptoss_route permute=gptoss_permute gate_up=gptoss_gate_up down=gptoss_down unpermute=gptoss_unpermute
+// The layer's steps run its parts' kernels (part=) on its arguments and
+// workspace slices.
+// CHECK-NEXT: size gptoss T
+// CHECK: work gptoss ids bytes=
+// CHECK: launch gptoss 0 part=gptoss_route grid=min(ceildiv(T,4),65535) when=1 params=mem:logits[T,8];mem:@ids[T,2];mem:@weights[T,2]
+// CHECK: launch gptoss 0 part=gptoss_unpermute
 // CHECK-NEXT: end
 // CHECK-EMPTY:
 
@@ -68,7 +95,7 @@
 // CLUSTER-NEXT: kernel gate_up grouped_matmul_bf16_16x64x64_s4_swapab_off32 {{.*}} swap_ab=1{{$}}
 // CLUSTER-NEXT: kernel gate_up grouped_matmul_bf16_64x256x64_s4_off32 image=moe_kernels rows_min=17 rows_max=64 threads=128 smem=172032 tile_m=64 tile_n=256 tile_k=64 stages=4 swap_ab=0 cluster=2{{$}}
 // CLUSTER-NEXT: kernel gate_up grouped_matmul_bf16_128x256x64_s4_off32 {{.*}} swap_ab=0 cluster=1{{$}}
-// CLUSTER-NEXT: entry decode
+// CLUSTER: entry decode
 // CLUSTER-NOT: cluster=
 // CLUSTER3: error: moe-to-bundle: kernel grouped_matmul_bf16_64x256x64_s4_off32 has cluster 3 : i64, not the integer 1 or 2
 // CLUSTER-TEXT: error: moe-to-bundle: kernel grouped_matmul_bf16_64x256x64_s4_off32 has cluster "2", not the integer 1 or 2
