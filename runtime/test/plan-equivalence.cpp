@@ -28,6 +28,7 @@ using namespace moe_test;
 namespace {
 
 int failures = 0;
+int refused = 0; // calls both paths refused (compared, but launch nothing)
 
 void report(const std::string &where, const std::string &what) {
   std::printf("DIFFERENT %s: %s\n", where.c_str(), what.c_str());
@@ -81,6 +82,8 @@ bool sameEncode(const FakeEncode &a, const FakeEncode &b) {
 
 void compare(const std::string &where, const Recorded &abi,
              const Recorded &plan) {
+  if (abi.status != MOE_STATUS_SUCCESS && abi.status == plan.status)
+    ++refused;
   if (abi.status != plan.status) {
     report(where, "status " + std::string(moeStatusName(abi.status)) + " (" +
                       abi.error + ") vs " + moeStatusName(plan.status) + " (" +
@@ -332,7 +335,8 @@ int main(int argc, char **argv) {
     }
     moeBundleClose(bundle);
   }
-  std::printf("%d entries, %d calls compared, %d differences\n", entries, calls,
-              failures);
+  std::printf("%d entries, %d calls compared (%d refused by both), %d "
+              "differences\n",
+              entries, calls, refused, failures);
   return failures ? 1 : 0;
 }
