@@ -86,24 +86,27 @@ def main():
         route, gate_up, down = (bundle.entry(entry.route), bundle.entry(entry.gate_up),
                                 bundle.entry(entry.down))
         E, H, I = route.experts, gate_up.k, gate_up.n // 2
+        # The weights once per model, drawn in bf16 (DeepSeek-V3's are 23 GB).
+        g = torch.Generator(device=DEV).manual_seed(E * 7 + H)
+        w13 = torch.randn(E, 2 * I, H, device=DEV, generator=g, dtype=torch.bfloat16)
+        w13 /= H ** 0.5
+        w2 = torch.randn(E, H, I, device=DEV, generator=g, dtype=torch.bfloat16)
+        w2 /= I ** 0.5
+        b13 = b2 = None
+        if gate_up.bias_bits:
+            b13 = torch.randn(E, 2 * I, device=DEV, generator=g).to(
+                torch.float32 if gate_up.bias_bits == 32 else torch.bfloat16)
+        if down.bias_bits:
+            b2 = torch.randn(E, H, device=DEV, generator=g).to(
+                torch.float32 if down.bias_bits == 32 else torch.bfloat16)
         for T in [1, 7, 64, 1000, 8192]:
             try:
-                g = torch.Generator(device=DEV).manual_seed(T)
                 x = torch.randn(T, H, device=DEV, generator=g).bfloat16()
                 logits = torch.randn(T, E, device=DEV, generator=g)
                 if route.logits_bits == 16:
                     logits = logits.bfloat16()
-                w13 = (torch.randn(E, 2 * I, H, device=DEV, generator=g) / H ** 0.5).bfloat16()
-                w2 = (torch.randn(E, H, I, device=DEV, generator=g) / I ** 0.5).bfloat16()
                 score_bias = (torch.randn(E, device=DEV, generator=g) * 0.1
                               if route.bias else None)
-                b13 = b2 = None
-                if gate_up.bias_bits:
-                    b13 = torch.randn(E, 2 * I, device=DEV, generator=g).to(
-                        torch.float32 if gate_up.bias_bits == 32 else torch.bfloat16)
-                if down.bias_bits:
-                    b2 = torch.randn(E, H, device=DEV, generator=g).to(
-                        torch.float32 if down.bias_bits == 32 else torch.bfloat16)
                 out_abi = torch.full((T, H), float("nan"), device=DEV, dtype=torch.bfloat16)
                 ws = torch.full((bundle.layer_workspace_bytes(entry.name, T, H, I),), 0xFF,
                                 device=DEV, dtype=torch.uint8)
@@ -128,6 +131,8 @@ def main():
                              f"differs: max |d| {(out_abi.float() - out_plan.float()).abs().max()}")
             except Exception as error:  # noqa: BLE001
                 tally.report(False, f"plan layer {entry.name} T={T}", str(error))
+        del w13, w2, b13, b2
+        torch.cuda.empty_cache()
     bundle.close()
     return tally.summary()
 
