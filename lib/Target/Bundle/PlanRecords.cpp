@@ -97,9 +97,7 @@ LogicalResult mlir::moe::writePlanRecords(Location loc, StringRef name,
     if (failed(arg) || failed(dtype) || failed(role) || failed(dims) ||
         failed(align))
       return failure();
-    // The runtime's spelling of an optional argument.
-    os << "arg " << name << " " << *arg << " " << *dtype << " "
-       << (*role == "optional" ? StringRef("opt") : *role)
+    os << "arg " << name << " " << *arg << " " << *dtype << " " << *role
        << " align=" << *align << " dims=" << *dims << "\n";
   }
   for (const Member &m : *checks) {
