@@ -44,7 +44,6 @@ if config.moe_build_runtime:
     config.available_features.add("moe-runtime")
 llvm_config.add_tool_substitutions(
     ["moe-opt", "moe-translate", "moe-bundle-info", "moe-runtime-tests",
-     "moe-plan-equivalence",
      "moe-runtime-c-api-test", "moe-capi-test", "moe-nvgpu-unit-tests"],
     [config.moe_tools_dir])
 llvm_config.add_tool_substitutions(["FileCheck", "not", "count"], [config.llvm_tools_dir])

@@ -431,7 +431,9 @@ moeStatus Reader::parseHeader() {
         MOE_STATUS_INVALID_BUNDLE, "expected 'MOEBUNDLE <version>', got %s",
         quote(std::string_view(reinterpret_cast<const char *>(data), pos - 1))
             .c_str());
-  if (version >= 1 && version < MOE_BUNDLE_VERSION)
+  // Version 6 differs only in that launch plans are optional: its bundles
+  // open and list their entries, and moeLaunch runs those with a plan.
+  if (version >= 1 && version < 6)
     return fail(MOE_STATUS_UNSUPPORTED,
                 "bundle version %d predates %s (this runtime reads version "
                 "%d): recompile it with moe-translate --moe-to-bundle",
@@ -442,7 +444,7 @@ moeStatus Reader::parseHeader() {
                 : version == 4 ? "expert biases and layer entries"
                                : "block-FP8 grouped matmuls",
                 MOE_BUNDLE_VERSION);
-  if (version != MOE_BUNDLE_VERSION)
+  if (version != 6 && version != MOE_BUNDLE_VERSION)
     return fail(MOE_STATUS_UNSUPPORTED,
                 "bundle version %lld is not supported (this runtime reads "
                 "version %d)",
@@ -1494,6 +1496,15 @@ moeStatus Reader::finish() {
                      ? entry.kernels.size()
                      : out.entries[size_t(step.entry)].kernels.size());
     };
+    if (!entry.planLine && out.version >= 7)
+      return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
+                    "entry '%s' has no launch plan (version 7 entries carry "
+                    "size, arg and launch records)",
+                    entry.name.c_str());
+    if (out.version >= 7 && entry.plan.steps.empty())
+      return failAt(entry.planLine, MOE_STATUS_INVALID_BUNDLE,
+                    "entry '%s''s plan has no launch record",
+                    entry.name.c_str());
     if (entry.planLine && !checkPlanNames(entry.plan, kernelsOf, why))
       return failAt(entry.planLine, MOE_STATUS_INVALID_BUNDLE,
                     "entry '%s''s plan: %s", entry.name.c_str(), why.c_str());

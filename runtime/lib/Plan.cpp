@@ -9,6 +9,8 @@
 
 #include "Plan.h"
 
+#include <algorithm>
+
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -131,8 +133,7 @@ struct Layout {
   }
 };
 
-void put(std::vector<uint8_t> &bytes, size_t offset, const void *value,
-         size_t size) {
+void put(ParamBytes &bytes, size_t offset, const void *value, size_t size) {
   if (size) // a rank-0 memref has no sizes (and maybe no storage)
     std::memcpy(bytes.data() + offset, value, size);
 }
@@ -266,10 +267,8 @@ bool planWorkspaceBytes(const Plan &plan, const int64_t *sizes, uint64_t &bytes,
   return layOutWorkspace(plan, bindings, offsets, bytes, error);
 }
 
-bool preparePlan(const Plan &plan, const PlanCall &call,
-                 const std::function<int64_t(const PlanStep &)> &resident,
-                 std::vector<PreparedLaunch> &launches, std::string &error) {
-  launches.clear();
+bool checkPlanCall(const Plan &plan, const PlanCall &call, CheckedCall &checked,
+                   std::string &error) {
   if (!checkSizes(plan, call.sizes, error))
     return false;
   Bindings bindings{plan, call.sizes, plan.sizes.size(), call.pointers};
@@ -317,7 +316,7 @@ bool preparePlan(const Plan &plan, const PlanCall &call,
     }
 
   // The workspace.
-  std::vector<uint64_t> sliceOffsets;
+  std::vector<uint64_t> &sliceOffsets = checked.sliceOffsets;
   uint64_t workspaceBytes = 0;
   if (!layOutWorkspace(plan, bindings, sliceOffsets, workspaceBytes, error))
     return false;
@@ -327,9 +326,13 @@ bool preparePlan(const Plan &plan, const PlanCall &call,
               std::to_string(workspaceBytes) + " bytes)";
       return false;
     }
-    if (call.workspace % 16) {
-      error = "workspace pointer " + hex(call.workspace) +
-              " is not 16-byte aligned";
+    // Slices start at their alignment from the workspace's start.
+    uint64_t align = 1;
+    for (const PlanSlice &slice : plan.work)
+      align = std::max(align, uint64_t(slice.align));
+    if (call.workspace % align) {
+      error = "workspace pointer " + hex(call.workspace) + " is not " +
+              std::to_string(align) + "-byte aligned";
       return false;
     }
     if (call.workspaceBytes < workspaceBytes) {
@@ -360,9 +363,19 @@ bool preparePlan(const Plan &plan, const PlanCall &call,
     }
   }
 
+  return true;
+}
+
+bool planLaunches(const Plan &plan, const PlanCall &call,
+                  const CheckedCall &checked,
+                  const std::function<int64_t(const PlanStep &)> &resident,
+                  std::vector<PreparedLaunch> &launches, std::string &error) {
+  launches.clear();
+  Bindings bindings{plan, call.sizes, plan.sizes.size(), call.pointers};
   auto address = [&](const PlanBuffer &buffer) {
-    return buffer.workspace ? call.workspace + sliceOffsets[buffer.index]
-                            : call.pointers[buffer.index];
+    return buffer.workspace
+               ? call.workspace + checked.sliceOffsets[buffer.index]
+               : call.pointers[buffer.index];
   };
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const PlanStep &step = plan.steps[s];
@@ -517,6 +530,27 @@ bool preparePlan(const Plan &plan, const PlanCall &call,
     launches.push_back(std::move(launch));
   }
   return true;
+}
+
+bool planArgShape(const Plan &plan, size_t arg, const int64_t *sizes,
+                  int64_t *dims, std::string &error) {
+  if (!checkSizes(plan, sizes, error))
+    return false;
+  Bindings bindings{plan, sizes, plan.sizes.size(), nullptr};
+  const PlanArg &a = plan.args[arg];
+  for (size_t d = 0; d < a.dims.size(); ++d)
+    if (!evaluate(a.dims[d], bindings, dims[d], error, a.name + "'s dims"))
+      return false;
+  return true;
+}
+
+bool preparePlan(const Plan &plan, const PlanCall &call,
+                 const std::function<int64_t(const PlanStep &)> &resident,
+                 std::vector<PreparedLaunch> &launches, std::string &error) {
+  launches.clear();
+  CheckedCall checked;
+  return checkPlanCall(plan, call, checked, error) &&
+         planLaunches(plan, call, checked, resident, launches, error);
 }
 
 } // namespace moe::runtime

@@ -16,6 +16,7 @@
 #include "PlanExpr.h"
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,7 @@ bool parsePlanType(std::string_view text, PlanType &out);
 struct PlanSize {
   std::string name;
   PlanExpr min, max;
+  std::string minText, maxText; // canonical, for moeEntryGetSize
 };
 
 struct PlanArg {
@@ -45,6 +47,7 @@ struct PlanArg {
   Role role = Role::In;
   int64_t align = 1;
   std::vector<PlanExpr> dims;
+  std::string dimsText; // canonical, comma-separated, for moeEntryGetArg
 };
 
 struct PlanCheck {
@@ -110,6 +113,8 @@ inline constexpr size_t kMaxPlanChecks = 32;
 inline constexpr size_t kMaxPlanSlices = 32;
 inline constexpr size_t kMaxPlanSteps = 64;
 inline constexpr size_t kMaxPlanParams = 32;
+/// An argument's dims (MOE_MAX_RANK of moe_runtime.h).
+inline constexpr size_t kMaxPlanRank = 8;
 
 /// Whether `kind` is a plan record: size, arg, check, work or launch.
 bool isPlanRecord(std::string_view kind);
@@ -146,11 +151,33 @@ struct TensorMapRequest {
 /// params array points at bytes.data() + offsets[i]; a memref descriptor is
 /// 3 + 2 x rank parameters of 8 bytes, as MLIR's calling convention expands
 /// it).
+/// Kernel parameter bytes in 64-byte aligned storage: a tensor map
+/// parameter must be 64-byte aligned in host memory too.
+class ParamBytes {
+public:
+  void assign(size_t count, uint8_t value) {
+    blocks.assign((count + 63) / 64, Block());
+    if (!blocks.empty())
+      std::memset(data(), value, blocks.size() * 64);
+    bytes = count;
+  }
+  uint8_t *data() { return blocks.empty() ? nullptr : blocks[0].b; }
+  const uint8_t *data() const { return blocks.empty() ? nullptr : blocks[0].b; }
+  size_t size() const { return bytes; }
+
+private:
+  struct alignas(64) Block {
+    uint8_t b[64];
+  };
+  std::vector<Block> blocks;
+  size_t bytes = 0;
+};
+
 struct PreparedLaunch {
   int entry = -1; // PlanStep::entry
   int kernel = 0;
   int64_t gridX = 0;
-  std::vector<uint8_t> bytes;
+  ParamBytes bytes;
   std::vector<size_t> offsets, sizes; // per kernel parameter
   std::vector<TensorMapRequest> tensorMaps;
 };
@@ -169,8 +196,32 @@ struct PlanCall {
 bool planWorkspaceBytes(const Plan &plan, const int64_t *sizes, uint64_t &bytes,
                         std::string &error);
 
+/// The dims of argument `arg` for `sizes` (checked against their ranges)
+/// into dims[0, rank); false with `error` otherwise.
+bool planArgShape(const Plan &plan, size_t arg, const int64_t *sizes,
+                  int64_t *dims, std::string &error);
+
+/// What checkPlanCall found that the launches need: where each workspace
+/// slice starts.
+struct CheckedCall {
+  std::vector<uint64_t> sliceOffsets;
+};
+
 /// Checks `call` against `plan` (sizes, checks, arguments, overlaps,
-/// workspace) and evaluates its launches; `resident(step)` gives the work
+/// workspace) without evaluating a launch: false with `error` naming the
+/// size, argument or check.
+bool checkPlanCall(const Plan &plan, const PlanCall &call, CheckedCall &checked,
+                   std::string &error);
+
+/// Evaluates the launches of a call checkPlanCall accepted (grids with
+/// `resident(step)`, parameter bytes, tensor maps); false with `error` when
+/// one is out of range (nothing to launch).
+bool planLaunches(const Plan &plan, const PlanCall &call,
+                  const CheckedCall &checked,
+                  const std::function<int64_t(const PlanStep &)> &resident,
+                  std::vector<PreparedLaunch> &launches, std::string &error);
+
+/// checkPlanCall, then planLaunches; `resident(step)` gives the work
 /// takers of the step's kernel that fit on the device. On failure returns
 /// false with `error` naming the size, argument or check (nothing to
 /// launch).

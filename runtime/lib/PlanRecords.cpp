@@ -108,6 +108,11 @@ bool parsePlanParams(std::string_view text, const Plan &plan,
       else if (!parsePlanType(fields[1], param.type)) {
         ok = false;
         why = "unknown type '" + std::string(fields[1]) + "'";
+      } else if (param.type != PlanType::BF16 &&
+                 planTypeBytes(param.type) != 1) {
+        ok = false;
+        why = "a tensor map of " + std::string(fields[1]) +
+              " elements (the runtime encodes bf16 and 1-byte elements)";
       } else {
         ok = parseBuffer(fields[0], plan, param.buffer, why) &&
              parseExprList(dims, param.dims, why) &&
@@ -233,6 +238,8 @@ bool addPlanRecord(std::string_view kind,
         error = "size '" + size.name + "' twice";
         return false;
       }
+    size.minText = size.min.str();
+    size.maxText = size.max.str();
     if (size.name == "resident") {
       error = "'resident' is the runtime's, not a size";
       return false;
@@ -267,6 +274,13 @@ bool addPlanRecord(std::string_view kind,
     }
     if (fields[4] != "dims=" && !parseExprList(dims, arg.dims, error))
       return false;
+    if (arg.dims.size() > kMaxPlanRank) {
+      error = "an argument of " + std::to_string(arg.dims.size()) +
+              " dims (at most " + std::to_string(kMaxPlanRank) + ")";
+      return false;
+    }
+    for (size_t i = 0; i < arg.dims.size(); ++i)
+      arg.dimsText += (i ? "," : "") + arg.dims[i].str();
     arg.name = std::string(fields[0]);
     if (plan.findArg(arg.name) >= 0) {
       error = "argument '" + arg.name + "' twice";

@@ -452,7 +452,7 @@ std::vector<Malformed> malformedPermuteBundles() {
                        "abi=permute.v3 max_rows=4096"),
        unsupported,
        "bundle line 8: entry 'perm32': abi 'permute.v3' is not supported "
-       "(this runtime implements bundle version 6 with abis "
+       "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
        "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
       {"permute.v1 refused",
@@ -460,7 +460,7 @@ std::vector<Malformed> malformedPermuteBundles() {
                        "abi=permute.v1 max_rows=4096"),
        unsupported,
        "bundle line 8: entry 'perm32': abi 'permute.v1' is not supported "
-       "(this runtime implements bundle version 6 with abis "
+       "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
        "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): it predates the "
        "multi-CTA count "
@@ -1072,7 +1072,7 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
                         "abi=layer_fp8.v2 max_rows=4096"),
        MOE_STATUS_UNSUPPORTED,
        "bundle line 20: entry 'fmix': abi 'layer_fp8.v2' is not supported "
-       "(this runtime implements bundle version 6 with abis "
+       "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
        "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
   };
@@ -1354,7 +1354,7 @@ std::vector<Malformed> malformedQuantizeBundles() {
                         "abi=quantize.v2 " + mxKeys),
        MOE_STATUS_UNSUPPORTED,
        "bundle line 4: entry 'mx': abi 'quantize.v2' is not supported (this "
-       "runtime implements bundle version 6 with abis grouped_matmul.v3, "
+       "runtime implements bundle version 7 with abis grouped_matmul.v3, "
        "grouped_matmul_fp8.v1, route.v1, unpermute.v2, permute.v2, layer.v1, "
        "quantize.v1 and layer_fp8.v1)"},
   };
@@ -1384,18 +1384,18 @@ std::vector<Malformed> malformedBundles() {
        "ELF\x02\x01\x01\n",
        bad, "bundle line 1: not a moe bundle"},
       {"wrong magic", replaced("MOEBUNDLE 6", "MOEBUNDLX 5"), bad,
-       "not a moe bundle (it must start with 'MOEBUNDLE 6')"},
+       "not a moe bundle (it must start with 'MOEBUNDLE 7')"},
       {"version 1", replaced("MOEBUNDLE 6", "MOEBUNDLE 1"), unsupported,
        "bundle line 1: bundle version 1 predates persistent kernels (this "
-       "runtime reads version 6): recompile it with moe-translate "
+       "runtime reads version 7): recompile it with moe-translate "
        "--moe-to-bundle"},
       {"version 2", replaced("MOEBUNDLE 6", "MOEBUNDLE 2"), unsupported,
        "bundle line 1: bundle version 2 predates kernel epilogues (this "
-       "runtime reads version 6): recompile it with moe-translate "
+       "runtime reads version 7): recompile it with moe-translate "
        "--moe-to-bundle"},
       {"version 3", replaced("MOEBUNDLE 6", "MOEBUNDLE 3"), unsupported,
        "bundle line 1: bundle version 3 predates the route and unpermute "
-       "kernels (this runtime reads version 6): recompile it with "
+       "kernels (this runtime reads version 7): recompile it with "
        "moe-translate --moe-to-bundle"},
       {"version 3 with route entries",
        replaced("MOEBUNDLE 6", "MOEBUNDLE 3", routeBundle()), unsupported,
@@ -1404,7 +1404,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 1: bundle version 2 predates kernel epilogues"},
       {"version 4", replaced("MOEBUNDLE 6", "MOEBUNDLE 4"), unsupported,
        "bundle line 1: bundle version 4 predates expert biases and layer "
-       "entries (this runtime reads version 6): recompile it with "
+       "entries (this runtime reads version 7): recompile it with "
        "moe-translate --moe-to-bundle"},
       {"version 4 bundle as v4 wrote it", asVersion4(valid), unsupported,
        "bundle line 1: bundle version 4 predates expert biases"},
@@ -1413,14 +1413,14 @@ std::vector<Malformed> malformedBundles() {
        "bundle version 4 predates"},
       {"version 5", replaced("MOEBUNDLE 6", "MOEBUNDLE 5"), unsupported,
        "bundle line 1: bundle version 5 predates block-FP8 grouped matmuls "
-       "(this runtime reads version 6): recompile it with moe-translate "
+       "(this runtime reads version 7): recompile it with moe-translate "
        "--moe-to-bundle"},
       {"version 5 layer bundle",
        replaced("MOEBUNDLE 6", "MOEBUNDLE 5", layerBundle()), unsupported,
        "bundle version 5 predates"},
-      {"newer version", replaced("MOEBUNDLE 6", "MOEBUNDLE 7"), unsupported,
-       "bundle line 1: bundle version 7 is not supported (this runtime reads "
-       "version 6)"},
+      {"newer version", replaced("MOEBUNDLE 6", "MOEBUNDLE 8"), unsupported,
+       "bundle line 1: bundle version 8 is not supported (this runtime reads "
+       "version 7)"},
       {"version 0", replaced("MOEBUNDLE 6", "MOEBUNDLE 0"), unsupported,
        "bundle version 0 is not supported"},
       {"version leading zero", replaced("MOEBUNDLE 6", "MOEBUNDLE 05"), bad,
@@ -1480,7 +1480,7 @@ std::vector<Malformed> malformedBundles() {
                 "abi=grouped_matmul.v1 epilogue=store experts=8 n=28672"),
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v1' is not "
-       "supported (this runtime implements bundle version 6 with abis "
+       "supported (this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
        "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): "
        "its kernels "
@@ -1491,7 +1491,7 @@ std::vector<Malformed> malformedBundles() {
                 "abi=grouped_matmul.v2 epilogue=store experts=8 n=28672"),
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
-       "supported (this runtime implements bundle version 6 with abis "
+       "supported (this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
        "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): "
        "it predates "
@@ -1502,7 +1502,7 @@ std::vector<Malformed> malformedBundles() {
                 "abi=grouped_matmul.v4 epilogue=store experts=8 n=28672"),
        unsupported,
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v4' is not "
-       "supported (this runtime implements bundle version 6 with abis "
+       "supported (this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
        "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
       {"newer abi with new keys",
@@ -1523,7 +1523,7 @@ std::vector<Malformed> malformedBundles() {
                 routeBundle()),
        unsupported,
        "bundle line 6: entry 'softmax': abi 'route.v2' is not supported (this "
-       "runtime implements bundle version 6 with abis grouped_matmul.v3, "
+       "runtime implements bundle version 7 with abis grouped_matmul.v3, "
        "grouped_matmul_fp8.v1, "
        "route.v1, unpermute.v2, permute.v2, layer.v1, quantize.v1 and "
        "layer_fp8.v1)"},
@@ -1532,7 +1532,7 @@ std::vector<Malformed> malformedBundles() {
                 "abi=unpermute.v1 max_rows=1024", routeBundle()),
        unsupported,
        "bundle line 10: entry 'gather': abi 'unpermute.v1' is not supported "
-       "(this runtime implements bundle version 6 with abis "
+       "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
        "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): "
        "it predates column blocks, recompile it"},
@@ -1541,7 +1541,7 @@ std::vector<Malformed> malformedBundles() {
                 "abi=unpermute.v3 max_rows=1024", routeBundle()),
        unsupported,
        "bundle line 10: entry 'gather': abi 'unpermute.v3' is not supported "
-       "(this runtime implements bundle version 6 with abis "
+       "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
        "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
       {"layer of v1 parts",
@@ -1817,7 +1817,7 @@ TEST(bundleValidParses) {
   moeBundleInfo info;
   CHECK_EQ(moeBundleGetInfo(bundle, &info), MOE_STATUS_SUCCESS);
   CHECK_EQ(info.version, 6);
-  CHECK_EQ(info.version, MOE_BUNDLE_VERSION);
+  CHECK_EQ(info.version, 6); // a version-6 bundle (plans optional)
   CHECK_EQ(std::string(info.chip), "sm_90a");
   CHECK_EQ(info.num_images, 2);
   CHECK_EQ(info.num_entries, 3);
@@ -1887,8 +1887,8 @@ TEST(bundleExpertMlpParses) {
   CHECK_EQ(entry.n, 28672); // the weights' N, not the output columns
   moeBundleClose(bundle);
 
-  // The reader does not care about the op (moeGroupedMatmul does): any
-  // name it accepts is reported. Odd N and tile_n are fine outside swiglu
+  // The reader does not care about the op: any name it accepts is
+  // reported. Odd N and tile_n are fine outside swiglu
   // entries.
   std::string other = mlpBundle();
   other.replace(other.find("op=moe.expert_mlp"), 17, "op=vendor.fused_thing");
@@ -2003,10 +2003,9 @@ TEST(bundleRouteAndUnpermuteParse) {
                "kernel index 1 is out of range (entry 'router' has 1 kernels)");
   moeBundleClose(bundle);
 
-  // Keys in any order; the reader does not care about the op (moeRoute and
-  // moeUnpermute do); an unpermute kernel's threads need not be a multiple
-  // of 32; a route kernel's may be just 32; top_k = experts = 32 and
-  // top_k = experts = 1 are fine; hidden = 8.
+  // Keys in any order; the reader does not care about the op; an unpermute
+  // kernel's threads need not be a multiple of 32; a route kernel's may be just
+  // 32; top_k = experts = 32 and top_k = experts = 1 are fine; hidden = 8.
   std::string other = routeBundle();
   auto swap = [&other](const std::string &from, const std::string &to) {
     size_t at = other.find(from);
@@ -2123,9 +2122,9 @@ TEST(bundlePermuteParses) {
                "kernel index 3 is out of range (entry 'perm' has 3 kernels)");
   moeBundleClose(bundle);
 
-  // Keys in any order; the reader does not care about the op (moePermute
-  // does); the limits exactly: experts 1 and 1024, top_k 2^31 - 1, hidden 8,
-  // chunk 32 and 65536; threads need not be a multiple of 32.
+  // Keys in any order; the reader does not care about the op; the limits
+  // exactly: experts 1 and 1024, top_k 2^31 - 1, hidden 8, chunk 32 and 65536;
+  // threads need not be a multiple of 32.
   std::string other = permuteBundle();
   auto swap = [&other](const std::string &from, const std::string &to) {
     size_t at = other.find(from);
@@ -2299,10 +2298,10 @@ TEST(statusNames) {
 
 TEST(lastErrorIsPerThreadAndKeptOnSuccess) {
   moeBundle *bundle = nullptr;
-  CHECK_EQ(moeBundleOpenMemory("MOEBUNDLE 7\n", 12, &bundle),
+  CHECK_EQ(moeBundleOpenMemory("MOEBUNDLE 8\n", 12, &bundle),
            MOE_STATUS_UNSUPPORTED);
   std::string message = moeLastErrorMessage();
-  CHECK_CONTAINS(message, "bundle version 7");
+  CHECK_CONTAINS(message, "bundle version 8");
   bundle = openBundle(validBundle());
   CHECK(bundle != nullptr);
   CHECK_EQ(std::string(moeLastErrorMessage()), message);

@@ -2,22 +2,22 @@
 //
 // Contract §2 and §3.1 (added within version 6): the optional kernel key
 // `cluster` (1, or 2 for grouped matmul kernels with swap_ab=0) and what a
-// cluster kernel changes: its residency in clusters
-// (cuOccupancyMaxActiveClusters at load, else ctas_per_sm * sm_count / 2), its
-// work items (a row tile and two adjacent column items), its grid (2 *
-// min(work, resident clusters): always whole clusters) and its launch
+// cluster kernel changes in the runtime: its residency in clusters
+// (cuOccupancyMaxActiveClusters at load, else ctas_per_sm * sm_count / 2),
+// which is what `resident` means in its launch plan's grid (the plan writes
+// 2 * min(work, resident clusters): whole clusters), and its launch
 // (cuLaunchKernelEx with the cluster dimension (2, 1, 1), then PDL's
-// attribute). The bundle is clusterBundle() (TestBundles.h); the fake device
-// has 132 multiprocessors, 1 CTA of a kernel with more than 114 KiB of shared
-// memory per multiprocessor (else 4) and, unless told, 66 resident clusters of
-// any cluster kernel.
+// attribute), also as a layer's step. The bundle is clusterPlanBundle()
+// (PlanBundles.h); the fake device has 132 multiprocessors, 1 CTA of a
+// kernel with more than 114 KiB of shared memory per multiprocessor (else
+// 4) and, unless told, 66 resident clusters of any cluster kernel.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Bundle.h"
 #include "FakeDriver.h"
-#include "GemmArgs.h"
 #include "LaunchChecks.h"
+#include "PlanBundles.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
 
@@ -28,35 +28,27 @@ using namespace moe_test;
 
 namespace {
 
-/// Arguments of the bf16 entries (E = 8, K = 4096).
-moeGroupedMatmulArgs bf16Args(int64_t m, int64_t n) {
-  return gemmArgs(m, n, 4096, 8);
-}
+constexpr uint64_t kTb = uint64_t(1) << 40;
 
-/// Arguments of cfp8 (E = 8, K = 512, its three scales).
-moeGroupedMatmulArgs fp8Args(int64_t m, int64_t n) {
-  moeGroupedMatmulArgs a = scaledArgs(m, n, 512, 8);
-  a.out_scale = kOutScale;
-  return a;
-}
-
-/// The fake's kernels of clusterBundle(): cfp8's takes 40 parameters, the
-/// router's 19 words.
+/// The fake's kernels of clusterPlanBundle(): the router's parameters.
 FakeGpu &install(bool withLaunchKernelEx = true,
                  bool withMaxActiveClusters = true) {
   FakeGpu &gpu = installFakeDriver(withLaunchKernelEx, withMaxActiveClusters);
-  gpu.numParams[kClusterFp8Out] = 40;
-  gpu.wordParams[kRouteSoftmax] = 19;
+  declareParams(gpu, kRouteSoftmax, kClusterRouterParams);
   return gpu;
 }
 
-/// Runs `entry` with `a` on a loaded bundle; returns its launches (none
-/// when the call fails, which one check reports).
-std::vector<FakeLaunch> launch(moeBundle *bundle, const char *entry,
-                               const moeGroupedMatmulArgs &a) {
+/// Runs `entry` (E = 8, K = 4096) for M = `m` rows and N = `n` columns on
+/// the stream; returns its launches (none when the call fails, which one
+/// check reports).
+std::vector<FakeLaunch> launch(moeBundle *bundle, const char *entry, int64_t m,
+                               int64_t n) {
   FakeGpu &gpu = fakeGpu();
   size_t before = gpu.launches.size();
-  moeStatus status = moeGroupedMatmul(bundle, entry, &a, testStream());
+  int64_t sizes[] = {m, n};
+  uint64_t args[] = {kTb, 2 * kTb, 3 * kTb, 4 * kTb};
+  moeLaunchArgs a = {sizes, 2, 4, args, 0, 0};
+  moeStatus status = moeLaunch(bundle, entry, &a, testStream());
   CHECK_EQ(status, MOE_STATUS_SUCCESS);
   if (status != MOE_STATUS_SUCCESS)
     return {};
@@ -223,76 +215,54 @@ TEST(clusterResidencyQueriedAtLoad) {
   moeBundleClose(bundle);
 }
 
-TEST(clusterGridIsTwiceTheClustersOfWork) {
+TEST(clusterResidentIsClustersInGrids) {
   FakeGpu &gpu = install();
-  moeBundle *bundle = OPEN_VALID(clusterBundle());
+  moeBundle *bundle = OPEN_VALID(clusterPlanBundle());
   if (!bundle)
     return;
-  // grid = 2 * min(work, 66), work = slots * ceil(ceil(N / 256) / 2).
-  // M = 17: the cluster kernel has slots = ceil(17/128) + min(8, 17/17) = 2;
-  // the swap-AB one min(2 + 8, 8) = 8 slots of ceil(N/64) column tiles.
-  // N = 768: 3 column tiles make 2 pairs (the last CTA of the second cluster
-  // has no columns): 4 clusters, 8 CTAs.
-  CHECK_EQ(grids(launch(bundle, "cgemm", bf16Args(17, 768))),
+  // The plan's grid: 2 * min(work, resident clusters), work = slots *
+  // ceil(ceil(N / 256) / 2) (pairs of column tiles). M = 17: the cluster
+  // kernel has slots = ceil(17/128) + min(8, 17/17) = 2; the swap-AB one
+  // min(2 + 8, 8) = 8 slots of ceil(N/64) column tiles, capped by its 528
+  // resident CTAs. N = 768: 3 column tiles make 2 pairs: 4 clusters.
+  CHECK_EQ(grids(launch(bundle, "cgemm", 17, 768)),
            swapAB(96) + " " + cluster(8));
-  // N = 256: one column tile, one pair: 2 clusters.
-  CHECK_EQ(grids(launch(bundle, "cgemm", bf16Args(17, 256))),
+  // N = 256: one column tile, one pair: 2 clusters; N = 1 as well.
+  CHECK_EQ(grids(launch(bundle, "cgemm", 17, 256)),
            swapAB(32) + " " + cluster(4));
-  // N = 1: one partial tile.
-  CHECK_EQ(grids(launch(bundle, "cgemm", bf16Args(17, 1))),
-           swapAB(8) + " " + cluster(4));
+  CHECK_EQ(grids(launch(bundle, "cgemm", 17, 1)), swapAB(8) + " " + cluster(4));
   // N = 1280: 5 column tiles, 3 pairs: 6 clusters.
-  CHECK_EQ(grids(launch(bundle, "cgemm", bf16Args(17, 1280))),
+  CHECK_EQ(grids(launch(bundle, "cgemm", 17, 1280)),
            swapAB(160) + " " + cluster(12));
   // M = 8192, N = 28672: 72 slots * 56 pairs = 4032 clusters > 66.
-  CHECK_EQ(grids(launch(bundle, "cgemm", bf16Args(8192, 28672))),
+  CHECK_EQ(grids(launch(bundle, "cgemm", 8192, 28672)),
            swapAB(528) + " " + cluster(132));
   // cshare (rows_min = 1), M = 300: slots ceil(300/128) + min(8, 300) = 11,
   // N = 1024: 4 column tiles, 2 pairs: 22 clusters.
-  CHECK_EQ(grids(launch(bundle, "cshare", bf16Args(300, 1024))), cluster(44));
-  // An explicit cluster=1 is the plain grid: min(slots * 4, 132 CTAs).
-  CHECK_EQ(grids(launch(bundle, "cone", bf16Args(300, 1024))),
+  CHECK_EQ(grids(launch(bundle, "cshare", 300, 1024)), cluster(44));
+  // An explicit cluster=1 is resident in CTAs: min(slots * 4, 132).
+  CHECK_EQ(grids(launch(bundle, "cone", 300, 1024)),
            std::string(kNormal32) + ":" + std::to_string((5 + 8) * 4));
+  CHECK_EQ(grids(launch(bundle, "cone", 8192, 28672)),
+           std::string(kNormal32) + ":132");
+  moeBundleClose(bundle);
+
+  // The residency the driver reports is `resident`: 50 clusters, 100 CTAs.
+  install();
+  gpu.activeClusters[kCluster128] = 50;
+  bundle = OPEN_VALID(clusterPlanBundle());
+  if (!bundle)
+    return;
+  CHECK_EQ(grids(launch(bundle, "cgemm", 8192, 28672)),
+           swapAB(528) + " " + cluster(100));
+  // cshare: 2048 rows give 16 + 8 slots * 56 pairs, above it; 16 rows 1 + 8
+  // slots * 1 pair, below it.
+  CHECK_EQ(grids(launch(bundle, "cshare", 2048, 28672)), cluster(100));
+  CHECK_EQ(grids(launch(bundle, "cshare", 16, 512)), cluster(18));
   // Every launch of a cluster kernel is whole clusters.
   for (const FakeLaunch &l : gpu.launches)
     if (l.function == kCluster128)
       CHECK_EQ(l.grid[0] % 2, 0u);
-  moeBundleClose(bundle);
-
-  // The residency the driver reports caps the grid: 50 clusters, 100 CTAs.
-  install();
-  gpu.activeClusters[kCluster128] = 50;
-  bundle = OPEN_VALID(clusterBundle());
-  if (!bundle)
-    return;
-  CHECK_EQ(grids(launch(bundle, "cgemm", bf16Args(8192, 28672))),
-           swapAB(528) + " " + cluster(100));
-  // cshare (rows_min = 1): 2048 rows give 16 + 8 slots * 56 pairs, above
-  // it; 16 rows 1 + 8 slots * 1 pair, below it.
-  CHECK_EQ(grids(launch(bundle, "cshare", bf16Args(2048, 28672))),
-           cluster(100));
-  CHECK_EQ(grids(launch(bundle, "cshare", bf16Args(16, 512))), cluster(18));
-  moeBundleClose(bundle);
-}
-
-TEST(clusterGridOfAnFp8OutputKernel) {
-  // out=f8E4M3FN: the work items are row tiles x [1, 128] groups of the N/2
-  // output columns (§3.7), paired for a cluster kernel. M = 17 rows: slots
-  // ceil(17/64) + min(8, 17) = 9.
-  install();
-  moeBundle *bundle = OPEN_VALID(clusterBundle());
-  if (!bundle)
-    return;
-  const std::string symbol = std::string(kClusterFp8Out) + ":";
-  // N = 1280: 5 groups, 3 pairs: 27 clusters.
-  CHECK_EQ(grids(launch(bundle, "cfp8", fp8Args(17, 1280))),
-           symbol + std::to_string(2 * 27));
-  // N = 512: 2 groups, one pair: 9 clusters.
-  CHECK_EQ(grids(launch(bundle, "cfp8", fp8Args(17, 512))),
-           symbol + std::to_string(2 * 9));
-  // Many rows: 66 clusters.
-  CHECK_EQ(grids(launch(bundle, "cfp8", fp8Args(65536, 4096))),
-           symbol + std::to_string(2 * 66));
   moeBundleClose(bundle);
 }
 
@@ -302,18 +272,18 @@ TEST(clusterResidencyWithoutTheQuery) {
   FakeGpu &gpu = install(true, /*withMaxActiveClusters=*/false);
   gpu.smCount = 133;
   gpu.ctasPerSm[kCluster128] = 3;
-  moeBundle *bundle = OPEN_VALID(clusterBundle());
+  moeBundle *bundle = OPEN_VALID(clusterPlanBundle());
   if (!bundle)
     return;
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
   CHECK_EQ(callsSince(0).find("cuOccupancyMaxActiveClusters"),
            std::string::npos);
   CHECK(gpu.clusterOccupancyQueries.empty());
-  // 3 * 133 / 2 = 199 clusters.
-  CHECK_EQ(grids(launch(bundle, "cgemm", bf16Args(8192, 28672))),
+  // 3 * 133 / 2 = 199 clusters; the swap-AB kernel 4 * 133 CTAs.
+  CHECK_EQ(grids(launch(bundle, "cgemm", 8192, 28672)),
            swapAB(532) + " " + cluster(398));
   // Below the cap: the work, as with the query.
-  CHECK_EQ(grids(launch(bundle, "cgemm", bf16Args(17, 768))),
+  CHECK_EQ(grids(launch(bundle, "cgemm", 17, 768)),
            swapAB(96) + " " + cluster(8));
   // One query per function, threads and smem, as for every kernel: cgemm's
   // and cshare's share one.
@@ -378,17 +348,16 @@ TEST(clusterLaunchAttributes) {
   // alone, the others through cuLaunchKernel. No cuLaunchKernelEx: all
   // through cuLaunchKernel, the same grids (the image sets the cluster).
   for (int mode = 0; mode < 3; ++mode) {
-    FakeGpu &gpu = install(/*withLaunchKernelEx=*/mode != 2);
-    moeBundle *bundle = OPEN_VALID(clusterBundle());
+    install(/*withLaunchKernelEx=*/mode != 2);
+    moeBundle *bundle = OPEN_VALID(clusterPlanBundle());
     if (!bundle)
       return;
     PdlEnvironment environment(mode == 1 ? "0" : nullptr);
-    std::vector<FakeLaunch> launches =
-        launch(bundle, "cgemm", bf16Args(17, 768));
+    std::vector<FakeLaunch> launches = launch(bundle, "cgemm", 17, 768);
     CHECK_EQ(grids(launches), swapAB(96) + " " + cluster(8));
-    std::vector<FakeLaunch> fp8 = launch(bundle, "cfp8", fp8Args(17, 512));
-    CHECK_EQ(fp8.size(), size_t(1));
-    if (launches.size() != 2 || fp8.size() != 1) {
+    std::vector<FakeLaunch> shared = launch(bundle, "cshare", 300, 1024);
+    CHECK_EQ(shared.size(), size_t(1));
+    if (launches.size() != 2 || shared.size() != 1) {
       moeBundleClose(bundle);
       continue;
     }
@@ -396,28 +365,25 @@ TEST(clusterLaunchAttributes) {
     if (mode == 0) {
       CHECK(isPdlLaunch(swap));
       CHECK(isClusterLaunch(pair, /*pdl=*/true));
-      CHECK(isClusterLaunch(fp8[0], true));
+      CHECK(isClusterLaunch(shared[0], true));
     } else if (mode == 1) {
       CHECK(!swap.ex && swap.attributes.empty());
       CHECK(isClusterLaunch(pair, /*pdl=*/false));
-      CHECK(isClusterLaunch(fp8[0], false));
+      CHECK(isClusterLaunch(shared[0], false));
     } else {
       CHECK(!swap.ex && swap.attributes.empty());
       CHECK(!pair.ex && pair.attributes.empty());
-      CHECK(!fp8[0].ex && fp8[0].attributes.empty());
+      CHECK(!shared[0].ex && shared[0].attributes.empty());
     }
     // Otherwise a grouped GEMM launch as any: block, smem, parameters.
     CHECK_EQ(pair.block[0], 128u);
     CHECK_EQ(pair.block[1], 1u);
     CHECK_EQ(pair.smem, 200000u);
     CHECK_EQ(pair.stream, testStream());
-    CHECK(pair.extraIsNull && pair.mapsAligned);
+    CHECK(pair.extraIsNull);
     CHECK_EQ(pair.ints[0], 4096);
     CHECK_EQ(pair.ints[1], 17);
     CHECK_EQ(pair.ints[2], 2147483647);
-    CHECK_EQ(fp8[0].numParams, 40);
-    CHECK_EQ(fp8[0].tail.size(), size_t(23));
-    (void)gpu;
     moeBundleClose(bundle);
   }
 }
@@ -437,12 +403,13 @@ TEST(clusterFailedLaunchNamesTheCluster) {
   for (int mode = 0; mode < 3; ++mode) {
     FakeGpu &gpu = install(/*withLaunchKernelEx=*/mode != 2);
     gpu.failLaunchNumber = 1;
-    moeBundle *bundle = OPEN_VALID(clusterBundle());
+    moeBundle *bundle = OPEN_VALID(clusterPlanBundle());
     PdlEnvironment environment(mode == 1 ? "0" : nullptr);
-    moeGroupedMatmulArgs a = bf16Args(17, 768);
-    CHECK_STATUS(moeGroupedMatmul(bundle, "cgemm", &a, nullptr),
-                 MOE_STATUS_CUDA_ERROR,
-                 "moeGroupedMatmul: " + std::string(expected[mode]) + call +
+    int64_t sizes[] = {17, 768};
+    uint64_t args[] = {kTb, 2 * kTb, 3 * kTb, 4 * kTb};
+    moeLaunchArgs a = {sizes, 2, 4, args, 0, 0};
+    CHECK_STATUS(moeLaunch(bundle, "cgemm", &a, nullptr), MOE_STATUS_CUDA_ERROR,
+                 "moeLaunch: " + std::string(expected[mode]) + call +
                      tails[mode] + " failed: CUDA_ERROR_INVALID_VALUE");
     moeBundleClose(bundle);
   }
@@ -450,54 +417,23 @@ TEST(clusterFailedLaunchNamesTheCluster) {
 
 namespace {
 
-/// `bytes` with every grouped matmul kernel (all swap_ab=0) a cluster kernel.
-std::string clustered(const std::string &bytes) {
-  return replacedAll(bytes, " swap_ab=0\n", " swap_ab=0 cluster=2\n");
-}
-
-/// Layer arguments for layerBundle()'s mix or layerFp8Bundle()'s fmix (E =
-/// 8, k = 2, H = 256, I = 128, no biases).
-moeLayerArgs mixLayer(int64_t tokens, bool fp8) {
-  moeLayerArgs a = {};
-  a.tokens = 0x7f0000610000;
-  a.logits = 0x7f0000620000;
-  a.gate_up_weights = 0x7f0000630000;
-  a.down_weights = 0x7f0000640000;
-  a.out = 0x7f0000650000;
-  a.workspace = 0x7f0001000000;
-  a.workspace_bytes = uint64_t(1) << 32;
-  a.tokens_count = tokens;
-  a.hidden = 256;
-  a.intermediate = 128;
-  a.experts = 8;
-  if (fp8) {
-    a.gate_up_weights_scale = 0x7f0000660000;
-    a.down_weights_scale = 0x7f0000670000;
-  }
-  return a;
-}
-
-/// The launches of moeLayer(`entry`) on `bytes`, clustered or not.
-std::vector<FakeLaunch> layerLaunches(const std::string &bytes,
-                                      const char *entry, bool fp8,
-                                      int64_t tokens) {
+/// The launches of layerPlanBundle()'s mix for `tokens`, its GEMM kernels
+/// clustered or not; `activeClusters` of the gate-up kernel, if not 0.
+std::vector<FakeLaunch> layerLaunches(bool clustered, int64_t tokens,
+                                      int activeClusters = 0) {
   FakeGpu &gpu = installFakeDriver();
-  const char *const *symbols = fp8 ? kFmixSymbols : kMixSymbols;
-  const int words[2][kLayerFp8Kernels] = {{21, 12, 29, 24, 0, 0, 28},
-                                          {21, 12, 29, 24, 21, 0, 21, 0, 28}};
-  const int count = fp8 ? kLayerFp8Kernels : kLayerKernels;
-  for (int i = 0; i < count; ++i)
-    if (words[fp8][i])
-      gpu.wordParams[symbols[i]] = words[fp8][i];
-  if (fp8) {
-    gpu.numParams[symbols[5]] = 33;
-    gpu.numParams[symbols[7]] = 33;
-  }
-  moeBundle *bundle = OPEN_VALID(bytes);
+  declareMixKernels(gpu);
+  if (activeClusters)
+    gpu.activeClusters[kMixSymbols[4]] = activeClusters;
+  moeBundle *bundle = OPEN_VALID(layerPlanBundle(clustered));
   if (!bundle)
     return {};
-  moeLayerArgs a = mixLayer(tokens, fp8);
-  CHECK_EQ(moeLayer(bundle, entry, &a, testStream()), MOE_STATUS_SUCCESS);
+  uint64_t args[] = {kTb, 2 * kTb, 3 * kTb, 4 * kTb, 5 * kTb};
+  uint64_t bytes = 0;
+  CHECK_EQ(moeWorkspaceBytes(bundle, "mix", &tokens, 1, &bytes),
+           MOE_STATUS_SUCCESS);
+  moeLaunchArgs a = {&tokens, 1, 5, args, 16 * kTb, bytes};
+  CHECK_EQ(moeLaunch(bundle, "mix", &a, testStream()), MOE_STATUS_SUCCESS);
   moeBundleClose(bundle);
   return gpu.launches;
 }
@@ -505,13 +441,11 @@ std::vector<FakeLaunch> layerLaunches(const std::string &bytes,
 /// The layer's launches with clustered GEMMs are those without clusters
 /// but for the GEMMs (positions `gemms`, on grids `plainGrids` without
 /// clusters): cluster launches on grids `want`.
-void checkClusteredLayer(const std::string &bytes, const char *entry, bool fp8,
-                         int64_t tokens, const std::vector<size_t> &gemms,
+void checkClusteredLayer(int64_t tokens, const std::vector<size_t> &gemms,
                          const std::vector<unsigned> &plainGrids,
                          const std::vector<unsigned> &want) {
-  std::vector<FakeLaunch> plain = layerLaunches(bytes, entry, fp8, tokens);
-  std::vector<FakeLaunch> paired =
-      layerLaunches(clustered(bytes), entry, fp8, tokens);
+  std::vector<FakeLaunch> plain = layerLaunches(false, tokens);
+  std::vector<FakeLaunch> paired = layerLaunches(true, tokens);
   CHECK_EQ(paired.size(), plain.size());
   if (paired.size() != plain.size())
     return;
@@ -520,14 +454,16 @@ void checkClusteredLayer(const std::string &bytes, const char *entry, bool fp8,
     CHECK_EQ(paired[i].function, plain[i].function);
     if (g < gemms.size() && i == gemms[g]) {
       CHECK(isClusterLaunch(paired[i], true));
+      CHECK(isPdlLaunch(plain[i]));
       CHECK_EQ(plain[i].grid[0], plainGrids[g]);
       CHECK_EQ(paired[i].grid[0], want[g]);
-      CHECK(paired[i].tail == plain[i].tail);
+      for (int w = 0; w < 12; ++w)
+        CHECK_EQ(paired[i].words[w], plain[i].words[w]);
       ++g;
     } else {
       CHECK(isPdlLaunch(paired[i]));
       CHECK_EQ(paired[i].grid[0], plain[i].grid[0]);
-      CHECK(paired[i].params == plain[i].params);
+      CHECK(paired[i].raw == plain[i].raw);
     }
   }
   CHECK_EQ(g, gemms.size());
@@ -536,20 +472,21 @@ void checkClusteredLayer(const std::string &bytes, const char *entry, bool fp8,
 } // namespace
 
 TEST(clusterLayerGemms) {
-  // moeLayer's GEMM steps launch as moeGroupedMatmul does. mix with T = 4096
-  // tokens: M = 8192 rows, slots 128 + 8 = 136; gate-up N = 256 and down
-  // N = 256 in tiles of 128: 2 column tiles, 1 pair. Unclustered: 272 work
-  // items below 528 resident CTAs (4 per SM of 98304 bytes), 272 CTAs;
-  // clustered: 136 clusters above 66, 132 CTAs.
-  checkClusteredLayer(layerBundle(), "mix", false, 4096, {4, 5}, {272, 272},
-                      {132, 132});
-  // T = 3: M = 6 rows, slots 1 + 6 = 7: 14 CTAs both ways.
-  checkClusteredLayer(layerBundle(), "mix", false, 3, {4, 5}, {14, 14},
-                      {14, 14});
-}
-
-TEST(clusterLayerFp8Gemms) {
-  // The same for layer_fp8.v1's GEMMs (fmix: tiles 64 x 128 x 128).
-  checkClusteredLayer(layerFp8Bundle(), "fmix", true, 4096, {5, 7}, {272, 272},
-                      {132, 132});
+  // A layer's GEMM steps launch their parts' cluster kernels as clusters,
+  // `resident` their resident clusters. T = 4096 tokens: M = 8192 rows,
+  // slots 128 + 8 = 136; gate-up N = 256 and down N = 256 in tiles of 128:
+  // 2 column tiles, 1 pair. Unclustered: 272 work items below 528 resident
+  // CTAs (4 per SM of 98304 bytes); clustered: 136 clusters above 66, 132
+  // CTAs. (The permute's count step runs: two chunks.)
+  checkClusteredLayer(4096, {4, 5}, {272, 272}, {132, 132});
+  // T = 3: M = 6 rows, slots 1 + 6 = 7: 14 CTAs both ways (no count step).
+  checkClusteredLayer(3, {3, 4}, {14, 14}, {14, 14});
+  // The gate-up kernel's 50 resident clusters: 100 CTAs.
+  std::vector<FakeLaunch> l = layerLaunches(true, 4096, 50);
+  CHECK_EQ(l.size(), size_t(7));
+  if (l.size() == 7) {
+    CHECK_EQ(l[4].function, std::string(kMixSymbols[4]));
+    CHECK_EQ(l[4].grid[0], 100u);
+    CHECK_EQ(l[5].grid[0], 132u);
+  }
 }

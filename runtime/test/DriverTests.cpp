@@ -1,6 +1,16 @@
 //===- DriverTests.cpp - finding the driver, loading, contexts ------------===//
+//
+// The driver as moeBundleLoad and moeLaunch use it (on the fake driver of
+// FakeDriver.h): a missing driver or device, compute capabilities, loading
+// per context (images, functions, shared memory attributes, residency),
+// lazy loading by the first launch, and the failures of loads, tensor map
+// encodes and launches with what their messages say.
+//
+//===----------------------------------------------------------------------===//
 
 #include "FakeDriver.h"
+#include "LaunchChecks.h"
+#include "PlanBundles.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
 
@@ -8,23 +18,19 @@ using namespace moe_test;
 
 namespace {
 
-moeGroupedMatmulArgs validGateUp() {
-  moeGroupedMatmulArgs a;
-  a.rows = 0x10000;
-  a.weights = 0x20000;
-  a.offsets = 0x30000;
-  a.out = 0x40000;
-  a.m = 64;
-  a.n = 28672;
-  a.k = 4096;
-  a.experts = 8;
-  a.row_scale = 0;
-  a.bias = 0;
-  a.rows_scale = 0;
-  a.weights_scale = 0;
-  a.out_scale = 0;
-  return a;
-}
+constexpr uint64_t kTb = uint64_t(1) << 40;
+
+/// A call of gemmPlanBundle()'s gate_up (E=8 N=28672 K=4096) for `m` rows;
+/// its arguments live as long as it.
+struct GateUp {
+  int64_t m;
+  uint64_t args[4] = {kTb, 2 * kTb, 3 * kTb, 4 * kTb};
+  moeLaunchArgs launch;
+  explicit GateUp(int64_t rows) : m(rows), launch{&m, 1, 4, args, 0, 0} {}
+  moeStatus run(moeBundle *bundle, void *stream = nullptr) {
+    return moeLaunch(bundle, "gate_up", &launch, stream);
+  }
+};
 
 std::string withChip(const char *chip) {
   std::string bytes = validBundle();
@@ -45,18 +51,26 @@ TEST(driverMissingIsNoGpu) {
   setDriverForTesting(nullptr,
                       "dlopen(libcuda.so.1) failed: libcuda.so.1: cannot open "
                       "shared object file: No such file or directory");
-  moeBundle *bundle = openBundle(validBundle());
+  moeBundle *bundle = openBundle(gemmPlanBundle());
   CHECK(bundle != nullptr);
   CHECK_STATUS(moeBundleLoad(bundle), MOE_STATUS_NO_GPU,
                "moeBundleLoad: no CUDA driver: dlopen(libcuda.so.1) failed: "
                "libcuda.so.1: cannot open shared object file");
-  moeGroupedMatmulArgs a = validGateUp();
-  CHECK_STATUS(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
-               MOE_STATUS_NO_GPU, "moeGroupedMatmul: no CUDA driver: dlopen");
+  GateUp a(64);
+  CHECK_STATUS(a.run(bundle), MOE_STATUS_NO_GPU,
+               "moeLaunch: no CUDA driver: dlopen");
   // The arguments are checked before the driver is needed.
-  a.k = 100;
-  CHECK_STATUS(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
-               MOE_STATUS_INVALID_ARGUMENT, "K = 100 does not match");
+  a.m = 0;
+  CHECK_STATUS(a.run(bundle), MOE_STATUS_INVALID_ARGUMENT,
+               "moeLaunch(gate_up): M = 0 is outside [1, 2147483647]");
+  // Neither needs it.
+  uint64_t bytes = 7;
+  CHECK_EQ(moeWorkspaceBytes(bundle, "gate_up", &a.m, 0, &bytes),
+           MOE_STATUS_INVALID_ARGUMENT);
+  a.m = 5;
+  CHECK_EQ(moeWorkspaceBytes(bundle, "gate_up", &a.m, 1, &bytes),
+           MOE_STATUS_SUCCESS);
+  CHECK_EQ(bytes, uint64_t(0));
   moeBundleClose(bundle);
   setDriverForTesting(nullptr);
 }
@@ -93,13 +107,12 @@ TEST(driverRealLibcudaIfAny) {
 TEST(driverInitNoDevice) {
   FakeGpu &gpu = installFakeDriver();
   gpu.initResult = cu::kErrorNoDevice;
-  moeBundle *bundle = openBundle(validBundle());
+  moeBundle *bundle = openBundle(gemmPlanBundle());
   CHECK_STATUS(moeBundleLoad(bundle), MOE_STATUS_NO_GPU,
                "moeBundleLoad: no CUDA device: cuInit failed: "
                "CUDA_ERROR_NO_DEVICE (fake driver error)");
-  moeGroupedMatmulArgs a = validGateUp();
-  CHECK_STATUS(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
-               MOE_STATUS_NO_GPU, "moeGroupedMatmul: no CUDA device");
+  GateUp a(64);
+  CHECK_STATUS(a.run(bundle), MOE_STATUS_NO_GPU, "moeLaunch: no CUDA device");
   CHECK_EQ(gpu.launches.size(), size_t(0));
   gpu.initResult = cu::kErrorStubLibrary;
   CHECK_STATUS(moeBundleLoad(bundle), MOE_STATUS_NO_GPU, "cuInit failed");
@@ -111,7 +124,7 @@ TEST(driverInitNoDevice) {
 
 TEST(driverComputeCapability) {
   FakeGpu &gpu = installFakeDriver();
-  moeBundle *bundle = openBundle(validBundle());
+  moeBundle *bundle = openBundle(gemmPlanBundle());
   gpu.ccMajor = 8;
   CHECK_STATUS(moeBundleLoad(bundle), MOE_STATUS_UNSUPPORTED,
                "moeBundleLoad: bundle is for sm_90a but the device is sm_80 "
@@ -124,10 +137,9 @@ TEST(driverComputeCapability) {
   gpu.ccMinor = 1;
   CHECK_STATUS(moeBundleLoad(bundle), MOE_STATUS_UNSUPPORTED,
                "the device is sm_91");
-  moeGroupedMatmulArgs a = validGateUp();
-  CHECK_STATUS(
-      moeGroupedMatmul(bundle, "gate_up", &a, nullptr), MOE_STATUS_UNSUPPORTED,
-      "moeGroupedMatmul: bundle is for sm_90a but the device is sm_91");
+  GateUp a(64);
+  CHECK_STATUS(a.run(bundle), MOE_STATUS_UNSUPPORTED,
+               "moeLaunch: bundle is for sm_90a but the device is sm_91");
   CHECK_EQ(count(gpu.calls, "cuModuleLoadData"), 0);
   moeBundleClose(bundle);
 
@@ -225,10 +237,9 @@ TEST(driverLoadPerContext) {
 TEST(driverNoCurrentContextUsesPrimary) {
   FakeGpu &gpu = installFakeDriver();
   gpu.current = nullptr;
-  moeBundle *bundle = openBundle(validBundle());
-  moeGroupedMatmulArgs a = validGateUp();
-  CHECK_EQ(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
-           MOE_STATUS_SUCCESS);
+  moeBundle *bundle = openBundle(gemmPlanBundle());
+  GateUp a(64);
+  CHECK_EQ(a.run(bundle), MOE_STATUS_SUCCESS);
   CHECK_EQ(gpu.primaryRetains, 1);
   CHECK(gpu.current == fakePrimaryContext());
   CHECK_CONTAINS(callsSince(0),
@@ -308,8 +319,8 @@ TEST(driverOccupancyQueriedOncePerKernel) {
 
 TEST(driverOccupancyFailures) {
   FakeGpu &gpu = installFakeDriver();
-  moeBundle *bundle = openBundle(validBundle());
-  moeGroupedMatmulArgs a = validGateUp();
+  moeBundle *bundle = openBundle(gemmPlanBundle());
+  GateUp a(64);
 
   // Not one CTA fits on a multiprocessor: a load error, whichever entry is
   // launched, and nothing stays loaded.
@@ -319,9 +330,8 @@ TEST(driverOccupancyFailures) {
                "(entry 'down') cannot be resident: 128 threads, 163840 bytes "
                "of shared memory");
   CHECK_EQ(gpu.liveModules, 0);
-  CHECK_STATUS(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
-               MOE_STATUS_UNSUPPORTED,
-               "moeGroupedMatmul: kernel "
+  CHECK_STATUS(a.run(bundle), MOE_STATUS_UNSUPPORTED,
+               "moeLaunch: kernel "
                "'grouped_matmul_bf16_64x256x64_s4_off64' (entry 'down') "
                "cannot be resident");
   CHECK_EQ(gpu.launches.size(), size_t(0));
@@ -356,9 +366,149 @@ TEST(driverOccupancyFailures) {
   gpu.smCount = 132;
 
   CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
-  CHECK_EQ(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
-           MOE_STATUS_SUCCESS);
+  CHECK_EQ(a.run(bundle), MOE_STATUS_SUCCESS);
   CHECK_EQ(gpu.launches.size(), size_t(2));
   moeBundleClose(bundle);
   CHECK_EQ(gpu.liveModules, 0);
+}
+
+TEST(driverLoadsLazilyAndOncePerContext) {
+  // The first moeLaunch loads the bundle; the next finds it loaded and
+  // makes no query: the context lookup, the maps, the launches.
+  FakeGpu &gpu = installFakeDriver();
+  moeBundle *bundle = openBundle(gemmPlanBundle());
+  GateUp a(64);
+  CHECK_EQ(a.run(bundle), MOE_STATUS_SUCCESS);
+  CHECK_EQ(gpu.liveModules, 2);
+  CHECK_EQ(gpu.launches.size(), size_t(2));
+  CHECK_CONTAINS(callsSince(0), "cuInit");
+  const std::string once = "cuCtxGetCurrent cuCtxGetId cuTensorMapEncodeTiled "
+                           "cuTensorMapEncodeTiled cuTensorMapEncodeTiled "
+                           "cuTensorMapEncodeTiled cuLaunchKernelEx "
+                           "cuLaunchKernelEx";
+  size_t before = gpu.calls.size();
+  CHECK_EQ(a.run(bundle), MOE_STATUS_SUCCESS);
+  CHECK_EQ(callsSince(before), once);
+  // The load queried the residency of the 5 kernel records, once.
+  CHECK_EQ(gpu.occupancyQueries.size(), size_t(5));
+
+  // Residency is cached per context: another device (here: fewer
+  // multiprocessors) gets its own grids, and nothing is queried at launch.
+  gpu.current = fakeContextB();
+  gpu.smCount = 78;
+  gpu.ctasPerSm[kNormal32] = 2;
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  CHECK_EQ(gpu.liveModules, 4);
+  gpu.smCount = 1000; // not read again
+  gpu.ctasPerSm.clear();
+  // M = 131072: both kernels have more work than resident CTAs.
+  a.m = 131072;
+  before = gpu.calls.size();
+  size_t launches = gpu.launches.size();
+  CHECK_EQ(a.run(bundle), MOE_STATUS_SUCCESS);
+  gpu.current = fakeContextA();
+  CHECK_EQ(a.run(bundle), MOE_STATUS_SUCCESS);
+  CHECK_EQ(callsSince(before), once + " " + once);
+  CHECK_EQ(gpu.launches.size(), launches + 4);
+  if (gpu.launches.size() == launches + 4) {
+    CHECK_EQ(gpu.launches[launches].grid[0], 156u);     // 2 x 78
+    CHECK_EQ(gpu.launches[launches + 1].grid[0], 312u); // 4 x 78
+    CHECK_EQ(gpu.launches[launches + 2].grid[0], 132u);
+    CHECK_EQ(gpu.launches[launches + 3].grid[0], 528u);
+  }
+  moeBundleClose(bundle);
+  CHECK_EQ(gpu.liveModules, 0);
+}
+
+TEST(driverSharedMemoryAttributeWhereNeeded) {
+  // MAX_DYNAMIC_SHARED_SIZE_BYTES is set for every grouped GEMM kernel and
+  // for the others only with smem > 0; every kernel record's residency is
+  // queried (a function shared with other threads: another query).
+  FakeGpu &gpu = installFakeDriver();
+  moeBundle *bundle = openBundle(permuteBundle());
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  std::vector<std::pair<std::string, int>> permute = {
+      {kPermIndex64, 17408}, {kPermCountWide, 4096}, {kPermIndexWide, 73728}};
+  CHECK(gpu.smemAttributes == permute);
+  // perm (3), perm32 (3), wide (3: its gather kernel is perm32's with 128
+  // threads), router, combine.
+  CHECK_EQ(gpu.occupancyQueries.size(), size_t(11));
+  CHECK_EQ(gpu.liveModules, 1);
+  moeBundleClose(bundle);
+  installFakeDriver();
+  bundle = openBundle(routeBundle());
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  std::vector<std::pair<std::string, int>> route = {{kRouteSoftmax, 2048},
+                                                    {kNormal32, 0}};
+  CHECK(gpu.smemAttributes == route);
+  CHECK_EQ(gpu.occupancyQueries.size(), size_t(5));
+  moeBundleClose(bundle);
+  // A kernel of any entry that cannot be resident, or is missing, fails the
+  // load, naming it and its entry.
+  installFakeDriver();
+  gpu.ctasPerSm[kGather] = 0;
+  bundle = openBundle(routeBundle());
+  CHECK_STATUS(moeBundleLoad(bundle), MOE_STATUS_UNSUPPORTED,
+               "moeBundleLoad: kernel 'moe_unpermute_k8_i32' (entry 'gather') "
+               "cannot be resident: 128 threads, 0 bytes of shared memory");
+  gpu.ctasPerSm.clear();
+  gpu.missingSymbols.insert(kPermGather32);
+  moeBundleClose(bundle);
+  bundle = openBundle(permuteBundle());
+  CHECK_STATUS(moeBundleLoad(bundle), MOE_STATUS_NOT_FOUND,
+               "moeBundleLoad: kernel symbol 'moe_permute_gather_off32' (entry "
+               "'perm32') not found in image 'moe_kernels'");
+  CHECK_EQ(gpu.liveModules, 0);
+  moeBundleClose(bundle);
+}
+
+TEST(driverEncodeAndLaunchFailures) {
+  FakeGpu &gpu = installFakeDriver();
+  moeBundle *bundle = openBundle(gemmPlanBundle());
+  CHECK_EQ(moeBundleLoad(bundle), MOE_STATUS_SUCCESS);
+  GateUp a(131072);
+  // A map that does not encode launches nothing.
+  gpu.encodeResult = cu::kErrorInvalidValue;
+  CHECK_STATUS(a.run(bundle), MOE_STATUS_CUDA_ERROR,
+               "moeLaunch: cuTensorMapEncodeTiled(a tensor map of kernel "
+               "'grouped_matmul_bf16_64x256x64_s4_off32' of entry 'gate_up') "
+               "failed: CUDA_ERROR_INVALID_VALUE (fake driver error)");
+  CHECK_EQ(gpu.launches.size(), size_t(0));
+  gpu.encodeResult = cu::kSuccess;
+  // A failed second launch says that the first one was issued.
+  gpu.failLaunchNumber = 1;
+  CHECK_STATUS(a.run(bundle), MOE_STATUS_CUDA_ERROR,
+               "moeLaunch: cuLaunchKernelEx("
+               "'grouped_matmul_bf16_16x64x64_s4_swapab_off32' of entry "
+               "'gate_up', grid (528, 1, 1), block (128, 1, 1), smem 81920, "
+               "programmatic stream serialization; 1 of 2 launches already "
+               "issued) failed: CUDA_ERROR_INVALID_VALUE (fake driver error)");
+  CHECK_EQ(gpu.launches.size(), size_t(2));
+  // A call of one launch has no count; unknown CUresults are numbers.
+  gpu.failLaunchNumber = 2;
+  gpu.launchResult = 719;
+  a.m = 1;
+  CHECK_STATUS(a.run(bundle), MOE_STATUS_CUDA_ERROR,
+               "grid (528, 1, 1), block (128, 1, 1), smem 81920, programmatic "
+               "stream serialization) failed: CUresult 719");
+  CHECK_EQ(gpu.launches.size(), size_t(3));
+  moeBundleClose(bundle);
+
+  // A layer: the steps after the failed one are not launched (T = 3: six
+  // launches, the third fails).
+  installFakeDriver();
+  declareMixKernels(gpu);
+  gpu.failLaunchNumber = 2;
+  bundle = openBundle(layerPlanBundle());
+  int64_t tokens = 3;
+  uint64_t args[] = {kTb, 2 * kTb, 3 * kTb, 4 * kTb, 5 * kTb};
+  moeLaunchArgs l = {&tokens, 1, 5, args, 16 * kTb, 5376};
+  CHECK_STATUS(moeLaunch(bundle, "mix", &l, nullptr), MOE_STATUS_CUDA_ERROR,
+               "moeLaunch: cuLaunchKernelEx('perm_gather32' of entry '");
+  CHECK_CONTAINS(moeLastErrorMessage(),
+                 "', grid (2, 1, 1), block (128, 1, 1), smem 0, programmatic "
+                 "stream serialization; 2 of 6 launches already issued) "
+                 "failed: CUDA_ERROR_INVALID_VALUE");
+  CHECK_EQ(gpu.launches.size(), size_t(3));
+  moeBundleClose(bundle);
 }

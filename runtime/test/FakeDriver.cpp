@@ -17,8 +17,10 @@ struct FakeFunction {
   std::string symbol;
   int maxDynamicSmem = 48 << 10; // the driver's default opt-in limit
 };
-std::vector<FakeModule *> modules;
-std::vector<FakeFunction *> functions;
+// Never destroyed (as gpu() below), so that what a process leaves loaded at
+// exit stays reachable for the leak checker.
+std::vector<FakeModule *> &modules = *new std::vector<FakeModule *>;
+std::vector<FakeFunction *> &functions = *new std::vector<FakeFunction *>;
 
 FakeGpu &gpu() {
   static FakeGpu *instance = new FakeGpu;
@@ -311,6 +313,10 @@ cu::Result recordLaunch(FakeLaunch &launch, cu::Function function,
     launch.params.resize(size_t(words->second));
     for (int i = 0; i < words->second; ++i)
       std::memcpy(&launch.params[i], params[i], 8);
+    return finishLaunch(launch);
+  }
+  if (!gpu().readUndeclaredParams) {
+    launch.numParams = 0;
     return finishLaunch(launch);
   }
   launch.mapsAligned =

@@ -116,6 +116,10 @@ struct FakeGpu {
   /// Kernels whose parameters are recorded as bytes (FakeLaunch::raw), by
   /// symbol: the size of each parameter.
   std::map<std::string, std::vector<size_t>> rawParams;
+  /// Whether a launch of a kernel in neither rawParams nor wordParams reads
+  /// its parameters as a grouped GEMM's 17 (or numParams); false records
+  /// none of them (a fuzzed plan's kernels take any parameters).
+  bool readUndeclaredParams = true;
   cu::Result occupancyResult = cu::kSuccess;
   /// cuOccupancyMaxActiveClusters by symbol; symbols not listed get
   /// smCount / 2 (0 when their smem exceeds what cuFuncSetAttribute

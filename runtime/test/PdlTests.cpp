@@ -1,19 +1,18 @@
-//===- PdlTests.cpp - programmatic dependent launch (contract §3.6)
-//--------===//
+//===- PdlTests.cpp - programmatic dependent launch (contract 3.6) --------===//
 //
-// Every launching call (moeGroupedMatmul, moeRoute, moePermute of both
-// outputs, moeUnpermute, moeLayer of both layer ABIs) launches each kernel
-// through cuLaunchKernelEx with exactly one attribute,
-// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1, by default;
-// through cuLaunchKernel with MOE_RUNTIME_PDL=0 (read at each call) and with a
-// driver that lacks cuLaunchKernelEx. Whichever the path, the launches are
-// otherwise the same: function, grid, block, shared memory, stream, parameters
-// and tensor maps.
+// Every moeLaunch (a grouped GEMM's two forms, a route, a layer's seven
+// steps) launches each kernel through cuLaunchKernelEx with exactly one
+// attribute, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1, by
+// default; through cuLaunchKernel with MOE_RUNTIME_PDL=0 (read at each call)
+// and with a driver that lacks cuLaunchKernelEx. Whichever the path, the
+// launches are otherwise the same: function, grid, block, shared memory,
+// stream, parameters and tensor maps.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FakeDriver.h"
 #include "LaunchChecks.h"
+#include "PlanBundles.h"
 #include "TestBundles.h"
 #include "TestHarness.h"
 
@@ -24,140 +23,61 @@ using namespace moe_test;
 
 namespace {
 
-constexpr uint64_t kA = 0x7f0000410000, kB = 0x7f0000420000,
-                   kC = 0x7f0000430000, kD = 0x7f0000440000,
-                   kE = 0x7f0000450000, kF = 0x7f0000460000,
-                   kG = 0x7f0000470000, kH = 0x7f0000480000,
-                   kWorkspace = 0x7f0001000000;
+constexpr uint64_t kTb = uint64_t(1) << 40;
+constexpr uint64_t kA = 1 * kTb, kB = 2 * kTb, kC = 3 * kTb, kD = 4 * kTb,
+                   kE = 5 * kTb, kWorkspace = 16 * kTb;
 
-/// One launching call of a bundle, and how the fake must know its kernels.
+/// One moeLaunch of a bundle, and how the fake must know its kernels.
 struct Call {
   const char *name;
   std::string bundle;
   std::function<void(FakeGpu &)> declare;
-  std::function<moeStatus(moeBundle *, void *stream)> run;
+  const char *entry;
+  std::vector<int64_t> sizes;
+  std::vector<uint64_t> args;
+  uint64_t workspaceBytes;
   size_t launches; // how many kernels it launches
 };
 
 std::vector<Call> calls() {
   std::vector<Call> all;
-  all.push_back({"moeGroupedMatmul", validBundle(), [](FakeGpu &) {},
-                 [](moeBundle *bundle, void *stream) {
-                   moeGroupedMatmulArgs a = {
-                       kA, kB, kC, kD, 131072, 28672, 4096, 8, 0, 0, 0, 0, 0};
-                   return moeGroupedMatmul(bundle, "gate_up", &a, stream);
-                 },
+  all.push_back({"a grouped GEMM",
+                 gemmPlanBundle(),
+                 [](FakeGpu &) {},
+                 "gate_up",
+                 {64},
+                 {kA, kB, kC, kD},
+                 0,
                  2});
-  all.push_back({"moeGroupedMatmul with row_scale and bias", biasBundle(),
-                 [](FakeGpu &gpu) { gpu.numParams[kBiasScale] = 29; },
-                 [](moeBundle *bundle, void *stream) {
-                   moeGroupedMatmulArgs a = {kA, kB, kC, kD, 300, 256, 128,
-                                             8,  kE, kF, 0,  0,   0};
-                   return moeGroupedMatmul(bundle, "bscale", &a, stream);
-                 },
-                 1});
-  auto declarePermuteBundle = [](FakeGpu &gpu) {
-    gpu.wordParams[kPermCount64] = 12;
-    gpu.wordParams[kPermIndex64] = 29;
-    gpu.wordParams[kPermGather64] = 24;
-    gpu.wordParams[kRouteBias] = 21;
-    gpu.wordParams[kCombine] = 28;
-  };
-  all.push_back({"moeRoute", permuteBundle(), declarePermuteBundle,
-                 [](moeBundle *bundle, void *stream) {
-                   moeRouteArgs a = {kA, 0, kB, kC, 1000, 128};
-                   return moeRoute(bundle, "router", &a, stream);
-                 },
-                 1});
-  all.push_back({"moePermute", permuteBundle(), declarePermuteBundle,
-                 [](moeBundle *bundle, void *stream) {
-                   moePermuteArgs a = {kA, kB, kC, kD, kE, kF, 1000, 2048, 0};
-                   return moePermute(bundle, "perm", &a, stream);
-                 },
-                 3});
-  all.push_back({"moePermute with out=f8E4M3FN", permuteFp8Bundle(),
-                 [](FakeGpu &gpu) {
-                   gpu.wordParams[kPermCount64] = 12;
-                   gpu.wordParams[kPermIndex64] = 29;
-                   gpu.wordParams[kPermGatherE4m3_64] = 31;
-                 },
-                 [](moeBundle *bundle, void *stream) {
-                   moePermuteArgs a = {kA, kB, kC, kD, kE, kF, 1000, 2048, kG};
-                   return moePermute(bundle, "qperm", &a, stream);
-                 },
-                 3});
-  all.push_back({"moeUnpermute", permuteBundle(), declarePermuteBundle,
-                 [](moeBundle *bundle, void *stream) {
-                   moeUnpermuteArgs a = {kA, kB, kC, kD, 8000, 1000, 2048};
-                   return moeUnpermute(bundle, "combine", &a, stream);
-                 },
-                 1});
-  all.push_back({"moeLayer", layerBundle(),
-                 [](FakeGpu &gpu) {
-                   gpu.wordParams[kOssSymbols[0]] = 26; // with the score bias
-                   gpu.wordParams[kOssSymbols[1]] = 12;
-                   gpu.wordParams[kOssSymbols[2]] = 29;
-                   gpu.wordParams[kOssSymbols[3]] = 24;
-                   gpu.numParams[kOssSymbols[4]] = 24; // bias
-                   gpu.numParams[kOssSymbols[5]] = 24;
-                   gpu.wordParams[kOssSymbols[6]] = 28;
-                 },
-                 [](moeBundle *bundle, void *stream) {
-                   moeLayerArgs a = {};
-                   a.tokens = kA;
-                   a.logits = kB;
-                   a.score_bias = kC;
-                   a.gate_up_weights = kD;
-                   a.down_weights = kE;
-                   a.gate_up_bias = kF;
-                   a.down_bias = kG;
-                   a.out = kH;
-                   a.workspace = kWorkspace;
-                   a.workspace_bytes = uint64_t(1) << 32;
-                   a.tokens_count = 100;
-                   a.hidden = 512;
-                   a.intermediate = 256;
-                   a.experts = 4;
-                   return moeLayer(bundle, "oss", &a, stream);
-                 },
-                 kLayerKernels});
   all.push_back(
-      {"moeLayer of a layer_fp8.v1 layer", layerFp8Bundle(),
-       [](FakeGpu &gpu) {
-         const int words[kLayerFp8Kernels] = {26, 12, 29, 24, 21, 0, 21, 0, 28};
-         for (int i = 0; i < kLayerFp8Kernels; ++i)
-           if (words[i])
-             gpu.wordParams[kFossSymbols[i]] = words[i];
-         gpu.numParams[kFossSymbols[5]] = 40; // bias
-         gpu.numParams[kFossSymbols[7]] = 40;
-       },
-       [](moeBundle *bundle, void *stream) {
-         moeLayerArgs a = {kA,         kB,  kC,  kD,         kE,
-                           kF,         kG,  kH,  kWorkspace, uint64_t(1) << 32,
-                           100,        512, 256, 4,          kA + 0x1000,
-                           kB + 0x1000};
-         return moeLayer(bundle, "foss", &a, stream);
-       },
-       kLayerFp8Kernels});
-  all.push_back(
-      {"moeLayer of a five-step layer_fp8.v1 layer", layerFp8GatherBundle(),
-       [](FakeGpu &gpu) {
-         const int words[kLayerFp8GatherKernels] = {26, 12, 29, 31, 0, 0, 28};
-         for (int i = 0; i < kLayerFp8GatherKernels; ++i)
-           if (words[i])
-             gpu.wordParams[kGossSymbols[i]] = words[i];
-         gpu.numParams[kGossSymbols[4]] = 47; // out_scale and bias
-         gpu.numParams[kGossSymbols[5]] = 40; // bias
-       },
-       [](moeBundle *bundle, void *stream) {
-         moeLayerArgs a = {kA,         kB,  kC,  kD,         kE,
-                           kF,         kG,  kH,  kWorkspace, uint64_t(1) << 32,
-                           100,        512, 256, 4,          kA + 0x1000,
-                           kB + 0x1000};
-         return moeLayer(bundle, "foss", &a, stream);
-       },
-       kLayerFp8GatherKernels});
+      {"a route",
+       routeBundleWithPlans(),
+       [](FakeGpu &gpu) { declareParams(gpu, kRouteBias, kRouterParams); },
+       "router",
+       {1000},
+       {kA, kB, kC, kD},
+       0,
+       1});
+  // T = 4096: two chunks of ids, so the count step too.
+  all.push_back({"a layer",
+                 layerPlanBundle(),
+                 declareMixKernels,
+                 "mix",
+                 {4096},
+                 {kA, kB, kC, kD, kE},
+                 6423040,
+                 7});
   return all;
+}
+
+moeStatus run(const Call &call, moeBundle *bundle, void *stream) {
+  moeLaunchArgs a = {call.sizes.data(),
+                     int32_t(call.sizes.size()),
+                     int32_t(call.args.size()),
+                     call.args.data(),
+                     call.workspaceBytes ? kWorkspace : 0,
+                     call.workspaceBytes};
+  return moeLaunch(bundle, call.entry, &a, stream);
 }
 
 /// What `call` launched on a fresh fake driver (with or without
@@ -177,7 +97,7 @@ std::vector<FakeLaunch> launchesOf(const Call &call, bool withLaunchKernelEx,
   void *stream = testStream();
   {
     PdlEnvironment environment(pdl);
-    CHECK_EQ(call.run(bundle, stream), MOE_STATUS_SUCCESS);
+    CHECK_EQ(run(call, bundle, stream), MOE_STATUS_SUCCESS);
   }
   *made = callsSince(before);
   moeBundleClose(bundle);
@@ -199,9 +119,9 @@ void checkSameFacts(const FakeLaunch &got, const FakeLaunch &want,
   CHECK_EQ(got.stream, want.stream);
   CHECK(got.extraIsNull && want.extraIsNull);
   CHECK_EQ(got.numParams, want.numParams);
-  CHECK(got.params == want.params);
-  if (!want.params.empty())
-    return; // a route, permute or unpermute kernel: nothing else recorded
+  CHECK(got.raw == want.raw);
+  if (!want.raw.empty())
+    return; // a kernel declared by its parameters' bytes: nothing else
   for (int i = 0; i < 12; ++i)
     CHECK_EQ(got.words[i], want.words[i]);
   for (int i = 0; i < 3; ++i)
@@ -209,7 +129,6 @@ void checkSameFacts(const FakeLaunch &got, const FakeLaunch &want,
   for (int i = 0; i < 5; ++i)
     CHECK_EQ(got.scale[i], want.scale[i]);
   CHECK(got.tail == want.tail);
-  CHECK(got.mapsAligned && want.mapsAligned);
   for (int m = 0; m < 2; ++m) {
     CHECK(got.mapEncode[m] >= 0 &&
           size_t(got.mapEncode[m]) < gotEncodes.size());
@@ -301,15 +220,15 @@ TEST(pdlEnvironmentReadAtEachCall) {
   // One process, one loaded bundle: the setting follows the environment
   // from one call to the next, and applies to every launch of a call.
   FakeGpu &gpu = installFakeDriver();
-  moeBundle *bundle = openBundle(validBundle());
-  moeGroupedMatmulArgs a = {kA, kB, kC, kD, 131072, 28672, 4096,
-                            8,  0,  0,  0,  0,      0};
+  moeBundle *bundle = openBundle(gemmPlanBundle());
+  int64_t m = 131072;
+  uint64_t args[] = {kA, kB, kC, kD};
+  moeLaunchArgs a = {&m, 1, 4, args, 0, 0};
   PdlEnvironment environment(nullptr);
   auto paths = [&](const char *value) {
     environment.set(value);
     size_t before = gpu.launches.size();
-    CHECK_EQ(moeGroupedMatmul(bundle, "gate_up", &a, nullptr),
-             MOE_STATUS_SUCCESS);
+    CHECK_EQ(moeLaunch(bundle, "gate_up", &a, nullptr), MOE_STATUS_SUCCESS);
     std::string joined;
     for (size_t i = before; i < gpu.launches.size(); ++i) {
       const FakeLaunch &launch = gpu.launches[i];
@@ -329,6 +248,7 @@ TEST(pdlEnvironmentReadAtEachCall) {
   // Only "0" turns it off.
   CHECK_EQ(paths(""), "pdl pdl");
   CHECK_EQ(paths("yes"), "pdl pdl");
+  CHECK_EQ(paths("00"), "pdl pdl");
   CHECK_EQ(paths(nullptr), "pdl pdl");
   moeBundleClose(bundle);
 }
@@ -347,24 +267,26 @@ TEST(pdlRestoresTheEnvironment) {
 TEST(pdlFailedLaunchNamesItsEntryPoint) {
   // A failure through cuLaunchKernel (PDL off, or no cuLaunchKernelEx)
   // names it and no attribute; through cuLaunchKernelEx, it and the
-  // attribute.
-  moeRouteArgs a = {kA, 0, kB, kC, 1000, 128};
+  // attribute. T = 1000 tokens: 250 CTAs of a warp per token.
+  int64_t tokens = 1000;
+  uint64_t args[] = {kA, kB, kC, kD};
+  moeLaunchArgs a = {&tokens, 1, 4, args, 0, 0};
+  const std::string kernel = "'moe_route_sigmoid_topk_e256_k8_f32_bias' of "
+                             "entry 'router', grid (250, 1, 1), block (128, "
+                             "1, 1), smem 0";
   for (int mode = 0; mode < 3; ++mode) {
     FakeGpu &gpu = installFakeDriver(/*withLaunchKernelEx=*/mode != 2);
-    gpu.wordParams[kRouteBias] = 21;
+    declareParams(gpu, kRouteBias, kRouterParams);
     gpu.failLaunchNumber = 0;
-    moeBundle *bundle = openBundle(permuteBundle());
+    moeBundle *bundle = openBundle(routeBundleWithPlans());
     PdlEnvironment environment(mode == 1 ? "0" : nullptr);
-    CHECK_STATUS(moeRoute(bundle, "router", &a, nullptr), MOE_STATUS_CUDA_ERROR,
-                 mode == 0 ? "moeRoute: cuLaunchKernelEx("
-                             "'moe_route_sigmoid_topk_e256_k8_f32_bias' of "
-                             "entry 'router', grid (250, 1, 1), block (128, 1, "
-                             "1), smem 0, programmatic stream serialization) "
-                             "failed: CUDA_ERROR_INVALID_VALUE"
-                           : "moeRoute: cuLaunchKernel("
-                             "'moe_route_sigmoid_topk_e256_k8_f32_bias' of "
-                             "entry 'router', grid (250, 1, 1), block (128, 1, "
-                             "1), smem 0) failed: CUDA_ERROR_INVALID_VALUE");
+    CHECK_STATUS(moeLaunch(bundle, "router", &a, nullptr),
+                 MOE_STATUS_CUDA_ERROR,
+                 mode == 0 ? "moeLaunch: cuLaunchKernelEx(" + kernel +
+                                 ", programmatic stream serialization) "
+                                 "failed: CUDA_ERROR_INVALID_VALUE"
+                           : "moeLaunch: cuLaunchKernel(" + kernel +
+                                 ") failed: CUDA_ERROR_INVALID_VALUE");
     CHECK_EQ(gpu.launches.size(), size_t(1));
     moeBundleClose(bundle);
   }

@@ -24,19 +24,42 @@ std::vector<PlanExpr> exprs(std::initializer_list<const char *> texts) {
   return out;
 }
 
+/// A size record's parsed form.
+PlanSize sizeOf(const char *name, const char *min, const char *max) {
+  PlanSize size;
+  size.name = name;
+  size.min = expr(min);
+  size.max = expr(max);
+  size.minText = size.min.str();
+  size.maxText = size.max.str();
+  return size;
+}
+
+/// An arg record's parsed form.
+PlanArg argOf(const char *name, PlanType type, PlanArg::Role role,
+              int64_t align, std::initializer_list<const char *> dims) {
+  PlanArg arg;
+  arg.name = name;
+  arg.type = type;
+  arg.role = role;
+  arg.align = align;
+  arg.dims = exprs(dims);
+  return arg;
+}
+
 /// The route.v1 plan the compiler writes for 256 experts, top 8, f32 logits
 /// with a correction bias (docs/launch-plans.md's example).
 Plan routePlan() {
   Plan plan;
-  plan.sizes.push_back({"T", expr("1"), expr("2147483647")});
+  plan.sizes.push_back(sizeOf("T", "1", "2147483647"));
   plan.args.push_back(
-      {"logits", PlanType::F32, PlanArg::Role::In, 4, exprs({"T", "256"})});
+      argOf("logits", PlanType::F32, PlanArg::Role::In, 4, {"T", "256"}));
   plan.args.push_back(
-      {"bias", PlanType::F32, PlanArg::Role::In, 4, exprs({"256"})});
+      argOf("bias", PlanType::F32, PlanArg::Role::In, 4, {"256"}));
   plan.args.push_back(
-      {"ids", PlanType::I32, PlanArg::Role::Out, 4, exprs({"T", "8"})});
+      argOf("ids", PlanType::I32, PlanArg::Role::Out, 4, {"T", "8"}));
   plan.args.push_back(
-      {"weights", PlanType::F32, PlanArg::Role::Out, 4, exprs({"T", "8"})});
+      argOf("weights", PlanType::F32, PlanArg::Role::Out, 4, {"T", "8"}));
   PlanStep step;
   step.grid = expr("min(ceildiv(T,4),65535)");
   step.when = expr("1");
@@ -75,9 +98,8 @@ std::string prepareError(const Plan &plan, const PlanCall &call) {
 
 } // namespace
 
-// The route plan packs what Runtime.cpp's validateRoute packs: four memref
-// descriptors (pointer, pointer, 0, sizes, row-major strides) on a grid of
-// one warp per token capped at 65535 CTAs.
+// The route plan packs four memref descriptors (pointer, pointer, 0, sizes,
+// row-major strides) on a grid of one warp per token capped at 65535 CTAs.
 TEST(planRouteLaunch) {
   Plan plan = routePlan();
   std::string error;
@@ -137,16 +159,16 @@ TEST(planArgumentErrors) {
 
 TEST(planChecksAndOptional) {
   Plan plan;
-  plan.sizes.push_back({"M", expr("1"), expr("2147483647")});
-  plan.sizes.push_back({"K", expr("8"), expr("2147483647")});
+  plan.sizes.push_back(sizeOf("M", "1", "2147483647"));
+  plan.sizes.push_back(sizeOf("K", "8", "2147483647"));
   plan.checks.push_back({expr("K==floordiv(K,8)*8"),
                          "K must be a multiple of 8 (TMA row pitch)"});
   plan.args.push_back(
-      {"rows", PlanType::BF16, PlanArg::Role::In, 16, exprs({"M", "K"})});
+      argOf("rows", PlanType::BF16, PlanArg::Role::In, 16, {"M", "K"}));
   plan.args.push_back(
-      {"bias", PlanType::F32, PlanArg::Role::Optional, 4, exprs({"K"})});
+      argOf("bias", PlanType::F32, PlanArg::Role::Optional, 4, {"K"}));
   plan.args.push_back(
-      {"out", PlanType::BF16, PlanArg::Role::Out, 16, exprs({"M", "K"})});
+      argOf("out", PlanType::BF16, PlanArg::Role::Out, 16, {"M", "K"}));
   PlanStep step;
   step.grid = expr("M");
   step.when = expr("null(bias)==0");
@@ -183,11 +205,11 @@ TEST(planChecksAndOptional) {
 // checked and its slices are what the parameters point at.
 TEST(planWorkspace) {
   Plan plan;
-  plan.sizes.push_back({"T", expr("1"), expr("65536")});
+  plan.sizes.push_back(sizeOf("T", "1", "65536"));
   plan.args.push_back(
-      {"ids", PlanType::I32, PlanArg::Role::In, 4, exprs({"T", "2"})});
+      argOf("ids", PlanType::I32, PlanArg::Role::In, 4, {"T", "2"}));
   plan.args.push_back(
-      {"out", PlanType::I64, PlanArg::Role::Out, 8, exprs({"T"})});
+      argOf("out", PlanType::I64, PlanArg::Role::Out, 8, {"T"}));
   plan.work.push_back({"counts", expr("ceildiv(T*2,4096)*8*4"), 16});
   plan.work.push_back({"sources", expr("T*2*4"), 256});
   PlanStep count, index;
@@ -220,7 +242,11 @@ TEST(planWorkspace) {
                  "workspace of 24255 bytes is smaller than the 24256");
   call.workspaceBytes = bytes;
   call.workspace = 0x100008;
-  CHECK_CONTAINS(prepareError(plan, call), "not 16-byte aligned");
+  // Aligned to the largest slice alignment, that of sources.
+  CHECK_CONTAINS(prepareError(plan, call),
+                 "workspace pointer 0x100008 is not 256-byte aligned");
+  call.workspace = 0x100010;
+  CHECK_CONTAINS(prepareError(plan, call), "is not 256-byte aligned");
   call.workspace = 0x20000 - 4096; // overlaps out [0x20000, +24000)
   CHECK_CONTAINS(prepareError(plan, call), "out overlaps the workspace");
   call.workspace = 0x100000;
@@ -244,11 +270,11 @@ TEST(planWorkspace) {
 // over the device's resident CTAs.
 TEST(planTensorMaps) {
   Plan plan;
-  plan.sizes.push_back({"M", expr("1"), expr("2147483647")});
+  plan.sizes.push_back(sizeOf("M", "1", "2147483647"));
   plan.args.push_back(
-      {"rows", PlanType::BF16, PlanArg::Role::In, 16, exprs({"M", "4096"})});
-  plan.args.push_back({"weights", PlanType::BF16, PlanArg::Role::In, 16,
-                       exprs({"8", "28672", "4096"})});
+      argOf("rows", PlanType::BF16, PlanArg::Role::In, 16, {"M", "4096"}));
+  plan.args.push_back(argOf("weights", PlanType::BF16, PlanArg::Role::In, 16,
+                            {"8", "28672", "4096"}));
   PlanStep step;
   step.grid = expr("min(min(ceildiv(M,128)+min(8,floordiv(M,65)),8*16777216)*"
                    "112,resident)");
@@ -304,13 +330,15 @@ TEST(planParseErrors) {
   CHECK(!parsePlanParams("tmap:logits:f16:[T]:[]:[8]", plan, params, error));
   CHECK_CONTAINS(error, "unknown type 'f16'");
   CHECK(
-      !parsePlanParams("tmap:logits:f32:[T,8]:[]:[8,8]", plan, params, error));
+      !parsePlanParams("tmap:logits:bf16:[T,8]:[]:[8,8]", plan, params, error));
   CHECK_CONTAINS(error, "a stride per dim but the first");
+  CHECK(!parsePlanParams("tmap:logits:i64:[T]:[]:[8]", plan, params, error));
+  CHECK_CONTAINS(error, "a tensor map of i64 elements");
   CHECK(parsePlanParams("", plan, params, error));
   CHECK(params.empty());
   // Names: a size's range reads only earlier sizes; `resident` only in
   // launches; null() only of optional arguments.
-  plan.sizes.push_back({"U", expr("1"), expr("T")});
+  plan.sizes.push_back(sizeOf("U", "1", "T"));
   CHECK(checkPlanNames(plan, kernels(1), error));
   plan.sizes[0].max = expr("U");
   CHECK(!checkPlanNames(plan, kernels(1), error));
@@ -346,7 +374,7 @@ TEST(planGridAndScalarLimits) {
   CHECK_CONTAINS(prepareError(plan, call), "does not fit i32");
   CHECK(parsePlanParams("mem:logits[T,-1]", plan, plan.steps[0].params, error));
   CHECK_CONTAINS(prepareError(plan, call), "a memref size is negative");
-  CHECK(parsePlanParams("tmap:logits:f32:[T]:[]:[512]", plan,
+  CHECK(parsePlanParams("tmap:logits:bf16:[T]:[]:[512]", plan,
                         plan.steps[0].params, error));
   CHECK_CONTAINS(prepareError(plan, call),
                  "tensor map box 512 is out of range");

@@ -1019,6 +1019,31 @@ inline std::string layerMxfp8Bundle() {
   return bytes;
 }
 
+/// `bytes` with `records` (whole lines: a launch plan's size, arg, check,
+/// work and launch records, docs/launch-plans.md) inserted after the line
+/// that starts with `line` (an entry's last kernel line, or its entry line
+/// for a layer); a `line` it lacks is a bug of the test.
+inline std::string withRecordsAfter(std::string bytes, const std::string &line,
+                                    const std::string &records) {
+  size_t at = bytes.find("\n" + line);
+  if (at == std::string::npos) {
+    fail(__FILE__, __LINE__, "test bug: no line '" + line + "' in the bundle");
+    return bytes;
+  }
+  bytes.insert(bytes.find('\n', at + 1) + 1, records);
+  return bytes;
+}
+
+/// `bytes` (a `MOEBUNDLE 6` bundle) as version 7, where every entry must
+/// carry a launch plan.
+inline std::string asVersion7(std::string bytes) {
+  if (bytes.compare(0, 12, "MOEBUNDLE 6\n") != 0)
+    fail(__FILE__, __LINE__, "test bug: not a version 6 bundle");
+  else
+    bytes[10] = '7';
+  return bytes;
+}
+
 /// Opens `bytes`; returns NULL (and leaves the status in *status) on failure.
 inline moeBundle *openBundle(const std::string &bytes,
                              moeStatus *status = nullptr) {

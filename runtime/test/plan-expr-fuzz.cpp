@@ -30,14 +30,31 @@ PlanExpr parsed(const char *text) {
 /// workspace slice, whose one step's parameters the input gives.
 Plan fuzzPlan() {
   Plan plan;
-  plan.sizes.push_back({"T", parsed("1"), parsed("1000000")});
-  plan.sizes.push_back({"K", parsed("1"), parsed("T")});
+  auto size = [](const char *name, const char *min, const char *max) {
+    PlanSize s;
+    s.name = name;
+    s.min = parsed(min);
+    s.max = parsed(max);
+    return s;
+  };
+  auto arg = [](const char *name, PlanType type, PlanArg::Role role,
+                int64_t align, std::vector<PlanExpr> dims) {
+    PlanArg a;
+    a.name = name;
+    a.type = type;
+    a.role = role;
+    a.align = align;
+    a.dims = std::move(dims);
+    return a;
+  };
+  plan.sizes.push_back(size("T", "1", "1000000"));
+  plan.sizes.push_back(size("K", "1", "T"));
+  plan.args.push_back(arg("x", PlanType::BF16, PlanArg::Role::In, 16,
+                          {parsed("T"), parsed("K")}));
   plan.args.push_back(
-      {"x", PlanType::BF16, PlanArg::Role::In, 16, {parsed("T"), parsed("K")}});
-  plan.args.push_back(
-      {"bias", PlanType::F32, PlanArg::Role::Optional, 4, {parsed("K")}});
-  plan.args.push_back(
-      {"y", PlanType::F32, PlanArg::Role::Out, 16, {parsed("T"), parsed("K")}});
+      arg("bias", PlanType::F32, PlanArg::Role::Optional, 4, {parsed("K")}));
+  plan.args.push_back(arg("y", PlanType::F32, PlanArg::Role::Out, 16,
+                          {parsed("T"), parsed("K")}));
   plan.work.push_back({"tmp", parsed("T*4"), 16});
   return plan;
 }

@@ -41,7 +41,7 @@
 // MANIFEST-SAME: dynamic_shared_bytes = 172032 : i64, {{.*}}name = "grouped_matmul_bf16_64x256x64_s4_off64", {{.*}}rows_max = 64 : i64, rows_min = 17
 // MANIFEST-SAME: dynamic_shared_bytes = 212992 : i64, {{.*}}name = "grouped_matmul_bf16_128x256x64_s4_off64", {{.*}}rows_max = 2147483647 : i64, rows_min = 65 : i64, {{.*}}threads = 256
 // MANIFEST-SAME: name = "gate_up"
-// MANIFEST-SAME: version = 6
+// MANIFEST-SAME: version = 7
 // MANIFEST: gpu.binary @moe_kernels
 // MANIFEST-NOT: func.func
 

@@ -11,7 +11,7 @@
 // RUN: sed -e 's/block_cols=32 rank=3/block_cols=48 rank=3/' %t.moebundle > %t.bad.moebundle
 // RUN: not moe-bundle-info %t.bad.moebundle 2>&1 | FileCheck %s --check-prefix=BAD
 
-// CHECK: bundle version=6 chip=sm_90a images=1 entries=3
+// CHECK: bundle version=7 chip=sm_90a images=1 entries=3
 // CHECK-NEXT: entry experts op=moe.quantize abi=quantize.v1 max_rows=64 element=f8E5M2 scale=e8m0 input=f32 block_rows=1 block_cols=32 rank=3 batch=-1 rows=64 cols=256
 // CHECK-NEXT: kernel moe_quantize_f32_e5m2_e8m0_1x32 threads=256 smem=0 image=moe_kernels
 // CHECK-NEXT: entry gemm op=moe.quantize abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128 rank=2 batch=1 rows=-1 cols=512

@@ -9,8 +9,14 @@
 // message, not a crash.
 // RUN: head -c 300 %t.moebundle > %t.cut.moebundle
 // RUN: not moe-bundle-info %t.cut.moebundle 2>&1 | FileCheck %s --check-prefix=CUT
-// RUN: sed -e 's/^MOEBUNDLE 6$/MOEBUNDLE 7/' %t.moebundle > %t.v7.moebundle
+// RUN: sed -e 's/^MOEBUNDLE 7$/MOEBUNDLE 8/' %t.moebundle > %t.v7.moebundle
 // RUN: not moe-bundle-info %t.v7.moebundle 2>&1 | FileCheck %s --check-prefix=VERSION
+// Version 7 entries carry their launch plans: one without is refused. A
+// version-6 bundle (plans optional) still opens for listing.
+// RUN: grep -av -e '^size prefill ' -e '^arg prefill ' -e '^launch prefill ' %t.moebundle > %t.noplan.moebundle
+// RUN: not moe-bundle-info %t.noplan.moebundle 2>&1 | FileCheck %s --check-prefix=NO-PLAN
+// RUN: sed -e 's/^MOEBUNDLE 7$/MOEBUNDLE 6/' %t.noplan.moebundle > %t.v6.moebundle
+// RUN: moe-bundle-info %t.v6.moebundle | FileCheck %s --check-prefix=V6
 // A kernel record with `cluster = 2` (a kernel compiled for 2-CTA clusters):
 // the runtime reads the line moe-translate writes for it.
 // RUN: sed -e 's/name = "grouped_matmul_bf16_64x256x64_s4_off32"/cluster = 2, &/' %t.mlir > %t.cluster.mlir
@@ -18,7 +24,7 @@
 // RUN: grep -ac " swap_ab=0 cluster=2$" %t.cluster.moebundle | FileCheck %s --check-prefix=ONE
 // RUN: moe-bundle-info %t.cluster.moebundle | FileCheck %s
 
-// CHECK: bundle version=6 chip=sm_90a images=1 entries=8
+// CHECK: bundle version=7 chip=sm_90a images=1 entries=8
 // CHECK-NEXT: entry prefill op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32 bias=none activation=none
 // CHECK-NEXT: kernel grouped_matmul_bf16_16x64x64_s4_swapab_off32 rows=[1,16] tile=16x64x64 stages=4 threads=128 smem=40960 swap_ab=1 image=moe_kernels
 // CHECK-NEXT: kernel grouped_matmul_bf16_64x256x64_s4_off32 rows=[17,64] tile=64x256x64 stages=4 threads=128 smem=172032 swap_ab=0 image=moe_kernels
@@ -32,7 +38,7 @@
 // CHECK: entry gptoss op=moe.layer abi=layer.v1 max_rows=2147483647 route=gptoss_route permute=gptoss_permute gate_up=gptoss_gate_up down=gptoss_down unpermute=gptoss_unpermute
 
 // CUT: moe-bundle-info: error: {{.*}}bundle line 3: image 'moe_kernels': its {{[0-9]+}} bytes and '\n' do not fit
-// VERSION: moe-bundle-info: error: {{.*}}bundle line 1: {{.*}}version 7
+// VERSION: moe-bundle-info: error: {{.*}}bundle line 1: {{.*}}version 8
 // ONE: {{^1$}}
 func.func @prefill(%rows: tensor<?x512xbf16>, %w: tensor<8x1024x512xbf16>, %off: tensor<9xi32>) -> tensor<?x1024xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
@@ -57,3 +63,6 @@ func.func @gptoss(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
       : (tensor<?x256xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x256xbf16>
   return %y : tensor<?x256xbf16>
 }
+
+// NO-PLAN: moe-bundle-info: error: {{.*}}entry 'prefill' has no launch plan
+// V6: bundle version=6 chip=sm_90a images=1 entries=8

@@ -8,7 +8,7 @@
 // RUN: not moe-translate --moe-to-bundle %s 2>&1 | FileCheck %s --check-prefix=NO-MANIFEST
 // RUN: moe-opt %s --moe-gpu-pipeline=format=isa -o %t.isa.mlir
 // RUN: not moe-translate --moe-to-bundle %t.isa.mlir 2>&1 | FileCheck %s --check-prefix=ISA
-// RUN: sed -e 's/version = 6 : i64/version = 7 : i64/' %t.mlir > %t.v7.mlir
+// RUN: sed -e 's/version = 7 : i64/version = 8 : i64/' %t.mlir > %t.v7.mlir
 // RUN: not moe-translate --moe-to-bundle %t.v7.mlir 2>&1 | FileCheck %s --check-prefix=VERSION
 // A kernel record's optional `cluster` (a kernel compiled for 2-CTA
 // clusters) ends its kernel line; without it the line has none, so bundles
@@ -27,7 +27,7 @@
 // RUN: sed -e 's/name = "moe_route_softmax_topk_e64_k6_bf16"/cluster = 1, &/' %t.mlir > %t.cluster-route.mlir
 // RUN: not moe-translate --moe-to-bundle %t.cluster-route.mlir 2>&1 | FileCheck %s --check-prefix=CLUSTER-ROUTE
 
-// CHECK: MOEBUNDLE 6
+// CHECK: MOEBUNDLE 7
 // CHECK-NEXT: chip sm_90a
 // CHECK-NEXT: image moe_kernels <{{[0-9]+}} bytes, ELF>
 // CHECK-NEXT: entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store activation=none bias=none experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32
@@ -88,7 +88,7 @@
 
 // NO-MANIFEST: error: moe-to-bundle: the module has no moe.manifest; run --moe-gpu-pipeline first
 // ISA: error: moe-to-bundle: the object is not a cubin; compile with --moe-gpu-pipeline="format=bin"
-// VERSION: error: moe-to-bundle: manifest version 7 : i64 is not 6
+// VERSION: error: moe-to-bundle: manifest version 8 : i64 is not 7
 
 // NO-CLUSTER-NOT: cluster=
 // CLUSTER: entry gate_up op=moe.grouped_matmul

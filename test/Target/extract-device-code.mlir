@@ -13,7 +13,7 @@
 // CHECK-SAME: max_rows = 2147483647 : i64, n = 512 : i64, name = "gate_up", offsets = i32, op = "moe.grouped_matmul", plan = {{\{([^}]|}[^}])*}}}},
 // CHECK-SAME: {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, k = 512 : i64, {{.*}} max_rows = 2147483647 : i64, n = 256 : i64, name = "down", offsets = i32, op = "moe.grouped_matmul", plan = {{\{([^}]|}[^}])*}}}},
 // CHECK-SAME: {abi = "grouped_matmul.v3", activation = "none", bias = "none", epilogue = "store", experts = 8 : i64, k = 512 : i64, kernels = [{{{[^]]*}}name = "grouped_matmul_bf16_16x64x64_s4_swapab_off32", {{[^]]*}}rows_max = 2147483647 : i64, rows_min = 1 : i64{{[^]]*}}], max_rows = 12 : i64, n = 256 : i64, name = "down_0", offsets = i32, op = "moe.grouped_matmul", plan = {{\{([^}]|}[^}])*}}}}
-// CHECK-SAME: ], version = 6 : i64}}
+// CHECK-SAME: ], version = 7 : i64}}
 // CHECK-NOT: func.func
 // CHECK: gpu.module @moe_kernels
 // CHECK-NOT: func.func

@@ -119,7 +119,7 @@ def layer_reference(model, x, logits, bias, w13, w2, quantized):
 
 def run_steps(bundle, name, x, logits, bias, weights, k):
     """The layer's steps through their own entries (the quantize kernels
-    where the bundle's gather or gate-up store bf16): what moeLayer launches,
+    where the bundle's gather or gate-up store bf16): what the layer entry launches,
     with every intermediate kept (poisoned first)."""
     w13q, w13s, w2q, w2s = weights
     T, I = x.shape[0], w2q.shape[2]

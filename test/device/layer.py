@@ -2,7 +2,7 @@
 """Whole MoE layers on the H200: route -> permute -> fused expert MLP ->
 unpermute as one layer.v1 entry of layer.moebundle (from
 test/device/layer_models.mlir, grouped by --moe-fuse-layer), launched by
-one runtime call (moeLayer) with its intermediates in one workspace.
+one runtime call (moeLaunch of the layer entry) with its intermediates in one workspace.
 
 Tests (default): against `reference(model, ...)` of shared/bench/peers.py
 (the Hugging Face modules' semantics) computed in float32 for Mixtral-8x7B,

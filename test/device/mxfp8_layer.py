@@ -88,7 +88,7 @@ def layer_reference(model, x, logits, bias, w13, w2, b13, b2, quantized):
 
 
 def run_steps(bundle, name, x, logits, bias, weights, b13, b2):
-    """What moeLayer launches, through the parts' own entries, keeping every
+    """What the layer entry launches, through the parts' own entries, keeping every
     intermediate (poisoned first)."""
     w13q, w13s, w2q, w2s = weights
     ids, route_weights = bundle.route(f"{name}_route", logits, bias=bias)

@@ -408,6 +408,9 @@ def expect_error(tally, what, call, status, needle):
 
 
 def check_errors(tally, bundle):
+    """Refusals through Bundle.launch (the entry's plan signature) and
+    moeLaunch (the plan's pointer checks): each names the argument and
+    writes nothing."""
     mx = bundle.entry("mx_e4m3_bf16")
     act = bundle.entry("act_e4m3_bf16")
     w = bundle.entry("w_e4m3_bf16")
@@ -418,7 +421,7 @@ def check_errors(tally, bundle):
     expect_error(tally, "unknown entry", lambda: bundle.quantize("mx", x), "NOT_FOUND",
                  "no entry 'mx'")
     expect_error(tally, "f32 input for a bf16 entry", lambda: bundle.quantize(mx.name, x.float()),
-                 bad, "x is torch.float32, expected torch.bfloat16")
+                 bad, "input is torch.float32, expected torch.bfloat16")
     expect_error(tally, "f16 input", lambda: bundle.quantize(act.name, torch.zeros(
         2, 7168, dtype=torch.float16, device=DEV)), bad, "expected torch.bfloat16")
     expect_error(tally, "values of another element type",
@@ -427,45 +430,51 @@ def check_errors(tally, bundle):
     expect_error(tally, "columns other than the entry's",
                  lambda: bundle.quantize(act.name, torch.zeros(4, 7040, dtype=torch.bfloat16,
                                                                device=DEV)),
-                 bad, "moeQuantize(act_e4m3_bf16): C = 7040 (cols) does not match the entry's cols = 7168")
+                 bad, "input is (4, 7040), expected (4, 7168)")
     expect_error(tally, "rows other than the entry's",
                  lambda: bundle.quantize("w2d_e4m3_bf16", torch.zeros(384, 384, dtype=torch.bfloat16,
                                                                      device=DEV)),
-                 bad, "R = 384 (rows) does not match the entry's rows = 512")
+                 bad, "input is (384, 384), expected (512, 384)")
     expect_error(tally, "experts other than the entry's",
                  lambda: bundle.quantize(w.name, torch.zeros(7, 256, 512, dtype=torch.bfloat16,
                                                              device=DEV)),
-                 bad, "batch = 7 does not match the entry's batch = 8")
+                 bad, "input is (7, 256, 512), expected (8, 256, 512)")
     expect_error(tally, "a 2-D input for a 3-D entry",
                  lambda: bundle.quantize(w.name, torch.zeros(256, 512, dtype=torch.bfloat16,
                                                              device=DEV)),
-                 bad, "expected x [E, R, C] (the entry's rank is 3)")
+                 bad, "input is (256, 512), expected 3 dims")
     expect_error(tally, "no rows", lambda: bundle.quantize(mx.name, x[:0]), bad,
-                 "R = 0 (rows) must be at least 1")
+                 "R = 0 is outside [1, ")
     # Pointers through the C API (torch cannot make misaligned f32 tensors).
     lib, handle = moe_runtime._library(), bundle._live_handle()
+
+    def launch(entry, pointers, rows):
+        sizes = (ctypes.c_int64 * 1)(rows)
+        ptrs = (ctypes.c_uint64 * 3)(*pointers)
+        args = moe_runtime._LaunchArgs(sizes, len(bundle.signature(entry).sizes), 3, ptrs, 0, 0)
+        status = lib.moeLaunch(handle, entry.encode(), ctypes.byref(args), None)
+        return status, lib.moeLastErrorMessage().decode()
+
     base_x, base_v, base_s = x.data_ptr(), values.data_ptr(), scales.data_ptr()
-    for what, (px, pv, ps), needle in [
+    for what, pointers, needle in [
             ("NULL input", (0, base_v, base_s), "input pointer is NULL"),
             ("NULL values", (base_x, 0, base_s), "values pointer is NULL"),
             ("NULL scales", (base_x, base_v, 0), "scales pointer is NULL"),
             ("misaligned input", (base_x + 8, base_v, base_s),
              f"input pointer {base_x + 8:#x} is not 16-byte aligned"),
             ("misaligned values", (base_x, base_v + 8, base_s),
-             f"values pointer {base_v + 8:#x} is not 16-byte aligned")]:
-        args = moe_runtime._QuantizeArgs(px, pv, ps, 1, 4, 4096)
-        status = lib.moeQuantize(handle, mx.name.encode(), ctypes.byref(args), None)
-        message = lib.moeLastErrorMessage().decode()
+             f"values pointer {base_v + 8:#x} is not 16-byte aligned"),
+            ("values overlapping the input", (base_x, base_x + 16, base_s),
+             "values overlaps input")]:
+        status, message = launch(mx.name, pointers, 4)
         tally.report(status == 1 and needle in message, f"error: {what}", message)
     act_scales = torch.full((4, 56), 7, dtype=torch.float32, device=DEV)
     act_x = torch.zeros(4, 7168, dtype=torch.bfloat16, device=DEV)
     act_values = torch.zeros(4, 7168, dtype=torch.uint8, device=DEV)
-    args = moe_runtime._QuantizeArgs(act_x.data_ptr(), act_values.data_ptr(),
-                                     act_scales.data_ptr() + 2, 1, 4, 7168)
-    status = lib.moeQuantize(handle, act.name.encode(), ctypes.byref(args), None)
-    message = lib.moeLastErrorMessage().decode()
-    tally.report(status == 1 and "is not 4-byte aligned (the entry's scales are f32)" in message,
-                 "error: misaligned f32 scales", message)
+    status, message = launch(act.name, (act_x.data_ptr(), act_values.data_ptr(),
+                                        act_scales.data_ptr() + 2), 4)
+    tally.report(status == 1 and f"scales pointer {act_scales.data_ptr() + 2:#x} is not "
+                 "4-byte aligned" in message, "error: misaligned f32 scales", message)
     torch.cuda.synchronize()
     untouched = bool((values == 0xA5).all()) and bool((scales == 0xA5).all()) and bool(
         (act_scales == 7).all())

@@ -25,7 +25,7 @@ inline constexpr llvm::StringLiteral kFusedIntoLaunchAttr =
     "moe.fused_into_launch";
 /// Version of docs/runtime-contract.md that `moe.manifest` and the
 /// `.moebundle` written from it follow.
-inline constexpr int64_t kRuntimeContractVersion = 6;
+inline constexpr int64_t kRuntimeContractVersion = 7;
 
 } // namespace mlir::moe
 
