@@ -498,8 +498,8 @@ class Bundle:
         signature = self.signature(name)
         where = f"{name}"
         known = {a.name for a in signature.args}
-        for given in tensors:
-            if given not in known:
+        for given, tensor in tensors.items():
+            if tensor is not None and given not in known:
                 raise _invalid(f"{where}: the entry takes no {given} (its "
                                f"arguments: {', '.join(a.name for a in signature.args)})")
         import torch

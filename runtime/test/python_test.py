@@ -283,6 +283,11 @@ expect_error(lambda: plans.route("router", logits, object()), "INVALID_ARGUMENT"
              "router: bias is a object, not a torch.Tensor")
 expect_error(lambda: plans.route("router", logits, bias, weights=T((3, 3), f32)),
              "INVALID_ARGUMENT", "router: weights is (3, 3), expected (3, 2)")
+# A keyword the entry does not take is fine when None (the wrappers pass
+# every argument a layer may take), refused otherwise.
+calls.clear()
+plans.launch("router", logits=logits, bias=bias, scores=None)
+check(len(calls) == 1, "an absent argument the entry does not take")
 expect_error(lambda: plans.launch("router", logits=logits, bias=bias, scores=logits),
              "INVALID_ARGUMENT", "router: the entry takes no scores (its arguments: "
              "logits, bias, ids, weights)")
