@@ -5,12 +5,14 @@
 // error naming the line. Line numbers count the text lines only (an image's
 // payload belongs to its `image` line).
 //
-// Over 800 lines because every ABI's keys are checked here by hand (version
-// 6); docs/launch-plans.md moves them into one declared schema.
+// Over 800 lines because every ABI's values are checked here by hand (the
+// keys come from runtime/contract/Contract.td; the ranges, the parts of a
+// layer and the plan records do not).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Bundle.h"
+#include "ContractTables.h"
 
 #include <algorithm>
 #include <cstdarg>
@@ -77,115 +79,35 @@ struct KeyValue {
   std::string_view key, value;
 };
 
-/// One kind of key=value record: its keys, required unless optional.
-struct RecordSpec {
-  const char *keys[12];
-  size_t numKeys;
-  /// Appended to the error for an unknown key.
-  const char *unknownKeyHint;
-  /// Bit i set: keys[i] may be absent (collectKeys then leaves its value a
-  /// null string_view: see isPresent).
-  uint32_t optionalKeys = 0;
-};
+/// One kind of key=value record: its keys in order, required unless
+/// optional (runtime/contract/Contract.td, generated into ContractTables.h).
+using RecordSpec = moe::contract::RecordSchema;
 
 /// Whether collectKeys found an optional key: a value it collected points
 /// into its line, even when empty ("key=").
 bool isPresent(std::string_view value) { return value.data() != nullptr; }
 
-constexpr const char *kNewerCompiler = "(a bundle from a newer compiler?)";
-
-// Entries, by ABI (contract §2). The values come back in this order.
-constexpr RecordSpec kGroupedMatmulEntry = {{"op", "abi", "experts", "n", "k",
-                                             "max_rows", "offsets", "epilogue",
-                                             "bias", "activation"},
-                                            10,
-                                            kNewerCompiler};
-// grouped_matmul.v3's keys (values 0..9, in the same order), then `format`
-// and the optional `out` (absent: bf16).
-constexpr RecordSpec kGroupedMatmulFp8Entry = {
-    {"op", "abi", "experts", "n", "k", "max_rows", "offsets", "epilogue",
-     "bias", "activation", "format", "out"},
-    12,
-    kNewerCompiler,
-    1u << 11};
-constexpr RecordSpec kRouteEntry = {
-    {"op", "abi", "max_rows", "experts", "top_k", "logits", "bias"},
-    7,
-    "(abi " MOE_ABI_ROUTE " takes op, abi, max_rows, experts, top_k, logits "
-    "and bias)"};
-constexpr RecordSpec kUnpermuteEntry = {
-    {"op", "abi", "max_rows", "hidden", "top_k", "slots", "weighted"},
-    7,
-    "(abi " MOE_ABI_UNPERMUTE " takes op, abi, max_rows, hidden, top_k, "
-    "slots and weighted)"};
-// permute.v2's keys, then the optional `out` (absent: bf16 rows),
-// `index_counts` and `scatter_from` (added within version 6; absent: 0).
-constexpr RecordSpec kPermuteEntry = {
-    {"op", "abi", "max_rows", "experts", "top_k", "hidden", "offsets", "chunk",
-     "out", "index_counts", "scatter_from"},
-    11,
-    "(abi " MOE_ABI_PERMUTE " takes op, abi, max_rows, experts, top_k, "
-    "hidden, offsets, chunk and the optional out, index_counts and "
-    "scatter_from)",
-    (1u << 8) | (1u << 9) | (1u << 10)};
-constexpr RecordSpec kLayerEntry = {
-    {"op", "abi", "max_rows", "route", "permute", "gate_up", "down",
-     "unpermute"},
-    8,
-    "(abi " MOE_ABI_LAYER " takes op, abi, max_rows, route, permute, gate_up, "
-    "down and unpermute)"};
-// The parts of a layer come in the order of their LayerPart (parseLayerEntry
-// relies on it); `quantize` and `intermediate` are optional (absent when the
-// permute's gather quantizes the rows itself, when the gate_up quantizes its
-// output itself).
-constexpr RecordSpec kLayerFp8Entry = {
-    {"op", "abi", "max_rows", "route", "permute", "quantize", "gate_up",
-     "intermediate", "down", "unpermute"},
-    10,
-    "(abi " MOE_ABI_LAYER_FP8 " takes op, abi, max_rows, route, permute, "
-    "the optional quantize, gate_up, the optional intermediate, down and "
-    "unpermute)",
-    (1u << 5) | (1u << 7)};
-constexpr RecordSpec kQuantizeEntry = {
-    {"op", "abi", "max_rows", "element", "scale", "input", "block_rows",
-     "block_cols", "rank", "batch", "rows", "cols"},
-    12,
-    "(abi " MOE_ABI_QUANTIZE " takes op, abi, max_rows, element, scale, "
-    "input, block_rows, block_cols, rank, batch, rows and cols)"};
-// Kernels, by the ABI of their entry; each takes the optional `cluster`
-// last (added within version 6: 1, or 2 for the grouped matmul kernels
-// that run as 2-CTA clusters).
-constexpr RecordSpec kGroupedMatmulKernel = {
-    {"image", "rows_min", "rows_max", "threads", "smem", "tile_m", "tile_n",
-     "tile_k", "stages", "swap_ab", "cluster"},
-    11,
-    kNewerCompiler,
-    1u << 10};
-constexpr RecordSpec kRouteKernel = {{"image", "threads", "smem", "cluster"},
-                                     4,
-                                     "(the kernel of an abi " MOE_ABI_ROUTE
-                                     " entry takes image, threads, smem and "
-                                     "the optional cluster=1)",
-                                     1u << 3};
-constexpr RecordSpec kUnpermuteKernel = {
-    {"image", "threads", "smem", "cluster"},
-    4,
-    "(the kernel of an abi " MOE_ABI_UNPERMUTE " entry takes image, threads, "
-    "smem and the optional cluster=1)",
-    1u << 3};
-constexpr RecordSpec kPermuteKernel = {{"image", "threads", "smem", "cluster"},
-                                       4,
-                                       "(the kernels of an abi " MOE_ABI_PERMUTE
-                                       " entry take image, threads, smem and "
-                                       "the optional cluster=1)",
-                                       1u << 3};
-
-constexpr RecordSpec kQuantizeKernel = {
-    {"image", "threads", "smem", "cluster"},
-    4,
-    "(the kernel of an abi " MOE_ABI_QUANTIZE " entry takes image, threads, "
-    "smem and the optional cluster=1)",
-    1u << 3};
+// Entries and kernels by ABI (contract §2): the values come back in the
+// order of their keys.
+constexpr const RecordSpec &kGroupedMatmulEntry =
+    moe::contract::kGroupedMatmulAbi.entry;
+constexpr const RecordSpec &kGroupedMatmulFp8Entry =
+    moe::contract::kGroupedMatmulFp8Abi.entry;
+constexpr const RecordSpec &kRouteEntry = moe::contract::kRouteAbi.entry;
+constexpr const RecordSpec &kUnpermuteEntry =
+    moe::contract::kUnpermuteAbi.entry;
+constexpr const RecordSpec &kPermuteEntry = moe::contract::kPermuteAbi.entry;
+constexpr const RecordSpec &kLayerEntry = moe::contract::kLayerAbi.entry;
+constexpr const RecordSpec &kLayerFp8Entry = moe::contract::kLayerFp8Abi.entry;
+constexpr const RecordSpec &kQuantizeEntry = moe::contract::kQuantizeAbi.entry;
+constexpr const RecordSpec &kGroupedMatmulKernel =
+    moe::contract::kGroupedMatmulAbi.kernel;
+constexpr const RecordSpec &kRouteKernel = moe::contract::kRouteAbi.kernel;
+constexpr const RecordSpec &kUnpermuteKernel =
+    moe::contract::kUnpermuteAbi.kernel;
+constexpr const RecordSpec &kPermuteKernel = moe::contract::kPermuteAbi.kernel;
+constexpr const RecordSpec &kQuantizeKernel =
+    moe::contract::kQuantizeAbi.kernel;
 
 class Reader {
 public:
@@ -397,21 +319,21 @@ moeStatus Reader::collectKeys(const std::vector<std::string_view> &tokens,
                   who.c_str(), quote(tokens[i]).c_str());
     std::string_view key = tokens[i].substr(0, equals);
     size_t index = 0;
-    while (index < spec.numKeys && key != spec.keys[index])
+    while (index < spec.numKeys && key != spec.keys[index].name)
       ++index;
     if (index == spec.numKeys)
       return fail(MOE_STATUS_INVALID_BUNDLE, "%s: unknown key %s %s",
-                  who.c_str(), quote(key).c_str(), spec.unknownKeyHint);
+                  who.c_str(), quote(key).c_str(), spec.hint);
     if (seen[index])
       return fail(MOE_STATUS_INVALID_BUNDLE, "%s: duplicate key '%s'",
-                  who.c_str(), spec.keys[index]);
+                  who.c_str(), spec.keys[index].name);
     seen[index] = true;
     values[index] = tokens[i].substr(equals + 1);
   }
   for (size_t index = 0; index < spec.numKeys; ++index)
-    if (!seen[index] && !(spec.optionalKeys & (1u << index)))
+    if (!seen[index] && !spec.keys[index].optional)
       return fail(MOE_STATUS_INVALID_BUNDLE, "%s: missing key '%s'",
-                  who.c_str(), spec.keys[index]);
+                  who.c_str(), spec.keys[index].name);
   return MOE_STATUS_SUCCESS;
 }
 

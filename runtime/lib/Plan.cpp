@@ -8,8 +8,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "Plan.h"
+#include "ContractTables.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include <cinttypes>
 #include <cstdio>
@@ -19,11 +21,10 @@ namespace moe::runtime {
 
 namespace {
 
-constexpr std::pair<const char *, PlanType> kTypes[] = {
-    {"bf16", PlanType::BF16}, {"f32", PlanType::F32},
-    {"i32", PlanType::I32},   {"i64", PlanType::I64},
-    {"e4m3", PlanType::E4M3}, {"e5m2", PlanType::E5M2},
-    {"e8m0", PlanType::E8M0}};
+// PlanType follows the contract's element types (Contract.td), in order.
+constexpr auto &kTypes = moe::contract::kPlanTypes;
+static_assert(std::size(kTypes) == size_t(PlanType::E8M0) + 1,
+              "PlanType and Contract.td's PlanTypes differ");
 
 /// The largest grid.x a launch takes.
 constexpr int64_t kMaxGridX = 2147483647;
@@ -140,34 +141,14 @@ void put(ParamBytes &bytes, size_t offset, const void *value, size_t size) {
 
 } // namespace
 
-const char *planTypeName(PlanType type) {
-  for (const auto &[name, t] : kTypes)
-    if (t == type)
-      return name;
-  return "?";
-}
+const char *planTypeName(PlanType type) { return kTypes[size_t(type)].name; }
 
-int64_t planTypeBytes(PlanType type) {
-  switch (type) {
-  case PlanType::BF16:
-    return 2;
-  case PlanType::F32:
-  case PlanType::I32:
-    return 4;
-  case PlanType::I64:
-    return 8;
-  case PlanType::E4M3:
-  case PlanType::E5M2:
-  case PlanType::E8M0:
-    return 1;
-  }
-  return 1;
-}
+int64_t planTypeBytes(PlanType type) { return kTypes[size_t(type)].bytes; }
 
 bool parsePlanType(std::string_view text, PlanType &out) {
-  for (const auto &[name, type] : kTypes)
-    if (text == name) {
-      out = type;
+  for (size_t i = 0; i < std::size(kTypes); ++i)
+    if (text == kTypes[i].name) {
+      out = PlanType(i);
       return true;
     }
   return false;

@@ -26,7 +26,8 @@ namespace moe::runtime {
 
 using contract::PlanExpr;
 
-/// Element types of plan arguments and tensor maps.
+/// Element types of plan arguments and tensor maps: Contract.td's
+/// PlanTypes, in order.
 enum class PlanType { BF16, F32, I32, I64, E4M3, E5M2, E8M0 };
 
 /// "bf16", "f32", "i32", "i64", "e4m3", "e5m2" or "e8m0".

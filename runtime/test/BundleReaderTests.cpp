@@ -184,18 +184,18 @@ std::vector<Malformed> malformedRouteBundles() {
                                 2147483647, 64, 64, 0, 0)),
        bad,
        "bundle line 5: kernel 'moe_route_sigmoid_topk_e256_k8_f32_bias': "
-       "unknown key 'rows_min' (the kernel of an abi route.v1 entry takes "
-       "image, threads, smem and the optional cluster=1)"},
+       "unknown key 'rows_min' (the kernels of an abi route.v1 entry take "
+       "image, threads, smem and the optional cluster)"},
       {"route kernel with a tile",
        routeReplaced("threads=128 smem=0\n", "threads=128 smem=0 tile_m=64\n"),
-       bad, "unknown key 'tile_m' (the kernel of an abi route.v1 entry"},
+       bad, "unknown key 'tile_m' (the kernels of an abi route.v1 entry"},
       {"unpermute kernel with GEMM keys",
        routeReplaced(gatherKernel, kernelLine("gather", kGather, "moe_kernels",
                                               1, 2147483647, 64, 64, 0, 0)),
        bad,
        "bundle line 11: kernel 'moe_unpermute_k8_i32': unknown key 'rows_min' "
-       "(the kernel of an abi unpermute.v2 entry takes image, threads, smem "
-       "and the optional cluster=1)"},
+       "(the kernels of an abi unpermute.v2 entry take image, threads, smem "
+       "and the optional cluster)"},
       {"route kernel missing smem",
        routeReplaced(routerKernel, "kernel router " + std::string(kRouteBias) +
                                        " image=moe_kernels threads=128\n"),
@@ -289,8 +289,9 @@ std::vector<Malformed> malformedPermuteBundles() {
       {"permute with slots",
        permuteReplaced("chunk=4096\n", "chunk=4096 slots=i64\n"), bad,
        "bundle line 4: entry 'perm': unknown key 'slots' (abi permute.v2 "
-       "takes op, abi, max_rows, experts, top_k, hidden, offsets, chunk and "
-       "the optional out, index_counts and scatter_from)"},
+       "takes op, abi, max_rows, experts, top_k, hidden, offsets, chunk, the "
+       "optional out, the optional index_counts and the optional "
+       "scatter_from)"},
       // index_counts: 0 or 1 (absent: 0).
       {"permute index_counts 2",
        permuteReplaced("chunk=4096\n", "chunk=4096 index_counts=2\n"), bad,
@@ -512,7 +513,7 @@ std::vector<Malformed> malformedPermuteBundles() {
        bad,
        "bundle line 7: kernel 'moe_permute_gather_off64': unknown key "
        "'rows_min' (the kernels of an abi permute.v2 entry take image, "
-       "threads, smem and the optional cluster=1)"},
+       "threads, smem and the optional cluster)"},
       {"permute count kernel with a chunk",
        permuteReplaced(countKernel, "kernel perm " + std::string(kPermCount64) +
                                         " image=moe_kernels threads=1024 "
@@ -1322,8 +1323,8 @@ std::vector<Malformed> malformedQuantizeBundles() {
                                       "tile_m=64\n"),
        bad,
        "bundle line 5: kernel 'moe_quantize_bf16_e4m3_e8m0_1x32': unknown key "
-       "'tile_m' (the kernel of an abi quantize.v1 entry takes image, "
-       "threads, smem and the optional cluster=1)"},
+       "'tile_m' (the kernels of an abi quantize.v1 entry take image, "
+       "threads, smem and the optional cluster)"},
       {"quantize kernel without smem",
        quantizeReplaced(mxKernel, "kernel mx " + std::string(kQuantMx) +
                                       " image=moe_kernels threads=256\n"),
@@ -1459,8 +1460,9 @@ std::vector<Malformed> malformedBundles() {
       {"unknown record", withEnd("note hello\nend\n"), bad,
        "bundle line 13: unknown record 'note'"},
       {"unknown entry key", replaced("offsets=i32", "offsets=i32 foo=1"), bad,
-       "bundle line 5: entry 'gate_up': unknown key 'foo' (a bundle from a "
-       "newer compiler?)"},
+       "bundle line 5: entry 'gate_up': unknown key 'foo' (abi "
+       "grouped_matmul.v3 takes op, abi, experts, n, k, max_rows, offsets, "
+       "epilogue, bias and activation)"},
       {"unknown kernel key", replaced("swap_ab=1", "swap_ab=1 split_k=2"), bad,
        "bundle line 7: kernel 'grouped_matmul_bf16_16x64x64_s4_swapab_off32': "
        "unknown key 'split_k'"},

@@ -160,12 +160,14 @@ TEST(fp8MalformedEntries) {
        fp8Replaced("format=fp8_block", "format=fp8_block format=fp8_block"),
        bad, "bundle line 4: entry 'gemm': duplicate key 'format'"},
       {"format on a v3 entry", v3WithFormat, bad,
-       "bundle line 5: entry 'gate_up': unknown key 'format' (a bundle from a "
-       "newer compiler?)"},
+       "bundle line 5: entry 'gate_up': unknown key 'format' (abi "
+       "grouped_matmul.v3 takes op, abi, experts, n, k, max_rows, offsets, "
+       "epilogue, bias and activation)"},
       {"unknown fp8 key",
        fp8Replaced("format=fp8_block", "format=fp8_block block=128"), bad,
-       "bundle line 4: entry 'gemm': unknown key 'block' (a bundle from a "
-       "newer compiler?)"},
+       "bundle line 4: entry 'gemm': unknown key 'block' (abi "
+       "grouped_matmul_fp8.v1 takes op, abi, experts, n, k, max_rows, offsets, "
+       "epilogue, bias, activation, format and the optional out)"},
       {"fp8 without bias", fp8Replaced(" bias=none experts=8", " experts=8"),
        bad, "bundle line 4: entry 'gemm': missing key 'bias'"},
       {"fp8 of another op",
@@ -380,8 +382,9 @@ TEST(fp8OutMalformedEntries) {
        "entry 'gemm': out='bf16' is not f8E4M3FN"},
       // A bf16 entry has no out key (its output is bf16).
       {"out on a v3 entry", v3WithOut,
-       "bundle line 5: entry 'gate_up': unknown key 'out' (a bundle from a "
-       "newer compiler?)"},
+       "bundle line 5: entry 'gate_up': unknown key 'out' (abi "
+       "grouped_matmul.v3 takes op, abi, experts, n, k, max_rows, offsets, "
+       "epilogue, bias and activation)"},
       {"out on a v3 swiglu entry", v3SwiGLUWithOut,
        "bundle line 4: entry 'mlp_gate_up': unknown key 'out'"},
       // The kernels write whole [1, 128] groups of the n/2 columns.

@@ -139,8 +139,9 @@ TEST(mxfp8MalformedEntries) {
        mxReplaced(" format=mxfp8 epilogue=store", " epilogue=store"),
        "bundle line 4: entry 'mgemm': missing key 'format'"},
       {"mxfp8 format on a v3 entry", v3WithFormat,
-       "bundle line 5: entry 'gate_up': unknown key 'format' (a bundle from a "
-       "newer compiler?)"},
+       "bundle line 5: entry 'gate_up': unknown key 'format' (abi "
+       "grouped_matmul.v3 takes op, abi, experts, n, k, max_rows, offsets, "
+       "epilogue, bias and activation)"},
       {"mxfp8 of a quantize op",
        mxReplaced("entry mgemm op=moe.grouped_matmul",
                   "entry mgemm op=moe.quantize"),

@@ -39,12 +39,12 @@
 // MX: entry layer_permute op=moe.permute abi=permute.v2 max_rows=2147483647 experts=4 top_k=2 hidden=256 offsets=i64 chunk=4096 index_counts=1{{$}}
 // MX: kernel layer_permute moe_permute_gather_off64 image
 // MX: entry layer_quantize op=moe.quantize abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=e8m0 input=bf16 block_rows=1 block_cols=32 rank=2 batch=1 rows=-1 cols=256
-// MX: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=mxfp8 epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256
+// MX: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 experts=4 n=768 k=256 max_rows=2147483647 offsets=i64 epilogue=swiglu bias=none activation=silu format=mxfp8
 // MX-NEXT: kernel layer_gate_up grouped_matmul_mxfp8_16x64x128_s4_swapab_swiglu_off64 {{.*}}rows_min=1 rows_max=16
 // MX-NEXT: kernel layer_gate_up grouped_matmul_mxfp8_64x128x128_s4_swiglu_ws_off64 {{.*}}rows_min=17 rows_max=64
 // MX-NEXT: kernel layer_gate_up grouped_matmul_mxfp8_128x128x128_s4_swiglu_ws_off64 {{.*}}rows_min=65
 // MX: entry layer_intermediate op=moe.expert_mlp abi=quantize.v1 {{.*}}scale=e8m0 input=bf16 block_rows=1 block_cols=32 {{.*}}cols=384
-// MX: entry layer_down op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=mxfp8 epilogue=store activation=none bias=none experts=4 n=256 k=384
+// MX: entry layer_down op=moe.expert_mlp abi=grouped_matmul_fp8.v1 experts=4 n=256 k=384 max_rows=2147483647 offsets=i64 epilogue=store bias=none activation=none format=mxfp8
 // MX: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute quantize=layer_quantize gate_up=layer_gate_up intermediate=layer_intermediate down=layer_down unpermute=layer_unpermute{{$}}
 // MX: entry layer_prepack op=moe.quantize abi=quantize.v1 max_rows=768 element=f8E4M3FN scale=e8m0 {{.*}}block_cols=32 rank=3 batch=4 rows=768 cols=256
 // MXWIDE: kernel layer_gate_up grouped_matmul_mxfp8_16x64x128_s4_swapab_swiglu_off64 {{.*}}rows_max=16
@@ -93,10 +93,10 @@
 // CHECK-NEXT: kernel layer_permute moe_permute_gather_off64_e4m3
 // CHECK-NEXT: kernel layer_permute moe_permute_scatter_k2_off64_e4m3
 // CHECK-NOT: entry layer_quantize
-// CHECK: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256 max_rows=2147483647 offsets=i64
+// CHECK: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 experts=4 n=768 k=256 max_rows=2147483647 offsets=i64 epilogue=swiglu bias=none activation=silu format=fp8_block
 // CHECK: entry layer_intermediate op=moe.expert_mlp abi=quantize.v1 max_rows=2147483647 element=f8E4M3FN scale=f32 input=bf16 block_rows=1 block_cols=128 rank=2 batch=1 rows=-1 cols=384
 // CHECK-NEXT: kernel layer_intermediate moe_quantize_bf16_e4m3_f32_1x128
-// CHECK: entry layer_down op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block epilogue=store activation=none bias=none experts=4 n=256 k=384 max_rows=2147483647 offsets=i64
+// CHECK: entry layer_down op=moe.expert_mlp abi=grouped_matmul_fp8.v1 experts=4 n=256 k=384 max_rows=2147483647 offsets=i64 epilogue=store bias=none activation=none format=fp8_block
 // CHECK: entry layer_unpermute op=moe.unpermute abi=unpermute.v2 {{.*}}weighted=1
 // CHECK: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute gate_up=layer_gate_up intermediate=layer_intermediate down=layer_down unpermute=layer_unpermute{{$}}
 // CHECK: entry layer_prepack op=moe.quantize abi=quantize.v1 max_rows=768 {{.*}}block_rows=128 block_cols=128 rank=3 batch=4 rows=768 cols=256
@@ -104,7 +104,7 @@
 // CHECK: entry layer_prepack_0 op=moe.quantize abi=quantize.v1 max_rows=256 {{.*}}block_rows=128 block_cols=128 rank=3 batch=4 rows=256 cols=384
 
 // EPILOGUE: entry layer_permute op=moe.permute abi=permute.v2 {{.*}}out=f8E4M3FN
-// EPILOGUE: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 format=fp8_block out=f8E4M3FN epilogue=swiglu activation=silu bias=none experts=4 n=768 k=256 max_rows=2147483647 offsets=i64
+// EPILOGUE: entry layer_gate_up op=moe.expert_mlp abi=grouped_matmul_fp8.v1 experts=4 n=768 k=256 max_rows=2147483647 offsets=i64 epilogue=swiglu bias=none activation=silu format=fp8_block out=f8E4M3FN
 // EPILOGUE-NEXT: kernel layer_gate_up grouped_matmul_fp8block_16x64x128_s8_swapab_swiglu_e4m3out_off64
 // EPILOGUE-NOT: entry layer_intermediate
 // EPILOGUE: entry layer op=moe.layer abi=layer_fp8.v1 max_rows=2147483647 route=layer_route permute=layer_permute gate_up=layer_gate_up down=layer_down unpermute=layer_unpermute{{$}}

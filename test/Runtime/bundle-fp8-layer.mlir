@@ -45,7 +45,7 @@
 // RUN: not moe-bundle-info %t.both-rows.moebundle 2>&1 | FileCheck %s --check-prefix=BOTH-ROWS
 // RUN: sed -e 's/format=fp8_block out=f8E4M3FN/format=fp8_block/' %t.epilogue.moebundle > %t.bf16.moebundle
 // RUN: not moe-bundle-info %t.bf16.moebundle 2>&1 | FileCheck %s --check-prefix=NO-OUT
-// RUN: sed -e 's/format=fp8_block epilogue=swiglu/format=fp8_block out=f8E4M3FN epilogue=swiglu/' %t.separate.moebundle > %t.both.moebundle
+// RUN: sed -e '/^entry layer_gate_up /s/ format=fp8_block$/ format=fp8_block out=f8E4M3FN/' %t.separate.moebundle > %t.both.moebundle
 // RUN: not moe-bundle-info %t.both.moebundle 2>&1 | FileCheck %s --check-prefix=BOTH
 
 // CHECK: entry layer_permute op=moe.permute abi=permute.v2 max_rows=2147483647 experts=4 top_k=2 hidden=256 offsets=i64 chunk=4096 out=f8E4M3FN{{$}}

@@ -30,7 +30,7 @@
 // CHECK: MOEBUNDLE 7
 // CHECK-NEXT: chip sm_90a
 // CHECK-NEXT: image moe_kernels <{{[0-9]+}} bytes, ELF>
-// CHECK-NEXT: entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store activation=none bias=none experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32
+// CHECK-NEXT: entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32 epilogue=store bias=none activation=none
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_16x64x64_s4_swapab_off32 image=moe_kernels rows_min=1 rows_max=16 threads=128 smem=40960 tile_m=16 tile_n=64 tile_k=64 stages=4 swap_ab=1
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_64x256x64_s4_off32 image=moe_kernels rows_min=17 rows_max=64 threads=128 smem=172032 tile_m=64 tile_n=256 tile_k=64 stages=4 swap_ab=0
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_128x256x64_s4_off32 image=moe_kernels rows_min=65 rows_max=2147483647 threads=256 smem=212992 tile_m=128 tile_n=256 tile_k=64 stages=4 swap_ab=0
@@ -45,7 +45,7 @@
 // CHECK-NEXT: launch gate_up 0 grid=min(min(ceildiv(M,16)+min(M,8),8)*16,resident) when=1 params=tmap:rows:bf16:[512,M]:[1024]:[64,16];tmap:weights:bf16:[512,1024,8]:[1024,1048576]:[64,64,1];mem:offsets[9];mem:out[M,1024];i32:512;i32:1;i32:16
 // CHECK-NEXT: launch gate_up 1 grid={{.*}} when=M>=17 params=
 // CHECK-NEXT: launch gate_up 2 grid={{.*}} when=M>=65 params=
-// CHECK-NEXT: entry decode op=moe.grouped_matmul abi=grouped_matmul.v3 epilogue=store activation=none bias=none experts=8 n=512 k=1024 max_rows=8 offsets=i64
+// CHECK-NEXT: entry decode op=moe.grouped_matmul abi=grouped_matmul.v3 experts=8 n=512 k=1024 max_rows=8 offsets=i64 epilogue=store bias=none activation=none
 // CHECK-NEXT: kernel decode grouped_matmul_bf16_16x64x64_s4_swapab_off64 image=moe_kernels rows_min=1 rows_max=2147483647
 // CHECK: launch decode 0
 // Routing and combine entries carry their own ABI's keys; their one kernel
@@ -72,8 +72,8 @@
 // CHECK-NEXT: kernel gptoss_permute moe_permute_count
 // CHECK-NEXT: kernel gptoss_permute moe_permute_index
 // CHECK-NEXT: kernel gptoss_permute moe_permute_gather
-// CHECK: entry gptoss_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 epilogue=swiglu activation=gptoss bias=f32 experts=8 n=256 k=256
-// CHECK: entry gptoss_down op=moe.expert_mlp abi=grouped_matmul.v3 epilogue=store activation=none bias=f32 experts=8 n=256 k=128
+// CHECK: entry gptoss_gate_up op=moe.expert_mlp abi=grouped_matmul.v3 experts=8 n=256 k=256 max_rows=2147483647 offsets=i64 epilogue=swiglu bias=f32 activation=gptoss
+// CHECK: entry gptoss_down op=moe.expert_mlp abi=grouped_matmul.v3 experts=8 n=256 k=128 max_rows=2147483647 offsets=i64 epilogue=store bias=f32 activation=none
 // CHECK: entry gptoss_unpermute op=moe.unpermute abi=unpermute.v2 {{.*}}weighted=1
 // CHECK-NEXT: kernel gptoss_unpermute
 // CHECK: entry gptoss op=moe.layer abi=layer.v1 max_rows=2147483647 route=gptoss_route permute=gptoss_permute gate_up=gptoss_gate_up down=gptoss_down unpermute=gptoss_unpermute

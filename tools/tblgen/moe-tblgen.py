@@ -7,10 +7,23 @@
       them to the pass unchanged: `template <typename Derived> struct
       NAMEPipelineOptions` with one `Option<>` per pass option and
       `getNAMEOptions()` returning the pass's generated options struct.
+  contract-tables --json CONTRACT.json -o ContractTables.h
+      The bundle records by ABI, the plan types and roles and the version of
+      runtime/contract/Contract.td, for the writer and the reader.
+  contract-check --json CONTRACT.json --tables ContractTables.h
+                 --header moe_runtime.h --compiler-header Contract.h
+                 --python moe_runtime.py
+      Exits 1, listing each drift, unless the tables are current and the C
+      header, the compiler's version and the ctypes mirror declare what
+      Contract.td declares.
 """
 import argparse
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import contract  # noqa: E402
 
 
 def cpp_string(text):
@@ -55,15 +68,37 @@ def pipeline_options(records, name, namespace):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('backend', choices=['pipeline-options'])
+    parser.add_argument('backend', choices=['pipeline-options',
+                                            'contract-tables',
+                                            'contract-check'])
     parser.add_argument('--json', required=True)
-    parser.add_argument('--pass', dest='pass_name', required=True)
+    parser.add_argument('--pass', dest='pass_name')
     parser.add_argument('--namespace', default='::mlir::moe')
-    parser.add_argument('-o', dest='output', required=True)
+    parser.add_argument('--tables')
+    parser.add_argument('--header')
+    parser.add_argument('--compiler-header')
+    parser.add_argument('--python')
+    parser.add_argument('-o', dest='output')
     args = parser.parse_args()
     with open(args.json) as f:
         records = json.load(f)
-    text = pipeline_options(records, args.pass_name, args.namespace)
+    if args.backend == 'contract-check':
+        drifts = contract.contract_check(records, args.tables, args.header,
+                                         args.compiler_header, args.python)
+        for drift in drifts:
+            print(f'moe-tblgen: contract drift: {drift}')
+        if drifts:
+            sys.exit(1)
+        print('moe-tblgen: the contract agrees with Contract.td')
+        return
+    if not args.output:
+        sys.exit('moe-tblgen: -o is required')
+    if args.backend == 'contract-tables':
+        text = contract.contract_tables(records)
+    else:
+        if not args.pass_name:
+            sys.exit('moe-tblgen: --pass is required')
+        text = pipeline_options(records, args.pass_name, args.namespace)
     with open(args.output, 'w') as f:
         f.write(text)
 

@@ -8,6 +8,7 @@
 
 #include "LaunchPlan.h"
 
+#include "ContractTables.h"
 #include "PlanExpr.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -392,8 +393,9 @@ PlanBuilder::build(Builder &b, Location loc,
       return internal("argument '" + a.name + "' is not a new name");
     if (a.role == Role::Opt)
       optional.insert(a.name);
-    if (!llvm::is_contained(
-            {"bf16", "f32", "i32", "i64", "e4m3", "e5m2", "e8m0"}, a.dtype) ||
+    // The element types the contract declares (Contract.td).
+    if (!llvm::any_of(::moe::contract::kPlanTypes,
+                      [&](const auto &t) { return a.dtype == t.name; }) ||
         a.align < 1 || !llvm::isPowerOf2_64(a.align))
       return internal("argument '" + a.name + "' has dtype " + a.dtype +
                       ", align " + Twine(a.align));

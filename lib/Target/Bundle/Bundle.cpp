@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MoE/Target/Bundle.h"
+#include "ContractTables.h"
 #include "MoE/Dialect/MoEDialect.h"
 #include "MoE/Target/Contract.h"
 #include "PlanRecords.h"
@@ -17,12 +18,14 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
+namespace contract = ::moe::contract;
 
 /// The bundle layout follows the manifest's contract version.
-static constexpr int64_t kBundleVersion = moe::kRuntimeContractVersion;
+static constexpr int64_t kBundleVersion = mlir::moe::kRuntimeContractVersion;
 
 /// Names travel unquoted on space-separated lines.
 static bool isBundleName(StringRef name) {
@@ -58,11 +61,11 @@ struct ManifestReader {
 };
 } // namespace
 
-/// The ` cluster=N` that ends the kernel line of a record with the optional
-/// key `cluster` (contract §1, §2: the CTAs of the thread-block clusters a
-/// grouped matmul kernel was compiled for), or "" without it, so that
-/// bundles without cluster kernels stay byte-identical. N is the integer 1
-/// or 2, and 2 only for a normal-form (not swap-AB) grouped matmul kernel.
+/// The value of the optional kernel key `cluster` (contract §1, §2: the
+/// CTAs of the thread-block clusters a grouped matmul kernel was compiled
+/// for), or "" without it, so that bundles without cluster kernels have no
+/// such key. It is the integer 1 or 2, and 2 only for a normal-form (not
+/// swap-AB) grouped matmul kernel.
 static FailureOr<std::string> clusterKey(Location loc, StringRef name,
                                          DictionaryAttr kernel, bool gemm,
                                          bool swapAB) {
@@ -82,59 +85,79 @@ static FailureOr<std::string> clusterKey(Location loc, StringRef name,
     return emitError(loc) << "moe-to-bundle: kernel " << name
                           << " has cluster 2 and swap_ab: only the normal "
                              "form runs as a cluster of 2 CTAs";
-  return " cluster=" + std::to_string(value.getInt());
+  return std::to_string(value.getInt());
 }
 
-/// Writes the `kernel` line of one manifest kernel of `entry`.
+/// Writes `values` as the keys of `record` in its order (the contract's,
+/// runtime/contract/Contract.td), leaving out an optional key without a
+/// value; a required one without a value is an error.
+static LogicalResult writeKeys(Location loc, StringRef what,
+                               const contract::RecordSchema &record,
+                               const llvm::StringMap<std::string> &values,
+                               llvm::raw_ostream &os) {
+  for (const contract::KeySchema &key :
+       llvm::ArrayRef(record.keys, record.numKeys)) {
+    auto value = values.find(key.name);
+    if (value == values.end()) {
+      if (key.optional)
+        continue;
+      return emitError(loc)
+             << "moe-to-bundle: " << what << " lacks '" << key.name << "'";
+    }
+    os << " " << key.name << "=" << value->second;
+  }
+  os << "\n";
+  return success();
+}
+
+/// Writes the `kernel` line of one manifest kernel of `entry`, whose ABI
+/// has kernels of `record`.
 static LogicalResult writeKernel(Location loc, StringRef entry,
                                  DictionaryAttr kernel, bool gemm,
+                                 const contract::RecordSchema &record,
                                  const llvm::StringSet<> &images,
                                  llvm::raw_ostream &os) {
   ManifestReader r{loc, kernel, "a kernel of entry " + entry.str()};
-  if (!gemm) {
-    // Routing and combine kernels: no row ranges or tiles.
-    FailureOr<StringRef> name = r.name("name"), image = r.name("module");
-    FailureOr<int64_t> threads = r.integer("threads"),
-                       smem = r.integer("dynamic_shared_bytes");
-    if (failed(name) || failed(image) || failed(threads) || failed(smem))
-      return failure();
-    if (!images.contains(*image))
-      return emitError(loc)
-             << "moe-to-bundle: kernel " << *name << " is in gpu.binary @"
-             << *image << ", which the module does not have";
-    if (failed(clusterKey(loc, *name, kernel, /*gemm=*/false, false)))
-      return failure();
-    os << "kernel " << entry << " " << *name << " image=" << *image
-       << " threads=" << *threads << " smem=" << *smem << "\n";
-    return success();
-  }
   FailureOr<StringRef> name = r.name("name"), image = r.name("module");
-  FailureOr<int64_t> rowsMin = r.integer("rows_min"),
-                     rowsMax = r.integer("rows_max"),
-                     threads = r.integer("threads"),
+  FailureOr<int64_t> threads = r.integer("threads"),
                      smem = r.integer("dynamic_shared_bytes");
-  auto tile = dyn_cast_or_null<DenseI64ArrayAttr>(kernel.get("tile"));
-  auto swapAB = dyn_cast_or_null<BoolAttr>(kernel.get("swap_ab"));
-  if (failed(name) || failed(image) || failed(rowsMin) || failed(rowsMax) ||
-      failed(threads) || failed(smem))
+  if (failed(name) || failed(image) || failed(threads) || failed(smem))
     return failure();
-  if (!tile || tile.size() != 4 || !swapAB)
-    return emitError(loc) << "moe-to-bundle: kernel " << *name
-                          << " lacks its tile or swap_ab";
   if (!images.contains(*image))
     return emitError(loc) << "moe-to-bundle: kernel " << *name
                           << " is in gpu.binary @" << *image
                           << ", which the module does not have";
-  FailureOr<std::string> cluster =
-      clusterKey(loc, *name, kernel, /*gemm=*/true, swapAB.getValue());
+  llvm::StringMap<std::string> values;
+  values["image"] = image->str();
+  values["threads"] = std::to_string(*threads);
+  values["smem"] = std::to_string(*smem);
+  bool swapAB = false;
+  if (gemm) {
+    // Grouped matmuls: the rows the kernel serves and its tile.
+    FailureOr<int64_t> rowsMin = r.integer("rows_min"),
+                       rowsMax = r.integer("rows_max");
+    auto tile = dyn_cast_or_null<DenseI64ArrayAttr>(kernel.get("tile"));
+    auto swap = dyn_cast_or_null<BoolAttr>(kernel.get("swap_ab"));
+    if (failed(rowsMin) || failed(rowsMax))
+      return failure();
+    if (!tile || tile.size() != 4 || !swap)
+      return emitError(loc) << "moe-to-bundle: kernel " << *name
+                            << " lacks its tile or swap_ab";
+    swapAB = swap.getValue();
+    values["rows_min"] = std::to_string(*rowsMin);
+    values["rows_max"] = std::to_string(*rowsMax);
+    const char *tileKeys[] = {"tile_m", "tile_n", "tile_k", "stages"};
+    for (int i = 0; i < 4; ++i)
+      values[tileKeys[i]] = std::to_string(tile[i]);
+    values["swap_ab"] = swapAB ? "1" : "0";
+  }
+  FailureOr<std::string> cluster = clusterKey(loc, *name, kernel, gemm, swapAB);
   if (failed(cluster))
     return failure();
-  os << "kernel " << entry << " " << *name << " image=" << *image
-     << " rows_min=" << *rowsMin << " rows_max=" << *rowsMax
-     << " threads=" << *threads << " smem=" << *smem << " tile_m=" << tile[0]
-     << " tile_n=" << tile[1] << " tile_k=" << tile[2] << " stages=" << tile[3]
-     << " swap_ab=" << (swapAB.getValue() ? 1 : 0) << *cluster << "\n";
-  return success();
+  if (!cluster->empty())
+    values["cluster"] = *cluster;
+  os << "kernel " << entry << " " << *name;
+  return writeKeys(loc, "kernel " + name->str(), record, values, os);
 }
 
 LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
@@ -191,169 +214,76 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
       return emitError(loc) << "moe-to-bundle: manifest entry " << attr
                             << " is not a dictionary";
     ManifestReader r{loc, entry, "a manifest entry"};
-    FailureOr<StringRef> name = r.name("name"), op = r.name("op"),
-                         abi = r.name("abi");
-    FailureOr<int64_t> maxRows = r.integer("max_rows");
+    FailureOr<StringRef> name = r.name("name"), abi = r.name("abi");
     auto kernels = dyn_cast_or_null<ArrayAttr>(entry.get("kernels"));
-    if (failed(name) || failed(op) || failed(abi) || failed(maxRows))
+    if (failed(name) || failed(abi))
       return failure();
+    const contract::AbiSchema *schema = contract::findAbi(*abi);
+    if (!schema)
+      return emitError(loc) << "moe-to-bundle: entry " << *name
+                            << " has unknown ABI '" << *abi << "'";
     // A layer launches its parts' kernels: it has none of its own.
-    bool fp8Layer = *abi == "layer_fp8.v1";
-    bool layer = fp8Layer || *abi == "layer.v1";
+    bool layer = schema->kernel.numKeys == 0;
     if (!kernels || (kernels.empty() != layer))
       return emitError(loc)
              << "moe-to-bundle: entry " << *name
              << (layer ? " (a layer) has kernels" : " lacks its kernels");
     if (!entryNames.insert(*name).second)
       return emitError(loc) << "moe-to-bundle: two entries named " << *name;
-    // The keys after max_rows depend on the ABI (docs/runtime-contract.md).
-    auto typeName = [&](StringRef key) -> FailureOr<std::string> {
-      auto type = dyn_cast_or_null<TypeAttr>(entry.get(key));
-      if (!type || !type.getValue().isIntOrFloat())
-        return emitError(loc) << "moe-to-bundle: entry " << *name
-                              << " lacks its '" << key << "' type";
-      Type t = type.getValue();
-      return (t.isInteger() ? "i"
-              : t.isBF16()  ? "bf"
-                            : "f") +
-             std::to_string(t.getIntOrFloatBitWidth());
-    };
-    auto flag = [&](StringRef key) -> FailureOr<int> {
-      auto attr = dyn_cast_or_null<BoolAttr>(entry.get(key));
-      if (!attr)
-        return emitError(loc) << "moe-to-bundle: entry " << *name
-                              << " lacks boolean '" << key << "'";
-      return attr.getValue() ? 1 : 0;
-    };
-    bool fp8 = *abi == "grouped_matmul_fp8.v1";
-    bool gemm = fp8 || *abi == "grouped_matmul.v3";
-    bodyStream << "entry " << *name << " op=" << *op << " abi=" << *abi;
-    if (fp8) {
-      FailureOr<StringRef> format = r.name("format");
-      if (failed(format))
-        return failure();
-      bodyStream << " format=" << *format;
-      // An FP8 output (a gate-up quantizing its activation): bf16 if absent.
-      if (entry.get("out")) {
-        FailureOr<StringRef> out = r.name("out");
-        if (failed(out))
+    // The entry's keys, spelled by their kind (contract §2).
+    llvm::StringMap<std::string> values;
+    for (const contract::KeySchema &key :
+         llvm::ArrayRef(schema->entry.keys, schema->entry.numKeys)) {
+      Attribute attr = entry.get(key.name);
+      if (!attr && key.optional)
+        continue;
+      switch (key.kind) {
+      case contract::KeyKind::Int: {
+        FailureOr<int64_t> value = r.integer(key.name);
+        if (failed(value))
           return failure();
-        bodyStream << " out=" << *out;
+        values[key.name] = std::to_string(*value);
+        break;
+      }
+      case contract::KeyKind::Name: {
+        FailureOr<StringRef> value = r.name(key.name);
+        if (failed(value))
+          return failure();
+        values[key.name] = value->str();
+        break;
+      }
+      case contract::KeyKind::Type: {
+        auto type = dyn_cast_or_null<TypeAttr>(attr);
+        if (!type || !type.getValue().isIntOrFloat())
+          return emitError(loc) << "moe-to-bundle: entry " << *name
+                                << " lacks its '" << key.name << "' type";
+        Type t = type.getValue();
+        values[key.name] = (t.isInteger() ? "i"
+                            : t.isBF16()  ? "bf"
+                                          : "f") +
+                           std::to_string(t.getIntOrFloatBitWidth());
+        break;
+      }
+      case contract::KeyKind::Flag: {
+        auto flag = dyn_cast_or_null<BoolAttr>(attr);
+        if (!flag)
+          return emitError(loc) << "moe-to-bundle: entry " << *name
+                                << " lacks boolean '" << key.name << "'";
+        values[key.name] = flag.getValue() ? "1" : "0";
+        break;
+      }
       }
     }
-    if (gemm) {
-      FailureOr<StringRef> epilogue = r.name("epilogue"),
-                           activation = r.name("activation"),
-                           bias = r.name("bias");
-      FailureOr<int64_t> experts = r.integer("experts"), n = r.integer("n"),
-                         k = r.integer("k");
-      FailureOr<std::string> offsets = typeName("offsets");
-      if (failed(epilogue) || failed(activation) || failed(bias) ||
-          failed(experts) || failed(n) || failed(k) || failed(offsets))
-        return failure();
-      bodyStream << " epilogue=" << *epilogue << " activation=" << *activation
-                 << " bias=" << *bias << " experts=" << *experts << " n=" << *n
-                 << " k=" << *k << " max_rows=" << *maxRows
-                 << " offsets=" << *offsets << "\n";
-    } else if (*abi == "route.v1") {
-      FailureOr<int64_t> experts = r.integer("experts"),
-                         topK = r.integer("top_k");
-      FailureOr<std::string> logits = typeName("logits");
-      FailureOr<int> bias = flag("bias");
-      if (failed(experts) || failed(topK) || failed(logits) || failed(bias))
-        return failure();
-      bodyStream << " max_rows=" << *maxRows << " experts=" << *experts
-                 << " top_k=" << *topK << " logits=" << *logits
-                 << " bias=" << *bias << "\n";
-    } else if (*abi == "unpermute.v2") {
-      FailureOr<int64_t> hidden = r.integer("hidden"),
-                         topK = r.integer("top_k");
-      FailureOr<std::string> slots = typeName("slots");
-      FailureOr<int> weighted = flag("weighted");
-      if (failed(hidden) || failed(topK) || failed(slots) || failed(weighted))
-        return failure();
-      bodyStream << " max_rows=" << *maxRows << " hidden=" << *hidden
-                 << " top_k=" << *topK << " slots=" << *slots
-                 << " weighted=" << *weighted << "\n";
-    } else if (*abi == "permute.v2") {
-      FailureOr<int64_t> experts = r.integer("experts"),
-                         topK = r.integer("top_k"),
-                         hidden = r.integer("hidden"),
-                         chunk = r.integer("chunk");
-      FailureOr<std::string> offsets = typeName("offsets");
-      if (failed(experts) || failed(topK) || failed(hidden) ||
-          failed(offsets) || failed(chunk))
-        return failure();
-      bodyStream << " max_rows=" << *maxRows << " experts=" << *experts
-                 << " top_k=" << *topK << " hidden=" << *hidden
-                 << " offsets=" << *offsets << " chunk=" << *chunk;
-      // Rows the gather quantizes: bf16 if absent.
-      if (entry.get("out")) {
-        FailureOr<StringRef> out = r.name("out");
-        if (failed(out))
-          return failure();
-        bodyStream << " out=" << *out;
-      }
-      // The index kernel counts a single chunk itself: 0 if absent.
-      if (entry.get("index_counts")) {
-        FailureOr<int> indexCounts = flag("index_counts");
-        if (failed(indexCounts))
-          return failure();
-        bodyStream << " index_counts=" << *indexCounts;
-      }
-      // From this many tokens on, the fourth kernel (the scatter) runs
-      // instead of the gather: no scatter kernel if absent.
-      if (entry.get("scatter_from")) {
-        FailureOr<int64_t> scatterFrom = r.integer("scatter_from");
-        if (failed(scatterFrom))
-          return failure();
-        bodyStream << " scatter_from=" << *scatterFrom;
-      }
-      bodyStream << "\n";
-    } else if (*abi == "quantize.v1") {
-      FailureOr<StringRef> element = r.name("element"), scale = r.name("scale");
-      FailureOr<std::string> input = typeName("input");
-      FailureOr<int64_t> blockRows = r.integer("block_rows"),
-                         blockCols = r.integer("block_cols"),
-                         rank = r.integer("rank"), batch = r.integer("batch"),
-                         rows = r.integer("rows"), cols = r.integer("cols");
-      if (failed(element) || failed(scale) || failed(input) ||
-          failed(blockRows) || failed(blockCols) || failed(rank) ||
-          failed(batch) || failed(rows) || failed(cols))
-        return failure();
-      bodyStream << " max_rows=" << *maxRows << " element=" << *element
-                 << " scale=" << *scale << " input=" << *input
-                 << " block_rows=" << *blockRows << " block_cols=" << *blockCols
-                 << " rank=" << *rank << " batch=" << *batch
-                 << " rows=" << *rows << " cols=" << *cols << "\n";
-    } else if (layer) {
-      bodyStream << " max_rows=" << *maxRows;
-      SmallVector<StringRef, 7> parts =
-          fp8Layer ? SmallVector<StringRef, 7>{"route",        "permute",
-                                               "quantize",     "gate_up",
-                                               "intermediate", "down",
-                                               "unpermute"}
-                   : SmallVector<StringRef, 7>{"route", "permute", "gate_up",
-                                               "down", "unpermute"};
-      for (StringRef part : parts) {
-        // The quantize kernels are parts only when the gather and the
-        // gate-up do not quantize the rows themselves.
-        if ((part == "quantize" || part == "intermediate") && !entry.get(part))
-          continue;
-        FailureOr<StringRef> partName = r.name(part);
-        if (failed(partName))
-          return failure();
-        bodyStream << " " << part << "=" << *partName;
-      }
-      bodyStream << "\n";
-    } else {
-      return emitError(loc) << "moe-to-bundle: entry " << *name
-                            << " has unknown ABI '" << *abi << "'";
-    }
+    bodyStream << "entry " << *name;
+    if (failed(writeKeys(loc, "entry " + name->str(), schema->entry, values,
+                         bodyStream)))
+      return failure();
+    bool gemm = schema == &contract::kGroupedMatmulAbi ||
+                schema == &contract::kGroupedMatmulFp8Abi;
     for (Attribute kernel : kernels) {
       auto dict = dyn_cast<DictionaryAttr>(kernel);
-      if (!dict ||
-          failed(writeKernel(loc, *name, dict, gemm, imageNames, bodyStream)))
+      if (!dict || failed(writeKernel(loc, *name, dict, gemm, schema->kernel,
+                                      imageNames, bodyStream)))
         return failure();
     }
     if (failed(writePlanRecords(loc, *name, entry, bodyStream)))
