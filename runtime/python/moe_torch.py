@@ -6,10 +6,11 @@
     y = layer(hidden_states)                                        # [..., H]
 
 `MoELayer.from_hf(block)` reads the block's routing configuration and
-expert weights, writes the layer in the moe dialect for exactly that
-configuration (`LayerSpec.mlir()`, the form of test/device/layer_models.mlir),
-compiles it with `moe-opt --moe-gpu-pipeline` and `moe-translate
---moe-to-bundle` into a bundle cached on disk (`compile_layer`), and keeps
+expert weights, has the compiler build the layer in the moe dialect for
+exactly that configuration (`moe-opt --moe-build-layer` with the options of
+`LayerSpec.options()`: no MLIR is written here), compiles it with `moe-opt
+--moe-gpu-pipeline` and `moe-translate --moe-to-bundle` into a bundle cached
+on disk (`compile_layer`), and keeps
 the expert weights packed in the runtime's layout. Its forward computes the
 router logits with the block's own router weights, then runs route,
 permutation, fused expert MLPs and the weighted combine in one runtime call
@@ -57,7 +58,7 @@ __all__ = ["BLOCK_CLASSES", "ENTRY", "LayerSpec", "MoELayer", "MoERuntimeError",
 ENTRY = "moe_layer"
 #: The moe-opt pipeline every layer is compiled with (part of the cache key).
 PIPELINE = "--moe-gpu-pipeline"
-_CACHE_FORMAT = "moe_torch cache 1"
+_CACHE_FORMAT = "moe_torch cache 2"
 
 #: Hugging Face block class -> the model_type of its config.
 BLOCK_CLASSES = {
@@ -164,78 +165,39 @@ class LayerSpec:
             raise ValueError(f"LayerSpec.activation = {self.activation!r}: "
                              "expected 'silu' or 'gptoss'")
 
-    def mlir(self) -> str:
-        """The layer as a moe-dialect function @moe_layer for any token
-        count: route -> permute -> expert_mlp -> weighted unpermute, which
+    def options(self) -> str:
+        """The layer as the options of moe-opt's --moe-build-layer, which
+        adds the moe-dialect function @moe_layer for any token count (route
+        -> permute -> expert_mlp -> weighted unpermute) that
         --moe-gpu-pipeline (--moe-fuse-layer) compiles to one layer.v1
-        entry. Deterministic: the cache key is its hash."""
-        H, I, E, k = self.hidden, self.intermediate, self.experts, self.top_k
-        x = f"tensor<?x{H}xbf16>"
-        logits = f"tensor<?x{E}x{self.logits}>"
-        bias = f"tensor<{E}xf32>"
-        w13 = f"tensor<{E}x{2 * I}x{H}xbf16>"
-        w2 = f"tensor<{E}x{H}x{I}xbf16>"
-        b13 = f"tensor<{E}x{2 * I}xbf16>"
-        b2 = f"tensor<{E}x{H}xf32>"
-        ids, weights = f"tensor<?x{k}xi32>", f"tensor<?x{k}xf32>"
-        offsets, slots = f"tensor<{E + 1}xi64>", f"tensor<?x{k}xi64>"
-        params = [f"%x: {x}", f"%logits: {logits}"]
-        if self.score_bias:
-            params.append(f"%bias: {bias}")
-        params.append(f"%w13: {w13}")
-        if self.expert_bias:
-            params.append(f"%b13: {b13}")
-        params.append(f"%w2: {w2}")
-        if self.expert_bias:
-            params.append(f"%b2: {b2}")
-        route = f"moe.route {self.routing} %logits"
-        route_types = [logits]
-        if self.score_bias:
-            route += " bias %bias"
-            route_types.append(bias)
-        route += f" top {k}"
-        if self.groups:
-            route += f" groups {self.groups} select {self.select_groups}"
+        entry: the compiler builds the IR, not this module. Deterministic:
+        the cache key is its hash."""
+        words = [f"name={ENTRY}", f"hidden={self.hidden}",
+                 f"intermediate={self.intermediate}",
+                 f"experts={self.experts}", f"top-k={self.top_k}",
+                 f"routing={self.routing}", f"logits={self.logits}",
+                 f"activation={self.activation}"]
         if self.renormalize:
-            route += " renormalize"
+            words.append("renormalize=true")
+        if self.groups:
+            words += [f"groups={self.groups}",
+                      f"select-groups={self.select_groups}"]
         if self.scale != 1.0:
-            route += f" scale {_mlir_float(self.scale)}"
-        mlp = f"moe.expert_mlp {self.activation} %rows, %offsets, %w13, %w2"
-        mlp_types = [x, offsets, w13, w2]
-        if self.expert_bias:
-            mlp += " gate_up_bias %b13 down_bias %b2"
-            mlp_types += [b13, b2]
+            words.append(f"scale={float(self.scale)!r}")
+        if self.score_bias:
+            words.append("score-bias=true")
         if self.activation == "gptoss":
-            mlp += (f" alpha {_mlir_float(self.alpha)}"
-                    f" limit {_mlir_float(self.limit)}")
-        return (
-            f"// {self}\n"
-            f"func.func @{ENTRY}({', '.join(params)}) -> {x} {{\n"
-            f"  %ids, %w = {route}\n"
-            f"      : ({', '.join(route_types)}) -> ({ids}, {weights})\n"
-            f"  %rows, %offsets, %slots = moe.permute %x, %ids\n"
-            f"      : ({x}, {ids}) -> ({x}, {offsets}, {slots})\n"
-            f"  %y = {mlp}\n"
-            f"      : ({', '.join(mlp_types)}) -> {x}\n"
-            f"  %out = moe.unpermute %y, %slots weights %w\n"
-            f"      : ({x}, {slots}, {weights}) -> {x}\n"
-            f"  return %out : {x}\n"
-            f"}}\n")
+            words += [f"alpha={float(self.alpha)!r}",
+                      f"limit={float(self.limit)!r}"]
+        if self.expert_bias:
+            words.append("expert-bias=true")
+        return " ".join(words)
 
     def key(self) -> str:
-        """The cache directory name of this layer: a hash of its MLIR text
-        and the pipeline (the compiler's identity names the bundle in it)."""
-        text = f"{_CACHE_FORMAT}\n{PIPELINE}\n{self.mlir()}"
+        """The cache directory name of this layer: a hash of its options and
+        the pipeline (the compiler's identity names the bundle in it)."""
+        text = f"{_CACHE_FORMAT}\n{PIPELINE}\n{self.options()}"
         return hashlib.sha256(text.encode()).hexdigest()[:24]
-
-
-def _mlir_float(value: float) -> str:
-    """`value` as an MLIR float literal (which needs a '.': 1.0, 1.5e-05)."""
-    text = repr(float(value))
-    mantissa, _, exponent = text.partition("e")
-    if "." not in mantissa:
-        mantissa += ".0"
-    return mantissa + ("e" + exponent if exponent else "")
 
 
 def _family_spec(model_type: str, *, hidden: int, intermediate: int,
@@ -405,11 +367,16 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
         return bundle
     os.makedirs(layer_dir, exist_ok=True)
     source = os.path.join(layer_dir, "layer.mlir")
-    _write_atomically(source, spec.mlir().encode())
     with tempfile.TemporaryDirectory(dir=layer_dir) as scratch:
+        empty = os.path.join(scratch, "empty.mlir")
+        open(empty, "w").close()
+        built_source = os.path.join(scratch, "layer.mlir")
         lowered = os.path.join(scratch, "layer.gpu.mlir")
         built = os.path.join(scratch, "layer.moebundle")
-        for command in ([tools[0], source, PIPELINE, "-o", lowered],
+        for command in ([tools[0], empty,
+                         f"--moe-build-layer={spec.options()}", "-o",
+                         built_source],
+                        [tools[0], built_source, PIPELINE, "-o", lowered],
                         [tools[1], "--moe-to-bundle", lowered, "-o", built]):
             result = subprocess.run(command, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT)
@@ -417,18 +384,12 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
                 output = result.stdout.decode("utf-8", "replace").strip()
                 raise MoERuntimeError(
                     "COMPILE_ERROR", f"{os.path.basename(command[0])} failed "
-                    f"(exit {result.returncode}) on {source}: "
+                    f"(exit {result.returncode}) on the layer {spec}: "
                     f"{output[-4000:] or 'no output'} (moe-opt runs ptxas "
                     "from $PATH or $CUDA_ROOT/bin)")
+        os.replace(built_source, source)  # the layer as the compiler built it
         os.replace(built, bundle)  # atomic: concurrent compiles are safe
     return bundle
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    handle, scratch = tempfile.mkstemp(dir=os.path.dirname(path))
-    with os.fdopen(handle, "wb") as f:
-        f.write(data)
-    os.replace(scratch, path)
 
 
 def _main(argv=None) -> int:
@@ -441,13 +402,14 @@ def _main(argv=None) -> int:
                         "~/.cache/moe-mlir")
     parser.add_argument("--compiler", help="directory with moe-opt and "
                         "moe-translate (default: $MOE_MLIR_BIN or $PATH)")
-    parser.add_argument("--mlir", action="store_true",
-                        help="print the layers' MLIR instead")
+    parser.add_argument("--options", action="store_true",
+                        help="print the layers' --moe-build-layer options "
+                        "instead")
     args = parser.parse_args(argv)
     for path in args.configs:
         with open(path) as f:
             spec = spec_from_config(json.load(f))
-        print(spec.mlir() if args.mlir else compile_layer(
+        print(spec.options() if args.options else compile_layer(
             spec, cache_dir=args.cache_dir, compiler=args.compiler))
     return 0
 

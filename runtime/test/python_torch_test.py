@@ -104,50 +104,55 @@ CONFIGS = {
                     intermediate_size=2880, num_local_experts=128,
                     num_experts_per_tok=4),
 }
-# The route and expert-MLP lines each should compile to.
+# The --moe-build-layer options of each (the semantics of its config), and
+# the route and expert-MLP lines the compiler then builds.
+L = "name=moe_layer "
+OPTIONS = {
+    "mixtral": L + "hidden=4096 intermediate=14336 experts=8 top-k=2 "
+               "routing=softmax_topk logits=bf16 activation=silu renormalize=true",
+    "qwen3_moe": L + "hidden=2048 intermediate=768 experts=128 top-k=8 "
+                 "routing=softmax_topk logits=bf16 activation=silu renormalize=true",
+    "olmoe": L + "hidden=2048 intermediate=1024 experts=64 top-k=8 "
+             "routing=softmax_topk logits=bf16 activation=silu",
+    "deepseek_v3": L + "hidden=7168 intermediate=2048 experts=256 top-k=8 "
+                   "routing=sigmoid_topk logits=f32 activation=silu renormalize=true "
+                   "groups=8 select-groups=4 scale=2.5 score-bias=true",
+    "gpt_oss": L + "hidden=2880 intermediate=2880 experts=128 top-k=4 "
+               "routing=topk_softmax logits=bf16 activation=gptoss alpha=1.702 "
+               "limit=7.0 expert-bias=true",
+}
 ROUTES = {
-    "mixtral": "moe.route softmax_topk %logits top 2 renormalize\n"
-               "      : (tensor<?x8xbf16>)",
-    "qwen3_moe": "moe.route softmax_topk %logits top 8 renormalize\n"
-                 "      : (tensor<?x128xbf16>)",
-    "olmoe": "moe.route softmax_topk %logits top 8\n"
-             "      : (tensor<?x64xbf16>)",
-    "deepseek_v3": "moe.route sigmoid_topk %logits bias %bias top 8 groups 8 "
-                   "select 4 renormalize scale 2.5\n"
-                   "      : (tensor<?x256xf32>, tensor<256xf32>)",
-    "gpt_oss": "moe.route topk_softmax %logits top 4\n"
-               "      : (tensor<?x128xbf16>)",
+    "mixtral": "moe.route softmax_topk %arg1 top 2 renormalize : (tensor<?x8xbf16>)",
+    "qwen3_moe": "moe.route softmax_topk %arg1 top 8 renormalize : (tensor<?x128xbf16>)",
+    "olmoe": "moe.route softmax_topk %arg1 top 8 : (tensor<?x64xbf16>)",
+    "deepseek_v3": "moe.route sigmoid_topk %arg1 bias %arg2 top 8 groups 8 select 4 "
+                   "renormalize scale 2.500000e+00 : (tensor<?x256xf32>, tensor<256xf32>)",
+    "gpt_oss": "moe.route topk_softmax %arg1 top 4 : (tensor<?x128xbf16>)",
 }
 MLPS = {
-    "mixtral": "moe.expert_mlp silu %rows, %offsets, %w13, %w2\n",
-    "gpt_oss": "moe.expert_mlp gptoss %rows, %offsets, %w13, %w2 gate_up_bias "
-               "%b13 down_bias %b2 alpha 1.702 limit 7.0\n",
+    "mixtral": "moe.expert_mlp silu %rows, %offsets, %arg2, %arg3 :",
+    "deepseek_v3": "moe.expert_mlp silu %rows, %offsets, %arg3, %arg4 :",
+    "gpt_oss": "moe.expert_mlp gptoss %rows, %offsets, %arg2, %arg4 gate_up_bias "
+               "%arg3 down_bias %arg5 alpha 1.702000e+00 limit 7.000000e+00 :",
 }
 
 specs = {name: moe_torch.spec_from_config(c) for name, c in CONFIGS.items()}
 for name, spec in specs.items():
-    text = spec.mlir()
-    check(ROUTES[name] in text, f"{name}: route not in\n{text}")
-    check(MLPS.get(name, MLPS["mixtral"]) in text, f"{name}: mlp not in\n{text}")
-    check(text == spec.mlir() and spec.key() == moe_torch.spec_from_config(
-        dict(CONFIGS[name])).key(), f"{name}: deterministic")
+    check(spec.options() == OPTIONS[name],
+          f"{name}: options {spec.options()!r}")
+    check(spec.key() == moe_torch.spec_from_config(dict(CONFIGS[name])).key(),
+          f"{name}: deterministic")
     # A config object (as transformers passes) gives the same spec.
     check(moe_torch.spec_from_config(types.SimpleNamespace(**CONFIGS[name]))
           == spec, f"{name}: config object")
 check(len({spec.key() for spec in specs.values()}) == 5, "distinct keys")
 check(specs["deepseek_v3"].logits == "f32" and specs["gpt_oss"].expert_bias,
       "DeepSeek-V3 float32 logits, GPT-OSS biases")
-check("func.func @moe_layer(%x: tensor<?x2880xbf16>, %logits: "
-      "tensor<?x128xbf16>, %w13: tensor<128x5760x2880xbf16>, %b13: "
-      "tensor<128x5760xbf16>, %w2: tensor<128x2880x2880xbf16>, %b2: "
-      "tensor<128x2880xf32>)" in specs["gpt_oss"].mlir(), "GPT-OSS signature")
 # All groups selected is no group limit; 1.0 is no scale.
 ungrouped = moe_torch.spec_from_config(dict(CONFIGS["deepseek_v3"], topk_group=8,
                                             routed_scaling_factor=1.0))
-check(ungrouped.groups == 0 and " groups " not in ungrouped.mlir()
-      and " scale " not in ungrouped.mlir(), f"ungrouped {ungrouped}")
-check([moe_torch._mlir_float(v) for v in (2.5, 1.0, 3, 1e-05, 2.5e20)] ==
-      ["2.5", "1.0", "3.0", "1.0e-05", "2.5e+20"], "MLIR float literals")
+check(ungrouped.groups == 0 and " groups=" not in ungrouped.options()
+      and " scale=" not in ungrouped.options(), f"ungrouped {ungrouped}")
 
 # The spec's and config's checks, by message.
 base = dict(hidden=64, intermediate=32, experts=8, top_k=2,
@@ -209,12 +214,15 @@ with tempfile.TemporaryDirectory() as scratch:
                 spec, cache_dir=cache, compiler=wrapper), specs.values()))
 
     paths = compile_all()
-    check(runs() == 10, f"5 layers compiled with 2 runs each, got {runs()}")
+    check(runs() == 15, f"5 layers compiled with 3 runs each, got {runs()}")
     for (name, spec), path in zip(specs.items(), paths):
         check(path.startswith(os.path.join(cache, spec.key())) and
               path.endswith(".moebundle"), f"{name}: bundle path {path}")
         with open(os.path.join(cache, spec.key(), "layer.mlir")) as f:
-            check(f.read() == spec.mlir(), f"{name}: layer.mlir")
+            text = f.read()
+        check(ROUTES[name] in text, f"{name}: route not in\n{text}")
+        check(MLPS.get(name, MLPS["mixtral"]) in text,
+              f"{name}: mlp not in\n{text}")
         bundle = Bundle(path)
         layer = bundle.entry(moe_torch.ENTRY)
         route, gate_up, down = (bundle.entry(layer.route),
@@ -234,7 +242,7 @@ with tempfile.TemporaryDirectory() as scratch:
         bundle.close()
 
     # Cache hits: the same paths, the compiler not run.
-    check(compile_all() == paths and runs() == 10, "second compile: cache hit")
+    check(compile_all() == paths and runs() == 15, "second compile: cache hit")
     config_path = os.path.join(scratch, "config.json")
     with open(config_path, "w") as f:
         json.dump(CONFIGS["olmoe"], f)
@@ -242,10 +250,10 @@ with tempfile.TemporaryDirectory() as scratch:
                           config_path, "--cache-dir", cache, "--compiler", wrapper],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     check(cli.returncode == 0 and cli.stdout.decode().strip() == paths[2]
-          and runs() == 10, f"command line: {cli.stdout.decode()}")
+          and runs() == 15, f"command line: {cli.stdout.decode()}")
     cli = subprocess.run([sys.executable, os.path.join(PYTHON_DIR, "moe_torch.py"),
-                          config_path, "--mlir"], stdout=subprocess.PIPE)
-    check(cli.stdout.decode() == specs["olmoe"].mlir() + "\n", "command line --mlir")
+                          config_path, "--options"], stdout=subprocess.PIPE)
+    check(cli.stdout.decode() == OPTIONS["olmoe"] + "\n", "command line --options")
 
     # No compiler: the cache serves the bundle; an empty cache says what to do.
     with environment(PATH="/usr/bin:/bin", MOE_MLIR_BIN=None):
@@ -274,7 +282,7 @@ with tempfile.TemporaryDirectory() as scratch:
         with environment(PATH=wrapper + ":/usr/bin:/bin"):
             check(moe_torch.find_compiler() is not None, "compiler on PATH")
 
-    # A compiler that fails: its message, and the input it failed on.
+    # A compiler that fails: its message, and the layer it failed on.
     broken = os.path.join(scratch, "broken")
     os.mkdir(broken)
     for tool in ("moe-opt", "moe-translate"):
@@ -284,9 +292,9 @@ with tempfile.TemporaryDirectory() as scratch:
         os.chmod(path, 0o755)
     expect(lambda: moe_torch.compile_layer(specs["mixtral"], cache_dir=cache,
                                            compiler=broken),
-           MoERuntimeError, "moe-opt failed (exit 3) on "
-           f"{os.path.join(cache, specs['mixtral'].key(), 'layer.mlir')}: "
-           "error: ptxas not found", status="COMPILE_ERROR")
+           MoERuntimeError, "moe-opt failed (exit 3) on the layer "
+           f"{specs['mixtral']}: error: ptxas not found",
+           status="COMPILE_ERROR")
     check(not [p for p in os.listdir(os.path.join(cache, specs["mixtral"].key()))
                if p.startswith("tmp")], "no scratch left after a failed compile")
 

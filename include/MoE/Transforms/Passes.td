@@ -274,4 +274,70 @@ def MoEFuseLayer : Pass<"moe-fuse-layer"> {
   let dependentDialects = ["::mlir::moe::MoEDialect"];
 }
 
+def MoEBuildLayer : Pass<"moe-build-layer", "::mlir::ModuleOp"> {
+  let summary = "Add a MoE layer function described by its sizes, routing "
+                "and activation";
+  let description = [{
+    A frontend's way in: instead of printing MLIR, it names the layer's
+    parameters as options and this pass adds to the module the function
+
+    ```mlir
+    func.func @<name>(%x: tensor<?xHxbf16>, %logits: tensor<?xExL>,
+        [%bias: tensor<Exf32>,] %w13: tensor<Ex2IxHxbf16>,
+        [%b13: tensor<Ex2Ixbf16>,] %w2: tensor<ExHxIxbf16>,
+        [%b2: tensor<ExHxf32>,] [%s13: tensor<2IsxHxbf16>,
+        %s2: tensor<HxIsxbf16>, [%sg: tensor<1xHxbf16>]]) -> tensor<?xHxbf16> {
+      %ids, %w = moe.route <routing> %logits [bias %bias] top k
+          [groups G select Gk] [renormalize] [scale s]
+      %rows, %offsets, %slots = moe.permute %x, %ids
+      %y = moe.expert_mlp <activation> %rows, %offsets, %w13, %w2
+          [gate_up_bias %b13 down_bias %b2] [alpha a limit l]
+      [%s = moe.shared_mlp silu %x, %s13, %s2 [gate %sg]]
+      %out = moe.unpermute %y, %slots weights %w [shared %s]
+      return %out
+    }
+    ```
+
+    for any token count (L is the logits' element type). The built ops are
+    verified: options no layer can have (k above E, groups that do not
+    divide E, ...) are errors naming the op's rule. `runtime/python/moe_torch.py`
+    compiles Hugging Face blocks this way.
+  }];
+  let options = [
+    Option<"name", "name", "std::string", "\"moe_layer\"",
+           "The function's name">,
+    Option<"hidden", "hidden", "int64_t", "0", "H, the tokens' width">,
+    Option<"intermediate", "intermediate", "int64_t", "0",
+           "I, each expert's width">,
+    Option<"experts", "experts", "int64_t", "0", "E, the routed experts">,
+    Option<"topK", "top-k", "int64_t", "0", "k, the experts per token">,
+    Option<"routing", "routing", "std::string", "\"softmax_topk\"",
+           "softmax_topk, topk_softmax or sigmoid_topk (moe.route)">,
+    Option<"renormalize", "renormalize", "bool", "false",
+           "Divide the k weights by their sum">,
+    Option<"groups", "groups", "int64_t", "0",
+           "Group-limited top-k: the groups of experts (0: none)">,
+    Option<"selectGroups", "select-groups", "int64_t", "0",
+           "Group-limited top-k: the groups chosen">,
+    Option<"scale", "scale", "double", "1.0",
+           "The routing weights' factor">,
+    Option<"scoreBias", "score-bias", "bool", "false",
+           "A float32 correction bias [E] steers the choice (sigmoid_topk)">,
+    Option<"logits", "logits", "std::string", "\"bf16\"",
+           "The router logits' element type: bf16 or f32">,
+    Option<"activation", "activation", "std::string", "\"silu\"",
+           "silu or gptoss (moe.expert_mlp)">,
+    Option<"alpha", "alpha", "double", "0.0", "gptoss's alpha">,
+    Option<"limit", "limit", "double", "0.0", "gptoss's limit">,
+    Option<"expertBias", "expert-bias", "bool", "false",
+           "Expert biases: gate-up [E, 2I] bf16 and down [E, H] f32">,
+    Option<"sharedIntermediate", "shared-intermediate", "int64_t", "0",
+           "Is, the shared expert's width (0: no shared expert)">,
+    Option<"sharedGate", "shared-gate", "bool", "false",
+           "The shared expert is scaled by sigmoid(x . gate) (Qwen2-MoE)">,
+  ];
+  let dependentDialects = ["::mlir::moe::MoEDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // MOE_TRANSFORMS_PASSES_TD

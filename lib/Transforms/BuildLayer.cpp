@@ -1,0 +1,169 @@
+//===- BuildLayer.cpp - a MoE layer function from its parameters ----------===//
+//
+// --moe-build-layer: what a frontend would otherwise print as MLIR text
+// (Passes.td has the function it adds).
+//
+//===----------------------------------------------------------------------===//
+
+#include "MoE/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_MOEBUILDLAYER
+#include "MoE/Transforms/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+namespace {
+
+struct BuildLayer : mlir::moe::impl::MoEBuildLayerBase<BuildLayer> {
+  using MoEBuildLayerBase::MoEBuildLayerBase;
+
+  /// An error naming the option, then the pass fails.
+  InFlightDiagnostic optionError(StringRef option) {
+    signalPassFailure();
+    return emitError(getOperation().getLoc())
+           << "--moe-build-layer: " << option << " ";
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+    for (auto [option, value] :
+         {std::pair<StringRef, int64_t>{"hidden", hidden},
+          {"intermediate", intermediate},
+          {"experts", experts},
+          {"top-k", topK}})
+      if (value < 1) {
+        optionError(option) << "= " << value << ": a positive size is required";
+        return;
+      }
+    if (sharedIntermediate < 0) {
+      optionError("shared-intermediate")
+          << "= " << sharedIntermediate
+          << ": the shared expert's width, or 0 for none";
+      return;
+    }
+    if (sharedGate && !sharedIntermediate) {
+      optionError("shared-gate") << "needs a shared expert "
+                                    "(shared-intermediate > 0)";
+      return;
+    }
+    std::optional<Routing> routingKind = symbolizeRouting(routing);
+    if (!routingKind) {
+      optionError("routing") << "= '" << routing
+                             << "': expected softmax_topk, topk_softmax or "
+                                "sigmoid_topk";
+      return;
+    }
+    std::optional<GatedActivation> act = symbolizeGatedActivation(activation);
+    if (!act) {
+      optionError("activation")
+          << "= '" << activation << "': expected silu or gptoss";
+      return;
+    }
+    Type bf16 = BFloat16Type::get(context), f32 = Float32Type::get(context);
+    if (logits != "bf16" && logits != "f32") {
+      optionError("logits") << "= '" << logits << "': expected bf16 or f32";
+      return;
+    }
+    if (*act != GatedActivation::gptoss && (alpha != 0.0 || limit != 0.0)) {
+      optionError("alpha and limit") << "are gptoss's; silu takes neither";
+      return;
+    }
+    if ((groups == 0) != (selectGroups == 0)) {
+      optionError("groups and select-groups") << "go together";
+      return;
+    }
+    if (SymbolTable::lookupSymbolIn(module, name)) {
+      optionError("name") << "= '" << name << "': the module has a symbol "
+                          << "of that name";
+      return;
+    }
+
+    const int64_t H = hidden, I = intermediate, E = experts, k = topK,
+                  Is = sharedIntermediate, dyn = ShapedType::kDynamic;
+    auto tensor = [](ArrayRef<int64_t> shape, Type element) {
+      return RankedTensorType::get(shape, element);
+    };
+    Type x = tensor({dyn, H}, bf16);
+    SmallVector<Type> inputs = {x,
+                                tensor({dyn, E}, logits == "f32" ? f32 : bf16)};
+    int bias = -1, b13 = -1, b2 = -1, s13 = -1, sg = -1;
+    if (scoreBias) {
+      bias = inputs.size();
+      inputs.push_back(tensor({E}, f32));
+    }
+    int w13 = inputs.size();
+    inputs.push_back(tensor({E, 2 * I, H}, bf16));
+    if (expertBias) {
+      b13 = inputs.size();
+      inputs.push_back(tensor({E, 2 * I}, bf16));
+    }
+    int w2 = inputs.size();
+    inputs.push_back(tensor({E, H, I}, bf16));
+    if (expertBias) {
+      b2 = inputs.size();
+      inputs.push_back(tensor({E, H}, f32));
+    }
+    if (Is) {
+      s13 = inputs.size();
+      inputs.push_back(tensor({2 * Is, H}, bf16));
+      inputs.push_back(tensor({H, Is}, bf16));
+      if (sharedGate) {
+        sg = inputs.size();
+        inputs.push_back(tensor({1, H}, bf16));
+      }
+    }
+
+    Location loc = NameLoc::get(StringAttr::get(context, "moe-build-layer"));
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    auto func =
+        func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, {x}));
+    Block *body = func.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    auto arg = [&](int index) {
+      return index < 0 ? Value() : body->getArgument(index);
+    };
+    Type i64 = b.getI64Type();
+    auto route = RouteOp::create(
+        b, loc, tensor({dyn, k}, b.getI32Type()), tensor({dyn, k}, f32), arg(1),
+        arg(bias), RoutingAttr::get(context, *routingKind),
+        b.getI64IntegerAttr(k), groups ? b.getI64IntegerAttr(groups) : nullptr,
+        groups ? b.getI64IntegerAttr(selectGroups) : nullptr,
+        renormalize ? b.getUnitAttr() : nullptr,
+        scale != 1.0 ? b.getF32FloatAttr(scale) : nullptr);
+    auto permute = PermuteOp::create(b, loc, x, tensor({E + 1}, i64),
+                                     tensor({dyn, k}, i64), arg(0),
+                                     route.getExpertIds(), nullptr);
+    bool gptoss = *act == GatedActivation::gptoss;
+    auto mlp = ExpertMLPOp::create(
+        b, loc, x, permute.getRows(), permute.getOffsets(), arg(w13), arg(w2),
+        arg(b13), arg(b2), Value(), GatedActivationAttr::get(context, *act),
+        gptoss ? b.getF32FloatAttr(alpha) : nullptr,
+        gptoss ? b.getF32FloatAttr(limit) : nullptr, nullptr);
+    Value shared;
+    if (Is)
+      shared = SharedMLPOp::create(
+          b, loc, x, arg(0), arg(s13), arg(s13 + 1), arg(sg),
+          GatedActivationAttr::get(context, GatedActivation::silu));
+    auto out =
+        UnpermuteOp::create(b, loc, x, mlp.getResult(), permute.getSlots(),
+                            route.getWeights(), shared);
+    func::ReturnOp::create(b, loc, out.getResult());
+    // Options no layer can have are the ops' own rules.
+    if (failed(verify(func))) {
+      emitError(loc) << "--moe-build-layer: the options describe no valid "
+                        "layer (the error above says why)";
+      func.erase();
+      signalPassFailure();
+    }
+  }
+};
+
+} // namespace
