@@ -102,6 +102,12 @@ def QuantizeAbi : Abi<"quantize.v1", [
   Key<"batch", IntKey>, Key<"rows", IntKey>, Key<"cols", IntKey>],
   SimpleKernel>;
 
+// The chips whose kernels the compiler builds and the runtime runs (the
+// bundle's `chip` line; another is refused when the bundle is opened).
+class Chip<string n> { string name = n; }
+def : Chip<"sm_90a">;
+def : Chip<"sm_100a">;
+
 // Launch plans (§4): the element types of arguments and tensor maps, in
 // the order of moeDtype, and the roles of arguments, in the order of
 // moeArgRole.

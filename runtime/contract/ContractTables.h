@@ -79,6 +79,9 @@ inline const AbiSchema *findAbi(std::string_view name) {
   return nullptr;
 }
 
+/// The chips a bundle may be for.
+inline constexpr const char *kChips[] = {"sm_90a", "sm_100a"};
+
 /// The element types of plan arguments and tensor maps, in the order
 /// of moeDtype (and of the runtime's PlanType).
 struct PlanTypeSchema {

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Bundle.h"
+#include "Checksum.h"
 #include "ContractTables.h"
 
 #include <algorithm>
@@ -57,6 +58,22 @@ bool isValidName(std::string_view name) {
 
 /// Canonical decimal: an optional '-', then "0" or digits without a leading
 /// zero ("-0" is not canonical). False on anything else or int64 overflow.
+/// Hex digits (0-9, a-f) into `value`; at most 16.
+bool parseHex(std::string_view text, uint64_t &value) {
+  if (text.empty() || text.size() > 16)
+    return false;
+  value = 0;
+  for (char c : text) {
+    int digit = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                       : -1;
+    if (digit < 0)
+      return false;
+    value = value << 4 | uint64_t(digit);
+  }
+  return true;
+}
+
 bool parseDecimal(std::string_view text, int64_t &value) {
   bool negative = !text.empty() && text[0] == '-';
   std::string_view digits = negative ? text.substr(1) : text;
@@ -398,6 +415,17 @@ moeStatus Reader::parseChip(const std::vector<std::string_view> &tokens) {
                 "chip %s is not supported (expected sm_<major><minor> or "
                 "sm_<major><minor>a, e.g. sm_90a)",
                 quote(chip).c_str());
+  // Only the chips the compiler builds kernels for (Contract.td).
+  if (std::none_of(std::begin(moe::contract::kChips),
+                   std::end(moe::contract::kChips),
+                   [&](const char *known) { return chip == known; })) {
+    std::string known;
+    for (const char *name : moe::contract::kChips)
+      known += (known.empty() ? "" : ", ") + std::string(name);
+    return fail(MOE_STATUS_UNSUPPORTED,
+                "chip %s is not supported (this runtime runs bundles for %s)",
+                quote(chip).c_str(), known.c_str());
+  }
   out.chip = std::string(chip);
   out.ccMajor = int(number / 10);
   out.ccMinor = int(number % 10);
@@ -406,8 +434,13 @@ moeStatus Reader::parseChip(const std::vector<std::string_view> &tokens) {
 }
 
 moeStatus Reader::parseImage(const std::vector<std::string_view> &tokens) {
-  if (tokens.size() != 3)
-    return fail(MOE_STATUS_INVALID_BUNDLE, "expected 'image <name> <size>'");
+  // Version 7 records the bytes' checksum.
+  const bool checksummed = out.version >= 7;
+  if (tokens.size() != (checksummed ? 4u : 3u))
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                checksummed ? "expected 'image <name> <size> fnv1a64=<16 hex "
+                              "digits>'"
+                            : "expected 'image <name> <size>'");
   std::string_view name = tokens[1];
   if (moeStatus status = checkName(name, "image"))
     return status;
@@ -439,6 +472,22 @@ moeStatus Reader::parseImage(const std::vector<std::string_view> &tokens) {
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: expected '\\n' right after its %zu bytes", who.c_str(),
                 length);
+  if (checksummed) {
+    std::string_view recorded = tokens[3];
+    uint64_t expected = 0;
+    if (recorded.substr(0, 8) != "fnv1a64=" || recorded.size() != 8 + 16 ||
+        !parseHex(recorded.substr(8), expected))
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: expected fnv1a64=<16 hex digits>, got %s", who.c_str(),
+                  quote(recorded).c_str());
+    uint64_t actual = moe::contract::fnv1a64(data + pos, length);
+    if (actual != expected)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: its bytes are damaged (checksum fnv1a64=%016llx, the "
+                  "bundle records %016llx)",
+                  who.c_str(), (unsigned long long)actual,
+                  (unsigned long long)expected);
+  }
   static constexpr unsigned char kElfMagic[4] = {0x7f, 'E', 'L', 'F'};
   if (length < sizeof(kElfMagic) ||
       std::memcmp(data + pos, kElfMagic, sizeof(kElfMagic)) != 0)
@@ -1312,12 +1361,7 @@ moeStatus Reader::parseCluster(const std::string &who, const Entry &entry,
                 "%s: cluster=%lld with swap_ab=1: only the normal form "
                 "(swap_ab=0) runs as a cluster of 2 CTAs sharing a row tile",
                 who.c_str(), (long long)cluster);
-  // (No chip line at all is refused at the end.)
-  if (!out.chip.empty() && out.ccMajor < 9)
-    return fail(MOE_STATUS_INVALID_BUNDLE,
-                "%s: cluster=%lld, but the bundle is for %s: thread-block "
-                "clusters need sm_90 or later",
-                who.c_str(), (long long)cluster, out.chip.c_str());
+  // Every chip the reader admits (sm_90a, sm_100a) has clusters.
   kernel.cluster = int32_t(cluster);
   return MOE_STATUS_SUCCESS;
 }

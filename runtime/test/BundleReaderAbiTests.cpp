@@ -202,6 +202,9 @@ TEST(bundleVersion7EveryEntryHasAPlan) {
   // The same records in a version-6 bundle: plans are optional there.
   std::string six = withoutPlanOf(bytes, "down");
   six[10] = '6';
+  // (Version 6 image lines carry no checksum.)
+  for (size_t at; (at = six.find(" fnv1a64=")) != std::string::npos;)
+    six.erase(at, 9 + 16);
   CHECK_EQ(openError(six), "opened");
 }
 
@@ -285,4 +288,79 @@ TEST(bundleVersionsBefore6Refused) {
   checkRefused("version 8", eight, MOE_STATUS_UNSUPPORTED,
                "bundle line 1: bundle version 8 is not supported (this "
                "runtime reads version 7)");
+}
+
+// Version 7 records each image's checksum (64-bit FNV-1a of its bytes): a
+// damaged byte anywhere in a cubin, or a checksum that is missing or
+// malformed, is refused when the bundle is opened.
+TEST(bundleVersion7ImageChecksums) {
+  installFakeDriver();
+  const std::string bytes = gemmPlanBundle();
+  // The first image: "image moe_kernels 32 fnv1a64=<hex>\n" then 32 bytes.
+  size_t line = bytes.find("image moe_kernels ");
+  size_t payload = bytes.find('\n', line) + 1;
+  std::string record = bytes.substr(line, payload - 1 - line);
+  std::string recorded = record.substr(record.find("fnv1a64=") + 8);
+  // FNV-1a computed here, independently of the runtime's.
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (char c : fakeCubin('A')) {
+    hash ^= uint8_t(c);
+    hash *= 0x100000001b3ull;
+  }
+  char expected[17];
+  std::snprintf(expected, sizeof(expected), "%016llx",
+                (unsigned long long)hash);
+  CHECK_EQ(recorded, std::string(expected));
+  // Every byte of the payload is covered, the first and the last too.
+  for (size_t at : {payload, payload + 1, payload + 17, payload + 31}) {
+    std::string damaged = bytes;
+    damaged[at] ^= 0x20;
+    checkRefused("a damaged cubin byte", damaged, MOE_STATUS_INVALID_BUNDLE,
+                 "bundle line 3: image 'moe_kernels': its bytes are damaged "
+                 "(checksum fnv1a64=");
+  }
+  auto withRecord = [&](const std::string &to) {
+    std::string changed = bytes;
+    changed.replace(line, record.size(), to);
+    return changed;
+  };
+  checkRefused("no checksum", withRecord("image moe_kernels 32"),
+               MOE_STATUS_INVALID_BUNDLE,
+               "bundle line 3: expected 'image <name> <size> fnv1a64=<16 hex "
+               "digits>'");
+  for (const std::string &bad :
+       {"fnv1a64=" + recorded.substr(1), "fnv1a64=" + recorded + "0",
+        "crc32=" + recorded, "fnv1a64=" + std::string(16, 'g'),
+        "fnv1a64=" + std::string(16, 'F')})
+    checkRefused("a malformed checksum",
+                 withRecord("image moe_kernels 32 " + bad),
+                 MOE_STATUS_INVALID_BUNDLE,
+                 "image 'moe_kernels': expected fnv1a64=<16 hex digits>, got "
+                 "'" +
+                     bad + "'");
+  std::string other = recorded;
+  other[15] = other[15] == '0' ? '1' : '0';
+  checkRefused("another checksum",
+               withRecord("image moe_kernels 32 fnv1a64=" + other),
+               MOE_STATUS_INVALID_BUNDLE,
+               "its bytes are damaged (checksum fnv1a64=" + recorded +
+                   ", the bundle records " + other + ")");
+}
+
+// The chip is checked when the bundle is opened: only the chips the
+// compiler builds kernels for.
+TEST(bundleChipsAreTheCompilers) {
+  installFakeDriver();
+  const std::string bytes = gemmPlanBundle();
+  moeBundle *bundle =
+      OPEN_VALID(replacedAll(bytes, "chip sm_90a", "chip sm_100a"));
+  moeBundleClose(bundle);
+  for (const char *chip :
+       {"sm_80", "sm_89", "sm_90", "sm_100", "sm_103a", "sm_120a"})
+    checkRefused("a chip without kernels",
+                 replacedAll(bytes, "chip sm_90a", std::string("chip ") + chip),
+                 MOE_STATUS_UNSUPPORTED,
+                 "bundle line 2: chip '" + std::string(chip) +
+                     "' is not supported (this runtime runs bundles for "
+                     "sm_90a, sm_100a)");
 }

@@ -2220,7 +2220,7 @@ TEST(bundleAcceptsWhatTheContractAllows) {
   std::string longName(255, 'n');
   std::string longNames =
       bundleWith(entryLine(longName) + kernelsCovering(longName, 1));
-  std::string manyImages = "MOEBUNDLE 6\nchip sm_80\n";
+  std::string manyImages = "MOEBUNDLE 6\nchip sm_90a\n";
   for (int i = 0; i < 64; ++i)
     manyImages += imageRecord("img" + std::to_string(i), fakeCubin('D'));
   manyImages += "end\n";

@@ -158,10 +158,11 @@ TEST(clusterKeyRefusals) {
       "cluster=3 on a route kernel",
       in("threads=128 smem=0 cluster=1\n", "threads=128 smem=0 cluster=3\n"),
       bad, "cluster=3 is out of range ([1, 2])");
-  // Clusters need sm_90.
-  checkRefused("cluster=2 on sm_80", in("chip sm_90a\n", "chip sm_80\n"), bad,
-               who + "cluster=2, but the bundle is for sm_80: thread-block "
-                     "clusters need sm_90 or later");
+  // Clusters need sm_90: a bundle for an older chip is not opened at all.
+  checkRefused("cluster=2 on sm_80", in("chip sm_90a\n", "chip sm_80\n"),
+               MOE_STATUS_UNSUPPORTED,
+               "bundle line 2: chip 'sm_80' is not supported (this runtime "
+               "runs bundles for sm_90a, sm_100a)");
   // A cluster is no entry key.
   checkRefused("cluster on an entry",
                in("offsets=i32\n", "offsets=i32 cluster=2\n"), bad,

@@ -406,67 +406,68 @@ inline std::string clusterPlanBundle() {
 ///            into e5m2 codes and f32 scales, and a rank-0 optional amax;
 ///   experts: a grouped GEMM, E=8 N=64 K=64, i32 offsets; M.
 inline std::string signatureBundle() {
-  return "MOEBUNDLE 7\n"
-         "chip sm_90a\n" +
-         imageRecord("moe_kernels", fakeCubin('S')) +
-         "entry router op=moe.route abi=route.v1 max_rows=2147483647 "
-         "experts=256 top_k=8 logits=f32 bias=1\n" +
-         simpleKernelLine("router", kRouteBias, "moe_kernels", 128, 0) +
-         "size router T min=1 max=(2147483647)\n"
-         "arg router logits f32 in align=4 dims=(T),256\n"
-         "arg router bias f32 opt align=4 dims=256\n"
-         "arg router ids i32 out align=4 dims=T,8\n"
-         "arg router weights f32 out align=4 dims=T,(8)\n"
-         "launch router 0 grid=min(ceildiv(T,4),65535) when=1 params=" +
-         kRouterParams +
-         "\n"
-         "entry combine op=moe.unpermute abi=unpermute.v2 "
-         "max_rows=2147483647 hidden=-1 top_k=2 slots=i64 weighted=1\n" +
-         simpleKernelLine("combine", kCombine, "moe_kernels", 256, 0) +
-         "size combine M min=1 max=9223372036854775807\n"
-         "size combine T min=1 max=floordiv(M,2)\n"
-         "size combine H min=8 max=9223372036854775807\n"
-         "check combine H==floordiv(H,8)*8 H must be a multiple of 8 (rows "
-         "are read in 16-byte vectors)\n"
-         "arg combine rows bf16 in align=16 dims=M,H\n"
-         "arg combine slots i64 in align=8 dims=T,2\n"
-         "arg combine weights f32 in align=4 dims=T,2\n"
-         "arg combine out bf16 out align=16 dims=T,H\n"
-         "launch combine 0 grid=min(T,1048576) when=1 params=mem:rows[M,H];"
-         "mem:slots[T,2];mem:weights[T,2];mem:out[T,H]\n"
-         "entry mx op=moe.quantize abi=quantize.v1 max_rows=2147483647 "
-         "element=f8E4M3FN scale=e8m0 input=bf16 block_rows=1 block_cols=32 "
-         "rank=2 batch=1 rows=-1 cols=4096\n" +
-         simpleKernelLine("mx", kQuantMx, "moe_kernels", 256, 0) +
-         "size mx R min=1 max=2147483647\n"
-         "arg mx input bf16 in align=16 dims=R,4096\n"
-         "arg mx values e4m3 out align=16 dims=R,4096\n"
-         "arg mx scales e8m0 out align=1 dims=R,128\n"
-         "launch mx 0 grid=min(ceildiv(R*4096,8192),65535) when=1 "
-         "params=mem:input[R,4096];mem:values[R,4096];mem:scales[R,128]\n"
-         "entry act op=moe.quantize abi=quantize.v1 max_rows=4096 "
-         "element=f8E5M2 scale=f32 input=f32 block_rows=1 block_cols=128 "
-         "rank=2 batch=1 rows=-1 cols=-1\n" +
-         simpleKernelLine("act", kQuantAct, "moe_kernels", 128, 0) +
-         "size act R min=1 max=4096\n"
-         "size act C min=128 max=2147483647\n"
-         "check act C==floordiv(C,128)*128 C must be a multiple of 128\n"
-         "arg act input f32 in align=16 dims=R,C\n"
-         "arg act values e5m2 out align=16 dims=R,C\n"
-         "arg act scales f32 out align=4 dims=R,floordiv(C,(128))\n"
-         "arg act amax f32 opt align=4 dims=\n"
-         "launch act 0 grid=min(ceildiv(R*C,4096),65535) when=1 "
-         "params=mem:input[R,C];mem:values[R,C];mem:scales[R,floordiv(C,128)"
-         "]\n"
-         "entry experts op=moe.grouped_matmul abi=grouped_matmul.v3 "
-         "epilogue=store experts=8 n=64 k=64 max_rows=2147483647 "
-         "offsets=i32 bias=none activation=none\n" +
-         kernelLine("experts", kNormal32, "moe_kernels", 1, 2147483647, 64, 64,
-                    0, 0) +
-         gemmSignature("experts", "64", "64", "8", "i32") +
-         gemmLaunch("experts", "", {0, 1, 2147483647, 64, 64},
-                    gemmOperands("64", "64", "8")) +
-         "end\n";
+  return withChecksums(
+      "MOEBUNDLE 7\n"
+      "chip sm_90a\n" +
+      imageRecord("moe_kernels", fakeCubin('S')) +
+      "entry router op=moe.route abi=route.v1 max_rows=2147483647 "
+      "experts=256 top_k=8 logits=f32 bias=1\n" +
+      simpleKernelLine("router", kRouteBias, "moe_kernels", 128, 0) +
+      "size router T min=1 max=(2147483647)\n"
+      "arg router logits f32 in align=4 dims=(T),256\n"
+      "arg router bias f32 opt align=4 dims=256\n"
+      "arg router ids i32 out align=4 dims=T,8\n"
+      "arg router weights f32 out align=4 dims=T,(8)\n"
+      "launch router 0 grid=min(ceildiv(T,4),65535) when=1 params=" +
+      kRouterParams +
+      "\n"
+      "entry combine op=moe.unpermute abi=unpermute.v2 "
+      "max_rows=2147483647 hidden=-1 top_k=2 slots=i64 weighted=1\n" +
+      simpleKernelLine("combine", kCombine, "moe_kernels", 256, 0) +
+      "size combine M min=1 max=9223372036854775807\n"
+      "size combine T min=1 max=floordiv(M,2)\n"
+      "size combine H min=8 max=9223372036854775807\n"
+      "check combine H==floordiv(H,8)*8 H must be a multiple of 8 (rows "
+      "are read in 16-byte vectors)\n"
+      "arg combine rows bf16 in align=16 dims=M,H\n"
+      "arg combine slots i64 in align=8 dims=T,2\n"
+      "arg combine weights f32 in align=4 dims=T,2\n"
+      "arg combine out bf16 out align=16 dims=T,H\n"
+      "launch combine 0 grid=min(T,1048576) when=1 params=mem:rows[M,H];"
+      "mem:slots[T,2];mem:weights[T,2];mem:out[T,H]\n"
+      "entry mx op=moe.quantize abi=quantize.v1 max_rows=2147483647 "
+      "element=f8E4M3FN scale=e8m0 input=bf16 block_rows=1 block_cols=32 "
+      "rank=2 batch=1 rows=-1 cols=4096\n" +
+      simpleKernelLine("mx", kQuantMx, "moe_kernels", 256, 0) +
+      "size mx R min=1 max=2147483647\n"
+      "arg mx input bf16 in align=16 dims=R,4096\n"
+      "arg mx values e4m3 out align=16 dims=R,4096\n"
+      "arg mx scales e8m0 out align=1 dims=R,128\n"
+      "launch mx 0 grid=min(ceildiv(R*4096,8192),65535) when=1 "
+      "params=mem:input[R,4096];mem:values[R,4096];mem:scales[R,128]\n"
+      "entry act op=moe.quantize abi=quantize.v1 max_rows=4096 "
+      "element=f8E5M2 scale=f32 input=f32 block_rows=1 block_cols=128 "
+      "rank=2 batch=1 rows=-1 cols=-1\n" +
+      simpleKernelLine("act", kQuantAct, "moe_kernels", 128, 0) +
+      "size act R min=1 max=4096\n"
+      "size act C min=128 max=2147483647\n"
+      "check act C==floordiv(C,128)*128 C must be a multiple of 128\n"
+      "arg act input f32 in align=16 dims=R,C\n"
+      "arg act values e5m2 out align=16 dims=R,C\n"
+      "arg act scales f32 out align=4 dims=R,floordiv(C,(128))\n"
+      "arg act amax f32 opt align=4 dims=\n"
+      "launch act 0 grid=min(ceildiv(R*C,4096),65535) when=1 "
+      "params=mem:input[R,C];mem:values[R,C];mem:scales[R,floordiv(C,128)"
+      "]\n"
+      "entry experts op=moe.grouped_matmul abi=grouped_matmul.v3 "
+      "epilogue=store experts=8 n=64 k=64 max_rows=2147483647 "
+      "offsets=i32 bias=none activation=none\n" +
+      kernelLine("experts", kNormal32, "moe_kernels", 1, 2147483647, 64, 64, 0,
+                 0) +
+      gemmSignature("experts", "64", "64", "8", "i32") +
+      gemmLaunch("experts", "", {0, 1, 2147483647, 64, 64},
+                 gemmOperands("64", "64", "8")) +
+      "end\n");
 }
 
 } // namespace moe_test

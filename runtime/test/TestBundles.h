@@ -4,8 +4,11 @@
 #ifndef MOE_RUNTIME_TEST_TESTBUNDLES_H
 #define MOE_RUNTIME_TEST_TESTBUNDLES_H
 
+#include "Checksum.h"
 #include "TestHarness.h"
 #include "moe_runtime.h"
+
+#include <cstdio>
 
 #include <cstring>
 #include <string>
@@ -1036,12 +1039,41 @@ inline std::string withRecordsAfter(std::string bytes, const std::string &line,
 
 /// `bytes` (a `MOEBUNDLE 6` bundle) as version 7, where every entry must
 /// carry a launch plan.
+/// `bytes` with the checksum version 7 records on each `image` line
+/// (64-bit FNV-1a of the payload, runtime/contract/Checksum.h).
+inline std::string withChecksums(const std::string &bytes) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < bytes.size()) {
+    size_t end = bytes.find('\n', pos);
+    if (end == std::string::npos)
+      end = bytes.size();
+    std::string line = bytes.substr(pos, end - pos);
+    out += line;
+    pos = end + 1;
+    if (line.compare(0, 6, "image ") != 0) {
+      if (end < bytes.size())
+        out += '\n';
+      continue;
+    }
+    size_t size = std::stoull(line.substr(line.rfind(' ') + 1));
+    const auto *payload = reinterpret_cast<const uint8_t *>(bytes.data() + pos);
+    char hex[32];
+    std::snprintf(hex, sizeof(hex), " fnv1a64=%016llx\n",
+                  (unsigned long long)moe::contract::fnv1a64(payload, size));
+    out += hex;
+    out += bytes.substr(pos, size + 1); // the payload and its '\n'
+    pos += size + 1;
+  }
+  return out;
+}
+
 inline std::string asVersion7(std::string bytes) {
   if (bytes.compare(0, 12, "MOEBUNDLE 6\n") != 0)
     fail(__FILE__, __LINE__, "test bug: not a version 6 bundle");
   else
     bytes[10] = '7';
-  return bytes;
+  return withChecksums(bytes);
 }
 
 /// Opens `bytes`; returns NULL (and leaves the status in *status) on failure.

@@ -486,6 +486,38 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
 
 } // namespace
 
+/// What a bundle that opened must not survive: a byte of one of its images
+/// damaged (version 7 records their checksums: INVALID_BUNDLE), and a chip
+/// the compiler builds no kernels for (UNSUPPORTED).
+void requireDamageRefused(const uint8_t *data, size_t size,
+                          const moe::runtime::BundleData &parsed,
+                          uint64_t seed) {
+  std::string bytes(reinterpret_cast<const char *>(data), size);
+  auto refuses = [](const std::string &changed, moeStatus expected) {
+    moeBundle *bundle = nullptr;
+    moeStatus status =
+        moeBundleOpenMemory(changed.data(), changed.size(), &bundle);
+    require(status == expected && bundle == nullptr);
+  };
+  if (parsed.version >= 7 && !parsed.images.empty()) {
+    const moe::runtime::Image &image =
+        parsed.images[seed % parsed.images.size()];
+    // Its payload follows its line: "image <name> <size> fnv1a64=<hex>\n".
+    std::string head = "\nimage " + image.name + " ";
+    size_t line = bytes.find(head);
+    require(line != std::string::npos);
+    size_t payload = bytes.find('\n', line + 1) + 1;
+    std::string damaged = bytes;
+    damaged[payload + (seed >> 8) % image.size] ^= uint8_t(1 + seed % 255);
+    refuses(damaged, MOE_STATUS_INVALID_BUNDLE);
+  }
+  size_t chip = bytes.find("\nchip " + parsed.chip + "\n");
+  require(chip != std::string::npos);
+  std::string other = bytes;
+  other.replace(chip + 6, parsed.chip.size(), (seed & 1) ? "sm_80" : "sm_120a");
+  refuses(other, MOE_STATUS_UNSUPPORTED);
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FakeGpu &gpu = installFakeDriver();
   gpu.recordImages = false; // fuzzed images may be shorter than 16 bytes
@@ -502,6 +534,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     require(moe::runtime::parseBundle(data, size, parsed, error) ==
             MOE_STATUS_SUCCESS);
     exercise(bundle, parsed, hashOf(data, size));
+    requireDamageRefused(data, size, parsed, hashOf(data, size));
   }
   moeBundleClose(bundle);
   return 0;

@@ -237,7 +237,8 @@ static void checkMxfp8(void) {
    256-byte aligned) and the counts (a chunk's 4 i32 per chunk, 16-byte
    aligned), and a count step only for more than one chunk. */
 static const char kPlanBundle[] =
-    "MOEBUNDLE 7\nchip sm_90a\nimage moe_kernels 4\n\x7f"
+    "MOEBUNDLE 7\nchip sm_90a\nimage moe_kernels 4 fnv1a64=28b265382f1249f3\n"
+    "\x7f"
     "ELF\n"
     "entry router op=moe.route abi=route.v1 max_rows=2147483647 experts=8 "
     "top_k=2 logits=f32 bias=0\n"

@@ -129,7 +129,9 @@ check(moe_runtime._LaunchArgs.args.offset == 16
 # with every size dynamic and a workspace slice.
 MAX = 2147483647
 CUBIN = b"\x7fELF" + b"\0" * 28
-plan_bytes = (b"MOEBUNDLE 7\nchip sm_90a\nimage img 32\n" + CUBIN + b"\n" + (
+# The image's checksum: 64-bit FNV-1a of its 32 bytes.
+plan_bytes = (b"MOEBUNDLE 7\nchip sm_90a\nimage img 32 fnv1a64=a08969802f85d1c3\n"
+              + CUBIN + b"\n" + (
     "entry router op=moe.route abi=route.v1 max_rows=4096 experts=8 top_k=2 "
     "logits=f32 bias=1\n"
     "kernel router route_k image=img threads=128 smem=0\n"

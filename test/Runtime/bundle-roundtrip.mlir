@@ -15,7 +15,11 @@
 // version-6 bundle (plans optional) still opens for listing.
 // RUN: grep -av -e '^size prefill ' -e '^arg prefill ' -e '^launch prefill ' %t.moebundle > %t.noplan.moebundle
 // RUN: not moe-bundle-info %t.noplan.moebundle 2>&1 | FileCheck %s --check-prefix=NO-PLAN
-// RUN: sed -e 's/^MOEBUNDLE 7$/MOEBUNDLE 6/' %t.noplan.moebundle > %t.v6.moebundle
+// RUN: sed -e 's/^MOEBUNDLE 7$/MOEBUNDLE 6/' -e 's/^\(image [^ ]* [0-9]*\) fnv1a64=[0-9a-f]*$/\1/' %t.noplan.moebundle > %t.v6.moebundle
+// One flipped bit of the cubin, past its ELF header: the checksum moe-translate
+// recorded refuses it.
+// RUN: %python -c "import sys; d = bytearray(open(sys.argv[1], 'rb').read()); d[d.index(b'\x7fELF') + 4000] ^= 8; open(sys.argv[2], 'wb').write(d)" %t.moebundle %t.damaged.moebundle
+// RUN: not moe-bundle-info %t.damaged.moebundle 2>&1 | FileCheck %s --check-prefix=DAMAGED
 // RUN: moe-bundle-info %t.v6.moebundle | FileCheck %s --check-prefix=V6
 // A kernel record with `cluster = 2` (a kernel compiled for 2-CTA clusters):
 // the runtime reads the line moe-translate writes for it.
@@ -66,3 +70,4 @@ func.func @gptoss(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
 
 // NO-PLAN: moe-bundle-info: error: {{.*}}entry 'prefill' has no launch plan
 // V6: bundle version=6 chip=sm_90a images=1 entries=8
+// DAMAGED: moe-bundle-info: error: {{.*}}bundle line 3: image 'moe_kernels': its bytes are damaged (checksum fnv1a64={{[0-9a-f]+}}, the bundle records {{[0-9a-f]+}})

@@ -29,7 +29,7 @@
 
 // CHECK: MOEBUNDLE 7
 // CHECK-NEXT: chip sm_90a
-// CHECK-NEXT: image moe_kernels <{{[0-9]+}} bytes, ELF>
+// CHECK-NEXT: image moe_kernels <{{[0-9]+}} bytes, ELF, fnv1a64 ok>
 // CHECK-NEXT: entry gate_up op=moe.grouped_matmul abi=grouped_matmul.v3 experts=8 n=1024 k=512 max_rows=2147483647 offsets=i32 epilogue=store bias=none activation=none
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_16x64x64_s4_swapab_off32 image=moe_kernels rows_min=1 rows_max=16 threads=128 smem=40960 tile_m=16 tile_n=64 tile_k=64 stages=4 swap_ab=1
 // CHECK-NEXT: kernel gate_up grouped_matmul_bf16_64x256x64_s4_off32 image=moe_kernels rows_min=17 rows_max=64 threads=128 smem=172032 tile_m=64 tile_n=256 tile_k=64 stages=4 swap_ab=0

@@ -145,6 +145,11 @@ def contract_tables(records):
         '  return nullptr;',
         '}',
         '',
+        '/// The chips a bundle may be for.',
+        'inline constexpr const char *kChips[] = {'
+        + ', '.join(f'"{c["name"]}"' for c in _in_order(records, 'Chip'))
+        + '};',
+        '',
         '/// The element types of plan arguments and tensor maps, in the order',
         '/// of moeDtype (and of the runtime\'s PlanType).',
         'struct PlanTypeSchema {',

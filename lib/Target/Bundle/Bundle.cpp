@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MoE/Target/Bundle.h"
+#include "Checksum.h"
 #include "ContractTables.h"
 #include "MoE/Dialect/MoEDialect.h"
 #include "MoE/Target/Contract.h"
@@ -20,6 +21,7 @@
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
 
 using namespace mlir;
 namespace contract = ::moe::contract;
@@ -199,7 +201,12 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
                               "characters of [A-Za-z0-9_.$]");
     StringRef bytes = object.getObject().getValue();
     imageNames.insert(binary.getName());
-    imageStream << "image " << binary.getName() << " " << bytes.size() << "\n"
+    // Its checksum, so that the reader refuses damaged bytes.
+    uint64_t checksum = contract::fnv1a64(
+        reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
+    imageStream << "image " << binary.getName() << " " << bytes.size()
+                << " fnv1a64=" << llvm::format_hex_no_prefix(checksum, 16)
+                << "\n"
                 << bytes << "\n";
   }
   if (chip.empty())
