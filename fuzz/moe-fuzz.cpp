@@ -5,7 +5,13 @@
 // it holds only ops our pipelines are meant to take (moe ops in functions
 // with constants and casts), runs the GPU kernel builder (without
 // serialization) on it as written and after --moe-quantize (weights and
-// activations, block FP8), and --moe-cpu-reference-pipeline.
+// activations, block FP8), and --moe-cpu-reference-pipeline. The GPU
+// passes run with options drawn for the input (docs/fuzzing.md): a first
+// line `// moe-fuzz-options: <text>` gives them as --moe-gpu-pipeline would
+// take them, else they are drawn from the input's hash, valid and invalid
+// (tile sizes, stages, formats, thresholds, chips). Modules that also hold
+// loops, branches or gpu.modules around moe ops go through the placement
+// check and the kernel selection and builder, which must refuse them.
 // Diagnostics are expected; crashes, sanitizer reports and hangs are bugs. See
 // docs/fuzzing.md.
 //
@@ -14,6 +20,8 @@
 #include "MoE/InitAll.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -24,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 using namespace mlir;
 
@@ -41,6 +50,84 @@ static bool onlyPipelineInput(ModuleOp module) {
     ok = false;
   });
   return ok;
+}
+
+/// True when the module is pipeline input but for loops, branches and
+/// gpu.modules (and what they hold) around its ops: where our placement
+/// check must refuse moe ops before any lowering.
+static bool onlyPlacementInput(ModuleOp module) {
+  bool ok = true;
+  module.walk([&](Operation *op) {
+    StringRef dialect =
+        op->getDialect() ? op->getDialect()->getNamespace() : "";
+    if (dialect == "moe" || dialect == "scf" || dialect == "gpu" ||
+        dialect == "arith" ||
+        isa<ModuleOp, func::FuncOp, func::ReturnOp, func::CallOp,
+            tensor::CastOp, tensor::EmptyOp>(op))
+      return;
+    ok = false;
+  });
+  return ok;
+}
+
+/// The options of the GPU passes for `text` (the input): its first line's
+/// `// moe-fuzz-options: ...` when it has one, else values drawn from its
+/// hash, most often the defaults, else valid and invalid ones of each
+/// option.
+static std::string drawOptions(StringRef text) {
+  StringRef prefix = "// moe-fuzz-options:";
+  if (text.starts_with(prefix))
+    return text.drop_front(prefix.size()).split('\n').first.trim().str();
+  uint64_t state = 14695981039346656037ull; // FNV-1a, then splitmix64
+  for (unsigned char c : text)
+    state = (state ^ c) * 1099511628211ull;
+  auto next = [&] {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  // A quarter of the inputs keep every default.
+  if (next() % 4 == 0)
+    return "";
+  static const std::vector<std::pair<const char *, std::vector<const char *>>>
+      kChoices = {
+          {"chip", {"sm_90a", "sm_100a", "sm_80", "sm_90"}},
+          {"tile-m",
+           {"64", "128", "8", "16", "32", "0", "-1", "96",
+            "4611686018427387904"}},
+          {"tile-n", {"128", "256", "64", "192", "0", "4611686018427387904"}},
+          {"tile-k", {"64", "128", "32", "0", "4611686018427387904"}},
+          {"stages",
+           {"2", "3", "4", "5", "6", "8", "1", "0", "-1", "64", "65",
+            "2147483648", "4611686018427387904", "9223372036854775807"}},
+          {"swap-ab", {"0", "1"}},
+          {"swap-ab-max-rows",
+           {"16", "0", "8", "64", "65", "-1", "4611686018427387904"}},
+          {"swap-ab-stages",
+           {"0", "2", "4", "8", "16", "1", "-1", "64", "65",
+            "4611686018427387904"}},
+          {"swap-ab-split-k",
+           {"0", "1", "2", "3", "-1", "4611686018427387904"}},
+          {"fp8-gather-quantize", {"0", "1"}},
+          {"fp8-scatter-min-tokens",
+           {"128", "0", "1", "2147483647", "2147483648", "-1",
+            "4611686018427387904"}},
+          {"fp8-epilogue-quantize", {"0", "1"}},
+          {"fp8-tile-n", {"192", "128", "64", "0", "4611686018427387904"}},
+          {"mxfp8-widen", {"0", "1"}},
+          {"cluster", {"1", "2", "0", "3", "4611686018427387904"}},
+          {"warp-specialize", {"auto", "all", "none", "some"}},
+          {"format", {"bin", "isa", "fatbin", "elf", "llvm"}},
+      };
+  std::string options;
+  for (const auto &[name, values] : kChoices) {
+    if (next() % 4 != 0)
+      continue;
+    options += std::string(options.empty() ? "" : " ") + name + "=" +
+               values[next() % values.size()];
+  }
+  return options;
 }
 
 // LLVM's inline allocators poison memory in our instrumented code but not in
@@ -75,14 +162,46 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     raisePm.addPass(moe::createMoERaise());
     (void)raisePm.run(*raised);
   }
-  if (!onlyPipelineInput(*module))
+  bool pipelineInput = onlyPipelineInput(*module);
+  if (!pipelineInput && !onlyPlacementInput(*module))
     return 0;
+  // The GPU passes' options, parsed as --moe-gpu-pipeline parses them (a
+  // malformed text is its own refusal); a format the pipeline refuses is
+  // refused here too, and the passes run regardless: serialization, the
+  // only step that reads it, is not run.
+  moe::GPUPipelineOptions options;
+  if (failed(options.parseFromString(drawOptions(text))))
+    return 0;
+  (void)moe::checkGPUBinaryFormat(options.format);
+  moe::MoESelectKernelsOptions selectOptions =
+      options.getMoESelectKernelsOptions();
+  moe::MoECheckPlacementOptions gpuPlacement;
+  gpuPlacement.target = "gpu";
+  if (!pipelineInput) {
+    // Loops, branches or gpu.modules: the placement check and the passes
+    // that check it again, each alone (no upstream rewriting on such IR).
+    for (int step = 0; step < 3; ++step) {
+      OwningOpRef<ModuleOp> copy = module->clone();
+      PassManager pm(&context);
+      if (step == 0)
+        pm.addPass(moe::createMoECheckPlacement(gpuPlacement));
+      if (step == 1)
+        pm.addPass(moe::createMoESelectKernels(selectOptions));
+      if (step == 2) {
+        pm.addPass(moe::createMoESelectKernels(selectOptions));
+        pm.addPass(moe::createConvertMoEToNVGPU());
+      }
+      (void)pm.run(*copy);
+    }
+    return 0;
+  }
   // The GPU kernel builder up to (not including) serialization, which
   // would run ptxas per input; then again on the module's block-FP8 form.
   auto buildKernels = [&](PassManager &pm) {
+    pm.addPass(moe::createMoECheckPlacement(gpuPlacement));
     pm.addPass(moe::createMoEFuseExperts());
     pm.addPass(moe::createMoEFuseLayer());
-    pm.addPass(moe::createMoESelectKernels());
+    pm.addPass(moe::createMoESelectKernels(selectOptions));
     pm.addPass(moe::createConvertMoEToNVGPU());
     pm.addPass(moe::createMoEExtractDeviceCode());
   };

@@ -99,10 +99,14 @@ LogicalResult GemmFormAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (tileM < 1 || tileN < 1 || tileK < 1)
     return emitError() << "gemm_form tile extents must be positive, got "
                        << tileM << "x" << tileN << "x" << tileK;
-  // Shared memory bounds any real pipeline long before 64 stages; the bound
-  // keeps the size arithmetic of a hand-written form far from overflow.
-  if (stages < 1 || stages > 64)
-    return emitError() << "gemm_form stages must be in [1, 64], got " << stages;
+  // Every form refills a stage only after the step that read it, so one
+  // stage would make the next step wait on a load issued after it. Shared
+  // memory bounds any real pipeline long before 64 stages; the bound keeps
+  // the size arithmetic of a hand-written form far from overflow.
+  if (stages < 2 || stages > 64)
+    return emitError() << "gemm_form stages must be in [2, 64] (a pipelined "
+                          "K loop needs two stages), got "
+                       << stages;
   if (splitK != 1 && splitK != 2)
     return emitError() << "gemm_form split_k must be 1 or 2, got " << splitK;
   if (cluster != 1 && cluster != 2)
@@ -184,10 +188,10 @@ PermuteKernelsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                            int64_t scatterFrom) {
   if (failed(verifyChip(emitError, chip)))
     return failure();
-  if (scatterFrom < 0)
+  if (scatterFrom < 0 || scatterFrom > kMaxLaunchRows)
     return emitError() << "permute_kernels scatter_from must be 0 (no "
-                          "scatter kernel) or positive, got "
-                       << scatterFrom;
+                          "scatter kernel) or a token count in [1, "
+                       << kMaxLaunchRows << "], got " << scatterFrom;
   if (scatterFrom > 0 && !quantizeRows)
     return emitError() << "the scatter kernel is a quantizing one: "
                           "scatter_from needs quantize_rows";

@@ -73,6 +73,58 @@ static LogicalResult checkStatic(Operation *op, StringRef meaning, Dim a) {
                            << ") must be static";
 }
 
+/// A named operand or result and its layout (`[E, N, K]`; empty where the
+/// rank is free), for the static size checks.
+struct Sized {
+  StringRef name;
+  Value value;
+  StringRef layout = "";
+};
+
+/// Requires every static dimension of `values` (null ones skipped) to be in
+/// [1, kMaxLaunchRows], and each tensor's static bytes to fit int64: the
+/// kernels and the runtime take 32-bit sizes (docs/runtime-contract.md §2),
+/// and the lowerings compute offsets and byte counts from them. Names the
+/// operand, the dimension and its meaning in the layout.
+static LogicalResult checkStaticSizes(Operation *op, ArrayRef<Sized> values) {
+  for (const Sized &v : values) {
+    if (!v.value)
+      continue;
+    auto type = dyn_cast<RankedTensorType>(v.value.getType());
+    if (!type)
+      continue;
+    SmallVector<StringRef> letters;
+    if (!v.layout.empty())
+      v.layout.drop_front().drop_back().split(letters, ", ");
+    if (static_cast<int64_t>(letters.size()) != type.getRank())
+      letters.clear();
+    std::optional<int64_t> elements = 1;
+    for (auto [d, size] : llvm::enumerate(type.getShape())) {
+      if (ShapedType::isDynamic(size))
+        continue;
+      if (size < 1 || size > kMaxLaunchRows) {
+        InFlightDiagnostic diag = op->emitOpError()
+                                  << "'" << v.name << "' dim " << d;
+        if (!letters.empty())
+          diag << " (" << letters[d] << " of " << v.layout << ")";
+        return diag << " is " << size << ": a static size must be in [1, "
+                    << kMaxLaunchRows
+                    << "] (the kernels and the runtime take 32-bit sizes)";
+      }
+      elements = elements ? llvm::checkedMul(*elements, size) : std::nullopt;
+    }
+    Type element = type.getElementType();
+    int64_t elementBytes =
+        element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 8;
+    if (!elements || !llvm::checkedMul(*elements, elementBytes))
+      return op->emitOpError()
+             << "'" << v.name << "' (" << type
+             << ") has more bytes than int64 counts: its static sizes "
+                "multiply past 2^63";
+  }
+  return success();
+}
+
 /// Offsets are `[E + 1]`, statically sized: E is a model dimension.
 static FailureOr<int64_t> verifyOffsets(Operation *op, Value offsets) {
   if (failed(checkRank(op, "offsets", offsets, 1, "[E+1]")) ||
@@ -119,7 +171,12 @@ LogicalResult RouteOp::verify() {
   if (failed(checkRank(op, "logits", logits, 2, "[T, E]")) ||
       failed(checkRank(op, "expert_ids", ids, 2, "[T, k]")) ||
       failed(checkRank(op, "weights", weights, 2, "[T, k]")) ||
-      failed(checkStatic(op, "expert count", {"logits", logits, 1})))
+      failed(checkStatic(op, "expert count", {"logits", logits, 1})) ||
+      failed(checkStaticSizes(
+          op, {{"logits", logits, "[T, E]"},
+               {"expert_ids", ids, "[T, k]"},
+               {"weights", weights, "[T, k]"},
+               {"correction_bias", getCorrectionBias(), "[E]"}})))
     return failure();
   int64_t numExperts = tensorType(logits).getDimSize(1);
   int64_t k = getTopK();
@@ -184,7 +241,12 @@ LogicalResult PermuteOp::verify() {
   if (failed(checkRank(op, "tokens", tokens, 2, "[T, H]")) ||
       failed(checkRank(op, "expert_ids", ids, 2, "[T, k]")) ||
       failed(checkRank(op, "rows", rows, 2, "[M, H]")) ||
-      failed(checkRank(op, "slots", slots, 2, "[T, k]")))
+      failed(checkRank(op, "slots", slots, 2, "[T, k]")) ||
+      failed(checkStaticSizes(op, {{"tokens", tokens, "[T, H]"},
+                                   {"expert_ids", ids, "[T, k]"},
+                                   {"rows", rows, "[M, H]"},
+                                   {"offsets", getOffsets(), "[E+1]"},
+                                   {"slots", slots, "[T, k]"}})))
     return failure();
   FailureOr<int64_t> numExperts = verifyOffsets(op, getOffsets());
   if (failed(numExperts))
@@ -236,7 +298,13 @@ LogicalResult GroupedMatmulOp::verify() {
   Value rows = getRows(), weights = getWeights(), result = getResult();
   if (failed(checkRank(op, "rows", rows, 2, "[M, K]")) ||
       failed(checkRank(op, "weights", weights, 3, "[E, N, K]")) ||
-      failed(checkRank(op, "result", result, 2, "[M, N]")))
+      failed(checkRank(op, "result", result, 2, "[M, N]")) ||
+      failed(checkStaticSizes(op, {{"rows", rows, "[M, K]"},
+                                   {"weights", weights, "[E, N, K]"},
+                                   {"offsets", getOffsets(), "[E+1]"},
+                                   {"bias", getBias(), "[E, N]"},
+                                   {"row_scale", getRowScale(), "[M]"},
+                                   {"result", result, "[M, N]"}})))
     return failure();
   FailureOr<int64_t> numExperts = verifyOffsets(op, getOffsets());
   if (failed(numExperts) ||
@@ -286,6 +354,9 @@ LogicalResult SwiGLUOp::verify() {
   Value input = getInput(), result = getResult();
   if (failed(checkRank(op, "input", input, 2, "[M, 2I]")) ||
       failed(checkRank(op, "result", result, 2, "[M, I]")) ||
+      failed(checkStaticSizes(op, {{"input", input, "[M, 2I]"},
+                                   {"result", result, "[M, I]"},
+                                   {"scale", getScale(), "[M]"}})) ||
       failed(checkSameExtent(op, "row count", {"result", result, 0},
                              {"input", input, 0})) ||
       failed(
@@ -311,6 +382,11 @@ LogicalResult UnpermuteOp::verify() {
   if (failed(checkRank(op, "rows", rows, 2, "[M, H]")) ||
       failed(checkRank(op, "slots", slots, 2, "[T, k]")) ||
       failed(checkRank(op, "result", result, 2, "[T, H]")) ||
+      failed(checkStaticSizes(op, {{"rows", rows, "[M, H]"},
+                                   {"slots", slots, "[T, k]"},
+                                   {"weights", getWeights(), "[T, k]"},
+                                   {"shared", getShared(), "[T, H]"},
+                                   {"result", result, "[T, H]"}})) ||
       failed(checkSameExtent(op, "token count", {"result", result, 0},
                              {"slots", slots, 0})) ||
       failed(checkSameExtent(op, "hidden size", {"result", result, 1},
@@ -355,6 +431,11 @@ LogicalResult SharedMLPOp::verify() {
       failed(checkRank(op, "gate_up_weights", w13, 2, "[2Is, H]")) ||
       failed(checkRank(op, "down_weights", w2, 2, "[H, Is]")) ||
       failed(checkRank(op, "result", result, 2, "[T, H]")) ||
+      failed(checkStaticSizes(op, {{"tokens", tokens, "[T, H]"},
+                                   {"gate_up_weights", w13, "[2Is, H]"},
+                                   {"down_weights", w2, "[H, Is]"},
+                                   {"gate_weights", getGateWeights(), "[1, H]"},
+                                   {"result", result, "[T, H]"}})) ||
       failed(checkSameExtent(op, "hidden size", {"gate_up_weights", w13, 1},
                              {"tokens", tokens, 1})) ||
       failed(checkSameExtent(op, "hidden size", {"down_weights", w2, 0},
@@ -444,6 +525,10 @@ static LogicalResult verifyBlockScaled(Operation *op,
 }
 
 LogicalResult QuantizeOp::verify() {
+  if (failed(checkStaticSizes(getOperation(), {{"input", getInput()},
+                                               {"values", getValues()},
+                                               {"scales", getScales()}})))
+    return failure();
   if (tensorType(getInput()).getShape() != tensorType(getValues()).getShape())
     return emitOpError() << "'values' must have the shape of 'input'";
   return verifyBlockScaled(getOperation(), getEncoding(), getValues(),
@@ -451,6 +536,10 @@ LogicalResult QuantizeOp::verify() {
 }
 
 LogicalResult DequantizeOp::verify() {
+  if (failed(checkStaticSizes(getOperation(), {{"values", getValues()},
+                                               {"scales", getScales()},
+                                               {"result", getResult()}})))
+    return failure();
   if (tensorType(getResult()).getShape() != tensorType(getValues()).getShape())
     return emitOpError() << "'result' must have the shape of 'values'";
   return verifyBlockScaled(getOperation(), getEncoding(), getValues(),
@@ -468,7 +557,15 @@ LogicalResult ExpertMLPOp::verify() {
   if (failed(checkRank(op, "rows", rows, 2, "[M, H]")) ||
       failed(checkRank(op, "gate_up_weights", w13, 3, "[E, 2I, H]")) ||
       failed(checkRank(op, "down_weights", w2, 3, "[E, H, I]")) ||
-      failed(checkRank(op, "result", result, 2, "[M, H]")))
+      failed(checkRank(op, "result", result, 2, "[M, H]")) ||
+      failed(checkStaticSizes(op, {{"rows", rows, "[M, H]"},
+                                   {"offsets", getOffsets(), "[E+1]"},
+                                   {"gate_up_weights", w13, "[E, 2I, H]"},
+                                   {"down_weights", w2, "[E, H, I]"},
+                                   {"gate_up_bias", getGateUpBias(), "[E, 2I]"},
+                                   {"down_bias", getDownBias(), "[E, H]"},
+                                   {"row_scale", getRowScale(), "[M]"},
+                                   {"result", result, "[M, H]"}})))
     return failure();
   FailureOr<int64_t> numExperts = verifyOffsets(op, getOffsets());
   if (failed(numExperts))

@@ -19,6 +19,10 @@ using namespace mlir;
 
 void mlir::moe::buildCPUReferencePipeline(OpPassManager &pm,
                                           const CPUReferencePipelineOptions &) {
+  // Only the top-level module's functions are bufferized and lowered.
+  MoECheckPlacementOptions placement;
+  placement.target = "cpu";
+  pm.addPass(createMoECheckPlacement(placement));
   pm.addPass(createMoEExpandFusedOps());
   pm.addPass(createConvertMoEToLinalg());
   pm.addPass(createCanonicalizerPass());
@@ -43,20 +47,49 @@ void mlir::moe::buildCPUReferencePipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+/// Registers pipeline `arg` built by `build` from options of type `Options`,
+/// refusing options that `check` finds wrong when they are parsed (so a bad
+/// value is an error before any pass runs, with a non-zero exit).
+template <typename Options>
+static void registerCheckedPipeline(StringRef arg, StringRef description,
+                                    void (*build)(OpPassManager &,
+                                                  const Options &),
+                                    std::string (*check)(const Options &)) {
+  registerPassPipeline(
+      arg, description,
+      [=](OpPassManager &pm, StringRef text,
+          function_ref<LogicalResult(const Twine &)> errorHandler) {
+        Options options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        if (std::string error = check(options); !error.empty())
+          return errorHandler(arg + ": " + error);
+        build(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(Options());
+      });
+}
+
 void mlir::moe::registerMoEPipelines() {
   PassPipelineRegistration<CPUReferencePipelineOptions>(
       "moe-cpu-reference-pipeline",
       "Lower moe ops through linalg and bufferization to the LLVM dialect, "
       "runnable on the CPU with mlir-runner",
       buildCPUReferencePipeline);
-  PassPipelineRegistration<GPUPipelineOptions>(
+  registerCheckedPipeline<GPUPipelineOptions>(
       "moe-gpu-pipeline",
       "Build GPU kernels for moe ops and serialize them to a gpu.binary with "
       "a launch manifest (moe.manifest)",
-      buildGPUPipeline);
-  PassPipelineRegistration<GPUDevicePipelineOptions>(
+      buildGPUPipeline, [](const GPUPipelineOptions &options) {
+        return checkGPUBinaryFormat(options.format);
+      });
+  registerCheckedPipeline<GPUDevicePipelineOptions>(
       "moe-gpu-device-pipeline",
       "Lower the gpu.modules of moe kernels to NVVM and serialize them (the "
       "device half of moe-gpu-pipeline, after moe-extract-device-code)",
-      buildGPUDevicePipeline);
+      buildGPUDevicePipeline, [](const GPUDevicePipelineOptions &options) {
+        return checkGPUDeviceOptions(options.chip, options.format);
+      });
 }

@@ -15,6 +15,29 @@
 
 using namespace mlir;
 
+std::string mlir::moe::checkGPUBinaryFormat(StringRef format) {
+  // What gpu-module-to-binary makes of the NVVM target: a cubin (the only
+  // object moe-translate bundles), PTX text, or a fatbin. (Upstream reports
+  // another value but does not fail.)
+  if (format != "bin" && format != "isa" && format != "fatbin")
+    return ("'format' must be bin (a cubin: what moe-translate bundles), isa "
+            "(PTX text) or fatbin, got '" +
+            format + "'")
+        .str();
+  return "";
+}
+
+std::string mlir::moe::checkGPUDeviceOptions(StringRef chip, StringRef format) {
+  if (std::string error = checkGPUBinaryFormat(format); !error.empty())
+    return error;
+  if (chip != "sm_90a" && chip != "sm_100a")
+    return ("'chip' must be sm_90a, or sm_100a (the MXFP8 grouped_matmul "
+            "only), got '" +
+            chip + "'")
+        .str();
+  return "";
+}
+
 // The device half of upstream's gpu-lower-to-nvvm-pipeline (after
 // --moe-extract-device-code there is no host code), with the kernel ABI
 // finalized between the NVVM lowering and serialization.
@@ -54,6 +77,11 @@ void mlir::moe::buildGPUDevicePipeline(
 
 void mlir::moe::buildGPUPipeline(OpPassManager &pm,
                                  const GPUPipelineOptions &options) {
+  // Each moe op of the top-level module's functions becomes a runtime entry
+  // launched once per call: refuse any other before fusing names them anew.
+  MoECheckPlacementOptions placement;
+  placement.target = "gpu";
+  pm.addPass(createMoECheckPlacement(placement));
   // Fuse first: the fused expert MLP's kernels keep the [M, 2I]
   // intermediate in registers.
   pm.addPass(createMoEFuseExperts());

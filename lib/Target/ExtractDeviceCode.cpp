@@ -8,6 +8,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+
 namespace mlir::moe {
 #define GEN_PASS_DEF_MOEEXTRACTDEVICECODE
 #include "MoE/Target/Passes.h.inc"
@@ -34,6 +37,7 @@ struct MoEExtractDeviceCodePass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Builder b(&getContext());
+    entryOps.clear();
     SmallVector<Attribute> entries;
     bool failedAny = false;
     for (auto func : module.getOps<func::FuncOp>()) {
@@ -146,12 +150,54 @@ struct MoEExtractDeviceCodePass
       std::string entryName =
           parts ? (name + "_" + partName.getValue()).str() : name.str();
       FailureOr<DictionaryAttr> entry = describeEntry(b, op, entryName, dict);
-      if (failed(entry))
+      if (failed(entry) || failed(addEntry(op, *entry, out)))
         return failure();
-      out.push_back(*entry);
     }
     return success();
   }
+
+  /// The function of `op`, for messages: `@name`.
+  static std::string functionOf(Operation *op) {
+    auto func = op->getParentOfType<func::FuncOp>();
+    return func ? ("@" + func.getSymName()).str() : std::string("?");
+  }
+
+  /// Appends `entry` (of `op`) to `out` when its name is one a bundle can
+  /// hold and no earlier entry has: the runtime finds entries by name, so
+  /// of two entries of one name one could never be called.
+  LogicalResult addEntry(Operation *op, DictionaryAttr entry,
+                         SmallVectorImpl<Attribute> &out) {
+    StringRef name = entry.getAs<StringAttr>("name").getValue();
+    auto bundleChar = [](char c) {
+      return llvm::isAlnum(c) || c == '_' || c == '.' || c == '$';
+    };
+    if (name.empty() || name.size() > 255 || !llvm::all_of(name, bundleChar))
+      return op->emitOpError()
+             << "would get the runtime entry name '" << name << "' (from "
+             << functionOf(op)
+             << "), which a bundle cannot hold: names are 1-255 bytes of "
+                "[A-Za-z0-9_.$]; rename the function";
+    auto [it, inserted] = entryOps.try_emplace(name, op);
+    if (!inserted) {
+      Operation *other = it->second;
+      InFlightDiagnostic diag =
+          op->emitOpError()
+          << "would get the runtime entry name '" << name << "' (from "
+          << functionOf(op) << "), which the entry of '" << other->getName()
+          << "' in " << functionOf(other)
+          << " already has: an entry is named after its function, @f's "
+             "first moe op 'f', its further ones 'f_0', 'f_1', ..., the parts "
+             "of a fused op '<name>_<part>'; rename one of the functions";
+      diag.attachNote(other->getLoc())
+          << "the op whose entry is already named '" << name << "'";
+      return diag;
+    }
+    out.push_back(entry);
+    return success();
+  }
+
+  /// Every entry name given so far, and the op it was given to.
+  llvm::StringMap<Operation *> entryOps;
 
   /// Appends the entries of the parts of `layer` (`<name>_route`,
   /// `<name>_permute`, with rows quantized by a kernel of their own
@@ -199,8 +245,7 @@ struct MoEExtractDeviceCodePass
         entry.set(mlpPart, b.getStringAttr(partName + "_" + mlpPart));
       }
     }
-    out.push_back(entry.getDictionary(&getContext()));
-    return success();
+    return addEntry(layer, entry.getDictionary(&getContext()), out);
   }
 
   /// The manifest entry of `op`: its launch dictionary with each kernel

@@ -33,7 +33,7 @@ func.func @bf16_tile_k(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %o
 
 // Shared memory bounds the pipeline.
 func.func @too_deep(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
-  // expected-error @+1 {{kernel form for rows [1, 2147483647]: 'stages' (8) must be at least 1 and fit 227 KiB of shared memory}}
+  // expected-error @+1 {{kernel form for rows [1, 2147483647]: 'stages' (8): the bf16 128x256x64 form needs 409600 bytes of shared memory, more than the 227 KiB (232448) of a block; it fits 2..4 stages}}
   %y = moe.grouped_matmul %rows, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
       #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 128, tile_n = 256, tile_k = 64, stages = 8>]>}
       : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>

@@ -18,11 +18,11 @@
 // CHIP: error: moe-select-kernels: no kernels for chip 'sm_80' yet (sm_90a, and sm_100a for the MXFP8 grouped_matmul)
 // SM100: error: 'moe.grouped_matmul' op cannot be lowered to sm_100a yet: only MXFP8 operands are implemented
 // TILE: error: moe-select-kernels: without swap-ab the tile must be 64 or 128 rows x 128 or 256 columns x 64, got 64x192x64
-// STAGES: error: moe-select-kernels: 'stages' (0) must be at least 1 and fit 227 KiB of shared memory
-// SMEM: error: moe-select-kernels: 'stages' (10) must be at least 1 and fit 227 KiB of shared memory
-// SCATTER: error: moe-select-kernels: 'fp8-scatter-min-tokens' must be 0 (no scatter kernel) or positive, got -1
-// SWAP-STAGES: error: moe-select-kernels: 'swap-ab-stages' must be 0 (chosen per GEMM) or positive, got -1
-// SWAP-SMEM: error: moe-select-kernels: 'stages' (40) must be at least 1 and fit 227 KiB of shared memory
+// STAGES: error: moe-select-kernels: 'stages' must be in [2, 64] (a pipelined K loop refills a stage after the step that read it, so it needs two; more never fit 227 KiB of shared memory), got 0
+// SMEM: error: moe-select-kernels: 'stages' (10): the bf16 64x256x64 form needs 417792 bytes of shared memory, more than the 227 KiB (232448) of a block; it fits 2..5 stages
+// SCATTER: error: moe-select-kernels: 'fp8-scatter-min-tokens' must be 0 (no scatter kernel) or a token count in [1, 2147483647], got -1
+// SWAP-STAGES: error: moe-select-kernels: 'swap-ab-stages' must be in [2, 64] (0 chooses per GEMM; else the swap-AB forms' pipeline, which needs two stages), got -1
+// SWAP-SMEM: error: moe-select-kernels: 'swap-ab-stages' (40): the bf16 64x64x64 swap-AB form needs 655360 bytes of shared memory, more than the 227 KiB (232448) of a block; it fits 2..14 stages
 // The swap-AB form gets its own pipeline depth; the others keep `stages`.
 // SWAP-EIGHT: gpu.func @grouped_matmul_bf16_16x64x64_s8_swapab_off32(
 // SWAP-EIGHT: gpu.func @grouped_matmul_bf16_64x256x64_s4_off32(

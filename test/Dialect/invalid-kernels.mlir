@@ -7,8 +7,31 @@
 
 // -----
 
-// expected-error @+1 {{gemm_form stages must be in [1, 64], got 4611686018427387904}}
+// expected-error @+1 {{gemm_form stages must be in [2, 64] (a pipelined K loop needs two stages), got 4611686018427387904}}
 #f = #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 16, tile_n = 64, tile_k = 64, stages = 4611686018427387904>
+
+// -----
+
+// Issue 25: a pipelined K loop refills a stage only after the step that read
+// it, so one stage would deadlock every form (normal, swap-AB,
+// warp-specialized).
+// expected-error @+1 {{gemm_form stages must be in [2, 64] (a pipelined K loop needs two stages), got 1}}
+#f = #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 64, tile_n = 128, tile_k = 64, stages = 1>
+
+// -----
+
+// expected-error @+1 {{gemm_form stages must be in [2, 64] (a pipelined K loop needs two stages), got 1}}
+#f = #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 16, tile_n = 64, tile_k = 64, stages = 1, swap_ab = true>
+
+// -----
+
+// expected-error @+1 {{gemm_form stages must be in [2, 64] (a pipelined K loop needs two stages), got 1}}
+#f = #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 128, tile_n = 192, tile_k = 128, stages = 1, warp_specialized = true>
+
+// -----
+
+// expected-error @+1 {{gemm_form stages must be in [2, 64] (a pipelined K loop needs two stages), got 65}}
+#f = #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 64, tile_n = 128, tile_k = 64, stages = 65>
 
 // -----
 
@@ -97,8 +120,13 @@
 
 // -----
 
-// expected-error @+1 {{permute_kernels scatter_from must be 0 (no scatter kernel) or positive, got -1}}
+// expected-error @+1 {{permute_kernels scatter_from must be 0 (no scatter kernel) or a token count in [1, 2147483647], got -1}}
 #p = #moe.permute_kernels<chip = "sm_90a", quantize_rows = true, scatter_from = -1>
+
+// -----
+
+// expected-error @+1 {{permute_kernels scatter_from must be 0 (no scatter kernel) or a token count in [1, 2147483647], got 2147483648}}
+#p = #moe.permute_kernels<chip = "sm_90a", quantize_rows = true, scatter_from = 2147483648>
 
 // -----
 

@@ -764,7 +764,7 @@ func.func @f(%r: tensor<?x64xf32>, %o: tensor<5xi64>, %a: tensor<4x96x64xf32>, %
 // -----
 
 func.func @f(%x: tensor<4611686018427387904x16xf32>, %ids: tensor<4611686018427387904x2xi32>) {
-  // expected-error @+1 {{row count T*k + E*(pad_to-1) overflows int64}}
+  // expected-error @+1 {{'tokens' dim 0 (T of [T, H]) is 4611686018427387904: a static size must be in [1, 2147483647]}}
   %r, %o, %s = moe.permute %x, %ids : (tensor<4611686018427387904x16xf32>, tensor<4611686018427387904x2xi32>) -> (tensor<?x16xf32>, tensor<9xi64>, tensor<4611686018427387904x2xi64>)
   return
 }
@@ -780,7 +780,7 @@ func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
 // -----
 
 func.func @f(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>) {
-  // expected-error @+1 {{padding E*(pad_to-1) overflows int64}}
+  // expected-error @+1 {{'offsets' dim 0 (E+1 of [E+1]) is 4611686018427387904: a static size must be in [1, 2147483647]}}
   %r, %o, %s = moe.permute %x, %ids pad_to 4 : (tensor<?x16xf32>, tensor<?x2xi32>) -> (tensor<?x16xf32>, tensor<4611686018427387904xi64>, tensor<?x2xi64>)
   return
 }

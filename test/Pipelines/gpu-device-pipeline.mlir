@@ -1,7 +1,7 @@
 // --moe-gpu-device-pipeline lowers kernels chosen by hand (here: one
 // swap-AB kernel for every expert) to a gpu.binary, keeping the manifest
-// and the by-value tensor maps; a chip ptxas cannot build wgmma for is an
-// error from the serializer, not a silently different binary.
+// and the by-value tensor maps; a chip without kernels of ours is refused
+// when the options are parsed, not compiled to a silently different binary.
 // RUN: moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 swap-ab=1 tile-m=8 tile-n=64" --convert-moe-to-nvgpu --moe-extract-device-code --moe-gpu-device-pipeline="format=isa" -o %t.mlir
 // RUN: FileCheck %s --input-file %t.mlir
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.mlir %t.ptx
@@ -14,7 +14,7 @@
 // PTX: .visible .entry grouped_matmul_bf16_8x64x64_s4_swapab_off32(
 // PTX-NEXT: .param .align 64 .b8 grouped_matmul_bf16_8x64x64_s4_swapab_off32_param_0[128],
 // PTX: wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16
-// OLD-CHIP: error: 'nvvm.cp.async.bulk.tensor.shared.cluster.global' op is not supported on sm_80
+// OLD-CHIP: error: moe-gpu-device-pipeline: 'chip' must be sm_90a, or sm_100a (the MXFP8 grouped_matmul only), got 'sm_80'
 func.func @decode(%rows: tensor<?x512xbf16>, %w: tensor<8x256x512xbf16>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x512xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>) -> tensor<?x256xbf16>

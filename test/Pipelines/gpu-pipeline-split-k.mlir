@@ -59,7 +59,7 @@
 // NEGATIVE: error: moe-select-kernels: 'swap-ab-split-k' must be 0 (chosen per GEMM), 1 or 2, got -1
 // Each warpgroup owns every other stage and refills its previous step's:
 // with fewer than two of its own, a step would wait on loads issued after it.
-// STAGES: error: moe-select-kernels: swap-AB forms splitting K between 2 warpgroups need a multiple of it of at least 4 stages, got 3
+// STAGES: error: moe-select-kernels: swap-AB forms splitting K between 2 warpgroups need 'swap-ab-stages' to be a multiple of 2 of at least 4, got 3
 
 func.func @mixtral_mlp(%rows: tensor<?x4096xbf16>, %off: tensor<9xi64>,
     %w13: tensor<8x28672x4096xbf16>, %w2: tensor<8x4096x14336xbf16>,

@@ -68,14 +68,16 @@ def MoESelectKernels : Pass<"moe-select-kernels", "::mlir::ModuleOp"> {
            "Output columns per bf16 tile: 128 or 256 (64 with swap-ab)">,
     Option<"tileK", "tile-k", "int64_t", "64", "K per pipeline stage (bf16)">,
     Option<"stages", "stages", "int64_t", "4",
-           "Shared-memory buffers in the TMA pipeline">,
+           "Shared-memory buffers in the TMA pipeline: 2..64, and no more "
+           "than the tile fits in 227 KiB (a stage is refilled after the "
+           "step that read it, so one would deadlock)">,
     Option<"swapABMaxRows", "swap-ab-max-rows", "int64_t", "16",
            "Experts with at most this many rows take the swap-AB form "
            "(0: never; at most 64)">,
     Option<"swapABStages", "swap-ab-stages", "int64_t", "0",
            "Pipeline stages of the swap-AB forms (0: chosen per GEMM, 8 for "
-           "K >= 8192, else `stages`): their tiles are small, so decode can "
-           "keep more bytes in flight">,
+           "K >= 8192, else `stages`; else 2..64 as `stages`): their tiles "
+           "are small, so decode can keep more bytes in flight">,
     Option<"swapABSplitK", "swap-ab-split-k", "int64_t", "0",
            "Warpgroups the bf16 and block-FP8 swap-AB forms split each "
            "work item's K steps between (0: chosen per GEMM, 2 for K >= "
@@ -88,7 +90,8 @@ def MoESelectKernels : Pass<"moe-select-kernels", "::mlir::ModuleOp"> {
            "That quantizing permute also gets a scatter kernel, which the "
            "runtime launches instead of the gather from this many tokens on: "
            "it quantizes each token once and stores it to its k slots, where "
-           "the gather quantizes each of the T*k rows (0: no scatter kernel)">,
+           "the gather quantizes each of the T*k rows (0: no scatter kernel; "
+           "at most 2^31 - 1)">,
     Option<"fp8EpilogueQuantize", "fp8-epilogue-quantize", "bool", "false",
            "A block-FP8 expert MLP's gate-up epilogue stores the activation "
            "as e4m3 and scales (else bf16, then a quantize kernel; off by "

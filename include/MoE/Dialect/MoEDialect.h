@@ -5,6 +5,7 @@
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
@@ -64,6 +65,16 @@ std::optional<std::pair<QuantizeOp, DequantizeOp>>
 getRowsRoundTrip(Value dequantized);
 /// `layer`'s chain, or std::nullopt when its body is anything else.
 std::optional<LayerChain> getLayerChain(LayerOp layer);
+
+/// The pipeline that compiles a module's moe ops (verifyMoEPlacement).
+enum class MoEPipelineKind { CPU, GPU };
+/// Checks that every moe op of `module` is where `kind`'s pipeline compiles
+/// it from: in a func.func of `module` itself (not in a nested
+/// builtin.module or a gpu.module), and for the GPU at the top level of its
+/// function or of a moe.layer there (no loop or branch around it: its entry
+/// is launched once per call). Emits an error naming each misplaced op and
+/// what encloses it.
+LogicalResult verifyMoEPlacement(ModuleOp module, MoEPipelineKind kind);
 } // namespace mlir::moe
 
 #endif // MOE_DIALECT_MOEDIALECT_H

@@ -45,6 +45,15 @@ struct GPUDevicePipelineOptions
       llvm::cl::init("bin")};
 };
 
+/// Why the device pipeline cannot compile for `chip` into `format` (an
+/// error message naming the option and the values it takes), or an empty
+/// string. The registered pipelines refuse such options when they are
+/// parsed; a caller building the pipelines itself checks them first.
+std::string checkGPUDeviceOptions(StringRef chip, StringRef format);
+/// The part of checkGPUDeviceOptions about `format` (--moe-gpu-pipeline's
+/// chip is --moe-select-kernels', which checks it).
+std::string checkGPUBinaryFormat(StringRef format);
+
 /// gpu.modules of moe kernels (after --moe-extract-device-code) -> NVVM ->
 /// by-value tensor-map parameters -> gpu.binary. For modules whose kernels
 /// were chosen by hand (`--convert-moe-to-nvgpu` options) rather than by

@@ -175,6 +175,27 @@ def MoEQuantize : Pass<"moe-quantize", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def MoECheckPlacement : Pass<"moe-check-placement", "::mlir::ModuleOp"> {
+  let summary = "Refuse moe ops that a pipeline would not compile where they "
+                "are";
+  let description = [{
+    The first step of `--moe-cpu-reference-pipeline` (`target=cpu`) and
+    `--moe-gpu-pipeline` (`target=gpu`; `--moe-select-kernels` and
+    `--convert-moe-to-nvgpu` check the same). The pipelines compile the moe
+    ops of the top-level module's functions, so a moe op in a nested
+    `builtin.module` (left unlowered, or without a manifest entry) or in a
+    user's `gpu.module` is an error naming the op and the module. For the
+    GPU each moe op becomes a runtime entry launched once per call from its
+    function's top level: a moe op in a loop (`scf.for` carrying tensors,
+    `scf.while`, ...) or any other region but a `moe.layer`'s is an error
+    naming the op and the loop or region. The IR is left unchanged.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", "\"gpu\"",
+           "The pipeline whose rules apply: cpu or gpu">,
+  ];
+}
+
 def MoEExpandFusedOps : Pass<"moe-expand-fused-ops"> {
   let summary = "Expand fused moe ops into their unfused parts";
   let description = [{

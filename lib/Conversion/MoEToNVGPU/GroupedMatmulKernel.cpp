@@ -22,9 +22,11 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::moe;
@@ -34,23 +36,41 @@ using namespace mlir::moe::sm90;
 /// the normal form, a bf16 staging tile per warpgroup, so the next tile's
 /// loads can overlap the epilogue. Swap-AB's epilogue reuses the stages for
 /// its small f32 tile instead (more resident CTAs for decode).
+/// The sizes below come from options and hand-written forms: every product
+/// and sum saturates at INT64_MAX, which no shared-memory budget admits,
+/// instead of wrapping into one that does.
+static int64_t satMul(int64_t a, int64_t b) {
+  return llvm::checkedMul(a, b).value_or(std::numeric_limits<int64_t>::max());
+}
+static int64_t satAdd(int64_t a, int64_t b) {
+  return llvm::checkedAdd(a, b).value_or(std::numeric_limits<int64_t>::max());
+}
+
 int64_t GroupedMatmulTile::dynamicSharedBytes() const {
-  return tileSharedBytes() + (widened() ? 2 * widenedStageBytes() : 0) +
-         scaleStagingBytes();
+  int64_t widenedBytes = widened() ? satMul(2, widenedStageBytes()) : 0;
+  int64_t scaleBytes =
+      mxfp8() ? satMul(satMul(scaleBuffers(), scaleBlocksPerStep()),
+                       satMul(satAdd(tileN, tileM), 4))
+              : 0;
+  return satAdd(satAdd(tileSharedBytes(), widenedBytes), scaleBytes);
 }
 
 /// What dynamicSharedBytes() holds before the MXFP8 scale buffers (last).
 int64_t GroupedMatmulTile::tileSharedBytes() const {
-  int64_t stageBytes = (tileM + tileN) * tileK * elementBytes();
+  int64_t stageBytes =
+      satMul(satMul(satAdd(tileM, tileN), tileK), elementBytes());
+  int64_t stagesBytes = satMul(stages, stageBytes);
   // A quantized output keeps the item's bf16 activations (and swap-AB its
   // f32 tile) apart: the next pass's loads are in the stages meanwhile.
   if (quantizeOut)
-    return stages * stageBytes + activationTileBytes() +
-           (swapAB ? 64 * accumulatorColumns() * 4 : 0);
+    return satAdd(
+        satAdd(stagesBytes,
+               satMul(satMul(warpgroups(), activationRows()), kOutGroup * 2)),
+        swapAB ? satMul(64 * 4, accumulatorColumns()) : 0);
   if (swapAB)
-    return std::max(stages * stageBytes,
-                    kSplit() * 64 * accumulatorColumns() * 4);
-  return stages * stageBytes + warpgroups() * kStagingBytes;
+    return std::max(stagesBytes,
+                    satMul(kSplit(), satMul(64 * 4, accumulatorColumns())));
+  return satAdd(stagesBytes, satMul(warpgroups(), kStagingBytes));
 }
 
 std::string GroupedMatmulTile::kernelName(Type offsetType) const {

@@ -386,7 +386,8 @@ SmallVector<GemmPart, 2> mlir::moe::getGemmParts(Operation *op,
 /// normally 64 or 128 token rows (one warpgroup per 64) x 128 or 256
 /// columns, with swap-AB one warpgroup on 64 columns x 8..64 token rows.
 LogicalResult mlir::moe::verifyTile(function_ref<InFlightDiagnostic()> fail,
-                                    const GroupedMatmulTile &tile) {
+                                    const GroupedMatmulTile &tile,
+                                    StringRef stagesName) {
   if (tile.tileK != 64 * 2 / tile.elementBytes())
     return fail() << "tile-k must be 64, got " << tile.tileK;
   if (!tile.swapAB && ((tile.tileM != 64 && tile.tileM != 128) ||
@@ -415,20 +416,45 @@ LogicalResult mlir::moe::verifyTile(function_ref<InFlightDiagnostic()> fail,
     return fail() << "'swap-ab-split-k' must be 0 "
                      "(chosen per GEMM), 1 or 2, got "
                   << tile.splitK;
+  // Every form refills a stage only after the step that used it: with one
+  // stage the next step would wait on a load issued after it (the refill
+  // of the normal form, the producer's wait for an empty stage of the
+  // warp-specialized ones). Beyond kMaxStages nothing fits; checking the
+  // bound first keeps the byte count below exact.
+  if (tile.stages < kMinStages || tile.stages > kMaxStages)
+    return fail() << "'" << stagesName << "' must be in [" << kMinStages << ", "
+                  << kMaxStages << "], got " << tile.stages
+                  << " (a pipelined K loop refills a stage after the step "
+                     "that read it, so it needs two; more never fit "
+                     "227 KiB of shared memory)";
   // Each warpgroup owns every split-th stage and refills its previous
   // step's after its next one: with fewer than two stages of its own, a step
   // would wait on loads issued after it.
   if (tile.kSplit() > 1 &&
       (tile.stages < 2 * tile.kSplit() || tile.stages % tile.kSplit()))
-    return fail() << "swap-AB forms splitting K "
-                     "between "
-                  << tile.kSplit()
-                  << " warpgroups need a multiple of it of at least "
-                  << 2 * tile.kSplit() << " stages, got " << tile.stages;
-  // (Beyond 64 stages nothing fits; the bound keeps the byte count exact.)
-  if (tile.stages < 1 || tile.stages > 64 ||
-      tile.dynamicSharedBytes() > kMaxDynamicSharedBytes)
-    return fail() << "'stages' (" << tile.stages
-                  << ") must be at least 1 and fit 227 KiB of shared memory";
+    return fail() << "swap-AB forms splitting K between " << tile.kSplit()
+                  << " warpgroups need '" << stagesName
+                  << "' to be a multiple of " << tile.kSplit()
+                  << " of at least " << 2 * tile.kSplit() << ", got "
+                  << tile.stages;
+  if (tile.dynamicSharedBytes() > kMaxDynamicSharedBytes) {
+    GroupedMatmulTile fewer = tile;
+    int64_t fits = 0;
+    for (fewer.stages = kMinStages; fewer.stages < tile.stages; ++fewer.stages)
+      if (fewer.dynamicSharedBytes() <= kMaxDynamicSharedBytes)
+        fits = fewer.stages;
+    StringRef format = tile.format == Format::BF16       ? "bf16"
+                       : tile.format == Format::FP8Block ? "block-FP8"
+                                                         : "MXFP8";
+    InFlightDiagnostic diag = fail();
+    diag << "'" << stagesName << "' (" << tile.stages << "): the " << format
+         << " " << tile.tileM << "x" << tile.tileN << "x" << tile.tileK
+         << (tile.swapAB ? " swap-AB" : "") << " form needs "
+         << tile.dynamicSharedBytes() << " bytes of shared memory, more than "
+         << "the 227 KiB (" << kMaxDynamicSharedBytes << ") of a block; ";
+    if (fits == 0)
+      return diag << "it does not fit with any stage count";
+    return diag << "it fits " << kMinStages << ".." << fits << " stages";
+  }
   return success();
 }

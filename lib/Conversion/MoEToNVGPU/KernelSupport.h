@@ -74,10 +74,19 @@ SmallVector<GemmPart, 2> getGemmParts(Operation *op, bool quantizeGateUp);
 /// The sm_90 limit of dynamic shared memory per block.
 inline constexpr int64_t kMaxDynamicSharedBytes = 227 * 1024;
 
+/// The pipeline depths of the sm_90a GEMM forms: two at least (a stage is
+/// refilled only after the step that read it), and no more than any tile
+/// could fit in shared memory (the bound also keeps the byte counts exact).
+inline constexpr int64_t kMinStages = 2;
+inline constexpr int64_t kMaxStages = 64;
+
 /// Checks that the kernel builder implements `tile` (shape, stages, split-K,
-/// cluster, shared memory); `fail` starts the diagnostic (it says where).
+/// cluster, shared memory); `fail` starts the diagnostic (it says where) and
+/// `stagesName` is what the user calls the tile's stage count (an option or
+/// the form's field).
 LogicalResult verifyTile(function_ref<InFlightDiagnostic()> fail,
-                         const GroupedMatmulTile &tile);
+                         const GroupedMatmulTile &tile,
+                         StringRef stagesName = "stages");
 
 } // namespace mlir::moe
 

@@ -693,6 +693,8 @@ struct ConvertMoEToNVGPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(verifyMoEPlacement(module, MoEPipelineKind::GPU)))
+      return signalPassFailure();
     bool any = false, failedAny = false;
     Operation *first = nullptr;
     module.walk([&](Operation *op) {

@@ -14,6 +14,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
 namespace mlir::moe {
@@ -32,7 +33,8 @@ using Format = GroupedMatmulTile::Format;
 /// bf16 copies of a stage (2 stages at 128 x 128).
 static GroupedMatmulTile fitStages(GroupedMatmulTile tile) {
   while ((tile.widened() || (tile.swapAB && tile.quantizeOut)) &&
-         tile.stages > 1 && tile.dynamicSharedBytes() > kMaxDynamicSharedBytes)
+         tile.stages > kMinStages &&
+         tile.dynamicSharedBytes() > kMaxDynamicSharedBytes)
     --tile.stages;
   return tile;
 }
@@ -63,12 +65,15 @@ static constexpr int64_t kLongK = 8192;
 /// (not 0), else the cost model: two from kLongK, where decode runs few, long
 /// work items (Mixtral's down projection at T = 1: 128 items of 14336 K for
 /// 132 SMs, one CTA each) and one warpgroup's step rate bounds the stream
-/// (bench/RESULTS.md); with shorter K there are more items than SMs.
-static int64_t swapSplitFor(int64_t k, int64_t fixed) {
+/// (bench/RESULTS.md); with shorter K there are more items than SMs. The
+/// cost model splits only `stages` that two warpgroups can share (an even
+/// number, two each).
+static int64_t swapSplitFor(int64_t k, int64_t fixed, int64_t stages) {
   // Any other choice than 0 is the user's; verifyTile refuses all but 1, 2.
   if (fixed != 0)
     return fixed;
-  return !ShapedType::isDynamic(k) && k >= kLongK ? 2 : 1;
+  bool splittable = stages >= 2 * kMinStages && stages % 2 == 0;
+  return !ShapedType::isDynamic(k) && k >= kLongK && splittable ? 2 : 1;
 }
 
 /// Pipeline stages of a swap-AB form reducing over `k` (dynamic: -1 or
@@ -133,18 +138,82 @@ struct MoESelectKernelsPass
     return mlir::emitError(getOperation().getLoc()) << "moe-select-kernels: ";
   }
 
-  /// Checks the options once, whatever ops there are.
-  LogicalResult checkOptions() {
+  /// The option that sets the swap-AB forms' stage count.
+  StringRef swapStagesName() const {
+    return swapABStages > 0 ? "swap-ab-stages" : "stages";
+  }
+
+  /// Checks the ranges of the numeric options before any arithmetic on
+  /// them, whatever the chip: each is refused with the values it can take.
+  LogicalResult checkRanges() {
+    auto range = [&](StringRef name, int64_t value, int64_t lo, int64_t hi,
+                     StringRef why) -> LogicalResult {
+      if (value >= lo && value <= hi)
+        return success();
+      return fail() << "'" << name << "' must be in [" << lo << ", " << hi
+                    << "] (" << why << "), got " << value;
+    };
+    StringRef stagesWhy = "a pipelined K loop refills a stage after the step "
+                          "that read it, so it needs two; more never fit "
+                          "227 KiB of shared memory";
+    if (failed(range("stages", stages, kMinStages, kMaxStages, stagesWhy)))
+      return failure();
+    if (swapABStages != 0 &&
+        failed(range("swap-ab-stages", swapABStages, kMinStages, kMaxStages,
+                     "0 chooses per GEMM; else the swap-AB forms' "
+                     "pipeline, which needs two stages")))
+      return failure();
     if (swapABMaxRows < 0 || swapABMaxRows > 64)
       return fail() << "'swap-ab-max-rows' must be in [0, 64] (WGMMA's N "
                        "holds at most 64 tokens), got "
                     << static_cast<int64_t>(swapABMaxRows);
-    if (chip == "sm_100a")
+    if (fp8ScatterMinTokens < 0 || fp8ScatterMinTokens > kMaxLaunchRows)
+      return fail() << "'fp8-scatter-min-tokens' must be 0 (no scatter "
+                       "kernel) or a token count in [1, "
+                    << kMaxLaunchRows << "], got "
+                    << static_cast<int64_t>(fp8ScatterMinTokens);
+    return success();
+  }
+
+  /// Options that shape the sm_90a forms: on sm_100a (one fixed tcgen05
+  /// form) any other value than their default would be ignored, so it is an
+  /// error naming them.
+  LogicalResult checkSm100Options() {
+    MoESelectKernelsOptions defaults;
+    SmallVector<StringRef> set;
+    auto check = [&](StringRef name, bool differs) {
+      if (differs)
+        set.push_back(name);
+    };
+    check("tile-m", tileM != defaults.tileM);
+    check("tile-n", tileN != defaults.tileN);
+    check("tile-k", tileK != defaults.tileK);
+    check("stages", stages != defaults.stages);
+    check("swap-ab-stages", swapABStages != defaults.swapABStages);
+    check("swap-ab-split-k", swapABSplitK != defaults.swapABSplitK);
+    check("fp8-tile-n", fp8TileN != defaults.fp8TileN);
+    check("mxfp8-widen", mxfp8Widen != defaults.mxfp8Widen);
+    check("cluster", cluster != defaults.cluster);
+    check("warp-specialize", warpSpecialize != defaults.warpSpecialize);
+    check("swap-ab", swapAB != defaults.swapAB);
+    if (set.empty())
       return success();
-    if (chip != "sm_90a")
+    return fail() << "chip=sm_100a has one kernel form (the tcgen05 MXFP8 "
+                     "GEMM's 128x128x128 tile, 4 stages), so these options "
+                     "would be ignored: "
+                  << llvm::join(set, ", ");
+  }
+
+  /// Checks the options once, whatever ops there are.
+  LogicalResult checkOptions() {
+    if (chip != "sm_90a" && chip != "sm_100a")
       return fail() << "no kernels for chip '" << chip
                     << "' yet (sm_90a, and sm_100a for the MXFP8 "
                        "grouped_matmul)";
+    if (failed(checkRanges()))
+      return failure();
+    if (chip == "sm_100a")
+      return checkSm100Options();
     baseTile.tileM = tileM;
     baseTile.tileN = tileN;
     baseTile.tileK = tileK;
@@ -165,17 +234,9 @@ struct MoESelectKernelsPass
     auto failHere = [&] { return fail(); };
     if (failed(verifyTile(failHere, baseTile)))
       return failure();
-    if (swapABStages < 0)
-      return fail() << "'swap-ab-stages' must be 0 (chosen per GEMM) or "
-                       "positive, got "
-                    << static_cast<int64_t>(swapABStages);
     if (fp8TileN != 128 && fp8TileN != 192)
       return fail() << "'fp8-tile-n' must be 128 or 192, got "
                     << static_cast<int64_t>(fp8TileN);
-    if (fp8ScatterMinTokens < 0)
-      return fail() << "'fp8-scatter-min-tokens' must be 0 (no scatter "
-                       "kernel) or positive, got "
-                    << static_cast<int64_t>(fp8ScatterMinTokens);
     GroupedMatmulTile blockFP8 =
         fp8Tile(baseTile, Format::FP8Block, false, fp8TileN);
     GroupedMatmulTile quantizedGateUp = fp8Tile(
@@ -187,14 +248,24 @@ struct MoESelectKernelsPass
           quantizedGateUp}) {
       if (failed(verifyTile(failHere, base)))
         return failure();
-      for (int64_t k : {int64_t(1), kLongK})
+      for (int64_t k : {int64_t(1), kLongK}) {
+        // With swap-ab the base tile is the one form, split as on its K.
+        if (base.swapAB) {
+          GroupedMatmulTile split = base;
+          split.splitK = swapSplitFor(k, swapABSplitK, base.stages);
+          if (failed(verifyTile(failHere, split)))
+            return failure();
+          continue;
+        }
+        int64_t swapStages =
+            swapStagesFor(k, baseTile.stages, swapABStages, base.quantizeOut);
         if (failed(verifyTile(
                 failHere,
-                swapABTile(base, 64,
-                           swapStagesFor(k, baseTile.stages, swapABStages,
-                                         base.quantizeOut),
-                           swapSplitFor(k, swapABSplitK)))))
+                swapABTile(base, 64, swapStages,
+                           swapSplitFor(k, swapABSplitK, swapStages)),
+                swapStagesName())))
           return failure();
+      }
     }
     return success();
   }
@@ -208,7 +279,7 @@ struct MoESelectKernelsPass
                                               fp8TileN, part.quantizeOut));
     int64_t swapStages = swapStagesFor(part.k(), baseTile.stages, swapABStages,
                                        part.quantizeOut);
-    int64_t swapSplit = swapSplitFor(part.k(), swapABSplitK);
+    int64_t swapSplit = swapSplitFor(part.k(), swapABSplitK, swapStages);
     int64_t rowCount = cast<RankedTensorType>(rows.getType()).getDimSize(0);
     // A static row count within the swap-AB range needs no other form.
     bool swapOnly = swapABMaxRows > 0 && !ShapedType::isDynamic(rowCount) &&
@@ -221,7 +292,7 @@ struct MoESelectKernelsPass
     };
     if (tile.swapAB) {
       GroupedMatmulTile swapped = tile;
-      swapped.splitK = swapSplit;
+      swapped.splitK = swapSplitFor(part.k(), swapABSplitK, tile.stages);
       addForm(swapped, 1, kMaxLaunchRows);
     } else if (swapOnly) {
       addForm(swapABTile(tile, swapABMaxRows, swapStages, swapSplit), 1,
@@ -289,7 +360,8 @@ struct MoESelectKernelsPass
   }
 
   void runOnOperation() override {
-    if (failed(checkOptions()))
+    if (failed(checkOptions()) ||
+        failed(verifyMoEPlacement(getOperation(), MoEPipelineKind::GPU)))
       return signalPassFailure();
     SmallVector<Operation *> ops;
     bool failedAny = false;
