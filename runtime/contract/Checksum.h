@@ -1,5 +1,4 @@
-//===- Checksum.h - the checksum of a bundle's images ------------*- C++
-//-*-===//
+//===- Checksum.h - the checksum of a bundle's images -----*- C++ -*-===//
 //
 // 64-bit FNV-1a over an image's bytes: moe-translate records it on the
 // image's line (`fnv1a64=<16 hex digits>`, contract version 7) and the
