@@ -407,7 +407,8 @@ typedef struct moeLaunchArgs {
 /// legacy default stream) of the current context: checks the sizes against
 /// their ranges, the plan's checks, every argument (non-null unless
 /// optional, aligned, bytes within int64), the workspace, and that no
-/// output overlaps another argument or the workspace, each error
+/// output overlaps another argument or the workspace and the workspace no
+/// argument, each error
 /// (INVALID_ARGUMENT, NOT_FOUND) naming what is wrong and launching
 /// nothing, without touching the driver; then loads the bundle into the
 /// current context if moeBundleLoad has not and issues the plan's launches

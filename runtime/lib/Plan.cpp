@@ -324,7 +324,8 @@ bool checkPlanCall(const Plan &plan, const PlanCall &call, CheckedCall &checked,
     }
   }
 
-  // No output overlaps another buffer of the call.
+  // No output overlaps another buffer of the call; the workspace, which the
+  // kernels write too, overlaps no argument.
   auto overlaps = [](uint64_t a, uint64_t aBytes, uint64_t b, uint64_t bBytes) {
     return aBytes && bBytes && a < b + bBytes && b < a + aBytes;
   };
@@ -343,6 +344,13 @@ bool checkPlanCall(const Plan &plan, const PlanCall &call, CheckedCall &checked,
       return false;
     }
   }
+  for (size_t a = 0; a < plan.args.size(); ++a)
+    if (overlaps(call.workspace, workspaceBytes, call.pointers[a],
+                 argBytes[a])) {
+      error = "the workspace overlaps " + plan.args[a].name +
+              " (the kernels write the workspace)";
+      return false;
+    }
 
   return true;
 }

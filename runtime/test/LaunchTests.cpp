@@ -403,6 +403,15 @@ TEST(launchWorkspaceRefusals) {
                  "moeLaunch(mix): out overlaps the workspace");
   args[4] = kWorkspace - 1536;
   CHECK_EQ(moeLaunch(bundle, "mix", &a, nullptr), MOE_STATUS_SUCCESS);
+  // Nor any input, which the kernels would overwrite: each argument in turn
+  // at the last bytes the call uses.
+  for (size_t i = 0; i < 4; ++i) {
+    uint64_t saved = args[i];
+    args[i] = kWorkspace + 5376 - 16;
+    CHECK_REJECTED(moeLaunch(bundle, "mix", &a, nullptr), bad,
+                   "moeLaunch(mix): the workspace overlaps ");
+    args[i] = saved;
+  }
   // More workspace than needed, anywhere 256-byte aligned, is fine.
   args[4] = kE;
   a.workspace = kWorkspace + 256;
