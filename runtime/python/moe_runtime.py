@@ -391,6 +391,7 @@ class Bundle:
         self.entries: Tuple[Entry, ...] = tuple(entries)
         self._by_name: Dict[str, Entry] = {e.name: e for e in entries}
         self._signatures: Dict[str, Signature] = {}
+        self._layouts: Dict[tuple, tuple] = {}
 
     def entry(self, name: str) -> Entry:
         """The entry called `name`; MoERuntimeError NOT_FOUND if none."""
@@ -467,18 +468,14 @@ class Bundle:
         signature = self.signature(name)
         values = self._size_values(name, signature, sizes)
         index = self._arg_index(name, signature, arg)
-        return self._shape(name, index, values)
+        return self._layout(name, signature, values)[0][index]
 
     def workspace_bytes(self, name: str, sizes: Dict[str, int]) -> int:
         """The workspace bytes a call of entry `name` with `sizes` needs
         (moeWorkspaceBytes; 0 when its plan has no workspace slices)."""
         signature = self.signature(name)
         values = self._size_values(name, signature, sizes)
-        count = ctypes.c_uint64()
-        _check(_library().moeWorkspaceBytes(
-            self._live_handle(), name.encode(), values, len(signature.sizes),
-            ctypes.byref(count)))
-        return count.value
+        return self._layout(name, signature, values)[1]
 
     def launch(self, name: str, sizes: Dict[str, int] = None, *,
                workspace=None, **tensors):
@@ -549,10 +546,10 @@ class Bundle:
                         tensor.shape[arg.dims.index(size_name)])
                     break
         values = self._size_values(name, signature, given_sizes)
+        shapes, needed = self._layout(name, signature, values)
         pointers = []
         outputs = {}
-        for index, arg in enumerate(signature.args):
-            shape = self._shape(name, index, values)
+        for arg, shape in zip(signature.args, shapes):
             tensor = present.get(arg.name)
             if tensor is None:
                 if arg.role == "in":
@@ -568,12 +565,8 @@ class Bundle:
             if arg.role == "out":
                 outputs[arg.name] = tensor
             pointers.append(0 if tensor is None else tensor.data_ptr())
-        needed = ctypes.c_uint64()
-        _check(_library().moeWorkspaceBytes(
-            handle, name.encode(), values, len(signature.sizes),
-            ctypes.byref(needed)))
-        if workspace is None and needed.value:
-            workspace = torch.empty((needed.value,), dtype=torch.uint8,
+        if workspace is None and needed:
+            workspace = torch.empty((needed,), dtype=torch.uint8,
                                     device=device)
         space = 0
         if workspace is not None:
@@ -582,9 +575,9 @@ class Bundle:
                 raise _invalid(f"{where}: workspace must be a torch.Tensor "
                                f"on {device}")
             space = workspace.numel() * workspace.element_size()
-            if space < needed.value:
+            if space < needed:
                 raise _invalid(f"{where}: workspace has {space} bytes, "
-                               f"expected at least {needed.value}")
+                               f"expected at least {needed}")
         args = _LaunchArgs(values, len(signature.sizes), len(pointers),
                            (ctypes.c_uint64 * max(len(pointers), 1))(
                                *pointers),
@@ -612,16 +605,30 @@ class Bundle:
                 return index
         raise _invalid(f"{name}: the entry takes no {arg}")
 
-    def _shape(self, name, index, values):
-        dims = (ctypes.c_int64 * _MAX_RANK)()
-        _check(_library().moeEntryArgShape(
-            self._live_handle(), name.encode(), index, values,
-            len(self.signature(name).sizes), dims))
-        return tuple(dims[i] for i in range(
-            len(self.signature(name).args[index].dims)))
-
-    def _takes(self, name, arg):
-        return any(a.name == arg for a in self.signature(name).args)
+    def _layout(self, name, signature, values):
+        """The arguments' shapes and the workspace bytes of a call of `name`
+        with the sizes `values`, as the runtime evaluates the plan's
+        expressions (moeEntryArgShape, moeWorkspaceBytes). Memoised: a
+        layer sees few distinct sizes, and this is on every call's path."""
+        count = len(signature.sizes)
+        key = (name, tuple(values[i] for i in range(count)))
+        layout = self._layouts.get(key)
+        if layout is not None:
+            return layout
+        lib, handle = _library(), self._live_handle()
+        shapes = []
+        for index, arg in enumerate(signature.args):
+            dims = (ctypes.c_int64 * _MAX_RANK)()
+            _check(lib.moeEntryArgShape(handle, name.encode(), index, values,
+                                        count, dims))
+            shapes.append(tuple(dims[i] for i in range(len(arg.dims))))
+        workspace = ctypes.c_uint64()
+        _check(lib.moeWorkspaceBytes(handle, name.encode(), values, count,
+                                     ctypes.byref(workspace)))
+        if len(self._layouts) >= 4096:  # bounded: sizes may vary per call
+            self._layouts.clear()
+        layout = self._layouts[key] = (tuple(shapes), workspace.value)
+        return layout
 
     def grouped_matmul(self, entry: str, rows, weights, offsets, out=None,
                        row_scale=None, bias=None, rows_scale=None,

@@ -311,6 +311,14 @@ expect_error(lambda: plans.launch("gemm", rows=rows, weights=w, offsets=T((7,), 
 expect_error(lambda: plans.launch("gemm", rows=rows, weights=w, offsets=off,
                                   workspace=T((19,), u8)),
              "INVALID_ARGUMENT", "gemm: workspace has 19 bytes, expected at least 20")
+# The shapes and workspace of sizes already seen are not evaluated again.
+real_shape, evaluated = lib.moeEntryArgShape, []
+lib.moeEntryArgShape = lambda *a: evaluated.append(a) or real_shape(*a)
+plans.launch("gemm", rows=rows, weights=w, offsets=off)
+check(evaluated == [], "a call of known sizes is not evaluated again")
+plans.launch("gemm", rows=T((6, 16), bf16), weights=w, offsets=off)
+check(len(evaluated) == 5, f"new sizes: the 5 arguments' shapes, got {len(evaluated)}")
+lib.moeEntryArgShape = real_shape
 # A caller's workspace of another dtype counts in bytes.
 calls.clear()
 plans.launch("gemm", rows=rows, weights=w, offsets=off, workspace=T((5,), f32, 0x7f0000400000))
