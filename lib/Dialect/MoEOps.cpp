@@ -183,15 +183,39 @@ LogicalResult RouteOp::verify() {
   if (k < 1 || k > numExperts)
     return emitOpError() << "'top' must be in [1, " << numExperts
                          << "] (the expert count of 'logits'), got " << k;
+  // Shared slots: experts E .. E+c-1 after the k routed ones.
+  int64_t shared = getSharedSlots();
+  if (getSharedExperts() &&
+      (shared < 1 || shared > kMaxLaunchRows - numExperts))
+    return emitOpError() << "'shared' must be in [1, "
+                         << kMaxLaunchRows - numExperts << "], got " << shared;
+  int64_t slots = k + shared;
+  StringRef what = shared ? "'top' plus 'shared'" : "the 'top' attribute";
   if (failed(checkSameExtent(op, "token count", {"expert_ids", ids, 0},
                              {"logits", logits, 0})) ||
       failed(checkSameExtent(op, "token count", {"weights", weights, 0},
                              {"logits", logits, 0})) ||
-      failed(checkExtent(op, "experts per token", {"expert_ids", ids, 1}, k,
-                         "the 'top' attribute")) ||
-      failed(checkExtent(op, "experts per token", {"weights", weights, 1}, k,
-                         "the 'top' attribute")))
+      failed(checkExtent(op, "experts per token", {"expert_ids", ids, 1}, slots,
+                         what)) ||
+      failed(checkExtent(op, "experts per token", {"weights", weights, 1},
+                         slots, what)))
     return failure();
+  if (Value tokens = getSharedTokens()) {
+    Value gate = getSharedGate();
+    if (!shared)
+      return emitOpError() << "'gate' scales shared slots: it needs 'shared'";
+    if (failed(checkRank(op, "gate tokens", tokens, 2, "[T, H]")) ||
+        failed(checkRank(op, "gate weights", gate, 2, "[1, H]")) ||
+        failed(checkStaticSizes(op, {{"gate tokens", tokens, "[T, H]"},
+                                     {"gate weights", gate, "[1, H]"}})) ||
+        failed(checkSameExtent(op, "token count", {"gate tokens", tokens, 0},
+                               {"logits", logits, 0})) ||
+        failed(checkExtent(op, "gate count", {"gate weights", gate, 0}, 1,
+                           "one shared gate")) ||
+        failed(checkSameExtent(op, "hidden size", {"gate weights", gate, 1},
+                               {"gate tokens", tokens, 1})))
+      return failure();
+  }
 
   if (Value bias = getCorrectionBias()) {
     if (getRouting() != Routing::sigmoid_topk)

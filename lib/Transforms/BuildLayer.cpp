@@ -133,11 +133,11 @@ struct BuildLayer : mlir::moe::impl::MoEBuildLayerBase<BuildLayer> {
     Type i64 = b.getI64Type();
     auto route = RouteOp::create(
         b, loc, tensor({dyn, k}, b.getI32Type()), tensor({dyn, k}, f32), arg(1),
-        arg(bias), RoutingAttr::get(context, *routingKind),
+        arg(bias), Value(), Value(), RoutingAttr::get(context, *routingKind),
         b.getI64IntegerAttr(k), groups ? b.getI64IntegerAttr(groups) : nullptr,
         groups ? b.getI64IntegerAttr(selectGroups) : nullptr,
         renormalize ? b.getUnitAttr() : nullptr,
-        scale != 1.0 ? b.getF32FloatAttr(scale) : nullptr);
+        scale != 1.0 ? b.getF32FloatAttr(scale) : nullptr, nullptr);
     auto permute = PermuteOp::create(b, loc, x, tensor({E + 1}, i64),
                                      tensor({dyn, k}, i64), arg(0),
                                      route.getExpertIds(), nullptr);

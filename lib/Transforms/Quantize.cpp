@@ -278,8 +278,8 @@ private:
         // Quantizing the routed experts only would leave it in its type.
         note(op->emitOpError()
              << "moe-quantize (" << policyName
-             << "): the shared expert cannot be quantized yet; quantize a "
-                "function without moe.shared_mlp");
+             << "): a shared expert is quantized as the routed experts it "
+                "becomes: run --moe-route-shared-experts first");
       }
     });
     if (refused || plan.weightArgs.empty())

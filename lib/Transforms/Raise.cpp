@@ -1449,8 +1449,9 @@ LogicalResult rewriteLayer(Operation *sort, Value root, const Layer &layer,
   auto route = RouteOp::create(
       b, loc, RankedTensorType::get({numTokens, k}, b.getI32Type()),
       RankedTensorType::get({numTokens, k}, f32), layer.logits, Value(),
-      RoutingAttr::get(context, Routing::softmax_topk), b.getI64IntegerAttr(k),
-      nullptr, nullptr, layer.renormalize ? b.getUnitAttr() : nullptr, nullptr);
+      Value(), Value(), RoutingAttr::get(context, Routing::softmax_topk),
+      b.getI64IntegerAttr(k), nullptr, nullptr,
+      layer.renormalize ? b.getUnitAttr() : nullptr, nullptr, nullptr);
   created.push_back(route);
   int64_t numRows =
       ShapedType::isDynamic(numTokens) ? ShapedType::kDynamic : numTokens * k;

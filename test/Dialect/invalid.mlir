@@ -27,6 +27,56 @@ func.func @f() attributes {e = #moe.block_scaled<f8E4M3FN, [128, 128], f8E8M0FNU
 
 // -----
 
+// Shared slots: the results hold k + c columns, the gate needs them and
+// [T, H] tokens with [1, H] gate weights.
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{experts per token of 'expert_ids' (dim 1 = 2) must be 4 ('top' plus 'shared')}}
+  %i, %w = moe.route softmax_topk %l top 2 shared 2 : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x4xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'shared' must be in [1, 2147483639], got 0}}
+  %i, %w = moe.route softmax_topk %l top 2 shared 0 : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %x: tensor<?x16xbf16>, %g: tensor<1x16xbf16>) {
+  // expected-error @+1 {{'gate' scales shared slots: it needs 'shared'}}
+  %i, %w = moe.route softmax_topk %l top 2 gate %x, %g : (tensor<?x8xf32>, tensor<?x16xbf16>, tensor<1x16xbf16>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %x: tensor<?x16xbf16>, %g: tensor<1x12xbf16>) {
+  // expected-error @+1 {{hidden size of 'gate weights' (dim 1 = 12) does not match 'gate tokens' (dim 1 = 16)}}
+  %i, %w = moe.route softmax_topk %l top 2 shared 1 gate %x, %g : (tensor<?x8xf32>, tensor<?x16xbf16>, tensor<1x12xbf16>) -> (tensor<?x3xi32>, tensor<?x3xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %x: tensor<?x16xbf16>, %g: tensor<2x16xbf16>) {
+  // expected-error @+1 {{gate count of 'gate weights' (dim 0 = 2) must be 1 (one shared gate)}}
+  %i, %w = moe.route softmax_topk %l top 2 shared 1 gate %x, %g : (tensor<?x8xf32>, tensor<?x16xbf16>, tensor<2x16xbf16>) -> (tensor<?x3xi32>, tensor<?x3xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<5x8xf32>, %x: tensor<4x16xbf16>, %g: tensor<1x16xbf16>) {
+  // expected-error @+1 {{token count of 'gate tokens' (dim 0 = 4) does not match 'logits' (dim 0 = 5)}}
+  %i, %w = moe.route softmax_topk %l top 2 shared 1 gate %x, %g : (tensor<5x8xf32>, tensor<4x16xbf16>, tensor<1x16xbf16>) -> (tensor<5x3xi32>, tensor<5x3xf32>)
+  return
+}
+
+// -----
+
 func.func @f(%l: tensor<8xf32>) {
   // expected-error @+1 {{'logits' must have rank 2 ([T, E]), got rank 1}}
   %i, %w = moe.route softmax_topk %l top 2 : (tensor<8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
@@ -133,7 +183,7 @@ func.func @f(%l: tensor<?x8xf32>, %b: tensor<7xf32>) {
 
 func.func @f(%l: tensor<?x8xf32>) {
   // expected-error @+1 {{'num_groups' and 'top_groups' must be given together}}
-  %i, %w = "moe.route"(%l) {routing = 2 : i32, top_k = 2 : i64, num_groups = 4 : i64} : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %i, %w = "moe.route"(%l) {routing = 2 : i32, top_k = 2 : i64, num_groups = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>} : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
   return
 }
 

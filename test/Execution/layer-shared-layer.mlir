@@ -11,4 +11,13 @@
 // IR: %[[S:.*]] = moe.shared_mlp silu %x, %sw13, %sw2 gate %sgate
 // IR: moe.unpermute {{.*}} shared %[[S]]
 // IR: moe.yield
+// The same layer with the shared expert run as routed experts
+// (--moe-route-shared-experts: its slices appended to the experts, arranged
+// by @layer_pack_shared, which the rewritten call runs first).
+// RUN: moe-opt %t.mlir --moe-fuse-experts --moe-route-shared-experts | FileCheck %s --check-prefix=ROUTED
+// RUN: moe-opt %t.mlir --moe-fuse-experts --moe-route-shared-experts --moe-cpu-reference-pipeline | %mlir-runner > %t.routed
+// RUN: %python %testlib/layer_case.py check shared-layer %t.routed | FileCheck %s
 // CHECK: PASS shared-layer
+// ROUTED: moe.route {{.*}} shared
+// ROUTED-NOT: moe.shared_mlp
+// ROUTED: call @layer_pack_shared

@@ -5,4 +5,13 @@
 // RUN: %python %testlib/layer_case.py gen shared-t1 > %t.mlir
 // RUN: moe-opt %t.mlir --moe-cpu-reference-pipeline | %mlir-runner > %t.out
 // RUN: %python %testlib/layer_case.py check shared-t1 %t.out | FileCheck %s
+// The same layer with the shared expert run as routed experts
+// (--moe-route-shared-experts: its slices appended to the experts, arranged
+// by @layer_pack_shared, which the rewritten call runs first).
+// RUN: moe-opt %t.mlir --moe-fuse-experts --moe-route-shared-experts | FileCheck %s --check-prefix=ROUTED
+// RUN: moe-opt %t.mlir --moe-fuse-experts --moe-route-shared-experts --moe-cpu-reference-pipeline | %mlir-runner > %t.routed
+// RUN: %python %testlib/layer_case.py check shared-t1 %t.routed | FileCheck %s
 // CHECK: PASS shared-t1
+// ROUTED: moe.route {{.*}} shared
+// ROUTED-NOT: moe.shared_mlp
+// ROUTED: call @layer_pack_shared

@@ -145,7 +145,7 @@ func.func @shared_expert(%x: tensor<?x128xbf16>, %rows: tensor<?x128xbf16>, %off
     -> (tensor<?x128xbf16>, tensor<?x128xbf16>) {
   %y = moe.expert_mlp silu %rows, %offsets, %w13, %w2
       : (tensor<?x128xbf16>, tensor<5xi64>, tensor<4x256x128xbf16>, tensor<4x128x128xbf16>) -> tensor<?x128xbf16>
-  // expected-error @+1 {{'moe.shared_mlp' op moe-quantize (format=fp8-block element=e4m3 scope=weights): the shared expert cannot be quantized yet; quantize a function without moe.shared_mlp}}
+  // expected-error @+1 {{'moe.shared_mlp' op moe-quantize (format=fp8-block element=e4m3 scope=weights): a shared expert is quantized as the routed experts it becomes: run --moe-route-shared-experts first}}
   %s = moe.shared_mlp silu %x, %sw13, %sw2
       : (tensor<?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>) -> tensor<?x128xbf16>
   return %y, %s : tensor<?x128xbf16>, tensor<?x128xbf16>

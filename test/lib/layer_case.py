@@ -61,6 +61,10 @@ CASES = {
                         dtype="bf16", shared=32, gated=True, cold=[1]),
     "shared-layer": dict(T=6, H=8, I=12, E=4, k=2, routing="softmax_topk", renormalize=True,
                          fused=True, layer=True, shared=16, gated=True, cold=[3]),
+    # Is = 20 is no multiple of I = 8: --moe-route-shared-experts pads the
+    # third slice with zeros.
+    "shared-padded": dict(T=5, H=16, I=8, E=4, k=2, routing="softmax_topk", renormalize=True,
+                          shared=20, gated=True, cold=[2]),
 }
 
 # Encodings of each --moe-quantize format: (weight block, activation block,

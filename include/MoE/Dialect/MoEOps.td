@@ -30,7 +30,7 @@ def MoE_ScaleTensor : MoE_Tensor<[F8E8M0FNU, F32]>;
 // moe.route
 //===----------------------------------------------------------------------===//
 
-def MoE_RouteOp : MoE_Op<"route", [Pure]> {
+def MoE_RouteOp : MoE_Op<"route", [Pure, AttrSizedOperandSegments]> {
   let summary = "top-k gating: router logits to expert ids and weights";
   let description = [{
     Chooses `top` experts per token from router logits `[T, E]` and returns
@@ -47,6 +47,13 @@ def MoE_RouteOp : MoE_Op<"route", [Pure]> {
       `sigmoid_topk`, as DeepSeek-V3 does).
     - `scale s`: the weights are multiplied by s (DeepSeek-V3: 2.5).
 
+    - `shared c`: c shared-expert slices every token takes (see
+      `--moe-route-shared-experts`): columns k .. k+c-1 of the results hold
+      experts E .. E+c-1 with weight 1, or with `gate %x, %g` the weight
+      `sigmoid(x[t, :] . g[0, :])` (tokens `[T, H]`, gate weights `[1, H]`,
+      Qwen2-MoE's `shared_expert_gate`). `renormalize` and `scale` apply to
+      the k routed weights only.
+
     Ties go to the lower expert id. All arithmetic is f32.
 
     ```mlir
@@ -58,21 +65,35 @@ def MoE_RouteOp : MoE_Op<"route", [Pure]> {
         renormalize scale 2.5
         : (tensor<?x256xf32>, tensor<256xf32>)
         -> (tensor<?x8xi32>, tensor<?x8xf32>)
+    // Qwen1.5-MoE-A2.7B: 4 routed experts and the shared expert as 4 gated
+    // slices (experts 60 .. 63)
+    %ids, %w = moe.route softmax_topk %logits top 4 shared 4 gate %x, %g
+        : (tensor<?x60xbf16>, tensor<?x2048xbf16>, tensor<1x2048xbf16>)
+        -> (tensor<?x8xi32>, tensor<?x8xf32>)
     ```
   }];
   let arguments = (ins MoE_FloatTensor:$logits,
                        Optional<MoE_F32Tensor>:$correction_bias,
+                       Optional<MoE_FloatTensor>:$shared_tokens,
+                       Optional<MoE_FloatTensor>:$shared_gate,
                        MoE_RoutingAttr:$routing,
                        I64Attr:$top_k,
                        OptionalAttr<I64Attr>:$num_groups,
                        OptionalAttr<I64Attr>:$top_groups,
                        UnitAttr:$renormalize,
-                       OptionalAttr<F32Attr>:$scaling_factor);
+                       OptionalAttr<F32Attr>:$scaling_factor,
+                       OptionalAttr<I64Attr>:$shared_experts);
   let results = (outs MoE_I32Tensor:$expert_ids, MoE_F32Tensor:$weights);
   let assemblyFormat = [{
     $routing $logits (`bias` $correction_bias^)? `top` $top_k
     (`groups` $num_groups^ `select` $top_groups)? (`renormalize` $renormalize^)?
-    (`scale` $scaling_factor^)? attr-dict `:` functional-type(operands, results)
+    (`scale` $scaling_factor^)? (`shared` $shared_experts^)?
+    (`gate` $shared_tokens^ `,` $shared_gate)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// c, the shared-expert slots after the k routed ones (0: none).
+    int64_t getSharedSlots() { return getSharedExperts().value_or(0); }
   }];
   let hasVerifier = 1;
 }

@@ -295,6 +295,63 @@ def MoEFuseLayer : Pass<"moe-fuse-layer"> {
   let dependentDialects = ["::mlir::moe::MoEDialect"];
 }
 
+def MoERouteSharedExperts : Pass<"moe-route-shared-experts",
+                                  "::mlir::ModuleOp"> {
+  let summary = "Run a shared expert as c experts every token is routed to";
+  let description = [{
+    A shared expert of width Is (`moe.shared_mlp`) next to routed experts of
+    width I is the sum of c = ceil(Is / I) gated MLPs of width I: the
+    activation is elementwise over the intermediate, the down projection
+    sums over it, and zero rows past Is add zero. This pass rewrites
+
+    ```mlir
+    func.func @f(..., %w13: tensor<Ex2IxH>, %w2: tensor<ExHxI>,
+                 %s13: tensor<2IsxH>, %s2: tensor<HxIs>, [%g: tensor<1xH>]) {
+      %ids, %w = moe.route ... top k
+      %rows, %offsets, %slots = moe.permute %x, %ids
+      %y = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      %s = moe.shared_mlp silu %x, %s13, %s2 [gate %g]
+      %out = moe.unpermute %y, %slots weights %w shared %s
+    ```
+
+    into the routed layer over E + c experts, each token taking experts
+    E .. E+c-1 after its k (weight 1, or the gate's sigmoid):
+
+    ```mlir
+    func.func @f(..., %w13p: tensor<(E+c)x2IxH>, %w2p: tensor<(E+c)xHxI>,
+                 [%g: tensor<1xH>]) {
+      %ids, %w = moe.route ... top k shared c [gate %x, %g]
+      %rows, %offsets, %slots = moe.permute %x, %ids
+      %y = moe.expert_mlp silu %rows, %offsets, %w13p, %w2p
+      %out = moe.unpermute %y, %slots weights %w
+    ```
+
+    so that on the GPU the shared expert runs inside the routed experts'
+    grouped GEMM launches. The weights are arranged once by the sibling
+    `@f_pack_shared(%w13, %w2, %s13, %s2) -> (%w13p, %w2p)` (tensor ops:
+    slice j of the shared expert is expert E+j: gate rows [jI, (j+1)I) and
+    up rows Is + [jI, (j+1)I) of %s13, columns [jI, (j+1)I) of %s2, zero
+    past Is); calls of @f in the module call it first.
+
+    In real arithmetic the result is the same. The rounding differs: the
+    shared expert's down projection is summed per slice, and each slice's
+    output is rounded to the expert MLP's result type before the combine
+    adds it, gate applied, with the routed ones.
+
+    A shared expert is taken only where it is the `shared` addend of such a
+    layer (silu, no biases or row scale, one element type, static widths)
+    and its four weights are arguments of the function used by these ops
+    alone; any other shared expert is an error that says why. Run it after
+    `--moe-fuse-experts` and before `--moe-quantize` (which then quantizes
+    the arranged weights); `--moe-gpu-pipeline` runs it.
+  }];
+  let dependentDialects = ["::mlir::moe::MoEDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def MoEBuildLayer : Pass<"moe-build-layer", "::mlir::ModuleOp"> {
   let summary = "Add a MoE layer function described by its sizes, routing "
                 "and activation";

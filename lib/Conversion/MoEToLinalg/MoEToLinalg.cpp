@@ -155,9 +155,72 @@ struct RouteLowering : OpConversionPattern<RouteOp> {
                                  nb, args[0], Emitter{nb}.f32(factor))};
                            })[0];
     }
+    if (int64_t shared = op.getSharedSlots())
+      std::tie(ids, weights) =
+          appendSharedSlots(em, ids, weights, shared, em.size(logits, 1),
+                            adaptor.getSharedTokens(), adaptor.getSharedGate());
     rewriter.replaceOp(op, {em.castTo(ids, op.getExpertIds().getType()),
                             em.castTo(weights, op.getWeights().getType())});
     return success();
+  }
+
+  /// Columns k .. k+c-1: experts E .. E+c-1, weighing 1 or, with a gate,
+  /// sigmoid(tokens[t, :] . gate[0, :]) in f32.
+  static std::pair<Value, Value>
+  appendSharedSlots(Emitter &em, Value ids, Value weights, int64_t shared,
+                    OpFoldResult experts, Value tokens, Value gate) {
+    ImplicitLocOpBuilder &b = em.b;
+    OpFoldResult numTokens = em.size(ids, 0);
+    int64_t k = cast<RankedTensorType>(ids.getType()).getDimSize(1);
+    int64_t base = *getConstantIntValue(experts);
+    Value sharedIds = em.generic(
+        2, {}, ValueRange{}, {},
+        em.empty({numTokens, b.getIndexAttr(shared)}, b.getI32Type()),
+        em.map(2, {0, 1}), [&](ImplicitLocOpBuilder &nb, ValueRange) {
+          Value column = arith::IndexCastOp::create(
+              nb, nb.getI32Type(), linalg::IndexOp::create(nb, 1));
+          return SmallVector<Value>{arith::AddIOp::create(
+              nb, column, Emitter{nb}.intConst(nb.getI32Type(), base))};
+        })[0];
+    Value sharedWeights;
+    if (tokens) {
+      AffineMap gateRow = AffineMap::get(
+          2, 0, {b.getAffineConstantExpr(0), b.getAffineDimExpr(1)},
+          b.getContext());
+      Value logit = em.generic(
+          2, {1}, {tokens, gate}, {em.map(2, {0, 1}), gateRow},
+          em.filled({numTokens}, em.f32(), em.f32(0.0)), em.map(2, {0}),
+          [](ImplicitLocOpBuilder &nb, ValueRange args) {
+            Emitter e{nb};
+            Value p =
+                arith::MulFOp::create(nb, e.toF32(args[0]), e.toF32(args[1]));
+            return SmallVector<Value>{arith::AddFOp::create(nb, args[2], p)};
+          })[0];
+      sharedWeights = em.generic(
+          2, {}, logit, em.map(2, {0}),
+          em.empty({numTokens, b.getIndexAttr(shared)}, em.f32()),
+          em.map(2, {0, 1}), [](ImplicitLocOpBuilder &nb, ValueRange args) {
+            return SmallVector<Value>{Emitter{nb}.sigmoid(args[0])};
+          })[0];
+    } else {
+      sharedWeights =
+          em.filled({numTokens, b.getIndexAttr(shared)}, em.f32(), em.f32(1.0));
+    }
+    auto append = [&](Value routed, Value tail, Type element) {
+      Value all = em.empty({numTokens, b.getIndexAttr(k + shared)}, element);
+      auto one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
+      all = tensor::InsertSliceOp::create(
+          b, routed, all, ArrayRef<OpFoldResult>{zero, zero},
+          ArrayRef<OpFoldResult>{numTokens, b.getIndexAttr(k)},
+          ArrayRef<OpFoldResult>{one, one});
+      return tensor::InsertSliceOp::create(
+                 b, tail, all, ArrayRef<OpFoldResult>{zero, b.getIndexAttr(k)},
+                 ArrayRef<OpFoldResult>{numTokens, b.getIndexAttr(shared)},
+                 ArrayRef<OpFoldResult>{one, one})
+          .getResult();
+    };
+    return {append(ids, sharedIds, b.getI32Type()),
+            append(weights, sharedWeights, em.f32())};
   }
 };
 
