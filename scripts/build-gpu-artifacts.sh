@@ -218,6 +218,12 @@ bundle fp8bench-default "$out/fp8bench.mlir" --moe-gpu-pipeline
 # whole layers of four models (test/device/layer.py).
 bundle routing "$root/test/device/routing_shapes.mlir" --moe-gpu-pipeline
 bundle layer "$root/test/device/layer_models.mlir" --moe-gpu-pipeline
+# Layers with a shared expert run as routed experts (test/device/shared_layer.py),
+# in bf16 and, quantized after the rewrite, in block FP8.
+bundle layer-shared "$root/test/device/layer_shared_models.mlir" --moe-gpu-pipeline
+bundle layer-shared-fp8 "$root/test/device/layer_shared_models.mlir" --moe-fuse-experts \
+  --moe-route-shared-experts=pack-function=false \
+  --moe-quantize="format=fp8-block scope=weights+activations" --moe-gpu-pipeline
 # The same with the prefill GEMM forms as 2-CTA clusters (bench/ab_layer.py).
 bundle layer-cluster2 "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="cluster=2"
 bundle layer-ws "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="warp-specialize=all"

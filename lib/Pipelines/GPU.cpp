@@ -85,6 +85,11 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   // Fuse first: the fused expert MLP's kernels keep the [M, 2I]
   // intermediate in registers.
   pm.addPass(createMoEFuseExperts());
+  // A shared expert joins its layer's routed experts; the caller arranges
+  // the weights (the bundle holds moe ops only).
+  MoERouteSharedExpertsOptions shared;
+  shared.packFunction = false;
+  pm.addPass(createMoERouteSharedExperts(shared));
   // Then a whole layer becomes one runtime entry.
   pm.addPass(createMoEFuseLayer());
   pm.addPass(createMoESelectKernels(options.getMoESelectKernelsOptions()));

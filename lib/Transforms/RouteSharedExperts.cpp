@@ -343,8 +343,9 @@ struct RouteSharedExperts
     auto gateUpType =
         w13.clone({experts, w13.getDimSize(1), w13.getDimSize(2)});
     auto downType = w2.clone({experts, w2.getDimSize(1), w2.getDimSize(2)});
-    FailureOr<func::FuncOp> pack =
-        buildPack(b, func, layer, gateUpType, downType);
+    FailureOr<func::FuncOp> pack = func::FuncOp();
+    if (packFunction)
+      pack = buildPack(b, func, layer, gateUpType, downType);
     if (failed(pack))
       return failure();
 
@@ -360,6 +361,12 @@ struct RouteSharedExperts
         return use.getUser()->emitOpError()
                << "--moe-route-shared-experts: refers to @" << func.getSymName()
                << " other than by a call, whose arguments it rewrites";
+      if (!packFunction)
+        return call.emitOpError()
+               << "--moe-route-shared-experts (pack-function=false): calls @"
+               << func.getSymName() << ", whose arranged weights only @"
+               << func.getSymName()
+               << "_pack_shared (pack-function=true) would make";
     }
 
     rewriteLayer(b, func, layer, gateUpType, downType);

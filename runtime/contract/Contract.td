@@ -76,7 +76,11 @@ def GroupedMatmulFp8Abi : Abi<"grouped_matmul_fp8.v1",
 def RouteAbi : Abi<"route.v1", [
   Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>,
   Key<"experts", IntKey>, Key<"top_k", IntKey>, Key<"logits", TypeKey>,
-  Key<"bias", FlagKey>], SimpleKernel>;
+  Key<"bias", FlagKey>,
+  // Shared-expert slots after the k routed ones, gated by
+  // sigmoid(tokens . gate) of width `hidden` (-1: dynamic).
+  Opt<"shared", IntKey>, Opt<"shared_gate", FlagKey>, Opt<"hidden", IntKey>],
+  SimpleKernel>;
 def UnpermuteAbi : Abi<"unpermute.v2", [
   Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>,
   Key<"hidden", IntKey>, Key<"top_k", IntKey>, Key<"slots", TypeKey>,

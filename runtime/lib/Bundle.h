@@ -252,6 +252,10 @@ struct Entry {
   int32_t topK = 0;
   int32_t logitsBits = 0;
   bool bias = false;
+  // route.v1: shared-expert slots after the top_k routed ones (experts
+  // experts .. experts+shared-1), gated by the tokens of width `hidden`.
+  int32_t shared = 0;
+  bool sharedGate = false;
   int64_t hidden = 0;
   int32_t slotsBits = 0;
   bool weighted = false;

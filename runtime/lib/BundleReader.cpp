@@ -759,6 +759,29 @@ moeStatus Reader::parseRouteEntry(const std::string &who,
     return status;
   entry.topK = int32_t(topK);
   entry.bias = bias != 0;
+  // shared=c [shared_gate=1 hidden=H]: c slots of the shared expert's
+  // slices after the k routed ones, gated by sigmoid(tokens . gate).
+  int64_t shared = 0, gate = 0;
+  if (isPresent(values[7]) &&
+      (status = number(who, "shared", values[7], 1, kMaxTopK, false, shared)))
+    return status;
+  if (isPresent(values[8]) &&
+      (status = number(who, "shared_gate", values[8], 0, 1, false, gate)))
+    return status;
+  if ((gate || isPresent(values[9])) && !shared)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: shared_gate or hidden without shared (they describe "
+                "the shared slots' gate)",
+                who.c_str());
+  if (gate && (status = hiddenSize(who, values[9], entry.hidden)))
+    return status;
+  if (topK + shared > 2 * kMaxTopK)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: top_k=%lld plus shared=%lld exceeds %lld slots",
+                who.c_str(), (long long)topK, (long long)shared,
+                (long long)(2 * kMaxTopK));
+  entry.shared = int32_t(shared);
+  entry.sharedGate = gate != 0;
   return MOE_STATUS_SUCCESS;
 }
 
@@ -1073,21 +1096,25 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
   if (fp8)
     if (moeStatus status = checkFp8LayerQuantizes(layer, entry))
       return status;
-  // E and k: the route's, static.
-  if (permute.experts != route.experts)
+  // E and k: the route's, static, each with its shared slots.
+  const int64_t experts = route.experts + route.shared,
+                slots = route.topK + route.shared;
+  const char *expertsKey = route.shared ? "experts+shared" : "experts",
+             *slotsKey = route.shared ? "top_k+shared" : "top_k";
+  if (permute.experts != experts)
     return mismatch(kPermutePart, "experts", permute.experts, kRoutePart,
-                    "experts", route.experts);
-  if (permute.topK != route.topK)
-    return mismatch(kPermutePart, "top_k", permute.topK, kRoutePart, "top_k",
-                    route.topK);
-  if (unpermute.topK != route.topK)
+                    expertsKey, experts);
+  if (permute.topK != slots)
+    return mismatch(kPermutePart, "top_k", permute.topK, kRoutePart, slotsKey,
+                    slots);
+  if (unpermute.topK != slots)
     return mismatch(kUnpermutePart, "top_k", unpermute.topK, kRoutePart,
-                    "top_k", route.topK);
+                    slotsKey, slots);
   for (int p : {kGateUpPart, kDownPart}) {
     const Entry &gemm = out.entries[entry.parts[p]];
-    if (gemm.experts != -1 && gemm.experts != route.experts)
-      return mismatch(p, "experts", gemm.experts, kRoutePart, "experts",
-                      route.experts);
+    if (gemm.experts != -1 && gemm.experts != experts)
+      return mismatch(p, "experts", gemm.experts, kRoutePart, expertsKey,
+                      experts);
     // Both GEMMs read the permute's offsets.
     if (gemm.offsetsBits != permute.offsetsBits)
       return fail(MOE_STATUS_INVALID_BUNDLE,
@@ -1117,7 +1144,8 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
     int part;
     const char *key;
     int64_t value;
-  } hiddens[] = {{kPermutePart, "hidden", permute.hidden},
+  } hiddens[] = {{kRoutePart, "hidden", route.sharedGate ? route.hidden : -1},
+                 {kPermutePart, "hidden", permute.hidden},
                  {kQuantizePart, "cols", colsOf(kQuantizePart)},
                  {kGateUpPart, "k", gateUp.k},
                  {kDownPart, "n", down.n},

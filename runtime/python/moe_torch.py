@@ -14,13 +14,17 @@ on disk (`compile_layer`), and keeps
 the expert weights packed in the runtime's layout. Its forward computes the
 router logits with the block's own router weights, then runs route,
 permutation, fused expert MLPs and the weighted combine in one runtime call
-(moe_runtime.Bundle.layer) on torch's current stream.
+(moe_runtime.Bundle.launch of the layer.v1 entry) on torch's current stream.
+A shared expert is part of that call: the compiler runs it as
+c = ceil(Is / I) more experts every token takes, so its weights are
+arranged once after the routed experts' (_pack).
 
 Supported blocks (transformers 5.x with fused 3-D expert parameters, and
 4.x with a ModuleList of expert MLPs): MixtralSparseMoeBlock,
-Qwen3MoeSparseMoeBlock, OlmoeSparseMoeBlock, DeepseekV3MoE (group-limited
-sigmoid routing with its correction bias and scale; the shared experts run
-as the block's own module) and GptOssMLP (clamped SwiGLU, expert and router
+Qwen3MoeSparseMoeBlock, OlmoeSparseMoeBlock, Qwen2MoeSparseMoeBlock
+(a shared expert scaled by sigmoid(shared_expert_gate(x))), DeepseekV3MoE
+(group-limited sigmoid routing with its correction bias and scale, and an
+ungated shared expert) and GptOssMLP (clamped SwiGLU, expert and router
 biases, interleaved gate/up columns). Inference only, bfloat16 only.
 
 The compile half (LayerSpec, spec_from_config, compile_layer and the cache)
@@ -64,6 +68,7 @@ _CACHE_FORMAT = "moe_torch cache 2"
 BLOCK_CLASSES = {
     "MixtralSparseMoeBlock": "mixtral",
     "Qwen3MoeSparseMoeBlock": "qwen3_moe",
+    "Qwen2MoeSparseMoeBlock": "qwen2_moe",
     "OlmoeSparseMoeBlock": "olmoe",
     "DeepseekV3MoE": "deepseek_v3",
     "GptOssMLP": "gpt_oss",
@@ -86,8 +91,8 @@ class LayerSpec:
     intermediate: int  # I, per expert
     experts: int  # E
     top_k: int  # k
-    #: "softmax_topk" (Mixtral, Qwen3, OLMoE), "topk_softmax" (GPT-OSS) or
-    #: "sigmoid_topk" (DeepSeek-V3), as moe.route spells them.
+    #: "softmax_topk" (Mixtral, Qwen2, Qwen3, OLMoE), "topk_softmax"
+    #: (GPT-OSS) or "sigmoid_topk" (DeepSeek-V3), as moe.route spells them.
     routing: str
     renormalize: bool = False
     #: Group-limited top-k (sigmoid_topk): `groups` groups of experts, the
@@ -102,6 +107,18 @@ class LayerSpec:
     limit: float = 0.0  # gptoss only
     #: Expert biases: gate-up [E, 2I] bfloat16 and down [E, H] float32.
     expert_bias: bool = False
+    #: Is, the width of a shared expert every token takes (silu, added to
+    #: the routed experts' combine); 0 for none.
+    shared_intermediate: int = 0
+    #: The shared expert is scaled by sigmoid(x . g), g a bfloat16 [1, H]
+    #: (Qwen2-MoE's shared_expert_gate).
+    shared_gate: bool = False
+
+    @property
+    def shared_slices(self) -> int:
+        """c = ceil(Is / I): the experts after the E routed ones that the
+        compiled layer runs the shared expert as (0 without one)."""
+        return -(-self.shared_intermediate // self.intermediate)
 
     def __post_init__(self):
         for name in ("hidden", "intermediate"):
@@ -113,6 +130,27 @@ class LayerSpec:
         if not isinstance(self.experts, int) or not 1 <= self.experts <= 1024:
             raise ValueError(f"LayerSpec.experts = {self.experts!r}: the "
                              "permutation kernels take 1 to 1024 experts")
+        if (not isinstance(self.shared_intermediate, int)
+                or self.shared_intermediate < 0):
+            raise ValueError(f"LayerSpec.shared_intermediate = "
+                             f"{self.shared_intermediate!r}: the shared "
+                             "expert's width, or 0 for none")
+        if self.shared_intermediate:
+            # The shared expert's slices are experts of the same kernels.
+            if self.experts + self.shared_slices > 1024:
+                raise ValueError(f"LayerSpec.shared_intermediate = "
+                                 f"{self.shared_intermediate}: E + "
+                                 f"ceil(Is / I) = {self.experts} + "
+                                 f"{self.shared_slices} experts exceed the "
+                                 "permutation kernels' 1024")
+            if self.activation != "silu" or self.expert_bias:
+                raise ValueError("LayerSpec.shared_intermediate: a shared "
+                                 "expert runs as routed experts of the same "
+                                 "kernels, so those must be silu without "
+                                 "biases")
+        elif self.shared_gate:
+            raise ValueError("LayerSpec.shared_gate needs a shared expert "
+                             "(shared_intermediate > 0)")
         if (not isinstance(self.top_k, int)
                 or not 1 <= self.top_k <= min(self.experts, 32)):
             raise ValueError(f"LayerSpec.top_k = {self.top_k!r}: must be in "
@@ -191,6 +229,10 @@ class LayerSpec:
                       f"limit={float(self.limit)!r}"]
         if self.expert_bias:
             words.append("expert-bias=true")
+        if self.shared_intermediate:
+            words.append(f"shared-intermediate={self.shared_intermediate}")
+        if self.shared_gate:
+            words.append("shared-gate=true")
         return " ".join(words)
 
     def key(self) -> str:
@@ -205,24 +247,35 @@ def _family_spec(model_type: str, *, hidden: int, intermediate: int,
                  norm_topk_prob: bool = False, groups: int = 0,
                  select_groups: int = 0, scale: float = 1.0,
                  alpha: float = _GPT_OSS_ALPHA,
-                 limit: float = _GPT_OSS_LIMIT) -> LayerSpec:
+                 limit: float = _GPT_OSS_LIMIT,
+                 shared_intermediate: int = 0) -> LayerSpec:
     """The LayerSpec of a `model_type` layer, as its Hugging Face block
     computes it. Both spec_from_config and pack_hf_block end here, so a
     config and the block built from it give the same spec (cache key).
-    `activation` is silu's name or class name (unused by GPT-OSS)."""
+    `activation` is silu's name or class name (unused by GPT-OSS), the
+    shared expert's too; `shared_intermediate` is its width (Qwen2-MoE,
+    DeepSeek-V3; 0: none)."""
     if model_type not in BLOCK_CLASSES.values():
         raise ValueError(_unsupported_model_type(model_type))
     if model_type != "gpt_oss" and activation not in _SILU_NAMES + _SILU_CLASSES:
         raise ValueError(f"{model_type}: the experts' activation is "
                          f"{activation!r}; the compiled expert MLP is "
                          "silu(gate) * up (hidden_act 'silu')")
+    if shared_intermediate and model_type not in ("qwen2_moe",
+                                                  "deepseek_v3"):
+        raise ValueError(f"{model_type}: its blocks have no shared expert")
     common = dict(hidden=int(hidden), intermediate=int(intermediate),
-                  experts=int(experts), top_k=int(top_k))
+                  experts=int(experts), top_k=int(top_k),
+                  shared_intermediate=int(shared_intermediate))
     if model_type == "mixtral":  # softmax, top-k, always renormalised
         return LayerSpec(**common, routing="softmax_topk", renormalize=True)
     if model_type in ("qwen3_moe", "olmoe"):
         return LayerSpec(**common, routing="softmax_topk",
                          renormalize=bool(norm_topk_prob))
+    if model_type == "qwen2_moe":  # Qwen3-MoE's routing, a gated shared expert
+        return LayerSpec(**common, routing="softmax_topk",
+                         renormalize=bool(norm_topk_prob),
+                         shared_gate=bool(shared_intermediate))
     if model_type == "deepseek_v3":
         # Logits in float32 (the router casts both operands). All groups
         # selected is no group limit: compiled without one.
@@ -249,15 +302,19 @@ def spec_from_config(config) -> LayerSpec:
     config: a transformers config object, or a dict of its fields (a
     config.json) with `model_type` and the fields that model reads
     (hidden_size, intermediate_size or moe_intermediate_size, the expert
-    count, num_experts_per_tok, hidden_act, norm_topk_prob, DeepSeek-V3's
-    n_group, topk_group and routed_scaling_factor). A missing field is a
-    ValueError naming it; defaults are not guessed."""
-    def field(*names):
+    count, num_experts_per_tok, hidden_act, norm_topk_prob, Qwen2-MoE's
+    shared_expert_intermediate_size, DeepSeek-V3's n_group, topk_group,
+    routed_scaling_factor and n_shared_experts). A missing field is a
+    ValueError naming it; defaults are not guessed, but for Qwen2-MoE's
+    norm_topk_prob, False when absent as Qwen2MoeConfig has it."""
+    def field(*names, default=None):
         for name in names:
             value = (config.get(name) if isinstance(config, dict)
                      else getattr(config, name, None))
             if value is not None:
                 return value
+        if default is not None:
+            return default
         raise ValueError(f"config of {model_type or 'a model'}: no field "
                          f"{' or '.join(names)}")
 
@@ -265,12 +322,13 @@ def spec_from_config(config) -> LayerSpec:
     model_type = field("model_type")
     expert_count = {"mixtral": ("num_local_experts",),
                     "qwen3_moe": ("num_experts",), "olmoe": ("num_experts",),
+                    "qwen2_moe": ("num_experts",),
                     "deepseek_v3": ("n_routed_experts", "num_local_experts"),
                     "gpt_oss": ("num_local_experts",)}
     if model_type not in expert_count:
         raise ValueError(_unsupported_model_type(model_type))
     intermediate = ("moe_intermediate_size"
-                    if model_type in ("qwen3_moe", "deepseek_v3")
+                    if model_type in ("qwen3_moe", "qwen2_moe", "deepseek_v3")
                     else "intermediate_size")
     values = dict(hidden=field("hidden_size"),
                   intermediate=field(intermediate),
@@ -280,10 +338,17 @@ def spec_from_config(config) -> LayerSpec:
                               else field("hidden_act")))
     if model_type in ("qwen3_moe", "olmoe", "deepseek_v3"):
         values["norm_topk_prob"] = field("norm_topk_prob")
+    if model_type == "qwen2_moe":
+        values.update(norm_topk_prob=field("norm_topk_prob", default=False),
+                      shared_intermediate=field(
+                          "shared_expert_intermediate_size"))
     if model_type == "deepseek_v3":
+        # Its shared expert is n_shared_experts experts' width as one MLP.
         values.update(groups=field("n_group"),
                       select_groups=field("topk_group"),
-                      scale=field("routed_scaling_factor"))
+                      scale=field("routed_scaling_factor"),
+                      shared_intermediate=values["intermediate"]
+                      * field("n_shared_experts"))
     return _family_spec(model_type, **values)
 
 
@@ -474,18 +539,23 @@ def _weight(obj, name: str, where: str, shape, meaning: str):
 
 @dataclasses.dataclass
 class PackedBlock:
-    """A block's layer in the runtime's layout (pack_hf_block)."""
+    """A block's layer in the runtime's layout (pack_hf_block). With a
+    shared expert of width Is, the expert weights have c = ceil(Is / I)
+    more experts E .. E+c-1: slice j of the shared expert (its
+    intermediate units [jI, (j+1)I), zero past Is)."""
     spec: LayerSpec
-    gate_up_weights: "torch.Tensor"  # bf16 [E, 2I, H]: I gate rows, I up rows
-    down_weights: "torch.Tensor"  # bf16 [E, H, I]
+    #: bf16 [E + c, 2I, H]: I gate rows, I up rows
+    gate_up_weights: "torch.Tensor"
+    down_weights: "torch.Tensor"  # bf16 [E + c, H, I]
     gate_up_bias: Optional["torch.Tensor"]  # bf16 [E, 2I] (GPT-OSS)
     down_bias: Optional["torch.Tensor"]  # f32 [E, H] (GPT-OSS)
     router_weight: "torch.Tensor"  # [E, H], bf16 (DeepSeek-V3: f32)
     router_bias: Optional["torch.Tensor"]  # bf16 [E] (GPT-OSS)
     score_bias: Optional["torch.Tensor"]  # f32 [E] (DeepSeek-V3)
-    shared_experts: Optional["torch.nn.Module"]  # DeepSeek-V3
+    shared_gate: Optional["torch.Tensor"]  # bf16 [1, H] (Qwen2-MoE)
     #: What the block's forward returns: "tensor", "router_logits"
-    #: ((out, logits [T, E]): transformers 4.x Mixtral, Qwen3-MoE, OLMoE) or
+    #: ((out, logits [T, E]): transformers 4.x Mixtral, Qwen2-MoE,
+    #: Qwen3-MoE, OLMoE) or
     #: "router_scores" ((out, routing weights [T, k]): GPT-OSS).
     returns: str
 
@@ -567,22 +637,39 @@ def _read_block(block):
         sources["per_expert"] = per_expert
         values["activation"] = activations.pop()
     values["intermediate"] = I
-    if model_type in ("qwen3_moe", "olmoe", "deepseek_v3"):
+    if model_type in ("qwen3_moe", "qwen2_moe", "olmoe", "deepseek_v3"):
         values["norm_topk_prob"] = (  # 5.x: the router's; 4.x: the block's
             router.norm_topk_prob if hasattr(router, "norm_topk_prob")
             else _attr(block, "norm_topk_prob", where=name))
     if model_type == "deepseek_v3":
+        # The router's in some 5.x releases, the block's in others.
+        holder = router if hasattr(router, "topk_group") else block
+        where_holder = where_router if holder is router else name
         values.update(
-            groups=_attr(router, "num_group", "n_group", where=where_router),
-            select_groups=_attr(router, "topk_group", where=where_router),
-            scale=_attr(router, "routed_scaling_factor", where=where_router))
+            groups=_attr(holder, "num_group", "n_group", where=where_holder),
+            select_groups=_attr(holder, "topk_group", where=where_holder),
+            scale=_attr(holder, "routed_scaling_factor", where=where_holder))
         score_bias = _attr(router, "e_score_correction_bias",
                            where=where_router)
         if tuple(score_bias.shape) != (E,):
             raise ValueError(f"{where_router}.e_score_correction_bias is "
                              f"{tuple(score_bias.shape)}, expected ({E},)")
         sources["score_bias"] = score_bias.detach()
-        sources["shared_experts"] = _attr(block, "shared_experts", where=name)
+    if model_type in ("qwen2_moe", "deepseek_v3"):
+        shared_name = ("shared_expert" if model_type == "qwen2_moe"
+                       else "shared_experts")
+        gate_proj, up_proj, down_proj, Is = _shared_mlp(
+            _attr(block, shared_name, where=name), f"{name}.{shared_name}", H)
+        sources["shared"] = (gate_proj, up_proj, down_proj)
+        values["shared_intermediate"] = Is
+        if model_type == "qwen2_moe" and Is:  # a Linear(H, 1, bias=False)
+            gate = _attr(block, "shared_expert_gate", where=name)
+            where_gate = f"{name}.shared_expert_gate"
+            if getattr(gate, "bias", None) is not None:
+                raise ValueError(f"{where_gate} has a bias; the compiled "
+                                 "gate is sigmoid(x . g) without one")
+            sources["shared_gate"] = _weight(gate, "weight", where_gate,
+                                             (1, H), "(1, H)")
     spec = _family_spec(model_type, **values)
     if model_type == "gpt_oss":
         returns = "router_scores"
@@ -591,6 +678,30 @@ def _read_block(block):
     else:
         returns = "tensor"
     return spec, sources, returns
+
+
+def _shared_mlp(mlp, where: str, H: int):
+    """(gate_proj [Is, H], up_proj [Is, H], down_proj [H, Is] weights, Is)
+    of a shared expert MLP (Qwen2MoeMLP, DeepseekV3MLP), checked: bfloat16,
+    silu, no biases."""
+    weights = []
+    down = _attr(mlp, "down_proj", where=where)
+    Is = _tensor(down, "weight", f"{where}.down_proj", 2).shape[1]
+    for n, shape, meaning in (("gate_proj", (Is, H), "(Is, H)"),
+                              ("up_proj", (Is, H), "(Is, H)"),
+                              ("down_proj", (H, Is), "(H, Is)")):
+        linear = _attr(mlp, n, where=where)
+        if getattr(linear, "bias", None) is not None:
+            raise ValueError(f"{where}.{n} has a bias; the compiled shared "
+                             "expert has none")
+        weights.append(_weight(linear, "weight", f"{where}.{n}", shape,
+                               meaning))
+    activation = _activation(mlp, where)
+    if activation not in _SILU_NAMES + _SILU_CLASSES:
+        raise ValueError(f"{where}: the shared expert's activation is "
+                         f"{activation!r}; the compiled one is silu(gate) * "
+                         "up (hidden_act 'silu')")
+    return (*weights, Is)
 
 
 def _activation(module, where: str) -> str:
@@ -603,6 +714,8 @@ def _devices(sources) -> set:
     for value in sources.values():
         if isinstance(value, torch.Tensor):
             found.add(value.device)
+        elif isinstance(value, tuple):  # the shared expert's
+            found.update(t.device for t in value)
         elif isinstance(value, list):
             found.update(t.device for trio in value for t in trio)
     return found
@@ -611,16 +724,17 @@ def _devices(sources) -> set:
 def _pack(spec: LayerSpec, sources, returns: str) -> PackedBlock:
     """The runtime's layout, on the weights' device. Weights already in it
     (transformers 5.x fused bf16 experts, contiguous) are shared, not
-    copied."""
+    copied, unless a shared expert's slices must follow them."""
     E, H, I = spec.experts, spec.hidden, spec.intermediate
+    rows = E + spec.shared_slices
     with torch.no_grad():
         gate_up_bias = down_bias = None
+        device = sources["router_weight"].device
         if "per_expert" in sources:
-            first = sources["per_expert"][0][0]
-            gate_up = torch.empty(E, 2 * I, H, dtype=torch.bfloat16,
-                                  device=first.device)
-            down = torch.empty(E, H, I, dtype=torch.bfloat16,
-                               device=first.device)
+            gate_up = torch.empty(rows, 2 * I, H, dtype=torch.bfloat16,
+                                  device=device)
+            down = torch.empty(rows, H, I, dtype=torch.bfloat16,
+                               device=device)
             for e, (gate, up, down_e) in enumerate(sources["per_expert"]):
                 gate_up[e, :I].copy_(gate)
                 gate_up[e, I:].copy_(up)
@@ -637,20 +751,53 @@ def _pack(spec: LayerSpec, sources, returns: str) -> PackedBlock:
             gate_up_bias = torch.cat((bias[:, 0::2], bias[:, 1::2]), dim=1)
             down = sources["down"].transpose(1, 2).contiguous()
             down_bias = sources["down_bias"].float().contiguous()
+        elif spec.shared_intermediate:
+            gate_up = torch.empty(rows, 2 * I, H, dtype=torch.bfloat16,
+                                  device=device)
+            down = torch.empty(rows, H, I, dtype=torch.bfloat16,
+                               device=device)
+            gate_up[:E].copy_(sources["gate_up"])
+            down[:E].copy_(sources["down"])
         else:
             gate_up = sources["gate_up"].contiguous()
             down = sources["down"].contiguous()
+        if spec.shared_intermediate:
+            _arrange_shared(spec, *sources["shared"], gate_up[E:], down[E:])
         router_weight = sources["router_weight"]
         if spec.logits == "f32":
             router_weight = router_weight.float()
         router_bias = sources.get("router_bias")
         score_bias = sources.get("score_bias")
+        shared_gate = sources.get("shared_gate") if spec.shared_gate else None
         return PackedBlock(
             spec, gate_up, down, gate_up_bias, down_bias,
             router_weight.contiguous(),
             None if router_bias is None else router_bias.contiguous(),
             None if score_bias is None else score_bias.float().contiguous(),
-            sources.get("shared_experts"), returns)
+            None if shared_gate is None else shared_gate.contiguous(),
+            returns)
+
+
+def _arrange_shared(spec: LayerSpec, gate_proj, up_proj, down_proj, gate_up,
+                    down) -> None:
+    """Writes the shared expert (gate_proj, up_proj [Is, H], down_proj
+    [H, Is]) as the c experts gate_up [c, 2I, H] and down [c, H, I]: slice
+    j takes intermediate units [jI, (j+1)I), zero past Is. The arrangement
+    of the compiler's @<f>_pack_shared (--moe-route-shared-experts), which
+    the bundle's entry expects its callers to have made."""
+    I, Is, c = spec.intermediate, spec.shared_intermediate, spec.shared_slices
+    H = spec.hidden
+
+    def by_slice(rows):  # [Is, H] -> [c, I, H]
+        padded = rows.new_zeros(c * I, H)
+        padded[:Is].copy_(rows)
+        return padded.view(c, I, H)
+
+    gate_up[:, :I].copy_(by_slice(gate_proj))
+    gate_up[:, I:].copy_(by_slice(up_proj))
+    columns = down_proj.new_zeros(H, c * I)
+    columns[:, :Is].copy_(down_proj)
+    down.copy_(columns.view(H, c, I).transpose(0, 1))
 
 
 def pack_hf_block(block) -> PackedBlock:
@@ -695,19 +842,21 @@ if torch is not None:
         forward(hidden_states [..., H], bfloat16, on the weights' device)
         returns what the block returns: the output [..., H] (bfloat16);
         (output, router_logits [T, E]) for transformers 4.x Mixtral,
-        Qwen3-MoE and OLMoE blocks; (output, router_scores [T, k], the
-        routing weights best first in the input's dtype) for GPT-OSS (4.x
-        returned them scattered to [T, E]). T is the number of tokens
-        (the product of the leading dimensions).
+        Qwen2-MoE, Qwen3-MoE and OLMoE blocks; (output, router_scores
+        [T, k], the routing weights best first in the input's dtype) for
+        GPT-OSS (4.x returned them scattered to [T, E]). T is the number of
+        tokens (the product of the leading dimensions).
 
         Memory: the packed weights are non-persistent buffers (state_dict
-        holds only DeepSeek-V3's shared experts); they share the block's
-        storage where it already has the runtime's layout (transformers
-        5.x fused bfloat16 experts), else are a copy. One workspace per
-        module is reused by eager calls, grown to the largest T seen;
-        calls of one module must therefore be ordered on the GPU (one
-        stream, or streams the caller synchronises), as for any module
-        holding buffers. Each call allocates its output from torch's
+        is empty); they share the block's storage where it already has the
+        runtime's layout (transformers 5.x fused bfloat16 experts, no
+        shared expert), else are a copy: a block with a shared expert
+        (Qwen2-MoE, DeepSeek-V3) is always copied, as its c = ceil(Is / I)
+        slices are experts after the routed ones in one [E + c, ...]
+        tensor. One workspace per module is reused by eager calls, grown to
+        the largest T seen; calls of one module must therefore be ordered
+        on the GPU (one stream, or streams the caller synchronises), as for
+        any module holding buffers. Each call allocates its output from torch's
         caching allocator, as the block would.
 
         CUDA graphs: forward makes no host synchronisation; it runs the
@@ -729,10 +878,9 @@ if torch is not None:
             self._returns = packed.returns
             for name in ("gate_up_weights", "down_weights", "gate_up_bias",
                          "down_bias", "router_weight", "router_bias",
-                         "score_bias"):
+                         "score_bias", "shared_gate"):
                 self.register_buffer(name, getattr(packed, name),
                                      persistent=False)
-            self.shared_experts = packed.shared_experts
             self._workspace = None
             self._loaded = set()
 
@@ -745,9 +893,9 @@ if torch is not None:
             ~/.cache/moe-mlir; compiler, a directory with moe-opt and
             moe-translate, to $MOE_MLIR_BIN or $PATH, and is not needed
             when the cache has the layer). The block is not modified and
-            not kept (DeepSeek-V3's shared_experts module is), but its
-            expert weights' storage is shared where it already has the
-            runtime's layout, else packed once. Raises TypeError
+            not kept, but its expert weights' storage is shared where it
+            already has the runtime's layout and no shared expert follows
+            the routed ones, else packed once (a copy). Raises TypeError
             (unsupported block, not bfloat16), ValueError (unsupported
             configuration, mismatched weights, a block not on a CUDA
             device) or MoERuntimeError (NO_GPU, NOT_FOUND: no bundle and no
@@ -844,19 +992,22 @@ if torch is not None:
                 self._load(device)
                 with torch.cuda.device(device):
                     workspace = self._workspace_for(device, count)
-                    self._bundle.layer(
-                        ENTRY, tokens, logits, self.gate_up_weights,
-                        self.down_weights, score_bias=self.score_bias,
+                    # launch, not Bundle.layer: the entry's signature may
+                    # have the shared expert's gate.
+                    self._bundle.launch(
+                        ENTRY, tokens=tokens, logits=logits,
+                        gate_up_weights=self.gate_up_weights,
+                        down_weights=self.down_weights,
+                        score_bias=self.score_bias,
                         gate_up_bias=self.gate_up_bias,
-                        down_bias=self.down_bias, out=out,
+                        down_bias=self.down_bias,
+                        shared_gate=self.shared_gate, out=out,
                         workspace=workspace)
                     if self._returns == "router_scores":
                         scores = _routing_weights(workspace, count,
                                                   spec.top_k).to(
                                                       hidden_states.dtype)
             output = out.view(hidden_states.shape)
-            if self.shared_experts is not None:
-                output = output + self.shared_experts(hidden_states)
             if self._returns == "router_logits":
                 return output, logits
             if self._returns == "router_scores":

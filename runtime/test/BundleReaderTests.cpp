@@ -96,7 +96,18 @@ std::vector<Malformed> malformedRouteBundles() {
       {"route with an epilogue",
        routeReplaced("bias=1\n", "bias=1 epilogue=store\n"), bad,
        "bundle line 4: entry 'router': unknown key 'epilogue' (abi route.v1 "
-       "takes op, abi, max_rows, experts, top_k, logits and bias)"},
+       "takes op, abi, max_rows, experts, top_k, logits, bias, the optional "
+       "shared, the optional shared_gate and the optional hidden)"},
+      // Shared slots: a gate and its width describe them, and their count is
+      // bounded.
+      {"route gate without shared",
+       routeReplaced("bias=1\n", "bias=1 shared_gate=1 hidden=64\n"), bad,
+       "entry 'router': shared_gate or hidden without shared"},
+      {"route shared 0", routeReplaced("bias=1\n", "bias=1 shared=0\n"), bad,
+       "entry 'router': shared=0 is"},
+      {"route gate of width 0",
+       routeReplaced("bias=1\n", "bias=1 shared=1 shared_gate=1 hidden=0\n"),
+       bad, "entry 'router': hidden=0"},
       {"route with GEMM keys",
        routeReplaced("experts=256 top_k=8", "experts=256 n=64 k=64 top_k=8"),
        bad, "entry 'router': unknown key 'n' (abi route.v1 takes"},
@@ -392,7 +403,8 @@ std::vector<Malformed> malformedPermuteBundles() {
        permuteReplaced("logits=f32 bias=0\n", "logits=f32 bias=0 out=bf16\n"),
        bad,
        "bundle line 16: entry 'router': unknown key 'out' (abi route.v1 takes "
-       "op, abi, max_rows, experts, top_k, logits and bias)"},
+       "op, abi, max_rows, experts, top_k, logits, bias, the optional shared, "
+       "the optional shared_gate and the optional hidden)"},
       {"out on an unpermute entry",
        permuteReplaced("slots=i64 weighted=1\n",
                        "slots=i64 weighted=1 out=f8E4M3FN\n"),

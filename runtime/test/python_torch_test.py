@@ -8,9 +8,10 @@ compile does not run the compiler, a cache without a compiler serves its
 bundle, the command line); the checks of LayerSpec and spec_from_config and
 the compiler errors, by message. With torch: the weights of fake
 transformers 4.x and 5.x blocks packed into the runtime's layout (GPT-OSS
-de-interleaved) and the block errors. With transformers too: real 5.x
-blocks on the CPU in float32 against the packed layer computed by an
-independent reference, and their specs against their configs'.
+de-interleaved, a shared expert as ceil(Is / I) more experts) and the block
+errors. With transformers too: real 5.x blocks on the CPU in float32
+against the packed layer computed by an independent reference, and their
+specs against their configs'.
 
     python_torch_test.py COMPILER_DIR    (MOE_RUNTIME_LIB: libmoe_runtime.so)
 
@@ -99,7 +100,7 @@ CONFIGS = {
                         moe_intermediate_size=2048, n_routed_experts=256,
                         num_experts_per_tok=8, hidden_act="silu",
                         norm_topk_prob=True, n_group=8, topk_group=4,
-                        routed_scaling_factor=2.5),
+                        routed_scaling_factor=2.5, n_shared_experts=1),
     "gpt_oss": dict(model_type="gpt_oss", hidden_size=2880,
                     intermediate_size=2880, num_local_experts=128,
                     num_experts_per_tok=4),
@@ -116,7 +117,7 @@ OPTIONS = {
              "routing=softmax_topk logits=bf16 activation=silu",
     "deepseek_v3": L + "hidden=7168 intermediate=2048 experts=256 top-k=8 "
                    "routing=sigmoid_topk logits=f32 activation=silu renormalize=true "
-                   "groups=8 select-groups=4 scale=2.5 score-bias=true",
+                   "groups=8 select-groups=4 scale=2.5 score-bias=true shared-intermediate=2048",
     "gpt_oss": L + "hidden=2880 intermediate=2880 experts=128 top-k=4 "
                "routing=topk_softmax logits=bf16 activation=gptoss alpha=1.702 "
                "limit=7.0 expert-bias=true",
@@ -179,9 +180,9 @@ mixtral = CONFIGS["mixtral"]
 expect(lambda: moe_torch.spec_from_config({k: v for k, v in mixtral.items()
                                            if k != "num_local_experts"}),
        ValueError, "config of mixtral: no field num_local_experts")
-expect(lambda: moe_torch.spec_from_config(dict(mixtral, model_type="qwen2_moe")),
-       ValueError, "model_type 'qwen2_moe' is not supported (supported: deepseek_v3, "
-       "gpt_oss, mixtral, olmoe, qwen3_moe)")
+expect(lambda: moe_torch.spec_from_config(dict(mixtral, model_type="dbrx")),
+       ValueError, "model_type 'dbrx' is not supported (supported: deepseek_v3, "
+       "gpt_oss, mixtral, olmoe, qwen2_moe, qwen3_moe)")
 expect(lambda: moe_torch.spec_from_config(dict(mixtral, hidden_act="gelu")),
        ValueError, "mixtral: the experts' activation is 'gelu'")
 expect(lambda: moe_torch.spec_from_config({}), ValueError, "no field model_type")
@@ -348,6 +349,48 @@ def list_block(class_name, names, **block_attributes):
                   **block_attributes)
 
 
+def shared_mlp(class_name, width):
+    """A shared expert MLP (DeepseekV3MLP, Qwen2MoeMLP) of width Is: bf16
+    nn.Linear projections without biases, silu."""
+    return module(class_name, gate_proj=linear(H, width), up_proj=linear(H, width),
+                  down_proj=linear(width, H), act_fn=torch.nn.SiLU())
+
+
+def arranged_shared(mlp, I):
+    """The c = ceil(Is / I) experts [c, 2I, H], [c, H, I] that the shared
+    expert `mlp` packs as after the routed ones, unit by unit: intermediate
+    unit u is row u % I of slice u // I (gate rows, then up rows; down
+    columns), zero past Is."""
+    gate, up, down = (getattr(mlp, n).weight for n in ("gate_proj", "up_proj", "down_proj"))
+    width, hidden = gate.shape
+    c = -(-width // I)
+    gate_up, down_slices = torch.zeros(c, 2 * I, hidden, dtype=bf16), torch.zeros(c, hidden, I, dtype=bf16)
+    with torch.no_grad():
+        for u in range(width):
+            j, r = divmod(u, I)
+            gate_up[j, r], gate_up[j, I + r], down_slices[j, :, r] = gate[u], up[u], down[:, u]
+    return gate_up, down_slices
+
+
+def check_shared(packed, mlp, routed, what):
+    """packed holds the routed experts (gate_up, down [E, ...]) and then the
+    shared expert `mlp` arranged as its c slices, exactly."""
+    spec = packed.spec
+    gate_up, down = arranged_shared(mlp, spec.intermediate)
+    c, n = len(gate_up), spec.experts
+    check(spec.shared_slices == c and spec.shared_intermediate == mlp.gate_proj.weight.shape[0]
+          and tuple(packed.gate_up_weights.shape) == (n + c, 2 * spec.intermediate, spec.hidden)
+          and tuple(packed.down_weights.shape) == (n + c, spec.hidden, spec.intermediate),
+          f"{what}: E + c = {n} + {c} experts, got {tuple(packed.gate_up_weights.shape)}, "
+          f"{tuple(packed.down_weights.shape)}")
+    check(torch.equal(packed.gate_up_weights[:n], routed[0])
+          and torch.equal(packed.down_weights[:n], routed[1]), f"{what}: routed experts")
+    check(torch.equal(packed.gate_up_weights[n:], gate_up)
+          and torch.equal(packed.down_weights[n:], down), f"{what}: shared expert slices")
+    check(packed.gate_up_weights.is_contiguous() and packed.down_weights.is_contiguous()
+          and packed.gate_up_bias is None and packed.down_bias is None, f"{what}: layout")
+
+
 def gpt_oss_block():
     experts = module("GptOssExperts", gate_up_proj=parameter(E, H, 2 * I),
                      gate_up_proj_bias=parameter(E, 2 * I),
@@ -384,8 +427,10 @@ for class_name, names in (("MixtralSparseMoeBlock", ("w1", "w3", "w2")),
     check(packed.gate_up_weights.is_contiguous() and packed.returns == "router_logits",
           f"{class_name} 4.x returns (out, router_logits)")
 
-# DeepSeek-V3 (5.x and 4.x names): float32 router and bias, shared experts.
-shared = module("DeepseekV3MLP")
+# DeepSeek-V3 (5.x and 4.x names): float32 router and bias; the shared
+# expert (Is = 48, not a multiple of I) as c = 2 more experts, ungated.
+Is = 48
+shared = shared_mlp("DeepseekV3MLP", Is)
 for names in (dict(num_group=2, num_experts=E), dict(n_group=2)):
     block = fused_block("DeepseekV3MoE", topk_group=1, norm_topk_prob=True,
                         routed_scaling_factor=2.5,
@@ -394,12 +439,58 @@ for names in (dict(num_group=2, num_experts=E), dict(n_group=2)):
     packed = moe_torch.pack_hf_block(block)
     check(packed.spec == moe_torch.LayerSpec(
         H, I, E, K, "sigmoid_topk", renormalize=True, groups=2, select_groups=1,
-        scale=2.5, score_bias=True, logits="f32"), f"DeepSeek-V3 spec {packed.spec}")
+        scale=2.5, score_bias=True, logits="f32", shared_intermediate=Is),
+          f"DeepSeek-V3 spec {packed.spec}")
+    check(not packed.spec.shared_gate and packed.spec.shared_slices == 2
+          and " shared-intermediate=48" in packed.spec.options()
+          and "shared-gate" not in packed.spec.options(), f"DeepSeek-V3 options {packed.spec.options()}")
     check(packed.router_weight.dtype == torch.float32 and
           torch.equal(packed.router_weight, block.gate.weight.float()) and
           torch.equal(packed.score_bias, block.gate.e_score_correction_bias) and
-          packed.shared_experts is shared and packed.returns == "tensor",
-          "DeepSeek-V3 router, bias, shared experts")
+          packed.shared_gate is None and packed.returns == "tensor",
+          "DeepSeek-V3 router, bias, no shared gate")
+    check_shared(packed, shared, (block.experts.gate_up_proj, block.experts.down_proj),
+                 "DeepSeek-V3")
+    check(packed.gate_up_weights.data_ptr() != block.experts.gate_up_proj.data_ptr(),
+          "DeepSeek-V3: copied, as the shared slices follow the routed experts")
+# Is = I: one slice, no zeros.
+block.shared_experts = shared_mlp("DeepseekV3MLP", I)
+packed = moe_torch.pack_hf_block(block)
+check(packed.spec.shared_intermediate == I and packed.spec.shared_slices == 1,
+      f"DeepSeek-V3 Is = I: {packed.spec}")
+check_shared(packed, block.shared_experts, (block.experts.gate_up_proj, block.experts.down_proj),
+             "DeepSeek-V3 Is = I")
+
+# Qwen2-MoE (5.x fused, 4.x list): Qwen3's routing, and a shared expert
+# (Is = 80: c = 3, the last half zero) scaled by sigmoid(shared_expert_gate(x)).
+Is = 80
+for fused in (True, False):
+    if fused:
+        block = fused_block("Qwen2MoeSparseMoeBlock", norm_topk_prob=False)
+        routed = (block.experts.gate_up_proj, block.experts.down_proj)
+    else:
+        block = list_block("Qwen2MoeSparseMoeBlock", ("gate_proj", "up_proj", "down_proj"),
+                           norm_topk_prob=True)
+        routed = (torch.stack([torch.cat((m.gate_proj.weight, m.up_proj.weight)) for m in block.experts]),
+                  torch.stack([m.down_proj.weight for m in block.experts]))
+    block.shared_expert = shared_mlp("Qwen2MoeMLP", Is)
+    block.shared_expert_gate = linear(H, 1)
+    what = f"Qwen2-MoE {'5' if fused else '4'}.x"
+    packed = moe_torch.pack_hf_block(block)
+    check(packed.spec == moe_torch.LayerSpec(H, I, E, K, "softmax_topk", renormalize=not fused,
+                                             shared_intermediate=Is, shared_gate=True),
+          f"{what} spec {packed.spec}")
+    check(" shared-intermediate=80 shared-gate=true" in packed.spec.options(),
+          f"{what} options {packed.spec.options()}")
+    check(packed.shared_gate is not None and packed.shared_gate.dtype == bf16
+          and tuple(packed.shared_gate.shape) == (1, H)
+          and torch.equal(packed.shared_gate, block.shared_expert_gate.weight)
+          and not packed.shared_gate.requires_grad, f"{what}: shared gate")
+    check(packed.returns == ("tensor" if fused else "router_logits"), f"{what} returns")
+    check_shared(packed, block.shared_expert, routed, what)
+    check(not packed.gate_up_weights[E + 2, Is % I:I].any()
+          and not packed.gate_up_weights[E + 2, I + Is % I:].any()
+          and not packed.down_weights[E + 2, :, Is % I:].any(), f"{what}: zero past Is")
 
 # GPT-OSS: interleaved [E, H, 2I] -> gate rows then up rows; biases alike.
 block = gpt_oss_block()
@@ -428,7 +519,8 @@ check(packed.down_bias.dtype == torch.float32 and
 # Block errors, by message.
 expect(lambda: moe_torch.pack_hf_block(torch.nn.Linear(4, 4)), TypeError,
        "Linear is not a supported MoE block: expected one of MixtralSparseMoeBlock, "
-       "Qwen3MoeSparseMoeBlock, OlmoeSparseMoeBlock, DeepseekV3MoE, GptOssMLP")
+       "Qwen3MoeSparseMoeBlock, Qwen2MoeSparseMoeBlock, OlmoeSparseMoeBlock, DeepseekV3MoE, "
+       "GptOssMLP")
 block = fused_block("MixtralSparseMoeBlock")
 block.float()
 expect(lambda: moe_torch.pack_hf_block(block), TypeError,
@@ -459,6 +551,44 @@ del block.experts.gate_up_proj
 block.experts.gate_up_proj_blocks = parameter(E, H, 2)
 expect(lambda: moe_torch.pack_hf_block(block), ValueError,
        "GptOssMLP.experts (GptOssExperts) has no gate_up_proj")
+
+
+def qwen2_block():
+    block = fused_block("Qwen2MoeSparseMoeBlock", norm_topk_prob=False)
+    block.shared_expert = shared_mlp("Qwen2MoeMLP", 48)
+    block.shared_expert_gate = linear(H, 1)
+    return block
+
+
+block = qwen2_block()
+block.shared_expert.act_fn = torch.nn.GELU()
+expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+       "Qwen2MoeSparseMoeBlock.shared_expert: the shared expert's activation is 'GELU'")
+block = qwen2_block()
+block.shared_expert.up_proj = linear(H, 40)
+expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+       f"Qwen2MoeSparseMoeBlock.shared_expert.up_proj.weight is (40, {H}), expected (48, {H}) = (Is, H)")
+block = qwen2_block()
+block.shared_expert.gate_proj.float()
+expect(lambda: moe_torch.pack_hf_block(block), TypeError,
+       "Qwen2MoeSparseMoeBlock.shared_expert.gate_proj.weight is torch.float32")
+block = qwen2_block()
+block.shared_expert.down_proj = torch.nn.Linear(48, H, dtype=bf16)
+expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+       "Qwen2MoeSparseMoeBlock.shared_expert.down_proj has a bias; the compiled shared expert has none")
+block = qwen2_block()
+block.shared_expert_gate = torch.nn.Linear(H, 1, dtype=bf16)
+expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+       "Qwen2MoeSparseMoeBlock.shared_expert_gate has a bias; the compiled gate is sigmoid(x . g) "
+       "without one")
+block = qwen2_block()
+del block.shared_expert_gate
+expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+       "Qwen2MoeSparseMoeBlock (Qwen2MoeSparseMoeBlock) has no shared_expert_gate")
+block = fused_block("DeepseekV3MoE", n_group=2, topk_group=1, norm_topk_prob=True,
+                    routed_scaling_factor=2.5, e_score_correction_bias=torch.randn(E))
+expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+       "DeepseekV3MoE (DeepseekV3MoE) has no shared_experts")
 if not torch.cuda.is_available():
     expect(lambda: moe_torch.MoELayer.from_hf(gpt_oss_block()), MoERuntimeError,
            "MoELayer needs a CUDA GPU", status="NO_GPU")
@@ -476,6 +606,7 @@ from transformers.models.deepseek_v3 import modeling_deepseek_v3 as deepseek  # 
 from transformers.models.gpt_oss import modeling_gpt_oss as gpt_oss  # noqa: E402
 from transformers.models.mixtral import modeling_mixtral as mixtral  # noqa: E402
 from transformers.models.olmoe import modeling_olmoe as olmoe  # noqa: E402
+from transformers.models.qwen2_moe import modeling_qwen2_moe as qwen2  # noqa: E402
 from transformers.models.qwen3_moe import modeling_qwen3_moe as qwen3  # noqa: E402
 
 
@@ -521,9 +652,32 @@ def reference(spec, packed, x):
                 hidden = torch.nn.functional.silu(gate) * up
             down = f["w2"][e] @ hidden + (0 if f["b2"] is None else f["b2"][e])
             out[t] += weights[t, j] * down
-    if packed.shared_experts is not None:
-        out += copy.deepcopy(packed.shared_experts).float()(x)
+    return out + shared_reference(spec, packed, x)
+
+
+def shared_reference(spec, packed, x):
+    """The packed shared expert on x [T, H] (float32): its c slices, experts
+    E .. E+c-1 every token takes with weight 1, times sigmoid(x . g) with a
+    shared gate g (Qwen2-MoE); zero without a shared expert."""
+    out = torch.zeros_like(x)
+    for j in range(spec.shared_slices):
+        gate_up = x @ packed.gate_up_weights[spec.experts + j].float().t()
+        gate, up = gate_up[:, :spec.intermediate], gate_up[:, spec.intermediate:]
+        out += (torch.nn.functional.silu(gate) * up) @ packed.down_weights[spec.experts + j].float().t()
+    if spec.shared_gate:
+        out *= torch.sigmoid(x @ packed.shared_gate.float().t())
     return out
+
+
+def block_shared(block, x):
+    """What the block's own shared expert adds on x [T, H] (a float32
+    block): DeepSeek-V3's ungated, Qwen2-MoE's scaled by
+    sigmoid(shared_expert_gate(x)); None without one."""
+    if hasattr(block, "shared_experts"):
+        return block.shared_experts(x)
+    if hasattr(block, "shared_expert"):
+        return torch.sigmoid(block.shared_expert_gate(x)) * block.shared_expert(x)
+    return None
 
 
 small = dict(hidden_size=64, num_experts_per_tok=4, hidden_act="silu")
@@ -535,7 +689,9 @@ REAL = [  # (config, block class)
     (olmoe.OlmoeConfig(**small, intermediate_size=48, num_experts=16), olmoe.OlmoeSparseMoeBlock),
     (deepseek.DeepseekV3Config(**small, moe_intermediate_size=32, n_routed_experts=16,
                                n_group=4, topk_group=2, routed_scaling_factor=2.5,
-                               n_shared_experts=1), deepseek.DeepseekV3MoE),
+                               n_shared_experts=2), deepseek.DeepseekV3MoE),
+    (qwen2.Qwen2MoeConfig(**small, moe_intermediate_size=32, num_experts=16,
+                          shared_expert_intermediate_size=48), qwen2.Qwen2MoeSparseMoeBlock),
     (gpt_oss.GptOssConfig(**small, intermediate_size=40, num_local_experts=16),
      gpt_oss.GptOssMLP),
 ]
@@ -551,6 +707,9 @@ for config, block_class in REAL:
     packed = moe_torch.pack_hf_block(block)
     check(packed.spec == moe_torch.spec_from_config(config),
           f"{name}: block spec {packed.spec} != config spec")
+    mlp = getattr(block, "shared_experts", None) or getattr(block, "shared_expert", None)
+    if mlp is not None and hasattr(block.experts, "gate_up_proj"):  # 5.x fused
+        check_shared(packed, mlp, (block.experts.gate_up_proj, block.experts.down_proj), name)
     block32 = copy.deepcopy(block).float()
     x = torch.randn(2, 5, 64)
     with torch.no_grad():
@@ -558,8 +717,14 @@ for config, block_class in REAL:
         if isinstance(want, tuple):
             want = want[0]
         got = reference(packed.spec, packed, x.view(-1, 64)).view(2, 5, 64)
+        theirs = block_shared(block32, x.view(-1, 64))
+        ours = shared_reference(packed.spec, packed, x.view(-1, 64))
     err = ((got - want).norm() / want.norm()).item()
     check(err < 1e-5, f"{name}: packed layer vs the block in float32: relative L2 {err:.2e}")
+    if theirs is not None:  # the shared expert alone, against the block's own module
+        shared_err = ((ours - theirs).norm() / theirs.norm()).item()
+        check(packed.spec.shared_intermediate > 0 and shared_err < 1e-5,
+              f"{name}: packed shared expert vs the block's: relative L2 {shared_err:.2e}")
     print(f"{name} ({transformers.__version__}): packed layer vs block {err:.1e}")
 
 print("FAILED" if failures else "all passed")

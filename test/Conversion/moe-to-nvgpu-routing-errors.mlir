@@ -44,7 +44,7 @@ func.func @padded(%x: tensor<?x256xbf16>, %ids: tensor<?x2xi32>) -> tensor<?x256
 // -----
 
 func.func @many_experts(%x: tensor<?x256xbf16>, %ids: tensor<?x2xi32>) -> tensor<?x256xbf16> {
-  // expected-error @+1 {{at most 256 experts are implemented}}
-  %r, %o, %s = moe.permute %x, %ids : (tensor<?x256xbf16>, tensor<?x2xi32>) -> (tensor<?x256xbf16>, tensor<513xi64>, tensor<?x2xi64>)
+  // expected-error @+1 {{at most 512 experts are implemented}}
+  %r, %o, %s = moe.permute %x, %ids : (tensor<?x256xbf16>, tensor<?x2xi32>) -> (tensor<?x256xbf16>, tensor<514xi64>, tensor<?x2xi64>)
   return %r : tensor<?x256xbf16>
 }

@@ -1,13 +1,15 @@
-// The GPU path has no shared-expert kernels yet: --moe-select-kernels and
-// --convert-moe-to-nvgpu refuse moe.shared_mlp, an unpermute with a 'shared'
-// addend and a layer holding either, naming the op, rather than compile the
-// routed experts and drop the shared one. (The CPU reference pipeline runs
-// them: test/Execution/layer-shared-*.mlir.)
+// A shared expert runs on the GPU as routed experts of its layer
+// (--moe-route-shared-experts, which --moe-gpu-pipeline runs first): given one
+// anyway, --moe-select-kernels and --convert-moe-to-nvgpu refuse
+// moe.shared_mlp, an unpermute with a 'shared' addend and a layer holding
+// either, naming the op, rather than compile the routed experts and drop the
+// shared one. (The CPU reference pipeline runs them:
+// test/Execution/layer-shared-*.mlir.)
 // RUN: not moe-opt %s --split-input-file --moe-select-kernels --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=SELECT
 // RUN: not moe-opt %s --split-input-file --convert-moe-to-nvgpu --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=CONVERT
 
-// SELECT: error: 'moe.shared_mlp' op cannot be lowered to sm_90a yet: the shared expert has no GPU kernel yet (the CPU reference pipeline runs it)
-// CONVERT: error: 'moe.shared_mlp' op cannot be lowered to the GPU yet: the shared expert has no GPU kernel yet (the CPU reference pipeline runs it)
+// SELECT: error: 'moe.shared_mlp' op cannot be lowered to sm_90a yet: the shared expert runs on the GPU as routed experts of its layer (--moe-route-shared-experts, which --moe-gpu-pipeline runs)
+// CONVERT: error: 'moe.shared_mlp' op cannot be lowered to the GPU yet: the shared expert runs on the GPU as routed experts of its layer (--moe-route-shared-experts, which --moe-gpu-pipeline runs)
 func.func @shared_mlp(%x: tensor<?x256xbf16>, %w13: tensor<512x256xbf16>, %w2: tensor<256x256xbf16>) -> tensor<?x256xbf16> {
   %s = moe.shared_mlp silu %x, %w13, %w2
       : (tensor<?x256xbf16>, tensor<512x256xbf16>, tensor<256x256xbf16>) -> tensor<?x256xbf16>
@@ -34,10 +36,10 @@ func.func @unpermute_shared(%rows: tensor<?x256xbf16>, %slots: tensor<?x2xi64>, 
 // lowering, which assumed the layer.v1 chain).
 // SELECT: error: 'moe.shared_mlp' op cannot be lowered to sm_90a yet
 // SELECT: error: 'moe.unpermute' op cannot be lowered to sm_90a yet: adding a shared expert's output
-// SELECT: error: 'moe.layer' op cannot be lowered to sm_90a yet: a shared expert (moe.shared_mlp, or an unpermute with a 'shared' addend) is not implemented in layer.v1
+// SELECT: error: 'moe.layer' op cannot be lowered to sm_90a yet: a shared expert (moe.shared_mlp, or an unpermute with a 'shared' addend) runs in layer.v1 as routed experts: run --moe-route-shared-experts first
 // CONVERT: error: 'moe.shared_mlp' op cannot be lowered to the GPU yet
 // CONVERT: error: 'moe.unpermute' op cannot be lowered to sm_90a yet: adding a shared expert's output
-// CONVERT: error: 'moe.layer' op cannot be lowered to the GPU yet: a shared expert (moe.shared_mlp, or an unpermute with a 'shared' addend) is not implemented in layer.v1
+// CONVERT: error: 'moe.layer' op cannot be lowered to the GPU yet: a shared expert (moe.shared_mlp, or an unpermute with a 'shared' addend) runs in layer.v1 as routed experts: run --moe-route-shared-experts first
 func.func @layer(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
                  %w13: tensor<8x1024x256xbf16>, %w2: tensor<8x256x512xbf16>,
                  %sw13: tensor<512x256xbf16>, %sw2: tensor<256x256xbf16>) -> tensor<?x256xbf16> {

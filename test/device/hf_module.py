@@ -1,22 +1,28 @@
 #!/usr/bin/env python3
 """moe_torch.MoELayer against the real transformers blocks on the H200.
 
-For each of Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B, DeepSeek-V3 and
-GPT-OSS-120B (the real H, I, E and k, through transformers' config
-classes), builds the transformers 5.x block on the GPU in bfloat16 with
-random weights (fixed seed; GPT-OSS's expert and router biases and
-DeepSeek-V3's float32 e_score_correction_bias random too, GPT-OSS's gate-up
-weights large enough that its clamps bite), converts it with
-`MoELayer.from_hf(block)` from the precompiled cache (no compiler on the
-GPU machine), and checks:
+For each of Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B, Qwen1.5-MoE-A2.7B,
+DeepSeek-V3 and GPT-OSS-120B (the real H, I, E and k, and the shared
+experts' widths, through transformers' config classes), builds the
+transformers 5.x block on the GPU in bfloat16 with random weights (fixed
+seed; GPT-OSS's expert and router biases and DeepSeek-V3's float32
+e_score_correction_bias random too, GPT-OSS's gate-up weights large enough
+that its clamps bite), converts it with `MoELayer.from_hf(block)` from the
+precompiled cache (no compiler on the GPU machine), and checks:
 - the layer's spec is the one spec_from_config gives for the config (the
-  cache's key);
+  cache's key); a shared expert (Qwen2-MoE's gated one, DeepSeek-V3's) is
+  in the compiled layer: its c = ceil(Is / I) slices are experts after the
+  E routed ones in the packed weights, and the entry takes Qwen2-MoE's
+  shared_expert_gate;
 - forward against block(x) for x [B, S, H] with T = B*S in {1, 7, 64, 1000}:
   the same structure (a tensor, or GPT-OSS's (out, router_scores)),
   relative L2 error of the output <= 1e-2 in float32, no NaN, the output
   memory and the layer's workspace poisoned first (best effort for the
   output: freed NaN blocks of its size); GPT-OSS's router scores equal the
-  block's to bf16 precision;
+  block's to bf16 precision; where there is a shared expert, the block's
+  output without it, and Qwen2-MoE's with it ungated (from 7 tokens on: one
+  token's gate may be near 1), are more than 10x the tolerance away, so that
+  the check could not pass without them;
 - a CUDA graph of the layer (T = 64) replayed on new inputs copied into its
   static input, its static output poisoned before each replay, with an
   eager call of a larger T (which regrows the eager workspace) between
@@ -62,6 +68,11 @@ MODELS = {
         model_type="olmoe", hidden_size=2048, intermediate_size=1024,
         num_experts=64, num_experts_per_tok=8, hidden_act="silu",
         norm_topk_prob=False)),
+    # Is = 5632 = 4 I: four shared slices.
+    "qwen1.5-moe-a2.7b": ("qwen2_moe", "Qwen2MoeConfig", "Qwen2MoeSparseMoeBlock", dict(
+        model_type="qwen2_moe", hidden_size=2048, moe_intermediate_size=1408,
+        shared_expert_intermediate_size=5632, num_experts=60, num_experts_per_tok=4,
+        hidden_act="silu", norm_topk_prob=False)),
     "deepseek-v3": ("deepseek_v3", "DeepseekV3Config", "DeepseekV3MoE", dict(
         model_type="deepseek_v3", hidden_size=7168, moe_intermediate_size=2048,
         n_routed_experts=256, num_experts_per_tok=8, hidden_act="silu",
@@ -159,6 +170,16 @@ def main():
                 E = block.gate.weight.shape[0]
                 block.gate.e_score_correction_bias = torch.randn(E, device=dev) * 0.1
 
+    def shared_addend(block, x):
+        """The block's shared-expert addend for x and, where it is gated,
+        the same ungated; (None, None) for a block without one."""
+        if hasattr(block, "shared_expert"):  # Qwen2-MoE: sigmoid-gated
+            ungated = block.shared_expert(x)
+            return torch.sigmoid(block.shared_expert_gate(x)) * ungated, ungated
+        if hasattr(block, "shared_experts"):  # DeepSeek-V3
+            return block.shared_experts(x), None
+        return None, None
+
     import transformers
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
           f"{torch.cuda.get_device_name()}; compiler here: {moe_torch.find_compiler()}",
@@ -174,9 +195,21 @@ def main():
             randomise(name, block)
             layer = moe_torch.MoELayer.from_hf(block, cache_dir=cache)
             want_spec = moe_torch.spec_from_config(config)
-            report(layer.spec == want_spec and layer.bundle_path.startswith(cache), what,
-                   f"{layer.bundle_path}" if layer.spec == want_spec
-                   else f"{layer.spec} != {want_spec}")
+            # The shared expert's slices follow the routed experts; the
+            # entry takes the gate where the block has one.
+            spec = layer.spec
+            rows = spec.experts + spec.shared_slices
+            args = [a.name for a in layer._bundle.signature(moe_torch.ENTRY).args]
+            shared_mlp = getattr(block, "shared_expert", getattr(block, "shared_experts", None))
+            shared_ok = (layer.gate_up_weights.shape[0] == rows
+                         and layer.down_weights.shape[0] == rows
+                         and spec.shared_intermediate == (0 if shared_mlp is None
+                                                          else shared_mlp.down_proj.in_features)
+                         and ("shared_gate" in args) == hasattr(block, "shared_expert_gate"))
+            report(spec == want_spec and layer.bundle_path.startswith(cache) and shared_ok,
+                   what, (f"{layer.bundle_path}, entry ({', '.join(args)}), "
+                          f"E + c = {spec.experts} + {spec.shared_slices}")
+                   if spec == want_spec else f"{spec} != {want_spec}")
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
             traceback.print_exc()
@@ -199,6 +232,20 @@ def main():
                           and got_out.dtype == want_out.dtype and err <= TOLERANCE
                           and not torch.isnan(got_out).any())
                     detail = f"relative L2 error {err:.2e}"
+                    shared, ungated = shared_addend(block, x)
+                    if shared is not None:
+                        # Without the shared expert, or its gate, the
+                        # reference is far off: the check has teeth.
+                        routed = want_out.float() - shared.float()
+                        without = rel_err(routed, want_out)
+                        ok = ok and without > 10 * TOLERANCE
+                        detail += f"; without the shared expert {without:.2e}"
+                        if ungated is not None:
+                            # One token's gate may be near 1 by chance: the
+                            # gate must matter from 7 tokens on.
+                            gateless = rel_err(routed + ungated.float(), want_out)
+                            ok = ok and (gateless > 10 * TOLERANCE or x[..., 0].numel() < 7)
+                            detail += f", ungated {gateless:.2e}"
                     if isinstance(want, tuple):  # GPT-OSS: router scores [T, k]
                         scores_ok = (got[1].shape == want[1].shape and got[1].dtype == want[1].dtype
                                      and torch.allclose(got[1].float().sort(-1).values,
@@ -273,6 +320,15 @@ def main():
                    lambda: moe_torch.MoELayer.from_hf(
                        make_block("mixtral-8x7b", hidden_act="gelu", **small)[1],
                        cache_dir=cache), ValueError, "activation is 'GELUActivation'")
+
+            def biased_shared_gate():
+                block = make_block("qwen1.5-moe-a2.7b", hidden_size=64, moe_intermediate_size=32,
+                                   shared_expert_intermediate_size=48, num_experts=4,
+                                   num_experts_per_tok=2)[1]
+                block.shared_expert_gate = torch.nn.Linear(64, 1, device=dev, dtype=torch.bfloat16)
+                return moe_torch.MoELayer.from_hf(block, cache_dir=cache)
+            expect("from_hf: a Qwen2-MoE shared_expert_gate with a bias", biased_shared_gate,
+                   ValueError, "shared_expert_gate has a bias")
             if moe_torch.find_compiler() is None:
                 with tempfile.TemporaryDirectory() as empty:
                     expect("from_hf: a layer not in the cache, no compiler",

@@ -343,8 +343,17 @@ def MoERouteSharedExperts : Pass<"moe-route-shared-experts",
     and its four weights are arguments of the function used by these ops
     alone; any other shared expert is an error that says why. Run it after
     `--moe-fuse-experts` and before `--moe-quantize` (which then quantizes
-    the arranged weights); `--moe-gpu-pipeline` runs it.
+    the arranged weights); `--moe-gpu-pipeline` runs it with
+    `pack-function=false`: its bundle compiles moe ops only, so the caller
+    arranges the weights (as `@f_pack_shared` would; `moe_torch.py` does it
+    once with torch when it loads a block).
   }];
+  let options = [
+    Option<"packFunction", "pack-function", "bool", "true",
+           "Add @<f>_pack_shared and call it before each call of @f in the "
+           "module (false: callers arrange the weights; a call of @f in the "
+           "module is then an error)">,
+  ];
   let dependentDialects = ["::mlir::moe::MoEDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::linalg::LinalgDialect",

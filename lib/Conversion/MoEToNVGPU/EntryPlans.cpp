@@ -160,13 +160,20 @@ struct Scope {
 
 /// route.v1 (contract §3.2, validateRoute).
 void routePlan(const EntryKeys &e, Scope &p) {
-  int64_t experts = e.integer("experts"), k = e.integer("top_k");
+  // k slots of routed experts, then `shared` slots of the shared expert.
+  int64_t experts = e.integer("experts"),
+          k = e.integer("top_k") + e.integer("shared");
   Type logits = e.type("logits");
-  bool bias = e.flag("bias");
+  bool bias = e.flag("bias"), gate = e.flag("shared_gate");
   Expr t = p.size("T", 1, e.integer("max_rows"));
+  Expr h = gate ? p.dim("H", e.integer("hidden"), 1, kUnbounded) : Expr(0);
   p.arg("logits", dtypeOf(logits), Role::In, bytesOf(logits), {t, experts});
   if (bias)
     p.arg("bias", "f32", Role::In, 4, {experts});
+  if (gate) {
+    p.arg("tokens", "bf16", Role::In, 2, {t, h});
+    p.arg("shared_gate", "bf16", Role::In, 2, {1, h});
+  }
   p.arg("ids", "i32", Role::Out, 4, {t, k});
   p.arg("weights", "f32", Role::Out, 4, {t, k});
   // One warp per token; grid-stride beyond 65535 CTAs.
@@ -174,6 +181,8 @@ void routePlan(const EntryKeys &e, Scope &p) {
   s.mem("logits", {t, experts});
   if (bias)
     s.mem("bias", {experts});
+  if (gate)
+    s.mem("tokens", {t, h}).mem("shared_gate", {1, h});
   s.mem("ids", {t, k}).mem("weights", {t, k});
 }
 
@@ -501,8 +510,12 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
   // intermediate part the gate-up GEMM writes the e4m3 activation.
   bool permuteQuantizes = fp8 && !hasQuantize,
        gateUpQuantizes = fp8 && !hasIntermediate;
-  int64_t k = route.integer("top_k"), experts = route.integer("experts"),
+  // The permute's experts and slots: the routed ones and, after them, the
+  // shared expert's slices (--moe-route-shared-experts).
+  int64_t k = permute.integer("top_k"), experts = permute.integer("experts"),
+          logitsWidth = route.integer("experts"),
           chunk = permute.integer("chunk");
+  bool sharedGate = route.flag("shared_gate");
   Type logits = route.type("logits"), index = permute.type("offsets");
   int64_t quantum = mx ? kMxBlockSize : fp8 ? kFp8BlockSize : 8;
 
@@ -548,9 +561,10 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
     return bias == "f32" ? 4 : bias == "bf16" ? 2 : 0;
   };
   plan.arg("tokens", "bf16", Role::In, 16, {t, h});
-  plan.arg("logits", dtypeOf(logits), Role::In, bytesOf(logits), {t, experts});
+  plan.arg("logits", dtypeOf(logits), Role::In, bytesOf(logits),
+           {t, logitsWidth});
   if (route.flag("bias"))
-    plan.arg("score_bias", "f32", Role::In, 4, {experts});
+    plan.arg("score_bias", "f32", Role::In, 4, {logitsWidth});
   plan.arg("gate_up_weights", weightsType, Role::In, 16, {experts, i * 2, h});
   plan.arg("down_weights", weightsType, Role::In, 16, {experts, h, i});
   if (biasBytes(gateUp))
@@ -559,6 +573,8 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
   if (biasBytes(down))
     plan.arg("down_bias", down.string("bias"), Role::In, biasBytes(down),
              {experts, h});
+  if (sharedGate)
+    plan.arg("shared_gate", "bf16", Role::In, 2, {1, h});
   plan.arg("out", "bf16", Role::Out, 16, {t, h});
   if (mx) {
     plan.arg("gate_up_weights_scale", "e8m0", Role::In, 1,
@@ -603,9 +619,11 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
   };
   std::string rows = fp8 ? "@rows_q" : "@rows",
               inter = fp8 ? "@inter_q" : "@inter";
-  if (failed(steps("route", {{"T", t}},
+  if (failed(steps("route", {{"T", t}, {"H", h}},
                    {{"logits", "logits"},
                     {"bias", "score_bias"},
+                    {"tokens", "tokens"},
+                    {"shared_gate", "shared_gate"},
                     {"ids", "@ids"},
                     {"weights", "@weights"}})) ||
       failed(steps("permute", {{"T", t}, {"H", h}},

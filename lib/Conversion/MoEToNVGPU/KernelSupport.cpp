@@ -2,6 +2,7 @@
 
 #include "KernelSupport.h"
 #include "QuantizeKernel.h"
+#include "RoutingKernels.h"
 #include "Tcgen05GroupedMatmulKernel.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -190,6 +191,14 @@ static std::string unsupportedReason(RouteOp op) {
     return "top-k must be at most 32";
   if (op.getNumGroups() && *op.getNumGroups() > 64)
     return "at most 64 expert groups are implemented";
+  if (op.getTopK() + op.getSharedSlots() > 64)
+    return "top-k plus the shared slots must be at most 64";
+  if (Value gate = op.getSharedGate())
+    if (!cast<RankedTensorType>(gate.getType()).getElementType().isBF16() ||
+        !cast<RankedTensorType>(op.getSharedTokens().getType())
+             .getElementType()
+             .isBF16())
+      return "only bf16 shared gate tokens and weights are implemented";
   return "";
 }
 
@@ -207,8 +216,8 @@ static std::string unsupportedReason(PermuteOp op) {
     return "the hidden size must be a multiple of 8 (16-byte row chunks)";
   if (ShapedType::isDynamic(ids.getDimSize(1)))
     return "top-k (the ids' second dimension) must be static";
-  if (offsets.getDimSize(0) - 1 > 256)
-    return "at most 256 experts are implemented (the index kernel's "
+  if (offsets.getDimSize(0) - 1 > kPermuteMaxExperts)
+    return "at most 512 experts are implemented (the index kernel's "
            "shared-memory table)";
   if (offsets.getElementType() !=
       cast<RankedTensorType>(op.getSlots().getType()).getElementType())
@@ -261,7 +270,8 @@ static std::string unsupportedReason(LayerOp op) {
     if (isa<SharedMLPOp>(inner) ||
         (isa<UnpermuteOp>(inner) && cast<UnpermuteOp>(inner).getShared()))
       return "a shared expert (moe.shared_mlp, or an unpermute with a "
-             "'shared' addend) is not implemented in layer.v1";
+             "'shared' addend) runs in layer.v1 as routed experts: run "
+             "--moe-route-shared-experts first";
   std::optional<LayerChain> chain = getLayerChain(op);
   if (!chain)
     return "the body must be moe.route, moe.permute, (moe.quantize, "
@@ -310,8 +320,9 @@ QuantizeOp mlir::moe::getGatherQuantizedRows(Operation *op) {
 
 std::string mlir::moe::missingKernelReason(Operation *op) {
   if (isa<SharedMLPOp>(op))
-    return "the shared expert has no GPU kernel yet (the CPU reference "
-           "pipeline runs it)";
+    return "the shared expert runs on the GPU as routed experts of its "
+           "layer (--moe-route-shared-experts, which --moe-gpu-pipeline "
+           "runs)";
   return "";
 }
 

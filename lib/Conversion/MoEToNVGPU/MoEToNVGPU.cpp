@@ -156,6 +156,8 @@ routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, RouteOp op) {
       op.getScalingFactor() ? op.getScalingFactor()->convertToDouble() : 1.0;
   spec.bias = op.getCorrectionBias() != nullptr;
   spec.logitBits = logits.getElementType().getIntOrFloatBitWidth();
+  spec.shared = op.getSharedSlots();
+  spec.sharedGate = op.getSharedGate() != nullptr;
   gpu::GPUFuncOp func = lookUpOrBuild(kernels, spec.kernelName(), [&] {
     return buildRouteKernel(builder, op.getLoc(), kernels, spec);
   });
@@ -167,6 +169,15 @@ routeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, RouteOp op) {
   info.set("bias", builder.getBoolAttr(spec.bias));
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(logits.getDimSize(0))));
+  if (spec.shared) {
+    info.set("shared", builder.getI64IntegerAttr(spec.shared));
+    info.set("shared_gate", builder.getBoolAttr(spec.sharedGate));
+    if (spec.sharedGate)
+      info.set("hidden",
+               builder.getI64IntegerAttr(
+                   cast<RankedTensorType>(op.getSharedGate().getType())
+                       .getDimSize(1)));
+  }
   info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
   if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
     return failure();

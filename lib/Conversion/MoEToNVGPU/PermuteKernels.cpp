@@ -195,13 +195,29 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
   int64_t experts = spec.experts, threads = kPermuteIndexThreads,
           warps = threads / 32;
   // Static shared memory: per-expert totals, starts, and a [warp][expert]
-  // table of the chunk's counts, then starts.
+  // table of the chunk's counts, then starts. Past 256 experts the i32
+  // table would outgrow 48 KiB: it holds i16 counts, then starts relative
+  // to the expert's start (both at most a chunk's ids).
+  const bool narrow = experts > kPermuteWideExperts;
+  Type cellType = narrow ? Type(b.getI16Type()) : i32;
   auto func = createKernel(
       b, spec.indexKernelName(),
       {dynamic2D(i32), MemRefType::get({ShapedType::kDynamic}, i32),
        MemRefType::get({ShapedType::kDynamic}, offsetType),
        dynamic2D(offsetType), MemRefType::get({ShapedType::kDynamic}, i32)},
-      threads, {experts, experts, warps * experts});
+      threads, {experts, experts, warps * experts},
+      narrow ? SmallVector<Type>{i32, i32, cellType} : SmallVector<Type>{});
+  // Table cells read as i32 and stored from i32.
+  auto loadCell = [&](ImplicitLocOpBuilder &lb, Value table, Value at) {
+    Value v = memref::LoadOp::create(lb, table, ValueRange{at});
+    return narrow ? Value(arith::ExtUIOp::create(lb, i32, v)) : v;
+  };
+  auto storeCell = [&](ImplicitLocOpBuilder &sb, Value v, Value table,
+                       Value at) {
+    if (narrow)
+      v = arith::TruncIOp::create(sb, cellType, v);
+    memref::StoreOp::create(sb, v, table, ValueRange{at});
+  };
   Value ids = func.getArgument(0), chunkCounts = func.getArgument(1),
         offsets = func.getArgument(2), slots = func.getArgument(3),
         sources = func.getArgument(4);
@@ -234,9 +250,8 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
   constexpr int64_t kRounds = kPermuteChunk / kPermuteIndexThreads;
   for (int64_t i = 0; i < warps * experts; i += threads) {
     Value at = m.add(tid, m.c(i));
-    ifThen(b, m.lt(at, m.c(warps * experts)), [&](ImplicitLocOpBuilder &sb) {
-      memref::StoreOp::create(sb, zero32, table, ValueRange{at});
-    });
+    ifThen(b, m.lt(at, m.c(warps * experts)),
+           [&](ImplicitLocOpBuilder &sb) { storeCell(sb, zero32, table, at); });
   }
   sync(b);
   Value full = i32Constant(b, -1);
@@ -260,15 +275,15 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
                      m.toIndex(arith::MaxSIOp::create(b, e, zero32)));
     // Every lane reads its expert's running count before the round's
     // leader adds the round's ids to it.
-    Value prior = m.load(table, ValueRange{at});
+    Value prior = loadCell(b, table, at);
     NVVM::SyncWarpOp::create(b, full);
-    ifThen(
-        b, arith::AndIOp::create(b, leader, in), [&](ImplicitLocOpBuilder &sb) {
-          memref::StoreOp::create(
-              sb,
-              arith::AddIOp::create(sb, prior, LLVM::CtPopOp::create(sb, mask)),
-              table, ValueRange{at});
-        });
+    ifThen(b, arith::AndIOp::create(b, leader, in),
+           [&](ImplicitLocOpBuilder &sb) {
+             storeCell(sb,
+                       arith::AddIOp::create(sb, prior,
+                                             LLVM::CtPopOp::create(sb, mask)),
+                       table, at);
+           });
     NVVM::SyncWarpOp::create(b, full);
     flat.push_back(f);
     valid.push_back(ok);
@@ -294,7 +309,7 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
       Value all = zero32;
       for (int64_t w = 0; w < warps; ++w)
         all = arith::AddIOp::create(
-            tb, all, o.load(table, ValueRange{o.add(o.c(w * experts), tid)}));
+            tb, all, loadCell(tb, table, o.add(o.c(w * experts), tid)));
       scf::YieldOp::create(tb, ValueRange{all, zero32});
     }
     ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockBegin(
@@ -391,11 +406,11 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
   // slot: its warp's start plus its rank.
   ifThen(b, m.lt(tid, m.c(experts)), [&](ImplicitLocOpBuilder &sb) {
     IndexMath s{sb};
-    Value running = s.load(starts, ValueRange{tid});
+    Value running = narrow ? zero32 : s.load(starts, ValueRange{tid});
     for (int64_t w = 0; w < warps; ++w) {
       Value at = s.add(s.c(w * experts), tid);
-      Value c = s.load(table, ValueRange{at});
-      memref::StoreOp::create(sb, running, table, ValueRange{at});
+      Value c = loadCell(sb, table, at);
+      storeCell(sb, running, table, at);
       running = arith::AddIOp::create(sb, running, c);
     }
   });
@@ -403,10 +418,14 @@ mlir::moe::buildPermuteIndexKernel(OpBuilder &builder, Location loc,
   for (int64_t r = 0; r < kRounds; ++r) {
     ifThen(b, valid[r], [&](ImplicitLocOpBuilder &sb) {
       IndexMath s{sb};
+      Value start = loadCell(sb, table, cell[r]);
+      if (narrow) {
+        Value expert = s.sub(cell[r], s.mul(warp, s.c(experts)));
+        start = arith::AddIOp::create(sb, start,
+                                      s.load(starts, ValueRange{expert}));
+      }
       Value slot = arith::SelectOp::create(
-          sb, inRange[r],
-          arith::AddIOp::create(sb, s.load(table, ValueRange{cell[r]}),
-                                local[r]),
+          sb, inRange[r], arith::AddIOp::create(sb, start, local[r]),
           i32Constant(sb, -1));
       Value t = arith::DivUIOp::create(sb, flat[r], s.c(k));
       memref::StoreOp::create(

@@ -33,7 +33,11 @@ std::string RouteKernelSpec::kernelName() const {
                           llvm::bit_cast<uint32_t>(static_cast<float>(scale)))
                 .str();
   name += logitBits == 16 ? "_bf16" : "_f32";
-  return bias ? name + "_bias" : name;
+  if (bias)
+    name += "_bias";
+  if (shared)
+    name += llvm::formatv("_shared{0}{1}", shared, sharedGate ? "g" : "").str();
+  return name;
 }
 
 namespace {
@@ -97,6 +101,8 @@ gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
   SmallVector<Type> args{dynamic2D(logitType)};
   if (spec.bias)
     args.push_back(MemRefType::get({ShapedType::kDynamic}, f32));
+  if (spec.sharedGate)
+    args.append({dynamic2D(b.getBF16Type()), dynamic2D(b.getBF16Type())});
   args.push_back(dynamic2D(i32));
   args.push_back(dynamic2D(f32));
   gpu::GPUFuncOp func = createKernel(b, spec.kernelName(), args);
@@ -104,6 +110,8 @@ gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
   unsigned next = 0;
   Value logits = entry->getArgument(next++);
   Value bias = spec.bias ? entry->getArgument(next++) : Value();
+  Value tokensIn = spec.sharedGate ? entry->getArgument(next++) : Value();
+  Value gate = spec.sharedGate ? entry->getArgument(next++) : Value();
   Value ids = entry->getArgument(next++);
   Value weights = entry->getArgument(next++);
 
@@ -377,13 +385,47 @@ gpu::GPUFuncOp mlir::moe::buildRouteKernel(OpBuilder &builder, Location loc,
           for (Value &w : weight)
             w = arith::MulFOp::create(nb, w, f32Constant(nb, spec.scale));
 
-        // Lane j stores pick j (coalesced).
-        for (int64_t j = 0; j < spec.topK; ++j)
+        // The shared slots: experts E .. E+c-1, weighing 1 or the gate's
+        // sigmoid (a dot product over H, strided by lane, summed by the warp).
+        SmallVector<Value> expertOut;
+        for (const Candidate &c : picked)
+          expertOut.push_back(c.expert);
+        if (spec.shared) {
+          Value sharedWeight = f32Constant(nb, 1.0);
+          if (gate) {
+            Value hidden = memref::DimOp::create(nb, tokensIn, n.c(1));
+            auto partial = scf::ForOp::create(
+                nb, lane, hidden, n.c(32), ValueRange{zero},
+                [&](OpBuilder &lb, Location ll, Value h, ValueRange acc) {
+                  ImplicitLocOpBuilder db(ll, lb);
+                  IndexMath d{db};
+                  Value x = arith::ExtFOp::create(
+                      db, f32, d.load(tokensIn, ValueRange{t, h}));
+                  Value g = arith::ExtFOp::create(
+                      db, f32, d.load(gate, ValueRange{d.c(0), h}));
+                  scf::YieldOp::create(
+                      db, ValueRange{arith::AddFOp::create(
+                              db, acc[0], arith::MulFOp::create(db, x, g))});
+                });
+            Value logit = warpReduce(nb, partial.getResult(0),
+                                     [&](Value x, Value y) -> Value {
+                                       return arith::AddFOp::create(nb, x, y);
+                                     });
+            sharedWeight = sigmoidApprox(nb, logit);
+          }
+          for (int64_t j = 0; j < spec.shared; ++j) {
+            expertOut.push_back(i32Constant(nb, experts + j));
+            weight.push_back(sharedWeight);
+          }
+        }
+
+        // Lane j stores slot j (coalesced).
+        for (int64_t j = 0; j < int64_t(expertOut.size()); ++j)
           ifThen(nb,
                  arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, lane,
                                        n.c(j % 32)),
                  [&](ImplicitLocOpBuilder &sb) {
-                   memref::StoreOp::create(sb, picked[j].expert, ids,
+                   memref::StoreOp::create(sb, expertOut[j], ids,
                                            ValueRange{t, IndexMath{sb}.c(j)});
                    memref::StoreOp::create(sb, weight[j], weights,
                                            ValueRange{t, IndexMath{sb}.c(j)});

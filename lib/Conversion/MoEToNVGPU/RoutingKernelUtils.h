@@ -24,19 +24,21 @@ inline MemRefType dynamic2D(Type element) {
   return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, element);
 }
 
-/// A kernel of `threads` threads taking `args`, with `shared` i32 arrays of
-/// static shared memory; the builder is left in its body after its wait for
-/// the previous kernel.
+/// A kernel of `threads` threads taking `args`, with `shared` arrays of
+/// static shared memory (of `sharedTypes`, default i32); the builder is left
+/// in its body after its wait for the previous kernel.
 inline gpu::GPUFuncOp createKernel(ImplicitLocOpBuilder &b, StringRef name,
                                    ArrayRef<Type> args,
                                    int64_t threads = kRoutingThreads,
-                                   ArrayRef<int64_t> shared = {}) {
+                                   ArrayRef<int64_t> shared = {},
+                                   ArrayRef<Type> sharedTypes = {}) {
   auto smem =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   SmallVector<Type> attributions;
-  for (int64_t size : shared)
-    attributions.push_back(MemRefType::get({size}, b.getI32Type(),
-                                           MemRefLayoutAttrInterface(), smem));
+  for (auto [i, size] : llvm::enumerate(shared))
+    attributions.push_back(MemRefType::get(
+        {size}, sharedTypes.empty() ? b.getI32Type() : sharedTypes[i],
+        MemRefLayoutAttrInterface(), smem));
   auto func = gpu::GPUFuncOp::create(b, name, b.getFunctionType(args, {}),
                                      attributions);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());

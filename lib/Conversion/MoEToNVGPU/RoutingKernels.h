@@ -22,6 +22,10 @@ struct RouteKernelSpec {
   double scale = 1.0;
   bool bias = false;
   int64_t logitBits = 32; // f32, or 16 for bf16
+  /// Shared slots after the k routed ones (experts E .. E+c-1), weighted 1
+  /// or, with sharedGate, by sigmoid(tokens[t, :] . gate[0, :]).
+  int64_t shared = 0;
+  bool sharedGate = false;
   std::string kernelName() const;
 };
 
@@ -41,6 +45,10 @@ struct UnpermuteKernelSpec {
 inline constexpr int64_t kPermuteIndexThreads = 1024;
 /// Ids per chunk: each warp ranks 4 rounds of 32.
 inline constexpr int64_t kPermuteChunk = kPermuteIndexThreads * 4;
+/// Experts whose index kernel keeps an i32 [warp][expert] table (up to
+/// kPermuteMaxExperts an i16 one: its cells never exceed a chunk's ids).
+inline constexpr int64_t kPermuteWideExperts = 256;
+inline constexpr int64_t kPermuteMaxExperts = 512;
 /// Rows each CTA of the gather kernel copies (docs/runtime-contract.md §3.4).
 inline constexpr int64_t kGatherRows = 4;
 struct PermuteKernelSpec {
@@ -58,7 +66,8 @@ struct PermuteKernelSpec {
 };
 
 /// Builds the routing kernel: (logits memref<?x?xT>, [bias memref<?xf32>],
-/// ids memref<?x?xi32>, weights memref<?x?xf32>), one warp per token.
+/// [tokens memref<?x?xbf16>, gate memref<?x?xbf16> (shared gate)], ids
+/// memref<?x?xi32>, weights memref<?x?xf32>), one warp per token.
 gpu::GPUFuncOp buildRouteKernel(OpBuilder &builder, Location loc,
                                 gpu::GPUModuleOp module,
                                 const RouteKernelSpec &spec);
