@@ -197,9 +197,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   // The GPU kernel builder up to (not including) serialization, which
   // would run ptxas per input; then again on the module's block-FP8 form.
+  // A shared expert joins its routed experts as --moe-gpu-pipeline has it.
+  moe::MoERouteSharedExpertsOptions callerPacks;
+  callerPacks.packFunction = false;
   auto buildKernels = [&](PassManager &pm) {
     pm.addPass(moe::createMoECheckPlacement(gpuPlacement));
     pm.addPass(moe::createMoEFuseExperts());
+    pm.addPass(moe::createMoERouteSharedExperts(callerPacks));
     pm.addPass(moe::createMoEFuseLayer());
     pm.addPass(moe::createMoESelectKernels(selectOptions));
     pm.addPass(moe::createConvertMoEToNVGPU());
@@ -216,11 +220,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     PassManager quantizePm(&context);
     moe::MoEQuantizeOptions policy;
     policy.scope = "weights+activations";
+    // Quantized after the shared expert became routed experts.
+    quantizePm.addPass(moe::createMoEFuseExperts());
+    quantizePm.addPass(moe::createMoERouteSharedExperts(callerPacks));
     quantizePm.addPass(moe::createMoEQuantize(policy));
     buildKernels(quantizePm);
     (void)quantizePm.run(*quantized);
   }
 
+  // On the CPU as written and, with a shared expert, as routed experts with
+  // the packing function.
+  bool shared = false;
+  module->walk([&](moe::SharedMLPOp) { shared = true; });
+  if (shared) {
+    OwningOpRef<ModuleOp> routed = module->clone();
+    PassManager routedPm(&context);
+    routedPm.addPass(moe::createMoEFuseExperts());
+    routedPm.addPass(moe::createMoERouteSharedExperts());
+    moe::buildCPUReferencePipeline(routedPm,
+                                   moe::CPUReferencePipelineOptions());
+    (void)routedPm.run(*routed);
+  }
   PassManager pm(&context);
   moe::buildCPUReferencePipeline(pm, moe::CPUReferencePipelineOptions());
   (void)pm.run(*module);
