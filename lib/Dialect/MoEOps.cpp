@@ -66,6 +66,20 @@ static LogicalResult checkExtent(Operation *op, StringRef meaning, Dim a,
                            << why << ")";
 }
 
+/// Requires `offsets` ([E+1], `numExperts` = E) to fit the experts that
+/// `weights` holds: the weights define E, so a mismatch is the offsets'.
+static LogicalResult checkOffsetsFit(Operation *op, int64_t numExperts,
+                                     Dim weights) {
+  int64_t experts = weights.size();
+  if (ShapedType::isDynamic(experts) || experts == numExperts)
+    return success();
+  return op->emitOpError() << "'offsets' has " << numExperts + 1
+                           << " entries, but '" << weights.name << "' holds "
+                           << experts << " experts (dim " << weights.dim
+                           << "): 'offsets' must have " << experts + 1
+                           << " (one more than the experts)";
+}
+
 static LogicalResult checkStatic(Operation *op, StringRef meaning, Dim a) {
   if (!ShapedType::isDynamic(a.size()))
     return success();
@@ -332,8 +346,7 @@ LogicalResult GroupedMatmulOp::verify() {
     return failure();
   FailureOr<int64_t> numExperts = verifyOffsets(op, getOffsets());
   if (failed(numExperts) ||
-      failed(checkExtent(op, "expert count", {"weights", weights, 0},
-                         *numExperts, "the size of 'offsets' minus one")) ||
+      failed(checkOffsetsFit(op, *numExperts, {"weights", weights, 0})) ||
       failed(checkSameExtent(op, "contraction size", {"rows", rows, 1},
                              {"weights", weights, 2})) ||
       failed(checkSameExtent(op, "row count", {"result", result, 0},
@@ -595,8 +608,7 @@ LogicalResult ExpertMLPOp::verify() {
   if (failed(numExperts))
     return failure();
   StringRef why = "the size of 'offsets' minus one";
-  if (failed(checkExtent(op, "expert count", {"gate_up_weights", w13, 0},
-                         *numExperts, why)) ||
+  if (failed(checkOffsetsFit(op, *numExperts, {"gate_up_weights", w13, 0})) ||
       failed(checkExtent(op, "expert count", {"down_weights", w2, 0},
                          *numExperts, why)) ||
       failed(checkSameExtent(op, "hidden size", {"gate_up_weights", w13, 2},

@@ -47,6 +47,23 @@ void mlir::moe::buildCPUReferencePipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+/// The names of `options`, as a list (from their printed defaults).
+static std::string optionNames(const detail::PassOptions &options) {
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  options.print(os);
+  StringRef list = StringRef(printed).trim().drop_front().drop_back();
+  SmallVector<StringRef> words;
+  list.split(words, ' ', -1, /*KeepEmpty=*/false);
+  std::string names;
+  for (StringRef word : words) {
+    if (!names.empty())
+      names += ", ";
+    names += word.split('=').first.str();
+  }
+  return names;
+}
+
 /// Registers pipeline `arg` built by `build` from options of type `Options`,
 /// refusing options that `check` finds wrong when they are parsed (so a bad
 /// value is an error before any pass runs, with a non-zero exit).
@@ -60,8 +77,13 @@ static void registerCheckedPipeline(StringRef arg, StringRef description,
       [=](OpPassManager &pm, StringRef text,
           function_ref<LogicalResult(const Twine &)> errorHandler) {
         Options options;
-        if (failed(options.parseFromString(text)))
-          return failure();
+        if (failed(options.parseFromString(text))) {
+          std::string names = optionNames(Options());
+          return errorHandler(arg + ": " +
+                              (names.empty() ? "it takes no options"
+                                             : "the options are " + names) +
+                              " (got '" + text + "')");
+        }
         if (std::string error = check(options); !error.empty())
           return errorHandler(arg + ": " + error);
         build(pm, options);
@@ -73,11 +95,12 @@ static void registerCheckedPipeline(StringRef arg, StringRef description,
 }
 
 void mlir::moe::registerMoEPipelines() {
-  PassPipelineRegistration<CPUReferencePipelineOptions>(
+  registerCheckedPipeline<CPUReferencePipelineOptions>(
       "moe-cpu-reference-pipeline",
       "Lower moe ops through linalg and bufferization to the LLVM dialect, "
       "runnable on the CPU with mlir-runner",
-      buildCPUReferencePipeline);
+      buildCPUReferencePipeline,
+      [](const CPUReferencePipelineOptions &) { return std::string(); });
   registerCheckedPipeline<GPUPipelineOptions>(
       "moe-gpu-pipeline",
       "Build GPU kernels for moe ops and serialize them to a gpu.binary with "

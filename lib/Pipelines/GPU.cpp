@@ -11,7 +11,13 @@
 #include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVM/NVVM/Utils.h"
 #include "mlir/Transforms/Passes.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 
 using namespace mlir;
 
@@ -24,7 +30,24 @@ std::string mlir::moe::checkGPUBinaryFormat(StringRef format) {
             "(PTX text) or fatbin, got '" +
             format + "'")
         .str();
-  return "";
+  if (format == "isa")
+    return "";
+  // Where gpu-module-to-binary will look for ptxas, checked before any pass
+  // runs rather than after every kernel is built.
+  if (llvm::sys::findProgramByName("ptxas"))
+    return "";
+  StringRef toolkit = NVVM::getCUDAToolkitPath();
+  SmallString<128> ptxas(toolkit);
+  llvm::sys::path::append(ptxas, "bin", "ptxas");
+  if (!toolkit.empty() && llvm::sys::fs::can_execute(ptxas))
+    return "";
+  return ("format=" + format +
+          " runs ptxas, which is neither on $PATH nor in the CUDA toolkit '" +
+          toolkit +
+          "' ($CUDA_ROOT, $CUDA_HOME or $CUDA_PATH, else the one found at "
+          "build time): install CUDA 12.3 or later, set CUDA_ROOT, or ask "
+          "for PTX text with format=isa")
+      .str();
 }
 
 std::string mlir::moe::checkGPUDeviceOptions(StringRef chip, StringRef format) {

@@ -389,8 +389,18 @@ func.func @f(%r: tensor<?x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
 
 // -----
 
+// Offsets of the wrong length are the offsets' fault: the weights hold the
+// experts.
+func.func @f(%r: tensor<?x16xf32>, %o: tensor<10xi64>, %w13: tensor<8x64x16xf32>, %w2: tensor<8x16x32xf32>) {
+  // expected-error @+1 {{'offsets' has 10 entries, but 'gate_up_weights' holds 8 experts (dim 0): 'offsets' must have 9 (one more than the experts)}}
+  %y = moe.expert_mlp silu %r, %o, %w13, %w2 : (tensor<?x16xf32>, tensor<10xi64>, tensor<8x64x16xf32>, tensor<8x16x32xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
 func.func @f(%r: tensor<?x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<6xi64>) {
-  // expected-error @+1 {{expert count of 'weights' (dim 0 = 4) must be 5 (the size of 'offsets' minus one)}}
+  // expected-error @+1 {{'offsets' has 6 entries, but 'weights' holds 4 experts (dim 0): 'offsets' must have 5 (one more than the experts)}}
   %y = moe.grouped_matmul %r, %w, %o : (tensor<?x16xf32>, tensor<4x32x16xf32>, tensor<6xi64>) -> tensor<?x32xf32>
   return
 }
