@@ -27,7 +27,7 @@ art=$root/.gpu-artifacts
 [ -f "$art/libmoe_runtime.so" ] || { echo "no $art/libmoe_runtime.so: run scripts/build-gpu-artifacts.sh and carry .gpu-artifacts"; exit 2; }
 status=0 passed=0 failed=0
 # With .gpu-artifacts/hf-cache (scripts/build-hf-cache.sh): test/device/hf_module.py too.
-for test in grouped_matmul fp8_grouped_matmul expert_mlp routing layer shared_layer quantize fp8_layer mxfp8_layer $([ -d "$art/hf-cache" ] && echo hf_module); do
+for test in grouped_matmul fp8_grouped_matmul expert_mlp routing layer shared_layer empty_batch quantize fp8_layer mxfp8_layer $([ -d "$art/hf-cache" ] && echo hf_module); do
   log=$(mktemp)
   python3 "$root/test/device/$test.py" "$art" "$root/.shared-bench" 2>&1 | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

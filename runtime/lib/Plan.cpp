@@ -284,8 +284,10 @@ bool checkPlanCall(const Plan &plan, const PlanCall &call, CheckedCall &checked,
     }
     argBytes[a] = uint64_t(bytes);
   }
+  // An empty tensor (T = 0, say) may have a NULL pointer: nothing reads it.
   for (size_t a = 0; a < plan.args.size(); ++a)
-    if (!call.pointers[a] && plan.args[a].role != PlanArg::Role::Optional) {
+    if (!call.pointers[a] && plan.args[a].role != PlanArg::Role::Optional &&
+        argBytes[a]) {
       error = plan.args[a].name + " pointer is NULL";
       return false;
     }

@@ -369,6 +369,37 @@ TEST(launchLayerPlan) {
   moeBundleClose(bundle);
 }
 
+TEST(launchEmptyBatch) {
+  // T = 0 (the compiler's plans allow it) is a no-op: every step's grid is
+  // 0, so nothing is launched (no tensor map either), and the empty tokens,
+  // logits and output may be NULL.
+  FakeGpu &gpu = installFakeDriver();
+  declareMixKernels(gpu);
+  moeBundle *bundle = OPEN_VALID(
+      replacedAll(layerPlanBundle(), "size mix T min=1 ", "size mix T min=0 "));
+  if (!bundle)
+    return;
+  std::vector<FakeLaunch> l = run(bundle, "mix", {0}, {0, 0, kC, kD, 0},
+                                  callsOf(0, 0), kWorkspace, 4096);
+  CHECK_EQ(grids(l), "");
+  // A non-empty argument stays refused when NULL.
+  moeLaunchArgs a = {nullptr, 0, 0, nullptr, 0, 0};
+  int64_t sizes[] = {0};
+  uint64_t args[] = {0, 0, 0, kD, 0};
+  a.sizes = sizes;
+  a.num_sizes = 1;
+  a.num_args = 5;
+  a.args = args;
+  a.workspace = kWorkspace;
+  a.workspace_bytes = 4096;
+  CHECK_EQ(moeLaunch(bundle, "mix", &a, testStream()),
+           MOE_STATUS_INVALID_ARGUMENT);
+  CHECK(std::string(moeLastErrorMessage())
+            .find("gate_up_weights pointer "
+                  "is NULL") != std::string::npos);
+  moeBundleClose(bundle);
+}
+
 TEST(launchWorkspaceRefusals) {
   FakeGpu &gpu = installFakeDriver();
   declareMixKernels(gpu);

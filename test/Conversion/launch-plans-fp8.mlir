@@ -18,9 +18,9 @@
 // CHECK-SAME: {align = 4 : i64, dims = "8,2,4", dtype = "f32", name = "weights_scale", role = "in"}]
 // CHECK-SAME: checks = []
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "2147483647", min = "1", name = "M"}]
+// CHECK-SAME: {max = "2147483647", min = "0", name = "M"}]
 // CHECK-SAME: steps = [
-// CHECK-SAME: {grid = "min(min(ceildiv(M,16)+min(M,8),8)*4,resident)", kernel = 0 : i64, params = "tmap:rows:e4m3:[512,M]:[512]:[128,16];tmap:weights:e4m3:[512,256,8]:[512,131072]:[128,64,1];mem:offsets[9];mem:out[M,256];i32:512;i32:1;i32:16;mem:rows_scale[M,4];mem:weights_scale[8,2,4];mem:row_scale[M]", when = "1"}
+// CHECK-SAME: {grid = "min(min(ceildiv(M,16)+min(M,8),8)*4,resident)", kernel = 0 : i64, params = "tmap:rows:e4m3:[512,M]:[512]:[128,16];tmap:weights:e4m3:[512,256,8]:[512,131072]:[128,64,1];mem:offsets[9];mem:out[M,256];i32:512;i32:1;i32:16;mem:rows_scale[M,4];mem:weights_scale[8,2,4];mem:row_scale[M]", when = "M>=1"}
 // CHECK-SAME: {grid = "min(min(ceildiv(M,64)+min(floordiv(M,17),8),8)*2,resident)", kernel = 1 : i64, params = "tmap:rows:e4m3:[512,M]:[512]:[128,64];tmap:weights:e4m3:[512,256,8]:[512,131072]:[128,128,1];mem:offsets[9];mem:out[M,256];i32:512;i32:17;i32:64;mem:rows_scale[M,4];mem:weights_scale[8,2,4];mem:row_scale[M]", when = "M>=17"}
 // CHECK-SAME: {grid = "min(min(ceildiv(M,128)+min(floordiv(M,65),8),134217728)*2,resident)", kernel = 2 : i64, params = "tmap:rows:e4m3:[512,M]:[512]:[128,128];tmap:weights:e4m3:[512,256,8]:[512,131072]:[128,192,1];mem:offsets[9];mem:out[M,256];i32:512;i32:65;i32:2147483647;mem:rows_scale[M,4];mem:weights_scale[8,2,4];mem:row_scale[M]", when = "M>=65"}]
 // CHECK-SAME: work = []}
@@ -37,9 +37,9 @@
 // CHECK-SAME: {align = 1 : i64, dims = "8,256,16", dtype = "e8m0", name = "weights_scale", role = "in"}]
 // CHECK-SAME: checks = []
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "2147483647", min = "1", name = "M"}]
+// CHECK-SAME: {max = "2147483647", min = "0", name = "M"}]
 // CHECK-SAME: steps = [
-// CHECK-SAME: {grid = "min(min(ceildiv(M,16)+min(M,8),8)*4,resident)", kernel = 0 : i64, params = "tmap:rows:e4m3:[512,M]:[512]:[128,16];tmap:weights:e4m3:[512,256,8]:[512,131072]:[128,64,1];mem:offsets[9];mem:out[M,256];i32:512;i32:1;i32:16;mem:rows_scale[M,16];mem:weights_scale[8,256,16]", when = "1"}
+// CHECK-SAME: {grid = "min(min(ceildiv(M,16)+min(M,8),8)*4,resident)", kernel = 0 : i64, params = "tmap:rows:e4m3:[512,M]:[512]:[128,16];tmap:weights:e4m3:[512,256,8]:[512,131072]:[128,64,1];mem:offsets[9];mem:out[M,256];i32:512;i32:1;i32:16;mem:rows_scale[M,16];mem:weights_scale[8,256,16]", when = "M>=1"}
 // CHECK-SAME: {grid = "min(min(ceildiv(M,64)+min(floordiv(M,17),8),8)*2,resident)", kernel = 1 : i64, params = "tmap:rows:e4m3:[512,M]:[512]:[128,64];tmap:weights:e4m3:[512,256,8]:[512,131072]:[128,128,1];mem:offsets[9];mem:out[M,256];i32:512;i32:17;i32:64;mem:rows_scale[M,16];mem:weights_scale[8,256,16]", when = "M>=17"}
 // CHECK-SAME: {grid = "min(min(ceildiv(M,128)+min(floordiv(M,65),8),134217728)*2,resident)", kernel = 2 : i64, params = "tmap:rows:e4m3:[512,M]:[512]:[128,128];tmap:weights:e4m3:[512,256,8]:[512,131072]:[128,128,1];mem:offsets[9];mem:out[M,256];i32:512;i32:65;i32:2147483647;mem:rows_scale[M,16];mem:weights_scale[8,256,16]", when = "M>=65"}]
 // CHECK-SAME: work = []}
@@ -59,9 +59,9 @@
 // CHECK-SAME: {align = 4 : i64, dims = "M,2", dtype = "f32", name = "out_scale", role = "out"}]
 // CHECK-SAME: checks = []
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "2147483647", min = "1", name = "M"}]
+// CHECK-SAME: {max = "2147483647", min = "0", name = "M"}]
 // CHECK-SAME: steps = [
-// CHECK-SAME: {grid = "min(min(ceildiv(M,16)+min(M,8),8)*2,resident)", kernel = 0 : i64, params = "tmap:rows:e4m3:[512,M]:[512]:[128,16];tmap:weights:e4m3:[512,512,8]:[512,262144]:[128,32,1];mem:offsets[9];mem:out[M,256];i32:512;i32:1;i32:16;mem:rows_scale[M,4];mem:weights_scale[8,4,4];mem:out_scale[M,2]", when = "1"}
+// CHECK-SAME: {grid = "min(min(ceildiv(M,16)+min(M,8),8)*2,resident)", kernel = 0 : i64, params = "tmap:rows:e4m3:[512,M]:[512]:[128,16];tmap:weights:e4m3:[512,512,8]:[512,262144]:[128,32,1];mem:offsets[9];mem:out[M,256];i32:512;i32:1;i32:16;mem:rows_scale[M,4];mem:weights_scale[8,4,4];mem:out_scale[M,2]", when = "M>=1"}
 // CHECK-SAME: {grid = "min(min(ceildiv(M,64)+min(floordiv(M,17),8),8)*2,resident)", kernel = 1 : i64, params = "tmap:rows:e4m3:[512,M]:[512]:[128,64];tmap:weights:e4m3:[512,512,8]:[512,262144]:[128,64,1];mem:offsets[9];mem:out[M,256];i32:512;i32:17;i32:64;mem:rows_scale[M,4];mem:weights_scale[8,4,4];mem:out_scale[M,2]", when = "M>=17"}
 // CHECK-SAME: {grid = "min(min(ceildiv(M,128)+min(floordiv(M,65),8),134217728)*2,resident)", kernel = 2 : i64, params = "tmap:rows:e4m3:[512,M]:[512]:[128,128];tmap:weights:e4m3:[512,512,8]:[512,262144]:[128,64,1];mem:offsets[9];mem:out[M,256];i32:512;i32:65;i32:2147483647;mem:rows_scale[M,4];mem:weights_scale[8,4,4];mem:out_scale[M,2]", when = "M>=65"}]
 // CHECK-SAME: work = []}
@@ -75,9 +75,9 @@
 // CHECK-SAME: {align = 4 : i64, dims = "8,4,2", dtype = "f32", name = "weights_scale", role = "in"}]
 // CHECK-SAME: checks = []
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "2147483647", min = "1", name = "M"}]
+// CHECK-SAME: {max = "2147483647", min = "0", name = "M"}]
 // CHECK-SAME: steps = [
-// CHECK-SAME: {grid = "min(min(ceildiv(M,16)+min(M,8),8)*8,resident)", kernel = 0 : i64, params = "tmap:rows:e4m3:[256,M]:[256]:[128,16];tmap:weights:e4m3:[256,512,8]:[256,131072]:[128,64,1];mem:offsets[9];mem:out[M,512];i32:256;i32:1;i32:16;mem:rows_scale[M,2];mem:weights_scale[8,4,2];mem:row_scale[M]", when = "1"}
+// CHECK-SAME: {grid = "min(min(ceildiv(M,16)+min(M,8),8)*8,resident)", kernel = 0 : i64, params = "tmap:rows:e4m3:[256,M]:[256]:[128,16];tmap:weights:e4m3:[256,512,8]:[256,131072]:[128,64,1];mem:offsets[9];mem:out[M,512];i32:256;i32:1;i32:16;mem:rows_scale[M,2];mem:weights_scale[8,4,2];mem:row_scale[M]", when = "M>=1"}
 // CHECK-SAME: {grid = "min(min(ceildiv(M,64)+min(floordiv(M,17),8),8)*4,resident)", kernel = 1 : i64, params = "tmap:rows:e4m3:[256,M]:[256]:[128,64];tmap:weights:e4m3:[256,512,8]:[256,131072]:[128,128,1];mem:offsets[9];mem:out[M,512];i32:256;i32:17;i32:64;mem:rows_scale[M,2];mem:weights_scale[8,4,2];mem:row_scale[M]", when = "M>=17"}
 // CHECK-SAME: {grid = "min(min(ceildiv(M,128)+min(floordiv(M,65),8),134217728)*3,resident)", kernel = 2 : i64, params = "tmap:rows:e4m3:[256,M]:[256]:[128,128];tmap:weights:e4m3:[256,512,8]:[256,131072]:[128,192,1];mem:offsets[9];mem:out[M,512];i32:256;i32:65;i32:2147483647;mem:rows_scale[M,2];mem:weights_scale[8,4,2];mem:row_scale[M]", when = "M>=65"}]
 // CHECK-SAME: work = []}

@@ -26,16 +26,16 @@
 // BF16-SAME: {expr = "T*2<=2147483647", message = "gate_up step: M must be at most 2147483647"}
 // BF16-SAME: {expr = "T*2<=2147483647", message = "down step: M must be at most 2147483647"}]
 // BF16-SAME: sizes = [
-// BF16-SAME: {max = "2147483647", min = "1", name = "T"}]
+// BF16-SAME: {max = "2147483647", min = "0", name = "T"}]
 // BF16-SAME: steps = [
 // BF16-SAME: {grid = "min(ceildiv(T,4),65535)", kernel = 0 : i64, params = "mem:logits[T,4];mem:@ids[T,2];mem:@weights[T,2]", part = "route", when = "1"}
 // BF16-SAME: {grid = "ceildiv(T*2,4096)", kernel = 0 : i64, params = "mem:@ids[T,2];mem:@counts[ceildiv(T*2,4096)*4]", part = "permute", when = "ceildiv(T*2,4096)>1"}
 // BF16-SAME: {grid = "ceildiv(T*2,4096)", kernel = 1 : i64, params = "mem:@ids[T,2];mem:@counts[ceildiv(T*2,4096)*4];mem:@offsets[5];mem:@slots[T,2];mem:@sources[T*2]", part = "permute", when = "1"}
 // BF16-SAME: {grid = "min(ceildiv(T*2,4),65535)", kernel = 2 : i64, params = "mem:tokens[T,256];mem:@sources[T*2];mem:@offsets[5];mem:@rows[T*2,256]", part = "permute", when = "1"}
-// BF16-SAME: {grid = "min(min(ceildiv(T*2,16)+min(T*2,4),4)*12,resident)", kernel = 0 : i64, params = "tmap:@rows:bf16:[256,T*2]:[512]:[64,16];tmap:gate_up_weights:bf16:[256,768,4]:[512,393216]:[64,32,1];mem:@offsets[5];mem:@inter[T*2,384];i32:256;i32:1;i32:16", part = "gate_up", when = "1"}
+// BF16-SAME: {grid = "min(min(ceildiv(T*2,16)+min(T*2,4),4)*12,resident)", kernel = 0 : i64, params = "tmap:@rows:bf16:[256,T*2]:[512]:[64,16];tmap:gate_up_weights:bf16:[256,768,4]:[512,393216]:[64,32,1];mem:@offsets[5];mem:@inter[T*2,384];i32:256;i32:1;i32:16", part = "gate_up", when = "T*2>=1&&T>=1"}
 // BF16-SAME: {grid = "min(min(ceildiv(T*2,64)+min(floordiv(T*2,17),4),4)*3,resident)", kernel = 1 : i64, params = "tmap:@rows:bf16:[256,T*2]:[512]:[64,64];tmap:gate_up_weights:bf16:[256,768,4]:[512,393216]:[64,128,1];mem:@offsets[5];mem:@inter[T*2,384];i32:256;i32:17;i32:64", part = "gate_up", when = "T*2>=17&&T>=17"}
 // BF16-SAME: {grid = "min(min(ceildiv(T*2,128)+min(floordiv(T*2,65),4),67108864)*3,resident)", kernel = 2 : i64, params = "tmap:@rows:bf16:[256,T*2]:[512]:[64,128];tmap:gate_up_weights:bf16:[256,768,4]:[512,393216]:[64,128,1];mem:@offsets[5];mem:@inter[T*2,384];i32:256;i32:65;i32:2147483647", part = "gate_up", when = "T*2>=65&&T>=65"}
-// BF16-SAME: {grid = "min(min(ceildiv(T*2,16)+min(T*2,4),4)*4,resident)", kernel = 0 : i64, params = "tmap:@inter:bf16:[384,T*2]:[768]:[64,16];tmap:down_weights:bf16:[384,256,4]:[768,196608]:[64,64,1];mem:@offsets[5];mem:@rows[T*2,256];i32:384;i32:1;i32:16", part = "down", when = "1"}
+// BF16-SAME: {grid = "min(min(ceildiv(T*2,16)+min(T*2,4),4)*4,resident)", kernel = 0 : i64, params = "tmap:@inter:bf16:[384,T*2]:[768]:[64,16];tmap:down_weights:bf16:[384,256,4]:[768,196608]:[64,64,1];mem:@offsets[5];mem:@rows[T*2,256];i32:384;i32:1;i32:16", part = "down", when = "T*2>=1&&T>=1"}
 // BF16-SAME: {grid = "min(min(ceildiv(T*2,64)+min(floordiv(T*2,17),4),4),resident)", kernel = 1 : i64, params = "tmap:@inter:bf16:[384,T*2]:[768]:[64,64];tmap:down_weights:bf16:[384,256,4]:[768,196608]:[64,256,1];mem:@offsets[5];mem:@rows[T*2,256];i32:384;i32:17;i32:64", part = "down", when = "T*2>=17&&T>=17"}
 // BF16-SAME: {grid = "min(min(ceildiv(T*2,128)+min(floordiv(T*2,65),4),67108864),resident)", kernel = 2 : i64, params = "tmap:@inter:bf16:[384,T*2]:[768]:[64,128];tmap:down_weights:bf16:[384,256,4]:[768,196608]:[64,256,1];mem:@offsets[5];mem:@rows[T*2,256];i32:384;i32:65;i32:2147483647", part = "down", when = "T*2>=65&&T>=65"}
 // BF16-SAME: {grid = "min(T,1048576)", kernel = 0 : i64, params = "mem:@rows[T*2,256];mem:@slots[T,2];mem:@weights[T,2];mem:out[T,256]", part = "unpermute", when = "1"}]
@@ -69,18 +69,18 @@
 // FP8-SAME: {expr = "T*2<=2147483647", message = "intermediate step: R must be at most 2147483647"}
 // FP8-SAME: {expr = "T*2<=2147483647", message = "down step: M must be at most 2147483647"}]
 // FP8-SAME: sizes = [
-// FP8-SAME: {max = "2147483647", min = "1", name = "T"}]
+// FP8-SAME: {max = "2147483647", min = "0", name = "T"}]
 // FP8-SAME: steps = [
 // FP8-SAME: {grid = "min(ceildiv(T,4),65535)", kernel = 0 : i64, params = "mem:logits[T,4];mem:@ids[T,2];mem:@weights[T,2]", part = "route", when = "1"}
 // FP8-SAME: {grid = "ceildiv(T*2,4096)", kernel = 0 : i64, params = "mem:@ids[T,2];mem:@counts[ceildiv(T*2,4096)*4]", part = "permute", when = "ceildiv(T*2,4096)>1"}
 // FP8-SAME: {grid = "ceildiv(T*2,4096)", kernel = 1 : i64, params = "mem:@ids[T,2];mem:@counts[ceildiv(T*2,4096)*4];mem:@offsets[5];mem:@slots[T,2];mem:@sources[T*2]", part = "permute", when = "1"}
 // FP8-SAME: {grid = "min(ceildiv(T*2,4),65535)", kernel = 2 : i64, params = "mem:tokens[T,256];mem:@sources[T*2];mem:@offsets[5];mem:@rows_q[T*2,256];mem:@rows_scale[T*2,2]", part = "permute", when = "T<128"}
 // FP8-SAME: {grid = "min(ceildiv(T,4),65535)", kernel = 3 : i64, params = "mem:tokens[T,256];mem:@slots[T,2];mem:@offsets[5];mem:@rows_q[T*2,256];mem:@rows_scale[T*2,2]", part = "permute", when = "T>=128"}
-// FP8-SAME: {grid = "min(min(ceildiv(T*2,16)+min(T*2,4),4)*12,resident)", kernel = 0 : i64, params = "tmap:@rows_q:e4m3:[256,T*2]:[256]:[128,16];tmap:gate_up_weights:e4m3:[256,768,4]:[256,196608]:[128,32,1];mem:@offsets[5];mem:@inter[T*2,384];i32:256;i32:1;i32:16;mem:@rows_scale[T*2,2];mem:gate_up_weights_scale[4,6,2]", part = "gate_up", when = "1"}
+// FP8-SAME: {grid = "min(min(ceildiv(T*2,16)+min(T*2,4),4)*12,resident)", kernel = 0 : i64, params = "tmap:@rows_q:e4m3:[256,T*2]:[256]:[128,16];tmap:gate_up_weights:e4m3:[256,768,4]:[256,196608]:[128,32,1];mem:@offsets[5];mem:@inter[T*2,384];i32:256;i32:1;i32:16;mem:@rows_scale[T*2,2];mem:gate_up_weights_scale[4,6,2]", part = "gate_up", when = "T*2>=1&&T>=1"}
 // FP8-SAME: {grid = "min(min(ceildiv(T*2,64)+min(floordiv(T*2,17),4),4)*6,resident)", kernel = 1 : i64, params = "tmap:@rows_q:e4m3:[256,T*2]:[256]:[128,64];tmap:gate_up_weights:e4m3:[256,768,4]:[256,196608]:[128,64,1];mem:@offsets[5];mem:@inter[T*2,384];i32:256;i32:17;i32:64;mem:@rows_scale[T*2,2];mem:gate_up_weights_scale[4,6,2]", part = "gate_up", when = "T*2>=17&&T>=17"}
 // FP8-SAME: {grid = "min(min(ceildiv(T*2,128)+min(floordiv(T*2,65),4),67108864)*4,resident)", kernel = 2 : i64, params = "tmap:@rows_q:e4m3:[256,T*2]:[256]:[128,128];tmap:gate_up_weights:e4m3:[256,768,4]:[256,196608]:[128,96,1];mem:@offsets[5];mem:@inter[T*2,384];i32:256;i32:65;i32:2147483647;mem:@rows_scale[T*2,2];mem:gate_up_weights_scale[4,6,2]", part = "gate_up", when = "T*2>=65&&T>=65"}
 // FP8-SAME: {grid = "min(ceildiv(T*2*384,8192),65535)", kernel = 0 : i64, params = "mem:@inter[T*2,384];mem:@inter_q[T*2,384];mem:@inter_scale[T*2,3]", part = "intermediate", when = "1"}
-// FP8-SAME: {grid = "min(min(ceildiv(T*2,16)+min(T*2,4),4)*4,resident)", kernel = 0 : i64, params = "tmap:@inter_q:e4m3:[384,T*2]:[384]:[128,16];tmap:down_weights:e4m3:[384,256,4]:[384,98304]:[128,64,1];mem:@offsets[5];mem:@rows[T*2,256];i32:384;i32:1;i32:16;mem:@inter_scale[T*2,3];mem:down_weights_scale[4,2,3]", part = "down", when = "1"}
+// FP8-SAME: {grid = "min(min(ceildiv(T*2,16)+min(T*2,4),4)*4,resident)", kernel = 0 : i64, params = "tmap:@inter_q:e4m3:[384,T*2]:[384]:[128,16];tmap:down_weights:e4m3:[384,256,4]:[384,98304]:[128,64,1];mem:@offsets[5];mem:@rows[T*2,256];i32:384;i32:1;i32:16;mem:@inter_scale[T*2,3];mem:down_weights_scale[4,2,3]", part = "down", when = "T*2>=1&&T>=1"}
 // FP8-SAME: {grid = "min(min(ceildiv(T*2,64)+min(floordiv(T*2,17),4),4)*2,resident)", kernel = 1 : i64, params = "tmap:@inter_q:e4m3:[384,T*2]:[384]:[128,64];tmap:down_weights:e4m3:[384,256,4]:[384,98304]:[128,128,1];mem:@offsets[5];mem:@rows[T*2,256];i32:384;i32:17;i32:64;mem:@inter_scale[T*2,3];mem:down_weights_scale[4,2,3]", part = "down", when = "T*2>=17&&T>=17"}
 // FP8-SAME: {grid = "min(min(ceildiv(T*2,128)+min(floordiv(T*2,65),4),67108864)*2,resident)", kernel = 2 : i64, params = "tmap:@inter_q:e4m3:[384,T*2]:[384]:[128,128];tmap:down_weights:e4m3:[384,256,4]:[384,98304]:[128,192,1];mem:@offsets[5];mem:@rows[T*2,256];i32:384;i32:65;i32:2147483647;mem:@inter_scale[T*2,3];mem:down_weights_scale[4,2,3]", part = "down", when = "T*2>=65&&T>=65"}
 // FP8-SAME: {grid = "min(T,1048576)", kernel = 0 : i64, params = "mem:@rows[T*2,256];mem:@slots[T,2];mem:@weights[T,2];mem:out[T,256]", part = "unpermute", when = "1"}]
@@ -103,7 +103,7 @@
 // FP8-SAME: {align = 4 : i64, dims = "T,2", dtype = "f32", name = "weights", role = "out"}]
 // FP8-SAME: checks = []
 // FP8-SAME: sizes = [
-// FP8-SAME: {max = "2147483647", min = "1", name = "T"}]
+// FP8-SAME: {max = "2147483647", min = "0", name = "T"}]
 // FP8-SAME: steps = [
 // FP8-SAME: {grid = "min(ceildiv(T,4),65535)", kernel = 0 : i64, params = "mem:logits[T,4];mem:ids[T,2];mem:weights[T,2]", when = "1"}]
 // FP8-SAME: work = []}
@@ -117,7 +117,7 @@
 // FP8-SAME: checks = [
 // FP8-SAME: {expr = "T*2<=2147483647", message = "T*k rows must be at most 2147483647"}]
 // FP8-SAME: sizes = [
-// FP8-SAME: {max = "2147483647", min = "1", name = "T"}]
+// FP8-SAME: {max = "2147483647", min = "0", name = "T"}]
 // FP8-SAME: steps = [
 // FP8-SAME: {grid = "ceildiv(T*2,4096)", kernel = 0 : i64, params = "mem:ids[T,2];mem:@counts[ceildiv(T*2,4096)*4]", when = "ceildiv(T*2,4096)>1"}
 // FP8-SAME: {grid = "ceildiv(T*2,4096)", kernel = 1 : i64, params = "mem:ids[T,2];mem:@counts[ceildiv(T*2,4096)*4];mem:offsets[5];mem:slots[T,2];mem:@sources[T*2]", when = "1"}
@@ -135,9 +135,9 @@
 // FP8-SAME: {align = 4 : i64, dims = "4,6,2", dtype = "f32", name = "weights_scale", role = "in"}]
 // FP8-SAME: checks = []
 // FP8-SAME: sizes = [
-// FP8-SAME: {max = "2147483647", min = "1", name = "M"}]
+// FP8-SAME: {max = "2147483647", min = "0", name = "M"}]
 // FP8-SAME: steps = [
-// FP8-SAME: {grid = "min(min(ceildiv(M,16)+min(M,4),4)*12,resident)", kernel = 0 : i64, params = "tmap:rows:e4m3:[256,M]:[256]:[128,16];tmap:weights:e4m3:[256,768,4]:[256,196608]:[128,32,1];mem:offsets[5];mem:out[M,384];i32:256;i32:1;i32:16;mem:rows_scale[M,2];mem:weights_scale[4,6,2]", when = "1"}
+// FP8-SAME: {grid = "min(min(ceildiv(M,16)+min(M,4),4)*12,resident)", kernel = 0 : i64, params = "tmap:rows:e4m3:[256,M]:[256]:[128,16];tmap:weights:e4m3:[256,768,4]:[256,196608]:[128,32,1];mem:offsets[5];mem:out[M,384];i32:256;i32:1;i32:16;mem:rows_scale[M,2];mem:weights_scale[4,6,2]", when = "M>=1"}
 // FP8-SAME: {grid = "min(min(ceildiv(M,64)+min(floordiv(M,17),4),4)*6,resident)", kernel = 1 : i64, params = "tmap:rows:e4m3:[256,M]:[256]:[128,64];tmap:weights:e4m3:[256,768,4]:[256,196608]:[128,64,1];mem:offsets[5];mem:out[M,384];i32:256;i32:17;i32:64;mem:rows_scale[M,2];mem:weights_scale[4,6,2]", when = "M>=17"}
 // FP8-SAME: {grid = "min(min(ceildiv(M,128)+min(floordiv(M,65),4),67108864)*4,resident)", kernel = 2 : i64, params = "tmap:rows:e4m3:[256,M]:[256]:[128,128];tmap:weights:e4m3:[256,768,4]:[256,196608]:[128,96,1];mem:offsets[5];mem:out[M,384];i32:256;i32:65;i32:2147483647;mem:rows_scale[M,2];mem:weights_scale[4,6,2]", when = "M>=65"}]
 // FP8-SAME: work = []}
@@ -147,7 +147,7 @@
 // FP8-SAME: {align = 4 : i64, dims = "R,3", dtype = "f32", name = "scales", role = "out"}]
 // FP8-SAME: checks = []
 // FP8-SAME: sizes = [
-// FP8-SAME: {max = "2147483647", min = "1", name = "R"}]
+// FP8-SAME: {max = "2147483647", min = "0", name = "R"}]
 // FP8-SAME: steps = [
 // FP8-SAME: {grid = "min(ceildiv(R*384,8192),65535)", kernel = 0 : i64, params = "mem:input[R,384];mem:values[R,384];mem:scales[R,3]", when = "1"}]
 // FP8-SAME: work = []}
@@ -160,9 +160,9 @@
 // FP8-SAME: {align = 4 : i64, dims = "4,2,3", dtype = "f32", name = "weights_scale", role = "in"}]
 // FP8-SAME: checks = []
 // FP8-SAME: sizes = [
-// FP8-SAME: {max = "2147483647", min = "1", name = "M"}]
+// FP8-SAME: {max = "2147483647", min = "0", name = "M"}]
 // FP8-SAME: steps = [
-// FP8-SAME: {grid = "min(min(ceildiv(M,16)+min(M,4),4)*4,resident)", kernel = 0 : i64, params = "tmap:rows:e4m3:[384,M]:[384]:[128,16];tmap:weights:e4m3:[384,256,4]:[384,98304]:[128,64,1];mem:offsets[5];mem:out[M,256];i32:384;i32:1;i32:16;mem:rows_scale[M,3];mem:weights_scale[4,2,3]", when = "1"}
+// FP8-SAME: {grid = "min(min(ceildiv(M,16)+min(M,4),4)*4,resident)", kernel = 0 : i64, params = "tmap:rows:e4m3:[384,M]:[384]:[128,16];tmap:weights:e4m3:[384,256,4]:[384,98304]:[128,64,1];mem:offsets[5];mem:out[M,256];i32:384;i32:1;i32:16;mem:rows_scale[M,3];mem:weights_scale[4,2,3]", when = "M>=1"}
 // FP8-SAME: {grid = "min(min(ceildiv(M,64)+min(floordiv(M,17),4),4)*2,resident)", kernel = 1 : i64, params = "tmap:rows:e4m3:[384,M]:[384]:[128,64];tmap:weights:e4m3:[384,256,4]:[384,98304]:[128,128,1];mem:offsets[5];mem:out[M,256];i32:384;i32:17;i32:64;mem:rows_scale[M,3];mem:weights_scale[4,2,3]", when = "M>=17"}
 // FP8-SAME: {grid = "min(min(ceildiv(M,128)+min(floordiv(M,65),4),67108864)*2,resident)", kernel = 2 : i64, params = "tmap:rows:e4m3:[384,M]:[384]:[128,128];tmap:weights:e4m3:[384,256,4]:[384,98304]:[128,192,1];mem:offsets[5];mem:out[M,256];i32:384;i32:65;i32:2147483647;mem:rows_scale[M,3];mem:weights_scale[4,2,3]", when = "M>=65"}]
 // FP8-SAME: work = []}
@@ -173,8 +173,8 @@
 // FP8-SAME: {align = 16 : i64, dims = "T,256", dtype = "bf16", name = "out", role = "out"}]
 // FP8-SAME: checks = []
 // FP8-SAME: sizes = [
-// FP8-SAME: {max = "9223372036854775807", min = "1", name = "M"}
-// FP8-SAME: {max = "2147483647", min = "1", name = "T"}]
+// FP8-SAME: {max = "9223372036854775807", min = "0", name = "M"}
+// FP8-SAME: {max = "2147483647", min = "0", name = "T"}]
 // FP8-SAME: steps = [
 // FP8-SAME: {grid = "min(T,1048576)", kernel = 0 : i64, params = "mem:rows[M,256];mem:slots[T,2];mem:weights[T,2];mem:out[T,256]", when = "1"}]
 // FP8-SAME: work = []}
@@ -209,7 +209,7 @@
 // MANIFEST-SAME: checks = [
 // MANIFEST-SAME: {expr = "T*2<=2147483647", message = "T*k rows must be at most 2147483647"}]
 // MANIFEST-SAME: sizes = [
-// MANIFEST-SAME: {max = "2147483647", min = "1", name = "T"}]
+// MANIFEST-SAME: {max = "2147483647", min = "0", name = "T"}]
 // MANIFEST-SAME: steps = [
 // MANIFEST-SAME: {grid = "ceildiv(T*2,4096)", kernel = 0 : i64, params = "mem:ids[T,2];mem:@counts[ceildiv(T*2,4096)*4]", when = "ceildiv(T*2,4096)>1"}
 // MANIFEST-SAME: {grid = "ceildiv(T*2,4096)", kernel = 1 : i64, params = "mem:ids[T,2];mem:@counts[ceildiv(T*2,4096)*4];mem:offsets[5];mem:slots[T,2];mem:@sources[T*2]", when = "1"}
@@ -233,18 +233,18 @@
 // MANIFEST-SAME: {expr = "T*2<=2147483647", message = "intermediate step: R must be at most 2147483647"}
 // MANIFEST-SAME: {expr = "T*2<=2147483647", message = "down step: M must be at most 2147483647"}]
 // MANIFEST-SAME: sizes = [
-// MANIFEST-SAME: {max = "2147483647", min = "1", name = "T"}]
+// MANIFEST-SAME: {max = "2147483647", min = "0", name = "T"}]
 // MANIFEST-SAME: steps = [
 // MANIFEST-SAME: {grid = "min(ceildiv(T,4),65535)", kernel = 0 : i64, params = "mem:logits[T,4];mem:@ids[T,2];mem:@weights[T,2]", part = "route", when = "1"}
 // MANIFEST-SAME: {grid = "ceildiv(T*2,4096)", kernel = 0 : i64, params = "mem:@ids[T,2];mem:@counts[ceildiv(T*2,4096)*4]", part = "permute", when = "ceildiv(T*2,4096)>1"}
 // MANIFEST-SAME: {grid = "ceildiv(T*2,4096)", kernel = 1 : i64, params = "mem:@ids[T,2];mem:@counts[ceildiv(T*2,4096)*4];mem:@offsets[5];mem:@slots[T,2];mem:@sources[T*2]", part = "permute", when = "1"}
 // MANIFEST-SAME: {grid = "min(ceildiv(T*2,4),65535)", kernel = 2 : i64, params = "mem:tokens[T,256];mem:@sources[T*2];mem:@offsets[5];mem:@rows_q[T*2,256];mem:@rows_scale[T*2,2]", part = "permute", when = "T<128"}
 // MANIFEST-SAME: {grid = "min(ceildiv(T,4),65535)", kernel = 3 : i64, params = "mem:tokens[T,256];mem:@slots[T,2];mem:@offsets[5];mem:@rows_q[T*2,256];mem:@rows_scale[T*2,2]", part = "permute", when = "T>=128"}
-// MANIFEST-SAME: {grid = "min(min(ceildiv(T*2,16)+min(T*2,4),4)*12,resident)", kernel = 0 : i64, params = "tmap:@rows_q:e4m3:[256,T*2]:[256]:[128,16];tmap:gate_up_weights:e4m3:[256,768,4]:[256,196608]:[128,32,1];mem:@offsets[5];mem:@inter[T*2,384];i32:256;i32:1;i32:16;mem:@rows_scale[T*2,2];mem:gate_up_weights_scale[4,6,2]", part = "gate_up", when = "1"}
+// MANIFEST-SAME: {grid = "min(min(ceildiv(T*2,16)+min(T*2,4),4)*12,resident)", kernel = 0 : i64, params = "tmap:@rows_q:e4m3:[256,T*2]:[256]:[128,16];tmap:gate_up_weights:e4m3:[256,768,4]:[256,196608]:[128,32,1];mem:@offsets[5];mem:@inter[T*2,384];i32:256;i32:1;i32:16;mem:@rows_scale[T*2,2];mem:gate_up_weights_scale[4,6,2]", part = "gate_up", when = "T*2>=1&&T>=1"}
 // MANIFEST-SAME: {grid = "min(min(ceildiv(T*2,64)+min(floordiv(T*2,17),4),4)*6,resident)", kernel = 1 : i64, params = "tmap:@rows_q:e4m3:[256,T*2]:[256]:[128,64];tmap:gate_up_weights:e4m3:[256,768,4]:[256,196608]:[128,64,1];mem:@offsets[5];mem:@inter[T*2,384];i32:256;i32:17;i32:64;mem:@rows_scale[T*2,2];mem:gate_up_weights_scale[4,6,2]", part = "gate_up", when = "T*2>=17&&T>=17"}
 // MANIFEST-SAME: {grid = "min(min(ceildiv(T*2,128)+min(floordiv(T*2,65),4),67108864)*4,resident)", kernel = 2 : i64, params = "tmap:@rows_q:e4m3:[256,T*2]:[256]:[128,128];tmap:gate_up_weights:e4m3:[256,768,4]:[256,196608]:[128,96,1];mem:@offsets[5];mem:@inter[T*2,384];i32:256;i32:65;i32:2147483647;mem:@rows_scale[T*2,2];mem:gate_up_weights_scale[4,6,2]", part = "gate_up", when = "T*2>=65&&T>=65"}
 // MANIFEST-SAME: {grid = "min(ceildiv(T*2*384,8192),65535)", kernel = 0 : i64, params = "mem:@inter[T*2,384];mem:@inter_q[T*2,384];mem:@inter_scale[T*2,3]", part = "intermediate", when = "1"}
-// MANIFEST-SAME: {grid = "min(min(ceildiv(T*2,16)+min(T*2,4),4)*4,resident)", kernel = 0 : i64, params = "tmap:@inter_q:e4m3:[384,T*2]:[384]:[128,16];tmap:down_weights:e4m3:[384,256,4]:[384,98304]:[128,64,1];mem:@offsets[5];mem:@rows[T*2,256];i32:384;i32:1;i32:16;mem:@inter_scale[T*2,3];mem:down_weights_scale[4,2,3]", part = "down", when = "1"}
+// MANIFEST-SAME: {grid = "min(min(ceildiv(T*2,16)+min(T*2,4),4)*4,resident)", kernel = 0 : i64, params = "tmap:@inter_q:e4m3:[384,T*2]:[384]:[128,16];tmap:down_weights:e4m3:[384,256,4]:[384,98304]:[128,64,1];mem:@offsets[5];mem:@rows[T*2,256];i32:384;i32:1;i32:16;mem:@inter_scale[T*2,3];mem:down_weights_scale[4,2,3]", part = "down", when = "T*2>=1&&T>=1"}
 // MANIFEST-SAME: {grid = "min(min(ceildiv(T*2,64)+min(floordiv(T*2,17),4),4)*2,resident)", kernel = 1 : i64, params = "tmap:@inter_q:e4m3:[384,T*2]:[384]:[128,64];tmap:down_weights:e4m3:[384,256,4]:[384,98304]:[128,128,1];mem:@offsets[5];mem:@rows[T*2,256];i32:384;i32:17;i32:64;mem:@inter_scale[T*2,3];mem:down_weights_scale[4,2,3]", part = "down", when = "T*2>=17&&T>=17"}
 // MANIFEST-SAME: {grid = "min(min(ceildiv(T*2,128)+min(floordiv(T*2,65),4),67108864)*2,resident)", kernel = 2 : i64, params = "tmap:@inter_q:e4m3:[384,T*2]:[384]:[128,128];tmap:down_weights:e4m3:[384,256,4]:[384,98304]:[128,192,1];mem:@offsets[5];mem:@rows[T*2,256];i32:384;i32:65;i32:2147483647;mem:@inter_scale[T*2,3];mem:down_weights_scale[4,2,3]", part = "down", when = "T*2>=65&&T>=65"}
 // MANIFEST-SAME: {grid = "min(T,1048576)", kernel = 0 : i64, params = "mem:@rows[T*2,256];mem:@slots[T,2];mem:@weights[T,2];mem:out[T,256]", part = "unpermute", when = "1"}]

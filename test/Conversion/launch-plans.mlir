@@ -15,7 +15,7 @@
 // CHECK-SAME: {align = 4 : i64, dims = "T,8", dtype = "f32", name = "weights", role = "out"}]
 // CHECK-SAME: checks = []
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "2147483647", min = "1", name = "T"}]
+// CHECK-SAME: {max = "2147483647", min = "0", name = "T"}]
 // CHECK-SAME: steps = [
 // CHECK-SAME: {grid = "min(ceildiv(T,4),65535)", kernel = 0 : i64, params = "mem:logits[T,256];mem:bias[256];mem:ids[T,8];mem:weights[T,8]", when = "1"}]
 // CHECK-SAME: work = []}
@@ -26,7 +26,7 @@
 // CHECK-SAME: {align = 4 : i64, dims = "T,4", dtype = "f32", name = "weights", role = "out"}]
 // CHECK-SAME: checks = []
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "16", min = "1", name = "T"}]
+// CHECK-SAME: {max = "16", min = "0", name = "T"}]
 // CHECK-SAME: steps = [
 // CHECK-SAME: {grid = "min(ceildiv(T,4),65535)", kernel = 0 : i64, params = "mem:logits[T,64];mem:ids[T,4];mem:weights[T,4]", when = "1"}]
 // CHECK-SAME: work = []}
@@ -42,8 +42,8 @@
 // CHECK-SAME: {align = 16 : i64, dims = "T,4096", dtype = "bf16", name = "out", role = "out"}]
 // CHECK-SAME: checks = []
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "9223372036854775807", min = "1", name = "M"}
-// CHECK-SAME: {max = "2147483647", min = "1", name = "T"}]
+// CHECK-SAME: {max = "9223372036854775807", min = "0", name = "M"}
+// CHECK-SAME: {max = "2147483647", min = "0", name = "T"}]
 // CHECK-SAME: steps = [
 // CHECK-SAME: {grid = "min(T*4,1048576)", kernel = 0 : i64, params = "mem:rows[M,4096];mem:slots[T,2];mem:weights[T,2];mem:out[T,4096]", when = "1"}]
 // CHECK-SAME: work = []}
@@ -55,8 +55,8 @@
 // CHECK-SAME: checks = [
 // CHECK-SAME: {expr = "H==floordiv(H,8)*8", message = "H must be a multiple of 8 (rows are read in 16-byte vectors)"}]
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "9223372036854775807", min = "1", name = "M"}
-// CHECK-SAME: {max = "2147483647", min = "1", name = "T"}
+// CHECK-SAME: {max = "9223372036854775807", min = "0", name = "M"}
+// CHECK-SAME: {max = "2147483647", min = "0", name = "T"}
 // CHECK-SAME: {max = "9223372036854775807", min = "8", name = "H"}]
 // CHECK-SAME: steps = [
 // CHECK-SAME: {grid = "min(T*ceildiv(H,1024),1048576)", kernel = 0 : i64, params = "mem:rows[M,H];mem:slots[T,8];mem:out[T,H]", when = "1"}]
@@ -76,7 +76,7 @@
 // CHECK-SAME: checks = [
 // CHECK-SAME: {expr = "T*8<=2147483647", message = "T*k rows must be at most 2147483647"}]
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "2147483647", min = "1", name = "T"}]
+// CHECK-SAME: {max = "2147483647", min = "0", name = "T"}]
 // CHECK-SAME: steps = [
 // CHECK-SAME: {grid = "ceildiv(T*8,4096)", kernel = 0 : i64, params = "mem:ids[T,8];mem:@counts[ceildiv(T*8,4096)*128]", when = "ceildiv(T*8,4096)>1"}
 // CHECK-SAME: {grid = "ceildiv(T*8,4096)", kernel = 1 : i64, params = "mem:ids[T,8];mem:@counts[ceildiv(T*8,4096)*128];mem:offsets[129];mem:slots[T,8];mem:@sources[T*8]", when = "1"}
@@ -95,7 +95,7 @@
 // CHECK-SAME: {expr = "T*2<=2147483647", message = "T*k rows must be at most 2147483647"}
 // CHECK-SAME: {expr = "H==floordiv(H,8)*8", message = "H must be a multiple of 8 (rows are copied in 16-byte vectors)"}]
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "2147483647", min = "1", name = "T"}
+// CHECK-SAME: {max = "2147483647", min = "0", name = "T"}
 // CHECK-SAME: {max = "9223372036854775807", min = "8", name = "H"}]
 // CHECK-SAME: steps = [
 // CHECK-SAME: {grid = "ceildiv(T*2,4096)", kernel = 0 : i64, params = "mem:ids[T,2];mem:@counts[ceildiv(T*2,4096)*8]", when = "ceildiv(T*2,4096)>1"}
@@ -117,7 +117,7 @@
 // CHECK-SAME: {align = 4 : i64, dims = "R,56", dtype = "f32", name = "scales", role = "out"}]
 // CHECK-SAME: checks = []
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "2147483647", min = "1", name = "R"}]
+// CHECK-SAME: {max = "2147483647", min = "0", name = "R"}]
 // CHECK-SAME: steps = [
 // CHECK-SAME: {grid = "min(ceildiv(R*7168,8192),65535)", kernel = 0 : i64, params = "mem:input[R,7168];mem:values[R,7168];mem:scales[R,56]", when = "1"}]
 // CHECK-SAME: work = []}
@@ -158,9 +158,9 @@
 // CHECK-SAME: {align = 16 : i64, dims = "M,512", dtype = "bf16", name = "out", role = "out"}]
 // CHECK-SAME: checks = []
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "2147483647", min = "1", name = "M"}]
+// CHECK-SAME: {max = "2147483647", min = "0", name = "M"}]
 // CHECK-SAME: steps = [
-// CHECK-SAME: {grid = "min(min(ceildiv(M,16)+min(M,8),8)*8,resident)", kernel = 0 : i64, params = "tmap:rows:bf16:[256,M]:[512]:[64,16];tmap:weights:bf16:[256,512,8]:[512,262144]:[64,64,1];mem:offsets[9];mem:out[M,512];i32:256;i32:1;i32:16", when = "1"}
+// CHECK-SAME: {grid = "min(min(ceildiv(M,16)+min(M,8),8)*8,resident)", kernel = 0 : i64, params = "tmap:rows:bf16:[256,M]:[512]:[64,16];tmap:weights:bf16:[256,512,8]:[512,262144]:[64,64,1];mem:offsets[9];mem:out[M,512];i32:256;i32:1;i32:16", when = "M>=1"}
 // CHECK-SAME: {grid = "2*min(min(ceildiv(M,128)+min(floordiv(M,17),8),134217728)*2,resident)", kernel = 1 : i64, params = "tmap:rows:bf16:[256,M]:[512]:[64,128];tmap:weights:bf16:[256,512,8]:[512,262144]:[64,128,1];mem:offsets[9];mem:out[M,512];i32:256;i32:17;i32:2147483647", when = "M>=17"}]
 // CHECK-SAME: work = []}
 // Dynamic N and K are sizes (K at least 8, a multiple of 8), with the TMA
@@ -175,11 +175,11 @@
 // CHECK-SAME: {expr = "K==floordiv(K,8)*8", message = "K must be a multiple of 8 (TMA row pitch must be a multiple of 16 bytes)"}
 // CHECK-SAME: {expr = "N*K*2<1099511627776", message = "N*K bytes per expert must stay below the TMA stride limit of 2^40"}]
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "2147483647", min = "1", name = "M"}
+// CHECK-SAME: {max = "2147483647", min = "0", name = "M"}
 // CHECK-SAME: {max = "2147483647", min = "1", name = "N"}
 // CHECK-SAME: {max = "2147483647", min = "8", name = "K"}]
 // CHECK-SAME: steps = [
-// CHECK-SAME: {grid = "min(min(ceildiv(M,64)+min(M,8),268435456)*ceildiv(N,128),resident)", kernel = 0 : i64, params = "tmap:rows:bf16:[K,M]:[K*2]:[64,64];tmap:weights:bf16:[K,N,8]:[K*2,N*K*2]:[64,128,1];mem:offsets[9];mem:out[M,N];i32:K;i32:1;i32:2147483647", when = "1"}]
+// CHECK-SAME: {grid = "min(min(ceildiv(M,64)+min(M,8),268435456)*ceildiv(N,128),resident)", kernel = 0 : i64, params = "tmap:rows:bf16:[K,M]:[K*2]:[64,64];tmap:weights:bf16:[K,N,8]:[K*2,N*K*2]:[64,128,1];mem:offsets[9];mem:out[M,N];i32:K;i32:1;i32:2147483647", when = "M>=1"}]
 // CHECK-SAME: work = []}
 // An expert MLP's parts: the swiglu gate_up (out [M, N/2], the weights box
 // tile_n/2 rows, bf16 bias [E, N]), then the down GEMM with row_scale [M]
@@ -193,9 +193,9 @@
 // CHECK-SAME: {align = 2 : i64, dims = "8,1024", dtype = "bf16", name = "bias", role = "in"}]
 // CHECK-SAME: checks = []
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "2147483647", min = "1", name = "M"}]
+// CHECK-SAME: {max = "2147483647", min = "0", name = "M"}]
 // CHECK-SAME: steps = [
-// CHECK-SAME: {grid = "min(min(ceildiv(M,64)+min(M,8),268435456)*8,resident)", kernel = 0 : i64, params = "tmap:rows:bf16:[256,M]:[512]:[64,64];tmap:weights:bf16:[256,1024,8]:[512,524288]:[64,64,1];mem:offsets[9];mem:out[M,512];i32:256;i32:1;i32:2147483647;mem:bias[8,1024]", when = "1"}]
+// CHECK-SAME: {grid = "min(min(ceildiv(M,64)+min(M,8),268435456)*8,resident)", kernel = 0 : i64, params = "tmap:rows:bf16:[256,M]:[512]:[64,64];tmap:weights:bf16:[256,1024,8]:[512,524288]:[64,64,1];mem:offsets[9];mem:out[M,512];i32:256;i32:1;i32:2147483647;mem:bias[8,1024]", when = "M>=1"}]
 // CHECK-SAME: work = []}
 // CHECK-SAME: plan = {args = [
 // CHECK-SAME: {align = 16 : i64, dims = "M,512", dtype = "bf16", name = "rows", role = "in"}
@@ -206,9 +206,9 @@
 // CHECK-SAME: {align = 4 : i64, dims = "8,256", dtype = "f32", name = "bias", role = "in"}]
 // CHECK-SAME: checks = []
 // CHECK-SAME: sizes = [
-// CHECK-SAME: {max = "2147483647", min = "1", name = "M"}]
+// CHECK-SAME: {max = "2147483647", min = "0", name = "M"}]
 // CHECK-SAME: steps = [
-// CHECK-SAME: {grid = "min(min(ceildiv(M,64)+min(M,8),268435456)*2,resident)", kernel = 0 : i64, params = "tmap:rows:bf16:[512,M]:[1024]:[64,64];tmap:weights:bf16:[512,256,8]:[1024,262144]:[64,128,1];mem:offsets[9];mem:out[M,256];i32:512;i32:1;i32:2147483647;mem:row_scale[M];mem:bias[8,256]", when = "1"}]
+// CHECK-SAME: {grid = "min(min(ceildiv(M,64)+min(M,8),268435456)*2,resident)", kernel = 0 : i64, params = "tmap:rows:bf16:[512,M]:[1024]:[64,64];tmap:weights:bf16:[512,256,8]:[1024,262144]:[64,128,1];mem:offsets[9];mem:out[M,256];i32:512;i32:1;i32:2147483647;mem:row_scale[M];mem:bias[8,256]", when = "M>=1"}]
 // CHECK-SAME: work = []}
 
 func.func @route_bias(%logits: tensor<?x256xf32>, %b: tensor<256xf32>) -> (tensor<?x8xi32>, tensor<?x8xf32>) {

@@ -37,12 +37,12 @@
 // Then the entry's launch plan (docs/launch-plans.md): M rows, the four
 // arguments, one launch per form, each form launched only when an expert
 // can have rows_min rows.
-// CHECK-NEXT: size gate_up M min=1 max=2147483647
+// CHECK-NEXT: size gate_up M min=0 max=2147483647
 // CHECK-NEXT: arg gate_up rows bf16 in align=16 dims=M,512
 // CHECK-NEXT: arg gate_up weights bf16 in align=16 dims=8,1024,512
 // CHECK-NEXT: arg gate_up offsets i32 in align=4 dims=9
 // CHECK-NEXT: arg gate_up out bf16 out align=16 dims=M,1024
-// CHECK-NEXT: launch gate_up 0 grid=min(min(ceildiv(M,16)+min(M,8),8)*16,resident) when=1 params=tmap:rows:bf16:[512,M]:[1024]:[64,16];tmap:weights:bf16:[512,1024,8]:[1024,1048576]:[64,64,1];mem:offsets[9];mem:out[M,1024];i32:512;i32:1;i32:16
+// CHECK-NEXT: launch gate_up 0 grid=min(min(ceildiv(M,16)+min(M,8),8)*16,resident) when=M>=1 params=tmap:rows:bf16:[512,M]:[1024]:[64,16];tmap:weights:bf16:[512,1024,8]:[1024,1048576]:[64,64,1];mem:offsets[9];mem:out[M,1024];i32:512;i32:1;i32:16
 // CHECK-NEXT: launch gate_up 1 grid={{.*}} when=M>=17 params=
 // CHECK-NEXT: launch gate_up 2 grid={{.*}} when=M>=65 params=
 // CHECK-NEXT: entry decode op=moe.grouped_matmul abi=grouped_matmul.v3 experts=8 n=512 k=1024 max_rows=8 offsets=i64 epilogue=store bias=none activation=none
@@ -52,14 +52,14 @@
 // has no row range or tile.
 // CHECK-NEXT: entry router op=moe.route abi=route.v1 max_rows=2147483647 experts=64 top_k=6 logits=bf16 bias=0
 // CHECK-NEXT: kernel router moe_route_softmax_topk_e64_k6_bf16 image=moe_kernels threads=128 smem=0
-// CHECK-NEXT: size router T min=1 max=2147483647
+// CHECK-NEXT: size router T min=0 max=2147483647
 // CHECK: launch router 0 grid=min(ceildiv(T,4),65535) when=1 params=mem:logits[T,64];mem:ids[T,6];mem:weights[T,6]
 // CHECK-NEXT: entry combine op=moe.unpermute abi=unpermute.v2 max_rows=100 hidden=-1 top_k=6 slots=i32 weighted=0
 // CHECK-NEXT: kernel combine moe_unpermute_k6_slots32 image=moe_kernels threads=128 smem=0
 // A dynamic hidden size is a size, with the kernel's condition on it as a
 // check.
-// CHECK-NEXT: size combine M min=1 max=9223372036854775807
-// CHECK-NEXT: size combine T min=1 max=100
+// CHECK-NEXT: size combine M min=0 max=9223372036854775807
+// CHECK-NEXT: size combine T min=0 max=100
 // CHECK-NEXT: size combine H min=8 max=9223372036854775807
 // CHECK: check combine H==floordiv(H,8)*8 H must be a multiple of 8 (rows are read in 16-byte vectors)
 // CHECK-NEXT: launch combine 0

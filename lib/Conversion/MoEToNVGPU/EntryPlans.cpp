@@ -165,7 +165,7 @@ void routePlan(const EntryKeys &e, Scope &p) {
           k = e.integer("top_k") + e.integer("shared");
   Type logits = e.type("logits");
   bool bias = e.flag("bias"), gate = e.flag("shared_gate");
-  Expr t = p.size("T", 1, e.integer("max_rows"));
+  Expr t = p.size("T", 0, e.integer("max_rows"));
   Expr h = gate ? p.dim("H", e.integer("hidden"), 1, kUnbounded) : Expr(0);
   p.arg("logits", dtypeOf(logits), Role::In, bytesOf(logits), {t, experts});
   if (bias)
@@ -191,8 +191,8 @@ void unpermutePlan(const EntryKeys &e, Scope &p) {
   int64_t k = e.integer("top_k");
   Type slots = e.type("slots");
   bool weighted = e.flag("weighted");
-  Expr m = p.size("M", 1, kUnbounded);
-  Expr t = p.size("T", 1, e.integer("max_rows"));
+  Expr m = p.size("M", 0, kUnbounded);
+  Expr t = p.size("T", 0, e.integer("max_rows"));
   Expr h = p.dim("H", e.integer("hidden"), 8, kUnbounded);
   p.check(multipleOf(h, 8),
           "H must be a multiple of 8 (rows are read in 16-byte vectors)");
@@ -216,7 +216,7 @@ void permutePlan(const EntryKeys &e, Scope &p) {
           chunk = e.integer("chunk"), scatterFrom = e.integer("scatter_from");
   Type index = e.type("offsets");
   bool fp8 = e.string("out") == "f8E4M3FN";
-  Expr t = p.size("T", 1, e.integer("max_rows"));
+  Expr t = p.size("T", 0, e.integer("max_rows"));
   Expr h = p.dim("H", e.integer("hidden"), 8, kUnbounded);
   Expr n = t * k;
   p.check(compare("<=", n, kMaxRows), "T*k rows must be at most 2147483647");
@@ -280,7 +280,7 @@ void quantizePlan(const EntryKeys &e, Scope &p) {
   // batch, R, C in call order; a static R is exact (the runtime checks
   // R == rows), as are static batch and C.
   Expr batch = rank == 3 ? p.dim("E", e.integer("batch"), 1, kUnbounded) : 1;
-  Expr r = p.dim("R", e.integer("rows"), 1, e.integer("max_rows"));
+  Expr r = p.dim("R", e.integer("rows"), 0, e.integer("max_rows"));
   Expr c = p.dim("C", e.integer("cols"), 1, kUnbounded);
   p.check(multipleOf(r, br),
           "R must be a multiple of the block's " + Twine(br) + " rows");
@@ -324,7 +324,7 @@ void gemmPlan(const EntryKeys &e, Scope &p, StringRef chip) {
   // K's quantum: a TMA row pitch of whole 16 bytes; MXFP8: whole blocks.
   int64_t quantum = mx ? kMxBlockSize : 16 / elementBytes;
   StringRef dtype = fp8 ? "e4m3" : "bf16";
-  Expr m = p.size("M", 1, e.integer("max_rows"));
+  Expr m = p.size("M", 0, e.integer("max_rows"));
   Expr n = p.dim("N", e.integer("n"), 1, kMaxRows);
   Expr k = p.dim("K", e.integer("k"), quantum, kMaxRows);
   Expr experts = p.dim("E", e.integer("experts"), 1, kMaxRows);
@@ -527,7 +527,7 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
     return int64_t(-1);
   };
   auto maxRows = dyn_cast_or_null<IntegerAttr>(info.get("max_rows"));
-  Expr t = plan.size("T", 1, maxRows ? maxRows.getInt() : kMaxRows);
+  Expr t = plan.size("T", 0, maxRows ? maxRows.getInt() : kMaxRows);
   int64_t gateUpN = gateUp.integer("n");
   Expr h =
       plan.dim("H",
