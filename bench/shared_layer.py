@@ -23,7 +23,7 @@ sys.path[:0] = [ARTIFACTS, PEERS, os.path.join(os.path.dirname(os.path.abspath(_
 os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
 import moe_runtime  # noqa: E402
 from peers import bench, moe_grouped, route_model  # noqa: E402
-from shared_layer import MODELS, arrange  # noqa: E402
+from shared_layer import MODELS, arrange, random_weights  # noqa: E402
 
 DEV = "cuda"
 TOKENS = [1, 128, 8192]
@@ -43,11 +43,7 @@ def main():
     routed = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))
     rows = []
     for name, (H, I, E, k, Is, gated, model, logit_type, _) in MODELS.items():
-        w13 = (torch.randn(E, 2 * I, H, device=DEV) * H ** -0.5).to(torch.bfloat16)
-        w2 = (torch.randn(E, H, I, device=DEV) * I ** -0.5).to(torch.bfloat16)
-        s13 = (torch.randn(2 * Is, H, device=DEV) * H ** -0.5).to(torch.bfloat16)
-        s2 = (torch.randn(H, Is, device=DEV) * Is ** -0.5).to(torch.bfloat16)
-        gate = (torch.randn(1, H, device=DEV) * H ** -0.5).to(torch.bfloat16) if gated else None
+        w13, w2, s13, s2, gate = random_weights(H, I, E, Is, gated)
         gate_up, down = arrange(w13, w2, s13, s2)
         deepseek = model == "deepseek-v3"
         for T in TOKENS:

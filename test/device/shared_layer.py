@@ -50,6 +50,16 @@ TOLERANCE = 1e-2
 MATTERS = 0.1
 
 
+def random_weights(H, I, E, Is, gated):
+    """bf16 routed (w13 [E, 2I, H], w2 [E, H, I]) and shared (s13 [2Is, H],
+    s2 [H, Is], the gate [1, H] or None) weights of unit-scale outputs."""
+    def normal(*shape, fan_in):
+        return (torch.randn(*shape, device=DEV) * fan_in ** -0.5).to(torch.bfloat16)
+    return (normal(E, 2 * I, H, fan_in=H), normal(E, H, I, fan_in=I),
+            normal(2 * Is, H, fan_in=H), normal(H, Is, fan_in=Is),
+            normal(1, H, fan_in=H) if gated else None)
+
+
 def arrange(w13, w2, s13, s2):
     """The routed weights with the shared expert's c slices appended."""
     E, two_i, H = w13.shape
@@ -122,11 +132,7 @@ def main():
     report = tally.report
 
     for name, (H, I, E, k, Is, gated, model, logit_type, large) in MODELS.items():
-        w13 = (torch.randn(E, 2 * I, H, device=DEV) * H ** -0.5).to(torch.bfloat16)
-        w2 = (torch.randn(E, H, I, device=DEV) * I ** -0.5).to(torch.bfloat16)
-        s13 = (torch.randn(2 * Is, H, device=DEV) * H ** -0.5).to(torch.bfloat16)
-        s2 = (torch.randn(H, Is, device=DEV) * Is ** -0.5).to(torch.bfloat16)
-        gate = (torch.randn(1, H, device=DEV) * H ** -0.5).to(torch.bfloat16) if gated else None
+        w13, w2, s13, s2, gate = random_weights(H, I, E, Is, gated)
         gate_up, down = arrange(w13, w2, s13, s2)
         del w13, w2
         deepseek = model == "deepseek-v3"

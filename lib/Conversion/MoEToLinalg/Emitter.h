@@ -147,6 +147,23 @@ struct Emitter {
                       });
   }
 
+  /// One f32 logit per token: tokens [T, H] . gate[0, :] (a shared
+  /// expert's gate), products and sum in f32.
+  Value gateLogits(Value tokens, Value gate) {
+    AffineMap gateRow = AffineMap::get(
+        2, 0, {b.getAffineConstantExpr(0), b.getAffineDimExpr(1)},
+        b.getContext());
+    return generic(
+        2, {1}, {tokens, gate}, {map(2, {0, 1}), gateRow},
+        filled({size(tokens, 0)}, f32(), f32(0.0)), map(2, {0}),
+        [](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Emitter e{nb};
+          Value p =
+              arith::MulFOp::create(nb, e.toF32(args[0]), e.toF32(args[1]));
+          return SmallVector<Value>{arith::AddFOp::create(nb, args[2], p)};
+        })[0];
+  }
+
   /// Row-wise softmax of a [R, C] f32 tensor.
   Value softmaxRows(Value x) {
     Value rowMax = reduceRows(

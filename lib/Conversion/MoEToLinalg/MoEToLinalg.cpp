@@ -184,18 +184,7 @@ struct RouteLowering : OpConversionPattern<RouteOp> {
         })[0];
     Value sharedWeights;
     if (tokens) {
-      AffineMap gateRow = AffineMap::get(
-          2, 0, {b.getAffineConstantExpr(0), b.getAffineDimExpr(1)},
-          b.getContext());
-      Value logit = em.generic(
-          2, {1}, {tokens, gate}, {em.map(2, {0, 1}), gateRow},
-          em.filled({numTokens}, em.f32(), em.f32(0.0)), em.map(2, {0}),
-          [](ImplicitLocOpBuilder &nb, ValueRange args) {
-            Emitter e{nb};
-            Value p =
-                arith::MulFOp::create(nb, e.toF32(args[0]), e.toF32(args[1]));
-            return SmallVector<Value>{arith::AddFOp::create(nb, args[2], p)};
-          })[0];
+      Value logit = em.gateLogits(tokens, gate);
       sharedWeights = em.generic(
           2, {}, logit, em.map(2, {0}),
           em.empty({numTokens, b.getIndexAttr(shared)}, em.f32()),

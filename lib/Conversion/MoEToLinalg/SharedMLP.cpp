@@ -69,19 +69,7 @@ struct SharedMLPLowering : OpConversionPattern<SharedMLPOp> {
     Value result = matmulTransposedB(em, activated, adaptor.getDownWeights());
 
     if (Value gateWeights = adaptor.getGateWeights()) {
-      // One logit per token: tokens [T, H] . gate_weights[0, :].
-      AffineMap gateRow = AffineMap::get(
-          2, 0, {b.getAffineConstantExpr(0), b.getAffineDimExpr(1)},
-          b.getContext());
-      Value logits = em.generic(
-          2, {1}, {tokens, gateWeights}, {em.map(2, {0, 1}), gateRow},
-          em.filled({numTokens}, em.f32(), em.f32(0.0)), em.map(2, {0}),
-          [](ImplicitLocOpBuilder &nb, ValueRange args) {
-            Emitter e{nb};
-            Value p =
-                arith::MulFOp::create(nb, e.toF32(args[0]), e.toF32(args[1]));
-            return SmallVector<Value>{arith::AddFOp::create(nb, args[2], p)};
-          })[0];
+      Value logits = em.gateLogits(tokens, gateWeights);
       result =
           em.generic(2, {}, logits, em.map(2, {0}), result, em.map(2, {0, 1}),
                      [](ImplicitLocOpBuilder &nb, ValueRange args) {
