@@ -24,9 +24,8 @@ import torch
 
 ARTIFACTS = os.path.abspath(sys.argv[1])
 PEERS = os.path.abspath(sys.argv[2])
-sys.path[:0] = [ARTIFACTS, PEERS]
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path[:0] = [os.path.join(ARTIFACTS, "site"), PEERS]
+import moe_mlir  # noqa: E402
 from peers import SHAPES, bench, reference  # noqa: E402
 
 NAMES = {"mixtral_8x7b": "mixtral-8x7b", "qwen3_30b_a3b": "qwen3-30b-a3b",
@@ -65,7 +64,7 @@ def kernel_times(graph):
 
 def main():
     names = sys.argv[3].split(",")
-    bundles = [moe_runtime.Bundle(os.path.join(ARTIFACTS, n.split("@")[0])) for n in names]
+    bundles = [moe_mlir.Bundle(os.path.join(ARTIFACTS, n.split("@")[0])) for n in names]
     failed = 0
     for point in sys.argv[4:]:
         name, T = point.split(":")

@@ -31,9 +31,8 @@ ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifact
 PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else ".shared-bench")
 TOKENS = [int(t) for t in sys.argv[3].split(",")] if len(sys.argv) > 3 else [1, 16, 128, 1024, 8192]
 VARIANTS = sys.argv[4].split(",") if len(sys.argv) > 4 else ["fp8bench-default"]
-sys.path[:0] = [ARTIFACTS, PEERS, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "device")]
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path[:0] = [os.path.join(ARTIFACTS, "site"), PEERS, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "device")]
+import moe_mlir  # noqa: E402
 from peers import bench, route  # noqa: E402
 from fp8_grouped_matmul import dequantize_blocks, quantize_blocks  # noqa: E402
 
@@ -56,9 +55,9 @@ def timed(fn):
 def main():
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
-    variants = {name: moe_runtime.Bundle(os.path.join(ARTIFACTS, name + ".moebundle")) for name in VARIANTS}
+    variants = {name: moe_mlir.Bundle(os.path.join(ARTIFACTS, name + ".moebundle")) for name in VARIANTS}
     fp8 = variants[VARIANTS[0]]
-    bf16 = moe_runtime.Bundle(os.path.join(ARTIFACTS, "bench-default.moebundle"))
+    bf16 = moe_mlir.Bundle(os.path.join(ARTIFACTS, "bench-default.moebundle"))
     rows_out = []
     for entry, (label, E, N, K, has_scale) in SHAPES.items():
         w = torch.randn(E, N, K, device="cuda") * K ** -0.5

@@ -19,9 +19,8 @@ import torch
 
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
 PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else ".shared-bench")
-sys.path[:0] = [ARTIFACTS, PEERS]
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path[:0] = [os.path.join(ARTIFACTS, "site"), PEERS]
+import moe_mlir  # noqa: E402
 from peers import bench, route  # noqa: E402
 
 # Ceilings measured on this card (shared/toolchain.md).
@@ -95,7 +94,7 @@ def main():
     # Every bench-<variant>.moebundle runs beside the same peer call
     # (MOE_BENCH_BUNDLES="a,b" picks some).
     picked = os.environ.get("MOE_BENCH_BUNDLES")
-    bundles = {f[len("bench-"):-len(".moebundle")]: moe_runtime.Bundle(os.path.join(ARTIFACTS, f))
+    bundles = {f[len("bench-"):-len(".moebundle")]: moe_mlir.Bundle(os.path.join(ARTIFACTS, f))
                for f in sorted(os.listdir(ARTIFACTS)) if f.startswith("bench-") and f.endswith(".moebundle")
                and (not picked or f[len("bench-"):-len(".moebundle")] in picked.split(","))}
     only = os.environ.get("MOE_BENCH_ONLY")  # e.g. "mixtral_gate_up"

@@ -18,12 +18,11 @@ import torch
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
 ENTRY = sys.argv[2] if len(sys.argv) > 2 else "mixtral_gate_up"
 ROWS = int(sys.argv[3]) if len(sys.argv) > 3 else 2048
-sys.path.insert(0, ARTIFACTS)
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path.insert(0, os.path.join(ARTIFACTS, "site"))
+import moe_mlir  # noqa: E402
 
 FP8 = sys.argv[4] if len(sys.argv) > 4 else None
-bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, (FP8 or "bench-default") + ".moebundle"))
+bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, (FP8 or "bench-default") + ".moebundle"))
 info = bundle.entry(ENTRY)
 E, N, K = info.experts, info.n, info.k
 rows = torch.randn(ROWS * E, K, device="cuda").to(torch.bfloat16)

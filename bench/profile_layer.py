@@ -22,9 +22,8 @@ import torch
 
 ARTIFACTS = os.path.abspath(sys.argv[1])
 PEERS = os.path.abspath(sys.argv[2])
-sys.path[:0] = [ARTIFACTS, PEERS]
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path[:0] = [os.path.join(ARTIFACTS, "site"), PEERS]
+import moe_mlir  # noqa: E402
 from peers import SHAPES, bench  # noqa: E402
 
 NAMES = {"mixtral_8x7b": "mixtral-8x7b", "qwen3_30b_a3b": "qwen3-30b-a3b",
@@ -35,7 +34,7 @@ REPLAYS = 20
 
 def main():
     torch.manual_seed(0)  # the same routing in every run
-    bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, os.environ.get("MOE_LAYER_BUNDLE", "layer.moebundle")))
+    bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, os.environ.get("MOE_LAYER_BUNDLE", "layer.moebundle")))
     for point in sys.argv[3:]:
         name, T = point.split(":")
         T = int(T)

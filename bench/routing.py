@@ -14,9 +14,8 @@ import torch
 
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
 PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else ".shared-bench")
-sys.path[:0] = [ARTIFACTS, PEERS]
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path[:0] = [os.path.join(ARTIFACTS, "site"), PEERS]
+import moe_mlir  # noqa: E402
 from peers import SHAPES, bench, route_model  # noqa: E402
 
 ROUTERS = {"mixtral_8x7b": "mixtral-8x7b", "qwen3_30b_a3b": "qwen3-30b-a3b",
@@ -32,7 +31,7 @@ def best(fn):
 
 
 def main():
-    bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "routing.moebundle"))
+    bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "routing.moebundle"))
     print("| kernel | T | ours us | torch us | speed-up |")
     print("|---|---|---|---|---|")
     for entry, model in ROUTERS.items():

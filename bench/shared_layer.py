@@ -18,10 +18,9 @@ import torch.nn.functional as F
 
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
 PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else ".shared-bench")
-sys.path[:0] = [ARTIFACTS, PEERS, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+sys.path[:0] = [os.path.join(ARTIFACTS, "site"), PEERS, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                "..", "test", "device")]
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+import moe_mlir  # noqa: E402
 from peers import bench, moe_grouped, route_model  # noqa: E402
 from shared_layer import MODELS, arrange, random_weights  # noqa: E402
 
@@ -39,8 +38,8 @@ def torch_shared(x, s13, s2, gate):
 
 def main():
     torch.manual_seed(0)
-    shared = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer-shared.moebundle"))
-    routed = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))
+    shared = moe_mlir.Bundle(os.path.join(ARTIFACTS, "layer-shared.moebundle"))
+    routed = moe_mlir.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))
     rows = []
     for name, (H, I, E, k, Is, gated, model, logit_type, _) in MODELS.items():
         w13, w2, s13, s2, gate = random_weights(H, I, E, Is, gated)

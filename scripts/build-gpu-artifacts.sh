@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Builds here (this machine has MLIR; the GPU machine does not) what
 # scripts/gpu-tests.sh and bench/ run on the H200: runtime bundles of
-# grouped GEMMs compiled by moe-opt + moe-translate, and the runtime
-# library. Output: .gpu-artifacts/ (carry it with the device tool):
+# grouped GEMMs compiled by moe-opt + moe-translate, and the moe_mlir
+# Python package with the runtime library. Output: .gpu-artifacts/ (carry
+# it with the device tool):
 #   <variant>.moebundle  one entry per test shape (test/device/shapes.txt)
 #   bench.moebundle      Mixtral and DeepSeek-V3 gate-up, default pipeline
 #   quantize.moebundle   the moe.quantize kernels (test/device/quantize_shapes.mlir)
-#   libmoe_runtime.so, moe_runtime.py
+#   wheels/moe_mlir-*.whl  the moe_mlir package (`pip wheel ./python`: the
+#                        runtime library, its ctypes layer, the PyTorch module)
+#   site/moe_mlir/       that wheel installed (pip install --target), which
+#                        the GPU tests and bench/ put on sys.path: the GPU
+#                        machine needs no pip, compiler or network for it
 # With MOE_KERNEL_SNAPSHOT=<dir> it writes instead, for every bundle, the
 # device module moe-opt makes with format=isa (PTX and manifest as text) into
-# <dir>, and builds no runtime: scripts/compare-kernels.sh diffs two of them.
+# <dir>, and builds no package: scripts/compare-kernels.sh diffs two of them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
@@ -289,6 +294,15 @@ bundle bench-default "$out/bench.mlir" --moe-gpu-pipeline
 bundle bench-swap8 "$out/bench.mlir" --moe-gpu-pipeline="swap-ab-stages=8"
 
 [ -n "$snapshot" ] && exit 0
-cmake --build "$build" --target moe_runtime > /dev/null
-cp "$build/lib/libmoe_runtime.so" "$root/runtime/python/moe_runtime.py" "$out/"
-ls -l "$out"
+# The wheel is py3-none-<platform> (the library is loaded with ctypes), so
+# installed here it serves whatever Python 3 the GPU machine has.
+python=$root/.venv/bin/python
+[ -x "$python" ] || python=python3
+llvm=/usr/lib/llvm-22
+if [ -x $llvm/bin/clang ]; then
+  export CC=${CC:-$llvm/bin/clang} CXX=${CXX:-$llvm/bin/clang++}
+fi
+"$python" -m pip wheel --quiet --no-deps -w "$out/wheels" "$root/python"
+"$python" -m pip install --quiet --no-deps --no-index --no-compile \
+  --target "$out/site" "$out"/wheels/moe_mlir-*.whl
+ls -l "$out" "$out/wheels" "$out/site/moe_mlir"

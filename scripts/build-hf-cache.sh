@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles here (this machine has MLIR; the GPU machine does not) the MoE
-# layers test/device/hf_module.py converts with moe_torch.MoELayer.from_hf:
+# layers test/device/hf_module.py converts with moe_mlir.MoELayer.from_hf:
 # the six reference models' layers, from the same configurations and the
 # same spec_from_config as the test, so their cache keys match. Output:
 # .gpu-artifacts/hf-cache/<layer key>/{layer.mlir,<compiler id>.moebundle}.

@@ -24,7 +24,11 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 art=$root/.gpu-artifacts
-[ -f "$art/libmoe_runtime.so" ] || { echo "no $art/libmoe_runtime.so: run scripts/build-gpu-artifacts.sh and carry .gpu-artifacts"; exit 2; }
+# The moe_mlir package (runtime library, ctypes layer, PyTorch module) as
+# scripts/build-gpu-artifacts.sh installed its wheel: each test puts
+# $art/site first on sys.path, so nothing is installed on this machine.
+[ -f "$art/site/moe_mlir/libmoe_runtime.so" ] || { echo "no $art/site/moe_mlir: run scripts/build-gpu-artifacts.sh and carry .gpu-artifacts"; exit 2; }
+PYTHONPATH=$art/site python3 -c 'import moe_mlir; print(f"moe_mlir {moe_mlir.__version__} from {moe_mlir.__file__}, {moe_mlir.library_path()}")' || exit 2
 status=0 passed=0 failed=0
 # With .gpu-artifacts/hf-cache (scripts/build-hf-cache.sh): test/device/hf_module.py too.
 for test in grouped_matmul fp8_grouped_matmul expert_mlp routing layer shared_layer empty_batch quantize fp8_layer mxfp8_layer $([ -d "$art/hf-cache" ] && echo hf_module); do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what moe-mlir needs on Debian 12, configures and builds it, then
-# runs the shipped example on the CPU and checks it against the numpy
-# reference. Safe to run again. Usage: scripts/setup.sh [build-dir]
+# Installs what moe-mlir needs on Debian 12, configures and builds it,
+# installs the moe_mlir Python package into .venv, then runs the shipped
+# example on the CPU and checks it against the numpy reference. Safe to run
+# again. Usage: scripts/setup.sh [build-dir]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -28,6 +29,13 @@ if [ ! -x "$venv/bin/python" ]; then
   /usr/bin/python3 -m venv "$venv"
 fi
 "$venv/bin/python" -c "import numpy" 2>/dev/null || "$venv/bin/pip" install -q numpy
+
+# The moe_mlir Python package (the runtime library, built from runtime/ by
+# scikit-build-core, its ctypes layer, the PyTorch module), installed into the
+# venv as a user installs it: `pip install ./python`. scripts/test.sh tests
+# it as installed.
+echo "== pip install ./python (the moe_mlir package) into $venv"
+CC=$llvm/bin/clang CXX=$llvm/bin/clang++ "$venv/bin/pip" install -q "$root/python"
 
 # 3. CUDA's ptxas and libdevice (for the GPU pipelines): the toolkit where
 #    present, else PyPI wheels inside the venv.

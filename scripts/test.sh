@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the lit suite (dialect, passes, executable CPU layers and
 # quantization, bundles, runtime, C API), the runtime's own checks, the
-# installed package used out of tree, the fuzz regression corpus, and the
-# clang-format check.
+# Python package as pip installed it, the installed package used out of
+# tree, the fuzz regression corpus, and the clang-format check.
 # Exits non-zero when any fails. Usage: scripts/test.sh [build-dir]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,8 +12,25 @@ status=0
 echo "== lit"
 cmake --build "$build" --target check-moe || status=1
 
-echo "== runtime (unit tests, C header, Python wrapper, bundle fuzz corpus)"
+echo "== runtime (unit tests, C header, Python package from the source tree, bundle fuzz corpus)"
 cmake --build "$build" --target check-moe-runtime || status=1
+
+echo "== the moe_mlir Python package as \`pip install ./python\` installed it into .venv"
+# The Python tests again, against the installed package (its own library,
+# moe-mlir-compile) instead of the source tree: from outside the tree, with
+# nothing pointing at it.
+python=$root/.venv/bin/python
+cuda=$(sed -n 's/^MOE_CUDA_TOOLKIT:PATH=//p' "$build/CMakeCache.txt")
+installed() {
+  (cd / && env -u PYTHONPATH -u MOE_RUNTIME_LIB CUDA_ROOT="$cuda" "$python" "$@")
+}
+if installed -c 'import moe_mlir, sys; sys.exit("site-packages" not in moe_mlir.__file__)'; then
+  installed "$root/runtime/test/python_test.py" || status=1
+  installed "$root/runtime/test/python_torch_test.py" "$build/bin" || status=1
+else
+  echo "moe_mlir is not installed in $root/.venv: run scripts/setup.sh (pip install ./python)"
+  status=1
+fi
 
 echo "== installed package (out-of-tree consumer, tools, C API)"
 "$root/scripts/test-install.sh" "$build" || status=1

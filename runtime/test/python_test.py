@@ -1,21 +1,31 @@
 #!/usr/bin/env python3
-"""Checks runtime/python/moe_runtime.py without a GPU or torch: introspection,
-errors, the ctypes mirror of the C structs, the launch plans' signatures;
-then, with a stand-in torch module, Bundle.launch: the checks it makes from
-an entry's signature, the outputs and workspace it allocates, and what
-reaches moeLaunch. Needs MOE_RUNTIME_LIB (or a build next to the sources).
-Exits 1 on failure."""
+"""Checks moe_mlir.runtime (python/moe_mlir/runtime.py) without a GPU or
+torch: where the library is found, introspection, errors, the ctypes mirror
+of the C structs, the launch plans' signatures; then, with a stand-in torch
+module, Bundle.launch: the checks it makes from an entry's signature, the
+outputs and workspace it allocates, and what reaches moeLaunch.
+
+moe_mlir is imported as Python finds it: from the source tree
+(check-moe-runtime sets PYTHONPATH=python and MOE_RUNTIME_LIB to the build's
+library) or as `pip install ./python` installed it (scripts/test.sh; the
+library must then be the package's own). Exits 1 on failure."""
 import contextlib
 import ctypes
+import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 import types
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
+import moe_mlir  # must import without torch
+from moe_mlir import runtime
 
-import moe_runtime  # noqa: E402  (must import without torch)
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = os.path.dirname(os.path.abspath(moe_mlir.__file__))
+SOURCE_TREE = os.path.samefile(PACKAGE, os.path.join(HERE, "..", "..", "python", "moe_mlir"))
+print(f"moe_mlir {moe_mlir.__version__} from {PACKAGE} "
+      f"({'the source tree' if SOURCE_TREE else 'installed'}), {runtime.library_path()}")
 
 failures = 0
 
@@ -30,15 +40,49 @@ def check(condition, what):
 def expect_error(fn, status, needle):
     try:
         fn()
-    except moe_runtime.MoERuntimeError as error:
+    except runtime.MoERuntimeError as error:
         check(error.status == status, f"status {error.status} != {status}: {error}")
         check(needle in str(error), f"'{needle}' not in '{error}'")
         return
     check(False, f"no MoERuntimeError ({status}, {needle})")
 
 
+# Where the library is loaded from: the package's own first (installed, it
+# must be there), then $MOE_RUNTIME_LIB, then the checkout's build tree; the
+# error when none has it. A copy of runtime.py in a scratch "package" shows
+# the order without touching the real one.
+if not SOURCE_TREE:
+    check(runtime.library_path() == os.path.join(PACKAGE, "libmoe_runtime.so"),
+          f"installed: the package's library, not {runtime.library_path()}")
+with tempfile.TemporaryDirectory() as scratch:
+    package = os.path.join(scratch, "site", "moe_mlir")
+    os.makedirs(package)
+    shutil.copy(runtime.__file__, package)
+    spec = importlib.util.spec_from_file_location("scratch_runtime",
+                                                  os.path.join(package, "runtime.py"))
+    scratch_runtime = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scratch_runtime)
+    saved = os.environ.pop("MOE_RUNTIME_LIB", None)
+    try:
+        scratch_runtime.library_path()
+        check(False, "no library anywhere: no error")
+    except scratch_runtime.MoERuntimeError as error:
+        check(error.status == "NOT_FOUND" and "libmoe_runtime.so not found: not in the "
+              f"moe_mlir package ({package}; `pip install ./python` puts it there), "
+              "$MOE_RUNTIME_LIB is not set, and no build tree has it" in str(error),
+              f"no library anywhere: {error}")
+    os.environ["MOE_RUNTIME_LIB"] = "/elsewhere/libmoe_runtime.so"
+    check(scratch_runtime.library_path() == "/elsewhere/libmoe_runtime.so", "$MOE_RUNTIME_LIB")
+    open(os.path.join(package, "libmoe_runtime.so"), "w").close()
+    check(scratch_runtime.library_path() == os.path.join(package, "libmoe_runtime.so"),
+          "the package's library before $MOE_RUNTIME_LIB")
+    if saved is None:
+        os.environ.pop("MOE_RUNTIME_LIB")
+    else:
+        os.environ["MOE_RUNTIME_LIB"] = saved
+
 bundle_path = os.path.join(HERE, "Inputs", "two-entries.moebundle")
-bundle = moe_runtime.Bundle(bundle_path)
+bundle = runtime.Bundle(bundle_path)
 check(bundle.chip == "sm_90a", "chip")
 check([e.name for e in bundle.entries] == ["gate_up", "down"], f"entries {bundle.entries}")
 gate_up = bundle.entry("gate_up")
@@ -51,7 +95,7 @@ check(gate_up.kernels[0].image == "moe_kernels" and gate_up.kernels[0].image_siz
 bundle.close()
 bundle.close()  # idempotent
 
-expect_error(lambda: moe_runtime.Bundle("/nonexistent.moebundle"), "NOT_FOUND",
+expect_error(lambda: runtime.Bundle("/nonexistent.moebundle"), "NOT_FOUND",
              "cannot open '/nonexistent.moebundle'")
 check(bundle.version == 6 and gate_up.abi == "grouped_matmul.v3", "version and abi")
 check(gate_up.epilogue == "store" and gate_up.op == "moe.grouped_matmul", "epilogue and op")
@@ -60,29 +104,29 @@ check((gate_up.bias_bits, gate_up.activation, gate_up.route, gate_up.format)
 with tempfile.NamedTemporaryFile(suffix=".moebundle") as bad:
     bad.write(b"MOEBUNDLE 8\n")
     bad.flush()
-    expect_error(lambda: moe_runtime.Bundle(bad.name), "UNSUPPORTED",
+    expect_error(lambda: runtime.Bundle(bad.name), "UNSUPPORTED",
                  "bundle version 8 is not supported")
-expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 1\nchip sm_90a\nend\n"),
+expect_error(lambda: runtime.Bundle.from_bytes(b"MOEBUNDLE 1\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 1 predates persistent kernels")
-expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 2\nchip sm_90a\nend\n"),
+expect_error(lambda: runtime.Bundle.from_bytes(b"MOEBUNDLE 2\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 2 predates kernel epilogues (this runtime "
              "reads version 7): recompile it")
-expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 3\nchip sm_90a\nend\n"),
+expect_error(lambda: runtime.Bundle.from_bytes(b"MOEBUNDLE 3\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 3 predates the route and unpermute kernels "
              "(this runtime reads version 7): recompile it")
-expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 4\nchip sm_90a\nend\n"),
+expect_error(lambda: runtime.Bundle.from_bytes(b"MOEBUNDLE 4\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 4 predates expert biases and layer entries "
              "(this runtime reads version 7): recompile it")
-expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 5\nchip sm_90a\nend\n"),
+expect_error(lambda: runtime.Bundle.from_bytes(b"MOEBUNDLE 5\nchip sm_90a\nend\n"),
              "UNSUPPORTED", "bundle version 5 predates block-FP8 grouped matmuls "
              "(this runtime reads version 7): recompile it")
-expect_error(lambda: moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 6\nchip sm_90a\nend\nx"),
+expect_error(lambda: runtime.Bundle.from_bytes(b"MOEBUNDLE 6\nchip sm_90a\nend\nx"),
              "INVALID_BUNDLE", "bundle line 3: 1 bytes of trailing data after 'end'")
-empty = moe_runtime.Bundle.from_bytes(b"MOEBUNDLE 6\nchip sm_90a\nend\n")
+empty = runtime.Bundle.from_bytes(b"MOEBUNDLE 6\nchip sm_90a\nend\n")
 check(empty.entries == (), "no entries")
 expect_error(lambda: empty.entry("x"), "NOT_FOUND", "no entry 'x' in the bundle (entries: none)")
 
-with moe_runtime.Bundle(bundle_path) as bundle:
+with runtime.Bundle(bundle_path) as bundle:
     # Unknown entries are refused before torch is needed.
     expect_error(lambda: bundle.grouped_matmul("nope", None, None, None),
                  "NOT_FOUND", "no entry 'nope' in the bundle (entries: gate_up, down)")
@@ -91,39 +135,39 @@ expect_error(lambda: bundle.grouped_matmul("gate_up", None, None, None),
 
 # The entries' plans are what Bundle.launch reads; a version-6 bundle's
 # entries have none.
-with moe_runtime.Bundle(bundle_path) as old:
+with runtime.Bundle(bundle_path) as old:
     expect_error(lambda: old.signature("gate_up"), "INVALID_ARGUMENT",
                  "moeEntryGetSignature(gate_up): the entry has no launch plan "
                  "(a version-6 bundle: recompile it with moe-translate)")
 
 # The ctypes structs are the C ones (LP64; c_api_test.c checks the same
 # offsets): moeEntryInfo's fields in the order the versions added them.
-check(ctypes.sizeof(moe_runtime._EntryInfo) == 248, "sizeof(moeEntryInfo)")
-check(moe_runtime._EntryInfo.out.offset == 240, "moeEntryInfo.out")
-check(moe_runtime._EntryInfo.quantize.offset == 224, "moeEntryInfo.quantize")
-check(moe_runtime._EntryInfo.intermediate.offset == 232, "moeEntryInfo.intermediate")
-check(moe_runtime._EntryInfo.element.offset == 168, "moeEntryInfo.element")
-check(moe_runtime._EntryInfo.input_bits.offset == 184, "moeEntryInfo.input_bits")
-check(moe_runtime._EntryInfo.batch.offset == 200, "moeEntryInfo.batch")
-check(moe_runtime._EntryInfo.cols.offset == 216, "moeEntryInfo.cols")
-check(moe_runtime._EntryInfo.chunk.offset == 152, "moeEntryInfo.chunk")
-check(moe_runtime._EntryInfo.format.offset == 160, "moeEntryInfo.format")
-check(moe_runtime._EntryInfo.bias_bits.offset == 100, "moeEntryInfo.bias_bits")
-check(moe_runtime._EntryInfo.activation.offset == 104, "moeEntryInfo.activation")
-check(moe_runtime._EntryInfo.route.offset == 112, "moeEntryInfo.route")
-check(moe_runtime._EntryInfo.unpermute.offset == 144, "moeEntryInfo.unpermute")
-check(moe_runtime._EntryInfo.epilogue.offset == 64, "moeEntryInfo.epilogue")
-check(moe_runtime._EntryInfo.top_k.offset == 72, "moeEntryInfo.top_k")
-check(moe_runtime._EntryInfo.hidden.offset == 88, "moeEntryInfo.hidden")
-check(moe_runtime._EntryInfo.weighted.offset == 96, "moeEntryInfo.weighted")
-check(ctypes.sizeof(moe_runtime._Signature) == 20, "sizeof(moeSignature)")
-check(ctypes.sizeof(moe_runtime._SizeInfo) == 24, "sizeof(moeSizeInfo)")
-check(ctypes.sizeof(moe_runtime._ArgInfo) == 40, "sizeof(moeArgInfo)")
-check(moe_runtime._ArgInfo.align.offset == 16 and moe_runtime._ArgInfo.dims.offset == 32,
+check(ctypes.sizeof(runtime._EntryInfo) == 248, "sizeof(moeEntryInfo)")
+check(runtime._EntryInfo.out.offset == 240, "moeEntryInfo.out")
+check(runtime._EntryInfo.quantize.offset == 224, "moeEntryInfo.quantize")
+check(runtime._EntryInfo.intermediate.offset == 232, "moeEntryInfo.intermediate")
+check(runtime._EntryInfo.element.offset == 168, "moeEntryInfo.element")
+check(runtime._EntryInfo.input_bits.offset == 184, "moeEntryInfo.input_bits")
+check(runtime._EntryInfo.batch.offset == 200, "moeEntryInfo.batch")
+check(runtime._EntryInfo.cols.offset == 216, "moeEntryInfo.cols")
+check(runtime._EntryInfo.chunk.offset == 152, "moeEntryInfo.chunk")
+check(runtime._EntryInfo.format.offset == 160, "moeEntryInfo.format")
+check(runtime._EntryInfo.bias_bits.offset == 100, "moeEntryInfo.bias_bits")
+check(runtime._EntryInfo.activation.offset == 104, "moeEntryInfo.activation")
+check(runtime._EntryInfo.route.offset == 112, "moeEntryInfo.route")
+check(runtime._EntryInfo.unpermute.offset == 144, "moeEntryInfo.unpermute")
+check(runtime._EntryInfo.epilogue.offset == 64, "moeEntryInfo.epilogue")
+check(runtime._EntryInfo.top_k.offset == 72, "moeEntryInfo.top_k")
+check(runtime._EntryInfo.hidden.offset == 88, "moeEntryInfo.hidden")
+check(runtime._EntryInfo.weighted.offset == 96, "moeEntryInfo.weighted")
+check(ctypes.sizeof(runtime._Signature) == 20, "sizeof(moeSignature)")
+check(ctypes.sizeof(runtime._SizeInfo) == 24, "sizeof(moeSizeInfo)")
+check(ctypes.sizeof(runtime._ArgInfo) == 40, "sizeof(moeArgInfo)")
+check(runtime._ArgInfo.align.offset == 16 and runtime._ArgInfo.dims.offset == 32,
       "moeArgInfo.align, dims")
-check(ctypes.sizeof(moe_runtime._LaunchArgs) == 40, "sizeof(moeLaunchArgs)")
-check(moe_runtime._LaunchArgs.args.offset == 16
-      and moe_runtime._LaunchArgs.workspace_bytes.offset == 32, "moeLaunchArgs.args")
+check(ctypes.sizeof(runtime._LaunchArgs) == 40, "sizeof(moeLaunchArgs)")
+check(runtime._LaunchArgs.args.offset == 16
+      and runtime._LaunchArgs.workspace_bytes.offset == 32, "moeLaunchArgs.args")
 
 # A version-7 bundle: a router (static E, T dynamic) and a grouped matmul
 # with every size dynamic and a workspace slice.
@@ -161,7 +205,7 @@ plan_bytes = (b"MOEBUNDLE 7\nchip sm_90a\nimage img 32 fnv1a64=a08969802f85d1c3\
     "mem:weights[E,N,K];mem:offsets[E+1];mem:row_scale[M];mem:out[M,N];"
     "mem:@scratch[M]\n"
     "end\n").encode())
-plans = moe_runtime.Bundle.from_bytes(plan_bytes)
+plans = runtime.Bundle.from_bytes(plan_bytes)
 check(plans.version == 7, "version 7")
 sig = plans.signature("router")
 check(sig.sizes == (("T", "1", "4096"),), f"router sizes {sig.sizes}")
@@ -241,7 +285,7 @@ f32, bf16, i32, i64, u8, f16 = (fake_torch.float32, fake_torch.bfloat16, fake_to
 T = FakeTensor
 
 calls = []
-lib = moe_runtime._library()
+lib = runtime._library()
 real_launch = lib.moeLaunch
 
 
@@ -335,7 +379,7 @@ expect_error(lambda: plans.launch("gemm", rows=T((5, 16), bf16, 0x7f0000100008),
 try:
     plans.launch("gemm", rows=rows, weights=w, offsets=off)
     check(False, "no GPU here: the launch cannot succeed")
-except moe_runtime.MoERuntimeError as error:
+except runtime.MoERuntimeError as error:
     check(error.status in ("NO_GPU", "CUDA_ERROR", "UNSUPPORTED"), f"past the checks: {error}")
 plans.close()
 del sys.modules["torch"]

@@ -1,38 +1,48 @@
 #!/usr/bin/env python3
-"""Checks runtime/python/moe_torch.py without a GPU.
+"""Checks moe_mlir.layer (python/moe_mlir/layer.py) without a GPU.
 
 Always (no torch needed): the MLIR written for the five reference models'
 configurations, compiled by the build's moe-opt and moe-translate into
 bundles whose layer.v1 entry the runtime reads back; the cache (a second
 compile does not run the compiler, a cache without a compiler serves its
-bundle, the command line); the checks of LayerSpec and spec_from_config and
-the compiler errors, by message. With torch: the weights of fake
-transformers 4.x and 5.x blocks packed into the runtime's layout (GPT-OSS
-de-interleaved, a shared expert as ceil(Is / I) more experts) and the block
-errors. With transformers too: real 5.x blocks on the CPU in float32
+bundle, the command line: python -m moe_mlir.layer and, installed,
+moe-mlir-compile); where the compiler is found; the checks of LayerSpec
+and spec_from_config and the compiler errors, by message. With torch: the
+weights of fake transformers 4.x and 5.x blocks packed into the runtime's
+layout (GPT-OSS de-interleaved, a shared expert as ceil(Is / I) more
+experts) and the block errors. With transformers too: real 5.x blocks on the CPU in float32
 against the packed layer computed by an independent reference, and their
 specs against their configs'.
 
-    python_torch_test.py COMPILER_DIR    (MOE_RUNTIME_LIB: libmoe_runtime.so)
+    python_torch_test.py COMPILER_DIR
+
+moe_mlir is imported as Python finds it: from the source tree
+(check-moe-runtime sets PYTHONPATH=python and MOE_RUNTIME_LIB to the
+build's library) or as `pip install ./python` installed it (scripts/test.sh).
 
 Exits 1 on failure.
 """
 import contextlib
 import copy
+import glob
 import json
 import os
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import types
 from concurrent.futures import ThreadPoolExecutor
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON_DIR = os.path.join(HERE, "..", "python")
-sys.path.insert(0, PYTHON_DIR)
+import moe_mlir  # must import without torch
+from moe_mlir import Bundle, MoERuntimeError
 
-import moe_torch  # noqa: E402  (must import without torch)
-from moe_runtime import Bundle, MoERuntimeError  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+PACKAGE = os.path.dirname(os.path.abspath(moe_mlir.__file__))
+SOURCE_TREE = os.path.samefile(PACKAGE, os.path.join(REPO, "python", "moe_mlir"))
+print(f"moe_mlir {moe_mlir.__version__} from {PACKAGE} "
+      f"({'the source tree' if SOURCE_TREE else 'installed'})")
 
 COMPILER = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                            os.path.join(HERE, "..", "..", "build", "bin"))
@@ -81,6 +91,17 @@ def environment(**values):
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@contextlib.contextmanager
+def no_build_tree():
+    """find_compiler without its last resort, the checkout's build tree."""
+    saved = moe_mlir.layer._build_tree_compiler
+    moe_mlir.layer._build_tree_compiler = lambda: None
+    try:
+        yield
+    finally:
+        moe_mlir.layer._build_tree_compiler = saved
 
 
 # The five reference models' MoE layers (their config.json fields).
@@ -137,20 +158,20 @@ MLPS = {
                "%arg3 down_bias %arg5 alpha 1.702000e+00 limit 7.000000e+00 :",
 }
 
-specs = {name: moe_torch.spec_from_config(c) for name, c in CONFIGS.items()}
+specs = {name: moe_mlir.spec_from_config(c) for name, c in CONFIGS.items()}
 for name, spec in specs.items():
     check(spec.options() == OPTIONS[name],
           f"{name}: options {spec.options()!r}")
-    check(spec.key() == moe_torch.spec_from_config(dict(CONFIGS[name])).key(),
+    check(spec.key() == moe_mlir.spec_from_config(dict(CONFIGS[name])).key(),
           f"{name}: deterministic")
     # A config object (as transformers passes) gives the same spec.
-    check(moe_torch.spec_from_config(types.SimpleNamespace(**CONFIGS[name]))
+    check(moe_mlir.spec_from_config(types.SimpleNamespace(**CONFIGS[name]))
           == spec, f"{name}: config object")
 check(len({spec.key() for spec in specs.values()}) == 5, "distinct keys")
 check(specs["deepseek_v3"].logits == "f32" and specs["gpt_oss"].expert_bias,
       "DeepSeek-V3 float32 logits, GPT-OSS biases")
 # All groups selected is no group limit; 1.0 is no scale.
-ungrouped = moe_torch.spec_from_config(dict(CONFIGS["deepseek_v3"], topk_group=8,
+ungrouped = moe_mlir.spec_from_config(dict(CONFIGS["deepseek_v3"], topk_group=8,
                                             routed_scaling_factor=1.0))
 check(ungrouped.groups == 0 and " groups=" not in ungrouped.options()
       and " scale=" not in ungrouped.options(), f"ungrouped {ungrouped}")
@@ -175,18 +196,18 @@ for change, needle in [
         (dict(activation="gptoss", limit=7.0), "LayerSpec.alpha = 0.0: gptoss"),
         (dict(alpha=1.0), "silu takes neither"),
         (dict(activation="gelu"), "LayerSpec.activation = 'gelu'")]:
-    expect(lambda: moe_torch.LayerSpec(**dict(base, **change)), ValueError, needle)
+    expect(lambda: moe_mlir.LayerSpec(**dict(base, **change)), ValueError, needle)
 mixtral = CONFIGS["mixtral"]
-expect(lambda: moe_torch.spec_from_config({k: v for k, v in mixtral.items()
+expect(lambda: moe_mlir.spec_from_config({k: v for k, v in mixtral.items()
                                            if k != "num_local_experts"}),
        ValueError, "config of mixtral: no field num_local_experts")
-expect(lambda: moe_torch.spec_from_config(dict(mixtral, model_type="dbrx")),
+expect(lambda: moe_mlir.spec_from_config(dict(mixtral, model_type="dbrx")),
        ValueError, "model_type 'dbrx' is not supported (supported: deepseek_v3, "
        "gpt_oss, mixtral, olmoe, qwen2_moe, qwen3_moe)")
-expect(lambda: moe_torch.spec_from_config(dict(mixtral, hidden_act="gelu")),
+expect(lambda: moe_mlir.spec_from_config(dict(mixtral, hidden_act="gelu")),
        ValueError, "mixtral: the experts' activation is 'gelu'")
-expect(lambda: moe_torch.spec_from_config({}), ValueError, "no field model_type")
-expect(lambda: moe_torch.spec_from_config(dict(mixtral, num_experts_per_tok=3,
+expect(lambda: moe_mlir.spec_from_config({}), ValueError, "no field model_type")
+expect(lambda: moe_mlir.spec_from_config(dict(mixtral, num_experts_per_tok=3,
                                                num_local_experts=2)),
        ValueError, "LayerSpec.top_k = 3")
 
@@ -211,7 +232,7 @@ with tempfile.TemporaryDirectory() as scratch:
 
     def compile_all():
         with ThreadPoolExecutor(max_workers=5) as pool:
-            return list(pool.map(lambda spec: moe_torch.compile_layer(
+            return list(pool.map(lambda spec: moe_mlir.compile_layer(
                 spec, cache_dir=cache, compiler=wrapper), specs.values()))
 
     paths = compile_all()
@@ -225,7 +246,7 @@ with tempfile.TemporaryDirectory() as scratch:
         check(MLPS.get(name, MLPS["mixtral"]) in text,
               f"{name}: mlp not in\n{text}")
         bundle = Bundle(path)
-        layer = bundle.entry(moe_torch.ENTRY)
+        layer = bundle.entry(moe_mlir.ENTRY)
         route, gate_up, down = (bundle.entry(layer.route),
                                 bundle.entry(layer.gate_up),
                                 bundle.entry(layer.down))
@@ -247,41 +268,63 @@ with tempfile.TemporaryDirectory() as scratch:
     config_path = os.path.join(scratch, "config.json")
     with open(config_path, "w") as f:
         json.dump(CONFIGS["olmoe"], f)
-    cli = subprocess.run([sys.executable, os.path.join(PYTHON_DIR, "moe_torch.py"),
-                          config_path, "--cache-dir", cache, "--compiler", wrapper],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    check(cli.returncode == 0 and cli.stdout.decode().strip() == paths[2]
-          and runs() == 15, f"command line: {cli.stdout.decode()}")
-    cli = subprocess.run([sys.executable, os.path.join(PYTHON_DIR, "moe_torch.py"),
-                          config_path, "--options"], stdout=subprocess.PIPE)
-    check(cli.stdout.decode() == OPTIONS["olmoe"] + "\n", "command line --options")
+    # The command line, as a module and (installed) as the console script.
+    commands = [[sys.executable, "-m", "moe_mlir.layer"]]
+    script = os.path.join(sysconfig.get_path("scripts"), "moe-mlir-compile")
+    if not SOURCE_TREE:
+        check(os.access(script, os.X_OK), f"installed, but no {script}")
+        if os.access(script, os.X_OK):
+            commands.append([script])
+    for command in commands:
+        cli = subprocess.run(command + [config_path, "--cache-dir", cache,
+                                        "--compiler", wrapper],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        check(cli.returncode == 0 and cli.stdout.decode().strip() == paths[2]
+              and runs() == 15, f"{command}: {cli.stdout.decode()}")
+        cli = subprocess.run(command + [config_path, "--options"],
+                             stdout=subprocess.PIPE)
+        check(cli.stdout.decode() == OPTIONS["olmoe"] + "\n",
+              f"{command} --options")
+
+    # Not on PATH: the checkout's build tree where it has the compiler (the
+    # checkout of this file, or the one pip installed the package from).
+    with environment(PATH="/usr/bin:/bin", MOE_MLIR_BIN=None):
+        trees = [os.path.realpath(d) for d in glob.glob(os.path.join(REPO, "build*", "bin"))
+                 if all(os.access(os.path.join(d, t), os.X_OK)
+                        for t in ("moe-opt", "moe-translate"))]
+        found = moe_mlir.find_compiler()
+        if trees:
+            check(found is not None and os.path.realpath(os.path.dirname(found[0])) in trees,
+                  f"the build tree's compiler, one of {trees}: {found}")
+        else:
+            check(found is None, f"no build tree has the compiler: {found}")
 
     # No compiler: the cache serves the bundle; an empty cache says what to do.
-    with environment(PATH="/usr/bin:/bin", MOE_MLIR_BIN=None):
-        check(moe_torch.find_compiler() is None, "no compiler on PATH")
-        check(moe_torch.compile_layer(specs["mixtral"], cache_dir=cache) == paths[0],
+    with environment(PATH="/usr/bin:/bin", MOE_MLIR_BIN=None), no_build_tree():
+        check(moe_mlir.find_compiler() is None, "no compiler on PATH")
+        check(moe_mlir.compile_layer(specs["mixtral"], cache_dir=cache) == paths[0],
               "cache without a compiler")
         with environment(MOE_CACHE_DIR=cache):
-            check(moe_torch.compile_layer(specs["gpt_oss"]) == paths[4],
+            check(moe_mlir.compile_layer(specs["gpt_oss"]) == paths[4],
                   "$MOE_CACHE_DIR")
-        expect(lambda: moe_torch.compile_layer(specs["mixtral"],
+        expect(lambda: moe_mlir.compile_layer(specs["mixtral"],
                                                cache_dir=os.path.join(scratch, "empty")),
                MoERuntimeError, "no compiled bundle for this layer (LayerSpec(hidden=4096",
                "and no compiler to build it: pass compiler=<directory with moe-opt and "
                "moe-translate>, set $MOE_MLIR_BIN", status="NOT_FOUND")
-        expect(lambda: moe_torch.find_compiler(scratch), MoERuntimeError,
+        expect(lambda: moe_mlir.find_compiler(scratch), MoERuntimeError,
                f"compiler= '{scratch}': no executable moe-opt or moe-translate there",
                status="NOT_FOUND")
         with environment(MOE_MLIR_BIN=cache):
-            expect(lambda: moe_torch.compile_layer(specs["mixtral"], cache_dir=cache),
+            expect(lambda: moe_mlir.compile_layer(specs["mixtral"], cache_dir=cache),
                    MoERuntimeError, f"$MOE_MLIR_BIN '{cache}': no executable moe-opt",
                    status="NOT_FOUND")
         with environment(MOE_MLIR_BIN=wrapper):
-            check(moe_torch.find_compiler() == (os.path.join(wrapper, "moe-opt"),
+            check(moe_mlir.find_compiler() == (os.path.join(wrapper, "moe-opt"),
                                                 os.path.join(wrapper, "moe-translate")),
                   "$MOE_MLIR_BIN")
         with environment(PATH=wrapper + ":/usr/bin:/bin"):
-            check(moe_torch.find_compiler() is not None, "compiler on PATH")
+            check(moe_mlir.find_compiler() is not None, "compiler on PATH")
 
     # A compiler that fails: its message, and the layer it failed on.
     broken = os.path.join(scratch, "broken")
@@ -291,7 +334,7 @@ with tempfile.TemporaryDirectory() as scratch:
         with open(path, "w") as f:
             f.write("#!/bin/sh\necho 'error: ptxas not found' >&2\nexit 3\n")
         os.chmod(path, 0o755)
-    expect(lambda: moe_torch.compile_layer(specs["mixtral"], cache_dir=cache,
+    expect(lambda: moe_mlir.compile_layer(specs["mixtral"], cache_dir=cache,
                                            compiler=broken),
            MoERuntimeError, "moe-opt failed (exit 3) on the layer "
            f"{specs['mixtral']}: error: ptxas not found",
@@ -299,8 +342,8 @@ with tempfile.TemporaryDirectory() as scratch:
     check(not [p for p in os.listdir(os.path.join(cache, specs["mixtral"].key()))
                if p.startswith("tmp")], "no scratch left after a failed compile")
 
-if moe_torch.torch is None:
-    expect(lambda: moe_torch.MoELayer, ImportError,
+if moe_mlir.layer.torch is None:
+    expect(lambda: moe_mlir.MoELayer, ImportError,
            "MoELayer needs PyTorch (import torch failed)")
     print("torch not importable: the block packing checks are skipped")
     sys.exit(1 if failures else 0)
@@ -403,22 +446,22 @@ def gpt_oss_block():
 
 # 5.x fused layouts are shared, not copied.
 block = fused_block("Qwen3MoeSparseMoeBlock", norm_topk_prob=True)
-packed = moe_torch.pack_hf_block(block)
-check(packed.spec == moe_torch.LayerSpec(H, I, E, K, "softmax_topk", renormalize=True),
+packed = moe_mlir.pack_hf_block(block)
+check(packed.spec == moe_mlir.LayerSpec(H, I, E, K, "softmax_topk", renormalize=True),
       f"Qwen3 5.x spec {packed.spec}")
 check(packed.gate_up_weights.data_ptr() == block.experts.gate_up_proj.data_ptr()
       and packed.down_weights.data_ptr() == block.experts.down_proj.data_ptr()
       and not packed.gate_up_weights.requires_grad, "5.x weights shared, detached")
 check(packed.returns == "tensor" and packed.router_weight.dtype == bf16,
       "5.x returns a tensor; bf16 router")
-check(moe_torch.pack_hf_block(fused_block("MixtralSparseMoeBlock")).spec.renormalize,
+check(moe_mlir.pack_hf_block(fused_block("MixtralSparseMoeBlock")).spec.renormalize,
       "Mixtral always renormalises")
 
 # 4.x lists: stacked, gate rows then up rows.
 for class_name, names in (("MixtralSparseMoeBlock", ("w1", "w3", "w2")),
                           ("OlmoeSparseMoeBlock", ("gate_proj", "up_proj", "down_proj"))):
     block = list_block(class_name, names, norm_topk_prob=False)
-    packed = moe_torch.pack_hf_block(block)
+    packed = moe_mlir.pack_hf_block(block)
     experts = block.experts
     check(all(torch.equal(packed.gate_up_weights[e, :I], getattr(experts[e], names[0]).weight)
               and torch.equal(packed.gate_up_weights[e, I:], getattr(experts[e], names[1]).weight)
@@ -436,8 +479,8 @@ for names in (dict(num_group=2, num_experts=E), dict(n_group=2)):
                         routed_scaling_factor=2.5,
                         e_score_correction_bias=torch.randn(E), **names)
     block.shared_experts = shared
-    packed = moe_torch.pack_hf_block(block)
-    check(packed.spec == moe_torch.LayerSpec(
+    packed = moe_mlir.pack_hf_block(block)
+    check(packed.spec == moe_mlir.LayerSpec(
         H, I, E, K, "sigmoid_topk", renormalize=True, groups=2, select_groups=1,
         scale=2.5, score_bias=True, logits="f32", shared_intermediate=Is),
           f"DeepSeek-V3 spec {packed.spec}")
@@ -455,7 +498,7 @@ for names in (dict(num_group=2, num_experts=E), dict(n_group=2)):
           "DeepSeek-V3: copied, as the shared slices follow the routed experts")
 # Is = I: one slice, no zeros.
 block.shared_experts = shared_mlp("DeepseekV3MLP", I)
-packed = moe_torch.pack_hf_block(block)
+packed = moe_mlir.pack_hf_block(block)
 check(packed.spec.shared_intermediate == I and packed.spec.shared_slices == 1,
       f"DeepSeek-V3 Is = I: {packed.spec}")
 check_shared(packed, block.shared_experts, (block.experts.gate_up_proj, block.experts.down_proj),
@@ -476,8 +519,8 @@ for fused in (True, False):
     block.shared_expert = shared_mlp("Qwen2MoeMLP", Is)
     block.shared_expert_gate = linear(H, 1)
     what = f"Qwen2-MoE {'5' if fused else '4'}.x"
-    packed = moe_torch.pack_hf_block(block)
-    check(packed.spec == moe_torch.LayerSpec(H, I, E, K, "softmax_topk", renormalize=not fused,
+    packed = moe_mlir.pack_hf_block(block)
+    check(packed.spec == moe_mlir.LayerSpec(H, I, E, K, "softmax_topk", renormalize=not fused,
                                              shared_intermediate=Is, shared_gate=True),
           f"{what} spec {packed.spec}")
     check(" shared-intermediate=80 shared-gate=true" in packed.spec.options(),
@@ -494,8 +537,8 @@ for fused in (True, False):
 
 # GPT-OSS: interleaved [E, H, 2I] -> gate rows then up rows; biases alike.
 block = gpt_oss_block()
-packed = moe_torch.pack_hf_block(block)
-check(packed.spec == moe_torch.LayerSpec(H, I, E, K, "topk_softmax", activation="gptoss",
+packed = moe_mlir.pack_hf_block(block)
+check(packed.spec == moe_mlir.LayerSpec(H, I, E, K, "topk_softmax", activation="gptoss",
                                          alpha=1.702, limit=7.0, expert_bias=True),
       f"GPT-OSS spec {packed.spec}")
 x = torch.randn(5, H)
@@ -517,39 +560,39 @@ check(packed.down_bias.dtype == torch.float32 and
       packed.returns == "router_scores", "GPT-OSS biases, router scores")
 
 # Block errors, by message.
-expect(lambda: moe_torch.pack_hf_block(torch.nn.Linear(4, 4)), TypeError,
+expect(lambda: moe_mlir.pack_hf_block(torch.nn.Linear(4, 4)), TypeError,
        "Linear is not a supported MoE block: expected one of MixtralSparseMoeBlock, "
        "Qwen3MoeSparseMoeBlock, Qwen2MoeSparseMoeBlock, OlmoeSparseMoeBlock, DeepseekV3MoE, "
        "GptOssMLP")
 block = fused_block("MixtralSparseMoeBlock")
 block.float()
-expect(lambda: moe_torch.pack_hf_block(block), TypeError,
+expect(lambda: moe_mlir.pack_hf_block(block), TypeError,
        "MixtralSparseMoeBlock.gate.weight is torch.float32: MoELayer runs bfloat16 "
        "blocks; convert the block first (block.to(torch.bfloat16))")
 block.gate.to(bf16)
-expect(lambda: moe_torch.pack_hf_block(block), TypeError,
+expect(lambda: moe_mlir.pack_hf_block(block), TypeError,
        "MixtralSparseMoeBlock.experts.down_proj is torch.float32")
 block = fused_block("MixtralSparseMoeBlock")
 block.experts.gate_up_proj = parameter(E, 2 * I + 2, H)
-expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+expect(lambda: moe_mlir.pack_hf_block(block), ValueError,
        f"MixtralSparseMoeBlock.experts.gate_up_proj is ({E}, {2 * I + 2}, {H}), "
        f"expected ({E}, {2 * I}, {H}) = (E, 2I, H), with E and H from the router")
 block = fused_block("MixtralSparseMoeBlock")
 block.experts.act_fn = torch.nn.GELU()
-expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+expect(lambda: moe_mlir.pack_hf_block(block), ValueError,
        "mixtral: the experts' activation is 'GELU'")
 block = list_block("OlmoeSparseMoeBlock", ("gate_proj", "up_proj", "down_proj"),
                    norm_topk_prob=True)
 del block.experts[3]
-expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+expect(lambda: moe_mlir.pack_hf_block(block), ValueError,
        f"OlmoeSparseMoeBlock.experts holds 3 experts, the router weight ({E}, {H}) has E = {E}")
 block = list_block("OlmoeSparseMoeBlock", ("gate_proj", "up_proj", "down_proj"))
-expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+expect(lambda: moe_mlir.pack_hf_block(block), ValueError,
        "OlmoeSparseMoeBlock (OlmoeSparseMoeBlock) has no norm_topk_prob")
 block = gpt_oss_block()
 del block.experts.gate_up_proj
 block.experts.gate_up_proj_blocks = parameter(E, H, 2)
-expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+expect(lambda: moe_mlir.pack_hf_block(block), ValueError,
        "GptOssMLP.experts (GptOssExperts) has no gate_up_proj")
 
 
@@ -562,35 +605,35 @@ def qwen2_block():
 
 block = qwen2_block()
 block.shared_expert.act_fn = torch.nn.GELU()
-expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+expect(lambda: moe_mlir.pack_hf_block(block), ValueError,
        "Qwen2MoeSparseMoeBlock.shared_expert: the shared expert's activation is 'GELU'")
 block = qwen2_block()
 block.shared_expert.up_proj = linear(H, 40)
-expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+expect(lambda: moe_mlir.pack_hf_block(block), ValueError,
        f"Qwen2MoeSparseMoeBlock.shared_expert.up_proj.weight is (40, {H}), expected (48, {H}) = (Is, H)")
 block = qwen2_block()
 block.shared_expert.gate_proj.float()
-expect(lambda: moe_torch.pack_hf_block(block), TypeError,
+expect(lambda: moe_mlir.pack_hf_block(block), TypeError,
        "Qwen2MoeSparseMoeBlock.shared_expert.gate_proj.weight is torch.float32")
 block = qwen2_block()
 block.shared_expert.down_proj = torch.nn.Linear(48, H, dtype=bf16)
-expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+expect(lambda: moe_mlir.pack_hf_block(block), ValueError,
        "Qwen2MoeSparseMoeBlock.shared_expert.down_proj has a bias; the compiled shared expert has none")
 block = qwen2_block()
 block.shared_expert_gate = torch.nn.Linear(H, 1, dtype=bf16)
-expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+expect(lambda: moe_mlir.pack_hf_block(block), ValueError,
        "Qwen2MoeSparseMoeBlock.shared_expert_gate has a bias; the compiled gate is sigmoid(x . g) "
        "without one")
 block = qwen2_block()
 del block.shared_expert_gate
-expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+expect(lambda: moe_mlir.pack_hf_block(block), ValueError,
        "Qwen2MoeSparseMoeBlock (Qwen2MoeSparseMoeBlock) has no shared_expert_gate")
 block = fused_block("DeepseekV3MoE", n_group=2, topk_group=1, norm_topk_prob=True,
                     routed_scaling_factor=2.5, e_score_correction_bias=torch.randn(E))
-expect(lambda: moe_torch.pack_hf_block(block), ValueError,
+expect(lambda: moe_mlir.pack_hf_block(block), ValueError,
        "DeepseekV3MoE (DeepseekV3MoE) has no shared_experts")
 if not torch.cuda.is_available():
-    expect(lambda: moe_torch.MoELayer.from_hf(gpt_oss_block()), MoERuntimeError,
+    expect(lambda: moe_mlir.MoELayer.from_hf(gpt_oss_block()), MoERuntimeError,
            "MoELayer needs a CUDA GPU", status="NO_GPU")
 
 try:
@@ -704,8 +747,8 @@ for config, block_class in REAL:
             parameter_.copy_(torch.randn_like(parameter_, dtype=torch.float32) * 0.3)
         if name == "DeepseekV3MoE":
             block.gate.e_score_correction_bias.copy_(torch.randn(16) * 0.1)
-    packed = moe_torch.pack_hf_block(block)
-    check(packed.spec == moe_torch.spec_from_config(config),
+    packed = moe_mlir.pack_hf_block(block)
+    check(packed.spec == moe_mlir.spec_from_config(config),
           f"{name}: block spec {packed.spec} != config spec")
     mlp = getattr(block, "shared_experts", None) or getattr(block, "shared_expert", None)
     if mlp is not None and hasattr(block.experts, "gate_up_proj"):  # 5.x fused

@@ -20,10 +20,8 @@ import sys
 import torch
 
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
-sys.path[:0] = [ARTIFACTS, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                        "runtime", "python")]
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path.insert(0, os.path.join(ARTIFACTS, "site"))
+import moe_mlir  # noqa: E402
 from tally import Tally, run  # noqa: E402
 
 DEV = "cuda"
@@ -67,7 +65,7 @@ def main():
               "layer-shared-fp8.moebundle", "fp8layer.moebundle", "mxlayer.moebundle",
               "default.moebundle") or f.startswith("quantize")))
     for file in names:
-        bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, file))
+        bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, file))
         tried = ok_count = 0
         failures = []
         for entry in bundle.entries:
@@ -92,7 +90,7 @@ def main():
 
     what = "a CUDA graph of an empty layer call replays"
     try:
-        bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))
+        bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))
         name = "mixtral_8x7b"
         sizes = {"T": 0}
         args = {a.name: torch.zeros(bundle.shape(name, a.name, sizes), dtype=DTYPES[a.dtype],
@@ -115,13 +113,12 @@ def main():
 
     what = "MoELayer (Mixtral, from the hf-cache) on hidden states of zero tokens"
     try:
-        import moe_torch
         from transformers.models.mixtral import modeling_mixtral as mixtral
         config = mixtral.MixtralConfig(hidden_size=4096, intermediate_size=14336,
                                        num_local_experts=8, num_experts_per_tok=2)
         torch.manual_seed(0)
         block = mixtral.MixtralSparseMoeBlock(config).to(DEV, torch.bfloat16)
-        layer = moe_torch.MoELayer.from_hf(block, cache_dir=os.path.join(ARTIFACTS, "hf-cache"))
+        layer = moe_mlir.MoELayer.from_hf(block, cache_dir=os.path.join(ARTIFACTS, "hf-cache"))
         with torch.no_grad():
             x = torch.randn(2, 0, 4096, device=DEV, dtype=torch.bfloat16)
             got = layer(x)

@@ -20,9 +20,8 @@ import sys
 import torch
 
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
-sys.path.insert(0, ARTIFACTS)
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path.insert(0, os.path.join(ARTIFACTS, "site"))
+import moe_mlir  # noqa: E402
 from tally import Tally, run, warm_up_on_side_stream  # noqa: E402
 
 # Two bf16 roundings (the intermediate and the output): about 3e-3.
@@ -104,7 +103,7 @@ def main():
 
     if not bundles:
         report(False, "mlp bundles", f"no mlp-*.moebundle in {ARTIFACTS}")
-    loaded = {name: moe_runtime.Bundle(os.path.join(ARTIFACTS, name)) for name in bundles}
+    loaded = {name: moe_mlir.Bundle(os.path.join(ARTIFACTS, name)) for name in bundles}
     rng = random.Random(4321)
     seed = 0
     for name, shape in shapes().items():

@@ -27,10 +27,9 @@ import sys
 import torch
 
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
-sys.path.insert(0, ARTIFACTS)
+sys.path.insert(0, os.path.join(ARTIFACTS, "site"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+import moe_mlir  # noqa: E402
 from routings import clamped_ranges, offsets_from, skewed_counts  # noqa: E402
 from tally import Tally, run, warm_up_on_side_stream  # noqa: E402
 
@@ -309,7 +308,7 @@ def main():
             report(False, f"{fmt.format} bundles", f"no {fmt.prefix}*.moebundle in {ARTIFACTS}")
             continue
         for name in bundles:
-            loaded[name], fmt_of[name] = moe_runtime.Bundle(os.path.join(ARTIFACTS, name)), fmt
+            loaded[name], fmt_of[name] = moe_mlir.Bundle(os.path.join(ARTIFACTS, name)), fmt
         shapes[fmt] = {entry.name: entry for entry in loaded[bundles[0]].entries}
         for entry in shapes[fmt].values():
             report(entry.abi == "grouped_matmul_fp8.v1" and entry.format == fmt.format,
@@ -395,7 +394,7 @@ def main():
     for seed, (counts, chain_name, fmt) in enumerate(chains):
         what = f"{chain_name}.moebundle prepack -> quantize -> FP8 GEMM, counts {counts}"
         try:
-            chain = moe_runtime.Bundle(os.path.join(ARTIFACTS, f"{chain_name}.moebundle"))
+            chain = moe_mlir.Bundle(os.path.join(ARTIFACTS, f"{chain_name}.moebundle"))
             info = chain.entry("gate_up_0")
             g = torch.Generator(device=DEV).manual_seed(500 + seed)
             w = (fmt.varied_weights((info.experts, info.n, info.k), g) * info.k ** -0.5).to(torch.bfloat16)
@@ -428,7 +427,7 @@ def main():
     for seed, counts in enumerate(([40, 0, 1, 300, 7, 0, 64, 5], [0, 0, 0, 1, 0, 0, 0, 0], [0] * 7 + [700])):
         what = f"fp8chain.moebundle GPT-OSS-style FP8 expert MLP with biases, counts {counts}"
         try:
-            fused, separate = moe_runtime.Bundle(epilogue_path), moe_runtime.Bundle(chain_path)
+            fused, separate = moe_mlir.Bundle(epilogue_path), moe_mlir.Bundle(chain_path)
             ok, detail = fp8_mlp_case(fused, separate, counts, 600 + seed)
             report(ok, what, detail)
         except Exception as error:
@@ -440,7 +439,7 @@ def main():
     for seed, counts in enumerate(([40, 0, 1, 300, 7, 0, 64, 5], [0] * 7 + [700])):
         what = f"mxchain.moebundle GPT-OSS-style MXFP8 expert MLP with biases, counts {counts}"
         try:
-            ok, detail = mx_mlp_case(moe_runtime.Bundle(os.path.join(ARTIFACTS, "mxchain.moebundle")),
+            ok, detail = mx_mlp_case(moe_mlir.Bundle(os.path.join(ARTIFACTS, "mxchain.moebundle")),
                                      counts, 700 + seed)
             report(ok, what, detail)
         except Exception as error:
@@ -471,7 +470,7 @@ def main():
             call()
             torch.cuda.synchronize()
             report(False, f"runtime rejects {what}", "no error raised")
-        except moe_runtime.MoERuntimeError as error:
+        except moe_mlir.MoERuntimeError as error:
             report(True, f"runtime rejects {what}", str(error).splitlines()[0][:120])
         except Exception as error:
             report(False, f"runtime rejects {what}", f"unexpected {type(error).__name__}: {error}")

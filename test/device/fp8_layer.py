@@ -73,9 +73,8 @@ import torch
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
 PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else ".shared-bench")
 BENCH = "--bench" in sys.argv
-sys.path[:0] = [ARTIFACTS, PEERS, os.path.dirname(os.path.abspath(__file__))]
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path[:0] = [os.path.join(ARTIFACTS, "site"), PEERS, os.path.dirname(os.path.abspath(__file__))]
+import moe_mlir  # noqa: E402
 from tally import (Tally, graph_replay_errors, refused_without_launch, run,  # noqa: E402
                    warm_up_on_side_stream)
 from peers import SHAPES, bench, expert_act, moe_grouped, route_model  # noqa: E402
@@ -256,12 +255,12 @@ def main():
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
     generator = torch.Generator(device=DEV).manual_seed(1)
-    bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer.moebundle"))
-    epilogue_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-epilogue.moebundle"))
-    ref_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-separate.moebundle"))
-    scatter_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-scatter.moebundle"))
-    gather_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer-gather.moebundle"))
-    bf16_bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle")) if BENCH else None
+    bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "fp8layer.moebundle"))
+    epilogue_bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "fp8layer-epilogue.moebundle"))
+    ref_bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "fp8layer-separate.moebundle"))
+    scatter_bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "fp8layer-scatter.moebundle"))
+    gather_bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "fp8layer-gather.moebundle"))
+    bf16_bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "layer.moebundle")) if BENCH else None
     tally = Tally()
     report = tally.report
     table = []
@@ -408,7 +407,7 @@ def main():
                 "workspace too small": dict(workspace=layer.workspace[:-256]),
             }
             refused = refused_without_launch(bad, lambda change: layer(x, logits, **change), layer.out,
-                                             moe_runtime.MoERuntimeError)
+                                             moe_mlir.MoERuntimeError)
             report(len(refused) == len(bad), what, f"{len(refused)} of {len(bad)} refused without launching")
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
@@ -418,8 +417,8 @@ def main():
     # k = 20 (test/device/fp8_permutes.mlir): the scatter reading each slot
     # where it stores it.
     check_quantizing_permutes(
-        report, (("scatter", moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8permute-scatter.moebundle"))),),
-        moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8permute-separate.moebundle")), "k20", "k=20 layer",
+        report, (("scatter", moe_mlir.Bundle(os.path.join(ARTIFACTS, "fp8permute-scatter.moebundle"))),),
+        moe_mlir.Bundle(os.path.join(ARTIFACTS, "fp8permute-separate.moebundle")), "k20", "k=20 layer",
         generator, shape=(256, 32, 20))
 
     if table:

@@ -2,7 +2,7 @@
 """GPU tests of the compiled grouped GEMM, through the runtime (run on the H200).
 
 Every bundle in the artifacts folder (scripts/build-gpu-artifacts.sh) runs
-every routing below through runtime/python/moe_runtime.py; each result is
+every routing below through moe_mlir.runtime; each result is
 checked against a float32 torch reference computed from the same bf16
 inputs, on fresh random data, with the output poisoned (NaN) first:
 rows an expert owns must match, rows nobody owns must stay poisoned.
@@ -18,9 +18,8 @@ import sys
 import torch
 
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
-sys.path.insert(0, ARTIFACTS)
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path.insert(0, os.path.join(ARTIFACTS, "site"))
+import moe_mlir  # noqa: E402
 from routings import clamped_ranges, offsets_from, skewed_counts  # noqa: E402
 from tally import Tally, run, warm_up_on_side_stream  # noqa: E402
 
@@ -104,7 +103,7 @@ def main():
     tally = Tally()
     report = tally.report
 
-    loaded = {name: moe_runtime.Bundle(os.path.join(ARTIFACTS, name)) for name in bundles}
+    loaded = {name: moe_mlir.Bundle(os.path.join(ARTIFACTS, name)) for name in bundles}
     shapes = {}
     for entry in loaded[bundles[0]].entries:
         shapes[entry.name] = entry
@@ -173,7 +172,7 @@ def main():
             call()
             torch.cuda.synchronize()
             report(False, f"runtime rejects {what}", "no error raised")
-        except moe_runtime.MoERuntimeError as error:
+        except moe_mlir.MoERuntimeError as error:
             report(True, f"runtime rejects {what}", str(error).splitlines()[0][:120])
         except Exception as error:
             report(False, f"runtime rejects {what}", f"unexpected {type(error).__name__}: {error}")

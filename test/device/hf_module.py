@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""moe_torch.MoELayer against the real transformers blocks on the H200.
+"""moe_mlir.MoELayer against the real transformers blocks on the H200.
 
 For each of Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B, Qwen1.5-MoE-A2.7B,
 DeepSeek-V3 and GPT-OSS-120B (the real H, I, E and k, and the shared
@@ -34,7 +34,7 @@ precompiled cache (no compiler on the GPU machine), and checks:
 Prints `N passed, N failed`; exits non-zero on failure.
 
     python3 test/device/hf_module.py .gpu-artifacts [.shared-bench]
-        (.gpu-artifacts: hf-cache/, libmoe_runtime.so, moe_runtime.py)
+        (.gpu-artifacts: hf-cache/, and site/ with the moe_mlir package)
     python3 test/device/hf_module.py --build-cache DIR [--compiler BIN]
         (here: compiles the layers of MODELS into DIR; no torch needed;
         scripts/build-hf-cache.sh)
@@ -49,10 +49,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD_CACHE = "--build-cache" in sys.argv
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 and not BUILD_CACHE
                             else ".gpu-artifacts")
-sys.path[:0] = ([] if BUILD_CACHE else [ARTIFACTS]) + [os.path.join(REPO, "runtime", "python")]
-if not BUILD_CACHE:
-    os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_torch  # noqa: E402
+# Here the package of the source tree (compiling needs no library); on the
+# GPU machine the one scripts/build-gpu-artifacts.sh installed.
+sys.path.insert(0, os.path.join(REPO, "python") if BUILD_CACHE
+                else os.path.join(ARTIFACTS, "site"))
+import moe_mlir  # noqa: E402
 from tally import Tally, run  # noqa: E402
 
 # name: (transformers model module, config class, block class, config fields)
@@ -92,9 +93,9 @@ def build_cache(argv):
     (optionally --compiler DIR), in parallel; prints the bundles."""
     cache = os.path.abspath(argv[0])
     compiler = argv[argv.index("--compiler") + 1] if "--compiler" in argv else None
-    specs = [moe_torch.spec_from_config(fields) for _, _, _, fields in MODELS.values()]
+    specs = [moe_mlir.spec_from_config(fields) for _, _, _, fields in MODELS.values()]
     with ThreadPoolExecutor(max_workers=len(specs)) as pool:
-        for name, path in zip(MODELS, pool.map(lambda spec: moe_torch.compile_layer(
+        for name, path in zip(MODELS, pool.map(lambda spec: moe_mlir.compile_layer(
                 spec, cache_dir=cache, compiler=compiler), specs)):
             print(f"{name}: {path}")
     return 0
@@ -182,7 +183,7 @@ def main():
 
     import transformers
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
-          f"{torch.cuda.get_device_name()}; compiler here: {moe_torch.find_compiler()}",
+          f"{torch.cuda.get_device_name()}; compiler here: {moe_mlir.find_compiler()}",
           flush=True)
     torch.manual_seed(0)
     errors_checked = False
@@ -193,13 +194,13 @@ def main():
         try:
             config, block = make_block(name)
             randomise(name, block)
-            layer = moe_torch.MoELayer.from_hf(block, cache_dir=cache)
-            want_spec = moe_torch.spec_from_config(config)
+            layer = moe_mlir.MoELayer.from_hf(block, cache_dir=cache)
+            want_spec = moe_mlir.spec_from_config(config)
             # The shared expert's slices follow the routed experts; the
             # entry takes the gate where the block has one.
             spec = layer.spec
             rows = spec.experts + spec.shared_slices
-            args = [a.name for a in layer._bundle.signature(moe_torch.ENTRY).args]
+            args = [a.name for a in layer._bundle.signature(moe_mlir.ENTRY).args]
             shared_mlp = getattr(block, "shared_expert", getattr(block, "shared_experts", None))
             shared_ok = (layer.gate_up_weights.shape[0] == rows
                          and layer.down_weights.shape[0] == rows
@@ -306,18 +307,18 @@ def main():
                    "no backward", "torch.no_grad()")
             small = dict(hidden_size=64, intermediate_size=32, num_local_experts=4)
             expect("from_hf: a float32 block",
-                   lambda: moe_torch.MoELayer.from_hf(
+                   lambda: moe_mlir.MoELayer.from_hf(
                        make_block("mixtral-8x7b", torch.float32, **small)[1], cache_dir=cache),
                    TypeError, "is torch.float32", "block.to(torch.bfloat16)")
             expect("from_hf: a block on the CPU",
-                   lambda: moe_torch.MoELayer.from_hf(
+                   lambda: moe_mlir.MoELayer.from_hf(
                        make_block("mixtral-8x7b", device="cpu", **small)[1], cache_dir=cache),
                    ValueError, "weights are on cpu", "move the block")
             expect("from_hf: not a MoE block",
-                   lambda: moe_torch.MoELayer.from_hf(torch.nn.Linear(8, 8)), TypeError,
+                   lambda: moe_mlir.MoELayer.from_hf(torch.nn.Linear(8, 8)), TypeError,
                    "Linear is not a supported MoE block")
             expect("from_hf: a gelu block",
-                   lambda: moe_torch.MoELayer.from_hf(
+                   lambda: moe_mlir.MoELayer.from_hf(
                        make_block("mixtral-8x7b", hidden_act="gelu", **small)[1],
                        cache_dir=cache), ValueError, "activation is 'GELUActivation'")
 
@@ -326,15 +327,15 @@ def main():
                                    shared_expert_intermediate_size=48, num_experts=4,
                                    num_experts_per_tok=2)[1]
                 block.shared_expert_gate = torch.nn.Linear(64, 1, device=dev, dtype=torch.bfloat16)
-                return moe_torch.MoELayer.from_hf(block, cache_dir=cache)
+                return moe_mlir.MoELayer.from_hf(block, cache_dir=cache)
             expect("from_hf: a Qwen2-MoE shared_expert_gate with a bias", biased_shared_gate,
                    ValueError, "shared_expert_gate has a bias")
-            if moe_torch.find_compiler() is None:
+            if moe_mlir.find_compiler() is None:
                 with tempfile.TemporaryDirectory() as empty:
                     expect("from_hf: a layer not in the cache, no compiler",
-                           lambda: moe_torch.MoELayer.from_hf(
+                           lambda: moe_mlir.MoELayer.from_hf(
                                make_block("mixtral-8x7b", **small)[1], cache_dir=empty),
-                           moe_torch.MoERuntimeError, "no compiled bundle for this layer",
+                           moe_mlir.MoERuntimeError, "no compiled bundle for this layer",
                            "$MOE_MLIR_BIN")
         layer = block = None  # frees the weights before the next model
         torch.cuda.empty_cache()

@@ -25,9 +25,8 @@ import torch
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
 PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else ".shared-bench")
 BENCH = "--bench" in sys.argv
-sys.path[:0] = [ARTIFACTS, PEERS]
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path[:0] = [os.path.join(ARTIFACTS, "site"), PEERS]
+import moe_mlir  # noqa: E402
 from tally import Tally, graph_replay_errors, refused_without_launch, run  # noqa: E402
 from peers import SHAPES, bench, moe_grouped, moe_loop, reference, route_model  # noqa: E402
 
@@ -76,7 +75,7 @@ def rel_err(got, want):
 def main():
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
-    bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))
+    bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))
     tally = Tally()
     report = tally.report
     table = []
@@ -167,7 +166,7 @@ def main():
                              gate_up_bias=args["b13"], down_bias=b2, out=layer.out,
                              workspace=args["workspace"])
 
-            refused = refused_without_launch(bad, attempt, layer.out, moe_runtime.MoERuntimeError)
+            refused = refused_without_launch(bad, attempt, layer.out, moe_mlir.MoERuntimeError)
             report(len(refused) == len(bad), what, f"{len(refused)} of {len(bad)} refused without launching")
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")

@@ -41,9 +41,8 @@ import torch
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
 PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else ".shared-bench")
 BENCH = "--bench" in sys.argv
-sys.path[:0] = [ARTIFACTS, PEERS, os.path.dirname(os.path.abspath(__file__))]
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path[:0] = [os.path.join(ARTIFACTS, "site"), PEERS, os.path.dirname(os.path.abspath(__file__))]
+import moe_mlir  # noqa: E402
 from tally import Tally, graph_replay_errors, refused_without_launch, run  # noqa: E402
 from peers import SHAPES, bench, expert_act, route_model  # noqa: E402
 from fp8_grouped_matmul import dequantize_mx, quantize_mx  # noqa: E402
@@ -125,12 +124,12 @@ def main():
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
     generator = torch.Generator(device=DEV).manual_seed(3)
-    bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "mxlayer.moebundle"))
+    bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "mxlayer.moebundle"))
     others = {}
     if BENCH:
-        others = {"widen": moe_runtime.Bundle(os.path.join(ARTIFACTS, "mxlayer-widen.moebundle")),
-                  "block fp8": moe_runtime.Bundle(os.path.join(ARTIFACTS, "fp8layer.moebundle")),
-                  "bf16": moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))}
+        others = {"widen": moe_mlir.Bundle(os.path.join(ARTIFACTS, "mxlayer-widen.moebundle")),
+                  "block fp8": moe_mlir.Bundle(os.path.join(ARTIFACTS, "fp8layer.moebundle")),
+                  "bf16": moe_mlir.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))}
     tally = Tally()
     report = tally.report
     table = []
@@ -224,7 +223,7 @@ def main():
                 "workspace too small": dict(workspace=layer.workspace[:-256]),
             }
             refused = refused_without_launch(bad, lambda change: layer(x, logits, **change), layer.out,
-                                             moe_runtime.MoERuntimeError)
+                                             moe_mlir.MoERuntimeError)
             report(len(refused) == len(bad), what, f"{len(refused)} of {len(bad)} refused without launching")
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")

@@ -42,11 +42,10 @@ import torch
 
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, ARTIFACTS)
+sys.path.insert(0, os.path.join(ARTIFACTS, "site"))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+import moe_mlir  # noqa: E402
 import moe_ref  # noqa: E402
 import quant_case  # noqa: E402
 from tally import Tally, run  # noqa: E402
@@ -400,7 +399,7 @@ def check_graph(tally, bundle, entry, first, second):
 def expect_error(tally, what, call, status, needle):
     try:
         call()
-    except moe_runtime.MoERuntimeError as error:
+    except moe_mlir.MoERuntimeError as error:
         ok = error.status == status and needle in error.message
         tally.report(ok, f"error: {what}", "" if ok else f"got {error.status}: {error.message}")
         return
@@ -454,12 +453,12 @@ def check_errors(tally, bundle):
         tally.report(False, "no rows: a no-op with empty outputs",
                      f"{type(error).__name__}: {error}")
     # Pointers through the C API (torch cannot make misaligned f32 tensors).
-    lib, handle = moe_runtime._library(), bundle._live_handle()
+    lib, handle = moe_mlir.runtime._library(), bundle._live_handle()
 
     def launch(entry, pointers, rows):
         sizes = (ctypes.c_int64 * 1)(rows)
         ptrs = (ctypes.c_uint64 * 3)(*pointers)
-        args = moe_runtime._LaunchArgs(sizes, len(bundle.signature(entry).sizes), 3, ptrs, 0, 0)
+        args = moe_mlir.runtime._LaunchArgs(sizes, len(bundle.signature(entry).sizes), 3, ptrs, 0, 0)
         status = lib.moeLaunch(handle, entry.encode(), ctypes.byref(args), None)
         return status, lib.moeLastErrorMessage().decode()
 
@@ -492,7 +491,7 @@ def check_errors(tally, bundle):
 def main():
     tally = Tally()
     path = os.path.join(ARTIFACTS, "quantize.moebundle")
-    bundle = moe_runtime.Bundle(path)
+    bundle = moe_mlir.Bundle(path)
     entries = [e for e in bundle.entries if e.abi == "quantize.v1"]
     tally.report(len(entries) >= 16, f"{len(entries)} quantize.v1 entries in {path}")
     # Inputs first, then every reference in parallel (numpy only: forked

@@ -24,9 +24,8 @@ import torch
 
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
 PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else ".shared-bench")
-sys.path[:0] = [ARTIFACTS, PEERS]
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path[:0] = [os.path.join(ARTIFACTS, "site"), PEERS]
+import moe_mlir  # noqa: E402
 from tally import Tally, run, warm_up_on_side_stream  # noqa: E402
 from peers import SHAPES, route_model  # noqa: E402
 
@@ -130,7 +129,7 @@ EXPERTS = {"softmax_e60_k6": 60, "sigmoid_e48_g4s2_k4": 48}
 
 def main():
     torch.manual_seed(0)
-    bundle = moe_runtime.Bundle(os.path.join(ARTIFACTS, "routing.moebundle"))
+    bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "routing.moebundle"))
     tally = Tally()
     report = tally.report
 

@@ -30,9 +30,8 @@ import torch
 
 ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifacts")
 PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else ".shared-bench")
-sys.path[:0] = [ARTIFACTS, PEERS, os.path.dirname(os.path.abspath(__file__))]
-os.environ.setdefault("MOE_RUNTIME_LIB", os.path.join(ARTIFACTS, "libmoe_runtime.so"))
-import moe_runtime  # noqa: E402
+sys.path[:0] = [os.path.join(ARTIFACTS, "site"), PEERS, os.path.dirname(os.path.abspath(__file__))]
+import moe_mlir  # noqa: E402
 from tally import Tally, graph_replay_errors, refused_without_launch, run  # noqa: E402
 from peers import expert_act, reference, route_model  # noqa: E402
 from fp8_grouped_matmul import dequantize_blocks, quantize_blocks  # noqa: E402
@@ -126,8 +125,8 @@ def routed_fp8(model, x, logits, bias, k, w13, w2):
 def main():
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
-    bundles = {"bf16": moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer-shared.moebundle")),
-               "fp8": moe_runtime.Bundle(os.path.join(ARTIFACTS, "layer-shared-fp8.moebundle"))}
+    bundles = {"bf16": moe_mlir.Bundle(os.path.join(ARTIFACTS, "layer-shared.moebundle")),
+               "fp8": moe_mlir.Bundle(os.path.join(ARTIFACTS, "layer-shared-fp8.moebundle"))}
     tally = Tally()
     report = tally.report
 
@@ -251,7 +250,7 @@ def main():
                 def attempt(change):
                     call(x, logits, bias, out, workspace, **change)
 
-                refused = refused_without_launch(bad, attempt, out, moe_runtime.MoERuntimeError)
+                refused = refused_without_launch(bad, attempt, out, moe_mlir.MoERuntimeError)
                 report(len(refused) == len(bad), what,
                        f"{len(refused)} of {len(bad)} refused without launching")
             except Exception as error:

@@ -251,7 +251,7 @@ def contract_check(records, tables_path, header_path, compiler_header_path,
             drifts.append(f'Contract.td: the {kind}s {names} are not in the '
                           f'order of {enum} {declared}')
     structs = _c_structs(header)
-    spec = importlib.util.spec_from_file_location('moe_runtime', python_path)
+    spec = importlib.util.spec_from_file_location('moe_mlir_runtime', python_path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     for struct in _in_order(records, 'CStruct'):

@@ -12,10 +12,11 @@
       runtime/contract/Contract.td, for the writer and the reader.
   contract-check --json CONTRACT.json --tables ContractTables.h
                  --header moe_runtime.h --compiler-header Contract.h
-                 --python moe_runtime.py
+                 --python python/moe_mlir/runtime.py
       Exits 1, listing each drift, unless the tables are current and the C
-      header, the compiler's version and the ctypes mirror declare what
-      Contract.td declares.
+      header, the compiler's version and the ctypes mirror (the moe_mlir
+      package's runtime module, loaded alone) declare what Contract.td
+      declares.
 """
 import argparse
 import json

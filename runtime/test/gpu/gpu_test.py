@@ -19,8 +19,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-import moe_runtime  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
+import moe_mlir  # noqa: E402  (the source tree's; the library: $MOE_RUNTIME_LIB)
 
 MAX = 2147483647
 
@@ -79,7 +79,7 @@ def main():
     cubin = open(sys.argv[1], "rb").read()
     path = os.path.join(tempfile.mkdtemp(), "reference.moebundle")
     write_bundle(cubin, path)
-    bundle = moe_runtime.Bundle(path)
+    bundle = moe_mlir.Bundle(path)
     # No context is current yet: the runtime retains device 0's primary
     # context, the one torch uses too.
     bundle.load()
@@ -314,7 +314,7 @@ def main():
         try:
             call()
             report(False, f"rejects {what}", "no error")
-        except moe_runtime.MoERuntimeError as error:
+        except moe_mlir.MoERuntimeError as error:
             report(needle in str(error), f"rejects {what}", str(error))
     torch.cuda.synchronize()
     bundle.close()

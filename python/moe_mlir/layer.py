@@ -1,7 +1,7 @@
 """A Hugging Face sparse MoE block as one compiled layer.v1 call (PyTorch).
 
-    import moe_torch
-    layer = moe_torch.MoELayer.from_hf(model.model.layers[3].mlp)  # bf16, CUDA
+    from moe_mlir import MoELayer
+    layer = MoELayer.from_hf(model.model.layers[3].mlp)             # bf16, CUDA
     model.model.layers[3].mlp = layer                               # drop-in
     y = layer(hidden_states)                                        # [..., H]
 
@@ -14,8 +14,8 @@ on disk (`compile_layer`), and keeps
 the expert weights packed in the runtime's layout. Its forward computes the
 router logits with the block's own router weights, then runs route,
 permutation, fused expert MLPs and the weighted combine in one runtime call
-(moe_runtime.Bundle.launch of the layer.v1 entry) on torch's current stream.
-A shared expert is part of that call: the compiler runs it as
+(moe_mlir.runtime.Bundle.launch of the layer.v1 entry) on torch's current
+stream. A shared expert is part of that call: the compiler runs it as
 c = ceil(Is / I) more experts every token takes, so its weights are
 arranged once after the routed experts' (_pack).
 
@@ -30,8 +30,10 @@ biases, interleaved gate/up columns). Inference only, bfloat16 only.
 The compile half (LayerSpec, spec_from_config, compile_layer and the cache)
 needs neither torch nor a GPU: the GPU machine may have no MLIR, so bundles
 are compiled elsewhere and the cache directory is copied there
-(`python3 moe_torch.py config.json --cache-dir DIR` compiles the layer of a
-Hugging Face config.json). MoELayer and pack_hf_block need torch.
+(`moe-mlir-compile config.json --cache-dir DIR`, or `python3 -m
+moe_mlir.layer ...`, compiles the layer of a Hugging Face config.json).
+MoELayer and pack_hf_block need torch. The compiler is found as
+find_compiler says.
 """
 
 import argparse
@@ -45,9 +47,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from typing import Optional, Tuple
 
-from moe_runtime import Bundle, MoERuntimeError
+from .runtime import Bundle, MoERuntimeError
 
 try:
     import torch
@@ -62,6 +65,8 @@ __all__ = ["BLOCK_CLASSES", "ENTRY", "LayerSpec", "MoELayer", "MoERuntimeError",
 ENTRY = "moe_layer"
 #: The moe-opt pipeline every layer is compiled with (part of the cache key).
 PIPELINE = "--moe-gpu-pipeline"
+#: Part of every cache key (LayerSpec.key): the module's old name is kept so
+#: that caches built before the package keep their keys.
 _CACHE_FORMAT = "moe_torch cache 2"
 
 #: Hugging Face block class -> the model_type of its config.
@@ -363,11 +368,56 @@ def default_cache_dir() -> str:
     return os.path.join(base, "moe-mlir")
 
 
+def _checkouts() -> list:
+    """The moe-mlir checkouts this package may come from: the one holding
+    this file (python/moe_mlir/ of a checkout), and the directory `pip
+    install ./python` installed it from (its PEP 610 direct_url.json)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = [os.path.dirname(os.path.dirname(here))]
+    try:
+        from importlib import metadata
+        dist = metadata.distribution("moe-mlir")
+        same = os.path.samefile(dist.locate_file("moe_mlir/layer.py"),
+                                os.path.abspath(__file__))
+        origin = json.loads(dist.read_text("direct_url.json") or "{}")
+        url = origin.get("url", "")
+        if same and "dir_info" in origin and url.startswith("file://"):
+            source = urllib.parse.unquote(urllib.parse.urlparse(url).path)
+            found.append(os.path.dirname(os.path.abspath(source)))
+    except (ImportError, OSError, ValueError):
+        pass  # not installed, or installed from a wheel: no checkout known
+    return [root for root in found
+            if os.path.isfile(os.path.join(root, "python", "pyproject.toml"))]
+
+
+def _build_tree_compiler() -> Optional[Tuple[str, str]]:
+    """(moe-opt, moe-translate) of the most recently built build*/bin of
+    the checkouts of _checkouts(); None when none has both."""
+    candidates = []
+    for root in _checkouts():
+        for directory in glob.glob(os.path.join(root, "build*", "bin")):
+            tools = tuple(os.path.join(directory, name)
+                          for name in ("moe-opt", "moe-translate"))
+            if all(os.access(t, os.X_OK) for t in tools):
+                candidates.append(tools)
+    return max(candidates, key=lambda t: os.path.getmtime(t[0]),
+               default=None)
+
+
 def find_compiler(compiler: Optional[str] = None) -> Optional[Tuple[str, str]]:
-    """(moe-opt, moe-translate) from the directory `compiler`, else the
-    directory $MOE_MLIR_BIN, else $PATH; None when PATH has not both. A
-    directory given by argument or variable must hold both (else a
-    MoERuntimeError NOT_FOUND naming it)."""
+    """(moe-opt, moe-translate), looked for in this order:
+
+    1. the directory `compiler` (compile_layer's and MoELayer.from_hf's
+       compiler=, moe-mlir-compile's --compiler);
+    2. the directory $MOE_MLIR_BIN;
+    3. $PATH;
+    4. the build tree of the moe-mlir checkout this package comes from
+       (<checkout>/build*/bin, the most recently built): the checkout
+       holding this file, or the one `pip install ./python` installed it
+       from.
+
+    None when none has both. A directory given by argument or variable
+    must hold both (else a MoERuntimeError NOT_FOUND naming it)."""
     for where, directory in (("compiler=", compiler),
                              ("$MOE_MLIR_BIN", os.environ.get("MOE_MLIR_BIN"))):
         if directory:
@@ -382,7 +432,9 @@ def find_compiler(compiler: Optional[str] = None) -> Optional[Tuple[str, str]]:
                     "moe-translate, e.g. build/bin)")
             return tools
     tools = tuple(shutil.which(name) for name in ("moe-opt", "moe-translate"))
-    return tools if all(tools) else None
+    if all(tools):
+        return tools
+    return _build_tree_compiler()
 
 
 _identities = {}
@@ -424,7 +476,7 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
             f"{layer_dir}, and no compiler to build it: pass "
             "compiler=<directory with moe-opt and moe-translate>, set "
             "$MOE_MLIR_BIN, or put them on $PATH; or compile the layer on "
-            "a machine that has them (python3 moe_torch.py config.json "
+            "a machine that has them (moe-mlir-compile config.json "
             "--cache-dir DIR) and copy DIR here as $MOE_CACHE_DIR or "
             "cache_dir=")
     bundle = os.path.join(layer_dir, _compiler_identity(tools) + ".moebundle")
@@ -457,16 +509,19 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     return bundle
 
 
-def _main(argv=None) -> int:
+def main(argv=None) -> int:
+    """The command line moe-mlir-compile (also `python3 -m
+    moe_mlir.layer`)."""
     parser = argparse.ArgumentParser(
-        prog="moe_torch.py", description="Compile the MoE layer of Hugging "
+        prog="moe-mlir-compile", description="Compile the MoE layer of Hugging "
         "Face config.json files into the cache MoELayer.from_hf reads, and "
         "print the bundles' paths.")
     parser.add_argument("configs", nargs="+", metavar="config.json")
     parser.add_argument("--cache-dir", help="default: $MOE_CACHE_DIR or "
                         "~/.cache/moe-mlir")
     parser.add_argument("--compiler", help="directory with moe-opt and "
-                        "moe-translate (default: $MOE_MLIR_BIN or $PATH)")
+                        "moe-translate (default: $MOE_MLIR_BIN, $PATH, then "
+                        "the build tree of this package's checkout)")
     parser.add_argument("--options", action="store_true",
                         help="print the layers' --moe-build-layer options "
                         "instead")
@@ -891,8 +946,8 @@ if torch is not None:
             CUDA device), compiled on first use or loaded from the cache
             (compile_layer: cache_dir defaults to $MOE_CACHE_DIR or
             ~/.cache/moe-mlir; compiler, a directory with moe-opt and
-            moe-translate, to $MOE_MLIR_BIN or $PATH, and is not needed
-            when the cache has the layer). The block is not modified and
+            moe-translate, to what find_compiler finds; no compiler is
+            needed when the cache has the layer). The block is not modified and
             not kept, but its expert weights' storage is shared where it
             already has the runtime's layout and no shared expert follows
             the routed ones, else packed once (a copy). Raises TypeError
@@ -1023,4 +1078,4 @@ else:
 
 
 if __name__ == "__main__":
-    sys.exit(_main())
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """Thin ctypes wrapper of libmoe_runtime (runtime/include/moe_runtime.h).
 
-    from moe_runtime import Bundle
+    from moe_mlir.runtime import Bundle
     bundle = Bundle("layer.moebundle")        # parse + validate, no GPU needed
     print(bundle.chip, [entry.name for entry in bundle.entries])
     ids, weights = bundle.route("router", logits, bias)             # torch
@@ -18,10 +18,14 @@
                        gate_up_weights_scale=s13, down_weights_scale=s2)
     q, s = bundle.quantize("act", x)          # block-scaled FP8, bit-exact
 
-The library is found through $MOE_RUNTIME_LIB, else next to this file, else
-in <repo>/build*/lib/. torch is imported only by the launching methods
-(after the checks that need no tensor), so the module serves introspection
-on machines without it.
+The library is found, in this order: next to this file (the moe_mlir
+package as `pip install ./python` installs it, with its own
+libmoe_runtime.so); $MOE_RUNTIME_LIB; the build tree of the moe-mlir
+checkout holding this file (<checkout>/build*/lib/, the most recently
+built). torch is imported only by the launching methods (after the checks
+that need no tensor), so the module serves introspection on machines
+without it. This file imports only the standard library: the contract's
+drift check (tools/tblgen/contract.py) loads it alone.
 
 Kernels are launched with programmatic dependent launch (the contract's
 section 3.6) unless os.environ["MOE_RUNTIME_PDL"] == "0"; the library reads
@@ -248,20 +252,25 @@ class Entry:
 
 def library_path() -> str:
     """Where libmoe_runtime.so is loaded from (see the module docstring)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    packaged = os.path.join(here, "libmoe_runtime.so")
+    if os.path.exists(packaged):
+        return packaged
     explicit = os.environ.get("MOE_RUNTIME_LIB")
     if explicit:
         return explicit
-    here = os.path.dirname(os.path.abspath(__file__))
-    beside = os.path.join(here, "libmoe_runtime.so")
-    if os.path.exists(beside):
-        return beside
+    # python/moe_mlir/ of a checkout: its build trees.
     root = os.path.dirname(os.path.dirname(here))
     built = glob.glob(os.path.join(root, "build*", "lib", "libmoe_runtime.so"))
     if built:
         return max(built, key=os.path.getmtime)  # the most recent build
     raise MoERuntimeError(
-        "NOT_FOUND", "libmoe_runtime.so not found: set MOE_RUNTIME_LIB, or "
-        f"build it into {root}/build*/lib")
+        "NOT_FOUND", f"libmoe_runtime.so not found: not in the moe_mlir "
+        f"package ({here}; `pip install ./python` puts it there), "
+        "$MOE_RUNTIME_LIB is not set, and no build tree has it "
+        f"({root}/build*/lib): install the package, set MOE_RUNTIME_LIB to "
+        "the library's path, or build the runtime (cmake --build build "
+        "--target moe_runtime)")
 
 
 _lib = None
