@@ -692,17 +692,24 @@ std::optional<LayerChain> mlir::moe::getLayerChain(LayerOp layer) {
   Block &body = layer.getBody().front();
   auto ops =
       llvm::to_vector(llvm::make_pointer_range(body.without_terminator()));
-  // Quantized rows add their quantize and dequantize after the permute.
-  bool quantized = ops.size() == 6;
-  if (ops.size() != 4 && !quantized)
+  // A leading route (else the ids and weights come from outside), then the
+  // permute, the rows' quantize round trip when quantized, the expert MLP
+  // and the combine.
+  LayerChain chain{};
+  ArrayRef<Operation *> rest = ops;
+  if (!rest.empty() && (chain.route = dyn_cast<RouteOp>(rest.front())))
+    rest = rest.drop_front();
+  bool quantized = rest.size() == 5;
+  if (rest.size() != 3 && !quantized)
     return std::nullopt;
-  LayerChain chain{dyn_cast<RouteOp>(ops[0]),
-                   dyn_cast<PermuteOp>(ops[1]),
-                   quantized ? dyn_cast<QuantizeOp>(ops[2]) : QuantizeOp(),
-                   quantized ? dyn_cast<DequantizeOp>(ops[3]) : DequantizeOp(),
-                   dyn_cast<ExpertMLPOp>(ops[ops.size() - 2]),
-                   dyn_cast<UnpermuteOp>(ops.back())};
-  if (!chain.route || !chain.permute || !chain.mlp || !chain.combine)
+  chain.permute = dyn_cast<PermuteOp>(rest[0]);
+  if (quantized) {
+    chain.rowsQuantize = dyn_cast<QuantizeOp>(rest[1]);
+    chain.rowsDequantize = dyn_cast<DequantizeOp>(rest[2]);
+  }
+  chain.mlp = dyn_cast<ExpertMLPOp>(rest[rest.size() - 2]);
+  chain.combine = dyn_cast<UnpermuteOp>(rest.back());
+  if (!chain.permute || !chain.mlp || !chain.combine)
     return std::nullopt;
   Value mlpRows = chain.permute.getRows();
   if (quantized) {
@@ -716,12 +723,21 @@ std::optional<LayerChain> mlir::moe::getLayerChain(LayerOp layer) {
   // layer.v1 has no shared expert: its combine adds nothing.
   if (chain.combine.getShared())
     return std::nullopt;
-  if (chain.permute.getExpertIds() != chain.route.getExpertIds() ||
-      chain.mlp.getRows() != mlpRows ||
+  // The combine is weighted: by the route's weights, or by weights from
+  // outside the layer (as the ids then are).
+  Value ids = chain.permute.getExpertIds(),
+        weights = chain.combine.getWeights();
+  auto inside = [&](Value value) {
+    return layer.getBody().isAncestor(value.getParentRegion());
+  };
+  if (!weights || (chain.route ? ids != chain.route.getExpertIds() ||
+                                     weights != chain.route.getWeights()
+                               : inside(ids) || inside(weights)))
+    return std::nullopt;
+  if (chain.mlp.getRows() != mlpRows ||
       chain.mlp.getOffsets() != chain.permute.getOffsets() ||
       chain.combine.getRows() != chain.mlp.getResult() ||
       chain.combine.getSlots() != chain.permute.getSlots() ||
-      chain.combine.getWeights() != chain.route.getWeights() ||
       cast<YieldOp>(body.getTerminator()).getValue() !=
           chain.combine.getResult())
     return std::nullopt;

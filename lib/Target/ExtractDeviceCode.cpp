@@ -199,8 +199,9 @@ struct MoEExtractDeviceCodePass
   /// Every entry name given so far, and the op it was given to.
   llvm::StringMap<Operation *> entryOps;
 
-  /// Appends the entries of the parts of `layer` (`<name>_route`,
-  /// `<name>_permute`, with rows quantized by a kernel of their own
+  /// Appends the entries of the parts of `layer` (`<name>_route` unless the
+  /// model routes, `<name>_permute`, with rows quantized by a kernel of their
+  /// own
   /// `<name>_quantize`,
   /// `<name>_gate_up`, for an FP8 intermediate quantized by a kernel of its
   /// own `<name>_intermediate`,
@@ -221,8 +222,10 @@ struct MoEExtractDeviceCodePass
                                "the chain --moe-fuse-layer builds");
     // The parts' entries: `<name>_<role>`; the expert MLP's keep their part
     // names (gate_up, intermediate, down).
-    SmallVector<std::pair<StringRef, Operation *>, 5> parts = {
-        {"route", chain->route}, {"permute", chain->permute}};
+    SmallVector<std::pair<StringRef, Operation *>, 5> parts;
+    if (chain->route)
+      parts.push_back({"route", chain->route});
+    parts.push_back({"permute", chain->permute});
     // Rows the gather quantizes (`out` of the permute) have no quantize
     // part.
     if (chain->rowsQuantize && chain->rowsQuantize->hasAttr(moe::kLaunchAttr))

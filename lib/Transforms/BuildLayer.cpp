@@ -54,13 +54,27 @@ struct BuildLayer : mlir::moe::impl::MoEBuildLayerBase<BuildLayer> {
                                     "(shared-intermediate > 0)";
       return;
     }
+    // routing=none: the caller routes and passes the ids and weights.
+    bool routed = routing != "none";
     std::optional<Routing> routingKind = symbolizeRouting(routing);
-    if (!routingKind) {
+    if (routed && !routingKind) {
       optionError("routing") << "= '" << routing
-                             << "': expected softmax_topk, topk_softmax or "
-                                "sigmoid_topk";
+                             << "': expected softmax_topk, topk_softmax, "
+                                "sigmoid_topk or none";
       return;
     }
+    if (!routed)
+      for (auto [option, set] :
+           {std::pair<StringRef, bool>{"renormalize", renormalize},
+            {"groups", groups != 0},
+            {"scale", scale != 1.0},
+            {"score-bias", scoreBias},
+            {"shared-intermediate", sharedIntermediate != 0}})
+        if (set) {
+          optionError(option) << "needs a moe.route: routing=none takes the "
+                                 "ids and weights as arguments";
+          return;
+        }
     std::optional<GatedActivation> act = symbolizeGatedActivation(activation);
     if (!act) {
       optionError("activation")
@@ -92,8 +106,12 @@ struct BuildLayer : mlir::moe::impl::MoEBuildLayerBase<BuildLayer> {
       return RankedTensorType::get(shape, element);
     };
     Type x = tensor({dyn, H}, bf16);
-    SmallVector<Type> inputs = {x,
-                                tensor({dyn, E}, logits == "f32" ? f32 : bf16)};
+    SmallVector<Type> inputs = {x};
+    if (routed)
+      inputs.push_back(tensor({dyn, E}, logits == "f32" ? f32 : bf16));
+    else
+      inputs.append({tensor({dyn, k}, IntegerType::get(context, 32)),
+                     tensor({dyn, k}, f32)});
     int bias = -1, b13 = -1, b2 = -1, s13 = -1, sg = -1;
     if (scoreBias) {
       bias = inputs.size();
@@ -131,16 +149,22 @@ struct BuildLayer : mlir::moe::impl::MoEBuildLayerBase<BuildLayer> {
       return index < 0 ? Value() : body->getArgument(index);
     };
     Type i64 = b.getI64Type();
-    auto route = RouteOp::create(
-        b, loc, tensor({dyn, k}, b.getI32Type()), tensor({dyn, k}, f32), arg(1),
-        arg(bias), Value(), Value(), RoutingAttr::get(context, *routingKind),
-        b.getI64IntegerAttr(k), groups ? b.getI64IntegerAttr(groups) : nullptr,
-        groups ? b.getI64IntegerAttr(selectGroups) : nullptr,
-        renormalize ? b.getUnitAttr() : nullptr,
-        scale != 1.0 ? b.getF32FloatAttr(scale) : nullptr, nullptr);
-    auto permute = PermuteOp::create(b, loc, x, tensor({E + 1}, i64),
-                                     tensor({dyn, k}, i64), arg(0),
-                                     route.getExpertIds(), nullptr);
+    Value ids = arg(1), weights = arg(2);
+    if (routed) {
+      auto route = RouteOp::create(
+          b, loc, tensor({dyn, k}, b.getI32Type()), tensor({dyn, k}, f32),
+          arg(1), arg(bias), Value(), Value(),
+          RoutingAttr::get(context, *routingKind), b.getI64IntegerAttr(k),
+          groups ? b.getI64IntegerAttr(groups) : nullptr,
+          groups ? b.getI64IntegerAttr(selectGroups) : nullptr,
+          renormalize ? b.getUnitAttr() : nullptr,
+          scale != 1.0 ? b.getF32FloatAttr(scale) : nullptr, nullptr);
+      ids = route.getExpertIds();
+      weights = route.getWeights();
+    }
+    auto permute =
+        PermuteOp::create(b, loc, x, tensor({E + 1}, i64),
+                          tensor({dyn, k}, i64), arg(0), ids, nullptr);
     bool gptoss = *act == GatedActivation::gptoss;
     auto mlp = ExpertMLPOp::create(
         b, loc, x, permute.getRows(), permute.getOffsets(), arg(w13), arg(w2),
@@ -152,9 +176,8 @@ struct BuildLayer : mlir::moe::impl::MoEBuildLayerBase<BuildLayer> {
       shared = SharedMLPOp::create(
           b, loc, x, arg(0), arg(s13), arg(s13 + 1), arg(sg),
           GatedActivationAttr::get(context, GatedActivation::silu));
-    auto out =
-        UnpermuteOp::create(b, loc, x, mlp.getResult(), permute.getSlots(),
-                            route.getWeights(), shared);
+    auto out = UnpermuteOp::create(b, loc, x, mlp.getResult(),
+                                   permute.getSlots(), weights, shared);
     func::ReturnOp::create(b, loc, out.getResult());
     // Options no layer can have are the ops' own rules.
     if (failed(verify(func))) {

@@ -16,7 +16,8 @@ using namespace mlir::moe;
 namespace {
 
 /// Groups route -> permute -> expert_mlp -> unpermute, rooted at the
-/// unpermute, into `moe.layer`; quantized activations bring the rows'
+/// unpermute, into `moe.layer` (without the route when the ids and weights
+/// come from elsewhere); quantized activations bring the rows'
 /// quantize -> dequantize round trip along, and the `moe.shared_mlp` whose
 /// result only the unpermute adds comes along too (any other addend is read
 /// from above).
@@ -39,15 +40,22 @@ struct FuseLayer : OpRewritePattern<UnpermuteOp> {
       return rewriter.notifyMatchFailure(combine,
                                          "rows, offsets and slots are not one "
                                          "permute's");
+    // Ids from a route take it (and its weights) into the layer; other ids
+    // and weights are the layer's inputs (the model routes).
     auto route = permute.getExpertIds().getDefiningOp<RouteOp>();
-    if (!route || combine.getWeights() != route.getWeights())
+    if (route ? combine.getWeights() != route.getWeights()
+              : !combine.getWeights())
       return rewriter.notifyMatchFailure(
-          combine, "ids and combine weights are not one route's");
+          combine, route ? "combine weights are not the route's"
+                         : "an unweighted combine");
     // The layer applies the routing weight per token in the combine.
     if (mlp.getRowScale())
       return rewriter.notifyMatchFailure(combine, "expert_mlp has a scale");
     // The intermediates live in the layer's workspace only.
-    SmallVector<Operation *, 7> chain = {route, permute};
+    SmallVector<Operation *, 7> chain;
+    if (route)
+      chain.push_back(route);
+    chain.push_back(permute);
     if (roundTrip)
       chain.append({roundTrip->first, roundTrip->second});
     chain.push_back(mlp);

@@ -12,7 +12,7 @@
 //     ContractTables.inc is what this file generates, and that the C header
 //     (runtime/include/moe_runtime.h), the compiler's version
 //     (include/MoE/Target/Contract.h) and the Python ctypes mirror
-//     (runtime/python/moe_runtime.py) declare the same version, enums and
+//     (python/moe_mlir/runtime.py) declare the same version, enums and
 //     struct fields.
 //
 // A change here is a contract change: regenerate with
@@ -92,11 +92,11 @@ def PermuteAbi : Abi<"permute.v2", [
   Opt<"index_counts", FlagKey>, Opt<"scatter_from", IntKey>], SimpleKernel>;
 def LayerAbi : Abi<"layer.v1", [
   Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>,
-  Key<"route", NameKey>, Key<"permute", NameKey>, Key<"gate_up", NameKey>,
+  Opt<"route", NameKey>, Key<"permute", NameKey>, Key<"gate_up", NameKey>,
   Key<"down", NameKey>, Key<"unpermute", NameKey>], NoKernel>;
 def LayerFp8Abi : Abi<"layer_fp8.v1", [
   Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>,
-  Key<"route", NameKey>, Key<"permute", NameKey>, Opt<"quantize", NameKey>,
+  Opt<"route", NameKey>, Key<"permute", NameKey>, Opt<"quantize", NameKey>,
   Key<"gate_up", NameKey>, Opt<"intermediate", NameKey>,
   Key<"down", NameKey>, Key<"unpermute", NameKey>], NoKernel>;
 def QuantizeAbi : Abi<"quantize.v1", [
@@ -161,7 +161,7 @@ def U64Ptr : CType<"const uint64_t *", "POINTER(c_uint64)">;
 class Field<string n, CType t> { string name = n; CType type = t; }
 class CStruct<string n, string py, list<Field> f> {
   string name = n;
-  string python = py; // the ctypes.Structure in moe_runtime.py
+  string python = py; // the ctypes.Structure in moe_mlir/runtime.py
   list<Field> fields = f;
 }
 

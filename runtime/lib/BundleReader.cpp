@@ -976,8 +976,9 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
       {gemmKind, MOE_OP_EXPERT_MLP},
       {Abi::Unpermute, MOE_OP_UNPERMUTE}};
   // The spec lists the parts after op, abi and max_rows, in LayerPart order;
-  // a layer_fp8.v1 entry's quantize and intermediate may be absent (checked
-  // below).
+  // the route is absent when the model routes (the layer takes ids and
+  // weights), and a layer_fp8.v1 entry's quantize and intermediate may be
+  // absent (checked below).
   size_t next = 3;
   for (int p = 0; p < kNumLayerParts; ++p) {
     if (!kParts[p].op)
@@ -1000,7 +1001,9 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
                   layerPartName(p), part.name.c_str(), part.op.c_str(),
                   part.abi.c_str(), kParts[p].op, abiName(kParts[p].kind));
   }
-  const Entry &route = out.entries[entry.parts[kRoutePart]];
+  const Entry *route = entry.parts[kRoutePart] >= 0
+                           ? &out.entries[entry.parts[kRoutePart]]
+                           : nullptr;
   const Entry &permute = out.entries[entry.parts[kPermutePart]];
   const Entry &gateUp = out.entries[entry.parts[kGateUpPart]];
   const Entry &down = out.entries[entry.parts[kDownPart]];
@@ -1096,25 +1099,27 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
   if (fp8)
     if (moeStatus status = checkFp8LayerQuantizes(layer, entry))
       return status;
-  // E and k: the route's, static, each with its shared slots.
-  const int64_t experts = route.experts + route.shared,
-                slots = route.topK + route.shared;
-  const char *expertsKey = route.shared ? "experts+shared" : "experts",
-             *slotsKey = route.shared ? "top_k+shared" : "top_k";
+  // E and k: the route's, static, each with its shared slots; without a
+  // route, the permute's.
+  const int shape = route ? kRoutePart : kPermutePart;
+  const int64_t shared = route ? route->shared : 0,
+                experts = route ? route->experts + shared : permute.experts,
+                slots = route ? route->topK + shared : permute.topK;
+  const char *expertsKey = shared ? "experts+shared" : "experts",
+             *slotsKey = shared ? "top_k+shared" : "top_k";
   if (permute.experts != experts)
-    return mismatch(kPermutePart, "experts", permute.experts, kRoutePart,
-                    expertsKey, experts);
+    return mismatch(kPermutePart, "experts", permute.experts, shape, expertsKey,
+                    experts);
   if (permute.topK != slots)
-    return mismatch(kPermutePart, "top_k", permute.topK, kRoutePart, slotsKey,
+    return mismatch(kPermutePart, "top_k", permute.topK, shape, slotsKey,
                     slots);
   if (unpermute.topK != slots)
-    return mismatch(kUnpermutePart, "top_k", unpermute.topK, kRoutePart,
-                    slotsKey, slots);
+    return mismatch(kUnpermutePart, "top_k", unpermute.topK, shape, slotsKey,
+                    slots);
   for (int p : {kGateUpPart, kDownPart}) {
     const Entry &gemm = out.entries[entry.parts[p]];
     if (gemm.experts != -1 && gemm.experts != experts)
-      return mismatch(p, "experts", gemm.experts, kRoutePart, expertsKey,
-                      experts);
+      return mismatch(p, "experts", gemm.experts, shape, expertsKey, experts);
     // Both GEMMs read the permute's offsets.
     if (gemm.offsetsBits != permute.offsetsBits)
       return fail(MOE_STATUS_INVALID_BUNDLE,
@@ -1133,7 +1138,7 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
   if (!unpermute.weighted)
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: unpermute=%s has weighted=0, but a layer combines with "
-                "the route's weights",
+                "the routing weights",
                 layer, unpermute.name.c_str());
   // The columns of a layer_fp8.v1 entry's quantizes (-1: none, or dynamic).
   auto colsOf = [&](int p) {
@@ -1144,12 +1149,13 @@ moeStatus Reader::parseLayerEntry(const std::string &who,
     int part;
     const char *key;
     int64_t value;
-  } hiddens[] = {{kRoutePart, "hidden", route.sharedGate ? route.hidden : -1},
-                 {kPermutePart, "hidden", permute.hidden},
-                 {kQuantizePart, "cols", colsOf(kQuantizePart)},
-                 {kGateUpPart, "k", gateUp.k},
-                 {kDownPart, "n", down.n},
-                 {kUnpermutePart, "hidden", unpermute.hidden}};
+  } hiddens[] = {
+      {kRoutePart, "hidden", route && route->sharedGate ? route->hidden : -1},
+      {kPermutePart, "hidden", permute.hidden},
+      {kQuantizePart, "cols", colsOf(kQuantizePart)},
+      {kGateUpPart, "k", gateUp.k},
+      {kDownPart, "n", down.n},
+      {kUnpermutePart, "hidden", unpermute.hidden}};
   const auto *reference = hiddens;
   for (const auto &h : hiddens) {
     if (h.value == -1)

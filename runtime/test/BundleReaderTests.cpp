@@ -638,8 +638,14 @@ std::vector<Malformed> malformedLayerBundles() {
   late = layerReplaced("unpermute=mix_unpermute\n",
                        "unpermute=mix_unpermute\n" + unpermuteLines, late);
   return {
-      {"layer missing route", layerReplaced(" route=mix_route", ""), bad,
-       "bundle line 16: entry 'mix': missing key 'route'"},
+      // Without a route (the model routes) E and k are the permute's.
+      {"layer without route, k mismatch",
+       layerReplaced(" route=mix_route", "",
+                     layerReplaced("experts=8 top_k=2 hidden=256 offsets=i32",
+                                   "experts=8 top_k=3 hidden=256 offsets=i32")),
+       bad,
+       "entry 'mix': unpermute=mix_unpermute has top_k=2, but "
+       "permute=mix_permute has top_k=3"},
       {"layer missing max_rows",
        layerReplaced("layer.v1 max_rows=4096", "layer.v1"), bad,
        "bundle line 16: entry 'mix': missing key 'max_rows'"},
@@ -648,7 +654,8 @@ std::vector<Malformed> malformedLayerBundles() {
                      "unpermute=mix_unpermute experts=8\n"),
        bad,
        "bundle line 16: entry 'mix': unknown key 'experts' (abi layer.v1 "
-       "takes op, abi, max_rows, route, permute, gate_up, down and "
+       "takes op, abi, max_rows, the optional route, permute, gate_up, down "
+       "and "
        "unpermute)"},
       {"layer max_rows 0",
        layerReplaced("layer.v1 max_rows=4096", "layer.v1 max_rows=0"), bad,
@@ -737,7 +744,7 @@ std::vector<Malformed> malformedLayerBundles() {
       {"layer unpermute unweighted",
        layerReplaced("slots=i32 weighted=1", "slots=i32 weighted=0"), bad,
        "entry 'mix': unpermute=mix_unpermute has weighted=0, but a layer "
-       "combines with the route's weights"},
+       "combines with the routing weights"},
       {"layer gate_up k", layerReplaced("n=256 k=256", "n=256 k=512"), bad,
        "entry 'mix': gate_up=mix_gate_up has k=512, but permute=mix_permute "
        "has hidden=256"},
@@ -931,14 +938,16 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
                         "unpermute=fmix_unpermute experts=8\n"),
        bad,
        "bundle line 20: entry 'fmix': unknown key 'experts' (abi "
-       "layer_fp8.v1 takes op, abi, max_rows, route, permute, the optional "
+       "layer_fp8.v1 takes op, abi, max_rows, the optional route, permute, "
+       "the optional "
        "quantize, gate_up, the optional intermediate, down and unpermute)"},
       {"fp8 layer as a layer.v1",
        layerFp8Replaced("abi=layer_fp8.v1 max_rows=4096",
                         "abi=layer.v1 max_rows=4096"),
        bad,
        "bundle line 20: entry 'fmix': unknown key 'quantize' (abi layer.v1 "
-       "takes op, abi, max_rows, route, permute, gate_up, down and "
+       "takes op, abi, max_rows, the optional route, permute, gate_up, down "
+       "and "
        "unpermute)"},
       {"fp8 layer max_rows 0",
        layerFp8Replaced("layer_fp8.v1 max_rows=4096",

@@ -1,9 +1,12 @@
 // --moe-build-layer adds the layer function its options describe (what a
-// frontend such as moe_torch.py would otherwise print as MLIR text).
+// frontend such as moe_mlir.layer would otherwise print as MLIR text).
 // RUN: moe-opt %s --moe-build-layer="hidden=4096 intermediate=14336 experts=8 top-k=2 renormalize=true" | FileCheck %s --check-prefix=MIXTRAL
 // RUN: moe-opt %s --moe-build-layer="name=dsv3 hidden=7168 intermediate=2048 experts=256 top-k=8 routing=sigmoid_topk logits=f32 score-bias=true groups=8 select-groups=4 renormalize=true scale=2.5 shared-intermediate=2048" | FileCheck %s --check-prefix=DSV3
 // RUN: moe-opt %s --moe-build-layer="name=qwen2 hidden=2048 intermediate=1408 experts=60 top-k=4 shared-intermediate=5632 shared-gate=true" | FileCheck %s --check-prefix=QWEN2
 // RUN: moe-opt %s --moe-build-layer="name=gptoss hidden=2880 intermediate=2880 experts=128 top-k=4 routing=topk_softmax activation=gptoss alpha=1.702 limit=7.0 expert-bias=true" | FileCheck %s --check-prefix=GPTOSS
+// routing=none: the model routes; the function takes the ids and weights.
+// RUN: moe-opt %s --moe-build-layer="name=experts hidden=2880 intermediate=2880 experts=128 top-k=4 routing=none activation=gptoss alpha=1.702 limit=7.0 expert-bias=true" | FileCheck %s --check-prefix=NONE
+// RUN: moe-opt %s --moe-build-layer="routing=none hidden=64 intermediate=32 experts=4 top-k=2" --moe-fuse-layer | FileCheck %s --check-prefix=NONE-FUSED
 // The built function is a layer the pipelines take whole.
 // RUN: moe-opt %s --moe-build-layer="hidden=64 intermediate=32 experts=4 top-k=2" --moe-fuse-layer | FileCheck %s --check-prefix=FUSED
 //
@@ -20,6 +23,8 @@
 // RUN: not moe-opt %s --moe-build-layer="hidden=64 intermediate=32 experts=6 top-k=2 routing=sigmoid_topk groups=4 select-groups=2" 2>&1 | FileCheck %s --check-prefix=DIVIDE
 // RUN: not moe-opt %s --moe-build-layer="name=taken hidden=64 intermediate=32 experts=4 top-k=2" 2>&1 | FileCheck %s --check-prefix=TAKEN
 // RUN: not moe-opt %s --moe-build-layer="hidden=64 intermediate=32 experts=4 top-k=2 scale=x" 2>&1 | FileCheck %s --check-prefix=PARSE
+// RUN: not moe-opt %s --moe-build-layer="hidden=64 intermediate=32 experts=4 top-k=2 routing=none renormalize=true" 2>&1 | FileCheck %s --check-prefix=NONE-RENORM
+// RUN: not moe-opt %s --moe-build-layer="hidden=64 intermediate=32 experts=4 top-k=2 routing=none shared-intermediate=32" 2>&1 | FileCheck %s --check-prefix=NONE-SHARED
 
 func.func private @taken()
 
@@ -47,12 +52,24 @@ func.func private @taken()
 // GPTOSS: moe.route topk_softmax %{{.*}} top 4 :
 // GPTOSS: moe.expert_mlp gptoss %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} gate_up_bias %[[B13]] down_bias %[[B2]] alpha 1.702000e+00 limit 7.000000e+00 :
 
+// NONE-LABEL: func.func @experts(
+// NONE-SAME: %[[X:.*]]: tensor<?x2880xbf16>, %[[IDS:.*]]: tensor<?x4xi32>, %[[W:.*]]: tensor<?x4xf32>, %[[W13:.*]]: tensor<128x5760x2880xbf16>, %[[B13:.*]]: tensor<128x5760xbf16>, %[[W2:.*]]: tensor<128x2880x2880xbf16>, %[[B2:.*]]: tensor<128x2880xf32>) -> tensor<?x2880xbf16>
+// NONE-NOT: moe.route
+// NONE: %[[ROWS:.*]], %[[OFF:.*]], %[[SLOTS:.*]] = moe.permute %[[X]], %[[IDS]] :
+// NONE: %[[Y:.*]] = moe.expert_mlp gptoss %[[ROWS]], %[[OFF]], %[[W13]], %[[W2]] gate_up_bias %[[B13]] down_bias %[[B2]] alpha
+// NONE: moe.unpermute %[[Y]], %[[SLOTS]] weights %[[W]] :
+
+// NONE-FUSED: func.func @moe_layer
+// NONE-FUSED-NEXT: moe.layer
+// NONE-FUSED-NEXT: moe.permute
+// NONE-FUSED: moe.yield
+
 // FUSED: func.func @moe_layer
 // FUSED: moe.layer
 // FUSED: moe.yield
 
 // HIDDEN: error: --moe-build-layer: hidden = 0: a positive size is required
-// ROUTING: error: --moe-build-layer: routing = 'softmax': expected softmax_topk, topk_softmax or sigmoid_topk
+// ROUTING: error: --moe-build-layer: routing = 'softmax': expected softmax_topk, topk_softmax, sigmoid_topk or none
 // ACT: error: --moe-build-layer: activation = 'gelu': expected silu or gptoss
 // LOGITS: error: --moe-build-layer: logits = 'f16': expected bf16 or f32
 // ALPHA: error: --moe-build-layer: alpha and limit are gptoss's; silu takes neither
@@ -64,3 +81,5 @@ func.func private @taken()
 // DIVIDE: error: {{.*}}--moe-build-layer: the options describe no valid layer
 // TAKEN: error: --moe-build-layer: name = 'taken': the module has a symbol of that name
 // PARSE: for the --scale option: 'x' value invalid for floating point argument
+// NONE-RENORM: error: --moe-build-layer: renormalize needs a moe.route: routing=none takes the ids and weights as arguments
+// NONE-SHARED: error: --moe-build-layer: shared-intermediate needs a moe.route: routing=none takes the ids and weights as arguments

@@ -276,3 +276,51 @@ func.func @shared_expert_escapes(%x: tensor<?x16xf32>, %logits: tensor<?x8xf32>,
       : (tensor<?x16xf32>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
   return %y, %s : tensor<?x16xf32>, tensor<?x16xf32>
 }
+
+// -----
+
+// The model routes: ids and weights are arguments, and the layer is the
+// chain from the permute on, taking them from above.
+// CHECK-LABEL: func @model_routes
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x16xbf16>, %[[IDS:[a-z0-9]+]]: tensor<?x2xi32>, %[[W:[a-z0-9]+]]: tensor<?x2xf32>,
+// CHECK-NEXT: %[[Y:.*]] = moe.layer : tensor<?x16xbf16> {
+// CHECK-NEXT: %[[ROWS:.*]], %[[OFF:.*]], %[[SLOTS:.*]] = moe.permute %[[X]], %[[IDS]]
+// CHECK-NEXT: %[[H:.*]] = moe.expert_mlp silu %[[ROWS]], %[[OFF]]
+// CHECK-NEXT: %[[O:.*]] = moe.unpermute %[[H]], %[[SLOTS]] weights %[[W]]
+// CHECK-NEXT: moe.yield %[[O]] : tensor<?x16xbf16>
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[Y]]
+// ROUND-LABEL: func @model_routes
+// ROUND-NOT: moe.layer
+// ROUND: moe.permute
+// ROUND: moe.unpermute
+// CPU-LABEL: func @model_routes
+// CPU-NOT: moe.
+// CPU: return
+func.func @model_routes(%x: tensor<?x16xbf16>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>,
+                        %w13: tensor<8x48x16xbf16>, %w2: tensor<8x16x24xbf16>) -> tensor<?x16xbf16> {
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x16xbf16>, tensor<?x2xi32>) -> (tensor<?x16xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x16xbf16>, tensor<9xi64>, tensor<8x48x16xbf16>, tensor<8x16x24xbf16>) -> tensor<?x16xbf16>
+  %y = moe.unpermute %h, %slots weights %w
+      : (tensor<?x16xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x16xbf16>
+  return %y : tensor<?x16xbf16>
+}
+
+// -----
+
+// Not grouped: without a route the combine must be weighted (a layer
+// applies the routing weights in its combine).
+// CHECK-LABEL: func @model_routes_unweighted
+// CHECK-NOT: moe.layer
+func.func @model_routes_unweighted(%x: tensor<?x16xbf16>, %ids: tensor<?x2xi32>,
+                                   %w13: tensor<8x48x16xbf16>, %w2: tensor<8x16x24xbf16>) -> tensor<?x16xbf16> {
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x16xbf16>, tensor<?x2xi32>) -> (tensor<?x16xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  %h = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x16xbf16>, tensor<9xi64>, tensor<8x48x16xbf16>, tensor<8x16x24xbf16>) -> tensor<?x16xbf16>
+  %y = moe.unpermute %h, %slots
+      : (tensor<?x16xbf16>, tensor<?x2xi64>) -> tensor<?x16xbf16>
+  return %y : tensor<?x16xbf16>
+}

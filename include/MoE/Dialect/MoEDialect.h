@@ -49,9 +49,10 @@ RankedTensorType getBlockScalesType(RankedTensorType values,
 /// offsets into the expert MLP, whose result the unpermute combines with the
 /// permute's slots and the route's weights (no shared expert added), yielded.
 /// With quantized activations (--moe-quantize), the permuted rows reach the
-/// expert MLP through moe.quantize then moe.dequantize.
+/// expert MLP through moe.quantize then moe.dequantize. Without a route the
+/// model routes: the ids and the combine's weights come from outside.
 struct LayerChain {
-  RouteOp route;
+  RouteOp route; // null when the ids and weights are the layer's inputs
   PermuteOp permute;
   QuantizeOp rowsQuantize;     // null unless the rows are quantized
   DequantizeOp rowsDequantize; // null unless the rows are quantized

@@ -283,7 +283,10 @@ def MoEFuseLayer : Pass<"moe-fuse-layer"> {
     into `%y = moe.layer { ...; moe.yield %y }`, which the GPU pipeline
     compiles to one runtime entry (`layer.v1`): the whole layer in one call,
     its intermediates in one workspace, no host round trip. Run it after
-    `--moe-fuse-experts`.
+    `--moe-fuse-experts`. When the ids do not come from a `moe.route` (the
+    model routes: they and the combine's weights are function arguments or
+    any other values), the layer is the chain from the permute on and takes
+    them as inputs.
 
     The chain is grouped only when it is exactly that dataflow and nothing
     outside it uses an intermediate (ids, weights, rows, offsets, slots or
@@ -345,7 +348,7 @@ def MoERouteSharedExperts : Pass<"moe-route-shared-experts",
     `--moe-fuse-experts` and before `--moe-quantize` (which then quantizes
     the arranged weights); `--moe-gpu-pipeline` runs it with
     `pack-function=false`: its bundle compiles moe ops only, so the caller
-    arranges the weights (as `@f_pack_shared` would; `moe_torch.py` does it
+    arranges the weights (as `@f_pack_shared` would; `moe_mlir.layer` does it
     once with torch when it loads a block).
   }];
   let options = [
@@ -385,10 +388,14 @@ def MoEBuildLayer : Pass<"moe-build-layer", "::mlir::ModuleOp"> {
     }
     ```
 
-    for any token count (L is the logits' element type). The built ops are
+    for any token count (L is the logits' element type). With
+    `routing=none` the model routes: the function takes
+    `%ids: tensor<?xkxi32>, %w: tensor<?xkxf32>` in the logits' place, has
+    no moe.route, and takes no routing option (renormalize, groups, scale,
+    score-bias) and no shared expert. The built ops are
     verified: options no layer can have (k above E, groups that do not
-    divide E, ...) are errors naming the op's rule. `runtime/python/moe_torch.py`
-    compiles Hugging Face blocks this way.
+    divide E, ...) are errors naming the op's rule. The Python package's
+    `moe_mlir.layer` compiles Hugging Face blocks this way.
   }];
   let options = [
     Option<"name", "name", "std::string", "\"moe_layer\"",
@@ -399,7 +406,8 @@ def MoEBuildLayer : Pass<"moe-build-layer", "::mlir::ModuleOp"> {
     Option<"experts", "experts", "int64_t", "0", "E, the routed experts">,
     Option<"topK", "top-k", "int64_t", "0", "k, the experts per token">,
     Option<"routing", "routing", "std::string", "\"softmax_topk\"",
-           "softmax_topk, topk_softmax or sigmoid_topk (moe.route)">,
+           "softmax_topk, topk_softmax or sigmoid_topk (moe.route), or "
+           "none (the function takes the top-k ids and weights)">,
     Option<"renormalize", "renormalize", "bool", "false",
            "Divide the k weights by their sum">,
     Option<"groups", "groups", "int64_t", "0",

@@ -489,7 +489,9 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
       entry.kernels.push_back(func);
     }
   }
-  for (StringRef role : {"route", "permute", "gate_up", "down", "unpermute"})
+  // Without a route part the model routes: the layer takes ids and weights.
+  bool routed = byRole.count("route");
+  for (StringRef role : {"permute", "gate_up", "down", "unpermute"})
     if (!byRole.count(role.str()))
       return emitError(loc) << "internal error: the layer has no " << role
                             << " part with a launch";
@@ -497,9 +499,10 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
     Part &part = byRole[role.str()];
     return EntryKeys{part.info, part.kernels};
   };
-  EntryKeys route = keysOf("route"), permute = keysOf("permute"),
-            gateUp = keysOf("gate_up"), down = keysOf("down"),
-            unpermute = keysOf("unpermute");
+  NamedAttrList noRoute;
+  EntryKeys route = routed ? keysOf("route") : EntryKeys{noRoute, {}},
+            permute = keysOf("permute"), gateUp = keysOf("gate_up"),
+            down = keysOf("down"), unpermute = keysOf("unpermute");
   bool hasQuantize = byRole.count("quantize"),
        hasIntermediate = byRole.count("intermediate");
   bool fp8 =
@@ -513,10 +516,10 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
   // The permute's experts and slots: the routed ones and, after them, the
   // shared expert's slices (--moe-route-shared-experts).
   int64_t k = permute.integer("top_k"), experts = permute.integer("experts"),
-          logitsWidth = route.integer("experts"),
+          logitsWidth = routed ? route.integer("experts") : 0,
           chunk = permute.integer("chunk");
-  bool sharedGate = route.flag("shared_gate");
-  Type logits = route.type("logits"), index = permute.type("offsets");
+  bool sharedGate = routed && route.flag("shared_gate");
+  Type index = permute.type("offsets");
   int64_t quantum = mx ? kMxBlockSize : fp8 ? kFp8BlockSize : 8;
 
   PlanBuilder plan;
@@ -561,10 +564,16 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
     return bias == "f32" ? 4 : bias == "bf16" ? 2 : 0;
   };
   plan.arg("tokens", "bf16", Role::In, 16, {t, h});
-  plan.arg("logits", dtypeOf(logits), Role::In, bytesOf(logits),
-           {t, logitsWidth});
-  if (route.flag("bias"))
-    plan.arg("score_bias", "f32", Role::In, 4, {logitsWidth});
+  if (!routed) {
+    plan.arg("ids", "i32", Role::In, 4, {t, k});
+    plan.arg("weights", "f32", Role::In, 4, {t, k});
+  } else {
+    Type logits = route.type("logits");
+    plan.arg("logits", dtypeOf(logits), Role::In, bytesOf(logits),
+             {t, logitsWidth});
+    if (route.flag("bias"))
+      plan.arg("score_bias", "f32", Role::In, 4, {logitsWidth});
+  }
   plan.arg("gate_up_weights", weightsType, Role::In, 16, {experts, i * 2, h});
   plan.arg("down_weights", weightsType, Role::In, 16, {experts, h, i});
   if (biasBytes(gateUp))
@@ -592,8 +601,10 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
   // The workspace (layerWorkspace): each buffer from a multiple of 256
   // bytes; the permute's own workspace is sources, then counts.
   int64_t indexBytes = bytesOf(index);
-  plan.work("ids", n * 4, 256);
-  plan.work("weights", n * 4, 256);
+  if (routed) {
+    plan.work("ids", n * 4, 256);
+    plan.work("weights", n * 4, 256);
+  }
   plan.work("offsets", Expr(experts + 1) * indexBytes, 256);
   plan.work("slots", n * indexBytes, 256);
   plan.work("sources", n * 4, 256);
@@ -618,17 +629,19 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
     return writeSteps(loc, keysOf(role), scope, chip);
   };
   std::string rows = fp8 ? "@rows_q" : "@rows",
-              inter = fp8 ? "@inter_q" : "@inter";
-  if (failed(steps("route", {{"T", t}, {"H", h}},
-                   {{"logits", "logits"},
-                    {"bias", "score_bias"},
-                    {"tokens", "tokens"},
-                    {"shared_gate", "shared_gate"},
-                    {"ids", "@ids"},
-                    {"weights", "@weights"}})) ||
+              inter = fp8 ? "@inter_q" : "@inter",
+              ids = routed ? "@ids" : "ids",
+              weights = routed ? "@weights" : "weights";
+  if ((routed && failed(steps("route", {{"T", t}, {"H", h}},
+                              {{"logits", "logits"},
+                               {"bias", "score_bias"},
+                               {"tokens", "tokens"},
+                               {"shared_gate", "shared_gate"},
+                               {"ids", ids},
+                               {"weights", weights}}))) ||
       failed(steps("permute", {{"T", t}, {"H", h}},
                    {{"tokens", "tokens"},
-                    {"ids", "@ids"},
+                    {"ids", ids},
                     {"rows", permuteQuantizes ? "@rows_q" : "@rows"},
                     {"offsets", "@offsets"},
                     {"slots", "@slots"},
@@ -664,7 +677,7 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
       failed(steps("unpermute", {{"M", n}, {"T", t}, {"H", h}},
                    {{"rows", "@rows"},
                     {"slots", "@slots"},
-                    {"weights", "@weights"},
+                    {"weights", weights},
                     {"out", "out"}})))
     return failure();
   FailureOr<DictionaryAttr> dict = plan.build(b, loc, [&](StringRef role) {

@@ -274,12 +274,13 @@ static std::string unsupportedReason(LayerOp op) {
              "--moe-route-shared-experts first";
   std::optional<LayerChain> chain = getLayerChain(op);
   if (!chain)
-    return "the body must be moe.route, moe.permute, (moe.quantize, "
+    return "the body must be (moe.route,) moe.permute, (moe.quantize, "
            "moe.dequantize,) moe.expert_mlp and moe.unpermute, in that "
-           "order, the route's ids into the permute, its rows (through the "
-           "quantize round trip) and offsets into the expert MLP, whose rows "
-           "the unpermute combines with the permute's slots and the route's "
-           "weights, yielded";
+           "order, the route's ids (or ids from outside) into the permute, "
+           "its rows (through the quantize round trip) and offsets into the "
+           "expert MLP, whose rows the unpermute combines with the permute's "
+           "slots and the route's weights (or weights from outside), "
+           "yielded";
   if (chain->mlp.getRowScale())
     return "the expert MLP must not scale its rows (the combine applies the "
            "routing weight)";

@@ -633,19 +633,23 @@ struct LayerLowering : KernelPattern<LayerOp> {
   using KernelPattern::KernelPattern;
   FailureOr<Attribute> build(LayerOp op, OpBuilder &builder) const override {
     std::optional<LayerChain> chain = getLayerChain(op);
-    auto logits = cast<RankedTensorType>(chain->route.getLogits().getType());
+    // T: the logits' rows, or the tokens' when the model routes.
+    auto tokens = cast<RankedTensorType>(
+        (chain->route ? chain->route.getLogits() : chain->permute.getTokens())
+            .getType());
     NamedAttrList info;
     info.set("abi", builder.getStringAttr(chain->rowsQuantize ? "layer_fp8.v1"
                                                               : "layer.v1"));
     info.set("max_rows",
-             builder.getI64IntegerAttr(maxTokens(logits.getDimSize(0))));
+             builder.getI64IntegerAttr(maxTokens(tokens.getDimSize(0))));
     // The parts' launches (lowered before their layer), in step order.
     SmallVector<plan::LayerPart, 7> parts;
     auto add = [&](StringRef role, Operation *part) {
       if (auto launch = part->getAttrOfType<DictionaryAttr>(kLaunchAttr))
         parts.push_back({role, launch});
     };
-    add("route", chain->route);
+    if (chain->route)
+      add("route", chain->route);
     add("permute", chain->permute);
     if (chain->rowsQuantize)
       add("quantize", chain->rowsQuantize);
