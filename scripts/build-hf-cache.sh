@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Compiles here (this machine has MLIR; the GPU machine does not) the MoE
-# layers test/device/hf_module.py converts with moe_mlir.MoELayer.from_hf:
-# the six reference models' layers, from the same configurations and the
-# same spec_from_config as the test, so their cache keys match. Output:
+# layers test/device/hf_module.py converts with moe_mlir.MoELayer.from_hf
+# (the six reference models' layers) and the experts layers
+# test/device/hf_experts.py and bench/hf_experts.py run through
+# experts_implementation="moe_mlir",
+# from the same configurations and the same specs as the tests, so their
+# cache keys match. Output:
 # .gpu-artifacts/hf-cache/<layer key>/{layer.mlir,<compiler id>.moebundle}.
 # Run it after scripts/build-gpu-artifacts.sh (which empties .gpu-artifacts),
 # then carry .gpu-artifacts with the device tool.
@@ -14,4 +17,8 @@ python=$root/.venv/bin/python
 [ -x "$python" ] || python=python3
 mkdir -p "$root/.gpu-artifacts"
 "$python" "$root/test/device/hf_module.py" --build-cache "$root/.gpu-artifacts/hf-cache" \
+  --compiler "$build/bin"
+"$python" "$root/test/device/hf_experts.py" --build-cache "$root/.gpu-artifacts/hf-cache" \
+  --compiler "$build/bin"
+"$python" "$root/bench/hf_experts.py" --build-cache "$root/.gpu-artifacts/hf-cache" \
   --compiler "$build/bin"

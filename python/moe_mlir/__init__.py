@@ -13,6 +13,9 @@ Modules:
   layer call (needs torch), and its compile half without torch (LayerSpec,
   spec_from_config, compile_layer and the on-disk cache; the command line
   moe-mlir-compile).
+- moe_mlir.experts: the transformers experts backend
+  (experts_implementation="moe_mlir"), registered by importing moe_mlir
+  where transformers 5.x is installed.
 
 Importing moe_mlir needs neither torch nor a GPU; moe_mlir.MoELayer without
 torch raises ImportError.
@@ -46,11 +49,34 @@ def __dir__():
     return sorted(set(globals()) | set(_LAYER_NAMES) | {"layer"})
 
 
-# --- The transformers experts backend (moe_mlir/experts.py) registers here
-# (without importing moe_mlir.layer at import time, for the reason above).
+
+def register_experts_backend() -> bool:
+    """Registers experts_implementation="moe_mlir" (moe_mlir.experts) with
+    transformers' ExpertsInterface, for every model; `import moe_mlir` does
+    it. False where torch or a transformers with the interface (5.x) is
+    not installed."""
+    if (importlib.util.find_spec("torch") is None
+            or importlib.util.find_spec("transformers") is None):
+        return False
+    try:
+        from transformers.integrations.moe import ExpertsInterface
+    except ImportError:  # transformers 4.x: no experts interface
+        return False
+
+    # moe_mlir.experts (which imports moe_mlir.layer) loads at the first
+    # call, for the reason above.
+    def moe_mlir_experts(self, hidden_states, top_k_index, top_k_weights):
+        from .experts import forward
+        return forward(self, hidden_states, top_k_index, top_k_weights)
+
+    ExpertsInterface.register("moe_mlir", moe_mlir_experts)
+    return True
+
+
+register_experts_backend()
 
 __all__ = ["Arg", "Bundle", "Entry", "Kernel", "MoERuntimeError", "Signature",
-           "library_path", *(n for n in _LAYER_NAMES if n != "MoELayer")]
+           "library_path", "register_experts_backend", *(n for n in _LAYER_NAMES if n != "MoELayer")]
 # MoELayer only where torch is, so that `from moe_mlir import *` works
 # without it.
 if importlib.util.find_spec("torch") is not None:

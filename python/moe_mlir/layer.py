@@ -97,7 +97,9 @@ class LayerSpec:
     experts: int  # E
     top_k: int  # k
     #: "softmax_topk" (Mixtral, Qwen2, Qwen3, OLMoE), "topk_softmax"
-    #: (GPT-OSS) or "sigmoid_topk" (DeepSeek-V3), as moe.route spells them.
+    #: (GPT-OSS) or "sigmoid_topk" (DeepSeek-V3), as moe.route spells them;
+    #: "none": the model routes, and the layer takes the top-k ids and
+    #: weights (the transformers experts backend, moe_mlir.experts).
     routing: str
     renormalize: bool = False
     #: Group-limited top-k (sigmoid_topk): `groups` groups of experts, the
@@ -161,9 +163,19 @@ class LayerSpec:
             raise ValueError(f"LayerSpec.top_k = {self.top_k!r}: must be in "
                              f"[1, min(E, 32)] = [1, {min(self.experts, 32)}]")
         if self.routing not in ("softmax_topk", "topk_softmax",
-                                "sigmoid_topk"):
+                                "sigmoid_topk", "none"):
             raise ValueError(f"LayerSpec.routing = {self.routing!r}: expected "
-                             "softmax_topk, topk_softmax or sigmoid_topk")
+                             "softmax_topk, topk_softmax, sigmoid_topk or "
+                             "none")
+        if self.routing == "none":
+            for name, unset in (("renormalize", False), ("groups", 0),
+                                ("select_groups", 0), ("scale", 1.0),
+                                ("score_bias", False), ("logits", "bf16"),
+                                ("shared_intermediate", 0)):
+                if getattr(self, name) != unset:
+                    raise ValueError(f"LayerSpec.{name}: routing 'none' (the "
+                                     "model routes) takes the ids and weights "
+                                     f"and no {name}")
         if self.groups or self.select_groups:
             if self.routing != "sigmoid_topk":
                 raise ValueError("LayerSpec.groups: group-limited routing is "
@@ -218,8 +230,10 @@ class LayerSpec:
         words = [f"name={ENTRY}", f"hidden={self.hidden}",
                  f"intermediate={self.intermediate}",
                  f"experts={self.experts}", f"top-k={self.top_k}",
-                 f"routing={self.routing}", f"logits={self.logits}",
-                 f"activation={self.activation}"]
+                 f"routing={self.routing}"]
+        if self.routing != "none":  # no logits without a route
+            words.append(f"logits={self.logits}")
+        words.append(f"activation={self.activation}")
         if self.renormalize:
             words.append("renormalize=true")
         if self.groups:
@@ -239,6 +253,15 @@ class LayerSpec:
         if self.shared_gate:
             words.append("shared-gate=true")
         return " ".join(words)
+
+    def experts_only(self) -> "LayerSpec":
+        """The layer of this one's experts with the model routing them
+        (routing "none", no shared expert): what the transformers experts
+        backend runs for the same configuration."""
+        return dataclasses.replace(
+            self, routing="none", renormalize=False, groups=0,
+            select_groups=0, scale=1.0, score_bias=False, logits="bf16",
+            shared_intermediate=0, shared_gate=False)
 
     def key(self) -> str:
         """The cache directory name of this layer: a hash of its options and
@@ -514,7 +537,8 @@ def main(argv=None) -> int:
     moe_mlir.layer`)."""
     parser = argparse.ArgumentParser(
         prog="moe-mlir-compile", description="Compile the MoE layer of Hugging "
-        "Face config.json files into the cache MoELayer.from_hf reads, and "
+        "Face config.json files into the cache MoELayer.from_hf (or, with "
+        "--experts, the experts backend) reads, and "
         "print the bundles' paths.")
     parser.add_argument("configs", nargs="+", metavar="config.json")
     parser.add_argument("--cache-dir", help="default: $MOE_CACHE_DIR or "
@@ -525,10 +549,15 @@ def main(argv=None) -> int:
     parser.add_argument("--options", action="store_true",
                         help="print the layers' --moe-build-layer options "
                         "instead")
+    parser.add_argument("--experts", action="store_true",
+                        help="the layer of experts_implementation=\"moe_mlir\" "
+                        "(the model routes) instead of MoELayer's")
     args = parser.parse_args(argv)
     for path in args.configs:
         with open(path) as f:
             spec = spec_from_config(json.load(f))
+        if args.experts:
+            spec = spec.experts_only()
         print(spec.options() if args.options else compile_layer(
             spec, cache_dir=args.cache_dir, compiler=args.compiler))
     return 0

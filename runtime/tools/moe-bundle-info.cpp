@@ -142,17 +142,18 @@ int main(int argc, char **argv) {
                   fp8Out ? " out=" : "", fp8Out ? entry.out : "");
     else if (!std::strcmp(entry.abi, MOE_ABI_LAYER))
       std::printf("entry %s op=%s abi=%s max_rows=%" PRId64
-                  " route=%s permute=%s gate_up=%s down=%s unpermute=%s\n",
-                  entry.name, entry.op, entry.abi, entry.max_rows, entry.route,
-                  entry.permute, entry.gate_up, entry.down, entry.unpermute);
+                  "%s%s permute=%s gate_up=%s down=%s unpermute=%s\n",
+                  entry.name, entry.op, entry.abi, entry.max_rows,
+                  *entry.route ? " route=" : "", entry.route, entry.permute,
+                  entry.gate_up, entry.down, entry.unpermute);
     else if (!std::strcmp(entry.abi, MOE_ABI_LAYER_FP8))
       std::printf("entry %s op=%s abi=%s max_rows=%" PRId64
-                  " route=%s permute=%s%s%s gate_up=%s%s%s down=%s "
+                  "%s%s permute=%s%s%s gate_up=%s%s%s down=%s "
                   "unpermute=%s\n",
-                  entry.name, entry.op, entry.abi, entry.max_rows, entry.route,
-                  entry.permute, *entry.quantize ? " quantize=" : "",
-                  entry.quantize, entry.gate_up,
-                  *entry.intermediate ? " intermediate=" : "",
+                  entry.name, entry.op, entry.abi, entry.max_rows,
+                  *entry.route ? " route=" : "", entry.route, entry.permute,
+                  *entry.quantize ? " quantize=" : "", entry.quantize,
+                  entry.gate_up, *entry.intermediate ? " intermediate=" : "",
                   entry.intermediate, entry.down, entry.unpermute);
     else
       std::printf("entry %s op=%s abi=%s%s%s%s%s epilogue=%s experts=%" PRId64

@@ -100,7 +100,7 @@ struct Scope {
   std::string part; // "" for an entry's own plan
   std::map<std::string, Expr> sizes;
   std::map<std::string, std::string> buffers;
-  /// Inside a layer: T, which no expert's rows exceed.
+  /// Inside a routed layer: T, which no expert's rows exceed.
   std::optional<Expr> maxExpertRows;
 
   bool inLayer() const { return !part.empty(); }
@@ -624,7 +624,9 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
                    std::map<std::string, std::string> buffers) {
     Scope scope{plan, role.str(), std::move(sizes), std::move(buffers),
                 std::nullopt};
-    if (role == "gate_up" || role == "down")
+    // A route's k ids of a token are distinct, so no expert has more than
+    // T rows; ids from outside may repeat within a token (M bounds them).
+    if (routed && (role == "gate_up" || role == "down"))
       scope.maxExpertRows = t;
     return writeSteps(loc, keysOf(role), scope, chip);
   };
