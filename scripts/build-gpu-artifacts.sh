@@ -12,6 +12,7 @@
 #   site/moe_mlir/       that wheel installed (pip install --target), which
 #                        the GPU tests and bench/ put on sys.path: the GPU
 #                        machine needs no pip, compiler or network for it
+#   readme/tiny.moebundle  the README's GPU example, made by its commands
 # With MOE_KERNEL_SNAPSHOT=<dir> it writes instead, for every bundle, the
 # device module moe-opt makes with format=isa (PTX and manifest as text) into
 # <dir>, and builds no package: scripts/compare-kernels.sh diffs two of them.
@@ -294,6 +295,12 @@ bundle bench-default "$out/bench.mlir" --moe-gpu-pipeline
 bundle bench-swap8 "$out/bench.mlir" --moe-gpu-pipeline="swap-ab-stages=8"
 
 [ -n "$snapshot" ] && exit 0
+# The README's GPU example, by its own commands (test/device/readme.py).
+mkdir -p "$out/readme"
+(cd "$out/readme" &&
+  "$moe_opt" "$root/examples/consumer/tiny_layer.mlir" --moe-gpu-pipeline -o tiny.gpu.mlir &&
+  "$moe_translate" --moe-to-bundle tiny.gpu.mlir -o tiny.moebundle && rm tiny.gpu.mlir)
+echo readme/tiny.moebundle
 # The wheel is py3-none-<platform> (the library is loaded with ctypes), so
 # installed here it serves whatever Python 3 the GPU machine has.
 python=$root/.venv/bin/python
