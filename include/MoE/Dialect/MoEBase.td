@@ -43,7 +43,8 @@ def MoE_Dialect : Dialect {
 
     Executable semantics live in `--convert-moe-to-linalg` (run on the CPU by
     `--moe-cpu-reference-pipeline`); they match the Hugging Face modules as
-    captured by `reference` in the team's `bench/peers.py`.
+    captured by `reference` in the team's shared `bench/peers.py` (outside
+    this repository; the GPU tests read it from `.shared-bench/`).
   }];
   let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{

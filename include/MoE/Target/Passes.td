@@ -14,7 +14,7 @@ def MoEExtractDeviceCode : Pass<"moe-extract-device-code", "::mlir::ModuleOp"> {
   let description = [{
     After `--convert-moe-to-nvgpu`, removes everything but the gpu.modules
     and records, as the module attribute `moe.manifest` (with the contract's
-    version, 5), what a runtime needs to launch each compiled op that
+    version, docs/runtime-contract.md), what a runtime needs to launch each compiled op that
     serialization to a binary would otherwise lose: one entry per op carrying `moe.launch` (named
     after its function), with its ABI, static shapes, row limit, offsets
     type, and every kernel that computes part of it (the experts whose row
