@@ -34,6 +34,11 @@ are compiled elsewhere and the cache directory is copied there
 moe_mlir.layer ...`, compiles the layer of a Hugging Face config.json).
 MoELayer and pack_hf_block need torch. The compiler is found as
 find_compiler says.
+
+Over 800 lines for now: the compile half and the torch half share
+LayerSpec, the cache and the per-model readers of the blocks; splitting the
+torch half (MoELayer, the readers and packers) into its own module is the
+natural next cut.
 """
 
 import argparse

@@ -31,6 +31,11 @@ Kernels are launched with programmatic dependent launch (the contract's
 section 3.6) unless os.environ["MOE_RUNTIME_PDL"] == "0"; the library reads
 it at each launching call, so both settings can be compared in one process
 (a captured CUDA graph keeps what was captured).
+
+Over 800 lines on purpose: the ctypes mirror of moe_runtime.h (checked for
+drift against Contract.td by test/Contract/drift.test) and the calls built
+from each entry's signature belong in one module that imports only the
+standard library, which that check loads on its own.
 """
 
 import ctypes
