@@ -31,7 +31,7 @@ import dataclasses
 import weakref
 from typing import Optional
 
-from .layer import LayerSpec, compile_layer, _open_bundle
+from .layer import ENTRY, LayerSpec, compile_layer, _open_bundle
 from .runtime import MoERuntimeError
 
 try:
@@ -43,8 +43,6 @@ __all__ = ["NAME", "experts_spec", "forward"]
 
 #: The experts_implementation this module registers.
 NAME = "moe_mlir"
-#: The entry the compiled layer has (LayerSpec.options names it).
-_ENTRY = "moe_layer"
 
 
 def _refuse(experts, why: str) -> MoERuntimeError:
@@ -177,7 +175,7 @@ def _state(experts, top_k: int, device) -> _State:
                 "once before capturing")
         spec = experts_spec(experts, top_k)
         bundle = _open_bundle(compile_layer(spec))
-        bundle.entry(_ENTRY)  # NOT_FOUND if not a layer bundle
+        bundle.entry(ENTRY)  # NOT_FOUND if not a layer bundle
         with torch.cuda.device(device):
             bundle.load()
         state = _State(spec, bundle, (), ())
@@ -196,7 +194,7 @@ def _state(experts, top_k: int, device) -> _State:
 
 def _workspace(state: _State, device, tokens: int):
     spec = state.spec
-    need = state.bundle.layer_workspace_bytes(_ENTRY, tokens, spec.hidden,
+    need = state.bundle.layer_workspace_bytes(ENTRY, tokens, spec.hidden,
                                               spec.intermediate)
     if torch.cuda.is_current_stream_capturing():  # from the graph's pool
         return torch.empty(need, dtype=torch.uint8, device=device)
@@ -251,7 +249,7 @@ def forward(self, hidden_states, top_k_index, top_k_weights):
     if tokens:
         with torch.cuda.device(device):
             state.bundle.launch(
-                _ENTRY, tokens=hidden_states.contiguous(),
+                ENTRY, tokens=hidden_states.contiguous(),
                 ids=top_k_index.to(torch.int32).contiguous(),
                 weights=top_k_weights.to(torch.float32).contiguous(),
                 gate_up_weights=gate_up, down_weights=down,
