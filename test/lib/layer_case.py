@@ -73,8 +73,10 @@ QUANT_FORMATS = {"fp8-block": ([1, 128, 128], [1, 128], "f32"),
                  "mxfp8": ([1, 1, 32], [1, 32], "f8E8M0FNU")}
 
 
-def inputs(name):
-    c = CASES[name]
+def inputs(name, c=None):
+    """Seeded random inputs of case `name` (its configuration c defaults to
+    CASES[name]; other scripts pass their own), as float32 arrays."""
+    c = CASES[name] if c is None else c
     rng = np.random.default_rng(sum(map(ord, name)))
     T, H, I, E = c["T"], c["H"], c["I"], c["E"]
     # "big" inputs push GPT-OSS pre-activations past its clamp limit of 7.
@@ -84,7 +86,7 @@ def inputs(name):
     for e in c.get("cold", []):
         logits[:, e] = -30.0
     if "hot" in c:
-        logits[:, c["hot"]] += 30.0
+        logits[:, c["hot"]] += c.get("hot_boost", 30.0)
     w13 = (rng.standard_normal((E, 2 * I, H)) * amp / np.sqrt(H)).astype(np.float32)
     w2 = (rng.standard_normal((E, H, I)) / np.sqrt(I)).astype(np.float32)
     d = dict(x=x, logits=logits, w13=w13, w2=w2)
@@ -119,14 +121,19 @@ def route_kw(c, d):
                 scale=c.get("scale"))
 
 
-def gen(name):
-    c, d = CASES[name], inputs(name)
-    T, H, I, E, k = c["T"], c["H"], c["I"], c["E"], c["k"]
+def layer_args(c, d):
+    """@layer's arguments as (name, type): tokens, then the logits (a
+    route-less case, routing "none", takes the ids and routing weights
+    instead), the expert weights and whichever optional inputs d holds."""
+    H, I, E, k = c["H"], c["I"], c["E"], c["k"]
     dt = c.get("dtype", "f32")
-    act = c.get("activation", "silu")
     ty = lambda shape, t=dt: tensor_type(shape, t)
-    args = [("x", ty([None, H])), ("logits", ty([None, E], "f32")), ("w13", ty([E, 2 * I, H])),
-            ("w2", ty([E, H, I]))]
+    args = [("x", ty([None, H]))]
+    if c["routing"] == "none":
+        args += [("ids", ty([None, k], "i32")), ("w", ty([None, k], "f32"))]
+    else:
+        args += [("logits", ty([None, E], "f32"))]
+    args += [("w13", ty([E, 2 * I, H])), ("w2", ty([E, H, I]))]
     if "b13" in d:
         args += [("b13", ty([E, 2 * I], "f32")), ("b2", ty([E, H], "f32"))]
     if "bias" in d:
@@ -136,26 +143,43 @@ def gen(name):
         args += [("sw13", ty([2 * Is, H])), ("sw2", ty([H, Is]))]
         if "sgate" in d:
             args += [("sgate", ty([1, H]))]
+    return args
+
+
+def layer_func(c, d, routing_results=True):
+    """Lines of `func.func @layer`, the case's layer as moe ops on
+    layer_args(c, d). It returns the output y [T, H] f32 and, with
+    routing_results, the route's ids and weights as well (a route-less case
+    returns y alone)."""
+    H, I, E, k = c["H"], c["I"], c["E"], c["k"]
+    dt = c.get("dtype", "f32")
+    act = c.get("activation", "silu")
+    ty = lambda shape, t=dt: tensor_type(shape, t)
+    routed = c["routing"] != "none"
+    routing_results = routing_results and routed
+    y_t, ids_t, w_t = ty([None, H], "f32"), ty([None, k], "i32"), ty([None, k], "f32")
     L = []
-    L.append("func.func private @printMemrefF32(tensor<*xf32>)")
-    L.append("func.func private @printMemrefI32(tensor<*xi32>)")
-    sig = ", ".join("%%%s: %s" % a for a in args)
-    ids_t, w_t = ty([None, k], "i32"), ty([None, k], "f32")
-    L.append("func.func @layer(%s) -> (%s, %s, %s) {" % (sig, ty([None, H], "f32"), ids_t, w_t))
-    route = "moe.route %s %%logits" % c["routing"]
-    route_types = [ty([None, E], "f32")]
-    if "bias" in d:
-        route += " bias %bias"
-        route_types.append(ty([E], "f32"))
-    route += " top %d" % k
-    if c.get("groups"):
-        route += " groups %d select %d" % (c["groups"], c["top_groups"])
-    if c.get("renormalize"):
-        route += " renormalize"
-    if c.get("scale"):
-        route += " scale %s" % c["scale"]
-    L.append("  %%ids, %%w = %s : (%s) -> (%s, %s)" % (route, ", ".join(route_types), ids_t, w_t))
-    chain = len(L) - 1
+    sig = ", ".join("%%%s: %s" % a for a in layer_args(c, d))
+    if routing_results:
+        L.append("func.func @layer(%s) -> (%s, %s, %s) {" % (sig, y_t, ids_t, w_t))
+    else:
+        L.append("func.func @layer(%s) -> %s {" % (sig, y_t))
+    chain = len(L)
+    if routed:
+        route = "moe.route %s %%logits" % c["routing"]
+        route_types = [ty([None, E], "f32")]
+        if "bias" in d:
+            route += " bias %bias"
+            route_types.append(ty([E], "f32"))
+        route += " top %d" % k
+        if c.get("groups"):
+            route += " groups %d select %d" % (c["groups"], c["top_groups"])
+        if c.get("renormalize"):
+            route += " renormalize"
+        if c.get("scale"):
+            route += " scale %s" % c["scale"]
+        L.append("  %%ids, %%w = %s : (%s) -> (%s, %s)"
+                 % (route, ", ".join(route_types), ids_t, w_t))
     pad = c.get("pad_to", 1)
     pad_s = " pad_to %d" % pad if pad > 1 else ""
     off_t, slot_t = ty([E + 1], "i64"), ty([None, k], "i64")
@@ -181,38 +205,66 @@ def gen(name):
     shared, shared_t = "", ""
     if "sw13" in d:
         # The shared expert's f32 result is the combine's addend.
+        Is = c["shared"]
         gate = " gate %sgate" if "sgate" in d else ""
         tys = [ty([None, H]), ty([2 * Is, H]), ty([H, Is])] + ([ty([1, H])] if gate else [])
         L.append("  %%sh = moe.shared_mlp silu %%x, %%sw13, %%sw2%s : (%s) -> %s"
                  % (gate, ", ".join(tys), ty([None, H], "f32")))
         shared, shared_t = " shared %sh", ", " + ty([None, H], "f32")
     L.append("  %%y = moe.unpermute %%o, %%slots weights %%w%s : (%s, %s, %s%s) -> %s"
-             % (shared, ty([None, H]), slot_t, w_t, shared_t, ty([None, H], "f32")))
+             % (shared, ty([None, H]), slot_t, w_t, shared_t, y_t))
     if c.get("layer"):
-        # The chain as one moe.layer; it yields only its output, so the ids
-        # and weights printed come from the same route outside it.
-        body = [re.sub(r"%(ids|w|y)(?![0-9a-z_])", r"%l\1", line) for line in L[chain:]]
-        L[chain + 1:] = ["  %%y = moe.layer : %s {" % ty([None, H], "f32")]
+        # The chain as one moe.layer, which yields only its output: the ids
+        # and weights returned beside it come from the same route, kept
+        # outside, and the layer's own copy of the route is renamed.
+        renamed = "ids|w|y" if routing_results else "y"
+        body = [re.sub(r"%%(%s)(?![0-9a-z_])" % renamed, r"%l\1", line) for line in L[chain:]]
+        L[chain + routing_results:] = ["  %%y = moe.layer : %s {" % y_t]
         L += ["  " + line for line in body]
-        L.append("    moe.yield %%ly : %s" % ty([None, H], "f32"))
+        L.append("    moe.yield %%ly : %s" % y_t)
         L.append("  }")
-    L.append("  return %%y, %%ids, %%w : %s, %s, %s" % (ty([None, H], "f32"), ids_t, w_t))
+    if routing_results:
+        L.append("  return %%y, %%ids, %%w : %s, %s, %s" % (y_t, ids_t, w_t))
+    else:
+        L.append("  return %%y : %s" % y_t)
     L.append("}")
-    L.append("func.func @main() {")
-    names = []
+    return L
+
+
+def constants(c, d, args):
+    """Lines defining each of args [(name, type)] as an exact constant of
+    d[name] (T rows where the type says ?), and the values to pass for them."""
+    L, names = [], []
     for a, t in args:
-        static = t.replace("?", str(T))
-        src = "f32" if a in ("logits", "b13", "b2", "bias") else dt
+        static = t.replace("?", str(c["T"]))
+        src = {"logits": "f32", "b13": "f32", "b2": "f32", "bias": "f32", "w": "f32",
+               "ids": "i32"}.get(a, c.get("dtype", "f32"))
         L.append("  %%%s_c = arith.constant %s : %s" % (a, literal(d[a], src), static))
         if static != t:
             L.append("  %%%s_d = tensor.cast %%%s_c : %s to %s" % (a, a, static, t))
             names.append("%%%s_d" % a)
         else:
             names.append("%%%s_c" % a)
+    return L, names
+
+
+def gen(name):
+    c, d = CASES[name], inputs(name)
+    H, k = c["H"], c["k"]
+    y_t = tensor_type([None, H], "f32")
+    ids_t, w_t = tensor_type([None, k], "i32"), tensor_type([None, k], "f32")
+    args = layer_args(c, d)
+    L = []
+    L.append("func.func private @printMemrefF32(tensor<*xf32>)")
+    L.append("func.func private @printMemrefI32(tensor<*xi32>)")
+    L += layer_func(c, d)
+    L.append("func.func @main() {")
+    lines, names = constants(c, d, args)
+    L += lines
     L.append("  %%y, %%ids, %%w = func.call @layer(%s) : (%s) -> (%s, %s, %s)"
-             % (", ".join(names), ", ".join(t for _, t in args), ty([None, H], "f32"), ids_t, w_t))
+             % (", ".join(names), ", ".join(t for _, t in args), y_t, ids_t, w_t))
     for v, t, fn in (("y", "f32", "F32"), ("ids", "i32", "I32"), ("w", "f32", "F32")):
-        src = {"y": ty([None, H], "f32"), "ids": ids_t, "w": w_t}[v]
+        src = {"y": y_t, "ids": ids_t, "w": w_t}[v]
         L.append("  %%%s_u = tensor.cast %%%s : %s to tensor<*x%s>" % (v, v, src, t))
         L.append("  call @printMemref%s(%%%s_u) : (tensor<*x%s>) -> ()" % (fn, v, t))
     L.append("  return")

@@ -463,4 +463,6 @@ def MoE_YieldOp : MoE_Op<"yield", [Pure, Terminator,
   let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
+include "MoE/Dialect/MoEGradOps.td"
+
 #endif // MOE_DIALECT_MOEOPS_TD

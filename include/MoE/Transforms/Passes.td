@@ -298,6 +298,64 @@ def MoEFuseLayer : Pass<"moe-fuse-layer"> {
   let dependentDialects = ["::mlir::moe::MoEDialect"];
 }
 
+def MoEGenerateBackward : Pass<"moe-generate-backward", "::mlir::ModuleOp"> {
+  let summary = "Derive the backward of each function holding a MoE layer, "
+                "as moe ops";
+  let description = [{
+    For every `func.func @F` whose one result is a MoE layer's output
+    (`moe.layer`, or its chain route -> permute -> expert MLP -> weighted
+    unpermute with the MLP fused or not, or the same chain without a route:
+    ids and routing weights are then arguments of @F), adds two functions
+    and leaves @F as it is:
+
+    - `@F_train`: @F with its fused ops expanded, returning the layer output
+      and then the values the backward needs (the saved values);
+    - `@F_backward`: takes the saved values, in that order, then the
+      output's gradient dY, and returns the gradient of each differentiable
+      argument of @F in argument order: the tokens, the router logits (or,
+      without a route, the routing weights), the gate-up and down weights
+      and, where the layer has them, the experts' biases. The correction
+      bias of `sigmoid_topk` steers only the choice and gets no gradient;
+      ids get none.
+
+    The backward, in moe ops:
+
+    ```
+    dO, dW   = moe.unpermute_grad dY, O, slots weights W   // combine
+    H        = moe.swiglu act GU                            // recomputed
+    dH       = moe.grouped_dgrad dO, W2, offsets            // down
+    dW2 (dB2)= moe.grouped_wgrad dO, H, offsets
+    dGU      = moe.swiglu_grad act GU, dH
+    dRows    = moe.grouped_dgrad dGU, W13, offsets          // gate-up
+    dW13 (dB13) = moe.grouped_wgrad dGU, rows, offsets
+    dX       = moe.unpermute dRows, slots                   // permute
+    dLogits  = moe.route_grad routing logits, ids, dW ...   // router
+    ```
+
+    Saved: the router logits and ids (with a route), the routing weights,
+    the permuted rows, offsets and slots, the gate-up output GU (or, with
+    `recompute-gate-up`, nothing: the backward recomputes it from the rows,
+    trading a grouped GEMM for `[M, 2I]` of memory; the gate-up bias is
+    saved instead where there is one), the experts' output O, and the
+    gate-up and down weights. `@F_backward` names them in its `moe.saved`
+    attribute and lists the @F argument each gradient is for in
+    `moe.gradient_of`.
+
+    A function whose layer this cannot differentiate is an error that says
+    why: a shared expert, shared-expert routing slots, an FP8-quantized
+    layer, a per-row scale, or a layer input that is not an argument of @F
+    (its gradient would have nowhere to go). Functions without moe ops are
+    left alone.
+  }];
+  let options = [
+    Option<"recomputeGateUp", "recompute-gate-up", "bool", "false",
+           "recompute the gate-up GEMM in the backward instead of saving "
+           "its [M, 2I] output">,
+  ];
+  let dependentDialects = ["::mlir::moe::MoEDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def MoERouteSharedExperts : Pass<"moe-route-shared-experts",
                                   "::mlir::ModuleOp"> {
   let summary = "Run a shared expert as c experts every token is routed to";

@@ -1,8 +1,8 @@
 //===- Emitter.h - tensor building blocks of moe-to-linalg ------*- C++ -*-===//
 //
 // Shared by the --convert-moe-to-linalg patterns (MoEToLinalg.cpp,
-// SharedMLP.cpp): linalg.generic, sizes, f32 conversions and the loops the
-// lowerings have in common.
+// SharedMLP.cpp, Backward.cpp): linalg.generic, sizes, f32 conversions and the
+// loops the lowerings have in common.
 //
 //===----------------------------------------------------------------------===//
 
@@ -301,6 +301,9 @@ struct Emitter {
 
 /// Adds the lowering of `moe.shared_mlp` (SharedMLP.cpp).
 void populateSharedMLPLoweringPatterns(RewritePatternSet &patterns);
+
+/// Adds the lowerings of the backward ops (Backward.cpp).
+void populateBackwardLoweringPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::moe::to_linalg
 

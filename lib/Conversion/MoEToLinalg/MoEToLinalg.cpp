@@ -777,4 +777,5 @@ void mlir::moe::populateMoEToLinalgPatterns(RewritePatternSet &patterns) {
                SwiGLULowering, UnpermuteLowering, QuantizeLowering,
                DequantizeLowering>(patterns.getContext());
   populateSharedMLPLoweringPatterns(patterns);
+  populateBackwardLoweringPatterns(patterns);
 }

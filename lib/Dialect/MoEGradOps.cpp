@@ -1,0 +1,185 @@
+//===- MoEGradOps.cpp - verifiers of the moe backward ops ----------------===//
+
+#include "MoE/Dialect/MoEDialect.h"
+#include "ShapeChecks.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+using namespace mlir::moe::shape_checks;
+
+/// Requires `grad` to have `primal`'s static dims and element type: the
+/// gradient of a tensor is shaped like it.
+static LogicalResult checkShapedLike(Operation *op, StringRef gradName,
+                                     Value grad, StringRef primalName,
+                                     Value primal) {
+  auto gradType = tensorType(grad), primalType = tensorType(primal);
+  if (gradType.getRank() != primalType.getRank())
+    return op->emitOpError() << "'" << gradName << "' must have the rank of '"
+                             << primalName << "' (" << primalType.getRank()
+                             << "), got rank " << gradType.getRank();
+  for (int64_t d = 0; d < gradType.getRank(); ++d)
+    if (failed(checkSameExtent(op, "size", {gradName, grad, d},
+                               {primalName, primal, d})))
+      return failure();
+  if (gradType.getElementType() != primalType.getElementType())
+    return op->emitOpError()
+           << "'" << gradName << "' element type " << gradType.getElementType()
+           << " must be the element type of '" << primalName << "' ("
+           << primalType.getElementType() << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// UnpermuteGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult UnpermuteGradOp::verify() {
+  Operation *op = getOperation();
+  Value grad = getGrad(), rows = getRows(), slots = getSlots(),
+        weights = getWeights(), weightsGrad = getWeightsGrad();
+  if (failed(checkRank(op, "grad", grad, 2, "[T, H]")) ||
+      failed(checkRank(op, "rows", rows, 2, "[M, H]")) ||
+      failed(checkRank(op, "slots", slots, 2, "[T, k]")) ||
+      failed(checkStaticSizes(op, {{"grad", grad, "[T, H]"},
+                                   {"rows", rows, "[M, H]"},
+                                   {"slots", slots, "[T, k]"},
+                                   {"weights", weights, "[T, k]"}})) ||
+      failed(checkSameExtent(op, "token count", {"slots", slots, 0},
+                             {"grad", grad, 0})) ||
+      failed(checkSameExtent(op, "hidden size", {"rows", rows, 1},
+                             {"grad", grad, 1})) ||
+      failed(checkShapedLike(op, "rows_grad", getRowsGrad(), "rows", rows)))
+    return failure();
+  if (static_cast<bool>(weights) != static_cast<bool>(weightsGrad))
+    return emitOpError() << "'weights_grad' is a result exactly when "
+                            "'weights' is an operand";
+  if (!weights)
+    return success();
+  if (failed(checkRank(op, "weights", weights, 2, "[T, k]")) ||
+      failed(checkSameExtent(op, "token count", {"weights", weights, 0},
+                             {"slots", slots, 0})) ||
+      failed(checkSameExtent(op, "experts per token", {"weights", weights, 1},
+                             {"slots", slots, 1})))
+    return failure();
+  return checkShapedLike(op, "weights_grad", weightsGrad, "weights", weights);
+}
+
+//===----------------------------------------------------------------------===//
+// GroupedDgradOp / GroupedWgradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GroupedDgradOp::verify() {
+  Operation *op = getOperation();
+  Value grad = getGrad(), weights = getWeights(), result = getResult();
+  if (failed(checkRank(op, "grad", grad, 2, "[M, N]")) ||
+      failed(checkRank(op, "weights", weights, 3, "[E, N, K]")) ||
+      failed(checkRank(op, "result", result, 2, "[M, K]")) ||
+      failed(checkStaticSizes(op, {{"grad", grad, "[M, N]"},
+                                   {"weights", weights, "[E, N, K]"},
+                                   {"offsets", getOffsets(), "[E+1]"},
+                                   {"result", result, "[M, K]"}})))
+    return failure();
+  FailureOr<int64_t> numExperts = verifyOffsets(op, getOffsets());
+  if (failed(numExperts) ||
+      failed(checkOffsetsFit(op, *numExperts, {"weights", weights, 0})) ||
+      failed(checkSameExtent(op, "contraction size", {"grad", grad, 1},
+                             {"weights", weights, 1})) ||
+      failed(checkSameExtent(op, "row count", {"result", result, 0},
+                             {"grad", grad, 0})) ||
+      failed(checkSameExtent(op, "output size", {"result", result, 1},
+                             {"weights", weights, 2})))
+    return failure();
+  return success();
+}
+
+LogicalResult GroupedWgradOp::verify() {
+  Operation *op = getOperation();
+  Value grad = getGrad(), rows = getRows(), weightGrad = getWeightGrad(),
+        biasGrad = getBiasGrad();
+  if (failed(checkRank(op, "grad", grad, 2, "[M, N]")) ||
+      failed(checkRank(op, "rows", rows, 2, "[M, K]")) ||
+      failed(checkRank(op, "weight_grad", weightGrad, 3, "[E, N, K]")) ||
+      failed(checkStaticSizes(op, {{"grad", grad, "[M, N]"},
+                                   {"rows", rows, "[M, K]"},
+                                   {"offsets", getOffsets(), "[E+1]"},
+                                   {"weight_grad", weightGrad, "[E, N, K]"},
+                                   {"bias_grad", biasGrad, "[E, N]"}})))
+    return failure();
+  FailureOr<int64_t> numExperts = verifyOffsets(op, getOffsets());
+  if (failed(numExperts) ||
+      failed(
+          checkOffsetsFit(op, *numExperts, {"weight_grad", weightGrad, 0})) ||
+      failed(checkSameExtent(op, "row count", {"rows", rows, 0},
+                             {"grad", grad, 0})) ||
+      failed(checkSameExtent(op, "output size", {"weight_grad", weightGrad, 1},
+                             {"grad", grad, 1})) ||
+      failed(checkSameExtent(op, "contraction size",
+                             {"weight_grad", weightGrad, 2},
+                             {"rows", rows, 1})))
+    return failure();
+  if (biasGrad &&
+      (failed(checkRank(op, "bias_grad", biasGrad, 2, "[E, N]")) ||
+       failed(checkExtent(op, "expert count", {"bias_grad", biasGrad, 0},
+                          *numExperts, "the size of 'offsets' minus one")) ||
+       failed(checkSameExtent(op, "output size", {"bias_grad", biasGrad, 1},
+                              {"grad", grad, 1}))))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SwiGLUGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SwiGLUGradOp::verify() {
+  Operation *op = getOperation();
+  Value input = getInput(), grad = getGrad(), result = getResult();
+  if (failed(checkRank(op, "input", input, 2, "[M, 2I]")) ||
+      failed(checkRank(op, "grad", grad, 2, "[M, I]")) ||
+      failed(checkStaticSizes(op, {{"input", input, "[M, 2I]"},
+                                   {"grad", grad, "[M, I]"},
+                                   {"result", result, "[M, 2I]"}})) ||
+      failed(checkSameExtent(op, "row count", {"grad", grad, 0},
+                             {"input", input, 0})) ||
+      failed(verifyGatedHalves(op, {"input", input, 1}, {"grad", grad, 1})) ||
+      failed(checkShapedLike(op, "result", result, "input", input)))
+    return failure();
+  return verifyActivationParams(op, getActivation(), getAlpha(), getLimit());
+}
+
+//===----------------------------------------------------------------------===//
+// RouteGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RouteGradOp::verify() {
+  Operation *op = getOperation();
+  Value logits = getLogits(), ids = getExpertIds(), grad = getGrad(),
+        result = getResult();
+  if (failed(checkRank(op, "logits", logits, 2, "[T, E]")) ||
+      failed(checkRank(op, "expert_ids", ids, 2, "[T, k]")) ||
+      failed(checkRank(op, "grad", grad, 2, "[T, k]")) ||
+      failed(checkStatic(op, "expert count", {"logits", logits, 1})) ||
+      failed(checkStaticSizes(op, {{"logits", logits, "[T, E]"},
+                                   {"expert_ids", ids, "[T, k]"},
+                                   {"grad", grad, "[T, k]"}})) ||
+      failed(checkSameExtent(op, "token count", {"expert_ids", ids, 0},
+                             {"logits", logits, 0})) ||
+      failed(checkSameExtent(op, "token count", {"grad", grad, 0},
+                             {"logits", logits, 0})) ||
+      failed(checkSameExtent(op, "experts per token", {"grad", grad, 1},
+                             {"expert_ids", ids, 1})) ||
+      failed(checkShapedLike(op, "result", result, "logits", logits)))
+    return failure();
+  int64_t numExperts = tensorType(logits).getDimSize(1);
+  int64_t k = tensorType(ids).getDimSize(1);
+  if (!ShapedType::isDynamic(k) && k > numExperts)
+    return emitOpError() << "experts per token (" << k
+                         << ") exceeds the expert count of 'logits' ("
+                         << numExperts << ")";
+  if (std::optional<APFloat> scale = getScalingFactor())
+    if (!scale->isFiniteNonZero() || scale->isNegative())
+      return emitOpError() << "'scale' must be finite and positive";
+  return success();
+}

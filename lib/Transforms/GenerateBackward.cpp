@@ -1,0 +1,332 @@
+//===- GenerateBackward.cpp - a MoE layer's backward as moe ops ----------===//
+//
+// --moe-generate-backward: @F -> @F_train (forward returning what the
+// backward saves) and @F_backward (saved values and dY -> gradients).
+//
+//===----------------------------------------------------------------------===//
+
+#include "MoE/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_MOEGENERATEBACKWARD
+#include "MoE/Transforms/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+namespace {
+
+/// The forward layer of @F_train, unfused, read back from its output.
+struct Chain {
+  RouteOp route; // null when ids and weights are arguments
+  PermuteOp permute;
+  GroupedMatmulOp gateUp;
+  SwiGLUOp activation;
+  GroupedMatmulOp down;
+  UnpermuteOp combine;
+};
+
+/// Why `output` is not a layer the backward can be derived for, or the
+/// chain that computes it.
+static FailureOr<Chain> matchChain(Value output, std::string &why) {
+  auto no = [&](StringRef reason) {
+    why = reason.str();
+    return failure();
+  };
+  Chain c;
+  c.combine = output.getDefiningOp<UnpermuteOp>();
+  if (!c.combine)
+    return no("its result is not a moe.unpermute's (the layer output)");
+  if (c.combine.getShared())
+    return no("the combine adds a shared expert, which has no backward "
+              "yet");
+  if (!c.combine.getWeights())
+    return no("the combine has no routing weights");
+  c.down = c.combine.getRows().getDefiningOp<GroupedMatmulOp>();
+  if (!c.down)
+    return no("the combined rows are not a moe.grouped_matmul's (the down "
+              "projection)");
+  c.activation = c.down.getRows().getDefiningOp<SwiGLUOp>();
+  if (!c.activation)
+    return no("the down projection's rows are not a moe.swiglu's (an FP8 "
+              "intermediate has no backward yet)");
+  c.gateUp = c.activation.getInput().getDefiningOp<GroupedMatmulOp>();
+  if (!c.gateUp)
+    return no("the activation's input is not a moe.grouped_matmul's (the "
+              "gate-up projection)");
+  if (c.down.getRowScale() || c.gateUp.getRowScale() || c.activation.getScale())
+    return no("a per-row scale on the expert MLP has no backward (the "
+              "routing weight belongs on the combine)");
+  c.permute = c.gateUp.getRows().getDefiningOp<PermuteOp>();
+  if (!c.permute)
+    return no("the gate-up projection's rows are not a moe.permute's "
+              "(quantized rows have no backward yet)");
+  Value offsets = c.permute.getOffsets();
+  if (c.gateUp.getOffsets() != offsets || c.down.getOffsets() != offsets ||
+      c.combine.getSlots() != c.permute.getSlots())
+    return no("the projections and the combine do not use the permute's "
+              "offsets and slots");
+  c.route = c.permute.getExpertIds().getDefiningOp<RouteOp>();
+  if (c.route && c.route.getWeights() != c.combine.getWeights())
+    return no("the combine's weights are not the route's");
+  if (c.route && c.route.getSharedSlots())
+    return no("the route has shared-expert slots, which have no backward "
+              "yet");
+  return c;
+}
+
+/// Names, in @F_backward's argument order, of what @F_train saves.
+struct Saved {
+  SmallVector<StringRef> names;
+  SmallVector<Value> values;
+
+  void add(StringRef name, Value value) {
+    names.push_back(name);
+    values.push_back(value);
+  }
+};
+
+struct MoEGenerateBackwardPass
+    : moe::impl::MoEGenerateBackwardBase<MoEGenerateBackwardPass> {
+  using MoEGenerateBackwardBase::MoEGenerateBackwardBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> forwards;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isDeclaration() && !fn->hasAttr(kTrainAttr) &&
+          !fn->hasAttr(kSavedAttr) && hasMoEOps(fn))
+        forwards.push_back(fn);
+    SymbolTable symbols(module);
+    for (func::FuncOp fn : forwards)
+      if (failed(derive(fn, symbols)))
+        return signalPassFailure();
+  }
+
+  static constexpr StringLiteral kTrainAttr = "moe.train";
+  static constexpr StringLiteral kSavedAttr = "moe.saved";
+  static constexpr StringLiteral kGradientOfAttr = "moe.gradient_of";
+
+  static bool hasMoEOps(func::FuncOp fn) {
+    return fn
+        .walk([](Operation *op) {
+          return isa<MoEDialect>(op->getDialect()) ? WalkResult::interrupt()
+                                                   : WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+
+  LogicalResult derive(func::FuncOp fn, SymbolTable &symbols) {
+    auto fail = [&](const Twine &why) {
+      return fn.emitError() << "--moe-generate-backward: cannot derive the "
+                               "backward of @"
+                            << fn.getSymName() << ": " << why;
+    };
+    if (fn.getNumResults() != 1)
+      return fail("it must return exactly one value, the layer output (it "
+                  "returns " +
+                  Twine(fn.getNumResults()) + ")");
+    std::string trainName = (fn.getSymName() + "_train").str();
+    std::string backwardName = (fn.getSymName() + "_backward").str();
+    for (StringRef name : {StringRef(trainName), StringRef(backwardName)})
+      if (symbols.lookup(name))
+        return fail("a symbol named @" + name + " already exists");
+
+    // @F_train: @F unfused, so that the intermediates can be returned.
+    func::FuncOp train = fn.clone();
+    train.setSymName(trainName);
+    symbols.insert(train, std::next(Block::iterator(fn)));
+    train->setAttr(kTrainAttr, UnitAttr::get(&getContext()));
+    RewritePatternSet patterns(&getContext());
+    populateExpandFusedOpsPatterns(patterns);
+    if (failed(applyPatternsGreedily(train, std::move(patterns)))) {
+      train.erase();
+      return fail("its fused ops could not be expanded");
+    }
+    auto ret = cast<func::ReturnOp>(train.getBody().back().getTerminator());
+    std::string why;
+    FailureOr<Chain> chain = matchChain(ret.getOperand(0), why);
+    if (failed(chain)) {
+      train.erase();
+      return fail(why);
+    }
+
+    // The differentiable inputs, each an argument of @F.
+    struct Leaf {
+      StringRef what;
+      Value value;
+    };
+    Chain &c = *chain;
+    SmallVector<Leaf> leaves{{"the tokens", c.permute.getTokens()}};
+    if (c.route)
+      leaves.push_back({"the router logits", c.route.getLogits()});
+    else
+      leaves.push_back({"the routing weights", c.combine.getWeights()});
+    leaves.push_back({"the gate-up weights", c.gateUp.getWeights()});
+    leaves.push_back({"the down weights", c.down.getWeights()});
+    if (Value bias = c.gateUp.getBias())
+      leaves.push_back({"the gate-up bias", bias});
+    if (Value bias = c.down.getBias())
+      leaves.push_back({"the down bias", bias});
+    DenseMap<unsigned, size_t> leafOfArg;
+    for (auto [i, leaf] : llvm::enumerate(leaves)) {
+      auto arg = dyn_cast<BlockArgument>(leaf.value);
+      if (!arg || arg.getOwner() != &train.getBody().front()) {
+        train.erase();
+        return fail(Twine(leaf.what) +
+                    " are not an argument of the function (their gradient "
+                    "would have nowhere to go; quantized weights have no "
+                    "backward yet)");
+      }
+      if (!leafOfArg.try_emplace(arg.getArgNumber(), i).second) {
+        train.erase();
+        return fail("argument #" + Twine(arg.getArgNumber()) +
+                    " is two of the layer's inputs");
+      }
+    }
+    if (!c.route && !isa<BlockArgument>(c.permute.getExpertIds())) {
+      train.erase();
+      return fail("the expert ids are neither a moe.route's nor an argument "
+                  "of the function");
+    }
+
+    Saved saved;
+    if (c.route) {
+      saved.add("logits", c.route.getLogits());
+      saved.add("ids", c.route.getExpertIds());
+    }
+    saved.add("weights", c.combine.getWeights());
+    saved.add("rows", c.permute.getRows());
+    saved.add("offsets", c.permute.getOffsets());
+    saved.add("slots", c.permute.getSlots());
+    if (!recomputeGateUp)
+      saved.add("gate_up", c.gateUp.getResult());
+    else if (Value bias = c.gateUp.getBias())
+      saved.add("gate_up_bias", bias);
+    saved.add("expert_out", c.down.getResult());
+    saved.add("gate_up_weights", c.gateUp.getWeights());
+    saved.add("down_weights", c.down.getWeights());
+
+    SmallVector<Value> results{ret.getOperand(0)};
+    llvm::append_range(results, saved.values);
+    OpBuilder b(ret);
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    train.setType(b.getFunctionType(train.getArgumentTypes(),
+                                    ValueRange(results).getTypes()));
+
+    buildBackward(fn, backwardName, c, saved, leafOfArg, symbols,
+                  std::next(Block::iterator(train)));
+    return success();
+  }
+
+  void buildBackward(func::FuncOp fn, StringRef name, Chain &c,
+                     const Saved &saved,
+                     const DenseMap<unsigned, size_t> &leafOfArg,
+                     SymbolTable &symbols, Block::iterator where) {
+    Location loc = fn.getLoc();
+    OpBuilder b(&getContext());
+    SmallVector<Type> inputs(ValueRange(saved.values).getTypes());
+    Value output = c.combine.getResult();
+    inputs.push_back(output.getType());
+
+    // Gradients of @F's differentiable arguments, in argument order.
+    SmallVector<unsigned> gradientOf;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (leafOfArg.count(i))
+        gradientOf.push_back(i);
+    SmallVector<Type> outputs;
+    for (unsigned i : gradientOf)
+      outputs.push_back(fn.getArgument(i).getType());
+
+    auto backward =
+        func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, outputs));
+    symbols.insert(backward, where);
+    backward->setAttr(kSavedAttr, b.getStrArrayAttr(saved.names));
+    backward->setAttr(
+        kGradientOfAttr,
+        b.getDenseI64ArrayAttr(llvm::to_vector_of<int64_t>(gradientOf)));
+    Block *entry = backward.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+
+    // The saved values, and the forward values they stand for.
+    IRMapping forward;
+    for (auto [value, arg] : llvm::zip(saved.values, entry->getArguments()))
+      forward.map(value, arg);
+    auto get = [&](Value v) { return forward.lookup(v); };
+    Value dy = entry->getArguments().back();
+    Value rows = get(c.permute.getRows()),
+          offsets = get(c.permute.getOffsets());
+    Value slots = get(c.permute.getSlots()),
+          weights = get(c.combine.getWeights());
+    Value w13 = get(c.gateUp.getWeights()), w2 = get(c.down.getWeights());
+    Value expertOut = get(c.down.getResult());
+
+    Value gateUp = forward.lookupOrNull(c.gateUp.getResult());
+    if (!gateUp) {
+      Value bias = c.gateUp.getBias() ? get(c.gateUp.getBias()) : Value();
+      gateUp = GroupedMatmulOp::create(b, loc, c.gateUp.getType(), rows, w13,
+                                       offsets, bias, /*row_scale=*/Value());
+    }
+    auto combineGrad =
+        UnpermuteGradOp::create(b, loc, expertOut.getType(), weights.getType(),
+                                dy, expertOut, slots, weights);
+    Value dOut = combineGrad.getRowsGrad();
+    Value activated = SwiGLUOp::create(
+        b, loc, c.activation.getType(), gateUp, /*scale=*/Value(),
+        c.activation.getActivationAttr(), c.activation.getAlphaAttr(),
+        c.activation.getLimitAttr());
+
+    // Down projection: dH = dO . W2[e], dW2[e] = dO[e]^T . H[e].
+    Value dAct = GroupedDgradOp::create(b, loc, c.activation.getType(), dOut,
+                                        w2, offsets);
+    auto downGrad = wgrad(b, loc, c.down, dOut, activated, offsets);
+    Value dGateUp = SwiGLUGradOp::create(b, loc, c.gateUp.getType(), gateUp,
+                                         dAct, c.activation.getActivationAttr(),
+                                         c.activation.getAlphaAttr(),
+                                         c.activation.getLimitAttr());
+    // Gate-up projection, then the permute's adjoint: a token's k rows summed.
+    Value dRows = GroupedDgradOp::create(b, loc, c.permute.getRows().getType(),
+                                         dGateUp, w13, offsets);
+    auto gateUpGrad = wgrad(b, loc, c.gateUp, dGateUp, rows, offsets);
+    Value dTokens = UnpermuteOp::create(
+        b, loc, c.permute.getTokens().getType(), dRows, slots,
+        /*weights=*/Value(), /*shared=*/Value());
+
+    Value dRouting = combineGrad.getWeightsGrad();
+    if (RouteOp route = c.route)
+      dRouting = RouteGradOp::create(
+          b, loc, route.getLogits().getType(), get(route.getLogits()),
+          get(route.getExpertIds()), dRouting, route.getRoutingAttr(),
+          route.getRenormalizeAttr(), route.getScalingFactorAttr());
+
+    // Gradients in the order `leaves` lists the inputs.
+    SmallVector<Value> byLeaf{dTokens, dRouting, gateUpGrad.getWeightGrad(),
+                              downGrad.getWeightGrad()};
+    if (c.gateUp.getBias())
+      byLeaf.push_back(gateUpGrad.getBiasGrad());
+    if (c.down.getBias())
+      byLeaf.push_back(downGrad.getBiasGrad());
+    SmallVector<Value> results;
+    for (unsigned i : gradientOf)
+      results.push_back(byLeaf[leafOfArg.lookup(i)]);
+    func::ReturnOp::create(b, loc, results);
+  }
+
+  /// The weight (and bias) gradient of the forward `matmul`.
+  static GroupedWgradOp wgrad(OpBuilder &b, Location loc,
+                              GroupedMatmulOp matmul, Value grad, Value rows,
+                              Value offsets) {
+    Type biasType = matmul.getBias() ? matmul.getBias().getType() : Type();
+    return GroupedWgradOp::create(b, loc, matmul.getWeights().getType(),
+                                  biasType, grad, rows, offsets);
+  }
+};
+
+} // namespace
