@@ -45,16 +45,21 @@ LogicalResult UnpermuteGradOp::verify() {
       failed(checkStaticSizes(op, {{"grad", grad, "[T, H]"},
                                    {"rows", rows, "[M, H]"},
                                    {"slots", slots, "[T, k]"},
-                                   {"weights", weights, "[T, k]"}})) ||
+                                   {"weights", weights, "[T, k]"},
+                                   {"rows_grad", getRowsGrad(), "[M, H]"},
+                                   {"weights_grad", weightsGrad, "[T, k]"}})) ||
       failed(checkSameExtent(op, "token count", {"slots", slots, 0},
                              {"grad", grad, 0})) ||
       failed(checkSameExtent(op, "hidden size", {"rows", rows, 1},
                              {"grad", grad, 1})) ||
       failed(checkShapedLike(op, "rows_grad", getRowsGrad(), "rows", rows)))
     return failure();
-  if (static_cast<bool>(weights) != static_cast<bool>(weightsGrad))
-    return emitOpError() << "'weights_grad' is a result exactly when "
-                            "'weights' is an operand";
+  if (weights && !weightsGrad)
+    return emitOpError() << "with 'weights' the op has a second result, "
+                            "'weights_grad'";
+  if (!weights && weightsGrad)
+    return emitOpError() << "'weights_grad' needs 'weights' (without them "
+                            "every weight is 1 and has no gradient)";
   if (!weights)
     return success();
   if (failed(checkRank(op, "weights", weights, 2, "[T, k]")) ||
@@ -109,6 +114,7 @@ LogicalResult GroupedWgradOp::verify() {
     return failure();
   FailureOr<int64_t> numExperts = verifyOffsets(op, getOffsets());
   if (failed(numExperts) ||
+      failed(checkStatic(op, "expert count", {"weight_grad", weightGrad, 0})) ||
       failed(
           checkOffsetsFit(op, *numExperts, {"weight_grad", weightGrad, 0})) ||
       failed(checkSameExtent(op, "row count", {"rows", rows, 0},
@@ -161,9 +167,11 @@ LogicalResult RouteGradOp::verify() {
       failed(checkRank(op, "expert_ids", ids, 2, "[T, k]")) ||
       failed(checkRank(op, "grad", grad, 2, "[T, k]")) ||
       failed(checkStatic(op, "expert count", {"logits", logits, 1})) ||
+      failed(checkStatic(op, "experts per token", {"expert_ids", ids, 1})) ||
       failed(checkStaticSizes(op, {{"logits", logits, "[T, E]"},
                                    {"expert_ids", ids, "[T, k]"},
-                                   {"grad", grad, "[T, k]"}})) ||
+                                   {"grad", grad, "[T, k]"},
+                                   {"result", result, "[T, E]"}})) ||
       failed(checkSameExtent(op, "token count", {"expert_ids", ids, 0},
                              {"logits", logits, 0})) ||
       failed(checkSameExtent(op, "token count", {"grad", grad, 0},
@@ -174,9 +182,9 @@ LogicalResult RouteGradOp::verify() {
     return failure();
   int64_t numExperts = tensorType(logits).getDimSize(1);
   int64_t k = tensorType(ids).getDimSize(1);
-  if (!ShapedType::isDynamic(k) && k > numExperts)
-    return emitOpError() << "experts per token (" << k
-                         << ") exceeds the expert count of 'logits' ("
+  if (k > numExperts)
+    return emitOpError() << "experts per token of 'expert_ids' (dim 1 = " << k
+                         << ") exceeds the expert count of 'logits' (dim 1 = "
                          << numExperts << ")";
   if (std::optional<APFloat> scale = getScalingFactor())
     if (!scale->isFiniteNonZero() || scale->isNegative())

@@ -191,3 +191,152 @@ func.func @unpermute_shared(%r: tensor<?x16xbf16>, %s: tensor<?x2xi64>, %w: tens
       : (tensor<?x16xbf16>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<?x16xbf16>) -> tensor<?x16xbf16>
   return %y : tensor<?x16xbf16>
 }
+
+// -----
+
+// The row gradients: a loop over the T*k (token, slot) pairs that adds each
+// weighted output-gradient row into its slot's row (ids outside [0, M)
+// skipped), in f32, rounded once after the loop; the weight gradients: one
+// generic reducing grad[t, :] . rows[slots[t, j], :] over H.
+// CHECK-LABEL: func @unpermute_grad
+// CHECK-SAME: %[[G:[a-z0-9]+]]: tensor<?x16xbf16>, %[[R:[a-z0-9]+]]: tensor<?x16xbf16>, %[[S:[a-z0-9]+]]: tensor<?x2xi64>, %[[W:[a-z0-9]+]]: tensor<?x2xf32>
+// CHECK-NOT: moe.
+// CHECK: %[[PAIRS:.*]] = arith.muli %{{.*}}, %c2 : index
+// CHECK: scf.for %[[P:[a-z0-9_]+]] = %{{.*}} to %[[PAIRS]] {{.*}} -> (tensor<?x16xf32>)
+// CHECK: %[[T:.*]] = arith.divui %[[P]]
+// CHECK: %[[J:.*]] = arith.remui %[[P]]
+// CHECK: tensor.extract %[[S]][%[[T]], %[[J]]]
+// CHECK: %[[ROW:.*]] = arith.index_cast
+// CHECK: arith.cmpi slt, %[[ROW]]
+// CHECK: scf.if
+// CHECK: tensor.extract %[[W]][%[[T]], %[[J]]]
+// CHECK: tensor.extract_slice %[[G]][%[[T]], 0] [1, 16]
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[ROW]], 0] [1, 16]
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[S]], %[[G]] : tensor<?x2xi64>, tensor<?x16xbf16>) outs(%{{.*}} : tensor<?x2xf32>)
+// CHECK: tensor.extract %[[R]]
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: return
+func.func @unpermute_grad(%g: tensor<?x16xbf16>, %r: tensor<?x16xbf16>, %s: tensor<?x2xi64>, %w: tensor<?x2xf32>)
+    -> (tensor<?x16xbf16>, tensor<?x2xf32>) {
+  %dr, %dw = moe.unpermute_grad %g, %r, %s weights %w
+      : (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> (tensor<?x16xbf16>, tensor<?x2xf32>)
+  return %dr, %dw : tensor<?x16xbf16>, tensor<?x2xf32>
+}
+
+// -----
+
+// One matmul per expert on its clamped row range against the untransposed
+// weights: grad [count, N=32] x weights[e] [N=32, K=16] -> [count, K];
+// rows outside every range stay zero; rounded once after the loop.
+// CHECK-LABEL: func @grouped_dgrad
+// CHECK-SAME: %[[G:[a-z0-9]+]]: tensor<?x32xbf16>, %[[W:[a-z0-9]+]]: tensor<4x32x16xbf16>
+// CHECK-NOT: moe.
+// CHECK: %[[ZERO:.*]] = linalg.fill {{.*}} -> tensor<?x16xf32>
+// CHECK: scf.for %[[E:[a-z0-9_]+]] = %{{.*}} to %c4 {{.*}} iter_args(%{{.*}} = %[[ZERO]]
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: %[[LHS:.*]] = tensor.extract_slice %[[G]][%[[START:[a-z0-9_]+]], 0] [%[[COUNT:[a-z0-9_]+]], 32]
+// CHECK: %[[RHS:.*]] = tensor.extract_slice %[[W]][%[[E]], 0, 0] [1, 32, 16] [1, 1, 1] : tensor<4x32x16xbf16> to tensor<32x16xbf16>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[LHS]], %[[RHS]] : tensor<?x32xbf16>, tensor<32x16xbf16>) outs(%{{.*}} : tensor<?x16xf32>)
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[START]], 0] [%[[COUNT]], 16]
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+func.func @grouped_dgrad(%g: tensor<?x32xbf16>, %w: tensor<4x32x16xbf16>, %o: tensor<5xi32>) -> tensor<?x16xbf16> {
+  %d = moe.grouped_dgrad %g, %w, %o
+      : (tensor<?x32xbf16>, tensor<4x32x16xbf16>, tensor<5xi32>) -> tensor<?x16xbf16>
+  return %d : tensor<?x16xbf16>
+}
+
+// -----
+
+// Per expert, a generic reducing over its own rows: grad^T [32, count] x
+// rows [count, 16] -> [32, 16], and the column sums of grad for the bias;
+// each written into expert e's slice. The f32 bias gradient is returned as
+// summed, the bf16 weight gradient rounded once.
+// CHECK-LABEL: func @grouped_wgrad
+// CHECK-SAME: %[[G:[a-z0-9]+]]: tensor<?x32xbf16>, %[[R:[a-z0-9]+]]: tensor<?x16xbf16>
+// CHECK-NOT: moe.
+// CHECK: %[[SUMS:.*]]:3 = scf.for %[[E:[a-z0-9_]+]] = %{{.*}} to %c4 {{.*}} -> (tensor<4x32x16xf32>, tensor<4x32xf32>, index)
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: %[[GS:.*]] = tensor.extract_slice %[[G]][%[[START:[a-z0-9_]+]], 0] [%[[COUNT:[a-z0-9_]+]], 32]
+// CHECK: %[[RS:.*]] = tensor.extract_slice %[[R]][%[[START]], 0] [%[[COUNT]], 16]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[GS]], %[[RS]] : tensor<?x32xbf16>, tensor<?x16xbf16>) outs(%{{.*}} : tensor<32x16xf32>)
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[E]], 0, 0] [1, 32, 16]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[GS]] : tensor<?x32xbf16>) outs(%{{.*}} : tensor<32xf32>)
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[E]], 0] [1, 32]
+// CHECK: %[[DW:.*]] = linalg.generic {{.*}} ins(%[[SUMS]]#0 : tensor<4x32x16xf32>) outs(%{{.*}} : tensor<4x32x16xbf16>)
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+// CHECK: return %[[DW]], %[[SUMS]]#1
+func.func @grouped_wgrad(%g: tensor<?x32xbf16>, %r: tensor<?x16xbf16>, %o: tensor<5xi64>)
+    -> (tensor<4x32x16xbf16>, tensor<4x32xf32>) {
+  %dw, %db = moe.grouped_wgrad %g, %r, %o
+      : (tensor<?x32xbf16>, tensor<?x16xbf16>, tensor<5xi64>) -> (tensor<4x32x16xbf16>, tensor<4x32xf32>)
+  return %dw, %db : tensor<4x32x16xbf16>, tensor<4x32xf32>
+}
+
+// -----
+
+// One elementwise generic over the gate and up halves with the limit and
+// alpha given; the clamps pass no gradient where they clamp, bounds
+// included in the pass-through (ole/oge); the halves written side by side.
+// CHECK-LABEL: func @swiglu_grad_gptoss
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<?x32xbf16>, %[[G:[a-z0-9]+]]: tensor<?x16xbf16>
+// CHECK-NOT: moe.
+// CHECK: %[[GATE:.*]] = tensor.extract_slice %[[X]][0, 0] [%{{.*}}, 16]
+// CHECK: %[[UP:.*]] = tensor.extract_slice %[[X]][0, 16] [%{{.*}}, 16]
+// CHECK: %[[D:.*]]:2 = linalg.generic {{.*}} ins(%[[GATE]], %[[UP]], %[[G]] :
+// CHECK: %[[GF:.*]] = arith.extf
+// CHECK: %[[UF:.*]] = arith.extf
+// CHECK: %[[LIM:.*]] = arith.constant 6.000000e+00 : f32
+// CHECK: arith.minimumf %[[GF]], %[[LIM]]
+// CHECK: arith.constant 1.500000e+00 : f32
+// CHECK: math.exp
+// CHECK: %[[GIN:.*]] = arith.cmpf ole, %[[GF]], %[[LIM]]
+// CHECK: arith.cmpf ole, %[[UF]], %[[LIM]]
+// CHECK: arith.cmpf oge, %[[UF]]
+// CHECK: %[[UIN:.*]] = arith.andi
+// CHECK: arith.select %[[GIN]]
+// CHECK: arith.select %[[UIN]]
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+// CHECK: tensor.insert_slice %[[D]]#0 into %{{.*}}[0, 0] [%{{.*}}, 16]
+// CHECK: tensor.insert_slice %[[D]]#1 into %{{.*}}[0, 16] [%{{.*}}, 16]
+func.func @swiglu_grad_gptoss(%x: tensor<?x32xbf16>, %g: tensor<?x16xbf16>) -> tensor<?x32xbf16> {
+  %d = moe.swiglu_grad gptoss %x, %g alpha 1.5 limit 6.0
+      : (tensor<?x32xbf16>, tensor<?x16xbf16>) -> tensor<?x32xbf16>
+  return %d : tensor<?x32xbf16>
+}
+
+// -----
+
+// softmax_topk: the softmax over all E recomputed from the logits, the
+// chosen probabilities gathered (ids outside [0, 8) read as 0), back
+// through scale and renormalisation, scattered onto the E columns, then
+// the softmax's adjoint over all E; rounded once to the logits' type.
+// CHECK-LABEL: func @route_grad_softmax
+// CHECK-SAME: %[[L:[a-z0-9]+]]: tensor<?x8xbf16>, %[[IDS:[a-z0-9]+]]: tensor<?x2xi32>, %[[DW:[a-z0-9]+]]: tensor<?x2xf32>
+// CHECK-NOT: moe.
+// CHECK: math.exp
+// CHECK: %[[PROBS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x8xf32>)
+// CHECK: arith.divf
+// CHECK: linalg.generic {{.*}} ins(%[[IDS]] : tensor<?x2xi32>) outs(%{{.*}} : tensor<?x2xf32>)
+// CHECK: arith.cmpi slt, %{{.*}}, %c8_i32
+// CHECK: tensor.extract %[[PROBS]]
+// CHECK: linalg.generic {{.*}} ins(%[[DW]] : tensor<?x2xf32>)
+// CHECK: arith.constant 2.500000e+00 : f32
+// CHECK: arith.divf
+// CHECK: %[[SC:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[IDS]], %{{.*}} : tensor<?x2xi32>, tensor<?x2xf32>) outs(%{{.*}} : tensor<?x8xf32>)
+// CHECK: arith.cmpi eq
+// CHECK: arith.select
+// CHECK: linalg.generic {{.*}} ins(%[[SC]], %[[PROBS]], %{{.*}} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xf32>)
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+func.func @route_grad_softmax(%l: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %g: tensor<?x2xf32>) -> tensor<?x8xbf16> {
+  %d = moe.route_grad softmax_topk %l, %i, %g renormalize scale 2.5
+      : (tensor<?x8xbf16>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x8xbf16>
+  return %d : tensor<?x8xbf16>
+}

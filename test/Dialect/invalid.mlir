@@ -1057,3 +1057,601 @@ func.func @f(%r: tensor<?x16xf32>, %s: tensor<4x2xi64>, %w: tensor<4x2xf32>, %x:
   %y = moe.unpermute %r, %s weights %w shared %x : (tensor<?x16xf32>, tensor<4x2xi64>, tensor<4x2xf32>, tensor<4x16xbf16>) -> tensor<4x16xf32>
   return
 }
+
+// -----
+
+// moe.unpermute_grad: [T, H] output gradient, [M, H] rows, [T, k] slots,
+// optional [T, k] weights; the gradients are shaped like their primals.
+func.func @f(%g: tensor<16xf32>, %r: tensor<?x16xf32>, %s: tensor<?x2xi64>) {
+  // expected-error @+1 {{'grad' must have rank 2 ([T, H]), got rank 1}}
+  %d = moe.unpermute_grad %g, %r, %s : (tensor<16xf32>, tensor<?x16xf32>, tensor<?x2xi64>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x16x1xf32>, %s: tensor<?x2xi64>) {
+  // expected-error @+1 {{'rows' must have rank 2 ([M, H]), got rank 3}}
+  %d = moe.unpermute_grad %g, %r, %s : (tensor<?x16xf32>, tensor<?x16x1xf32>, tensor<?x2xi64>) -> tensor<?x16x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x16xf32>, %s: tensor<?xi64>) {
+  // expected-error @+1 {{'slots' must have rank 2 ([T, k]), got rank 1}}
+  %d = moe.unpermute_grad %g, %r, %s : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?xi64>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x16xf32>, %s: tensor<?x0xi64>) {
+  // expected-error @+1 {{'slots' dim 1 (k of [T, k]) is 0: a static size must be in [1, 2147483647] (the kernels and the runtime take 32-bit sizes)}}
+  %d = moe.unpermute_grad %g, %r, %s : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x0xi64>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<4x16xf32>, %r: tensor<?x16xf32>, %s: tensor<3x2xi64>) {
+  // expected-error @+1 {{token count of 'slots' (dim 0 = 3) does not match 'grad' (dim 0 = 4)}}
+  %d = moe.unpermute_grad %g, %r, %s : (tensor<4x16xf32>, tensor<?x16xf32>, tensor<3x2xi64>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x8xf32>, %s: tensor<?x2xi64>) {
+  // expected-error @+1 {{hidden size of 'rows' (dim 1 = 8) does not match 'grad' (dim 1 = 16)}}
+  %d = moe.unpermute_grad %g, %r, %s : (tensor<?x16xf32>, tensor<?x8xf32>, tensor<?x2xi64>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x16xf32>, %s: tensor<?x2xi64>) {
+  // expected-error @+1 {{'rows_grad' must have the rank of 'rows' (2), got rank 1}}
+  %d = moe.unpermute_grad %g, %r, %s : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x2xi64>) -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<6x16xf32>, %s: tensor<?x2xi64>) {
+  // expected-error @+1 {{size of 'rows_grad' (dim 0 = 5) does not match 'rows' (dim 0 = 6)}}
+  %d = moe.unpermute_grad %g, %r, %s : (tensor<?x16xf32>, tensor<6x16xf32>, tensor<?x2xi64>) -> tensor<5x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x16xf32>, %s: tensor<?x2xi64>) {
+  // expected-error @+1 {{'rows_grad' element type 'bf16' must be the element type of 'rows' ('f32')}}
+  %d = moe.unpermute_grad %g, %r, %s : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x2xi64>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x16xf32>, %s: tensor<?x2xi64>, %w: tensor<?x2xf32>) {
+  // expected-error @+1 {{with 'weights' the op has a second result, 'weights_grad'}}
+  %d = moe.unpermute_grad %g, %r, %s weights %w : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x16xf32>, %s: tensor<?x2xi64>) {
+  // expected-error @+1 {{'weights_grad' needs 'weights' (without them every weight is 1 and has no gradient)}}
+  %d, %dw = moe.unpermute_grad %g, %r, %s : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x2xi64>) -> (tensor<?x16xf32>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x16xf32>, %s: tensor<?x2xi64>, %w: tensor<?xf32>) {
+  // expected-error @+1 {{'weights' must have rank 2 ([T, k]), got rank 1}}
+  %d, %dw = moe.unpermute_grad %g, %r, %s weights %w : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x2xi64>, tensor<?xf32>) -> (tensor<?x16xf32>, tensor<?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x16xf32>, %s: tensor<4x2xi64>, %w: tensor<3x2xf32>) {
+  // expected-error @+1 {{token count of 'weights' (dim 0 = 3) does not match 'slots' (dim 0 = 4)}}
+  %d, %dw = moe.unpermute_grad %g, %r, %s weights %w : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<4x2xi64>, tensor<3x2xf32>) -> (tensor<?x16xf32>, tensor<3x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x16xf32>, %s: tensor<?x2xi64>, %w: tensor<?x3xf32>) {
+  // expected-error @+1 {{experts per token of 'weights' (dim 1 = 3) does not match 'slots' (dim 1 = 2)}}
+  %d, %dw = moe.unpermute_grad %g, %r, %s weights %w : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x2xi64>, tensor<?x3xf32>) -> (tensor<?x16xf32>, tensor<?x3xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x16xf32>, %s: tensor<?x2xi64>, %w: tensor<?x2xf32>) {
+  // expected-error @+1 {{'weights_grad' must have the rank of 'weights' (2), got rank 1}}
+  %d, %dw = moe.unpermute_grad %g, %r, %s weights %w : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> (tensor<?x16xf32>, tensor<?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x16xf32>, %s: tensor<?x2xi64>, %w: tensor<?x2xf32>) {
+  // expected-error @+1 {{size of 'weights_grad' (dim 1 = 3) does not match 'weights' (dim 1 = 2)}}
+  %d, %dw = moe.unpermute_grad %g, %r, %s weights %w : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> (tensor<?x16xf32>, tensor<?x3xf32>)
+  return
+}
+
+// -----
+
+// Routing weights and their gradients are f32 whatever the rows are.
+func.func @f(%g: tensor<?x16xbf16>, %r: tensor<?x16xbf16>, %s: tensor<?x2xi64>, %w: tensor<?x2xf32>) {
+  // expected-error @+1 {{result #1 must be ranked tensor of 32-bit float values without encoding, but got 'tensor<?x2xbf16>'}}
+  %d, %dw = moe.unpermute_grad %g, %r, %s weights %w : (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> (tensor<?x16xbf16>, tensor<?x2xbf16>)
+  return
+}
+
+// -----
+
+// moe.grouped_dgrad: [M, N] gradient x [E, N, K] weights -> [M, K].
+func.func @f(%g: tensor<32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'grad' must have rank 2 ([M, N]), got rank 1}}
+  %d = moe.grouped_dgrad %g, %w, %o : (tensor<32xf32>, tensor<4x32x16xf32>, tensor<5xi64>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'weights' must have rank 3 ([E, N, K]), got rank 2}}
+  %d = moe.grouped_dgrad %g, %w, %o : (tensor<?x32xf32>, tensor<32x16xf32>, tensor<5xi64>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'result' must have rank 2 ([M, K]), got rank 3}}
+  %d = moe.grouped_dgrad %g, %w, %o : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<5xi64>) -> tensor<?x16x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x0xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'weights' dim 2 (K of [E, N, K]) is 0: a static size must be in [1, 2147483647] (the kernels and the runtime take 32-bit sizes)}}
+  %d = moe.grouped_dgrad %g, %w, %o : (tensor<?x32xf32>, tensor<4x32x0xf32>, tensor<5xi64>) -> tensor<?x0xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5x1xi64>) {
+  // expected-error @+1 {{'offsets' must have rank 1 ([E+1]), got rank 2}}
+  %d = moe.grouped_dgrad %g, %w, %o : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<5x1xi64>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<?xi64>) {
+  // expected-error @+1 {{expert count of 'offsets' (dim 0) must be static}}
+  %d = moe.grouped_dgrad %g, %w, %o : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<?xi64>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<?x32x16xf32>, %o: tensor<1xi64>) {
+  // expected-error @+1 {{'offsets' must have E+1 >= 2 entries, got 1}}
+  %d = moe.grouped_dgrad %g, %w, %o : (tensor<?x32xf32>, tensor<?x32x16xf32>, tensor<1xi64>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<4xi32>) {
+  // expected-error @+1 {{'offsets' has 4 entries, but 'weights' holds 4 experts (dim 0): 'offsets' must have 5 (one more than the experts)}}
+  %d = moe.grouped_dgrad %g, %w, %o : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<4xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+// The forward's weights are [E, N, K] for a [M, K] -> [M, N] matmul: the
+// gradient has N columns.
+func.func @f(%g: tensor<?x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{contraction size of 'grad' (dim 1 = 16) does not match 'weights' (dim 1 = 32)}}
+  %d = moe.grouped_dgrad %g, %w, %o : (tensor<?x16xf32>, tensor<4x32x16xf32>, tensor<5xi64>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<6x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{row count of 'result' (dim 0 = 5) does not match 'grad' (dim 0 = 6)}}
+  %d = moe.grouped_dgrad %g, %w, %o : (tensor<6x32xf32>, tensor<4x32x16xf32>, tensor<5xi64>) -> tensor<5x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{output size of 'result' (dim 1 = 8) does not match 'weights' (dim 2 = 16)}}
+  %d = moe.grouped_dgrad %g, %w, %o : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<5xi64>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xf32>) {
+  // expected-error @+1 {{operand #2 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<5xf32>'}}
+  %d = moe.grouped_dgrad %g, %w, %o : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<5xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+// moe.grouped_wgrad: [M, N] gradient and [M, K] rows -> [E, N, K], and
+// optionally [E, N] bias gradients.
+func.func @f(%g: tensor<32xf32>, %r: tensor<?x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'grad' must have rank 2 ([M, N]), got rank 1}}
+  %d = moe.grouped_wgrad %g, %r, %o : (tensor<32xf32>, tensor<?x16xf32>, tensor<5xi64>) -> tensor<4x32x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %r: tensor<?x16x1xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'rows' must have rank 2 ([M, K]), got rank 3}}
+  %d = moe.grouped_wgrad %g, %r, %o : (tensor<?x32xf32>, tensor<?x16x1xf32>, tensor<5xi64>) -> tensor<4x32x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %r: tensor<?x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'weight_grad' must have rank 3 ([E, N, K]), got rank 2}}
+  %d = moe.grouped_wgrad %g, %r, %o : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<5xi64>) -> tensor<32x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x2147483647xf32>, %r: tensor<?x2147483647xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'weight_grad' ('tensor<4x2147483647x2147483647xf32>') has more bytes than int64 counts: its static sizes multiply past 2^63}}
+  %d = moe.grouped_wgrad %g, %r, %o : (tensor<?x2147483647xf32>, tensor<?x2147483647xf32>, tensor<5xi64>) -> tensor<4x2147483647x2147483647xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %r: tensor<?x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'bias_grad' dim 0 (E of [E, N]) is 0: a static size must be in [1, 2147483647] (the kernels and the runtime take 32-bit sizes)}}
+  %d, %b = moe.grouped_wgrad %g, %r, %o : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<5xi64>) -> (tensor<4x32x16xf32>, tensor<0x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %r: tensor<?x16xf32>, %o: tensor<9xi32>) {
+  // expected-error @+1 {{'offsets' has 9 entries, but 'weight_grad' holds 4 experts (dim 0): 'offsets' must have 5 (one more than the experts)}}
+  %d = moe.grouped_wgrad %g, %r, %o : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<9xi32>) -> tensor<4x32x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<6x32xf32>, %r: tensor<5x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{row count of 'rows' (dim 0 = 5) does not match 'grad' (dim 0 = 6)}}
+  %d = moe.grouped_wgrad %g, %r, %o : (tensor<6x32xf32>, tensor<5x16xf32>, tensor<5xi64>) -> tensor<4x32x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %r: tensor<?x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{output size of 'weight_grad' (dim 1 = 16) does not match 'grad' (dim 1 = 32)}}
+  %d = moe.grouped_wgrad %g, %r, %o : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<5xi64>) -> tensor<4x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %r: tensor<?x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{contraction size of 'weight_grad' (dim 2 = 8) does not match 'rows' (dim 1 = 16)}}
+  %d = moe.grouped_wgrad %g, %r, %o : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<5xi64>) -> tensor<4x32x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %r: tensor<?x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'bias_grad' must have rank 2 ([E, N]), got rank 1}}
+  %d, %b = moe.grouped_wgrad %g, %r, %o : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<5xi64>) -> (tensor<4x32x16xf32>, tensor<32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %r: tensor<?x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{expert count of 'bias_grad' (dim 0 = 3) must be 4 (the size of 'offsets' minus one)}}
+  %d, %b = moe.grouped_wgrad %g, %r, %o : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<5xi64>) -> (tensor<4x32x16xf32>, tensor<3x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %r: tensor<?x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{output size of 'bias_grad' (dim 1 = 16) does not match 'grad' (dim 1 = 32)}}
+  %d, %b = moe.grouped_wgrad %g, %r, %o : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<5xi64>) -> (tensor<4x32x16xf32>, tensor<4x16xf32>)
+  return
+}
+
+// -----
+
+// moe.swiglu_grad: [M, 2I] input and [M, I] gradient -> [M, 2I].
+func.func @f(%x: tensor<32xf32>, %g: tensor<?x16xf32>) {
+  // expected-error @+1 {{'input' must have rank 2 ([M, 2I]), got rank 1}}
+  %d = moe.swiglu_grad silu %x, %g : (tensor<32xf32>, tensor<?x16xf32>) -> tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x32xf32>, %g: tensor<?x16x1xf32>) {
+  // expected-error @+1 {{'grad' must have rank 2 ([M, I]), got rank 3}}
+  %d = moe.swiglu_grad silu %x, %g : (tensor<?x32xf32>, tensor<?x16x1xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x32xf32>, %g: tensor<?x16xf32>) {
+  // expected-error @+1 {{'result' dim 0 (M of [M, 2I]) is 0: a static size must be in [1, 2147483647] (the kernels and the runtime take 32-bit sizes)}}
+  %d = moe.swiglu_grad silu %x, %g : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<0x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x32xf32>, %g: tensor<3x16xf32>) {
+  // expected-error @+1 {{row count of 'grad' (dim 0 = 3) does not match 'input' (dim 0 = 4)}}
+  %d = moe.swiglu_grad silu %x, %g : (tensor<4x32xf32>, tensor<3x16xf32>) -> tensor<4x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x31xf32>, %g: tensor<?x16xf32>) {
+  // expected-error @+1 {{'input' dim 1 (31) must be even: gate columns, then up columns}}
+  %d = moe.swiglu_grad silu %x, %g : (tensor<?x31xf32>, tensor<?x16xf32>) -> tensor<?x31xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x32xf32>, %g: tensor<?x8xf32>) {
+  // expected-error @+1 {{'grad' dim 1 (8) must be half of 'input' dim 1 (32)}}
+  %d = moe.swiglu_grad silu %x, %g : (tensor<?x32xf32>, tensor<?x8xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x32xf32>, %g: tensor<?x16xf32>) {
+  // expected-error @+1 {{'result' must have the rank of 'input' (2), got rank 1}}
+  %d = moe.swiglu_grad silu %x, %g : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?xf32>
+  return
+}
+
+// -----
+
+// The result is the input's gradient, not the output's: [M, 2I].
+func.func @f(%x: tensor<?x32xf32>, %g: tensor<?x16xf32>) {
+  // expected-error @+1 {{size of 'result' (dim 1 = 16) does not match 'input' (dim 1 = 32)}}
+  %d = moe.swiglu_grad silu %x, %g : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x32xbf16>, %g: tensor<?x16xbf16>) {
+  // expected-error @+1 {{'result' element type 'f32' must be the element type of 'input' ('bf16')}}
+  %d = moe.swiglu_grad silu %x, %g : (tensor<?x32xbf16>, tensor<?x16xbf16>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x32xf32>, %g: tensor<?x16xf32>) {
+  // expected-error @+1 {{'alpha' and 'limit' apply to the gptoss activation only}}
+  %d = moe.swiglu_grad silu %x, %g alpha 1.702 : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x32xf32>, %g: tensor<?x16xf32>) {
+  // expected-error @+1 {{'alpha' must be finite and non-zero}}
+  %d = moe.swiglu_grad gptoss %x, %g alpha 0.0 : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x32xf32>, %g: tensor<?x16xf32>) {
+  // expected-error @+1 {{'limit' must be finite and positive}}
+  %d = moe.swiglu_grad gptoss %x, %g limit -7.0 : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+// moe.route_grad: [T, E] logits, [T, k] ids and [T, k] f32 weight
+// gradients -> [T, E].
+func.func @f(%l: tensor<8xf32>, %i: tensor<?x2xi32>, %g: tensor<?x2xf32>) {
+  // expected-error @+1 {{'logits' must have rank 2 ([T, E]), got rank 1}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<8xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %i: tensor<?xi32>, %g: tensor<?x2xf32>) {
+  // expected-error @+1 {{'expert_ids' must have rank 2 ([T, k]), got rank 1}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<?x8xf32>, tensor<?xi32>, tensor<?x2xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %i: tensor<?x2xi32>, %g: tensor<?x2x1xf32>) {
+  // expected-error @+1 {{'grad' must have rank 2 ([T, k]), got rank 3}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2x1xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<4x?xf32>, %i: tensor<4x2xi32>, %g: tensor<4x2xf32>) {
+  // expected-error @+1 {{expert count of 'logits' (dim 1) must be static}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<4x?xf32>, tensor<4x2xi32>, tensor<4x2xf32>) -> tensor<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %i: tensor<?x0xi32>, %g: tensor<?x0xf32>) {
+  // expected-error @+1 {{'expert_ids' dim 1 (k of [T, k]) is 0: a static size must be in [1, 2147483647] (the kernels and the runtime take 32-bit sizes)}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<?x8xf32>, tensor<?x0xi32>, tensor<?x0xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<4x8xf32>, %i: tensor<5x2xi32>, %g: tensor<?x2xf32>) {
+  // expected-error @+1 {{token count of 'expert_ids' (dim 0 = 5) does not match 'logits' (dim 0 = 4)}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<4x8xf32>, tensor<5x2xi32>, tensor<?x2xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<4x8xf32>, %i: tensor<?x2xi32>, %g: tensor<5x2xf32>) {
+  // expected-error @+1 {{token count of 'grad' (dim 0 = 5) does not match 'logits' (dim 0 = 4)}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<4x8xf32>, tensor<?x2xi32>, tensor<5x2xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %i: tensor<?x2xi32>, %g: tensor<?x3xf32>) {
+  // expected-error @+1 {{experts per token of 'grad' (dim 1 = 3) does not match 'expert_ids' (dim 1 = 2)}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x3xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %i: tensor<?x2xi32>, %g: tensor<?x2xf32>) {
+  // expected-error @+1 {{'result' must have the rank of 'logits' (2), got rank 1}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?xf32>
+  return
+}
+
+// -----
+
+// The gradient is the logits', [T, E], not the weights', [T, k].
+func.func @f(%l: tensor<?x8xf32>, %i: tensor<?x2xi32>, %g: tensor<?x2xf32>) {
+  // expected-error @+1 {{size of 'result' (dim 1 = 2) does not match 'logits' (dim 1 = 8)}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %g: tensor<?x2xf32>) {
+  // expected-error @+1 {{'result' element type 'f32' must be the element type of 'logits' ('bf16')}}
+  %d = moe.route_grad topk_softmax %l, %i, %g : (tensor<?x8xbf16>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %i: tensor<?x9xi32>, %g: tensor<?x9xf32>) {
+  // expected-error @+1 {{experts per token of 'expert_ids' (dim 1 = 9) exceeds the expert count of 'logits' (dim 1 = 8)}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<?x8xf32>, tensor<?x9xi32>, tensor<?x9xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %i: tensor<?x2xi32>, %g: tensor<?x2xf32>) {
+  // expected-error @+1 {{'scale' must be finite and positive}}
+  %d = moe.route_grad sigmoid_topk %l, %i, %g renormalize scale 0.0 : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %i: tensor<?x2xi32>, %g: tensor<?x2xf32>) {
+  // expected-error @+1 {{'scale' must be finite and positive}}
+  %d = moe.route_grad sigmoid_topk %l, %i, %g scale -2.5 : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// The weights' gradient is f32, as moe.route's weights are.
+func.func @f(%l: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %g: tensor<?x2xbf16>) {
+  // expected-error @+1 {{operand #2 must be ranked tensor of 32-bit float values without encoding, but got 'tensor<?x2xbf16>'}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<?x8xbf16>, tensor<?x2xi32>, tensor<?x2xbf16>) -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %i: tensor<?x2xi64>, %g: tensor<?x2xf32>) {
+  // expected-error @+1 {{operand #1 must be ranked tensor of 32-bit signless integer values without encoding, but got 'tensor<?x2xi64>'}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<?x8xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %i: tensor<?x?xi32>, %g: tensor<?x?xf32>) {
+  // expected-error @+1 {{experts per token of 'expert_ids' (dim 1) must be static}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<?x8xf32>, tensor<?x?xi32>, tensor<?x?xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %r: tensor<?x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{expert count of 'weight_grad' (dim 0) must be static}}
+  %d = moe.grouped_wgrad %g, %r, %o : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<5xi64>) -> tensor<?x32x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %r: tensor<?x16xf32>, %s: tensor<?x2xi64>) {
+  // expected-error @+1 {{'rows_grad' dim 0 (M of [M, H]) is 0: a static size must be in [1, 2147483647]}}
+  %d = moe.unpermute_grad %g, %r, %s : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x2xi64>) -> tensor<0x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<?x8xf32>, %i: tensor<?x2xi32>, %g: tensor<?x2xf32>) {
+  // expected-error @+1 {{'result' dim 0 (T of [T, E]) is 4611686018427387904: a static size must be in [1, 2147483647]}}
+  %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<4611686018427387904x8xf32>
+  return
+}

@@ -204,3 +204,111 @@ func.func @layer_with_shared_expert(%x: tensor<?x12xf32>, %logits: tensor<?x4xf3
   }
   return %y : tensor<?x12xf32>
 }
+
+// The backward ops: Mixtral-style in bf16 with i64 offsets and slots
+// (weighted unpermute, no biases, silu, softmax_topk).
+// CHECK-LABEL: func @backward_bf16
+func.func @backward_bf16(%dy: tensor<?x64xbf16>, %o: tensor<?x64xbf16>, %slots: tensor<?x2xi64>,
+                         %w: tensor<?x2xf32>, %h: tensor<?x128xbf16>, %gu: tensor<?x256xbf16>,
+                         %rows: tensor<?x64xbf16>, %offsets: tensor<9xi64>,
+                         %w2: tensor<8x64x128xbf16>, %w13: tensor<8x256x64xbf16>,
+                         %logits: tensor<?x8xf32>, %ids: tensor<?x2xi32>)
+    -> (tensor<?x64xbf16>, tensor<8x64x128xbf16>, tensor<8x256x64xbf16>, tensor<?x8xf32>) {
+  // CHECK: moe.unpermute_grad %{{.*}}, %{{.*}}, %{{.*}} weights %{{.*}} : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> (tensor<?x64xbf16>, tensor<?x2xf32>)
+  %do, %dw = moe.unpermute_grad %dy, %o, %slots weights %w
+      : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x2xi64>, tensor<?x2xf32>)
+      -> (tensor<?x64xbf16>, tensor<?x2xf32>)
+  // CHECK: moe.grouped_dgrad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x64xbf16>, tensor<8x64x128xbf16>, tensor<9xi64>) -> tensor<?x128xbf16>
+  %dh = moe.grouped_dgrad %do, %w2, %offsets
+      : (tensor<?x64xbf16>, tensor<8x64x128xbf16>, tensor<9xi64>) -> tensor<?x128xbf16>
+  // CHECK: moe.grouped_wgrad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x64xbf16>, tensor<?x128xbf16>, tensor<9xi64>) -> tensor<8x64x128xbf16>
+  %dw2 = moe.grouped_wgrad %do, %h, %offsets
+      : (tensor<?x64xbf16>, tensor<?x128xbf16>, tensor<9xi64>) -> tensor<8x64x128xbf16>
+  // CHECK: moe.swiglu_grad silu %{{.*}}, %{{.*}} : (tensor<?x256xbf16>, tensor<?x128xbf16>) -> tensor<?x256xbf16>
+  %dgu = moe.swiglu_grad silu %gu, %dh
+      : (tensor<?x256xbf16>, tensor<?x128xbf16>) -> tensor<?x256xbf16>
+  %drows = moe.grouped_dgrad %dgu, %w13, %offsets
+      : (tensor<?x256xbf16>, tensor<8x256x64xbf16>, tensor<9xi64>) -> tensor<?x64xbf16>
+  %dw13 = moe.grouped_wgrad %dgu, %rows, %offsets
+      : (tensor<?x256xbf16>, tensor<?x64xbf16>, tensor<9xi64>) -> tensor<8x256x64xbf16>
+  // CHECK: moe.route_grad softmax_topk %{{.*}}, %{{.*}}, %{{.*}} renormalize : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x8xf32>
+  %dl = moe.route_grad softmax_topk %logits, %ids, %dw renormalize
+      : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x8xf32>
+  return %drows, %dw2, %dw13, %dl
+      : tensor<?x64xbf16>, tensor<8x64x128xbf16>, tensor<8x256x64xbf16>, tensor<?x8xf32>
+}
+
+// GPT-OSS-style in f32 with i32 offsets and slots: unweighted unpermute,
+// bias gradients, gptoss with alpha and limit, with one of them and with neither.
+// CHECK-LABEL: func @backward_f32
+func.func @backward_f32(%dy: tensor<3x24xf32>, %o: tensor<?x24xf32>, %slots: tensor<3x4xi32>,
+                        %h: tensor<?x16xf32>, %gu: tensor<?x32xf32>,
+                        %offsets: tensor<17xi32>, %w2: tensor<16x24x16xf32>)
+    -> (tensor<?x24xf32>, tensor<16x24x16xf32>, tensor<16x24xf32>, tensor<?x32xf32>,
+        tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>) {
+  // CHECK: moe.unpermute_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3x24xf32>, tensor<?x24xf32>, tensor<3x4xi32>) -> tensor<?x24xf32>
+  %do = moe.unpermute_grad %dy, %o, %slots
+      : (tensor<3x24xf32>, tensor<?x24xf32>, tensor<3x4xi32>) -> tensor<?x24xf32>
+  // CHECK: moe.grouped_dgrad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x24xf32>, tensor<16x24x16xf32>, tensor<17xi32>) -> tensor<?x16xf32>
+  %dh = moe.grouped_dgrad %do, %w2, %offsets
+      : (tensor<?x24xf32>, tensor<16x24x16xf32>, tensor<17xi32>) -> tensor<?x16xf32>
+  // CHECK: moe.grouped_wgrad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x24xf32>, tensor<?x16xf32>, tensor<17xi32>) -> (tensor<16x24x16xf32>, tensor<16x24xf32>)
+  %dw2, %db2 = moe.grouped_wgrad %do, %h, %offsets
+      : (tensor<?x24xf32>, tensor<?x16xf32>, tensor<17xi32>) -> (tensor<16x24x16xf32>, tensor<16x24xf32>)
+  // CHECK: moe.swiglu_grad gptoss %{{.*}}, %{{.*}} alpha 1.702000e+00 limit 7.000000e+00 : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  %a = moe.swiglu_grad gptoss %gu, %dh alpha 1.702 limit 7.0
+      : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  // CHECK: moe.swiglu_grad gptoss %{{.*}}, %{{.*}} : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  %b = moe.swiglu_grad gptoss %gu, %dh
+      : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  // CHECK: moe.swiglu_grad gptoss %{{.*}}, %{{.*}} limit 5.000000e+00 : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  %c = moe.swiglu_grad gptoss %gu, %dh limit 5.0
+      : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  // CHECK: moe.swiglu_grad gptoss %{{.*}}, %{{.*}} alpha 1.500000e+00 : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  %d = moe.swiglu_grad gptoss %gu, %dh alpha 1.5
+      : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  return %do, %dw2, %db2, %a, %b, %c, %d
+      : tensor<?x24xf32>, tensor<16x24x16xf32>, tensor<16x24xf32>, tensor<?x32xf32>,
+        tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>
+}
+
+// A bf16 weight gradient beside its f32 bias gradient, as GPT-OSS keeps
+// its biases.
+// CHECK-LABEL: func @wgrad_bias_f32
+// CHECK: moe.grouped_wgrad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x32xbf16>, tensor<?x16xbf16>, tensor<5xi64>) -> (tensor<4x32x16xbf16>, tensor<4x32xf32>)
+func.func @wgrad_bias_f32(%g: tensor<?x32xbf16>, %r: tensor<?x16xbf16>, %o: tensor<5xi64>)
+    -> (tensor<4x32x16xbf16>, tensor<4x32xf32>) {
+  %dw, %db = moe.grouped_wgrad %g, %r, %o
+      : (tensor<?x32xbf16>, tensor<?x16xbf16>, tensor<5xi64>) -> (tensor<4x32x16xbf16>, tensor<4x32xf32>)
+  return %dw, %db : tensor<4x32x16xbf16>, tensor<4x32xf32>
+}
+
+// Each routing, plain and with renormalize and scale; bf16 logits get a
+// bf16 gradient.
+// CHECK-LABEL: func @route_grads
+func.func @route_grads(%l: tensor<?x16xf32>, %lb: tensor<3x16xbf16>, %ids: tensor<?x4xi32>,
+                       %idsb: tensor<3x4xi32>, %dw: tensor<?x4xf32>, %dwb: tensor<3x4xf32>)
+    -> (tensor<?x16xf32>, tensor<?x16xf32>, tensor<3x16xbf16>, tensor<3x16xbf16>,
+        tensor<?x16xf32>, tensor<?x16xf32>) {
+  // CHECK: moe.route_grad softmax_topk %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x16xf32>, tensor<?x4xi32>, tensor<?x4xf32>) -> tensor<?x16xf32>
+  %a = moe.route_grad softmax_topk %l, %ids, %dw
+      : (tensor<?x16xf32>, tensor<?x4xi32>, tensor<?x4xf32>) -> tensor<?x16xf32>
+  // CHECK: moe.route_grad softmax_topk %{{.*}}, %{{.*}}, %{{.*}} renormalize scale 2.500000e+00 : (tensor<?x16xf32>, tensor<?x4xi32>, tensor<?x4xf32>) -> tensor<?x16xf32>
+  %b = moe.route_grad softmax_topk %l, %ids, %dw renormalize scale 2.5
+      : (tensor<?x16xf32>, tensor<?x4xi32>, tensor<?x4xf32>) -> tensor<?x16xf32>
+  // CHECK: moe.route_grad topk_softmax %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3x16xbf16>, tensor<3x4xi32>, tensor<3x4xf32>) -> tensor<3x16xbf16>
+  %c = moe.route_grad topk_softmax %lb, %idsb, %dwb
+      : (tensor<3x16xbf16>, tensor<3x4xi32>, tensor<3x4xf32>) -> tensor<3x16xbf16>
+  // CHECK: moe.route_grad topk_softmax %{{.*}}, %{{.*}}, %{{.*}} renormalize scale 5.000000e-01 : (tensor<3x16xbf16>, tensor<3x4xi32>, tensor<3x4xf32>) -> tensor<3x16xbf16>
+  %d = moe.route_grad topk_softmax %lb, %idsb, %dwb renormalize scale 0.5
+      : (tensor<3x16xbf16>, tensor<3x4xi32>, tensor<3x4xf32>) -> tensor<3x16xbf16>
+  // CHECK: moe.route_grad sigmoid_topk %{{.*}}, %{{.*}}, %{{.*}} renormalize scale 2.500000e+00 :
+  %e = moe.route_grad sigmoid_topk %l, %ids, %dw renormalize scale 2.5
+      : (tensor<?x16xf32>, tensor<?x4xi32>, tensor<?x4xf32>) -> tensor<?x16xf32>
+  // CHECK: moe.route_grad sigmoid_topk %{{.*}}, %{{.*}}, %{{.*}} scale 1.000000e+00 :
+  %f = moe.route_grad sigmoid_topk %l, %ids, %dw scale 1.0
+      : (tensor<?x16xf32>, tensor<?x4xi32>, tensor<?x4xf32>) -> tensor<?x16xf32>
+  return %a, %b, %c, %d, %e, %f
+      : tensor<?x16xf32>, tensor<?x16xf32>, tensor<3x16xbf16>, tensor<3x16xbf16>,
+        tensor<?x16xf32>, tensor<?x16xf32>
+}

@@ -16,17 +16,6 @@ using namespace mlir::moe::to_linalg;
 
 namespace {
 
-/// `[R, C]` slice of a 2-D tensor at rows [start, start + count).
-static Value rowSlice(Emitter &e, Value tensor, OpFoldResult start,
-                      OpFoldResult count) {
-  ImplicitLocOpBuilder &b = e.b;
-  auto one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
-  return tensor::ExtractSliceOp::create(
-      b, tensor, ArrayRef<OpFoldResult>{start, zero},
-      ArrayRef<OpFoldResult>{count, e.size(tensor, 1)},
-      ArrayRef<OpFoldResult>{one, one});
-}
-
 /// Expert `expert`'s `[N, K]` (or `[N]`) slice of a `[E, N, K]` (`[E, N]`)
 /// tensor, rank-reduced.
 static Value expertSlice(Emitter &e, Value tensor, Value expert) {
@@ -57,32 +46,6 @@ static Value insertExpert(Emitter &e, Value slice, Value dest, Value expert) {
   return tensor::InsertSliceOp::create(b, slice, dest, offsets, sizes, strides);
 }
 
-/// Runs `body(expert, start, count, accumulators)` for each expert's clamped
-/// row range (as moe.grouped_matmul reads offsets) and returns the final
-/// accumulators.
-static SmallVector<Value> forEachExpert(
-    Emitter &em, Value offsets, Value numRows, ValueRange init,
-    function_ref<SmallVector<Value>(Emitter &, Value, Value, Value, ValueRange)>
-        body) {
-  int64_t numExperts =
-      cast<RankedTensorType>(offsets.getType()).getDimSize(0) - 1;
-  SmallVector<Value> iters(init);
-  iters.push_back(em.index(0));
-  auto loop = scf::ForOp::create(
-      em.b, em.index(0), em.index(numExperts), em.index(1), iters,
-      [&](OpBuilder &nested, Location loc, Value expert, ValueRange iter) {
-        ImplicitLocOpBuilder nb(loc, nested);
-        Emitter e{nb};
-        auto [start, count] =
-            e.expertRange(offsets, expert, iter.back(), numRows);
-        SmallVector<Value> next =
-            body(e, expert, start, count, iter.drop_back());
-        next.push_back(arith::AddIOp::create(nb, start, count));
-        scf::YieldOp::create(nb, next);
-      });
-  return SmallVector<Value>(loop.getResults().drop_back());
-}
-
 /// Products of two scalars as f32.
 static Value mulF32(Emitter &e, Value a, Value b) {
   return arith::MulFOp::create(e.b, e.toF32(a), e.toF32(b));
@@ -106,17 +69,17 @@ struct UnpermuteGradLowering : OpConversionPattern<UnpermuteGradOp> {
     Value grad = adaptor.getGrad(), rows = adaptor.getRows();
     Value slots = adaptor.getSlots(), weights = adaptor.getWeights();
     Value numRows = em.sizeValue(rows, 0);
-    int64_t k = cast<RankedTensorType>(slots.getType()).getDimSize(1);
-    OpFoldResult hidden = em.size(rows, 1);
+    OpFoldResult k = em.size(slots, 1), hidden = em.size(rows, 1);
+    Value kValue = em.sizeValue(slots, 1);
     Value acc = em.filled({em.size(rows, 0), hidden}, em.f32(), em.f32(0.0));
-    Value pairs = arith::MulIOp::create(b, em.sizeValue(slots, 0), em.index(k));
+    Value pairs = arith::MulIOp::create(b, em.sizeValue(slots, 0), kValue);
     auto loop = scf::ForOp::create(
         b, em.index(0), pairs, em.index(1), ValueRange{acc},
         [&](OpBuilder &nested, Location loc, Value pair, ValueRange iter) {
           ImplicitLocOpBuilder nb(loc, nested);
           Emitter e{nb};
-          Value token = arith::DivUIOp::create(nb, pair, e.index(k));
-          Value slot = arith::RemUIOp::create(nb, pair, e.index(k));
+          Value token = arith::DivUIOp::create(nb, pair, kValue);
+          Value slot = arith::RemUIOp::create(nb, pair, kValue);
           Value row = e.toIndex(e.extract(slots, {token, slot}));
           Value inRange = arith::AndIOp::create(
               nb,
@@ -131,8 +94,8 @@ struct UnpermuteGradLowering : OpConversionPattern<UnpermuteGradOp> {
                 Emitter t{tb};
                 Value weight =
                     weights ? t.extract(weights, {token, slot}) : t.f32(1.0);
-                Value target = rowSlice(t, iter[0], row, tb.getIndexAttr(1));
-                Value source = rowSlice(t, grad, token, tb.getIndexAttr(1));
+                Value target = t.rowSlice(iter[0], row, tb.getIndexAttr(1));
+                Value source = t.rowSlice(grad, token, tb.getIndexAttr(1));
                 Value sum = t.generic(
                     2, {}, source, t.identity(2), target, t.identity(2),
                     [&](ImplicitLocOpBuilder &bb, ValueRange args) {
@@ -164,8 +127,7 @@ struct UnpermuteGradLowering : OpConversionPattern<UnpermuteGradOp> {
       // weights_grad[t, j] = grad[t, :] . rows[slots[t, j], :] over (t, j, h).
       Value dot = em.generic(
           3, {2}, {slots, grad}, {em.map(3, {0, 1}), em.map(3, {0, 2})},
-          em.filled({em.size(slots, 0), b.getIndexAttr(k)}, em.f32(),
-                    em.f32(0.0)),
+          em.filled({em.size(slots, 0), k}, em.f32(), em.f32(0.0)),
           em.map(3, {0, 1}), [&](ImplicitLocOpBuilder &nb, ValueRange args) {
             Emitter e{nb};
             Value col = linalg::IndexOp::create(nb, 2);
@@ -197,11 +159,11 @@ struct GroupedDgradLowering : OpConversionPattern<GroupedDgradOp> {
     Value grad = adaptor.getGrad(), weights = adaptor.getWeights();
     OpFoldResult kSize = em.size(weights, 2);
     Value acc = em.filled({em.size(grad, 0), kSize}, em.f32(), em.f32(0.0));
-    Value result = forEachExpert(
-        em, adaptor.getOffsets(), em.sizeValue(grad, 0), acc,
+    Value result = em.forEachExpert(
+        adaptor.getOffsets(), em.sizeValue(grad, 0), acc,
         [&](Emitter &e, Value expert, Value start, Value count,
             ValueRange iter) {
-          Value lhs = rowSlice(e, grad, start, count);
+          Value lhs = e.rowSlice(grad, start, count);
           Value rhs = expertSlice(e, weights, expert);
           // (m, k, n): sum over n of grad[m, n] * weights[e][n, k].
           Value tile = e.generic(
@@ -245,12 +207,12 @@ struct GroupedWgradLowering : OpConversionPattern<GroupedWgradOp> {
     if (withBias)
       init.push_back(
           em.filled({b.getIndexAttr(numExperts), n}, em.f32(), em.f32(0.0)));
-    SmallVector<Value> sums = forEachExpert(
-        em, adaptor.getOffsets(), em.sizeValue(grad, 0), init,
+    SmallVector<Value> sums = em.forEachExpert(
+        adaptor.getOffsets(), em.sizeValue(grad, 0), init,
         [&](Emitter &e, Value expert, Value start, Value count,
             ValueRange iter) {
-          Value g = rowSlice(e, grad, start, count);
-          Value r = rowSlice(e, rows, start, count);
+          Value g = e.rowSlice(grad, start, count);
+          Value r = e.rowSlice(rows, start, count);
           // (n, k, m): sum over the expert's rows m of grad[m, n] * rows[m, k].
           Value tile = e.generic(
               3, {2}, {g, r}, {e.map(3, {2, 0}), e.map(3, {2, 1})},

@@ -1,8 +1,8 @@
 //===- Emitter.h - tensor building blocks of moe-to-linalg ------*- C++ -*-===//
 //
 // Shared by the --convert-moe-to-linalg patterns (MoEToLinalg.cpp,
-// SharedMLP.cpp, Backward.cpp): linalg.generic, sizes, f32 conversions and the
-// loops the lowerings have in common.
+// SharedMLP.cpp, Backward.cpp, Parallel.cpp): linalg.generic, sizes, f32
+// conversions and the loops the lowerings have in common.
 //
 //===----------------------------------------------------------------------===//
 
@@ -211,6 +211,48 @@ struct Emitter {
     return {start, arith::SubIOp::create(b, end, start)};
   }
 
+  /// `[count, C]` slice of a 2-D tensor at rows [start, start + count).
+  Value rowSlice(Value tensor, OpFoldResult start, OpFoldResult count) {
+    auto one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
+    return tensor::ExtractSliceOp::create(
+        b, tensor, ArrayRef<OpFoldResult>{start, zero},
+        ArrayRef<OpFoldResult>{count, size(tensor, 1)},
+        ArrayRef<OpFoldResult>{one, one});
+  }
+
+  using ExpertBody = function_ref<SmallVector<Value>(
+      Emitter &, Value expert, Value start, Value count, ValueRange acc)>;
+  /// Runs `body` for each expert's clamped row range (expertRange) with
+  /// accumulators `init`; returns the final accumulators, then the end of
+  /// the last range.
+  SmallVector<Value> expertLoop(Value offsets, Value numRows, ValueRange init,
+                                ExpertBody body) {
+    int64_t numExperts =
+        cast<RankedTensorType>(offsets.getType()).getDimSize(0) - 1;
+    SmallVector<Value> iters(init);
+    iters.push_back(index(0));
+    auto loop = scf::ForOp::create(
+        b, index(0), index(numExperts), index(1), iters,
+        [&](OpBuilder &nested, Location loc, Value expert, ValueRange iter) {
+          ImplicitLocOpBuilder nb(loc, nested);
+          Emitter e{nb};
+          auto [start, count] =
+              e.expertRange(offsets, expert, iter.back(), numRows);
+          SmallVector<Value> next =
+              body(e, expert, start, count, iter.drop_back());
+          next.push_back(arith::AddIOp::create(nb, start, count));
+          scf::YieldOp::create(nb, next);
+        });
+    return SmallVector<Value>(loop.getResults());
+  }
+  /// expertLoop's accumulators, without the end.
+  SmallVector<Value> forEachExpert(Value offsets, Value numRows,
+                                   ValueRange init, ExpertBody body) {
+    SmallVector<Value> results = expertLoop(offsets, numRows, init, body);
+    results.pop_back();
+    return results;
+  }
+
   /// `source[row, col]` as f32, or 0 where `row` is outside [0, numRows).
   Value gatherOrZero(Value source, Value row, Value col, Value numRows) {
     Value inRange = arith::AndIOp::create(
@@ -304,6 +346,10 @@ void populateSharedMLPLoweringPatterns(RewritePatternSet &patterns);
 
 /// Adds the lowerings of the backward ops (Backward.cpp).
 void populateBackwardLoweringPatterns(RewritePatternSet &patterns);
+
+/// Adds the one-rank lowerings of the expert-parallel exchanges
+/// (Parallel.cpp).
+void populateParallelLoweringPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::moe::to_linalg
 
