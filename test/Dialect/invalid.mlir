@@ -1655,3 +1655,115 @@ func.func @f(%l: tensor<?x8xf32>, %i: tensor<?x2xi32>, %g: tensor<?x2xf32>) {
   %d = moe.route_grad softmax_topk %l, %i, %g : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<4611686018427387904x8xf32>
   return
 }
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{'ranks' (3) must divide the expert count 8 (each rank owns E / ranks experts)}}
+  %r, %i, %n = moe.dispatch %rows, %off ranks 3 : (tensor<?x4xbf16>, tensor<9xi64>) -> (tensor<?x4xbf16>, tensor<?x1xi32>, tensor<3xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{'ranks' (0) must divide the expert count 8 (each rank owns E / ranks experts)}}
+  %r, %i, %n = moe.dispatch %rows, %off ranks 0 : (tensor<?x4xbf16>, tensor<9xi64>) -> (tensor<?x4xbf16>, tensor<?x1xi32>, tensor<3xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{rank count of 'counts' (dim 0 = 4) must be 2 (the 'ranks' attribute)}}
+  %r, %i, %n = moe.dispatch %rows, %off ranks 2 : (tensor<?x4xbf16>, tensor<9xi64>) -> (tensor<?x4xbf16>, tensor<?x1xi32>, tensor<4xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{rank count of 'counts' (dim 0) must be static}}
+  %r, %i, %n = moe.dispatch %rows, %off ranks 2 : (tensor<?x4xbf16>, tensor<9xi64>) -> (tensor<?x4xbf16>, tensor<?x1xi32>, tensor<?xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{ids per row of 'local_ids' (dim 1 = 2) must be 1 (one expert per received row)}}
+  %r, %i, %n = moe.dispatch %rows, %off ranks 2 : (tensor<?x4xbf16>, tensor<9xi64>) -> (tensor<?x4xbf16>, tensor<?x2xi32>, tensor<2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{hidden size of 'received' (dim 1 = 8) does not match 'rows' (dim 1 = 4)}}
+  %r, %i, %n = moe.dispatch %rows, %off ranks 2 : (tensor<?x4xbf16>, tensor<9xi64>) -> (tensor<?x8xbf16>, tensor<?x1xi32>, tensor<2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{row count of 'local_ids' (dim 0 = 3) does not match 'received' (dim 0 = 5)}}
+  %r, %i, %n = moe.dispatch %rows, %off ranks 2 : (tensor<?x4xbf16>, tensor<9xi64>) -> (tensor<5x4xbf16>, tensor<3x1xi32>, tensor<2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{'received' element type must match 'rows'}}
+  %r, %i, %n = moe.dispatch %rows, %off ranks 2 : (tensor<?x4xbf16>, tensor<9xi64>) -> (tensor<?x4xf32>, tensor<?x1xi32>, tensor<2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{'rows' must have rank 2 ([M, H]), got rank 1}}
+  %r, %i, %n = moe.dispatch %flat, %off ranks 2 : (tensor<?xbf16>, tensor<9xi64>) -> (tensor<?x4xbf16>, tensor<?x1xi32>, tensor<2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{'received' dim 0 (R of [R, H]) is 0: a static size must be in [1, 2147483647]}}
+  %r, %i, %n = moe.dispatch %rows, %off ranks 2 : (tensor<?x4xbf16>, tensor<9xi64>) -> (tensor<0x4xbf16>, tensor<0x1xi32>, tensor<2xi64>)
+  return
+}
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{hidden size of 'result' (dim 1 = 8) does not match 'rows' (dim 1 = 4)}}
+  %b = moe.undispatch %rows, %cnt, %off ranks 2 : (tensor<?x4xbf16>, tensor<2xi64>, tensor<9xi64>) -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{result element type must match 'rows'}}
+  %b = moe.undispatch %rows, %cnt, %off ranks 2 : (tensor<?x4xbf16>, tensor<2xi64>, tensor<9xi64>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{'ranks' (16) must divide the expert count 8 (each rank owns E / ranks experts)}}
+  %b = moe.undispatch %rows, %cnt, %off ranks 16 : (tensor<?x4xbf16>, tensor<2xi64>, tensor<9xi64>) -> tensor<?x4xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>, %off2: tensor<3x3xi64>, %cnt: tensor<2xi64>) {
+  // expected-error @+1 {{'offsets' must have rank 1 ([E+1]), got rank 2}}
+  %b = moe.undispatch %rows, %cnt, %off2 ranks 2 : (tensor<?x4xbf16>, tensor<2xi64>, tensor<3x3xi64>) -> tensor<?x4xbf16>
+  return
+}

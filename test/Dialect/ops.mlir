@@ -312,3 +312,24 @@ func.func @route_grads(%l: tensor<?x16xf32>, %lb: tensor<3x16xbf16>, %ids: tenso
       : tensor<?x16xf32>, tensor<?x16xf32>, tensor<3x16xbf16>, tensor<3x16xbf16>,
         tensor<?x16xf32>, tensor<?x16xf32>
 }
+
+// CHECK-LABEL: func @exchanges
+func.func @exchanges(%rows: tensor<?x64xbf16>, %offsets: tensor<9xi64>,
+                     %rows32: tensor<?x64xf32>, %offsets32: tensor<9xi32>)
+    -> (tensor<?x64xbf16>, tensor<?x64xf32>) {
+  // CHECK: moe.dispatch %{{.*}}, %{{.*}} ranks 4 : (tensor<?x64xbf16>, tensor<9xi64>) -> (tensor<?x64xbf16>, tensor<?x1xi32>, tensor<4xi64>)
+  %recv, %ids, %counts = moe.dispatch %rows, %offsets ranks 4
+      : (tensor<?x64xbf16>, tensor<9xi64>)
+      -> (tensor<?x64xbf16>, tensor<?x1xi32>, tensor<4xi64>)
+  // CHECK: moe.undispatch %{{.*}}, %{{.*}}, %{{.*}} ranks 4 : (tensor<?x64xbf16>, tensor<4xi64>, tensor<9xi64>) -> tensor<?x64xbf16>
+  %back = moe.undispatch %recv, %counts, %offsets ranks 4
+      : (tensor<?x64xbf16>, tensor<4xi64>, tensor<9xi64>) -> tensor<?x64xbf16>
+  // CHECK: moe.dispatch %{{.*}}, %{{.*}} ranks 8 : (tensor<?x64xf32>, tensor<9xi32>) -> (tensor<?x64xf32>, tensor<?x1xi32>, tensor<8xi32>)
+  %r2, %i2, %c2 = moe.dispatch %rows32, %offsets32 ranks 8
+      : (tensor<?x64xf32>, tensor<9xi32>)
+      -> (tensor<?x64xf32>, tensor<?x1xi32>, tensor<8xi32>)
+  // CHECK: moe.undispatch %{{.*}}, %{{.*}}, %{{.*}} ranks 8 : (tensor<?x64xf32>, tensor<8xi32>, tensor<9xi32>) -> tensor<?x64xf32>
+  %b2 = moe.undispatch %r2, %c2, %offsets32 ranks 8
+      : (tensor<?x64xf32>, tensor<8xi32>, tensor<9xi32>) -> tensor<?x64xf32>
+  return %back, %b2 : tensor<?x64xbf16>, tensor<?x64xf32>
+}

@@ -464,5 +464,6 @@ def MoE_YieldOp : MoE_Op<"yield", [Pure, Terminator,
 }
 
 include "MoE/Dialect/MoEGradOps.td"
+include "MoE/Dialect/MoEParallelOps.td"
 
 #endif // MOE_DIALECT_MOEOPS_TD

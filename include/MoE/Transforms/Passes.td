@@ -356,6 +356,81 @@ def MoEGenerateBackward : Pass<"moe-generate-backward", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def MoEExpertParallel : Pass<"moe-expert-parallel", "::mlir::ModuleOp"> {
+  let summary = "Rewrite each MoE layer into what one of N expert-parallel "
+                "ranks runs";
+  let description = [{
+    Every rank runs the same program on its own tokens; rank r holds experts
+    `[r*L, (r+1)*L)`, L = E / `ranks`. For each layer (the chain permute ->
+    expert MLP -> unpermute, fused or not, in a `moe.layer` or not, with its
+    route or without one), the expert MLP over all E experts
+
+    ```mlir
+    %rows, %offsets, %slots = moe.permute %x, %ids
+    %o = moe.expert_mlp act %rows, %offsets, %w13, %w2
+    %y = moe.unpermute %o, %slots weights %w
+    ```
+
+    becomes the rank's part of an exchange:
+
+    ```mlir
+    %rows, %offsets, %slots = moe.permute %x, %ids
+    %recv, %local_ids, %counts = moe.dispatch %rows, %offsets ranks N
+    %lrows, %loffsets, %lslots = moe.permute %recv, %local_ids
+    %lo = moe.expert_mlp act %lrows, %loffsets, %w13, %w2   // L experts
+    %lback = moe.unpermute %lo, %lslots
+    %back = moe.undispatch %lback, %counts, %offsets ranks N
+    %y = moe.unpermute %back, %slots weights %w
+    ```
+
+    The routing (and a shared expert) stays replicated: each rank routes its
+    own tokens. The expert weights and biases must be arguments of the
+    function, used by the layer only: their types become the rank's `[L,
+    ...]` slices (the caller passes its experts only). The function gets
+    `moe.expert_parallel_ranks = N`. Each row's expert MLP is computed as
+    in the one-rank layer and each token's rows are summed in the same
+    order, so the ranks together compute the same output as the layer did
+    (bit for bit in f32, test/Execution/ep-*.mlir).
+
+    Refused with a diagnostic: `ranks` not dividing E, padded permutes
+    (`pad_to`), quantized rows or weights, a per-row scale on the expert
+    MLP, shared-expert routing slots, weights that are not arguments of the
+    function or that something else also uses.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", "0",
+           "N, the expert-parallel ranks (must divide the expert count)">,
+  ];
+  let dependentDialects = ["::mlir::moe::MoEDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def MoESplitExchanges : Pass<"moe-split-exchanges", "::mlir::ModuleOp"> {
+  let summary = "Split a function at its exchanges into stage functions a "
+                "caller runs with the exchanges between them";
+  let description = [{
+    `moe.dispatch` and `moe.undispatch` are collectives: one process cannot
+    compute their results alone. For each function holding n of them (at
+    its top level), this pass writes the stages between them as n + 1
+    functions `@F_stage0 .. @F_stage<n>` and removes @F:
+
+    - `@F_stage<s>` takes @F's arguments, then (s > 0) the results of
+      exchange s-1, then the values stage s-1 carried;
+    - it returns (s < n) the operands of exchange s, then the values later
+      stages need (carried), or (s = n) @F's results.
+
+    A caller (the CPU simulation of N ranks, test/lib/ep_case.py; later the
+    runtime with NCCL) runs stage s on every rank, performs exchange s as
+    the op defines it, and passes its results and the carried values to
+    stage s+1. Stage s < n names its exchange in `moe.exchange` (the op
+    name), `moe.exchange_ranks` and `moe.exchange_operands` (how many of
+    its results are the exchange's operands); every stage has `moe.stage`.
+    An exchange nested in a region is an error.
+  }];
+  let dependentDialects = ["::mlir::moe::MoEDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def MoERouteSharedExperts : Pass<"moe-route-shared-experts",
                                   "::mlir::ModuleOp"> {
   let summary = "Run a shared expert as c experts every token is routed to";

@@ -778,4 +778,5 @@ void mlir::moe::populateMoEToLinalgPatterns(RewritePatternSet &patterns) {
                DequantizeLowering>(patterns.getContext());
   populateSharedMLPLoweringPatterns(patterns);
   populateBackwardLoweringPatterns(patterns);
+  populateParallelLoweringPatterns(patterns);
 }
