@@ -1,0 +1,16 @@
+// Expert parallelism on GPT-OSS (top-k then softmax, clamped SwiGLU, inputs
+// past the clamp): the expert biases b13 and b2 are sliced per rank like the
+// weights. --moe-expert-parallel=ranks=N then --moe-split-exchanges, run as N
+// ranks simulated on the CPU (test/lib/ep_case.py: one mlir-runner run per
+// stage, the exchanges done in numpy as moe.dispatch / moe.undispatch define
+// them; unequal token counts, one rank with 1 token and from N = 4 one with
+// none), must give each rank's tokens the one-rank layer's output bit for bit
+// (f32). N = 1 also runs the unsplit ranks-1 program.
+// RUN: %python %testlib/ep_case.py run gptoss 1 --moe-opt moe-opt --runner '%mlir-runner' | FileCheck %s --check-prefix=N1
+// RUN: %python %testlib/ep_case.py run gptoss 2 --moe-opt moe-opt --runner '%mlir-runner' | FileCheck %s --check-prefix=N2
+// RUN: %python %testlib/ep_case.py run gptoss 4 --moe-opt moe-opt --runner '%mlir-runner' | FileCheck %s --check-prefix=N4
+// RUN: %python %testlib/ep_case.py run gptoss 8 --moe-opt moe-opt --runner '%mlir-runner' | FileCheck %s --check-prefix=N8
+// N1: PASS gptoss N=1:
+// N2: PASS gptoss N=2:
+// N4: PASS gptoss N=4:
+// N8: PASS gptoss N=8:
