@@ -191,3 +191,73 @@ LogicalResult RouteGradOp::verify() {
       return emitOpError() << "'scale' must be finite and positive";
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// SharedMLPGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SharedMLPGradOp::verify() {
+  Operation *op = getOperation();
+  Value grad = getGrad(), tokens = getTokens(), w13 = getGateUpWeights(),
+        w2 = getDownWeights(), gate = getGateWeights(),
+        gateGrad = getGateGrad();
+  if (getActivation() != GatedActivation::silu)
+    return emitOpError() << "supports the silu activation only, as "
+                            "moe.shared_mlp does";
+  if (failed(checkRank(op, "grad", grad, 2, "[T, H]")) ||
+      failed(checkRank(op, "tokens", tokens, 2, "[T, H]")) ||
+      failed(checkRank(op, "gate_up_weights", w13, 2, "[2Is, H]")) ||
+      failed(checkRank(op, "down_weights", w2, 2, "[H, Is]")) ||
+      failed(
+          checkStaticSizes(op, {{"grad", grad, "[T, H]"},
+                                {"tokens", tokens, "[T, H]"},
+                                {"gate_up_weights", w13, "[2Is, H]"},
+                                {"down_weights", w2, "[H, Is]"},
+                                {"gate_weights", gate, "[1, H]"},
+                                {"tokens_grad", getTokensGrad(), "[T, H]"},
+                                {"gate_up_grad", getGateUpGrad(), "[2Is, H]"},
+                                {"down_grad", getDownGrad(), "[H, Is]"},
+                                {"gate_grad", gateGrad, "[1, H]"}})) ||
+      failed(checkSameExtent(op, "token count", {"grad", grad, 0},
+                             {"tokens", tokens, 0})) ||
+      failed(checkSameExtent(op, "hidden size", {"grad", grad, 1},
+                             {"tokens", tokens, 1})) ||
+      failed(checkSameExtent(op, "hidden size", {"gate_up_weights", w13, 1},
+                             {"tokens", tokens, 1})) ||
+      failed(checkSameExtent(op, "hidden size", {"down_weights", w2, 0},
+                             {"tokens", tokens, 1})) ||
+      failed(verifyGatedHalves(op, {"gate_up_weights", w13, 0},
+                               {"down_weights", w2, 1})) ||
+      failed(checkShapedLike(op, "tokens_grad", getTokensGrad(), "tokens",
+                             tokens)) ||
+      failed(checkShapedLike(op, "gate_up_grad", getGateUpGrad(),
+                             "gate_up_weights", w13)) ||
+      failed(
+          checkShapedLike(op, "down_grad", getDownGrad(), "down_weights", w2)))
+    return failure();
+  if (gate && !gateGrad)
+    return emitOpError() << "with 'gate' the op has a fourth result, "
+                            "'gate_grad'";
+  if (!gate && gateGrad)
+    return emitOpError() << "'gate_grad' needs 'gate'";
+  if (gate &&
+      (failed(checkRank(op, "gate_weights", gate, 2, "[1, H]")) ||
+       failed(checkExtent(op, "gate count", {"gate_weights", gate, 0}, 1,
+                          "one gate logit per token")) ||
+       failed(checkSameExtent(op, "hidden size", {"gate_weights", gate, 1},
+                              {"tokens", tokens, 1})) ||
+       failed(
+           checkShapedLike(op, "gate_grad", gateGrad, "gate_weights", gate))))
+    return failure();
+  Type elementType = getElementTypeOrSelf(tokens);
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"gate_up_weights", w13},
+        {"down_weights", w2},
+        {"gate_weights", gate}})
+    if (value && getElementTypeOrSelf(value) != elementType)
+      return emitOpError() << "'" << name << "' element type "
+                           << getElementTypeOrSelf(value)
+                           << " must be the element type of 'tokens' ("
+                           << elementType << ")";
+  return success();
+}

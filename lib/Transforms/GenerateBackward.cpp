@@ -30,6 +30,7 @@ struct Chain {
   SwiGLUOp activation;
   GroupedMatmulOp down;
   UnpermuteOp combine;
+  SharedMLPOp shared; // null without a shared expert
 };
 
 /// Why `output` is not a layer the backward can be derived for, or the
@@ -43,9 +44,6 @@ static FailureOr<Chain> matchChain(Value output, std::string &why) {
   c.combine = output.getDefiningOp<UnpermuteOp>();
   if (!c.combine)
     return no("its result is not a moe.unpermute's (the layer output)");
-  if (c.combine.getShared())
-    return no("the combine adds a shared expert, which has no backward "
-              "yet");
   if (!c.combine.getWeights())
     return no("the combine has no routing weights");
   c.down = c.combine.getRows().getDefiningOp<GroupedMatmulOp>();
@@ -72,6 +70,12 @@ static FailureOr<Chain> matchChain(Value output, std::string &why) {
       c.combine.getSlots() != c.permute.getSlots())
     return no("the projections and the combine do not use the permute's "
               "offsets and slots");
+  if (Value shared = c.combine.getShared()) {
+    c.shared = shared.getDefiningOp<SharedMLPOp>();
+    if (!c.shared || c.shared.getTokens() != c.permute.getTokens())
+      return no("the combine adds a shared term that is not a "
+                "moe.shared_mlp of the layer's tokens");
+  }
   c.route = c.permute.getExpertIds().getDefiningOp<RouteOp>();
   if (c.route && c.route.getWeights() != c.combine.getWeights())
     return no("the combine's weights are not the route's");
@@ -174,6 +178,14 @@ struct MoEGenerateBackwardPass
       leaves.push_back({"the gate-up bias", bias});
     if (Value bias = c.down.getBias())
       leaves.push_back({"the down bias", bias});
+    if (SharedMLPOp shared = c.shared) {
+      leaves.push_back(
+          {"the shared expert's gate-up weights", shared.getGateUpWeights()});
+      leaves.push_back(
+          {"the shared expert's down weights", shared.getDownWeights()});
+      if (Value gate = shared.getGateWeights())
+        leaves.push_back({"the shared expert's gate", gate});
+    }
     DenseMap<unsigned, size_t> leafOfArg;
     for (auto [i, leaf] : llvm::enumerate(leaves)) {
       auto arg = dyn_cast<BlockArgument>(leaf.value);
@@ -212,6 +224,13 @@ struct MoEGenerateBackwardPass
     saved.add("expert_out", c.down.getResult());
     saved.add("gate_up_weights", c.gateUp.getWeights());
     saved.add("down_weights", c.down.getWeights());
+    if (SharedMLPOp shared = c.shared) {
+      saved.add("tokens", shared.getTokens());
+      saved.add("shared_gate_up_weights", shared.getGateUpWeights());
+      saved.add("shared_down_weights", shared.getDownWeights());
+      if (Value gate = shared.getGateWeights())
+        saved.add("shared_gate_weights", gate);
+    }
 
     SmallVector<Value> results{ret.getOperand(0)};
     llvm::append_range(results, saved.values);
@@ -295,9 +314,21 @@ struct MoEGenerateBackwardPass
     Value dRows = GroupedDgradOp::create(b, loc, c.permute.getRows().getType(),
                                          dGateUp, w13, offsets);
     auto gateUpGrad = wgrad(b, loc, c.gateUp, dGateUp, rows, offsets);
+    // The shared expert's part of dX joins the sum of each token's rows.
+    SharedMLPGradOp sharedGrad;
+    if (SharedMLPOp shared = c.shared) {
+      Value gate = shared.getGateWeights();
+      sharedGrad = SharedMLPGradOp::create(
+          b, loc, shared.getTokens().getType(),
+          shared.getGateUpWeights().getType(),
+          shared.getDownWeights().getType(), gate ? gate.getType() : Type(), dy,
+          get(shared.getTokens()), get(shared.getGateUpWeights()),
+          get(shared.getDownWeights()), gate ? get(gate) : Value(),
+          shared.getActivationAttr());
+    }
     Value dTokens = UnpermuteOp::create(
         b, loc, c.permute.getTokens().getType(), dRows, slots,
-        /*weights=*/Value(), /*shared=*/Value());
+        /*weights=*/Value(), sharedGrad ? sharedGrad.getTokensGrad() : Value());
 
     Value dRouting = combineGrad.getWeightsGrad();
     if (RouteOp route = c.route)
@@ -313,6 +344,12 @@ struct MoEGenerateBackwardPass
       byLeaf.push_back(gateUpGrad.getBiasGrad());
     if (c.down.getBias())
       byLeaf.push_back(downGrad.getBiasGrad());
+    if (sharedGrad) {
+      byLeaf.push_back(sharedGrad.getGateUpGrad());
+      byLeaf.push_back(sharedGrad.getDownGrad());
+      if (Value gateGrad = sharedGrad.getGateGrad())
+        byLeaf.push_back(gateGrad);
+    }
     SmallVector<Value> results;
     for (unsigned i : gradientOf)
       results.push_back(byLeaf[leafOfArg.lookup(i)]);

@@ -27,7 +27,7 @@ func.func @f(%x: tensor<?x4xbf16>, %logits: tensor<?x2xf32>, %w13: tensor<2x8x4x
 
 // -----
 
-// expected-error @+1 {{--moe-generate-backward: cannot derive the backward of @f: the combine adds a shared expert, which has no backward yet}}
+// expected-error @+1 {{--moe-generate-backward: cannot derive the backward of @f: the combine adds a shared term that is not a moe.shared_mlp of the layer's tokens}}
 func.func @f(%x: tensor<?x4xbf16>, %logits: tensor<?x2xf32>, %w13: tensor<2x8x4xbf16>, %w2: tensor<2x4x4xbf16>) -> tensor<?x4xbf16> {
   %ids, %w = moe.route softmax_topk %logits top 1 : (tensor<?x2xf32>) -> (tensor<?x1xi32>, tensor<?x1xf32>)
   %rows, %offsets, %slots = moe.permute %x, %ids : (tensor<?x4xbf16>, tensor<?x1xi32>) -> (tensor<?x4xbf16>, tensor<3xi64>, tensor<?x1xi64>)

@@ -145,3 +145,36 @@ func.func private @declared(tensor<4xf32>) -> tensor<4xf32>
 func.func @plain(%a: tensor<4xf32>) -> tensor<4xf32> {
   return %a : tensor<4xf32>
 }
+
+// -----
+
+// A gated shared expert (Qwen2-MoE) on the combine: moe.shared_mlp_grad gives
+// its weights' and gate's gradients, and its tokens' gradient joins dX as the
+// final unpermute's shared term; the tokens and its weights are saved.
+// CHECK-LABEL: func.func @shared_backward(
+// CHECK-SAME: -> (tensor<?x16xbf16>, tensor<?x8xf32>, tensor<8x16x16xbf16>, tensor<8x16x8xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xbf16>)
+// CHECK-SAME: moe.gradient_of = array<i64: 0, 1, 2, 3, 4, 5, 6>
+// CHECK-SAME: moe.saved = ["logits", "ids", "weights", "rows", "offsets", "slots", "gate_up", "expert_out", "gate_up_weights", "down_weights", "tokens", "shared_gate_up_weights", "shared_down_weights", "shared_gate_weights"]
+// CHECK: %[[DXS:.*]], %[[DSW13:.*]], %[[DSW2:.*]], %[[DG:.*]] = moe.shared_mlp_grad silu %[[DY:arg14]], %arg10, %arg11, %arg12 gate %arg13
+// CHECK: %[[DX:.*]] = moe.unpermute %{{.*}}, %arg5 shared %[[DXS]]
+// CHECK: return %[[DX]], %{{.*}}, %{{.*}}, %{{.*}}, %[[DSW13]], %[[DSW2]], %[[DG]] :
+func.func @shared(%x: tensor<?x16xbf16>, %logits: tensor<?x8xf32>,
+                  %w13: tensor<8x16x16xbf16>, %w2: tensor<8x16x8xbf16>,
+                  %sw13: tensor<64x16xbf16>, %sw2: tensor<16x32xbf16>,
+                  %sgate: tensor<1x16xbf16>) -> tensor<?x16xbf16> {
+  %ids, %w = moe.route softmax_topk %logits top 4
+      : (tensor<?x8xf32>) -> (tensor<?x4xi32>, tensor<?x4xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x16xbf16>, tensor<?x4xi32>)
+      -> (tensor<?x16xbf16>, tensor<9xi64>, tensor<?x4xi64>)
+  %o = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x16xbf16>, tensor<9xi64>, tensor<8x16x16xbf16>,
+         tensor<8x16x8xbf16>) -> tensor<?x16xbf16>
+  %sh = moe.shared_mlp silu %x, %sw13, %sw2 gate %sgate
+      : (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>,
+         tensor<1x16xbf16>) -> tensor<?x16xbf16>
+  %y = moe.unpermute %o, %slots weights %w shared %sh
+      : (tensor<?x16xbf16>, tensor<?x4xi64>, tensor<?x4xf32>, tensor<?x16xbf16>)
+      -> tensor<?x16xbf16>
+  return %y : tensor<?x16xbf16>
+}

@@ -2,7 +2,7 @@
 //
 // The adjoints of the forward ops, as --moe-generate-backward writes a
 // layer's backward: combine, down and gate-up dgrad and wgrad, the gated
-// activation and the router. Included by MoEOps.td.
+// activation, the router and the shared expert. Included by MoEOps.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -218,6 +218,60 @@ def MoE_RouteGradOp : MoE_Op<"route_grad", [Pure]> {
     $routing $logits `,` $expert_ids `,` $grad
     (`renormalize` $renormalize^)? (`scale` $scaling_factor^)?
     attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// moe.shared_mlp_grad
+//===----------------------------------------------------------------------===//
+
+def MoE_SharedMLPGradOp : MoE_Op<"shared_mlp_grad", [Pure]> {
+  let summary = "adjoint of moe.shared_mlp: its output gradient to the "
+                "gradients of the tokens, weights and gate";
+  let description = [{
+    For `s = moe.shared_mlp act %tokens, %w13, %w2 (gate %g)?` and the
+    gradient `grad` of `s` (`[T, H]`), recomputes the forward (`gu =
+    tokens @ w13^T` and `h = act(gu)`, each rounded to the tokens' element
+    type as the forward rounds them; `o = h @ w2^T` and, with a gate,
+    `sigma = sigmoid(tokens @ g[0]^T)`, in f32) and returns
+
+    ```
+    do            = grad * sigma                   (grad without a gate)
+    tokens_grad   = act'(gu, do @ w2) @ w13 + dlogit * g[0]
+    gate_up_grad  = act'(gu, do @ w2)^T @ tokens   // [2Is, H]
+    down_grad     = do^T @ h                       // [H, Is]
+    gate_grad     = dlogit^T @ tokens              // [1, H], with a gate
+    dlogit[t]     = (grad[t] . o[t]) * sigma[t] * (1 - sigma[t])
+    ```
+
+    with `act'` the gradient `moe.swiglu_grad` defines. Sums are f32 in a
+    fixed order, each result rounded once to its type (the primal's).
+    `tokens_grad` is this path's part of the tokens' gradient only: the
+    routed experts' part is added by the caller (`--moe-generate-backward`
+    passes it as `moe.unpermute`'s `shared` operand).
+
+    ```mlir
+    %dx, %dw13, %dw2, %dg = moe.shared_mlp_grad silu %ds, %x, %sw13, %sw2
+        gate %g
+        : (tensor<?x2048xbf16>, tensor<?x2048xbf16>, tensor<11264x2048xbf16>,
+           tensor<2048x5632xbf16>, tensor<1x2048xbf16>)
+        -> (tensor<?x2048xbf16>, tensor<11264x2048xbf16>,
+            tensor<2048x5632xbf16>, tensor<1x2048xbf16>)
+    ```
+  }];
+  let arguments = (ins MoE_FloatTensor:$grad, MoE_FloatTensor:$tokens,
+                       MoE_FloatTensor:$gate_up_weights,
+                       MoE_FloatTensor:$down_weights,
+                       Optional<MoE_FloatTensor>:$gate_weights,
+                       MoE_GatedActivationAttr:$activation);
+  let results = (outs MoE_FloatTensor:$tokens_grad,
+                      MoE_FloatTensor:$gate_up_grad,
+                      MoE_FloatTensor:$down_grad,
+                      Optional<MoE_FloatTensor>:$gate_grad);
+  let assemblyFormat = [{
+    $activation $grad `,` $tokens `,` $gate_up_weights `,` $down_weights
+    (`gate` $gate_weights^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

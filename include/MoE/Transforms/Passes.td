@@ -341,8 +341,14 @@ def MoEGenerateBackward : Pass<"moe-generate-backward", "::mlir::ModuleOp"> {
     attribute and lists the @F argument each gradient is for in
     `moe.gradient_of`.
 
+    A shared expert (`moe.shared_mlp` of the layer's tokens, added by the
+    combine) gets `moe.shared_mlp_grad`: its weights' (and gate's) gradients
+    are returned with the others, its tokens' gradient joins dX through the
+    final unpermute's `shared` operand; the tokens and its weights are saved
+    too.
+
     A function whose layer this cannot differentiate is an error that says
-    why: a shared expert, shared-expert routing slots, an FP8-quantized
+    why: another shared term, shared-expert routing slots, an FP8-quantized
     layer, a per-row scale, or a layer input that is not an argument of @F
     (its gradient would have nowhere to go). Functions without moe ops are
     left alone.

@@ -249,10 +249,11 @@ struct GroupedWgradLowering : OpConversionPattern<GroupedWgradOp> {
 // moe.swiglu_grad
 //===----------------------------------------------------------------------===//
 
-/// d gate and d up of the gated activation, on f32 scalars.
-static std::pair<Value, Value>
-gatedActivationGrad(Emitter &e, GatedActivation activation, Value gate,
-                    Value up, Value grad, float alpha, float limit) {
+} // namespace
+
+std::pair<Value, Value> mlir::moe::to_linalg::gatedActivationGrad(
+    Emitter &e, GatedActivation activation, Value gate, Value up, Value grad,
+    float alpha, float limit) {
   ImplicitLocOpBuilder &b = e.b;
   auto mul = [&](Value x, Value y) {
     return arith::MulFOp::create(b, x, y).getResult();
@@ -287,6 +288,8 @@ gatedActivationGrad(Emitter &e, GatedActivation activation, Value gate,
   return {arith::SelectOp::create(b, gateIn, dGate, e.f32(0.0)),
           arith::SelectOp::create(b, upIn, dUp, e.f32(0.0))};
 }
+
+namespace {
 
 /// Lowers `moe.swiglu_grad` to one elementwise generic over the halves,
 /// whose two results are written side by side.

@@ -10,6 +10,7 @@
 #define MOE_CONVERSION_MOETOLINALG_EMITTER_H
 
 #include "MoE/Conversion/Passes.h"
+#include "MoE/Dialect/MoEDialect.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -341,7 +342,14 @@ struct Emitter {
   }
 };
 
-/// Adds the lowering of `moe.shared_mlp` (SharedMLP.cpp).
+/// d gate and d up of a gated activation from its f32 inputs and the f32
+/// gradient of its output (Backward.cpp), as moe.swiglu_grad defines them.
+std::pair<Value, Value> gatedActivationGrad(Emitter &e,
+                                            GatedActivation activation,
+                                            Value gate, Value up, Value grad,
+                                            float alpha, float limit);
+
+/// Adds the lowerings of `moe.shared_mlp` and its adjoint (SharedMLP.cpp).
 void populateSharedMLPLoweringPatterns(RewritePatternSet &patterns);
 
 /// Adds the lowerings of the backward ops (Backward.cpp).
