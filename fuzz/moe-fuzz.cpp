@@ -241,6 +241,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                    moe::CPUReferencePipelineOptions());
     (void)routedPm.run(*routed);
   }
+  // The backward, and the program of one of two expert-parallel ranks in
+  // stages, each then on the CPU.
+  for (bool expertParallel : {false, true}) {
+    OwningOpRef<ModuleOp> derived = module->clone();
+    PassManager derivedPm(&context);
+    if (expertParallel) {
+      moe::MoEExpertParallelOptions ranks;
+      ranks.ranks = 2;
+      derivedPm.addPass(moe::createMoEExpertParallel(ranks));
+      derivedPm.addPass(moe::createMoESplitExchanges());
+    } else {
+      derivedPm.addPass(moe::createMoEGenerateBackward());
+    }
+    moe::buildCPUReferencePipeline(derivedPm,
+                                   moe::CPUReferencePipelineOptions());
+    (void)derivedPm.run(*derived);
+  }
   PassManager pm(&context);
   moe::buildCPUReferencePipeline(pm, moe::CPUReferencePipelineOptions());
   (void)pm.run(*module);

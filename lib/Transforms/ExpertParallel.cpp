@@ -41,19 +41,31 @@ struct MoEExpertParallelPass
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> functions;
-    for (auto fn : getOperation().getOps<func::FuncOp>())
-      if (!fn.isDeclaration() && !fn.getOps<UnpermuteOp>().empty())
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      bool layer = false;
+      fn.walk([&](Operation *op) { layer |= isa<UnpermuteOp, LayerOp>(op); });
+      if (layer)
         functions.push_back(fn);
-    for (auto fn : getOperation().getOps<func::FuncOp>())
-      if (!fn.isDeclaration() && !fn.getOps<LayerOp>().empty() &&
-          !llvm::is_contained(functions, fn))
-        functions.push_back(fn);
+    }
     for (func::FuncOp fn : functions)
       if (failed(rewrite(fn)))
         return signalPassFailure();
   }
 
   LogicalResult rewrite(func::FuncOp fn) {
+    // A layer in a loop or branch has no stage boundary to exchange at.
+    WalkResult nested = fn.walk([&](Operation *op) {
+      if (!isa<UnpermuteOp, ExpertMLPOp, LayerOp>(op) ||
+          op->getParentOp() == fn.getOperation() ||
+          (op->getParentOfType<LayerOp>() &&
+           op->getParentOfType<LayerOp>()->getParentOp() == fn.getOperation()))
+        return WalkResult::advance();
+      op->emitError() << "--moe-expert-parallel: a layer inside a loop, "
+                         "branch or other region has no expert-parallel form";
+      return WalkResult::interrupt();
+    });
+    if (nested.wasInterrupted())
+      return failure();
     // Layers inlined, then each expert MLP fused into one op.
     RewritePatternSet expand(&getContext());
     populateExpandFusedOpsPatterns(expand);

@@ -132,6 +132,9 @@ struct MoEGenerateBackwardPass
                                "backward of @"
                             << fn.getSymName() << ": " << why;
     };
+    if (!fn.getBody().hasOneBlock())
+      return fail("it has more than one block (the layer must be straight-line "
+                  "code)");
     if (fn.getNumResults() != 1)
       return fail("it must return exactly one value, the layer output (it "
                   "returns " +
@@ -153,7 +156,7 @@ struct MoEGenerateBackwardPass
       train.erase();
       return fail("its fused ops could not be expanded");
     }
-    auto ret = cast<func::ReturnOp>(train.getBody().back().getTerminator());
+    auto ret = cast<func::ReturnOp>(train.getBody().front().getTerminator());
     std::string why;
     FailureOr<Chain> chain = matchChain(ret.getOperand(0), why);
     if (failed(chain)) {

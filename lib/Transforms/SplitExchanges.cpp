@@ -58,6 +58,10 @@ struct MoESplitExchangesPass
   }
 
   LogicalResult split(func::FuncOp fn, SymbolTable &symbols) {
+    if (!fn.getBody().hasOneBlock())
+      return fn.emitError() << "--moe-split-exchanges: @" << fn.getSymName()
+                            << " has more than one block; its exchanges must "
+                               "be in straight-line code";
     Block &body = fn.getBody().front();
     // Stage of each op: the number of exchanges before it (an exchange
     // ends the stage it is counted in).

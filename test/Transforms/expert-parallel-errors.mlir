@@ -82,3 +82,20 @@ func.func @f(%x: tensor<?x4xbf16>, %logits: tensor<?x6xf32>, %w13: tensor<6x8x4x
   %y = moe.unpermute %o, %slots weights %w : (tensor<?x4xbf16>, tensor<?x1xi64>, tensor<?x1xf32>) -> tensor<?x4xbf16>
   return %y : tensor<?x4xbf16>
 }
+
+// -----
+
+// A layer in a branch: no place for a stage boundary.
+func.func @f(%x: tensor<?x4xbf16>, %logits: tensor<?x8xf32>, %w13: tensor<8x8x4xbf16>, %w2: tensor<8x4x4xbf16>, %c: i1) -> tensor<?x4xbf16> {
+  %y = scf.if %c -> tensor<?x4xbf16> {
+    %ids, %w = moe.route softmax_topk %logits top 1 : (tensor<?x8xf32>) -> (tensor<?x1xi32>, tensor<?x1xf32>)
+    %rows, %offsets, %slots = moe.permute %x, %ids : (tensor<?x4xbf16>, tensor<?x1xi32>) -> (tensor<?x4xbf16>, tensor<9xi64>, tensor<?x1xi64>)
+    // expected-error @+1 {{--moe-expert-parallel: a layer inside a loop, branch or other region has no expert-parallel form}}
+    %o = moe.expert_mlp silu %rows, %offsets, %w13, %w2 : (tensor<?x4xbf16>, tensor<9xi64>, tensor<8x8x4xbf16>, tensor<8x4x4xbf16>) -> tensor<?x4xbf16>
+    %y0 = moe.unpermute %o, %slots weights %w : (tensor<?x4xbf16>, tensor<?x1xi64>, tensor<?x1xf32>) -> tensor<?x4xbf16>
+    scf.yield %y0 : tensor<?x4xbf16>
+  } else {
+    scf.yield %x : tensor<?x4xbf16>
+  }
+  return %y : tensor<?x4xbf16>
+}

@@ -187,3 +187,16 @@ func.func @f(%x: tensor<?x4xbf16>, %logits: tensor<?x2xf32>, %w13: tensor<2x8x4x
   %y = moe.unpermute %o, %slots weights %w : (tensor<?x4xbf16>, tensor<?x1xi64>, tensor<?x1xf32>) -> tensor<?x4xbf16>
   return %y : tensor<?x4xbf16>
 }
+
+// -----
+
+// expected-error @+1 {{--moe-generate-backward: cannot derive the backward of @f: it has more than one block (the layer must be straight-line code)}}
+func.func @f(%x: tensor<?x4xbf16>, %logits: tensor<?x2xf32>, %w13: tensor<2x8x4xbf16>, %w2: tensor<2x4x4xbf16>) -> tensor<?x4xbf16> {
+  %ids, %w = moe.route softmax_topk %logits top 1 : (tensor<?x2xf32>) -> (tensor<?x1xi32>, tensor<?x1xf32>)
+  cf.br ^next
+^next:
+  %rows, %offsets, %slots = moe.permute %x, %ids : (tensor<?x4xbf16>, tensor<?x1xi32>) -> (tensor<?x4xbf16>, tensor<3xi64>, tensor<?x1xi64>)
+  %o = moe.expert_mlp silu %rows, %offsets, %w13, %w2 : (tensor<?x4xbf16>, tensor<3xi64>, tensor<2x8x4xbf16>, tensor<2x4x4xbf16>) -> tensor<?x4xbf16>
+  %y = moe.unpermute %o, %slots weights %w : (tensor<?x4xbf16>, tensor<?x1xi64>, tensor<?x1xf32>) -> tensor<?x4xbf16>
+  return %y : tensor<?x4xbf16>
+}

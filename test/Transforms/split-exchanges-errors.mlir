@@ -17,3 +17,13 @@ func.func @f(%rows: tensor<?x4xbf16>, %offsets: tensor<9xi64>) -> tensor<?x4xbf1
   %r, %i, %n = moe.dispatch %rows, %offsets ranks 2 : (tensor<?x4xbf16>, tensor<9xi64>) -> (tensor<?x4xbf16>, tensor<?x1xi32>, tensor<2xi64>)
   return %r : tensor<?x4xbf16>
 }
+
+// -----
+
+// expected-error @+1 {{--moe-split-exchanges: @f has more than one block; its exchanges must be in straight-line code}}
+func.func @f(%rows: tensor<?x4xbf16>, %offsets: tensor<9xi64>) -> tensor<?x4xbf16> {
+  cf.br ^next
+^next:
+  %r, %i, %n = moe.dispatch %rows, %offsets ranks 2 : (tensor<?x4xbf16>, tensor<9xi64>) -> (tensor<?x4xbf16>, tensor<?x1xi32>, tensor<2xi64>)
+  return %r : tensor<?x4xbf16>
+}
