@@ -16,23 +16,6 @@ using namespace mlir::moe::to_linalg;
 
 namespace {
 
-/// Expert `expert`'s `[N, K]` (or `[N]`) slice of a `[E, N, K]` (`[E, N]`)
-/// tensor, rank-reduced.
-static Value expertSlice(Emitter &e, Value tensor, Value expert) {
-  ImplicitLocOpBuilder &b = e.b;
-  auto type = cast<RankedTensorType>(tensor.getType());
-  SmallVector<OpFoldResult> offsets{expert}, sizes{b.getIndexAttr(1)},
-      strides(type.getRank(), b.getIndexAttr(1));
-  for (int64_t d = 1; d < type.getRank(); ++d) {
-    offsets.push_back(b.getIndexAttr(0));
-    sizes.push_back(e.size(tensor, d));
-  }
-  auto sliceType = RankedTensorType::get(type.getShape().drop_front(),
-                                         type.getElementType());
-  return tensor::ExtractSliceOp::create(b, sliceType, tensor, offsets, sizes,
-                                        strides);
-}
-
 /// Writes `slice` (rank one less) into expert `expert` of `dest` `[E, ...]`.
 static Value insertExpert(Emitter &e, Value slice, Value dest, Value expert) {
   ImplicitLocOpBuilder &b = e.b;
@@ -164,7 +147,7 @@ struct GroupedDgradLowering : OpConversionPattern<GroupedDgradOp> {
         [&](Emitter &e, Value expert, Value start, Value count,
             ValueRange iter) {
           Value lhs = e.rowSlice(grad, start, count);
-          Value rhs = expertSlice(e, weights, expert);
+          Value rhs = e.expertSlice(weights, expert);
           // (m, k, n): sum over n of grad[m, n] * weights[e][n, k].
           Value tile = e.generic(
               3, {2}, {lhs, rhs}, {e.map(3, {0, 2}), e.map(3, {2, 1})},

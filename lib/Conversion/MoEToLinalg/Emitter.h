@@ -221,6 +221,22 @@ struct Emitter {
         ArrayRef<OpFoldResult>{one, one});
   }
 
+  /// Expert `expert`'s `[N, K]` (or `[N]`) slice of a `[E, N, K]` (`[E, N]`)
+  /// tensor, rank-reduced.
+  Value expertSlice(Value tensor, Value expert) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    SmallVector<OpFoldResult> offsets{expert}, sizes{b.getIndexAttr(1)},
+        strides(type.getRank(), b.getIndexAttr(1));
+    for (int64_t d = 1; d < type.getRank(); ++d) {
+      offsets.push_back(b.getIndexAttr(0));
+      sizes.push_back(size(tensor, d));
+    }
+    auto sliceType = RankedTensorType::get(type.getShape().drop_front(),
+                                           type.getElementType());
+    return tensor::ExtractSliceOp::create(b, sliceType, tensor, offsets, sizes,
+                                          strides);
+  }
+
   using ExpertBody = function_ref<SmallVector<Value>(
       Emitter &, Value expert, Value start, Value count, ValueRange acc)>;
   /// Runs `body` for each expert's clamped row range (expertRange) with
@@ -230,10 +246,11 @@ struct Emitter {
                                 ExpertBody body) {
     int64_t numExperts =
         cast<RankedTensorType>(offsets.getType()).getDimSize(0) - 1;
+    Value lower = index(0), upper = index(numExperts), step = index(1);
     SmallVector<Value> iters(init);
     iters.push_back(index(0));
     auto loop = scf::ForOp::create(
-        b, index(0), index(numExperts), index(1), iters,
+        b, lower, upper, step, iters,
         [&](OpBuilder &nested, Location loc, Value expert, ValueRange iter) {
           ImplicitLocOpBuilder nb(loc, nested);
           Emitter e{nb};

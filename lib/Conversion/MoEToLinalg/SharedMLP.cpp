@@ -30,10 +30,10 @@ static Value matmulTransposedB(Emitter &em, Value lhs, Value rhs) {
       })[0];
 }
 
-/// The `[T, W]` halves of a `[T, 2W]` tensor.
-static std::pair<Value, Value> halves(Emitter &em, Value gateUp) {
+/// The `[T, W]` halves of a `[T, 2W]` tensor of `rows` rows.
+static std::pair<Value, Value> halves(Emitter &em, Value gateUp,
+                                      OpFoldResult rows) {
   ImplicitLocOpBuilder &b = em.b;
-  OpFoldResult rows = em.size(gateUp, 0);
   Value width = arith::DivUIOp::create(b, em.sizeValue(gateUp, 1), em.index(2));
   auto one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
   auto half = [&](OpFoldResult col) {
@@ -46,13 +46,15 @@ static std::pair<Value, Value> halves(Emitter &em, Value gateUp) {
   return {half(zero), half(width)};
 }
 
-/// silu(gate) * up of a `[T, 2W]` gate-up tensor, rounded to `elementType`.
-static Value siluHalves(Emitter &em, Value gateUp, Type elementType) {
-  auto [gate, up] = halves(em, gateUp);
+/// silu(gate) * up of a `[T, 2W]` gate-up tensor of `rows` rows, rounded to
+/// `elementType`.
+static Value siluHalves(Emitter &em, Value gateUp, OpFoldResult rows,
+                        Type elementType) {
+  auto [gate, up] = halves(em, gateUp, rows);
   return em.generic(
       2, {}, {gate, up}, {em.map(2, {0, 1}), em.map(2, {0, 1})},
-      em.empty({em.size(gate, 0), em.size(gate, 1)}, elementType),
-      em.map(2, {0, 1}), [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+      em.empty({rows, em.size(gate, 1)}, elementType), em.map(2, {0, 1}),
+      [&](ImplicitLocOpBuilder &nb, ValueRange args) {
         Emitter e{nb};
         Value g = e.toF32(args[0]);
         Value silu = arith::MulFOp::create(nb, g, e.sigmoid(g));
@@ -91,7 +93,27 @@ struct SharedMLPLowering : OpConversionPattern<SharedMLPOp> {
 
     Value gateUp = em.convertElements(
         matmulTransposedB(em, tokens, adaptor.getGateUpWeights()), elementType);
-    Value activated = siluHalves(em, gateUp, elementType);
+    Value width =
+        arith::DivUIOp::create(b, em.sizeValue(gateUp, 1), em.index(2));
+    auto one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
+    auto half = [&](OpFoldResult col) {
+      return tensor::ExtractSliceOp::create(
+                 b, gateUp, ArrayRef<OpFoldResult>{zero, col},
+                 ArrayRef<OpFoldResult>{numTokens, width},
+                 ArrayRef<OpFoldResult>{one, one})
+          .getResult();
+    };
+    Value activated = em.generic(
+        2, {}, {half(zero), half(width)},
+        {em.map(2, {0, 1}), em.map(2, {0, 1})},
+        em.empty({numTokens, width}, elementType), em.map(2, {0, 1}),
+        [&](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Emitter e{nb};
+          Value gate = e.toF32(args[0]);
+          Value silu = arith::MulFOp::create(nb, gate, e.sigmoid(gate));
+          Value h = arith::MulFOp::create(nb, silu, e.toF32(args[1]));
+          return SmallVector<Value>{e.fromF32(h, elementType)};
+        })[0];
     Value result = matmulTransposedB(em, activated, adaptor.getDownWeights());
 
     if (Value gateWeights = adaptor.getGateWeights()) {
@@ -130,7 +152,7 @@ struct SharedMLPGradLowering : OpConversionPattern<SharedMLPGradOp> {
 
     Value gateUp =
         em.convertElements(matmulTransposedB(em, tokens, w13), elementType);
-    Value activated = siluHalves(em, gateUp, elementType);
+    Value activated = siluHalves(em, gateUp, t, elementType);
     // d out = grad * sigma; d logit = (grad . out) * sigma * (1 - sigma).
     Value dOut = em.convertElements(grad, em.f32()), dLogit;
     if (gate) {
@@ -165,7 +187,7 @@ struct SharedMLPGradLowering : OpConversionPattern<SharedMLPGradOp> {
     Value dW2 = contract(em, dOut, {2, 0}, activated, {2, 1}, {h, w});
     // The activation, then gate-up: dx = dgu . w13 (t, h, j); dw13 = dgu^T
     // . tokens (j, h, t).
-    auto [gateHalf, upHalf] = halves(em, gateUp);
+    auto [gateHalf, upHalf] = halves(em, gateUp, t);
     SmallVector<Value> dHalves =
         em.generic(2, {}, {gateHalf, upHalf, dAct},
                    SmallVector<AffineMap>(3, em.identity(2)),
