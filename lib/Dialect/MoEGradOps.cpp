@@ -242,6 +242,7 @@ LogicalResult SharedMLPGradOp::verify() {
     return emitOpError() << "'gate_grad' needs 'gate'";
   if (gate &&
       (failed(checkRank(op, "gate_weights", gate, 2, "[1, H]")) ||
+       failed(checkStatic(op, "gate count", {"gate_weights", gate, 0})) ||
        failed(checkExtent(op, "gate count", {"gate_weights", gate, 0}, 1,
                           "one gate logit per token")) ||
        failed(checkSameExtent(op, "hidden size", {"gate_weights", gate, 1},

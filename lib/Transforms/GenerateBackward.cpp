@@ -195,7 +195,7 @@ struct MoEGenerateBackwardPass
       if (!arg || arg.getOwner() != &train.getBody().front()) {
         train.erase();
         return fail(Twine(leaf.what) +
-                    " are not an argument of the function (their gradient "
+                    " must be an argument of the function (the gradient "
                     "would have nowhere to go; quantized weights have no "
                     "backward yet)");
       }

@@ -340,3 +340,49 @@ func.func @route_grad_softmax(%l: tensor<?x8xbf16>, %i: tensor<?x2xi32>, %g: ten
       : (tensor<?x8xbf16>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x8xbf16>
   return %d : tensor<?x8xbf16>
 }
+
+// -----
+
+// The shared expert's adjoint: the forward again (gate-up rounded to bf16,
+// silu(gate) * up, the f32 down projection, the gate logit); dlogit =
+// (grad . out) * sigma * (1 - sigma) and dout = grad * sigma; the down
+// projection's data and weight gradients, silu's adjoint on the halves
+// written side by side, the gate-up projection's data and weight
+// gradients; dlogit * g[0] added to dx and dlogit^T . tokens for the gate;
+// each gradient rounded once to bf16.
+// CHECK-LABEL: func @shared_mlp_grad_gated
+// CHECK-SAME: %[[DS:[a-z0-9]+]]: tensor<?x16xf32>, %[[X:[a-z0-9]+]]: tensor<?x16xbf16>, %[[W13:[a-z0-9]+]]: tensor<48x16xbf16>, %[[W2:[a-z0-9]+]]: tensor<16x24xbf16>, %[[G:[a-z0-9]+]]: tensor<1x16xbf16>
+// CHECK-NOT: moe.
+// CHECK: %[[GU:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]], %[[W13]] : tensor<?x16xbf16>, tensor<48x16xbf16>) outs(%{{.*}} : tensor<?x48xf32>)
+// CHECK: %[[GU16:.*]] = linalg.generic {{.*}} ins(%[[GU]] : tensor<?x48xf32>) outs(%{{.*}} : tensor<?x48xbf16>)
+// CHECK: %[[H:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<?x?xbf16>, tensor<?x?xbf16>) outs(%{{.*}} : tensor<?x?xbf16>)
+// CHECK: %[[OUT:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[H]], %[[W2]] : tensor<?x?xbf16>, tensor<16x24xbf16>) outs(%{{.*}} : tensor<?x16xf32>)
+// CHECK: %[[LOGIT:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[G]] : tensor<?x16xbf16>, tensor<1x16xbf16>) outs(%{{.*}} : tensor<?xf32>)
+// CHECK: %[[PROD:.*]] = linalg.generic {{.*}} ins(%[[DS]], %[[OUT]] : tensor<?x16xf32>, tensor<?x16xf32>)
+// CHECK: %[[DOT:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[PROD]] : tensor<?x16xf32>) outs(%{{.*}} : tensor<?xf32>)
+// CHECK: %[[DL:.*]] = linalg.generic {{.*}} ins(%[[DOT]], %[[LOGIT]] : tensor<?xf32>, tensor<?xf32>)
+// CHECK: math.exp
+// CHECK: arith.subf
+// CHECK: %[[DOUT:.*]] = linalg.generic {{.*}} ins(%[[LOGIT]] : tensor<?xf32>) outs(%[[DS]] : tensor<?x16xf32>)
+// CHECK: %[[DH:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[DOUT]], %[[W2]] : tensor<?x16xf32>, tensor<16x24xbf16>) outs(%{{.*}} : tensor<?x24xf32>)
+// CHECK: %[[DW2:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[DOUT]], %[[H]] : tensor<?x16xf32>, tensor<?x?xbf16>) outs(%{{.*}} : tensor<16x24xf32>)
+// CHECK: %[[DHALVES:.*]]:2 = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %[[DH]] : tensor<?x?xbf16>, tensor<?x?xbf16>, tensor<?x24xf32>)
+// CHECK: %[[DGU0:.*]] = tensor.insert_slice %[[DHALVES]]#0 into %{{.*}}[0, 0] [%{{.*}}, 24]
+// CHECK: %[[DGU:.*]] = tensor.insert_slice %[[DHALVES]]#1 into %[[DGU0]][0, 24] [%{{.*}}, 24]
+// CHECK: %[[DX:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[DGU]], %[[W13]] : tensor<?x48xf32>, tensor<48x16xbf16>) outs(%{{.*}} : tensor<?x16xf32>)
+// CHECK: %[[DW13:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[DGU]], %[[X]] : tensor<?x48xf32>, tensor<?x16xbf16>) outs(%{{.*}} : tensor<48x16xf32>)
+// CHECK: %[[DXG:.*]] = linalg.generic {{.*}} ins(%[[DL]], %[[G]] : tensor<?xf32>, tensor<1x16xbf16>) outs(%[[DX]] : tensor<?x16xf32>)
+// CHECK: %[[DG:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[DL]], %[[X]] : tensor<?xf32>, tensor<?x16xbf16>) outs(%{{.*}} : tensor<1x16xf32>)
+// CHECK: %[[RX:.*]] = linalg.generic {{.*}} ins(%[[DXG]] : tensor<?x16xf32>) outs(%{{.*}} : tensor<?x16xbf16>)
+// CHECK: %[[RW13:.*]] = linalg.generic {{.*}} ins(%[[DW13]] : tensor<48x16xf32>) outs(%{{.*}} : tensor<48x16xbf16>)
+// CHECK: %[[RW2:.*]] = linalg.generic {{.*}} ins(%[[DW2]] : tensor<16x24xf32>) outs(%{{.*}} : tensor<16x24xbf16>)
+// CHECK: %[[RG:.*]] = linalg.generic {{.*}} ins(%[[DG]] : tensor<1x16xf32>) outs(%{{.*}} : tensor<1x16xbf16>)
+// CHECK: return %[[RX]], %[[RW13]], %[[RW2]], %[[RG]]
+func.func @shared_mlp_grad_gated(%ds: tensor<?x16xf32>, %x: tensor<?x16xbf16>, %w13: tensor<48x16xbf16>,
+                                 %w2: tensor<16x24xbf16>, %g: tensor<1x16xbf16>)
+    -> (tensor<?x16xbf16>, tensor<48x16xbf16>, tensor<16x24xbf16>, tensor<1x16xbf16>) {
+  %dx, %dw13, %dw2, %dg = moe.shared_mlp_grad silu %ds, %x, %w13, %w2 gate %g
+      : (tensor<?x16xf32>, tensor<?x16xbf16>, tensor<48x16xbf16>, tensor<16x24xbf16>, tensor<1x16xbf16>)
+      -> (tensor<?x16xbf16>, tensor<48x16xbf16>, tensor<16x24xbf16>, tensor<1x16xbf16>)
+  return %dx, %dw13, %dw2, %dg : tensor<?x16xbf16>, tensor<48x16xbf16>, tensor<16x24xbf16>, tensor<1x16xbf16>
+}

@@ -1767,3 +1767,278 @@ func.func @f(%rows: tensor<?x4xbf16>, %flat: tensor<?xbf16>, %off: tensor<9xi64>
   %b = moe.undispatch %rows, %cnt, %off2 ranks 2 : (tensor<?x4xbf16>, tensor<2xi64>, tensor<3x3xi64>) -> tensor<?x4xbf16>
   return
 }
+
+// -----
+
+// moe.shared_mlp_grad: [T, H] output gradient, [T, H] tokens, [2Is, H]
+// and [H, Is] weights, an optional [1, H] gate; each gradient shaped like
+// its primal, gate_grad exactly when there is a gate.
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{supports the silu activation only, as moe.shared_mlp does}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad gptoss %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{'grad' must have rank 2 ([T, H]), got rank 1}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16x1xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{'tokens' must have rank 2 ([T, H]), got rank 3}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16x1xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> (tensor<?x16x1xf32>, tensor<64x16xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<2x64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{'gate_up_weights' must have rank 2 ([2Is, H]), got rank 3}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<2x64x16xf32>, tensor<16x32xf32>) -> (tensor<?x16xf32>, tensor<2x64x16xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<512xf32>) {
+  // expected-error @+1 {{'down_weights' must have rank 2 ([H, Is]), got rank 1}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<512xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<512xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{'tokens_grad' dim 0 (T of [T, H]) is 0: a static size must be in [1, 2147483647] (the kernels and the runtime take 32-bit sizes)}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> (tensor<0x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<2147483646x2147483647xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{'gate_up_weights' ('tensor<2147483646x2147483647xf32>') has more bytes than int64 counts: its static sizes multiply past 2^63}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<2147483646x2147483647xf32>, tensor<16x32xf32>) -> (tensor<?x16xf32>, tensor<2147483646x2147483647xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<4x16xf32>, %x: tensor<5x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{token count of 'grad' (dim 0 = 4) does not match 'tokens' (dim 0 = 5)}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<4x16xf32>, tensor<5x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> (tensor<5x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x8xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{hidden size of 'grad' (dim 1 = 8) does not match 'tokens' (dim 1 = 16)}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x8xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x8xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{hidden size of 'gate_up_weights' (dim 1 = 8) does not match 'tokens' (dim 1 = 16)}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x8xf32>, tensor<16x32xf32>) -> (tensor<?x16xf32>, tensor<64x8xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<8x32xf32>) {
+  // expected-error @+1 {{hidden size of 'down_weights' (dim 0 = 8) does not match 'tokens' (dim 1 = 16)}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<8x32xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<8x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<63x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{'gate_up_weights' dim 0 (63) must be even: gate columns, then up columns}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<63x16xf32>, tensor<16x32xf32>) -> (tensor<?x16xf32>, tensor<63x16xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x24xf32>) {
+  // expected-error @+1 {{'down_weights' dim 1 (24) must be half of 'gate_up_weights' dim 0 (64)}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x24xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x24xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{'tokens_grad' must have the rank of 'tokens' (2), got rank 3}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> (tensor<?x16x1xf32>, tensor<64x16xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{size of 'tokens_grad' (dim 1 = 8) does not match 'tokens' (dim 1 = 16)}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> (tensor<?x8xf32>, tensor<64x16xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{'tokens_grad' element type 'f32' must be the element type of 'tokens' ('bf16')}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>) -> (tensor<?x16xf32>, tensor<64x16xbf16>, tensor<16x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{'gate_up_grad' must have the rank of 'gate_up_weights' (2), got rank 3}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> (tensor<?x16xf32>, tensor<1x64x16xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{size of 'gate_up_grad' (dim 0 = 32) does not match 'gate_up_weights' (dim 0 = 64)}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> (tensor<?x16xf32>, tensor<32x16xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{'gate_up_grad' element type 'f32' must be the element type of 'gate_up_weights' ('bf16')}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>) -> (tensor<?x16xbf16>, tensor<64x16xf32>, tensor<16x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{'down_grad' must have the rank of 'down_weights' (2), got rank 1}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<512xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{size of 'down_grad' (dim 1 = 16) does not match 'down_weights' (dim 1 = 32)}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x16xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{'down_grad' element type 'f32' must be the element type of 'down_weights' ('bf16')}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>) -> (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>, %c: tensor<1x16xf32>) {
+  // expected-error @+1 {{with 'gate' the op has a fourth result, 'gate_grad'}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b gate %c : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<1x16xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{'gate_grad' needs 'gate'}}
+  %dx, %dw13, %dw2, %dg = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<1x16xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>, %c: tensor<16xf32>) {
+  // expected-error @+1 {{'gate_weights' must have rank 2 ([1, H]), got rank 1}}
+  %dx, %dw13, %dw2, %dg = moe.shared_mlp_grad silu %g, %x, %a, %b gate %c : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<16xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>, %c: tensor<2x16xf32>) {
+  // expected-error @+1 {{gate count of 'gate_weights' (dim 0 = 2) must be 1 (one gate logit per token)}}
+  %dx, %dw13, %dw2, %dg = moe.shared_mlp_grad silu %g, %x, %a, %b gate %c : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<2x16xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<2x16xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>, %c: tensor<1x8xf32>) {
+  // expected-error @+1 {{hidden size of 'gate_weights' (dim 1 = 8) does not match 'tokens' (dim 1 = 16)}}
+  %dx, %dw13, %dw2, %dg = moe.shared_mlp_grad silu %g, %x, %a, %b gate %c : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<1x8xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<1x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>, %c: tensor<1x16xf32>) {
+  // expected-error @+1 {{'gate_grad' must have the rank of 'gate_weights' (2), got rank 1}}
+  %dx, %dw13, %dw2, %dg = moe.shared_mlp_grad silu %g, %x, %a, %b gate %c : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<1x16xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xf32>, %a: tensor<64x16xf32>, %b: tensor<16x32xf32>, %c: tensor<1x16xf32>) {
+  // expected-error @+1 {{size of 'gate_grad' (dim 1 = 8) does not match 'gate_weights' (dim 1 = 16)}}
+  %dx, %dw13, %dw2, %dg = moe.shared_mlp_grad silu %g, %x, %a, %b gate %c : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<1x16xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<1x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>, %c: tensor<1x16xbf16>) {
+  // expected-error @+1 {{'gate_grad' element type 'f32' must be the element type of 'gate_weights' ('bf16')}}
+  %dx, %dw13, %dw2, %dg = moe.shared_mlp_grad silu %g, %x, %a, %b gate %c : (tensor<?x16xf32>, tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xbf16>) -> (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xbf16>, %a: tensor<64x16xf32>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{'gate_up_weights' element type 'f32' must be the element type of 'tokens' ('bf16')}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xbf16>, tensor<64x16xf32>, tensor<16x32xbf16>) -> (tensor<?x16xbf16>, tensor<64x16xf32>, tensor<16x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xf16>) {
+  // expected-error @+1 {{'down_weights' element type 'f16' must be the element type of 'tokens' ('bf16')}}
+  %dx, %dw13, %dw2 = moe.shared_mlp_grad silu %g, %x, %a, %b : (tensor<?x16xf32>, tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xf16>) -> (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xf16>)
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x16xf32>, %x: tensor<?x16xbf16>, %a: tensor<64x16xbf16>, %b: tensor<16x32xbf16>, %c: tensor<1x16xf32>) {
+  // expected-error @+1 {{'gate_weights' element type 'f32' must be the element type of 'tokens' ('bf16')}}
+  %dx, %dw13, %dw2, %dg = moe.shared_mlp_grad silu %g, %x, %a, %b gate %c : (tensor<?x16xf32>, tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xf32>) -> (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%ds: tensor<?x16xf32>, %x: tensor<?x16xf32>, %w13: tensor<64x16xf32>, %w2: tensor<16x32xf32>, %g: tensor<?x16xf32>) {
+  // expected-error @+1 {{gate count of 'gate_weights' (dim 0) must be static}}
+  %a, %b, %c, %d = moe.shared_mlp_grad silu %ds, %x, %w13, %w2 gate %g : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<?x16xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<?x16xf32>)
+  return
+}

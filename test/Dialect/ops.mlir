@@ -333,3 +333,34 @@ func.func @exchanges(%rows: tensor<?x64xbf16>, %offsets: tensor<9xi64>,
       : (tensor<?x64xf32>, tensor<8xi32>, tensor<9xi32>) -> tensor<?x64xf32>
   return %back, %b2 : tensor<?x64xbf16>, tensor<?x64xf32>
 }
+
+// The shared expert's adjoint, gated and not: bf16 tokens and weights with a
+// bf16 or an f32 output gradient (the f32 shared addend's), f32 throughout
+// with dynamic and static token counts.
+// CHECK-LABEL: func @shared_mlp_grads
+func.func @shared_mlp_grads(%ds: tensor<?x16xbf16>, %ds32: tensor<?x16xf32>, %x: tensor<?x16xbf16>,
+                            %w13: tensor<64x16xbf16>, %w2: tensor<16x32xbf16>, %g: tensor<1x16xbf16>,
+                            %dsf: tensor<5x8xf32>, %xf: tensor<5x8xf32>, %xd: tensor<?x8xf32>,
+                            %w13f: tensor<24x8xf32>, %w2f: tensor<8x12xf32>, %gf: tensor<1x8xf32>)
+    -> (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xbf16>,
+        tensor<?x16xbf16>, tensor<5x8xf32>, tensor<1x8xf32>, tensor<?x8xf32>, tensor<8x12xf32>) {
+  // CHECK: moe.shared_mlp_grad silu %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} gate %{{.*}} : (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xbf16>) -> (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xbf16>)
+  %dx, %dw13, %dw2, %dg = moe.shared_mlp_grad silu %ds, %x, %w13, %w2 gate %g
+      : (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xbf16>)
+      -> (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xbf16>)
+  // CHECK: moe.shared_mlp_grad silu %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x16xf32>, tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>) -> (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>)
+  %dx2, %dw13b, %dw2b = moe.shared_mlp_grad silu %ds32, %x, %w13, %w2
+      : (tensor<?x16xf32>, tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>)
+      -> (tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>)
+  // CHECK: moe.shared_mlp_grad silu %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} gate %{{.*}} : (tensor<5x8xf32>, tensor<5x8xf32>, tensor<24x8xf32>, tensor<8x12xf32>, tensor<1x8xf32>) -> (tensor<5x8xf32>, tensor<24x8xf32>, tensor<8x12xf32>, tensor<1x8xf32>)
+  %dxf, %dw13f, %dw2f, %dgf = moe.shared_mlp_grad silu %dsf, %xf, %w13f, %w2f gate %gf
+      : (tensor<5x8xf32>, tensor<5x8xf32>, tensor<24x8xf32>, tensor<8x12xf32>, tensor<1x8xf32>)
+      -> (tensor<5x8xf32>, tensor<24x8xf32>, tensor<8x12xf32>, tensor<1x8xf32>)
+  // CHECK: moe.shared_mlp_grad silu %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<5x8xf32>, tensor<?x8xf32>, tensor<24x8xf32>, tensor<8x12xf32>) -> (tensor<?x8xf32>, tensor<24x8xf32>, tensor<8x12xf32>)
+  %dxd, %dw13d, %dw2d = moe.shared_mlp_grad silu %dsf, %xd, %w13f, %w2f
+      : (tensor<5x8xf32>, tensor<?x8xf32>, tensor<24x8xf32>, tensor<8x12xf32>)
+      -> (tensor<?x8xf32>, tensor<24x8xf32>, tensor<8x12xf32>)
+  return %dx, %dw13, %dw2, %dg, %dx2, %dxf, %dgf, %dxd, %dw2d
+      : tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xbf16>,
+        tensor<?x16xbf16>, tensor<5x8xf32>, tensor<1x8xf32>, tensor<?x8xf32>, tensor<8x12xf32>
+}

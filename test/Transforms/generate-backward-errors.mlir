@@ -136,7 +136,7 @@ func.func @f(%x: tensor<?x4xbf16>, %logits: tensor<?x2xf32>, %w13: tensor<2x8x4x
 
 // -----
 
-// expected-error @+1 {{--moe-generate-backward: cannot derive the backward of @f: the gate-up weights are not an argument of the function (their gradient would have nowhere to go; quantized weights have no backward yet)}}
+// expected-error @+1 {{--moe-generate-backward: cannot derive the backward of @f: the gate-up weights must be an argument of the function (the gradient would have nowhere to go; quantized weights have no backward yet)}}
 func.func @f(%x: tensor<?x4xbf16>, %logits: tensor<?x2xf32>, %q13: tensor<2x8x4xf8E4M3FN>, %s13: tensor<2x2x1xf32>, %w2: tensor<2x4x4xbf16>) -> tensor<?x4xbf16> {
   %ids, %w = moe.route softmax_topk %logits top 1 : (tensor<?x2xf32>) -> (tensor<?x1xi32>, tensor<?x1xf32>)
   %rows, %offsets, %slots = moe.permute %x, %ids : (tensor<?x4xbf16>, tensor<?x1xi32>) -> (tensor<?x4xbf16>, tensor<3xi64>, tensor<?x1xi64>)

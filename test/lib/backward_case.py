@@ -9,7 +9,9 @@ order). `main CASE FILE` reads the module the pass printed and splices in a
 seeded dy to backward, and prints y and every gradient. `check CASE FILE`
 compares what mlir-runner printed with moe_ref.layer and
 moe_grad_ref.layer_backward, and each gradient with central differences of
-the float64 layer, as the PASS/FAIL line says."""
+the float64 layer, as the PASS/FAIL line says. A shared expert's weights
+(sw13, sw2 and the gate sgate) are differentiable arguments like the
+others."""
 import re
 import sys
 
@@ -38,6 +40,16 @@ CASES.update({
     "routeless": dict(T=6, H=8, I=8, E=4, k=2, routing="none"),
     # The RUN line passes recompute-gate-up=true; the layer is mixtral's.
     "recompute": dict(layer_case.CASES["mixtral"], inputs_of="mixtral"),
+})
+# Shared experts (moe.shared_mlp added by the combine): DeepSeek-V3's
+# ungated one beside sigmoid routing, Qwen2-MoE's gated one of width 4I,
+# a single token, the fused moe.expert_mlp form (Is = 20, no multiple of
+# I = 12) and the whole layer as one moe.layer.
+CASES.update({name: layer_case.CASES[name] for name in (
+    "shared-deepseek", "shared-qwen2", "shared-t1", "shared-layer")})
+CASES.update({
+    "shared-fused": dict(T=6, H=8, I=12, E=4, k=2, routing="softmax_topk", renormalize=True,
+                         fused=True, shared=20, gated=True, cold=[3]),
 })
 
 # f32 results against the float64 reference (printing keeps 6 digits), and
@@ -201,7 +213,7 @@ def _guards(name, c, p, f, g, route_kw):
     a correction bias that changes no choice, a hot expert some token
     missed, pad_to without padding rows, a route-less case without a
     repeated or dropped id, logits of a softmax over all E that get no
-    gradient."""
+    gradient. (A weak shared expert: moe_grad_ref.shared_guards, in check.)"""
     ids, E, I, k = f["ids"], c["E"], c["I"], c["k"]
     out = []
     if not (upstream(name) != 0).all():
@@ -266,10 +278,15 @@ def check(name, path):
     f = moe_grad_ref.forward_parts(p, route_kw, **kw)
     if route_kw is not None:
         y_ref, _, _ = moe_ref.layer(p["x"], p["logits"], p["w13"], p["w2"], route_kw,
-                                    kw["activation"], p.get("b13"), p.get("b2"), kw["pad_to"])
+                                    kw["activation"], p.get("b13"), p.get("b2"), kw["pad_to"],
+                                    shared=moe_grad_ref.shared_of(p))
         assert rel_l2(f["y"], y_ref) < 1e-12, "forward_parts and moe_ref.layer disagree"
     g_ref = moe_grad_ref.layer_backward(p, dy, route_kw, **kw)
     reasons = _guards(name, c, p, f, g_ref, route_kw)
+    # A shared expert, and its gate, must change y by 10%, and the shared
+    # path's part of dx (and the gate logit's term in it) be 1% of dx, far
+    # past TOL: else a backward that dropped them could pass.
+    reasons += moe_grad_ref.shared_guards(p, dy, route_kw, **kw)
     assert not reasons, "%s cannot fail as it stands: %s" % (name, "; ".join(reasons))
     probes = moe_grad_ref.finite_differences(p, dy, route_kw, seed=sum(map(ord, name)), **kw)
     for arg, errs in moe_grad_ref.fd_errors(probes, g_ref).items():

@@ -12,7 +12,9 @@ Parameters travel as a dict p keyed by the layer's argument names (those of
 layer_case.layer_args): x [T,H], w13 [E,2I,H], w2 [E,H,I], optionally b13
 [E,2I] and b2 [E,H], and either logits [T,E] (routed by route_kw, the
 keywords of moe_ref.route) or, route-less (route_kw None), ids [T,k] and the
-routing weights w [T,k]. Gradients come back as a dict with the same keys.
+routing weights w [T,k]; optionally a shared expert added to the combine
+(moe.shared_mlp of x): sw13 [2Is,H], sw2 [H,Is] and, gated, sgate [1,H].
+Gradients come back as a dict with the same keys.
 
 What has a gradient: the routing choice is piecewise constant, so ids, the
 correction bias of sigmoid_topk (it only biases the choice) and group
@@ -28,7 +30,7 @@ import numpy as np
 import moe_ref
 
 # Arguments with a gradient, in the order the layer takes them.
-DIFFERENTIABLE = ("x", "logits", "w", "w13", "w2", "b13", "b2")
+DIFFERENTIABLE = ("x", "logits", "w", "w13", "w2", "b13", "b2", "sw13", "sw2", "sgate")
 
 # --------------------------------------------------------- op adjoints
 
@@ -149,12 +151,55 @@ def route_backward(dweights, logits, ids, routing, renormalize=False, scale=None
         return dscores * scores * (1.0 - scores)
     return dscores
 
+
+def shared_mlp_backward(ds, x, w13, w2, gate=None):
+    """Adjoint of moe_ref.shared_mlp, s = sigma * (h @ w2.T) with h =
+    silu(gu[:, :Is]) * gu[:, Is:], gu = x @ w13.T and, with a gate,
+    sigma[t] = sigmoid(x[t] . gate[0]) (1 without one).
+
+    With do = ds * sigma, the down projection gives dw2 = do.T @ h and dh =
+    do @ w2; the activation gives dgu (swiglu_backward), and the gate-up
+    projection dw13 = dgu.T @ x and dx = dgu @ w13. The gate scales every
+    output of token t by sigma[t], so dsigma[t] = ds[t] . o[t] with o = h @
+    w2.T the ungated output, and the logit l[t] = x[t] . gate[0] gets
+    dl[t] = dsigma[t] * sigma[t] * (1 - sigma[t]): dgate[0] = sum_t dl[t] *
+    x[t], and dx[t] gains dl[t] * gate[0].
+
+    Returns dict(x, w13, w2, and with a gate, gate [1,H] and logit [T], the
+    gate logit's gradient, so that callers can size the term it adds to
+    dx)."""
+    gu = x @ w13.T
+    h = moe_ref.swiglu(gu, "silu")
+    o = h @ w2.T
+    if gate is None:
+        do = ds
+    else:
+        sigma = moe_ref._sigmoid(x @ gate[0])
+        do = ds * sigma[:, None]
+        dlogit = np.sum(ds * o, axis=1) * sigma * (1.0 - sigma)
+    dw2 = do.T @ h
+    dgu = swiglu_backward(do @ w2, gu, "silu")
+    g = dict(x=dgu @ w13, w13=dgu.T @ x, w2=dw2)
+    if gate is not None:
+        g["x"] = g["x"] + dlogit[:, None] * gate[0][None, :]
+        g["gate"] = (dlogit @ x)[None, :]
+        g["logit"] = dlogit
+    return g
+
 # --------------------------------------------------------------- layer
+
+
+def shared_of(p):
+    """The shared expert of p as moe_ref.layer takes it, or None."""
+    if "sw13" not in p:
+        return None
+    return dict(w13=p["sw13"], w2=p["sw2"], gate=p.get("sgate"))
 
 
 def forward_parts(p, route_kw, activation="silu", pad_to=1, alpha=1.702, limit=7.0):
     """Every intermediate of the layer on p, through moe_ref's op functions:
-    dict(ids, w, rows, offsets, slots, gu, h, o, y)."""
+    dict(ids, w, rows, offsets, slots, gu, h, o, s, y), s the shared
+    expert's output (None without one)."""
     E = p["w13"].shape[0]
     if route_kw is None:
         ids, w = p["ids"], p["w"]
@@ -164,14 +209,18 @@ def forward_parts(p, route_kw, activation="silu", pad_to=1, alpha=1.702, limit=7
     gu = moe_ref.grouped_matmul(rows, p["w13"], offsets, p.get("b13"))
     h = moe_ref.swiglu(gu, activation, alpha, limit)
     o = moe_ref.grouped_matmul(h, p["w2"], offsets, p.get("b2"))
-    y = moe_ref.unpermute(o, slots, w)
-    return dict(ids=ids, w=w, rows=rows, offsets=offsets, slots=slots, gu=gu, h=h, o=o, y=y)
+    sh = shared_of(p)
+    s = None if sh is None else moe_ref.shared_mlp(p["x"], sh["w13"], sh["w2"], sh["gate"])
+    y = moe_ref.unpermute(o, slots, w, s)
+    return dict(ids=ids, w=w, rows=rows, offsets=offsets, slots=slots, gu=gu, h=h, o=o, s=s, y=y)
 
 
 def layer_backward(p, dy, route_kw, activation="silu", pad_to=1, alpha=1.702, limit=7.0):
     """Gradients of L = sum(dy * y) for the layer on p (see the module's
     docstring), keyed like p: x, logits (routed) or w (route-less), w13, w2,
-    and b13, b2 where p has them."""
+    and b13, b2, sw13, sw2, sgate where p has them. The shared expert sees
+    dy whole (the combine adds it with weight 1); its part of dx joins the
+    routed experts'."""
     f = forward_parts(p, route_kw, activation, pad_to, alpha, limit)
     T = p["x"].shape[0]
     do, dw = unpermute_backward(dy, f["o"], f["slots"], f["w"])
@@ -185,7 +234,51 @@ def layer_backward(p, dy, route_kw, activation="silu", pad_to=1, alpha=1.702, li
         g["logits"] = route_backward(dw, p["logits"], f["ids"], **route_kw)
     if "b13" in p:
         g["b13"], g["b2"] = db13, db2
+    if "sw13" in p:
+        gs = shared_mlp_backward(dy, p["x"], p["sw13"], p["sw2"], p.get("sgate"))
+        g["x"] = g["x"] + gs["x"]
+        g["sw13"], g["sw2"] = gs["w13"], gs["w2"]
+        if "sgate" in p:
+            g["sgate"] = gs["gate"]
     return g
+
+
+def _rel(a, b):
+    """|a - b| / |b| (Frobenius); where b is zero, 0 if a is too, else 1."""
+    nb = np.linalg.norm(b)
+    return np.linalg.norm(a - b) / nb if nb > 0 else float(np.linalg.norm(a) > 0)
+
+
+def shared_guards(p, dy, route_kw, activation="silu", pad_to=1, alpha=1.702, limit=7.0,
+                  y_min=0.1, dx_min=1e-2):
+    """Reasons a layer's shared expert is too weak for a test of its
+    gradients to fail (an empty list when it is not, or when p has none):
+    the shared expert, and its gate, must change y by at least y_min
+    (relative L2); its part of dx, and within it the gate logit's term
+    dl[t] * gate[0], must be at least dx_min of dx."""
+    if "sw13" not in p:
+        return []
+    kw = dict(activation=activation, pad_to=pad_to, alpha=alpha, limit=limit)
+    routed = {a: v for a, v in p.items() if a not in ("sw13", "sw2", "sgate")}
+    y = forward_parts(p, route_kw, **kw)["y"]
+    dx = layer_backward(p, dy, route_kw, **kw)["x"]
+    out = []
+    change = _rel(forward_parts(routed, route_kw, **kw)["y"], y)
+    if not change >= y_min:
+        out.append("the shared expert changes y by only %.3g" % change)
+    part = _rel(layer_backward(routed, dy, route_kw, **kw)["x"], dx)
+    if not part >= dx_min:
+        out.append("the shared expert's part of dx is only %.3g of it" % part)
+    if "sgate" in p:
+        ungated = {a: v for a, v in p.items() if a != "sgate"}
+        change = _rel(forward_parts(ungated, route_kw, **kw)["y"], y)
+        if not change >= y_min:
+            out.append("the shared gate changes y by only %.3g" % change)
+        dl = shared_mlp_backward(dy, p["x"], p["sw13"], p["sw2"], p["sgate"])["logit"]
+        term = np.linalg.norm(np.outer(dl, p["sgate"][0])) / max(np.linalg.norm(dx), 1e-300)
+        if not term >= dx_min:
+            out.append("the gate logit's term is only %.3g of dx" % term)
+    return out
 
 # -------------------------------------------------- finite differences
 
@@ -205,7 +298,8 @@ def _loss_and_state(p, dy, route_kw, activation, pad_to, alpha, limit):
         y, ids = f["y"], f["ids"]
     else:
         y, ids, _ = moe_ref.layer(p["x"], p["logits"], p["w13"], p["w2"], route_kw, activation,
-                                  p.get("b13"), p.get("b2"), pad_to, alpha, limit)
+                                  p.get("b13"), p.get("b2"), pad_to, alpha, limit,
+                                  shared=shared_of(p))
     state = [np.asarray(ids)]
     if activation == "gptoss":
         gu = forward_parts(p, route_kw, activation, pad_to, alpha, limit)["gu"]
@@ -276,11 +370,12 @@ def fd_errors(probes, grads):
 
 
 def _random_layer(rng, T, H, I, E, k, routing, activation, expert_bias, pad_to, cold=(),
-                  hot=None, **route_opts):
+                  hot=None, shared=None, gated=False, **route_opts):
     """A random layer configuration: (p, route_kw) with p as in the
     module's docstring. routing "none" gives a route-less layer whose ids
     (when T > 2 and k > 1) repeat an expert within token 0 and drop a slot of
-    token 1 (-1) and one of token 2 (E), as ids from outside may."""
+    token 1 (-1) and one of token 2 (E), as ids from outside may. shared=Is
+    adds a shared expert of width Is, gated with a gate."""
     amp = 3.0 if activation == "gptoss" else 1.0  # reach the clamp
     p = dict(x=rng.standard_normal((T, H)) * amp,
              w13=rng.standard_normal((E, 2 * I, H)) * amp / np.sqrt(H),
@@ -288,6 +383,14 @@ def _random_layer(rng, T, H, I, E, k, routing, activation, expert_bias, pad_to, 
     if expert_bias:
         p["b13"] = rng.standard_normal((E, 2 * I))
         p["b2"] = rng.standard_normal((E, H))
+    if shared:
+        p["sw13"] = rng.standard_normal((2 * shared, H)) / np.sqrt(H)
+        # amp^2: as large as GPT-OSS's amplified routed outputs, not drowned.
+        p["sw2"] = rng.standard_normal((H, shared)) * amp * amp / np.sqrt(shared)
+        if gated:
+            # Gate logits of order 1 (x is amp times larger for gptoss), so
+            # that sigma and its derivative are both far from 0.
+            p["sgate"] = rng.standard_normal((1, H)) / (np.sqrt(H) * amp)
     logits = rng.standard_normal((T, E))
     logits[:, list(cold)] = -30.0
     if hot is not None:
@@ -311,7 +414,10 @@ def _random_layer(rng, T, H, I, E, k, routing, activation, expert_bias, pad_to, 
 def _self_test_configs():
     """(name, kwargs of _random_layer) covering every routing form and
     option, both activations with and without expert biases, padding, k = 1
-    and T = 1, cold and hot experts and the route-less form."""
+    and T = 1, cold and hot experts and the route-less form; then a shared
+    expert, ungated and gated (of a width other than I), beside every
+    routing form, both activations and the shapes that change what the
+    routed part leaves to it (padding, T = 1, k = 1, a hot expert)."""
     base = dict(T=7, H=6, I=5, E=8, k=2, routing="softmax_topk", activation="silu",
                 expert_bias=False, pad_to=1)
     routings = {
@@ -348,29 +454,47 @@ def _self_test_configs():
         if cfg["k"] > cfg["E"] // (cfg.get("groups") or 1) * (cfg.get("top_groups") or 1):
             continue
         yield "%s/%s/%s" % (rn, en, sn or "base"), cfg
+    shared = {
+        "shared": dict(shared=9),
+        "shared-gated": dict(shared=9, gated=True),
+    }
+    for (rn, r), (en, e), (sn, s), (hn, h) in itertools.product(
+            routings.items(), {k: experts[k] for k in ("silu", "gptoss")}.items(),
+            {k: shapes[k] for k in ("", "pad3", "t1", "k1", "hot")}.items(), shared.items()):
+        cfg = {**base, **r, **e, **s, **h}
+        if cfg["routing"] == "none" and (cfg.get("hot") is not None or cfg.get("cold")):
+            continue
+        if cfg["k"] > cfg["E"] // (cfg.get("groups") or 1) * (cfg.get("top_groups") or 1):
+            continue
+        yield "%s/%s/%s/%s" % (rn, en, sn or "base", hn), cfg
 
 
 def self_test():
     """layer_backward against finite differences for every configuration of
     _self_test_configs; also checks that the gradients vanish exactly where
     the math says (experts without rows) and nearly (rounding) where an
-    identity makes them (non-chosen logits under renormalisation)."""
+    identity makes them (non-chosen logits under renormalisation), and that
+    a shared expert and its gate matter (shared_guards)."""
     worst = dict(direction=0.0, coordinate=0.0)
-    n = 0
+    n = n_shared = n_gated = 0
     for i, (name, cfg) in enumerate(_self_test_configs()):
         kw = dict(activation=cfg["activation"], pad_to=cfg["pad_to"])
         for attempt in itertools.count():
             # Draw again until a GPT-OSS layer reaches its clamp on both
             # halves (a token or two may not), so that its zero gradient is
-            # checked too.
+            # checked too, and until a shared expert and its gate matter
+            # well past the FD tolerance of 1e-6 (a single token's gate
+            # logit may sit where sigma is flat).
+            assert attempt < 50, "%s: no draw meets the configuration's conditions" % name
             rng = np.random.default_rng(1000 * i + attempt)
             p, route_kw = _random_layer(rng, **cfg)
+            dy = rng.standard_normal((cfg["T"], cfg["H"]))
             f = forward_parts(p, route_kw, **kw)
             live, I = f["gu"][: f["offsets"][-1]], cfg["I"]
-            if cfg["activation"] != "gptoss" or \
-                    ((live[:, :I] > 7).any() and (np.abs(live[:, I:]) > 7).any()):
+            if (cfg["activation"] != "gptoss" or
+                    ((live[:, :I] > 7).any() and (np.abs(live[:, I:]) > 7).any())) and \
+                    not shared_guards(p, dy, route_kw, y_min=1e-2, dx_min=1e-3, **kw):
                 break
-        dy = rng.standard_normal((cfg["T"], cfg["H"]))
         g = layer_backward(p, dy, route_kw, **kw)
         probes = finite_differences(p, dy, route_kw, seed=i, **kw)
         for arg, (d, c) in fd_errors(probes, g).items():
@@ -409,8 +533,11 @@ def self_test():
                 assert leak <= 1e-12 * np.abs(dl).max(), \
                     "%s: non-chosen logits get gradient %.3g" % (name, leak)
         n += 1
-    print("PASS moe_grad_ref self-test: %d configurations; worst FD error %.2g along random "
-          "directions, %.2g on single coordinates" % (n, worst["direction"], worst["coordinate"]))
+        n_shared += "sw13" in p
+        n_gated += "sgate" in p
+    print("PASS moe_grad_ref self-test: %d configurations (%d with a shared expert, %d of them "
+          "gated); worst FD error %.2g along random directions, %.2g on single coordinates"
+          % (n, n_shared, n_gated, worst["direction"], worst["coordinate"]))
 
 
 if __name__ == "__main__":
