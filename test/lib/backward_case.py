@@ -1,14 +1,15 @@
 """Executable backward tests of --moe-generate-backward.
 
 `gen CASE` prints a module holding only `func.func @layer`, the case's layer
-(layer_case.py's chain, f32) returning its output y. The pass adds
+(layer_case.py's chain, f32 or bf16) returning its output y (f32). The pass adds
 @layer_train (y and the values it saves) and @layer_backward (the saved
 values and dy -> the gradient of every differentiable argument, in argument
 order). `main CASE FILE` reads the module the pass printed and splices in a
 @main that runs train on the case's inputs, passes its saved values and a
-seeded dy to backward, and prints y and every gradient. `check CASE FILE`
-compares what mlir-runner printed with moe_ref.layer and
-moe_grad_ref.layer_backward, and each gradient with central differences of
+seeded dy to backward, and prints y and every gradient (bf16 ones extended
+to f32). `check CASE FILE` compares what mlir-runner printed with
+moe_ref.layer and moe_grad_ref.layer_backward (on the same, bf16-rounded in
+a bf16 case, inputs), and in f32 each gradient with central differences of
 the float64 layer, as the PASS/FAIL line says. A shared expert's weights
 (sw13, sw2 and the gate sgate) are differentiable arguments like the
 others."""
@@ -20,13 +21,14 @@ import numpy as np
 import layer_case
 import moe_grad_ref
 import moe_ref
-from mlir_data import parse_memrefs, rel_l2, tensor_type
+from mlir_data import bf16_round, parse_memrefs, rel_l2, tensor_type
 
 # Cases: layer_case.py's configurations (same keys), plus `inputs_of`, the
-# case whose inputs to use. f32 throughout. hot-expert's boost is 4, not 30:
-# a router that saturates to a weight of 1 - 1e-13 has a logit gradient of
-# 1e-13, which f32 cannot resolve (p * (1 - p) loses 1 / (1 - p) to
-# cancellation); +4 still sends every token to it, with p <= 0.97.
+# case whose inputs to use. f32 but for the bf16 cases at the end.
+# hot-expert's boost is 4, not 30: a router that saturates to a weight of
+# 1 - 1e-13 has a logit gradient of 1e-13, which f32 cannot resolve
+# (p * (1 - p) loses 1 / (1 - p) to cancellation); +4 still sends every
+# token to it, with p <= 0.97.
 # padded has expert biases, so that padding rows compute nonzero values a
 # wrong backward could let through. routeless takes ids and weights as
 # arguments (ids with a repeat and two dropped slots, as a model's may).
@@ -51,11 +53,32 @@ CASES.update({
     "shared-fused": dict(T=6, H=8, I=12, E=4, k=2, routing="softmax_topk", renormalize=True,
                          fused=True, shared=20, gated=True, cold=[3]),
 })
+# bf16, the dtype the GPU trains in: tokens and expert (and shared) weights
+# bf16 and bf16-rounded, logits, routing weights, expert biases, y and dy
+# f32 (y is the f32 combine's, so dy is f32 too, holding bf16 values). The
+# backward's intermediates and the gradients of bf16 arguments are bf16.
+# Mixtral-style (layer_case's bf16), GPT-OSS with its clamps reached and
+# f32 expert biases (gptoss's inputs, rounded), and a gated shared expert
+# (layer_case's shared-bf16).
+CASES.update({
+    "bf16": layer_case.CASES["bf16"],
+    "gptoss-bf16": dict(layer_case.CASES["gptoss"], dtype="bf16", inputs_of="gptoss"),
+    "shared-bf16": layer_case.CASES["shared-bf16"],
+})
 
 # f32 results against the float64 reference (printing keeps 6 digits), and
 # against central differences (along unit directions and coordinates, see
 # moe_grad_ref.fd_errors). The reference itself must meet FD_REF.
 TOL, FD_TOL, FD_REF = 1e-5, 1e-4, 1e-6
+# bf16 results (y and every gradient) against the float64 reference on the
+# same bf16-rounded inputs: the bf16 tolerance of layer_case.py. No
+# finite differences of bf16 gradients (bf16 noise is 1e3 times FD_TOL);
+# the reference they are compared with still meets FD_REF.
+BF16_TOL = 1e-2
+
+
+def is_bf16(c):
+    return c.get("dtype") == "bf16"
 
 
 def inputs(name):
@@ -75,10 +98,12 @@ def inputs(name):
 
 
 def upstream(name):
-    """dy, the seeded f32 gradient of the loss with respect to y."""
+    """dy, the seeded f32 gradient of the loss with respect to y (of y's
+    type, f32); bf16-rounded in a bf16 case, as a bf16 model's would be."""
     c = CASES[name]
     rng = np.random.default_rng(sum(map(ord, "dy " + name)))
-    return rng.standard_normal((c["T"], c["H"])).astype(np.float32)
+    dy = rng.standard_normal((c["T"], c["H"])).astype(np.float32)
+    return bf16_round(dy) if is_bf16(c) else dy
 
 
 def gradient_args(c, d):
@@ -152,6 +177,33 @@ def signature(text, fn):
     return args, [_first_word(r) for r in results]
 
 
+def _to_f32(L, out, v, t, T):
+    """(value, type) of tensor v of type t as f32, for printMemrefF32: v
+    itself if f32, else the exact arith.extf of each element (a
+    linalg.generic over v cast to its static shape, T rows where t says ?),
+    appending the lines that compute it to L."""
+    m = re.fullmatch(r"tensor<((?:[0-9?]+x)*)(\w+)>", t)
+    dims, elem = m.group(1).split("x")[:-1], m.group(2)
+    if elem == "f32":
+        return v, t
+    static = "tensor<%sx%s>" % ("x".join(str(T) if n == "?" else n for n in dims), elem)
+    wide = static[: -len(elem) - 1] + "f32>"
+    if static != t:
+        L.append("  %s_s = tensor.cast %s : %s to %s" % (out, v, t, static))
+        v = out + "_s"
+    ids = ", ".join("d%d" % j for j in range(len(dims)))
+    m = "affine_map<(%s) -> (%s)>" % (ids, ids)
+    L.append("  %s_e = tensor.empty() : %s" % (out, wide))
+    L.append("  %s = linalg.generic {indexing_maps = [%s, %s], iterator_types = [%s]} "
+             "ins(%s : %s) outs(%s_e : %s) {" % (out, m, m, ", ".join(['"parallel"'] * len(dims)),
+                                                 v, static, out, wide))
+    L.append("  ^bb0(%%in: %s, %%unused: f32):" % elem)
+    L.append("    %%ext = arith.extf %%in : %s to f32" % elem)
+    L.append("    linalg.yield %ext : f32")
+    L.append("  } -> %s" % wide)
+    return out, wide
+
+
 def main(name, path):
     """Print the module in `path` with a @main that calls @layer_train on
     the case's inputs and @layer_backward on train's saved values and dy,
@@ -180,8 +232,13 @@ def main(name, path):
     if problems:
         sys.exit("main %s: %s" % (name, "; ".join(problems)))
     L = ["func.func @main() {"]
-    lines, names = layer_case.constants(c, dict(d, dy=upstream(name)), args + [("dy", y_t)])
+    lines, names = layer_case.constants(c, d, args)
     L += lines
+    # dy has y's type, f32 in every case (bf16 cases hold bf16 values in it).
+    lines, dy_name = layer_case.constants(dict(c, dtype="f32"), dict(dy=upstream(name)),
+                                          [("dy", y_t)])
+    L += lines
+    names += dy_name
     n, m = len(train_results), len(bwd_results)
     L.append("  %%train:%d = func.call @layer_train(%s) : (%s) -> (%s)"
              % (n, ", ".join(names[:-1]), ", ".join(train_args), ", ".join(train_results)))
@@ -190,6 +247,7 @@ def main(name, path):
              % (m, ", ".join(saved + names[-1:]), ", ".join(bwd_args), ", ".join(bwd_results)))
     printed = [("%train#0", y_t)] + [("%%grad#%d" % i, t) for i, t in enumerate(bwd_results)]
     for i, (v, t) in enumerate(printed):
+        v, t = _to_f32(L, "%%wide%d" % i, v, t, c["T"])
         L.append("  %%print%d = tensor.cast %s : %s to tensor<*xf32>" % (i, v, t))
         L.append("  func.call @printMemrefF32(%%print%d) : (tensor<*xf32>) -> ()" % i)
     L.append("  return")
@@ -209,7 +267,8 @@ def main(name, path):
 def _guards(name, c, p, f, g, route_kw):
     """Reasons the case could not fail, or does not exercise what it is
     named for (an empty list when it does): a zero dy or gradient, a cold
-    expert that got rows, a GPT-OSS clamp never reached, group limiting or
+    expert that got rows, a GPT-OSS clamp never reached or too weak or
+    close for the tolerance (_clamp_guards), group limiting or
     a correction bias that changes no choice, a hot expert some token
     missed, pad_to without padding rows, a route-less case without a
     repeated or dropped id, logits of a softmax over all E that get no
@@ -228,6 +287,7 @@ def _guards(name, c, p, f, g, route_kw):
         live = f["gu"][: f["offsets"][-1]]
         if not ((live[:, :I] > 7).any() and (np.abs(live[:, I:]) > 7).any()):
             out.append("inputs never reach the GPT-OSS clamp")
+        out += _clamp_guards(c, p, f, g, upstream(name).astype(np.float64))
     if c.get("groups"):
         free, _ = moe_ref.route(p["logits"], **dict(route_kw, groups=None, top_groups=None))
         if np.array_equal(np.sort(free, 1), np.sort(ids, 1)):
@@ -249,6 +309,37 @@ def _guards(name, c, p, f, g, route_kw):
     elif c["routing"] == "softmax_topk" and not c.get("renormalize") and k < E:
         if not (g["logits"] != 0).all():
             out.append("a logit of the softmax over all E gets no gradient")
+    return out
+
+
+def _clamp_guards(c, p, f, g, dy):
+    """Reasons a GPT-OSS case's clamps are not checked at its tolerance: the
+    clamps' zeroing of the activation's gradient must change dx, dw13 and
+    db13 by 10 times the tolerance (a backward passing the gradient where
+    they clamp must fail), and in bf16 no gate value may lie within 2 bf16
+    ulps (2 * 2^-5) of the limit 7, nor an up value of -7 or 7, where
+    rounding the rows' GEMM to bf16 could clamp a value the float64
+    reference does not (or the reverse)."""
+    out, I, tol = [], c["I"], BF16_TOL if is_bf16(c) else TOL
+    gu = f["gu"]
+    do, _ = moe_grad_ref.unpermute_backward(dy, f["o"], f["slots"], f["w"])
+    dh, _, _ = moe_grad_ref.grouped_matmul_backward(do, f["h"], p["w2"], f["offsets"], False)
+    # The activation's derivative at the clamped values, without the masks.
+    clamped = np.concatenate([np.minimum(gu[:, :I], 7.0), np.clip(gu[:, I:], -7.0, 7.0)], 1)
+    unmasked = moe_grad_ref.swiglu_backward(dh, clamped, "gptoss", limit=np.inf)
+    masked = moe_grad_ref.swiglu_backward(dh, gu, "gptoss")
+    drows, dw13, db13 = moe_grad_ref.grouped_matmul_backward(unmasked - masked, f["rows"],
+                                                             p["w13"], f["offsets"], True)
+    change = dict(x=moe_grad_ref.permute_backward(drows, f["slots"], c["T"]), w13=dw13, b13=db13)
+    for arg, delta in change.items():
+        if arg in g and not np.linalg.norm(delta) >= 10 * tol * np.linalg.norm(g[arg]):
+            out.append("the clamps change d%s by only %.3g" % (
+                arg, np.linalg.norm(delta) / np.linalg.norm(g[arg])))
+    if is_bf16(c):
+        live = gu[: f["offsets"][-1]]
+        near = min(np.abs(live[:, :I] - 7.0).min(), np.abs(np.abs(live[:, I:]) - 7.0).min())
+        if not near > 2 * 2.0 ** -5:
+            out.append("a gate-up value is %.3g from the clamp, within bf16 rounding" % near)
     return out
 
 
@@ -284,14 +375,18 @@ def check(name, path):
     g_ref = moe_grad_ref.layer_backward(p, dy, route_kw, **kw)
     reasons = _guards(name, c, p, f, g_ref, route_kw)
     # A shared expert, and its gate, must change y by 10%, and the shared
-    # path's part of dx (and the gate logit's term in it) be 1% of dx, far
-    # past TOL: else a backward that dropped them could pass.
-    reasons += moe_grad_ref.shared_guards(p, dy, route_kw, **kw)
+    # path's part of dx (and the gate logit's term in it) be 1% of dx (10%
+    # in bf16), far past the tolerance: else a backward that dropped them
+    # could pass.
+    reasons += moe_grad_ref.shared_guards(p, dy, route_kw, dx_min=0.1 if is_bf16(c) else 1e-2,
+                                          **kw)
     assert not reasons, "%s cannot fail as it stands: %s" % (name, "; ".join(reasons))
     probes = moe_grad_ref.finite_differences(p, dy, route_kw, seed=sum(map(ord, name)), **kw)
     for arg, errs in moe_grad_ref.fd_errors(probes, g_ref).items():
         assert max(errs) <= FD_REF, "the reference's d%s is %.3g from FD" % (arg, max(errs))
 
+    bf16 = is_bf16(c)
+    tol = BF16_TOL if bf16 else TOL
     grads = [a for a, _ in gradient_args(c, d)]
     printed = parse_memrefs(open(path).read())
     if len(printed) != 1 + len(grads):
@@ -299,25 +394,31 @@ def check(name, path):
                  % (name, 1 + len(grads), ", d".join(grads), len(printed)))
     failures = []
     y_err = rel_l2(printed[0], f["y"])
-    if not y_err <= TOL:
-        failures.append("y rel L2 %.3g > %.g" % (y_err, TOL))
-    got, worst, fd_worst = {}, (0.0, None), (0.0, None)
+    if not y_err <= tol:
+        failures.append("y rel L2 %.3g > %.g" % (y_err, tol))
+    got, errs, worst, fd_worst = {}, {}, (0.0, None), (0.0, None)
     for arg, flat in zip(grads, printed[1:]):
         if flat.size != g_ref[arg].size:
             failures.append("d%s has %d elements, not %d" % (arg, flat.size, g_ref[arg].size))
             continue
         got[arg] = flat.reshape(g_ref[arg].shape)
-        err = rel_l2(got[arg], g_ref[arg])
-        worst = max(worst, (err, arg))
-        if not err <= TOL:
-            failures.append("d%s rel L2 %.3g > %.g" % (arg, err, TOL))
-    for arg, errs in moe_grad_ref.fd_errors({a: probes[a] for a in got}, got).items():
-        fd_worst = max(fd_worst, (max(errs), arg))
-        if not max(errs) <= FD_TOL:
-            failures.append("d%s is %.3g from finite differences > %.g" % (arg, max(errs), FD_TOL))
+        errs[arg] = rel_l2(got[arg], g_ref[arg])
+        worst = max(worst, (errs[arg], arg))
+        if not errs[arg] <= tol:
+            failures.append("d%s rel L2 %.3g > %.g" % (arg, errs[arg], tol))
+    if not bf16:
+        for arg, fd in moe_grad_ref.fd_errors({a: probes[a] for a in got}, got).items():
+            fd_worst = max(fd_worst, (max(fd), arg))
+            if not max(fd) <= FD_TOL:
+                failures.append("d%s is %.3g from finite differences > %.g"
+                                % (arg, max(fd), FD_TOL))
     failures += _exact_zeros(c, f, got)
     if failures:
         sys.exit("FAIL %s: %s" % (name, "; ".join(failures)))
+    if bf16:
+        print("PASS %s: y rel L2 %.3g; gradients rel L2 %s (tolerance %.g)"
+              % (name, y_err, ", ".join("d%s %.3g" % a for a in errs.items()), tol))
+        return
     print("PASS %s: y rel L2 %.3g; gradients rel L2 <= %.3g (d%s); finite differences <= %.3g "
           "(d%s) (tolerances %.g, %.g)"
           % (name, y_err, worst[0], worst[1], fd_worst[0], fd_worst[1], TOL, FD_TOL))
