@@ -31,6 +31,12 @@ struct Chain {
   GroupedMatmulOp down;
   UnpermuteOp combine;
   SharedMLPOp shared; // null without a shared expert
+  // With expert parallelism (--moe-expert-parallel), between the permute
+  // and the combine: all null without.
+  DispatchOp dispatch;
+  PermuteOp localPermute;
+  UnpermuteOp localUnpermute;
+  UndispatchOp undispatch;
 };
 
 /// Why `output` is not a layer the backward can be derived for, or the
@@ -46,7 +52,16 @@ static FailureOr<Chain> matchChain(Value output, std::string &why) {
     return no("its result is not a moe.unpermute's (the layer output)");
   if (!c.combine.getWeights())
     return no("the combine has no routing weights");
-  c.down = c.combine.getRows().getDefiningOp<GroupedMatmulOp>();
+  Value combined = c.combine.getRows();
+  if ((c.undispatch = combined.getDefiningOp<UndispatchOp>())) {
+    c.localUnpermute = c.undispatch.getRows().getDefiningOp<UnpermuteOp>();
+    if (!c.localUnpermute || c.localUnpermute.getWeights() ||
+        c.localUnpermute.getShared())
+      return no("the undispatched rows are not an unweighted moe.unpermute's "
+                "(the rank's rows back in received order)");
+    combined = c.localUnpermute.getRows();
+  }
+  c.down = combined.getDefiningOp<GroupedMatmulOp>();
   if (!c.down)
     return no("the combined rows are not a moe.grouped_matmul's (the down "
               "projection)");
@@ -65,7 +80,24 @@ static FailureOr<Chain> matchChain(Value output, std::string &why) {
   if (!c.permute)
     return no("the gate-up projection's rows are not a moe.permute's "
               "(quantized rows have no backward yet)");
-  Value offsets = c.permute.getOffsets();
+  if (c.undispatch) {
+    // The expert MLP's rows are the received rows, permuted by local expert.
+    c.localPermute = c.permute;
+    c.dispatch = c.localPermute.getTokens().getDefiningOp<DispatchOp>();
+    if (!c.dispatch ||
+        c.localPermute.getExpertIds() != c.dispatch.getLocalIds() ||
+        c.localUnpermute.getSlots() != c.localPermute.getSlots())
+      return no("the expert MLP's rows are not the dispatched rows permuted "
+                "by their local experts");
+    c.permute = c.dispatch.getRows().getDefiningOp<PermuteOp>();
+    if (!c.permute || c.dispatch.getOffsets() != c.permute.getOffsets() ||
+        c.undispatch.getOffsets() != c.permute.getOffsets() ||
+        c.undispatch.getCounts() != c.dispatch.getCounts() ||
+        c.undispatch.getRanks() != c.dispatch.getRanks())
+      return no("the dispatch and undispatch do not exchange one permute's "
+                "rows with the same counts");
+  }
+  Value offsets = (c.localPermute ? c.localPermute : c.permute).getOffsets();
   if (c.gateUp.getOffsets() != offsets || c.down.getOffsets() != offsets ||
       c.combine.getSlots() != c.permute.getSlots())
     return no("the projections and the combine do not use the permute's "
@@ -217,9 +249,15 @@ struct MoEGenerateBackwardPass
       saved.add("ids", c.route.getExpertIds());
     }
     saved.add("weights", c.combine.getWeights());
-    saved.add("rows", c.permute.getRows());
-    saved.add("offsets", c.permute.getOffsets());
+    saved.add("rows", c.gateUp.getRows());
+    saved.add("offsets", c.gateUp.getOffsets());
     saved.add("slots", c.permute.getSlots());
+    if (c.dispatch) {
+      saved.add("local_slots", c.localPermute.getSlots());
+      saved.add("dispatch_offsets", c.permute.getOffsets());
+      saved.add("counts", c.dispatch.getCounts());
+      saved.add("combined", c.undispatch.getResult());
+    }
     if (!recomputeGateUp)
       saved.add("gate_up", c.gateUp.getResult());
     else if (Value bias = c.gateUp.getBias())
@@ -283,8 +321,7 @@ struct MoEGenerateBackwardPass
       forward.map(value, arg);
     auto get = [&](Value v) { return forward.lookup(v); };
     Value dy = entry->getArguments().back();
-    Value rows = get(c.permute.getRows()),
-          offsets = get(c.permute.getOffsets());
+    Value rows = get(c.gateUp.getRows()), offsets = get(c.gateUp.getOffsets());
     Value slots = get(c.permute.getSlots()),
           weights = get(c.combine.getWeights());
     Value w13 = get(c.gateUp.getWeights()), w2 = get(c.down.getWeights());
@@ -296,10 +333,24 @@ struct MoEGenerateBackwardPass
       gateUp = GroupedMatmulOp::create(b, loc, c.gateUp.getType(), rows, w13,
                                        offsets, bias, /*row_scale=*/Value());
     }
+    // The combine's adjoint; with expert parallelism, the rows' gradients go
+    // back to the ranks that computed them (the undispatch's adjoint is a
+    // dispatch of the same layout) and into the expert rows' order.
+    Value combined = c.undispatch ? get(c.undispatch.getResult()) : expertOut;
     auto combineGrad =
-        UnpermuteGradOp::create(b, loc, expertOut.getType(), weights.getType(),
-                                dy, expertOut, slots, weights);
+        UnpermuteGradOp::create(b, loc, combined.getType(), weights.getType(),
+                                dy, combined, slots, weights);
     Value dOut = combineGrad.getRowsGrad();
+    if (DispatchOp dispatch = c.dispatch) {
+      auto sent = DispatchOp::create(
+          b, loc, dispatch.getReceived().getType(),
+          dispatch.getLocalIds().getType(), dispatch.getCounts().getType(),
+          dOut, get(c.permute.getOffsets()), dispatch.getRanks());
+      dOut = UnpermuteGradOp::create(b, loc, expertOut.getType(), Type(),
+                                     sent.getReceived(), expertOut,
+                                     get(c.localPermute.getSlots()), Value())
+                 .getRowsGrad();
+    }
     Value activated = SwiGLUOp::create(
         b, loc, c.activation.getType(), gateUp, /*scale=*/Value(),
         c.activation.getActivationAttr(), c.activation.getAlphaAttr(),
@@ -314,8 +365,19 @@ struct MoEGenerateBackwardPass
                                          c.activation.getAlphaAttr(),
                                          c.activation.getLimitAttr());
     // Gate-up projection, then the permute's adjoint: a token's k rows summed.
-    Value dRows = GroupedDgradOp::create(b, loc, c.permute.getRows().getType(),
+    Value dRows = GroupedDgradOp::create(b, loc, c.gateUp.getRows().getType(),
                                          dGateUp, w13, offsets);
+    if (DispatchOp dispatch = c.dispatch) {
+      // The local permute's adjoint, then the dispatch's: back to the
+      // tokens' ranks, in their rows' order.
+      Value received = UnpermuteOp::create(
+          b, loc, dispatch.getReceived().getType(), dRows,
+          get(c.localPermute.getSlots()), /*weights=*/Value(),
+          /*shared=*/Value());
+      dRows = UndispatchOp::create(
+          b, loc, c.undispatch.getType(), received, get(dispatch.getCounts()),
+          get(c.permute.getOffsets()), dispatch.getRanks());
+    }
     auto gateUpGrad = wgrad(b, loc, c.gateUp, dGateUp, rows, offsets);
     // The shared expert's part of dX joins the sum of each token's rows.
     SharedMLPGradOp sharedGrad;

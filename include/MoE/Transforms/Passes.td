@@ -347,6 +347,12 @@ def MoEGenerateBackward : Pass<"moe-generate-backward", "::mlir::ModuleOp"> {
     final unpermute's `shared` operand; the tokens and its weights are saved
     too.
 
+    An expert-parallel rank program (`--moe-expert-parallel` first) gets
+    the adjoint exchanges: the combine's row gradients go to the ranks that
+    computed the rows by a `moe.dispatch` of the same layout, and the
+    received rows' gradients come back by a `moe.undispatch`; the local
+    permute and unpermute swap roles as on one rank.
+
     A function whose layer this cannot differentiate is an error that says
     why: another shared term, shared-expert routing slots, an FP8-quantized
     layer, a per-row scale, or a layer input that is not an argument of @F
