@@ -262,7 +262,11 @@ struct MoEGenerateBackwardPass
       saved.add("gate_up", c.gateUp.getResult());
     else if (Value bias = c.gateUp.getBias())
       saved.add("gate_up_bias", bias);
-    saved.add("expert_out", c.down.getResult());
+    // With expert parallelism the routing-weight gradient reads the
+    // combined rows; the experts' output is needed for its shape only, which
+    // the rows have when their types agree.
+    if (!c.dispatch || c.gateUp.getRows().getType() != c.down.getType())
+      saved.add("expert_out", c.down.getResult());
     saved.add("gate_up_weights", c.gateUp.getWeights());
     saved.add("down_weights", c.down.getWeights());
     if (SharedMLPOp shared = c.shared) {
@@ -309,6 +313,8 @@ struct MoEGenerateBackwardPass
         func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, outputs));
     symbols.insert(backward, where);
     backward->setAttr(kSavedAttr, b.getStrArrayAttr(saved.names));
+    if (Attribute ranks = fn->getAttr("moe.expert_parallel_ranks"))
+      backward->setAttr("moe.expert_parallel_ranks", ranks);
     backward->setAttr(
         kGradientOfAttr,
         b.getDenseI64ArrayAttr(llvm::to_vector_of<int64_t>(gradientOf)));
@@ -325,7 +331,9 @@ struct MoEGenerateBackwardPass
     Value slots = get(c.permute.getSlots()),
           weights = get(c.combine.getWeights());
     Value w13 = get(c.gateUp.getWeights()), w2 = get(c.down.getWeights());
-    Value expertOut = get(c.down.getResult());
+    Value expertOut = forward.lookupOrNull(c.down.getResult());
+    if (!expertOut)
+      expertOut = rows;
 
     Value gateUp = forward.lookupOrNull(c.gateUp.getResult());
     if (!gateUp) {

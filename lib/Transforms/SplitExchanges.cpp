@@ -131,6 +131,10 @@ struct MoESplitExchangesPass
                             ValueRange(outputs).getTypes()));
       symbols.insert(stage, where);
       where = std::next(Block::iterator(stage));
+      // @F's own attributes (what its results and arguments mean) hold for
+      // every stage.
+      for (NamedAttribute attr : fn->getDiscardableAttrs())
+        stage->setAttr(attr.getName(), attr.getValue());
       stage->setAttr("moe.stage", b.getI64IntegerAttr(s));
       if (s + 1 < numStages) {
         Operation *exchange = exchanges[s];

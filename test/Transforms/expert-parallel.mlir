@@ -30,7 +30,7 @@
 // STAGES-NOT: func.func @mixtral(
 // STAGES-LABEL: func.func @mixtral_stage0(
 // STAGES-SAME: -> (tensor<?x16xbf16>, tensor<9xi64>, tensor<?x2xf32>, tensor<9xi64>, tensor<?x2xi64>)
-// STAGES-SAME: moe.exchange = "moe.dispatch", moe.exchange_operands = 2 : i64, moe.exchange_ranks = 4 : i64, moe.stage = 0 : i64
+// STAGES-SAME: moe.exchange = "moe.dispatch", moe.exchange_operands = 2 : i64, moe.exchange_ranks = 4 : i64, moe.expert_parallel_ranks = 4 : i64, moe.stage = 0 : i64
 // STAGES: moe.route
 // STAGES: %[[ROWS:.*]], %[[OFF:.*]], %[[SLOTS:.*]] = moe.permute
 // STAGES: return %[[ROWS]], %[[OFF]], %{{.*}}, %[[OFF]], %[[SLOTS]] :

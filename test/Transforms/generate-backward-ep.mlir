@@ -4,14 +4,17 @@
 // RUN: moe-opt %s --moe-expert-parallel=ranks=2 --moe-generate-backward | FileCheck %s
 
 // CHECK-LABEL: func.func @mixtral_backward(
-// CHECK-SAME: %[[L:[^:]+]]: tensor<?x8xf32>, %[[IDS:[^:]+]]: tensor<?x2xi32>, %[[W:[^:]+]]: tensor<?x2xf32>, %[[ROWS:[^:]+]]: tensor<?x16xbf16>, %[[OFF:[^:]+]]: tensor<5xi64>, %[[SLOTS:[^:]+]]: tensor<?x2xi64>, %[[LSLOTS:[^:]+]]: tensor<?x1xi64>, %[[DOFF:[^:]+]]: tensor<9xi64>, %[[COUNTS:[^:]+]]: tensor<2xi64>, %[[COMB:[^:]+]]: tensor<?x16xbf16>, %[[GU:[^:]+]]: tensor<?x48xbf16>, %[[O:[^:]+]]: tensor<?x16xbf16>, %[[W13:[^:]+]]: tensor<4x48x16xbf16>, %[[W2:[^:]+]]: tensor<4x16x24xbf16>, %[[DY:[^:]+]]: tensor<?x16xbf16>)
+// CHECK-SAME: %[[L:[^:]+]]: tensor<?x8xf32>, %[[IDS:[^:]+]]: tensor<?x2xi32>, %[[W:[^:]+]]: tensor<?x2xf32>, %[[ROWS:[^:]+]]: tensor<?x16xbf16>, %[[OFF:[^:]+]]: tensor<5xi64>, %[[SLOTS:[^:]+]]: tensor<?x2xi64>, %[[LSLOTS:[^:]+]]: tensor<?x1xi64>, %[[DOFF:[^:]+]]: tensor<9xi64>, %[[COUNTS:[^:]+]]: tensor<2xi64>, %[[COMB:[^:]+]]: tensor<?x16xbf16>, %[[GU:[^:]+]]: tensor<?x48xbf16>, %[[W13:[^:]+]]: tensor<4x48x16xbf16>, %[[W2:[^:]+]]: tensor<4x16x24xbf16>, %[[DY:[^:]+]]: tensor<?x16xbf16>)
 // CHECK-SAME: -> (tensor<?x16xbf16>, tensor<?x8xf32>, tensor<4x48x16xbf16>, tensor<4x16x24xbf16>)
-// CHECK-SAME: moe.saved = ["logits", "ids", "weights", "rows", "offsets", "slots", "local_slots", "dispatch_offsets", "counts", "combined", "gate_up", "expert_out", "gate_up_weights", "down_weights"]
+// CHECK-SAME: moe.expert_parallel_ranks = 2 : i64
+// CHECK-SAME: moe.saved = ["logits", "ids", "weights", "rows", "offsets", "slots", "local_slots", "dispatch_offsets", "counts", "combined", "gate_up", "gate_up_weights", "down_weights"]
 // The combine's adjoint on the tokens' rank, then the row gradients go to
 // the ranks that computed the rows (a dispatch of the same layout).
 // CHECK: %[[DCOMB:.*]], %[[DW:.*]] = moe.unpermute_grad %[[DY]], %[[COMB]], %[[SLOTS]] weights %[[W]]
 // CHECK: %[[RECV:.*]], %{{.*}}, %{{.*}} = moe.dispatch %[[DCOMB]], %[[DOFF]] ranks 2
-// CHECK: %[[DO:.*]] = moe.unpermute_grad %[[RECV]], %[[O]], %[[LSLOTS]] : (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?x1xi64>) -> tensor<?x16xbf16>
+// The experts' output is not saved: the received gradients only need the
+// shape of the expert rows, which the saved rows have.
+// CHECK: %[[DO:.*]] = moe.unpermute_grad %[[RECV]], %[[ROWS]], %[[LSLOTS]] : (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?x1xi64>) -> tensor<?x16xbf16>
 // CHECK: moe.grouped_dgrad %[[DO]], %[[W2]], %[[OFF]]
 // CHECK: %[[DGU:.*]] = moe.swiglu_grad silu %[[GU]]
 // CHECK: %[[DLROWS:.*]] = moe.grouped_dgrad %[[DGU]], %[[W13]], %[[OFF]]

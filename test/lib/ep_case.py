@@ -21,6 +21,29 @@ and biases, then
 With N = 1 the unsplit ranks-1 program (moe.dispatch / moe.undispatch
 lowered with one rank) is also run on all tokens and must match bit for bit.
 
+`run CASE N --backward ...` checks the training pair instead
+(--moe-generate-backward, docs/training.md), with a seeded dy [T, H] (f32):
+
+- the one-rank layer's @layer_train then @layer_backward on all tokens give
+  y and every gradient exactly; they must be within TOL (relative L2) of
+  moe_ref.layer and moe_grad_ref.layer_backward;
+- --moe-expert-parallel=ranks=N --moe-generate-backward --moe-split-exchanges
+  gives @layer_train_stage0.. and @layer_backward_stage0..; each runs stage
+  by stage as above (the exchanges as each stage's attributes name them),
+  the train stages on each rank's @layer arguments, the backward stages on
+  that rank's final train results after y (its saved values) and its rows
+  of dy;
+- each rank's y, dx and dlogits must equal the one-rank rows of its tokens
+  bit for bit, its expert gradients (dw13, dw2, db13, db2) the one-rank
+  gradients' slice [r*L, (r+1)*L). The replicated shared expert's weight
+  gradients (dsw13, dsw2, dsgate) are each rank's own tokens' part: their
+  sum over the ranks must be within TOL of the one-rank gradient (the sum
+  over tokens restarts on each rank, so it need not be bit-equal); with
+  N = 1 they must be bit-equal too;
+- the backward's dispatch must send as many rows as the train dispatch,
+  with the same local ids and counts, and its undispatch return them.
+`--recompute-gate-up` passes recompute-gate-up=true to both backwards.
+
 Guards against a test that cannot fail: for N > 1 some rank sends rows to
 every other rank (the skewed case instead: every row goes to rank 0 and the
 other ranks receive nothing), ranks get unequal token counts, cold experts
@@ -35,7 +58,9 @@ import tempfile
 
 import numpy as np
 
+import backward_case
 import layer_case
+import moe_grad_ref
 import moe_ref
 from backward_case import signature
 from mlir_data import literal, rel_l2, tensor_type
@@ -344,18 +369,18 @@ EXCHANGES = {"moe.dispatch": (dispatch, 2, 3), "moe.undispatch": (undispatch, 3,
 # ------------------------------------------------------------------ run
 
 
-def stage_functions(module):
-    """[(arg types, result types, attributes text)] of @layer_stage0.. in
-    order; checks that @layer is gone."""
-    if re.search(r"func\.func\s+(?:\w+\s+)*@layer\s*\(", module):
-        raise RuntimeError("--moe-split-exchanges left @layer in the module")
+def stage_functions(module, fn="layer"):
+    """[(arg types, result types, attributes text)] of @<fn>_stage0.. in
+    order; checks that @fn is gone."""
+    if re.search(r"func\.func\s+(?:\w+\s+)*@%s\s*\(" % re.escape(fn), module):
+        raise RuntimeError("--moe-split-exchanges left @%s in the module" % fn)
     stages = []
     while True:
-        fn = "layer_stage%d" % len(stages)
-        m = re.search(r"func\.func\s+(?:\w+\s+)*@%s\s*\(.*" % fn, module)
+        name = "%s_stage%d" % (fn, len(stages))
+        m = re.search(r"func\.func\s+(?:\w+\s+)*@%s\s*\(.*" % name, module)
         if not m:
             break
-        args, results = signature(module, fn)
+        args, results = signature(module, name)
         attrs = re.search(r"\battributes\s*(\{.*)$", m.group(0))
         stages.append((args, results, attrs.group(1) if attrs else ""))
     return stages
@@ -367,6 +392,81 @@ def attr(attrs, key, kind):
     if m is None:
         return None
     return m.group(1) if kind == "str" else int(m.group(1))
+
+
+def rank_types(c, args, N):
+    """The types of @layer's arguments [(name, type)] on one of N ranks: the
+    expert arguments' leading dimension E becomes L = E / N."""
+    E, L = c["E"], c["E"] // N
+    return [t if a not in EXPERT_ARGS else re.sub(r"tensor<%d(x|>)" % E, r"tensor<%d\1" % L, t)
+            for a, t in args]
+
+
+def run_stages(tools, module, fn, fixed, fixed_types, final_types, N, tag):
+    """Runs @<fn>_stage0.. of the split module on N ranks as the
+    split-exchanges contract says: stage s on every rank (one mlir-runner
+    run) with that rank's values of @fn's arguments (fixed[r], of types
+    fixed_types), then (s > 0) the results of exchange s-1 and the values
+    stage s-1 carried; between stages the exchange stage s names in its
+    attributes, done in numpy. The last stage must return final_types and
+    name no exchange. Returns (each rank's last-stage results, [(exchange
+    op, rows sent, each rank's exchange results)], the number of stages,
+    problems: how the program breaks the contract, if it does)."""
+    stages = stage_functions(module, fn)
+    problems = []
+    if len(stages) < 2:
+        problems.append("%d stage functions of @%s" % (len(stages), fn))
+    values = [[] for _ in range(N)]  # exchange results and carried values
+    traffic = []
+    final = None
+    n = len(fixed_types)
+    for s, (s_args, s_results, attrs) in enumerate(stages):
+        stage = "@%s_stage%d" % (fn, s)
+        if attr(attrs, "moe.stage", "int") != s:
+            problems.append("%s has moe.stage %s" % (stage, attr(attrs, "moe.stage", "int")))
+        if s_args[:n] != fixed_types:
+            problems.append("%s takes (%s) first, not the rank's @%s arguments (%s)"
+                            % (stage, ", ".join(s_args[:n]), fn, ", ".join(fixed_types)))
+        if problems:
+            break
+        ranks_args = [list(fixed[r]) + values[r] for r in range(N)]
+        if len(s_args) != len(ranks_args[0]):
+            problems.append("%s takes %d arguments; the contract gives it %d"
+                            % (stage, len(s_args), len(ranks_args[0])))
+            break
+        main = call_and_print("%s_stage%d" % (fn, s), s_args, s_results, ranks_args)
+        out = tools.execute(with_main(module, main), "%s%d" % (tag, s))
+        printed = parse_printed(out, s_results * N)
+        results = [printed[r * len(s_results):(r + 1) * len(s_results)] for r in range(N)]
+        if s == len(stages) - 1:
+            if s_results != final_types or attr(attrs, "moe.exchange", "str") is not None:
+                problems.append("the last stage returns (%s) and names exchange %s, not @%s's "
+                                "results (%s) alone" % (", ".join(s_results),
+                                                         attr(attrs, "moe.exchange", "str"), fn,
+                                                         ", ".join(final_types)))
+            final = results
+            break
+        op = attr(attrs, "moe.exchange", "str")
+        n_ops = attr(attrs, "moe.exchange_operands", "int")
+        ranks = attr(attrs, "moe.exchange_ranks", "int")
+        if op not in EXCHANGES or ranks != N or n_ops != EXCHANGES[op][1]:
+            problems.append("%s names exchange %s ranks %s operands %s" % (stage, op, ranks, n_ops))
+            break
+        exchange, _, n_res = EXCHANGES[op]
+        try:
+            exch, sent = exchange([tuple(res[:n_ops]) for res in results], N)
+        except RuntimeError as e:
+            problems.append("exchange %d of @%s (%s): %s" % (s, fn, op, e))
+            break
+        traffic.append((op, sent, exch))
+        values = [list(exch[r]) + results[r][n_ops:] for r in range(N)]
+        want = s_results[n_ops:]
+        nxt = stages[s + 1][0][n:]
+        if nxt[n_res:] != want:
+            problems.append("@%s_stage%d takes carried values (%s), stage %d carries (%s)"
+                            % (fn, s + 1, ", ".join(nxt[n_res:]), s, ", ".join(want)))
+            break
+    return final, traffic, len(stages), problems
 
 
 def reference(c, d):
@@ -488,65 +588,15 @@ def run(name, N, moe_opt, runner, work):
     # The EP program, stage by stage.
     split = tools.opt(layer, ["--moe-expert-parallel=ranks=%d" % N, "--moe-split-exchanges"],
                       "ep-split")
-    stages = stage_functions(split)
     per_rank = rank_inputs(c, d, sizes, N)
-    L = E // N
-    expected = [t if a not in EXPERT_ARGS else
-                re.sub(r"tensor<%d(x|>)" % E, r"tensor<%d\1" % L, t) for a, t in args]
-    problems = []
-    if len(stages) < 2:
-        problems.append("%d stage functions" % len(stages))
-    values = [[] for _ in range(N)]  # exchange results and carried values
-    traffic = []
-    for s, (s_args, s_results, attrs) in enumerate(stages):
-        if attr(attrs, "moe.stage", "int") != s:
-            problems.append("@layer_stage%d has moe.stage %s" % (s, attr(attrs, "moe.stage", "int")))
-        if s_args[:len(args)] != expected:
-            problems.append("@layer_stage%d takes (%s) first, not the rank's @layer arguments (%s)"
-                            % (s, ", ".join(s_args[:len(args)]), ", ".join(expected)))
-        if problems:
-            break
-        ranks_args = []
-        for r in range(N):
-            ranks_args.append([per_rank[r][a] for a, _ in args] + values[r])
-        if len(s_args) != len(ranks_args[0]):
-            problems.append("@layer_stage%d takes %d arguments; the contract gives it %d"
-                            % (s, len(s_args), len(ranks_args[0])))
-            break
-        main = call_and_print("layer_stage%d" % s, s_args, s_results, ranks_args)
-        out = tools.execute(with_main(split, main), "stage%d" % s)
-        printed = parse_printed(out, s_results * N)
-        results = [printed[r * len(s_results):(r + 1) * len(s_results)] for r in range(N)]
-        if s == len(stages) - 1:
-            if s_results != [y_t] or attr(attrs, "moe.exchange", "str") is not None:
-                problems.append("the last stage returns (%s) and names exchange %s, not @layer's "
-                                "result (%s) alone" % (", ".join(s_results),
-                                                        attr(attrs, "moe.exchange", "str"), y_t))
-            final = [res[0] for res in results]
-            break
-        op = attr(attrs, "moe.exchange", "str")
-        n_ops = attr(attrs, "moe.exchange_operands", "int")
-        ranks = attr(attrs, "moe.exchange_ranks", "int")
-        if op not in EXCHANGES or ranks != N or n_ops != EXCHANGES[op][1]:
-            problems.append("@layer_stage%d names exchange %s ranks %s operands %s"
-                            % (s, op, ranks, n_ops))
-            break
-        fn, _, n_res = EXCHANGES[op]
-        try:
-            exch, sent = fn([tuple(res[:n_ops]) for res in results], N)
-        except RuntimeError as e:
-            problems.append("exchange %d (%s): %s" % (s, op, e))
-            break
-        traffic.append((op, sent))
-        values = [list(exch[r]) + results[r][n_ops:] for r in range(N)]
-        want = s_results[n_ops:]
-        nxt = stages[s + 1][0][len(args):]
-        if nxt[n_res:] != want:
-            problems.append("@layer_stage%d takes carried values (%s), stage %d carries (%s)"
-                            % (s + 1, ", ".join(nxt[n_res:]), s, ", ".join(want)))
-            break
+    expected = rank_types(c, args, N)
+    results, traffic, n_stages, problems = run_stages(
+        tools, split, "layer", [[per_rank[r][a] for a, _ in args] for r in range(N)], expected,
+        [y_t], N, "stage")
     if problems:
         sys.exit("FAIL %s N=%d: %s" % (name, N, "; ".join(problems)))
+    final = [res[0] for res in results]
+    traffic = [(op, sent) for op, sent, _ in traffic]
 
     starts = np.concatenate([[0], np.cumsum(sizes)])
     for r in range(N):
@@ -576,10 +626,302 @@ def run(name, N, moe_opt, runner, work):
           "y %.3g from moe_ref.layer); dispatch rows sent per rank %s, received %s, %d across "
           "ranks; %d stages%s"
           % (name, N, sizes, err, sent.sum(1).tolist(), sent.sum(0).tolist(), cross,
-             len(stages), "; " + "; ".join(notes) if notes else ""))
+             n_stages, "; " + "; ".join(notes) if notes else ""))
+
+
+# ------------------------------------------------------------- backward
+
+# Gradients with one row per token (each rank's tokens' rows) and those of
+# the replicated shared expert (each rank's own tokens' part: summed over
+# the ranks, they are the one-rank gradient).
+TOKEN_ARGS = ("x", "logits", "w")
+SHARED_ARGS = ("sw13", "sw2", "sgate")
+
+
+def upstream(name, c):
+    """dy, the seeded f32 gradient of the loss with respect to y [T, H]."""
+    rng = np.random.default_rng(sum(map(ord, "ep dy " + name)))
+    return rng.standard_normal((c["T"], c["H"])).astype(np.float32)
+
+
+def gradient_of(module, fn):
+    """The argument numbers of @fn's moe.gradient_of attribute, or None."""
+    m = re.search(r"func\.func\s+(?:\w+\s+)*@%s\s*\(.*" % re.escape(fn), module)
+    g = m and re.search(r"moe\.gradient_of\s*=\s*array<i64(?::([-\d,\s]*))?>", m.group(0))
+    if not g:
+        return None
+    return [int(v) for v in g.group(1).split(",")] if g.group(1) else []
+
+
+def train_backward_main(arg_types, train_results, bwd_results, values, dy):
+    """@main lines calling @layer_train on values (constants), then
+    @layer_backward on train's saved values and dy, printing y and every
+    gradient exactly."""
+    L = ["func.func @main() {"]
+    names = []
+    for i, (v, t) in enumerate(zip(values, arg_types)):
+        lines, name = const_lines("a%d" % i, v, t)
+        L += lines
+        names.append(name)
+    lines, dy_name = const_lines("dy", dy, train_results[0])
+    L += lines
+    n, m = len(train_results), len(bwd_results)
+    L.append("  %%train:%d = func.call @layer_train(%s) : (%s) -> (%s)"
+             % (n, ", ".join(names), ", ".join(arg_types), ", ".join(train_results)))
+    saved = ["%%train#%d" % i for i in range(1, n)]
+    L.append("  %%grad:%d = func.call @layer_backward(%s) : (%s) -> (%s)"
+             % (m, ", ".join(saved + [dy_name]), ", ".join(train_results[1:] + train_results[:1]),
+                ", ".join(bwd_results)))
+    L += print_lines("%train#0", train_results[0], "py")
+    for j, t in enumerate(bwd_results):
+        L += print_lines("%%grad#%d" % j, t, "pg%d" % j)
+    L.append("  return")
+    L.append("}")
+    return L
+
+
+def backward_contract(module, args, y_t, rank_arg_types=None):
+    """(train results, backward arguments, backward results, the argument
+    names of the gradients, problems) of @layer_train and @layer_backward
+    in module against --moe-generate-backward's contract: train takes
+    @layer's arguments (rank_arg_types: a rank's, default args' own types)
+    and returns y first; backward takes train's other results and dy and
+    returns one gradient per argument of moe.gradient_of, of its type."""
+    arg_types = rank_arg_types or [t for _, t in args]
+    train_args, train_results = signature(module, "layer_train")
+    bwd_args, bwd_results = signature(module, "layer_backward")
+    grads = gradient_of(module, "layer_backward")
+    problems = []
+    if train_args != arg_types:
+        problems.append("@layer_train takes (%s), not @layer's (%s)"
+                        % (", ".join(train_args), ", ".join(arg_types)))
+    if train_results[:1] != [y_t]:
+        problems.append("@layer_train's first result is not y (%s)" % y_t)
+    if bwd_args != train_results[1:] + [y_t]:
+        problems.append("@layer_backward takes (%s), not train's saved values and dy (%s)"
+                        % (", ".join(bwd_args), ", ".join(train_results[1:] + [y_t])))
+    if grads is None or any(not 0 <= i < len(args) for i in grads):
+        problems.append("@layer_backward's moe.gradient_of is %s" % grads)
+        grads = []
+    elif bwd_results != [arg_types[i] for i in grads]:
+        problems.append("@layer_backward returns (%s), not the gradients of %s (%s)"
+                        % (", ".join(bwd_results), ", ".join(args[i][0] for i in grads),
+                           ", ".join(arg_types[i] for i in grads)))
+    return train_results, bwd_args, bwd_results, [args[i][0] for i in grads], problems
+
+
+def backward_guards(c, p, kw, act, dy, g_ref, N, sizes):
+    """Reasons the backward case cannot fail as it stands: zeros in dy, a
+    gradient that is zero, GPT-OSS clamps that do not change the
+    gradients, a shared expert too weak to matter, shared-expert gradients
+    that one rank alone computes."""
+    dy64 = dy.astype(np.float64)
+    out = []
+    if not (dy != 0).all():
+        out.append("dy has zeros")
+    for a, g in g_ref.items():
+        if not np.linalg.norm(g) > 0:
+            out.append("the reference's d%s is zero" % a)
+    if act == "gptoss":
+        f = moe_grad_ref.forward_parts(p, kw, activation=act)
+        out += backward_case._clamp_guards(c, p, f, g_ref, dy64)
+    out += moe_grad_ref.shared_guards(p, dy64, kw, activation=act)
+    if "sw13" in p and N > 1 and sum(1 for n in sizes if n) < 2:
+        out.append("one rank has every token: the shared gradients are not a sum over ranks")
+    return out
+
+
+def bits_equal(got, want):
+    return got.shape == want.shape and got.view(np.int32).tolist() == want.view(np.int32).tolist()
+
+
+def run_backward(name, N, moe_opt, runner, work, recompute=False):
+    c, d = CASES[name], inputs(name)
+    E, H = c["E"], c["H"]
+    if E % N:
+        sys.exit("FAIL %s N=%d backward: N does not divide E = %d" % (name, N, E))
+    fail = lambda why: sys.exit("FAIL %s N=%d backward: %s" % (name, N, why))
+    tools = Tools(moe_opt, runner, work)
+    sizes = split_tokens(c["T"], N)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    L = E // N
+    dy = upstream(name, c)
+    reasons, y_ref, counts = case_guards(name, c, d, N, sizes)
+    p, kw, act, _, _ = reference(c, d)
+    g_ref = moe_grad_ref.layer_backward(p, dy.astype(np.float64), kw, activation=act)
+    reasons += backward_guards(c, p, kw, act, dy, g_ref, N, sizes)
+    if reasons:
+        fail("the case cannot fail as it stands: %s" % "; ".join(reasons))
+    args = layer_case.layer_args(c, d)
+    arg_types = [t for _, t in args]
+    y_t = tensor_type([None, H], "f32")
+    layer = "\n".join(layer_case.layer_func(c, d, routing_results=False)) + "\n"
+    generate = "--moe-generate-backward" + ("=recompute-gate-up=true" if recompute else "")
+
+    # The one-rank layer's train and backward on all tokens.
+    one = tools.opt(layer, [generate], "one-rank-bwd")
+    train_results, _, bwd_results, grads, problems = backward_contract(one, args, y_t)
+    if problems:
+        fail("one-rank: " + "; ".join(problems))
+    if sorted(grads) != sorted(g_ref):
+        fail("the one-rank backward returns the gradients of %s, the reference those of %s"
+             % (grads, sorted(g_ref)))
+    main = train_backward_main(arg_types, train_results, bwd_results, [d[a] for a, _ in args], dy)
+    out = tools.execute(with_main(one, main), "one-rank-bwd")
+    printed = parse_printed(out, [y_t] + bwd_results)
+    y1, g1 = printed[0], dict(zip(grads, printed[1:]))
+    errs = {"y": rel_l2(y1, y_ref)}
+    errs.update({"d" + a: rel_l2(g1[a], g_ref[a]) for a in grads})
+    bad = ["%s %.3g" % kv for kv in errs.items() if not kv[1] <= TOL]
+    if bad:
+        fail("the one-rank train and backward are this far from moe_ref.layer and "
+             "moe_grad_ref.layer_backward (relative L2, tolerance %.g): %s" % (TOL, ", ".join(bad)))
+    worst = max((v, k) for k, v in errs.items())
+
+    failures, notes = [], []
+    if N == 1:
+        # The unsplit ranks-1 program, its exchanges lowered with one rank.
+        ep1 = tools.opt(layer, ["--moe-expert-parallel=ranks=1", generate], "ep1-bwd")
+        t1, _, b1, grads1, problems = backward_contract(ep1, args, y_t)
+        if problems or grads1 != grads:
+            fail("unsplit ranks-1 program: %s" % "; ".join(problems or ["gradients of %s, not %s"
+                                                                        % (grads1, grads)]))
+        out = tools.execute(with_main(ep1, train_backward_main(arg_types, t1, b1,
+                                                               [d[a] for a, _ in args], dy)),
+                            "ep1-unsplit-bwd")
+        printed = parse_printed(out, [y_t] + b1)
+        for label, got, want in zip(["y"] + ["d" + a for a in grads], printed,
+                                    [y1] + [g1[a] for a in grads]):
+            if not bits_equal(got, want):
+                failures.append("the unsplit ranks-1 program's %s differs from the one-rank "
+                                "backward's (%s)" % (label, mismatch(got, want)))
+        if not failures:
+            notes.append("unsplit ranks-1 train and backward bit-equal")
+
+    # The EP program: its train and backward as written (their signatures
+    # and gradient_of), then split and run stage by stage.
+    ranks_flag = "--moe-expert-parallel=ranks=%d" % N
+    ep = tools.opt(layer, [ranks_flag, generate], "ep-bwd")
+    expected = rank_types(c, args, N)
+    ep_train, ep_bwd_args, ep_bwd, ep_grads, problems = backward_contract(ep, args, y_t, expected)
+    if not problems and ep_grads != grads:
+        problems.append("@layer_backward returns the gradients of %s, the one-rank one those of %s"
+                        % (ep_grads, grads))
+    if problems:
+        fail("the EP program: " + "; ".join(problems))
+    split = tools.opt(layer, [ranks_flag, generate, "--moe-split-exchanges"],
+                      "ep-bwd-split")
+    per_rank = rank_inputs(c, d, sizes, N)
+    trained, t_traffic, t_stages, problems = run_stages(
+        tools, split, "layer_train", [[per_rank[r][a] for a, _ in args] for r in range(N)],
+        expected, ep_train, N, "train")
+    if problems:
+        fail("; ".join(problems))
+    dys = [dy[starts[r]:starts[r + 1]] for r in range(N)]
+    grad_r, b_traffic, b_stages, problems = run_stages(
+        tools, split, "layer_backward", [trained[r][1:] + [dys[r]] for r in range(N)],
+        ep_bwd_args, ep_bwd, N, "backward")
+    if problems:
+        fail("; ".join(problems))
+
+    # Bit for bit: y and the token gradients on each rank's tokens, the
+    # expert gradients on each rank's experts' slices.
+    for r in range(N):
+        rows = slice(starts[r], starts[r + 1])
+        pairs = [("y", trained[r][0], y1[rows])]
+        for a, got in zip(grads, grad_r[r]):
+            if a in TOKEN_ARGS:
+                pairs.append(("d" + a, got, g1[a][rows]))
+            elif a in EXPERT_ARGS:
+                pairs.append(("d" + a, got, g1[a][r * L:(r + 1) * L]))
+            elif a in SHARED_ARGS and N == 1:
+                pairs.append(("d" + a, got, g1[a]))
+            elif a not in SHARED_ARGS:
+                failures.append("no rule to compare d%s" % a)
+        for label, got, want in pairs:
+            if not bits_equal(got, want):
+                failures.append("rank %d: %s differs from the one-rank %s (%s)"
+                                % (r, label, "rows %d..%d" % (starts[r], starts[r + 1])
+                                   if label in ["y"] + ["d" + a for a in TOKEN_ARGS]
+                                   else "experts %d..%d" % (r * L, (r + 1) * L)
+                                   if label[1:] in EXPERT_ARGS else "value",
+                                   mismatch(got, want)))
+    # The replicated shared expert: each rank's weight gradients come from
+    # its own tokens; their sum over the ranks is the one-rank gradient up
+    # to the order of the sum over tokens.
+    shared = []
+    for j, a in enumerate(grads):
+        if a not in SHARED_ARGS or N == 1:
+            continue
+        parts = [grad_r[r][j] for r in range(N)]
+        if any(part.shape != g1[a].shape for part in parts):
+            failures.append("d%s of shapes %s, not %s" % (a, [q.shape for q in parts],
+                                                           g1[a].shape))
+            continue
+        total = np.sum([q.astype(np.float64) for q in parts], axis=0)
+        err = rel_l2(total, g1[a])
+        nonzero = [r for r in range(N) if np.abs(parts[r]).max() > 0]
+        if not err <= TOL:
+            failures.append("the sum over ranks of d%s is %.3g from the one-rank gradient "
+                            "(relative L2, tolerance %.g)" % (a, err, TOL))
+        if len(nonzero) < 2:
+            failures.append("only ranks %s have a nonzero d%s" % (nonzero, a))
+        f32 = parts[0].copy()
+        for q in parts[1:]:
+            f32 = f32 + q
+        shared.append("d%s %.3g (%d of %d f32 sums bit-equal)"
+                      % (a, err, int((f32.view(np.int32) == g1[a].view(np.int32)).sum()),
+                         f32.size))
+
+    # The exchanges: the forward's dispatch moves rows across ranks (as the
+    # forward test requires), its undispatch returns them; the backward's
+    # dispatch sends the row gradients in that layout (same counts, same
+    # local expert ids) and its undispatch returns the received rows'
+    # gradients to the ranks that sent the rows.
+    def of(traffic, op):
+        return [(sent, exch) for o, sent, exch in traffic if o == op]
+
+    t_disp, t_undisp = of(t_traffic, "moe.dispatch"), of(t_traffic, "moe.undispatch")
+    b_disp, b_undisp = of(b_traffic, "moe.dispatch"), of(b_traffic, "moe.undispatch")
+    if [len(t_disp), len(t_undisp), len(b_disp), len(b_undisp)] != [1, 1, 1, 1]:
+        failures.append("the train exchanges are %s and the backward's %s, not one moe.dispatch "
+                        "and one moe.undispatch each" % ([o for o, _, _ in t_traffic],
+                                                         [o for o, _, _ in b_traffic]))
+    else:
+        sent = t_disp[0][0]
+        failures += exchange_guards(name, c, N, sent, sizes, counts)
+        if np.array(t_undisp[0][0]).T.tolist() != sent:
+            failures.append("the train undispatch returned %s rows, not what its dispatch sent "
+                            "(%s)" % (np.array(t_undisp[0][0]).T.tolist(), sent))
+        if b_disp[0][0] != sent:
+            failures.append("the backward dispatch sent %s rows, the train dispatch %s"
+                            % (b_disp[0][0], sent))
+        for r in range(N):
+            (_, ids_t, counts_t), (_, ids_b, counts_b) = t_disp[0][1][r], b_disp[0][1][r]
+            if ids_b.tolist() != ids_t.tolist() or counts_b.tolist() != counts_t.tolist():
+                failures.append("rank %d: the backward dispatch's local ids or counts differ "
+                                "from the train dispatch's" % r)
+        if np.array(b_undisp[0][0]).T.tolist() != sent:
+            failures.append("the backward undispatch returned %s rows, not what the dispatch "
+                            "sent (%s)" % (np.array(b_undisp[0][0]).T.tolist(), sent))
+    if failures:
+        fail("; ".join(failures))
+    sent = np.array(t_disp[0][0])
+    exact = ["y"] + ["d" + a for a in grads if a not in SHARED_ARGS or N == 1]
+    print("PASS %s N=%d backward%s: %s bit-equal to the one-rank train and backward on every rank "
+          "(its tokens' rows, its experts' slices; T_r = %s)%s; one-rank y and gradients <= %.3g "
+          "from the float64 reference (%s); dispatch rows sent per rank %s, received %s, %d "
+          "across ranks, the backward's dispatch and undispatch the same layout; %d train and "
+          "%d backward stages%s"
+          % (name, N, " (recompute-gate-up)" if recompute else "", ", ".join(exact), sizes,
+             "; shared-expert gradients summed over the ranks, relative L2 to the one-rank: "
+             + ", ".join(shared) if shared else "", worst[0], worst[1], sent.sum(1).tolist(),
+             sent.sum(0).tolist(), int(sent.sum() - np.trace(sent)), t_stages, b_stages,
+             "; " + "; ".join(notes) if notes else ""))
 
 
 def mismatch(got, want):
+
     if got.shape != want.shape:
         return "shapes %s vs %s" % (got.shape, want.shape)
     bad = np.argwhere(got.view(np.int32) != want.view(np.int32))
@@ -598,6 +940,10 @@ def main():
     r.add_argument("--moe-opt", required=True)
     r.add_argument("--runner", required=True, help="mlir-runner command line, one string")
     r.add_argument("--work", help="keep the intermediate files in this directory")
+    r.add_argument("--backward", action="store_true",
+                   help="run the layer's train and backward (--moe-generate-backward)")
+    r.add_argument("--recompute-gate-up", action="store_true",
+                   help="with --backward: --moe-generate-backward=recompute-gate-up=true")
     a = ap.parse_args()
     if a.work:
         os.makedirs(a.work, exist_ok=True)
@@ -606,9 +952,14 @@ def main():
         tmp = tempfile.TemporaryDirectory(prefix="ep_case.")
         work = tmp.name
     try:
-        run(a.case, a.N, a.moe_opt, a.runner, work)
+        if a.backward:
+            run_backward(a.case, a.N, a.moe_opt, a.runner, work, a.recompute_gate_up)
+        elif a.recompute_gate_up:
+            sys.exit("--recompute-gate-up needs --backward")
+        else:
+            run(a.case, a.N, a.moe_opt, a.runner, work)
     except (RuntimeError, ValueError) as e:
-        sys.exit("FAIL %s N=%d: %s" % (a.case, a.N, e))
+        sys.exit("FAIL %s N=%d%s: %s" % (a.case, a.N, " backward" if a.backward else "", e))
 
 
 if __name__ == "__main__":
