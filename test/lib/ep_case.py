@@ -1,5 +1,9 @@
 """Executable expert-parallel tests: N ranks simulated on the CPU.
 
+(Over 800 lines on purpose: the forward and the backward simulations share
+one stage runner, one exchange implementation and one set of contract
+checks, which a split would have to pass back and forth.)
+
 `run CASE N --moe-opt PATH --runner 'CMD'` builds the case's layer
 (layer_case.py's chain, f32, returning y only) and its seeded inputs, gives
 each of N ranks its own tokens (unequal counts: one rank has 1 token and,
