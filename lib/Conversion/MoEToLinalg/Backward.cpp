@@ -149,14 +149,7 @@ struct GroupedDgradLowering : OpConversionPattern<GroupedDgradOp> {
           Value lhs = e.rowSlice(grad, start, count);
           Value rhs = e.expertSlice(weights, expert);
           // (m, k, n): sum over n of grad[m, n] * weights[e][n, k].
-          Value tile = e.generic(
-              3, {2}, {lhs, rhs}, {e.map(3, {0, 2}), e.map(3, {2, 1})},
-              e.filled({count, kSize}, e.f32(), e.f32(0.0)), e.map(3, {0, 1}),
-              [](ImplicitLocOpBuilder &bb, ValueRange args) {
-                Emitter s{bb};
-                return SmallVector<Value>{arith::AddFOp::create(
-                    bb, args[2], mulF32(s, args[0], args[1]))};
-              })[0];
+          Value tile = e.contract(lhs, {0, 2}, rhs, {2, 1}, {count, kSize});
           auto one = e.b.getIndexAttr(1), zero = e.b.getIndexAttr(0);
           return SmallVector<Value>{tensor::InsertSliceOp::create(
               e.b, tile, iter[0], ArrayRef<OpFoldResult>{start, zero},
@@ -197,14 +190,7 @@ struct GroupedWgradLowering : OpConversionPattern<GroupedWgradOp> {
           Value g = e.rowSlice(grad, start, count);
           Value r = e.rowSlice(rows, start, count);
           // (n, k, m): sum over the expert's rows m of grad[m, n] * rows[m, k].
-          Value tile = e.generic(
-              3, {2}, {g, r}, {e.map(3, {2, 0}), e.map(3, {2, 1})},
-              e.filled({n, kSize}, e.f32(), e.f32(0.0)), e.map(3, {0, 1}),
-              [](ImplicitLocOpBuilder &bb, ValueRange args) {
-                Emitter s{bb};
-                return SmallVector<Value>{arith::AddFOp::create(
-                    bb, args[2], mulF32(s, args[0], args[1]))};
-              })[0];
+          Value tile = e.contract(g, {2, 0}, r, {2, 1}, {n, kSize});
           SmallVector<Value> next{insertExpert(e, tile, iter[0], expert)};
           if (withBias) {
             Value column = e.generic(

@@ -95,6 +95,21 @@ struct Emitter {
     return SmallVector<Value>(op.getResults());
   }
 
+  /// An f32 `[sizes]` contraction over loops (i, j, r), r reduced: the sum
+  /// of products of `a` and `b`, indexed by `aDims` and `bDims`.
+  Value contract(Value a, ArrayRef<int64_t> aDims, Value c,
+                 ArrayRef<int64_t> cDims, ArrayRef<OpFoldResult> sizes) {
+    return generic(
+        3, {2}, {a, c}, {map(3, aDims), map(3, cDims)},
+        filled(sizes, f32(), f32(0.0)), map(3, {0, 1}),
+        [](ImplicitLocOpBuilder &nb, ValueRange args) {
+          Emitter e{nb};
+          Value p =
+              arith::MulFOp::create(nb, e.toF32(args[0]), e.toF32(args[1]));
+          return SmallVector<Value>{arith::AddFOp::create(nb, args[2], p)};
+        })[0];
+  }
+
   /// Affine map over `numDims` loops selecting `dims`.
   AffineMap map(int64_t numDims, ArrayRef<int64_t> dims) {
     SmallVector<AffineExpr> exprs;

@@ -63,20 +63,6 @@ static Value siluHalves(Emitter &em, Value gateUp, OpFoldResult rows,
       })[0];
 }
 
-/// `sum_r a[., r] * b[r, .]`-style contraction over loops (i, j, r): `a`
-/// and `b` indexed by `aDims` and `bDims`, an f32 `[sizes]` result.
-static Value contract(Emitter &em, Value a, ArrayRef<int64_t> aDims, Value b,
-                      ArrayRef<int64_t> bDims, ArrayRef<OpFoldResult> sizes) {
-  return em.generic(
-      3, {2}, {a, b}, {em.map(3, aDims), em.map(3, bDims)},
-      em.filled(sizes, em.f32(), em.f32(0.0)), em.map(3, {0, 1}),
-      [](ImplicitLocOpBuilder &nb, ValueRange args) {
-        Emitter e{nb};
-        Value p = arith::MulFOp::create(nb, e.toF32(args[0]), e.toF32(args[1]));
-        return SmallVector<Value>{arith::AddFOp::create(nb, args[2], p)};
-      })[0];
-}
-
 /// Lowers `moe.shared_mlp` to the gate-up matmul, silu(gate) * up, the down
 /// matmul and, with `gate`, the per-token sigmoid scale.
 struct SharedMLPLowering : OpConversionPattern<SharedMLPOp> {
@@ -183,8 +169,8 @@ struct SharedMLPGradLowering : OpConversionPattern<SharedMLPGradOp> {
     }
 
     // Down: dh = dout . w2 (t, i, h); dw2 = dout^T . act (h, i, t).
-    Value dAct = contract(em, dOut, {0, 2}, w2, {2, 1}, {t, w});
-    Value dW2 = contract(em, dOut, {2, 0}, activated, {2, 1}, {h, w});
+    Value dAct = em.contract(dOut, {0, 2}, w2, {2, 1}, {t, w});
+    Value dW2 = em.contract(dOut, {2, 0}, activated, {2, 1}, {h, w});
     // The activation, then gate-up: dx = dgu . w13 (t, h, j); dw13 = dgu^T
     // . tokens (j, h, t).
     auto [gateHalf, upHalf] = halves(em, gateUp, t);
@@ -207,8 +193,8 @@ struct SharedMLPGradLowering : OpConversionPattern<SharedMLPGradOp> {
           b, part, dGateUp,
           ArrayRef<OpFoldResult>{zero, i == 0 ? OpFoldResult(zero) : w},
           ArrayRef<OpFoldResult>{t, w}, ArrayRef<OpFoldResult>{one, one});
-    Value dTokens = contract(em, dGateUp, {0, 2}, w13, {2, 1}, {t, h});
-    Value dW13 = contract(em, dGateUp, {2, 0}, tokens, {2, 1}, {twoW, h});
+    Value dTokens = em.contract(dGateUp, {0, 2}, w13, {2, 1}, {t, h});
+    Value dW13 = em.contract(dGateUp, {2, 0}, tokens, {2, 1}, {twoW, h});
 
     if (gate) {
       // dx += dlogit * g[0]; dg[0, h] = sum_t dlogit[t] * tokens[t, h].
