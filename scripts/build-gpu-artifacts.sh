@@ -40,6 +40,26 @@ MLIR
   done < "$1"
 }
 module_of "$root/test/device/shapes.txt" > "$out/shapes.mlir"
+# The same shapes as moe.grouped_dgrad (test/device/grouped_dgrad.py): the
+# gradient [M, N] times the forward's weights [E, N, K] untransposed, for
+# the shapes whose N is a multiple of 8 (the gradient's TMA row pitch).
+dgrad_module_of() {
+  while read -r name e n k off; do
+    [ -z "$name" ] || [ "${name:0:1}" = "#" ] || [ $((n % 8)) -ne 0 ] && continue
+    cat <<MLIR
+func.func @$name(%g: tensor<?x${n}xbf16>, %w: tensor<${e}x${n}x${k}xbf16>, %off: tensor<$((e + 1))x${off}>) -> tensor<?x${k}xbf16> {
+  %dx = moe.grouped_dgrad %g, %w, %off
+      : (tensor<?x${n}xbf16>, tensor<${e}x${n}x${k}xbf16>, tensor<$((e + 1))x${off}>) -> tensor<?x${k}xbf16>
+  return %dx : tensor<?x${k}xbf16>
+}
+MLIR
+  done < "$1"
+}
+dgrad_module_of "$root/test/device/shapes.txt" > "$out/dgrad.mlir"
+# bench/grouped_dgrad.py: the input gradients of Mixtral-8x7B's and
+# Qwen3-30B-A3B's down (dO . W2) and gate-up (dGU . W13) projections.
+printf 'mixtral_down 8 4096 14336 i32\nmixtral_gate_up 8 28672 4096 i32\nqwen3_down 128 2048 768 i32\nqwen3_gate_up 128 1536 2048 i32\n' > "$out/dgradbench.txt"
+dgrad_module_of "$out/dgradbench.txt" > "$out/dgradbench.mlir"
 printf 'mixtral_gate_up 8 28672 4096 i32\ndeepseek_gate_up 256 4096 7168 i32\n' > "$out/bench.txt"
 module_of "$out/bench.txt" > "$out/bench.mlir"
 
@@ -68,6 +88,13 @@ bundle() { # <name> <input> <moe-opt arguments...>
 # The default pipeline: swap-AB (16 rows) for experts of <= 16 rows, a
 # 64x256 tile up to 64 rows, 128x256 above.
 bundle default "$out/shapes.mlir" --moe-gpu-pipeline
+# moe.grouped_dgrad: the default forms (64x256 up to 64 rows, 128x256), a
+# 64x128 two-stage one, warp-specialized and clustered ones.
+bundle dgrad-default "$out/dgrad.mlir" --moe-gpu-pipeline
+bundle dgrad-64x128-s2 "$out/dgrad.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64 tile-n=128 stages=2"
+bundle dgrad-ws "$out/dgrad.mlir" --moe-gpu-pipeline="warp-specialize=all"
+bundle dgrad-cluster2 "$out/dgrad.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
+bundle dgradbench "$out/dgradbench.mlir" --moe-gpu-pipeline
 bundle swap8-split "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=8"
 bundle split-128x128-s4 "$out/shapes.mlir" --moe-gpu-pipeline="tile-n=128"
 bundle normal-64x128-s2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64 tile-n=128 stages=2"

@@ -94,11 +94,12 @@ struct MoEExtractDeviceCodePass
       if (isa<moe::MoEDialect>(op->getDialect()) && !isa<moe::YieldOp>(op) &&
           !op->hasAttr(moe::kLaunchAttr) &&
           !op->hasAttr(moe::kFusedIntoLaunchAttr)) {
-        op->emitOpError("has no GPU kernel yet, and the bundle would "
-                        "silently skip it; give the GPU pipeline only ops "
-                        "that have kernels (moe.route, moe.permute, "
-                        "moe.grouped_matmul, moe.expert_mlp, "
-                        "moe.unpermute, moe.layer, moe.quantize)");
+        op->emitOpError(
+            "has no GPU kernel yet, and the bundle would "
+            "silently skip it; give the GPU pipeline only ops "
+            "that have kernels (moe.route, moe.permute, "
+            "moe.grouped_matmul, moe.grouped_dgrad, moe.expert_mlp, "
+            "moe.unpermute, moe.layer, moe.quantize)");
         failedAny = true;
       }
       // The combine kernel adds no shared expert: a launch of an unpermute

@@ -689,6 +689,22 @@ class Bundle:
             return outputs["out"], outputs["out_scale"]
         return outputs["out"]
 
+    def grouped_dgrad(self, entry: str, grad, weights, offsets, out=None):
+        """The input gradient of a grouped matmul (an entry of op
+        moe.grouped_dgrad): out[r] = grad[r] @ weights[e] for offsets[e] <=
+        r < offsets[e+1], the weights as the forward has them, read
+        untransposed. grad: bf16 [M, K], weights: bf16 [E, K, N] (the
+        forward's [E, N_fwd, K_fwd]: K = N_fwd), offsets: int32/int64 (as the
+        entry says) [E + 1], out: bf16 [M, N] or None (a new torch.empty:
+        rows no expert owns are left uninitialised). All CUDA, contiguous,
+        one device, on torch's current stream. Returns out; raises
+        MoERuntimeError."""
+        info = self.entry(entry)
+        if info.op != "moe.grouped_dgrad":
+            raise _invalid(f"{entry}: is op {info.op}, not moe.grouped_dgrad")
+        return self.launch(entry, rows=grad, weights=weights,
+                           offsets=offsets, out=out)["out"]
+
     def quantize(self, entry: str, x, values=None, scales=None):
         """moe.quantize on the GPU (abi quantize.v1), bit-exact with the CPU
         lowering, on torch's current stream of x's device. x: the entry's

@@ -69,7 +69,10 @@ defvar GemmKeys = [
   Key<"offsets", TypeKey>, Key<"epilogue", NameKey>, Key<"bias", NameKey>,
   Key<"activation", NameKey>];
 
-def GroupedMatmulAbi : Abi<"grouped_matmul.v3", GemmKeys, GemmKernel>;
+// weights=kn (moe.grouped_dgrad): the weights are [E, K, N] and the entry
+// computes rows @ weights[e]; absent: [E, N, K] and rows @ weights[e]^T.
+def GroupedMatmulAbi : Abi<"grouped_matmul.v3",
+  !listconcat(GemmKeys, [Opt<"weights", NameKey>]), GemmKernel>;
 def GroupedMatmulFp8Abi : Abi<"grouped_matmul_fp8.v1",
   !listconcat(GemmKeys, [Key<"format", NameKey>, Opt<"out", NameKey>]),
   GemmKernel>;

@@ -45,6 +45,9 @@ extern "C" {
 /// has a third part between them, `<name>_intermediate`, a quantize.v1
 /// entry).
 #define MOE_OP_GROUPED_MATMUL "moe.grouped_matmul"
+/// A grouped matmul against untransposed weights: out = rows @ weights[e],
+/// weights [E, K, N] (grouped_matmul.v3 with weights=kn, contract §3.1).
+#define MOE_OP_GROUPED_DGRAD "moe.grouped_dgrad"
 #define MOE_OP_EXPERT_MLP "moe.expert_mlp"
 #define MOE_OP_ROUTE "moe.route"
 #define MOE_OP_UNPERMUTE "moe.unpermute"
@@ -168,7 +171,8 @@ typedef struct moeBundleInfo {
 ///                      every ABI).
 typedef struct moeEntryInfo {
   const char *name;     ///< Unique in the bundle: the calls' `entry`.
-  const char *op;       ///< "moe.grouped_matmul", "moe.expert_mlp",
+  const char *op;       ///< "moe.grouped_matmul", "moe.grouped_dgrad"
+                        ///< (weights [E, K, N]), "moe.expert_mlp",
                         ///< "moe.route", "moe.unpermute", "moe.permute",
                         ///< "moe.layer" or "moe.quantize".
   const char *abi;      ///< "grouped_matmul.v3", "grouped_matmul_fp8.v1",

@@ -238,6 +238,8 @@ struct Entry {
   int64_t experts = 0, n = 0, k = 0;
   int32_t offsetsBits = 0;
   int32_t biasBits = 0; // the expert bias [E, N]: 0 (none), 16 or 32
+  // grouped_matmul.v3 weights=kn (op moe.grouped_dgrad): weights [E, K, N].
+  bool weightsKN = false;
   Activation activation = Activation::None;
   // grouped_matmul_fp8.v1: its `format`, fp8_block or mxfp8 (None for every
   // other ABI).

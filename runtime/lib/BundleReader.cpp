@@ -195,6 +195,9 @@ private:
   moeStatus checkName(std::string_view name, const char *what);
   /// Splits tokens[first..] into key=value pairs in the order of spec.keys;
   /// rejects missing '=', unknown, duplicate and missing keys.
+  /// grouped_matmul.v3's optional `weights` key (contract §3.1).
+  moeStatus parseWeightsKey(const std::string &who, std::string_view weights,
+                            Entry &entry);
   moeStatus collectKeys(const std::vector<std::string_view> &tokens,
                         size_t first, const RecordSpec &spec,
                         std::string_view owner,
@@ -607,6 +610,8 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
                                : parseGroupedMatmulEntry(who, values, entry);
   if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmulFp8)
     status = parseFp8Keys(who, values, entry);
+  if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmul)
+    status = parseWeightsKey(who, values[10], entry);
   if (status != MOE_STATUS_SUCCESS)
     return status;
   out.entries.push_back(std::move(entry));
@@ -671,6 +676,31 @@ Reader::parseGroupedMatmulEntry(const std::string &who,
                 "silu or gptoss, store and row_scale take none)",
                 who.c_str(), activationName(entry.activation),
                 epilogueName(entry.epilogue));
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::parseWeightsKey(const std::string &who,
+                                  std::string_view weights, Entry &entry) {
+  // weights=kn: the op reads the forward's weights [E, K, N] untransposed
+  // (moe.grouped_dgrad), and only that op does; a plain store.
+  if (isPresent(weights) && weights != "kn")
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: weights=%s is not kn (the only value of weights; "
+                "without it the weights are [E, N, K])",
+                who.c_str(), quote(weights).c_str());
+  entry.weightsKN = isPresent(weights);
+  if (entry.weightsKN != (entry.op == MOE_OP_GROUPED_DGRAD))
+    return fail(
+        MOE_STATUS_INVALID_BUNDLE,
+        "%s: op=%s %s weights=kn (the weights of op=" MOE_OP_GROUPED_DGRAD
+        " are [E, K, N], every other op's [E, N, K])",
+        who.c_str(), entry.op.c_str(), entry.weightsKN ? "with" : "without");
+  if (entry.weightsKN &&
+      (entry.epilogue != Epilogue::Store || entry.biasBits != 0))
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: weights=kn with epilogue=%s and a %d-bit bias "
+                "(op=" MOE_OP_GROUPED_DGRAD " stores plainly, without a bias)",
+                who.c_str(), epilogueName(entry.epilogue), int(entry.biasBits));
   return MOE_STATUS_SUCCESS;
 }
 

@@ -1483,7 +1483,7 @@ std::vector<Malformed> malformedBundles() {
       {"unknown entry key", replaced("offsets=i32", "offsets=i32 foo=1"), bad,
        "bundle line 5: entry 'gate_up': unknown key 'foo' (abi "
        "grouped_matmul.v3 takes op, abi, experts, n, k, max_rows, offsets, "
-       "epilogue, bias and activation)"},
+       "epilogue, bias, activation and the optional weights)"},
       {"unknown kernel key", replaced("swap_ab=1", "swap_ab=1 split_k=2"), bad,
        "bundle line 7: kernel 'grouped_matmul_bf16_16x64x64_s4_swapab_off32': "
        "unknown key 'split_k'"},
@@ -1594,6 +1594,32 @@ std::vector<Malformed> malformedBundles() {
        replaced("epilogue=store experts=8 n=28672",
                 "epilogue=store epilogue=swiglu experts=8 n=28672"),
        bad, "bundle line 5: entry 'gate_up': duplicate key 'epilogue'"},
+      // weights=kn belongs to op=moe.grouped_dgrad, and only to it.
+      {"weights=kn on a grouped_matmul",
+       replaced("bias=none activation=none\n",
+                "bias=none activation=none weights=kn\n"),
+       bad,
+       "bundle line 5: entry 'gate_up': op=moe.grouped_matmul with "
+       "weights=kn (the weights of op=moe.grouped_dgrad are [E, K, N], every "
+       "other op's [E, N, K])"},
+      {"a grouped_dgrad without weights=kn",
+       replaced("entry gate_up op=moe.grouped_matmul",
+                "entry gate_up op=moe.grouped_dgrad"),
+       bad,
+       "bundle line 5: entry 'gate_up': op=moe.grouped_dgrad without "
+       "weights=kn"},
+      {"weights=nk",
+       replaced("bias=none activation=none\n",
+                "bias=none activation=none weights=nk\n"),
+       bad,
+       "bundle line 5: entry 'gate_up': weights='nk' is not kn (the only "
+       "value of weights; without it the weights are [E, N, K])"},
+      {"weights=kn with a swiglu epilogue",
+       replaced("activation=silu", "activation=silu weights=kn",
+                replaced("op=moe.expert_mlp abi=grouped_matmul.v3",
+                         "op=moe.grouped_dgrad abi=grouped_matmul.v3",
+                         mlpBundle())),
+       bad, "weights=kn with epilogue=swiglu and a 0-bit bias"},
       {"swiglu with odd n", replaced("n=28672", "n=28671", mlpBundle()), bad,
        "bundle line 4: entry 'mlp_gate_up': n=28671 is odd, but "
        "epilogue=swiglu needs N/2 gate rows and N/2 up rows"},
@@ -2376,6 +2402,27 @@ TEST(bundleBiasAndActivationParse) {
                     "max_rows=2147483647 k=128 n=256 experts=8");
   bundle = openBundle(reordered, &status);
   CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  moeBundleClose(bundle);
+}
+
+TEST(bundleDgradParses) {
+  // op=moe.grouped_dgrad with weights=kn: n and k are its GEMM's (out [M, N],
+  // weights [E, K, N]).
+  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle =
+      openBundle(replaced("bias=none activation=none\n",
+                          "bias=none activation=none weights=kn\n",
+                          replaced("entry gate_up op=moe.grouped_matmul",
+                                   "entry gate_up op=moe.grouped_dgrad")),
+                 &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (!bundle)
+    return;
+  moeEntryInfo entry;
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.op), MOE_OP_GROUPED_DGRAD);
+  CHECK_EQ(entry.n, 28672);
+  CHECK_EQ(entry.k, 4096);
   moeBundleClose(bundle);
 }
 

@@ -94,3 +94,19 @@ func.func @layer_ops(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>, %y: tenso
       : (tensor<?x256xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x256xbf16>
   return %rows, %offsets, %out : tensor<?x256xbf16>, tensor<9xi64>, tensor<?x256xbf16>
 }
+
+// -----
+
+// moe.grouped_dgrad (Mixtral's down input gradient, dO . W2): the normal
+// forms only (its N-major weights have no swap-AB form), 64 rows up to 64
+// rows per expert, 128 above; with 64-row tiles one form.
+// CHECK-LABEL: func @mixtral_down_dgrad
+// CHECK: moe.grouped_dgrad {{.*}}moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+// CHECK-SAME: #moe.gemm_form<rows_min = 1, rows_max = 64, tile_m = 64, tile_n = 256, tile_k = 64, stages = 4>,
+// CHECK-SAME: #moe.gemm_form<rows_min = 65, rows_max = 2147483647, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>]>
+// SMALL-LABEL: func @mixtral_down_dgrad
+// SMALL: forms = [#moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 64, tile_n = 256, tile_k = 64, stages = 4, cluster = 2>]>
+func.func @mixtral_down_dgrad(%do: tensor<?x4096xbf16>, %w2: tensor<8x4096x14336xbf16>, %off: tensor<9xi64>) -> tensor<?x14336xbf16> {
+  %dh = moe.grouped_dgrad %do, %w2, %off : (tensor<?x4096xbf16>, tensor<8x4096x14336xbf16>, tensor<9xi64>) -> tensor<?x14336xbf16>
+  return %dh : tensor<?x14336xbf16>
+}

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GroupedMatmulKernel.h"
 #include "LaunchPlan.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -318,6 +319,8 @@ void gemmPlan(const EntryKeys &e, Scope &p, StringRef chip) {
   bool swiglu = e.string("epilogue") == "swiglu";
   bool rowScale = e.string("epilogue") == "row_scale";
   bool fp8Out = e.string("out") == "f8E4M3FN";
+  // weights=kn (moe.grouped_dgrad): [E, K, N], loaded as [64, tileK] boxes.
+  bool kn = e.string("weights") == "kn";
   StringRef bias = e.string("bias");
   Type offsets = e.type("offsets");
   int64_t elementBytes = fp8 ? 1 : 2;
@@ -342,6 +345,11 @@ void gemmPlan(const EntryKeys &e, Scope &p, StringRef chip) {
                : fp8 ? " (TMA row pitch of 1-byte float8 elements must be a "
                        "multiple of 16 bytes)"
                      : " (TMA row pitch must be a multiple of 16 bytes)"));
+  if (kn)
+    p.check(multipleOf(n, quantum),
+            "N must be a multiple of " + Twine(quantum) +
+                " (weights=kn: the TMA row pitch of the weights, N elements, "
+                "must be a multiple of 16 bytes)");
   if (mx && chip == "sm_100a")
     p.check(multipleOf(k, 128), "K must be a multiple of 128 (the sm_100a "
                                 "mxfp8 kernel reads K in stages of 128)");
@@ -359,7 +367,8 @@ void gemmPlan(const EntryKeys &e, Scope &p, StringRef chip) {
   int64_t scaleAlign = mx ? 1 : 4;
   int64_t biasBytes = bias == "f32" ? 4 : bias == "bf16" ? 2 : 0;
   p.arg("rows", dtype, Role::In, 16, {m, k});
-  p.arg("weights", dtype, Role::In, 16, {experts, n, k});
+  p.arg("weights", dtype, Role::In, 16,
+        kn ? ArrayRef<Expr>{experts, k, n} : ArrayRef<Expr>{experts, n, k});
   p.arg("offsets", dtypeOf(offsets), Role::In, bytesOf(offsets), {experts + 1});
   p.arg("out", fp8Out ? "e4m3" : "bf16", Role::Out, 16, {m, cols});
   if (rowScale)
@@ -397,8 +406,12 @@ void gemmPlan(const EntryKeys &e, Scope &p, StringRef chip) {
       when = both(when, compare(">=", *p.maxExpertRows, rowsMin));
     Step &s = p.launch(int64_t(i), grid, when);
     s.tmap("rows", dtype, {k, m}, {k * elementBytes}, {tileK, tileM});
-    s.tmap("weights", dtype, {k, n, experts}, {k * elementBytes, expertBytes},
-           {tileK, swiglu ? tileN / 2 : tileN, 1});
+    if (kn)
+      s.tmap("weights", dtype, {n, k, experts}, {n * elementBytes, expertBytes},
+             {mlir::moe::GroupedMatmulTile::kNMajorChunk, tileK, 1});
+    else
+      s.tmap("weights", dtype, {k, n, experts}, {k * elementBytes, expertBytes},
+             {tileK, swiglu ? tileN / 2 : tileN, 1});
     s.mem("offsets", {experts + 1}).mem("out", {m, cols});
     s.i32(k).i32(rowsMin).i32(rowsMax);
     if (fp8)

@@ -84,6 +84,8 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
               llvm::utohexstr(llvm::bit_cast<uint32_t>(limit), true);
   if (biasType)
     suffix += biasType.isBF16() ? "_biasbf16" : "_biasf32";
+  if (weightsKN())
+    suffix += "_wkn";
   if (quantizeOut)
     suffix += "_e4m3out";
   if (clusterSize() > 1)
@@ -254,6 +256,10 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   Value smemRaw = memref::GetGlobalOp::create(b, smemGlobalType, smemName);
   k.smem = memref::ReinterpretCastOp::create(b, ty.sharedBytes, smemRaw, 0,
                                              {t.dynamicSharedBytes()}, {1});
+  if (t.weightsKN())
+    k.smemAddress = arith::IndexCastOp::create(
+        b, b.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, smemRaw).getResult());
 
   k.rowsBytes = t.tileM * t.tileK * t.elementBytes();
   k.stageBytes = k.rowsBytes + t.tileN * t.tileK * t.elementBytes();

@@ -64,6 +64,13 @@ struct GroupedMatmulSemantics {
   /// The element type (f32 or bf16) of a per-expert bias [E, N] added to
   /// the accumulator before the activation or row scale; null: no bias.
   Type biasType;
+  /// How each expert's weights lie. NK: [N, K] (moe.grouped_matmul's,
+  /// WGMMA's K-major B). KN: [K, N], N contiguous (moe.grouped_dgrad reading
+  /// the forward's weights as they are): WGMMA's N-major B (imm-trans-b),
+  /// loaded as boxes of 64 columns. bf16, normal form, plain store only.
+  enum class WeightsLayout { NK, KN };
+  WeightsLayout weightsLayout = WeightsLayout::NK;
+  bool weightsKN() const { return weightsLayout == WeightsLayout::KN; }
 };
 
 /// Tile shape of the sm_90a grouped GEMM kernel. tileM / 64 warpgroups
@@ -117,6 +124,10 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
     All,
   };
   WarpSpecialize warpSpecialize = WarpSpecialize::None;
+
+  /// Columns of one TMA box of N-major weights (WeightsLayout::KN): 128
+  /// bytes of bf16, one row of the 128-byte swizzle.
+  static constexpr int64_t kNMajorChunk = 64;
 
   /// Columns of the WGMMA accumulator (its rows are always 64).
   int64_t accumulatorColumns() const { return swapAB ? tileM : tileN; }
@@ -204,6 +215,7 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
 };
 
 /// Builds `gpu.func` computing out[rows of e] = rows[rows of e] @ weights[e]^T
+/// (weights [E, N, K]; WeightsLayout::KN: @ weights[e], weights [E, K, N])
 /// for bf16 or block-FP8 operands with f32 accumulation (then the tile's
 /// epilogue), inside `module`. Its arguments: (rows tensor map ptr, weights
 /// tensor map ptr, offsets memref<?xT>, out memref<?x?xbf16>, K, rows_min,

@@ -13,6 +13,7 @@ using namespace mlir::moe;
 using Epilogue = GroupedMatmulTile::Epilogue;
 using Activation = GroupedMatmulTile::Activation;
 using Format = GroupedMatmulTile::Format;
+using WeightsLayout = GroupedMatmulTile::WeightsLayout;
 
 /// Why `k` cannot be a TMA-loaded reduction size, or an empty string.
 static std::string unsupportedK(int64_t k) {
@@ -309,6 +310,26 @@ static std::string unsupportedReason(GroupedMatmulOp op) {
   return "";
 }
 
+/// Why the sm_90a kernel cannot run `op`, or an empty string: the forward's
+/// bf16 GEMM with the weights read N-major.
+static std::string unsupportedReason(GroupedDgradOp op) {
+  for (Value v : {op.getGrad(), op.getWeights(), op.getResult()})
+    if (!cast<RankedTensorType>(v.getType()).getElementType().isBF16())
+      return "only bf16 gradients, weights and result are implemented";
+  // Both are TMA row pitches: the gradient's rows and the weights' rows.
+  auto pitch = [](Value v) {
+    int64_t columns = cast<RankedTensorType>(v.getType()).getDimSize(1);
+    return ShapedType::isDynamic(columns) || columns % 8 == 0;
+  };
+  if (!pitch(op.getGrad()))
+    return "the gradient's columns (the reduction) must be a multiple of 8 "
+           "(TMA row pitch is a multiple of 16 bytes)";
+  if (!pitch(op.getResult()))
+    return "the result's columns must be a multiple of 8 (the weights' TMA "
+           "row pitch is a multiple of 16 bytes)";
+  return "";
+}
+
 QuantizeOp mlir::moe::getGatherQuantizedRows(Operation *op) {
   auto layer = dyn_cast_or_null<LayerOp>(op->getParentOp());
   std::optional<LayerChain> chain = layer ? getLayerChain(layer) : std::nullopt;
@@ -328,22 +349,23 @@ std::string mlir::moe::missingKernelReason(Operation *op) {
 }
 
 bool mlir::moe::hasKernels(Operation *op) {
-  return isa<GroupedMatmulOp, ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp,
-             LayerOp, QuantizeOp>(op);
+  return isa<GroupedMatmulOp, GroupedDgradOp, ExpertMLPOp, RouteOp, UnpermuteOp,
+             PermuteOp, LayerOp, QuantizeOp>(op);
 }
 
 std::string mlir::moe::unsupportedReason(Operation *op, StringRef chip) {
   if (chip == "sm_100a")
     return unsupportedReasonSm100(op);
   return llvm::TypeSwitch<Operation *, std::string>(op)
-      .Case<GroupedMatmulOp, ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp,
-            LayerOp, QuantizeOp>(
+      .Case<GroupedMatmulOp, GroupedDgradOp, ExpertMLPOp, RouteOp, UnpermuteOp,
+            PermuteOp, LayerOp, QuantizeOp>(
           [](auto concrete) { return ::unsupportedReason(concrete); })
       .Default([](Operation *) { return std::string("no kernels"); });
 }
 
 int64_t GemmPart::k() const {
-  return cast<RankedTensorType>(weights.getType()).getDimSize(2);
+  return cast<RankedTensorType>(weights.getType())
+      .getDimSize(weightsKN() ? 1 : 2);
 }
 
 /// The element type of `bias`, or null.
@@ -354,6 +376,16 @@ static Type biasElementType(Value bias) {
 
 SmallVector<GemmPart, 2> mlir::moe::getGemmParts(Operation *op,
                                                  bool quantizeGateUp) {
+  if (auto dgrad = dyn_cast<GroupedDgradOp>(op)) {
+    // grad [M, N] . weights[e] [N, K]: the gradients are the K-major rows,
+    // the forward's weights the N-major B.
+    GemmPart part;
+    part.rows = dgrad.getGrad();
+    part.weights = dgrad.getWeights();
+    part.offsets = dgrad.getOffsets();
+    part.weightsLayout = WeightsLayout::KN;
+    return {part};
+  }
   if (auto matmul = dyn_cast<GroupedMatmulOp>(op)) {
     GemmPart part;
     part.rows = matmul.getRows();
@@ -422,6 +454,11 @@ LogicalResult mlir::moe::verifyTile(function_ref<InFlightDiagnostic()> fail,
     return fail() << "swap-ab needs tile-n = 64 and "
                      "tile-m in {8, 16, 32, 64}, got tile-m = "
                   << tile.tileM << ", tile-n = " << tile.tileN;
+  if (tile.weightsKN() &&
+      (tile.fp8() || tile.swapAB || tile.epilogue != Epilogue::Store ||
+       tile.biasType || tile.quantizeOut))
+    return fail() << "N-major weights (moe.grouped_dgrad) are implemented "
+                     "for the bf16 normal form with a plain store only";
   if (tile.cluster != 1 && tile.cluster != 2)
     return fail() << "'cluster' must be 1 or 2, got " << tile.cluster;
   if (tile.splitK != 1 && tile.splitK != 2)

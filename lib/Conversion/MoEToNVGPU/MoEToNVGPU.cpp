@@ -110,12 +110,16 @@ launchInfo(OpBuilder &b, Location loc, Value rows, Value weights, Value offsets,
   info.set("bias", b.getStringAttr(!tile.biasType           ? "none"
                                    : tile.biasType.isBF16() ? "bf16"
                                                             : "f32"));
+  // N-major weights are [E, K, N] (contract §3.1, weights=kn).
+  bool kn = tile.weightsKN();
   info.set("experts", b.getI64IntegerAttr(size(weightsType.getDimSize(0))));
-  info.set("n", b.getI64IntegerAttr(size(weightsType.getDimSize(1))));
-  info.set("k", b.getI64IntegerAttr(size(weightsType.getDimSize(2))));
+  info.set("n", b.getI64IntegerAttr(size(weightsType.getDimSize(kn ? 2 : 1))));
+  info.set("k", b.getI64IntegerAttr(size(weightsType.getDimSize(kn ? 1 : 2))));
   info.set("max_rows", b.getI64IntegerAttr(maxTokens(numRows)));
   info.set("offsets", TypeAttr::get(offsetsType.getElementType()));
   info.set("kernels", b.getArrayAttr(forms));
+  if (kn)
+    info.set("weights", b.getStringAttr("kn"));
   if (!part.empty())
     info.set("part", b.getStringAttr(part));
   if (failed(plan::addLaunchPlan(b, loc, info, funcs, chip)))
@@ -402,7 +406,7 @@ static LogicalResult verifyKernelConfig(Operation *op) {
            << " (run --moe-select-kernels first, or write it), got "
            << (config ? config : Attribute());
   };
-  if (auto matmul = dyn_cast<GroupedMatmulOp>(op)) {
+  if (isa<GroupedMatmulOp, GroupedDgradOp>(op)) {
     auto gemm = dyn_cast_or_null<GemmKernelsAttr>(config);
     if (!gemm)
       return expect("gemm_kernels<...>");
@@ -555,6 +559,18 @@ struct GroupedMatmulLowering : KernelPattern<GroupedMatmulOp> {
   }
 };
 
+/// Lowers `moe.grouped_dgrad` to the grouped GEMM kernels of its forms,
+/// built for N-major weights.
+struct GroupedDgradLowering : KernelPattern<GroupedDgradOp> {
+  using KernelPattern::KernelPattern;
+  FailureOr<Attribute> build(GroupedDgradOp op,
+                             OpBuilder &builder) const override {
+    return gemmLaunch(builder, kernels, op.getLoc(),
+                      getGemmParts(op, false).front(),
+                      op->getAttrOfType<GemmKernelsAttr>(kKernelsAttr));
+  }
+};
+
 /// Lowers `moe.expert_mlp` to its gate-up and down GEMM kernels, with a
 /// quantize kernel between them for FP8 unless the gate-up quantizes.
 struct ExpertMLPLowering : KernelPattern<ExpertMLPOp> {
@@ -667,10 +683,9 @@ struct LayerLowering : KernelPattern<LayerOp> {
 
 void mlir::moe::populateMoEToNVGPUPatterns(RewritePatternSet &patterns,
                                            gpu::GPUModuleOp kernels) {
-  patterns
-      .add<GroupedMatmulLowering, ExpertMLPLowering, RouteLowering,
-           PermuteLowering, UnpermuteLowering, QuantizeLowering, LayerLowering>(
-          patterns.getContext(), kernels);
+  patterns.add<GroupedMatmulLowering, GroupedDgradLowering, ExpertMLPLowering,
+               RouteLowering, PermuteLowering, UnpermuteLowering,
+               QuantizeLowering, LayerLowering>(patterns.getContext(), kernels);
 }
 
 namespace {

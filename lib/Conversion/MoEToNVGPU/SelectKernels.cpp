@@ -317,6 +317,27 @@ struct MoESelectKernelsPass
                                 part.quantizeOut);
   }
 
+  /// The forms of a moe.grouped_dgrad: the normal forms of the options'
+  /// bf16 tile (N-major weights have no swap-AB form yet), its 64-row form
+  /// for experts of at most 64 rows where the tile has 128.
+  GemmKernelsAttr selectDgrad(const GemmPart &part) {
+    GroupedMatmulTile tile = part.apply(baseTile);
+    if (tile.swapAB)
+      tile = tile.withShape(128, 128, tile.stages, /*swapAB=*/false);
+    tile.splitK = 1;
+    MLIRContext *context = &getContext();
+    SmallVector<Attribute> forms;
+    int64_t firstRows = 1;
+    if (tile.tileM == 128) {
+      forms.push_back(formAttr(
+          context, tile.withShape(64, tile.tileN, tile.stages, false), 1, 64));
+      firstRows = 65;
+    }
+    forms.push_back(formAttr(context, tile, firstRows, kMaxLaunchRows));
+    return GemmKernelsAttr::get(context, chip, ArrayAttr::get(context, forms),
+                                false);
+  }
+
   /// The one sm_100a form: the tcgen05 MXFP8 GEMM's fixed tile.
   GemmKernelsAttr selectSm100Gemm() {
     MLIRContext *context = &getContext();
@@ -340,6 +361,8 @@ struct MoESelectKernelsPass
       return selectSm100Gemm();
     if (auto matmul = dyn_cast<GroupedMatmulOp>(op))
       return selectGemm(getGemmParts(op, false).front(), matmul.getRows());
+    if (isa<GroupedDgradOp>(op))
+      return selectDgrad(getGemmParts(op, false).front());
     if (auto mlp = dyn_cast<ExpertMLPOp>(op)) {
       SmallVector<GemmPart, 2> parts = getGemmParts(op, fp8EpilogueQuantize);
       return ExpertMLPKernelsAttr::get(context,

@@ -34,6 +34,8 @@ namespace mlir::moe::sm90 {
 inline constexpr int64_t kStagingColumns = 64;
 inline constexpr int64_t kStagingBytes = 64 * kStagingColumns * 2;
 
+inline constexpr int64_t kNMajorChunk = GroupedMatmulTile::kNMajorChunk;
+
 /// Types and constants of one kernel, derived from its tile shape.
 struct KernelTypes {
   gpu::AddressSpaceAttr smem;
@@ -73,6 +75,9 @@ struct GemmKernel {
 
   // Launch-wide values.
   Value tid, warpgroup, rank, leader, smem, barriers, rowsMap, weightsMap;
+  /// smem's `.shared::cta` byte address (i64), for descriptors built here
+  /// (N-major weights only; null otherwise).
+  Value smemAddress;
   Value numRows, numCols, numK, numSteps;
   int64_t threads = 0, cluster = 1, tileCols = 0, rowsBytes = 0, stageBytes = 0;
   bool specialized = false;

@@ -2,6 +2,7 @@
 
 #include "Mainloop.h"
 #include "../KernelUtils.h"
+#include "WgmmaDescriptor.h"
 
 using namespace mlir;
 using namespace mlir::moe;
@@ -126,10 +127,36 @@ PipelinedMainloop::descriptorsAt(ImplicitLocOpBuilder &nb, const KStep &step,
   Value descA = nvgpu::WarpgroupGenerateDescriptorOp::create(
       nb, k.ty.mmaADesc, t.swapAB ? weightsSlice : rowsSlice,
       t.swapAB ? k.weightsMap : k.rowsMap);
+  if (t.weightsKN())
+    return {descA, nMajorWeightsDescriptor(nb, step, kk)};
   Value descB = nvgpu::WarpgroupGenerateDescriptorOp::create(
       nb, k.ty.mmaBDesc, t.swapAB ? rowsSlice : weightsSlice,
       t.swapAB ? k.rowsMap : k.weightsMap);
   return {descA, descB};
+}
+
+Value PipelinedMainloop::nMajorWeightsDescriptor(ImplicitLocOpBuilder &nb,
+                                                 const KStep &step,
+                                                 int64_t kk) const {
+  const GroupedMatmulTile &t = k.t;
+  IndexMath n{nb};
+  Type i64 = nb.getI64Type();
+  // K rows kk.. of the stage's first chunk: each K row is 128 bytes there.
+  Value offset = n.add(n.mul(step.stage, n.c(k.stageBytes)),
+                       n.c(k.rowsBytes + kk * kNMajorChunk * t.elementBytes()));
+  Value address = arith::AddIOp::create(
+      nb, k.smemAddress, arith::IndexCastOp::create(nb, i64, offset));
+  Value start = arith::ShRUIOp::create(
+      nb,
+      arith::AndIOp::create(nb, address,
+                            arith::ConstantIntOp::create(nb, i64, 0x3FFFF)),
+      arith::ConstantIntOp::create(nb, i64, 4));
+  Value word = arith::OrIOp::create(
+      nb, start,
+      arith::ConstantIntOp::create(
+          nb, i64, int64_t(wgmmaNMajorDescriptor(uint32_t(t.tileK)))));
+  return UnrealizedConversionCastOp::create(nb, k.ty.mmaBDesc, word)
+      .getResult(0);
 }
 
 Value PipelinedMainloop::multiplyInto(ImplicitLocOpBuilder &nb,
@@ -138,9 +165,11 @@ Value PipelinedMainloop::multiplyInto(ImplicitLocOpBuilder &nb,
   int64_t groupsPerStep = t.tileK / t.mmaK();
   for (int64_t kk = 0; kk < t.tileK; kk += t.mmaK()) {
     auto [descA, descB] = descriptorsAt(nb, step, kk);
-    acc = nvgpu::WarpgroupMmaOp::create(nb, k.ty.accumulator, descA, descB,
-                                        nb.getI64IntegerAttr(groupsPerStep),
-                                        UnitAttr(), UnitAttr(), acc)
+    // N-major weights are WGMMA's transposed B (imm-trans-b).
+    acc = nvgpu::WarpgroupMmaOp::create(
+              nb, k.ty.accumulator, descA, descB,
+              nb.getI64IntegerAttr(groupsPerStep), UnitAttr(),
+              t.weightsKN() ? nb.getUnitAttr() : UnitAttr(), acc)
               .getResult();
   }
   return acc;

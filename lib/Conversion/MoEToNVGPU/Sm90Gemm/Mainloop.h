@@ -46,6 +46,10 @@ protected:
   /// weights are WGMMA's 64-row A operand).
   std::pair<Value, Value> descriptorsAt(ImplicitLocOpBuilder &nb,
                                         const KStep &step, int64_t kk) const;
+  /// The B descriptor of N-major weights (WeightsLayout::KN) at K row kk of
+  /// the step's stage (WgmmaDescriptor.h).
+  Value nMajorWeightsDescriptor(ImplicitLocOpBuilder &nb, const KStep &step,
+                                int64_t kk) const;
   /// The step's wgmma, one per 32 bytes of K inside the 128-byte swizzle
   /// atom (nvgpu.warpgroup.mma over a longer K steps K-major B wrongly),
   /// accumulating into `acc`. Each may leave one K step of wgmma in flight:

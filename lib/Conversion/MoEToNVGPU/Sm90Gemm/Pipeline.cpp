@@ -25,9 +25,12 @@ KernelTypes::KernelTypes(MLIRContext *ctx, const GroupedMatmulTile &t) {
     return MemRefType::get(shape, element, MemRefLayoutAttrInterface(), smem);
   };
   rowsTile = shared({t.tileM, t.tileK}, element);
-  // Gated tiles load their gate and up halves as two boxes.
+  // Gated tiles load their gate and up halves as two boxes; N-major
+  // weights ([K, N]) a box of tileK rows x 64 columns per 128 bytes of N.
   weightsLoadTile =
-      shared({1, t.gated() ? t.tileN / 2 : t.tileN, t.tileK}, element);
+      t.weightsKN()
+          ? shared({1, t.tileK, kNMajorChunk}, element)
+          : shared({1, t.gated() ? t.tileN / 2 : t.tileN, t.tileK}, element);
   weightsTile = shared({t.tileN, t.tileK}, element);
   int64_t accColumns = t.accumulatorColumns();
   outTile = shared({64, accColumns}, f32);
@@ -119,7 +122,8 @@ void GemmKernel::releaseStage(ImplicitLocOpBuilder &nb, Value step) const {
                                   n.add(stageOf(nb, step), n.c(t.stages)));
 }
 
-// Coordinates innermost first: rows (k, row), weights (k, n, expert).
+// Coordinates innermost first: rows (k, row), weights (k, n, expert);
+// N-major weights (n, k, expert).
 void GemmKernel::issueLoad(ImplicitLocOpBuilder &nb, const WorkItem &w,
                            Value stage, Value itemStep) const {
   IndexMath n{nb};
@@ -152,6 +156,20 @@ void GemmKernel::issueLoad(ImplicitLocOpBuilder &nb, const WorkItem &w,
                                     ValueRange{k0, w.row0}, stage, everyCTA,
                                     Value());
     });
+  }
+  if (t.weightsKN()) {
+    // Chunk j (columns col + 64j..) lands tileK x 128 bytes after chunk
+    // j - 1: the layout the N-major descriptor's leading offset steps over.
+    int64_t chunkBytes = t.tileK * kNMajorChunk * t.elementBytes();
+    for (int64_t j = 0; j < t.tileN / kNMajorChunk; ++j) {
+      Value dst = n.view(smem, n.add(base, n.c(rowsBytes + j * chunkBytes)),
+                         ty.weightsLoadTile);
+      nvgpu::TmaAsyncLoadOp::create(
+          nb, dst, barriers, weightsMap,
+          ValueRange{n.add(col, n.c(j * kNMajorChunk)), k0, w.expert}, stage,
+          Value(), Value());
+    }
+    return;
   }
   nvgpu::TmaAsyncLoadOp::create(nb, weightsDst, barriers, weightsMap,
                                 ValueRange{k0, col, w.expert}, stage, Value(),
