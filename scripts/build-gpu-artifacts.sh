@@ -56,10 +56,28 @@ MLIR
   done < "$1"
 }
 dgrad_module_of "$root/test/device/shapes.txt" > "$out/dgrad.mlir"
-# bench/grouped_dgrad.py: the input gradients of Mixtral-8x7B's and
-# Qwen3-30B-A3B's down (dO . W2) and gate-up (dGU . W13) projections.
+# The same shapes as moe.grouped_wgrad (test/device/grouped_wgrad.py): the
+# gradient [M, N] and the rows [M, K] to each expert's [N, K], for the shapes
+# whose N and K are multiples of 8.
+wgrad_module_of() {
+  while read -r name e n k off; do
+    [ -z "$name" ] || [ "${name:0:1}" = "#" ] || [ $((n % 8)) -ne 0 ] || [ $((k % 8)) -ne 0 ] && continue
+    cat <<MLIR
+func.func @$name(%g: tensor<?x${n}xbf16>, %x: tensor<?x${k}xbf16>, %off: tensor<$((e + 1))x${off}>) -> tensor<${e}x${n}x${k}xbf16> {
+  %dw = moe.grouped_wgrad %g, %x, %off
+      : (tensor<?x${n}xbf16>, tensor<?x${k}xbf16>, tensor<$((e + 1))x${off}>) -> tensor<${e}x${n}x${k}xbf16>
+  return %dw : tensor<${e}x${n}x${k}xbf16>
+}
+MLIR
+  done < "$1"
+}
+wgrad_module_of "$root/test/device/shapes.txt" > "$out/wgrad.mlir"
+# bench/backward_gemms.py: the input gradients of Mixtral-8x7B's and
+# Qwen3-30B-A3B's down (dO . W2) and gate-up (dGU . W13) projections, and
+# their weight gradients (the same [E, N, K]).
 printf 'mixtral_down 8 4096 14336 i32\nmixtral_gate_up 8 28672 4096 i32\nqwen3_down 128 2048 768 i32\nqwen3_gate_up 128 1536 2048 i32\n' > "$out/dgradbench.txt"
 dgrad_module_of "$out/dgradbench.txt" > "$out/dgradbench.mlir"
+wgrad_module_of "$out/dgradbench.txt" > "$out/wgradbench.mlir"
 printf 'mixtral_gate_up 8 28672 4096 i32\ndeepseek_gate_up 256 4096 7168 i32\n' > "$out/bench.txt"
 module_of "$out/bench.txt" > "$out/bench.mlir"
 
@@ -95,6 +113,9 @@ bundle dgrad-64x128-s2 "$out/dgrad.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 
 bundle dgrad-ws "$out/dgrad.mlir" --moe-gpu-pipeline="warp-specialize=all"
 bundle dgrad-cluster2 "$out/dgrad.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
 bundle dgradbench "$out/dgradbench.mlir" --moe-gpu-pipeline
+# moe.grouped_wgrad: its one kernel.
+bundle wgrad-default "$out/wgrad.mlir" --moe-gpu-pipeline
+bundle wgradbench "$out/wgradbench.mlir" --moe-gpu-pipeline
 bundle swap8-split "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=8"
 bundle split-128x128-s4 "$out/shapes.mlir" --moe-gpu-pipeline="tile-n=128"
 bundle normal-64x128-s2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64 tile-n=128 stages=2"

@@ -98,7 +98,8 @@ struct MoEExtractDeviceCodePass
             "has no GPU kernel yet, and the bundle would "
             "silently skip it; give the GPU pipeline only ops "
             "that have kernels (moe.route, moe.permute, "
-            "moe.grouped_matmul, moe.grouped_dgrad, moe.expert_mlp, "
+            "moe.grouped_matmul, moe.grouped_dgrad, moe.grouped_wgrad, "
+            "moe.expert_mlp, "
             "moe.unpermute, moe.layer, moe.quantize)");
         failedAny = true;
       }

@@ -705,6 +705,22 @@ class Bundle:
         return self.launch(entry, rows=grad, weights=weights,
                            offsets=offsets, out=out)["out"]
 
+    def grouped_wgrad(self, entry: str, grad, rows, offsets, out=None):
+        """The weight gradient of a grouped matmul (an entry of op
+        moe.grouped_wgrad): out[e] = grad[r0:r1].T @ rows[r0:r1] over the
+        rows r0 <= r < r1 of expert e (offsets clamped as the forward's),
+        zeros for an expert without rows. grad: bf16 [M, N], rows: bf16
+        [M, K], offsets: int32/int64 (as the entry says) [E + 1], out: bf16
+        [E, N, K] or None (allocated). Deterministic: each output tile sums
+        its expert's rows in one CTA, no atomics. All CUDA, contiguous, one
+        device, on torch's current stream. Returns out; raises
+        MoERuntimeError."""
+        info = self.entry(entry)
+        if info.op != "moe.grouped_wgrad":
+            raise _invalid(f"{entry}: is op {info.op}, not moe.grouped_wgrad")
+        return self.launch(entry, grad=grad, rows=rows, offsets=offsets,
+                           out=out)["out"]
+
     def quantize(self, entry: str, x, values=None, scales=None):
         """moe.quantize on the GPU (abi quantize.v1), bit-exact with the CPU
         lowering, on torch's current stream of x's device. x: the entry's

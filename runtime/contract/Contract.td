@@ -76,6 +76,12 @@ def GroupedMatmulAbi : Abi<"grouped_matmul.v3",
 def GroupedMatmulFp8Abi : Abi<"grouped_matmul_fp8.v1",
   !listconcat(GemmKeys, [Key<"format", NameKey>, Opt<"out", NameKey>]),
   GemmKernel>;
+// moe.grouped_wgrad: out [E, N, K] per expert, grad [M, N]^T . rows [M, K]
+// over the expert's rows (contract §3.11).
+def GroupedWgradAbi : Abi<"grouped_wgrad.v1", [
+  Key<"op", NameKey>, Key<"abi", NameKey>, Key<"experts", IntKey>,
+  Key<"n", IntKey>, Key<"k", IntKey>, Key<"max_rows", IntKey>,
+  Key<"offsets", TypeKey>], SimpleKernel>;
 def RouteAbi : Abi<"route.v1", [
   Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>,
   Key<"experts", IntKey>, Key<"top_k", IntKey>, Key<"logits", TypeKey>,

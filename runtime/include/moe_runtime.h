@@ -40,6 +40,7 @@ extern "C" {
 #define MOE_ABI_LAYER "layer.v1"
 #define MOE_ABI_QUANTIZE "quantize.v1"
 #define MOE_ABI_LAYER_FP8 "layer_fp8.v1"
+#define MOE_ABI_GROUPED_WGRAD "grouped_wgrad.v1"
 /// The op names of entries: a grouped matmul, and the two halves
 /// (`<name>_gate_up`, `<name>_down`) of a fused expert MLP (a block-FP8 one
 /// has a third part between them, `<name>_intermediate`, a quantize.v1
@@ -48,6 +49,9 @@ extern "C" {
 /// A grouped matmul against untransposed weights: out = rows @ weights[e],
 /// weights [E, K, N] (grouped_matmul.v3 with weights=kn, contract §3.1).
 #define MOE_OP_GROUPED_DGRAD "moe.grouped_dgrad"
+/// Per-expert weight gradients, out [E, N, K] = grad[rows of e]^T @
+/// rows[rows of e] (grouped_wgrad.v1, contract §3.11).
+#define MOE_OP_GROUPED_WGRAD "moe.grouped_wgrad"
 #define MOE_OP_EXPERT_MLP "moe.expert_mlp"
 #define MOE_OP_ROUTE "moe.route"
 #define MOE_OP_UNPERMUTE "moe.unpermute"

@@ -117,6 +117,10 @@ constexpr const RecordSpec &kPermuteEntry = moe::contract::kPermuteAbi.entry;
 constexpr const RecordSpec &kLayerEntry = moe::contract::kLayerAbi.entry;
 constexpr const RecordSpec &kLayerFp8Entry = moe::contract::kLayerFp8Abi.entry;
 constexpr const RecordSpec &kQuantizeEntry = moe::contract::kQuantizeAbi.entry;
+constexpr const RecordSpec &kGroupedWgradEntry =
+    moe::contract::kGroupedWgradAbi.entry;
+constexpr const RecordSpec &kGroupedWgradKernel =
+    moe::contract::kGroupedWgradAbi.kernel;
 constexpr const RecordSpec &kGroupedMatmulKernel =
     moe::contract::kGroupedMatmulAbi.kernel;
 constexpr const RecordSpec &kRouteKernel = moe::contract::kRouteAbi.kernel;
@@ -195,6 +199,9 @@ private:
   moeStatus checkName(std::string_view name, const char *what);
   /// Splits tokens[first..] into key=value pairs in the order of spec.keys;
   /// rejects missing '=', unknown, duplicate and missing keys.
+  moeStatus parseWgradEntry(const std::string &who,
+                            const std::vector<std::string_view> &values,
+                            Entry &entry);
   /// grouped_matmul.v3's optional `weights` key (contract §3.1).
   moeStatus parseWeightsKey(const std::string &who, std::string_view weights,
                             Entry &entry);
@@ -564,13 +571,17 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
     } else if (abi == MOE_ABI_LAYER_FP8) {
       known = &kLayerFp8Entry;
       knownKind = Abi::LayerFp8;
+    } else if (abi == MOE_ABI_GROUPED_WGRAD) {
+      known = &kGroupedWgradEntry;
+      knownKind = Abi::GroupedWgrad;
     } else {
       return fail(MOE_STATUS_UNSUPPORTED,
                   "%s: abi %s is not supported (this runtime implements "
                   "bundle version %d with abis " MOE_ABI_GROUPED_MATMUL
                   ", " MOE_ABI_GROUPED_MATMUL_FP8 ", " MOE_ABI_ROUTE
                   ", " MOE_ABI_UNPERMUTE ", " MOE_ABI_PERMUTE ", " MOE_ABI_LAYER
-                  ", " MOE_ABI_QUANTIZE " and " MOE_ABI_LAYER_FP8 ")%s",
+                  ", " MOE_ABI_QUANTIZE ", " MOE_ABI_LAYER_FP8
+                  " and " MOE_ABI_GROUPED_WGRAD ")%s",
                   who.c_str(), quote(abi).c_str(), MOE_BUNDLE_VERSION,
                   abi == "grouped_matmul.v1"
                       ? ": its kernels are not persistent, recompile it"
@@ -602,12 +613,13 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
   entry.op = std::string(values[0]);
   entry.abi = std::string(values[1]);
   moeStatus status =
-      kind == Abi::Route       ? parseRouteEntry(who, values, entry)
-      : kind == Abi::Unpermute ? parseUnpermuteEntry(who, values, entry)
-      : kind == Abi::Permute   ? parsePermuteEntry(who, values, entry)
-      : isLayer(kind)          ? parseLayerEntry(who, values, entry)
-      : kind == Abi::Quantize  ? parseQuantizeEntry(who, values, entry)
-                               : parseGroupedMatmulEntry(who, values, entry);
+      kind == Abi::Route          ? parseRouteEntry(who, values, entry)
+      : kind == Abi::Unpermute    ? parseUnpermuteEntry(who, values, entry)
+      : kind == Abi::Permute      ? parsePermuteEntry(who, values, entry)
+      : isLayer(kind)             ? parseLayerEntry(who, values, entry)
+      : kind == Abi::Quantize     ? parseQuantizeEntry(who, values, entry)
+      : kind == Abi::GroupedWgrad ? parseWgradEntry(who, values, entry)
+                                  : parseGroupedMatmulEntry(who, values, entry);
   if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmulFp8)
     status = parseFp8Keys(who, values, entry);
   if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmul)
@@ -677,6 +689,26 @@ Reader::parseGroupedMatmulEntry(const std::string &who,
                 who.c_str(), activationName(entry.activation),
                 epilogueName(entry.epilogue));
   return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::parseWgradEntry(const std::string &who,
+                                  const std::vector<std::string_view> &values,
+                                  Entry &entry) {
+  // The one op with this ABI; out [E, N, K], grad [M, N], rows [M, K].
+  if (entry.op != MOE_OP_GROUPED_WGRAD)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: op=%s with abi " MOE_ABI_GROUPED_WGRAD
+                " (its entries are op=" MOE_OP_GROUPED_WGRAD ")",
+                who.c_str(), entry.op.c_str());
+  moeStatus status;
+  if ((status = number(who, "experts", values[2], 1, kMaxRows, true,
+                       entry.experts)) ||
+      (status = number(who, "n", values[3], 1, kMaxRows, true, entry.n)) ||
+      (status = number(who, "k", values[4], 1, kMaxRows, true, entry.k)) ||
+      (status = number(who, "max_rows", values[5], 1, kMaxRows, false,
+                       entry.maxRows)))
+    return status;
+  return integerBits(who, "offsets", values[6], entry.offsetsBits);
 }
 
 moeStatus Reader::parseWeightsKey(const std::string &who,
@@ -1345,10 +1377,10 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
                 "kernels, the count, index, gather and scatter kernels, and "
                 "has four already",
                 who.c_str(), entry.name.c_str(), abiName(entry.kind));
-  // The kernel of a route.v1, unpermute.v2 or quantize.v1 entry computes
-  // everything.
+  // The kernel of a route.v1, unpermute.v2, quantize.v1 or grouped_wgrad.v1
+  // entry computes everything.
   if ((entry.kind == Abi::Route || entry.kind == Abi::Unpermute ||
-       entry.kind == Abi::Quantize) &&
+       entry.kind == Abi::Quantize || entry.kind == Abi::GroupedWgrad) &&
       !entry.kernels.empty())
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: entry '%s' (abi %s) takes exactly one kernel, and has "
@@ -1359,8 +1391,10 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
   const RecordSpec &spec = entry.kind == Abi::Route       ? kRouteKernel
                            : entry.kind == Abi::Unpermute ? kUnpermuteKernel
                            : entry.kind == Abi::Permute   ? kPermuteKernel
-                           : entry.kind == Abi::Quantize ? kQuantizeKernel
-                                                         : kGroupedMatmulKernel;
+                           : entry.kind == Abi::Quantize  ? kQuantizeKernel
+                           : entry.kind == Abi::GroupedWgrad
+                               ? kGroupedWgradKernel
+                               : kGroupedMatmulKernel;
   std::vector<std::string_view> values;
   if (moeStatus status = collectKeys(tokens, 3, spec, who, values))
     return status;

@@ -467,7 +467,7 @@ std::vector<Malformed> malformedPermuteBundles() {
        "bundle line 8: entry 'perm32': abi 'permute.v3' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1)"},
       {"permute.v1 refused",
        permuteReplaced("abi=permute.v2 max_rows=4096",
                        "abi=permute.v1 max_rows=4096"),
@@ -475,7 +475,8 @@ std::vector<Malformed> malformedPermuteBundles() {
        "bundle line 8: entry 'perm32': abi 'permute.v1' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): it predates the "
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1): "
+       "it predates the "
        "multi-CTA count "
        "and index kernels, "
        "recompile it"},
@@ -1096,7 +1097,7 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
        "bundle line 20: entry 'fmix': abi 'layer_fp8.v2' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1)"},
   };
 }
 
@@ -1378,7 +1379,7 @@ std::vector<Malformed> malformedQuantizeBundles() {
        "bundle line 4: entry 'mx': abi 'quantize.v2' is not supported (this "
        "runtime implements bundle version 7 with abis grouped_matmul.v3, "
        "grouped_matmul_fp8.v1, route.v1, unpermute.v2, permute.v2, layer.v1, "
-       "quantize.v1 and layer_fp8.v1)"},
+       "quantize.v1, layer_fp8.v1 and grouped_wgrad.v1)"},
   };
 }
 
@@ -1505,7 +1506,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v1' is not "
        "supported (this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): "
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1): "
        "its kernels "
        "are not "
        "persistent, recompile it"},
@@ -1516,7 +1517,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
        "supported (this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): "
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1): "
        "it predates "
        "kernel "
        "epilogues, recompile it"},
@@ -1527,7 +1528,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v4' is not "
        "supported (this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1)"},
       {"newer abi with new keys",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
                 "split_k=2 abi=grouped_matmul.v4 experts=8 n=28672"),
@@ -1548,8 +1549,8 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 6: entry 'softmax': abi 'route.v2' is not supported (this "
        "runtime implements bundle version 7 with abis grouped_matmul.v3, "
        "grouped_matmul_fp8.v1, "
-       "route.v1, unpermute.v2, permute.v2, layer.v1, quantize.v1 and "
-       "layer_fp8.v1)"},
+       "route.v1, unpermute.v2, permute.v2, layer.v1, quantize.v1, "
+       "layer_fp8.v1 and grouped_wgrad.v1)"},
       {"unpermute.v1 refused",
        replaced("abi=unpermute.v2 max_rows=1024",
                 "abi=unpermute.v1 max_rows=1024", routeBundle()),
@@ -1557,7 +1558,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 10: entry 'gather': abi 'unpermute.v1' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1): "
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1): "
        "it predates column blocks, recompile it"},
       {"newer unpermute abi",
        replaced("abi=unpermute.v2 max_rows=1024",
@@ -1566,7 +1567,7 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 10: entry 'gather': abi 'unpermute.v3' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1 and layer_fp8.v1)"},
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1)"},
       {"layer of v1 parts",
        replaced("abi=unpermute.v2 max_rows=4096",
                 "abi=unpermute.v1 max_rows=4096", layerBundle()),
@@ -2424,6 +2425,60 @@ TEST(bundleDgradParses) {
   CHECK_EQ(entry.n, 28672);
   CHECK_EQ(entry.k, 4096);
   moeBundleClose(bundle);
+}
+
+/// A bundle of one grouped_wgrad.v1 entry (moe.grouped_wgrad).
+static std::string wgradBundle(const std::string &more = "") {
+  return "MOEBUNDLE 6\n"
+         "chip sm_90a\n" +
+         imageRecord("moe_kernels", fakeCubin('W')) +
+         "entry dw op=moe.grouped_wgrad abi=grouped_wgrad.v1 experts=8 n=256 "
+         "k=512 max_rows=2147483647 offsets=i64\n" +
+         simpleKernelLine("dw", "grouped_wgrad_bf16_128x128x64_s4_off64",
+                          "moe_kernels", 256, 131072) +
+         more + "end\n";
+}
+
+TEST(bundleWgradParses) {
+  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle = openBundle(wgradBundle(), &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (!bundle)
+    return;
+  moeEntryInfo entry;
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.op), MOE_OP_GROUPED_WGRAD);
+  CHECK_EQ(std::string(entry.abi), MOE_ABI_GROUPED_WGRAD);
+  CHECK_EQ(entry.experts, 8);
+  CHECK_EQ(entry.n, 256);
+  CHECK_EQ(entry.k, 512);
+  CHECK_EQ(entry.offsets_bits, 64);
+  moeBundleClose(bundle);
+
+  // Another op with the ABI, a second kernel, a key of another ABI.
+  const struct {
+    std::string bytes;
+    const char *message;
+  } bad[] = {
+      {replacedAll(wgradBundle(), "op=moe.grouped_wgrad",
+                   "op=moe.grouped_matmul"),
+       "bundle line 4: entry 'dw': op=moe.grouped_matmul with abi "
+       "grouped_wgrad.v1 (its entries are op=moe.grouped_wgrad)"},
+      {wgradBundle(simpleKernelLine("dw", "second", "moe_kernels", 256, 0)),
+       "entry 'dw' (abi grouped_wgrad.v1) takes exactly one kernel"},
+      {replacedAll(wgradBundle(), "offsets=i64", "offsets=i64 epilogue=store"),
+       "bundle line 4: entry 'dw': unknown key 'epilogue' (abi "
+       "grouped_wgrad.v1 takes op, abi, experts, n, k, max_rows and "
+       "offsets)"},
+  };
+  for (const auto &c : bad) {
+    moeBundle *refused = openBundle(c.bytes, &status);
+    CHECK(refused == nullptr);
+    CHECK_EQ(status, MOE_STATUS_INVALID_BUNDLE);
+    CHECK_CONTAINS(std::string(moeLastErrorMessage()), c.message);
+    if (refused)
+      moeBundleClose(refused);
+  }
 }
 
 TEST(bundleLayerParses) {

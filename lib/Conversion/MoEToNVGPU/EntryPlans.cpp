@@ -426,6 +426,37 @@ void gemmPlan(const EntryKeys &e, Scope &p, StringRef chip) {
   }
 }
 
+/// grouped_wgrad.v1 (contract §3.11): out [E, N, K] = per expert
+/// grad[rows]^T . rows[rows]; a CTA per (expert, tile_m x tile_n output
+/// tile), launched also at M = 0 (every expert's gradient is then zero),
+/// when its tensor maps name `out` (never read: no expert has rows).
+void wgradPlan(const EntryKeys &e, Scope &p) {
+  auto tile = e.kernels[0]->getAttrOfType<DenseI64ArrayAttr>("moe.tile");
+  int64_t tileM = tile[0], tileN = tile[1], tileK = tile[2];
+  Type offsets = e.type("offsets");
+  Expr m = p.size("M", 0, e.integer("max_rows"));
+  Expr n = p.dim("N", e.integer("n"), 8, kMaxRows);
+  Expr k = p.dim("K", e.integer("k"), 8, kMaxRows);
+  Expr experts = p.dim("E", e.integer("experts"), 1, kMaxRows);
+  p.check(multipleOf(n, 8), "N must be a multiple of 8 (the gradient's TMA "
+                            "row pitch must be a multiple of 16 bytes)");
+  p.check(multipleOf(k, 8), "K must be a multiple of 8 (the rows' TMA row "
+                            "pitch must be a multiple of 16 bytes)");
+  p.arg("grad", "bf16", Role::In, 16, {m, n});
+  p.arg("rows", "bf16", Role::In, 16, {m, k});
+  p.arg("offsets", dtypeOf(offsets), Role::In, bytesOf(offsets), {experts + 1});
+  p.arg("out", "bf16", Role::Out, 16, {experts, n, k});
+  Expr grid = experts * ceilDiv(n, tileM) * ceilDiv(k, tileN);
+  for (bool empty : {false, true}) {
+    Step &s = p.launch(0, grid, compare(empty ? "==" : ">=", m, empty ? 0 : 1));
+    s.tmap(empty ? "out" : "grad", "bf16", {n, empty ? Expr(1) : m}, {n * 2},
+           {64, tileK});
+    s.tmap(empty ? "out" : "rows", "bf16", {k, empty ? Expr(1) : m}, {k * 2},
+           {64, tileK});
+    s.mem("offsets", {experts + 1}).mem("out", {experts, n, k}).i32(m);
+  }
+}
+
 /// The plan of the entry `keys` into `scope`, by its abi.
 LogicalResult writeSteps(Location loc, const EntryKeys &keys, Scope &scope,
                          StringRef chip) {
@@ -443,6 +474,8 @@ LogicalResult writeSteps(Location loc, const EntryKeys &keys, Scope &scope,
     permutePlan(keys, scope);
   else if (abi == "quantize.v1")
     quantizePlan(keys, scope);
+  else if (abi == "grouped_wgrad.v1")
+    wgradPlan(keys, scope);
   else if (abi == "grouped_matmul.v3" || abi == "grouped_matmul_fp8.v1") {
     for (gpu::GPUFuncOp kernel : SmallVector<gpu::GPUFuncOp>(keys.kernels))
       if (!kernel->getAttrOfType<DenseI64ArrayAttr>("moe.tile"))

@@ -330,6 +330,23 @@ static std::string unsupportedReason(GroupedDgradOp op) {
   return "";
 }
 
+/// Why the sm_90a weight-gradient kernel cannot run `op`, or an empty string.
+static std::string unsupportedReason(GroupedWgradOp op) {
+  for (Value v : {op.getGrad(), op.getRows(), op.getWeightGrad()})
+    if (!cast<RankedTensorType>(v.getType()).getElementType().isBF16())
+      return "only bf16 gradients, rows and weight gradient are implemented";
+  if (op.getBiasGrad())
+    return "the bias gradient has no kernel yet (a weight gradient only)";
+  // Both are TMA row pitches.
+  for (Value v : {op.getGrad(), op.getRows()}) {
+    int64_t columns = cast<RankedTensorType>(v.getType()).getDimSize(1);
+    if (!ShapedType::isDynamic(columns) && columns % 8 != 0)
+      return "the gradient's and the rows' columns must be multiples of 8 "
+             "(TMA row pitch is a multiple of 16 bytes)";
+  }
+  return "";
+}
+
 QuantizeOp mlir::moe::getGatherQuantizedRows(Operation *op) {
   auto layer = dyn_cast_or_null<LayerOp>(op->getParentOp());
   std::optional<LayerChain> chain = layer ? getLayerChain(layer) : std::nullopt;
@@ -349,16 +366,16 @@ std::string mlir::moe::missingKernelReason(Operation *op) {
 }
 
 bool mlir::moe::hasKernels(Operation *op) {
-  return isa<GroupedMatmulOp, GroupedDgradOp, ExpertMLPOp, RouteOp, UnpermuteOp,
-             PermuteOp, LayerOp, QuantizeOp>(op);
+  return isa<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, ExpertMLPOp,
+             RouteOp, UnpermuteOp, PermuteOp, LayerOp, QuantizeOp>(op);
 }
 
 std::string mlir::moe::unsupportedReason(Operation *op, StringRef chip) {
   if (chip == "sm_100a")
     return unsupportedReasonSm100(op);
   return llvm::TypeSwitch<Operation *, std::string>(op)
-      .Case<GroupedMatmulOp, GroupedDgradOp, ExpertMLPOp, RouteOp, UnpermuteOp,
-            PermuteOp, LayerOp, QuantizeOp>(
+      .Case<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, ExpertMLPOp,
+            RouteOp, UnpermuteOp, PermuteOp, LayerOp, QuantizeOp>(
           [](auto concrete) { return ::unsupportedReason(concrete); })
       .Default([](Operation *) { return std::string("no kernels"); });
 }

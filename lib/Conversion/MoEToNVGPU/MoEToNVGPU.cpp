@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GroupedMatmulKernel.h"
+#include "GroupedWgradKernel.h"
 #include "KernelSupport.h"
 #include "LaunchPlan.h"
 #include "MoE/Conversion/Passes.h"
@@ -269,6 +270,38 @@ unpermuteLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteOp op) {
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(slots.getDimSize(0))));
   info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
+  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
+    return failure();
+  return info.getDictionary(builder.getContext());
+}
+
+/// Builds (or reuses) the weight-gradient kernel of `op`; returns its
+/// moe.launch (grouped_wgrad.v1, contract §3.11).
+static FailureOr<DictionaryAttr>
+wgradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, GroupedWgradOp op) {
+  auto grad = cast<RankedTensorType>(op.getGrad().getType());
+  auto result = cast<RankedTensorType>(op.getWeightGrad().getType());
+  auto offsets = cast<RankedTensorType>(op.getOffsets().getType());
+  GroupedWgradTile tile;
+  gpu::GPUFuncOp func =
+      lookUpOrBuild(kernels, tile.kernelName(offsets.getElementType()), [&] {
+        return buildGroupedWgradKernel(builder, op.getLoc(), kernels, tile,
+                                       offsets.getElementType());
+      });
+  auto size = [](int64_t dim) {
+    return ShapedType::isDynamic(dim) ? int64_t(-1) : dim;
+  };
+  NamedAttrList info;
+  info.set("abi", builder.getStringAttr("grouped_wgrad.v1"));
+  info.set("experts", builder.getI64IntegerAttr(size(result.getDimSize(0))));
+  info.set("n", builder.getI64IntegerAttr(size(result.getDimSize(1))));
+  info.set("k", builder.getI64IntegerAttr(size(result.getDimSize(2))));
+  info.set("max_rows",
+           builder.getI64IntegerAttr(maxTokens(grad.getDimSize(0))));
+  info.set("offsets", TypeAttr::get(offsets.getElementType()));
+  info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
+  func->setAttr("moe.dynamic_shared_bytes",
+                builder.getI64IntegerAttr(tile.dynamicSharedBytes()));
   if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
     return failure();
   return info.getDictionary(builder.getContext());
@@ -619,6 +652,7 @@ struct OneKernelLowering : KernelPattern<Op> {
 };
 using RouteLowering = OneKernelLowering<RouteOp, routeLaunch>;
 using UnpermuteLowering = OneKernelLowering<UnpermuteOp, unpermuteLaunch>;
+using GroupedWgradLowering = OneKernelLowering<GroupedWgradOp, wgradLaunch>;
 
 /// Lowers `moe.permute` to its count, index and gather (and scatter)
 /// kernels.
@@ -683,9 +717,10 @@ struct LayerLowering : KernelPattern<LayerOp> {
 
 void mlir::moe::populateMoEToNVGPUPatterns(RewritePatternSet &patterns,
                                            gpu::GPUModuleOp kernels) {
-  patterns.add<GroupedMatmulLowering, GroupedDgradLowering, ExpertMLPLowering,
-               RouteLowering, PermuteLowering, UnpermuteLowering,
-               QuantizeLowering, LayerLowering>(patterns.getContext(), kernels);
+  patterns
+      .add<GroupedMatmulLowering, GroupedDgradLowering, GroupedWgradLowering,
+           ExpertMLPLowering, RouteLowering, PermuteLowering, UnpermuteLowering,
+           QuantizeLowering, LayerLowering>(patterns.getContext(), kernels);
 }
 
 namespace {

@@ -1,0 +1,58 @@
+// moe.grouped_dgrad and moe.grouped_wgrad shapes the sm_90a kernels do not
+// implement are refused at the op, with the reason; the other backward ops
+// have no kernel yet and are refused by name.
+// RUN: moe-opt %s --split-input-file --moe-gpu-pipeline --mlir-print-op-on-diagnostic=false -verify-diagnostics -o /dev/null
+
+func.func @f32(%g: tensor<?x256xf32>, %w: tensor<8x256x512xf32>, %off: tensor<9xi32>) -> tensor<?x512xf32> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: only bf16 gradients, weights and result are implemented}}
+  %dx = moe.grouped_dgrad %g, %w, %off : (tensor<?x256xf32>, tensor<8x256x512xf32>, tensor<9xi32>) -> tensor<?x512xf32>
+  return %dx : tensor<?x512xf32>
+}
+
+// -----
+
+func.func @reduction_pitch(%g: tensor<?x100xbf16>, %w: tensor<8x100x512xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: the gradient's columns (the reduction) must be a multiple of 8}}
+  %dx = moe.grouped_dgrad %g, %w, %off : (tensor<?x100xbf16>, tensor<8x100x512xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %dx : tensor<?x512xbf16>
+}
+
+// -----
+
+func.func @result_pitch(%g: tensor<?x256xbf16>, %w: tensor<8x256x100xbf16>, %off: tensor<9xi32>) -> tensor<?x100xbf16> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: the result's columns must be a multiple of 8}}
+  %dx = moe.grouped_dgrad %g, %w, %off : (tensor<?x256xbf16>, tensor<8x256x100xbf16>, tensor<9xi32>) -> tensor<?x100xbf16>
+  return %dx : tensor<?x100xbf16>
+}
+
+// -----
+
+func.func @wgrad_f32(%g: tensor<?x256xf32>, %x: tensor<?x512xf32>, %off: tensor<9xi32>) -> tensor<8x256x512xf32> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: only bf16 gradients, rows and weight gradient are implemented}}
+  %dw = moe.grouped_wgrad %g, %x, %off : (tensor<?x256xf32>, tensor<?x512xf32>, tensor<9xi32>) -> tensor<8x256x512xf32>
+  return %dw : tensor<8x256x512xf32>
+}
+
+// -----
+
+func.func @wgrad_bias(%g: tensor<?x256xbf16>, %x: tensor<?x512xbf16>, %off: tensor<9xi32>) -> (tensor<8x256x512xbf16>, tensor<8x256xf32>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: the bias gradient has no kernel yet (a weight gradient only)}}
+  %dw, %db = moe.grouped_wgrad %g, %x, %off : (tensor<?x256xbf16>, tensor<?x512xbf16>, tensor<9xi32>) -> (tensor<8x256x512xbf16>, tensor<8x256xf32>)
+  return %dw, %db : tensor<8x256x512xbf16>, tensor<8x256xf32>
+}
+
+// -----
+
+func.func @wgrad_pitch(%g: tensor<?x256xbf16>, %x: tensor<?x100xbf16>, %off: tensor<9xi32>) -> tensor<8x256x100xbf16> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: the gradient's and the rows' columns must be multiples of 8}}
+  %dw = moe.grouped_wgrad %g, %x, %off : (tensor<?x256xbf16>, tensor<?x100xbf16>, tensor<9xi32>) -> tensor<8x256x100xbf16>
+  return %dw : tensor<8x256x100xbf16>
+}
+
+// -----
+
+func.func @swiglu_grad(%gu: tensor<?x512xbf16>, %dh: tensor<?x256xbf16>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{has no GPU kernel yet, and the bundle would silently skip it}}
+  %dgu = moe.swiglu_grad silu %gu, %dh : (tensor<?x512xbf16>, tensor<?x256xbf16>) -> tensor<?x512xbf16>
+  return %dgu : tensor<?x512xbf16>
+}
