@@ -72,6 +72,21 @@ MLIR
   done < "$1"
 }
 wgrad_module_of "$root/test/device/shapes.txt" > "$out/wgrad.mlir"
+# test/device/backward_ops.py: the backward's SIMT kernels (planned.v1).
+cat > "$out/backward-ops.mlir" <<'MLIR'
+func.func @swiglu_grad_silu_i256(%gu: tensor<?x512xbf16>, %dh: tensor<?x256xbf16>) -> tensor<?x512xbf16> {
+  %d = moe.swiglu_grad silu %gu, %dh : (tensor<?x512xbf16>, tensor<?x256xbf16>) -> tensor<?x512xbf16>
+  return %d : tensor<?x512xbf16>
+}
+func.func @swiglu_grad_silu(%gu: tensor<?x?xbf16>, %dh: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  %d = moe.swiglu_grad silu %gu, %dh : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %d : tensor<?x?xbf16>
+}
+func.func @swiglu_grad_gptoss(%gu: tensor<?x?xbf16>, %dh: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  %d = moe.swiglu_grad gptoss %gu, %dh alpha 1.702 limit 7.0 : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %d : tensor<?x?xbf16>
+}
+MLIR
 # bench/backward_gemms.py: the input gradients of Mixtral-8x7B's and
 # Qwen3-30B-A3B's down (dO . W2) and gate-up (dGU . W13) projections, and
 # their weight gradients (the same [E, N, K]).
@@ -116,6 +131,7 @@ bundle dgradbench "$out/dgradbench.mlir" --moe-gpu-pipeline
 # moe.grouped_wgrad: its one kernel.
 bundle wgrad-default "$out/wgrad.mlir" --moe-gpu-pipeline
 bundle wgradbench "$out/wgradbench.mlir" --moe-gpu-pipeline
+bundle backward-ops "$out/backward-ops.mlir" --moe-gpu-pipeline
 bundle swap8-split "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=8"
 bundle split-128x128-s4 "$out/shapes.mlir" --moe-gpu-pipeline="tile-n=128"
 bundle normal-64x128-s2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64 tile-n=128 stages=2"

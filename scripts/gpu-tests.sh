@@ -8,6 +8,8 @@
 # the same way, and two runs bit-identical) and test/device/grouped_wgrad.py
 # (moe.grouped_wgrad's per-expert weight gradients: skewed and empty experts,
 # M = 0, the next expert's rows kept out, bit-identical runs) and
+# test/device/backward_ops.py (the backward's SIMT kernels: swiglu_grad, silu
+# and GPT-OSS at its clamps, against torch autograd) and
 # test/device/expert_mlp.py (the fused expert MLP bundles) and
 # test/device/routing.py (the five models' routers against shared/bench's
 # route_model, the permutation and the combine; needs .shared-bench carried)
@@ -37,7 +39,7 @@ status=0 passed=0 failed=0
 # With .gpu-artifacts/hf-cache (scripts/build-hf-cache.sh): test/device/hf_module.py
 # (MoELayer.from_hf), hf_experts.py (experts_implementation="moe_mlir") and
 # readme.py (the README's GPU snippets as written) too.
-for test in grouped_matmul grouped_dgrad grouped_wgrad fp8_grouped_matmul expert_mlp routing layer shared_layer empty_batch quantize fp8_layer mxfp8_layer $([ -d "$art/hf-cache" ] && echo hf_module hf_experts readme); do
+for test in grouped_matmul grouped_dgrad grouped_wgrad backward_ops fp8_grouped_matmul expert_mlp routing layer shared_layer empty_batch quantize fp8_layer mxfp8_layer $([ -d "$art/hf-cache" ] && echo hf_module hf_experts readme); do
   log=$(mktemp)
   python3 "$root/test/device/$test.py" "$art" "$root/.shared-bench" 2>&1 | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -721,6 +721,20 @@ class Bundle:
         return self.launch(entry, grad=grad, rows=rows, offsets=offsets,
                            out=out)["out"]
 
+    def swiglu_grad(self, entry: str, input, grad, out=None):
+        """The gradient of a gated activation (an entry of op
+        moe.swiglu_grad, abi planned.v1): input bf16 [M, 2I] (gate columns,
+        then up columns, as the forward's gate-up output), grad bf16 [M, I]
+        (the activation's gradient), out bf16 [M, 2I] or None (allocated):
+        the gate and up gradients of the entry's activation (silu, or
+        GPT-OSS's clamped form with its compiled constants). All CUDA,
+        contiguous, one device, on torch's current stream. Returns out;
+        raises MoERuntimeError."""
+        info = self.entry(entry)
+        if info.op != "moe.swiglu_grad":
+            raise _invalid(f"{entry}: is op {info.op}, not moe.swiglu_grad")
+        return self.launch(entry, input=input, grad=grad, out=out)["out"]
+
     def quantize(self, entry: str, x, values=None, scales=None):
         """moe.quantize on the GPU (abi quantize.v1), bit-exact with the CPU
         lowering, on torch's current stream of x's device. x: the entry's

@@ -82,6 +82,12 @@ def GroupedWgradAbi : Abi<"grouped_wgrad.v1", [
   Key<"op", NameKey>, Key<"abi", NameKey>, Key<"experts", IntKey>,
   Key<"n", IntKey>, Key<"k", IntKey>, Key<"max_rows", IntKey>,
   Key<"offsets", TypeKey>], SimpleKernel>;
+// An op whose launch plan alone says how to call it: its op names what it
+// computes (docs/semantics.md), its plan's arguments what it takes
+// (contract §3.12). The backward's SIMT kernels.
+def PlannedAbi : Abi<"planned.v1", [
+  Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>],
+  SimpleKernel>;
 def RouteAbi : Abi<"route.v1", [
   Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>,
   Key<"experts", IntKey>, Key<"top_k", IntKey>, Key<"logits", TypeKey>,

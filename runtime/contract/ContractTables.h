@@ -55,6 +55,9 @@ inline constexpr AbiSchema kGroupedMatmulFp8Abi = {"grouped_matmul_fp8.v1", {kGr
 inline constexpr KeySchema kGroupedWgradAbiEntryKeys[] = {{"op", KeyKind::Name, false}, {"abi", KeyKind::Name, false}, {"experts", KeyKind::Int, false}, {"n", KeyKind::Int, false}, {"k", KeyKind::Int, false}, {"max_rows", KeyKind::Int, false}, {"offsets", KeyKind::Type, false}};
 inline constexpr KeySchema kGroupedWgradAbiKernelKeys[] = {{"image", KeyKind::Name, false}, {"threads", KeyKind::Int, false}, {"smem", KeyKind::Int, false}, {"cluster", KeyKind::Int, true}};
 inline constexpr AbiSchema kGroupedWgradAbi = {"grouped_wgrad.v1", {kGroupedWgradAbiEntryKeys, 7, "(abi grouped_wgrad.v1 takes op, abi, experts, n, k, max_rows and offsets)"}, {kGroupedWgradAbiKernelKeys, 4, "(the kernels of an abi grouped_wgrad.v1 entry take image, threads, smem and the optional cluster)"}};
+inline constexpr KeySchema kPlannedAbiEntryKeys[] = {{"op", KeyKind::Name, false}, {"abi", KeyKind::Name, false}, {"max_rows", KeyKind::Int, false}};
+inline constexpr KeySchema kPlannedAbiKernelKeys[] = {{"image", KeyKind::Name, false}, {"threads", KeyKind::Int, false}, {"smem", KeyKind::Int, false}, {"cluster", KeyKind::Int, true}};
+inline constexpr AbiSchema kPlannedAbi = {"planned.v1", {kPlannedAbiEntryKeys, 3, "(abi planned.v1 takes op, abi and max_rows)"}, {kPlannedAbiKernelKeys, 4, "(the kernels of an abi planned.v1 entry take image, threads, smem and the optional cluster)"}};
 inline constexpr KeySchema kRouteAbiEntryKeys[] = {{"op", KeyKind::Name, false}, {"abi", KeyKind::Name, false}, {"max_rows", KeyKind::Int, false}, {"experts", KeyKind::Int, false}, {"top_k", KeyKind::Int, false}, {"logits", KeyKind::Type, false}, {"bias", KeyKind::Flag, false}, {"shared", KeyKind::Int, true}, {"shared_gate", KeyKind::Flag, true}, {"hidden", KeyKind::Int, true}};
 inline constexpr KeySchema kRouteAbiKernelKeys[] = {{"image", KeyKind::Name, false}, {"threads", KeyKind::Int, false}, {"smem", KeyKind::Int, false}, {"cluster", KeyKind::Int, true}};
 inline constexpr AbiSchema kRouteAbi = {"route.v1", {kRouteAbiEntryKeys, 10, "(abi route.v1 takes op, abi, max_rows, experts, top_k, logits, bias, the optional shared, the optional shared_gate and the optional hidden)"}, {kRouteAbiKernelKeys, 4, "(the kernels of an abi route.v1 entry take image, threads, smem and the optional cluster)"}};
@@ -72,7 +75,7 @@ inline constexpr KeySchema kQuantizeAbiEntryKeys[] = {{"op", KeyKind::Name, fals
 inline constexpr KeySchema kQuantizeAbiKernelKeys[] = {{"image", KeyKind::Name, false}, {"threads", KeyKind::Int, false}, {"smem", KeyKind::Int, false}, {"cluster", KeyKind::Int, true}};
 inline constexpr AbiSchema kQuantizeAbi = {"quantize.v1", {kQuantizeAbiEntryKeys, 12, "(abi quantize.v1 takes op, abi, max_rows, element, scale, input, block_rows, block_cols, rank, batch, rows and cols)"}, {kQuantizeAbiKernelKeys, 4, "(the kernels of an abi quantize.v1 entry take image, threads, smem and the optional cluster)"}};
 
-inline constexpr const AbiSchema *kAbis[] = {&kGroupedMatmulAbi, &kGroupedMatmulFp8Abi, &kGroupedWgradAbi, &kRouteAbi, &kUnpermuteAbi, &kPermuteAbi, &kLayerAbi, &kLayerFp8Abi, &kQuantizeAbi};
+inline constexpr const AbiSchema *kAbis[] = {&kGroupedMatmulAbi, &kGroupedMatmulFp8Abi, &kGroupedWgradAbi, &kPlannedAbi, &kRouteAbi, &kUnpermuteAbi, &kPermuteAbi, &kLayerAbi, &kLayerFp8Abi, &kQuantizeAbi};
 
 /// The schema of ABI `name`, or null.
 inline const AbiSchema *findAbi(std::string_view name) {

@@ -108,8 +108,9 @@ enum class Abi {
   Permute,
   Layer,
   Quantize,
-  LayerFp8,    // layer_fp8.v1: an FP8 layer (added within version 6)
-  GroupedWgrad // grouped_wgrad.v1: per-expert weight gradients (version 7)
+  LayerFp8,     // layer_fp8.v1: an FP8 layer (added within version 6)
+  GroupedWgrad, // grouped_wgrad.v1: per-expert weight gradients (version 7)
+  Planned       // planned.v1: an op launched by its plan alone (version 7)
 };
 
 /// Whether entries of `abi` are whole layers (moeLayer): no kernels, the
@@ -152,6 +153,8 @@ inline const char *abiName(Abi abi) {
     return MOE_ABI_LAYER_FP8;
   case Abi::GroupedWgrad:
     return MOE_ABI_GROUPED_WGRAD;
+  case Abi::Planned:
+    return MOE_ABI_PLANNED;
   }
   return "?";
 }

@@ -121,6 +121,8 @@ constexpr const RecordSpec &kGroupedWgradEntry =
     moe::contract::kGroupedWgradAbi.entry;
 constexpr const RecordSpec &kGroupedWgradKernel =
     moe::contract::kGroupedWgradAbi.kernel;
+constexpr const RecordSpec &kPlannedEntry = moe::contract::kPlannedAbi.entry;
+constexpr const RecordSpec &kPlannedKernel = moe::contract::kPlannedAbi.kernel;
 constexpr const RecordSpec &kGroupedMatmulKernel =
     moe::contract::kGroupedMatmulAbi.kernel;
 constexpr const RecordSpec &kRouteKernel = moe::contract::kRouteAbi.kernel;
@@ -574,6 +576,9 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
     } else if (abi == MOE_ABI_GROUPED_WGRAD) {
       known = &kGroupedWgradEntry;
       knownKind = Abi::GroupedWgrad;
+    } else if (abi == MOE_ABI_PLANNED) {
+      known = &kPlannedEntry;
+      knownKind = Abi::Planned;
     } else {
       return fail(MOE_STATUS_UNSUPPORTED,
                   "%s: abi %s is not supported (this runtime implements "
@@ -581,7 +586,7 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
                   ", " MOE_ABI_GROUPED_MATMUL_FP8 ", " MOE_ABI_ROUTE
                   ", " MOE_ABI_UNPERMUTE ", " MOE_ABI_PERMUTE ", " MOE_ABI_LAYER
                   ", " MOE_ABI_QUANTIZE ", " MOE_ABI_LAYER_FP8
-                  " and " MOE_ABI_GROUPED_WGRAD ")%s",
+                  ", " MOE_ABI_GROUPED_WGRAD " and " MOE_ABI_PLANNED ")%s",
                   who.c_str(), quote(abi).c_str(), MOE_BUNDLE_VERSION,
                   abi == "grouped_matmul.v1"
                       ? ": its kernels are not persistent, recompile it"
@@ -619,7 +624,9 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
       : isLayer(kind)             ? parseLayerEntry(who, values, entry)
       : kind == Abi::Quantize     ? parseQuantizeEntry(who, values, entry)
       : kind == Abi::GroupedWgrad ? parseWgradEntry(who, values, entry)
-                                  : parseGroupedMatmulEntry(who, values, entry);
+      : kind == Abi::Planned ? number(who, "max_rows", values[2], 1, kMaxRows,
+                                      false, entry.maxRows)
+                             : parseGroupedMatmulEntry(who, values, entry);
   if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmulFp8)
     status = parseFp8Keys(who, values, entry);
   if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmul)
@@ -1394,7 +1401,8 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
                            : entry.kind == Abi::Quantize  ? kQuantizeKernel
                            : entry.kind == Abi::GroupedWgrad
                                ? kGroupedWgradKernel
-                               : kGroupedMatmulKernel;
+                           : entry.kind == Abi::Planned ? kPlannedKernel
+                                                        : kGroupedMatmulKernel;
   std::vector<std::string_view> values;
   if (moeStatus status = collectKeys(tokens, 3, spec, who, values))
     return status;
@@ -1560,12 +1568,15 @@ moeStatus Reader::finish() {
                      ? entry.kernels.size()
                      : out.entries[size_t(step.entry)].kernels.size());
     };
-    if (!entry.planLine && out.version >= 7)
+    // A planned.v1 entry is known by its plan alone (in every version).
+    if (!entry.planLine && (out.version >= 7 || entry.kind == Abi::Planned))
       return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
-                    "entry '%s' has no launch plan (version 7 entries carry "
+                    "entry '%s' has no launch plan (%s entries carry "
                     "size, arg and launch records)",
-                    entry.name.c_str());
-    if (out.version >= 7 && entry.plan.steps.empty())
+                    entry.name.c_str(),
+                    entry.kind == Abi::Planned ? "planned.v1" : "version 7");
+    if ((out.version >= 7 || entry.kind == Abi::Planned) &&
+        entry.plan.steps.empty())
       return failAt(entry.planLine, MOE_STATUS_INVALID_BUNDLE,
                     "entry '%s''s plan has no launch record",
                     entry.name.c_str());

@@ -467,7 +467,8 @@ std::vector<Malformed> malformedPermuteBundles() {
        "bundle line 8: entry 'perm32': abi 'permute.v3' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1)"},
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
+       "planned.v1)"},
       {"permute.v1 refused",
        permuteReplaced("abi=permute.v2 max_rows=4096",
                        "abi=permute.v1 max_rows=4096"),
@@ -475,7 +476,8 @@ std::vector<Malformed> malformedPermuteBundles() {
        "bundle line 8: entry 'perm32': abi 'permute.v1' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1): "
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
+       "planned.v1): "
        "it predates the "
        "multi-CTA count "
        "and index kernels, "
@@ -1097,7 +1099,8 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
        "bundle line 20: entry 'fmix': abi 'layer_fp8.v2' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1)"},
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
+       "planned.v1)"},
   };
 }
 
@@ -1379,7 +1382,7 @@ std::vector<Malformed> malformedQuantizeBundles() {
        "bundle line 4: entry 'mx': abi 'quantize.v2' is not supported (this "
        "runtime implements bundle version 7 with abis grouped_matmul.v3, "
        "grouped_matmul_fp8.v1, route.v1, unpermute.v2, permute.v2, layer.v1, "
-       "quantize.v1, layer_fp8.v1 and grouped_wgrad.v1)"},
+       "quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and planned.v1)"},
   };
 }
 
@@ -1506,7 +1509,8 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v1' is not "
        "supported (this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1): "
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
+       "planned.v1): "
        "its kernels "
        "are not "
        "persistent, recompile it"},
@@ -1517,7 +1521,8 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
        "supported (this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1): "
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
+       "planned.v1): "
        "it predates "
        "kernel "
        "epilogues, recompile it"},
@@ -1528,7 +1533,8 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v4' is not "
        "supported (this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1)"},
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
+       "planned.v1)"},
       {"newer abi with new keys",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
                 "split_k=2 abi=grouped_matmul.v4 experts=8 n=28672"),
@@ -1550,7 +1556,7 @@ std::vector<Malformed> malformedBundles() {
        "runtime implements bundle version 7 with abis grouped_matmul.v3, "
        "grouped_matmul_fp8.v1, "
        "route.v1, unpermute.v2, permute.v2, layer.v1, quantize.v1, "
-       "layer_fp8.v1 and grouped_wgrad.v1)"},
+       "layer_fp8.v1, grouped_wgrad.v1 and planned.v1)"},
       {"unpermute.v1 refused",
        replaced("abi=unpermute.v2 max_rows=1024",
                 "abi=unpermute.v1 max_rows=1024", routeBundle()),
@@ -1558,7 +1564,8 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 10: entry 'gather': abi 'unpermute.v1' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1): "
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
+       "planned.v1): "
        "it predates column blocks, recompile it"},
       {"newer unpermute abi",
        replaced("abi=unpermute.v2 max_rows=1024",
@@ -1567,7 +1574,8 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 10: entry 'gather': abi 'unpermute.v3' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1 and grouped_wgrad.v1)"},
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
+       "planned.v1)"},
       {"layer of v1 parts",
        replaced("abi=unpermute.v2 max_rows=4096",
                 "abi=unpermute.v1 max_rows=4096", layerBundle()),
@@ -2479,6 +2487,28 @@ TEST(bundleWgradParses) {
     if (refused)
       moeBundleClose(refused);
   }
+}
+
+TEST(bundlePlannedNeedsAPlan) {
+  // A planned.v1 entry is known by its plan alone: refused without one, in
+  // a version 6 bundle too (where plans are otherwise optional).
+  std::string bytes =
+      "MOEBUNDLE 6\n"
+      "chip sm_90a\n" +
+      imageRecord("moe_kernels", fakeCubin('P')) +
+      "entry sg op=moe.swiglu_grad abi=planned.v1 "
+      "max_rows=2147483647\n" +
+      simpleKernelLine("sg", "moe_swiglu_grad_silu", "moe_kernels", 256, 0) +
+      "end\n";
+  moeStatus status = MOE_STATUS_SUCCESS;
+  moeBundle *bundle = openBundle(bytes, &status);
+  CHECK(bundle == nullptr);
+  CHECK_EQ(status, MOE_STATUS_INVALID_BUNDLE);
+  CHECK_CONTAINS(std::string(moeLastErrorMessage()),
+                 "entry 'sg' has no launch plan (planned.v1 entries carry "
+                 "size, arg and launch records)");
+  if (bundle)
+    moeBundleClose(bundle);
 }
 
 TEST(bundleLayerParses) {

@@ -397,7 +397,9 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
     const bool route = std::strcmp(entry.abi, MOE_ABI_ROUTE) == 0;
     const bool permute = std::strcmp(entry.abi, MOE_ABI_PERMUTE) == 0;
     const bool quantize = std::strcmp(entry.abi, MOE_ABI_QUANTIZE) == 0;
-    require(gemm || route || permute || layer || quantize ||
+    const bool wgrad = std::strcmp(entry.abi, MOE_ABI_GROUPED_WGRAD) == 0;
+    const bool planned = std::strcmp(entry.abi, MOE_ABI_PLANNED) == 0;
+    require(gemm || route || permute || layer || quantize || wgrad || planned ||
             std::strcmp(entry.abi, MOE_ABI_UNPERMUTE) == 0);
     // The quantize fields: set exactly for quantize entries.
     require(entry.element && entry.scale);
@@ -411,7 +413,8 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
             gemm == (*entry.activation != 0));
     require(gemm || entry.bias_bits == 0);
     // (A permute's three, four with scatter_from: checkPermute.)
-    require(gemm || layer || permute || entry.num_kernels == 1);
+    require(gemm || layer || permute || planned || entry.num_kernels == 1);
+    require(!planned || entry.num_kernels >= 1);
     require(permute == (entry.chunk != 0));
     // format: "fp8_block" or "mxfp8" exactly for FP8 entries, whose op is
     // moe.grouped_matmul or moe.expert_mlp.
@@ -451,6 +454,19 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
       checkPermute(entry, parsed.entries[e].scatterFrom);
       continue;
     }
+    // A weight gradient: its shapes and offsets; a planned op: its plan.
+    if (wgrad) {
+      require(std::strcmp(entry.op, MOE_OP_GROUPED_WGRAD) == 0 &&
+              entry.epilogue && !*entry.epilogue && entry.n != 0 &&
+              entry.k != 0 && entry.experts != 0 &&
+              (entry.offsets_bits == 32 || entry.offsets_bits == 64));
+      continue;
+    }
+    if (planned) {
+      require(entry.epilogue && !*entry.epilogue && entry.n == 0 &&
+              entry.k == 0 && entry.offsets_bits == 0);
+      continue;
+    }
     if (!gemm) {
       require(entry.epilogue && !*entry.epilogue && entry.n == 0 &&
               entry.k == 0 && entry.offsets_bits == 0);
@@ -466,6 +482,9 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
             entry.bias == 0);
     const bool swiglu = std::strcmp(entry.epilogue, "swiglu") == 0;
     const bool rowScale = std::strcmp(entry.epilogue, "row_scale") == 0;
+    // weights=kn: a dgrad stores plainly, without a bias.
+    require(std::strcmp(entry.op, MOE_OP_GROUPED_DGRAD) != 0 ||
+            (!swiglu && !rowScale && entry.bias_bits == 0 && !fp8));
     require(swiglu || rowScale || std::strcmp(entry.epilogue, "store") == 0);
     require(!swiglu || entry.n == -1 || entry.n % 2 == 0);
     // swiglu entries have an activation, the others none.

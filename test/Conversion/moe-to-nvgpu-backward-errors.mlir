@@ -51,8 +51,24 @@ func.func @wgrad_pitch(%g: tensor<?x256xbf16>, %x: tensor<?x100xbf16>, %off: ten
 
 // -----
 
-func.func @swiglu_grad(%gu: tensor<?x512xbf16>, %dh: tensor<?x256xbf16>) -> tensor<?x512xbf16> {
+func.func @swiglu_grad_f32(%gu: tensor<?x512xf32>, %dh: tensor<?x256xf32>) -> tensor<?x512xf32> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: only bf16 inputs, gradients and result are implemented}}
+  %dgu = moe.swiglu_grad silu %gu, %dh : (tensor<?x512xf32>, tensor<?x256xf32>) -> tensor<?x512xf32>
+  return %dgu : tensor<?x512xf32>
+}
+
+// -----
+
+func.func @swiglu_grad_width(%gu: tensor<?x200xbf16>, %dh: tensor<?x100xbf16>) -> tensor<?x200xbf16> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: the gradient's columns must be a multiple of 8 (16-byte vectors)}}
+  %dgu = moe.swiglu_grad silu %gu, %dh : (tensor<?x200xbf16>, tensor<?x100xbf16>) -> tensor<?x200xbf16>
+  return %dgu : tensor<?x200xbf16>
+}
+
+// -----
+
+func.func @unpermute_grad(%g: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %s: tensor<?x2xi64>) -> tensor<?x256xbf16> {
   // expected-error @+1 {{has no GPU kernel yet, and the bundle would silently skip it}}
-  %dgu = moe.swiglu_grad silu %gu, %dh : (tensor<?x512xbf16>, tensor<?x256xbf16>) -> tensor<?x512xbf16>
-  return %dgu : tensor<?x512xbf16>
+  %d = moe.unpermute_grad %g, %r, %s : (tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x2xi64>) -> tensor<?x256xbf16>
+  return %d : tensor<?x256xbf16>
 }

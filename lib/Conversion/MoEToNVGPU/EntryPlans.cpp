@@ -457,6 +457,24 @@ void wgradPlan(const EntryKeys &e, Scope &p) {
   }
 }
 
+/// planned.v1 of moe.swiglu_grad (contract §3.12): input [M, 2I], grad
+/// [M, I] -> out [M, 2I]; a thread per 8 columns of the gradient,
+/// grid-stride beyond 2^20 CTAs; nothing to do at M = 0.
+void swigluGradPlan(const EntryKeys &e, Scope &p) {
+  Expr m = p.size("M", 0, e.integer("max_rows"));
+  Expr i = p.dim("I", e.integer("intermediate"), 8, kMaxRows);
+  p.check(multipleOf(i, 8), "I must be a multiple of 8 (rows are read in "
+                            "16-byte vectors)");
+  p.arg("input", "bf16", Role::In, 16, {m, i * 2});
+  p.arg("grad", "bf16", Role::In, 16, {m, i});
+  p.arg("out", "bf16", Role::Out, 16, {m, i * 2});
+  Expr grid = min(ceilDiv(m * floorDiv(i, 8), e.threads(0)), kMaxUnpermuteGrid);
+  p.launch(0, grid, compare(">=", m, 1))
+      .mem("input", {m, i * 2})
+      .mem("grad", {m, i})
+      .mem("out", {m, i * 2});
+}
+
 /// The plan of the entry `keys` into `scope`, by its abi.
 LogicalResult writeSteps(Location loc, const EntryKeys &keys, Scope &scope,
                          StringRef chip) {
@@ -476,6 +494,8 @@ LogicalResult writeSteps(Location loc, const EntryKeys &keys, Scope &scope,
     quantizePlan(keys, scope);
   else if (abi == "grouped_wgrad.v1")
     wgradPlan(keys, scope);
+  else if (abi == "planned.v1" && keys.string("op") == "moe.swiglu_grad")
+    swigluGradPlan(keys, scope);
   else if (abi == "grouped_matmul.v3" || abi == "grouped_matmul_fp8.v1") {
     for (gpu::GPUFuncOp kernel : SmallVector<gpu::GPUFuncOp>(keys.kernels))
       if (!kernel->getAttrOfType<DenseI64ArrayAttr>("moe.tile"))

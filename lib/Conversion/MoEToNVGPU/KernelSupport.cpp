@@ -347,6 +347,17 @@ static std::string unsupportedReason(GroupedWgradOp op) {
   return "";
 }
 
+/// Why the swiglu_grad kernel cannot run `op`, or an empty string.
+static std::string unsupportedReason(SwiGLUGradOp op) {
+  for (Value v : {op.getInput(), op.getGrad(), op.getResult()})
+    if (!cast<RankedTensorType>(v.getType()).getElementType().isBF16())
+      return "only bf16 inputs, gradients and result are implemented";
+  int64_t width = cast<RankedTensorType>(op.getGrad().getType()).getDimSize(1);
+  if (!ShapedType::isDynamic(width) && width % 8 != 0)
+    return "the gradient's columns must be a multiple of 8 (16-byte vectors)";
+  return "";
+}
+
 QuantizeOp mlir::moe::getGatherQuantizedRows(Operation *op) {
   auto layer = dyn_cast_or_null<LayerOp>(op->getParentOp());
   std::optional<LayerChain> chain = layer ? getLayerChain(layer) : std::nullopt;
@@ -366,16 +377,17 @@ std::string mlir::moe::missingKernelReason(Operation *op) {
 }
 
 bool mlir::moe::hasKernels(Operation *op) {
-  return isa<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, ExpertMLPOp,
-             RouteOp, UnpermuteOp, PermuteOp, LayerOp, QuantizeOp>(op);
+  return isa<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, SwiGLUGradOp,
+             ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp, LayerOp, QuantizeOp>(
+      op);
 }
 
 std::string mlir::moe::unsupportedReason(Operation *op, StringRef chip) {
   if (chip == "sm_100a")
     return unsupportedReasonSm100(op);
   return llvm::TypeSwitch<Operation *, std::string>(op)
-      .Case<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, ExpertMLPOp,
-            RouteOp, UnpermuteOp, PermuteOp, LayerOp, QuantizeOp>(
+      .Case<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, SwiGLUGradOp,
+            ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp, LayerOp, QuantizeOp>(
           [](auto concrete) { return ::unsupportedReason(concrete); })
       .Default([](Operation *) { return std::string("no kernels"); });
 }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BackwardKernels.h"
 #include "GroupedMatmulKernel.h"
 #include "GroupedWgradKernel.h"
 #include "KernelSupport.h"
@@ -302,6 +303,36 @@ wgradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, GroupedWgradOp op) {
   info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
   func->setAttr("moe.dynamic_shared_bytes",
                 builder.getI64IntegerAttr(tile.dynamicSharedBytes()));
+  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
+    return failure();
+  return info.getDictionary(builder.getContext());
+}
+
+/// Builds (or reuses) the kernel of `op`; returns its moe.launch (a
+/// planned.v1 entry, contract §3.12).
+static FailureOr<DictionaryAttr> swigluGradLaunch(OpBuilder &builder,
+                                                  gpu::GPUModuleOp kernels,
+                                                  SwiGLUGradOp op) {
+  SwiGLUGradKernelSpec spec;
+  spec.gptOss = op.getActivation() == GatedActivation::gptoss;
+  if (spec.gptOss) {
+    spec.alpha = op.getAlphaOrDefault();
+    spec.limit = op.getLimitOrDefault();
+  }
+  gpu::GPUFuncOp func = lookUpOrBuild(kernels, spec.kernelName(), [&] {
+    return buildSwiGLUGradKernel(builder, op.getLoc(), kernels, spec);
+  });
+  auto grad = cast<RankedTensorType>(op.getGrad().getType());
+  int64_t width = grad.getDimSize(1);
+  NamedAttrList info;
+  info.set("abi", builder.getStringAttr("planned.v1"));
+  info.set("op", builder.getStringAttr(op->getName().getStringRef()));
+  info.set("max_rows",
+           builder.getI64IntegerAttr(maxTokens(grad.getDimSize(0))));
+  // For the plan only (planned.v1 entries have no shape keys).
+  info.set("intermediate", builder.getI64IntegerAttr(
+                               ShapedType::isDynamic(width) ? -1 : width));
+  info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
   if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
     return failure();
   return info.getDictionary(builder.getContext());
@@ -653,6 +684,7 @@ struct OneKernelLowering : KernelPattern<Op> {
 using RouteLowering = OneKernelLowering<RouteOp, routeLaunch>;
 using UnpermuteLowering = OneKernelLowering<UnpermuteOp, unpermuteLaunch>;
 using GroupedWgradLowering = OneKernelLowering<GroupedWgradOp, wgradLaunch>;
+using SwiGLUGradLowering = OneKernelLowering<SwiGLUGradOp, swigluGradLaunch>;
 
 /// Lowers `moe.permute` to its count, index and gather (and scatter)
 /// kernels.
@@ -719,8 +751,9 @@ void mlir::moe::populateMoEToNVGPUPatterns(RewritePatternSet &patterns,
                                            gpu::GPUModuleOp kernels) {
   patterns
       .add<GroupedMatmulLowering, GroupedDgradLowering, GroupedWgradLowering,
-           ExpertMLPLowering, RouteLowering, PermuteLowering, UnpermuteLowering,
-           QuantizeLowering, LayerLowering>(patterns.getContext(), kernels);
+           SwiGLUGradLowering, ExpertMLPLowering, RouteLowering,
+           PermuteLowering, UnpermuteLowering, QuantizeLowering, LayerLowering>(
+          patterns.getContext(), kernels);
 }
 
 namespace {
@@ -810,13 +843,14 @@ struct ConvertMoEToNVGPUPass
     RewritePatternSet patterns(&getContext());
     populateMoEToNVGPUPatterns(patterns, kernels);
     walkAndApplyPatterns(module, std::move(patterns));
-    // An op whose launch could not be built (an internal error, reported)
-    // has neither attribute.
+    // An op whose launch could not be built has neither attribute: never
+    // fail without saying which op.
     WalkResult incomplete = module.walk([](Operation *op) {
-      return hasKernels(op) && !op->hasAttr(kLaunchAttr) &&
-                     !op->hasAttr(kFusedIntoLaunchAttr)
-                 ? WalkResult::interrupt()
-                 : WalkResult::advance();
+      if (!hasKernels(op) || op->hasAttr(kLaunchAttr) ||
+          op->hasAttr(kFusedIntoLaunchAttr))
+        return WalkResult::advance();
+      op->emitOpError("internal error: no kernel launch was built for it");
+      return WalkResult::interrupt();
     });
     if (incomplete.wasInterrupted())
       return signalPassFailure();

@@ -1,0 +1,41 @@
+//===- BackwardKernels.h - SIMT kernels of the backward ops -----*- C++ -*-===//
+//
+// The elementwise and gather kernels of the layer's backward beside its two
+// GEMMs (GroupedWgradKernel.h, N-major dgrad forms): each a planned.v1
+// entry whose launch plan alone says how to call it (contract §3.12).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_CONVERSION_MOETONVGPU_BACKWARDKERNELS_H
+#define MOE_CONVERSION_MOETONVGPU_BACKWARDKERNELS_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <string>
+
+namespace mlir::moe {
+
+/// moe.swiglu_grad over bf16 rows: the activation and, for GPT-OSS, its
+/// constants (by their bits in the name: kernels differ exactly when they
+/// do).
+struct SwiGLUGradKernelSpec {
+  bool gptOss = false;
+  float alpha = 0, limit = 0;
+  std::string kernelName() const;
+};
+
+/// Threads of a swiglu_grad CTA; each thread takes 8 columns (16 bytes).
+inline constexpr int64_t kSwiGLUGradThreads = 256;
+inline constexpr int64_t kSwiGLUGradVector = 8;
+
+/// Builds (input memref<?x?xbf16> [M, 2I], grad memref<?x?xbf16> [M, I],
+/// out memref<?x?xbf16> [M, 2I]): a grid-stride loop over the [M, I / 8]
+/// vectors of the gradient, each giving 8 gate and 8 up gradients.
+gpu::GPUFuncOp buildSwiGLUGradKernel(OpBuilder &builder, Location loc,
+                                     gpu::GPUModuleOp module,
+                                     const SwiGLUGradKernelSpec &spec);
+
+} // namespace mlir::moe
+
+#endif // MOE_CONVERSION_MOETONVGPU_BACKWARDKERNELS_H
