@@ -86,6 +86,22 @@ func.func @swiglu_grad_gptoss(%gu: tensor<?x?xbf16>, %dh: tensor<?x?xbf16>) -> t
   %d = moe.swiglu_grad gptoss %gu, %dh alpha 1.702 limit 7.0 : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %d : tensor<?x?xbf16>
 }
+func.func @route_grad_mixtral(%l: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %dw: tensor<?x2xf32>) -> tensor<?x8xf32> {
+  %d = moe.route_grad softmax_topk %l, %ids, %dw renormalize : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x8xf32>
+  return %d : tensor<?x8xf32>
+}
+func.func @route_grad_olmoe(%l: tensor<?x64xbf16>, %ids: tensor<?x8xi32>, %dw: tensor<?x8xf32>) -> tensor<?x64xbf16> {
+  %d = moe.route_grad softmax_topk %l, %ids, %dw : (tensor<?x64xbf16>, tensor<?x8xi32>, tensor<?x8xf32>) -> tensor<?x64xbf16>
+  return %d : tensor<?x64xbf16>
+}
+func.func @route_grad_deepseek(%l: tensor<?x256xf32>, %ids: tensor<?x8xi32>, %dw: tensor<?x8xf32>) -> tensor<?x256xf32> {
+  %d = moe.route_grad sigmoid_topk %l, %ids, %dw renormalize scale 2.5 : (tensor<?x256xf32>, tensor<?x8xi32>, tensor<?x8xf32>) -> tensor<?x256xf32>
+  return %d : tensor<?x256xf32>
+}
+func.func @route_grad_gptoss(%l: tensor<?x128xf32>, %ids: tensor<?x4xi32>, %dw: tensor<?x4xf32>) -> tensor<?x128xf32> {
+  %d = moe.route_grad topk_softmax %l, %ids, %dw : (tensor<?x128xf32>, tensor<?x4xi32>, tensor<?x4xf32>) -> tensor<?x128xf32>
+  return %d : tensor<?x128xf32>
+}
 MLIR
 # bench/backward_gemms.py: the input gradients of Mixtral-8x7B's and
 # Qwen3-30B-A3B's down (dO . W2) and gate-up (dGU . W13) projections, and

@@ -735,6 +735,21 @@ class Bundle:
             raise _invalid(f"{entry}: is op {info.op}, not moe.swiglu_grad")
         return self.launch(entry, input=input, grad=grad, out=out)["out"]
 
+    def route_grad(self, entry: str, logits, ids, grad, out=None):
+        """The router's gradient (an entry of op moe.route_grad, abi
+        planned.v1): logits f32 or bf16 (as the entry says) [T, E], ids
+        int32 [T, k] (the experts the route chose), grad float32 [T, k]
+        (the routing weights' gradient), out [T, E] of the logits' dtype or
+        None (allocated): the logits' gradient through the entry's scores,
+        renormalisation and scale, recomputed from the logits (docs/
+        semantics.md). All CUDA, contiguous, one device, on torch's current
+        stream. Returns out; raises MoERuntimeError."""
+        info = self.entry(entry)
+        if info.op != "moe.route_grad":
+            raise _invalid(f"{entry}: is op {info.op}, not moe.route_grad")
+        return self.launch(entry, logits=logits, ids=ids, grad=grad,
+                           out=out)["out"]
+
     def quantize(self, entry: str, x, values=None, scales=None):
         """moe.quantize on the GPU (abi quantize.v1), bit-exact with the CPU
         lowering, on torch's current stream of x's device. x: the entry's

@@ -67,6 +67,22 @@ func.func @swiglu_grad_width(%gu: tensor<?x200xbf16>, %dh: tensor<?x100xbf16>) -
 
 // -----
 
+func.func @route_grad_experts(%l: tensor<?x1024xf32>, %ids: tensor<?x2xi32>, %dw: tensor<?x2xf32>) -> tensor<?x1024xf32> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: the expert count must be static and at most 512}}
+  %d = moe.route_grad softmax_topk %l, %ids, %dw : (tensor<?x1024xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x1024xf32>
+  return %d : tensor<?x1024xf32>
+}
+
+// -----
+
+func.func @route_grad_k(%l: tensor<?x64xf32>, %ids: tensor<?x40xi32>, %dw: tensor<?x40xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: top-k must be static and at most 32 (a lane per pair)}}
+  %d = moe.route_grad softmax_topk %l, %ids, %dw : (tensor<?x64xf32>, tensor<?x40xi32>, tensor<?x40xf32>) -> tensor<?x64xf32>
+  return %d : tensor<?x64xf32>
+}
+
+// -----
+
 func.func @unpermute_grad(%g: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %s: tensor<?x2xi64>) -> tensor<?x256xbf16> {
   // expected-error @+1 {{has no GPU kernel yet, and the bundle would silently skip it}}
   %d = moe.unpermute_grad %g, %r, %s : (tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x2xi64>) -> tensor<?x256xbf16>

@@ -4,11 +4,15 @@ runtime (run on the H200).
 
 backward-ops.moebundle (scripts/build-gpu-artifacts.sh) holds moe.swiglu_grad
 for silu (a static and a dynamic width) and GPT-OSS's clamped form (alpha
-1.702, limit 7). Each gradient is checked against torch autograd of the
-activation in float64 on the same bf16 inputs, fresh random data, the output
-poisoned (NaN) first; GPT-OSS's inputs include values exactly at the clamps'
-bounds (where the gradient passes, as torch.clamp's does) and beyond them
-(where it does not). Prints `N passed, N failed`.
+1.702, limit 7), and moe.route_grad for the routers of Mixtral (softmax then
+top-2, renormalised), OLMoE (softmax then top-8, bf16 logits), DeepSeek-V3
+(sigmoid, renormalised, scale 2.5) and GPT-OSS (top-4 then softmax). Each
+gradient is checked against torch autograd in float64 of the same function
+(docs/semantics.md) on the same inputs, fresh random data, the output
+poisoned (NaN) first; GPT-OSS's activation inputs include values exactly at
+the clamps' bounds (where the gradient passes, as torch.clamp's does) and
+beyond them (where it does not); the routers' ids include a dropped (-1) and
+a repeated id. Prints `N passed, N failed`.
 
     python3 test/device/backward_ops.py .gpu-artifacts
 """
@@ -58,13 +62,71 @@ def inputs(kind, m, width, seed):
     return gu, dh
 
 
+ROUTERS = {  # entry: (routing, E, k, renormalize, scale, logits dtype)
+    "route_grad_mixtral": ("softmax_topk", 8, 2, True, 1.0, torch.float32),
+    "route_grad_olmoe": ("softmax_topk", 64, 8, False, 1.0, torch.bfloat16),
+    "route_grad_deepseek": ("sigmoid_topk", 256, 8, True, 2.5, torch.float32),
+    "route_grad_gptoss": ("topk_softmax", 128, 4, False, 1.0, torch.float32),
+}
+
+
+def route_weights(routing, logits, ids, renormalize, scale):
+    """The routing weights of moe.route_grad's definition, differentiable."""
+    experts = logits.shape[1]
+    valid = (ids >= 0) & (ids < experts)
+    col = ids.clamp(0, experts - 1).long()
+    if routing == "softmax_topk":
+        v = torch.softmax(logits, -1).gather(1, col)
+    elif routing == "sigmoid_topk":
+        v = torch.sigmoid(logits.gather(1, col))
+    else:
+        v = logits.gather(1, col)
+    v = torch.where(valid, v, torch.zeros_like(v))
+    if routing == "topk_softmax":
+        v = torch.softmax(v, -1)
+    if renormalize:
+        v = v / (v.sum(-1, keepdim=True) + (1e-20 if routing == "sigmoid_topk" else 0.0))
+    return v * scale
+
+
+def check_route_grad(bundle, report):
+    for entry, (routing, experts, k, renormalize, scale, dtype) in ROUTERS.items():
+        for tokens in (1, 7, 300, 4096, 300000 if entry == "route_grad_mixtral" else 16384):
+            what = f"{entry} T={tokens}"
+            try:
+                g = torch.Generator(device=DEV).manual_seed(tokens + experts)
+                logits = torch.randn(tokens, experts, device=DEV, generator=g).to(dtype)
+                ids = logits.float().topk(k, dim=-1).indices.to(torch.int32)
+                if tokens >= 7:
+                    ids[3, 0] = -1           # a dropped slot
+                    ids[5, k - 1] = ids[5, 0]  # a repeated id
+                grad = torch.randn(tokens, k, device=DEV, generator=g)
+                out = torch.full((tokens, experts), float("nan"), device=DEV, dtype=dtype)
+                bundle.route_grad(entry, logits, ids, grad, out)
+                torch.cuda.synchronize()
+                x = logits.double().requires_grad_()
+                weights = route_weights(routing, x, ids, renormalize, scale)
+                (want,) = torch.autograd.grad(weights, [x], grad.double())
+                got = out.double()
+                tolerance = 1e-2 if dtype == torch.bfloat16 else 1e-4
+                if not torch.isfinite(got).all():
+                    problem = "values not finite (poison left?)"
+                else:
+                    err = ((got - want).norm() / want.norm()).item()
+                    problem = None if err <= tolerance else f"relative L2 error {err:.3e} > {tolerance}"
+                report(problem is None, what, problem or "")
+            except Exception as error:
+                report(False, what, f"{type(error).__name__}: {error}")
+
+
 def main():
     tally = Tally()
     report = tally.report
     bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "backward-ops.moebundle"))
     for entry in bundle.entries:
-        report(entry.abi == "planned.v1" and entry.op == "moe.swiglu_grad",
-               f"{entry.name} is op moe.swiglu_grad, abi planned.v1", f"{entry.op} {entry.abi}")
+        op = "moe." + entry.name.split("_grad")[0] + "_grad"
+        report(entry.abi == "planned.v1" and entry.op == op,
+               f"{entry.name} is op {op}, abi planned.v1", f"{entry.op} {entry.abi}")
     cases = [("swiglu_grad_silu_i256", "silu", 256)]
     cases += [("swiglu_grad_silu", "silu", w) for w in (768, 1536, 2048)]
     cases += [("swiglu_grad_gptoss", "gptoss", w) for w in (2880, 64)]
@@ -98,6 +160,7 @@ def main():
                 report(problem is None, what, problem or "")
             except Exception as error:
                 report(False, what, f"{type(error).__name__}: {error}")
+    check_route_grad(bundle, report)
     # M = 0 launches nothing and is no error.
     try:
         gu, dh = inputs("silu", 0, 256, 99)

@@ -12,6 +12,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::moe;
 
@@ -128,6 +130,197 @@ mlir::moe::buildSwiGLUGradKernel(OpBuilder &builder, Location loc,
         };
         store(dGate, col);
         store(dUp, n.add(col, width));
+        scf::YieldOp::create(nb);
+      });
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+std::string RouteGradKernelSpec::kernelName() const {
+  std::string name = llvm::formatv("moe_route_grad_{0}_e{1}_k{2}",
+                                   stringifyRouting(routing), experts, topK);
+  if (renormalize)
+    name += "_renorm";
+  // The scale's f32 bits, so that every parameter is in the name.
+  if (scale != 1.0)
+    name += llvm::formatv("_x{0:x-}",
+                          llvm::bit_cast<uint32_t>(static_cast<float>(scale)))
+                .str();
+  return name + (logitBits == 16 ? "_bf16" : "_f32");
+}
+
+gpu::GPUFuncOp
+mlir::moe::buildRouteGradKernel(OpBuilder &builder, Location loc,
+                                gpu::GPUModuleOp module,
+                                const RouteGradKernelSpec &spec) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  Type logitType = spec.logitBits == 16 ? Type(b.getBF16Type()) : f32;
+  gpu::GPUFuncOp func = createKernel(b, spec.kernelName(),
+                                     {dynamic2D(logitType), dynamic2D(i32),
+                                      dynamic2D(f32), dynamic2D(logitType)});
+  Block *entry = &func.getBody().front();
+  Value logits = entry->getArgument(0), ids = entry->getArgument(1),
+        grad = entry->getArgument(2), out = entry->getArgument(3);
+  IndexMath m{b};
+  constexpr int64_t kWarps = kRoutingThreads / 32;
+  const int64_t experts = spec.experts, k = spec.topK;
+  const int64_t perLane = (experts + 31) / 32;
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value lane = arith::RemUIOp::create(b, tid, m.c(32));
+  Value laneI32 = arith::IndexCastOp::create(b, i32, lane);
+  Value tokens = memref::DimOp::create(b, logits, m.c(0));
+  Value first =
+      m.add(m.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), m.c(kWarps)),
+            arith::DivUIOp::create(b, tid, m.c(32)));
+  Value step = m.mul(gpu::GridDimOp::create(b, gpu::Dimension::x), m.c(kWarps));
+  scf::ForOp::create(
+      b, first, tokens, step, ValueRange{},
+      [&](OpBuilder &nested, Location l, Value t, ValueRange) {
+        ImplicitLocOpBuilder nb(l, nested);
+        IndexMath n{nb};
+        auto c = [&](double v) -> Value { return f32Constant(nb, v); };
+        auto add = [&](Value x, Value y) -> Value {
+          return arith::AddFOp::create(nb, x, y);
+        };
+        auto mul = [&](Value x, Value y) -> Value {
+          return arith::MulFOp::create(nb, x, y);
+        };
+        auto sub = [&](Value x, Value y) -> Value {
+          return arith::SubFOp::create(nb, x, y);
+        };
+        auto sum = [&](Value v) {
+          return warpReduce(nb, v, [&](Value x, Value y) { return add(x, y); });
+        };
+        auto maxOf = [&](Value v) {
+          return warpReduce(nb, v, [&](Value x, Value y) -> Value {
+            return arith::MaximumFOp::create(nb, x, y);
+          });
+        };
+        auto logitAt = [&](Value col) -> Value {
+          Value x = n.load(logits, ValueRange{t, col});
+          return spec.logitBits == 16 ? arith::ExtFOp::create(nb, f32, x) : x;
+        };
+        // Lane j holds pair j: its id (valid in [0, E)), gradient, logit.
+        Value isPair = n.lt(lane, n.c(k));
+        Value pairCol = arith::SelectOp::create(nb, isPair, lane, n.c(0));
+        Value rawId = n.load(ids, ValueRange{t, pairCol});
+        Value valid = arith::AndIOp::create(
+            nb, isPair,
+            arith::AndIOp::create(
+                nb,
+                arith::CmpIOp::create(nb, arith::CmpIPredicate::sge, rawId,
+                                      i32Constant(nb, 0)),
+                arith::CmpIOp::create(nb, arith::CmpIPredicate::slt, rawId,
+                                      i32Constant(nb, experts))));
+        Value id =
+            arith::SelectOp::create(nb, valid, rawId, i32Constant(nb, -1));
+        Value g = arith::SelectOp::create(
+            nb, isPair, n.load(grad, ValueRange{t, pairCol}), c(0.0));
+        Value xId = logitAt(
+            arith::SelectOp::create(nb, valid, n.toIndex(rawId), n.c(0)));
+        // softmax_topk: the softmax over all E (max and sum across lanes).
+        Value rowMax, rowSum;
+        SmallVector<Value> rowLogits;
+        if (spec.routing == Routing::softmax_topk) {
+          Value mx = c(-std::numeric_limits<float>::infinity());
+          for (int64_t i = 0; i < perLane; ++i) {
+            Value col = n.add(lane, n.c(32 * i));
+            Value inside = n.lt(col, n.c(experts));
+            Value x = arith::SelectOp::create(
+                nb, inside,
+                logitAt(arith::SelectOp::create(nb, inside, col, n.c(0))),
+                c(-std::numeric_limits<float>::infinity()));
+            rowLogits.push_back(x);
+            mx = arith::MaximumFOp::create(nb, mx, x);
+          }
+          rowMax = maxOf(mx);
+          Value part = c(0.0);
+          for (Value x : rowLogits)
+            part = add(part, expApprox(nb, sub(x, rowMax)));
+          rowSum = sum(part);
+        }
+        // v: the chosen pair's score (0 for an invalid pair; topk_softmax:
+        // the softmax over the k pairs, an invalid one counting as logit 0).
+        Value v;
+        switch (spec.routing) {
+        case Routing::softmax_topk:
+          v = arith::SelectOp::create(
+              nb, valid,
+              arith::DivFOp::create(nb, expApprox(nb, sub(xId, rowMax)),
+                                    rowSum),
+              c(0.0));
+          break;
+        case Routing::sigmoid_topk:
+          v = arith::SelectOp::create(nb, valid, sigmoidApprox(nb, xId),
+                                      c(0.0));
+          break;
+        case Routing::topk_softmax: {
+          Value chosen = arith::SelectOp::create(nb, valid, xId, c(0.0));
+          Value pairMax = maxOf(arith::SelectOp::create(
+              nb, isPair, chosen, c(-std::numeric_limits<float>::infinity())));
+          Value e = arith::SelectOp::create(
+              nb, isPair, expApprox(nb, sub(chosen, pairMax)), c(0.0));
+          v = arith::DivFOp::create(nb, e, sum(e));
+          break;
+        }
+        }
+        // Back through the scale and the renormalisation w = v / (S + eps):
+        // dv = (dw - Σ_l dw_l w_l) / (S + eps).
+        Value dv = spec.scale != 1.0 ? mul(g, c(spec.scale)) : g;
+        if (spec.renormalize) {
+          double epsilon = spec.routing == Routing::sigmoid_topk ? 1e-20 : 0.0;
+          Value denominator = add(sum(v), c(epsilon));
+          Value normalized = arith::DivFOp::create(nb, v, denominator);
+          dv = arith::DivFOp::create(nb, sub(dv, sum(mul(dv, normalized))),
+                                     denominator);
+        }
+        Value dotV = sum(mul(dv, v));
+        Value dChosen = dv;
+        if (spec.routing == Routing::sigmoid_topk)
+          dChosen = mul(dv, mul(v, sub(c(1.0), v)));
+        if (spec.routing == Routing::topk_softmax)
+          dChosen = mul(v, sub(dv, dotV));
+        // Every lane learns every pair's (id, gradient), then writes its
+        // logits' gradients: Σ_j [ids_j == e] dChosen_j, through the
+        // softmax over all E for softmax_topk.
+        SmallVector<Value> pairIds, pairGrads;
+        for (int64_t j = 0; j < k; ++j) {
+          auto broadcast = [&](Value x) -> Value {
+            return gpu::ShuffleOp::create(nb, x, int32_t(j), 32,
+                                          gpu::ShuffleMode::IDX)
+                .getShuffleResult();
+          };
+          pairIds.push_back(broadcast(id));
+          pairGrads.push_back(broadcast(dChosen));
+        }
+        for (int64_t i = 0; i < perLane; ++i) {
+          Value col = n.add(lane, n.c(32 * i));
+          Value colI32 =
+              arith::AddIOp::create(nb, laneI32, i32Constant(nb, 32 * i));
+          Value scattered = c(0.0);
+          for (int64_t j = 0; j < k; ++j)
+            scattered =
+                add(scattered,
+                    arith::SelectOp::create(
+                        nb,
+                        arith::CmpIOp::create(nb, arith::CmpIPredicate::eq,
+                                              pairIds[j], colI32),
+                        pairGrads[j], c(0.0)));
+          Value result = scattered;
+          if (spec.routing == Routing::softmax_topk)
+            result =
+                mul(arith::DivFOp::create(
+                        nb, expApprox(nb, sub(rowLogits[i], rowMax)), rowSum),
+                    sub(scattered, dotV));
+          if (spec.logitBits == 16)
+            result = arith::TruncFOp::create(nb, logitType, result);
+          ifThen(nb, n.lt(col, n.c(experts)), [&](ImplicitLocOpBuilder &sb) {
+            memref::StoreOp::create(sb, result, out, ValueRange{t, col});
+          });
+        }
         scf::YieldOp::create(nb);
       });
   gpu::ReturnOp::create(b);

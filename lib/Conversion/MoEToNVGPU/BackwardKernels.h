@@ -9,6 +9,8 @@
 #ifndef MOE_CONVERSION_MOETONVGPU_BACKWARDKERNELS_H
 #define MOE_CONVERSION_MOETONVGPU_BACKWARDKERNELS_H
 
+#include "MoE/Dialect/MoEDialect.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -35,6 +37,26 @@ inline constexpr int64_t kSwiGLUGradVector = 8;
 gpu::GPUFuncOp buildSwiGLUGradKernel(OpBuilder &builder, Location loc,
                                      gpu::GPUModuleOp module,
                                      const SwiGLUGradKernelSpec &spec);
+
+/// moe.route_grad: the routing, its expert count and k (static), the
+/// renormalisation and scale the route applied, the logits' width (f32 or
+/// bf16, also the result's).
+struct RouteGradKernelSpec {
+  Routing routing = Routing::softmax_topk;
+  int64_t experts = 0, topK = 0;
+  bool renormalize = false;
+  double scale = 1.0;
+  int64_t logitBits = 32;
+  std::string kernelName() const;
+};
+
+/// Builds (logits memref<?x?xT> [T, E], ids memref<?x?xi32> [T, k], grad
+/// memref<?x?xf32> [T, k], out memref<?x?xT> [T, E]): one warp per token
+/// (kRoutingThreads per CTA, grid-stride), lane j holding pair j (k <= 32),
+/// every lane E / 32 logits.
+gpu::GPUFuncOp buildRouteGradKernel(OpBuilder &builder, Location loc,
+                                    gpu::GPUModuleOp module,
+                                    const RouteGradKernelSpec &spec);
 
 } // namespace mlir::moe
 

@@ -475,6 +475,26 @@ void swigluGradPlan(const EntryKeys &e, Scope &p) {
       .mem("out", {m, i * 2});
 }
 
+/// planned.v1 of moe.route_grad (contract §3.12): logits [T, E], ids and
+/// grad [T, k] -> out [T, E]; one warp per token, grid-stride beyond 65535
+/// CTAs.
+void routeGradPlan(const EntryKeys &e, Scope &p) {
+  int64_t experts = e.integer("experts"), k = e.integer("top_k");
+  StringRef logits = dtypeOf(e.type("logits"));
+  int64_t logitBytes = bytesOf(e.type("logits"));
+  Expr t = p.size("T", 0, e.integer("max_rows"));
+  p.arg("logits", logits, Role::In, logitBytes, {t, experts});
+  p.arg("ids", "i32", Role::In, 4, {t, k});
+  p.arg("grad", "f32", Role::In, 4, {t, k});
+  p.arg("out", logits, Role::Out, logitBytes, {t, experts});
+  p.launch(0, min(ceilDiv(t, e.threads(0) / 32), kMaxSimpleGrid),
+           compare(">=", t, 1))
+      .mem("logits", {t, experts})
+      .mem("ids", {t, k})
+      .mem("grad", {t, k})
+      .mem("out", {t, experts});
+}
+
 /// The plan of the entry `keys` into `scope`, by its abi.
 LogicalResult writeSteps(Location loc, const EntryKeys &keys, Scope &scope,
                          StringRef chip) {
@@ -496,6 +516,8 @@ LogicalResult writeSteps(Location loc, const EntryKeys &keys, Scope &scope,
     wgradPlan(keys, scope);
   else if (abi == "planned.v1" && keys.string("op") == "moe.swiglu_grad")
     swigluGradPlan(keys, scope);
+  else if (abi == "planned.v1" && keys.string("op") == "moe.route_grad")
+    routeGradPlan(keys, scope);
   else if (abi == "grouped_matmul.v3" || abi == "grouped_matmul_fp8.v1") {
     for (gpu::GPUFuncOp kernel : SmallVector<gpu::GPUFuncOp>(keys.kernels))
       if (!kernel->getAttrOfType<DenseI64ArrayAttr>("moe.tile"))

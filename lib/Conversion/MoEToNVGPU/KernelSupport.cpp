@@ -358,6 +358,24 @@ static std::string unsupportedReason(SwiGLUGradOp op) {
   return "";
 }
 
+/// Why the route_grad kernel cannot run `op`, or an empty string: one warp
+/// per token, a lane per pair.
+static std::string unsupportedReason(RouteGradOp op) {
+  auto logits = cast<RankedTensorType>(op.getLogits().getType());
+  if (!logits.getElementType().isF32() && !logits.getElementType().isBF16())
+    return "only f32 and bf16 logits are implemented";
+  if (cast<RankedTensorType>(op.getType()).getElementType() !=
+      logits.getElementType())
+    return "the result must have the logits' element type";
+  int64_t experts = logits.getDimSize(1);
+  if (ShapedType::isDynamic(experts) || experts > 512)
+    return "the expert count must be static and at most 512";
+  int64_t k = cast<RankedTensorType>(op.getExpertIds().getType()).getDimSize(1);
+  if (ShapedType::isDynamic(k) || k > 32)
+    return "top-k must be static and at most 32 (a lane per pair)";
+  return "";
+}
+
 QuantizeOp mlir::moe::getGatherQuantizedRows(Operation *op) {
   auto layer = dyn_cast_or_null<LayerOp>(op->getParentOp());
   std::optional<LayerChain> chain = layer ? getLayerChain(layer) : std::nullopt;
@@ -378,8 +396,8 @@ std::string mlir::moe::missingKernelReason(Operation *op) {
 
 bool mlir::moe::hasKernels(Operation *op) {
   return isa<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, SwiGLUGradOp,
-             ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp, LayerOp, QuantizeOp>(
-      op);
+             RouteGradOp, ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp, LayerOp,
+             QuantizeOp>(op);
 }
 
 std::string mlir::moe::unsupportedReason(Operation *op, StringRef chip) {
@@ -387,7 +405,8 @@ std::string mlir::moe::unsupportedReason(Operation *op, StringRef chip) {
     return unsupportedReasonSm100(op);
   return llvm::TypeSwitch<Operation *, std::string>(op)
       .Case<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, SwiGLUGradOp,
-            ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp, LayerOp, QuantizeOp>(
+            RouteGradOp, ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp, LayerOp,
+            QuantizeOp>(
           [](auto concrete) { return ::unsupportedReason(concrete); })
       .Default([](Operation *) { return std::string("no kernels"); });
 }

@@ -338,6 +338,37 @@ static FailureOr<DictionaryAttr> swigluGradLaunch(OpBuilder &builder,
   return info.getDictionary(builder.getContext());
 }
 
+/// Builds (or reuses) the kernel of `op`; returns its moe.launch (a
+/// planned.v1 entry, contract §3.12).
+static FailureOr<DictionaryAttr>
+routeGradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, RouteGradOp op) {
+  auto logits = cast<RankedTensorType>(op.getLogits().getType());
+  RouteGradKernelSpec spec;
+  spec.routing = op.getRouting();
+  spec.experts = logits.getDimSize(1);
+  spec.topK = cast<RankedTensorType>(op.getExpertIds().getType()).getDimSize(1);
+  spec.renormalize = op.getRenormalize();
+  spec.scale =
+      op.getScalingFactor() ? op.getScalingFactor()->convertToDouble() : 1.0;
+  spec.logitBits = logits.getElementType().getIntOrFloatBitWidth();
+  gpu::GPUFuncOp func = lookUpOrBuild(kernels, spec.kernelName(), [&] {
+    return buildRouteGradKernel(builder, op.getLoc(), kernels, spec);
+  });
+  NamedAttrList info;
+  info.set("abi", builder.getStringAttr("planned.v1"));
+  info.set("op", builder.getStringAttr(op->getName().getStringRef()));
+  info.set("max_rows",
+           builder.getI64IntegerAttr(maxTokens(logits.getDimSize(0))));
+  // For the plan only (planned.v1 entries have no shape keys).
+  info.set("experts", builder.getI64IntegerAttr(spec.experts));
+  info.set("top_k", builder.getI64IntegerAttr(spec.topK));
+  info.set("logits", TypeAttr::get(logits.getElementType()));
+  info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
+  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
+    return failure();
+  return info.getDictionary(builder.getContext());
+}
+
 /// Builds (or reuses) the kernel quantizing `input` with `encoding`;
 /// returns its moe.launch (`part` names it inside a fused op).
 static FailureOr<DictionaryAttr>
@@ -685,6 +716,7 @@ using RouteLowering = OneKernelLowering<RouteOp, routeLaunch>;
 using UnpermuteLowering = OneKernelLowering<UnpermuteOp, unpermuteLaunch>;
 using GroupedWgradLowering = OneKernelLowering<GroupedWgradOp, wgradLaunch>;
 using SwiGLUGradLowering = OneKernelLowering<SwiGLUGradOp, swigluGradLaunch>;
+using RouteGradLowering = OneKernelLowering<RouteGradOp, routeGradLaunch>;
 
 /// Lowers `moe.permute` to its count, index and gather (and scatter)
 /// kernels.
@@ -749,11 +781,11 @@ struct LayerLowering : KernelPattern<LayerOp> {
 
 void mlir::moe::populateMoEToNVGPUPatterns(RewritePatternSet &patterns,
                                            gpu::GPUModuleOp kernels) {
-  patterns
-      .add<GroupedMatmulLowering, GroupedDgradLowering, GroupedWgradLowering,
-           SwiGLUGradLowering, ExpertMLPLowering, RouteLowering,
-           PermuteLowering, UnpermuteLowering, QuantizeLowering, LayerLowering>(
-          patterns.getContext(), kernels);
+  patterns.add<GroupedMatmulLowering, GroupedDgradLowering,
+               GroupedWgradLowering, SwiGLUGradLowering, RouteGradLowering,
+               ExpertMLPLowering, RouteLowering, PermuteLowering,
+               UnpermuteLowering, QuantizeLowering, LayerLowering>(
+      patterns.getContext(), kernels);
 }
 
 namespace {
