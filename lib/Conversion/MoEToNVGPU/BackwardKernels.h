@@ -58,6 +58,15 @@ gpu::GPUFuncOp buildRouteGradKernel(OpBuilder &builder, Location loc,
                                     gpu::GPUModuleOp module,
                                     const RouteGradKernelSpec &spec);
 
+/// The moe.launch of each backward op with a kernel of its own
+/// (BackwardLaunches.cpp), its kernel built into `kernels` on first use.
+FailureOr<DictionaryAttr>
+wgradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, GroupedWgradOp op);
+FailureOr<DictionaryAttr>
+swigluGradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, SwiGLUGradOp op);
+FailureOr<DictionaryAttr>
+routeGradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, RouteGradOp op);
+
 } // namespace mlir::moe
 
 #endif // MOE_CONVERSION_MOETONVGPU_BACKWARDKERNELS_H

@@ -555,3 +555,28 @@ LogicalResult mlir::moe::verifyTile(function_ref<InFlightDiagnostic()> fail,
   }
   return success();
 }
+
+/// Largest T a launch accepts: the static token count, else 2^31 - 1.
+int64_t mlir::moe::maxTokens(int64_t tokens) {
+  return ShapedType::isDynamic(tokens) ? kMaxLaunchRows
+                                       : std::min(tokens, kMaxLaunchRows);
+}
+
+/// A routing, permutation or combine kernel as a form of its op's launch.
+DictionaryAttr mlir::moe::kernelForm(OpBuilder &builder, gpu::GPUFuncOp func) {
+  func->setAttr("moe.dynamic_shared_bytes", builder.getI64IntegerAttr(0));
+  return builder.getDictionaryAttr(builder.getNamedAttr(
+      "kernel", SymbolRefAttr::get(builder.getStringAttr(kKernelModuleName),
+                                   {FlatSymbolRefAttr::get(func)})));
+}
+
+/// The kernel `name` of `kernels`, built by `build` on first use (ops with
+/// the same parameters share a kernel: its name spells all of them).
+gpu::GPUFuncOp mlir::moe::lookUpOrBuild(gpu::GPUModuleOp kernels,
+                                        StringRef name,
+                                        function_ref<gpu::GPUFuncOp()> build) {
+  if (auto func = dyn_cast_or_null<gpu::GPUFuncOp>(
+          SymbolTable::lookupSymbolIn(kernels, name)))
+    return func;
+  return build();
+}

@@ -88,6 +88,21 @@ LogicalResult verifyTile(function_ref<InFlightDiagnostic()> fail,
                          const GroupedMatmulTile &tile,
                          StringRef stagesName = "stages");
 
+/// The gpu.module every moe kernel goes into.
+inline constexpr llvm::StringLiteral kKernelModuleName = "moe_kernels";
+
+/// Largest T a launch accepts: the static token count, else 2^31 - 1.
+int64_t maxTokens(int64_t tokens);
+
+/// A kernel without forms (routing, permutation, combine, the backward's
+/// SIMT kernels) as the one form of its op's launch.
+DictionaryAttr kernelForm(OpBuilder &builder, gpu::GPUFuncOp func);
+
+/// The kernel `name` of `kernels`, built by `build` on first use (ops with
+/// the same parameters share a kernel: its name spells all of them).
+gpu::GPUFuncOp lookUpOrBuild(gpu::GPUModuleOp kernels, StringRef name,
+                             function_ref<gpu::GPUFuncOp()> build);
+
 } // namespace mlir::moe
 
 #endif // MOE_CONVERSION_MOETONVGPU_KERNELSUPPORT_H
