@@ -201,6 +201,11 @@ private:
   moeStatus checkName(std::string_view name, const char *what);
   /// Splits tokens[first..] into key=value pairs in the order of spec.keys;
   /// rejects missing '=', unknown, duplicate and missing keys.
+  /// experts, n, k, max_rows and offsets: values 2-6 of both grouped
+  /// matmul ABIs and of grouped_wgrad.v1.
+  moeStatus parseGemmShape(const std::string &who,
+                           const std::vector<std::string_view> &values,
+                           Entry &entry);
   moeStatus parseWgradEntry(const std::string &who,
                             const std::vector<std::string_view> &values,
                             Entry &entry);
@@ -637,10 +642,9 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
   return MOE_STATUS_SUCCESS;
 }
 
-moeStatus
-Reader::parseGroupedMatmulEntry(const std::string &who,
-                                const std::vector<std::string_view> &values,
-                                Entry &entry) {
+moeStatus Reader::parseGemmShape(const std::string &who,
+                                 const std::vector<std::string_view> &values,
+                                 Entry &entry) {
   moeStatus status;
   if ((status = number(who, "experts", values[2], 1, kMaxRows, true,
                        entry.experts)) ||
@@ -649,7 +653,15 @@ Reader::parseGroupedMatmulEntry(const std::string &who,
       (status = number(who, "max_rows", values[5], 1, kMaxRows, false,
                        entry.maxRows)))
     return status;
-  if ((status = integerBits(who, "offsets", values[6], entry.offsetsBits)))
+  return integerBits(who, "offsets", values[6], entry.offsetsBits);
+}
+
+moeStatus
+Reader::parseGroupedMatmulEntry(const std::string &who,
+                                const std::vector<std::string_view> &values,
+                                Entry &entry) {
+  moeStatus status;
+  if ((status = parseGemmShape(who, values, entry)))
     return status;
   if (values[7] == MOE_EPILOGUE_STORE)
     entry.epilogue = Epilogue::Store;
@@ -707,15 +719,7 @@ moeStatus Reader::parseWgradEntry(const std::string &who,
                 "%s: op=%s with abi " MOE_ABI_GROUPED_WGRAD
                 " (its entries are op=" MOE_OP_GROUPED_WGRAD ")",
                 who.c_str(), entry.op.c_str());
-  moeStatus status;
-  if ((status = number(who, "experts", values[2], 1, kMaxRows, true,
-                       entry.experts)) ||
-      (status = number(who, "n", values[3], 1, kMaxRows, true, entry.n)) ||
-      (status = number(who, "k", values[4], 1, kMaxRows, true, entry.k)) ||
-      (status = number(who, "max_rows", values[5], 1, kMaxRows, false,
-                       entry.maxRows)))
-    return status;
-  return integerBits(who, "offsets", values[6], entry.offsetsBits);
+  return parseGemmShape(who, values, entry);
 }
 
 moeStatus Reader::parseWeightsKey(const std::string &who,

@@ -14,7 +14,7 @@
 #include "KernelUtils.h"
 #include "MoE/Conversion/Passes.h"
 #include "Sm90Gemm/Fragment.h"
-#include "Sm90Gemm/WgmmaDescriptor.h"
+#include "Sm90Gemm/GemmKernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -200,22 +200,10 @@ gpu::GPUFuncOp mlir::moe::buildGroupedWgradKernel(OpBuilder &builder,
              issueLoad(nb, IndexMath{nb}.c(s), IndexMath{nb}.c(s));
            });
 
-  // A descriptor word for the operand at byte `offset` of shared memory:
-  // both operands lie in boxes of 64 columns x tileK rows (M- and N-major).
-  uint64_t descriptorBits = wgmmaNMajorDescriptor(uint32_t(t.tileK));
+  // Both operands lie in boxes of 64 columns x tileK rows (M- and N-major).
   auto descriptor = [&](ImplicitLocOpBuilder &nb, Value offset,
                         Type type) -> Value {
-    Value address = arith::AddIOp::create(
-        nb, smemAddress, arith::IndexCastOp::create(nb, i64, offset));
-    Value word = arith::OrIOp::create(
-        nb,
-        arith::ShRUIOp::create(
-            nb,
-            arith::AndIOp::create(
-                nb, address, arith::ConstantIntOp::create(nb, i64, 0x3FFFF)),
-            arith::ConstantIntOp::create(nb, i64, 4)),
-        arith::ConstantIntOp::create(nb, i64, int64_t(descriptorBits)));
-    return UnrealizedConversionCastOp::create(nb, type, word).getResult(0);
+    return nMajorDescriptor(nb, smemAddress, offset, t.tileK, type);
   };
 
   Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, accType);

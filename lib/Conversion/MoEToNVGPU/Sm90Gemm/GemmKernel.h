@@ -114,6 +114,12 @@ struct GemmKernel {
                      Value active) const;
 };
 
+/// The wgmma descriptor (as `type`) of an M- or N-major operand at byte
+/// `offset` of shared memory (`smemAddress`, i64), stored as boxes of 64
+/// columns x `rows` K rows (WgmmaDescriptor.h).
+Value nMajorDescriptor(ImplicitLocOpBuilder &nb, Value smemAddress,
+                       Value offset, int64_t rows, Type type);
+
 /// Columns [kk, kk + width) of the first `rows` rows of a K-major tile: a
 /// wgmma operand.
 Value kSlice(ImplicitLocOpBuilder &nb, Value tile, int64_t rows, int64_t kk,

@@ -140,12 +140,17 @@ Value PipelinedMainloop::nMajorWeightsDescriptor(ImplicitLocOpBuilder &nb,
                                                  int64_t kk) const {
   const GroupedMatmulTile &t = k.t;
   IndexMath n{nb};
-  Type i64 = nb.getI64Type();
   // K rows kk.. of the stage's first chunk: each K row is 128 bytes there.
   Value offset = n.add(n.mul(step.stage, n.c(k.stageBytes)),
                        n.c(k.rowsBytes + kk * kNMajorChunk * t.elementBytes()));
+  return nMajorDescriptor(nb, k.smemAddress, offset, t.tileK, k.ty.mmaBDesc);
+}
+
+Value sm90::nMajorDescriptor(ImplicitLocOpBuilder &nb, Value smemAddress,
+                             Value offset, int64_t rows, Type type) {
+  Type i64 = nb.getI64Type();
   Value address = arith::AddIOp::create(
-      nb, k.smemAddress, arith::IndexCastOp::create(nb, i64, offset));
+      nb, smemAddress, arith::IndexCastOp::create(nb, i64, offset));
   Value start = arith::ShRUIOp::create(
       nb,
       arith::AndIOp::create(nb, address,
@@ -154,9 +159,8 @@ Value PipelinedMainloop::nMajorWeightsDescriptor(ImplicitLocOpBuilder &nb,
   Value word = arith::OrIOp::create(
       nb, start,
       arith::ConstantIntOp::create(
-          nb, i64, int64_t(wgmmaNMajorDescriptor(uint32_t(t.tileK)))));
-  return UnrealizedConversionCastOp::create(nb, k.ty.mmaBDesc, word)
-      .getResult(0);
+          nb, i64, int64_t(wgmmaNMajorDescriptor(uint32_t(rows)))));
+  return UnrealizedConversionCastOp::create(nb, type, word).getResult(0);
 }
 
 Value PipelinedMainloop::multiplyInto(ImplicitLocOpBuilder &nb,
