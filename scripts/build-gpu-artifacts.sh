@@ -86,6 +86,22 @@ func.func @swiglu_grad_gptoss(%gu: tensor<?x?xbf16>, %dh: tensor<?x?xbf16>) -> t
   %d = moe.swiglu_grad gptoss %gu, %dh alpha 1.702 limit 7.0 : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %d : tensor<?x?xbf16>
 }
+func.func @swiglu_silu(%gu: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  %h = moe.swiglu silu %gu : (tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %h : tensor<?x?xbf16>
+}
+func.func @swiglu_gptoss(%gu: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  %h = moe.swiglu gptoss %gu alpha 1.702 limit 7.0 : (tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %h : tensor<?x?xbf16>
+}
+func.func @unpermute_grad_mixtral(%dy: tensor<?x4096xbf16>, %o: tensor<?x4096xbf16>, %s: tensor<?x2xi64>, %w: tensor<?x2xf32>) -> (tensor<?x4096xbf16>, tensor<?x2xf32>) {
+  %d, %dw = moe.unpermute_grad %dy, %o, %s weights %w : (tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> (tensor<?x4096xbf16>, tensor<?x2xf32>)
+  return %d, %dw : tensor<?x4096xbf16>, tensor<?x2xf32>
+}
+func.func @unpermute_grad_k8(%dy: tensor<?x?xbf16>, %o: tensor<?x?xbf16>, %s: tensor<?x8xi32>) -> tensor<?x?xbf16> {
+  %d = moe.unpermute_grad %dy, %o, %s : (tensor<?x?xbf16>, tensor<?x?xbf16>, tensor<?x8xi32>) -> tensor<?x?xbf16>
+  return %d : tensor<?x?xbf16>
+}
 func.func @route_grad_mixtral(%l: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %dw: tensor<?x2xf32>) -> tensor<?x8xf32> {
   %d = moe.route_grad softmax_topk %l, %ids, %dw renormalize : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x8xf32>
   return %d : tensor<?x8xf32>

@@ -99,7 +99,8 @@ struct MoEExtractDeviceCodePass
             "silently skip it; give the GPU pipeline only ops "
             "that have kernels (moe.route, moe.permute, "
             "moe.grouped_matmul, moe.grouped_dgrad, moe.grouped_wgrad, "
-            "moe.swiglu_grad, moe.route_grad, "
+            "moe.swiglu, moe.swiglu_grad, moe.unpermute_grad, "
+            "moe.route_grad, "
             "moe.expert_mlp, "
             "moe.unpermute, moe.layer, moe.quantize)");
         failedAny = true;

@@ -1,6 +1,6 @@
 // moe.grouped_dgrad and moe.grouped_wgrad shapes the sm_90a kernels do not
 // implement are refused at the op, with the reason; the other backward ops
-// have no kernel yet and are refused by name.
+// refuse what their kernels do not implement.
 // RUN: moe-opt %s --split-input-file --moe-gpu-pipeline --mlir-print-op-on-diagnostic=false -verify-diagnostics -o /dev/null
 
 func.func @f32(%g: tensor<?x256xf32>, %w: tensor<8x256x512xf32>, %off: tensor<9xi32>) -> tensor<?x512xf32> {
@@ -83,8 +83,32 @@ func.func @route_grad_k(%l: tensor<?x64xf32>, %ids: tensor<?x40xi32>, %dw: tenso
 
 // -----
 
-func.func @unpermute_grad(%g: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %s: tensor<?x2xi64>) -> tensor<?x256xbf16> {
-  // expected-error @+1 {{has no GPU kernel yet, and the bundle would silently skip it}}
-  %d = moe.unpermute_grad %g, %r, %s : (tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x2xi64>) -> tensor<?x256xbf16>
-  return %d : tensor<?x256xbf16>
+func.func @unpermute_grad_f32(%g: tensor<?x256xf32>, %r: tensor<?x256xf32>, %s: tensor<?x2xi64>) -> tensor<?x256xf32> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: only bf16 gradients, rows and row gradients are implemented}}
+  %d = moe.unpermute_grad %g, %r, %s : (tensor<?x256xf32>, tensor<?x256xf32>, tensor<?x2xi64>) -> tensor<?x256xf32>
+  return %d : tensor<?x256xf32>
+}
+
+// -----
+
+func.func @unpermute_grad_width(%g: tensor<?x100xbf16>, %r: tensor<?x100xbf16>, %s: tensor<?x2xi64>) -> tensor<?x100xbf16> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: the hidden size must be a multiple of 8 (16-byte vectors)}}
+  %d = moe.unpermute_grad %g, %r, %s : (tensor<?x100xbf16>, tensor<?x100xbf16>, tensor<?x2xi64>) -> tensor<?x100xbf16>
+  return %d : tensor<?x100xbf16>
+}
+
+// -----
+
+func.func @swiglu_scale(%gu: tensor<?x512xbf16>, %s: tensor<?xf32>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: a per-row scale has no kernel (the expert MLP's epilogue applies it)}}
+  %h = moe.swiglu silu %gu scale %s : (tensor<?x512xbf16>, tensor<?xf32>) -> tensor<?x256xbf16>
+  return %h : tensor<?x256xbf16>
+}
+
+// -----
+
+func.func @swiglu_f32(%gu: tensor<?x512xf32>) -> tensor<?x256xf32> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: only bf16 inputs and result are implemented}}
+  %h = moe.swiglu silu %gu : (tensor<?x512xf32>) -> tensor<?x256xf32>
+  return %h : tensor<?x256xf32>
 }

@@ -4,7 +4,10 @@ runtime (run on the H200).
 
 backward-ops.moebundle (scripts/build-gpu-artifacts.sh) holds moe.swiglu_grad
 for silu (a static and a dynamic width) and GPT-OSS's clamped form (alpha
-1.702, limit 7), and moe.route_grad for the routers of Mixtral (softmax then
+1.702, limit 7), moe.swiglu (the train forward's activation of a saved
+gate-up output) for both, moe.unpermute_grad (weighted with i64 slots at
+Mixtral's hidden size, unweighted with i32 slots and k = 8) and
+moe.route_grad for the routers of Mixtral (softmax then
 top-2, renormalised), OLMoE (softmax then top-8, bf16 logits), DeepSeek-V3
 (sigmoid, renormalised, scale 2.5) and GPT-OSS (top-4 then softmax). Each
 gradient is checked against torch autograd in float64 of the same function
@@ -12,7 +15,10 @@ gradient is checked against torch autograd in float64 of the same function
 poisoned (NaN) first; GPT-OSS's activation inputs include values exactly at
 the clamps' bounds (where the gradient passes, as torch.clamp's does) and
 beyond them (where it does not); the routers' ids include a dropped (-1) and
-a repeated id. Prints `N passed, N failed`.
+a repeated id. The combine's adjoint runs on permutations with unnamed
+(padding) rows, dropped slots (-1 and past M), rows several pairs name
+(their sum is in pair order: two runs must be bit-identical), T = 0 and 1.
+Prints `N passed, N failed`.
 
     python3 test/device/backward_ops.py .gpu-artifacts
 """
@@ -89,6 +95,124 @@ def route_weights(routing, logits, ids, renormalize, scale):
     return v * scale
 
 
+def check_swiglu(bundle, report):
+    seed = 100
+    for entry, kind in (("swiglu_silu", "silu"), ("swiglu_gptoss", "gptoss")):
+        for width in (256, 768, 2880):
+            for m in (1, 7, 300, 16384):
+                seed += 1
+                what = f"{entry} I={width} M={m}"
+                try:
+                    gu, _ = inputs(kind, m, width, seed)
+                    out = torch.full((m, width), float("nan"), device=DEV, dtype=torch.bfloat16)
+                    bundle.launch(entry, input=gu, out=out)
+                    torch.cuda.synchronize()
+                    g = gu.double()
+                    want = activation(kind, g[:, :width], g[:, width:])
+                    got = out.double()
+                    if not torch.isfinite(got).all():
+                        problem = "values not finite (poison left?)"
+                    else:
+                        err = ((got - want).norm() / want.norm()).item()
+                        problem = None if err <= TOLERANCE else f"relative L2 error {err:.3e} > {TOLERANCE}"
+                    report(problem is None, what, problem or "")
+                except Exception as error:
+                    report(False, what, f"{type(error).__name__}: {error}")
+
+
+def unpermute_grad_reference(dy, rows, slots, weights):
+    """moe.unpermute_grad in float64: a slot's row gets w * dy[t] (summed
+    over the pairs that name it), each pair <dy[t], rows[slot]>."""
+    t_count, k = slots.shape
+    m = rows.shape[0]
+    flat = slots.reshape(-1).long()
+    valid = (flat >= 0) & (flat < m)
+    w = weights.double().reshape(-1) if weights is not None else torch.ones(t_count * k, device=DEV, dtype=torch.float64)
+    tokens = torch.arange(t_count * k, device=DEV) // k
+    d_rows = torch.zeros(m, rows.shape[1], device=DEV, dtype=torch.float64)
+    d_rows.index_add_(0, flat[valid], dy.double()[tokens[valid]] * w[valid, None])
+    d_w = torch.zeros(t_count * k, device=DEV, dtype=torch.float64)
+    d_w[valid] = (dy.double()[tokens[valid]] * rows.double()[flat[valid]]).sum(-1)
+    return d_rows, d_w.reshape(t_count, k)
+
+
+def unpermute_grad_slots(kind, tokens, k, g):
+    """[T, k] slots of `kind` and the row count M: a permutation of the T*k
+    pairs onto rows with unnamed padding rows between them, the same with
+    dropped slots (-1 and M), or rows that several pairs name."""
+    pairs = tokens * k
+    if kind == "duplicates":
+        m = max(1, pairs // 3)
+        slots = torch.randint(0, m, (pairs,), device=DEV, generator=g)
+        if pairs >= 4:
+            slots[: pairs // 4] = 0  # one hot row
+        return slots.reshape(tokens, k), m
+    m = pairs + pairs // 5 + 3  # padding rows that no pair names
+    slots = torch.randperm(m, device=DEV, generator=g)[:pairs]
+    if kind == "dropped" and pairs >= 3:
+        slots[0] = -1
+        slots[pairs // 2] = m
+    return slots.reshape(tokens, k), m
+
+
+def check_unpermute_grad(bundle, report):
+    seed = 200
+    for entry, hidden, k, weighted, dtype in (
+            ("unpermute_grad_mixtral", 4096, 2, True, torch.int64),
+            ("unpermute_grad_k8", 2048, 8, False, torch.int32),
+            ("unpermute_grad_k8", 264, 8, False, torch.int32)):
+        for kind in ("permutation", "dropped", "duplicates"):
+            for tokens in (0, 1, 7, 300, 16384):
+                seed += 1
+                what = f"{entry} H={hidden} {kind} T={tokens}"
+                try:
+                    g = torch.Generator(device=DEV).manual_seed(seed)
+                    slots, m = unpermute_grad_slots(kind, tokens, k, g)
+                    slots = slots.to(dtype)
+                    dy = torch.randn(tokens, hidden, device=DEV, generator=g).to(torch.bfloat16)
+                    rows = torch.randn(m, hidden, device=DEV, generator=g).to(torch.bfloat16)
+                    weights = torch.rand(tokens, k, device=DEV, generator=g) if weighted else None
+                    args = dict(grad=dy, rows=rows, slots=slots)
+                    if weighted:
+                        args["weights"] = weights
+
+                    def run_once():
+                        out = {"rows_grad": torch.full((m, hidden), float("nan"), device=DEV, dtype=torch.bfloat16)}
+                        if weighted:
+                            out["weights_grad"] = torch.full((tokens, k), float("nan"), device=DEV)
+                        bundle.launch(entry, **args, **out)
+                        torch.cuda.synchronize()
+                        return out
+
+                    first, second = run_once(), run_once()
+                    want_rows, want_w = unpermute_grad_reference(dy, rows, slots, weights)
+                    problem = None
+                    for name, want in (("rows_grad", want_rows), ("weights_grad", want_w)):
+                        if name not in first:
+                            continue
+                        got = first[name].double()
+                        if not torch.isfinite(got).all():
+                            problem = f"{name}: values not finite (poison left?)"
+                        elif want.numel() and want.norm() > 0:
+                            err = ((got - want).norm() / want.norm()).item()
+                            if not err <= TOLERANCE:
+                                problem = f"{name}: relative L2 error {err:.3e} > {TOLERANCE}"
+                        elif got.numel() and got.abs().max() != 0:
+                            problem = f"{name}: not zero"
+                        if not torch.equal(first[name], second[name]):
+                            problem = f"{name}: two runs differ (not deterministic)"
+                    # Rows no pair names are exactly zero.
+                    named = torch.zeros(m, dtype=torch.bool, device=DEV)
+                    flat = slots.reshape(-1).long()
+                    named[flat[(flat >= 0) & (flat < m)]] = True
+                    unnamed = first["rows_grad"][~named]
+                    if problem is None and unnamed.numel() and unnamed.abs().max() != 0:
+                        problem = "an unnamed row is not zero"
+                    report(problem is None, what, problem or "")
+                except Exception as error:
+                    report(False, what, f"{type(error).__name__}: {error}")
+
+
 def check_route_grad(bundle, report):
     for entry, (routing, experts, k, renormalize, scale, dtype) in ROUTERS.items():
         for tokens in (1, 7, 300, 4096, 300000 if entry == "route_grad_mixtral" else 16384):
@@ -124,7 +248,9 @@ def main():
     report = tally.report
     bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "backward-ops.moebundle"))
     for entry in bundle.entries:
-        op = "moe." + entry.name.split("_grad")[0] + "_grad"
+        op = "moe." + ("swiglu" if entry.name.startswith("swiglu_") and
+                       not entry.name.startswith("swiglu_grad")
+                       else entry.name.split("_grad")[0] + "_grad")
         report(entry.abi == "planned.v1" and entry.op == op,
                f"{entry.name} is op {op}, abi planned.v1", f"{entry.op} {entry.abi}")
     cases = [("swiglu_grad_silu_i256", "silu", 256)]
@@ -161,6 +287,8 @@ def main():
             except Exception as error:
                 report(False, what, f"{type(error).__name__}: {error}")
     check_route_grad(bundle, report)
+    check_swiglu(bundle, report)
+    check_unpermute_grad(bundle, report)
     # M = 0 launches nothing and is no error.
     try:
         gu, dh = inputs("silu", 0, 256, 99)

@@ -17,10 +17,11 @@
 using namespace mlir;
 using namespace mlir::moe;
 
-std::string SwiGLUGradKernelSpec::kernelName() const {
+std::string SwiGLUKernelSpec::kernelName() const {
+  std::string prefix = gradient ? "moe_swiglu_grad_" : "moe_swiglu_";
   if (!gptOss)
-    return "moe_swiglu_grad_silu";
-  return "moe_swiglu_grad_gptoss_a" +
+    return prefix + "silu";
+  return prefix + "gptoss_a" +
          llvm::utohexstr(llvm::bit_cast<uint32_t>(alpha), true) + "_l" +
          llvm::utohexstr(llvm::bit_cast<uint32_t>(limit), true);
 }
@@ -29,7 +30,7 @@ std::string SwiGLUGradKernelSpec::kernelName() const {
 /// act(gate, up), as moe.swiglu_grad defines them (sigmoid as the forward
 /// epilogue's, ex2.approx).
 static std::pair<Value, Value> swigluGrad(ImplicitLocOpBuilder &b,
-                                          const SwiGLUGradKernelSpec &spec,
+                                          const SwiGLUKernelSpec &spec,
                                           Value gate, Value up, Value dh) {
   Type f32 = b.getF32Type();
   auto c = [&](double v) -> Value {
@@ -70,24 +71,26 @@ static std::pair<Value, Value> swigluGrad(ImplicitLocOpBuilder &b,
           arith::SelectOp::create(b, upPasses, dUp, zero)};
 }
 
-gpu::GPUFuncOp
-mlir::moe::buildSwiGLUGradKernel(OpBuilder &builder, Location loc,
-                                 gpu::GPUModuleOp module,
-                                 const SwiGLUGradKernelSpec &spec) {
+gpu::GPUFuncOp mlir::moe::buildSwiGLUKernel(OpBuilder &builder, Location loc,
+                                             gpu::GPUModuleOp module,
+                                             const SwiGLUKernelSpec &spec) {
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(&module.getBodyRegion().front());
   ImplicitLocOpBuilder b(loc, builder);
   Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
-  gpu::GPUFuncOp func = createKernel(
-      b, spec.kernelName(), {dynamic2D(bf16), dynamic2D(bf16), dynamic2D(bf16)},
-      kSwiGLUGradThreads);
+  SmallVector<Type> args(spec.gradient ? 3 : 2, dynamic2D(bf16));
+  gpu::GPUFuncOp func =
+      createKernel(b, spec.kernelName(), args, kSwiGLUGradThreads);
   Block *entry = &func.getBody().front();
-  Value input = entry->getArgument(0), grad = entry->getArgument(1),
-        out = entry->getArgument(2);
+  Value input = entry->getArgument(0),
+        grad = spec.gradient ? entry->getArgument(1) : Value(),
+        out = entry->getArguments().back();
   IndexMath m{b};
   constexpr int64_t kVector = kSwiGLUGradVector;
-  Value numRows = memref::DimOp::create(b, grad, m.c(0));
-  Value width = memref::DimOp::create(b, grad, m.c(1));
+  // [M, I]: the gradient's shape, or the activation's.
+  Value shaped = spec.gradient ? grad : out;
+  Value numRows = memref::DimOp::create(b, shaped, m.c(0));
+  Value width = memref::DimOp::create(b, shaped, m.c(1));
   Value vectors = arith::DivUIOp::create(b, width, m.c(kVector));
   Value threads = m.mul(gpu::GridDimOp::create(b, gpu::Dimension::x),
                         m.c(kSwiGLUGradThreads));
@@ -109,25 +112,39 @@ mlir::moe::buildSwiGLUGradKernel(OpBuilder &builder, Location loc,
                                      /*nontemporal=*/false, llvm::Align(16));
           return arith::ExtFOp::create(nb, f32Vector, loaded);
         };
-        Value gates = load(input, col), ups = load(input, n.add(col, width));
-        Value dhs = load(grad, col);
-        SmallVector<Value> dGates, dUps;
-        for (int64_t lane = 0; lane < kVector; ++lane) {
-          auto at = [&](Value v) -> Value {
-            return vector::ExtractOp::create(nb, v, ArrayRef<int64_t>{lane});
-          };
-          auto [dGate, dUp] = swigluGrad(nb, spec, at(gates), at(ups), at(dhs));
-          dGates.push_back(dGate);
-          dUps.push_back(dUp);
-        }
-        Value dGate = vector::FromElementsOp::create(nb, f32Vector, dGates);
-        Value dUp = vector::FromElementsOp::create(nb, f32Vector, dUps);
         auto store = [&](Value v, Value c) {
           vector::StoreOp::create(nb,
                                   arith::TruncFOp::create(nb, bf16Vector, v),
                                   out, ValueRange{row, c},
                                   /*nontemporal=*/false, llvm::Align(16));
         };
+        Value gates = load(input, col), ups = load(input, n.add(col, width));
+        auto at = [&](Value v, int64_t lane) -> Value {
+          return vector::ExtractOp::create(nb, v, ArrayRef<int64_t>{lane});
+        };
+        if (!spec.gradient) {
+          // The forward epilogue's activation, on the saved gate-up output.
+          SmallVector<Value> acts;
+          for (int64_t lane = 0; lane < kVector; ++lane) {
+            Value gate = at(gates, lane), up = at(ups, lane);
+            acts.push_back(spec.gptOss ? gptOssGlu(nb, gate, up, spec.alpha,
+                                                   spec.limit)
+                                       : siluTimes(nb, gate, up));
+          }
+          store(vector::FromElementsOp::create(nb, f32Vector, acts), col);
+          scf::YieldOp::create(nb);
+          return;
+        }
+        Value dhs = load(grad, col);
+        SmallVector<Value> dGates, dUps;
+        for (int64_t lane = 0; lane < kVector; ++lane) {
+          auto [dGate, dUp] = swigluGrad(nb, spec, at(gates, lane),
+                                         at(ups, lane), at(dhs, lane));
+          dGates.push_back(dGate);
+          dUps.push_back(dUp);
+        }
+        Value dGate = vector::FromElementsOp::create(nb, f32Vector, dGates);
+        Value dUp = vector::FromElementsOp::create(nb, f32Vector, dUps);
         store(dGate, col);
         store(dUp, n.add(col, width));
         scf::YieldOp::create(nb);
@@ -323,6 +340,318 @@ mlir::moe::buildRouteGradKernel(OpBuilder &builder, Location loc,
         }
         scf::YieldOp::create(nb);
       });
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+std::string UnpermuteGradKernelSpec::kernelName(StringRef step) const {
+  if (step == "init")
+    return "moe_unpermute_grad_init";
+  std::string name = llvm::formatv("moe_unpermute_grad_{0}_s{1}", step,
+                                   slotBits);
+  return step == "gather" && !weighted ? name + "_unweighted" : name;
+}
+
+gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module,
+    const UnpermuteGradKernelSpec &spec, UnpermuteGradStep step) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  Type f32 = b.getF32Type(), bf16 = b.getBF16Type(), i32 = b.getI32Type();
+  Type slotType = b.getIntegerType(spec.slotBits);
+  auto counts1D = MemRefType::get({ShapedType::kDynamic}, i32);
+  constexpr int64_t kThreads = kUnpermuteGradThreads, kVector = 8;
+  StringRef stepName = step == UnpermuteGradStep::Init    ? "init"
+                       : step == UnpermuteGradStep::Count ? "count"
+                                                          : "gather";
+  SmallVector<Type> args;
+  if (step == UnpermuteGradStep::Init)
+    args = {counts1D};
+  else if (step == UnpermuteGradStep::Count)
+    args = {dynamic2D(slotType), counts1D};
+  else if (spec.weighted)
+    args = {dynamic2D(bf16), dynamic2D(bf16), dynamic2D(slotType),
+            dynamic2D(f32),  counts1D,        dynamic2D(bf16),
+            dynamic2D(f32)};
+  else
+    args = {dynamic2D(bf16), dynamic2D(bf16), dynamic2D(slotType), counts1D,
+            dynamic2D(bf16)};
+  gpu::GPUFuncOp func =
+      createKernel(b, spec.kernelName(stepName), args, kThreads);
+  Block *entry = &func.getBody().front();
+  auto arg = [&](unsigned i) { return entry->getArgument(i); };
+  IndexMath m{b};
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value grid = gpu::GridDimOp::create(b, gpu::Dimension::x);
+  // A grid-stride loop of `body` over [0, count) by thread or by warp.
+  auto gridStride = [&](Value count, bool byWarp,
+                        function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
+    int64_t perCTA = byWarp ? kThreads / 32 : kThreads;
+    Value first = m.add(m.mul(block, m.c(perCTA)),
+                        byWarp ? arith::DivUIOp::create(b, tid, m.c(32)) : tid);
+    scf::ForOp::create(b, first, count, m.mul(grid, m.c(perCTA)), ValueRange{},
+                       [&](OpBuilder &nested, Location l, Value i, ValueRange) {
+                         ImplicitLocOpBuilder nb(l, nested);
+                         body(nb, i);
+                         scf::YieldOp::create(nb);
+                       });
+  };
+
+  if (step == UnpermuteGradStep::Init) {
+    Value counts = arg(0);
+    gridStride(memref::DimOp::create(b, counts, m.c(0)), false,
+               [&](ImplicitLocOpBuilder &nb, Value r) {
+                 memref::StoreOp::create(nb, i32Constant(nb, 0), counts, r);
+               });
+    gpu::ReturnOp::create(b);
+    return func;
+  }
+
+  Value slots = arg(step == UnpermuteGradStep::Count ? 0 : 2);
+  Value counts = step == UnpermuteGradStep::Count ? arg(1)
+                                                  : arg(spec.weighted ? 4 : 3);
+  Value numRows = memref::DimOp::create(b, counts, m.c(0));
+  Value k = memref::DimOp::create(b, slots, m.c(1));
+  Value pairs = m.mul(memref::DimOp::create(b, slots, m.c(0)), k);
+  // The row of pair `p` as an index, and whether it is one of [0, M).
+  auto rowOf = [&](ImplicitLocOpBuilder &nb, Value p) -> std::pair<Value, Value> {
+    IndexMath n{nb};
+    Value slot = memref::LoadOp::create(
+        nb, slots,
+        ValueRange{arith::DivUIOp::create(nb, p, k),
+                   arith::RemUIOp::create(nb, p, k)});
+    Value row = n.toIndex(slot);
+    Value inRange = arith::AndIOp::create(
+        nb, arith::CmpIOp::create(nb, arith::CmpIPredicate::sge, row, n.c(0)),
+        n.lt(row, numRows));
+    return {row, inRange};
+  };
+
+  if (step == UnpermuteGradStep::Count) {
+    gridStride(pairs, false, [&](ImplicitLocOpBuilder &nb, Value p) {
+      auto [row, inRange] = rowOf(nb, p);
+      ifThen(nb, inRange, [&](ImplicitLocOpBuilder &tb) {
+        memref::AtomicRMWOp::create(tb, arith::AtomicRMWKind::addi,
+                                    i32Constant(tb, 1), counts, row);
+      });
+    });
+    gpu::ReturnOp::create(b);
+    return func;
+  }
+
+  Value grad = arg(0), rows = arg(1);
+  Value weights = spec.weighted ? arg(3) : Value();
+  Value rowsGrad = arg(spec.weighted ? 5 : 4);
+  Value weightsGrad = spec.weighted ? arg(6) : Value();
+  Value hidden = memref::DimOp::create(b, grad, m.c(1));
+  Value lane = arith::RemUIOp::create(b, tid, m.c(32));
+  auto f32Vector = VectorType::get({kVector}, f32);
+  auto bf16Vector = VectorType::get({kVector}, bf16);
+  auto loadRow = [&](ImplicitLocOpBuilder &nb, Value from, Value row,
+                     Value col) -> Value {
+    Value loaded =
+        vector::LoadOp::create(nb, bf16Vector, from, ValueRange{row, col},
+                               /*nontemporal=*/false, llvm::Align(16));
+    return arith::ExtFOp::create(nb, f32Vector, loaded);
+  };
+  auto storeRow = [&](ImplicitLocOpBuilder &nb, Value v, Value row,
+                      Value col) {
+    vector::StoreOp::create(nb, v, rowsGrad, ValueRange{row, col},
+                            /*nontemporal=*/false, llvm::Align(16));
+  };
+  // The lane's 16-byte column vectors, a warp's 256 columns apart, with a
+  // loop-carried value.
+  auto columns = [&](ImplicitLocOpBuilder &nb, Value end, ValueRange init,
+                     function_ref<SmallVector<Value>(ImplicitLocOpBuilder &,
+                                                     Value, ValueRange)>
+                         body) {
+    IndexMath n{nb};
+    return scf::ForOp::create(
+               nb, n.mul(lane, n.c(kVector)), end, n.c(32 * kVector), init,
+               [&](OpBuilder &nested, Location l, Value col, ValueRange iter) {
+                 ImplicitLocOpBuilder cb(l, nested);
+                 scf::YieldOp::create(cb, body(cb, col, iter));
+               })
+        .getResults();
+  };
+  auto weightOf = [&](ImplicitLocOpBuilder &nb, Value p) -> Value {
+    if (!weights)
+      return f32Constant(nb, 1.0);
+    return memref::LoadOp::create(nb, weights,
+                                  ValueRange{arith::DivUIOp::create(nb, p, k),
+                                             arith::RemUIOp::create(nb, p, k)});
+  };
+  auto splat = [&](ImplicitLocOpBuilder &nb, Value scalar) -> Value {
+    return vector::BroadcastOp::create(nb, f32Vector, scalar);
+  };
+
+  gridStride(m.add(pairs, numRows), true, [&](ImplicitLocOpBuilder &nb,
+                                              Value item) {
+    IndexMath n{nb};
+    auto isPair = scf::IfOp::create(nb, n.lt(item, pairs), /*else=*/true);
+    {
+      // A pair: its weight gradient, and its row's gradient if it is the
+      // row's first pair.
+      ImplicitLocOpBuilder tb(loc, isPair.getThenBodyBuilder());
+      IndexMath t{tb};
+      Value p = item, token = arith::DivUIOp::create(tb, p, k);
+      auto [row, inRange] = rowOf(tb, p);
+      if (weightsGrad) {
+        // <grad[t], rows[row]>: the lane's columns in order, then the warp's
+        // butterfly (a fixed order).
+        Value end = arith::SelectOp::create(tb, inRange, hidden, t.c(0));
+        Value partial =
+            columns(tb, end, {f32Constant(tb, 0.0)},
+                    [&](ImplicitLocOpBuilder &cb, Value col, ValueRange iter) {
+                      Value g = loadRow(cb, grad, token, col);
+                      Value r = loadRow(cb, rows, row, col);
+                      Value acc = iter[0];
+                      for (int64_t e = 0; e < kVector; ++e) {
+                        auto at = [&](Value v) -> Value {
+                          return vector::ExtractOp::create(
+                              cb, v, ArrayRef<int64_t>{e});
+                        };
+                        acc = arith::AddFOp::create(
+                            cb, acc, arith::MulFOp::create(cb, at(g), at(r)));
+                      }
+                      return SmallVector<Value>{acc};
+                    })[0];
+        Value dot = warpReduce(tb, partial, [&](Value x, Value y) -> Value {
+          return arith::AddFOp::create(tb, x, y);
+        });
+        ifThen(tb,
+               arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, lane,
+                                     t.c(0)),
+               [&](ImplicitLocOpBuilder &lb) {
+                 memref::StoreOp::create(
+                     lb, dot, weightsGrad,
+                     ValueRange{token, arith::RemUIOp::create(lb, p, k)});
+               });
+      }
+      ifThen(tb, inRange, [&](ImplicitLocOpBuilder &vb) {
+        Value count = memref::LoadOp::create(vb, counts, row);
+        Value shared = arith::CmpIOp::create(vb, arith::CmpIPredicate::sgt,
+                                             count, i32Constant(vb, 1));
+        // A row named by more pairs: is an earlier pair its first? (the
+        // lanes look at every 32nd pair, then the warp's max).
+        auto earlier = scf::IfOp::create(
+            vb, shared,
+            [&](OpBuilder &nested, Location l) {
+              ImplicitLocOpBuilder sb(l, nested);
+              IndexMath s{sb};
+              Value found =
+                  scf::ForOp::create(
+                      sb, lane, p, s.c(32), ValueRange{i32Constant(sb, 0)},
+                      [&](OpBuilder &inner, Location il, Value q,
+                          ValueRange iter) {
+                        ImplicitLocOpBuilder qb(il, inner);
+                        auto [other, valid] = rowOf(qb, q);
+                        Value same = arith::AndIOp::create(
+                            qb, valid,
+                            arith::CmpIOp::create(
+                                qb, arith::CmpIPredicate::eq, other, row));
+                        Value one = arith::ExtUIOp::create(
+                            qb, qb.getI32Type(), same);
+                        scf::YieldOp::create(
+                            qb, ValueRange{
+                                    arith::MaxUIOp::create(qb, iter[0], one)});
+                      })
+                      .getResult(0);
+              Value any = warpReduce(sb, found, [&](Value x, Value y) -> Value {
+                return arith::MaxUIOp::create(sb, x, y);
+              });
+              scf::YieldOp::create(
+                  sb, ValueRange{arith::CmpIOp::create(
+                          sb, arith::CmpIPredicate::ne, any,
+                          i32Constant(sb, 0))});
+            },
+            [&](OpBuilder &nested, Location l) {
+              ImplicitLocOpBuilder sb(l, nested);
+              scf::YieldOp::create(
+                  sb, ValueRange{arith::ConstantIntOp::create(sb, 0, 1)});
+            });
+        Value first = arith::XOrIOp::create(
+            vb, earlier.getResult(0), arith::ConstantIntOp::create(vb, 1, 1));
+        ifThen(vb, first, [&](ImplicitLocOpBuilder &fb) {
+          Value weight = weightOf(fb, p);
+          columns(fb, hidden, {}, [&](ImplicitLocOpBuilder &cb, Value col,
+                                      ValueRange) {
+            Value own = arith::MulFOp::create(cb, loadRow(cb, grad, token, col),
+                                              splat(cb, weight));
+            // The later pairs of the row, in pair order.
+            auto later = scf::IfOp::create(
+                cb, shared,
+                [&](OpBuilder &nested, Location l) {
+                  ImplicitLocOpBuilder sb(l, nested);
+                  IndexMath s{sb};
+                  Value sum =
+                      scf::ForOp::create(
+                          sb, s.add(p, s.c(1)), pairs, s.c(1), ValueRange{own},
+                          [&](OpBuilder &inner, Location il, Value q,
+                              ValueRange iter) {
+                            ImplicitLocOpBuilder qb(il, inner);
+                            auto [other, valid] = rowOf(qb, q);
+                            Value same = arith::AndIOp::create(
+                                qb, valid,
+                                arith::CmpIOp::create(
+                                    qb, arith::CmpIPredicate::eq, other, row));
+                            auto add = scf::IfOp::create(
+                                qb, same,
+                                [&](OpBuilder &n2, Location l2) {
+                                  ImplicitLocOpBuilder ab(l2, n2);
+                                  Value term = arith::MulFOp::create(
+                                      ab,
+                                      loadRow(ab, grad,
+                                              arith::DivUIOp::create(ab, q, k),
+                                              col),
+                                      splat(ab, weightOf(ab, q)));
+                                  scf::YieldOp::create(
+                                      ab, ValueRange{arith::AddFOp::create(
+                                              ab, iter[0], term)});
+                                },
+                                [&](OpBuilder &n2, Location l2) {
+                                  scf::YieldOp::create(n2, l2, iter[0]);
+                                });
+                            scf::YieldOp::create(qb, add.getResults());
+                          })
+                          .getResult(0);
+                  scf::YieldOp::create(sb, ValueRange{sum});
+                },
+                [&](OpBuilder &nested, Location l) {
+                  scf::YieldOp::create(nested, l, own);
+                });
+            storeRow(cb,
+                     arith::TruncFOp::create(cb, bf16Vector,
+                                             later.getResult(0)),
+                     row, col);
+            return SmallVector<Value>{};
+          });
+        });
+      });
+    }
+    {
+      // A row: zero when no pair names it.
+      ImplicitLocOpBuilder eb(loc, isPair.getElseBodyBuilder());
+      Value row = IndexMath{eb}.sub(item, pairs);
+      Value count = memref::LoadOp::create(eb, counts, row);
+      ifThen(eb,
+             arith::CmpIOp::create(eb, arith::CmpIPredicate::eq, count,
+                                   i32Constant(eb, 0)),
+             [&](ImplicitLocOpBuilder &zb) {
+               Value zero = arith::ConstantOp::create(
+                   zb, bf16Vector,
+                   DenseElementsAttr::get(bf16Vector,
+                                          zb.getFloatAttr(bf16, 0.0)));
+               columns(zb, hidden, {},
+                       [&](ImplicitLocOpBuilder &cb, Value col, ValueRange) {
+                         storeRow(cb, zero, row, col);
+                         return SmallVector<Value>{};
+                       });
+             });
+    }
+  });
   gpu::ReturnOp::create(b);
   return func;
 }

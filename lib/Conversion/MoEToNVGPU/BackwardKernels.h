@@ -18,25 +18,58 @@
 
 namespace mlir::moe {
 
+/// moe.swiglu (the train forward's, on a saved gate-up output) or
 /// moe.swiglu_grad over bf16 rows: the activation and, for GPT-OSS, its
 /// constants (by their bits in the name: kernels differ exactly when they
 /// do).
-struct SwiGLUGradKernelSpec {
+struct SwiGLUKernelSpec {
+  bool gradient = true;
   bool gptOss = false;
   float alpha = 0, limit = 0;
   std::string kernelName() const;
 };
 
-/// Threads of a swiglu_grad CTA; each thread takes 8 columns (16 bytes).
+/// Threads of a swiglu(_grad) CTA; each thread takes 8 columns (16 bytes).
 inline constexpr int64_t kSwiGLUGradThreads = 256;
 inline constexpr int64_t kSwiGLUGradVector = 8;
 
-/// Builds (input memref<?x?xbf16> [M, 2I], grad memref<?x?xbf16> [M, I],
-/// out memref<?x?xbf16> [M, 2I]): a grid-stride loop over the [M, I / 8]
-/// vectors of the gradient, each giving 8 gate and 8 up gradients.
-gpu::GPUFuncOp buildSwiGLUGradKernel(OpBuilder &builder, Location loc,
-                                     gpu::GPUModuleOp module,
-                                     const SwiGLUGradKernelSpec &spec);
+/// Builds, for the gradient, (input memref<?x?xbf16> [M, 2I], grad
+/// memref<?x?xbf16> [M, I], out memref<?x?xbf16> [M, 2I]), else (input
+/// [M, 2I], out [M, I]): a grid-stride loop over the [M, I / 8] vectors of
+/// the activation, each giving 8 gate and 8 up gradients or 8 activations.
+gpu::GPUFuncOp buildSwiGLUKernel(OpBuilder &builder, Location loc,
+                                 gpu::GPUModuleOp module,
+                                 const SwiGLUKernelSpec &spec);
+
+/// moe.unpermute_grad over bf16 rows: with or without routing weights, and
+/// the slots' width. Three kernels (docs/training.md): the zeroing and the
+/// counting of the pairs that name each row, then the gather.
+struct UnpermuteGradKernelSpec {
+  bool weighted = true;
+  int64_t slotBits = 64;
+  std::string kernelName(StringRef step) const;
+};
+
+/// Threads of the unpermute_grad kernels; the gather takes a warp per item.
+inline constexpr int64_t kUnpermuteGradThreads = 128;
+
+/// The kernels of `spec`, by step (launched in this order):
+/// - init (counts memref<?xi32> [M]): counts[r] = 0, a thread per row;
+/// - count (slots memref<?x?xiS> [T, k], counts): an integer atomic add per
+///   pair into its row's count (a slot outside [0, M) counts nowhere);
+/// - gather (grad [T, H], rows [M, H], slots, weights [T, k] f32, counts,
+///   rows_grad [M, H], weights_grad [T, k] f32; no weights without
+///   `weighted`): a warp per pair, then a warp per row. A pair's warp
+///   writes its weight gradient <grad[t], rows[slot]> and, when it is the
+///   first pair of its row, the row's gradient: its own weighted gradient
+///   row plus, where the count says that more pairs name the row, theirs in
+///   pair order (deterministic, no float atomics). A row that no pair names
+///   is zeroed.
+enum class UnpermuteGradStep { Init, Count, Gather };
+gpu::GPUFuncOp buildUnpermuteGradKernel(OpBuilder &builder, Location loc,
+                                        gpu::GPUModuleOp module,
+                                        const UnpermuteGradKernelSpec &spec,
+                                        UnpermuteGradStep step);
 
 /// moe.route_grad: the routing, its expert count and k (static), the
 /// renormalisation and scale the route applied, the logits' width (f32 or
@@ -64,6 +97,11 @@ FailureOr<DictionaryAttr>
 wgradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, GroupedWgradOp op);
 FailureOr<DictionaryAttr>
 swigluGradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, SwiGLUGradOp op);
+FailureOr<DictionaryAttr> swigluLaunch(OpBuilder &builder,
+                                       gpu::GPUModuleOp kernels, SwiGLUOp op);
+FailureOr<DictionaryAttr> unpermuteGradLaunch(OpBuilder &builder,
+                                              gpu::GPUModuleOp kernels,
+                                              UnpermuteGradOp op);
 FailureOr<DictionaryAttr>
 routeGradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, RouteGradOp op);
 

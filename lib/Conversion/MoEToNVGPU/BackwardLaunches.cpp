@@ -48,32 +48,92 @@ FailureOr<DictionaryAttr> mlir::moe::wgradLaunch(OpBuilder &builder,
   return info.getDictionary(builder.getContext());
 }
 
-/// Builds (or reuses) the kernel of `op`; returns its moe.launch (a
-/// planned.v1 entry, contract §3.12).
+/// The moe.launch of the swiglu(_grad) kernel of `spec` for `op`, whose
+/// `activation` ([M, I]) gives the plan its width (a planned.v1 entry,
+/// contract §3.12).
+static FailureOr<DictionaryAttr> swigluKernelLaunch(OpBuilder &builder,
+                                                    gpu::GPUModuleOp kernels,
+                                                    Operation *op,
+                                                    SwiGLUKernelSpec spec,
+                                                    Value activation) {
+  gpu::GPUFuncOp func = lookUpOrBuild(kernels, spec.kernelName(), [&] {
+    return buildSwiGLUKernel(builder, op->getLoc(), kernels, spec);
+  });
+  auto type = cast<RankedTensorType>(activation.getType());
+  int64_t width = type.getDimSize(1);
+  NamedAttrList info;
+  info.set("abi", builder.getStringAttr("planned.v1"));
+  info.set("op", builder.getStringAttr(op->getName().getStringRef()));
+  info.set("max_rows",
+           builder.getI64IntegerAttr(maxTokens(type.getDimSize(0))));
+  // For the plan only (planned.v1 entries have no shape keys).
+  info.set("intermediate", builder.getI64IntegerAttr(
+                               ShapedType::isDynamic(width) ? -1 : width));
+  info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
+  if (failed(plan::addLaunchPlan(builder, op->getLoc(), info, func, "")))
+    return failure();
+  return info.getDictionary(builder.getContext());
+}
+
 FailureOr<DictionaryAttr> mlir::moe::swigluGradLaunch(OpBuilder &builder,
                                                       gpu::GPUModuleOp kernels,
                                                       SwiGLUGradOp op) {
-  SwiGLUGradKernelSpec spec;
+  SwiGLUKernelSpec spec;
   spec.gptOss = op.getActivation() == GatedActivation::gptoss;
   if (spec.gptOss) {
     spec.alpha = op.getAlphaOrDefault();
     spec.limit = op.getLimitOrDefault();
   }
-  gpu::GPUFuncOp func = lookUpOrBuild(kernels, spec.kernelName(), [&] {
-    return buildSwiGLUGradKernel(builder, op.getLoc(), kernels, spec);
-  });
+  return swigluKernelLaunch(builder, kernels, op, spec, op.getGrad());
+}
+
+FailureOr<DictionaryAttr> mlir::moe::swigluLaunch(OpBuilder &builder,
+                                                  gpu::GPUModuleOp kernels,
+                                                  SwiGLUOp op) {
+  SwiGLUKernelSpec spec;
+  spec.gradient = false;
+  spec.gptOss = op.getActivation() == GatedActivation::gptoss;
+  if (spec.gptOss) {
+    spec.alpha = op.getAlphaOrDefault();
+    spec.limit = op.getLimitOrDefault();
+  }
+  return swigluKernelLaunch(builder, kernels, op, spec, op.getResult());
+}
+
+/// Builds (or reuses) the three kernels of `op`; returns its moe.launch (a
+/// planned.v1 entry, contract §3.12).
+FailureOr<DictionaryAttr> mlir::moe::unpermuteGradLaunch(
+    OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteGradOp op) {
   auto grad = cast<RankedTensorType>(op.getGrad().getType());
-  int64_t width = grad.getDimSize(1);
+  auto slots = cast<RankedTensorType>(op.getSlots().getType());
+  UnpermuteGradKernelSpec spec;
+  spec.weighted = bool(op.getWeights());
+  spec.slotBits = slots.getElementType().getIntOrFloatBitWidth();
+  SmallVector<gpu::GPUFuncOp, 3> funcs;
+  SmallVector<Attribute, 3> forms;
+  for (auto [step, name] : {std::pair{UnpermuteGradStep::Init, "init"},
+                            {UnpermuteGradStep::Count, "count"},
+                            {UnpermuteGradStep::Gather, "gather"}}) {
+    funcs.push_back(lookUpOrBuild(kernels, spec.kernelName(name), [&] {
+      return buildUnpermuteGradKernel(builder, op.getLoc(), kernels, spec,
+                                      step);
+    }));
+    forms.push_back(kernelForm(builder, funcs.back()));
+  }
+  int64_t hidden = grad.getDimSize(1);
   NamedAttrList info;
   info.set("abi", builder.getStringAttr("planned.v1"));
   info.set("op", builder.getStringAttr(op->getName().getStringRef()));
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(grad.getDimSize(0))));
   // For the plan only (planned.v1 entries have no shape keys).
-  info.set("intermediate", builder.getI64IntegerAttr(
-                               ShapedType::isDynamic(width) ? -1 : width));
-  info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
-  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
+  info.set("hidden", builder.getI64IntegerAttr(
+                         ShapedType::isDynamic(hidden) ? -1 : hidden));
+  info.set("top_k", builder.getI64IntegerAttr(slots.getDimSize(1)));
+  info.set("slots", TypeAttr::get(slots.getElementType()));
+  info.set("weighted", builder.getBoolAttr(spec.weighted));
+  info.set("kernels", builder.getArrayAttr(forms));
+  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, funcs, "")))
     return failure();
   return info.getDictionary(builder.getContext());
 }

@@ -475,6 +475,61 @@ void swigluGradPlan(const EntryKeys &e, Scope &p) {
       .mem("out", {m, i * 2});
 }
 
+/// planned.v1 of moe.swiglu (contract §3.12): input [M, 2I] -> out [M, I];
+/// a thread per 8 columns of the activation, grid-stride beyond 2^20 CTAs.
+void swigluPlan(const EntryKeys &e, Scope &p) {
+  Expr m = p.size("M", 0, e.integer("max_rows"));
+  Expr i = p.dim("I", e.integer("intermediate"), 8, kMaxRows);
+  p.check(multipleOf(i, 8), "I must be a multiple of 8 (rows are read in "
+                            "16-byte vectors)");
+  p.arg("input", "bf16", Role::In, 16, {m, i * 2});
+  p.arg("out", "bf16", Role::Out, 16, {m, i});
+  Expr grid = min(ceilDiv(m * floorDiv(i, 8), e.threads(0)), kMaxUnpermuteGrid);
+  p.launch(0, grid, compare(">=", m, 1))
+      .mem("input", {m, i * 2})
+      .mem("out", {m, i});
+}
+
+/// planned.v1 of moe.unpermute_grad (contract §3.12): grad [T, H], rows
+/// [M, H], slots [T, k] (and weights [T, k]) -> rows_grad [M, H] (and
+/// weights_grad [T, k]); the rows' pair counts in the workspace. Zeroing
+/// the counts, counting, then a warp per pair and per row.
+void unpermuteGradPlan(const EntryKeys &e, Scope &p) {
+  int64_t k = e.integer("top_k");
+  Type slots = e.type("slots");
+  bool weighted = e.flag("weighted");
+  Expr t = p.size("T", 0, e.integer("max_rows"));
+  Expr m = p.size("M", 0, kMaxRows);
+  Expr h = p.dim("H", e.integer("hidden"), 8, kUnbounded);
+  p.check(multipleOf(h, 8),
+          "H must be a multiple of 8 (rows are read in 16-byte vectors)");
+  p.arg("grad", "bf16", Role::In, 16, {t, h});
+  p.arg("rows", "bf16", Role::In, 16, {m, h});
+  p.arg("slots", dtypeOf(slots), Role::In, bytesOf(slots), {t, k});
+  if (weighted)
+    p.arg("weights", "f32", Role::In, 4, {t, k});
+  p.arg("rows_grad", "bf16", Role::Out, 16, {m, h});
+  if (weighted)
+    p.arg("weights_grad", "f32", Role::Out, 4, {t, k});
+  p.work("counts", m * 4, 256);
+  Expr pairs = t * k;
+  p.launch(0, min(ceilDiv(m, e.threads(0)), kMaxSimpleGrid),
+           compare(">=", m, 1))
+      .mem("@counts", {m});
+  p.launch(1, min(ceilDiv(pairs, e.threads(1)), kMaxSimpleGrid),
+           both(compare(">=", m, 1), compare(">=", pairs, 1)))
+      .mem("slots", {t, k})
+      .mem("@counts", {m});
+  Step &s = p.launch(2, min(ceilDiv(pairs + m, e.threads(2) / 32), kMaxSimpleGrid),
+                     compare(">=", pairs + m, 1));
+  s.mem("grad", {t, h}).mem("rows", {m, h}).mem("slots", {t, k});
+  if (weighted)
+    s.mem("weights", {t, k});
+  s.mem("@counts", {m}).mem("rows_grad", {m, h});
+  if (weighted)
+    s.mem("weights_grad", {t, k});
+}
+
 /// planned.v1 of moe.route_grad (contract §3.12): logits [T, E], ids and
 /// grad [T, k] -> out [T, E]; one warp per token, grid-stride beyond 65535
 /// CTAs.
@@ -518,6 +573,10 @@ LogicalResult writeSteps(Location loc, const EntryKeys &keys, Scope &scope,
     swigluGradPlan(keys, scope);
   else if (abi == "planned.v1" && keys.string("op") == "moe.route_grad")
     routeGradPlan(keys, scope);
+  else if (abi == "planned.v1" && keys.string("op") == "moe.swiglu")
+    swigluPlan(keys, scope);
+  else if (abi == "planned.v1" && keys.string("op") == "moe.unpermute_grad")
+    unpermuteGradPlan(keys, scope);
   else if (abi == "grouped_matmul.v3" || abi == "grouped_matmul_fp8.v1") {
     for (gpu::GPUFuncOp kernel : SmallVector<gpu::GPUFuncOp>(keys.kernels))
       if (!kernel->getAttrOfType<DenseI64ArrayAttr>("moe.tile"))

@@ -358,6 +358,35 @@ static std::string unsupportedReason(SwiGLUGradOp op) {
   return "";
 }
 
+/// Why the swiglu kernel (the train forward's activation of a saved gate-up
+/// output) cannot run `op`, or an empty string.
+static std::string unsupportedReason(SwiGLUOp op) {
+  for (Value v : {op.getInput(), op.getResult()})
+    if (!cast<RankedTensorType>(v.getType()).getElementType().isBF16())
+      return "only bf16 inputs and result are implemented";
+  if (op.getScale())
+    return "a per-row scale has no kernel (the expert MLP's epilogue applies "
+           "it)";
+  int64_t width = cast<RankedTensorType>(op.getType()).getDimSize(1);
+  if (!ShapedType::isDynamic(width) && width % 8 != 0)
+    return "the result's columns must be a multiple of 8 (16-byte vectors)";
+  return "";
+}
+
+/// Why the unpermute_grad kernels cannot run `op`, or an empty string.
+static std::string unsupportedReason(UnpermuteGradOp op) {
+  for (Value v : {op.getGrad(), op.getRows(), op.getRowsGrad()})
+    if (!cast<RankedTensorType>(v.getType()).getElementType().isBF16())
+      return "only bf16 gradients, rows and row gradients are implemented";
+  int64_t hidden = cast<RankedTensorType>(op.getGrad().getType()).getDimSize(1);
+  if (!ShapedType::isDynamic(hidden) && hidden % 8 != 0)
+    return "the hidden size must be a multiple of 8 (16-byte vectors)";
+  if (ShapedType::isDynamic(
+          cast<RankedTensorType>(op.getSlots().getType()).getDimSize(1)))
+    return "top-k (the slots' columns) must be static";
+  return "";
+}
+
 /// Why the route_grad kernel cannot run `op`, or an empty string: one warp
 /// per token, a lane per pair.
 static std::string unsupportedReason(RouteGradOp op) {
@@ -396,7 +425,7 @@ std::string mlir::moe::missingKernelReason(Operation *op) {
 
 bool mlir::moe::hasKernels(Operation *op) {
   return isa<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, SwiGLUGradOp,
-             RouteGradOp, ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp, LayerOp,
+             SwiGLUOp, UnpermuteGradOp, RouteGradOp, ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp, LayerOp,
              QuantizeOp>(op);
 }
 
@@ -405,7 +434,7 @@ std::string mlir::moe::unsupportedReason(Operation *op, StringRef chip) {
     return unsupportedReasonSm100(op);
   return llvm::TypeSwitch<Operation *, std::string>(op)
       .Case<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, SwiGLUGradOp,
-            RouteGradOp, ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp, LayerOp,
+            SwiGLUOp, UnpermuteGradOp, RouteGradOp, ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp, LayerOp,
             QuantizeOp>(
           [](auto concrete) { return ::unsupportedReason(concrete); })
       .Default([](Operation *) { return std::string("no kernels"); });

@@ -596,6 +596,9 @@ using UnpermuteLowering = OneKernelLowering<UnpermuteOp, unpermuteLaunch>;
 using GroupedWgradLowering = OneKernelLowering<GroupedWgradOp, wgradLaunch>;
 using SwiGLUGradLowering = OneKernelLowering<SwiGLUGradOp, swigluGradLaunch>;
 using RouteGradLowering = OneKernelLowering<RouteGradOp, routeGradLaunch>;
+using SwiGLULowering = OneKernelLowering<SwiGLUOp, swigluLaunch>;
+using UnpermuteGradLowering =
+    OneKernelLowering<UnpermuteGradOp, unpermuteGradLaunch>;
 
 /// Lowers `moe.permute` to its count, index and gather (and scatter)
 /// kernels.
@@ -661,7 +664,8 @@ struct LayerLowering : KernelPattern<LayerOp> {
 void mlir::moe::populateMoEToNVGPUPatterns(RewritePatternSet &patterns,
                                            gpu::GPUModuleOp kernels) {
   patterns.add<GroupedMatmulLowering, GroupedDgradLowering,
-               GroupedWgradLowering, SwiGLUGradLowering, RouteGradLowering,
+               GroupedWgradLowering, SwiGLUGradLowering, SwiGLULowering,
+               UnpermuteGradLowering, RouteGradLowering,
                ExpertMLPLowering, RouteLowering, PermuteLowering,
                UnpermuteLowering, QuantizeLowering, LayerLowering>(
       patterns.getContext(), kernels);
