@@ -22,3 +22,5 @@ mkdir -p "$root/.gpu-artifacts"
   --compiler "$build/bin"
 "$python" "$root/bench/hf_experts.py" --build-cache "$root/.gpu-artifacts/hf-cache" \
   --compiler "$build/bin"
+"$python" "$root/test/device/train_layer.py" --build-cache "$root/.gpu-artifacts/hf-cache" \
+  --compiler "$build/bin"

@@ -42,12 +42,16 @@ struct MoEExtractDeviceCodePass
     bool failedAny = false;
     for (auto func : module.getOps<func::FuncOp>()) {
       unsigned index = 0;
+      // A program's ops are its parts `<name>.<i>`; its own entry follows.
+      bool program = func->hasAttr(moe::kProgramAttr);
       func.walk<WalkOrder::PreOrder>([&](Operation *op) {
         Attribute launch = op->getAttr(moe::kLaunchAttr);
-        if (!launch)
+        if (!launch || op == func)
           return WalkResult::advance();
         std::string name = func.getName().str();
-        if (index > 0)
+        if (program)
+          name += "." + std::to_string(index);
+        else if (index > 0)
           name += "_" + std::to_string(index - 1);
         ++index;
         if (auto layer = dyn_cast<moe::LayerOp>(op)) {
@@ -59,6 +63,8 @@ struct MoEExtractDeviceCodePass
           failedAny = true;
         return WalkResult::advance();
       });
+      if (program && failed(describeProgram(b, func, entries)))
+        failedAny = true;
     }
     // Dropping the host code must not drop part of the computation: every
     // op of a function is a compiled moe op, and the module holds nothing
@@ -253,6 +259,26 @@ struct MoEExtractDeviceCodePass
       }
     }
     return addEntry(layer, entry.getDictionary(&getContext()), out);
+  }
+
+  /// Appends the entry of the program `func` (program.v1): its plan, whose
+  /// steps name their parts `p<i>`, the entries `<name>.<i>`.
+  LogicalResult describeProgram(Builder &b, func::FuncOp func,
+                                SmallVectorImpl<Attribute> &out) {
+    auto launch = func->getAttrOfType<DictionaryAttr>(moe::kLaunchAttr);
+    auto parts = launch ? launch.getAs<IntegerAttr>("parts") : IntegerAttr();
+    if (!parts)
+      return func.emitOpError("is a moe.program without the moe.launch of "
+                              "its plan (run --convert-moe-to-nvgpu)");
+    NamedAttrList entry(launch);
+    entry.erase("parts");
+    entry.set("name", func.getSymNameAttr());
+    entry.set("op", b.getStringAttr(func->getName().getStringRef()));
+    entry.set("kernels", b.getArrayAttr({}));
+    for (int64_t i = 0; i < parts.getInt(); ++i)
+      entry.set("p" + std::to_string(i),
+                b.getStringAttr(func.getName() + "." + std::to_string(i)));
+    return addEntry(func, entry.getDictionary(&getContext()), out);
   }
 
   /// The manifest entry of `op`: its launch dictionary with each kernel

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MoE/Target/Contract.h"
 #include "MoE/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -196,30 +197,35 @@ struct MoEGenerateBackwardPass
       return fail(why);
     }
 
-    // The differentiable inputs, each an argument of @F.
+    // The differentiable inputs, each an argument of @F, and their names
+    // (those of the saved values they are).
     struct Leaf {
       StringRef what;
       Value value;
+      StringRef name;
     };
     Chain &c = *chain;
-    SmallVector<Leaf> leaves{{"the tokens", c.permute.getTokens()}};
+    SmallVector<Leaf> leaves{{"the tokens", c.permute.getTokens(), "tokens"}};
     if (c.route)
-      leaves.push_back({"the router logits", c.route.getLogits()});
+      leaves.push_back({"the router logits", c.route.getLogits(), "logits"});
     else
-      leaves.push_back({"the routing weights", c.combine.getWeights()});
-    leaves.push_back({"the gate-up weights", c.gateUp.getWeights()});
-    leaves.push_back({"the down weights", c.down.getWeights()});
+      leaves.push_back(
+          {"the routing weights", c.combine.getWeights(), "weights"});
+    leaves.push_back(
+        {"the gate-up weights", c.gateUp.getWeights(), "gate_up_weights"});
+    leaves.push_back({"the down weights", c.down.getWeights(), "down_weights"});
     if (Value bias = c.gateUp.getBias())
-      leaves.push_back({"the gate-up bias", bias});
+      leaves.push_back({"the gate-up bias", bias, "gate_up_bias"});
     if (Value bias = c.down.getBias())
-      leaves.push_back({"the down bias", bias});
+      leaves.push_back({"the down bias", bias, "down_bias"});
     if (SharedMLPOp shared = c.shared) {
-      leaves.push_back(
-          {"the shared expert's gate-up weights", shared.getGateUpWeights()});
-      leaves.push_back(
-          {"the shared expert's down weights", shared.getDownWeights()});
+      leaves.push_back({"the shared expert's gate-up weights",
+                        shared.getGateUpWeights(), "shared_gate_up_weights"});
+      leaves.push_back({"the shared expert's down weights",
+                        shared.getDownWeights(), "shared_down_weights"});
       if (Value gate = shared.getGateWeights())
-        leaves.push_back({"the shared expert's gate", gate});
+        leaves.push_back(
+            {"the shared expert's gate", gate, "shared_gate_weights"});
     }
     DenseMap<unsigned, size_t> leafOfArg;
     for (auto [i, leaf] : llvm::enumerate(leaves)) {
@@ -242,6 +248,24 @@ struct MoEGenerateBackwardPass
       return fail("the expert ids are neither a moe.route's nor an argument "
                   "of the function");
     }
+    // The names of @F_train's arguments (moe.name, as a program's).
+    SmallVector<std::pair<Value, StringRef>> named;
+    for (const Leaf &leaf : leaves)
+      named.push_back({leaf.value, leaf.name});
+    if (!c.route)
+      named.push_back({c.permute.getExpertIds(), "ids"});
+    else if (Value bias = c.route.getCorrectionBias())
+      named.push_back({bias, "score_bias"});
+    for (auto [value, name] : named)
+      if (auto arg = dyn_cast<BlockArgument>(value);
+          arg && arg.getOwner() == &train.getBody().front() &&
+          !train.getArgAttr(arg.getArgNumber(), kNameAttr))
+        train.setArgAttr(arg.getArgNumber(), kNameAttr,
+                         StringAttr::get(&getContext(), name));
+    SmallVector<StringRef> gradientNames;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (auto it = leafOfArg.find(i); it != leafOfArg.end())
+        gradientNames.push_back(leaves[it->second].name);
 
     Saved saved;
     if (c.route) {
@@ -284,8 +308,13 @@ struct MoEGenerateBackwardPass
     ret.erase();
     train.setType(b.getFunctionType(train.getArgumentTypes(),
                                     ValueRange(results).getTypes()));
+    // One runtime entry on the GPU, its outputs named y and the saved names.
+    train->setAttr(kProgramAttr, UnitAttr::get(&getContext()));
+    train.setResultAttr(0, kNameAttr, b.getStringAttr("out"));
+    for (auto [i, name] : llvm::enumerate(saved.names))
+      train.setResultAttr(i + 1, kNameAttr, b.getStringAttr(name));
 
-    buildBackward(fn, backwardName, c, saved, leafOfArg, symbols,
+    buildBackward(fn, backwardName, c, saved, leafOfArg, gradientNames, symbols,
                   std::next(Block::iterator(train)));
     return success();
   }
@@ -293,7 +322,8 @@ struct MoEGenerateBackwardPass
   void buildBackward(func::FuncOp fn, StringRef name, Chain &c,
                      const Saved &saved,
                      const DenseMap<unsigned, size_t> &leafOfArg,
-                     SymbolTable &symbols, Block::iterator where) {
+                     ArrayRef<StringRef> gradientNames, SymbolTable &symbols,
+                     Block::iterator where) {
     Location loc = fn.getLoc();
     OpBuilder b(&getContext());
     SmallVector<Type> inputs(ValueRange(saved.values).getTypes());
@@ -318,6 +348,16 @@ struct MoEGenerateBackwardPass
     backward->setAttr(
         kGradientOfAttr,
         b.getDenseI64ArrayAttr(llvm::to_vector_of<int64_t>(gradientOf)));
+    // One runtime entry on the GPU: the saved values by their names, the
+    // output's gradient, and each input's gradient as grad_<its name>.
+    backward->setAttr(kProgramAttr, b.getUnitAttr());
+    for (auto [i, name] : llvm::enumerate(saved.names))
+      backward.setArgAttr(i, kNameAttr, b.getStringAttr(name));
+    backward.setArgAttr(saved.names.size(), kNameAttr,
+                        b.getStringAttr("grad_out"));
+    for (auto [i, name] : llvm::enumerate(gradientNames))
+      backward.setResultAttr(i, kNameAttr,
+                             b.getStringAttr("grad_" + name.str()));
     Block *entry = backward.addEntryBlock();
     b.setInsertionPointToStart(entry);
 

@@ -38,6 +38,8 @@ _LAYER_NAMES = ("BLOCK_CLASSES", "ENTRY", "LayerSpec", "MoELayer",
 
 
 def __getattr__(name):
+    if name == "TrainableMoELayer":
+        return importlib.import_module(".training", __name__).TrainableMoELayer
     if name in _LAYER_NAMES or name == "layer":
         layer = importlib.import_module(".layer", __name__)
         # MoELayer without torch: layer's ImportError saying so.
@@ -46,7 +48,8 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAYER_NAMES) | {"layer"})
+    return sorted(set(globals()) | set(_LAYER_NAMES) |
+                  {"layer", "TrainableMoELayer"})
 
 
 
@@ -80,4 +83,4 @@ __all__ = ["Arg", "Bundle", "Entry", "Kernel", "MoERuntimeError", "Signature",
 # MoELayer only where torch is, so that `from moe_mlir import *` works
 # without it.
 if importlib.util.find_spec("torch") is not None:
-    __all__.append("MoELayer")
+    __all__ += ["MoELayer", "TrainableMoELayer"]

@@ -483,10 +483,12 @@ def _compiler_identity(tools: Tuple[str, str]) -> str:
 
 
 def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
-                  compiler: Optional[str] = None) -> str:
+                  compiler: Optional[str] = None, train: bool = False) -> str:
     """The path of the bundle of `spec` (entry ENTRY), compiled on first
     use. The cache holds <cache_dir>/<spec.key()>/layer.mlir and one
-    <compiler id>.moebundle per compiler that compiled it. With a compiler
+    <compiler id>.moebundle per compiler that compiled it. With train, the
+    bundle also holds ENTRY_train and ENTRY_backward
+    (--moe-generate-backward; training.py), as <compiler id>.train.moebundle. With a compiler
     (find_compiler), its own bundle is returned, compiled first when
     missing; without one, the newest bundle of the layer (one compiled
     elsewhere and copied here). Raises MoERuntimeError: NOT_FOUND (no
@@ -495,8 +497,10 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     cache_dir = cache_dir or default_cache_dir()
     layer_dir = os.path.join(cache_dir, spec.key())
     tools = find_compiler(compiler)
+    suffix = ".train.moebundle" if train else ".moebundle"
     if tools is None:
-        bundles = glob.glob(os.path.join(layer_dir, "*.moebundle"))
+        bundles = [b for b in glob.glob(os.path.join(layer_dir, "*" + suffix))
+                   if train or not b.endswith(".train.moebundle")]
         if bundles:
             return max(bundles, key=os.path.getmtime)
         raise MoERuntimeError(
@@ -507,7 +511,7 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
             "a machine that has them (moe-mlir-compile config.json "
             "--cache-dir DIR) and copy DIR here as $MOE_CACHE_DIR or "
             "cache_dir=")
-    bundle = os.path.join(layer_dir, _compiler_identity(tools) + ".moebundle")
+    bundle = os.path.join(layer_dir, _compiler_identity(tools) + suffix)
     if os.path.exists(bundle):
         return bundle
     os.makedirs(layer_dir, exist_ok=True)
@@ -521,7 +525,9 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
         for command in ([tools[0], empty,
                          f"--moe-build-layer={spec.options()}", "-o",
                          built_source],
-                        [tools[0], built_source, PIPELINE, "-o", lowered],
+                        [tools[0], built_source] +
+                        (["--moe-generate-backward"] if train else []) +
+                        [PIPELINE, "-o", lowered],
                         [tools[1], "--moe-to-bundle", lowered, "-o", built]):
             result = subprocess.run(command, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT)

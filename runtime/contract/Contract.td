@@ -88,6 +88,12 @@ def GroupedWgradAbi : Abi<"grouped_wgrad.v1", [
 def PlannedAbi : Abi<"planned.v1", [
   Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>],
   SimpleKernel>;
+// A function of moe ops as one call (contract §3.13): its plan runs the
+// steps of its ops' entries (its parts, each `launch ... part=<entry>`) on
+// the function's arguments and a workspace for the values between them.
+def ProgramAbi : Abi<"program.v1", [
+  Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>],
+  NoKernel>;
 def RouteAbi : Abi<"route.v1", [
   Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>,
   Key<"experts", IntKey>, Key<"top_k", IntKey>, Key<"logits", TypeKey>,

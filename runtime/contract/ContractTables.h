@@ -58,6 +58,8 @@ inline constexpr AbiSchema kGroupedWgradAbi = {"grouped_wgrad.v1", {kGroupedWgra
 inline constexpr KeySchema kPlannedAbiEntryKeys[] = {{"op", KeyKind::Name, false}, {"abi", KeyKind::Name, false}, {"max_rows", KeyKind::Int, false}};
 inline constexpr KeySchema kPlannedAbiKernelKeys[] = {{"image", KeyKind::Name, false}, {"threads", KeyKind::Int, false}, {"smem", KeyKind::Int, false}, {"cluster", KeyKind::Int, true}};
 inline constexpr AbiSchema kPlannedAbi = {"planned.v1", {kPlannedAbiEntryKeys, 3, "(abi planned.v1 takes op, abi and max_rows)"}, {kPlannedAbiKernelKeys, 4, "(the kernels of an abi planned.v1 entry take image, threads, smem and the optional cluster)"}};
+inline constexpr KeySchema kProgramAbiEntryKeys[] = {{"op", KeyKind::Name, false}, {"abi", KeyKind::Name, false}, {"max_rows", KeyKind::Int, false}};
+inline constexpr AbiSchema kProgramAbi = {"program.v1", {kProgramAbiEntryKeys, 3, "(abi program.v1 takes op, abi and max_rows)"}, {nullptr, 0, ""}};
 inline constexpr KeySchema kRouteAbiEntryKeys[] = {{"op", KeyKind::Name, false}, {"abi", KeyKind::Name, false}, {"max_rows", KeyKind::Int, false}, {"experts", KeyKind::Int, false}, {"top_k", KeyKind::Int, false}, {"logits", KeyKind::Type, false}, {"bias", KeyKind::Flag, false}, {"shared", KeyKind::Int, true}, {"shared_gate", KeyKind::Flag, true}, {"hidden", KeyKind::Int, true}};
 inline constexpr KeySchema kRouteAbiKernelKeys[] = {{"image", KeyKind::Name, false}, {"threads", KeyKind::Int, false}, {"smem", KeyKind::Int, false}, {"cluster", KeyKind::Int, true}};
 inline constexpr AbiSchema kRouteAbi = {"route.v1", {kRouteAbiEntryKeys, 10, "(abi route.v1 takes op, abi, max_rows, experts, top_k, logits, bias, the optional shared, the optional shared_gate and the optional hidden)"}, {kRouteAbiKernelKeys, 4, "(the kernels of an abi route.v1 entry take image, threads, smem and the optional cluster)"}};
@@ -75,7 +77,7 @@ inline constexpr KeySchema kQuantizeAbiEntryKeys[] = {{"op", KeyKind::Name, fals
 inline constexpr KeySchema kQuantizeAbiKernelKeys[] = {{"image", KeyKind::Name, false}, {"threads", KeyKind::Int, false}, {"smem", KeyKind::Int, false}, {"cluster", KeyKind::Int, true}};
 inline constexpr AbiSchema kQuantizeAbi = {"quantize.v1", {kQuantizeAbiEntryKeys, 12, "(abi quantize.v1 takes op, abi, max_rows, element, scale, input, block_rows, block_cols, rank, batch, rows and cols)"}, {kQuantizeAbiKernelKeys, 4, "(the kernels of an abi quantize.v1 entry take image, threads, smem and the optional cluster)"}};
 
-inline constexpr const AbiSchema *kAbis[] = {&kGroupedMatmulAbi, &kGroupedMatmulFp8Abi, &kGroupedWgradAbi, &kPlannedAbi, &kRouteAbi, &kUnpermuteAbi, &kPermuteAbi, &kLayerAbi, &kLayerFp8Abi, &kQuantizeAbi};
+inline constexpr const AbiSchema *kAbis[] = {&kGroupedMatmulAbi, &kGroupedMatmulFp8Abi, &kGroupedWgradAbi, &kPlannedAbi, &kProgramAbi, &kRouteAbi, &kUnpermuteAbi, &kPermuteAbi, &kLayerAbi, &kLayerFp8Abi, &kQuantizeAbi};
 
 /// The schema of ABI `name`, or null.
 inline const AbiSchema *findAbi(std::string_view name) {

@@ -42,6 +42,7 @@ extern "C" {
 #define MOE_ABI_LAYER_FP8 "layer_fp8.v1"
 #define MOE_ABI_GROUPED_WGRAD "grouped_wgrad.v1"
 #define MOE_ABI_PLANNED "planned.v1"
+#define MOE_ABI_PROGRAM "program.v1"
 /// The op names of entries: a grouped matmul, and the two halves
 /// (`<name>_gate_up`, `<name>_down`) of a fused expert MLP (a block-FP8 one
 /// has a third part between them, `<name>_intermediate`, a quantize.v1

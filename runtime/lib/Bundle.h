@@ -110,13 +110,21 @@ enum class Abi {
   Quantize,
   LayerFp8,     // layer_fp8.v1: an FP8 layer (added within version 6)
   GroupedWgrad, // grouped_wgrad.v1: per-expert weight gradients (version 7)
-  Planned       // planned.v1: an op launched by its plan alone (version 7)
+  Planned,      // planned.v1: an op launched by its plan alone (version 7)
+  Program       // program.v1: a function of ops, its parts' steps (version 7)
 };
 
 /// Whether entries of `abi` are whole layers (moeLayer): no kernels, the
 /// names of earlier entries as parts.
 inline bool isLayer(Abi abi) {
   return abi == Abi::Layer || abi == Abi::LayerFp8;
+}
+
+/// Whether entries of `abi` have no kernels of their own: every step of
+/// their plan launches a kernel of an earlier entry (a layer's or a
+/// program's parts).
+inline bool launchesParts(Abi abi) {
+  return isLayer(abi) || abi == Abi::Program;
 }
 
 /// Whether entries of `abi` are grouped matmuls (moeGroupedMatmul): the keys,
@@ -155,6 +163,8 @@ inline const char *abiName(Abi abi) {
     return MOE_ABI_GROUPED_WGRAD;
   case Abi::Planned:
     return MOE_ABI_PLANNED;
+  case Abi::Program:
+    return MOE_ABI_PROGRAM;
   }
   return "?";
 }

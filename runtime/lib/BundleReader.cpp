@@ -123,6 +123,7 @@ constexpr const RecordSpec &kGroupedWgradKernel =
     moe::contract::kGroupedWgradAbi.kernel;
 constexpr const RecordSpec &kPlannedEntry = moe::contract::kPlannedAbi.entry;
 constexpr const RecordSpec &kPlannedKernel = moe::contract::kPlannedAbi.kernel;
+constexpr const RecordSpec &kProgramEntry = moe::contract::kProgramAbi.entry;
 constexpr const RecordSpec &kGroupedMatmulKernel =
     moe::contract::kGroupedMatmulAbi.kernel;
 constexpr const RecordSpec &kRouteKernel = moe::contract::kRouteAbi.kernel;
@@ -584,6 +585,9 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
     } else if (abi == MOE_ABI_PLANNED) {
       known = &kPlannedEntry;
       knownKind = Abi::Planned;
+    } else if (abi == MOE_ABI_PROGRAM) {
+      known = &kProgramEntry;
+      knownKind = Abi::Program;
     } else {
       return fail(MOE_STATUS_UNSUPPORTED,
                   "%s: abi %s is not supported (this runtime implements "
@@ -591,7 +595,8 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
                   ", " MOE_ABI_GROUPED_MATMUL_FP8 ", " MOE_ABI_ROUTE
                   ", " MOE_ABI_UNPERMUTE ", " MOE_ABI_PERMUTE ", " MOE_ABI_LAYER
                   ", " MOE_ABI_QUANTIZE ", " MOE_ABI_LAYER_FP8
-                  ", " MOE_ABI_GROUPED_WGRAD " and " MOE_ABI_PLANNED ")%s",
+                  ", " MOE_ABI_GROUPED_WGRAD ", " MOE_ABI_PLANNED
+                  " and " MOE_ABI_PROGRAM ")%s",
                   who.c_str(), quote(abi).c_str(), MOE_BUNDLE_VERSION,
                   abi == "grouped_matmul.v1"
                       ? ": its kernels are not persistent, recompile it"
@@ -629,9 +634,10 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
       : isLayer(kind)             ? parseLayerEntry(who, values, entry)
       : kind == Abi::Quantize     ? parseQuantizeEntry(who, values, entry)
       : kind == Abi::GroupedWgrad ? parseWgradEntry(who, values, entry)
-      : kind == Abi::Planned ? number(who, "max_rows", values[2], 1, kMaxRows,
-                                      false, entry.maxRows)
-                             : parseGroupedMatmulEntry(who, values, entry);
+      : kind == Abi::Planned || kind == Abi::Program
+          ? number(who, "max_rows", values[2], 1, kMaxRows, false,
+                   entry.maxRows)
+          : parseGroupedMatmulEntry(who, values, entry);
   if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmulFp8)
     status = parseFp8Keys(who, values, entry);
   if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmul)
@@ -1356,7 +1362,7 @@ moeStatus Reader::parseKernel(const std::vector<std::string_view> &tokens) {
                 who.c_str(), quote(entryName).c_str());
   }
   Entry &entry = out.entries.back();
-  if (isLayer(entry.kind))
+  if (launchesParts(entry.kind))
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: entry '%s' (abi %s) takes no kernels (it launches those "
                 "of its parts)",
@@ -1572,22 +1578,23 @@ moeStatus Reader::finish() {
                      ? entry.kernels.size()
                      : out.entries[size_t(step.entry)].kernels.size());
     };
-    // A planned.v1 entry is known by its plan alone (in every version).
-    if (!entry.planLine && (out.version >= 7 || entry.kind == Abi::Planned))
+    // A planned.v1 or program.v1 entry is known by its plan alone (in every
+    // version).
+    bool planOnly = entry.kind == Abi::Planned || entry.kind == Abi::Program;
+    if (!entry.planLine && (out.version >= 7 || planOnly))
       return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
                     "entry '%s' has no launch plan (%s entries carry "
                     "size, arg and launch records)",
                     entry.name.c_str(),
-                    entry.kind == Abi::Planned ? "planned.v1" : "version 7");
-    if ((out.version >= 7 || entry.kind == Abi::Planned) &&
-        entry.plan.steps.empty())
+                    planOnly ? abiName(entry.kind) : "version 7");
+    if ((out.version >= 7 || planOnly) && entry.plan.steps.empty())
       return failAt(entry.planLine, MOE_STATUS_INVALID_BUNDLE,
                     "entry '%s''s plan has no launch record",
                     entry.name.c_str());
     if (entry.planLine && !checkPlanNames(entry.plan, kernelsOf, why))
       return failAt(entry.planLine, MOE_STATUS_INVALID_BUNDLE,
                     "entry '%s''s plan: %s", entry.name.c_str(), why.c_str());
-    if (entry.kernels.empty() && !isLayer(entry.kind))
+    if (entry.kernels.empty() && !launchesParts(entry.kind))
       return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
                     "entry '%s' has no kernels", entry.name.c_str());
     if (entry.kind == Abi::Permute && entry.kernels.size() == 1)

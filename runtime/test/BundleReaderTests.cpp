@@ -467,8 +467,8 @@ std::vector<Malformed> malformedPermuteBundles() {
        "bundle line 8: entry 'perm32': abi 'permute.v3' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
-       "planned.v1)"},
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1, "
+       "planned.v1 and program.v1)"},
       {"permute.v1 refused",
        permuteReplaced("abi=permute.v2 max_rows=4096",
                        "abi=permute.v1 max_rows=4096"),
@@ -476,8 +476,8 @@ std::vector<Malformed> malformedPermuteBundles() {
        "bundle line 8: entry 'perm32': abi 'permute.v1' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
-       "planned.v1): "
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1, "
+       "planned.v1 and program.v1): "
        "it predates the "
        "multi-CTA count "
        "and index kernels, "
@@ -1099,8 +1099,8 @@ std::vector<Malformed> malformedLayerFp8Bundles() {
        "bundle line 20: entry 'fmix': abi 'layer_fp8.v2' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
-       "planned.v1)"},
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1, "
+       "planned.v1 and program.v1)"},
   };
 }
 
@@ -1382,7 +1382,8 @@ std::vector<Malformed> malformedQuantizeBundles() {
        "bundle line 4: entry 'mx': abi 'quantize.v2' is not supported (this "
        "runtime implements bundle version 7 with abis grouped_matmul.v3, "
        "grouped_matmul_fp8.v1, route.v1, unpermute.v2, permute.v2, layer.v1, "
-       "quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and planned.v1)"},
+       "quantize.v1, layer_fp8.v1, grouped_wgrad.v1, planned.v1 and "
+       "program.v1)"},
   };
 }
 
@@ -1509,8 +1510,8 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v1' is not "
        "supported (this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
-       "planned.v1): "
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1, "
+       "planned.v1 and program.v1): "
        "its kernels "
        "are not "
        "persistent, recompile it"},
@@ -1521,8 +1522,8 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v2' is not "
        "supported (this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
-       "planned.v1): "
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1, "
+       "planned.v1 and program.v1): "
        "it predates "
        "kernel "
        "epilogues, recompile it"},
@@ -1533,8 +1534,8 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 5: entry 'gate_up': abi 'grouped_matmul.v4' is not "
        "supported (this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
-       "planned.v1)"},
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1, "
+       "planned.v1 and program.v1)"},
       {"newer abi with new keys",
        replaced("abi=grouped_matmul.v3 epilogue=store experts=8 n=28672",
                 "split_k=2 abi=grouped_matmul.v4 experts=8 n=28672"),
@@ -1556,7 +1557,7 @@ std::vector<Malformed> malformedBundles() {
        "runtime implements bundle version 7 with abis grouped_matmul.v3, "
        "grouped_matmul_fp8.v1, "
        "route.v1, unpermute.v2, permute.v2, layer.v1, quantize.v1, "
-       "layer_fp8.v1, grouped_wgrad.v1 and planned.v1)"},
+       "layer_fp8.v1, grouped_wgrad.v1, planned.v1 and program.v1)"},
       {"unpermute.v1 refused",
        replaced("abi=unpermute.v2 max_rows=1024",
                 "abi=unpermute.v1 max_rows=1024", routeBundle()),
@@ -1564,8 +1565,8 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 10: entry 'gather': abi 'unpermute.v1' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
-       "planned.v1): "
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1, "
+       "planned.v1 and program.v1): "
        "it predates column blocks, recompile it"},
       {"newer unpermute abi",
        replaced("abi=unpermute.v2 max_rows=1024",
@@ -1574,8 +1575,8 @@ std::vector<Malformed> malformedBundles() {
        "bundle line 10: entry 'gather': abi 'unpermute.v3' is not supported "
        "(this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
-       "planned.v1)"},
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1, "
+       "planned.v1 and program.v1)"},
       {"layer of v1 parts",
        replaced("abi=unpermute.v2 max_rows=4096",
                 "abi=unpermute.v1 max_rows=4096", layerBundle()),
@@ -2509,6 +2510,64 @@ TEST(bundlePlannedNeedsAPlan) {
                  "size, arg and launch records)");
   if (bundle)
     moeBundleClose(bundle);
+}
+
+/// A program.v1 entry `f` over one part, the planned.v1 entry `f.0`
+/// (contract §3.13); `programExtra` goes after the program's entry line.
+static std::string programBundle(const std::string &programExtra = "") {
+  return withChecksums(
+      "MOEBUNDLE 7\n"
+      "chip sm_90a\n" +
+      imageRecord("moe_kernels", fakeCubin('P')) +
+      "entry f.0 op=moe.swiglu abi=planned.v1 max_rows=2147483647\n" +
+      simpleKernelLine("f.0", "moe_swiglu_silu", "moe_kernels", 256, 0) +
+      "size f.0 M min=0 max=2147483647\n"
+      "arg f.0 input bf16 in align=16 dims=M,512\n"
+      "arg f.0 out bf16 out align=16 dims=M,256\n"
+      "launch f.0 0 grid=ceildiv(M*32,256) when=M>=1 "
+      "params=mem:input[M,512];mem:out[M,256]\n"
+      "entry f op=func.func abi=program.v1 max_rows=2147483647\n" +
+      programExtra +
+      "size f M min=0 max=2147483647\n"
+      "arg f gate_up bf16 in align=16 dims=M,512\n"
+      "arg f act bf16 out align=16 dims=M,256\n"
+      "launch f 0 part=f.0 grid=ceildiv(M*32,256) when=M>=1 "
+      "params=mem:gate_up[M,512];mem:act[M,256]\n"
+      "end\n");
+}
+
+TEST(bundleProgramParses) {
+  // A program has no kernels of its own: its steps launch its parts'.
+  moeBundle *bundle = OPEN_VALID(programBundle());
+  if (!bundle)
+    return;
+  moeEntryInfo entry;
+  CHECK_EQ(moeBundleGetEntry(bundle, 1, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), std::string("f"));
+  CHECK_EQ(std::string(entry.abi), std::string(MOE_ABI_PROGRAM));
+  CHECK_EQ(std::string(entry.op), std::string("func.func"));
+  CHECK_EQ(entry.num_kernels, 0);
+  moeBundleClose(bundle);
+  moeStatus status = MOE_STATUS_SUCCESS;
+  struct {
+    std::string bytes, message;
+  } bad[] = {
+      {programBundle(simpleKernelLine("f", "own", "moe_kernels", 256, 0)),
+       "entry 'f' (abi program.v1) takes no kernels (it launches those of "
+       "its parts)"},
+      {replacedAll(programBundle(), "launch f 0 part=f.0", "launch f 0"),
+       "entry 'f''s plan"},
+      {replacedAll(programBundle(), "part=f.0", "part=g"),
+       "part='g' names no earlier entry"},
+  };
+  for (const auto &c : bad) {
+    moeBundle *refused = openBundle(c.bytes, &status);
+    CHECK(refused == nullptr);
+    CHECK_EQ(status, MOE_STATUS_INVALID_BUNDLE);
+    CHECK_CONTAINS(std::string(moeLastErrorMessage()), c.message);
+    if (refused)
+      moeBundleClose(refused);
+  }
 }
 
 TEST(bundleLayerParses) {

@@ -234,8 +234,8 @@ TEST(fp8MalformedEntries) {
        "bundle line 4: entry 'gemm': abi 'grouped_matmul_fp8.v2' is not "
        "supported (this runtime implements bundle version 7 with abis "
        "grouped_matmul.v3, grouped_matmul_fp8.v1, route.v1, unpermute.v2, "
-       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1 and "
-       "planned.v1)"},
+       "permute.v2, layer.v1, quantize.v1, layer_fp8.v1, grouped_wgrad.v1, "
+       "planned.v1 and program.v1)"},
   };
   for (const Case &c : cases)
     checkRefused(c.name, c.bytes, c.status, c.message);

@@ -123,6 +123,9 @@
 // The pipeline steps continue where this tile stopped.
 // CHECK: scf.yield
 // CHECK: gpu.return
+// The activation between the two GEMMs has a kernel of its own (the expert
+// MLP fuses it into the gate-up epilogue instead).
+// CHECK: gpu.func @moe_swiglu_silu(
 // CHECK-NOT: gpu.func
 func.func @two_matmuls(%rows: tensor<?x256xbf16>, %w13: tensor<8x512x256xbf16>,
                        %w2: tensor<8x256x256xbf16>, %off: tensor<9xi64>) -> tensor<?x256xbf16> {

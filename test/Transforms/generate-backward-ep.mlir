@@ -4,8 +4,8 @@
 // RUN: moe-opt %s --moe-expert-parallel=ranks=2 --moe-generate-backward | FileCheck %s
 
 // CHECK-LABEL: func.func @mixtral_backward(
-// CHECK-SAME: %[[L:[^:]+]]: tensor<?x8xf32>, %[[IDS:[^:]+]]: tensor<?x2xi32>, %[[W:[^:]+]]: tensor<?x2xf32>, %[[ROWS:[^:]+]]: tensor<?x16xbf16>, %[[OFF:[^:]+]]: tensor<5xi64>, %[[SLOTS:[^:]+]]: tensor<?x2xi64>, %[[LSLOTS:[^:]+]]: tensor<?x1xi64>, %[[DOFF:[^:]+]]: tensor<9xi64>, %[[COUNTS:[^:]+]]: tensor<2xi64>, %[[COMB:[^:]+]]: tensor<?x16xbf16>, %[[GU:[^:]+]]: tensor<?x48xbf16>, %[[W13:[^:]+]]: tensor<4x48x16xbf16>, %[[W2:[^:]+]]: tensor<4x16x24xbf16>, %[[DY:[^:]+]]: tensor<?x16xbf16>)
-// CHECK-SAME: -> (tensor<?x16xbf16>, tensor<?x8xf32>, tensor<4x48x16xbf16>, tensor<4x16x24xbf16>)
+// CHECK-SAME: %[[L:[^:]+]]: tensor<?x8xf32> {moe.name = "logits"}, %[[IDS:[^:]+]]: tensor<?x2xi32> {moe.name = "ids"}, %[[W:[^:]+]]: tensor<?x2xf32> {moe.name = "weights"}, %[[ROWS:[^:]+]]: tensor<?x16xbf16> {moe.name = "rows"}, %[[OFF:[^:]+]]: tensor<5xi64> {moe.name = "offsets"}, %[[SLOTS:[^:]+]]: tensor<?x2xi64> {moe.name = "slots"}, %[[LSLOTS:[^:]+]]: tensor<?x1xi64> {moe.name = "local_slots"}, %[[DOFF:[^:]+]]: tensor<9xi64> {moe.name = "dispatch_offsets"}, %[[COUNTS:[^:]+]]: tensor<2xi64> {moe.name = "counts"}, %[[COMB:[^:]+]]: tensor<?x16xbf16> {moe.name = "combined"}, %[[GU:[^:]+]]: tensor<?x48xbf16> {moe.name = "gate_up"}, %[[W13:[^:]+]]: tensor<4x48x16xbf16> {moe.name = "gate_up_weights"}, %[[W2:[^:]+]]: tensor<4x16x24xbf16> {moe.name = "down_weights"}, %[[DY:[^:]+]]: tensor<?x16xbf16> {moe.name = "grad_out"})
+// CHECK-SAME: -> (tensor<?x16xbf16> {moe.name = "grad_tokens"}, tensor<?x8xf32> {moe.name = "grad_logits"}, tensor<4x48x16xbf16> {moe.name = "grad_gate_up_weights"}, tensor<4x16x24xbf16> {moe.name = "grad_down_weights"})
 // CHECK-SAME: moe.expert_parallel_ranks = 2 : i64
 // CHECK-SAME: moe.saved = ["logits", "ids", "weights", "rows", "offsets", "slots", "local_slots", "dispatch_offsets", "counts", "combined", "gate_up", "gate_up_weights", "down_weights"]
 // The combine's adjoint on the tokens' rank, then the row gradients go to

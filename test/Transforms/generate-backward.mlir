@@ -4,15 +4,18 @@
 // RUN: moe-opt %s --moe-generate-backward=recompute-gate-up=true --split-input-file | FileCheck %s --check-prefix=RECOMPUTE
 
 // The unfused chain: @F stays, @F_train returns y and the saved values,
-// @F_backward runs the adjoints from the combine back to the router.
+// @F_backward runs the adjoints from the combine back to the router. Both
+// are programs (one runtime entry each on the GPU) whose arguments and
+// results are named: @F_train's inputs and saved values by the names the
+// backward's arguments have, the gradients grad_<input>.
 // CHECK-LABEL: func.func @mixtral(
 // CHECK-NOT: moe.train
 // CHECK: moe.unpermute
 // CHECK-NEXT: return
 // CHECK-LABEL: func.func @mixtral_train(
-// CHECK-SAME: %[[X:[^:]+]]: tensor<?x16xbf16>, %[[L:[^:]+]]: tensor<?x8xf32>, %[[W13:[^:]+]]: tensor<8x48x16xbf16>, %[[W2:[^:]+]]: tensor<8x16x24xbf16>)
-// CHECK-SAME: -> (tensor<?x16xbf16>, tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<?x16xbf16>, tensor<9xi64>, tensor<?x2xi64>, tensor<?x48xbf16>, tensor<?x16xbf16>, tensor<8x48x16xbf16>, tensor<8x16x24xbf16>)
-// CHECK-SAME: attributes {moe.train}
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x16xbf16> {moe.name = "tokens"}, %[[L:[^:]+]]: tensor<?x8xf32> {moe.name = "logits"}, %[[W13:[^:]+]]: tensor<8x48x16xbf16> {moe.name = "gate_up_weights"}, %[[W2:[^:]+]]: tensor<8x16x24xbf16> {moe.name = "down_weights"})
+// CHECK-SAME: -> (tensor<?x16xbf16> {moe.name = "out"}, tensor<?x8xf32> {moe.name = "logits"}, tensor<?x2xi32> {moe.name = "ids"}, tensor<?x2xf32> {moe.name = "weights"}, tensor<?x16xbf16> {moe.name = "rows"}, tensor<9xi64> {moe.name = "offsets"}, tensor<?x2xi64> {moe.name = "slots"}, tensor<?x48xbf16> {moe.name = "gate_up"}, tensor<?x16xbf16> {moe.name = "expert_out"}, tensor<8x48x16xbf16> {moe.name = "gate_up_weights"}, tensor<8x16x24xbf16> {moe.name = "down_weights"})
+// CHECK-SAME: attributes {moe.program, moe.train}
 // CHECK: %[[IDS:.*]], %[[W:.*]] = moe.route softmax_topk %[[L]] top 2 renormalize
 // CHECK: %[[ROWS:.*]], %[[OFF:.*]], %[[SLOTS:.*]] = moe.permute %[[X]], %[[IDS]]
 // CHECK: %[[GU:.*]] = moe.grouped_matmul %[[ROWS]], %[[W13]], %[[OFF]]
@@ -21,9 +24,10 @@
 // CHECK: %[[Y:.*]] = moe.unpermute %[[O]], %[[SLOTS]] weights %[[W]]
 // CHECK: return %[[Y]], %[[L]], %[[IDS]], %[[W]], %[[ROWS]], %[[OFF]], %[[SLOTS]], %[[GU]], %[[O]], %[[W13]], %[[W2]] :
 // CHECK-LABEL: func.func @mixtral_backward(
-// CHECK-SAME: %[[BL:[^:]+]]: tensor<?x8xf32>, %[[BIDS:[^:]+]]: tensor<?x2xi32>, %[[BW:[^:]+]]: tensor<?x2xf32>, %[[BROWS:[^:]+]]: tensor<?x16xbf16>, %[[BOFF:[^:]+]]: tensor<9xi64>, %[[BSLOTS:[^:]+]]: tensor<?x2xi64>, %[[BGU:[^:]+]]: tensor<?x48xbf16>, %[[BO:[^:]+]]: tensor<?x16xbf16>, %[[BW13:[^:]+]]: tensor<8x48x16xbf16>, %[[BW2:[^:]+]]: tensor<8x16x24xbf16>, %[[DY:[^:]+]]: tensor<?x16xbf16>)
-// CHECK-SAME: -> (tensor<?x16xbf16>, tensor<?x8xf32>, tensor<8x48x16xbf16>, tensor<8x16x24xbf16>)
+// CHECK-SAME: %[[BL:[^:]+]]: tensor<?x8xf32> {moe.name = "logits"}, %[[BIDS:[^:]+]]: tensor<?x2xi32> {moe.name = "ids"}, %[[BW:[^:]+]]: tensor<?x2xf32> {moe.name = "weights"}, %[[BROWS:[^:]+]]: tensor<?x16xbf16> {moe.name = "rows"}, %[[BOFF:[^:]+]]: tensor<9xi64> {moe.name = "offsets"}, %[[BSLOTS:[^:]+]]: tensor<?x2xi64> {moe.name = "slots"}, %[[BGU:[^:]+]]: tensor<?x48xbf16> {moe.name = "gate_up"}, %[[BO:[^:]+]]: tensor<?x16xbf16> {moe.name = "expert_out"}, %[[BW13:[^:]+]]: tensor<8x48x16xbf16> {moe.name = "gate_up_weights"}, %[[BW2:[^:]+]]: tensor<8x16x24xbf16> {moe.name = "down_weights"}, %[[DY:[^:]+]]: tensor<?x16xbf16> {moe.name = "grad_out"})
+// CHECK-SAME: -> (tensor<?x16xbf16> {moe.name = "grad_tokens"}, tensor<?x8xf32> {moe.name = "grad_logits"}, tensor<8x48x16xbf16> {moe.name = "grad_gate_up_weights"}, tensor<8x16x24xbf16> {moe.name = "grad_down_weights"})
 // CHECK-SAME: moe.gradient_of = array<i64: 0, 1, 2, 3>
+// CHECK-SAME: moe.program
 // CHECK-SAME: moe.saved = ["logits", "ids", "weights", "rows", "offsets", "slots", "gate_up", "expert_out", "gate_up_weights", "down_weights"]
 // CHECK: %[[DO:.*]], %[[DW:.*]] = moe.unpermute_grad %[[DY]], %[[BO]], %[[BSLOTS]] weights %[[BW]]
 // CHECK: %[[BH:.*]] = moe.swiglu silu %[[BGU]]
@@ -39,7 +43,7 @@
 // With recompute-gate-up the gate-up output is not saved: the backward
 // computes it again from the saved rows.
 // RECOMPUTE-LABEL: func.func @mixtral_backward(
-// RECOMPUTE-SAME: %[[ROWS:[^:]+]]: tensor<?x16xbf16>, %[[OFF:[^:]+]]: tensor<9xi64>, %{{[^:]+}}: tensor<?x2xi64>, %{{[^:]+}}: tensor<?x16xbf16>, %[[W13:[^:]+]]: tensor<8x48x16xbf16>
+// RECOMPUTE-SAME: %[[ROWS:[^:]+]]: tensor<?x16xbf16> {moe.name = "rows"}, %[[OFF:[^:]+]]: tensor<9xi64> {moe.name = "offsets"}, %{{[^:]+}}: tensor<?x2xi64> {moe.name = "slots"}, %{{[^:]+}}: tensor<?x16xbf16> {moe.name = "expert_out"}, %[[W13:[^:]+]]: tensor<8x48x16xbf16> {moe.name = "gate_up_weights"}
 // RECOMPUTE-SAME: moe.saved = ["logits", "ids", "weights", "rows", "offsets", "slots", "expert_out", "gate_up_weights", "down_weights"]
 // RECOMPUTE: %[[GU:.*]] = moe.grouped_matmul %[[ROWS]], %[[W13]], %[[OFF]]
 // RECOMPUTE: moe.swiglu silu %[[GU]]
@@ -77,7 +81,7 @@ func.func @mixtral(%x: tensor<?x16xbf16>, %logits: tensor<?x8xf32>,
 // CHECK: moe.swiglu gptoss %{{.*}} alpha 1.500000e+00 limit 6.000000e+00
 // CHECK: return
 // CHECK-LABEL: func.func @fused_backward(
-// CHECK-SAME: -> (tensor<8x16x12xbf16>, tensor<?x8xf32>, tensor<8x12xf32>, tensor<?x12xbf16>, tensor<8x12x8xbf16>, tensor<8x16xf32>)
+// CHECK-SAME: -> (tensor<8x16x12xbf16> {moe.name = "grad_gate_up_weights"}, tensor<?x8xf32> {moe.name = "grad_logits"}, tensor<8x12xf32> {moe.name = "grad_down_bias"}, tensor<?x12xbf16> {moe.name = "grad_tokens"}, tensor<8x12x8xbf16> {moe.name = "grad_down_weights"}, tensor<8x16xf32> {moe.name = "grad_gate_up_bias"})
 // CHECK-SAME: moe.gradient_of = array<i64: 0, 2, 3, 4, 5, 6>
 // CHECK: moe.swiglu_grad gptoss %{{.*}}, %{{.*}} alpha 1.500000e+00 limit 6.000000e+00
 // CHECK: %[[DW13:.*]], %[[DB13:.*]] = moe.grouped_wgrad {{.*}} -> (tensor<8x16x12xbf16>, tensor<8x16xf32>)
@@ -114,7 +118,7 @@ func.func @fused(%w13: tensor<8x16x12xbf16>, %bias: tensor<8xf32>,
 // Without a route the ids and weights are arguments: the weights get a
 // gradient (the combine's), the ids none, and no route_grad is built.
 // CHECK-LABEL: func.func @routeless_backward(
-// CHECK-SAME: -> (tensor<?x16xbf16>, tensor<?x2xf32>, tensor<8x48x16xbf16>, tensor<8x16x24xbf16>)
+// CHECK-SAME: -> (tensor<?x16xbf16> {moe.name = "grad_tokens"}, tensor<?x2xf32> {moe.name = "grad_weights"}, tensor<8x48x16xbf16> {moe.name = "grad_gate_up_weights"}, tensor<8x16x24xbf16> {moe.name = "grad_down_weights"})
 // CHECK-SAME: moe.gradient_of = array<i64: 0, 2, 3, 4>
 // CHECK-SAME: moe.saved = ["weights", "rows", "offsets", "slots", "gate_up", "expert_out", "gate_up_weights", "down_weights"]
 // CHECK: %{{.*}}, %[[DW:.*]] = moe.unpermute_grad
@@ -152,7 +156,7 @@ func.func @plain(%a: tensor<4xf32>) -> tensor<4xf32> {
 // its weights' and gate's gradients, and its tokens' gradient joins dX as the
 // final unpermute's shared term; the tokens and its weights are saved.
 // CHECK-LABEL: func.func @shared_backward(
-// CHECK-SAME: -> (tensor<?x16xbf16>, tensor<?x8xf32>, tensor<8x16x16xbf16>, tensor<8x16x8xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xbf16>)
+// CHECK-SAME: -> (tensor<?x16xbf16> {moe.name = "grad_tokens"}, tensor<?x8xf32> {moe.name = "grad_logits"}, tensor<8x16x16xbf16> {moe.name = "grad_gate_up_weights"}, tensor<8x16x8xbf16> {moe.name = "grad_down_weights"}, tensor<64x16xbf16> {moe.name = "grad_shared_gate_up_weights"}, tensor<16x32xbf16> {moe.name = "grad_shared_down_weights"}, tensor<1x16xbf16> {moe.name = "grad_shared_gate_weights"})
 // CHECK-SAME: moe.gradient_of = array<i64: 0, 1, 2, 3, 4, 5, 6>
 // CHECK-SAME: moe.saved = ["logits", "ids", "weights", "rows", "offsets", "slots", "gate_up", "expert_out", "gate_up_weights", "down_weights", "tokens", "shared_gate_up_weights", "shared_down_weights", "shared_gate_weights"]
 // CHECK: %[[DXS:.*]], %[[DSW13:.*]], %[[DSW2:.*]], %[[DG:.*]] = moe.shared_mlp_grad silu %[[DY:arg14]], %arg10, %arg11, %arg12 gate %arg13

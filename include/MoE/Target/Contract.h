@@ -23,6 +23,14 @@ inline constexpr llvm::StringLiteral kLaunchAttr = "moe.launch";
 /// kernel of its own.
 inline constexpr llvm::StringLiteral kFusedIntoLaunchAttr =
     "moe.fused_into_launch";
+/// Unit attribute on a function whose moe ops run as one runtime entry, a
+/// program.v1 (docs/runtime-contract.md §3.13): --convert-moe-to-nvgpu gives
+/// the function the moe.launch of its plan, --moe-extract-device-code names
+/// its ops' entries `<function>.<i>` and its own entry after the function.
+inline constexpr llvm::StringLiteral kProgramAttr = "moe.program";
+/// Name of a program's argument or result (an argument or result attribute;
+/// `arg<i>` and `result<i>` otherwise).
+inline constexpr llvm::StringLiteral kNameAttr = "moe.name";
 /// Version of docs/runtime-contract.md that `moe.manifest` and the
 /// `.moebundle` written from it follow.
 inline constexpr int64_t kRuntimeContractVersion = 7;

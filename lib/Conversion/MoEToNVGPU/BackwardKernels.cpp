@@ -72,8 +72,8 @@ static std::pair<Value, Value> swigluGrad(ImplicitLocOpBuilder &b,
 }
 
 gpu::GPUFuncOp mlir::moe::buildSwiGLUKernel(OpBuilder &builder, Location loc,
-                                             gpu::GPUModuleOp module,
-                                             const SwiGLUKernelSpec &spec) {
+                                            gpu::GPUModuleOp module,
+                                            const SwiGLUKernelSpec &spec) {
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(&module.getBodyRegion().front());
   ImplicitLocOpBuilder b(loc, builder);
@@ -127,9 +127,9 @@ gpu::GPUFuncOp mlir::moe::buildSwiGLUKernel(OpBuilder &builder, Location loc,
           SmallVector<Value> acts;
           for (int64_t lane = 0; lane < kVector; ++lane) {
             Value gate = at(gates, lane), up = at(ups, lane);
-            acts.push_back(spec.gptOss ? gptOssGlu(nb, gate, up, spec.alpha,
-                                                   spec.limit)
-                                       : siluTimes(nb, gate, up));
+            acts.push_back(spec.gptOss
+                               ? gptOssGlu(nb, gate, up, spec.alpha, spec.limit)
+                               : siluTimes(nb, gate, up));
           }
           store(vector::FromElementsOp::create(nb, f32Vector, acts), col);
           scf::YieldOp::create(nb);
@@ -347,8 +347,8 @@ mlir::moe::buildRouteGradKernel(OpBuilder &builder, Location loc,
 std::string UnpermuteGradKernelSpec::kernelName(StringRef step) const {
   if (step == "init")
     return "moe_unpermute_grad_init";
-  std::string name = llvm::formatv("moe_unpermute_grad_{0}_s{1}", step,
-                                   slotBits);
+  std::string name =
+      llvm::formatv("moe_unpermute_grad_{0}_s{1}", step, slotBits);
   return step == "gather" && !weighted ? name + "_unweighted" : name;
 }
 
@@ -386,18 +386,21 @@ gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
   Value block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   Value grid = gpu::GridDimOp::create(b, gpu::Dimension::x);
   // A grid-stride loop of `body` over [0, count) by thread or by warp.
-  auto gridStride = [&](Value count, bool byWarp,
-                        function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
-    int64_t perCTA = byWarp ? kThreads / 32 : kThreads;
-    Value first = m.add(m.mul(block, m.c(perCTA)),
-                        byWarp ? arith::DivUIOp::create(b, tid, m.c(32)) : tid);
-    scf::ForOp::create(b, first, count, m.mul(grid, m.c(perCTA)), ValueRange{},
-                       [&](OpBuilder &nested, Location l, Value i, ValueRange) {
-                         ImplicitLocOpBuilder nb(l, nested);
-                         body(nb, i);
-                         scf::YieldOp::create(nb);
-                       });
-  };
+  auto gridStride =
+      [&](Value count, bool byWarp,
+          function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
+        int64_t perCTA = byWarp ? kThreads / 32 : kThreads;
+        Value first =
+            m.add(m.mul(block, m.c(perCTA)),
+                  byWarp ? arith::DivUIOp::create(b, tid, m.c(32)) : tid);
+        scf::ForOp::create(
+            b, first, count, m.mul(grid, m.c(perCTA)), ValueRange{},
+            [&](OpBuilder &nested, Location l, Value i, ValueRange) {
+              ImplicitLocOpBuilder nb(l, nested);
+              body(nb, i);
+              scf::YieldOp::create(nb);
+            });
+      };
 
   if (step == UnpermuteGradStep::Init) {
     Value counts = arg(0);
@@ -410,18 +413,19 @@ gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
   }
 
   Value slots = arg(step == UnpermuteGradStep::Count ? 0 : 2);
-  Value counts = step == UnpermuteGradStep::Count ? arg(1)
-                                                  : arg(spec.weighted ? 4 : 3);
+  Value counts =
+      step == UnpermuteGradStep::Count ? arg(1) : arg(spec.weighted ? 4 : 3);
   Value numRows = memref::DimOp::create(b, counts, m.c(0));
   Value k = memref::DimOp::create(b, slots, m.c(1));
   Value pairs = m.mul(memref::DimOp::create(b, slots, m.c(0)), k);
   // The row of pair `p` as an index, and whether it is one of [0, M).
-  auto rowOf = [&](ImplicitLocOpBuilder &nb, Value p) -> std::pair<Value, Value> {
+  auto rowOf = [&](ImplicitLocOpBuilder &nb,
+                   Value p) -> std::pair<Value, Value> {
     IndexMath n{nb};
-    Value slot = memref::LoadOp::create(
-        nb, slots,
-        ValueRange{arith::DivUIOp::create(nb, p, k),
-                   arith::RemUIOp::create(nb, p, k)});
+    Value slot =
+        memref::LoadOp::create(nb, slots,
+                               ValueRange{arith::DivUIOp::create(nb, p, k),
+                                          arith::RemUIOp::create(nb, p, k)});
     Value row = n.toIndex(slot);
     Value inRange = arith::AndIOp::create(
         nb, arith::CmpIOp::create(nb, arith::CmpIPredicate::sge, row, n.c(0)),
@@ -456,8 +460,7 @@ gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
                                /*nontemporal=*/false, llvm::Align(16));
     return arith::ExtFOp::create(nb, f32Vector, loaded);
   };
-  auto storeRow = [&](ImplicitLocOpBuilder &nb, Value v, Value row,
-                      Value col) {
+  auto storeRow = [&](ImplicitLocOpBuilder &nb, Value v, Value row, Value col) {
     vector::StoreOp::create(nb, v, rowsGrad, ValueRange{row, col},
                             /*nontemporal=*/false, llvm::Align(16));
   };
@@ -487,108 +490,63 @@ gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
     return vector::BroadcastOp::create(nb, f32Vector, scalar);
   };
 
-  gridStride(m.add(pairs, numRows), true, [&](ImplicitLocOpBuilder &nb,
-                                              Value item) {
-    IndexMath n{nb};
-    auto isPair = scf::IfOp::create(nb, n.lt(item, pairs), /*else=*/true);
-    {
-      // A pair: its weight gradient, and its row's gradient if it is the
-      // row's first pair.
-      ImplicitLocOpBuilder tb(loc, isPair.getThenBodyBuilder());
-      IndexMath t{tb};
-      Value p = item, token = arith::DivUIOp::create(tb, p, k);
-      auto [row, inRange] = rowOf(tb, p);
-      if (weightsGrad) {
-        // <grad[t], rows[row]>: the lane's columns in order, then the warp's
-        // butterfly (a fixed order).
-        Value end = arith::SelectOp::create(tb, inRange, hidden, t.c(0));
-        Value partial =
-            columns(tb, end, {f32Constant(tb, 0.0)},
-                    [&](ImplicitLocOpBuilder &cb, Value col, ValueRange iter) {
-                      Value g = loadRow(cb, grad, token, col);
-                      Value r = loadRow(cb, rows, row, col);
-                      Value acc = iter[0];
-                      for (int64_t e = 0; e < kVector; ++e) {
-                        auto at = [&](Value v) -> Value {
-                          return vector::ExtractOp::create(
-                              cb, v, ArrayRef<int64_t>{e});
-                        };
-                        acc = arith::AddFOp::create(
-                            cb, acc, arith::MulFOp::create(cb, at(g), at(r)));
-                      }
-                      return SmallVector<Value>{acc};
-                    })[0];
-        Value dot = warpReduce(tb, partial, [&](Value x, Value y) -> Value {
-          return arith::AddFOp::create(tb, x, y);
-        });
-        ifThen(tb,
-               arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, lane,
-                                     t.c(0)),
-               [&](ImplicitLocOpBuilder &lb) {
-                 memref::StoreOp::create(
-                     lb, dot, weightsGrad,
-                     ValueRange{token, arith::RemUIOp::create(lb, p, k)});
-               });
-      }
-      ifThen(tb, inRange, [&](ImplicitLocOpBuilder &vb) {
-        Value count = memref::LoadOp::create(vb, counts, row);
-        Value shared = arith::CmpIOp::create(vb, arith::CmpIPredicate::sgt,
-                                             count, i32Constant(vb, 1));
-        // A row named by more pairs: is an earlier pair its first? (the
-        // lanes look at every 32nd pair, then the warp's max).
-        auto earlier = scf::IfOp::create(
-            vb, shared,
-            [&](OpBuilder &nested, Location l) {
-              ImplicitLocOpBuilder sb(l, nested);
-              IndexMath s{sb};
-              Value found =
-                  scf::ForOp::create(
-                      sb, lane, p, s.c(32), ValueRange{i32Constant(sb, 0)},
-                      [&](OpBuilder &inner, Location il, Value q,
-                          ValueRange iter) {
-                        ImplicitLocOpBuilder qb(il, inner);
-                        auto [other, valid] = rowOf(qb, q);
-                        Value same = arith::AndIOp::create(
-                            qb, valid,
-                            arith::CmpIOp::create(
-                                qb, arith::CmpIPredicate::eq, other, row));
-                        Value one = arith::ExtUIOp::create(
-                            qb, qb.getI32Type(), same);
-                        scf::YieldOp::create(
-                            qb, ValueRange{
-                                    arith::MaxUIOp::create(qb, iter[0], one)});
-                      })
-                      .getResult(0);
-              Value any = warpReduce(sb, found, [&](Value x, Value y) -> Value {
-                return arith::MaxUIOp::create(sb, x, y);
-              });
-              scf::YieldOp::create(
-                  sb, ValueRange{arith::CmpIOp::create(
-                          sb, arith::CmpIPredicate::ne, any,
-                          i32Constant(sb, 0))});
-            },
-            [&](OpBuilder &nested, Location l) {
-              ImplicitLocOpBuilder sb(l, nested);
-              scf::YieldOp::create(
-                  sb, ValueRange{arith::ConstantIntOp::create(sb, 0, 1)});
+  gridStride(
+      m.add(pairs, numRows), true, [&](ImplicitLocOpBuilder &nb, Value item) {
+        IndexMath n{nb};
+        auto isPair = scf::IfOp::create(nb, n.lt(item, pairs), /*else=*/true);
+        {
+          // A pair: its weight gradient, and its row's gradient if it is the
+          // row's first pair.
+          ImplicitLocOpBuilder tb(loc, isPair.getThenBodyBuilder());
+          IndexMath t{tb};
+          Value p = item, token = arith::DivUIOp::create(tb, p, k);
+          auto [row, inRange] = rowOf(tb, p);
+          if (weightsGrad) {
+            // <grad[t], rows[row]>: the lane's columns in order, then the
+            // warp's butterfly (a fixed order).
+            Value end = arith::SelectOp::create(tb, inRange, hidden, t.c(0));
+            Value partial = columns(
+                tb, end, {f32Constant(tb, 0.0)},
+                [&](ImplicitLocOpBuilder &cb, Value col, ValueRange iter) {
+                  Value g = loadRow(cb, grad, token, col);
+                  Value r = loadRow(cb, rows, row, col);
+                  Value acc = iter[0];
+                  for (int64_t e = 0; e < kVector; ++e) {
+                    auto at = [&](Value v) -> Value {
+                      return vector::ExtractOp::create(cb, v,
+                                                       ArrayRef<int64_t>{e});
+                    };
+                    acc = arith::AddFOp::create(
+                        cb, acc, arith::MulFOp::create(cb, at(g), at(r)));
+                  }
+                  return SmallVector<Value>{acc};
+                })[0];
+            Value dot = warpReduce(tb, partial, [&](Value x, Value y) -> Value {
+              return arith::AddFOp::create(tb, x, y);
             });
-        Value first = arith::XOrIOp::create(
-            vb, earlier.getResult(0), arith::ConstantIntOp::create(vb, 1, 1));
-        ifThen(vb, first, [&](ImplicitLocOpBuilder &fb) {
-          Value weight = weightOf(fb, p);
-          columns(fb, hidden, {}, [&](ImplicitLocOpBuilder &cb, Value col,
-                                      ValueRange) {
-            Value own = arith::MulFOp::create(cb, loadRow(cb, grad, token, col),
-                                              splat(cb, weight));
-            // The later pairs of the row, in pair order.
-            auto later = scf::IfOp::create(
-                cb, shared,
+            ifThen(tb,
+                   arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, lane,
+                                         t.c(0)),
+                   [&](ImplicitLocOpBuilder &lb) {
+                     memref::StoreOp::create(
+                         lb, dot, weightsGrad,
+                         ValueRange{token, arith::RemUIOp::create(lb, p, k)});
+                   });
+          }
+          ifThen(tb, inRange, [&](ImplicitLocOpBuilder &vb) {
+            Value count = memref::LoadOp::create(vb, counts, row);
+            Value shared = arith::CmpIOp::create(vb, arith::CmpIPredicate::sgt,
+                                                 count, i32Constant(vb, 1));
+            // A row named by more pairs: is an earlier pair its first? (the
+            // lanes look at every 32nd pair, then the warp's max).
+            auto earlier = scf::IfOp::create(
+                vb, shared,
                 [&](OpBuilder &nested, Location l) {
                   ImplicitLocOpBuilder sb(l, nested);
                   IndexMath s{sb};
-                  Value sum =
+                  Value found =
                       scf::ForOp::create(
-                          sb, s.add(p, s.c(1)), pairs, s.c(1), ValueRange{own},
+                          sb, lane, p, s.c(32), ValueRange{i32Constant(sb, 0)},
                           [&](OpBuilder &inner, Location il, Value q,
                               ValueRange iter) {
                             ImplicitLocOpBuilder qb(il, inner);
@@ -597,61 +555,113 @@ gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
                                 qb, valid,
                                 arith::CmpIOp::create(
                                     qb, arith::CmpIPredicate::eq, other, row));
-                            auto add = scf::IfOp::create(
-                                qb, same,
-                                [&](OpBuilder &n2, Location l2) {
-                                  ImplicitLocOpBuilder ab(l2, n2);
-                                  Value term = arith::MulFOp::create(
-                                      ab,
-                                      loadRow(ab, grad,
-                                              arith::DivUIOp::create(ab, q, k),
-                                              col),
-                                      splat(ab, weightOf(ab, q)));
-                                  scf::YieldOp::create(
-                                      ab, ValueRange{arith::AddFOp::create(
-                                              ab, iter[0], term)});
-                                },
-                                [&](OpBuilder &n2, Location l2) {
-                                  scf::YieldOp::create(n2, l2, iter[0]);
-                                });
-                            scf::YieldOp::create(qb, add.getResults());
+                            Value one = arith::ExtUIOp::create(
+                                qb, qb.getI32Type(), same);
+                            scf::YieldOp::create(
+                                qb, ValueRange{arith::MaxUIOp::create(
+                                        qb, iter[0], one)});
                           })
                           .getResult(0);
-                  scf::YieldOp::create(sb, ValueRange{sum});
+                  Value any =
+                      warpReduce(sb, found, [&](Value x, Value y) -> Value {
+                        return arith::MaxUIOp::create(sb, x, y);
+                      });
+                  scf::YieldOp::create(sb, ValueRange{arith::CmpIOp::create(
+                                               sb, arith::CmpIPredicate::ne,
+                                               any, i32Constant(sb, 0))});
                 },
                 [&](OpBuilder &nested, Location l) {
-                  scf::YieldOp::create(nested, l, own);
+                  ImplicitLocOpBuilder sb(l, nested);
+                  scf::YieldOp::create(
+                      sb, ValueRange{arith::ConstantIntOp::create(sb, 0, 1)});
                 });
-            storeRow(cb,
-                     arith::TruncFOp::create(cb, bf16Vector,
-                                             later.getResult(0)),
-                     row, col);
-            return SmallVector<Value>{};
+            Value first =
+                arith::XOrIOp::create(vb, earlier.getResult(0),
+                                      arith::ConstantIntOp::create(vb, 1, 1));
+            ifThen(vb, first, [&](ImplicitLocOpBuilder &fb) {
+              Value weight = weightOf(fb, p);
+              columns(
+                  fb, hidden, {},
+                  [&](ImplicitLocOpBuilder &cb, Value col, ValueRange) {
+                    Value own = arith::MulFOp::create(
+                        cb, loadRow(cb, grad, token, col), splat(cb, weight));
+                    // The later pairs of the row, in pair order.
+                    auto later = scf::IfOp::create(
+                        cb, shared,
+                        [&](OpBuilder &nested, Location l) {
+                          ImplicitLocOpBuilder sb(l, nested);
+                          IndexMath s{sb};
+                          Value sum =
+                              scf::ForOp::create(
+                                  sb, s.add(p, s.c(1)), pairs, s.c(1),
+                                  ValueRange{own},
+                                  [&](OpBuilder &inner, Location il, Value q,
+                                      ValueRange iter) {
+                                    ImplicitLocOpBuilder qb(il, inner);
+                                    auto [other, valid] = rowOf(qb, q);
+                                    Value same = arith::AndIOp::create(
+                                        qb, valid,
+                                        arith::CmpIOp::create(
+                                            qb, arith::CmpIPredicate::eq, other,
+                                            row));
+                                    auto add = scf::IfOp::create(
+                                        qb, same,
+                                        [&](OpBuilder &n2, Location l2) {
+                                          ImplicitLocOpBuilder ab(l2, n2);
+                                          Value term = arith::MulFOp::create(
+                                              ab,
+                                              loadRow(ab, grad,
+                                                      arith::DivUIOp::create(
+                                                          ab, q, k),
+                                                      col),
+                                              splat(ab, weightOf(ab, q)));
+                                          scf::YieldOp::create(
+                                              ab,
+                                              ValueRange{arith::AddFOp::create(
+                                                  ab, iter[0], term)});
+                                        },
+                                        [&](OpBuilder &n2, Location l2) {
+                                          scf::YieldOp::create(n2, l2, iter[0]);
+                                        });
+                                    scf::YieldOp::create(qb, add.getResults());
+                                  })
+                                  .getResult(0);
+                          scf::YieldOp::create(sb, ValueRange{sum});
+                        },
+                        [&](OpBuilder &nested, Location l) {
+                          scf::YieldOp::create(nested, l, own);
+                        });
+                    storeRow(cb,
+                             arith::TruncFOp::create(cb, bf16Vector,
+                                                     later.getResult(0)),
+                             row, col);
+                    return SmallVector<Value>{};
+                  });
+            });
           });
-        });
-      });
-    }
-    {
-      // A row: zero when no pair names it.
-      ImplicitLocOpBuilder eb(loc, isPair.getElseBodyBuilder());
-      Value row = IndexMath{eb}.sub(item, pairs);
-      Value count = memref::LoadOp::create(eb, counts, row);
-      ifThen(eb,
-             arith::CmpIOp::create(eb, arith::CmpIPredicate::eq, count,
-                                   i32Constant(eb, 0)),
-             [&](ImplicitLocOpBuilder &zb) {
-               Value zero = arith::ConstantOp::create(
-                   zb, bf16Vector,
-                   DenseElementsAttr::get(bf16Vector,
-                                          zb.getFloatAttr(bf16, 0.0)));
-               columns(zb, hidden, {},
+        }
+        {
+          // A row: zero when no pair names it.
+          ImplicitLocOpBuilder eb(loc, isPair.getElseBodyBuilder());
+          Value row = IndexMath{eb}.sub(item, pairs);
+          Value count = memref::LoadOp::create(eb, counts, row);
+          ifThen(eb,
+                 arith::CmpIOp::create(eb, arith::CmpIPredicate::eq, count,
+                                       i32Constant(eb, 0)),
+                 [&](ImplicitLocOpBuilder &zb) {
+                   Value zero = arith::ConstantOp::create(
+                       zb, bf16Vector,
+                       DenseElementsAttr::get(bf16Vector,
+                                              zb.getFloatAttr(bf16, 0.0)));
+                   columns(
+                       zb, hidden, {},
                        [&](ImplicitLocOpBuilder &cb, Value col, ValueRange) {
                          storeRow(cb, zero, row, col);
                          return SmallVector<Value>{};
                        });
-             });
-    }
-  });
+                 });
+        }
+      });
   gpu::ReturnOp::create(b);
   return func;
 }

@@ -51,11 +51,9 @@ FailureOr<DictionaryAttr> mlir::moe::wgradLaunch(OpBuilder &builder,
 /// The moe.launch of the swiglu(_grad) kernel of `spec` for `op`, whose
 /// `activation` ([M, I]) gives the plan its width (a planned.v1 entry,
 /// contract §3.12).
-static FailureOr<DictionaryAttr> swigluKernelLaunch(OpBuilder &builder,
-                                                    gpu::GPUModuleOp kernels,
-                                                    Operation *op,
-                                                    SwiGLUKernelSpec spec,
-                                                    Value activation) {
+static FailureOr<DictionaryAttr>
+swigluKernelLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, Operation *op,
+                   SwiGLUKernelSpec spec, Value activation) {
   gpu::GPUFuncOp func = lookUpOrBuild(kernels, spec.kernelName(), [&] {
     return buildSwiGLUKernel(builder, op->getLoc(), kernels, spec);
   });
@@ -102,8 +100,9 @@ FailureOr<DictionaryAttr> mlir::moe::swigluLaunch(OpBuilder &builder,
 
 /// Builds (or reuses) the three kernels of `op`; returns its moe.launch (a
 /// planned.v1 entry, contract §3.12).
-FailureOr<DictionaryAttr> mlir::moe::unpermuteGradLaunch(
-    OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteGradOp op) {
+FailureOr<DictionaryAttr>
+mlir::moe::unpermuteGradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
+                               UnpermuteGradOp op) {
   auto grad = cast<RankedTensorType>(op.getGrad().getType());
   auto slots = cast<RankedTensorType>(op.getSlots().getType());
   UnpermuteGradKernelSpec spec;
@@ -111,9 +110,10 @@ FailureOr<DictionaryAttr> mlir::moe::unpermuteGradLaunch(
   spec.slotBits = slots.getElementType().getIntOrFloatBitWidth();
   SmallVector<gpu::GPUFuncOp, 3> funcs;
   SmallVector<Attribute, 3> forms;
-  for (auto [step, name] : {std::pair{UnpermuteGradStep::Init, "init"},
+  for (auto [kind, name] : {std::pair{UnpermuteGradStep::Init, "init"},
                             {UnpermuteGradStep::Count, "count"},
                             {UnpermuteGradStep::Gather, "gather"}}) {
+    UnpermuteGradStep step = kind;
     funcs.push_back(lookUpOrBuild(kernels, spec.kernelName(name), [&] {
       return buildUnpermuteGradKernel(builder, op.getLoc(), kernels, spec,
                                       step);

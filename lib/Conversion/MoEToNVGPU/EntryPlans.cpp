@@ -93,9 +93,10 @@ int64_t bytesOf(Type type) {
 }
 
 /// Where a plan function writes: an entry's own plan, or, inside a layer's
-/// plan, a part's steps (its sizes given as the layer's expressions, its
-/// arguments bound to the layer's arguments and workspace slices, its own
-/// checks made on those, as moeLayer validates each step as its own call).
+/// or a program's plan, a part's steps (its sizes given as the layer's
+/// expressions, its arguments bound to the layer's arguments and workspace
+/// slices, its own checks made on those, as moeLayer validates each step as
+/// its own call).
 struct Scope {
   PlanBuilder &p;
   std::string part; // "" for an entry's own plan
@@ -103,6 +104,11 @@ struct Scope {
   std::map<std::string, std::string> buffers;
   /// Inside a routed layer: T, which no expert's rows exceed.
   std::optional<Expr> maxExpertRows;
+  /// Inside a program: the prefix of the part's own workspace slices in the
+  /// program's workspace (a layer lays out its parts' itself).
+  std::string workPrefix;
+  /// Where given: every argument the plan function declares.
+  SmallVectorImpl<ArgRecord> *declared = nullptr;
 
   bool inLayer() const { return !part.empty(); }
   /// A part's size as the layer gives it (an unknown name, which build()
@@ -128,13 +134,17 @@ struct Scope {
   Expr dim(StringRef name, int64_t extent, int64_t min, int64_t max) {
     if (extent < 0)
       return size(name, min, max);
-    if (inLayer())
+    // A program gives a part only the sizes its arguments' dims name.
+    if (inLayer() && sizes.count(name.str()))
       p.check(compare("==", given(name), extent),
               message(name + " must be the part's " + Twine(extent)));
     return extent;
   }
   void arg(StringRef name, StringRef dtype, Role role, int64_t align,
            ArrayRef<Expr> dims) {
+    if (declared)
+      declared->push_back(
+          {name.str(), dtype.str(), role, align, SmallVector<Expr>(dims)});
     if (!inLayer())
       p.arg(name, dtype, role, align, dims);
   }
@@ -144,6 +154,10 @@ struct Scope {
   void work(StringRef name, const Expr &bytes, int64_t align) {
     if (!inLayer())
       p.work(name, bytes, align);
+    else if (!workPrefix.empty()) {
+      p.work(workPrefix + name.str(), bytes, align);
+      buffers["@" + name.str()] = "@" + workPrefix + name.str();
+    }
   }
   Step &launch(int64_t kernel, const Expr &grid, const Expr &when = 1) {
     Step &step = p.launch(kernel, grid, when);
@@ -520,8 +534,9 @@ void unpermuteGradPlan(const EntryKeys &e, Scope &p) {
            both(compare(">=", m, 1), compare(">=", pairs, 1)))
       .mem("slots", {t, k})
       .mem("@counts", {m});
-  Step &s = p.launch(2, min(ceilDiv(pairs + m, e.threads(2) / 32), kMaxSimpleGrid),
-                     compare(">=", pairs + m, 1));
+  Step &s =
+      p.launch(2, min(ceilDiv(pairs + m, e.threads(2) / 32), kMaxSimpleGrid),
+               compare(">=", pairs + m, 1));
   s.mem("grad", {t, h}).mem("rows", {m, h}).mem("slots", {t, k});
   if (weighted)
     s.mem("weights", {t, k});
@@ -591,13 +606,31 @@ LogicalResult writeSteps(Location loc, const EntryKeys &keys, Scope &scope,
 }
 } // namespace
 
+FailureOr<SmallVector<ArgRecord>> mlir::moe::plan::writeEntryPlan(
+    Location loc, const NamedAttrList &info, ArrayRef<gpu::GPUFuncOp> kernels,
+    StringRef chip, PlanBuilder &plan, const PartScope *part) {
+  EntryKeys keys{info, kernels};
+  SmallVector<ArgRecord> declared;
+  Scope scope{plan, "", {}, {}, std::nullopt, "", nullptr};
+  if (part) {
+    scope.part = part->part;
+    scope.sizes = part->sizes;
+    scope.buffers = part->buffers;
+    scope.workPrefix = part->workPrefix;
+  }
+  scope.declared = &declared;
+  if (failed(writeSteps(loc, keys, scope, chip)))
+    return failure();
+  return declared;
+}
+
 LogicalResult mlir::moe::plan::addLaunchPlan(OpBuilder &b, Location loc,
                                              NamedAttrList &info,
                                              ArrayRef<gpu::GPUFuncOp> kernels,
                                              StringRef chip) {
   EntryKeys keys{info, kernels};
   PlanBuilder plan;
-  Scope scope{plan, "", {}, {}, std::nullopt};
+  Scope scope{plan, "", {}, {}, std::nullopt, "", nullptr};
   if (failed(writeSteps(loc, keys, scope, chip)))
     return failure();
   FailureOr<DictionaryAttr> dict =
@@ -769,8 +802,8 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
   // The steps, in moeLayer's order, each part on the layer's buffers.
   auto steps = [&](StringRef role, std::map<std::string, Expr> sizes,
                    std::map<std::string, std::string> buffers) {
-    Scope scope{plan, role.str(), std::move(sizes), std::move(buffers),
-                std::nullopt};
+    Scope scope{plan,         role.str(), std::move(sizes), std::move(buffers),
+                std::nullopt, "",         nullptr};
     // A route's k ids of a token are distinct, so no expert has more than
     // T rows; ids from outside may repeat within a token (M bounds them).
     if (routed && (role == "gate_up" || role == "down"))

@@ -425,8 +425,8 @@ std::string mlir::moe::missingKernelReason(Operation *op) {
 
 bool mlir::moe::hasKernels(Operation *op) {
   return isa<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, SwiGLUGradOp,
-             SwiGLUOp, UnpermuteGradOp, RouteGradOp, ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp, LayerOp,
-             QuantizeOp>(op);
+             SwiGLUOp, UnpermuteGradOp, RouteGradOp, ExpertMLPOp, RouteOp,
+             UnpermuteOp, PermuteOp, LayerOp, QuantizeOp>(op);
 }
 
 std::string mlir::moe::unsupportedReason(Operation *op, StringRef chip) {
@@ -434,8 +434,8 @@ std::string mlir::moe::unsupportedReason(Operation *op, StringRef chip) {
     return unsupportedReasonSm100(op);
   return llvm::TypeSwitch<Operation *, std::string>(op)
       .Case<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, SwiGLUGradOp,
-            SwiGLUOp, UnpermuteGradOp, RouteGradOp, ExpertMLPOp, RouteOp, UnpermuteOp, PermuteOp, LayerOp,
-            QuantizeOp>(
+            SwiGLUOp, UnpermuteGradOp, RouteGradOp, ExpertMLPOp, RouteOp,
+            UnpermuteOp, PermuteOp, LayerOp, QuantizeOp>(
           [](auto concrete) { return ::unsupportedReason(concrete); })
       .Default([](Operation *) { return std::string("no kernels"); });
 }

@@ -322,6 +322,10 @@ void PlanBuilder::arg(StringRef name, StringRef dtype, Role role, int64_t align,
 void PlanBuilder::check(const Expr &condition, StringRef message) {
   if (condition.constant() && *condition.constant() != 0)
     return;
+  if (uniqueChecks && llvm::any_of(checks, [&](const Check &check) {
+        return check.expr == condition.str();
+      }))
+    return;
   checks.push_back({condition.str(), message.str()});
 }
 

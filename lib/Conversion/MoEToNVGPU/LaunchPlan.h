@@ -13,12 +13,14 @@
 #ifndef MOE_LIB_CONVERSION_MOETONVGPU_LAUNCHPLAN_H
 #define MOE_LIB_CONVERSION_MOETONVGPU_LAUNCHPLAN_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OperationSupport.h"
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -129,8 +131,11 @@ public:
   /// e8m0.
   void arg(StringRef name, StringRef dtype, Role role, int64_t align,
            ArrayRef<Expr> dims);
-  /// A condition the sizes must meet (dropped when constant true).
+  /// A condition the sizes must meet (dropped when constant true, and with
+  /// uniqueChecks when an earlier check is the same condition).
   void check(const Expr &condition, StringRef message);
+  /// A program's parts repeat each other's checks on shared sizes.
+  bool uniqueChecks = false;
   /// A workspace slice of `bytes`, aligned to `align`, after the previous.
   void work(StringRef name, const Expr &bytes, int64_t align);
   /// A launch of kernel `kernel` on `grid` CTAs when `when` is not 0.
@@ -175,6 +180,43 @@ private:
 /// Fails (with an error at `loc`) on an internal error.
 LogicalResult addLaunchPlan(OpBuilder &b, Location loc, NamedAttrList &info,
                             ArrayRef<gpu::GPUFuncOp> kernels, StringRef chip);
+
+/// An argument as an entry's plan function declares it.
+struct ArgRecord {
+  std::string name, dtype;
+  Role role;
+  int64_t align;
+  SmallVector<Expr> dims;
+};
+
+/// How an entry's plan reads as a part of a program's plan: its steps'
+/// `part`, its sizes as the program's expressions, its argument names as
+/// the program's buffers, and the prefix of its own workspace slices.
+struct PartScope {
+  std::string part;
+  std::map<std::string, Expr> sizes;
+  std::map<std::string, std::string> buffers;
+  std::string workPrefix;
+};
+
+/// The arguments the plan of the moe.launch `info` (its kernels `kernels`)
+/// declares, in order: written as the entry's own plan into `plan` when
+/// `scope` is null, else as a part of `plan` through `scope` (the dims then
+/// in the program's terms). Fails (with an error at `loc`) on an internal
+/// error.
+FailureOr<SmallVector<ArgRecord>>
+writeEntryPlan(Location loc, const NamedAttrList &info,
+               ArrayRef<gpu::GPUFuncOp> kernels, StringRef chip,
+               PlanBuilder &plan, const PartScope *scope);
+
+/// The plan of a function of moe ops marked `moe.program` (contract §3.13,
+/// ProgramPlan.cpp): its ops' steps in order, each a part, on the
+/// function's arguments (named by their `moe.name`), its results (outputs,
+/// but for an argument returned as itself) and workspace slices for the
+/// values between the ops. Sets the function's moe.launch; fails with an
+/// error at the function or its op that cannot be a part.
+LogicalResult addProgramPlan(OpBuilder &b, func::FuncOp func,
+                             Operation *kernelModule, StringRef chip);
 
 /// A part of a layer: its role (route, permute, quantize, gate_up,
 /// intermediate, down, unpermute) and its moe.launch dictionary.

@@ -663,12 +663,12 @@ struct LayerLowering : KernelPattern<LayerOp> {
 
 void mlir::moe::populateMoEToNVGPUPatterns(RewritePatternSet &patterns,
                                            gpu::GPUModuleOp kernels) {
-  patterns.add<GroupedMatmulLowering, GroupedDgradLowering,
-               GroupedWgradLowering, SwiGLUGradLowering, SwiGLULowering,
-               UnpermuteGradLowering, RouteGradLowering,
-               ExpertMLPLowering, RouteLowering, PermuteLowering,
-               UnpermuteLowering, QuantizeLowering, LayerLowering>(
-      patterns.getContext(), kernels);
+  patterns
+      .add<GroupedMatmulLowering, GroupedDgradLowering, GroupedWgradLowering,
+           SwiGLUGradLowering, SwiGLULowering, UnpermuteGradLowering,
+           RouteGradLowering, ExpertMLPLowering, RouteLowering, PermuteLowering,
+           UnpermuteLowering, QuantizeLowering, LayerLowering>(
+          patterns.getContext(), kernels);
 }
 
 namespace {
@@ -770,6 +770,12 @@ struct ConvertMoEToNVGPUPass
     if (incomplete.wasInterrupted())
       return signalPassFailure();
     markFused(module, builder);
+    // A function marked moe.program becomes one entry over its ops' entries.
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func->hasAttr(kProgramAttr) &&
+          failed(plan::addProgramPlan(builder, func, kernels,
+                                      first ? configChip(first) : "sm_90a")))
+        return signalPassFailure();
   }
 };
 } // namespace

@@ -1,0 +1,388 @@
+//===- ProgramPlan.cpp - a function of moe ops as one entry ---------------===//
+//
+// addProgramPlan: the plan of a function marked `moe.program` (contract
+// §3.13, docs/launch-plans.md). Each op's entry becomes a part: its steps
+// run in the function's order, its sizes are the program's expressions, its
+// arguments the function's arguments, its outputs or workspace slices (the
+// values between ops). The program's sizes are those its arguments' dims
+// name in the parts' plans (T, M); a dim two parts give different
+// expressions for becomes a check on the call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelSupport.h"
+#include "LaunchPlan.h"
+
+#include "MoE/Dialect/MoEDialect.h"
+#include "MoE/Target/Contract.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <set>
+
+using namespace mlir;
+using namespace mlir::moe;
+using namespace mlir::moe::plan;
+
+namespace {
+/// The moe.launch kernels of `launch`, looked up in `kernelModule`.
+FailureOr<SmallVector<gpu::GPUFuncOp>> kernelsOf(DictionaryAttr launch,
+                                                 Operation *kernelModule) {
+  SmallVector<gpu::GPUFuncOp> kernels;
+  auto forms = launch.getAs<ArrayAttr>("kernels");
+  for (Attribute form : forms ? forms.getValue() : ArrayRef<Attribute>()) {
+    auto dict = dyn_cast<DictionaryAttr>(form);
+    auto ref = dict ? dict.getAs<SymbolRefAttr>("kernel") : SymbolRefAttr();
+    auto func =
+        ref ? dyn_cast_or_null<gpu::GPUFuncOp>(SymbolTable::lookupSymbolIn(
+                  kernelModule, ref.getLeafReference()))
+            : gpu::GPUFuncOp();
+    if (!func)
+      return failure();
+    kernels.push_back(func);
+  }
+  return kernels;
+}
+
+/// `text` is a bare name of the plan language (a size), not a number or
+/// an expression.
+bool isName(StringRef text) {
+  return !text.empty() && (isalpha(text[0]) || text[0] == '_') &&
+         llvm::all_of(text, [](char c) { return isalnum(c) || c == '_'; });
+}
+
+/// The plan's dtype of an element type, "" for none.
+StringRef dtypeOf(Type type) {
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF32())
+    return "f32";
+  if (type.isInteger(32))
+    return "i32";
+  if (type.isInteger(64))
+    return "i64";
+  return "";
+}
+
+struct ProgramBuilder {
+  ProgramBuilder(func::FuncOp func, Operation *kernelModule, StringRef chip)
+      : func(func), kernelModule(kernelModule), chip(chip) {}
+  func::FuncOp func;
+  Operation *kernelModule;
+  StringRef chip;
+  PlanBuilder plan;
+  /// Each value's dims as the program's expressions, where known.
+  DenseMap<Value, SmallVector<std::optional<Expr>>> dims;
+  /// Each value's buffer: an argument's or output's name, or `@<slice>`.
+  DenseMap<Value, std::string> buffers;
+  /// The largest alignment a part asks of each value.
+  DenseMap<Value, int64_t> aligns;
+  /// The workspace slices of the values between ops: a slice holds values
+  /// whose lifetimes do not overlap (one is dead, its last reader done,
+  /// before the next is written; each kernel waits for the one before it
+  /// before touching memory, contract §3.6), and is as large as the largest.
+  struct Slice {
+    std::string name;
+    SmallVector<Value> values;
+    size_t lastUse = 0;
+  };
+  SmallVector<Slice> slices;
+  /// Each op's index in the function.
+  DenseMap<Operation *, size_t> indexOf;
+  /// The program's size names, and each part's kernels.
+  llvm::StringSet<> sizeNames;
+  SmallVector<int64_t> partKernels;
+  int64_t maxRows = INT64_MAX;
+
+  /// Each op's entry: its keys, kernels, the arguments its own plan
+  /// declares and the values they are (its operands, then its results).
+  struct Part {
+    NamedAttrList info;
+    SmallVector<gpu::GPUFuncOp> kernels;
+    SmallVector<ArgRecord> own;
+    SmallVector<Value> values;
+  };
+  std::vector<Part> parts;
+  /// Dims of values that some part's plan names by one size, as classes
+  /// (union-find): a new size of the program is every argument dim of its
+  /// class, so that the program has one M, not one per saved tensor.
+  using Slot = std::pair<Value, unsigned>;
+  DenseMap<Slot, Slot> parent;
+  Slot find(Slot slot) {
+    auto it = parent.find(slot);
+    if (it == parent.end() || it->second == slot)
+      return slot;
+    return it->second = find(it->second);
+  }
+
+  InFlightDiagnostic refuse(Operation *op, const Twine &why) {
+    return op->emitOpError("cannot be a step of the program @")
+           << func.getSymName() << " (moe.program): " << why;
+  }
+
+  /// A new size of the program, named after the part's `name`, for the
+  /// argument dim `slot`: every argument dim of its class is that size.
+  Expr newSize(StringRef name, Slot slot) {
+    std::string unique = name.str();
+    for (int i = 2; sizeNames.contains(unique); ++i)
+      unique = (name + Twine(i)).str();
+    sizeNames.insert(unique);
+    Expr size = plan.size(unique, 0, kUnbounded);
+    Slot root = find(slot);
+    for (BlockArgument arg : func.getBody().front().getArguments())
+      for (auto [d, known] : llvm::enumerate(dims[arg]))
+        if (!known && find({arg, unsigned(d)}) == root)
+          known = size;
+    return size;
+  }
+
+  /// The `moe.name` in `attrs`, else `fallback`.
+  static std::string nameOf(DictionaryAttr attrs, const Twine &fallback) {
+    if (auto name = attrs ? attrs.getAs<StringAttr>(kNameAttr) : StringAttr())
+      return name.str();
+    return fallback.str();
+  }
+
+  LogicalResult run(OpBuilder &b);
+  LogicalResult prepare(Operation *op);
+  LogicalResult addPart(Operation *op, size_t index);
+};
+
+LogicalResult ProgramBuilder::run(OpBuilder &b) {
+  plan.uniqueChecks = true;
+  Block &body = func.getBody().front();
+  // The arguments: inputs under their names; their static dims known.
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || dtypeOf(type.getElementType()).empty())
+      return func.emitOpError("cannot be a program (moe.program): argument #")
+             << arg.getArgNumber()
+             << " is not a tensor of bf16, f32, i32 or i64";
+    buffers[arg] = nameOf(func.getArgAttrDict(arg.getArgNumber()),
+                          "arg" + Twine(arg.getArgNumber()));
+    auto &d = dims[arg];
+    for (int64_t extent : type.getShape())
+      d.push_back(ShapedType::isDynamic(extent) ? std::optional<Expr>()
+                                                : Expr(extent));
+  }
+  // The results: outputs under their names, but for arguments.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    if (isa<BlockArgument>(value))
+      continue;
+    if (buffers.count(value))
+      return func.emitOpError("cannot be a program (moe.program): it returns "
+                              "one value twice (result #")
+             << i << ")";
+    buffers[value] = nameOf(func.getResultAttrDict(i), "result" + Twine(i));
+  }
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  if (ops.empty())
+    return func.emitOpError("cannot be a program (moe.program): it has no op");
+  std::set<std::string> names;
+  for (auto &[value, name] : buffers)
+    if (!names.insert(name).second)
+      return func.emitOpError("cannot be a program (moe.program): two of its "
+                              "arguments and results are named '")
+             << name << "' (moe.name)";
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    indexOf[op] = i;
+    if (failed(prepare(op)))
+      return failure();
+  }
+  for (auto [i, op] : llvm::enumerate(ops))
+    if (failed(addPart(op, i)))
+      return failure();
+  for (BlockArgument arg : body.getArguments())
+    if (llvm::any_of(dims[arg], [](auto &d) { return !d.has_value(); }))
+      return func.emitOpError("cannot be a program (moe.program): no step "
+                              "reads argument #")
+             << arg.getArgNumber() << " ('" << buffers[arg]
+             << "'), so its shape is unknown";
+
+  // The signature: the arguments, then the outputs in result order.
+  auto declare = [&](Value value, Role role) {
+    auto type = cast<RankedTensorType>(value.getType());
+    SmallVector<Expr> shape;
+    for (auto &d : dims[value])
+      shape.push_back(*d);
+    int64_t align = std::max<int64_t>(aligns.lookup(value),
+                                      (type.getElementTypeBitWidth() + 7) / 8);
+    plan.arg(buffers[value], dtypeOf(type.getElementType()), role, align,
+             shape);
+  };
+  for (BlockArgument arg : body.getArguments())
+    declare(arg, Role::In);
+  for (Value value : ret.getOperands())
+    if (!isa<BlockArgument>(value))
+      declare(value, Role::Out);
+  // The values between ops: their slices, from a multiple of 256 bytes.
+  for (const Slice &slice : slices) {
+    SmallVector<Expr> sizes;
+    for (Value value : slice.values) {
+      auto type = cast<RankedTensorType>(value.getType());
+      Expr bytes = (type.getElementTypeBitWidth() + 7) / 8;
+      for (auto &d : dims[value])
+        bytes = bytes * *d;
+      if (llvm::none_of(sizes,
+                        [&](const Expr &e) { return e.str() == bytes.str(); }))
+        sizes.push_back(bytes);
+    }
+    plan.work(slice.name, max(sizes), 256);
+  }
+  FailureOr<DictionaryAttr> dict =
+      plan.build(b, func.getLoc(), [&](StringRef part) -> int64_t {
+        unsigned index;
+        if (!part.consume_front("p") || part.getAsInteger(10, index) ||
+            index >= partKernels.size())
+          return 0;
+        return partKernels[index];
+      });
+  if (failed(dict))
+    return failure();
+  NamedAttrList info;
+  info.set("abi", b.getStringAttr("program.v1"));
+  info.set("max_rows", b.getI64IntegerAttr(maxRows));
+  info.set("plan", *dict);
+  info.set("parts", b.getI64IntegerAttr(ops.size()));
+  func->setAttr(kLaunchAttr, info.getDictionary(b.getContext()));
+  return success();
+}
+
+LogicalResult ProgramBuilder::prepare(Operation *op) {
+  auto launch = op->getAttrOfType<DictionaryAttr>(kLaunchAttr);
+  if (!launch)
+    return refuse(op, op->hasAttr(kLaunchAttr)
+                          ? "it is several entries (a fused op's parts)"
+                      : op->hasAttr(kFusedIntoLaunchAttr)
+                          ? "another op's kernel computes it"
+                          : "it has no GPU kernel");
+  if (isa<LayerOp>(op))
+    return refuse(op, "a moe.layer is an entry of its own (layer.v1); write "
+                      "its ops unfused");
+  Part part;
+  FailureOr<SmallVector<gpu::GPUFuncOp>> kernels =
+      kernelsOf(launch, kernelModule);
+  if (failed(kernels))
+    return op->emitOpError("internal error: its moe.launch names a kernel "
+                           "the module does not have");
+  part.kernels = *kernels;
+  part.info = NamedAttrList(launch);
+  if (auto rows = launch.getAs<IntegerAttr>("max_rows"))
+    maxRows = std::min(maxRows, rows.getInt());
+  // The entry's own arguments: the op's operands, then its results.
+  PlanBuilder scratch;
+  FailureOr<SmallVector<ArgRecord>> own = writeEntryPlan(
+      op->getLoc(), part.info, part.kernels, chip, scratch, nullptr);
+  if (failed(own))
+    return failure();
+  part.own = std::move(*own);
+  size_t inputs = llvm::count_if(
+      part.own, [](const ArgRecord &arg) { return arg.role != Role::Out; });
+  if (inputs != op->getNumOperands() ||
+      part.own.size() - inputs != op->getNumResults())
+    return refuse(op, "its entry's arguments are not its operands and "
+                      "results (" +
+                          Twine(part.own.size()) + " arguments)");
+  part.values.assign(op->getOperands().begin(), op->getOperands().end());
+  llvm::append_range(part.values, op->getResults());
+  // The dims this part names by one size are one class.
+  std::map<std::string, Slot> first;
+  for (auto [arg, value] : llvm::zip(part.own, part.values))
+    for (auto [d, expr] : llvm::enumerate(arg.dims))
+      if (isName(expr.str())) {
+        Slot slot{value, unsigned(d)};
+        auto [it, inserted] = first.try_emplace(expr.str(), slot);
+        if (!inserted)
+          parent[find(slot)] = find(it->second);
+      }
+  parts.push_back(std::move(part));
+  return success();
+}
+
+LogicalResult ProgramBuilder::addPart(Operation *op, size_t index) {
+  Part &entry = parts[index];
+  partKernels.push_back(entry.kernels.size());
+  ArrayRef<ArgRecord> own = entry.own;
+  ArrayRef<Value> values = entry.values;
+  // Its results are outputs or slices, named by the op and result.
+  for (OpResult result : op->getResults()) {
+    dims[result].assign(cast<RankedTensorType>(result.getType()).getRank(),
+                        std::nullopt);
+    if (buffers.count(result))
+      continue;
+    size_t lastUse = index;
+    for (Operation *user : result.getUsers())
+      lastUse = std::max(lastUse, indexOf.lookup(user));
+    Slice *free = llvm::find_if(
+        slices, [&](const Slice &slice) { return slice.lastUse < index; });
+    if (free == slices.end()) {
+      slices.push_back({("v" + Twine(slices.size())).str(), {}, 0});
+      free = &slices.back();
+    }
+    free->values.push_back(result);
+    free->lastUse = lastUse;
+    buffers[result] = "@" + free->name;
+  }
+
+  // Its sizes: the dims of its arguments that name one, as the program
+  // knows them, else a new size of the program (an argument's dim).
+  PartScope scope;
+  scope.part = ("p" + Twine(index)).str();
+  scope.workPrefix = scope.part + "_";
+  for (auto [arg, value] : llvm::zip(own, values)) {
+    scope.buffers[arg.name] = buffers[value];
+    for (auto [d, expr] : llvm::enumerate(arg.dims)) {
+      if (!isName(expr.str()) || scope.sizes.count(expr.str()))
+        continue;
+      if (std::optional<Expr> &known = dims[value][d])
+        scope.sizes.emplace(expr.str(), *known);
+    }
+  }
+  for (auto [arg, value] : llvm::zip(own, values))
+    for (auto [d, expr] : llvm::enumerate(arg.dims))
+      if (isName(expr.str()) && !scope.sizes.count(expr.str()) &&
+          isa<BlockArgument>(value))
+        scope.sizes.emplace(expr.str(),
+                            newSize(expr.str(), {value, unsigned(d)}));
+
+  FailureOr<SmallVector<ArgRecord>> part = writeEntryPlan(
+      op->getLoc(), entry.info, entry.kernels, chip, plan, &scope);
+  if (failed(part))
+    return failure();
+  // Each dim: what the program knows must be what the part takes.
+  for (auto [arg, value] : llvm::zip(*part, values)) {
+    aligns[value] = std::max(aligns.lookup(value), arg.align);
+    for (auto [d, expr] : llvm::enumerate(arg.dims)) {
+      std::optional<Expr> &known = dims[value][d];
+      if (!known) {
+        known = expr;
+        continue;
+      }
+      if (known->str() == expr.str())
+        continue;
+      Expr same = compare("==", *known, expr);
+      if (same.constant() == 0)
+        return refuse(op, "its '" + arg.name + "' has " + expr.str() +
+                              " in dim " + Twine(d) +
+                              ", where the program has " + known->str());
+      plan.check(same, ("step " + Twine(index) + " (" +
+                        op->getName().getStringRef() + "): '" + buffers[value] +
+                        "' dim " + Twine(d) + " must be " + expr.str())
+                           .str());
+    }
+  }
+  return success();
+}
+} // namespace
+
+LogicalResult mlir::moe::plan::addProgramPlan(OpBuilder &b, func::FuncOp func,
+                                              Operation *kernelModule,
+                                              StringRef chip) {
+  ProgramBuilder builder(func, kernelModule, chip);
+  return builder.run(b);
+}

@@ -1,0 +1,169 @@
+"""Training a Hugging Face MoE block through the compiled layer: forward and
+backward are two runtime entries each (program.v1, docs/runtime-contract.md
+section 3.13) that --moe-generate-backward writes beside the layer:
+`moe_layer_train` (the forward, returning what the backward needs) and
+`moe_layer_backward` (those values and the output's gradient -> the
+gradients of the tokens, the router logits and the expert weights).
+
+TrainableMoELayer runs the block's own parameters: the router is the
+block's linear (its gradient is torch's, from the logits' gradient), and the
+expert weights are the block's tensors where they have the runtime's layout
+(transformers 5.x fused experts) or a differentiable arrangement of them
+(4.x per-expert MLPs: torch.stack, whose backward hands each expert its
+slice). Gradients land in the block's parameters' .grad.
+
+Not yet: blocks with a shared expert (Qwen2-MoE, DeepSeek-V3: the shared
+expert's backward has no GPU kernel) and expert biases (GPT-OSS: the bias
+gradient has no kernel); both are refused with the reason.
+"""
+from typing import Optional
+
+from .layer import (ENTRY, MoERuntimeError, _open_bundle, _read_block,
+                    compile_layer)
+
+try:
+    import torch
+except ImportError:  # the compiler side needs no torch
+    torch = None
+
+TRAIN_ENTRY = ENTRY + "_train"
+BACKWARD_ENTRY = ENTRY + "_backward"
+
+
+def _refuse_training(block, spec) -> None:
+    name = type(block).__name__
+    if spec.shared_intermediate:
+        raise ValueError(f"{name}: training a layer with a shared expert is "
+                         "not supported yet (moe.shared_mlp_grad has no GPU "
+                         "kernel); inference works (MoELayer)")
+    if spec.expert_bias:
+        raise ValueError(f"{name}: training a layer with expert biases "
+                         "(GPT-OSS) is not supported yet (the bias gradient "
+                         "has no GPU kernel); inference works (MoELayer)")
+
+
+def _expert_parameters(block):
+    """(gate_up [E, 2I, H], down [E, H, I]) of the block as differentiable
+    tensors of its own parameters: the parameters themselves (5.x fused
+    experts) or a stack of the per-expert weights (4.x)."""
+    experts = block.experts
+    if hasattr(experts, "gate_up_proj"):
+        return experts.gate_up_proj, experts.down_proj
+    names = (("w1", "w3", "w2") if hasattr(experts[0], "w1")
+             else ("gate_proj", "up_proj", "down_proj"))
+    gate_up = torch.stack([
+        torch.cat((getattr(e, names[0]).weight, getattr(e, names[1]).weight))
+        for e in experts])
+    down = torch.stack([getattr(e, names[2]).weight for e in experts])
+    return gate_up, down
+
+
+if torch is not None:
+    class _LayerFunction(torch.autograd.Function):
+        """out = layer(tokens, logits, gate_up, down) by the train entry;
+        its backward by the backward entry, whose arguments are the train
+        entry's inputs and outputs of the same names."""
+
+        @staticmethod
+        def forward(ctx, bundle, tokens, logits, gate_up, down):
+            inputs = dict(tokens=tokens, logits=logits,
+                          gate_up_weights=gate_up, down_weights=down)
+            outputs = bundle.launch(TRAIN_ENTRY, **inputs)
+            names = [a.name for a in bundle.signature(BACKWARD_ENTRY).args
+                     if a.role == "in" and a.name != "grad_out"]
+            saved = [outputs[n] if n in outputs else inputs[n] for n in names]
+            ctx.bundle, ctx.names = bundle, names
+            ctx.save_for_backward(*saved)
+            return outputs["out"]
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            saved = dict(zip(ctx.names, ctx.saved_tensors))
+            grads = ctx.bundle.launch(BACKWARD_ENTRY,
+                                      grad_out=grad_out.contiguous(), **saved)
+            return (None, grads["grad_tokens"], grads["grad_logits"],
+                    grads["grad_gate_up_weights"],
+                    grads["grad_down_weights"])
+
+    class TrainableMoELayer(torch.nn.Module):
+        """A Hugging Face sparse MoE block whose forward and backward run
+        the compiled layer, on the block's own parameters (build it with
+        from_hf; the block stays a submodule, so its parameters are this
+        module's). forward(hidden_states [..., H], bfloat16) returns what
+        the block returns (the output, with the router logits for the
+        blocks that return them). Gradients reach the block's parameters
+        and hidden_states. Deterministic: two backward passes on the same
+        inputs give the same bits (no float atomics)."""
+
+        def __init__(self, block, spec, returns, bundle_path: str):
+            super().__init__()
+            self.block = block
+            self.spec = spec
+            self._returns = returns
+            self.bundle_path = bundle_path
+            self._bundle = _open_bundle(bundle_path)
+            self._bundle.entry(TRAIN_ENTRY)  # NOT_FOUND if not a train bundle
+            self._bundle.entry(BACKWARD_ENTRY)
+            self._loaded = set()
+
+        @classmethod
+        def from_hf(cls, block, *, cache_dir: Optional[str] = None,
+                    compiler: Optional[str] = None) -> "TrainableMoELayer":
+            """The trainable layer of a Hugging Face sparse MoE block
+            (bfloat16, on a CUDA device; no shared expert, no expert
+            biases), its forward and backward compiled on first use
+            (compile_layer(..., train=True)). Raises what MoELayer.from_hf
+            raises, and ValueError for the blocks training does not
+            support yet."""
+            spec, sources, returns = _read_block(block)
+            _refuse_training(block, spec)
+            if returns == "router_scores":
+                raise ValueError(f"{type(block).__name__}: returning the "
+                                 "routing scores is not supported in "
+                                 "training")
+            path = compile_layer(spec, cache_dir=cache_dir,
+                                 compiler=compiler, train=True)
+            layer = cls(block, spec, returns, path)
+            layer._load(sources["router_weight"].device)
+            return layer
+
+        def _load(self, device) -> None:
+            if device not in self._loaded:
+                if torch.cuda.is_current_stream_capturing():
+                    raise MoERuntimeError(
+                        "INVALID_ARGUMENT", "TrainableMoELayer: the kernels "
+                        f"are not loaded on {device} yet, which cannot happen "
+                        "during CUDA graph capture: run the layer once first")
+                with torch.cuda.device(device):
+                    self._bundle.load()
+                self._loaded.add(device)
+
+        def forward(self, hidden_states):
+            spec = self.spec
+            if hidden_states.dtype != torch.bfloat16:
+                raise TypeError(f"TrainableMoELayer: hidden_states is "
+                                f"{hidden_states.dtype}, expected "
+                                "torch.bfloat16")
+            if hidden_states.shape[-1] != spec.hidden:
+                raise ValueError(f"TrainableMoELayer: hidden_states is "
+                                 f"{tuple(hidden_states.shape)}, expected "
+                                 f"[..., {spec.hidden}]")
+            tokens = hidden_states.reshape(-1, spec.hidden).contiguous()
+            router = self.block.gate
+            weight = getattr(router, "weight")
+            if spec.logits == "f32":
+                logits = torch.nn.functional.linear(tokens.float(),
+                                                    weight.float())
+            else:
+                logits = torch.nn.functional.linear(
+                    tokens, weight, getattr(router, "bias", None))
+            self._load(tokens.device)
+            gate_up, down = _expert_parameters(self.block)
+            out = _LayerFunction.apply(self._bundle, tokens,
+                                       logits.contiguous(),
+                                       gate_up.contiguous(),
+                                       down.contiguous())
+            output = out.view(hidden_states.shape)
+            if self._returns == "router_logits":
+                return output, logits
+            return output
