@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Forward + backward of one MoE layer: moe_mlir.TrainableMoELayer beside the
+transformers 5.x block trained with experts_implementation="grouped_mm" and
+beside a torch._grouped_mm autograd peer (shared/bench/peers.py's
+moe_grouped), in one process, on the same weights and data.
+
+For Mixtral-8x7B, Qwen3-30B-A3B and OLMoE-1B-7B (their real H, I, E, k) at
+T = 4096 and 16384 tokens: each side's step is the router linear, the layer
+and the backward of a random output gradient into the tokens, the router
+weight and the expert weights (their .grad set to None first, so no side
+accumulates); median ms of triton's do_bench (eager; CUDA-graph replays
+where the side can be captured), TFLOP/s of the useful work (forward 6 M H
+I, backward twice that, M = T k) and the peak memory the step allocates
+above what it holds before. Output: one table, and ratios to grouped_mm.
+
+    python3 bench/train_layer.py .gpu-artifacts .shared-bench [model ...]
+"""
+import copy
+import os
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "test", "device"))
+import train_layer  # noqa: E402  (MODELS, and the package's path)
+import moe_mlir  # noqa: E402
+
+TOKENS = (4096, 16384)
+
+
+def main(argv):
+    import importlib
+
+    import torch
+    import transformers
+
+    artifacts = os.path.abspath(argv[0])
+    sys.path.insert(0, os.path.abspath(argv[1]))
+    import peers
+
+    cache = os.path.join(artifacts, "hf-cache")
+    names = argv[2:] or [n for n in train_layer.MODELS if n != "tiny-mixtral"]
+    dev = "cuda"
+    print(f"{torch.cuda.get_device_name()}, transformers {transformers.__version__}, "
+          f"torch {torch.__version__}")
+
+    def make_block(name, implementation):
+        module, config_class, block_class, fields = train_layer.MODELS[name]
+        modeling = importlib.import_module(f"transformers.models.{module}.modeling_{module}")
+        configuration = importlib.import_module(f"transformers.models.{module}")
+        config = getattr(configuration, config_class)(
+            **{k: v for k, v in fields.items() if k != "model_type"})
+        config._experts_implementation = implementation
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(torch.bfloat16)
+        try:
+            with torch.device(dev):
+                block = getattr(modeling, block_class)(config)
+        finally:
+            torch.set_default_dtype(default)
+        with torch.no_grad():
+            for p in block.parameters():
+                p.normal_(0, p.shape[-1] ** -0.5) if p.dim() > 1 else p.normal_(0, 0.1)
+        return block
+
+    rows = []
+    for name in names:
+        H, I, E, k = peers.SHAPES[name]
+        block = make_block(name, "grouped_mm")
+        ours_block = copy.deepcopy(block)
+        layer = moe_mlir.TrainableMoELayer.from_hf(ours_block, cache_dir=cache)
+        w_router = block.gate.weight.detach().clone().requires_grad_()
+        w13 = block.experts.gate_up_proj.detach().clone().requires_grad_()
+        w2 = block.experts.down_proj.detach().clone().requires_grad_()
+        model = name if name in peers.MODELS else None
+        for T in TOKENS:
+            x = torch.randn(1, T, H, device=dev).to(torch.bfloat16).requires_grad_()
+            dy = torch.randn(1, T, H, device=dev).to(torch.bfloat16)
+
+            def step(module, params):
+                def fn():
+                    for p in params:
+                        p.grad = None
+                    x.grad = None
+                    out = module(x)
+                    (out[0] if isinstance(out, tuple) else out).backward(dy)
+                return fn
+
+            def peer(x2):
+                logits = torch.nn.functional.linear(x2.view(T, H), w_router)
+                return peers.moe_grouped(x2.view(T, H), logits, w13, w2, k,
+                                         model).view(1, T, H)
+
+            sides = {
+                "moe_mlir": step(layer, list(ours_block.parameters())),
+                "grouped_mm": step(block, list(block.parameters())),
+                "torch._grouped_mm": step(peer, [w_router, w13, w2]),
+            }
+            flops = 18 * T * k * H * I
+            result = {}
+            for side, fn in sides.items():
+                try:
+                    fn()
+                    torch.cuda.synchronize()
+                    base = torch.cuda.memory_allocated()
+                    torch.cuda.reset_peak_memory_stats()
+                    fn()
+                    torch.cuda.synchronize()
+                    peak = (torch.cuda.max_memory_allocated() - base) / 2**30
+                    eager, graph = peers.bench(fn, graphable=True)
+                    best = min(t for t in (eager, graph) if t is not None)
+                    result[side] = (eager, graph, best, peak)
+                except Exception as error:
+                    print(f"{name} T={T} {side}: {type(error).__name__}: {error}")
+                    torch.cuda.synchronize()
+            rows.append((name, T, flops, result))
+            for side, (eager, graph, best, peak) in result.items():
+                print(f"{name:14s} T={T:6d} {side:18s} eager {eager:8.3f} ms  graph "
+                      f"{graph if graph is None else round(graph, 3)!s:>8} ms  "
+                      f"{flops / best / 1e9:6.0f} TFLOP/s  peak +{peak:.2f} GiB", flush=True)
+        del layer, block, ours_block, w13, w2, w_router
+        torch.cuda.empty_cache()
+
+    print("\n| model | T | moe_mlir ms | grouped_mm ms | torch._grouped_mm ms | "
+          "moe_mlir / grouped_mm | moe_mlir TFLOP/s | peak GiB (ours / grouped_mm) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, T, flops, result in rows:
+        def ms(side):
+            return f"{result[side][2]:.2f}" if side in result else "-"
+        ratio = (f"{result['moe_mlir'][2] / result['grouped_mm'][2]:.2f}"
+                 if "moe_mlir" in result and "grouped_mm" in result else "-")
+        tflops = (f"{flops / result['moe_mlir'][2] / 1e9:.0f}"
+                  if "moe_mlir" in result else "-")
+        peak = " / ".join(f"{result[s][3]:.2f}" if s in result else "-"
+                          for s in ("moe_mlir", "grouped_mm"))
+        print(f"| {name} | {T} | {ms('moe_mlir')} | {ms('grouped_mm')} | "
+              f"{ms('torch._grouped_mm')} | {ratio} | {tflops} | {peak} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
