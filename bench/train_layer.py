@@ -28,8 +28,6 @@ TOKENS = (4096, 16384)
 
 
 def main(argv):
-    import importlib
-
     import torch
     import transformers
 
@@ -43,29 +41,10 @@ def main(argv):
     print(f"{torch.cuda.get_device_name()}, transformers {transformers.__version__}, "
           f"torch {torch.__version__}")
 
-    def make_block(name, implementation):
-        module, config_class, block_class, fields = train_layer.MODELS[name]
-        modeling = importlib.import_module(f"transformers.models.{module}.modeling_{module}")
-        configuration = importlib.import_module(f"transformers.models.{module}")
-        config = getattr(configuration, config_class)(
-            **{k: v for k, v in fields.items() if k != "model_type"})
-        config._experts_implementation = implementation
-        default = torch.get_default_dtype()
-        torch.set_default_dtype(torch.bfloat16)
-        try:
-            with torch.device(dev):
-                block = getattr(modeling, block_class)(config)
-        finally:
-            torch.set_default_dtype(default)
-        with torch.no_grad():
-            for p in block.parameters():
-                p.normal_(0, p.shape[-1] ** -0.5) if p.dim() > 1 else p.normal_(0, 0.1)
-        return block
-
     rows = []
     for name in names:
         H, I, E, k = peers.SHAPES[name]
-        block = make_block(name, "grouped_mm")
+        block = train_layer.make_block(train_layer.MODELS[name], "grouped_mm")
         ours_block = copy.deepcopy(block)
         layer = moe_mlir.TrainableMoELayer.from_hf(ours_block, cache_dir=cache)
         w_router = block.gate.weight.detach().clone().requires_grad_()

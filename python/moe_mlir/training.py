@@ -5,6 +5,9 @@ section 3.13) that --moe-generate-backward writes beside the layer:
 `moe_layer_backward` (those values and the output's gradient -> the
 gradients of the tokens, the router logits and the expert weights).
 
+The two entries are torch.library custom ops (moe_mlir::train_forward and
+moe_mlir::train_backward, paired by register_autograd), so that
+torch.compile keeps the layer as one opaque op each way.
 TrainableMoELayer runs the block's own parameters: the router is the
 block's linear (its gradient is torch's, from the logits' gradient), and the
 expert weights are the block's tensors where they have the runtime's layout
@@ -16,7 +19,7 @@ Not yet: blocks with a shared expert (Qwen2-MoE, DeepSeek-V3: the shared
 expert's backward has no GPU kernel) and expert biases (GPT-OSS: the bias
 gradient has no kernel); both are refused with the reason.
 """
-from typing import Optional
+from typing import List, Optional
 
 from .layer import (ENTRY, MoERuntimeError, _open_bundle, _read_block,
                     compile_layer)
@@ -58,32 +61,106 @@ def _expert_parameters(block):
     return gate_up, down
 
 
+#: Bundles by path: the custom ops name their layer by its bundle's path.
+_BUNDLES = {}
+
+_INPUTS = ("tokens", "logits", "gate_up_weights", "down_weights")
+_GRADIENTS = tuple("grad_" + n for n in _INPUTS)
+
+
+def _sizes(signature, tensors):
+    """The entry's sizes read from `tensors` (name -> tensor) where an
+    argument's dim is the size itself (SymInts under torch.compile)."""
+    sizes = {}
+    for name, _, _ in signature.sizes:
+        for arg in signature.args:
+            tensor = tensors.get(arg.name)
+            if tensor is not None and name in arg.dims:
+                sizes[name] = tensor.shape[arg.dims.index(name)]
+                break
+    return sizes
+
+
+def _empty(arg, sizes, like):
+    """An empty tensor of `arg`'s dtype and shape (its dims evaluated over
+    `sizes`), on `like`'s device: the custom ops' fake outputs."""
+    env = dict(sizes, ceildiv=lambda a, b: -(-a // b),
+               floordiv=lambda a, b: a // b, min=min, max=max)
+    shape = [eval(d, {"__builtins__": {}}, env) for d in arg.dims]
+    dtypes = {"bf16": torch.bfloat16, "f32": torch.float32,
+              "i32": torch.int32, "i64": torch.int64}
+    return like.new_empty(shape, dtype=dtypes[arg.dtype])
+
+
+def _saved_names(bundle):
+    """The backward entry's arguments but grad_out: what the forward saves,
+    each a train entry input or output of the same name."""
+    return [a.name for a in bundle.signature(BACKWARD_ENTRY).args
+            if a.role == "in" and a.name != "grad_out"]
+
+
+def _outputs(bundle):
+    """The train entry's outputs, `out` first."""
+    names = [a.name for a in bundle.signature(TRAIN_ENTRY).args
+             if a.role == "out"]
+    return ["out"] + [n for n in names if n != "out"]
+
+
 if torch is not None:
-    class _LayerFunction(torch.autograd.Function):
-        """out = layer(tokens, logits, gate_up, down) by the train entry;
-        its backward by the backward entry, whose arguments are the train
-        entry's inputs and outputs of the same names."""
+    # One opaque op each way, so that torch.compile keeps the layer whole
+    # and autograd pairs them (register_autograd).
+    @torch.library.custom_op("moe_mlir::train_forward", mutates_args=())
+    def _train_forward(bundle_path: str, tokens: torch.Tensor,
+                       logits: torch.Tensor, gate_up: torch.Tensor,
+                       down: torch.Tensor) -> List[torch.Tensor]:
+        bundle = _BUNDLES[bundle_path]
+        outputs = bundle.launch(TRAIN_ENTRY, **dict(
+            zip(_INPUTS, (tokens, logits, gate_up, down))))
+        return [outputs[n] for n in _outputs(bundle)]
 
-        @staticmethod
-        def forward(ctx, bundle, tokens, logits, gate_up, down):
-            inputs = dict(tokens=tokens, logits=logits,
-                          gate_up_weights=gate_up, down_weights=down)
-            outputs = bundle.launch(TRAIN_ENTRY, **inputs)
-            names = [a.name for a in bundle.signature(BACKWARD_ENTRY).args
-                     if a.role == "in" and a.name != "grad_out"]
-            saved = [outputs[n] if n in outputs else inputs[n] for n in names]
-            ctx.bundle, ctx.names = bundle, names
-            ctx.save_for_backward(*saved)
-            return outputs["out"]
+    @_train_forward.register_fake
+    def _(bundle_path, tokens, logits, gate_up, down):
+        bundle = _BUNDLES[bundle_path]
+        signature = bundle.signature(TRAIN_ENTRY)
+        inputs = dict(zip(_INPUTS, (tokens, logits, gate_up, down)))
+        sizes = _sizes(signature, inputs)
+        args = {a.name: a for a in signature.args}
+        return [_empty(args[n], sizes, tokens) for n in _outputs(bundle)]
 
-        @staticmethod
-        def backward(ctx, grad_out):
-            saved = dict(zip(ctx.names, ctx.saved_tensors))
-            grads = ctx.bundle.launch(BACKWARD_ENTRY,
-                                      grad_out=grad_out.contiguous(), **saved)
-            return (None, grads["grad_tokens"], grads["grad_logits"],
-                    grads["grad_gate_up_weights"],
-                    grads["grad_down_weights"])
+    @torch.library.custom_op("moe_mlir::train_backward", mutates_args=())
+    def _train_backward(bundle_path: str, saved: List[torch.Tensor],
+                        grad_out: torch.Tensor) -> List[torch.Tensor]:
+        bundle = _BUNDLES[bundle_path]
+        grads = bundle.launch(BACKWARD_ENTRY, grad_out=grad_out.contiguous(),
+                              **dict(zip(_saved_names(bundle), saved)))
+        return [grads[n] for n in _GRADIENTS]
+
+    @_train_backward.register_fake
+    def _(bundle_path, saved, grad_out):
+        bundle = _BUNDLES[bundle_path]
+        signature = bundle.signature(BACKWARD_ENTRY)
+        given = dict(zip(_saved_names(bundle), saved), grad_out=grad_out)
+        sizes = _sizes(signature, given)
+        args = {a.name: a for a in signature.args}
+        return [_empty(args[n], sizes, grad_out) for n in _GRADIENTS]
+
+    def _setup_context(ctx, inputs, output):
+        bundle_path = inputs[0]
+        bundle = _BUNDLES[bundle_path]
+        given = dict(zip(_INPUTS, inputs[1:]))
+        given.update(zip(_outputs(bundle), output))
+        ctx.bundle_path = bundle_path
+        ctx.save_for_backward(*(given[n] for n in _saved_names(bundle)))
+
+    def _backward(ctx, *grads):
+        if len(grads) == 1 and isinstance(grads[0], (list, tuple)):
+            grads = grads[0]
+        grad_out = grads[0]  # the saved values are not differentiated
+        return (None, *_train_backward(ctx.bundle_path,
+                                       list(ctx.saved_tensors), grad_out))
+
+    torch.library.register_autograd("moe_mlir::train_forward", _backward,
+                                    setup_context=_setup_context)
 
     class TrainableMoELayer(torch.nn.Module):
         """A Hugging Face sparse MoE block whose forward and backward run
@@ -101,9 +178,11 @@ if torch is not None:
             self.spec = spec
             self._returns = returns
             self.bundle_path = bundle_path
-            self._bundle = _open_bundle(bundle_path)
+            self._bundle = _BUNDLES.get(bundle_path) or _open_bundle(
+                bundle_path)
             self._bundle.entry(TRAIN_ENTRY)  # NOT_FOUND if not a train bundle
             self._bundle.entry(BACKWARD_ENTRY)
+            _BUNDLES[bundle_path] = self._bundle
             self._loaded = set()
 
         @classmethod
@@ -159,10 +238,9 @@ if torch is not None:
                     tokens, weight, getattr(router, "bias", None))
             self._load(tokens.device)
             gate_up, down = _expert_parameters(self.block)
-            out = _LayerFunction.apply(self._bundle, tokens,
-                                       logits.contiguous(),
-                                       gate_up.contiguous(),
-                                       down.contiguous())
+            out = _train_forward(self.bundle_path, tokens,
+                                 logits.contiguous(), gate_up.contiguous(),
+                                 down.contiguous())[0]
             output = out.view(hidden_states.shape)
             if self._returns == "router_logits":
                 return output, logits

@@ -433,9 +433,19 @@ gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
     return {row, inRange};
   };
 
+  // Whether pair `q` names row `row`.
+  auto namesRow = [&](ImplicitLocOpBuilder &nb, Value q, Value row) -> Value {
+    std::pair<Value, Value> otherAndValid = rowOf(nb, q);
+    Value other = otherAndValid.first, valid = otherAndValid.second;
+    return arith::AndIOp::create(
+        nb, valid,
+        arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, other, row));
+  };
+
   if (step == UnpermuteGradStep::Count) {
     gridStride(pairs, false, [&](ImplicitLocOpBuilder &nb, Value p) {
-      auto [row, inRange] = rowOf(nb, p);
+      std::pair<Value, Value> rowAndInRange = rowOf(nb, p);
+      Value row = rowAndInRange.first, inRange = rowAndInRange.second;
       ifThen(nb, inRange, [&](ImplicitLocOpBuilder &tb) {
         memref::AtomicRMWOp::create(tb, arith::AtomicRMWKind::addi,
                                     i32Constant(tb, 1), counts, row);
@@ -500,7 +510,8 @@ gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
           ImplicitLocOpBuilder tb(loc, isPair.getThenBodyBuilder());
           IndexMath t{tb};
           Value p = item, token = arith::DivUIOp::create(tb, p, k);
-          auto [row, inRange] = rowOf(tb, p);
+          std::pair<Value, Value> rowAndInRange = rowOf(tb, p);
+          Value row = rowAndInRange.first, inRange = rowAndInRange.second;
           if (weightsGrad) {
             // <grad[t], rows[row]>: the lane's columns in order, then the
             // warp's butterfly (a fixed order).
@@ -550,13 +561,8 @@ gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
                           [&](OpBuilder &inner, Location il, Value q,
                               ValueRange iter) {
                             ImplicitLocOpBuilder qb(il, inner);
-                            auto [other, valid] = rowOf(qb, q);
-                            Value same = arith::AndIOp::create(
-                                qb, valid,
-                                arith::CmpIOp::create(
-                                    qb, arith::CmpIPredicate::eq, other, row));
                             Value one = arith::ExtUIOp::create(
-                                qb, qb.getI32Type(), same);
+                                qb, qb.getI32Type(), namesRow(qb, q, row));
                             scf::YieldOp::create(
                                 qb, ValueRange{arith::MaxUIOp::create(
                                         qb, iter[0], one)});
@@ -598,12 +604,7 @@ gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
                                   [&](OpBuilder &inner, Location il, Value q,
                                       ValueRange iter) {
                                     ImplicitLocOpBuilder qb(il, inner);
-                                    auto [other, valid] = rowOf(qb, q);
-                                    Value same = arith::AndIOp::create(
-                                        qb, valid,
-                                        arith::CmpIOp::create(
-                                            qb, arith::CmpIPredicate::eq, other,
-                                            row));
+                                    Value same = namesRow(qb, q, row);
                                     auto add = scf::IfOp::create(
                                         qb, same,
                                         [&](OpBuilder &n2, Location l2) {

@@ -73,29 +73,31 @@ swigluKernelLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, Operation *op,
   return info.getDictionary(builder.getContext());
 }
 
-FailureOr<DictionaryAttr> mlir::moe::swigluGradLaunch(OpBuilder &builder,
-                                                      gpu::GPUModuleOp kernels,
-                                                      SwiGLUGradOp op) {
+/// The swiglu(_grad) kernel spec of `op`'s activation.
+template <typename Op>
+static SwiGLUKernelSpec swigluSpec(Op op, bool gradient) {
   SwiGLUKernelSpec spec;
+  spec.gradient = gradient;
   spec.gptOss = op.getActivation() == GatedActivation::gptoss;
   if (spec.gptOss) {
     spec.alpha = op.getAlphaOrDefault();
     spec.limit = op.getLimitOrDefault();
   }
-  return swigluKernelLaunch(builder, kernels, op, spec, op.getGrad());
+  return spec;
+}
+
+FailureOr<DictionaryAttr> mlir::moe::swigluGradLaunch(OpBuilder &builder,
+                                                      gpu::GPUModuleOp kernels,
+                                                      SwiGLUGradOp op) {
+  return swigluKernelLaunch(builder, kernels, op, swigluSpec(op, true),
+                            op.getGrad());
 }
 
 FailureOr<DictionaryAttr> mlir::moe::swigluLaunch(OpBuilder &builder,
                                                   gpu::GPUModuleOp kernels,
                                                   SwiGLUOp op) {
-  SwiGLUKernelSpec spec;
-  spec.gradient = false;
-  spec.gptOss = op.getActivation() == GatedActivation::gptoss;
-  if (spec.gptOss) {
-    spec.alpha = op.getAlphaOrDefault();
-    spec.limit = op.getLimitOrDefault();
-  }
-  return swigluKernelLaunch(builder, kernels, op, spec, op.getResult());
+  return swigluKernelLaunch(builder, kernels, op, swigluSpec(op, false),
+                            op.getResult());
 }
 
 /// Builds (or reuses) the three kernels of `op`; returns its moe.launch (a

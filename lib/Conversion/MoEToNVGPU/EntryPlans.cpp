@@ -69,25 +69,6 @@ struct EntryKeys {
   }
 };
 
-/// The plan's name of an element type.
-StringRef dtypeOf(Type type) {
-  if (type.isBF16())
-    return "bf16";
-  if (type.isF32())
-    return "f32";
-  if (type.isInteger(32))
-    return "i32";
-  if (type.isInteger(64))
-    return "i64";
-  if (isa<Float8E4M3FNType>(type))
-    return "e4m3";
-  if (isa<Float8E5M2Type>(type))
-    return "e5m2";
-  if (isa<Float8E8M0FNUType>(type))
-    return "e8m0";
-  return "";
-}
-
 int64_t bytesOf(Type type) {
   return type ? (type.getIntOrFloatBitWidth() + 7) / 8 : 0;
 }
@@ -622,6 +603,24 @@ FailureOr<SmallVector<ArgRecord>> mlir::moe::plan::writeEntryPlan(
   if (failed(writeSteps(loc, keys, scope, chip)))
     return failure();
   return declared;
+}
+
+StringRef mlir::moe::plan::dtypeOf(Type type) {
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF32())
+    return "f32";
+  if (type.isInteger(32))
+    return "i32";
+  if (type.isInteger(64))
+    return "i64";
+  if (isa<Float8E4M3FNType>(type))
+    return "e4m3";
+  if (isa<Float8E5M2Type>(type))
+    return "e5m2";
+  if (isa<Float8E8M0FNUType>(type))
+    return "e8m0";
+  return "";
 }
 
 LogicalResult mlir::moe::plan::addLaunchPlan(OpBuilder &b, Location loc,

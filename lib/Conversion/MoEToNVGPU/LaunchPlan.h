@@ -181,6 +181,10 @@ private:
 LogicalResult addLaunchPlan(OpBuilder &b, Location loc, NamedAttrList &info,
                             ArrayRef<gpu::GPUFuncOp> kernels, StringRef chip);
 
+/// The plan's name of an element type (bf16 f32 i32 i64 e4m3 e5m2 e8m0),
+/// "" for another.
+StringRef dtypeOf(Type type);
+
 /// An argument as an entry's plan function declares it.
 struct ArgRecord {
   std::string name, dtype;

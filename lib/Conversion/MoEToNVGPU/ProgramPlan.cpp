@@ -53,19 +53,6 @@ bool isName(StringRef text) {
          llvm::all_of(text, [](char c) { return isalnum(c) || c == '_'; });
 }
 
-/// The plan's dtype of an element type, "" for none.
-StringRef dtypeOf(Type type) {
-  if (type.isBF16())
-    return "bf16";
-  if (type.isF32())
-    return "f32";
-  if (type.isInteger(32))
-    return "i32";
-  if (type.isInteger(64))
-    return "i64";
-  return "";
-}
-
 struct ProgramBuilder {
   ProgramBuilder(func::FuncOp func, Operation *kernelModule, StringRef chip)
       : func(func), kernelModule(kernelModule), chip(chip) {}
