@@ -64,10 +64,6 @@ def _expert_parameters(block):
 #: Bundles by path: the custom ops name their layer by its bundle's path.
 _BUNDLES = {}
 
-_INPUTS = ("tokens", "logits", "gate_up_weights", "down_weights")
-_GRADIENTS = tuple("grad_" + n for n in _INPUTS)
-
-
 def _sizes(signature, tensors):
     """The entry's sizes read from `tensors` (name -> tensor) where an
     argument's dim is the size itself (SymInts under torch.compile)."""
@@ -92,40 +88,53 @@ def _empty(arg, sizes, like):
     return like.new_empty(shape, dtype=dtypes[arg.dtype])
 
 
-def _saved_names(bundle):
-    """The backward entry's arguments but grad_out: what the forward saves,
-    each a train entry input or output of the same name."""
-    return [a.name for a in bundle.signature(BACKWARD_ENTRY).args
-            if a.role == "in" and a.name != "grad_out"]
+def _names(bundle, entry, role):
+    """The names of `entry`'s arguments of `role`, in call order."""
+    return [a.name for a in bundle.signature(entry).args if a.role == role]
+
+
+def _inputs(bundle):
+    """The train entry's inputs (tokens, logits, the weights, ...)."""
+    return _names(bundle, TRAIN_ENTRY, "in")
 
 
 def _outputs(bundle):
     """The train entry's outputs, `out` first."""
-    names = [a.name for a in bundle.signature(TRAIN_ENTRY).args
-             if a.role == "out"]
+    names = _names(bundle, TRAIN_ENTRY, "out")
     return ["out"] + [n for n in names if n != "out"]
+
+
+def _saved_names(bundle):
+    """The backward entry's inputs but grad_out: what the forward saves,
+    each a train entry input or output of the same name."""
+    return [n for n in _names(bundle, BACKWARD_ENTRY, "in") if n != "grad_out"]
+
+
+def _gradients(bundle):
+    """The backward entry's outputs, grad_<input>, in its order."""
+    return _names(bundle, BACKWARD_ENTRY, "out")
 
 
 if torch is not None:
     # One opaque op each way, so that torch.compile keeps the layer whole
-    # and autograd pairs them (register_autograd).
+    # and autograd pairs them (register_autograd). Their tensors are the
+    # entries' arguments in signature order: what they are is the bundle's
+    # business, not this module's.
     @torch.library.custom_op("moe_mlir::train_forward", mutates_args=())
-    def _train_forward(bundle_path: str, tokens: torch.Tensor,
-                       logits: torch.Tensor, gate_up: torch.Tensor,
-                       down: torch.Tensor) -> List[torch.Tensor]:
+    def _train_forward(bundle_path: str,
+                       inputs: List[torch.Tensor]) -> List[torch.Tensor]:
         bundle = _BUNDLES[bundle_path]
-        outputs = bundle.launch(TRAIN_ENTRY, **dict(
-            zip(_INPUTS, (tokens, logits, gate_up, down))))
+        outputs = bundle.launch(TRAIN_ENTRY, **dict(zip(_inputs(bundle),
+                                                        inputs)))
         return [outputs[n] for n in _outputs(bundle)]
 
     @_train_forward.register_fake
-    def _(bundle_path, tokens, logits, gate_up, down):
+    def _(bundle_path, inputs):
         bundle = _BUNDLES[bundle_path]
         signature = bundle.signature(TRAIN_ENTRY)
-        inputs = dict(zip(_INPUTS, (tokens, logits, gate_up, down)))
-        sizes = _sizes(signature, inputs)
+        sizes = _sizes(signature, dict(zip(_inputs(bundle), inputs)))
         args = {a.name: a for a in signature.args}
-        return [_empty(args[n], sizes, tokens) for n in _outputs(bundle)]
+        return [_empty(args[n], sizes, inputs[0]) for n in _outputs(bundle)]
 
     @torch.library.custom_op("moe_mlir::train_backward", mutates_args=())
     def _train_backward(bundle_path: str, saved: List[torch.Tensor],
@@ -133,7 +142,7 @@ if torch is not None:
         bundle = _BUNDLES[bundle_path]
         grads = bundle.launch(BACKWARD_ENTRY, grad_out=grad_out.contiguous(),
                               **dict(zip(_saved_names(bundle), saved)))
-        return [grads[n] for n in _GRADIENTS]
+        return [grads[n] for n in _gradients(bundle)]
 
     @_train_backward.register_fake
     def _(bundle_path, saved, grad_out):
@@ -142,12 +151,12 @@ if torch is not None:
         given = dict(zip(_saved_names(bundle), saved), grad_out=grad_out)
         sizes = _sizes(signature, given)
         args = {a.name: a for a in signature.args}
-        return [_empty(args[n], sizes, grad_out) for n in _GRADIENTS]
+        return [_empty(args[n], sizes, grad_out) for n in _gradients(bundle)]
 
     def _setup_context(ctx, inputs, output):
-        bundle_path = inputs[0]
+        bundle_path, tensors = inputs
         bundle = _BUNDLES[bundle_path]
-        given = dict(zip(_INPUTS, inputs[1:]))
+        given = dict(zip(_inputs(bundle), tensors))
         given.update(zip(_outputs(bundle), output))
         ctx.bundle_path = bundle_path
         ctx.save_for_backward(*(given[n] for n in _saved_names(bundle)))
@@ -156,8 +165,12 @@ if torch is not None:
         if len(grads) == 1 and isinstance(grads[0], (list, tuple)):
             grads = grads[0]
         grad_out = grads[0]  # the saved values are not differentiated
-        return (None, *_train_backward(ctx.bundle_path,
-                                       list(ctx.saved_tensors), grad_out))
+        bundle = _BUNDLES[ctx.bundle_path]
+        computed = dict(zip(_gradients(bundle), _train_backward(
+            ctx.bundle_path, list(ctx.saved_tensors), grad_out)))
+        # A gradient per input, None where the layer has none (a
+        # correction bias, which only steers the choice).
+        return None, [computed.get("grad_" + n) for n in _inputs(bundle)]
 
     torch.library.register_autograd("moe_mlir::train_forward", _backward,
                                     setup_context=_setup_context)
@@ -238,9 +251,11 @@ if torch is not None:
                     tokens, weight, getattr(router, "bias", None))
             self._load(tokens.device)
             gate_up, down = _expert_parameters(self.block)
-            out = _train_forward(self.bundle_path, tokens,
-                                 logits.contiguous(), gate_up.contiguous(),
-                                 down.contiguous())[0]
+            given = dict(tokens=tokens, logits=logits.contiguous(),
+                         gate_up_weights=gate_up.contiguous(),
+                         down_weights=down.contiguous())
+            out = _train_forward(self.bundle_path,
+                                 [given[n] for n in _inputs(self._bundle)])[0]
             output = out.view(hidden_states.shape)
             if self._returns == "router_logits":
                 return output, logits
