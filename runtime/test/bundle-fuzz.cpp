@@ -381,7 +381,10 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
             entry.down && entry.unpermute);
     const bool fp8Layer = std::strcmp(entry.abi, MOE_ABI_LAYER_FP8) == 0;
     const bool layer = fp8Layer || std::strcmp(entry.abi, MOE_ABI_LAYER) == 0;
-    require(layer == (entry.num_kernels == 0) && entry.num_kernels <= 16);
+    // Layers and programs launch their parts' kernels, none of their own.
+    const bool program = std::strcmp(entry.abi, MOE_ABI_PROGRAM) == 0;
+    require((layer || program) == (entry.num_kernels == 0) &&
+            entry.num_kernels <= 16);
     // An FP8 layer's quantize and intermediate are optional (checkLayer
     // checks them); the other entries have neither.
     require(
@@ -400,7 +403,7 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
     const bool wgrad = std::strcmp(entry.abi, MOE_ABI_GROUPED_WGRAD) == 0;
     const bool planned = std::strcmp(entry.abi, MOE_ABI_PLANNED) == 0;
     require(gemm || route || permute || layer || quantize || wgrad || planned ||
-            std::strcmp(entry.abi, MOE_ABI_UNPERMUTE) == 0);
+            program || std::strcmp(entry.abi, MOE_ABI_UNPERMUTE) == 0);
     // The quantize fields: set exactly for quantize entries.
     require(entry.element && entry.scale);
     require(quantize == (*entry.element != '\0') &&
@@ -413,7 +416,8 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
             gemm == (*entry.activation != 0));
     require(gemm || entry.bias_bits == 0);
     // (A permute's three, four with scatter_from: checkPermute.)
-    require(gemm || layer || permute || planned || entry.num_kernels == 1);
+    require(gemm || layer || permute || planned || program ||
+            entry.num_kernels == 1);
     require(!planned || entry.num_kernels >= 1);
     require(permute == (entry.chunk != 0));
     // format: "fp8_block" or "mxfp8" exactly for FP8 entries, whose op is
@@ -462,7 +466,7 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
               (entry.offsets_bits == 32 || entry.offsets_bits == 64));
       continue;
     }
-    if (planned) {
+    if (planned || program) {
       require(entry.epilogue && !*entry.epilogue && entry.n == 0 &&
               entry.k == 0 && entry.offsets_bits == 0);
       continue;
