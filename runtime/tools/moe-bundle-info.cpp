@@ -60,7 +60,14 @@
 // its `out` where the bundle line has one; a permute.v2 entry's `out`, where
 // the bundle line has one, last); the kernels of route.v1,
 // unpermute.v2, permute.v2 and quantize.v1 entries have no rows range or
-// tile; layer.v1 and layer_fp8.v1 entries have no kernels.
+// tile; layer.v1 and layer_fp8.v1 entries have no kernels. planned.v1 and
+// program.v1 entries (known by their plan) print op, abi and max_rows, then
+// their signature, then their kernels (a program has none):
+//
+//   entry f op=func.func abi=program.v1 max_rows=2147483647
+//     size T min=0 max=9223372036854775807
+//     arg tokens bf16 in align=16 dims=T,4096
+//     arg out bf16 out align=16 dims=T,4096
 //
 // On error prints "moe-bundle-info: error: <message>" and exits 1.
 //
@@ -80,6 +87,32 @@ int failWith(const char *message) {
 }
 
 int failWithStatus() { return failWith(moeLastErrorMessage()); }
+
+/// Prints `entry`'s sizes and arguments (its plan's signature); non-zero
+/// when the runtime refuses a query.
+int printSignature(const moeBundle *bundle, const char *entry) {
+  static const char *const dtypes[] = {"bf16", "f32",  "i32", "i64",
+                                       "e4m3", "e5m2", "e8m0"};
+  static const char *const roles[] = {"in", "out", "opt"};
+  moeSignature signature;
+  if (moeEntryGetSignature(bundle, entry, &signature) != MOE_STATUS_SUCCESS)
+    return 1;
+  for (int32_t i = 0; i < signature.num_sizes; ++i) {
+    moeSizeInfo size;
+    if (moeEntryGetSize(bundle, entry, i, &size) != MOE_STATUS_SUCCESS)
+      return 1;
+    std::printf("  size %s min=%s max=%s\n", size.name, size.min, size.max);
+  }
+  for (int32_t i = 0; i < signature.num_args; ++i) {
+    moeArgInfo arg;
+    if (moeEntryGetArg(bundle, entry, i, &arg) != MOE_STATUS_SUCCESS ||
+        arg.dtype < 0 || arg.dtype > 6 || arg.role < 0 || arg.role > 2)
+      return 1;
+    std::printf("  arg %s %s %s align=%" PRId64 " dims=%s\n", arg.name,
+                dtypes[arg.dtype], roles[arg.role], arg.align, arg.dims);
+  }
+  return 0;
+}
 
 } // namespace
 
@@ -110,6 +143,10 @@ int main(int argc, char **argv) {
     const bool unpermute = !std::strcmp(entry.abi, MOE_ABI_UNPERMUTE);
     const bool permute = !std::strcmp(entry.abi, MOE_ABI_PERMUTE);
     const bool quantize = !std::strcmp(entry.abi, MOE_ABI_QUANTIZE);
+    // planned.v1 and program.v1 entries are known by their plan: their
+    // signature follows their line.
+    const bool planOnly = !std::strcmp(entry.abi, MOE_ABI_PLANNED) ||
+                          !std::strcmp(entry.abi, MOE_ABI_PROGRAM);
     // A GEMM's output, a permute's rows, are bf16 unless its bundle line
     // says out=f8E4M3FN.
     const bool fp8Out = !std::strcmp(entry.out, MOE_OUT_E4M3);
@@ -155,6 +192,9 @@ int main(int argc, char **argv) {
                   *entry.quantize ? " quantize=" : "", entry.quantize,
                   entry.gate_up, *entry.intermediate ? " intermediate=" : "",
                   entry.intermediate, entry.down, entry.unpermute);
+    else if (planOnly)
+      std::printf("entry %s op=%s abi=%s max_rows=%" PRId64 "\n", entry.name,
+                  entry.op, entry.abi, entry.max_rows);
     else
       std::printf("entry %s op=%s abi=%s%s%s%s%s epilogue=%s experts=%" PRId64
                   " n=%" PRId64 " k=%" PRId64 " max_rows=%" PRId64
@@ -168,11 +208,13 @@ int main(int argc, char **argv) {
                   : entry.bias_bits == 16 ? "bf16"
                                           : "none",
                   entry.activation);
+    if (planOnly && printSignature(bundle, entry.name) != 0)
+      return failWithStatus();
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo kernel;
       if (moeBundleGetKernel(bundle, e, k, &kernel) != MOE_STATUS_SUCCESS)
         return failWithStatus();
-      if (route || unpermute || permute || quantize) {
+      if (route || unpermute || permute || quantize || planOnly) {
         std::printf("  kernel %s threads=%d smem=%d image=%s\n", kernel.symbol,
                     int(kernel.threads), int(kernel.smem), kernel.image);
         continue;
