@@ -48,6 +48,17 @@ FailureOr<DictionaryAttr> mlir::moe::wgradLaunch(OpBuilder &builder,
   return info.getDictionary(builder.getContext());
 }
 
+/// The keys every planned.v1 entry has (contract §3.12): abi, op, and the
+/// rows it serves, from the dim `rows` of its token or row dimension.
+static NamedAttrList plannedInfo(OpBuilder &builder, Operation *op,
+                                 int64_t rows) {
+  NamedAttrList info;
+  info.set("abi", builder.getStringAttr("planned.v1"));
+  info.set("op", builder.getStringAttr(op->getName().getStringRef()));
+  info.set("max_rows", builder.getI64IntegerAttr(maxTokens(rows)));
+  return info;
+}
+
 /// The moe.launch of the swiglu(_grad) kernel of `spec` for `op`, whose
 /// `activation` ([M, I]) gives the plan its width (a planned.v1 entry,
 /// contract §3.12).
@@ -59,11 +70,7 @@ swigluKernelLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, Operation *op,
   });
   auto type = cast<RankedTensorType>(activation.getType());
   int64_t width = type.getDimSize(1);
-  NamedAttrList info;
-  info.set("abi", builder.getStringAttr("planned.v1"));
-  info.set("op", builder.getStringAttr(op->getName().getStringRef()));
-  info.set("max_rows",
-           builder.getI64IntegerAttr(maxTokens(type.getDimSize(0))));
+  NamedAttrList info = plannedInfo(builder, op, type.getDimSize(0));
   // For the plan only (planned.v1 entries have no shape keys).
   info.set("intermediate", builder.getI64IntegerAttr(
                                ShapedType::isDynamic(width) ? -1 : width));
@@ -123,11 +130,7 @@ mlir::moe::unpermuteGradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
     forms.push_back(kernelForm(builder, funcs.back()));
   }
   int64_t hidden = grad.getDimSize(1);
-  NamedAttrList info;
-  info.set("abi", builder.getStringAttr("planned.v1"));
-  info.set("op", builder.getStringAttr(op->getName().getStringRef()));
-  info.set("max_rows",
-           builder.getI64IntegerAttr(maxTokens(grad.getDimSize(0))));
+  NamedAttrList info = plannedInfo(builder, op, grad.getDimSize(0));
   // For the plan only (planned.v1 entries have no shape keys).
   info.set("hidden", builder.getI64IntegerAttr(
                          ShapedType::isDynamic(hidden) ? -1 : hidden));
@@ -157,11 +160,7 @@ FailureOr<DictionaryAttr> mlir::moe::routeGradLaunch(OpBuilder &builder,
   gpu::GPUFuncOp func = lookUpOrBuild(kernels, spec.kernelName(), [&] {
     return buildRouteGradKernel(builder, op.getLoc(), kernels, spec);
   });
-  NamedAttrList info;
-  info.set("abi", builder.getStringAttr("planned.v1"));
-  info.set("op", builder.getStringAttr(op->getName().getStringRef()));
-  info.set("max_rows",
-           builder.getI64IntegerAttr(maxTokens(logits.getDimSize(0))));
+  NamedAttrList info = plannedInfo(builder, op, logits.getDimSize(0));
   // For the plan only (planned.v1 entries have no shape keys).
   info.set("experts", builder.getI64IntegerAttr(spec.experts));
   info.set("top_k", builder.getI64IntegerAttr(spec.topK));

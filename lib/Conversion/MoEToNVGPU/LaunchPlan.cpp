@@ -11,6 +11,8 @@
 #include "ContractTables.h"
 #include "PlanExpr.h"
 
+#include "mlir/IR/SymbolTable.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -502,4 +504,22 @@ PlanBuilder::build(Builder &b, Location loc,
        b.getNamedAttr("checks", b.getArrayAttr(checkAttrs)),
        b.getNamedAttr("work", b.getArrayAttr(workAttrs)),
        b.getNamedAttr("steps", b.getArrayAttr(stepAttrs))});
+}
+
+FailureOr<SmallVector<gpu::GPUFuncOp>>
+mlir::moe::plan::launchKernels(DictionaryAttr launch, Operation *kernelModule) {
+  SmallVector<gpu::GPUFuncOp> kernels;
+  auto forms = launch.getAs<ArrayAttr>("kernels");
+  for (Attribute form : forms ? forms.getValue() : ArrayRef<Attribute>()) {
+    auto dict = dyn_cast<DictionaryAttr>(form);
+    auto ref = dict ? dict.getAs<SymbolRefAttr>("kernel") : SymbolRefAttr();
+    auto func =
+        ref ? dyn_cast_or_null<gpu::GPUFuncOp>(SymbolTable::lookupSymbolIn(
+                  kernelModule, ref.getLeafReference()))
+            : gpu::GPUFuncOp();
+    if (!func)
+      return failure();
+    kernels.push_back(func);
+  }
+  return kernels;
 }

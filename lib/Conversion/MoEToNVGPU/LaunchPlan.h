@@ -185,6 +185,11 @@ LogicalResult addLaunchPlan(OpBuilder &b, Location loc, NamedAttrList &info,
 /// "" for another.
 StringRef dtypeOf(Type type);
 
+/// The kernels a moe.launch dictionary names (its `kernels` forms), looked
+/// up in `kernelModule`; failure when one is not there.
+FailureOr<SmallVector<gpu::GPUFuncOp>> launchKernels(DictionaryAttr launch,
+                                                     Operation *kernelModule);
+
 /// An argument as an entry's plan function declares it.
 struct ArgRecord {
   std::string name, dtype;

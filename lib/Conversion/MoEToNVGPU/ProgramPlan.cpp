@@ -16,7 +16,6 @@
 #include "MoE/Dialect/MoEDialect.h"
 #include "MoE/Target/Contract.h"
 
-#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -27,25 +26,6 @@ using namespace mlir::moe;
 using namespace mlir::moe::plan;
 
 namespace {
-/// The moe.launch kernels of `launch`, looked up in `kernelModule`.
-FailureOr<SmallVector<gpu::GPUFuncOp>> kernelsOf(DictionaryAttr launch,
-                                                 Operation *kernelModule) {
-  SmallVector<gpu::GPUFuncOp> kernels;
-  auto forms = launch.getAs<ArrayAttr>("kernels");
-  for (Attribute form : forms ? forms.getValue() : ArrayRef<Attribute>()) {
-    auto dict = dyn_cast<DictionaryAttr>(form);
-    auto ref = dict ? dict.getAs<SymbolRefAttr>("kernel") : SymbolRefAttr();
-    auto func =
-        ref ? dyn_cast_or_null<gpu::GPUFuncOp>(SymbolTable::lookupSymbolIn(
-                  kernelModule, ref.getLeafReference()))
-            : gpu::GPUFuncOp();
-    if (!func)
-      return failure();
-    kernels.push_back(func);
-  }
-  return kernels;
-}
-
 /// `text` is a bare name of the plan language (a size), not a number or
 /// an expression.
 bool isName(StringRef text) {
@@ -78,9 +58,8 @@ struct ProgramBuilder {
   SmallVector<Slice> slices;
   /// Each op's index in the function.
   DenseMap<Operation *, size_t> indexOf;
-  /// The program's size names, and each part's kernels.
+  /// The program's size names.
   llvm::StringSet<> sizeNames;
-  SmallVector<int64_t> partKernels;
   int64_t maxRows = INT64_MAX;
 
   /// Each op's entry: its keys, kernels, the arguments its own plan
@@ -225,9 +204,9 @@ LogicalResult ProgramBuilder::run(OpBuilder &b) {
       plan.build(b, func.getLoc(), [&](StringRef part) -> int64_t {
         unsigned index;
         if (!part.consume_front("p") || part.getAsInteger(10, index) ||
-            index >= partKernels.size())
+            index >= parts.size())
           return 0;
-        return partKernels[index];
+        return int64_t(parts[index].kernels.size());
       });
   if (failed(dict))
     return failure();
@@ -253,7 +232,7 @@ LogicalResult ProgramBuilder::prepare(Operation *op) {
                       "its ops unfused");
   Part part;
   FailureOr<SmallVector<gpu::GPUFuncOp>> kernels =
-      kernelsOf(launch, kernelModule);
+      launchKernels(launch, kernelModule);
   if (failed(kernels))
     return op->emitOpError("internal error: its moe.launch names a kernel "
                            "the module does not have");
@@ -293,7 +272,6 @@ LogicalResult ProgramBuilder::prepare(Operation *op) {
 
 LogicalResult ProgramBuilder::addPart(Operation *op, size_t index) {
   Part &entry = parts[index];
-  partKernels.push_back(entry.kernels.size());
   ArrayRef<ArgRecord> own = entry.own;
   ArrayRef<Value> values = entry.values;
   // Its results are outputs or slices, named by the op and result.
