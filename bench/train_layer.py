@@ -4,18 +4,20 @@ transformers 5.x block trained with experts_implementation="grouped_mm" and
 beside a torch._grouped_mm autograd peer (shared/bench/peers.py's
 moe_grouped), in one process, on the same weights and data.
 
-For Mixtral-8x7B, Qwen3-30B-A3B and OLMoE-1B-7B (their real H, I, E, k) at
-T = 4096 and 16384 tokens: each side's step is the router linear, the layer
-and the backward of a random output gradient into the tokens, the router
-weight and the expert weights (their .grad set to None first, so no side
-accumulates); median ms of triton's do_bench (eager; CUDA-graph replays
-where the side can be captured), TFLOP/s of the useful work (forward 6 M H
-I, backward twice that, M = T k) and the peak memory the step allocates
-above what it holds before. Output: one table, and ratios to grouped_mm.
+For Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B and DeepSeek-V3 (their real
+H, I, E, k; DeepSeek-V3 with its 256 experts and shared expert) at T = 4096
+and 16384 tokens: each side's step is the router linear, the layer and the
+backward of a random output gradient into the tokens, the router weight,
+the expert weights and the shared expert's (their .grad set to None first,
+so no side accumulates); all three sides on the one block's parameters;
+median ms of triton's do_bench (eager; CUDA-graph replays where the side
+can be captured), TFLOP/s of the useful work (forward 6 M H I + 6 T H Is,
+backward twice that, M = T k, Is the shared expert's width) and the peak
+memory the step allocates above what it holds before. Output: one table,
+and ratios to grouped_mm.
 
     python3 bench/train_layer.py .gpu-artifacts .shared-bench [model ...]
 """
-import copy
 import os
 import sys
 
@@ -36,20 +38,26 @@ def main(argv):
     import peers
 
     cache = os.path.join(artifacts, "hf-cache")
-    names = argv[2:] or [n for n in train_layer.MODELS if n != "tiny-mixtral"]
+    models = dict(train_layer.MODELS, **train_layer.BENCH_MODELS)
+    names = argv[2:] or [n for n in models
+                         if n not in ("tiny-mixtral", "deepseek-v3-e32")]
     dev = "cuda"
     print(f"{torch.cuda.get_device_name()}, transformers {transformers.__version__}, "
           f"torch {torch.__version__}")
 
     rows = []
     for name in names:
-        H, I, E, k = peers.SHAPES[name]
-        block = train_layer.make_block(train_layer.MODELS[name], "grouped_mm")
-        ours_block = copy.deepcopy(block)
-        layer = moe_mlir.TrainableMoELayer.from_hf(ours_block, cache_dir=cache)
-        w_router = block.gate.weight.detach().clone().requires_grad_()
-        w13 = block.experts.gate_up_proj.detach().clone().requires_grad_()
-        w2 = block.experts.down_proj.detach().clone().requires_grad_()
+        block = train_layer.make_block(models[name], "grouped_mm")
+        E, _, H = block.experts.gate_up_proj.shape
+        I = block.experts.down_proj.shape[2]
+        k = models[name][3]["num_experts_per_tok"]
+        layer = moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=cache)
+        w_router = block.gate.weight
+        w13, w2 = block.experts.gate_up_proj, block.experts.down_proj
+        shared = getattr(block, "shared_experts", None)
+        shared_weights = ([getattr(shared, n + "_proj").weight
+                           for n in ("gate", "up", "down")] if shared else [])
+        Is = shared_weights[2].shape[1] if shared else 0
         model = name if name in peers.MODELS else None
         for T in TOKENS:
             x = torch.randn(1, T, H, device=dev).to(torch.bfloat16).requires_grad_()
@@ -66,15 +74,20 @@ def main(argv):
 
             def peer(x2):
                 logits = torch.nn.functional.linear(x2.view(T, H), w_router)
-                return peers.moe_grouped(x2.view(T, H), logits, w13, w2, k,
-                                         model).view(1, T, H)
+                y = peers.moe_grouped(x2.view(T, H), logits, w13, w2, k, model)
+                if shared:
+                    sg, su, sd = shared_weights
+                    t = x2.view(T, H)
+                    y = y + (torch.nn.functional.silu(t @ sg.t()) * (t @ su.t())) @ sd.t()
+                return y.view(1, T, H)
 
+            params = list(block.parameters())
             sides = {
-                "moe_mlir": step(layer, list(ours_block.parameters())),
-                "grouped_mm": step(block, list(block.parameters())),
-                "torch._grouped_mm": step(peer, [w_router, w13, w2]),
+                "moe_mlir": step(layer, params),
+                "grouped_mm": step(block, params),
+                "torch._grouped_mm": step(peer, params),
             }
-            flops = 18 * T * k * H * I
+            flops = 18 * T * k * H * I + 18 * T * H * Is
             result = {}
             for side, fn in sides.items():
                 try:
@@ -91,12 +104,15 @@ def main(argv):
                 except Exception as error:
                     print(f"{name} T={T} {side}: {type(error).__name__}: {error}")
                     torch.cuda.synchronize()
+                for p in params:  # the next side starts from no gradients
+                    p.grad = None
+                x.grad = None
             rows.append((name, T, flops, result))
             for side, (eager, graph, best, peak) in result.items():
                 print(f"{name:14s} T={T:6d} {side:18s} eager {eager:8.3f} ms  graph "
                       f"{graph if graph is None else round(graph, 3)!s:>8} ms  "
                       f"{flops / best / 1e9:6.0f} TFLOP/s  peak +{peak:.2f} GiB", flush=True)
-        del layer, block, ours_block, w13, w2, w_router
+        del layer, block, w13, w2, w_router, shared, shared_weights, params
         torch.cuda.empty_cache()
 
     print("\n| model | T | moe_mlir ms | grouped_mm ms | torch._grouped_mm ms | "

@@ -113,6 +113,9 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   MoERouteSharedExpertsOptions shared;
   shared.packFunction = false;
   pm.addPass(createMoERouteSharedExperts(shared));
+  // A program's (a training step's) on the weights as they are: grouped ops
+  // of one group, after the fusion (a program's ops are one entry each).
+  pm.addPass(createMoEExpandSharedMLP());
   // Then a whole layer becomes one runtime entry.
   pm.addPass(createMoEFuseLayer());
   pm.addPass(createMoESelectKernels(options.getMoESelectKernelsOptions()));

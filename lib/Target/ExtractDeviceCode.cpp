@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -79,7 +80,13 @@ struct MoEExtractDeviceCodePass
     }
     // A function's first op without a kernel is named, with how many more.
     for (auto func : module.getOps<func::FuncOp>()) {
-      auto hostOnly = [](Operation &op) {
+      bool program = func->hasAttr(moe::kProgramAttr);
+      auto hostOnly = [&](Operation &op) {
+        // A program's constants have kernels and its reshapes are views.
+        if (program &&
+            (op.hasAttr(moe::kLaunchAttr) ||
+             isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op)))
+          return false;
         return !isa<moe::MoEDialect>(op.getDialect()) &&
                !isa<func::ReturnOp>(op);
       };
@@ -111,10 +118,12 @@ struct MoEExtractDeviceCodePass
             "moe.unpermute, moe.layer, moe.quantize)");
         failedAny = true;
       }
-      // The combine kernel adds no shared expert: a launch of an unpermute
-      // with a `shared` addend would drop it.
+      // A launch of an unpermute with a `shared` addend must say that its
+      // kernel adds it, or the bundle would drop it.
+      auto launch = op->getAttrOfType<DictionaryAttr>(moe::kLaunchAttr);
       if (auto combine = dyn_cast<moe::UnpermuteOp>(op);
-          combine && combine.getShared() && op->hasAttr(moe::kLaunchAttr)) {
+          combine && combine.getShared() && launch &&
+          !launch.getAs<BoolAttr>("shared")) {
         op->emitOpError("has a 'shared' addend (a shared expert's output) "
                         "that its GPU kernel does not add; the bundle would "
                         "silently drop the shared expert");

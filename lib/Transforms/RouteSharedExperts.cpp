@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MoE/Target/Contract.h"
 #include "MoE/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -316,6 +317,10 @@ struct RouteSharedExperts
     ModuleOp module = getOperation();
     OpBuilder b(&getContext());
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      // A program's caller passes the weights as they are each call (a
+      // training step): --moe-expand-shared-mlp runs its shared expert.
+      if (func->hasAttr(kProgramAttr))
+        continue;
       SmallVector<SharedMLPOp> shared;
       func.walk([&](SharedMLPOp op) { shared.push_back(op); });
       if (shared.empty())

@@ -15,9 +15,15 @@ expert weights are the block's tensors where they have the runtime's layout
 (4.x per-expert MLPs: torch.stack, whose backward hands each expert its
 slice). Gradients land in the block's parameters' .grad.
 
-Not yet: blocks with a shared expert (Qwen2-MoE, DeepSeek-V3: the shared
-expert's backward has no GPU kernel) and expert biases (GPT-OSS: the bias
-gradient has no kernel); both are refused with the reason.
+A shared expert (DeepSeek-V3) is the block's own Linear weights: the
+gate and up projections concatenated (torch.cat, whose backward hands each
+its half) and the down projection; the program runs it as grouped ops of
+one group (--moe-expand-shared-mlp). DeepSeek-V3's correction bias steers
+the choice and gets no gradient.
+
+Not yet: a gated shared expert (Qwen2-MoE: the gate's gradient has no GPU
+kernel) and expert biases (GPT-OSS: the bias gradient has no kernel); both
+are refused with the reason.
 """
 from typing import List, Optional
 
@@ -35,10 +41,11 @@ BACKWARD_ENTRY = ENTRY + "_backward"
 
 def _refuse_training(block, spec) -> None:
     name = type(block).__name__
-    if spec.shared_intermediate:
-        raise ValueError(f"{name}: training a layer with a shared expert is "
-                         "not supported yet (moe.shared_mlp_grad has no GPU "
-                         "kernel); inference works (MoELayer)")
+    if spec.shared_gate:
+        raise ValueError(f"{name}: training a layer with a gated shared "
+                         "expert (Qwen2-MoE) is not supported yet (the "
+                         "gate's gradient has no GPU kernel); inference "
+                         "works (MoELayer)")
     if spec.expert_bias:
         raise ValueError(f"{name}: training a layer with expert biases "
                          "(GPT-OSS) is not supported yet (the bias gradient "
@@ -59,6 +66,16 @@ def _expert_parameters(block):
         for e in experts])
     down = torch.stack([getattr(e, names[2]).weight for e in experts])
     return gate_up, down
+
+
+def _shared_parameters(block):
+    """(gate_up [2Is, H], down [H, Is]) of the block's shared expert as
+    differentiable tensors of its Linear weights, or None."""
+    mlp = getattr(block, "shared_experts", None)
+    if mlp is None:
+        return None
+    return (torch.cat((mlp.gate_proj.weight, mlp.up_proj.weight)),
+            mlp.down_proj.weight)
 
 
 #: Bundles by path: the custom ops name their layer by its bundle's path.
@@ -202,8 +219,8 @@ if torch is not None:
         def from_hf(cls, block, *, cache_dir: Optional[str] = None,
                     compiler: Optional[str] = None) -> "TrainableMoELayer":
             """The trainable layer of a Hugging Face sparse MoE block
-            (bfloat16, on a CUDA device; no shared expert, no expert
-            biases), its forward and backward compiled on first use
+            (bfloat16, on a CUDA device; no gated shared expert, no
+            expert biases), its forward and backward compiled on first use
             (compile_layer(..., train=True)). Raises what MoELayer.from_hf
             raises, and ValueError for the blocks training does not
             support yet."""
@@ -254,6 +271,12 @@ if torch is not None:
             given = dict(tokens=tokens, logits=logits.contiguous(),
                          gate_up_weights=gate_up.contiguous(),
                          down_weights=down.contiguous())
+            if spec.score_bias:
+                given["score_bias"] = router.e_score_correction_bias.float()
+            shared = _shared_parameters(self.block)
+            if spec.shared_intermediate and shared is not None:
+                given["shared_gate_up_weights"] = shared[0]
+                given["shared_down_weights"] = shared[1].contiguous()
             out = _train_forward(self.bundle_path,
                                  [given[n] for n in _inputs(self._bundle)])[0]
             output = out.view(hidden_states.shape)

@@ -34,3 +34,27 @@ func.func @fused(%rows: tensor<?x256xbf16>, %w13: tensor<8x512x256xbf16>, %w2: t
       : (tensor<?x256xbf16>, tensor<9xi64>, tensor<8x512x256xbf16>, tensor<8x256x256xbf16>) -> tensor<?x256xbf16>
   return %y : tensor<?x256xbf16>
 }
+
+// -----
+
+// A reshape is a view of its source only between static shapes.
+func.func @dynamic_view(%gu: tensor<?x512xbf16>) -> tensor<?x256xbf16> attributes {moe.program} {
+  %h = moe.swiglu silu %gu : (tensor<?x512xbf16>) -> tensor<?x256xbf16>
+  %c0 = arith.constant 0 : index
+  %c = tensor.dim %h, %c0 : tensor<?x256xbf16>
+  // expected-error @+1 {{cannot be a step of the program @dynamic_view (moe.program): a reshape is a view of its source only between static shapes}}
+  %v = tensor.expand_shape %h [[0, 1], [2]] output_shape [1, %c, 256] : tensor<?x256xbf16> into tensor<1x?x256xbf16>
+  %w = tensor.collapse_shape %v [[0, 1], [2]] : tensor<1x?x256xbf16> into tensor<?x256xbf16>
+  return %w : tensor<?x256xbf16>
+}
+
+// -----
+
+// A constant is written by a kernel holding its values: a few integers.
+func.func @big_constant(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>) -> tensor<?x512xbf16> attributes {moe.program} {
+  // expected-error @+1 {{cannot be a value of the program @big_constant: a constant of more than 8 elements has no kernel (its values are the kernel's)}}
+  %off = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 2147483647]> : tensor<9xi64>
+  %gu = moe.grouped_matmul %rows, %w, %off
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi64>) -> tensor<?x512xbf16>
+  return %gu : tensor<?x512xbf16>
+}

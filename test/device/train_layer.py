@@ -3,11 +3,14 @@
 the H200: forward and backward, each one program.v1 call.
 
 For Mixtral-8x7B, Qwen3-30B-A3B and OLMoE-1B-7B (their real H, I, E and k,
-through transformers' config classes) and a tiny Mixtral-style block, builds
+through transformers' config classes), DeepSeek-V3 (its real H, I, k,
+groups and shared expert with 32 of its 256 experts: group-limited sigmoid
+routing with a correction bias, and the shared expert that the program runs
+as grouped ops of one group) and a tiny Mixtral-style block, builds
 the transformers 5.x block on the GPU in bfloat16 with random weights and,
 as the reference, the same layer in float64 autograd on the same weights
-(`reference`: softmax, top-k, renormalised where the model does, SwiGLU
-experts, the weighted combine; the transformers blocks route in float32
+(`reference`: the model's routing, SwiGLU experts, the weighted combine,
+the shared expert's MLP; the transformers blocks route in float32
 whatever their dtype, and under the skewed routing the router's gradient
 is a difference of nearly equal terms that float32 gets only to about 1%:
 a float32 reference would measure rounding order, not error); wraps the bfloat16 block with
@@ -18,7 +21,8 @@ last two experts never chosen), runs forward and backward with the same
 random output gradient through the layer, through the bfloat16 block and
 through the float32 block, and checks:
 - the output and every gradient (the tokens', the router weight's, the
-  experts' gate-up and down weights') against the float64 reference: relative
+  experts' gate-up and down weights', the shared expert's gate, up and
+  down projections') against the float64 reference: relative
   L2 error no worse than 1.5x that of the bfloat16 block's own autograd, or
   at most 1e-2 (below 64 tokens a gradient is a few dozen numbers whose
   error is one draw of rounding noise: there the medians of five draws of
@@ -35,8 +39,8 @@ through the float32 block, and checks:
   through the layer and through the bfloat16 block from the same start: the
   loss curves agree within bfloat16 noise (every step within 5% of the
   block's loss, the final loss below 0.9x the first);
-- the refusals: a block with a shared expert (Qwen2-MoE) and one with
-  expert biases (GPT-OSS) are ValueError naming what is missing.
+- the refusals: a block with a gated shared expert (Qwen2-MoE) and one
+  with expert biases (GPT-OSS) are ValueError naming what is missing.
 Prints `N passed, N failed`; exits non-zero on failure.
 
     python3 test/device/train_layer.py .gpu-artifacts
@@ -69,16 +73,30 @@ MODELS = {
         model_type="olmoe", hidden_size=2048, intermediate_size=1024,
         num_experts=64, num_experts_per_tok=8, hidden_act="silu",
         norm_topk_prob=False)),
+    # DeepSeek-V3's expert, shared expert and router shapes with 32 of its
+    # 256 experts (8 groups of 4, 4 groups chosen, top 8): the float64
+    # reference of all 256 would not fit beside the blocks.
+    "deepseek-v3-e32": ("deepseek_v3", "DeepseekV3Config", "DeepseekV3MoE", dict(
+        model_type="deepseek_v3", hidden_size=7168, moe_intermediate_size=2048,
+        n_routed_experts=32, num_experts_per_tok=8, hidden_act="silu",
+        norm_topk_prob=True, n_group=8, topk_group=4, routed_scaling_factor=2.5,
+        n_shared_experts=1)),
     "tiny-mixtral": ("mixtral", "MixtralConfig", "MixtralSparseMoeBlock", dict(
         model_type="mixtral", hidden_size=256, intermediate_size=512,
         num_local_experts=8, num_experts_per_tok=2, hidden_act="silu")),
 }
 TOKENS = (1, 7, 300, 4096, 16384)
+# Compiled into the cache for bench/train_layer.py only (too large for the
+# float64 reference beside it).
+BENCH_MODELS = {
+    "deepseek-v3": ("deepseek_v3", "DeepseekV3Config", "DeepseekV3MoE", dict(
+        MODELS["deepseek-v3-e32"][3], n_routed_experts=256)),
+}
 REFUSED = {
     "qwen1.5-moe-a2.7b": ("qwen2_moe", "Qwen2MoeConfig", "Qwen2MoeSparseMoeBlock", dict(
         model_type="qwen2_moe", hidden_size=256, moe_intermediate_size=128,
         shared_expert_intermediate_size=512, num_experts=8, num_experts_per_tok=2,
-        hidden_act="silu", norm_topk_prob=False), "shared expert"),
+        hidden_act="silu", norm_topk_prob=False), "gated shared expert"),
     "gpt-oss": ("gpt_oss", "GptOssConfig", "GptOssMLP", dict(
         model_type="gpt_oss", hidden_size=256, intermediate_size=256,
         num_local_experts=8, num_experts_per_tok=2), "expert biases"),
@@ -88,7 +106,7 @@ REFUSED = {
 def build_cache(argv):
     cache = os.path.abspath(argv[0])
     compiler = argv[argv.index("--compiler") + 1] if "--compiler" in argv else None
-    for name, (_, _, _, fields) in MODELS.items():
+    for name, (_, _, _, fields) in dict(MODELS, **BENCH_MODELS).items():
         path = moe_mlir.compile_layer(moe_mlir.spec_from_config(fields),
                                       cache_dir=cache, compiler=compiler, train=True)
         print(f"{name}: {path}")
@@ -122,37 +140,70 @@ def make_block(spec, implementation="eager", device="cuda"):
                 p.normal_(0, 0.1)
             else:
                 p.normal_(0, p.shape[-1] ** -0.5)
+    if module == "deepseek_v3":  # float32, as checkpoints keep it
+        E = block.gate.weight.shape[0]
+        block.gate.e_score_correction_bias = torch.randn(E, device=device) * 0.1
     return block
 
 
+def route(fields, block, logits):
+    """(weights, ids) of the block's router from float64 logits: softmax
+    over the experts and top-k, renormalised unless the config says not;
+    DeepSeek-V3's sigmoid, the correction bias steering the choice only,
+    the top groups by their two best biased scores (the others' scores
+    zeroed, as transformers does), renormalised and scaled."""
+    import torch
+
+    k = fields["num_experts_per_tok"]
+    renormalize = fields.get("norm_topk_prob", True)
+    if fields["model_type"] != "deepseek_v3":
+        w, ids = torch.topk(torch.softmax(logits, dim=-1), k, dim=-1)
+        return (w / w.sum(-1, keepdim=True) if renormalize else w), ids
+    T, E = logits.shape
+    groups = fields["n_group"]
+    scores = torch.sigmoid(logits)
+    choice = scores.detach() + block.gate.e_score_correction_bias.double()
+    best = choice.view(T, groups, E // groups).topk(2, dim=-1)[0].sum(-1)
+    chosen = torch.topk(best, fields["topk_group"], dim=-1)[1]
+    mask = torch.zeros_like(best).scatter_(1, chosen, 1).bool()
+    mask = mask[:, :, None].expand(T, groups, E // groups).reshape(T, E)
+    ids = torch.topk(choice.masked_fill(~mask, 0.0), k, dim=-1)[1]
+    w = scores.gather(1, ids)
+    if renormalize:
+        w = w / (w.sum(-1, keepdim=True) + 1e-20)
+    return w * fields["routed_scaling_factor"], ids
+
+
 def reference(block, fields, x, dy):
-    """(y, dx, {router, gate_up, down} gradients) of the block's layer in
-    float64 autograd: its router linear, softmax over the experts, top-k,
-    renormalised unless the config says not, SwiGLU experts, the weighted
-    combine."""
+    """(y, dx, gradients as grads() names them) of the block's layer in
+    float64 autograd: its router linear, the routing (`route`), SwiGLU
+    experts, the weighted combine, and the shared expert's MLP added."""
     import torch
 
     H = fields["hidden_size"]
-    k = fields["num_experts_per_tok"]
-    renormalize = fields.get("norm_topk_prob", True)
     router = block.gate.weight.detach().double().requires_grad_()
     w13 = block.experts.gate_up_proj.detach().double().requires_grad_()
     w2 = block.experts.down_proj.detach().double().requires_grad_()
     I = w2.shape[2]
     tokens = x.detach().double().reshape(-1, H).requires_grad_()
-    p = torch.softmax(tokens @ router.t(), dim=-1)
-    w, ids = torch.topk(p, k, dim=-1)
-    if renormalize:
-        w = w / w.sum(-1, keepdim=True)
+    w, ids = route(fields, block, tokens @ router.t())
     y = torch.zeros_like(tokens)
+    shared = {}
+    if hasattr(block, "shared_experts"):
+        mlp = block.shared_experts
+        shared = {n: getattr(mlp, n + "_proj").weight.detach().double().requires_grad_()
+                  for n in ("gate", "up", "down")}
+        y = y + (torch.nn.functional.silu(tokens @ shared["gate"].t())
+                 * (tokens @ shared["up"].t())) @ shared["down"].t()
     for e in ids.unique().tolist():
         tok, slot = torch.where(ids == e)
         gu = tokens[tok] @ w13[e].t()
         h = torch.nn.functional.silu(gu[:, :I]) * gu[:, I:]
         y = y.index_add(0, tok, (h @ w2[e].t()) * w[tok, slot, None])
     y.backward(dy.double().reshape(-1, H))
-    return (y.detach().view(x.shape), tokens.grad.view(x.shape),
-            {"router": router.grad, "gate_up": w13.grad, "down": w2.grad})
+    grads = {"router": router.grad, "gate_up": w13.grad, "down": w2.grad}
+    grads.update({"shared_" + n: t.grad for n, t in shared.items()})
+    return y.detach().view(x.shape), tokens.grad.view(x.shape), grads
 
 
 def main():
@@ -171,9 +222,13 @@ def main():
         return out[0] if isinstance(out, tuple) else out
 
     def grads(block):
-        return {"router": block.gate.weight.grad,
-                "gate_up": block.experts.gate_up_proj.grad,
-                "down": block.experts.down_proj.grad}
+        found = {"router": block.gate.weight.grad,
+                 "gate_up": block.experts.gate_up_proj.grad,
+                 "down": block.experts.down_proj.grad}
+        if hasattr(block, "shared_experts"):
+            found.update({"shared_" + n: getattr(block.shared_experts, n + "_proj").weight.grad
+                          for n in ("gate", "up", "down")})
+        return found
 
     def zero(block):
         for p in block.parameters():

@@ -58,12 +58,15 @@ CASES.update({
 # f32 (y is the f32 combine's, so dy is f32 too, holding bf16 values). The
 # backward's intermediates and the gradients of bf16 arguments are bf16.
 # Mixtral-style (layer_case's bf16), GPT-OSS with its clamps reached and
-# f32 expert biases (gptoss's inputs, rounded), and a gated shared expert
-# (layer_case's shared-bf16).
+# f32 expert biases (gptoss's inputs, rounded), a gated shared expert
+# (layer_case's shared-bf16) and DeepSeek-V3's ungated one (shared-deepseek's
+# inputs, rounded).
 CASES.update({
     "bf16": layer_case.CASES["bf16"],
     "gptoss-bf16": dict(layer_case.CASES["gptoss"], dtype="bf16", inputs_of="gptoss"),
     "shared-bf16": layer_case.CASES["shared-bf16"],
+    "shared-deepseek-bf16": dict(layer_case.CASES["shared-deepseek"], dtype="bf16",
+                                 inputs_of="shared-deepseek"),
 })
 
 # f32 results against the float64 reference (printing keeps 6 digits), and

@@ -486,8 +486,10 @@ def MoERouteSharedExperts : Pass<"moe-route-shared-experts",
     output is rounded to the expert MLP's result type before the combine
     adds it, gate applied, with the routed ones.
 
-    A shared expert is taken only where it is the `shared` addend of such a
-    layer (silu, no biases or row scale, one element type, static widths)
+    A function marked `moe.program` (a training step, whose caller passes
+    the weights as they are on each call) is left to
+    `--moe-expand-shared-mlp`. A shared expert is taken only where it is the
+    `shared` addend of such a layer (silu, no biases or row scale, one element type, static widths)
     and its four weights are arguments of the function used by these ops
     alone; any other shared expert is an error that says why. Run it after
     `--moe-fuse-experts` and before `--moe-quantize` (which then quantizes
@@ -505,6 +507,47 @@ def MoERouteSharedExperts : Pass<"moe-route-shared-experts",
   let dependentDialects = ["::mlir::moe::MoEDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def MoEExpandSharedMLP : Pass<"moe-expand-shared-mlp"> {
+  let summary = "Write a shared expert and its adjoint as grouped ops of one "
+                "group";
+  let description = [{
+    A shared expert is a dense MLP over every token, which is a grouped
+    matmul whose one group holds every row: this pass rewrites
+
+    ```mlir
+    %s = moe.shared_mlp silu %x, %s13, %s2
+    ```
+
+    into
+
+    ```mlir
+    %off = arith.constant dense<[0, 2147483647]> : tensor<2xi64>
+    %w13 = tensor.expand_shape %s13 [[0, 1], [2]] : [2Is, H] -> [1, 2Is, H]
+    %gu  = moe.grouped_matmul %x, %w13, %off
+    %h   = moe.swiglu silu %gu
+    %w2  = tensor.expand_shape %s2 [[0, 1], [2]] : [H, Is] -> [1, H, Is]
+    %s   = moe.grouped_matmul %h, %w2, %off
+    ```
+
+    (offsets are clamped to the rows: the group is all of them), and
+    `moe.shared_mlp_grad` into the same recomputed forward and the routed
+    experts' backward of one group (`moe.grouped_dgrad`, `moe.swiglu_grad`,
+    `moe.grouped_wgrad`, its `[1, R, C]` gradients collapsed to the
+    weights' `[R, C]`), so that the shared expert of a `moe.program` runs
+    on the routed experts' kernels with the weights as they lie. The
+    forward computes what `moe.shared_mlp` defines; the adjoint rounds the
+    activation's gradient and the gate-up output's gradient to the tokens'
+    element type between its ops, as the routed experts' backward does
+    (`moe.shared_mlp_grad` keeps them in f32): the same gradients within
+    that rounding. `--moe-gpu-pipeline` runs it on the shared experts that
+    `--moe-route-shared-experts` leaves (those of `moe.program` functions).
+    A gated shared expert (Qwen2-MoE) is refused with the reason.
+  }];
+  let dependentDialects = ["::mlir::moe::MoEDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect"];
 }

@@ -10,6 +10,7 @@
 #define MOE_CONVERSION_MOETONVGPU_BACKWARDKERNELS_H
 
 #include "MoE/Dialect/MoEDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -104,6 +105,13 @@ FailureOr<DictionaryAttr> unpermuteGradLaunch(OpBuilder &builder,
                                               UnpermuteGradOp op);
 FailureOr<DictionaryAttr>
 routeGradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, RouteGradOp op);
+
+/// Why a program's constant `op` has no kernel, or "" (ConstantKernel.cpp);
+/// its moe.launch: a kernel writing its values (planned.v1).
+std::string unsupportedConstant(arith::ConstantOp op);
+FailureOr<DictionaryAttr> constantLaunch(OpBuilder &builder,
+                                         gpu::GPUModuleOp kernels,
+                                         arith::ConstantOp op);
 
 } // namespace mlir::moe
 

@@ -186,11 +186,12 @@ void routePlan(const EntryKeys &e, Scope &p) {
   s.mem("ids", {t, k}).mem("weights", {t, k});
 }
 
-/// unpermute.v2 (contract §3.3, validateUnpermute).
+/// unpermute.v2 (contract §3.3, validateUnpermute), or with a shared
+/// expert's rows [T, H] to add, planned.v1 of moe.unpermute.
 void unpermutePlan(const EntryKeys &e, Scope &p) {
   int64_t k = e.integer("top_k");
   Type slots = e.type("slots");
-  bool weighted = e.flag("weighted");
+  bool weighted = e.flag("weighted"), shared = e.flag("shared");
   Expr m = p.size("M", 0, kUnbounded);
   Expr t = p.size("T", 0, e.integer("max_rows"));
   Expr h = p.dim("H", e.integer("hidden"), 8, kUnbounded);
@@ -200,6 +201,8 @@ void unpermutePlan(const EntryKeys &e, Scope &p) {
   p.arg("slots", dtypeOf(slots), Role::In, bytesOf(slots), {t, k});
   if (weighted)
     p.arg("weights", "f32", Role::In, 4, {t, k});
+  if (shared)
+    p.arg("shared", "bf16", Role::In, 16, {t, h});
   p.arg("out", "bf16", Role::Out, 16, {t, h});
   // A CTA per (token, block of 8 * threads columns), grid-stride beyond 2^20.
   Step &s =
@@ -207,6 +210,8 @@ void unpermutePlan(const EntryKeys &e, Scope &p) {
   s.mem("rows", {m, h}).mem("slots", {t, k});
   if (weighted)
     s.mem("weights", {t, k});
+  if (shared)
+    s.mem("shared", {t, h});
   s.mem("out", {t, h});
 }
 
@@ -550,6 +555,15 @@ void routeGradPlan(const EntryKeys &e, Scope &p) {
       .mem("out", {t, experts});
 }
 
+/// planned.v1 of arith.constant (a program's, ConstantKernel.cpp): out
+/// [n], written by one CTA.
+void constantPlan(const EntryKeys &e, Scope &p) {
+  Type element = e.type("element");
+  Expr n = e.integer("elements");
+  p.arg("out", dtypeOf(element), Role::Out, bytesOf(element), {n});
+  p.launch(0, 1).mem("out", {n});
+}
+
 /// The plan of the entry `keys` into `scope`, by its abi.
 LogicalResult writeSteps(Location loc, const EntryKeys &keys, Scope &scope,
                          StringRef chip) {
@@ -577,6 +591,10 @@ LogicalResult writeSteps(Location loc, const EntryKeys &keys, Scope &scope,
     swigluPlan(keys, scope);
   else if (abi == "planned.v1" && keys.string("op") == "moe.unpermute_grad")
     unpermuteGradPlan(keys, scope);
+  else if (abi == "planned.v1" && keys.string("op") == "moe.unpermute")
+    unpermutePlan(keys, scope);
+  else if (abi == "planned.v1" && keys.string("op") == "arith.constant")
+    constantPlan(keys, scope);
   else if (abi == "grouped_matmul.v3" || abi == "grouped_matmul_fp8.v1") {
     for (gpu::GPUFuncOp kernel : SmallVector<gpu::GPUFuncOp>(keys.kernels))
       if (!kernel->getAttrOfType<DenseI64ArrayAttr>("moe.tile"))

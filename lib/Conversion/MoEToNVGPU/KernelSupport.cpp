@@ -228,9 +228,6 @@ static std::string unsupportedReason(PermuteOp op) {
 
 /// Why the combine kernel cannot run `op`, or an empty string.
 static std::string unsupportedReason(UnpermuteOp op) {
-  if (op.getShared())
-    return "adding a shared expert's output ('shared') is not implemented "
-           "in the combine kernel";
   auto rows = cast<RankedTensorType>(op.getRows().getType());
   auto result = cast<RankedTensorType>(op.getType());
   if (!rows.getElementType().isBF16() || !result.getElementType().isBF16())
@@ -416,10 +413,11 @@ QuantizeOp mlir::moe::getGatherQuantizedRows(Operation *op) {
 }
 
 std::string mlir::moe::missingKernelReason(Operation *op) {
-  if (isa<SharedMLPOp>(op))
+  if (isa<SharedMLPOp, SharedMLPGradOp>(op))
     return "the shared expert runs on the GPU as routed experts of its "
-           "layer (--moe-route-shared-experts, which --moe-gpu-pipeline "
-           "runs)";
+           "layer (--moe-route-shared-experts) or, in a moe.program, as "
+           "grouped ops of one group (--moe-expand-shared-mlp); "
+           "--moe-gpu-pipeline runs both";
   return "";
 }
 

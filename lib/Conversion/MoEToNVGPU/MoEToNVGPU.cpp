@@ -229,12 +229,20 @@ unpermuteLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteOp op) {
   spec.topK = slots.getDimSize(1);
   spec.slotBits = slots.getElementType().getIntOrFloatBitWidth();
   spec.weighted = op.getWeights() != nullptr;
+  spec.shared = op.getShared() != nullptr;
   gpu::GPUFuncOp func = lookUpOrBuild(kernels, spec.kernelName(), [&] {
     return buildUnpermuteKernel(builder, op.getLoc(), kernels, spec);
   });
   int64_t hidden = rows.getDimSize(1);
   NamedAttrList info;
-  info.set("abi", builder.getStringAttr("unpermute.v2"));
+  // With a shared addend, an entry its plan alone describes (unpermute.v2's
+  // arguments are fixed).
+  info.set("abi",
+           builder.getStringAttr(spec.shared ? "planned.v1" : "unpermute.v2"));
+  if (spec.shared) {
+    info.set("op", builder.getStringAttr(op->getName().getStringRef()));
+    info.set("shared", builder.getBoolAttr(true));
+  }
   info.set("hidden", builder.getI64IntegerAttr(
                          ShapedType::isDynamic(hidden) ? -1 : hidden));
   info.set("top_k", builder.getI64IntegerAttr(spec.topK));
@@ -770,6 +778,26 @@ struct ConvertMoEToNVGPUPass
     if (incomplete.wasInterrupted())
       return signalPassFailure();
     markFused(module, builder);
+    // A program's constants are written into its workspace by kernels.
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (!func->hasAttr(kProgramAttr))
+        continue;
+      for (auto constant : func.getOps<arith::ConstantOp>()) {
+        if (!isa<RankedTensorType>(constant.getType()))
+          continue;
+        if (std::string reason = unsupportedConstant(constant);
+            !reason.empty()) {
+          constant.emitOpError() << "cannot be a value of the program @"
+                                 << func.getSymName() << ": " << reason;
+          return signalPassFailure();
+        }
+        FailureOr<DictionaryAttr> launch =
+            constantLaunch(builder, kernels, constant);
+        if (failed(launch))
+          return signalPassFailure();
+        constant->setAttr(kLaunchAttr, *launch);
+      }
+    }
     // A function marked moe.program becomes one entry over its ops' entries.
     for (auto func : module.getOps<func::FuncOp>())
       if (func->hasAttr(kProgramAttr) &&

@@ -6,7 +6,9 @@
 // arguments the function's arguments, its outputs or workspace slices (the
 // values between ops). The program's sizes are those its arguments' dims
 // name in the parts' plans (T, M); a dim two parts give different
-// expressions for becomes a check on the call.
+// expressions for becomes a check on the call. A reshape of static shapes
+// (tensor.expand_shape or collapse_shape: a shared expert's weights as one
+// expert's) is a view: no step, its source's buffer under other dims.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,8 @@
 
 #include "MoE/Dialect/MoEDialect.h"
 #include "MoE/Target/Contract.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -33,6 +37,18 @@ bool isName(StringRef text) {
          llvm::all_of(text, [](char c) { return isalnum(c) || c == '_'; });
 }
 
+/// A reshape, which a program runs as a view of its source.
+bool isView(Operation *op) {
+  return isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op);
+}
+
+/// The value whose buffer `value` is: itself, or a view's source's.
+Value rootOf(Value value) {
+  while (isView(value.getDefiningOp()))
+    value = value.getDefiningOp()->getOperand(0);
+  return value;
+}
+
 struct ProgramBuilder {
   ProgramBuilder(func::FuncOp func, Operation *kernelModule, StringRef chip)
       : func(func), kernelModule(kernelModule), chip(chip) {}
@@ -42,8 +58,17 @@ struct ProgramBuilder {
   PlanBuilder plan;
   /// Each value's dims as the program's expressions, where known.
   DenseMap<Value, SmallVector<std::optional<Expr>>> dims;
-  /// Each value's buffer: an argument's or output's name, or `@<slice>`.
+  /// Each value's buffer: an argument's or output's name, or `@<slice>`
+  /// (a view's is its root's: bufferOf).
   DenseMap<Value, std::string> buffers;
+  std::string &bufferOf(Value value) { return buffers[rootOf(value)]; }
+  /// The index of the last part that reads `value`, through views too.
+  size_t lastUseOf(Value value, size_t index) {
+    for (Operation *user : value.getUsers())
+      index = isView(user) ? lastUseOf(user->getResult(0), index)
+                           : std::max(index, indexOf.lookup(user));
+    return index;
+  }
   /// The largest alignment a part asks of each value.
   DenseMap<Value, int64_t> aligns;
   /// The workspace slices of the values between ops: a slice holds values
@@ -135,7 +160,8 @@ LogicalResult ProgramBuilder::run(OpBuilder &b) {
   }
   // The results: outputs under their names, but for arguments.
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+  for (auto [i, returned] : llvm::enumerate(ret.getOperands())) {
+    Value value = rootOf(returned);
     if (isa<BlockArgument>(value))
       continue;
     if (buffers.count(value))
@@ -145,8 +171,19 @@ LogicalResult ProgramBuilder::run(OpBuilder &b) {
     buffers[value] = nameOf(func.getResultAttrDict(i), "result" + Twine(i));
   }
   SmallVector<Operation *> ops;
-  for (Operation &op : body.without_terminator())
-    ops.push_back(&op);
+  for (Operation &op : body.without_terminator()) {
+    if (!isView(&op)) {
+      ops.push_back(&op);
+      continue;
+    }
+    auto source = cast<RankedTensorType>(op.getOperand(0).getType());
+    auto result = cast<RankedTensorType>(op.getResult(0).getType());
+    if (!source.hasStaticShape() || !result.hasStaticShape())
+      return refuse(&op, "a reshape is a view of its source only between "
+                         "static shapes");
+    for (int64_t extent : result.getShape())
+      dims[op.getResult(0)].push_back(Expr(extent));
+  }
   if (ops.empty())
     return func.emitOpError("cannot be a program (moe.program): it has no op");
   std::set<std::string> names;
@@ -176,15 +213,15 @@ LogicalResult ProgramBuilder::run(OpBuilder &b) {
     SmallVector<Expr> shape;
     for (auto &d : dims[value])
       shape.push_back(*d);
-    int64_t align = std::max<int64_t>(aligns.lookup(value),
+    int64_t align = std::max<int64_t>(aligns.lookup(rootOf(value)),
                                       (type.getElementTypeBitWidth() + 7) / 8);
-    plan.arg(buffers[value], dtypeOf(type.getElementType()), role, align,
+    plan.arg(bufferOf(value), dtypeOf(type.getElementType()), role, align,
              shape);
   };
   for (BlockArgument arg : body.getArguments())
     declare(arg, Role::In);
   for (Value value : ret.getOperands())
-    if (!isa<BlockArgument>(value))
+    if (!isa<BlockArgument>(rootOf(value)))
       declare(value, Role::Out);
   // The values between ops: their slices, from a multiple of 256 bytes.
   for (const Slice &slice : slices) {
@@ -280,9 +317,7 @@ LogicalResult ProgramBuilder::addPart(Operation *op, size_t index) {
                         std::nullopt);
     if (buffers.count(result))
       continue;
-    size_t lastUse = index;
-    for (Operation *user : result.getUsers())
-      lastUse = std::max(lastUse, indexOf.lookup(user));
+    size_t lastUse = lastUseOf(result, index);
     Slice *free = llvm::find_if(
         slices, [&](const Slice &slice) { return slice.lastUse < index; });
     if (free == slices.end()) {
@@ -300,7 +335,7 @@ LogicalResult ProgramBuilder::addPart(Operation *op, size_t index) {
   scope.part = ("p" + Twine(index)).str();
   scope.workPrefix = scope.part + "_";
   for (auto [arg, value] : llvm::zip(own, values)) {
-    scope.buffers[arg.name] = buffers[value];
+    scope.buffers[arg.name] = bufferOf(value);
     for (auto [d, expr] : llvm::enumerate(arg.dims)) {
       if (!isName(expr.str()) || scope.sizes.count(expr.str()))
         continue;
@@ -321,7 +356,7 @@ LogicalResult ProgramBuilder::addPart(Operation *op, size_t index) {
     return failure();
   // Each dim: what the program knows must be what the part takes.
   for (auto [arg, value] : llvm::zip(*part, values)) {
-    aligns[value] = std::max(aligns.lookup(value), arg.align);
+    aligns[rootOf(value)] = std::max(aligns.lookup(rootOf(value)), arg.align);
     for (auto [d, expr] : llvm::enumerate(arg.dims)) {
       std::optional<Expr> &known = dims[value][d];
       if (!known) {
@@ -335,10 +370,11 @@ LogicalResult ProgramBuilder::addPart(Operation *op, size_t index) {
         return refuse(op, "its '" + arg.name + "' has " + expr.str() +
                               " in dim " + Twine(d) +
                               ", where the program has " + known->str());
-      plan.check(same, ("step " + Twine(index) + " (" +
-                        op->getName().getStringRef() + "): '" + buffers[value] +
-                        "' dim " + Twine(d) + " must be " + expr.str())
-                           .str());
+      plan.check(same,
+                 ("step " + Twine(index) + " (" + op->getName().getStringRef() +
+                  "): '" + bufferOf(value) + "' dim " + Twine(d) + " must be " +
+                  expr.str())
+                     .str());
     }
   }
   return success();

@@ -34,6 +34,7 @@ struct UnpermuteKernelSpec {
   int64_t topK = 0;
   int64_t slotBits = 64;
   bool weighted = false;
+  bool shared = false; // adds a [T, H] bf16 row per token
   std::string kernelName() const;
 };
 

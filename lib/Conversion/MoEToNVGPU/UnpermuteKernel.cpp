@@ -1,7 +1,8 @@
 //===- UnpermuteKernel.cpp - the moe.unpermute (combine) kernel ----------===//
 //
-// Combine, one CTA per token: a weighted sum of its expert rows, 8 columns
-// per thread. docs/runtime-contract.md has its ABI.
+// Combine, one CTA per token: a weighted sum of its expert rows (plus a
+// shared expert's row), 8 columns per thread. docs/runtime-contract.md has
+// its ABI.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,8 +18,8 @@ using namespace mlir;
 using namespace mlir::moe;
 
 std::string UnpermuteKernelSpec::kernelName() const {
-  return llvm::formatv("moe_unpermute_k{0}_slots{1}{2}", topK, slotBits,
-                       weighted ? "_weighted" : "")
+  return llvm::formatv("moe_unpermute_k{0}_slots{1}{2}{3}", topK, slotBits,
+                       weighted ? "_weighted" : "", shared ? "_shared" : "")
       .str();
 }
 
@@ -34,6 +35,8 @@ mlir::moe::buildUnpermuteKernel(OpBuilder &builder, Location loc,
   SmallVector<Type> args{dynamic2D(bf16), dynamic2D(slotType)};
   if (spec.weighted)
     args.push_back(dynamic2D(f32));
+  if (spec.shared)
+    args.push_back(dynamic2D(bf16));
   args.push_back(dynamic2D(bf16));
   gpu::GPUFuncOp func = createKernel(b, spec.kernelName(), args);
   Block *entry = &func.getBody().front();
@@ -41,6 +44,7 @@ mlir::moe::buildUnpermuteKernel(OpBuilder &builder, Location loc,
   Value rows = entry->getArgument(next++);
   Value slots = entry->getArgument(next++);
   Value weights = spec.weighted ? entry->getArgument(next++) : Value();
+  Value shared = spec.shared ? entry->getArgument(next++) : Value();
   Value out = entry->getArgument(next++);
 
   IndexMath m{b};
@@ -95,6 +99,14 @@ mlir::moe::buildUnpermuteKernel(OpBuilder &builder, Location loc,
                 vector::BroadcastOp::create(ib, f32Vector, weight[j]));
             acc = arith::AddFOp::create(
                 ib, acc, arith::SelectOp::create(ib, take[j], scaled, zero));
+          }
+          // The shared expert's row joins the f32 sum before the rounding.
+          if (shared) {
+            Value row = vector::LoadOp::create(
+                ib, bf16Vector, shared, ValueRange{t, col},
+                /*nontemporal=*/false, llvm::Align(16));
+            acc = arith::AddFOp::create(
+                ib, acc, arith::ExtFOp::create(ib, f32Vector, row));
           }
           vector::StoreOp::create(
               ib, arith::TruncFOp::create(ib, bf16Vector, acc), out,
