@@ -4,8 +4,10 @@ transformers 5.x block trained with experts_implementation="grouped_mm" and
 beside a torch._grouped_mm autograd peer (shared/bench/peers.py's
 moe_grouped), in one process, on the same weights and data.
 
-For Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B and DeepSeek-V3 (their real
-H, I, E, k; DeepSeek-V3 with its 256 experts and shared expert) at T = 4096
+For Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B, DeepSeek-V3 and GPT-OSS-120B
+(their real H, I, E, k; DeepSeek-V3 with its 256 experts and shared expert;
+GPT-OSS without the torch._grouped_mm peer, which has no expert biases or
+interleaved weights) at T = 4096
 and 16384 tokens: each side's step is the router linear, the layer and the
 backward of a random output gradient into the tokens, the router weight,
 the expert weights and the shared expert's (their .grad set to None first,
@@ -39,8 +41,8 @@ def main(argv):
 
     cache = os.path.join(artifacts, "hf-cache")
     models = dict(train_layer.MODELS, **train_layer.BENCH_MODELS)
-    names = argv[2:] or [n for n in models
-                         if n not in ("tiny-mixtral", "deepseek-v3-e32")]
+    names = argv[2:] or [n for n in models if n not in (
+        "tiny-mixtral", "deepseek-v3-e32", "gpt-oss-20b")]
     dev = "cuda"
     print(f"{torch.cuda.get_device_name()}, transformers {transformers.__version__}, "
           f"torch {torch.__version__}")
@@ -48,11 +50,10 @@ def main(argv):
     rows = []
     for name in names:
         block = train_layer.make_block(models[name], "grouped_mm")
-        E, _, H = block.experts.gate_up_proj.shape
-        I = block.experts.down_proj.shape[2]
-        k = models[name][3]["num_experts_per_tok"]
         layer = moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=cache)
-        w_router = block.gate.weight
+        E, H, I, k = (layer.spec.experts, layer.spec.hidden,
+                      layer.spec.intermediate, layer.spec.top_k)
+        w_router = train_layer.router_of(block).weight
         w13, w2 = block.experts.gate_up_proj, block.experts.down_proj
         shared = getattr(block, "shared_experts", None)
         shared_weights = ([getattr(shared, n + "_proj").weight
@@ -85,8 +86,11 @@ def main(argv):
             sides = {
                 "moe_mlir": step(layer, params),
                 "grouped_mm": step(block, params),
-                "torch._grouped_mm": step(peer, params),
             }
+            # The peer runs the [E, 2I, H] layout without expert biases:
+            # not GPT-OSS's layer.
+            if not layer.spec.expert_bias:
+                sides["torch._grouped_mm"] = step(peer, params)
             flops = 18 * T * k * H * I + 18 * T * H * Is
             result = {}
             for side, fn in sides.items():

@@ -21,9 +21,16 @@ its half) and the down projection; the program runs it as grouped ops of
 one group (--moe-expand-shared-mlp). DeepSeek-V3's correction bias steers
 the choice and gets no gradient.
 
+GPT-OSS's experts are rearranged into the runtime's layout by
+differentiable torch ops on each call (its gate-up columns interleave gate
+and up units, its weights are [E, K, N]): a copy of the expert weights per
+step, whose backward hands the gradients back in the block's layout. Its
+block returns the routing scores beside the output: those are computed by
+torch from the logits (top-k, softmax over the k), so that a loss on them
+reaches the router through torch's autograd.
+
 Not yet: a gated shared expert (Qwen2-MoE: the gate's gradient has no GPU
-kernel) and expert biases (GPT-OSS: the bias gradient has no kernel); both
-are refused with the reason.
+kernel), refused with the reason.
 """
 from typing import List, Optional
 
@@ -46,17 +53,32 @@ def _refuse_training(block, spec) -> None:
                          "expert (Qwen2-MoE) is not supported yet (the "
                          "gate's gradient has no GPU kernel); inference "
                          "works (MoELayer)")
-    if spec.expert_bias:
-        raise ValueError(f"{name}: training a layer with expert biases "
-                         "(GPT-OSS) is not supported yet (the bias gradient "
-                         "has no GPU kernel); inference works (MoELayer)")
+
+
+def _expert_biases(block):
+    """(gate_up_bias [E, 2I] bf16, down_bias [E, H] f32) of a GPT-OSS block
+    as differentiable tensors of its parameters (gate units first, then
+    up), or None."""
+    experts = block.experts
+    if not hasattr(experts, "gate_up_proj_bias"):
+        return None
+    bias = experts.gate_up_proj_bias
+    return (torch.cat((bias[:, 0::2], bias[:, 1::2]), dim=1),
+            experts.down_proj_bias.float())
 
 
 def _expert_parameters(block):
     """(gate_up [E, 2I, H], down [E, H, I]) of the block as differentiable
     tensors of its own parameters: the parameters themselves (5.x fused
-    experts) or a stack of the per-expert weights (4.x)."""
+    experts), GPT-OSS's rearranged (gate_up_proj [E, H, 2I] with gate unit
+    i in column 2i and up unit i in 2i + 1, down_proj [E, I, H]) or a stack
+    of the per-expert weights (4.x)."""
     experts = block.experts
+    if hasattr(experts, "gate_up_proj_bias"):
+        gate_up = experts.gate_up_proj
+        return (torch.cat((gate_up[..., 0::2], gate_up[..., 1::2]),
+                          dim=2).transpose(1, 2),
+                experts.down_proj.transpose(1, 2))
     if hasattr(experts, "gate_up_proj"):
         return experts.gate_up_proj, experts.down_proj
     names = (("w1", "w3", "w2") if hasattr(experts[0], "w1")
@@ -219,17 +241,12 @@ if torch is not None:
         def from_hf(cls, block, *, cache_dir: Optional[str] = None,
                     compiler: Optional[str] = None) -> "TrainableMoELayer":
             """The trainable layer of a Hugging Face sparse MoE block
-            (bfloat16, on a CUDA device; no gated shared expert, no
-            expert biases), its forward and backward compiled on first use
+            (bfloat16, on a CUDA device; no gated shared expert), its forward and backward compiled on first use
             (compile_layer(..., train=True)). Raises what MoELayer.from_hf
             raises, and ValueError for the blocks training does not
             support yet."""
             spec, sources, returns = _read_block(block)
             _refuse_training(block, spec)
-            if returns == "router_scores":
-                raise ValueError(f"{type(block).__name__}: returning the "
-                                 "routing scores is not supported in "
-                                 "training")
             path = compile_layer(spec, cache_dir=cache_dir,
                                  compiler=compiler, train=True)
             layer = cls(block, spec, returns, path)
@@ -258,7 +275,7 @@ if torch is not None:
                                  f"{tuple(hidden_states.shape)}, expected "
                                  f"[..., {spec.hidden}]")
             tokens = hidden_states.reshape(-1, spec.hidden).contiguous()
-            router = self.block.gate
+            router = getattr(self.block, "router", None) or self.block.gate
             weight = getattr(router, "weight")
             if spec.logits == "f32":
                 logits = torch.nn.functional.linear(tokens.float(),
@@ -271,6 +288,10 @@ if torch is not None:
             given = dict(tokens=tokens, logits=logits.contiguous(),
                          gate_up_weights=gate_up.contiguous(),
                          down_weights=down.contiguous())
+            biases = _expert_biases(self.block)
+            if spec.expert_bias and biases is not None:
+                given["gate_up_bias"] = biases[0]
+                given["down_bias"] = biases[1].contiguous()
             if spec.score_bias:
                 given["score_bias"] = router.e_score_correction_bias.float()
             shared = _shared_parameters(self.block)
@@ -282,4 +303,9 @@ if torch is not None:
             output = out.view(hidden_states.shape)
             if self._returns == "router_logits":
                 return output, logits
+            if self._returns == "router_scores":
+                # GPT-OSS: the routing weights [T, k], as its router gives
+                # them (softmax over the top k logits, in their dtype).
+                top = torch.topk(logits, spec.top_k, dim=-1).values
+                return output, torch.softmax(top, dim=-1, dtype=top.dtype)
             return output

@@ -35,14 +35,6 @@ func.func @wgrad_f32(%g: tensor<?x256xf32>, %x: tensor<?x512xf32>, %off: tensor<
 
 // -----
 
-func.func @wgrad_bias(%g: tensor<?x256xbf16>, %x: tensor<?x512xbf16>, %off: tensor<9xi32>) -> (tensor<8x256x512xbf16>, tensor<8x256xf32>) {
-  // expected-error @+1 {{cannot be lowered to sm_90a yet: the bias gradient has no kernel yet (a weight gradient only)}}
-  %dw, %db = moe.grouped_wgrad %g, %x, %off : (tensor<?x256xbf16>, tensor<?x512xbf16>, tensor<9xi32>) -> (tensor<8x256x512xbf16>, tensor<8x256xf32>)
-  return %dw, %db : tensor<8x256x512xbf16>, tensor<8x256xf32>
-}
-
-// -----
-
 func.func @wgrad_pitch(%g: tensor<?x256xbf16>, %x: tensor<?x100xbf16>, %off: tensor<9xi32>) -> tensor<8x256x100xbf16> {
   // expected-error @+1 {{cannot be lowered to sm_90a yet: the gradient's and the rows' columns must be multiples of 8}}
   %dw = moe.grouped_wgrad %g, %x, %off : (tensor<?x256xbf16>, tensor<?x100xbf16>, tensor<9xi32>) -> tensor<8x256x100xbf16>

@@ -2,7 +2,8 @@
 // (expert, 128 x 128 tile of dW) reduces the expert's rows in steps of 64,
 // both operands as they lie (WGMMA's M-major A and N-major B); a
 // grouped_wgrad.v1 entry.
-// RUN: moe-opt %s --moe-select-kernels --convert-moe-to-nvgpu | FileCheck %s
+// RUN: moe-opt %s --split-input-file --moe-select-kernels --convert-moe-to-nvgpu | FileCheck %s
+// RUN: moe-opt %s --split-input-file --moe-select-kernels --convert-moe-to-nvgpu | FileCheck %s --check-prefix=BIAS
 
 // The entry: out [E, N, K] = [8, 256, 512]; grid E * ceil(N/128) *
 // ceil(K/128) = 64 CTAs, launched at M = 0 too (every gradient zero), when
@@ -54,4 +55,30 @@
 func.func @wgrad(%g: tensor<?x256xbf16>, %x: tensor<?x512xbf16>, %off: tensor<9xi32>) -> tensor<8x256x512xbf16> {
   %dw = moe.grouped_wgrad %g, %x, %off : (tensor<?x256xbf16>, tensor<?x512xbf16>, tensor<9xi32>) -> tensor<8x256x512xbf16>
   return %dw : tensor<8x256x512xbf16>
+}
+
+// -----
+
+// With a bias gradient (GPT-OSS), a second kernel sums each expert's rows of
+// the gradient: the entry is planned.v1 (op moe.grouped_wgrad), its plan
+// the wgrad's steps and then the sum's, at every M (zeros for an expert
+// without rows), a CTA per (expert, 256 columns).
+// BIAS-LABEL: func.func @wgrad_bias(
+// BIAS: moe.grouped_wgrad
+// BIAS-SAME: abi = "planned.v1", bias = f32
+// BIAS-SAME: kernels = [{kernel = @moe_kernels::@grouped_wgrad_bf16_128x128x64_s4_off32}, {kernel = @moe_kernels::@moe_bias_grad_off32_f32}]
+// BIAS-SAME: op = "moe.grouped_wgrad"
+// BIAS-SAME: {align = 16 : i64, dims = "8,256,512", dtype = "bf16", name = "out", role = "out"}, {align = 16 : i64, dims = "8,256", dtype = "f32", name = "bias_grad", role = "out"}
+// BIAS-SAME: {grid = "8", kernel = 1 : i64, params = "mem:grad[M,256];mem:offsets[9];mem:bias_grad[8,256]", when = "1"}
+// The sum: each warp its rows in order, 8 columns a lane; the warps' sums
+// through shared memory in warp order, written by warp 0.
+// BIAS: gpu.func @moe_bias_grad_off32_f32(%{{.*}}: memref<?x?xbf16>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xf32>) workgroup(%{{.*}} : memref<2048xf32, #gpu.address_space<workgroup>>) kernel
+// BIAS: scf.for
+// BIAS: vector.load {{.*}} : memref<?x?xbf16>, vector<8xbf16>
+// BIAS: gpu.barrier
+// BIAS-COUNT-8: vector.load {{.*}} : memref<2048xf32, #gpu.address_space<workgroup>>, vector<8xf32>
+// BIAS: vector.store {{.*}} : memref<?x?xf32>, vector<8xf32>
+func.func @wgrad_bias(%g: tensor<?x256xbf16>, %x: tensor<?x512xbf16>, %off: tensor<9xi32>) -> (tensor<8x256x512xbf16>, tensor<8x256xf32>) {
+  %dw, %db = moe.grouped_wgrad %g, %x, %off : (tensor<?x256xbf16>, tensor<?x512xbf16>, tensor<9xi32>) -> (tensor<8x256x512xbf16>, tensor<8x256xf32>)
+  return %dw, %db : tensor<8x256x512xbf16>, tensor<8x256xf32>
 }

@@ -6,7 +6,9 @@ For Mixtral-8x7B, Qwen3-30B-A3B and OLMoE-1B-7B (their real H, I, E and k,
 through transformers' config classes), DeepSeek-V3 (its real H, I, k,
 groups and shared expert with 32 of its 256 experts: group-limited sigmoid
 routing with a correction bias, and the shared expert that the program runs
-as grouped ops of one group) and a tiny Mixtral-style block, builds
+as grouped ops of one group), GPT-OSS-20B (expert biases, the clamped
+SwiGLU, a router bias; its interleaved [E, H, 2I] weights rearranged by
+torch on each call) and a tiny Mixtral-style block, builds
 the transformers 5.x block on the GPU in bfloat16 with random weights and,
 as the reference, the same layer in float64 autograd on the same weights
 (`reference`: the model's routing, SwiGLU experts, the weighted combine,
@@ -39,8 +41,8 @@ through the float32 block, and checks:
   through the layer and through the bfloat16 block from the same start: the
   loss curves agree within bfloat16 noise (every step within 5% of the
   block's loss, the final loss below 0.9x the first);
-- the refusals: a block with a gated shared expert (Qwen2-MoE) and one
-  with expert biases (GPT-OSS) are ValueError naming what is missing.
+- the refusal: a block with a gated shared expert (Qwen2-MoE) is a
+  ValueError naming what is missing.
 Prints `N passed, N failed`; exits non-zero on failure.
 
     python3 test/device/train_layer.py .gpu-artifacts
@@ -81,6 +83,11 @@ MODELS = {
         n_routed_experts=32, num_experts_per_tok=8, hidden_act="silu",
         norm_topk_prob=True, n_group=8, topk_group=4, routed_scaling_factor=2.5,
         n_shared_experts=1)),
+    # GPT-OSS-20B: expert biases, the clamped SwiGLU, top-k then softmax,
+    # a router bias, gate and up units interleaved in [E, H, 2I].
+    "gpt-oss-20b": ("gpt_oss", "GptOssConfig", "GptOssMLP", dict(
+        model_type="gpt_oss", hidden_size=2880, intermediate_size=2880,
+        num_local_experts=32, num_experts_per_tok=4)),
     "tiny-mixtral": ("mixtral", "MixtralConfig", "MixtralSparseMoeBlock", dict(
         model_type="mixtral", hidden_size=256, intermediate_size=512,
         num_local_experts=8, num_experts_per_tok=2, hidden_act="silu")),
@@ -91,15 +98,14 @@ TOKENS = (1, 7, 300, 4096, 16384)
 BENCH_MODELS = {
     "deepseek-v3": ("deepseek_v3", "DeepseekV3Config", "DeepseekV3MoE", dict(
         MODELS["deepseek-v3-e32"][3], n_routed_experts=256)),
+    "gpt-oss-120b": ("gpt_oss", "GptOssConfig", "GptOssMLP", dict(
+        MODELS["gpt-oss-20b"][3], num_local_experts=128)),
 }
 REFUSED = {
     "qwen1.5-moe-a2.7b": ("qwen2_moe", "Qwen2MoeConfig", "Qwen2MoeSparseMoeBlock", dict(
         model_type="qwen2_moe", hidden_size=256, moe_intermediate_size=128,
         shared_expert_intermediate_size=512, num_experts=8, num_experts_per_tok=2,
         hidden_act="silu", norm_topk_prob=False), "gated shared expert"),
-    "gpt-oss": ("gpt_oss", "GptOssConfig", "GptOssMLP", dict(
-        model_type="gpt_oss", hidden_size=256, intermediate_size=256,
-        num_local_experts=8, num_experts_per_tok=2), "expert biases"),
 }
 
 
@@ -156,6 +162,9 @@ def route(fields, block, logits):
 
     k = fields["num_experts_per_tok"]
     renormalize = fields.get("norm_topk_prob", True)
+    if fields["model_type"] == "gpt_oss":  # top-k logits, softmax over k
+        top, ids = torch.topk(logits, k, dim=-1)
+        return torch.softmax(top, dim=-1), ids
     if fields["model_type"] != "deepseek_v3":
         w, ids = torch.topk(torch.softmax(logits, dim=-1), k, dim=-1)
         return (w / w.sum(-1, keepdim=True) if renormalize else w), ids
@@ -174,19 +183,58 @@ def route(fields, block, logits):
     return w * fields["routed_scaling_factor"], ids
 
 
+def router_of(block):
+    """The block's router module (GPT-OSS: `router`, else `gate`)."""
+    return getattr(block, "router", None) or block.gate
+
+
+def gpt_oss_experts(block, tokens, w, ids, leaves):
+    """GPT-OSS's experts in float64 on `leaves` (its expert parameters):
+    gate unit i in column 2i of x . gate_up_proj[e] + bias, up unit i in
+    2i + 1, clamped, (up + 1) * gate * sigmoid(1.702 gate), then down."""
+    import torch
+
+    y = torch.zeros_like(tokens)
+    for e in ids.unique().tolist():
+        tok, slot = torch.where(ids == e)
+        gu = tokens[tok] @ leaves["gate_up"][e] + leaves["gate_up_bias"][e]
+        gate = gu[:, 0::2].clamp(max=7.0)
+        up = gu[:, 1::2].clamp(-7.0, 7.0)
+        act = (up + 1) * gate * torch.sigmoid(gate * 1.702)
+        out = act @ leaves["down"][e] + leaves["down_bias"][e]
+        y = y.index_add(0, tok, out * w[tok, slot, None])
+    return y
+
+
 def reference(block, fields, x, dy):
     """(y, dx, gradients as grads() names them) of the block's layer in
     float64 autograd: its router linear, the routing (`route`), SwiGLU
-    experts, the weighted combine, and the shared expert's MLP added."""
+    experts (GPT-OSS's own), the weighted combine, and the shared expert's
+    MLP added."""
     import torch
 
     H = fields["hidden_size"]
-    router = block.gate.weight.detach().double().requires_grad_()
-    w13 = block.experts.gate_up_proj.detach().double().requires_grad_()
-    w2 = block.experts.down_proj.detach().double().requires_grad_()
-    I = w2.shape[2]
+    leaf = lambda t: t.detach().double().requires_grad_()  # noqa: E731
     tokens = x.detach().double().reshape(-1, H).requires_grad_()
-    w, ids = route(fields, block, tokens @ router.t())
+    router_module = router_of(block)
+    router = leaf(router_module.weight)
+    logits = tokens @ router.t()
+    if fields["model_type"] == "gpt_oss":
+        router_bias = leaf(router_module.bias)
+        w, ids = route(fields, block, logits + router_bias)
+        experts = block.experts
+        leaves = {n: leaf(getattr(experts, p)) for n, p in (
+            ("gate_up", "gate_up_proj"), ("gate_up_bias", "gate_up_proj_bias"),
+            ("down", "down_proj"), ("down_bias", "down_proj_bias"))}
+        y = gpt_oss_experts(block, tokens, w, ids, leaves)
+        y.backward(dy.double().reshape(-1, H))
+        grads = {"router": router.grad, "router_bias": router_bias.grad}
+        grads.update({n: t.grad for n, t in leaves.items()})
+        return y.detach().view(x.shape), tokens.grad.view(x.shape), grads
+    w13 = leaf(block.experts.gate_up_proj)
+    w2 = leaf(block.experts.down_proj)
+    I = w2.shape[2]
+    w, ids = route(fields, block, logits)
     y = torch.zeros_like(tokens)
     shared = {}
     if hasattr(block, "shared_experts"):
@@ -222,9 +270,13 @@ def main():
         return out[0] if isinstance(out, tuple) else out
 
     def grads(block):
-        found = {"router": block.gate.weight.grad,
+        found = {"router": router_of(block).weight.grad,
                  "gate_up": block.experts.gate_up_proj.grad,
                  "down": block.experts.down_proj.grad}
+        if hasattr(block.experts, "gate_up_proj_bias"):
+            found.update(router_bias=router_of(block).bias.grad,
+                         gate_up_bias=block.experts.gate_up_proj_bias.grad,
+                         down_bias=block.experts.down_proj_bias.grad)
         if hasattr(block, "shared_experts"):
             found.update({"shared_" + n: getattr(block.shared_experts, n + "_proj").weight.grad
                           for n in ("gate", "up", "down")})
@@ -260,15 +312,16 @@ def main():
         report(layer.block is block and all(
             a is b for a, b in zip(layer.parameters(), block.parameters())),
             f"{name}: the layer's parameters are the block's")
-        E = block.gate.weight.shape[0]
+        gate = router_of(block).weight
+        E = gate.shape[0]
         for routing in ("random", "skewed"):
-            saved = block.gate.weight.detach().clone()
+            saved = gate.detach().clone()
             if routing == "skewed":
                 u = torch.randn(H, device=dev)
                 u /= u.norm()
                 with torch.no_grad():
-                    block.gate.weight[0] = (8.0 * u).to(block.gate.weight.dtype)
-                    block.gate.weight[E - 2:] = (-8.0 * u).to(block.gate.weight.dtype)
+                    gate[0] = (8.0 * u).to(gate.dtype)
+                    gate[E - 2:] = (-8.0 * u).to(gate.dtype)
             for T in TOKENS if name != "tiny-mixtral" else (1, 7, 300):
                 what = f"{name} {routing} T={T}"
                 try:
@@ -309,7 +362,7 @@ def main():
                 except Exception as error:
                     report(False, what, f"{type(error).__name__}: {error}")
             with torch.no_grad():
-                block.gate.weight.copy_(saved)
+                gate.copy_(saved)
         del layer, block
         torch.cuda.empty_cache()
 

@@ -666,3 +666,106 @@ gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
   gpu::ReturnOp::create(b);
   return func;
 }
+
+std::string BiasGradKernelSpec::kernelName() const {
+  return llvm::formatv("moe_bias_grad_off{0}_{1}", offsetBits,
+                       outF32 ? "f32" : "bf16")
+      .str();
+}
+
+gpu::GPUFuncOp mlir::moe::buildBiasGradKernel(OpBuilder &builder, Location loc,
+                                              gpu::GPUModuleOp module,
+                                              const BiasGradKernelSpec &spec) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(&module.getBodyRegion().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
+  Type outType = spec.outF32 ? f32 : bf16;
+  constexpr int64_t kVector = 8, kWarps = kBiasGradThreads / 32;
+  auto offsetsType = MemRefType::get({ShapedType::kDynamic},
+                                     b.getIntegerType(spec.offsetBits));
+  gpu::GPUFuncOp func = createKernel(
+      b, spec.kernelName(), {dynamic2D(bf16), offsetsType, dynamic2D(outType)},
+      kBiasGradThreads, {kBiasGradThreads * kVector}, {f32});
+  Block *entry = &func.getBody().front();
+  Value grad = entry->getArgument(0), offsets = entry->getArgument(1),
+        out = entry->getArgument(2);
+  Value partial = func.getWorkgroupAttributions().front();
+  IndexMath m{b};
+  Value numRows = memref::DimOp::create(b, grad, m.c(0));
+  Value width = memref::DimOp::create(b, out, m.c(1));
+  Value experts = memref::DimOp::create(b, out, m.c(0));
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value warp = arith::DivUIOp::create(b, tid, m.c(32));
+  Value lane = arith::RemUIOp::create(b, tid, m.c(32));
+  // A CTA per (expert, 256 columns): 8 columns a lane, the expert's rows
+  // strided over the warps, the warps' sums added in warp order.
+  Value blocks = m.ceilDiv(width, 32 * kVector);
+  auto f32Vector = VectorType::get({kVector}, f32);
+  auto bf16Vector = VectorType::get({kVector}, bf16);
+  scf::ForOp::create(
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), m.mul(experts, blocks),
+      gpu::GridDimOp::create(b, gpu::Dimension::x), ValueRange{},
+      [&](OpBuilder &nested, Location l, Value item, ValueRange) {
+        ImplicitLocOpBuilder nb(l, nested);
+        IndexMath n{nb};
+        Value e = arith::DivUIOp::create(nb, item, blocks);
+        Value col = n.add(
+            n.mul(arith::RemUIOp::create(nb, item, blocks), n.c(32 * kVector)),
+            n.mul(lane, n.c(kVector)));
+        // The expert's rows after the clamp (docs/semantics.md): from the
+        // running maximum of offsets[0..e] to that of offsets[0..e+1],
+        // within [0, M].
+        auto scan = scf::ForOp::create(
+            nb, n.c(0), n.add(e, n.c(2)), n.c(1), ValueRange{n.c(0), n.c(0)},
+            [&](OpBuilder &inner, Location il, Value j, ValueRange iter) {
+              ImplicitLocOpBuilder ib(il, inner);
+              IndexMath o{ib};
+              Value v = o.toIndex(o.load(offsets, j));
+              Value hi = arith::MaxSIOp::create(ib, iter[1], v);
+              Value lo = arith::SelectOp::create(ib, o.le(j, e), hi, iter[0]);
+              scf::YieldOp::create(ib, ValueRange{lo, hi});
+            });
+        Value start = arith::MinSIOp::create(nb, scan.getResult(0), numRows);
+        Value end = arith::MinSIOp::create(nb, scan.getResult(1), numRows);
+        Value inside = n.lt(col, width);
+        Value zero = arith::ConstantOp::create(
+            nb, DenseElementsAttr::get(f32Vector, 0.0f));
+        auto sum = scf::ForOp::create(
+            nb, n.add(start, warp),
+            arith::SelectOp::create(nb, inside, end, start), n.c(kWarps),
+            ValueRange{zero},
+            [&](OpBuilder &inner, Location il, Value r, ValueRange acc) {
+              ImplicitLocOpBuilder ib(il, inner);
+              Value row = vector::LoadOp::create(
+                  ib, bf16Vector, grad, ValueRange{r, col},
+                  /*nontemporal=*/false, llvm::Align(16));
+              scf::YieldOp::create(
+                  ib,
+                  ValueRange{arith::AddFOp::create(
+                      ib, acc[0], arith::ExtFOp::create(ib, f32Vector, row))});
+            });
+        vector::StoreOp::create(nb, sum.getResult(0), partial,
+                                ValueRange{n.mul(tid, n.c(kVector))});
+        gpu::BarrierOp::create(nb);
+        ifThen(nb, arith::AndIOp::create(nb, inside, n.lt(warp, n.c(1))),
+               [&](ImplicitLocOpBuilder &ib) {
+                 IndexMath o{ib};
+                 Value total = zero;
+                 for (int64_t w = 0; w < kWarps; ++w)
+                   total = arith::AddFOp::create(
+                       ib, total,
+                       vector::LoadOp::create(
+                           ib, f32Vector, partial,
+                           ValueRange{
+                               o.mul(o.add(lane, o.c(32 * w)), o.c(kVector))}));
+                 if (!spec.outF32)
+                   total = arith::TruncFOp::create(ib, bf16Vector, total);
+                 vector::StoreOp::create(ib, total, out, ValueRange{e, col});
+               });
+        gpu::BarrierOp::create(nb);
+        scf::YieldOp::create(nb);
+      });
+  gpu::ReturnOp::create(b);
+  return func;
+}

@@ -10,8 +10,8 @@
 #define MOE_CONVERSION_MOETONVGPU_BACKWARDKERNELS_H
 
 #include "MoE/Dialect/MoEDialect.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -91,6 +91,27 @@ struct RouteGradKernelSpec {
 gpu::GPUFuncOp buildRouteGradKernel(OpBuilder &builder, Location loc,
                                     gpu::GPUModuleOp module,
                                     const RouteGradKernelSpec &spec);
+
+/// The bias gradient of moe.grouped_wgrad: the sum of each expert's rows
+/// of the bf16 gradient, as bf16 or f32, and the offsets' width.
+struct BiasGradKernelSpec {
+  bool outF32 = false;
+  int64_t offsetBits = 64;
+  std::string kernelName() const;
+};
+
+/// Threads of a bias-gradient CTA: 8 warps.
+inline constexpr int64_t kBiasGradThreads = 256;
+
+/// Builds (grad memref<?x?xbf16> [M, N], offsets memref<?xiS> [E + 1], out
+/// memref<?x?xT> [E, N]): a CTA per (expert, 256 columns), grid-stride; a
+/// lane takes 8 columns, the warps the expert's clamped rows strided by 8,
+/// each summing its rows in order, then the warps' sums added in warp order
+/// (deterministic, no atomics; an expert without rows gets zeros). N a
+/// multiple of 8.
+gpu::GPUFuncOp buildBiasGradKernel(OpBuilder &builder, Location loc,
+                                   gpu::GPUModuleOp module,
+                                   const BiasGradKernelSpec &spec);
 
 /// The moe.launch of each backward op with a kernel of its own
 /// (BackwardLaunches.cpp), its kernel built into `kernels` on first use.

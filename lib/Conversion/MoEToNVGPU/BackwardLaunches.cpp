@@ -33,17 +33,39 @@ FailureOr<DictionaryAttr> mlir::moe::wgradLaunch(OpBuilder &builder,
     return ShapedType::isDynamic(dim) ? int64_t(-1) : dim;
   };
   NamedAttrList info;
-  info.set("abi", builder.getStringAttr("grouped_wgrad.v1"));
+  SmallVector<gpu::GPUFuncOp, 2> funcs = {func};
+  // With a bias gradient, a second kernel: an entry its plan alone
+  // describes (grouped_wgrad.v1 has one kernel).
+  if (Value biasGrad = op.getBiasGrad()) {
+    BiasGradKernelSpec bias;
+    bias.outF32 =
+        cast<RankedTensorType>(biasGrad.getType()).getElementType().isF32();
+    bias.offsetBits = offsets.getElementType().getIntOrFloatBitWidth();
+    gpu::GPUFuncOp sum = lookUpOrBuild(kernels, bias.kernelName(), [&] {
+      return buildBiasGradKernel(builder, op.getLoc(), kernels, bias);
+    });
+    funcs.push_back(sum);
+    info.set("abi", builder.getStringAttr("planned.v1"));
+    info.set("op", builder.getStringAttr(op->getName().getStringRef()));
+    info.set("bias",
+             TypeAttr::get(
+                 cast<RankedTensorType>(biasGrad.getType()).getElementType()));
+  } else {
+    info.set("abi", builder.getStringAttr("grouped_wgrad.v1"));
+  }
   info.set("experts", builder.getI64IntegerAttr(size(result.getDimSize(0))));
   info.set("n", builder.getI64IntegerAttr(size(result.getDimSize(1))));
   info.set("k", builder.getI64IntegerAttr(size(result.getDimSize(2))));
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(grad.getDimSize(0))));
   info.set("offsets", TypeAttr::get(offsets.getElementType()));
-  info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
+  SmallVector<Attribute, 2> forms;
+  for (gpu::GPUFuncOp kernel : funcs)
+    forms.push_back(kernelForm(builder, kernel));
+  info.set("kernels", builder.getArrayAttr(forms));
   func->setAttr("moe.dynamic_shared_bytes",
                 builder.getI64IntegerAttr(tile.dynamicSharedBytes()));
-  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
+  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, funcs, "")))
     return failure();
   return info.getDictionary(builder.getContext());
 }

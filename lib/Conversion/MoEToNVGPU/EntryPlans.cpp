@@ -459,6 +459,15 @@ void wgradPlan(const EntryKeys &e, Scope &p) {
            {64, tileK});
     s.mem("offsets", {experts + 1}).mem("out", {experts, n, k}).i32(m);
   }
+  // planned.v1 with a bias gradient: each expert's rows of the gradient
+  // summed, a CTA per (expert, 256 columns), zeros where it has none.
+  if (Type bias = e.type("bias")) {
+    p.arg("bias_grad", dtypeOf(bias), Role::Out, 16, {experts, n});
+    p.launch(1, min(experts * ceilDiv(n, 256), kMaxSimpleGrid))
+        .mem("grad", {m, n})
+        .mem("offsets", {experts + 1})
+        .mem("bias_grad", {experts, n});
+  }
 }
 
 /// planned.v1 of moe.swiglu_grad (contract §3.12): input [M, 2I], grad
@@ -593,6 +602,8 @@ LogicalResult writeSteps(Location loc, const EntryKeys &keys, Scope &scope,
     unpermuteGradPlan(keys, scope);
   else if (abi == "planned.v1" && keys.string("op") == "moe.unpermute")
     unpermutePlan(keys, scope);
+  else if (abi == "planned.v1" && keys.string("op") == "moe.grouped_wgrad")
+    wgradPlan(keys, scope);
   else if (abi == "planned.v1" && keys.string("op") == "arith.constant")
     constantPlan(keys, scope);
   else if (abi == "grouped_matmul.v3" || abi == "grouped_matmul_fp8.v1") {

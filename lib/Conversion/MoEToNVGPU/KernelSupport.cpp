@@ -332,8 +332,10 @@ static std::string unsupportedReason(GroupedWgradOp op) {
   for (Value v : {op.getGrad(), op.getRows(), op.getWeightGrad()})
     if (!cast<RankedTensorType>(v.getType()).getElementType().isBF16())
       return "only bf16 gradients, rows and weight gradient are implemented";
-  if (op.getBiasGrad())
-    return "the bias gradient has no kernel yet (a weight gradient only)";
+  if (Value bias = op.getBiasGrad();
+      bias && !isa<Float32Type, BFloat16Type>(
+                  cast<RankedTensorType>(bias.getType()).getElementType()))
+    return "only f32 and bf16 bias gradients are implemented";
   // Both are TMA row pitches.
   for (Value v : {op.getGrad(), op.getRows()}) {
     int64_t columns = cast<RankedTensorType>(v.getType()).getDimSize(1);
