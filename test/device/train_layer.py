@@ -194,16 +194,35 @@ def gpt_oss_experts(block, tokens, w, ids, leaves):
     2i + 1, clamped, (up + 1) * gate * sigmoid(1.702 gate), then down."""
     import torch
 
+    def expert(x, w13, b13, w2, b2):
+        gu = x @ w13 + b13
+        gate = gu[:, 0::2].clamp(max=7.0)
+        up = gu[:, 1::2].clamp(-7.0, 7.0)
+        return ((up + 1) * gate * torch.sigmoid(gate * 1.702)) @ w2 + b2
+
     y = torch.zeros_like(tokens)
     for e in ids.unique().tolist():
         tok, slot = torch.where(ids == e)
-        gu = tokens[tok] @ leaves["gate_up"][e] + leaves["gate_up_bias"][e]
-        gate = gu[:, 0::2].clamp(max=7.0)
-        up = gu[:, 1::2].clamp(-7.0, 7.0)
-        act = (up + 1) * gate * torch.sigmoid(gate * 1.702)
-        out = act @ leaves["down"][e] + leaves["down_bias"][e]
+        out = checkpoint(expert, tokens[tok], leaves["gate_up"][e],
+                         leaves["gate_up_bias"][e], leaves["down"][e],
+                         leaves["down_bias"][e])
         y = y.index_add(0, tok, out * w[tok, slot, None])
     return y
+
+
+def checkpoint(fn, *args):
+    """fn(*args), its intermediates recomputed in the backward (one
+    expert's at a time: the float64 layer at T = 16384 fits beside the
+    blocks)."""
+    import torch.utils.checkpoint
+
+    return torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False)
+
+
+def reduced(y, dx, grads):
+    """The reference's results with its weight gradients in float32 (far
+    below the bf16 errors measured; half the memory)."""
+    return y, dx, {k: g.float() for k, g in grads.items()}
 
 
 def reference(block, fields, x, dy):
@@ -230,7 +249,7 @@ def reference(block, fields, x, dy):
         y.backward(dy.double().reshape(-1, H))
         grads = {"router": router.grad, "router_bias": router_bias.grad}
         grads.update({n: t.grad for n, t in leaves.items()})
-        return y.detach().view(x.shape), tokens.grad.view(x.shape), grads
+        return reduced(y.detach().view(x.shape), tokens.grad.view(x.shape), grads)
     w13 = leaf(block.experts.gate_up_proj)
     w2 = leaf(block.experts.down_proj)
     I = w2.shape[2]
@@ -243,15 +262,18 @@ def reference(block, fields, x, dy):
                   for n in ("gate", "up", "down")}
         y = y + (torch.nn.functional.silu(tokens @ shared["gate"].t())
                  * (tokens @ shared["up"].t())) @ shared["down"].t()
+    def expert(x, gate_up, down):
+        gu = x @ gate_up.t()
+        return (torch.nn.functional.silu(gu[:, :I]) * gu[:, I:]) @ down.t()
+
     for e in ids.unique().tolist():
         tok, slot = torch.where(ids == e)
-        gu = tokens[tok] @ w13[e].t()
-        h = torch.nn.functional.silu(gu[:, :I]) * gu[:, I:]
-        y = y.index_add(0, tok, (h @ w2[e].t()) * w[tok, slot, None])
+        out = checkpoint(expert, tokens[tok], w13[e], w2[e])
+        y = y.index_add(0, tok, out * w[tok, slot, None])
     y.backward(dy.double().reshape(-1, H))
     grads = {"router": router.grad, "gate_up": w13.grad, "down": w2.grad}
     grads.update({"shared_" + n: t.grad for n, t in shared.items()})
-    return y.detach().view(x.shape), tokens.grad.view(x.shape), grads
+    return reduced(y.detach().view(x.shape), tokens.grad.view(x.shape), grads)
 
 
 def main():
@@ -264,7 +286,8 @@ def main():
     torch.manual_seed(0)
 
     def rel_err(got, want):
-        return ((got.double() - want.double()).norm() / want.double().norm()).item()
+        # float32: the errors measured are bf16's, 1e-3 and up.
+        return ((got.float() - want.float()).norm() / want.float().norm()).item()
 
     def first(out):
         return out[0] if isinstance(out, tuple) else out
@@ -335,8 +358,12 @@ def main():
                         poison()
                         ours = run_once(layer, block, x, dy)
                         again = run_once(layer, block, x, dy)
+                        same = torch.equal(ours[1], again[1]) and all(
+                            torch.equal(ours[2][k], again[2][k]) for k in ours[2])
+                        del again
                         hf = run_once(block, block, x, dy)
                         ref = reference(block, spec[3], x, dy)
+                        torch.cuda.empty_cache()
                         pairs = [("out", ours[0], hf[0], ref[0]),
                                  ("tokens", ours[1], hf[1], ref[1])]
                         pairs += [(k, ours[2][k], hf[2][k], ref[2][k]) for k in ours[2]]
@@ -346,10 +373,9 @@ def main():
                                 continue
                             errors.setdefault(k, []).append(
                                 (rel_err(got, want), rel_err(base, want)))
-                        same = torch.equal(ours[1], again[1]) and all(
-                            torch.equal(ours[2][k], again[2][k]) for k in ours[2])
                         if not same:
                             problems.append("two backward passes differ")
+                        del ours, hf, ref, pairs
                     worst = []
                     for k, pairs_of_k in errors.items():
                         err = statistics.median(e for e, _ in pairs_of_k)

@@ -291,8 +291,22 @@ LogicalResult ProgramBuilder::prepare(Operation *op) {
     return refuse(op, "its entry's arguments are not its operands and "
                       "results (" +
                           Twine(part.own.size()) + " arguments)");
-  part.values.assign(op->getOperands().begin(), op->getOperands().end());
-  llvm::append_range(part.values, op->getResults());
+  // Inputs are the operands in order, outputs the results in order (an
+  // entry may declare an output before an input: a GEMM's out before its
+  // bias); each must be what it says it is.
+  unsigned nextIn = 0, nextOut = 0;
+  for (const ArgRecord &arg : part.own) {
+    Value value = arg.role == Role::Out ? op->getResult(nextOut++)
+                                        : op->getOperand(nextIn++);
+    auto type = cast<RankedTensorType>(value.getType());
+    if (dtypeOf(type.getElementType()) != arg.dtype ||
+        type.getRank() != int64_t(arg.dims.size()))
+      return op->emitOpError("internal error: its entry's argument '")
+             << arg.name << "' is not its "
+             << (arg.role == Role::Out ? "result #" : "operand #")
+             << (arg.role == Role::Out ? nextOut : nextIn) - 1;
+    part.values.push_back(value);
+  }
   // The dims this part names by one size are one class.
   std::map<std::string, Slot> first;
   for (auto [arg, value] : llvm::zip(part.own, part.values))
