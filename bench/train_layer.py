@@ -13,7 +13,9 @@ backward of a random output gradient into the tokens, the router weight,
 the expert weights and the shared expert's (their .grad set to None first,
 so no side accumulates); all three sides on the one block's parameters;
 median ms of triton's do_bench (eager; CUDA-graph replays where the side
-can be captured), TFLOP/s of the useful work (forward 6 M H I + 6 T H Is,
+can be captured), the device time of the layer's dgrad and wgrad kernels in
+one profiled step (as TFLOP/s of their 6 M H I + 6 T H Is each), TFLOP/s of
+the useful work (forward 6 M H I + 6 T H Is,
 backward twice that, M = T k, Is the shared expert's width) and the peak
 memory the step allocates above what it holds before. Output: one table,
 and ratios to grouped_mm.
@@ -29,6 +31,28 @@ import train_layer  # noqa: E402  (MODELS, and the package's path)
 import moe_mlir  # noqa: E402
 
 TOKENS = (4096, 16384)
+
+
+def backward_gemms(fn):
+    """(dgrad ms, wgrad ms) of one step of `fn` under the CUDA profiler:
+    the device time of the N-major-weights GEMM kernels (`_wkn_`, the
+    dgrads) and of the grouped_wgrad kernels."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    dgrad = wgrad = 0.0
+    for event in prof.key_averages():
+        us = getattr(event, "device_time_total", None)
+        if us is None:
+            us = event.cuda_time_total
+        if "grouped_wgrad" in event.key:
+            wgrad += us / 1e3
+        elif "_wkn_" in event.key:
+            dgrad += us / 1e3
+    return dgrad, wgrad
 
 
 def main(argv):
@@ -47,7 +71,7 @@ def main(argv):
     print(f"{torch.cuda.get_device_name()}, transformers {transformers.__version__}, "
           f"torch {torch.__version__}")
 
-    rows = []
+    rows, gemms = [], {}
     for name in names:
         block = train_layer.make_block(models[name], "grouped_mm")
         layer = moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=cache)
@@ -92,6 +116,9 @@ def main(argv):
             if not layer.spec.expert_bias:
                 sides["torch._grouped_mm"] = step(peer, params)
             flops = 18 * T * k * H * I + 18 * T * H * Is
+            # Each of the backward's dgrad and wgrad GEMMs: 6 M H I (and
+            # 6 T H Is for a shared expert).
+            gemm_flops = 6 * T * k * H * I + 6 * T * H * Is
             result = {}
             for side, fn in sides.items():
                 try:
@@ -105,13 +132,15 @@ def main(argv):
                     eager, graph = peers.bench(fn, graphable=True)
                     best = min(t for t in (eager, graph) if t is not None)
                     result[side] = (eager, graph, best, peak)
+                    if side == "moe_mlir":
+                        gemms[(name, T)] = backward_gemms(fn)
                 except Exception as error:
                     print(f"{name} T={T} {side}: {type(error).__name__}: {error}")
                     torch.cuda.synchronize()
                 for p in params:  # the next side starts from no gradients
                     p.grad = None
                 x.grad = None
-            rows.append((name, T, flops, result))
+            rows.append((name, T, flops, result, gemm_flops))
             for side, (eager, graph, best, peak) in result.items():
                 print(f"{name:14s} T={T:6d} {side:18s} eager {eager:8.3f} ms  graph "
                       f"{graph if graph is None else round(graph, 3)!s:>8} ms  "
@@ -120,9 +149,13 @@ def main(argv):
         torch.cuda.empty_cache()
 
     print("\n| model | T | moe_mlir ms | grouped_mm ms | torch._grouped_mm ms | "
-          "moe_mlir / grouped_mm | moe_mlir TFLOP/s | peak GiB (ours / grouped_mm) |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, T, flops, result in rows:
+          "moe_mlir / grouped_mm | moe_mlir TFLOP/s | dgrad TFLOP/s | "
+          "wgrad TFLOP/s | peak GiB (ours / grouped_mm) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, T, flops, result, gemm_flops in rows:
+        dgrad_ms, wgrad_ms = gemms.get((name, T), (0.0, 0.0))
+        dgrad = f"{gemm_flops / dgrad_ms / 1e9:.0f}" if dgrad_ms else "-"
+        wgrad = f"{gemm_flops / wgrad_ms / 1e9:.0f}" if wgrad_ms else "-"
         def ms(side):
             return f"{result[side][2]:.2f}" if side in result else "-"
         ratio = (f"{result['moe_mlir'][2] / result['grouped_mm'][2]:.2f}"
@@ -132,7 +165,8 @@ def main(argv):
         peak = " / ".join(f"{result[s][3]:.2f}" if s in result else "-"
                           for s in ("moe_mlir", "grouped_mm"))
         print(f"| {name} | {T} | {ms('moe_mlir')} | {ms('grouped_mm')} | "
-              f"{ms('torch._grouped_mm')} | {ratio} | {tflops} | {peak} |")
+              f"{ms('torch._grouped_mm')} | {ratio} | {tflops} | {dgrad} | "
+              f"{wgrad} | {peak} |")
     return 0
 
 
