@@ -63,7 +63,8 @@ def _expert_biases(block):
     if not hasattr(experts, "gate_up_proj_bias"):
         return None
     bias = experts.gate_up_proj_bias
-    return (torch.cat((bias[:, 0::2], bias[:, 1::2]), dim=1),
+    E, columns = bias.shape
+    return (bias.view(E, columns // 2, 2).permute(0, 2, 1).reshape(E, columns),
             experts.down_proj_bias.float())
 
 
@@ -75,9 +76,11 @@ def _expert_parameters(block):
     of the per-expert weights (4.x)."""
     experts = block.experts
     if hasattr(experts, "gate_up_proj_bias"):
+        # One copy each way: [E, H, I, 2] -> [E, 2, I, H].
         gate_up = experts.gate_up_proj
-        return (torch.cat((gate_up[..., 0::2], gate_up[..., 1::2]),
-                          dim=2).transpose(1, 2),
+        E, H, columns = gate_up.shape
+        return (gate_up.view(E, H, columns // 2, 2).permute(0, 3, 2, 1)
+                .reshape(E, columns, H),
                 experts.down_proj.transpose(1, 2))
     if hasattr(experts, "gate_up_proj"):
         return experts.gate_up_proj, experts.down_proj

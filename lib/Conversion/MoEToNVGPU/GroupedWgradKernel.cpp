@@ -290,14 +290,22 @@ gpu::GPUFuncOp mlir::moe::buildGroupedWgradKernel(OpBuilder &builder,
   FragmentRegs regs(b, loop.getResult(0), t.tileN);
   Fragment frag = fragmentOf(b, tid);
   Value rowBase = m.add(m0, m.mul(warpgroup, m.c(64)));
-  for (int64_t e = 0; e < t.tileN / 2; ++e) {
+  // Elements e and e + 1 (e even) are adjacent columns of one row: one
+  // 4-byte store (K is a multiple of 8 and the column even, so both are
+  // inside when the first is).
+  auto pairType = VectorType::get({2}, bf16);
+  for (int64_t e = 0; e < t.tileN / 2; e += 2) {
     Value row = m.add(rowBase, m.add(frag.row, m.c(Fragment::rowOffset(e))));
     Value col = m.add(n0, m.add(frag.col, m.c(Fragment::colOffset(e))));
     Value inside =
         arith::AndIOp::create(b, m.lt(row, numCols), m.lt(col, numK));
-    Value value = arith::TruncFOp::create(b, bf16, regs.element(b, e));
+    Value pair = vector::FromElementsOp::create(
+        b, pairType,
+        ValueRange{arith::TruncFOp::create(b, bf16, regs.element(b, e)),
+                   arith::TruncFOp::create(b, bf16, regs.element(b, e + 1))});
     ifThen(b, inside, [&](ImplicitLocOpBuilder &sb) {
-      memref::StoreOp::create(sb, value, out, ValueRange{expert, row, col});
+      vector::StoreOp::create(sb, pair, out, ValueRange{expert, row, col},
+                              /*nontemporal=*/false, llvm::Align(4));
     });
   }
   gpu::ReturnOp::create(b);

@@ -25,7 +25,7 @@ namespace mlir::moe {
 /// N-major B (imm-trans-a, imm-trans-b), loaded as TMA boxes of 64 columns.
 struct GroupedWgradTile {
   int64_t tileM = 128;
-  int64_t tileN = 128;
+  int64_t tileN = 256;
   int64_t tileK = 64;
   int64_t stages = 4;
 
