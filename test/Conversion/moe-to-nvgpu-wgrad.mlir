@@ -50,9 +50,14 @@
 // CHECK: scf.yield
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // The tile to out[expert, row, col] in bf16, within [N, K]: two adjacent
-// columns a store.
+// columns a 4-byte store into a swizzled staging tile in the drained stage
+// buffers, then whole rows in coalesced 16-byte stores.
+// CHECK: gpu.barrier
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
-// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<?x?x?xbf16>, vector<2xbf16>
+// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x256xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: gpu.barrier
+// CHECK: vector.load %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x256xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x?x?xbf16>, vector<8xbf16>
 func.func @wgrad(%g: tensor<?x256xbf16>, %x: tensor<?x512xbf16>, %off: tensor<9xi32>) -> tensor<8x256x512xbf16> {
   %dw = moe.grouped_wgrad %g, %x, %off : (tensor<?x256xbf16>, tensor<?x512xbf16>, tensor<9xi32>) -> tensor<8x256x512xbf16>
   return %dw : tensor<8x256x512xbf16>

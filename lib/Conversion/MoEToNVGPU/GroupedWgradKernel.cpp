@@ -4,9 +4,10 @@
 // range, streams the range in steps of tileK rows through `stages` TMA
 // buffers (thread 0 loads, an mbarrier per stage), multiplies each step by
 // k16 wgmma with both operands transposed (the activations lie [rows, cols]:
-// M-major A, N-major B), and stores its f32 tile as bf16. The last step's
-// rows past the expert belong to the next one: each warpgroup zeroes them
-// in its A buffer before its wgmma read it.
+// M-major A, N-major B), and stores its f32 tile as bf16 through a staging
+// tile in the drained stage buffers (whole rows, 16 bytes a lane). The last
+// step's rows past the expert belong to the next one: each warpgroup zeroes
+// them in its A buffer before its wgmma read it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -286,27 +287,64 @@ gpu::GPUFuncOp mlir::moe::buildGroupedWgradKernel(OpBuilder &builder,
       });
   NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(0));
 
-  // The tile to out[expert, m0 + 64w + r, n0 + c] as bf16, within [N, K].
+  // The tile to out[expert, m0 + 64w + r, n0 + c] as bf16, within [N, K],
+  // through a [64, tileN] bf16 staging tile per warpgroup in the drained
+  // stage buffers: each thread writes its fragment's column pairs, 16-byte
+  // chunks XOR-swizzled by row % 8 (the 8 rows of a store hit 8 chunks),
+  // then each warp stores whole rows in 16-byte chunks, coalesced.
+  gpu::BarrierOp::create(b); // every warpgroup's wgmma read its last stage
+  static_assert(kBox % 8 == 0, "16-byte chunks");
+  assert(t.tileN % 256 == 0 && "a warp stores 32 chunks of a row at once");
+  int64_t rowBytes = t.tileN * 2;
+  MemRefType stagingType = shared({64, t.tileN}, bf16);
+  Value staging =
+      m.view(smem, m.mul(warpgroup, m.c(64 * rowBytes)), stagingType);
   FragmentRegs regs(b, loop.getResult(0), t.tileN);
   Fragment frag = fragmentOf(b, tid);
-  Value rowBase = m.add(m0, m.mul(warpgroup, m.c(64)));
-  // Elements e and e + 1 (e even) are adjacent columns of one row: one
-  // 4-byte store (K is a multiple of 8 and the column even, so both are
-  // inside when the first is).
   auto pairType = VectorType::get({2}, bf16);
+  auto chunkType = VectorType::get({8}, bf16);
   for (int64_t e = 0; e < t.tileN / 2; e += 2) {
-    Value row = m.add(rowBase, m.add(frag.row, m.c(Fragment::rowOffset(e))));
-    Value col = m.add(n0, m.add(frag.col, m.c(Fragment::colOffset(e))));
-    Value inside =
-        arith::AndIOp::create(b, m.lt(row, numCols), m.lt(col, numK));
+    // Elements e and e + 1 (e even): adjacent columns of one row.
+    Value row = m.add(frag.row, m.c(Fragment::rowOffset(e)));
+    Value col = m.add(frag.col, m.c(Fragment::colOffset(e)));
+    Value chunk =
+        arith::XOrIOp::create(b, arith::DivUIOp::create(b, col, m.c(8)),
+                              arith::RemUIOp::create(b, row, m.c(8)));
+    Value at =
+        m.add(m.mul(chunk, m.c(8)), arith::RemUIOp::create(b, col, m.c(8)));
     Value pair = vector::FromElementsOp::create(
         b, pairType,
         ValueRange{arith::TruncFOp::create(b, bf16, regs.element(b, e)),
                    arith::TruncFOp::create(b, bf16, regs.element(b, e + 1))});
-    ifThen(b, inside, [&](ImplicitLocOpBuilder &sb) {
-      vector::StoreOp::create(sb, pair, out, ValueRange{expert, row, col},
-                              /*nontemporal=*/false, llvm::Align(4));
-    });
+    vector::StoreOp::create(b, pair, staging, ValueRange{row, at},
+                            /*nontemporal=*/false, llvm::Align(4));
+  }
+  gpu::BarrierOp::create(b);
+  // Warp v of the warpgroup stores rows v, v + 4, ...; lane c chunk c of
+  // each 32 (K and n0 multiples of 8: a chunk is all inside or outside).
+  Value groupTid = arith::RemUIOp::create(b, tid, m.c(128));
+  Value warpInGroup = arith::DivUIOp::create(b, groupTid, m.c(32));
+  Value rowBase = m.add(m0, m.mul(warpgroup, m.c(64)));
+  for (int64_t r = 0; r < 64; r += 4) {
+    Value row = m.add(warpInGroup, m.c(r));
+    Value outRow = m.add(rowBase, row);
+    for (int64_t c = 0; c < t.tileN / 8; c += 32) {
+      Value chunk = m.add(lane, m.c(c));
+      Value physical = arith::XOrIOp::create(
+          b, chunk, arith::RemUIOp::create(b, row, m.c(8)));
+      Value outCol = m.add(n0, m.mul(chunk, m.c(8)));
+      Value inside =
+          arith::AndIOp::create(b, m.lt(outRow, numCols), m.lt(outCol, numK));
+      ifThen(b, inside, [&](ImplicitLocOpBuilder &sb) {
+        IndexMath o{sb};
+        Value values = vector::LoadOp::create(
+            sb, chunkType, staging, ValueRange{row, o.mul(physical, o.c(8))},
+            /*nontemporal=*/false, llvm::Align(16));
+        vector::StoreOp::create(sb, values, out,
+                                ValueRange{expert, outRow, outCol},
+                                /*nontemporal=*/false, llvm::Align(16));
+      });
+    }
   }
   gpu::ReturnOp::create(b);
   // The plan's grid is the tile count (EntryPlans.cpp reads the tile).
