@@ -150,13 +150,17 @@ void checkLayer(moeBundle *bundle, int32_t e, const moeEntryInfo &entry,
   const int64_t scatterFrom = parsed.entries[index[kPermute]].scatterFrom;
   require(!scatterFrom || gatherQuantizes);
   require(permute.num_kernels == (scatterFrom ? 4 : 3));
-  require(permute.experts == route.experts && permute.top_k == route.top_k &&
-          unpermute.top_k == route.top_k && unpermute.weighted == 1);
+  // A route's shared-expert slots are experts and slots of the layer's
+  // other parts (--moe-route-shared-experts).
+  const int64_t shared = parsed.entries[index[kRoute]].shared;
+  const int64_t experts = route.experts + shared, slots = route.top_k + shared;
+  require(permute.experts == experts && permute.top_k == slots &&
+          unpermute.top_k == slots && unpermute.weighted == 1);
   require(gateUp.offsets_bits == permute.offsets_bits &&
           down.offsets_bits == permute.offsets_bits &&
           unpermute.slots_bits == permute.offsets_bits);
-  require(gateUp.experts == -1 || gateUp.experts == route.experts);
-  require(down.experts == -1 || down.experts == route.experts);
+  require(gateUp.experts == -1 || gateUp.experts == experts);
+  require(down.experts == -1 || down.experts == experts);
   // An FP8 layer's quantizes make e4m3 values and f32 scales per [1, 128]
   // of the bf16 rows (mxfp8: E8M0 scales per [1, 32]).
   for (int p : {kQuantize, kIntermediate})
