@@ -244,7 +244,8 @@ if torch is not None:
         def from_hf(cls, block, *, cache_dir: Optional[str] = None,
                     compiler: Optional[str] = None) -> "TrainableMoELayer":
             """The trainable layer of a Hugging Face sparse MoE block
-            (bfloat16, on a CUDA device; no gated shared expert), its forward and backward compiled on first use
+            (bfloat16, on a CUDA device; no gated shared expert), its
+            forward and backward compiled on first use
             (compile_layer(..., train=True)). Raises what MoELayer.from_hf
             raises, and ValueError for the blocks training does not
             support yet."""
