@@ -204,6 +204,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pm.addPass(moe::createMoECheckPlacement(gpuPlacement));
     pm.addPass(moe::createMoEFuseExperts());
     pm.addPass(moe::createMoERouteSharedExperts(callerPacks));
+    pm.addPass(moe::createMoEExpandSharedMLP());
     pm.addPass(moe::createMoEFuseLayer());
     pm.addPass(moe::createMoESelectKernels(selectOptions));
     pm.addPass(moe::createConvertMoEToNVGPU());
@@ -214,6 +215,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     PassManager gpuPm(&context);
     buildKernels(gpuPm);
     (void)gpuPm.run(*gpuModule);
+  }
+  {
+    // The train forward and the backward as programs (moe.program): their
+    // plans, views, constants and one-group shared experts.
+    OwningOpRef<ModuleOp> trained = module->clone();
+    PassManager trainPm(&context);
+    trainPm.addPass(moe::createMoEGenerateBackward());
+    buildKernels(trainPm);
+    (void)trainPm.run(*trained);
   }
   {
     OwningOpRef<ModuleOp> quantized = module->clone();
