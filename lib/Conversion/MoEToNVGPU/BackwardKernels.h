@@ -12,6 +12,7 @@
 #include "MoE/Dialect/MoEDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -127,12 +128,11 @@ FailureOr<DictionaryAttr> unpermuteGradLaunch(OpBuilder &builder,
 FailureOr<DictionaryAttr>
 routeGradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, RouteGradOp op);
 
-/// Why a program's constant `op` has no kernel, or "" (ConstantKernel.cpp);
-/// its moe.launch: a kernel writing its values (planned.v1).
-std::string unsupportedConstant(arith::ConstantOp op);
-FailureOr<DictionaryAttr> constantLaunch(OpBuilder &builder,
-                                         gpu::GPUModuleOp kernels,
-                                         arith::ConstantOp op);
+/// Gives each tensor constant of the program `func` its moe.launch: a
+/// kernel writing its values (planned.v1, ConstantKernel.cpp); an error at
+/// a constant it cannot write.
+LogicalResult addConstantLaunches(OpBuilder &builder, func::FuncOp func,
+                                  gpu::GPUModuleOp kernels);
 
 } // namespace mlir::moe
 

@@ -13,6 +13,8 @@
 #include "LaunchPlan.h"
 #include "RoutingKernelUtils.h"
 
+#include "MoE/Target/Contract.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
 using namespace mlir;
@@ -20,7 +22,8 @@ using namespace mlir::moe;
 
 static constexpr int64_t kMaxConstantElements = 8;
 
-std::string mlir::moe::unsupportedConstant(arith::ConstantOp op) {
+/// Why a program's constant `op` has no kernel, or "".
+static std::string unsupportedConstant(arith::ConstantOp op) {
   auto type = dyn_cast<RankedTensorType>(op.getType());
   auto values = dyn_cast<DenseIntElementsAttr>(op.getValue());
   if (!type || type.getRank() != 1 || !values ||
@@ -33,9 +36,10 @@ std::string mlir::moe::unsupportedConstant(arith::ConstantOp op) {
   return "";
 }
 
-FailureOr<DictionaryAttr> mlir::moe::constantLaunch(OpBuilder &builder,
-                                                    gpu::GPUModuleOp kernels,
-                                                    arith::ConstantOp op) {
+/// The moe.launch of `op`: a kernel of one CTA writing its values.
+static FailureOr<DictionaryAttr> constantLaunch(OpBuilder &builder,
+                                                gpu::GPUModuleOp kernels,
+                                                arith::ConstantOp op) {
   auto type = cast<RankedTensorType>(op.getType());
   auto values = cast<DenseIntElementsAttr>(op.getValue());
   Type element = type.getElementType();
@@ -79,4 +83,22 @@ FailureOr<DictionaryAttr> mlir::moe::constantLaunch(OpBuilder &builder,
   if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
     return failure();
   return info.getDictionary(builder.getContext());
+}
+
+LogicalResult mlir::moe::addConstantLaunches(OpBuilder &builder,
+                                             func::FuncOp func,
+                                             gpu::GPUModuleOp kernels) {
+  for (auto constant : func.getOps<arith::ConstantOp>()) {
+    if (!isa<RankedTensorType>(constant.getType()))
+      continue;
+    if (std::string reason = unsupportedConstant(constant); !reason.empty())
+      return constant.emitOpError() << "cannot be a value of the program @"
+                                    << func.getSymName() << ": " << reason;
+    FailureOr<DictionaryAttr> launch =
+        constantLaunch(builder, kernels, constant);
+    if (failed(launch))
+      return failure();
+    constant->setAttr(kLaunchAttr, *launch);
+  }
+  return success();
 }

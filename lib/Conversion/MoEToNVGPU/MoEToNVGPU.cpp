@@ -779,25 +779,10 @@ struct ConvertMoEToNVGPUPass
       return signalPassFailure();
     markFused(module, builder);
     // A program's constants are written into its workspace by kernels.
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (!func->hasAttr(kProgramAttr))
-        continue;
-      for (auto constant : func.getOps<arith::ConstantOp>()) {
-        if (!isa<RankedTensorType>(constant.getType()))
-          continue;
-        if (std::string reason = unsupportedConstant(constant);
-            !reason.empty()) {
-          constant.emitOpError() << "cannot be a value of the program @"
-                                 << func.getSymName() << ": " << reason;
-          return signalPassFailure();
-        }
-        FailureOr<DictionaryAttr> launch =
-            constantLaunch(builder, kernels, constant);
-        if (failed(launch))
-          return signalPassFailure();
-        constant->setAttr(kLaunchAttr, *launch);
-      }
-    }
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func->hasAttr(kProgramAttr) &&
+          failed(addConstantLaunches(builder, func, kernels)))
+        return signalPassFailure();
     // A function marked moe.program becomes one entry over its ops' entries.
     for (auto func : module.getOps<func::FuncOp>())
       if (func->hasAttr(kProgramAttr) &&
