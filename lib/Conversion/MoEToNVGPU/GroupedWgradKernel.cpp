@@ -293,7 +293,6 @@ gpu::GPUFuncOp mlir::moe::buildGroupedWgradKernel(OpBuilder &builder,
   // chunks XOR-swizzled by row % 8 (the 8 rows of a store hit 8 chunks),
   // then each warp stores whole rows in 16-byte chunks, coalesced.
   gpu::BarrierOp::create(b); // every warpgroup's wgmma read its last stage
-  static_assert(kBox % 8 == 0, "16-byte chunks");
   assert(t.tileN % 256 == 0 && "a warp stores 32 chunks of a row at once");
   int64_t rowBytes = t.tileN * 2;
   MemRefType stagingType = shared({64, t.tileN}, bf16);
