@@ -21,6 +21,10 @@ memory the step allocates above what it holds before. Output: one table,
 and ratios to grouped_mm.
 
     python3 bench/train_layer.py .gpu-artifacts .shared-bench [model ...]
+
+With --baseline=DIR, a fourth side runs TrainableMoELayer on the bundles of
+another hf-cache folder (an earlier compiler's, scripts/build-hf-cache.sh) in
+the same process, and a second table gives the A/B: time and peak memory.
 """
 import os
 import sys
@@ -59,6 +63,11 @@ def main(argv):
     import torch
     import transformers
 
+    baseline = None
+    for arg in list(argv):
+        if arg.startswith("--baseline="):
+            baseline = os.path.abspath(arg.split("=", 1)[1])
+            argv.remove(arg)
     artifacts = os.path.abspath(argv[0])
     sys.path.insert(0, os.path.abspath(argv[1]))
     import peers
@@ -75,6 +84,8 @@ def main(argv):
     for name in names:
         block = train_layer.make_block(models[name], "grouped_mm")
         layer = moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=cache)
+        base_layer = (moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=baseline)
+                      if baseline else None)
         E, H, I, k = (layer.spec.experts, layer.spec.hidden,
                       layer.spec.intermediate, layer.spec.top_k)
         w_router = train_layer.router_of(block).weight
@@ -111,6 +122,8 @@ def main(argv):
                 "moe_mlir": step(layer, params),
                 "grouped_mm": step(block, params),
             }
+            if baseline:
+                sides["baseline"] = step(base_layer, params)
             # The peer runs the [E, 2I, H] layout without expert biases:
             # not GPT-OSS's layer.
             if not layer.spec.expert_bias:
@@ -145,7 +158,7 @@ def main(argv):
                 print(f"{name:14s} T={T:6d} {side:18s} eager {eager:8.3f} ms  graph "
                       f"{graph if graph is None else round(graph, 3)!s:>8} ms  "
                       f"{flops / best / 1e9:6.0f} TFLOP/s  peak +{peak:.2f} GiB", flush=True)
-        del layer, block, w13, w2, w_router, shared, shared_weights, params
+        del layer, base_layer, block, w13, w2, w_router, shared, shared_weights, params
         torch.cuda.empty_cache()
 
     print("\n| model | T | moe_mlir ms | grouped_mm ms | torch._grouped_mm ms | "
@@ -167,6 +180,16 @@ def main(argv):
         print(f"| {name} | {T} | {ms('moe_mlir')} | {ms('grouped_mm')} | "
               f"{ms('torch._grouped_mm')} | {ratio} | {tflops} | {dgrad} | "
               f"{wgrad} | {peak} |")
+    if baseline:
+        print(f"\nA/B against {baseline} (same process):\n")
+        print("| model | T | baseline ms | moe_mlir ms | speed-up | "
+              "peak GiB (baseline / moe_mlir) |")
+        print("|---|---|---|---|---|---|")
+        for name, T, flops, result, gemm_flops in rows:
+            if "baseline" in result and "moe_mlir" in result:
+                b, o = result["baseline"], result["moe_mlir"]
+                print(f"| {name} | {T} | {b[2]:.2f} | {o[2]:.2f} | "
+                      f"{b[2] / o[2]:.3f} | {b[3]:.2f} / {o[3]:.2f} |")
     return 0
 
 

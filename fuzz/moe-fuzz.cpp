@@ -205,6 +205,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pm.addPass(moe::createMoEFuseExperts());
     pm.addPass(moe::createMoERouteSharedExperts(callerPacks));
     pm.addPass(moe::createMoEExpandSharedMLP());
+    pm.addPass(moe::createMoEFuseBackward());
     pm.addPass(moe::createMoEFuseLayer());
     pm.addPass(moe::createMoESelectKernels(selectOptions));
     pm.addPass(moe::createConvertMoEToNVGPU());
@@ -262,7 +263,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       derivedPm.addPass(moe::createMoEExpertParallel(ranks));
       derivedPm.addPass(moe::createMoESplitExchanges());
     } else {
+      // Fused as the GPU pipeline has it, then expanded back on the CPU.
       derivedPm.addPass(moe::createMoEGenerateBackward());
+      derivedPm.addPass(moe::createMoEFuseBackward());
     }
     moe::buildCPUReferencePipeline(derivedPm,
                                    moe::CPUReferencePipelineOptions());

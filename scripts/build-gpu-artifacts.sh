@@ -119,6 +119,30 @@ func.func @route_grad_gptoss(%l: tensor<?x128xf32>, %ids: tensor<?x4xi32>, %dw: 
   return %d : tensor<?x128xf32>
 }
 MLIR
+# test/device/grouped_dgrad.py: the down projection's dgrad with the
+# activation's gradient in its epilogue (act_grad, --moe-fuse-backward's):
+# the gradient [M, H] times the forward's [E, H, I] weights, then the gate
+# and up gradients of the saved gate-up output [M, 2I].
+act_dgrad_module_of() {
+  while read -r name act e h i off; do
+    local attrs=""
+    [ "$act" = gptoss ] && attrs=" alpha 1.702 limit 7.0"
+    cat <<MLIR
+func.func @$name(%g: tensor<?x${h}xbf16>, %w: tensor<${e}x${h}x${i}xbf16>, %off: tensor<$((e + 1))x${off}>, %gu: tensor<?x$((2 * i))xbf16>) -> tensor<?x$((2 * i))xbf16> {
+  %d = moe.grouped_dgrad %g, %w, %off act_grad $act %gu$attrs
+      : (tensor<?x${h}xbf16>, tensor<${e}x${h}x${i}xbf16>, tensor<$((e + 1))x${off}>, tensor<?x$((2 * i))xbf16>) -> tensor<?x$((2 * i))xbf16>
+  return %d : tensor<?x$((2 * i))xbf16>
+}
+MLIR
+  done
+}
+act_dgrad_module_of > "$out/dgradact.mlir" <<'SHAPES'
+silu_e8_h256_i512 silu 8 256 512 i32
+silu_e16_h192_i200 silu 16 192 200 i32
+silu_e128_h2048_i768 silu 128 2048 768 i32
+silu_e8_h256_i256_i64 silu 8 256 256 i64
+gptoss_e4_h512_i2880 gptoss 4 512 2880 i32
+SHAPES
 # bench/backward_gemms.py: the input gradients of Mixtral-8x7B's and
 # Qwen3-30B-A3B's down (dO . W2) and gate-up (dGU . W13) projections, and
 # their weight gradients (the same [E, N, K]).
@@ -160,6 +184,11 @@ bundle dgrad-64x128-s2 "$out/dgrad.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 
 bundle dgrad-ws "$out/dgrad.mlir" --moe-gpu-pipeline="warp-specialize=all"
 bundle dgrad-cluster2 "$out/dgrad.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
 bundle dgradbench "$out/dgradbench.mlir" --moe-gpu-pipeline
+# The activation's gradient in the dgrad epilogue: the default forms, the
+# warp-specialized ones and a 64x128 two-stage one.
+bundle dgradact-default "$out/dgradact.mlir" --moe-gpu-pipeline
+bundle dgradact-ws "$out/dgradact.mlir" --moe-gpu-pipeline="warp-specialize=all"
+bundle dgradact-64x128-s2 "$out/dgradact.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64 tile-n=128 stages=2"
 # moe.grouped_wgrad: its one kernel.
 bundle wgrad-default "$out/wgrad.mlir" --moe-gpu-pipeline
 bundle wgradbench "$out/wgradbench.mlir" --moe-gpu-pipeline

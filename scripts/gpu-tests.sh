@@ -5,7 +5,8 @@
 # normal forms, each alone and split per expert on the device, over 15
 # routings, a CUDA-graph replay and the runtime's argument errors) and
 # test/device/grouped_dgrad.py (moe.grouped_dgrad's N-major-weights GEMMs,
-# the same way, and two runs bit-identical) and test/device/grouped_wgrad.py
+# the same way, and two runs bit-identical; with the activation's gradient
+# in the epilogue, against float64 autograd) and test/device/grouped_wgrad.py
 # (moe.grouped_wgrad's per-expert weight gradients: skewed and empty experts,
 # M = 0, the next expert's rows kept out, bit-identical runs) and
 # test/device/backward_ops.py (the backward's SIMT kernels: swiglu_grad, silu

@@ -77,14 +77,34 @@ LogicalResult UnpermuteGradOp::verify() {
 
 LogicalResult GroupedDgradOp::verify() {
   Operation *op = getOperation();
-  Value grad = getGrad(), weights = getWeights(), result = getResult();
+  Value grad = getGrad(), weights = getWeights(), result = getResult(),
+        actInput = getActInput();
+  // Fused: the result is the [M, 2K] gradient of the activation's input.
+  bool fused = static_cast<bool>(actInput);
+  if (fused != getActivation().has_value())
+    return emitOpError() << "'act_input' and 'activation' come together "
+                            "(act_grad <activation> %input)";
+  if (!fused && (getAlpha() || getLimit()))
+    return emitOpError() << "'alpha' and 'limit' need act_grad gptoss";
+  StringRef resultShape = fused ? "[M, 2K]" : "[M, K]";
   if (failed(checkRank(op, "grad", grad, 2, "[M, N]")) ||
       failed(checkRank(op, "weights", weights, 3, "[E, N, K]")) ||
-      failed(checkRank(op, "result", result, 2, "[M, K]")) ||
+      failed(checkRank(op, "result", result, 2, resultShape)) ||
+      (fused && failed(checkRank(op, "act_input", actInput, 2, "[M, 2K]"))) ||
       failed(checkStaticSizes(op, {{"grad", grad, "[M, N]"},
                                    {"weights", weights, "[E, N, K]"},
                                    {"offsets", getOffsets(), "[E+1]"},
-                                   {"result", result, "[M, K]"}})))
+                                   {"act_input", actInput, "[M, 2K]"},
+                                   {"result", result, resultShape}})))
+    return failure();
+  if (fused &&
+      (failed(checkSameExtent(op, "row count", {"act_input", actInput, 0},
+                              {"grad", grad, 0})) ||
+       failed(verifyGatedHalves(op, {"act_input", actInput, 1},
+                                {"weights", weights, 2})) ||
+       failed(checkShapedLike(op, "result", result, "act_input", actInput)) ||
+       failed(verifyActivationParams(op, *getActivation(), getAlpha(),
+                                     getLimit()))))
     return failure();
   FailureOr<int64_t> numExperts = verifyOffsets(op, getOffsets());
   if (failed(numExperts) ||
@@ -93,8 +113,9 @@ LogicalResult GroupedDgradOp::verify() {
                              {"weights", weights, 1})) ||
       failed(checkSameExtent(op, "row count", {"result", result, 0},
                              {"grad", grad, 0})) ||
-      failed(checkSameExtent(op, "output size", {"result", result, 1},
-                             {"weights", weights, 2})))
+      (!fused &&
+       failed(checkSameExtent(op, "output size", {"result", result, 1},
+                              {"weights", weights, 2}))))
     return failure();
   return success();
 }

@@ -116,6 +116,9 @@ void mlir::moe::buildGPUPipeline(OpPassManager &pm,
   // A program's (a training step's) on the weights as they are: grouped ops
   // of one group, after the fusion (a program's ops are one entry each).
   pm.addPass(createMoEExpandSharedMLP());
+  // A backward's activation gradient goes into the down dgrad's epilogue.
+  if (options.fuseBackward)
+    pm.addPass(createMoEFuseBackward());
   // Then a whole layer becomes one runtime entry.
   pm.addPass(createMoEFuseLayer());
   pm.addPass(createMoESelectKernels(options.getMoESelectKernelsOptions()));

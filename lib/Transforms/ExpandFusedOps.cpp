@@ -60,6 +60,31 @@ struct ExpandExpertMLP : OpRewritePattern<ExpertMLPOp> {
   }
 };
 
+/// Expands a `moe.grouped_dgrad` with `act_grad` into the plain dgrad (its
+/// product kept in f32, as the fused op keeps it) and `moe.swiglu_grad`.
+struct ExpandActivationDgrad : OpRewritePattern<GroupedDgradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GroupedDgradOp op,
+                                PatternRewriter &rewriter) const override {
+    Value input = op.getActInput();
+    if (!input)
+      return rewriter.notifyMatchFailure(op, "no activation gradient");
+    auto inputType = cast<RankedTensorType>(input.getType());
+    auto weightsType = cast<RankedTensorType>(op.getWeights().getType());
+    auto productType = RankedTensorType::get(
+        {inputType.getDimSize(0), weightsType.getDimSize(2)},
+        rewriter.getF32Type());
+    Value product =
+        GroupedDgradOp::create(rewriter, op.getLoc(), productType, op.getGrad(),
+                               op.getWeights(), op.getOffsets());
+    rewriter.replaceOpWithNewOp<SwiGLUGradOp>(
+        op, op.getType(), input, product, op.getActivationAttr(),
+        op.getAlphaAttr(), op.getLimitAttr());
+    return success();
+  }
+};
+
 /// Inlines the body of `moe.layer` in its place.
 struct InlineLayer : OpRewritePattern<LayerOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -89,5 +114,6 @@ struct MoEExpandFusedOpsPass
 } // namespace
 
 void mlir::moe::populateExpandFusedOpsPatterns(RewritePatternSet &patterns) {
-  patterns.add<InlineLayer, ExpandExpertMLP>(patterns.getContext());
+  patterns.add<InlineLayer, ExpandExpertMLP, ExpandActivationDgrad>(
+      patterns.getContext());
 }

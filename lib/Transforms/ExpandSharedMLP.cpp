@@ -111,12 +111,14 @@ LogicalResult expand(SharedMLPGradOp op) {
   Value w13 = g.expert(op.getGateUpWeights());
   Value w2 = g.expert(op.getDownWeights());
   // The forward recomputed, then the routed experts' backward of one group.
+  // The down projection's weight gradient first: the activation is dead
+  // before its gradient is made (a program's workspace).
   Value gateUp = g.matmul(tokens, w13);
-  Value dActivated = g.dgrad(grad, w2);
   Value activated = SwiGLUOp::create(
       b, op.getLoc(), g.rowsOf(gateUp, typeOf(w2).getDimSize(2)), gateUp,
       /*scale=*/Value(), op.getActivationAttr(), FloatAttr(), FloatAttr());
   Value downGrad = g.wgrad(grad, activated, w2);
+  Value dActivated = g.dgrad(grad, w2);
   Value dGateUp =
       SwiGLUGradOp::create(b, op.getLoc(), typeOf(gateUp), gateUp, dActivated,
                            op.getActivationAttr(), FloatAttr(), FloatAttr());

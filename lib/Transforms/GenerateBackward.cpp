@@ -404,10 +404,11 @@ struct MoEGenerateBackwardPass
         c.activation.getActivationAttr(), c.activation.getAlphaAttr(),
         c.activation.getLimitAttr());
 
-    // Down projection: dH = dO . W2[e], dW2[e] = dO[e]^T . H[e].
+    // Down projection: dW2[e] = dO[e]^T . H[e] first, so that H is dead
+    // before dH and dGU are made (a program's workspace), then dH = dO . W2[e].
+    auto downGrad = wgrad(b, loc, c.down, dOut, activated, offsets);
     Value dAct = GroupedDgradOp::create(b, loc, c.activation.getType(), dOut,
                                         w2, offsets);
-    auto downGrad = wgrad(b, loc, c.down, dOut, activated, offsets);
     Value dGateUp = SwiGLUGradOp::create(b, loc, c.gateUp.getType(), gateUp,
                                          dAct, c.activation.getActivationAttr(),
                                          c.activation.getAlphaAttr(),

@@ -20,9 +20,27 @@ func.func @reduction_pitch(%g: tensor<?x100xbf16>, %w: tensor<8x100x512xbf16>, %
 // -----
 
 func.func @result_pitch(%g: tensor<?x256xbf16>, %w: tensor<8x256x100xbf16>, %off: tensor<9xi32>) -> tensor<?x100xbf16> {
-  // expected-error @+1 {{cannot be lowered to sm_90a yet: the result's columns must be a multiple of 8}}
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: the weights' columns must be a multiple of 8}}
   %dx = moe.grouped_dgrad %g, %w, %off : (tensor<?x256xbf16>, tensor<8x256x100xbf16>, tensor<9xi32>) -> tensor<?x100xbf16>
   return %dx : tensor<?x100xbf16>
+}
+
+// -----
+
+// With the activation's gradient the result is [M, 2K]: the weights' K
+// columns are the TMA row pitch, not the result's.
+func.func @act_grad_pitch(%g: tensor<?x256xbf16>, %w: tensor<8x256x100xbf16>, %off: tensor<9xi32>, %gu: tensor<?x200xbf16>) -> tensor<?x200xbf16> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: the weights' columns must be a multiple of 8}}
+  %dgu = moe.grouped_dgrad %g, %w, %off act_grad silu %gu : (tensor<?x256xbf16>, tensor<8x256x100xbf16>, tensor<9xi32>, tensor<?x200xbf16>) -> tensor<?x200xbf16>
+  return %dgu : tensor<?x200xbf16>
+}
+
+// -----
+
+func.func @act_grad_f32(%g: tensor<?x256xf32>, %w: tensor<8x256x128xf32>, %off: tensor<9xi32>, %gu: tensor<?x256xf32>) -> tensor<?x256xf32> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: only bf16 gradients, weights and result are implemented}}
+  %dgu = moe.grouped_dgrad %g, %w, %off act_grad silu %gu : (tensor<?x256xf32>, tensor<8x256x128xf32>, tensor<9xi32>, tensor<?x256xf32>) -> tensor<?x256xf32>
+  return %dgu : tensor<?x256xf32>
 }
 
 // -----

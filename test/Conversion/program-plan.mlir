@@ -2,8 +2,9 @@
 // §3.13): its ops' plans are its parts' steps, in order, on its arguments
 // and results (named by moe.name) and on workspace slices for the values
 // between ops. --moe-generate-backward marks @F_train and @F_backward.
-// RUN: moe-opt %s --moe-generate-backward --moe-select-kernels --convert-moe-to-nvgpu | FileCheck %s
+// RUN: moe-opt %s --moe-generate-backward --moe-fuse-backward --moe-select-kernels --convert-moe-to-nvgpu | FileCheck %s
 // RUN: moe-opt %s --moe-generate-backward --moe-gpu-pipeline=format=isa | FileCheck %s --check-prefix=ENTRIES
+// RUN: moe-opt %s --moe-generate-backward --moe-gpu-pipeline="format=isa fuse-backward=false" | FileCheck %s --check-prefix=UNFUSED
 
 // The train forward: one size T (the tokens'); the saved values are
 // outputs whose shapes follow from T (rows T*2 from the permute); an
@@ -33,7 +34,7 @@
 // between ops in four slices, where dGU reuses the slice of dO (dead after
 // the down projection's wgrad) and dRows that of H.
 // CHECK-LABEL: func.func @mixtral_backward(
-// CHECK-SAME: moe.launch = {abi = "program.v1", max_rows = 2147483647 : i64, parts = 9 : i64
+// CHECK-SAME: moe.launch = {abi = "program.v1", max_rows = 2147483647 : i64, parts = 8 : i64
 // CHECK-SAME: {align = 16 : i64, dims = "M,256", dtype = "bf16", name = "rows", role = "in"}
 // CHECK-SAME: {align = 16 : i64, dims = "M,512", dtype = "bf16", name = "gate_up", role = "in"}
 // CHECK-SAME: {align = 16 : i64, dims = "M,256", dtype = "bf16", name = "expert_out", role = "in"}
@@ -44,18 +45,29 @@
 // CHECK-SAME: {align = 16 : i64, dims = "8,256,256", dtype = "bf16", name = "grad_down_weights", role = "out"}]
 // CHECK-SAME: checks = [{expr = "T<=2147483647", message = "p0 step: T must be at most 2147483647"}, {expr = "M<=2147483647", message = "p0 step: M must be at most 2147483647"}]
 // CHECK-SAME: sizes = [{max = "9223372036854775807", min = "0", name = "T"}, {max = "9223372036854775807", min = "0", name = "M"}]
+// The combine's adjoint (dO in v0), the activation H (v2), the down
+// projection's weight gradient (H dies), then the dgrad with the
+// activation's gradient in its epilogue: it reads gate_up and writes dGU
+// into v2 (dH is never made); the gate-up dgrad writes dRows into v0.
 // CHECK-SAME: params = "mem:grad_out[T,256];mem:expert_out[M,256];mem:slots[T,2];mem:weights[T,2];mem:@p0_counts[M];mem:@v0[M,256];mem:@v1[T,2]", part = "p0"
 // CHECK-SAME: params = "mem:gate_up[M,512];mem:@v2[M,256]", part = "p1"
-// CHECK-SAME: params = "mem:gate_up[M,512];mem:@v3[M,256];mem:@v0[M,512]", part = "p4"
-// CHECK-SAME: params = "mem:@v2[M,256];mem:slots[T,2];mem:grad_tokens[T,256]", part = "p7"
-// CHECK-SAME: params = "mem:logits[T,8];mem:ids[T,2];mem:@v1[T,2];mem:grad_logits[T,8]", part = "p8"
-// CHECK-SAME: work = [{align = 256 : i64, bytes = "M*4", name = "p0_counts"}, {align = 256 : i64, bytes = "max(2*M*256,2*M*512)", name = "v0"}, {align = 256 : i64, bytes = "4*T*2", name = "v1"}, {align = 256 : i64, bytes = "2*M*256", name = "v2"}, {align = 256 : i64, bytes = "2*M*256", name = "v3"}]
+// CHECK-SAME: params = "tmap:@v0:bf16:[256,M]:[512]:[64,64];tmap:@v2:bf16:[256,M]:[512]:[64,64];mem:offsets[9];mem:grad_down_weights[8,256,256];i32:M", part = "p2"
+// CHECK-SAME: params = "tmap:@v0:bf16:[256,M]:[512]:[64,128];tmap:down_weights:bf16:[256,256,8]:[512,131072]:[64,64,1];mem:offsets[9];mem:@v2[M,512];i32:256;i32:65;i32:2147483647;mem:gate_up[M,512]", part = "p3"
+// CHECK-SAME: params = "tmap:@v2:bf16:[512,M]:[1024]:[64,128];tmap:gate_up_weights:bf16:[256,512,8]:[512,262144]:[64,64,1];mem:offsets[9];mem:@v0[M,256];i32:512;i32:65;i32:2147483647", part = "p4"
+// CHECK-SAME: params = "mem:@v0[M,256];mem:slots[T,2];mem:grad_tokens[T,256]", part = "p6"
+// CHECK-SAME: params = "mem:logits[T,8];mem:ids[T,2];mem:@v1[T,2];mem:grad_logits[T,8]", part = "p7"
+// CHECK-SAME: work = [{align = 256 : i64, bytes = "M*4", name = "p0_counts"}, {align = 256 : i64, bytes = "2*M*256", name = "v0"}, {align = 256 : i64, bytes = "4*T*2", name = "v1"}, {align = 256 : i64, bytes = "max(2*M*256,2*M*512)", name = "v2"}]
 
 // The manifest: each op an entry <function>.<i>, then the program's.
 // ENTRIES: name = "mixtral_train.0", op = "moe.route"
 // ENTRIES-SAME: name = "mixtral_train", op = "func.func", p0 = "mixtral_train.0", p1 = "mixtral_train.1", p2 = "mixtral_train.2", p3 = "mixtral_train.3", p4 = "mixtral_train.4", p5 = "mixtral_train.5"
 // ENTRIES-SAME: name = "mixtral_backward.0", op = "moe.unpermute_grad"
-// ENTRIES-SAME: name = "mixtral_backward", op = "func.func", p0 = "mixtral_backward.0", {{.*}}, p8 = "mixtral_backward.8"
+// ENTRIES-SAME: name = "mixtral_backward.3", offsets = i64, op = "moe.grouped_dgrad"
+// ENTRIES-SAME: name = "mixtral_backward", op = "func.func", p0 = "mixtral_backward.0", {{.*}}, p7 = "mixtral_backward.7"
+// With fuse-backward=false the activation's gradient is an entry of its own.
+// UNFUSED: name = "mixtral_backward.3", offsets = i64, op = "moe.grouped_dgrad"
+// UNFUSED-SAME: name = "mixtral_backward.4", op = "moe.swiglu_grad"
+// UNFUSED-SAME: p8 = "mixtral_backward.8"
 func.func @mixtral(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
                    %w13: tensor<8x512x256xbf16>, %w2: tensor<8x256x256xbf16>)
     -> tensor<?x256xbf16> {

@@ -2042,3 +2042,70 @@ func.func @f(%ds: tensor<?x16xf32>, %x: tensor<?x16xf32>, %w13: tensor<64x16xf32
   %a, %b, %c, %d = moe.shared_mlp_grad silu %ds, %x, %w13, %w2 gate %g : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<?x16xf32>) -> (tensor<?x16xf32>, tensor<64x16xf32>, tensor<16x32xf32>, tensor<?x16xf32>)
   return
 }
+
+// -----
+
+// moe.grouped_dgrad with act_grad: the result is the [M, 2K] gradient of
+// the activation's input.
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>, %gu: tensor<?x33xf32>) {
+  // expected-error @+1 {{'act_input' dim 1 (33) must be even: gate columns, then up columns}}
+  %d = moe.grouped_dgrad %g, %w, %o act_grad silu %gu : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<5xi64>, tensor<?x33xf32>) -> tensor<?x33xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>, %gu: tensor<?x48xf32>) {
+  // expected-error @+1 {{'weights' dim 2 (16) must be half of 'act_input' dim 1 (48)}}
+  %d = moe.grouped_dgrad %g, %w, %o act_grad silu %gu : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<5xi64>, tensor<?x48xf32>) -> tensor<?x48xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>, %gu: tensor<?x32xf32>) {
+  // expected-error @+1 {{size of 'result' (dim 1 = 16) does not match 'act_input' (dim 1 = 32)}}
+  %d = moe.grouped_dgrad %g, %w, %o act_grad silu %gu : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<5xi64>, tensor<?x32xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<7x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>, %gu: tensor<8x32xf32>) {
+  // expected-error @+1 {{row count}}
+  %d = moe.grouped_dgrad %g, %w, %o act_grad silu %gu : (tensor<7x32xf32>, tensor<4x32x16xf32>, tensor<5xi64>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>, %gu: tensor<?x32xbf16>) {
+  // expected-error @+1 {{'result' element type 'f32' must be the element type of 'act_input' ('bf16')}}
+  %d = moe.grouped_dgrad %g, %w, %o act_grad silu %gu : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<5xi64>, tensor<?x32xbf16>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>, %gu: tensor<?x32xf32>) {
+  // expected-error @+1 {{'alpha' and 'limit' apply to the gptoss activation only}}
+  %d = moe.grouped_dgrad %g, %w, %o act_grad silu %gu alpha 1.0 : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<5xi64>, tensor<?x32xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'alpha' and 'limit' need act_grad gptoss}}
+  %d = moe.grouped_dgrad %g, %w, %o limit 7.0 : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<5xi64>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+// The generic form can give the input without the activation.
+func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>, %gu: tensor<?x32xf32>) {
+  // expected-error @+1 {{'act_input' and 'activation' come together (act_grad <activation> %input)}}
+  %d = "moe.grouped_dgrad"(%g, %w, %o, %gu) : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<5xi64>, tensor<?x32xf32>) -> tensor<?x32xf32>
+  return
+}

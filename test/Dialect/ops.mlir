@@ -229,6 +229,13 @@ func.func @backward_bf16(%dy: tensor<?x64xbf16>, %o: tensor<?x64xbf16>, %slots: 
       : (tensor<?x256xbf16>, tensor<?x128xbf16>) -> tensor<?x256xbf16>
   %drows = moe.grouped_dgrad %dgu, %w13, %offsets
       : (tensor<?x256xbf16>, tensor<8x256x64xbf16>, tensor<9xi64>) -> tensor<?x64xbf16>
+  // The down dgrad with the activation's gradient in its epilogue.
+  // CHECK: moe.grouped_dgrad %{{.*}}, %{{.*}}, %{{.*}} act_grad silu %{{.*}} : (tensor<?x64xbf16>, tensor<8x64x128xbf16>, tensor<9xi64>, tensor<?x256xbf16>) -> tensor<?x256xbf16>
+  %dgu2 = moe.grouped_dgrad %do, %w2, %offsets act_grad silu %gu
+      : (tensor<?x64xbf16>, tensor<8x64x128xbf16>, tensor<9xi64>, tensor<?x256xbf16>) -> tensor<?x256xbf16>
+  // CHECK: moe.grouped_dgrad %{{.*}}, %{{.*}}, %{{.*}} act_grad gptoss %{{.*}} alpha 1.500000e+00 limit 5.000000e+00 : (
+  %dgu3 = moe.grouped_dgrad %do, %w2, %offsets act_grad gptoss %gu alpha 1.5 limit 5.0
+      : (tensor<?x64xbf16>, tensor<8x64x128xbf16>, tensor<9xi64>, tensor<?x256xbf16>) -> tensor<?x256xbf16>
   %dw13 = moe.grouped_wgrad %dgu, %rows, %offsets
       : (tensor<?x256xbf16>, tensor<?x64xbf16>, tensor<9xi64>) -> tensor<8x256x64xbf16>
   // CHECK: moe.route_grad softmax_topk %{{.*}}, %{{.*}}, %{{.*}} renormalize : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>) -> tensor<?x8xf32>

@@ -9,7 +9,7 @@
 // RUN: moe-bundle-info %t.moebundle | FileCheck %s
 // RUN: FileCheck %s --check-prefix=LINES --input-file %t.moebundle
 // A step naming a part that is no earlier entry is refused.
-// RUN: sed -e 's/ part=mixtral_backward.8 / part=mixtral_backward.9 /' %t.moebundle > %t.bad.moebundle
+// RUN: sed -e 's/ part=mixtral_backward.7 / part=mixtral_backward.8 /' %t.moebundle > %t.bad.moebundle
 // RUN: not moe-bundle-info %t.bad.moebundle 2>&1 | FileCheck %s --check-prefix=BAD
 
 // CHECK: entry mixtral_train.3 op=moe.swiglu abi=planned.v1 max_rows=2147483647
@@ -28,6 +28,17 @@
 // CHECK-NEXT: arg gate_up bf16 out align=16 dims=T*2,48
 // CHECK-NEXT: arg expert_out bf16 out align=16 dims=T*2,16
 // CHECK-NEXT: entry mixtral_backward.0 op=moe.unpermute_grad abi=planned.v1
+// The down projection's dgrad with the activation's gradient in its
+// epilogue (--moe-fuse-backward): an entry its plan describes.
+// CHECK:      entry mixtral_backward.3 op=moe.grouped_dgrad abi=planned.v1 max_rows=2147483647
+// CHECK-NEXT: size M min=0 max=2147483647
+// CHECK-NEXT: arg rows bf16 in align=16 dims=M,16
+// CHECK-NEXT: arg weights bf16 in align=16 dims=8,16,24
+// CHECK-NEXT: arg offsets i64 in align=8 dims=9
+// CHECK-NEXT: arg out bf16 out align=16 dims=M,48
+// CHECK-NEXT: arg act_input bf16 in align=16 dims=M,48
+// CHECK-NEXT: kernel grouped_matmul_bf16_64x128x64_s4_actgrad_wkn_off64 threads=128 smem=106496
+// CHECK-NEXT: kernel grouped_matmul_bf16_128x128x64_s4_actgrad_wkn_off64 threads=256 smem=147456
 // CHECK: entry mixtral_backward op=func.func abi=program.v1 max_rows=2147483647
 // CHECK-NEXT: size T min=0 max=9223372036854775807
 // CHECK-NEXT: size M min=0 max=9223372036854775807
@@ -44,9 +55,9 @@
 // LINES: entry mixtral_backward op=func.func abi=program.v1 max_rows=2147483647
 // LINES-NOT: kernel mixtral_backward
 // LINES: launch mixtral_backward 0 part=mixtral_backward.0 grid=
-// LINES: launch mixtral_backward 0 part=mixtral_backward.8 grid=
+// LINES: launch mixtral_backward 0 part=mixtral_backward.7 grid=
 
-// BAD: moe-bundle-info: error: {{.*}}entry 'mixtral_backward': launch record: part='mixtral_backward.9' names no earlier entry
+// BAD: moe-bundle-info: error: {{.*}}entry 'mixtral_backward': launch record: part='mixtral_backward.8' names no earlier entry
 func.func @mixtral(%x: tensor<?x16xbf16>, %logits: tensor<?x8xf32>,
                    %w13: tensor<8x48x16xbf16>, %w2: tensor<8x16x24xbf16>)
     -> tensor<?x16xbf16> {

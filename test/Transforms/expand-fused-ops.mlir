@@ -56,3 +56,20 @@ func.func @fp8_intermediate(%rows: tensor<?x128xbf16>, %offsets: tensor<5xi64>,
       -> tensor<?x128xbf16>
   return %y : tensor<?x128xbf16>
 }
+
+// -----
+
+// The down dgrad with the activation's gradient: the plain dgrad, its
+// product kept in f32, then moe.swiglu_grad with the same constants.
+// CHECK-LABEL: func @act_grad
+// CHECK-SAME: (%[[DO:.*]]: tensor<?x12xbf16>, %[[W2:.*]]: tensor<4x12x8xbf16>, %[[OFF:.*]]: tensor<5xi64>, %[[GU:.*]]: tensor<?x16xbf16>)
+// CHECK: %[[DH:.*]] = moe.grouped_dgrad %[[DO]], %[[W2]], %[[OFF]] : (tensor<?x12xbf16>, tensor<4x12x8xbf16>, tensor<5xi64>) -> tensor<?x8xf32>
+// CHECK: %[[DGU:.*]] = moe.swiglu_grad gptoss %[[GU]], %[[DH]] alpha 1.500000e+00 limit 5.000000e+00 : (tensor<?x16xbf16>, tensor<?x8xf32>) -> tensor<?x16xbf16>
+// CHECK: return %[[DGU]]
+func.func @act_grad(%do: tensor<?x12xbf16>, %w2: tensor<4x12x8xbf16>,
+                    %offsets: tensor<5xi64>, %gu: tensor<?x16xbf16>) -> tensor<?x16xbf16> {
+  %dgu = moe.grouped_dgrad %do, %w2, %offsets act_grad gptoss %gu alpha 1.5 limit 5.0
+      : (tensor<?x12xbf16>, tensor<4x12x8xbf16>, tensor<5xi64>, tensor<?x16xbf16>)
+      -> tensor<?x16xbf16>
+  return %dgu : tensor<?x16xbf16>
+}

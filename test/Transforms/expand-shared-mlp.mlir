@@ -26,10 +26,10 @@ func.func @forward(%x: tensor<?x16xbf16>, %sw13: tensor<64x16xbf16>,
 // CHECK: %[[W13:.*]] = tensor.expand_shape %arg2
 // CHECK: %[[W2:.*]] = tensor.expand_shape %arg3
 // CHECK: %[[GU:.*]] = moe.grouped_matmul %arg1, %[[W13]], %[[OFF]]
-// CHECK: %[[DH:.*]] = moe.grouped_dgrad %arg0, %[[W2]], %[[OFF]] : (tensor<?x16xbf16>, tensor<1x16x32xbf16>, tensor<2xi64>) -> tensor<?x32xbf16>
 // CHECK: %[[H:.*]] = moe.swiglu silu %[[GU]]
 // CHECK: %[[DW2:.*]] = moe.grouped_wgrad %arg0, %[[H]], %[[OFF]] : (tensor<?x16xbf16>, tensor<?x32xbf16>, tensor<2xi64>) -> tensor<1x16x32xbf16>
 // CHECK: %[[DW2D:.*]] = tensor.collapse_shape %[[DW2]] {{\[\[}}0, 1], [2]] : tensor<1x16x32xbf16> into tensor<16x32xbf16>
+// CHECK: %[[DH:.*]] = moe.grouped_dgrad %arg0, %[[W2]], %[[OFF]] : (tensor<?x16xbf16>, tensor<1x16x32xbf16>, tensor<2xi64>) -> tensor<?x32xbf16>
 // CHECK: %[[DGU:.*]] = moe.swiglu_grad silu %[[GU]], %[[DH]]
 // CHECK: %[[DX:.*]] = moe.grouped_dgrad %[[DGU]], %[[W13]], %[[OFF]] : (tensor<?x64xbf16>, tensor<1x64x16xbf16>, tensor<2xi64>) -> tensor<?x16xbf16>
 // CHECK: %[[DW13:.*]] = moe.grouped_wgrad %[[DGU]], %arg1, %[[OFF]]

@@ -31,8 +31,8 @@
 // CHECK-SAME: moe.saved = ["logits", "ids", "weights", "rows", "offsets", "slots", "gate_up", "expert_out", "gate_up_weights", "down_weights"]
 // CHECK: %[[DO:.*]], %[[DW:.*]] = moe.unpermute_grad %[[DY]], %[[BO]], %[[BSLOTS]] weights %[[BW]]
 // CHECK: %[[BH:.*]] = moe.swiglu silu %[[BGU]]
-// CHECK: %[[DH:.*]] = moe.grouped_dgrad %[[DO]], %[[BW2]], %[[BOFF]]
 // CHECK: %[[DW2:.*]] = moe.grouped_wgrad %[[DO]], %[[BH]], %[[BOFF]] : {{.*}} -> tensor<8x16x24xbf16>
+// CHECK: %[[DH:.*]] = moe.grouped_dgrad %[[DO]], %[[BW2]], %[[BOFF]]
 // CHECK: %[[DGU:.*]] = moe.swiglu_grad silu %[[BGU]], %[[DH]]
 // CHECK: %[[DROWS:.*]] = moe.grouped_dgrad %[[DGU]], %[[BW13]], %[[BOFF]]
 // CHECK: %[[DW13:.*]] = moe.grouped_wgrad %[[DGU]], %[[BROWS]], %[[BOFF]] : {{.*}} -> tensor<8x48x16xbf16>

@@ -31,18 +31,10 @@ ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".gpu-artifact
 sys.path.insert(0, os.path.join(ARTIFACTS, "site"))
 import moe_mlir  # noqa: E402
 from tally import Tally, run  # noqa: E402
+from gated import LIMIT, activation  # noqa: E402
 
 TOLERANCE = 1e-2  # bf16 output rounding is about 2e-3
 DEV = "cuda"
-ALPHA, LIMIT = 1.702, 7.0
-
-
-def activation(kind, gate, up):
-    if kind == "silu":
-        return torch.nn.functional.silu(gate) * up
-    g = gate.clamp(max=LIMIT)
-    u = up.clamp(min=-LIMIT, max=LIMIT)
-    return (u + 1) * (g * torch.sigmoid(g * ALPHA))
 
 
 def reference(kind, gu, dh):

@@ -12,7 +12,14 @@ against a float32 torch reference from the same bf16 inputs, on fresh random
 data, the output poisoned (NaN) first: rows an expert owns must match (relative
 L2 error), rows nobody owns must stay poisoned (contract §3.1). Two runs of one
 call must be bit-identical (no atomics). Also a CUDA-graph replay with a new
-routing, and the runtime's argument errors. Prints `N passed, N failed`.
+routing, and the runtime's argument errors.
+
+The dgradact-*.moebundle entries (planned.v1) are the down projection's dgrad
+with the activation's gradient in its epilogue (`act_grad`): out [M, 2I] is
+the gate and up gradient of the saved gate-up output act_input [M, 2I] for
+the product grad @ weights[e] kept in f32, checked against float64 autograd
+of the activation on the float64 product (GPT-OSS's clamps reached: exactly
+zero where they clamp). Prints `N passed, N failed`.
 
     python3 test/device/grouped_dgrad.py .gpu-artifacts
 """
@@ -27,6 +34,7 @@ sys.path.insert(0, os.path.join(ARTIFACTS, "site"))
 import moe_mlir  # noqa: E402
 from routings import clamped_ranges, offsets_from, skewed_counts  # noqa: E402
 from tally import Tally, run, warm_up_on_side_stream  # noqa: E402
+from gated import LIMIT, activation  # noqa: E402
 
 # bf16 output rounding alone gives a relative error of about 2e-3.
 TOLERANCE = 1e-2
@@ -81,6 +89,94 @@ class Case:
 
 def call(bundle, entry, case, out):
     return bundle.grouped_dgrad(entry, case.grad, case.weights, case.offsets, out)
+
+
+
+
+def check_act_grad(report):
+    """The dgradact-* bundles: dgrad + the activation's gradient, one kernel."""
+    bundles = sorted(f for f in os.listdir(ARTIFACTS)
+                     if f.startswith("dgradact-") and f.endswith(".moebundle"))
+    report(len(bundles) >= 3, f"{len(bundles)} dgradact bundles built", ", ".join(bundles))
+    rng = random.Random(77)
+    cases = [  # entry, counts
+        ("silu_e8_h256_i512", [96] * 8),
+        ("silu_e8_h256_i512", [0, 0, 0, 300, 0, 0, 0, 0]),
+        ("silu_e16_h192_i200", skewed_counts(rng, 16, 1000, 0.35)),
+        ("silu_e16_h192_i200", [0] * 15 + [1]),
+        ("silu_e128_h2048_i768", skewed_counts(rng, 128, 16384, 0.5)),
+        ("silu_e8_h256_i256_i64", [10, 0, 50, 17, 16, 1, 0, 200]),
+        ("gptoss_e4_h512_i2880", [65, 3, 0, 200]),
+        ("gptoss_e4_h512_i2880", [0, 1, 0, 0]),
+    ]
+    for bundle_name in bundles:
+        bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, bundle_name))
+        for seed, (entry, counts) in enumerate(cases):
+            what = f"{bundle_name} {entry} M={sum(counts)}"
+            try:
+                kind = entry.split("_")[0]
+                sig = {a.name: a for a in bundle.signature(entry).args}
+                experts, h, i = (int(d) for d in sig["weights"].dims)
+                offsets = [0]
+                for c in counts:
+                    offsets.append(offsets[-1] + c)
+                m = offsets[-1]
+                g = torch.Generator(device=DEV).manual_seed(1000 + seed)
+                grad = torch.randn(m, h, device=DEV, generator=g).to(torch.bfloat16)
+                weights = (torch.randn(experts, h, i, device=DEV, generator=g) * h ** -0.5).to(torch.bfloat16)
+                gu = (torch.randn(m, 2 * i, device=DEV, generator=g) * (4.0 if kind == "gptoss" else 2.0)).to(torch.bfloat16)
+                if kind == "gptoss":
+                    gu[:, 0] = LIMIT        # at the bounds: passes
+                    gu[:, i] = LIMIT
+                    gu[:, i + 1] = -LIMIT
+                    gu[:, 1] = LIMIT + 1    # beyond them: zero
+                    gu[:, i + 2] = -LIMIT - 1
+                dtype = torch.int64 if sig["offsets"].dtype == "i64" else torch.int32
+                off = torch.tensor(offsets, device=DEV, dtype=dtype)
+                product = torch.empty(m, i, device=DEV, dtype=torch.float64)
+                for e in range(experts):
+                    lo, hi = offsets[e], offsets[e + 1]
+                    product[lo:hi] = grad[lo:hi].double() @ weights[e].double()
+                gate = gu[:, :i].double().requires_grad_()
+                up = gu[:, i:].double().requires_grad_()
+                want = torch.cat(torch.autograd.grad(activation(kind, gate, up), [gate, up], product), 1)
+
+                def once():
+                    out = torch.full((m, 2 * i), float("nan"), device=DEV, dtype=torch.bfloat16)
+                    bundle.launch(entry, rows=grad, weights=weights, offsets=off, out=out, act_input=gu)
+                    torch.cuda.synchronize()
+                    return out
+                out = once()
+                got = out.double()
+                problem = None
+                if not torch.isfinite(got).all():
+                    problem = f"{int((~torch.isfinite(got)).sum())} values not finite (poison left?)"
+                else:
+                    err = ((got - want).norm() / want.norm().clamp_min(1e-30)).item()
+                    if not err <= TOLERANCE:
+                        problem = f"relative L2 error {err:.3e} > {TOLERANCE}"
+                    elif kind == "gptoss" and got[:, [1, i + 2]].abs().max() != 0:
+                        problem = "a clamped value passed a gradient"
+                    elif kind == "gptoss" and (got[:, [0, i, i + 1]] == 0).float().mean() > 0.5:
+                        problem = "values at the clamps' bounds passed no gradient"
+                    elif not torch.equal(out.view(torch.int16), once().view(torch.int16)):
+                        problem = "two runs differ (not deterministic)"
+                report(problem is None, what, problem or "")
+            except Exception as error:
+                report(False, what, f"{type(error).__name__}: {error}")
+    # A wrong act_input width is refused by the runtime with a message.
+    bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, bundles[0]))
+    grad = torch.randn(8, 256, device=DEV).to(torch.bfloat16)
+    weights = torch.randn(8, 256, 512, device=DEV).to(torch.bfloat16)
+    off = torch.tensor([0, 8] + [8] * 7, device=DEV, dtype=torch.int32)
+    try:
+        bundle.launch("silu_e8_h256_i512", rows=grad, weights=weights, offsets=off,
+                      out=torch.empty(8, 1024, device=DEV, dtype=torch.bfloat16),
+                      act_input=torch.empty(8, 512, device=DEV, dtype=torch.bfloat16))
+        torch.cuda.synchronize()
+        report(False, "runtime rejects an act_input of the wrong width", "no error raised")
+    except moe_mlir.MoERuntimeError as error:
+        report(True, "runtime rejects an act_input of the wrong width", str(error).splitlines()[0][:120])
 
 
 def main():
@@ -164,6 +260,7 @@ def main():
             report(True, f"runtime rejects {what}", str(error).splitlines()[0][:120])
         except Exception as error:
             report(False, f"runtime rejects {what}", f"unexpected {type(error).__name__}: {error}")
+    check_act_grad(report)
     return tally.summary()
 
 

@@ -73,20 +73,52 @@ def MoE_GroupedDgradOp : MoE_Op<"grouped_dgrad", [Pure]> {
     once to the result type. A kernel reads the weights as the transposed B
     operand of the forward's GEMM.
 
+    With `act_grad act %input` (the down projection's dgrad, fused by
+    `--moe-fuse-backward`), the product is the gradient of a gated
+    activation's output and the result that of its `[M, 2K]` input:
+
+    ```
+    result = moe.swiglu_grad act %input, (grad @ weights[e])   // [M, 2K]
+    ```
+
+    with the product kept in f32 (not rounded between the two), `alpha` and
+    `limit` as `moe.swiglu_grad`'s. A kernel applies the activation's
+    gradient in its epilogue, so that `[M, K]` never reaches memory.
+
     ```mlir
     %dh = moe.grouped_dgrad %do, %w2, %offsets
         : (tensor<?x4096xbf16>, tensor<8x4096x14336xbf16>, tensor<9xi64>)
         -> tensor<?x14336xbf16>
+    %dgu = moe.grouped_dgrad %do, %w2, %offsets act_grad silu %gu
+        : (tensor<?x4096xbf16>, tensor<8x4096x14336xbf16>, tensor<9xi64>,
+           tensor<?x28672xbf16>) -> tensor<?x28672xbf16>
     ```
   }];
   let arguments = (ins MoE_FloatTensor:$grad, MoE_FloatTensor:$weights,
-                       MoE_IndexTensor:$offsets);
+                       MoE_IndexTensor:$offsets,
+                       Optional<MoE_FloatTensor>:$act_input,
+                       OptionalAttr<MoE_GatedActivationAttr>:$activation,
+                       OptionalAttr<F32Attr>:$alpha,
+                       OptionalAttr<F32Attr>:$limit);
   let results = (outs MoE_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $weights `,` $offsets attr-dict `:`
-    functional-type(operands, results)
+    $grad `,` $weights `,` $offsets
+    (`act_grad` $activation^ $act_input)? (`alpha` $alpha^)?
+    (`limit` $limit^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let builders = [
+    // The plain dgrad.
+    OpBuilder<(ins "Type":$result, "Value":$grad, "Value":$weights,
+                   "Value":$offsets), [{
+      build($_builder, $_state, result, grad, weights, offsets, Value(),
+            GatedActivationAttr(), FloatAttr(), FloatAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    float getAlphaOrDefault() { return getAlpha() ? getAlpha()->convertToFloat() : kGptOssAlpha; }
+    float getLimitOrDefault() { return getLimit() ? getLimit()->convertToFloat() : kGptOssLimit; }
+  }];
 }
 
 def MoE_GroupedWgradOp : MoE_Op<"grouped_wgrad", [Pure]> {

@@ -29,6 +29,11 @@ struct GPUPipelineOptions
       *this, "format",
       llvm::cl::desc("What gpu.binary holds: bin (cubin), isa (PTX), fatbin"),
       llvm::cl::init("bin")};
+  Option<bool> fuseBackward{
+      *this, "fuse-backward",
+      llvm::cl::desc("Apply a backward's activation gradient in the down "
+                     "projection's dgrad epilogue (--moe-fuse-backward)"),
+      llvm::cl::init(true)};
 };
 
 /// Options of the device half of --moe-gpu-pipeline.

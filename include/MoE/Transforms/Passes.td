@@ -201,7 +201,9 @@ def MoEExpandFusedOps : Pass<"moe-expand-fused-ops"> {
   let description = [{
     Inlines the body of each `moe.layer` and rewrites `moe.expert_mlp` into `moe.grouped_matmul` (gate-up, with its
     bias), `moe.swiglu` and `moe.grouped_matmul` (down, with its bias and the
-    per-row scale in its epilogue). The fusion passes go the other way; this
+    per-row scale in its epilogue), and a `moe.grouped_dgrad` with
+    `act_grad` into the plain dgrad (an f32 product) and `moe.swiglu_grad`.
+    The fusion passes go the other way; this
     one gives every fused op an executable meaning in terms of the basic ops
     and is the first step of the CPU reference pipeline. The gate-up
     intermediate takes the element type of the rows. An `intermediate`
@@ -550,6 +552,30 @@ def MoEExpandSharedMLP : Pass<"moe-expand-shared-mlp"> {
   let dependentDialects = ["::mlir::moe::MoEDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def MoEFuseBackward : Pass<"moe-fuse-backward"> {
+  let summary = "Fuse the activation's gradient into the down projection's "
+                "dgrad";
+  let description = [{
+    Rewrites the backward's
+
+    ```mlir
+    %dh  = moe.grouped_dgrad %do, %w2, %offsets
+    %dgu = moe.swiglu_grad act %gu, %dh (alpha a)? (limit l)?
+    ```
+
+    into `moe.grouped_dgrad %do, %w2, %offsets act_grad act %gu`, whose
+    kernel applies the activation's gradient in its epilogue: `%dh` never
+    reaches memory, and one kernel and a `[M, I]` round trip less run.
+    The fused op keeps the product in f32 where the chain rounded it to
+    `%dh`'s element type: the same gradient within that one rounding (exact
+    where `%dh` is f32). Fused only where `%dh` has no other user and `%gu`,
+    `%dh` and `%dgu` have one element type. `--moe-gpu-pipeline` runs it
+    after `--moe-expand-shared-mlp`, so a shared expert's adjoint is fused
+    too; `--moe-expand-fused-ops` is its inverse.
+  }];
+  let dependentDialects = ["::mlir::moe::MoEDialect"];
 }
 
 def MoEBuildLayer : Pass<"moe-build-layer", "::mlir::ModuleOp"> {

@@ -137,6 +137,9 @@ struct GroupedDgradLowering : OpConversionPattern<GroupedDgradOp> {
   LogicalResult
   matchAndRewrite(GroupedDgradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // The activation's gradient is expanded first (ExpandFusedOps).
+    if (op.getActInput())
+      return rewriter.notifyMatchFailure(op, "fused activation gradient");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Emitter em{b};
     Value grad = adaptor.getGrad(), weights = adaptor.getWeights();

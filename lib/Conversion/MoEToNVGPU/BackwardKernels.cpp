@@ -26,51 +26,6 @@ std::string SwiGLUKernelSpec::kernelName() const {
          llvm::utohexstr(llvm::bit_cast<uint32_t>(limit), true);
 }
 
-/// The gate and up gradients (f32) of one output gradient `dh` of
-/// act(gate, up), as moe.swiglu_grad defines them (sigmoid as the forward
-/// epilogue's, ex2.approx).
-static std::pair<Value, Value> swigluGrad(ImplicitLocOpBuilder &b,
-                                          const SwiGLUKernelSpec &spec,
-                                          Value gate, Value up, Value dh) {
-  Type f32 = b.getF32Type();
-  auto c = [&](double v) -> Value {
-    return arith::ConstantOp::create(b, b.getFloatAttr(f32, v));
-  };
-  auto mul = [&](Value x, Value y) -> Value {
-    return arith::MulFOp::create(b, x, y);
-  };
-  Value one = c(1.0);
-  // x s(x) (1 + x (1 - s(x))) / x: the slope of x s(x), as s (1 + x (1 - s)).
-  auto slope = [&](Value x, Value s) -> Value {
-    return arith::AddFOp::create(b, one,
-                                 mul(x, arith::SubFOp::create(b, one, s)));
-  };
-  if (!spec.gptOss) {
-    // d gate = dh * up * s (1 + gate (1 - s)), d up = dh * gate * s.
-    Value s = sigmoidApprox(b, gate);
-    return {mul(mul(dh, up), mul(s, slope(gate, s))), mul(dh, mul(gate, s))};
-  }
-  // g = min(gate, limit), u = clamp(up, -limit, limit); a clamp passes the
-  // gradient where it does not clamp, its bounds included (as torch.clamp).
-  Value limit = c(spec.limit), alpha = c(spec.alpha), zero = c(0.0);
-  Value minusLimit = c(-spec.limit);
-  Value g = arith::MinimumFOp::create(b, gate, limit);
-  Value u = arith::MaximumFOp::create(
-      b, arith::MinimumFOp::create(b, up, limit), minusLimit);
-  Value ag = mul(alpha, g);
-  Value s = sigmoidApprox(b, ag);
-  Value gatePasses =
-      arith::CmpFOp::create(b, arith::CmpFPredicate::OLE, gate, limit);
-  Value upPasses = arith::AndIOp::create(
-      b, arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, up, minusLimit),
-      arith::CmpFOp::create(b, arith::CmpFPredicate::OLE, up, limit));
-  Value dGate =
-      mul(mul(dh, arith::AddFOp::create(b, u, one)), mul(s, slope(ag, s)));
-  Value dUp = mul(dh, mul(g, s));
-  return {arith::SelectOp::create(b, gatePasses, dGate, zero),
-          arith::SelectOp::create(b, upPasses, dUp, zero)};
-}
-
 gpu::GPUFuncOp mlir::moe::buildSwiGLUKernel(OpBuilder &builder, Location loc,
                                             gpu::GPUModuleOp module,
                                             const SwiGLUKernelSpec &spec) {
@@ -138,8 +93,9 @@ gpu::GPUFuncOp mlir::moe::buildSwiGLUKernel(OpBuilder &builder, Location loc,
         Value dhs = load(grad, col);
         SmallVector<Value> dGates, dUps;
         for (int64_t lane = 0; lane < kVector; ++lane) {
-          auto [dGate, dUp] = swigluGrad(nb, spec, at(gates, lane),
-                                         at(ups, lane), at(dhs, lane));
+          auto [dGate, dUp] = gatedActivationGrad(nb, spec.gptOss, spec.alpha,
+                                                  spec.limit, at(gates, lane),
+                                                  at(ups, lane), at(dhs, lane));
           dGates.push_back(dGate);
           dUps.push_back(dUp);
         }

@@ -182,6 +182,8 @@ void gemmPlan(const EntryKeys &e, Scope &p, StringRef chip) {
   bool mx = fp8 && e.string("format") == "mxfp8";
   bool swiglu = e.string("epilogue") == "swiglu";
   bool rowScale = e.string("epilogue") == "row_scale";
+  // moe.grouped_dgrad's act_grad (planned.v1): out and act_input [M, 2N].
+  bool actGrad = e.string("epilogue") == "swiglu_grad";
   bool fp8Out = e.string("out") == "f8E4M3FN";
   // weights=kn (moe.grouped_dgrad): [E, K, N], loaded as [64, tileK] boxes.
   bool kn = e.string("weights") == "kn";
@@ -224,7 +226,7 @@ void gemmPlan(const EntryKeys &e, Scope &p, StringRef chip) {
   // out has C = N/2 columns after a swiglu; the block scales: fp8_block's
   // f32 per [1, 128] of a row and [128, 128] of the weights, mxfp8's UE8M0
   // byte per [1, 32] of a row of each.
-  Expr cols = swiglu ? floorDiv(n, 2) : n;
+  Expr cols = swiglu ? floorDiv(n, 2) : actGrad ? n * 2 : n;
   Expr kBlocks = mx ? floorDiv(k, kMxBlockSize) : ceilDiv(k, kFp8BlockSize);
   Expr nBlocks = mx ? n : ceilDiv(n, kFp8BlockSize);
   StringRef scaleType = mx ? "e8m0" : "f32";
@@ -239,6 +241,8 @@ void gemmPlan(const EntryKeys &e, Scope &p, StringRef chip) {
     p.arg("row_scale", "f32", Role::In, 4, {m});
   if (biasBytes)
     p.arg("bias", bias, Role::In, biasBytes, {experts, n});
+  if (actGrad)
+    p.arg("act_input", "bf16", Role::In, 16, {m, cols});
   if (fp8) {
     p.arg("rows_scale", scaleType, Role::In, scaleAlign, {m, kBlocks});
     p.arg("weights_scale", scaleType, Role::In, scaleAlign,
@@ -287,6 +291,8 @@ void gemmPlan(const EntryKeys &e, Scope &p, StringRef chip) {
       s.mem("row_scale", {m});
     if (biasBytes)
       s.mem("bias", {experts, n});
+    if (actGrad)
+      s.mem("act_input", {m, cols});
   }
 }
 } // namespace
@@ -325,7 +331,8 @@ LogicalResult mlir::moe::plan::detail::writeSteps(Location loc,
     wgradPlan(keys, scope);
   else if (abi == "planned.v1" && keys.string("op") == "arith.constant")
     constantPlan(keys, scope);
-  else if (abi == "grouped_matmul.v3" || abi == "grouped_matmul_fp8.v1") {
+  else if (abi == "grouped_matmul.v3" || abi == "grouped_matmul_fp8.v1" ||
+           (abi == "planned.v1" && keys.string("op") == "moe.grouped_dgrad")) {
     for (gpu::GPUFuncOp kernel : SmallVector<gpu::GPUFuncOp>(keys.kernels))
       if (!kernel->getAttrOfType<DenseI64ArrayAttr>("moe.tile"))
         return emitError(loc) << "internal error: kernel '" << kernel.getName()

@@ -74,11 +74,12 @@ int64_t GroupedMatmulTile::tileSharedBytes() const {
 }
 
 std::string GroupedMatmulTile::kernelName(Type offsetType) const {
-  std::string suffix = epilogue == Epilogue::SwiGLU     ? "_swiglu"
-                       : epilogue == Epilogue::RowScale ? "_rowscale"
-                                                        : "";
+  std::string suffix = epilogue == Epilogue::SwiGLU           ? "_swiglu"
+                       : epilogue == Epilogue::RowScale       ? "_rowscale"
+                       : epilogue == Epilogue::ActivationGrad ? "_actgrad"
+                                                              : "";
   // GPT-OSS's constants by their bits: kernels differ exactly when they do.
-  if (gated() && activation == Activation::GptOss)
+  if ((gated() || activationGrad()) && activation == Activation::GptOss)
     suffix += "_gptoss_a" +
               llvm::utohexstr(llvm::bit_cast<uint32_t>(alpha), true) + "_l" +
               llvm::utohexstr(llvm::bit_cast<uint32_t>(limit), true);
@@ -190,6 +191,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   if (t.biasType)
     argTypes.push_back(MemRefType::get(
         {ShapedType::kDynamic, ShapedType::kDynamic}, t.biasType));
+  if (t.activationGrad())
+    argTypes.push_back(MemRefType::get(
+        {ShapedType::kDynamic, ShapedType::kDynamic}, b.getBF16Type()));
   auto funcType = b.getFunctionType(argTypes, {});
   auto func = gpu::GPUFuncOp::create(
       b, t.kernelName(offsetType), funcType,
@@ -228,6 +232,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   k.outScales = t.quantizeOut ? entry->getArgument(nextArg++) : Value();
   k.rowScales = rowScale ? entry->getArgument(nextArg++) : Value();
   k.biases = t.biasType ? entry->getArgument(nextArg++) : Value();
+  k.actInput = t.activationGrad() ? entry->getArgument(nextArg++) : Value();
 
   Value tid = k.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   k.warpgroup = arith::DivUIOp::create(b, tid, m.c(128));
@@ -241,6 +246,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
       m.sub(memref::DimOp::create(b, offsets, m.c(0)).getResult(), m.c(1));
   Value numRows = k.numRows = memref::DimOp::create(b, out, m.c(0));
   k.numCols = memref::DimOp::create(b, out, m.c(1));
+  // An activation's gradient: N gate then N up columns of out per column.
+  if (t.activationGrad())
+    k.numCols = arith::DivUIOp::create(b, k.numCols, m.c(2));
   k.tileCols = t.outputColumns();
   // Clustered: a work item's columns are split between the cluster's CTAs.
   Value numColTiles = m.ceilDiv(k.numCols, t.itemColumns() * cluster);

@@ -24,8 +24,13 @@ struct GroupedMatmulSemantics {
     SwiGLU,
     /// The down projection: out = acc * scale[row] (the routing weight).
     RowScale,
+    /// moe.grouped_dgrad's act_grad: acc is the gradient of a gated
+    /// activation's output column c; the epilogue loads its gate and up
+    /// inputs (columns c and N + c of `act_input`, [M, 2N]) and stores their
+    /// gradients at the same columns of out ([M, 2N]).
+    ActivationGrad,
   };
-  /// The gated activation of a SwiGLU epilogue.
+  /// The gated activation of a SwiGLU or ActivationGrad epilogue.
   enum class Activation {
     /// silu(gate) * up.
     Silu,
@@ -176,6 +181,7 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
   }
 
   bool gated() const { return epilogue == Epilogue::SwiGLU; }
+  bool activationGrad() const { return epilogue == Epilogue::ActivationGrad; }
   /// Output columns of one tile (gate and up share a tile when gated).
   int64_t outputColumns() const { return gated() ? tileN / 2 : tileN; }
   /// Output columns of a quantized group (`quantizeOut`).

@@ -310,6 +310,7 @@ static std::string unsupportedReason(GroupedMatmulOp op) {
 /// Why the sm_90a kernel cannot run `op`, or an empty string: the forward's
 /// bf16 GEMM with the weights read N-major.
 static std::string unsupportedReason(GroupedDgradOp op) {
+  // (An act_grad input has the result's element type: the op verifies it.)
   for (Value v : {op.getGrad(), op.getWeights(), op.getResult()})
     if (!cast<RankedTensorType>(v.getType()).getElementType().isBF16())
       return "only bf16 gradients, weights and result are implemented";
@@ -321,9 +322,11 @@ static std::string unsupportedReason(GroupedDgradOp op) {
   if (!pitch(op.getGrad()))
     return "the gradient's columns (the reduction) must be a multiple of 8 "
            "(TMA row pitch is a multiple of 16 bytes)";
-  if (!pitch(op.getResult()))
-    return "the result's columns must be a multiple of 8 (the weights' TMA "
-           "row pitch is a multiple of 16 bytes)";
+  int64_t columns =
+      cast<RankedTensorType>(op.getWeights().getType()).getDimSize(2);
+  if (!ShapedType::isDynamic(columns) && columns % 8 != 0)
+    return "the weights' columns must be a multiple of 8 (their TMA row "
+           "pitch is a multiple of 16 bytes)";
   return "";
 }
 
@@ -461,6 +464,14 @@ SmallVector<GemmPart, 2> mlir::moe::getGemmParts(Operation *op,
     part.weights = dgrad.getWeights();
     part.offsets = dgrad.getOffsets();
     part.weightsLayout = WeightsLayout::KN;
+    if (dgrad.getActInput()) {
+      part.epilogue = Epilogue::ActivationGrad;
+      if (dgrad.getActivation() == GatedActivation::gptoss) {
+        part.activation = Activation::GptOss;
+        part.alpha = dgrad.getAlphaOrDefault();
+        part.limit = dgrad.getLimitOrDefault();
+      }
+    }
     return {part};
   }
   if (auto matmul = dyn_cast<GroupedMatmulOp>(op)) {
@@ -531,11 +542,16 @@ LogicalResult mlir::moe::verifyTile(function_ref<InFlightDiagnostic()> fail,
     return fail() << "swap-ab needs tile-n = 64 and "
                      "tile-m in {8, 16, 32, 64}, got tile-m = "
                   << tile.tileM << ", tile-n = " << tile.tileN;
-  if (tile.weightsKN() &&
-      (tile.fp8() || tile.swapAB || tile.epilogue != Epilogue::Store ||
-       tile.biasType || tile.quantizeOut))
+  if (tile.weightsKN() && (tile.fp8() || tile.swapAB ||
+                           (tile.epilogue != Epilogue::Store &&
+                            tile.epilogue != Epilogue::ActivationGrad) ||
+                           tile.biasType || tile.quantizeOut))
     return fail() << "N-major weights (moe.grouped_dgrad) are implemented "
-                     "for the bf16 normal form with a plain store only";
+                     "for the bf16 normal form with a plain store or an "
+                     "activation's gradient only";
+  if (tile.activationGrad() && !tile.weightsKN())
+    return fail() << "an activation's gradient epilogue is moe.grouped_dgrad's "
+                     "(N-major weights) only";
   if (tile.cluster != 1 && tile.cluster != 2)
     return fail() << "'cluster' must be 1 or 2, got " << tile.cluster;
   if (tile.splitK != 1 && tile.splitK != 2)

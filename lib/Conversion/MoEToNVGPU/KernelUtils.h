@@ -17,6 +17,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <utility>
+
 namespace mlir::moe {
 
 /// Index-typed arithmetic shorthands.
@@ -142,6 +144,53 @@ inline Value gptOssGlu(ImplicitLocOpBuilder &b, Value gate, Value up,
       b, g, sigmoidApprox(b, arith::MulFOp::create(b, g, constant(alpha))));
   return arith::MulFOp::create(b, arith::AddFOp::create(b, u, constant(1.0)),
                                glu);
+}
+
+/// The gate and up gradients (f32) of one output gradient `dh` of
+/// act(gate, up), silu or (`gptOss`) GPT-OSS's clamped form, as
+/// moe.swiglu_grad defines them (sigmoid as the forward epilogue's,
+/// ex2.approx).
+inline std::pair<Value, Value> gatedActivationGrad(ImplicitLocOpBuilder &b,
+                                                   bool gptOss, float alpha,
+                                                   float limit, Value gate,
+                                                   Value up, Value dh) {
+  Type f32 = b.getF32Type();
+  auto c = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, b.getFloatAttr(f32, v));
+  };
+  auto mul = [&](Value x, Value y) -> Value {
+    return arith::MulFOp::create(b, x, y);
+  };
+  Value one = c(1.0);
+  // x s(x) (1 + x (1 - s(x))) / x: the slope of x s(x), as s (1 + x (1 - s)).
+  auto slope = [&](Value x, Value s) -> Value {
+    return arith::AddFOp::create(b, one,
+                                 mul(x, arith::SubFOp::create(b, one, s)));
+  };
+  if (!gptOss) {
+    // d gate = dh * up * s (1 + gate (1 - s)), d up = dh * gate * s.
+    Value s = sigmoidApprox(b, gate);
+    return {mul(mul(dh, up), mul(s, slope(gate, s))), mul(dh, mul(gate, s))};
+  }
+  // g = min(gate, limit), u = clamp(up, -limit, limit); a clamp passes the
+  // gradient where it does not clamp, its bounds included (as torch.clamp).
+  Value limitC = c(limit), alphaC = c(alpha), zero = c(0.0);
+  Value minusLimit = c(-limit);
+  Value g = arith::MinimumFOp::create(b, gate, limitC);
+  Value u = arith::MaximumFOp::create(
+      b, arith::MinimumFOp::create(b, up, limitC), minusLimit);
+  Value ag = mul(alphaC, g);
+  Value s = sigmoidApprox(b, ag);
+  Value gatePasses =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OLE, gate, limitC);
+  Value upPasses = arith::AndIOp::create(
+      b, arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, up, minusLimit),
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OLE, up, limitC));
+  Value dGate =
+      mul(mul(dh, arith::AddFOp::create(b, u, one)), mul(s, slope(ag, s)));
+  Value dUp = mul(dh, mul(g, s));
+  return {arith::SelectOp::create(b, gatePasses, dGate, zero),
+          arith::SelectOp::create(b, upPasses, dUp, zero)};
 }
 
 } // namespace mlir::moe

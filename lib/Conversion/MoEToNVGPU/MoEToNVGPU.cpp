@@ -65,6 +65,8 @@ static StringRef epilogueName(Epilogue epilogue) {
     return "swiglu";
   case Epilogue::RowScale:
     return "row_scale";
+  case Epilogue::ActivationGrad:
+    return "swiglu_grad";
   }
   llvm_unreachable("unknown epilogue");
 }
@@ -89,6 +91,10 @@ launchInfo(OpBuilder &b, Location loc, Value rows, Value weights, Value offsets,
   if (tile.fp8()) {
     info.set("abi", b.getStringAttr("grouped_matmul_fp8.v1"));
     info.set("format", b.getStringAttr(tile.mxfp8() ? "mxfp8" : "fp8_block"));
+  } else if (tile.activationGrad()) {
+    // Not a grouped_matmul.v3 epilogue: an entry its plan alone describes.
+    info.set("abi", b.getStringAttr("planned.v1"));
+    info.set("op", b.getStringAttr(GroupedDgradOp::getOperationName()));
   } else {
     info.set("abi", b.getStringAttr("grouped_matmul.v3"));
   }
@@ -96,7 +102,7 @@ launchInfo(OpBuilder &b, Location loc, Value rows, Value weights, Value offsets,
   if (tile.quantizeOut)
     info.set("out", b.getStringAttr("f8E4M3FN"));
   info.set("activation",
-           b.getStringAttr(!tile.gated()                           ? "none"
+           b.getStringAttr(!tile.gated() && !tile.activationGrad() ? "none"
                            : tile.activation == Activation::GptOss ? "gptoss"
                                                                    : "silu"));
   info.set("bias", b.getStringAttr(!tile.biasType           ? "none"

@@ -324,6 +324,10 @@ struct MoESelectKernelsPass
     GroupedMatmulTile tile = part.apply(baseTile);
     if (tile.swapAB)
       tile = tile.withShape(128, 128, tile.stages, /*swapAB=*/false);
+    // With the activation's gradient, 128 columns: the tile's inputs then
+    // stay in registers through the mainloop (EpilogueStore.cpp).
+    if (tile.activationGrad())
+      tile = tile.withShape(tile.tileM, 128, tile.stages, /*swapAB=*/false);
     tile.splitK = 1;
     MLIRContext *context = &getContext();
     SmallVector<Attribute> forms;

@@ -4,6 +4,13 @@
 // 64 x 64 bf16 staging tile per warpgroup -> 16-byte stores of the rows of
 // the tile's expert. Its 16-byte chunks are XOR-swizzled by row so that
 // neither side conflicts on banks. The next item's first loads overlap it.
+// An activation's gradient (moe.grouped_dgrad's act_grad) goes 32 columns
+// at a time: the chunk's gate and up inputs (columns c and N + c of
+// act_input) come into the staging tile by the same 16-byte row accesses
+// the stores use (loaded into registers while the mainloop runs: a whole
+// 128-column tile's, else the first chunk's and each next one while one is
+// computed), each thread turns its fragment's inputs
+// into their gradients in place, and the rows go to the same columns of out.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +28,9 @@ namespace {
 
 /// Elements of one 16-byte store.
 constexpr int64_t kVector = 8;
+/// An activation's gradient: the widest tile whose inputs all stay in
+/// registers (64 a thread) through the mainloop, beside its accumulator.
+constexpr int64_t kPrefetchColumns = 128;
 
 class StagedStoreEpilogue final : public GemmEpilogue {
 public:
@@ -29,12 +39,25 @@ public:
             Value rowsHere) override;
 
 private:
-  /// Stores 8 bf16 values at out[row, col ..): one 16-byte store when rows
-  /// are 16-byte aligned (N % 8 == 0; the runtime aligns `out`) and all 8
-  /// columns exist, else column by column below N. Rows are `index`
-  /// (64-bit): no 2^31 overflow for big M * N.
-  void storeVector(ImplicitLocOpBuilder &nb, Value values, Value row,
-                   Value col) const;
+  /// Stores 8 bf16 values at out[row, base + col ..): one 16-byte store
+  /// when rows are 16-byte aligned (N % 8 == 0; the runtime aligns `out`)
+  /// and all 8 columns exist, else column by column below N. Rows are
+  /// `index` (64-bit): no 2^31 overflow for big M * N. `base` (the up half
+  /// of an activation's gradient) may be null: 0.
+  void storeVector(ImplicitLocOpBuilder &nb, Value values, Value row, Value col,
+                   Value base) const;
+  /// This thread's share of chunk `c` of the activation's input (32 gate
+  /// and 32 up columns of the warpgroup's 64 rows): 8 values of its row
+  /// readRow + 16 pass and logical 16-byte chunk readChunk (0-3 gate, 4-7
+  /// up), for the 4 passes. Rows past the expert and columns past N are
+  /// clamped: computed, never stored.
+  SmallVector<Value, 4> loadInputChunk(ImplicitLocOpBuilder &nb, int64_t c,
+                                       Value readRow, Value readChunk) const;
+  /// 8 values of act_input[row, base + col ..]: one 16-byte load where the
+  /// rows are aligned and all 8 columns exist, else column by column, each
+  /// clamped below N.
+  Value loadVector(ImplicitLocOpBuilder &nb, Value row, Value col,
+                   Value base) const;
 
   Value rowsAligned;
 };
@@ -42,15 +65,17 @@ private:
 } // namespace
 
 void StagedStoreEpilogue::storeVector(ImplicitLocOpBuilder &nb, Value values,
-                                      Value row, Value col) const {
+                                      Value row, Value col, Value base) const {
   IndexMath n{nb};
   Value whole = arith::AndIOp::create(
       nb, rowsAligned, n.le(n.add(col, n.c(kVector)), k.numCols));
+  auto at = [&](IndexMath &e, Value c) { return base ? e.add(base, c) : c; };
   scf::IfOp::create(
       nb, whole,
       [&](OpBuilder &thenBuilder, Location tl) {
         ImplicitLocOpBuilder tb(tl, thenBuilder);
-        vector::StoreOp::create(tb, values, k.out, ValueRange{row, col},
+        IndexMath e{tb};
+        vector::StoreOp::create(tb, values, k.out, ValueRange{row, at(e, col)},
                                 /*nontemporal=*/false, llvm::Align(16));
         scf::YieldOp::create(tb);
       },
@@ -60,12 +85,67 @@ void StagedStoreEpilogue::storeVector(ImplicitLocOpBuilder &nb, Value values,
           IndexMath e{eb};
           Value c = e.add(col, e.c(j));
           ifThen(eb, e.lt(c, k.numCols), [&](ImplicitLocOpBuilder &sb) {
+            IndexMath s{sb};
             Value v = vector::ExtractOp::create(sb, values, j);
-            memref::StoreOp::create(sb, v, k.out, ValueRange{row, c});
+            memref::StoreOp::create(sb, v, k.out, ValueRange{row, at(s, c)});
           });
         }
         scf::YieldOp::create(eb);
       });
+}
+
+Value StagedStoreEpilogue::loadVector(ImplicitLocOpBuilder &nb, Value row,
+                                      Value col, Value base) const {
+  IndexMath n{nb};
+  auto vectorType = VectorType::get({kVector}, nb.getBF16Type());
+  Value whole = arith::AndIOp::create(
+      nb, rowsAligned, n.le(n.add(col, n.c(kVector)), k.numCols));
+  auto ifOp = scf::IfOp::create(
+      nb, whole,
+      [&](OpBuilder &thenBuilder, Location tl) {
+        ImplicitLocOpBuilder tb(tl, thenBuilder);
+        IndexMath e{tb};
+        Value v = vector::LoadOp::create(
+            tb, vectorType, k.actInput, ValueRange{row, e.add(base, col)},
+            /*nontemporal=*/false, llvm::Align(16));
+        scf::YieldOp::create(tb, v);
+      },
+      [&](OpBuilder &elseBuilder, Location el) {
+        ImplicitLocOpBuilder eb(el, elseBuilder);
+        IndexMath e{eb};
+        Value last = e.sub(k.numCols, e.c(1));
+        SmallVector<Value> values;
+        for (int64_t j = 0; j < kVector; ++j) {
+          Value c = arith::MinSIOp::create(eb, e.add(col, e.c(j)), last);
+          values.push_back(e.load(k.actInput, ValueRange{row, e.add(base, c)}));
+        }
+        scf::YieldOp::create(
+            eb,
+            vector::FromElementsOp::create(eb, vectorType, values).getResult());
+      });
+  return ifOp.getResult(0);
+}
+
+SmallVector<Value, 4>
+StagedStoreEpilogue::loadInputChunk(ImplicitLocOpBuilder &nb, int64_t c,
+                                    Value readRow, Value readChunk) const {
+  IndexMath n{nb};
+  constexpr int64_t chunkCols = kStagingColumns / 2;
+  Value groupRow0 = n.add(k.current.row0, n.mul(k.warpgroup, n.c(64)));
+  Value half = arith::DivUIOp::create(nb, readChunk, n.c(4));
+  Value col = n.add(
+      k.current.col0,
+      n.add(n.c(c * chunkCols),
+            n.mul(arith::RemUIOp::create(nb, readChunk, n.c(4)), n.c(8))));
+  Value base = n.mul(half, k.numCols);
+  Value lastRow = n.sub(k.numRows, n.c(1));
+  SmallVector<Value, 4> vectors;
+  for (int64_t pass = 0; pass < 64 / 16; ++pass) {
+    Value row = arith::MinSIOp::create(
+        nb, n.add(groupRow0, n.add(readRow, n.c(16 * pass))), lastRow);
+    vectors.push_back(loadVector(nb, row, col, base));
+  }
+  return vectors;
 }
 
 void StagedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
@@ -76,6 +156,20 @@ void StagedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
   rowsAligned = arith::CmpIOp::create(
       b, arith::CmpIPredicate::eq,
       arith::RemUIOp::create(b, k.numCols, m.c(kVector)), m.c(0));
+  // An activation's gradient: the inputs of the tile's first chunks (all
+  // of a tile of up to kPrefetchColumns) are loaded while the mainloop
+  // runs, the others one chunk ahead.
+  bool actGrad = t.activationGrad();
+  int64_t numChunks = llvm::divideCeil(k.tileCols, kStagingColumns / 2);
+  int64_t prefetched = k.tileCols <= kPrefetchColumns ? numChunks : 1;
+  SmallVector<SmallVector<Value, 4>> inputs;
+  if (actGrad) {
+    Value loaderTid = arith::RemUIOp::create(b, k.tid, m.c(128));
+    Value loaderRow = arith::DivUIOp::create(b, loaderTid, m.c(8));
+    Value loaderChunk = arith::RemUIOp::create(b, loaderTid, m.c(8));
+    for (int64_t c = 0; c < prefetched; ++c)
+      inputs.push_back(loadInputChunk(b, c, loaderRow, loaderChunk));
+  }
   Value accumulator = mainloop.runPass(m.c(0));
   // The stage buffers are free: the next item's first loads overlap this
   // epilogue (warp-specialized, the producer is at it already).
@@ -112,16 +206,67 @@ void StagedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
   auto pairType = VectorType::get({2}, bf16);
   auto chunkType = VectorType::get({kVector}, bf16);
   int64_t upDistance = Fragment::upDistance(accColumns);
-  // Chunks of kStagingColumns; the last may be narrower (96 columns of a
+  // Chunks of kStagingColumns accumulator columns (half as many for an
+  // activation's gradient); the last may be narrower (96 columns of a
   // gated 192-column tile: 64 + 32).
+  int64_t chunkCols = actGrad ? kStagingColumns / 2 : kStagingColumns;
   int64_t tileCols = k.tileCols;
-  for (int64_t c = 0; c * kStagingColumns < tileCols; ++c) {
-    int64_t width = std::min(kStagingColumns, tileCols - c * kStagingColumns);
+  for (int64_t c = 0; c * chunkCols < tileCols; ++c) {
+    int64_t width = std::min(chunkCols, tileCols - c * chunkCols);
+    if (actGrad) {
+      // The chunk's inputs into the staging tile (swizzled as the stores
+      // read it), then the next chunk's loads in flight.
+      for (int64_t pass = 0; pass < 64 / 16; ++pass)
+        vector::StoreOp::create(b, inputs[c][pass], staging,
+                                ValueRange{m.add(readRow, m.c(16 * pass)),
+                                           m.mul(readPhysical, m.c(8))},
+                                /*nontemporal=*/false, llvm::Align(16));
+      k.syncWarpgroup(b);
+      if (c + 1 < numChunks && c + 1 >= prefetched)
+        inputs.push_back(loadInputChunk(b, c + 1, readRow, readChunk));
+    }
     for (int64_t j = 0; j < width / 8; ++j) {
       // Row % 8 is quad for both i: one swizzled chunk per j.
       Value chunk = arith::XOrIOp::create(b, frag.quad, m.c(j));
       Value col = m.add(m.mul(chunk, m.c(8)), frag.col);
-      int64_t group = c * (kStagingColumns / 8) + j;
+      int64_t group = c * (chunkCols / 8) + j;
+      if (actGrad) {
+        // The gate gradients in chunk j, the up gradients in chunk j + 4.
+        Value upChunk = arith::XOrIOp::create(b, frag.quad, m.c(j + 4));
+        Value upCol = m.add(m.mul(upChunk, m.c(8)), frag.col);
+        for (int64_t i = 0; i < 2; ++i) {
+          // This thread's gate and up inputs, replaced by their gradients.
+          Value row = m.add(frag.row, m.c(Fragment::rowOffset(2 * i)));
+          Value in[2];
+          for (int64_t h = 0; h < 2; ++h)
+            in[h] = vector::LoadOp::create(
+                b, pairType, staging, ValueRange{row, h ? upCol : col},
+                /*nontemporal=*/false, llvm::Align(4));
+          Value grads[2][2];
+          for (int64_t p = 0; p < 2; ++p) {
+            auto input = [&](int64_t h) -> Value {
+              return arith::ExtFOp::create(
+                  b, b.getF32Type(),
+                  vector::ExtractOp::create(b, in[h], ArrayRef<int64_t>{p})
+                      .getResult());
+            };
+            auto [dGate, dUp] = gatedActivationGrad(
+                b, t.activation == GroupedMatmulTile::Activation::GptOss,
+                t.alpha, t.limit, input(0), input(1),
+                regs.element(b, Fragment::element(i, group, p)));
+            grads[0][p] = arith::TruncFOp::create(b, bf16, dGate);
+            grads[1][p] = arith::TruncFOp::create(b, bf16, dUp);
+          }
+          for (int64_t h = 0; h < 2; ++h)
+            vector::StoreOp::create(
+                b,
+                vector::FromElementsOp::create(
+                    b, pairType, ValueRange{grads[h][0], grads[h][1]}),
+                staging, ValueRange{row, h ? upCol : col},
+                /*nontemporal=*/false, llvm::Align(4));
+        }
+        continue;
+      }
       // Both rows i share the biases of output columns
       // col0 + 8 * group + fragCol + {0, 1} (and their up partners).
       std::pair<Value, Value> bias[2];
@@ -155,14 +300,22 @@ void StagedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
           /*nontemporal=*/false, llvm::Align(16));
       Value tileRow = m.add(groupRow0, r);
       Value stores = m.lt(tileRow, rowsHere);
-      if (width < kStagingColumns)
+      // Gradients: chunks 0-3 are gate columns, 4-7 up columns N further.
+      Value chunkInHalf =
+          actGrad ? arith::RemUIOp::create(b, readChunk, m.c(4)) : readChunk;
+      if (width < chunkCols)
         stores =
-            arith::AndIOp::create(b, stores, m.lt(readChunk, m.c(width / 8)));
+            arith::AndIOp::create(b, stores, m.lt(chunkInHalf, m.c(width / 8)));
       ifThen(b, stores, [&](ImplicitLocOpBuilder &nb) {
         IndexMath n{nb};
-        storeVector(nb, values, n.add(row0, tileRow),
-                    n.add(col0, n.add(n.c(c * kStagingColumns),
-                                      n.mul(readChunk, n.c(8)))));
+        Value base = actGrad
+                         ? n.mul(arith::DivUIOp::create(nb, readChunk, n.c(4)),
+                                 k.numCols)
+                         : Value();
+        storeVector(
+            nb, values, n.add(row0, tileRow),
+            n.add(col0, n.add(n.c(c * chunkCols), n.mul(chunkInHalf, n.c(8)))),
+            base);
       });
     }
     // The next chunk overwrites the staging tile just read.

@@ -71,7 +71,7 @@ struct GemmKernel {
 
   // Arguments (null where the tile has none).
   Value rowsMapPtr, weightsMapPtr, offsets, out, rowsScales, weightsScales,
-      outScales, rowScales, biases;
+      outScales, rowScales, biases, actInput;
 
   // Launch-wide values.
   Value tid, warpgroup, rank, leader, smem, barriers, rowsMap, weightsMap;
