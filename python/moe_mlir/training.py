@@ -202,12 +202,17 @@ if torch is not None:
         given.update(zip(_outputs(bundle), output))
         ctx.bundle_path = bundle_path
         ctx.save_for_backward(*(given[n] for n in _saved_names(bundle)))
+        # Only the layer's output is differentiated: no zero gradients of
+        # the saved outputs (as large as the saved values themselves).
+        ctx.set_materialize_grads(False)
 
     def _backward(ctx, *grads):
         if len(grads) == 1 and isinstance(grads[0], (list, tuple)):
             grads = grads[0]
         grad_out = grads[0]  # the saved values are not differentiated
         bundle = _BUNDLES[ctx.bundle_path]
+        if grad_out is None:  # nothing downstream used the output
+            return None, [None for _ in _inputs(bundle)]
         computed = dict(zip(_gradients(bundle), _train_backward(
             ctx.bundle_path, list(ctx.saved_tensors), grad_out)))
         # A gradient per input, None where the layer has none (a
