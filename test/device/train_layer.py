@@ -41,6 +41,10 @@ checks:
   gives the eager gradients of those inputs, bit for bit, and under
   torch.compile(fullgraph=True) (the layer one opaque custom op each way)
   the eager ones to 1e-3;
+- a loss of what the first block returning its router's logits or scores
+  returns beside its output, alone: the layer's backward has no output
+  gradient (none runs, the experts get none) and the router and the tokens
+  get the block's own gradients;
 - a 50-step fine-tune of the tiny block (AdamW, synthetic regression data)
   through the layer and through the bfloat16 block from the same start: the
   loss curves agree within bfloat16 noise (every step within 5% of the
@@ -471,6 +475,47 @@ def main():
                 problems.append(f"T={T}: largest relative L2 difference {max(errs):.2e}")
         report(not problems, what, "; ".join(problems))
         del compiled, layer, block
+    except Exception as error:
+        report(False, what, f"{type(error).__name__}: {error}")
+
+    # A loss of the router logits alone (a block that returns them): the
+    # layer's output gets no gradient, so its backward has none to run;
+    # the router and the tokens get the block's own gradients.
+    what = "router-logits-only loss"
+    try:
+        problems, tried = [], None
+        for name, spec in MODELS.items():
+            H = spec[3]["hidden_size"]
+            block = make_block(spec)
+            layer = moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=cache)
+            x0 = torch.randn(1, 64, H, device=dev).to(torch.bfloat16)
+            probe = layer(x0)
+            if not isinstance(probe, tuple):
+                del layer, block
+                continue
+            tried = name
+            # What the block returns beside its output (its router's
+            # logits or scores), weighted at random.
+            r = torch.randn(probe[1].shape, device=dev)
+
+            def logits_only(module):
+                zero(block)
+                x = x0.detach().clone().requires_grad_()
+                (module(x)[1].float() * r).sum().backward()
+                torch.cuda.synchronize()
+                return x.grad, router_of(block).weight.grad, block.experts.gate_up_proj.grad
+
+            got, want = logits_only(layer), logits_only(block)
+            if got[2] is not None and got[2].abs().max() != 0:
+                problems.append("expert weights got a nonzero gradient")
+            for label, g, w in (("tokens", got[0], want[0]), ("router", got[1], want[1])):
+                if g is None or rel_err(g, w) > 1e-2:
+                    problems.append(f"{label}: " + ("no gradient" if g is None
+                                                     else f"relative L2 {rel_err(g, w):.2e}"))
+            del layer, block
+            break
+        report(tried is not None and not problems, f"{what} ({tried})",
+               "; ".join(problems) or ("" if tried else "no block returns its logits"))
     except Exception as error:
         report(False, what, f"{type(error).__name__}: {error}")
 
