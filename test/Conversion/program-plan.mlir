@@ -5,6 +5,7 @@
 // RUN: moe-opt %s --moe-generate-backward --moe-fuse-backward --moe-select-kernels --convert-moe-to-nvgpu | FileCheck %s
 // RUN: moe-opt %s --moe-generate-backward --moe-gpu-pipeline=format=isa | FileCheck %s --check-prefix=ENTRIES
 // RUN: moe-opt %s --moe-generate-backward --moe-gpu-pipeline="format=isa fuse-backward=false" | FileCheck %s --check-prefix=UNFUSED
+// RUN: moe-opt %s --moe-generate-backward --moe-gpu-pipeline="format=isa cluster=2" | FileCheck %s --check-prefix=CLUSTER
 
 // The train forward: one size T (the tokens'); the saved values are
 // outputs whose shapes follow from T (rows T*2 from the permute); an
@@ -68,6 +69,12 @@
 // UNFUSED: name = "mixtral_backward.3", offsets = i64, op = "moe.grouped_dgrad"
 // UNFUSED-SAME: name = "mixtral_backward.4", op = "moe.swiglu_grad"
 // UNFUSED-SAME: p8 = "mixtral_backward.8"
+// With cluster=2 the fused dgrad stays one CTA (a planned.v1 entry's kernels
+// are no clusters); the gate-up dgrad takes the clusters.
+// CLUSTER: name = "grouped_matmul_bf16_128x128x64_s4_actgrad_wkn_off64"
+// CLUSTER-SAME: name = "mixtral_backward.3", offsets = i64, op = "moe.grouped_dgrad"
+// CLUSTER-SAME: cluster = 2 : i64, {{.*}} name = "grouped_matmul_bf16_128x256x64_s4_wkn_c2_off64"
+// CLUSTER-SAME: name = "mixtral_backward.4"
 func.func @mixtral(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
                    %w13: tensor<8x512x256xbf16>, %w2: tensor<8x256x256xbf16>)
     -> tensor<?x256xbf16> {

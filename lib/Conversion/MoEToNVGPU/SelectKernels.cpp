@@ -325,9 +325,12 @@ struct MoESelectKernelsPass
     if (tile.swapAB)
       tile = tile.withShape(128, 128, tile.stages, /*swapAB=*/false);
     // With the activation's gradient, 128 columns: the tile's inputs then
-    // stay in registers through the mainloop (EpilogueStore.cpp).
-    if (tile.activationGrad())
+    // stay in registers through the mainloop (EpilogueStore.cpp). One CTA:
+    // its entry is planned.v1, whose kernels are not clusters (contract §2).
+    if (tile.activationGrad()) {
       tile = tile.withShape(tile.tileM, 128, tile.stages, /*swapAB=*/false);
+      tile.cluster = 1;
+    }
     tile.splitK = 1;
     MLIRContext *context = &getContext();
     SmallVector<Attribute> forms;
