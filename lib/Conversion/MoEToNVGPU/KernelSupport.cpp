@@ -552,6 +552,9 @@ LogicalResult mlir::moe::verifyTile(function_ref<InFlightDiagnostic()> fail,
   if (tile.activationGrad() && !tile.weightsKN())
     return fail() << "an activation's gradient epilogue is moe.grouped_dgrad's "
                      "(N-major weights) only";
+  if (tile.activationGrad() && tile.clusterSize() > 1)
+    return fail() << "an activation's gradient epilogue runs on one CTA: its "
+                     "entry (planned.v1) has no cluster kernels";
   if (tile.cluster != 1 && tile.cluster != 2)
     return fail() << "'cluster' must be 1 or 2, got " << tile.cluster;
   if (tile.splitK != 1 && tile.splitK != 2)
