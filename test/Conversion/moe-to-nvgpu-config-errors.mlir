@@ -116,3 +116,15 @@ func.func @act_grad_cluster(%g: tensor<?x256xbf16>, %w: tensor<8x256x512xbf16>, 
       : (tensor<?x256xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>, tensor<?x1024xbf16>) -> tensor<?x1024xbf16>
   return %d : tensor<?x1024xbf16>
 }
+
+// -----
+
+// A hand-written 256-column form of the dgrad with the activation's
+// gradient: its inputs would not fit in registers beside the accumulator.
+func.func @act_grad_wide(%g: tensor<?x256xbf16>, %w: tensor<8x256x512xbf16>, %off: tensor<9xi32>, %gu: tensor<?x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @+1 {{kernel form for rows [1, 2147483647]: an activation's gradient epilogue needs tile-n = 128 (the tile's inputs are held in registers), got 256}}
+  %d = moe.grouped_dgrad %g, %w, %off act_grad silu %gu {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, swap_ab = false>]>}
+      : (tensor<?x256xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>, tensor<?x1024xbf16>) -> tensor<?x1024xbf16>
+  return %d : tensor<?x1024xbf16>
+}

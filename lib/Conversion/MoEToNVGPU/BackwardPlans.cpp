@@ -55,37 +55,27 @@ void wgradPlan(const EntryKeys &e, Scope &p) {
   }
 }
 
-/// planned.v1 of moe.swiglu_grad (contract §3.12): input [M, 2I], grad
-/// [M, I] -> out [M, 2I]; a thread per 8 columns of the gradient,
-/// grid-stride beyond 2^20 CTAs; nothing to do at M = 0.
-void swigluGradPlan(const EntryKeys &e, Scope &p) {
-  Expr m = p.size("M", 0, e.integer("max_rows"));
-  Expr i = p.dim("I", e.integer("intermediate"), 8, kMaxRows);
-  p.check(multipleOf(i, 8), "I must be a multiple of 8 (rows are read in "
-                            "16-byte vectors)");
-  p.arg("input", "bf16", Role::In, 16, {m, i * 2});
-  p.arg("grad", "bf16", Role::In, 16, {m, i});
-  p.arg("out", "bf16", Role::Out, 16, {m, i * 2});
-  Expr grid = min(ceilDiv(m * floorDiv(i, 8), e.threads(0)), kMaxUnpermuteGrid);
-  p.launch(0, grid, compare(">=", m, 1))
-      .mem("input", {m, i * 2})
-      .mem("grad", {m, i})
-      .mem("out", {m, i * 2});
-}
-
-/// planned.v1 of moe.swiglu (contract §3.12): input [M, 2I] -> out [M, I];
-/// a thread per 8 columns of the activation, grid-stride beyond 2^20 CTAs.
+/// planned.v1 of moe.swiglu_grad and moe.swiglu (contract §3.12): input
+/// [M, 2I] (and, the gradient, grad [M, I]) -> out [M, 2I] (the activation:
+/// [M, I]); a thread per 8 columns of [M, I], grid-stride beyond 2^20 CTAs;
+/// nothing to do at M = 0.
 void swigluPlan(const EntryKeys &e, Scope &p) {
+  bool gradient = e.string("op") == "moe.swiglu_grad";
   Expr m = p.size("M", 0, e.integer("max_rows"));
   Expr i = p.dim("I", e.integer("intermediate"), 8, kMaxRows);
   p.check(multipleOf(i, 8), "I must be a multiple of 8 (rows are read in "
                             "16-byte vectors)");
+  Expr out = gradient ? i * 2 : i;
   p.arg("input", "bf16", Role::In, 16, {m, i * 2});
-  p.arg("out", "bf16", Role::Out, 16, {m, i});
+  if (gradient)
+    p.arg("grad", "bf16", Role::In, 16, {m, i});
+  p.arg("out", "bf16", Role::Out, 16, {m, out});
   Expr grid = min(ceilDiv(m * floorDiv(i, 8), e.threads(0)), kMaxUnpermuteGrid);
-  p.launch(0, grid, compare(">=", m, 1))
-      .mem("input", {m, i * 2})
-      .mem("out", {m, i});
+  Step &s = p.launch(0, grid, compare(">=", m, 1));
+  s.mem("input", {m, i * 2});
+  if (gradient)
+    s.mem("grad", {m, i});
+  s.mem("out", {m, out});
 }
 
 /// planned.v1 of moe.unpermute_grad (contract §3.12): grad [T, H], rows

@@ -156,7 +156,7 @@ struct Scope {
 /// The planned.v1 and grouped_wgrad.v1 plans of the backward's ops
 /// (BackwardPlans.cpp).
 void wgradPlan(const EntryKeys &e, Scope &p);
-void swigluGradPlan(const EntryKeys &e, Scope &p);
+/// moe.swiglu_grad and moe.swiglu.
 void swigluPlan(const EntryKeys &e, Scope &p);
 void unpermuteGradPlan(const EntryKeys &e, Scope &p);
 void routeGradPlan(const EntryKeys &e, Scope &p);

@@ -317,12 +317,11 @@ LogicalResult mlir::moe::plan::detail::writeSteps(Location loc,
     quantizePlan(keys, scope);
   else if (abi == "grouped_wgrad.v1")
     wgradPlan(keys, scope);
-  else if (abi == "planned.v1" && keys.string("op") == "moe.swiglu_grad")
-    swigluGradPlan(keys, scope);
+  else if (abi == "planned.v1" && (keys.string("op") == "moe.swiglu_grad" ||
+                                   keys.string("op") == "moe.swiglu"))
+    swigluPlan(keys, scope);
   else if (abi == "planned.v1" && keys.string("op") == "moe.route_grad")
     routeGradPlan(keys, scope);
-  else if (abi == "planned.v1" && keys.string("op") == "moe.swiglu")
-    swigluPlan(keys, scope);
   else if (abi == "planned.v1" && keys.string("op") == "moe.unpermute_grad")
     unpermuteGradPlan(keys, scope);
   else if (abi == "planned.v1" && keys.string("op") == "moe.unpermute")

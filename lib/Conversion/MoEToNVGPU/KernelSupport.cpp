@@ -555,6 +555,12 @@ LogicalResult mlir::moe::verifyTile(function_ref<InFlightDiagnostic()> fail,
   if (tile.activationGrad() && tile.clusterSize() > 1)
     return fail() << "an activation's gradient epilogue runs on one CTA: its "
                      "entry (planned.v1) has no cluster kernels";
+  // Its inputs stay in registers through the mainloop, beside the
+  // accumulator: 64 a thread at 128 columns.
+  if (tile.activationGrad() && tile.tileN != 128)
+    return fail() << "an activation's gradient epilogue needs tile-n = 128 "
+                     "(the tile's inputs are held in registers), got "
+                  << tile.tileN;
   if (tile.cluster != 1 && tile.cluster != 2)
     return fail() << "'cluster' must be 1 or 2, got " << tile.cluster;
   if (tile.splitK != 1 && tile.splitK != 2)

@@ -4,13 +4,12 @@
 // 64 x 64 bf16 staging tile per warpgroup -> 16-byte stores of the rows of
 // the tile's expert. Its 16-byte chunks are XOR-swizzled by row so that
 // neither side conflicts on banks. The next item's first loads overlap it.
-// An activation's gradient (moe.grouped_dgrad's act_grad) goes 32 columns
-// at a time: the chunk's gate and up inputs (columns c and N + c of
-// act_input) come into the staging tile by the same 16-byte row accesses
-// the stores use (loaded into registers while the mainloop runs: a whole
-// 128-column tile's, else the first chunk's and each next one while one is
-// computed), each thread turns its fragment's inputs
-// into their gradients in place, and the rows go to the same columns of out.
+// An activation's gradient (moe.grouped_dgrad's act_grad, 128-column tiles)
+// goes 32 columns at a time: the chunk's gate and up inputs (columns c and
+// N + c of act_input), loaded into registers while the mainloop runs, come
+// into the staging tile as the stores read it, each thread turns its
+// fragment's inputs into their gradients in place, and the rows go to the
+// same columns of out.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,9 +27,6 @@ namespace {
 
 /// Elements of one 16-byte store.
 constexpr int64_t kVector = 8;
-/// An activation's gradient: the widest tile whose inputs all stay in
-/// registers (64 a thread) through the mainloop, beside its accumulator.
-constexpr int64_t kPrefetchColumns = 128;
 
 class StagedStoreEpilogue final : public GemmEpilogue {
 public:
@@ -156,18 +152,15 @@ void StagedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
   rowsAligned = arith::CmpIOp::create(
       b, arith::CmpIPredicate::eq,
       arith::RemUIOp::create(b, k.numCols, m.c(kVector)), m.c(0));
-  // An activation's gradient: the inputs of the tile's first chunks (all
-  // of a tile of up to kPrefetchColumns) are loaded while the mainloop
-  // runs, the others one chunk ahead.
+  // An activation's gradient: the tile's inputs (64 registers a thread)
+  // are loaded while the mainloop runs.
   bool actGrad = t.activationGrad();
-  int64_t numChunks = llvm::divideCeil(k.tileCols, kStagingColumns / 2);
-  int64_t prefetched = k.tileCols <= kPrefetchColumns ? numChunks : 1;
   SmallVector<SmallVector<Value, 4>> inputs;
   if (actGrad) {
     Value loaderTid = arith::RemUIOp::create(b, k.tid, m.c(128));
     Value loaderRow = arith::DivUIOp::create(b, loaderTid, m.c(8));
     Value loaderChunk = arith::RemUIOp::create(b, loaderTid, m.c(8));
-    for (int64_t c = 0; c < prefetched; ++c)
+    for (int64_t c = 0; c * kStagingColumns / 2 < k.tileCols; ++c)
       inputs.push_back(loadInputChunk(b, c, loaderRow, loaderChunk));
   }
   Value accumulator = mainloop.runPass(m.c(0));
@@ -214,16 +207,14 @@ void StagedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
   for (int64_t c = 0; c * chunkCols < tileCols; ++c) {
     int64_t width = std::min(chunkCols, tileCols - c * chunkCols);
     if (actGrad) {
-      // The chunk's inputs into the staging tile (swizzled as the stores
-      // read it), then the next chunk's loads in flight.
+      // The chunk's inputs into the staging tile, swizzled as the stores
+      // read it.
       for (int64_t pass = 0; pass < 64 / 16; ++pass)
         vector::StoreOp::create(b, inputs[c][pass], staging,
                                 ValueRange{m.add(readRow, m.c(16 * pass)),
                                            m.mul(readPhysical, m.c(8))},
                                 /*nontemporal=*/false, llvm::Align(16));
       k.syncWarpgroup(b);
-      if (c + 1 < numChunks && c + 1 >= prefetched)
-        inputs.push_back(loadInputChunk(b, c + 1, readRow, readChunk));
     }
     for (int64_t j = 0; j < width / 8; ++j) {
       // Row % 8 is quad for both i: one swizzled chunk per j.
