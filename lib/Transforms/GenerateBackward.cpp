@@ -353,6 +353,12 @@ struct MoEGenerateBackwardPass
     backward->setAttr(kProgramAttr, b.getUnitAttr());
     for (auto [i, name] : llvm::enumerate(saved.names))
       backward.setArgAttr(i, kNameAttr, b.getStringAttr(name));
+    // What the train forward made for the backward alone is the backward's
+    // to overwrite once read (its arguments, the weights and tokens, are
+    // the caller's).
+    for (auto [i, value] : llvm::enumerate(saved.values))
+      if (!isa<BlockArgument>(value))
+        backward.setArgAttr(i, kDonatedAttr, b.getUnitAttr());
     backward.setArgAttr(saved.names.size(), kNameAttr,
                         b.getStringAttr("grad_out"));
     for (auto [i, name] : llvm::enumerate(gradientNames))

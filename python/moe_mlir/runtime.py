@@ -142,7 +142,7 @@ class _LaunchArgs(ctypes.Structure):
 
 #: moeDtype and moeArgRole of moe_runtime.h.
 _DTYPES = ("bf16", "f32", "i32", "i64", "e4m3", "e5m2", "e8m0")
-_ROLES = ("in", "out", "opt")
+_ROLES = ("in", "out", "opt", "donated")
 _MAX_RANK = 8
 
 
@@ -151,7 +151,9 @@ class Arg:
     """An argument of an entry's launch plan: a dense row-major buffer."""
     name: str
     dtype: str  # "bf16", "f32", "i32", "i64", "e4m3", "e5m2" or "e8m0"
-    role: str  # "in", "out" or "opt" (an input that may be None)
+    # "in", "out", "opt" (an input that may be None) or "donated" (an
+    # input the call overwrites once read: its contents are lost)
+    role: str
     align: int  # bytes
     dims: Tuple[str, ...]  # expressions of the sizes, e.g. ("T", "4096")
 
@@ -566,7 +568,7 @@ class Bundle:
         for arg, shape in zip(signature.args, shapes):
             tensor = present.get(arg.name)
             if tensor is None:
-                if arg.role == "in":
+                if arg.role in ("in", "donated"):
                     raise _invalid(f"{where}: {arg.name} is required "
                                    f"({arg.dtype} {list(shape)})")
                 if arg.role == "out":

@@ -29,6 +29,13 @@ block returns the routing scores beside the output: those are computed by
 torch from the logits (top-k, softmax over the k), so that a loss on them
 reaches the router through torch's autograd.
 
+The backward writes its own values over the saved tensors the train forward
+made for it (its program's `donated` arguments: the gate-up output, the
+experts' output), so its workspace holds little more than the gradient of
+the experts' output: one backward per forward. A second backward of one
+forward (retain_graph=True) is refused with a message, and the custom op
+declares those tensors mutated.
+
 Not yet: a gated shared expert (Qwen2-MoE: the gate's gradient has no GPU
 kernel), refused with the reason.
 """
@@ -146,10 +153,17 @@ def _outputs(bundle):
     return ["out"] + [n for n in names if n != "out"]
 
 
-def _saved_names(bundle):
-    """The backward entry's inputs but grad_out: what the forward saves,
-    each a train entry input or output of the same name."""
+def _kept_names(bundle):
+    """The backward entry's inputs but grad_out: what the forward saves
+    and the backward only reads, each a train entry input or output of the
+    same name."""
     return [n for n in _names(bundle, BACKWARD_ENTRY, "in") if n != "grad_out"]
+
+
+def _donated_names(bundle):
+    """The backward entry's donated inputs: train entry outputs that the
+    backward overwrites with its own values once it has read them."""
+    return _names(bundle, BACKWARD_ENTRY, "donated")
 
 
 def _gradients(bundle):
@@ -178,19 +192,28 @@ if torch is not None:
         args = {a.name: a for a in signature.args}
         return [_empty(args[n], sizes, inputs[0]) for n in _outputs(bundle)]
 
-    @torch.library.custom_op("moe_mlir::train_backward", mutates_args=())
-    def _train_backward(bundle_path: str, saved: List[torch.Tensor],
+    # The backward overwrites its donated inputs (saved values the forward
+    # made for it alone) once read: it declares them mutated.
+    @torch.library.custom_op("moe_mlir::train_backward",
+                             mutates_args=("donated",))
+    def _train_backward(bundle_path: str, kept: List[torch.Tensor],
+                        donated: List[torch.Tensor],
                         grad_out: torch.Tensor) -> List[torch.Tensor]:
         bundle = _BUNDLES[bundle_path]
         grads = bundle.launch(BACKWARD_ENTRY, grad_out=grad_out.contiguous(),
-                              **dict(zip(_saved_names(bundle), saved)))
+                              **dict(zip(_kept_names(bundle), kept)),
+                              **dict(zip(_donated_names(bundle), donated)))
+        # Autograd then refuses to unpack them again (a second backward).
+        for tensor in donated:
+            torch.autograd.graph.increment_version(tensor)
         return [grads[n] for n in _gradients(bundle)]
 
     @_train_backward.register_fake
-    def _(bundle_path, saved, grad_out):
+    def _(bundle_path, kept, donated, grad_out):
         bundle = _BUNDLES[bundle_path]
         signature = bundle.signature(BACKWARD_ENTRY)
-        given = dict(zip(_saved_names(bundle), saved), grad_out=grad_out)
+        given = dict(zip(_kept_names(bundle), kept), grad_out=grad_out)
+        given.update(zip(_donated_names(bundle), donated))
         sizes = _sizes(signature, given)
         args = {a.name: a for a in signature.args}
         return [_empty(args[n], sizes, grad_out) for n in _gradients(bundle)]
@@ -201,7 +224,9 @@ if torch is not None:
         given = dict(zip(_inputs(bundle), tensors))
         given.update(zip(_outputs(bundle), output))
         ctx.bundle_path = bundle_path
-        ctx.save_for_backward(*(given[n] for n in _saved_names(bundle)))
+        ctx.backward_ran = False
+        ctx.save_for_backward(*(given[n] for n in _kept_names(bundle) +
+                                _donated_names(bundle)))
         # Only the layer's output is differentiated: no zero gradients of
         # the saved outputs (as large as the saved values themselves).
         ctx.set_materialize_grads(False)
@@ -213,8 +238,18 @@ if torch is not None:
         bundle = _BUNDLES[ctx.bundle_path]
         if grad_out is None:  # nothing downstream used the output
             return None, [None for _ in _inputs(bundle)]
+        if ctx.backward_ran:
+            raise RuntimeError(
+                "TrainableMoELayer: the backward of one forward runs once: "
+                "it writes its own values over the tensors the forward "
+                "saved for it (the donated arguments of its program), so "
+                "run the forward again for another backward (retain_graph="
+                "True cannot backward through the layer twice)")
+        ctx.backward_ran = True
+        saved = list(ctx.saved_tensors)
+        kept = len(_kept_names(bundle))
         computed = dict(zip(_gradients(bundle), _train_backward(
-            ctx.bundle_path, list(ctx.saved_tensors), grad_out)))
+            ctx.bundle_path, saved[:kept], saved[kept:], grad_out)))
         # A gradient per input, None where the layer has none (a
         # correction bias, which only steers the choice).
         return None, [computed.get("grad_" + n) for n in _inputs(bundle)]

@@ -153,6 +153,7 @@ class PlanRole<string n, string c> { string name = n; string cName = c; }
 def : PlanRole<"in", "MOE_ARG_IN">;
 def : PlanRole<"out", "MOE_ARG_OUT">;
 def : PlanRole<"opt", "MOE_ARG_OPTIONAL">;
+def : PlanRole<"donated", "MOE_ARG_DONATED">;
 
 //===----------------------------------------------------------------------===//
 // The C API (runtime/include/moe_runtime.h) and its ctypes mirror
@@ -168,7 +169,8 @@ def : CEnum<"moeStatus", ["MOE_STATUS_SUCCESS", "MOE_STATUS_INVALID_ARGUMENT",
   "MOE_STATUS_NOT_FOUND"]>;
 def : CEnum<"moeDtype", ["MOE_DTYPE_BF16", "MOE_DTYPE_F32", "MOE_DTYPE_I32",
   "MOE_DTYPE_I64", "MOE_DTYPE_E4M3", "MOE_DTYPE_E5M2", "MOE_DTYPE_E8M0"]>;
-def : CEnum<"moeArgRole", ["MOE_ARG_IN", "MOE_ARG_OUT", "MOE_ARG_OPTIONAL"]>;
+def : CEnum<"moeArgRole", ["MOE_ARG_IN", "MOE_ARG_OUT", "MOE_ARG_OPTIONAL",
+  "MOE_ARG_DONATED"]>;
 
 // A field's C type: the ctypes mirror uses the matching c_* type.
 class CType<string t, string py> { string c = t; string ctypes = py; }

@@ -99,7 +99,7 @@ struct PlanTypeSchema {
 inline constexpr PlanTypeSchema kPlanTypes[] = {{"bf16", 2}, {"f32", 4}, {"i32", 4}, {"i64", 8}, {"e4m3", 1}, {"e5m2", 1}, {"e8m0", 1}};
 
 /// The roles of plan arguments, in the order of moeArgRole.
-inline constexpr const char *kPlanRoles[] = {"in", "out", "opt"};
+inline constexpr const char *kPlanRoles[] = {"in", "out", "opt", "donated"};
 
 } // namespace moe::contract
 

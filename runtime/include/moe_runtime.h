@@ -340,9 +340,12 @@ typedef enum moeDtype {
 
 /// What a call does with an argument.
 typedef enum moeArgRole {
-  MOE_ARG_IN = 0,      ///< read
-  MOE_ARG_OUT = 1,     ///< written; overlaps nothing else of the call
-  MOE_ARG_OPTIONAL = 2 ///< read, or 0 (the kernels then get a null pointer)
+  MOE_ARG_IN = 0,       ///< read
+  MOE_ARG_OUT = 1,      ///< written; overlaps nothing else of the call
+  MOE_ARG_OPTIONAL = 2, ///< read, or 0 (the kernels then get a null pointer)
+  MOE_ARG_DONATED = 3   ///< read, then overwritten by the call (its contents
+                        ///< afterwards are unspecified); overlaps nothing
+                        ///< else of the call, as an output
 } moeArgRole;
 
 /// The most dims of a plan argument.

@@ -326,13 +326,15 @@ bool checkPlanCall(const Plan &plan, const PlanCall &call, CheckedCall &checked,
     }
   }
 
-  // No output overlaps another buffer of the call; the workspace, which the
-  // kernels write too, overlaps no argument.
+  // No output or donated input (both written) overlaps another buffer of
+  // the call; the workspace, which the kernels write too, overlaps no
+  // argument.
   auto overlaps = [](uint64_t a, uint64_t aBytes, uint64_t b, uint64_t bBytes) {
     return aBytes && bBytes && a < b + bBytes && b < a + aBytes;
   };
   for (size_t o = 0; o < plan.args.size(); ++o) {
-    if (plan.args[o].role != PlanArg::Role::Out)
+    if (plan.args[o].role != PlanArg::Role::Out &&
+        plan.args[o].role != PlanArg::Role::Donated)
       continue;
     for (size_t a = 0; a < plan.args.size(); ++a)
       if (a != o && overlaps(call.pointers[o], argBytes[o], call.pointers[a],

@@ -42,7 +42,8 @@ struct PlanSize {
 };
 
 struct PlanArg {
-  enum class Role { In, Out, Optional };
+  /// Donated: an input the call overwrites once read (moe_runtime.h).
+  enum class Role { In, Out, Optional, Donated };
   std::string name;
   PlanType type = PlanType::F32;
   Role role = Role::In;

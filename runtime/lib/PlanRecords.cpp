@@ -250,7 +250,7 @@ bool addPlanRecord(std::string_view kind,
   if (kind == "arg") {
     PlanArg arg;
     std::string_view dims;
-    if (!arity(5, "<name> <type> in|out|opt align=<n> dims=<dims>") ||
+    if (!arity(5, "<name> <type> in|out|opt|donated align=<n> dims=<dims>") ||
         tooMany(plan.args.size(), kMaxPlanArgs, "arguments", error) ||
         !checkPlanName(fields[0], error))
       return false;
@@ -258,12 +258,15 @@ bool addPlanRecord(std::string_view kind,
       error = "unknown type '" + std::string(fields[1]) + "'";
       return false;
     }
-    if (fields[2] == "in" || fields[2] == "out" || fields[2] == "opt")
+    if (fields[2] == "in" || fields[2] == "out" || fields[2] == "opt" ||
+        fields[2] == "donated")
       arg.role = fields[2] == "in"    ? PlanArg::Role::In
                  : fields[2] == "out" ? PlanArg::Role::Out
-                                      : PlanArg::Role::Optional;
+                 : fields[2] == "opt" ? PlanArg::Role::Optional
+                                      : PlanArg::Role::Donated;
     else {
-      error = "role '" + std::string(fields[2]) + "' is not in, out or opt";
+      error = "role '" + std::string(fields[2]) +
+              "' is not in, out, opt or donated";
       return false;
     }
     if (!parseAlign(fields[3], arg.align, error))

@@ -433,6 +433,36 @@ TEST(planRecords) {
   CHECK(plan.args.back().dims.empty());
 }
 
+// A donated input (a backward's saved value that the call overwrites) is
+// read like an input and written like an output: nothing may overlap it,
+// where inputs may alias each other.
+TEST(planDonated) {
+  Plan plan;
+  std::string error;
+  for (const char *line :
+       {"size M min=0 max=2147483647",
+        "arg saved bf16 donated align=16 dims=M,64",
+        "arg other bf16 in align=16 dims=M,64",
+        "arg grad bf16 out align=16 dims=M,64",
+        "launch 0 grid=M when=1 params=mem:saved[M,64];mem:other[M,64];mem:"
+        "grad[M,64]"})
+    if (!addLine(line, plan, error))
+      moe_test::fail(__FILE__, __LINE__, std::string(line) + ": " + error);
+  CHECK(checkPlanNames(plan, kernels(1), error));
+  CHECK(plan.args[0].role == PlanArg::Role::Donated);
+  int64_t sizes[] = {100}; // 12800 bytes each
+  uint64_t pointers[] = {0x10000, 0x20000, 0x30000};
+  PlanCall call{sizes, pointers, 0, 0};
+  CHECK_EQ(prepareError(plan, call), std::string());
+  pointers[1] = 0x10000 + 12800 - 16;
+  CHECK_CONTAINS(prepareError(plan, call), "saved overlaps other");
+  pointers[1] = 0x10000 + 12800;
+  CHECK_EQ(prepareError(plan, call), std::string());
+  // Nor does it overlap an output.
+  pointers[2] = 0x10000 + 64;
+  CHECK_CONTAINS(prepareError(plan, call), "saved overlaps grad");
+}
+
 TEST(planRecordErrors) {
   auto errorOf = [](std::initializer_list<const char *> lines) {
     Plan plan;
@@ -453,7 +483,7 @@ TEST(planRecordErrors) {
   CHECK_CONTAINS(errorOf({"arg x f16 in align=4 dims=1"}),
                  "unknown type 'f16'");
   CHECK_CONTAINS(errorOf({"arg x f32 inout align=4 dims=1"}),
-                 "role 'inout' is not in, out or opt");
+                 "role 'inout' is not in, out, opt or donated");
   CHECK_CONTAINS(errorOf({"arg x f32 in align=3 dims=1"}),
                  "expected align=<a power of two up to 256>");
   CHECK_CONTAINS(errorOf({"arg x f32 in align=512 dims=1"}),

@@ -161,6 +161,7 @@ TEST(signatureSizesAndArgs) {
   CHECK_EQ(int(MOE_ARG_IN), 0);
   CHECK_EQ(int(MOE_ARG_OUT), 1);
   CHECK_EQ(int(MOE_ARG_OPTIONAL), 2);
+  CHECK_EQ(int(MOE_ARG_DONATED), 3);
   // Strings stay where they are until the bundle is closed.
   moeArgInfo first, again;
   CHECK_EQ(moeEntryGetArg(bundle, "combine", 3, &first), MOE_STATUS_SUCCESS);

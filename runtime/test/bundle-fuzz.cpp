@@ -344,7 +344,7 @@ void exercisePlans(moeBundle *bundle, const moe::runtime::BundleData &parsed,
       require(moeEntryGetArg(bundle, name, i, &arg) == MOE_STATUS_SUCCESS);
       require(plan.args[size_t(i)].name == arg.name && arg.dims &&
               arg.dtype >= MOE_DTYPE_BF16 && arg.dtype <= MOE_DTYPE_E8M0 &&
-              arg.role >= MOE_ARG_IN && arg.role <= MOE_ARG_OPTIONAL &&
+              arg.role >= MOE_ARG_IN && arg.role <= MOE_ARG_DONATED &&
               arg.align >= 1 && arg.align <= 256 &&
               (arg.align & (arg.align - 1)) == 0 && arg.rank >= 0 &&
               arg.rank <= MOE_MAX_RANK);

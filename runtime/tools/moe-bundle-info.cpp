@@ -93,7 +93,7 @@ int failWithStatus() { return failWith(moeLastErrorMessage()); }
 int printSignature(const moeBundle *bundle, const char *entry) {
   static const char *const dtypes[] = {"bf16", "f32",  "i32", "i64",
                                        "e4m3", "e5m2", "e8m0"};
-  static const char *const roles[] = {"in", "out", "opt"};
+  static const char *const roles[] = {"in", "out", "opt", "donated"};
   moeSignature signature;
   if (moeEntryGetSignature(bundle, entry, &signature) != MOE_STATUS_SUCCESS)
     return 1;
@@ -106,7 +106,7 @@ int printSignature(const moeBundle *bundle, const char *entry) {
   for (int32_t i = 0; i < signature.num_args; ++i) {
     moeArgInfo arg;
     if (moeEntryGetArg(bundle, entry, i, &arg) != MOE_STATUS_SUCCESS ||
-        arg.dtype < 0 || arg.dtype > 6 || arg.role < 0 || arg.role > 2)
+        arg.dtype < 0 || arg.dtype > 6 || arg.role < 0 || arg.role > 3)
       return 1;
     std::printf("  arg %s %s %s align=%" PRId64 " dims=%s\n", arg.name,
                 dtypes[arg.dtype], roles[arg.role], arg.align, arg.dims);

@@ -29,14 +29,20 @@
 // CHECK: moe.unpermute {{.*}} shared
 
 // The backward: the shared expert's weight gradients are outputs of the
-// declared [R, C] that the one-group wgrad writes as [1, R, C].
+// declared [R, C] that the one-group wgrad writes as [1, R, C]. The routed
+// offsets, dead after the gate-up wgrad, hold the shared expert's constant
+// offsets; the gate-up output, dead after the activation's gradient, the
+// rows' gradient (moe.donated).
 // CHECK-LABEL: func.func @deepseek_backward(
+// CHECK-SAME: {align = 8 : i64, dims = "17", dtype = "i64", name = "offsets", role = "donated"}
+// CHECK-SAME: {align = 16 : i64, dims = "M,256", dtype = "bf16", name = "gate_up", role = "donated"}
 // CHECK-SAME: {align = 16 : i64, dims = "T,256", dtype = "bf16", name = "tokens", role = "in"}
 // CHECK-SAME: {align = 16 : i64, dims = "512,256", dtype = "bf16", name = "grad_shared_gate_up_weights", role = "out"}
 // CHECK-SAME: {align = 16 : i64, dims = "256,256", dtype = "bf16", name = "grad_shared_down_weights", role = "out"}]
+// CHECK-SAME: params = "mem:offsets[2]", part = "p7"
 // CHECK-SAME: mem:grad_shared_down_weights[1,256,256];i32:T"
 // CHECK-SAME: mem:grad_shared_gate_up_weights[1,512,256];i32:T"
-// CHECK-SAME: params = "mem:@v{{[0-9]+}}[M,256];mem:slots[T,4];mem:@v{{[0-9]+}}[T,256];mem:grad_tokens[T,256]"
+// CHECK-SAME: params = "mem:gate_up[M,256];mem:slots[T,4];mem:@v{{[0-9]+}}[T,256];mem:grad_tokens[T,256]"
 // CHECK: tensor.collapse_shape
 // CHECK-SAME: tensor<1x256x256xbf16> into tensor<256x256xbf16>
 

@@ -43,6 +43,8 @@
 // CHECK-NEXT: size T min=0 max=9223372036854775807
 // CHECK-NEXT: size M min=0 max=9223372036854775807
 // CHECK-NEXT: arg logits f32 in align=4 dims=T,8
+// CHECK:      arg gate_up bf16 donated align=16 dims=M,48
+// CHECK-NEXT: arg expert_out bf16 donated align=16 dims=M,16
 // CHECK:      arg grad_out bf16 in align=16 dims=T,16
 // CHECK-NEXT: arg grad_tokens bf16 out align=16 dims=T,16
 // CHECK-NEXT: arg grad_logits f32 out align=4 dims=T,8

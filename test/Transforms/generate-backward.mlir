@@ -24,7 +24,7 @@
 // CHECK: %[[Y:.*]] = moe.unpermute %[[O]], %[[SLOTS]] weights %[[W]]
 // CHECK: return %[[Y]], %[[L]], %[[IDS]], %[[W]], %[[ROWS]], %[[OFF]], %[[SLOTS]], %[[GU]], %[[O]], %[[W13]], %[[W2]] :
 // CHECK-LABEL: func.func @mixtral_backward(
-// CHECK-SAME: %[[BL:[^:]+]]: tensor<?x8xf32> {moe.name = "logits"}, %[[BIDS:[^:]+]]: tensor<?x2xi32> {moe.name = "ids"}, %[[BW:[^:]+]]: tensor<?x2xf32> {moe.name = "weights"}, %[[BROWS:[^:]+]]: tensor<?x16xbf16> {moe.name = "rows"}, %[[BOFF:[^:]+]]: tensor<9xi64> {moe.name = "offsets"}, %[[BSLOTS:[^:]+]]: tensor<?x2xi64> {moe.name = "slots"}, %[[BGU:[^:]+]]: tensor<?x48xbf16> {moe.name = "gate_up"}, %[[BO:[^:]+]]: tensor<?x16xbf16> {moe.name = "expert_out"}, %[[BW13:[^:]+]]: tensor<8x48x16xbf16> {moe.name = "gate_up_weights"}, %[[BW2:[^:]+]]: tensor<8x16x24xbf16> {moe.name = "down_weights"}, %[[DY:[^:]+]]: tensor<?x16xbf16> {moe.name = "grad_out"})
+// CHECK-SAME: %[[BL:[^:]+]]: tensor<?x8xf32> {moe.name = "logits"}, %[[BIDS:[^:]+]]: tensor<?x2xi32> {moe.donated, moe.name = "ids"}, %[[BW:[^:]+]]: tensor<?x2xf32> {moe.donated, moe.name = "weights"}, %[[BROWS:[^:]+]]: tensor<?x16xbf16> {moe.donated, moe.name = "rows"}, %[[BOFF:[^:]+]]: tensor<9xi64> {moe.donated, moe.name = "offsets"}, %[[BSLOTS:[^:]+]]: tensor<?x2xi64> {moe.donated, moe.name = "slots"}, %[[BGU:[^:]+]]: tensor<?x48xbf16> {moe.donated, moe.name = "gate_up"}, %[[BO:[^:]+]]: tensor<?x16xbf16> {moe.donated, moe.name = "expert_out"}, %[[BW13:[^:]+]]: tensor<8x48x16xbf16> {moe.name = "gate_up_weights"}, %[[BW2:[^:]+]]: tensor<8x16x24xbf16> {moe.name = "down_weights"}, %[[DY:[^:]+]]: tensor<?x16xbf16> {moe.name = "grad_out"})
 // CHECK-SAME: -> (tensor<?x16xbf16> {moe.name = "grad_tokens"}, tensor<?x8xf32> {moe.name = "grad_logits"}, tensor<8x48x16xbf16> {moe.name = "grad_gate_up_weights"}, tensor<8x16x24xbf16> {moe.name = "grad_down_weights"})
 // CHECK-SAME: moe.gradient_of = array<i64: 0, 1, 2, 3>
 // CHECK-SAME: moe.program
@@ -43,7 +43,7 @@
 // With recompute-gate-up the gate-up output is not saved: the backward
 // computes it again from the saved rows.
 // RECOMPUTE-LABEL: func.func @mixtral_backward(
-// RECOMPUTE-SAME: %[[ROWS:[^:]+]]: tensor<?x16xbf16> {moe.name = "rows"}, %[[OFF:[^:]+]]: tensor<9xi64> {moe.name = "offsets"}, %{{[^:]+}}: tensor<?x2xi64> {moe.name = "slots"}, %{{[^:]+}}: tensor<?x16xbf16> {moe.name = "expert_out"}, %[[W13:[^:]+]]: tensor<8x48x16xbf16> {moe.name = "gate_up_weights"}
+// RECOMPUTE-SAME: %[[ROWS:[^:]+]]: tensor<?x16xbf16> {moe.donated, moe.name = "rows"}, %[[OFF:[^:]+]]: tensor<9xi64> {moe.donated, moe.name = "offsets"}, %{{[^:]+}}: tensor<?x2xi64> {moe.donated, moe.name = "slots"}, %{{[^:]+}}: tensor<?x16xbf16> {moe.donated, moe.name = "expert_out"}, %[[W13:[^:]+]]: tensor<8x48x16xbf16> {moe.name = "gate_up_weights"}
 // RECOMPUTE-SAME: moe.saved = ["logits", "ids", "weights", "rows", "offsets", "slots", "expert_out", "gate_up_weights", "down_weights"]
 // RECOMPUTE: %[[GU:.*]] = moe.grouped_matmul %[[ROWS]], %[[W13]], %[[OFF]]
 // RECOMPUTE: moe.swiglu silu %[[GU]]
@@ -116,8 +116,11 @@ func.func @fused(%w13: tensor<8x16x12xbf16>, %bias: tensor<8xf32>,
 // -----
 
 // Without a route the ids and weights are arguments: the weights get a
-// gradient (the combine's), the ids none, and no route_grad is built.
+// gradient (the combine's), the ids none, and no route_grad is built. The
+// weights, the caller's, are not the backward's to overwrite (moe.donated):
+// what the train forward made is.
 // CHECK-LABEL: func.func @routeless_backward(
+// CHECK-SAME: tensor<?x2xf32> {moe.name = "weights"}, %{{[^:]+}}: tensor<?x16xbf16> {moe.donated, moe.name = "rows"}
 // CHECK-SAME: -> (tensor<?x16xbf16> {moe.name = "grad_tokens"}, tensor<?x2xf32> {moe.name = "grad_weights"}, tensor<8x48x16xbf16> {moe.name = "grad_gate_up_weights"}, tensor<8x16x24xbf16> {moe.name = "grad_down_weights"})
 // CHECK-SAME: moe.gradient_of = array<i64: 0, 2, 3, 4>
 // CHECK-SAME: moe.saved = ["weights", "rows", "offsets", "slots", "gate_up", "expert_out", "gate_up_weights", "down_weights"]

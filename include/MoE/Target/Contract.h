@@ -31,6 +31,11 @@ inline constexpr llvm::StringLiteral kProgramAttr = "moe.program";
 /// Name of a program's argument or result (an argument or result attribute;
 /// `arg<i>` and `result<i>` otherwise).
 inline constexpr llvm::StringLiteral kNameAttr = "moe.name";
+/// Unit argument attribute of a program: the caller gives the argument's
+/// buffer to the call, which may write values of its own there once the
+/// argument is read (its role is then `donated`; the backward's saved
+/// values that the train forward made).
+inline constexpr llvm::StringLiteral kDonatedAttr = "moe.donated";
 /// Version of docs/runtime-contract.md that `moe.manifest` and the
 /// `.moebundle` written from it follow.
 inline constexpr int64_t kRuntimeContractVersion = 7;

@@ -124,9 +124,16 @@ struct Scope {
            ArrayRef<Expr> dims) {
     if (declared)
       declared->push_back(
-          {name.str(), dtype.str(), role, align, SmallVector<Expr>(dims)});
+          {name.str(), dtype.str(), role, align, SmallVector<Expr>(dims), {}});
     if (!inLayer())
       p.arg(name, dtype, role, align, dims);
+  }
+  /// Output `out` may be written over input `in` (ArgRecord::inPlaceOf).
+  void inPlace(StringRef out, StringRef in) {
+    if (declared)
+      for (ArgRecord &arg : *declared)
+        if (arg.name == out)
+          arg.inPlaceOf = in.str();
   }
   void check(const Expr &condition, const Twine &text) {
     p.check(condition, message(text));

@@ -241,8 +241,13 @@ void gemmPlan(const EntryKeys &e, Scope &p, StringRef chip) {
     p.arg("row_scale", "f32", Role::In, 4, {m});
   if (biasBytes)
     p.arg("bias", bias, Role::In, biasBytes, {experts, n});
-  if (actGrad)
+  if (actGrad) {
     p.arg("act_input", "bf16", Role::In, 16, {m, cols});
+    // Each tile loads its act_input elements into registers during its
+    // mainloop and writes out's same elements after: a program may put out
+    // over a dead act_input (the gate-up output under its gradient).
+    p.inPlace("out", "act_input");
+  }
   if (fp8) {
     p.arg("rows_scale", scaleType, Role::In, scaleAlign, {m, kBlocks});
     p.arg("weights_scale", scaleType, Role::In, scaleAlign,

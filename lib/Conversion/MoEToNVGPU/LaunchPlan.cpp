@@ -373,6 +373,8 @@ static StringRef roleName(Role role) {
     return "out";
   case Role::Opt:
     return "opt";
+  case Role::Donated:
+    return "donated";
   }
   llvm_unreachable("unknown role");
 }

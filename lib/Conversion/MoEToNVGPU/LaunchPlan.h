@@ -89,8 +89,9 @@ inline Expr multipleOf(const Expr &a, int64_t b) {
 /// The largest int64: a size without another bound.
 inline constexpr int64_t kUnbounded = INT64_MAX;
 
-/// How an argument is used.
-enum class Role { In, Out, Opt };
+/// How an argument is used: Donated is an input the call overwrites once
+/// read (a program's saved value that a later value reuses).
+enum class Role { In, Out, Opt, Donated };
 
 /// One launch: a kernel of the entry, its grid and condition, and its
 /// parameters in kernel order.
@@ -196,6 +197,10 @@ struct ArgRecord {
   Role role;
   int64_t align;
   SmallVector<Expr> dims;
+  /// An output that may be written over this input of the entry (same
+  /// bytes): its kernels read each element of the input before they write
+  /// the output's, and no other CTA reads it. Empty for the others.
+  std::string inPlaceOf;
 };
 
 /// How an entry's plan reads as a part of a program's plan: its steps'

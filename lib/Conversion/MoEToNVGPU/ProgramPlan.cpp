@@ -4,11 +4,13 @@
 // §3.13, docs/launch-plans.md). Each op's entry becomes a part: its steps
 // run in the function's order, its sizes are the program's expressions, its
 // arguments the function's arguments, its outputs or workspace slices (the
-// values between ops). The program's sizes are those its arguments' dims
-// name in the parts' plans (T, M); a dim two parts give different
-// expressions for becomes a check on the call. A reshape of static shapes
-// (tensor.expand_shape or collapse_shape: a shared expert's weights as one
-// expert's) is a view: no step, its source's buffer under other dims.
+// values between ops), or a donated argument's buffer once the argument is
+// dead (moe.donated: the backward's saved values). The program's sizes are
+// those its arguments' dims name in the parts' plans (T, M); a dim two parts
+// give different expressions for becomes a check on the call. A reshape of
+// static shapes (tensor.expand_shape or collapse_shape: a shared expert's
+// weights as one expert's) is a view: no step, its source's buffer under other
+// dims.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,8 +23,10 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <algorithm>
 #include <set>
 
 using namespace mlir;
@@ -81,6 +85,14 @@ struct ProgramBuilder {
     size_t lastUse = 0;
   };
   SmallVector<Slice> slices;
+  /// The buffers of the donated arguments (moe.donated), which values
+  /// reuse as they reuse a slice, where they fit (`placed`).
+  struct Donated {
+    BlockArgument arg;
+    SmallVector<Value> placed;
+    size_t lastUse = 0;
+  };
+  SmallVector<Donated> donated;
   /// Each op's index in the function.
   DenseMap<Operation *, size_t> indexOf;
   /// The program's size names.
@@ -134,6 +146,36 @@ struct ProgramBuilder {
     if (auto name = attrs ? attrs.getAs<StringAttr>(kNameAttr) : StringAttr())
       return name.str();
     return fallback.str();
+  }
+
+  /// Whether `value` fits `arg`'s buffer for every value of the sizes: its
+  /// dynamic dims are of the classes of `arg`'s and its static rest no more
+  /// bytes.
+  bool fits(Value value, Value arg) {
+    auto bytesAndClasses = [&](Value v) {
+      auto type = cast<RankedTensorType>(v.getType());
+      int64_t bytes = (type.getElementTypeBitWidth() + 7) / 8;
+      SmallVector<Slot> classes;
+      for (auto [d, extent] : llvm::enumerate(type.getShape())) {
+        if (ShapedType::isDynamic(extent))
+          classes.push_back(find({v, unsigned(d)}));
+        else
+          bytes *= extent;
+      }
+      return std::make_pair(bytes, classes);
+    };
+    auto [valueBytes, valueClasses] = bytesAndClasses(value);
+    auto [argBytes, argClasses] = bytesAndClasses(arg);
+    return valueBytes <= argBytes &&
+           std::is_permutation(valueClasses.begin(), valueClasses.end(),
+                               argClasses.begin(), argClasses.end());
+  }
+  /// Whether a buffer whose latest value is `latest`, read last by op
+  /// `lastUse`, is free for a result of op `index`: its value is dead, or
+  /// read last by that op as the input the result may overwrite.
+  bool freeFor(Value latest, size_t lastUse, size_t index, Value inPlace) {
+    return lastUse < index ||
+           (inPlace && lastUse == index && rootOf(inPlace) == latest);
   }
 
   LogicalResult run(OpBuilder &b);
@@ -197,6 +239,15 @@ LogicalResult ProgramBuilder::run(OpBuilder &b) {
     if (failed(prepare(op)))
       return failure();
   }
+  // The donated arguments, free once their last reader ran; not one the
+  // function returns (its caller reads it after the call).
+  llvm::SmallPtrSet<Value, 8> returned;
+  for (Value value : ret.getOperands())
+    returned.insert(rootOf(value));
+  for (BlockArgument arg : body.getArguments())
+    if (func.getArgAttr(arg.getArgNumber(), kDonatedAttr) &&
+        !returned.contains(arg))
+      donated.push_back({arg, {}, lastUseOf(arg, 0)});
   for (auto [i, op] : llvm::enumerate(ops))
     if (failed(addPart(op, i)))
       return failure();
@@ -207,7 +258,9 @@ LogicalResult ProgramBuilder::run(OpBuilder &b) {
              << arg.getArgNumber() << " ('" << buffers[arg]
              << "'), so its shape is unknown";
 
-  // The signature: the arguments, then the outputs in result order.
+  // The signature: the arguments, then the outputs in result order; a
+  // donated argument whose buffer holds values is `donated`, aligned for
+  // them too.
   auto declare = [&](Value value, Role role) {
     auto type = cast<RankedTensorType>(value.getType());
     SmallVector<Expr> shape;
@@ -215,6 +268,12 @@ LogicalResult ProgramBuilder::run(OpBuilder &b) {
       shape.push_back(*d);
     int64_t align = std::max<int64_t>(aligns.lookup(rootOf(value)),
                                       (type.getElementTypeBitWidth() + 7) / 8);
+    for (const Donated &buffer : donated)
+      if (buffer.arg == value && !buffer.placed.empty()) {
+        role = Role::Donated;
+        for (Value placed : buffer.placed)
+          align = std::max(align, aligns.lookup(placed));
+      }
     plan.arg(bufferOf(value), dtypeOf(type.getElementType()), role, align,
              shape);
   };
@@ -325,15 +384,36 @@ LogicalResult ProgramBuilder::addPart(Operation *op, size_t index) {
   Part &entry = parts[index];
   ArrayRef<ArgRecord> own = entry.own;
   ArrayRef<Value> values = entry.values;
-  // Its results are outputs or slices, named by the op and result.
+  // Its results are outputs, donated arguments' buffers where they fit, or
+  // slices, named by the op and result.
   for (OpResult result : op->getResults()) {
     dims[result].assign(cast<RankedTensorType>(result.getType()).getRank(),
                         std::nullopt);
     if (buffers.count(result))
       continue;
     size_t lastUse = lastUseOf(result, index);
-    Slice *free = llvm::find_if(
-        slices, [&](const Slice &slice) { return slice.lastUse < index; });
+    // The input the entry may write this result over (ArgRecord::inPlaceOf).
+    Value inPlace;
+    for (auto [arg, value] : llvm::zip(own, values))
+      if (arg.role == Role::Out && value == Value(result) &&
+          !arg.inPlaceOf.empty())
+        for (auto [input, inputValue] : llvm::zip(own, values))
+          if (input.name == arg.inPlaceOf)
+            inPlace = inputValue;
+    Donated *buffer = llvm::find_if(donated, [&](const Donated &d) {
+      Value latest = d.placed.empty() ? Value(d.arg) : d.placed.back();
+      return freeFor(latest, d.lastUse, index, inPlace) && fits(result, d.arg);
+    });
+    if (buffer != donated.end()) {
+      buffer->placed.push_back(result);
+      buffer->lastUse = lastUse;
+      buffers[result] = buffers[buffer->arg];
+      continue;
+    }
+    Slice *free = llvm::find_if(slices, [&](const Slice &slice) {
+      return freeFor(rootOf(slice.values.back()), slice.lastUse, index,
+                     inPlace);
+    });
     if (free == slices.end()) {
       slices.push_back({("v" + Twine(slices.size())).str(), {}, 0});
       free = &slices.back();
