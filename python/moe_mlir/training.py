@@ -33,8 +33,7 @@ The backward writes its own values over the saved tensors the train forward
 made for it (its program's `donated` arguments: the gate-up output, the
 experts' output), so its workspace holds little more than the gradient of
 the experts' output: one backward per forward. A second backward of one
-forward (retain_graph=True) is refused with a message, and the custom op
-declares those tensors mutated.
+forward (retain_graph=True) is refused with a message.
 
 Not yet: a gated shared expert (Qwen2-MoE: the gate's gradient has no GPU
 kernel), refused with the reason.
@@ -192,10 +191,12 @@ if torch is not None:
         args = {a.name: a for a in signature.args}
         return [_empty(args[n], sizes, inputs[0]) for n in _outputs(bundle)]
 
-    # The backward overwrites its donated inputs (saved values the forward
-    # made for it alone) once read: it declares them mutated.
-    @torch.library.custom_op("moe_mlir::train_backward",
-                             mutates_args=("donated",))
+    # The backward overwrites its donated inputs once read: saved values the
+    # forward op made for it alone, which nothing else reads. It does not
+    # declare them mutated (AOTAutograd refuses a backward graph that
+    # mutates its inputs, so torch.compile could not run it); it bumps their
+    # versions instead.
+    @torch.library.custom_op("moe_mlir::train_backward", mutates_args=())
     def _train_backward(bundle_path: str, kept: List[torch.Tensor],
                         donated: List[torch.Tensor],
                         grad_out: torch.Tensor) -> List[torch.Tensor]:

@@ -1,9 +1,12 @@
 // moe.unpermute_grad on sm_90a (BackwardKernels.cpp): a planned.v1 entry of
 // three kernels over a workspace of per-row pair counts: zero the counts,
-// count each row's pairs (integer atomics: exact), then a warp per pair (its
-// weight gradient; its row's gradient when it is the row's first pair, the
-// later pairs of the row added in pair order) and a warp per row (zeroed when
-// no pair names it). No float atomics: two runs are bit-identical.
+// count each row's pairs (integer atomics: exact), then a warp per pair (when
+// it is its row's first pair, the weight gradients of the row's pairs, then
+// the row's gradient, the later pairs of the row added in pair order; a zero
+// weight gradient without a row) and a warp per row (zeroed when no pair
+// names it). No float atomics: two runs are bit-identical. Only the first
+// pair's warp reads or writes a row: rows_grad may be rows (in place, a
+// program's choice).
 // RUN: moe-opt %s --moe-select-kernels --convert-moe-to-nvgpu | FileCheck %s
 
 // CHECK-LABEL: func.func @weighted(
@@ -38,9 +41,11 @@ func.func @unweighted(%g: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %s: tensor
 }
 
 // The kernels: zeroing by thread, an i32 atomic add per pair in range, then
-// the gather: a warp's weight gradient (lane sums, then its butterfly), the
-// first-pair test only where a row has several pairs, the later pairs in
-// order, and the zeroing of rows no pair names.
+// the gather: a zero weight gradient for a pair without a row, the
+// first-pair test only where a row has several pairs, the first pair's
+// weight gradient (lane sums, then its butterfly), the later pairs' ones,
+// the row's gradient with the later pairs in order, and the zeroing of rows
+// no pair names.
 // CHECK: gpu.func @moe_unpermute_grad_init(%{{.*}}: memref<?xi32>)
 // CHECK: memref.store %{{.*}} : memref<?xi32>
 // CHECK: gpu.func @moe_unpermute_grad_count_s64(%{{.*}}: memref<?x?xi64>, %{{.*}}: memref<?xi32>)
@@ -48,13 +53,17 @@ func.func @unweighted(%g: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %s: tensor
 // CHECK: memref.atomic_rmw addi
 // CHECK: gpu.func @moe_unpermute_grad_gather_s64(
 // CHECK-NOT: atomic
-// CHECK: scf.for
-// CHECK: vector.load
-// CHECK: gpu.shuffle xor {{.*}} : f32
 // CHECK: memref.store %{{.*}} : memref<?x?xf32>
 // CHECK: arith.cmpi sgt
 // CHECK: scf.if
 // CHECK: arith.maxui
+// CHECK: scf.for
+// CHECK: vector.load
+// CHECK: gpu.shuffle xor {{.*}} : f32
+// CHECK: memref.store %{{.*}} : memref<?x?xf32>
+// CHECK: scf.for
+// CHECK: gpu.shuffle xor {{.*}} : f32
+// CHECK: memref.store %{{.*}} : memref<?x?xf32>
 // CHECK: vector.broadcast
 // CHECK: scf.for
 // CHECK: arith.addf {{.*}} : vector<8xf32>

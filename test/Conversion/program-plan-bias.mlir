@@ -16,5 +16,7 @@
 // CHECK-LABEL: func.func @gptoss_backward(
 // CHECK-SAME: {align = 16 : i64, dims = "8,512", dtype = "bf16", name = "grad_gate_up_bias", role = "out"}
 // CHECK-SAME: {align = 16 : i64, dims = "8,256", dtype = "f32", name = "grad_down_bias", role = "out"}
-// CHECK-SAME: params = "mem:{{@v[0-9]+}}[M,256];mem:offsets[9];mem:grad_down_bias[8,256]", part = "p{{[0-9]+}}"
+// The experts' output's gradient is written over the experts' output
+// (donated), in place.
+// CHECK-SAME: params = "mem:expert_out[M,256];mem:offsets[9];mem:grad_down_bias[8,256]", part = "p{{[0-9]+}}"
 // CHECK-SAME: params = "mem:{{@v[0-9]+}}[M,512];mem:offsets[9];mem:grad_gate_up_bias[8,512]", part = "p{{[0-9]+}}"

@@ -49,20 +49,20 @@
 // CHECK-SAME: {align = 16 : i64, dims = "8,256,256", dtype = "bf16", name = "grad_down_weights", role = "out"}]
 // CHECK-SAME: checks = [{expr = "T<=2147483647", message = "p0 step: T must be at most 2147483647"}, {expr = "M<=2147483647", message = "p0 step: M must be at most 2147483647"}]
 // CHECK-SAME: sizes = [{max = "9223372036854775807", min = "0", name = "T"}, {max = "9223372036854775807", min = "0", name = "M"}]
-// The combine's adjoint (dO in v0: expert_out, which it reads, is not
-// dead yet); the activation H [M, 256] into expert_out, dead by then; the
-// down projection's weight gradient (H dies); the dgrad with the
-// activation's gradient in its epilogue writes dGU over gate_up, which it
-// reads (its entry allows it: each tile reads its elements before it
-// writes them); the gate-up dgrad writes dRows into expert_out again.
-// CHECK-SAME: params = "mem:grad_out[T,256];mem:expert_out[M,256];mem:slots[T,2];mem:weights[T,2];mem:@p0_counts[M];mem:@v0[M,256];mem:@v1[T,2]", part = "p0"
-// CHECK-SAME: params = "mem:gate_up[M,512];mem:expert_out[M,256]", part = "p1"
-// CHECK-SAME: params = "tmap:@v0:bf16:[256,M]:[512]:[64,64];tmap:expert_out:bf16:[256,M]:[512]:[64,64];mem:offsets[9];mem:grad_down_weights[8,256,256];i32:M", part = "p2"
-// CHECK-SAME: params = "tmap:@v0:bf16:[256,M]:[512]:[64,128];tmap:down_weights:bf16:[256,256,8]:[512,131072]:[64,64,1];mem:offsets[9];mem:gate_up[M,512];i32:256;i32:65;i32:2147483647;mem:gate_up[M,512]", part = "p3"
+// The combine's adjoint writes dO over expert_out, which it reads (in
+// place: its entry allows it); the activation H [M, 256] into a slice (no
+// dead buffer yet); the down projection's weight gradient (H dies); the
+// dgrad with the activation's gradient in its epilogue writes dGU over
+// gate_up, which it reads; the gate-up dgrad writes dRows into expert_out
+// again (dO is dead).
+// CHECK-SAME: params = "mem:grad_out[T,256];mem:expert_out[M,256];mem:slots[T,2];mem:weights[T,2];mem:@p0_counts[M];mem:expert_out[M,256];mem:@v0[T,2]", part = "p0"
+// CHECK-SAME: params = "mem:gate_up[M,512];mem:@v1[M,256]", part = "p1"
+// CHECK-SAME: params = "tmap:expert_out:bf16:[256,M]:[512]:[64,64];tmap:@v1:bf16:[256,M]:[512]:[64,64];mem:offsets[9];mem:grad_down_weights[8,256,256];i32:M", part = "p2"
+// CHECK-SAME: params = "tmap:expert_out:bf16:[256,M]:[512]:[64,128];tmap:down_weights:bf16:[256,256,8]:[512,131072]:[64,64,1];mem:offsets[9];mem:gate_up[M,512];i32:256;i32:65;i32:2147483647;mem:gate_up[M,512]", part = "p3"
 // CHECK-SAME: params = "tmap:gate_up:bf16:[512,M]:[1024]:[64,128];tmap:gate_up_weights:bf16:[256,512,8]:[512,262144]:[64,64,1];mem:offsets[9];mem:expert_out[M,256];i32:512;i32:65;i32:2147483647", part = "p4"
 // CHECK-SAME: params = "mem:expert_out[M,256];mem:slots[T,2];mem:grad_tokens[T,256]", part = "p6"
-// CHECK-SAME: params = "mem:logits[T,8];mem:ids[T,2];mem:@v1[T,2];mem:grad_logits[T,8]", part = "p7"
-// CHECK-SAME: work = [{align = 256 : i64, bytes = "M*4", name = "p0_counts"}, {align = 256 : i64, bytes = "2*M*256", name = "v0"}, {align = 256 : i64, bytes = "4*T*2", name = "v1"}]
+// CHECK-SAME: params = "mem:logits[T,8];mem:ids[T,2];mem:@v0[T,2];mem:grad_logits[T,8]", part = "p7"
+// CHECK-SAME: work = [{align = 256 : i64, bytes = "M*4", name = "p0_counts"}, {align = 256 : i64, bytes = "4*T*2", name = "v0"}, {align = 256 : i64, bytes = "2*M*256", name = "v1"}]
 
 // The manifest: each op an entry <function>.<i>, then the program's.
 // ENTRIES: name = "mixtral_train.0", op = "moe.route"

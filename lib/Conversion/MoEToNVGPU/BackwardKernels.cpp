@@ -461,21 +461,22 @@ gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
         IndexMath n{nb};
         auto isPair = scf::IfOp::create(nb, n.lt(item, pairs), /*else=*/true);
         {
-          // A pair: its weight gradient, and its row's gradient if it is the
-          // row's first pair.
+          // A pair: if it is its row's first, the weight gradients of the
+          // row's pairs and the row's gradient; without a row, a zero
+          // weight gradient.
           ImplicitLocOpBuilder tb(loc, isPair.getThenBodyBuilder());
-          IndexMath t{tb};
           Value p = item, token = arith::DivUIOp::create(tb, p, k);
           std::pair<Value, Value> rowAndInRange = rowOf(tb, p);
           Value row = rowAndInRange.first, inRange = rowAndInRange.second;
-          if (weightsGrad) {
-            // <grad[t], rows[row]>: the lane's columns in order, then the
-            // warp's butterfly (a fixed order).
-            Value end = arith::SelectOp::create(tb, inRange, hidden, t.c(0));
+          // Pair q's weight gradient <grad[q's token], rows[row]>: the
+          // lane's columns in order, then the warp's butterfly (a fixed
+          // order).
+          auto storeDot = [&](ImplicitLocOpBuilder &db, Value q) {
+            Value qToken = arith::DivUIOp::create(db, q, k);
             Value partial = columns(
-                tb, end, {f32Constant(tb, 0.0)},
+                db, hidden, {f32Constant(db, 0.0)},
                 [&](ImplicitLocOpBuilder &cb, Value col, ValueRange iter) {
-                  Value g = loadRow(cb, grad, token, col);
+                  Value g = loadRow(cb, grad, qToken, col);
                   Value r = loadRow(cb, rows, row, col);
                   Value acc = iter[0];
                   for (int64_t e = 0; e < kVector; ++e) {
@@ -488,18 +489,34 @@ gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
                   }
                   return SmallVector<Value>{acc};
                 })[0];
-            Value dot = warpReduce(tb, partial, [&](Value x, Value y) -> Value {
-              return arith::AddFOp::create(tb, x, y);
+            Value dot = warpReduce(db, partial, [&](Value x, Value y) -> Value {
+              return arith::AddFOp::create(db, x, y);
             });
-            ifThen(tb,
-                   arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, lane,
-                                         t.c(0)),
+            ifThen(db,
+                   arith::CmpIOp::create(db, arith::CmpIPredicate::eq, lane,
+                                         IndexMath{db}.c(0)),
                    [&](ImplicitLocOpBuilder &lb) {
                      memref::StoreOp::create(
                          lb, dot, weightsGrad,
-                         ValueRange{token, arith::RemUIOp::create(lb, p, k)});
+                         ValueRange{qToken, arith::RemUIOp::create(lb, q, k)});
                    });
-          }
+          };
+          // A pair without a row has a zero weight gradient.
+          if (weightsGrad)
+            ifThen(tb,
+                   arith::XOrIOp::create(
+                       tb, inRange, arith::ConstantIntOp::create(tb, 1, 1)),
+                   [&](ImplicitLocOpBuilder &zb) {
+                     ifThen(zb,
+                            arith::CmpIOp::create(zb, arith::CmpIPredicate::eq,
+                                                  lane, IndexMath{zb}.c(0)),
+                            [&](ImplicitLocOpBuilder &lb) {
+                              memref::StoreOp::create(
+                                  lb, f32Constant(lb, 0.0), weightsGrad,
+                                  ValueRange{token,
+                                             arith::RemUIOp::create(lb, p, k)});
+                            });
+                   });
           ifThen(tb, inRange, [&](ImplicitLocOpBuilder &vb) {
             Value count = memref::LoadOp::create(vb, counts, row);
             Value shared = arith::CmpIOp::create(vb, arith::CmpIPredicate::sgt,
@@ -540,7 +557,25 @@ gpu::GPUFuncOp mlir::moe::buildUnpermuteGradKernel(
             Value first =
                 arith::XOrIOp::create(vb, earlier.getResult(0),
                                       arith::ConstantIntOp::create(vb, 1, 1));
+            // The row's first pair reads rows[row] for the weight gradients
+            // of all its pairs, then writes rows_grad[row]: no other warp
+            // touches the row, so rows_grad may be rows (in place).
             ifThen(vb, first, [&](ImplicitLocOpBuilder &fb) {
+              if (weightsGrad) {
+                storeDot(fb, p);
+                ifThen(fb, shared, [&](ImplicitLocOpBuilder &sb) {
+                  IndexMath s{sb};
+                  scf::ForOp::create(
+                      sb, s.add(p, s.c(1)), pairs, s.c(1), ValueRange{},
+                      [&](OpBuilder &inner, Location il, Value q, ValueRange) {
+                        ImplicitLocOpBuilder qb(il, inner);
+                        ifThen(
+                            qb, namesRow(qb, q, row),
+                            [&](ImplicitLocOpBuilder &db) { storeDot(db, q); });
+                        scf::YieldOp::create(qb);
+                      });
+                });
+              }
               Value weight = weightOf(fb, p);
               columns(
                   fb, hidden, {},

@@ -97,6 +97,9 @@ void unpermuteGradPlan(const EntryKeys &e, Scope &p) {
   if (weighted)
     p.arg("weights", "f32", Role::In, 4, {t, k});
   p.arg("rows_grad", "bf16", Role::Out, 16, {m, h});
+  // A row's first pair reads the row for its pairs' weight gradients before
+  // it writes the row's gradient, and no other warp touches either.
+  p.inPlace("rows_grad", "rows");
   if (weighted)
     p.arg("weights_grad", "f32", Role::Out, 4, {t, k});
   p.work("counts", m * 4, 256);
