@@ -22,6 +22,9 @@ and ratios to grouped_mm.
 
     python3 bench/train_layer.py .gpu-artifacts .shared-bench [model ...]
 
+With --breakdown, a third table gives our step's device time by kind of
+kernel (one profiled step): where the time goes.
+
 With --baseline=DIR, a fourth side runs TrainableMoELayer on the bundles of
 another hf-cache folder (an earlier compiler's, scripts/build-hf-cache.sh) in
 the same process, and a second table gives the A/B: time and peak memory.
@@ -37,26 +40,40 @@ import moe_mlir  # noqa: E402
 TOKENS = (4096, 16384)
 
 
-def backward_gemms(fn):
-    """(dgrad ms, wgrad ms) of one step of `fn` under the CUDA profiler:
-    the device time of the N-major-weights GEMM kernels (`_wkn_`, the
-    dgrads) and of the grouped_wgrad kernels."""
+#: The kernels of a step by what they do, first match of the name wins:
+#: the dgrads read the weights N-major (`_wkn_`), the fused one with the
+#: activation's gradient (`actgrad`).
+KERNEL_CLASSES = (
+    ("wgrad", ("grouped_wgrad", "moe_bias_grad")),
+    ("dgrad", ("_wkn_",)),
+    ("forward GEMMs", ("grouped_matmul",)),
+    ("activation", ("moe_swiglu",)),
+    ("route", ("moe_route",)),
+    ("permute / combine", ("moe_permute", "moe_unpermute", "moe_constant")),
+)
+
+
+def step_kernels(fn):
+    """{class: ms} of one step of `fn` under the CUDA profiler: the device
+    time of its kernels by KERNEL_CLASSES, the rest (torch's router linear
+    and its gradient, copies, fills) as "torch"."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
-    dgrad = wgrad = 0.0
+    times = {}
     for event in prof.key_averages():
         us = getattr(event, "device_time_total", None)
         if us is None:
             us = event.cuda_time_total
-        if "grouped_wgrad" in event.key:
-            wgrad += us / 1e3
-        elif "_wkn_" in event.key:
-            dgrad += us / 1e3
-    return dgrad, wgrad
+        if not us:
+            continue
+        kind = next((k for k, names in KERNEL_CLASSES
+                     if any(n in event.key for n in names)), "torch")
+        times[kind] = times.get(kind, 0.0) + us / 1e3
+    return times
 
 
 def main(argv):
@@ -64,9 +81,12 @@ def main(argv):
     import transformers
 
     baseline = None
+    breakdown = "--breakdown" in argv
     for arg in list(argv):
         if arg.startswith("--baseline="):
             baseline = os.path.abspath(arg.split("=", 1)[1])
+            argv.remove(arg)
+        elif arg == "--breakdown":
             argv.remove(arg)
     artifacts = os.path.abspath(argv[0])
     sys.path.insert(0, os.path.abspath(argv[1]))
@@ -146,7 +166,7 @@ def main(argv):
                     best = min(t for t in (eager, graph) if t is not None)
                     result[side] = (eager, graph, best, peak)
                     if side == "moe_mlir":
-                        gemms[(name, T)] = backward_gemms(fn)
+                        gemms[(name, T)] = step_kernels(fn)
                 except Exception as error:
                     print(f"{name} T={T} {side}: {type(error).__name__}: {error}")
                     torch.cuda.synchronize()
@@ -166,7 +186,8 @@ def main(argv):
           "wgrad TFLOP/s | peak GiB (ours / grouped_mm) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, T, flops, result, gemm_flops in rows:
-        dgrad_ms, wgrad_ms = gemms.get((name, T), (0.0, 0.0))
+        kinds = gemms.get((name, T), {})
+        dgrad_ms, wgrad_ms = kinds.get("dgrad", 0.0), kinds.get("wgrad", 0.0)
         dgrad = f"{gemm_flops / dgrad_ms / 1e9:.0f}" if dgrad_ms else "-"
         wgrad = f"{gemm_flops / wgrad_ms / 1e9:.0f}" if wgrad_ms else "-"
         def ms(side):
@@ -180,6 +201,17 @@ def main(argv):
         print(f"| {name} | {T} | {ms('moe_mlir')} | {ms('grouped_mm')} | "
               f"{ms('torch._grouped_mm')} | {ratio} | {tflops} | {dgrad} | "
               f"{wgrad} | {peak} |")
+    if breakdown:
+        kinds = [k for k, _ in KERNEL_CLASSES] + ["torch"]
+        print("\nOur step's device time by kernel (ms, one profiled eager "
+              "step; the wgrad includes the bias gradients):\n")
+        print("| model | T | step ms | " + " | ".join(kinds) + " |")
+        print("|---|---|---|" + "---|" * len(kinds))
+        for name, T, flops, result, gemm_flops in rows:
+            times = gemms.get((name, T))
+            if times and "moe_mlir" in result:
+                print(f"| {name} | {T} | {result['moe_mlir'][2]:.2f} | " +
+                      " | ".join(f"{times.get(k, 0.0):.2f}" for k in kinds) + " |")
     if baseline:
         print(f"\nA/B against {baseline} (same process):\n")
         print("| model | T | baseline ms | moe_mlir ms | speed-up | "
