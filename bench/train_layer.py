@@ -22,6 +22,11 @@ and ratios to grouped_mm.
 
     python3 bench/train_layer.py .gpu-artifacts .shared-bench [model ...]
 
+With --recompute-rows, another side runs the layer compiled with
+recompute_rows (the backward permutes the tokens again instead of saving
+the permuted rows), and a table gives its time and peak memory beside the
+default's.
+
 With --breakdown, a third table gives our step's device time by kind of
 kernel (one profiled step): where the time goes.
 
@@ -82,11 +87,12 @@ def main(argv):
 
     baseline = None
     breakdown = "--breakdown" in argv
+    recompute_rows = "--recompute-rows" in argv
     for arg in list(argv):
         if arg.startswith("--baseline="):
             baseline = os.path.abspath(arg.split("=", 1)[1])
             argv.remove(arg)
-        elif arg == "--breakdown":
+        elif arg in ("--breakdown", "--recompute-rows"):
             argv.remove(arg)
     artifacts = os.path.abspath(argv[0])
     sys.path.insert(0, os.path.abspath(argv[1]))
@@ -106,6 +112,9 @@ def main(argv):
         layer = moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=cache)
         base_layer = (moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=baseline)
                       if baseline else None)
+        rows_layer = (moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=cache,
+                                                         recompute_rows=True)
+                      if recompute_rows else None)
         E, H, I, k = (layer.spec.experts, layer.spec.hidden,
                       layer.spec.intermediate, layer.spec.top_k)
         w_router = train_layer.router_of(block).weight
@@ -144,6 +153,8 @@ def main(argv):
             }
             if baseline:
                 sides["baseline"] = step(base_layer, params)
+            if rows_layer:
+                sides["recompute_rows"] = step(rows_layer, params)
             # The peer runs the [E, 2I, H] layout without expert biases:
             # not GPT-OSS's layer.
             if not layer.spec.expert_bias:
@@ -178,7 +189,7 @@ def main(argv):
                 print(f"{name:14s} T={T:6d} {side:18s} eager {eager:8.3f} ms  graph "
                       f"{graph if graph is None else round(graph, 3)!s:>8} ms  "
                       f"{flops / best / 1e9:6.0f} TFLOP/s  peak +{peak:.2f} GiB", flush=True)
-        del layer, base_layer, block, w13, w2, w_router, shared, shared_weights, params
+        del layer, base_layer, rows_layer, block, w13, w2, w_router, shared, shared_weights, params
         torch.cuda.empty_cache()
 
     print("\n| model | T | moe_mlir ms | grouped_mm ms | torch._grouped_mm ms | "
@@ -212,6 +223,18 @@ def main(argv):
             if times and "moe_mlir" in result:
                 print(f"| {name} | {T} | {result['moe_mlir'][2]:.2f} | " +
                       " | ".join(f"{times.get(k, 0.0):.2f}" for k in kinds) + " |")
+    if recompute_rows:
+        print("\nrecompute_rows against the default (same process):\n")
+        print("| model | T | default ms | recompute_rows ms | time ratio | "
+              "peak GiB (default / recompute_rows / grouped_mm) |")
+        print("|---|---|---|---|---|---|")
+        for name, T, flops, result, gemm_flops in rows:
+            if "recompute_rows" in result and "moe_mlir" in result:
+                d, r = result["moe_mlir"], result["recompute_rows"]
+                block_peak = (f"{result['grouped_mm'][3]:.2f}"
+                              if "grouped_mm" in result else "-")
+                print(f"| {name} | {T} | {d[2]:.2f} | {r[2]:.2f} | "
+                      f"{r[2] / d[2]:.3f} | {d[3]:.2f} / {r[3]:.2f} / {block_peak} |")
     if baseline:
         print(f"\nA/B against {baseline} (same process):\n")
         print("| model | T | baseline ms | moe_mlir ms | speed-up | "

@@ -267,13 +267,23 @@ struct MoEGenerateBackwardPass
       if (auto it = leafOfArg.find(i); it != leafOfArg.end())
         gradientNames.push_back(leaves[it->second].name);
 
+    if (recomputeRows && c.dispatch) {
+      train.erase();
+      return fail("recompute-rows cannot recompute the expert-parallel "
+                  "rows (they are the rows other ranks sent)");
+    }
     Saved saved;
     if (c.route) {
       saved.add("logits", c.route.getLogits());
       saved.add("ids", c.route.getExpertIds());
+    } else if (recomputeRows) {
+      saved.add("ids", c.permute.getExpertIds());
     }
     saved.add("weights", c.combine.getWeights());
-    saved.add("rows", c.gateUp.getRows());
+    // With recompute-rows, the backward permutes the tokens again (the
+    // permute is stable: the same rows in the same order).
+    if (!recomputeRows)
+      saved.add("rows", c.gateUp.getRows());
     saved.add("offsets", c.gateUp.getOffsets());
     saved.add("slots", c.permute.getSlots());
     if (c.dispatch) {
@@ -293,8 +303,9 @@ struct MoEGenerateBackwardPass
       saved.add("expert_out", c.down.getResult());
     saved.add("gate_up_weights", c.gateUp.getWeights());
     saved.add("down_weights", c.down.getWeights());
+    if (recomputeRows || c.shared)
+      saved.add("tokens", c.permute.getTokens());
     if (SharedMLPOp shared = c.shared) {
-      saved.add("tokens", shared.getTokens());
       saved.add("shared_gate_up_weights", shared.getGateUpWeights());
       saved.add("shared_down_weights", shared.getDownWeights());
       if (Value gate = shared.getGateWeights())
@@ -373,19 +384,30 @@ struct MoEGenerateBackwardPass
       forward.map(value, arg);
     auto get = [&](Value v) { return forward.lookup(v); };
     Value dy = entry->getArguments().back();
-    Value rows = get(c.gateUp.getRows()), offsets = get(c.gateUp.getOffsets());
+    Value offsets = get(c.gateUp.getOffsets());
+    // The rows: saved, or with recompute-rows the tokens permuted again
+    // where first needed (the forward's permute, whose order is stable).
+    Value rows = forward.lookupOrNull(c.gateUp.getRows());
+    auto getRows = [&]() {
+      if (!rows) {
+        IRMapping operands = forward; // the saved tokens and ids
+        rows = b.clone(*c.permute.getOperation(), operands)->getResult(0);
+      }
+      return rows;
+    };
     Value slots = get(c.permute.getSlots()),
           weights = get(c.combine.getWeights());
     Value w13 = get(c.gateUp.getWeights()), w2 = get(c.down.getWeights());
     Value expertOut = forward.lookupOrNull(c.down.getResult());
     if (!expertOut)
-      expertOut = rows;
+      expertOut = getRows();
 
     Value gateUp = forward.lookupOrNull(c.gateUp.getResult());
     if (!gateUp) {
       Value bias = c.gateUp.getBias() ? get(c.gateUp.getBias()) : Value();
-      gateUp = GroupedMatmulOp::create(b, loc, c.gateUp.getType(), rows, w13,
-                                       offsets, bias, /*row_scale=*/Value());
+      gateUp = GroupedMatmulOp::create(b, loc, c.gateUp.getType(), getRows(),
+                                       w13, offsets, bias,
+                                       /*row_scale=*/Value());
     }
     // The combine's adjoint; with expert parallelism, the rows' gradients go
     // back to the ranks that computed them (the undispatch's adjoint is a
@@ -433,7 +455,11 @@ struct MoEGenerateBackwardPass
           b, loc, c.undispatch.getType(), received, get(dispatch.getCounts()),
           get(c.permute.getOffsets()), dispatch.getRanks());
     }
-    auto gateUpGrad = wgrad(b, loc, c.gateUp, dGateUp, rows, offsets);
+    // The gate-up weights' gradient; with recompute-rows after dX, so that
+    // the permuted rows can take dRows' buffer in a program.
+    GroupedWgradOp gateUpGrad;
+    if (!recomputeRows)
+      gateUpGrad = wgrad(b, loc, c.gateUp, dGateUp, rows, offsets);
     // The shared expert's part of dX joins the sum of each token's rows.
     SharedMLPGradOp sharedGrad;
     if (SharedMLPOp shared = c.shared) {
@@ -449,6 +475,8 @@ struct MoEGenerateBackwardPass
     Value dTokens = UnpermuteOp::create(
         b, loc, c.permute.getTokens().getType(), dRows, slots,
         /*weights=*/Value(), sharedGrad ? sharedGrad.getTokensGrad() : Value());
+    if (!gateUpGrad)
+      gateUpGrad = wgrad(b, loc, c.gateUp, dGateUp, getRows(), offsets);
 
     Value dRouting = combineGrad.getWeightsGrad();
     if (RouteOp route = c.route)

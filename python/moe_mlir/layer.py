@@ -483,12 +483,16 @@ def _compiler_identity(tools: Tuple[str, str]) -> str:
 
 
 def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
-                  compiler: Optional[str] = None, train: bool = False) -> str:
+                  compiler: Optional[str] = None, train: bool = False,
+                  recompute_rows: bool = False) -> str:
     """The path of the bundle of `spec` (entry ENTRY), compiled on first
     use. The cache holds <cache_dir>/<spec.key()>/layer.mlir and one
     <compiler id>.moebundle per compiler that compiled it. With train, the
     bundle also holds ENTRY_train and ENTRY_backward
-    (--moe-generate-backward; training.py), as <compiler id>.train.moebundle. With a compiler
+    (--moe-generate-backward; training.py), as <compiler id>.train.moebundle;
+    with recompute_rows too, its backward permutes the tokens again instead
+    of saving the permuted rows (<compiler id>.train-recompute-rows.moebundle).
+    With a compiler
     (find_compiler), its own bundle is returned, compiled first when
     missing; without one, the newest bundle of the layer (one compiled
     elsewhere and copied here). Raises MoERuntimeError: NOT_FOUND (no
@@ -497,10 +501,15 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     cache_dir = cache_dir or default_cache_dir()
     layer_dir = os.path.join(cache_dir, spec.key())
     tools = find_compiler(compiler)
-    suffix = ".train.moebundle" if train else ".moebundle"
+    if recompute_rows and not train:
+        raise ValueError("compile_layer: recompute_rows is an option of the "
+                         "train bundle (train=True)")
+    suffix = (".moebundle" if not train else
+              ".train-recompute-rows.moebundle" if recompute_rows else
+              ".train.moebundle")
     if tools is None:
         bundles = [b for b in glob.glob(os.path.join(layer_dir, "*" + suffix))
-                   if train or not b.endswith(".train.moebundle")]
+                   if train or ".train" not in os.path.basename(b)]
         if bundles:
             return max(bundles, key=os.path.getmtime)
         raise MoERuntimeError(
@@ -526,7 +535,9 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
                          f"--moe-build-layer={spec.options()}", "-o",
                          built_source],
                         [tools[0], built_source] +
-                        (["--moe-generate-backward"] if train else []) +
+                        (["--moe-generate-backward=recompute-rows=true"]
+                         if recompute_rows else
+                         ["--moe-generate-backward"] if train else []) +
                         [PIPELINE, "-o", lowered],
                         [tools[1], "--moe-to-bundle", lowered, "-o", built]):
             result = subprocess.run(command, stdout=subprocess.PIPE,

@@ -283,17 +283,22 @@ if torch is not None:
 
         @classmethod
         def from_hf(cls, block, *, cache_dir: Optional[str] = None,
-                    compiler: Optional[str] = None) -> "TrainableMoELayer":
+                    compiler: Optional[str] = None,
+                    recompute_rows: bool = False) -> "TrainableMoELayer":
             """The trainable layer of a Hugging Face sparse MoE block
             (bfloat16, on a CUDA device; no gated shared expert), its
             forward and backward compiled on first use
-            (compile_layer(..., train=True)). Raises what MoELayer.from_hf
-            raises, and ValueError for the blocks training does not
-            support yet."""
+            (compile_layer(..., train=True)). With recompute_rows, the
+            forward does not keep the tokens' [T*k, H] expert-ordered copy
+            for the backward, which makes it again (a gather): less memory
+            for a little time (not with expert parallelism). Raises what
+            MoELayer.from_hf raises, and ValueError for the blocks training
+            does not support yet."""
             spec, sources, returns = _read_block(block)
             _refuse_training(block, spec)
             path = compile_layer(spec, cache_dir=cache_dir,
-                                 compiler=compiler, train=True)
+                                 compiler=compiler, train=True,
+                                 recompute_rows=recompute_rows)
             layer = cls(block, spec, returns, path)
             layer._load(sources["router_weight"].device)
             return layer

@@ -89,7 +89,8 @@ int failWith(const char *message) {
 int failWithStatus() { return failWith(moeLastErrorMessage()); }
 
 /// Prints `entry`'s sizes and arguments (its plan's signature); non-zero
-/// when the runtime refuses a query.
+/// when the runtime refuses a query (its message is the runtime's last) or
+/// reports a dtype or role this tool does not know (its message printed).
 int printSignature(const moeBundle *bundle, const char *entry) {
   static const char *const dtypes[] = {"bf16", "f32",  "i32", "i64",
                                        "e4m3", "e5m2", "e8m0"};
@@ -105,9 +106,15 @@ int printSignature(const moeBundle *bundle, const char *entry) {
   }
   for (int32_t i = 0; i < signature.num_args; ++i) {
     moeArgInfo arg;
-    if (moeEntryGetArg(bundle, entry, i, &arg) != MOE_STATUS_SUCCESS ||
-        arg.dtype < 0 || arg.dtype > 6 || arg.role < 0 || arg.role > 3)
+    if (moeEntryGetArg(bundle, entry, i, &arg) != MOE_STATUS_SUCCESS)
       return 1;
+    if (arg.dtype < 0 || arg.dtype > 6 || arg.role < 0 || arg.role > 3) {
+      std::fprintf(stderr,
+                   "moe-bundle-info: error: %s: argument %s has dtype %d and "
+                   "role %d, which this tool does not know\n",
+                   entry, arg.name, int(arg.dtype), int(arg.role));
+      return 2;
+    }
     std::printf("  arg %s %s %s align=%" PRId64 " dims=%s\n", arg.name,
                 dtypes[arg.dtype], roles[arg.role], arg.align, arg.dims);
   }
@@ -208,8 +215,9 @@ int main(int argc, char **argv) {
                   : entry.bias_bits == 16 ? "bf16"
                                           : "none",
                   entry.activation);
-    if (planOnly && printSignature(bundle, entry.name) != 0)
-      return failWithStatus();
+    if (planOnly)
+      if (int failed = printSignature(bundle, entry.name))
+        return failed == 1 ? failWithStatus() : 1;
     for (int32_t k = 0; k < entry.num_kernels; ++k) {
       moeKernelInfo kernel;
       if (moeBundleGetKernel(bundle, e, k, &kernel) != MOE_STATUS_SUCCESS)

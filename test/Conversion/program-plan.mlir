@@ -6,6 +6,7 @@
 // RUN: moe-opt %s --moe-generate-backward --moe-gpu-pipeline=format=isa | FileCheck %s --check-prefix=ENTRIES
 // RUN: moe-opt %s --moe-generate-backward --moe-gpu-pipeline="format=isa fuse-backward=false" | FileCheck %s --check-prefix=UNFUSED
 // RUN: moe-opt %s --moe-generate-backward --moe-gpu-pipeline="format=isa cluster=2" | FileCheck %s --check-prefix=CLUSTER
+// RUN: moe-opt %s --moe-generate-backward=recompute-rows=true --moe-fuse-backward --moe-select-kernels --convert-moe-to-nvgpu | FileCheck %s --check-prefix=RECOMPUTE
 
 // The train forward: one size T (the tokens'); the saved values are
 // outputs whose shapes follow from T (rows T*2 from the permute); an
@@ -63,6 +64,18 @@
 // CHECK-SAME: params = "mem:expert_out[M,256];mem:slots[T,2];mem:grad_tokens[T,256]", part = "p6"
 // CHECK-SAME: params = "mem:logits[T,8];mem:ids[T,2];mem:@v0[T,2];mem:grad_logits[T,8]", part = "p7"
 // CHECK-SAME: work = [{align = 256 : i64, bytes = "M*4", name = "p0_counts"}, {align = 256 : i64, bytes = "4*T*2", name = "v0"}, {align = 256 : i64, bytes = "2*M*256", name = "v1"}]
+
+// With recompute-rows the permuted rows are no output of the train forward
+// but a slice, which H takes once they are dead; the backward permutes the
+// tokens again after dX, into the experts' output (dRows is dead), and the
+// gate-up wgrad reads them there.
+// RECOMPUTE-LABEL: func.func @mixtral_train(
+// RECOMPUTE-SAME: params = "mem:tokens[T,256];mem:@p1_sources[T*2];mem:offsets[9];mem:@v0[T*2,256]", part = "p1"
+// RECOMPUTE-SAME: params = "mem:gate_up[T*2,512];mem:@v0[T*2,256]", part = "p3"
+// RECOMPUTE-LABEL: func.func @mixtral_backward(
+// RECOMPUTE-SAME: params = "mem:expert_out[M,256];mem:slots[T,2];mem:grad_tokens[T,256]", part = "p5"
+// RECOMPUTE-SAME: params = "mem:tokens[T,256];mem:@p6_sources[T*2];mem:@v{{[0-9]+}}[9];mem:expert_out[T*2,256]", part = "p6"
+// RECOMPUTE-SAME: tmap:expert_out:bf16:[256,M]:[512]:[64,64];mem:offsets[9];mem:grad_gate_up_weights[8,512,256];i32:M", part = "p7"
 
 // The manifest: each op an entry <function>.<i>, then the program's.
 // ENTRIES: name = "mixtral_train.0", op = "moe.route"

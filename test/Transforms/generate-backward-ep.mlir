@@ -2,6 +2,9 @@
 // first): the adjoint exchanges run the other way. Values are checked by
 // test/Execution/ep-backward-*.mlir.
 // RUN: moe-opt %s --moe-expert-parallel=ranks=2 --moe-generate-backward | FileCheck %s
+// The rows of a rank are what other ranks sent: recompute-rows refuses.
+// RUN: not moe-opt %s --moe-expert-parallel=ranks=2 --moe-generate-backward=recompute-rows=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REFUSED
+// REFUSED: error: --moe-generate-backward: cannot derive the backward of @mixtral: recompute-rows cannot recompute the expert-parallel rows (they are the rows other ranks sent)
 
 // CHECK-LABEL: func.func @mixtral_backward(
 // CHECK-SAME: %[[L:[^:]+]]: tensor<?x8xf32> {moe.name = "logits"}, %[[IDS:[^:]+]]: tensor<?x2xi32> {moe.donated, moe.name = "ids"}, %[[W:[^:]+]]: tensor<?x2xf32> {moe.donated, moe.name = "weights"}, %[[ROWS:[^:]+]]: tensor<?x16xbf16> {moe.donated, moe.name = "rows"}, %[[OFF:[^:]+]]: tensor<5xi64> {moe.donated, moe.name = "offsets"}, %[[SLOTS:[^:]+]]: tensor<?x2xi64> {moe.donated, moe.name = "slots"}, %[[LSLOTS:[^:]+]]: tensor<?x1xi64> {moe.donated, moe.name = "local_slots"}, %[[DOFF:[^:]+]]: tensor<9xi64> {moe.donated, moe.name = "dispatch_offsets"}, %[[COUNTS:[^:]+]]: tensor<2xi64> {moe.donated, moe.name = "counts"}, %[[COMB:[^:]+]]: tensor<?x16xbf16> {moe.donated, moe.name = "combined"}, %[[GU:[^:]+]]: tensor<?x48xbf16> {moe.donated, moe.name = "gate_up"}, %[[W13:[^:]+]]: tensor<4x48x16xbf16> {moe.name = "gate_up_weights"}, %[[W2:[^:]+]]: tensor<4x16x24xbf16> {moe.name = "down_weights"}, %[[DY:[^:]+]]: tensor<?x16xbf16> {moe.name = "grad_out"})

@@ -43,6 +43,13 @@ CASES.update({
     # The RUN line passes recompute-gate-up=true; the layer is mixtral's.
     "recompute": dict(layer_case.CASES["mixtral"], inputs_of="mixtral"),
 })
+# The RUN lines pass recompute-rows=true (and one recompute-gate-up=true
+# too): mixtral's layer, the routeless one (its ids an argument), the
+# padded one (pad_to) and DeepSeek-V3 with its shared expert.
+CASES.update({"rows-" + name: dict(CASES[name], inputs_of=name)
+              for name in ("mixtral", "routeless", "padded")})
+CASES["rows-shared-deepseek"] = dict(layer_case.CASES["shared-deepseek"],
+                                     inputs_of="shared-deepseek")
 # Shared experts (moe.shared_mlp added by the combine): DeepSeek-V3's
 # ungated one beside sigmoid routing, Qwen2-MoE's gated one of width 4I,
 # a single token, the fused moe.expert_mlp form (Is = 20, no multiple of

@@ -339,7 +339,11 @@ def MoEGenerateBackward : Pass<"moe-generate-backward", "::mlir::ModuleOp"> {
     `recompute-gate-up`, nothing: the backward recomputes it from the rows,
     trading a grouped GEMM for `[M, 2I]` of memory; the gate-up bias is
     saved instead where there is one), the experts' output O, and the
-    gate-up and down weights. `@F_backward` names them in its `moe.saved`
+    gate-up and down weights. With `recompute-rows` the permuted rows are
+    not saved but the tokens (and ids): the backward runs the forward's
+    permute again where it first needs the rows (a stable permute: the same
+    rows in the same order), after dX, trading a gather for `[M, H]` of
+    memory. `@F_backward` names them in its `moe.saved`
     attribute and lists the @F argument each gradient is for in
     `moe.gradient_of`.
 
@@ -365,6 +369,9 @@ def MoEGenerateBackward : Pass<"moe-generate-backward", "::mlir::ModuleOp"> {
     Option<"recomputeGateUp", "recompute-gate-up", "bool", "false",
            "recompute the gate-up GEMM in the backward instead of saving "
            "its [M, 2I] output">,
+    Option<"recomputeRows", "recompute-rows", "bool", "false",
+           "permute the tokens again in the backward instead of saving the "
+           "permuted [M, H] rows (not with expert parallelism)">,
   ];
   let dependentDialects = ["::mlir::moe::MoEDialect",
                            "::mlir::func::FuncDialect"];

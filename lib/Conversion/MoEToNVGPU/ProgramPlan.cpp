@@ -392,7 +392,8 @@ LogicalResult ProgramBuilder::addPart(Operation *op, size_t index) {
     if (buffers.count(result))
       continue;
     size_t lastUse = lastUseOf(result, index);
-    // The input the entry may write this result over (ArgRecord::inPlaceOf).
+    // The input the entry may write this result over (ArgRecord::inPlaceOf),
+    // unless the op reads its buffer through another operand too.
     Value inPlace;
     for (auto [arg, value] : llvm::zip(own, values))
       if (arg.role == Role::Out && value == Value(result) &&
@@ -400,6 +401,10 @@ LogicalResult ProgramBuilder::addPart(Operation *op, size_t index) {
         for (auto [input, inputValue] : llvm::zip(own, values))
           if (input.name == arg.inPlaceOf)
             inPlace = inputValue;
+    if (inPlace && llvm::any_of(op->getOperands(), [&](Value operand) {
+          return operand != inPlace && rootOf(operand) == rootOf(inPlace);
+        }))
+      inPlace = Value();
     Donated *buffer = llvm::find_if(donated, [&](const Donated &d) {
       Value latest = d.placed.empty() ? Value(d.arg) : d.placed.back();
       return freeFor(latest, d.lastUse, index, inPlace) && fits(result, d.arg);
