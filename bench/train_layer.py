@@ -223,28 +223,26 @@ def main(argv):
             if times and "moe_mlir" in result:
                 print(f"| {name} | {T} | {result['moe_mlir'][2]:.2f} | " +
                       " | ".join(f"{times.get(k, 0.0):.2f}" for k in kinds) + " |")
-    if recompute_rows:
-        print("\nrecompute_rows against the default (same process):\n")
-        print("| model | T | default ms | recompute_rows ms | time ratio | "
-              "peak GiB (default / recompute_rows / grouped_mm) |")
+    # Two sides of ours in one process: times, first / second, peak memory
+    # (and the block's).
+    def pair_table(title, first, second, ratio):
+        print(f"\n{title} (same process):\n")
+        print(f"| model | T | {first} ms | {second} ms | {ratio} | "
+              f"peak GiB ({first} / {second} / grouped_mm) |")
         print("|---|---|---|---|---|---|")
         for name, T, flops, result, gemm_flops in rows:
-            if "recompute_rows" in result and "moe_mlir" in result:
-                d, r = result["moe_mlir"], result["recompute_rows"]
+            if first in result and second in result:
+                a, b = result[first], result[second]
                 block_peak = (f"{result['grouped_mm'][3]:.2f}"
                               if "grouped_mm" in result else "-")
-                print(f"| {name} | {T} | {d[2]:.2f} | {r[2]:.2f} | "
-                      f"{r[2] / d[2]:.3f} | {d[3]:.2f} / {r[3]:.2f} / {block_peak} |")
+                print(f"| {name} | {T} | {a[2]:.2f} | {b[2]:.2f} | "
+                      f"{a[2] / b[2]:.3f} | {a[3]:.2f} / {b[3]:.2f} / {block_peak} |")
+
+    if recompute_rows:
+        pair_table("recompute_rows against the default", "recompute_rows",
+                   "moe_mlir", "time ratio")
     if baseline:
-        print(f"\nA/B against {baseline} (same process):\n")
-        print("| model | T | baseline ms | moe_mlir ms | speed-up | "
-              "peak GiB (baseline / moe_mlir) |")
-        print("|---|---|---|---|---|---|")
-        for name, T, flops, result, gemm_flops in rows:
-            if "baseline" in result and "moe_mlir" in result:
-                b, o = result["baseline"], result["moe_mlir"]
-                print(f"| {name} | {T} | {b[2]:.2f} | {o[2]:.2f} | "
-                      f"{b[2] / o[2]:.3f} | {b[3]:.2f} / {o[3]:.2f} |")
+        pair_table(f"A/B against {baseline}", "baseline", "moe_mlir", "speed-up")
     return 0
 
 

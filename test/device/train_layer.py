@@ -319,6 +319,13 @@ def main():
         for p in block.parameters():
             p.grad = None
 
+    def tiny_layer():
+        """(H, the tiny Mixtral block, its TrainableMoELayer)."""
+        spec = MODELS["tiny-mixtral"]
+        block = make_block(spec)
+        return (spec[3]["hidden_size"], block,
+                moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=cache))
+
     def poison():
         blocks = [torch.full((1 << 26,), float("nan"), device=dev) for _ in range(8)]
         del blocks
@@ -411,10 +418,7 @@ def main():
     # eager ones of those inputs, bit for bit.
     what = "tiny-mixtral forward+backward in a CUDA graph"
     try:
-        spec = MODELS["tiny-mixtral"]
-        H = spec[3]["hidden_size"]
-        block = make_block(spec)
-        layer = moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=cache)
+        H, block, layer = tiny_layer()
         static_x = torch.randn(1, 300, H, device=dev).to(torch.bfloat16).requires_grad_()
         static_dy = torch.randn(1, 300, H, device=dev).to(torch.bfloat16)
 
@@ -460,10 +464,7 @@ def main():
     # graph break), and the gradients are the eager ones.
     what = "tiny-mixtral under torch.compile(fullgraph=True)"
     try:
-        spec = MODELS["tiny-mixtral"]
-        H = spec[3]["hidden_size"]
-        block = make_block(spec)
-        layer = moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=cache)
+        H, block, layer = tiny_layer()
         compiled = torch.compile(layer, fullgraph=True)
         problems = []
         for T in (300, 1000):
@@ -526,10 +527,7 @@ def main():
     # message, and a fresh forward's backward gives the same bits again.
     what = "second backward of one forward refused"
     try:
-        spec = MODELS["tiny-mixtral"]
-        H = spec[3]["hidden_size"]
-        block = make_block(spec)
-        layer = moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=cache)
+        H, block, layer = tiny_layer()
         x = torch.randn(1, 300, H, device=dev).to(torch.bfloat16).requires_grad_()
         dy = torch.randn(1, 300, H, device=dev).to(torch.bfloat16)
         zero(block)
