@@ -574,14 +574,25 @@ def main(argv=None) -> int:
     parser.add_argument("--experts", action="store_true",
                         help="the layer of experts_implementation=\"moe_mlir\" "
                         "(the model routes) instead of MoELayer's")
+    parser.add_argument("--train", action="store_true",
+                        help="the training bundle TrainableMoELayer reads "
+                        "(the train forward and the backward) instead")
+    parser.add_argument("--recompute-rows", action="store_true",
+                        help="with --train: the one of "
+                        "TrainableMoELayer.from_hf(block, recompute_rows=True)")
     args = parser.parse_args(argv)
+    if args.recompute_rows and not args.train:
+        parser.error("--recompute-rows is an option of --train")
+    if args.train and args.experts:
+        parser.error("--train compiles MoELayer's layer, not --experts'")
     for path in args.configs:
         with open(path) as f:
             spec = spec_from_config(json.load(f))
         if args.experts:
             spec = spec.experts_only()
         print(spec.options() if args.options else compile_layer(
-            spec, cache_dir=args.cache_dir, compiler=args.compiler))
+            spec, cache_dir=args.cache_dir, compiler=args.compiler,
+            train=args.train, recompute_rows=args.recompute_rows))
     return 0
 
 

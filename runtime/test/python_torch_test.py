@@ -285,6 +285,35 @@ with tempfile.TemporaryDirectory() as scratch:
                              stdout=subprocess.PIPE)
         check(cli.stdout.decode() == OPTIONS["olmoe"] + "\n",
               f"{command} --options")
+    # The training bundles beside the layer's (TrainableMoELayer's, with
+    # and without recompute_rows), each compiled once; the layer's bundle is
+    # still the one served without a compiler; flags that do not go
+    # together are refused.
+    layer_dir = os.path.join(cache, specs["olmoe"].key())
+    for flags, suffix in ((["--train"], ".train.moebundle"),
+                          (["--train", "--recompute-rows"],
+                           ".train-recompute-rows.moebundle")):
+        before = runs()
+        for _ in range(2):
+            cli = subprocess.run(commands[0] + [config_path, "--cache-dir", cache,
+                                                "--compiler", wrapper] + flags,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            out = cli.stdout.decode().strip()
+            check(cli.returncode == 0 and out.startswith(layer_dir) and
+                  out.endswith(suffix) and runs() == before + 3,
+                  f"{flags}: {out} ({runs() - before} compiler runs)")
+    with environment(PATH="/usr/bin:/bin", MOE_MLIR_BIN=None), no_build_tree():
+        check(moe_mlir.compile_layer(specs["olmoe"], cache_dir=cache) == paths[2],
+              "the layer's bundle beside newer training bundles")
+    for flags, message in ((["--recompute-rows"], "an option of --train"),
+                           (["--train", "--experts"], "not --experts'")):
+        cli = subprocess.run(commands[0] + [config_path] + flags,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        check(cli.returncode == 2 and message in cli.stdout.decode(),
+              f"{flags}: {cli.stdout.decode()}")
+    expect(lambda: moe_mlir.compile_layer(specs["olmoe"], cache_dir=cache,
+                                           recompute_rows=True),
+           ValueError, "recompute_rows is an option of the train bundle")
 
     # Not on PATH: the checkout's build tree where it has the compiler (the
     # checkout of this file, or the one pip installed the package from).
