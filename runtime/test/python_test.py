@@ -382,6 +382,18 @@ try:
 except runtime.MoERuntimeError as error:
     check(error.status in ("NO_GPU", "CUDA_ERROR", "UNSUPPORTED"), f"past the checks: {error}")
 plans.close()
+
+# A donated argument (a backward's saved value that the call overwrites):
+# its role, required like an input, and overlapping nothing else.
+donated = runtime.Bundle.from_bytes(plan_bytes.replace(
+    b"arg router logits f32 in align=4", b"arg router logits f32 donated align=4"))
+check(donated.signature("router").args[0].role == "donated", "donated role")
+expect_error(lambda: donated.launch("router", {"T": 3}, bias=bias),
+             "INVALID_ARGUMENT", "router: logits is required (f32 [")
+expect_error(lambda: donated.launch("router", logits=logits, bias=bias,
+                                    ids=T((3, 2), i32, logits.data_ptr())),
+             "INVALID_ARGUMENT", "moeLaunch(router): logits overlaps ids")
+donated.close()
 del sys.modules["torch"]
 
 if failures:
