@@ -143,6 +143,33 @@ silu_e128_h2048_i768 silu 128 2048 768 i32
 silu_e8_h256_i256_i64 silu 8 256 256 i64
 gptoss_e4_h512_i2880 gptoss 4 512 2880 i32
 SHAPES
+# test/device/grouped_dgrad.py: moe.grouped_matmul with kn_weights (weights
+# [E, K, N] as GPT-OSS's experts lie) and a bias of the bias type given
+# ("none": without one): GPT-OSS-20B's gate-up (bf16 bias) and down (f32).
+kn_module_of() {
+  while read -r name e k n bias off; do
+    local args="" operands="" types=""
+    if [ "$bias" != none ]; then
+      args=", %b: tensor<${e}x${n}x${bias}>"
+      operands=" bias %b"
+      types=", tensor<${e}x${n}x${bias}>"
+    fi
+    cat <<MLIR
+func.func @$name(%x: tensor<?x${k}xbf16>, %w: tensor<${e}x${k}x${n}xbf16>, %off: tensor<$((e + 1))x${off}>$args) -> tensor<?x${n}xbf16> {
+  %y = moe.grouped_matmul %x, %w, %off$operands kn_weights
+      : (tensor<?x${k}xbf16>, tensor<${e}x${k}x${n}xbf16>, tensor<$((e + 1))x${off}>$types) -> tensor<?x${n}xbf16>
+  return %y : tensor<?x${n}xbf16>
+}
+MLIR
+  done
+}
+kn_module_of > "$out/knfwd.mlir" <<'SHAPES'
+kn_e8_k256_n512 8 256 512 f32 i32
+kn_e16_k200_n192_i64 16 200 192 f32 i64
+kn_e4_k512_n256_plain 4 512 256 none i32
+gptoss_gate_up_e32_k2880_n5760 32 2880 5760 bf16 i32
+gptoss_down_e32_k2880_n2880 32 2880 2880 f32 i32
+SHAPES
 # bench/backward_gemms.py: the input gradients of Mixtral-8x7B's and
 # Qwen3-30B-A3B's down (dO . W2) and gate-up (dGU . W13) projections, and
 # their weight gradients (the same [E, N, K]).
@@ -186,6 +213,7 @@ bundle dgrad-cluster2 "$out/dgrad.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 c
 bundle dgradbench "$out/dgradbench.mlir" --moe-gpu-pipeline
 # The activation's gradient in the dgrad epilogue: the default forms, the
 # warp-specialized ones and a 64x128 two-stage one.
+bundle knfwd "$out/knfwd.mlir" --moe-gpu-pipeline
 bundle dgradact-default "$out/dgradact.mlir" --moe-gpu-pipeline
 bundle dgradact-ws "$out/dgradact.mlir" --moe-gpu-pipeline="warp-specialize=all"
 bundle dgradact-64x128-s2 "$out/dgradact.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64 tile-n=128 stages=2"

@@ -175,11 +175,13 @@ LogicalResult PermuteOp::verify() {
 LogicalResult GroupedMatmulOp::verify() {
   Operation *op = getOperation();
   Value rows = getRows(), weights = getWeights(), result = getResult();
+  StringRef weightsShape = getKnWeights() ? "[E, K, N]" : "[E, N, K]";
+  unsigned nDim = getWeightsNDim(), kDim = getWeightsKDim();
   if (failed(checkRank(op, "rows", rows, 2, "[M, K]")) ||
-      failed(checkRank(op, "weights", weights, 3, "[E, N, K]")) ||
+      failed(checkRank(op, "weights", weights, 3, weightsShape)) ||
       failed(checkRank(op, "result", result, 2, "[M, N]")) ||
       failed(checkStaticSizes(op, {{"rows", rows, "[M, K]"},
-                                   {"weights", weights, "[E, N, K]"},
+                                   {"weights", weights, weightsShape},
                                    {"offsets", getOffsets(), "[E+1]"},
                                    {"bias", getBias(), "[E, N]"},
                                    {"row_scale", getRowScale(), "[M]"},
@@ -189,11 +191,11 @@ LogicalResult GroupedMatmulOp::verify() {
   if (failed(numExperts) ||
       failed(checkOffsetsFit(op, *numExperts, {"weights", weights, 0})) ||
       failed(checkSameExtent(op, "contraction size", {"rows", rows, 1},
-                             {"weights", weights, 2})) ||
+                             {"weights", weights, kDim})) ||
       failed(checkSameExtent(op, "row count", {"result", result, 0},
                              {"rows", rows, 0})) ||
       failed(checkSameExtent(op, "output size", {"result", result, 1},
-                             {"weights", weights, 1})))
+                             {"weights", weights, nDim})))
     return failure();
   if (getElementTypeOrSelf(rows) != getElementTypeOrSelf(weights))
     return emitOpError() << "'rows' and 'weights' must have the same element "
@@ -203,7 +205,7 @@ LogicalResult GroupedMatmulOp::verify() {
         failed(checkExtent(op, "expert count", {"bias", bias, 0}, *numExperts,
                            "the size of 'offsets' minus one")) ||
         failed(checkSameExtent(op, "output size", {"bias", bias, 1},
-                               {"weights", weights, 1})))
+                               {"weights", weights, nDim})))
       return failure();
   return verifyRowScale(op, getRowScale(), rows);
 }

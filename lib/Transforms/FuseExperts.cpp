@@ -55,6 +55,9 @@ struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
     auto gateUp = act.getInput().getDefiningOp<GroupedMatmulOp>();
     if (!gateUp)
       return rewriter.notifyMatchFailure(down, "swiglu input is no matmul");
+    // moe.expert_mlp's weights are [E, N, K].
+    if (gateUp.getKnWeights() || down.getKnWeights())
+      return rewriter.notifyMatchFailure(down, "weights lie [E, K, N]");
     // Both matmuls must see the same expert ranges.
     if (gateUp.getOffsets() != down.getOffsets())
       return rewriter.notifyMatchFailure(down, "different offsets");

@@ -74,6 +74,9 @@ static FailureOr<Chain> matchChain(Value output, std::string &why) {
   if (!c.gateUp)
     return no("the activation's input is not a moe.grouped_matmul's (the "
               "gate-up projection)");
+  if (c.down.getKnWeights() || c.gateUp.getKnWeights())
+    return no("weights that lie [E, K, N] (kn_weights) have no backward "
+              "yet");
   if (c.down.getRowScale() || c.gateUp.getRowScale() || c.activation.getScale())
     return no("a per-row scale on the expert MLP has no backward (the "
               "routing weight belongs on the combine)");

@@ -568,18 +568,16 @@ def main(argv=None) -> int:
     parser.add_argument("--compiler", help="directory with moe-opt and "
                         "moe-translate (default: $MOE_MLIR_BIN, $PATH, then "
                         "the build tree of this package's checkout)")
-    parser.add_argument("--options", action="store_true",
-                        help="print the layers' --moe-build-layer options "
-                        "instead")
-    parser.add_argument("--experts", action="store_true",
-                        help="the layer of experts_implementation=\"moe_mlir\" "
-                        "(the model routes) instead of MoELayer's")
-    parser.add_argument("--train", action="store_true",
-                        help="the training bundle TrainableMoELayer reads "
-                        "(the train forward and the backward) instead")
-    parser.add_argument("--recompute-rows", action="store_true",
-                        help="with --train: the one of "
-                        "TrainableMoELayer.from_hf(block, recompute_rows=True)")
+    for flag, what in (
+            ("--options", "print the layers' --moe-build-layer options "
+             "instead"),
+            ("--experts", "the layer of experts_implementation=\"moe_mlir\" "
+             "(the model routes) instead of MoELayer's"),
+            ("--train", "the training bundle TrainableMoELayer reads (the "
+             "train forward and the backward) instead"),
+            ("--recompute-rows", "with --train: the one of "
+             "TrainableMoELayer.from_hf(block, recompute_rows=True)")):
+        parser.add_argument(flag, action="store_true", help=what)
     args = parser.parse_args(argv)
     if args.recompute_rows and not args.train:
         parser.error("--recompute-rows is an option of --train")

@@ -730,25 +730,29 @@ moeStatus Reader::parseWgradEntry(const std::string &who,
 
 moeStatus Reader::parseWeightsKey(const std::string &who,
                                   std::string_view weights, Entry &entry) {
-  // weights=kn: the op reads the forward's weights [E, K, N] untransposed
-  // (moe.grouped_dgrad), and only that op does; a plain store.
+  // weights=kn: the op reads weights [E, K, N] untransposed: always
+  // moe.grouped_dgrad (the forward's weights, a plain store), and a
+  // moe.grouped_matmul with kn_weights (GPT-OSS's, a store and a bias).
   if (isPresent(weights) && weights != "kn")
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: weights=%s is not kn (the only value of weights; "
                 "without it the weights are [E, N, K])",
                 who.c_str(), quote(weights).c_str());
   entry.weightsKN = isPresent(weights);
-  if (entry.weightsKN != (entry.op == MOE_OP_GROUPED_DGRAD))
+  bool dgrad = entry.op == MOE_OP_GROUPED_DGRAD;
+  if (entry.weightsKN ? !dgrad && entry.op != MOE_OP_GROUPED_MATMUL : dgrad)
     return fail(
         MOE_STATUS_INVALID_BUNDLE,
         "%s: op=%s %s weights=kn (the weights of op=" MOE_OP_GROUPED_DGRAD
-        " are [E, K, N], every other op's [E, N, K])",
+        " are [E, K, N], those of op=" MOE_OP_GROUPED_MATMUL
+        " [E, K, N] or [E, N, K], every other op's [E, N, K])",
         who.c_str(), entry.op.c_str(), entry.weightsKN ? "with" : "without");
   if (entry.weightsKN &&
-      (entry.epilogue != Epilogue::Store || entry.biasBits != 0))
+      (entry.epilogue != Epilogue::Store || (dgrad && entry.biasBits != 0)))
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: weights=kn with epilogue=%s and a %d-bit bias "
-                "(op=" MOE_OP_GROUPED_DGRAD " stores plainly, without a bias)",
+                "(op=" MOE_OP_GROUPED_DGRAD " stores plainly, without a bias; "
+                "op=" MOE_OP_GROUPED_MATMUL " stores, with a bias or not)",
                 who.c_str(), epilogueName(entry.epilogue), int(entry.biasBits));
   return MOE_STATUS_SUCCESS;
 }

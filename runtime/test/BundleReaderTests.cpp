@@ -1604,14 +1604,15 @@ std::vector<Malformed> malformedBundles() {
        replaced("epilogue=store experts=8 n=28672",
                 "epilogue=store epilogue=swiglu experts=8 n=28672"),
        bad, "bundle line 5: entry 'gate_up': duplicate key 'epilogue'"},
-      // weights=kn belongs to op=moe.grouped_dgrad, and only to it.
-      {"weights=kn on a grouped_matmul",
-       replaced("bias=none activation=none\n",
-                "bias=none activation=none weights=kn\n"),
+      // weights=kn belongs to op=moe.grouped_dgrad, and to a
+      // moe.grouped_matmul with kn_weights.
+      {"weights=kn on an expert_mlp",
+       replaced("activation=silu", "activation=silu weights=kn", mlpBundle()),
        bad,
-       "bundle line 5: entry 'gate_up': op=moe.grouped_matmul with "
-       "weights=kn (the weights of op=moe.grouped_dgrad are [E, K, N], every "
-       "other op's [E, N, K])"},
+       "bundle line 4: entry 'mlp_gate_up': op=moe.expert_mlp with "
+       "weights=kn (the weights of op=moe.grouped_dgrad are [E, K, N], those "
+       "of op=moe.grouped_matmul [E, K, N] or [E, N, K], every other op's "
+       "[E, N, K])"},
       {"a grouped_dgrad without weights=kn",
        replaced("entry gate_up op=moe.grouped_matmul",
                 "entry gate_up op=moe.grouped_dgrad"),
@@ -2434,6 +2435,32 @@ TEST(bundleDgradParses) {
   CHECK_EQ(entry.n, 28672);
   CHECK_EQ(entry.k, 4096);
   moeBundleClose(bundle);
+}
+
+TEST(bundleKnMatmulParses) {
+  // op=moe.grouped_matmul with weights=kn (kn_weights: GPT-OSS's [E, K, N]
+  // experts) stores, with a bias; not with a row scale.
+  moeStatus status = MOE_STATUS_INVALID_ARGUMENT;
+  moeBundle *bundle =
+      openBundle(replaced("bias=none activation=none\n",
+                          "bias=f32 activation=none weights=kn\n"),
+                 &status);
+  CHECK_EQ(status, MOE_STATUS_SUCCESS);
+  if (bundle) {
+    moeEntryInfo entry;
+    CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+    CHECK_EQ(std::string(entry.op), MOE_OP_GROUPED_MATMUL);
+    CHECK_EQ(entry.bias_bits, 32);
+    moeBundleClose(bundle);
+  }
+  CHECK(
+      !openBundle(replaced("epilogue=store experts=8 n=28672",
+                           "epilogue=row_scale experts=8 n=28672",
+                           replaced("bias=none activation=none\n",
+                                    "bias=none activation=none weights=kn\n")),
+                  &status));
+  CHECK_CONTAINS(moeLastErrorMessage(),
+                 "weights=kn with epilogue=row_scale and a 0-bit bias");
 }
 
 /// A bundle of one grouped_wgrad.v1 entry (moe.grouped_wgrad).

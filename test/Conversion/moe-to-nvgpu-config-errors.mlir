@@ -98,7 +98,7 @@ func.func @fused_alone(%x: tensor<?x256xbf16>) -> (tensor<?x256xf8E4M3FN>, tenso
 
 // A hand-written swap-AB form: N-major weights have none.
 func.func @swap_ab(%g: tensor<?x256xbf16>, %w: tensor<8x256x512xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
-  // expected-error @+1 {{kernel form for rows [1, 2147483647]: N-major weights (moe.grouped_dgrad) are implemented for the bf16 normal form with a plain store or an activation's gradient only}}
+  // expected-error @+1 {{kernel form for rows [1, 2147483647]: N-major weights (moe.grouped_dgrad, kn_weights) are implemented for the bf16 normal form with a plain store (and a bias) or an activation's gradient only}}
   %dx = moe.grouped_dgrad %g, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
       #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 16, tile_n = 64, tile_k = 64, stages = 4, swap_ab = true>]>}
       : (tensor<?x256xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>

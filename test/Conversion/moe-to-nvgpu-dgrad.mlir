@@ -25,6 +25,26 @@ func.func @dgrad(%g: tensor<?x256xbf16>, %w: tensor<8x256x512xbf16>, %off: tenso
 
 // -----
 
+// moe.grouped_matmul with kn_weights (GPT-OSS's experts as they lie) is the
+// same GEMM with a bias epilogue: the dgrad's forms, the bias f32 per
+// output column.
+// CHECK-LABEL: func.func @kn_weights(
+// CHECK: moe.grouped_matmul
+// CHECK-SAME: abi = "grouped_matmul.v3"
+// CHECK-SAME: bias = "f32"
+// CHECK-SAME: kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_64x256x64_s4_biasf32_wkn_off32, rows_max = 64 : i64, rows_min = 1 : i64}, {kernel = @moe_kernels::@grouped_matmul_bf16_128x256x64_s4_biasf32_wkn_off32,
+// CHECK-SAME: {align = 16 : i64, dims = "8,256,512", dtype = "bf16", name = "weights", role = "in"}
+// CHECK-SAME: {align = 4 : i64, dims = "8,512", dtype = "f32", name = "bias", role = "in"}
+// CHECK-SAME: tmap:weights:bf16:[512,256,8]:[1024,262144]:[64,64,1]
+// CHECK-SAME: weights = "kn"
+// CHECK: gpu.func @grouped_matmul_bf16_64x256x64_s4_biasf32_wkn_off32(
+func.func @kn_weights(%x: tensor<?x256xbf16>, %w: tensor<8x256x512xbf16>, %off: tensor<9xi32>, %b: tensor<8x512xf32>) -> tensor<?x512xbf16> {
+  %y = moe.grouped_matmul %x, %w, %off bias %b kn_weights : (tensor<?x256xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>, tensor<8x512xf32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
 // A dynamic reduction and output width: the plan checks N (out's columns,
 // the weights' row pitch) and K at run time.
 // CHECK-LABEL: func.func @dynamic(

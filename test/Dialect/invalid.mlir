@@ -381,6 +381,31 @@ func.func @f(%r: tensor<?x16xf32>, %w: tensor<32x16xf32>, %o: tensor<5xi64>) {
 
 // -----
 
+// kn_weights: the weights are [E, K, N], so K is their dim 1, N their dim 2.
+func.func @f(%r: tensor<?x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{contraction size of 'rows' (dim 1 = 16) does not match 'weights' (dim 1 = 32)}}
+  %y = moe.grouped_matmul %r, %w, %o kn_weights : (tensor<?x16xf32>, tensor<4x32x16xf32>, tensor<5xi64>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %w: tensor<4x16x32xf32>, %o: tensor<5xi64>, %b: tensor<4x16xf32>) {
+  // expected-error @+1 {{output size of 'bias' (dim 1 = 16) does not match 'weights' (dim 2 = 32)}}
+  %y = moe.grouped_matmul %r, %w, %o bias %b kn_weights : (tensor<?x16xf32>, tensor<4x16x32xf32>, tensor<5xi64>, tensor<4x16xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%r: tensor<?x16xf32>, %w: tensor<16x32xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{'weights' must have rank 3 ([E, K, N]), got rank 2}}
+  %y = moe.grouped_matmul %r, %w, %o kn_weights : (tensor<?x16xf32>, tensor<16x32xf32>, tensor<5xi64>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
 func.func @f(%r: tensor<?x16xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>) {
   // expected-error @+1 {{'result' must have rank 2 ([M, N]), got rank 1}}
   %y = moe.grouped_matmul %r, %w, %o : (tensor<?x16xf32>, tensor<4x32x16xf32>, tensor<5xi64>) -> tensor<?xf32>

@@ -371,3 +371,13 @@ func.func @shared_mlp_grads(%ds: tensor<?x16xbf16>, %ds32: tensor<?x16xf32>, %x:
       : tensor<?x16xbf16>, tensor<64x16xbf16>, tensor<16x32xbf16>, tensor<1x16xbf16>,
         tensor<?x16xbf16>, tensor<5x8xf32>, tensor<1x8xf32>, tensor<?x8xf32>, tensor<8x12xf32>
 }
+
+// Weights as GPT-OSS's experts lie, [E, K, N] (kn_weights), with a bias.
+// CHECK-LABEL: func @kn_weights
+// CHECK: moe.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}} bias %{{.*}} kn_weights : (tensor<?x64xbf16>, tensor<8x64x256xbf16>, tensor<9xi64>, tensor<8x256xf32>) -> tensor<?x256xbf16>
+func.func @kn_weights(%rows: tensor<?x64xbf16>, %w13: tensor<8x64x256xbf16>,
+                      %offsets: tensor<9xi64>, %b: tensor<8x256xf32>) -> tensor<?x256xbf16> {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets bias %b kn_weights
+      : (tensor<?x64xbf16>, tensor<8x64x256xbf16>, tensor<9xi64>, tensor<8x256xf32>) -> tensor<?x256xbf16>
+  return %gu : tensor<?x256xbf16>
+}

@@ -373,3 +373,22 @@ func.func @beside_shared_expert(%x: tensor<?x64xf32>, %rows: tensor<?x64xf32>, %
       : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// -----
+
+// Weights that lie [E, K, N] (kn_weights): moe.expert_mlp's are [E, N, K],
+// so the chain stays as it is.
+// CHECK-LABEL: func @kn_weights
+// CHECK-NOT: moe.expert_mlp
+// CHECK: moe.grouped_matmul {{.*}} kn_weights
+// CHECK: moe.swiglu
+// CHECK: moe.grouped_matmul {{.*}} kn_weights
+func.func @kn_weights(%rows: tensor<?x64xbf16>, %w13: tensor<8x64x256xbf16>,
+                      %w2: tensor<8x128x64xbf16>, %offsets: tensor<9xi64>) -> tensor<?x64xbf16> {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets kn_weights
+      : (tensor<?x64xbf16>, tensor<8x64x256xbf16>, tensor<9xi64>) -> tensor<?x256xbf16>
+  %h = moe.swiglu silu %gu : (tensor<?x256xbf16>) -> tensor<?x128xbf16>
+  %o = moe.grouped_matmul %h, %w2, %offsets kn_weights
+      : (tensor<?x128xbf16>, tensor<8x128x64xbf16>, tensor<9xi64>) -> tensor<?x64xbf16>
+  return %o : tensor<?x64xbf16>
+}

@@ -150,3 +150,13 @@ func.func @shared_expert(%x: tensor<?x128xbf16>, %rows: tensor<?x128xbf16>, %off
       : (tensor<?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>) -> tensor<?x128xbf16>
   return %y, %s : tensor<?x128xbf16>, tensor<?x128xbf16>
 }
+
+// -----
+
+// Weights that lie [E, K, N] (kn_weights) have no FP8 block layout yet.
+func.func @kn_weights(%rows: tensor<?x128xbf16>, %w: tensor<4x128x256xbf16>, %offsets: tensor<5xi64>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{'moe.grouped_matmul' op moe-quantize: weights that lie [E, K, N] (kn_weights) have no FP8 block layout yet}}
+  %y = moe.grouped_matmul %rows, %w, %offsets kn_weights
+      : (tensor<?x128xbf16>, tensor<4x128x256xbf16>, tensor<5xi64>) -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}

@@ -19,7 +19,14 @@ with the activation's gradient in its epilogue (`act_grad`): out [M, 2I] is
 the gate and up gradient of the saved gate-up output act_input [M, 2I] for
 the product grad @ weights[e] kept in f32, checked against float64 autograd
 of the activation on the float64 product (GPT-OSS's clamps reached: exactly
-zero where they clamp). Prints `N passed, N failed`.
+zero where they clamp).
+
+knfwd.moebundle holds moe.grouped_matmul with kn_weights, the forward over
+weights [E, K, N] as GPT-OSS's experts lie (the same N-major kernels), with
+an f32 or bf16 bias or none: out[r] = rows[r] @ weights[e] + bias[e], checked
+as the dgrads are (poisoned output, unowned rows untouched, two runs
+bit-identical), at GPT-OSS-20B's gate-up and down shapes too. Prints
+`N passed, N failed`.
 
     python3 test/device/grouped_dgrad.py .gpu-artifacts
 """
@@ -179,6 +186,72 @@ def check_act_grad(report):
         report(True, "runtime rejects an act_input of the wrong width", str(error).splitlines()[0][:120])
 
 
+def check_kn_forward(report):
+    """knfwd.moebundle: the forward over [E, K, N] weights with a bias."""
+    path = os.path.join(ARTIFACTS, "knfwd.moebundle")
+    report(os.path.exists(path), "knfwd bundle built", path)
+    if not os.path.exists(path):
+        return
+    bundle = moe_mlir.Bundle(path)
+    rng = random.Random(91)
+    dtypes = {"f32": torch.float32, "bf16": torch.bfloat16}
+    for seed, entry in enumerate(e.name for e in bundle.entries):
+        sig = {a.name: a for a in bundle.signature(entry).args}
+        experts, k, n = (int(d) for d in sig["weights"].dims)
+        for routing, counts in (("skewed", skewed_counts(rng, experts, 700, 0.3)),
+                                ("one hot expert, the rest empty",
+                                 [0] * (experts - 1) + [257]),
+                                ("one row", [1] + [0] * (experts - 1))):
+            what = f"knfwd {entry} M={sum(counts)}: {routing}"
+            try:
+                offsets = [0]
+                for c in counts:
+                    offsets.append(offsets[-1] + c)
+                m = offsets[-1]
+                g = torch.Generator(device=DEV).manual_seed(500 + seed)
+                rows = torch.randn(m + 5, k, device=DEV, generator=g).to(torch.bfloat16)
+                weights = (torch.randn(experts, k, n, device=DEV, generator=g)
+                           * k ** -0.5).to(torch.bfloat16)
+                given = dict(rows=rows, weights=weights, offsets=torch.tensor(
+                    offsets, device=DEV,
+                    dtype=torch.int64 if sig["offsets"].dtype == "i64" else torch.int32))
+                want = torch.full((m + 5, n), float("nan"), device=DEV)
+                bias = None
+                if "bias" in sig:
+                    bias = torch.randn(experts, n, device=DEV, generator=g).to(
+                        dtypes[sig["bias"].dtype])
+                    given["bias"] = bias
+                for e in range(experts):
+                    lo, hi = offsets[e], offsets[e + 1]
+                    if hi > lo:
+                        want[lo:hi] = rows[lo:hi].float() @ weights[e].float() + (
+                            bias[e].float() if bias is not None else 0.0)
+
+                def once():
+                    out = torch.full((m + 5, n), float("nan"), device=DEV,
+                                     dtype=torch.bfloat16)
+                    bundle.launch(entry, out=out, **given)
+                    torch.cuda.synchronize()
+                    return out
+                out = once()
+                owned = ~torch.isnan(want[:, 0])
+                got = out[owned].float()
+                problem = None
+                if not torch.isfinite(got).all():
+                    problem = "owned rows not written (poison left)"
+                else:
+                    err = ((got - want[owned]).norm() / want[owned].norm()).item()
+                    if not err <= TOLERANCE:
+                        problem = f"relative L2 error {err:.3e} > {TOLERANCE}"
+                    elif not torch.isnan(out[~owned].float()).all():
+                        problem = "rows no expert owns were written"
+                    elif not torch.equal(out.view(torch.int16), once().view(torch.int16)):
+                        problem = "two runs differ (not deterministic)"
+                report(problem is None, what, problem or f"relative L2 {err:.1e}")
+            except Exception as error:
+                report(False, what, f"{type(error).__name__}: {error}")
+
+
 def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     bundles = sorted(f for f in os.listdir(ARTIFACTS)
@@ -261,6 +334,7 @@ def main():
         except Exception as error:
             report(False, f"runtime rejects {what}", f"unexpected {type(error).__name__}: {error}")
     check_act_grad(report)
+    check_kn_forward(report)
     return tally.summary()
 
 

@@ -156,6 +156,12 @@ def MoE_GroupedMatmulOp : MoE_Op<"grouped_matmul",
     accumulate in f32. The optional per-row `scale` (a routing weight) is the
     GEMM epilogue the fused expert MLP needs after its down projection.
 
+    With `kn_weights` the weights lie `[E, K, N]` (GPT-OSS's experts, as
+    transformers keeps them) and `result[m, :] = rows[m, :] @ weights[e]`:
+    the same product without a transposed copy of the weights. The expert
+    MLP fusion leaves such a matmul alone; `--moe-quantize` and
+    `--moe-generate-backward` refuse it for now.
+
     ```mlir
     %gu = moe.grouped_matmul %rows, %w13, %offsets
         : (tensor<?x4096xbf16>, tensor<8x28672x4096xbf16>, tensor<9xi64>)
@@ -164,17 +170,27 @@ def MoE_GroupedMatmulOp : MoE_Op<"grouped_matmul",
     %gu = moe.grouped_matmul %rows, %w13, %offsets bias %b13
         : (tensor<?x2880xbf16>, tensor<128x5760x2880xbf16>, tensor<129xi32>,
            tensor<128x5760xf32>) -> tensor<?x5760xf32>
+    // the same with the weights as they lie, [E, K, N]
+    %gu = moe.grouped_matmul %rows, %w13, %offsets bias %b13 kn_weights
+        : (tensor<?x2880xbf16>, tensor<128x2880x5760xbf16>, tensor<129xi32>,
+           tensor<128x5760xf32>) -> tensor<?x5760xf32>
     ```
   }];
   let arguments = (ins MoE_FloatTensor:$rows, MoE_FloatTensor:$weights,
                        MoE_IndexTensor:$offsets,
                        Optional<MoE_FloatTensor>:$bias,
-                       Optional<MoE_F32Tensor>:$row_scale);
+                       Optional<MoE_F32Tensor>:$row_scale,
+                       UnitAttr:$kn_weights);
   let results = (outs MoE_FloatTensor:$result);
   let assemblyFormat = [{
     $rows `,` $weights `,` $offsets (`bias` $bias^)? (`scale` $row_scale^)?
-    attr-dict `:`
+    (`kn_weights` $kn_weights^)? attr-dict `:`
     functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The weights' dims of N (the output columns) and K (the reduction).
+    unsigned getWeightsNDim() { return getKnWeights() ? 2 : 1; }
+    unsigned getWeightsKDim() { return getKnWeights() ? 1 : 2; }
   }];
   let hasVerifier = 1;
 }

@@ -409,8 +409,10 @@ struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
     auto weightsType = cast<RankedTensorType>(weights.getType());
     int64_t numExperts =
         cast<RankedTensorType>(offsets.getType()).getDimSize(0) - 1;
+    // kn_weights: each expert's weights are [K, N], not [N, K].
+    bool kn = op.getKnWeights();
     OpFoldResult m = em.size(rows, 0), kSize = em.size(rows, 1),
-                 n = em.size(weights, 1);
+                 n = em.size(weights, op.getWeightsNDim());
     Value numRows = em.sizeValue(rows, 0);
     Value acc = em.filled({m, n}, em.f32(), em.f32(0.0));
     auto one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
@@ -433,12 +435,15 @@ struct GroupedMatmulLowering : OpConversionPattern<GroupedMatmulOp> {
           Value rhs = tensor::ExtractSliceOp::create(
               nb, expertWeightsType, weights,
               ArrayRef<OpFoldResult>{expert, zero, zero},
-              ArrayRef<OpFoldResult>{one, n, kSize},
+              kn ? ArrayRef<OpFoldResult>{one, kSize, n}
+                 : ArrayRef<OpFoldResult>{one, n, kSize},
               ArrayRef<OpFoldResult>{one, one, one});
           Value tile = e.filled({count, n}, e.f32(), e.f32(0.0));
           tile = e.generic(
-              3, {2}, {lhs, rhs}, {e.map(3, {0, 2}), e.map(3, {1, 2})}, tile,
-              e.map(3, {0, 1}), [](ImplicitLocOpBuilder &bb, ValueRange args) {
+              3, {2}, {lhs, rhs},
+              {e.map(3, {0, 2}), kn ? e.map(3, {2, 1}) : e.map(3, {1, 2})},
+              tile, e.map(3, {0, 1}),
+              [](ImplicitLocOpBuilder &bb, ValueRange args) {
                 Emitter s{bb};
                 Value p = arith::MulFOp::create(bb, s.toF32(args[0]),
                                                 s.toF32(args[1]));

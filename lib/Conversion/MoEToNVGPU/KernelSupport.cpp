@@ -295,6 +295,16 @@ static std::string unsupportedReason(GroupedMatmulOp op) {
     return "only bf16 rows, weights and result are implemented";
   if (std::string reason = unsupportedBias(op.getBias()); !reason.empty())
     return reason;
+  if (op.getKnWeights()) {
+    // The weights' rows are N long: their TMA row pitch.
+    int64_t n = cast<RankedTensorType>(op.getWeights().getType()).getDimSize(2);
+    if (isDequantized(op.getRows()) || isDequantized(op.getWeights()))
+      return "weights that lie [E, K, N] (kn_weights) are implemented for "
+             "bf16 only";
+    if (!ShapedType::isDynamic(n) && n % 8 != 0)
+      return "with kn_weights, N must be a multiple of 8 (the weights' TMA "
+             "row pitch is a multiple of 16 bytes)";
+  }
   if (!isDequantized(op.getRows()) && !isDequantized(op.getWeights()))
     return unsupportedK(rowsType.getDimSize(1));
   if (!getFP8Operands(op.getRows(), op.getWeights()))
@@ -479,6 +489,8 @@ SmallVector<GemmPart, 2> mlir::moe::getGemmParts(Operation *op,
     part.rows = matmul.getRows();
     part.weights = matmul.getWeights();
     part.offsets = matmul.getOffsets();
+    if (matmul.getKnWeights())
+      part.weightsLayout = WeightsLayout::KN;
     if (std::optional<FP8Operands> fp8 =
             getFP8Operands(part.rows, part.weights))
       part.format = formatOf(*fp8);
@@ -542,13 +554,16 @@ LogicalResult mlir::moe::verifyTile(function_ref<InFlightDiagnostic()> fail,
     return fail() << "swap-ab needs tile-n = 64 and "
                      "tile-m in {8, 16, 32, 64}, got tile-m = "
                   << tile.tileM << ", tile-n = " << tile.tileN;
-  if (tile.weightsKN() && (tile.fp8() || tile.swapAB ||
-                           (tile.epilogue != Epilogue::Store &&
-                            tile.epilogue != Epilogue::ActivationGrad) ||
-                           tile.biasType || tile.quantizeOut))
-    return fail() << "N-major weights (moe.grouped_dgrad) are implemented "
-                     "for the bf16 normal form with a plain store or an "
-                     "activation's gradient only";
+  // The bias is added per output column in the epilogue, whatever the
+  // weights' layout (moe.grouped_matmul with kn_weights: GPT-OSS's).
+  if (tile.weightsKN() &&
+      (tile.fp8() || tile.swapAB ||
+       (tile.epilogue != Epilogue::Store &&
+        tile.epilogue != Epilogue::ActivationGrad) ||
+       (tile.biasType && tile.activationGrad()) || tile.quantizeOut))
+    return fail() << "N-major weights (moe.grouped_dgrad, kn_weights) are "
+                     "implemented for the bf16 normal form with a plain store "
+                     "(and a bias) or an activation's gradient only";
   if (tile.activationGrad() && !tile.weightsKN())
     return fail() << "an activation's gradient epilogue is moe.grouped_dgrad's "
                      "(N-major weights) only";

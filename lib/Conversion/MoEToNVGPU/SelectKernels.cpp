@@ -317,9 +317,10 @@ struct MoESelectKernelsPass
                                 part.quantizeOut);
   }
 
-  /// The forms of a moe.grouped_dgrad: the normal forms of the options'
-  /// bf16 tile (N-major weights have no swap-AB form yet), its 64-row form
-  /// for experts of at most 64 rows where the tile has 128.
+  /// The forms of a moe.grouped_dgrad and of a moe.grouped_matmul with
+  /// kn_weights: the normal forms of the options' bf16 tile (N-major weights
+  /// have no swap-AB form yet), its 64-row form for experts of at most 64
+  /// rows where the tile has 128.
   GemmKernelsAttr selectDgrad(const GemmPart &part) {
     GroupedMatmulTile tile = part.apply(baseTile);
     if (tile.swapAB)
@@ -367,7 +368,10 @@ struct MoESelectKernelsPass
     if (chip == "sm_100a")
       return selectSm100Gemm();
     if (auto matmul = dyn_cast<GroupedMatmulOp>(op))
-      return selectGemm(getGemmParts(op, false).front(), matmul.getRows());
+      return matmul.getKnWeights()
+                 ? selectDgrad(getGemmParts(op, false).front())
+                 : selectGemm(getGemmParts(op, false).front(),
+                              matmul.getRows());
     if (isa<GroupedDgradOp>(op))
       return selectDgrad(getGemmParts(op, false).front());
     if (auto mlp = dyn_cast<ExpertMLPOp>(op)) {
