@@ -195,10 +195,10 @@ MOE_API moeStatus moeEntryGetArg(const moeBundle *bundle, const char *entryName,
   const PlanArg &arg = e.plan.args[size_t(index)];
   out->name = arg.name.c_str();
   out->dtype = int32_t(moeDtypeOf(arg.type));
-  out->role = arg.role == PlanArg::Role::In         ? MOE_ARG_IN
-              : arg.role == PlanArg::Role::Out      ? MOE_ARG_OUT
-              : arg.role == PlanArg::Role::Optional ? MOE_ARG_OPTIONAL
-                                                    : MOE_ARG_DONATED;
+  // PlanArg::Role is in moeArgRole's order (both Contract.td's).
+  static_assert(int(PlanArg::Role::Donated) == MOE_ARG_DONATED &&
+                int(PlanArg::Role::Optional) == MOE_ARG_OPTIONAL);
+  out->role = int32_t(arg.role);
   out->align = arg.align;
   out->rank = int32_t(arg.dims.size());
   out->dims = arg.dimsText.c_str();

@@ -25,6 +25,10 @@ namespace {
 constexpr auto &kTypes = moe::contract::kPlanTypes;
 static_assert(std::size(kTypes) == size_t(PlanType::E8M0) + 1,
               "PlanType and Contract.td's PlanTypes differ");
+// PlanArg::Role follows the contract's roles, in order.
+constexpr auto &kRoles = moe::contract::kPlanRoles;
+static_assert(std::size(kRoles) == size_t(PlanArg::Role::Donated) + 1,
+              "PlanArg::Role and Contract.td's PlanRoles differ");
 
 /// The largest grid.x a launch takes.
 constexpr int64_t kMaxGridX = 2147483647;
@@ -149,6 +153,15 @@ bool parsePlanType(std::string_view text, PlanType &out) {
   for (size_t i = 0; i < std::size(kTypes); ++i)
     if (text == kTypes[i].name) {
       out = PlanType(i);
+      return true;
+    }
+  return false;
+}
+
+bool parsePlanRole(std::string_view text, PlanArg::Role &out) {
+  for (size_t i = 0; i < std::size(kRoles); ++i)
+    if (text == kRoles[i]) {
+      out = PlanArg::Role(i);
       return true;
     }
   return false;

@@ -42,7 +42,8 @@ struct PlanSize {
 };
 
 struct PlanArg {
-  /// Donated: an input the call overwrites once read (moe_runtime.h).
+  /// Contract.td's PlanRoles, in order, which is moeArgRole's (Donated: an
+  /// input the call overwrites once read).
   enum class Role { In, Out, Optional, Donated };
   std::string name;
   PlanType type = PlanType::F32;
@@ -51,6 +52,10 @@ struct PlanArg {
   std::vector<PlanExpr> dims;
   std::string dimsText; // canonical, comma-separated, for moeEntryGetArg
 };
+
+/// A role as the records spell it ("in", "out", "opt", "donated"); false
+/// for another word.
+bool parsePlanRole(std::string_view text, PlanArg::Role &out);
 
 struct PlanCheck {
   PlanExpr condition;

@@ -258,13 +258,7 @@ bool addPlanRecord(std::string_view kind,
       error = "unknown type '" + std::string(fields[1]) + "'";
       return false;
     }
-    if (fields[2] == "in" || fields[2] == "out" || fields[2] == "opt" ||
-        fields[2] == "donated")
-      arg.role = fields[2] == "in"    ? PlanArg::Role::In
-                 : fields[2] == "out" ? PlanArg::Role::Out
-                 : fields[2] == "opt" ? PlanArg::Role::Optional
-                                      : PlanArg::Role::Donated;
-    else {
+    if (!parsePlanRole(fields[2], arg.role)) {
       error = "role '" + std::string(fields[2]) +
               "' is not in, out, opt or donated";
       return false;

@@ -27,6 +27,15 @@ func.func @result_pitch(%g: tensor<?x256xbf16>, %w: tensor<8x256x100xbf16>, %off
 
 // -----
 
+// The same N-major weights in a forward grouped matmul (kn_weights).
+func.func @kn_pitch(%x: tensor<?x256xbf16>, %w: tensor<8x256x100xbf16>, %off: tensor<9xi32>) -> tensor<?x100xbf16> {
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: the weights' columns must be a multiple of 8}}
+  %y = moe.grouped_matmul %x, %w, %off kn_weights : (tensor<?x256xbf16>, tensor<8x256x100xbf16>, tensor<9xi32>) -> tensor<?x100xbf16>
+  return %y : tensor<?x100xbf16>
+}
+
+// -----
+
 // With the activation's gradient the result is [M, 2K]: the weights' K
 // columns are the TMA row pitch, not the result's.
 func.func @act_grad_pitch(%g: tensor<?x256xbf16>, %w: tensor<8x256x100xbf16>, %off: tensor<9xi32>, %gu: tensor<?x200xbf16>) -> tensor<?x200xbf16> {

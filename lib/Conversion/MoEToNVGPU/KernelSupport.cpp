@@ -23,6 +23,16 @@ static std::string unsupportedK(int64_t k) {
   return "";
 }
 
+/// Why weights [E, K, N] read N-major (their rows are N long, the TMA row
+/// pitch) cannot be loaded, or an empty string.
+static std::string unsupportedKnWeights(Value weights) {
+  int64_t n = cast<RankedTensorType>(weights.getType()).getDimSize(2);
+  if (!ShapedType::isDynamic(n) && n % 8 != 0)
+    return "the weights' columns must be a multiple of 8 (their TMA row "
+           "pitch is a multiple of 16 bytes)";
+  return "";
+}
+
 /// Why the epilogue cannot add `bias` (null: none), or an empty string.
 static std::string unsupportedBias(Value bias) {
   if (bias && !isa<Float32Type, BFloat16Type>(
@@ -296,14 +306,12 @@ static std::string unsupportedReason(GroupedMatmulOp op) {
   if (std::string reason = unsupportedBias(op.getBias()); !reason.empty())
     return reason;
   if (op.getKnWeights()) {
-    // The weights' rows are N long: their TMA row pitch.
-    int64_t n = cast<RankedTensorType>(op.getWeights().getType()).getDimSize(2);
     if (isDequantized(op.getRows()) || isDequantized(op.getWeights()))
       return "weights that lie [E, K, N] (kn_weights) are implemented for "
              "bf16 only";
-    if (!ShapedType::isDynamic(n) && n % 8 != 0)
-      return "with kn_weights, N must be a multiple of 8 (the weights' TMA "
-             "row pitch is a multiple of 16 bytes)";
+    if (std::string reason = unsupportedKnWeights(op.getWeights());
+        !reason.empty())
+      return reason;
   }
   if (!isDequantized(op.getRows()) && !isDequantized(op.getWeights()))
     return unsupportedK(rowsType.getDimSize(1));
@@ -325,19 +333,12 @@ static std::string unsupportedReason(GroupedDgradOp op) {
     if (!cast<RankedTensorType>(v.getType()).getElementType().isBF16())
       return "only bf16 gradients, weights and result are implemented";
   // Both are TMA row pitches: the gradient's rows and the weights' rows.
-  auto pitch = [](Value v) {
-    int64_t columns = cast<RankedTensorType>(v.getType()).getDimSize(1);
-    return ShapedType::isDynamic(columns) || columns % 8 == 0;
-  };
-  if (!pitch(op.getGrad()))
+  int64_t reduction =
+      cast<RankedTensorType>(op.getGrad().getType()).getDimSize(1);
+  if (!ShapedType::isDynamic(reduction) && reduction % 8 != 0)
     return "the gradient's columns (the reduction) must be a multiple of 8 "
            "(TMA row pitch is a multiple of 16 bytes)";
-  int64_t columns =
-      cast<RankedTensorType>(op.getWeights().getType()).getDimSize(2);
-  if (!ShapedType::isDynamic(columns) && columns % 8 != 0)
-    return "the weights' columns must be a multiple of 8 (their TMA row "
-           "pitch is a multiple of 16 bytes)";
-  return "";
+  return unsupportedKnWeights(op.getWeights());
 }
 
 /// Why the sm_90a weight-gradient kernel cannot run `op`, or an empty string.

@@ -365,18 +365,13 @@ static SmallVector<StringRef> splitTopLevel(StringRef text) {
   return parts;
 }
 
+// Role follows the contract's roles (Contract.td), in order.
+static_assert(std::size(::moe::contract::kPlanRoles) ==
+                  size_t(Role::Donated) + 1,
+              "Role and Contract.td's PlanRoles differ");
+
 static StringRef roleName(Role role) {
-  switch (role) {
-  case Role::In:
-    return "in";
-  case Role::Out:
-    return "out";
-  case Role::Opt:
-    return "opt";
-  case Role::Donated:
-    return "donated";
-  }
-  llvm_unreachable("unknown role");
+  return ::moe::contract::kPlanRoles[size_t(role)];
 }
 
 FailureOr<DictionaryAttr>

@@ -89,8 +89,9 @@ inline Expr multipleOf(const Expr &a, int64_t b) {
 /// The largest int64: a size without another bound.
 inline constexpr int64_t kUnbounded = INT64_MAX;
 
-/// How an argument is used: Donated is an input the call overwrites once
-/// read (a program's saved value that a later value reuses).
+/// How an argument is used, in the order of the contract's roles: Donated is
+/// an input the call overwrites once read (a program's saved value that a
+/// later value reuses).
 enum class Role { In, Out, Opt, Donated };
 
 /// One launch: a kernel of the entry, its grid and condition, and its
