@@ -16,6 +16,8 @@
 # With MOE_KERNEL_SNAPSHOT=<dir> it writes instead, for every bundle, the
 # device module moe-opt makes with format=isa (PTX and manifest as text) into
 # <dir>, and builds no package: scripts/compare-kernels.sh diffs two of them.
+# With MOE_ONLY=<extended regex> it builds only the bundles whose name
+# matches it (and the package): a device run of a few bundles.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
@@ -181,6 +183,7 @@ module_of "$out/bench.txt" > "$out/bench.mlir"
 
 bundle() { # <name> <input> <moe-opt arguments...>
   local name=$1 input=$2; shift 2
+  [ -z "${MOE_ONLY:-}" ] || [[ $name =~ $MOE_ONLY ]] || return 0
   if [ -n "$snapshot" ]; then
     local args=() a
     for a in "$@"; do
@@ -209,6 +212,7 @@ bundle default "$out/shapes.mlir" --moe-gpu-pipeline
 bundle dgrad-default "$out/dgrad.mlir" --moe-gpu-pipeline
 bundle dgrad-64x128-s2 "$out/dgrad.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64 tile-n=128 stages=2"
 bundle dgrad-ws "$out/dgrad.mlir" --moe-gpu-pipeline="warp-specialize=all"
+bundle dgrad-pingpong "$out/dgrad.mlir" --moe-gpu-pipeline="pingpong=1"
 bundle dgrad-cluster2 "$out/dgrad.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
 bundle dgradbench "$out/dgradbench.mlir" --moe-gpu-pipeline
 # The activation's gradient in the dgrad epilogue: the default forms, the
@@ -216,6 +220,7 @@ bundle dgradbench "$out/dgradbench.mlir" --moe-gpu-pipeline
 bundle knfwd "$out/knfwd.mlir" --moe-gpu-pipeline
 bundle dgradact-default "$out/dgradact.mlir" --moe-gpu-pipeline
 bundle dgradact-ws "$out/dgradact.mlir" --moe-gpu-pipeline="warp-specialize=all"
+bundle dgradact-pingpong "$out/dgradact.mlir" --moe-gpu-pipeline="pingpong=1"
 bundle dgradact-64x128-s2 "$out/dgradact.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64 tile-n=128 stages=2"
 # moe.grouped_wgrad: its one kernel.
 bundle wgrad-default "$out/wgrad.mlir" --moe-gpu-pipeline
@@ -231,6 +236,9 @@ bundle cluster2 "$out/shapes.mlir" --moe-gpu-pipeline="cluster=2"
 bundle normal-64-128-cluster2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
 # The 128-row bf16 forms with a producer warpgroup too (warp-specialized).
 bundle ws "$out/shapes.mlir" --moe-gpu-pipeline="warp-specialize=all"
+# Ping-pong consumers (64-row items, two warpgroups), with 4 and 5 stages.
+bundle pingpong "$out/shapes.mlir" --moe-gpu-pipeline="pingpong=1"
+bundle pingpong-s5 "$out/shapes.mlir" --moe-gpu-pipeline="pingpong=1 stages=5"
 # The swap-AB forms with two warpgroups splitting K (the default for
 # K >= 8192 only).
 bundle swap-split2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-split-k=2"
@@ -277,6 +285,7 @@ bundle mlp-swap-only "$out/mlp.mlir" \
 bundle mlp-normal-64x256 "$out/mlp.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64"
 bundle mlp-cluster2 "$out/mlp.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
 bundle mlp-ws "$out/mlp.mlir" --moe-gpu-pipeline="warp-specialize=all"
+bundle mlp-pingpong "$out/mlp.mlir" --moe-gpu-pipeline="pingpong=1"
 
 printf 'mixtral_mlp 8 4096 14336 i32 scale\nqwen3_mlp 128 2048 768 i32 scale\ndeepseek_mlp 256 7168 2048 i32 scale\n' > "$out/bench-mlp.txt"
 mlp_module_of "$out/bench-mlp.txt" fused > "$out/bench-mlp.mlir"
@@ -386,6 +395,8 @@ bundle layer-shared-fp8 "$root/test/device/layer_shared_models.mlir" --moe-fuse-
 # The same with the prefill GEMM forms as 2-CTA clusters (bench/ab_layer.py).
 bundle layer-cluster2 "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="cluster=2"
 bundle layer-ws "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="warp-specialize=all"
+bundle layer-pingpong "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="pingpong=1"
+bundle layer-pingpong-s5 "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="pingpong=1 stages=5"
 # Without the split-K swap-AB forms (bench/ab_layer.py).
 bundle layer-nosplit "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="swap-ab-split-k=1"
 # The same layers in block FP8 (test/device/fp8_layer.py), but GPT-OSS

@@ -91,7 +91,7 @@ LogicalResult GemmFormAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t tileM, int64_t tileN, int64_t tileK,
                                    int64_t stages, bool swapAB, int64_t splitK,
                                    int64_t cluster, bool warpSpecialized,
-                                   bool widen) {
+                                   bool widen, bool pingpong) {
   if (rowsMin < 1 || rowsMax < rowsMin || rowsMax > kMaxLaunchRows)
     return emitError() << "gemm_form rows must satisfy 1 <= rows_min <= "
                           "rows_max <= 2147483647, got ["
@@ -116,6 +116,12 @@ LogicalResult GemmFormAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           "warpgroup or widening";
   if (!swapAB && splitK != 1)
     return emitError() << "split_k needs a swap_ab gemm_form";
+  // Each consumer warpgroup holds a whole item: one wgmma's 64 rows.
+  if (pingpong &&
+      (tileM != 64 || swapAB || cluster != 1 || !warpSpecialized || widen))
+    return emitError() << "a pingpong gemm_form has tile_m = 64 and a "
+                          "producer warpgroup (warp_specialized), and no "
+                          "swap_ab, cluster or widening";
   return success();
 }
 

@@ -137,3 +137,13 @@
 
 // expected-error @+1 {{chip must be "sm_90a" or "sm_100a", got "gfx942"}}
 #r = #moe.kernel<chip = "gfx942">
+
+// -----
+
+// expected-error @+1 {{a pingpong gemm_form has tile_m = 64 and a producer warpgroup (warp_specialized), and no swap_ab, cluster or widening}}
+#f = #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, warp_specialized = true, pingpong = true>
+
+// -----
+
+// expected-error @+1 {{a pingpong gemm_form has tile_m = 64 and a producer warpgroup (warp_specialized), and no swap_ab, cluster or widening}}
+#f = #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 64, tile_n = 256, tile_k = 64, stages = 4, pingpong = true>

@@ -110,6 +110,12 @@ def MoESelectKernels : Pass<"moe-select-kernels", "::mlir::ModuleOp"> {
            "widened) forms: 1, or 2 to share each row tile between two CTAs "
            "of adjacent column tiles (TMA multicast; measured neutral, so "
            "off by default)">,
+    Option<"pingpong", "pingpong", "bool", "false",
+           "bf16 prefill forms (grouped_matmul and grouped_dgrad): two "
+           "consumer warpgroups take alternate 64-row work items behind a "
+           "producer warpgroup, so one's epilogue overlaps the other's "
+           "wgmma, instead of sharing each 128-row item (one form for every "
+           "expert past swap-AB's; `cluster` does not apply)">,
     Option<"warpSpecialize", "warp-specialize", "std::string", "\"auto\"",
            "Which 128-row GEMM forms (and MXFP8's 64-row one) get a producer "
            "warpgroup issuing the TMA loads behind per-stage empty mbarriers "

@@ -92,9 +92,11 @@ def MoE_GemmFormAttr : AttrDef<MoE_Dialect, "GemmForm"> {
     64-row M operand and `tile_m` tokens (8..64) its N; `split_k`
     warpgroups then share each work item's K steps. `cluster` CTAs share a
     row tile by TMA multicast; `warp_specialized` adds a producer
-    warpgroup issuing the loads; `widen` (MXFP8) widens e4m3 to bf16 in
-    shared memory and runs bf16 WGMMA. Every value is the kernel's own (no
-    "auto"): the form describes exactly one kernel.
+    warpgroup issuing the loads; `pingpong` (bf16, 64-row tiles, with a
+    producer) has two consumer warpgroups take alternate work items, so
+    that one's epilogue overlaps the other's mainloop; `widen` (MXFP8)
+    widens e4m3 to bf16 in shared memory and runs bf16 WGMMA. Every value
+    is the kernel's own (no "auto"): the form describes exactly one kernel.
 
     ```mlir
     #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 16, tile_n = 64,
@@ -108,7 +110,8 @@ def MoE_GemmFormAttr : AttrDef<MoE_Dialect, "GemmForm"> {
                         DefaultValuedParameter<"int64_t", "1">:$split_k,
                         DefaultValuedParameter<"int64_t", "1">:$cluster,
                         DefaultValuedParameter<"bool", "false">:$warp_specialized,
-                        DefaultValuedParameter<"bool", "false">:$widen);
+                        DefaultValuedParameter<"bool", "false">:$widen,
+                        DefaultValuedParameter<"bool", "false">:$pingpong);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -91,7 +91,9 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
     suffix += "_e4m3out";
   if (clusterSize() > 1)
     suffix += "_c" + std::to_string(clusterSize());
-  if (specialized())
+  if (pingpong)
+    suffix += "_pp";
+  else if (specialized())
     suffix += "_ws";
   if (kSplit() > 1)
     suffix += "_k" + std::to_string(kSplit());
@@ -236,6 +238,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
 
   Value tid = k.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   k.warpgroup = arith::DivUIOp::create(b, tid, m.c(128));
+  // Ping-pong: each consumer warpgroup holds all 64 rows of its own item.
+  k.rowGroup = t.pingpong ? m.c(0) : k.warpgroup;
   // Clustered: this CTA's half of each work item; rank 0 loads the rows.
   k.rank = m.c(0);
   if (cluster > 1)
@@ -282,10 +286,15 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     for (int64_t s = 0; s < t.stages; ++s)
       nvgpu::MBarrierInitOp::create(nb, barriers, n.c(fullArrivals), n.c(s),
                                     Value());
-    // Every consumer thread arrives on an empty mbarrier.
+    // Every thread of the stage's readers arrives on its empty mbarrier.
     for (int64_t s = 0; s < t.stages && t.specialized(); ++s)
-      nvgpu::MBarrierInitOp::create(nb, barriers, n.c(128 * t.warpgroups()),
+      nvgpu::MBarrierInitOp::create(nb, barriers, n.c(128 * t.stageReaders()),
                                     n.c(t.stages + s), Value());
+    // Ping-pong: every thread of the other consumer warpgroup passes the
+    // turn.
+    for (int64_t w = 0; w < 2 && t.pingpong; ++w)
+      nvgpu::MBarrierInitOp::create(nb, barriers, n.c(128),
+                                    n.c(2 * t.stages + w), Value());
     NVVM::FenceMbarrierInitOp::create(nb);
     nvgpu::TmaPrefetchOp::create(nb, k.rowsMap, Value());
     nvgpu::TmaPrefetchOp::create(nb, k.weightsMap, Value());
@@ -393,14 +402,24 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
       NVVM::SetMaxRegisterOp::create(b, registers->second,
                                      NVVM::SetMaxRegisterAction::increase);
   }
+  // Ping-pong: consumer warpgroup w takes the CTA's items w, w + 2, ...
+  // (item i's steps are the producer's i * numSteps ..).
+  Value itemStride = numCTAs, stepStride = k.numSteps, firstStep;
+  if (t.pingpong) {
+    firstWork = m.add(firstWork, m.mul(k.warpgroup, numCTAs));
+    firstStep = m.mul(k.warpgroup, k.numSteps);
+    itemStride = m.mul(numCTAs, m.c(2));
+    stepStride = m.mul(k.numSteps, m.c(2));
+  }
   WorkItem first = order.describe(b, firstWork);
   if (!specialized)
     k.issuePrologue(b, first, m.c(0), m.lt(firstWork, numWork));
 
   Type indexType = b.getIndexType();
   SmallVector<Type> carried(6, indexType);
-  SmallVector<Value> initial{firstWork,  m.c(0),       first.expert,
-                             first.row0, first.rowEnd, first.col0};
+  SmallVector<Value> initial{firstWork,    firstStep ? firstStep : m.c(0),
+                             first.expert, first.row0,
+                             first.rowEnd, first.col0};
   auto loop = scf::WhileOp::create(b, carried, initial);
   Location loc0 = b.getLoc();
   SmallVector<Location> locs(carried.size(), loc0);
@@ -413,8 +432,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   k.current = WorkItem{after->getArgument(2), after->getArgument(3),
                        after->getArgument(4), after->getArgument(5)};
   // The next item is looked up while this one's first loads are in flight.
-  Value nextWork = m.add(work, numCTAs);
-  NextItem next{order.describe(b, nextWork), m.add(k.stepBase, k.numSteps),
+  Value nextWork = m.add(work, itemStride);
+  NextItem next{order.describe(b, nextWork), m.add(k.stepBase, stepStride),
                 m.lt(nextWork, numWork)};
   Value rowsHere = arith::MinSIOp::create(
       b, m.sub(k.current.rowEnd, k.current.row0), m.c(t.tileM));

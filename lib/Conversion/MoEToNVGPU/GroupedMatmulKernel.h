@@ -129,6 +129,12 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
     All,
   };
   WarpSpecialize warpSpecialize = WarpSpecialize::None;
+  /// Ping-pong (bf16 normal form, tileM = 64): two consumer warpgroups take
+  /// alternate work items of the CTA, each a whole 64-row tile, behind a
+  /// producer warpgroup. The producer loads the items' steps in order, so
+  /// one warpgroup's mainloop runs while the other stores its tile: the
+  /// epilogue overlaps the next item's wgmma instead of stalling them.
+  bool pingpong = false;
 
   /// Columns of one TMA box of N-major weights (WeightsLayout::KN): 128
   /// bytes of bf16, one row of the 128-byte swizzle.
@@ -138,8 +144,12 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
   int64_t accumulatorColumns() const { return swapAB ? tileM : tileN; }
   /// Consumer warpgroups of the block: each computes 64 token rows of the
   /// tile, or with swap-AB (the tokens are WGMMA's N) a share of its K
-  /// steps (see `splitK`).
-  int64_t warpgroups() const { return swapAB ? kSplit() : tileM / 64; }
+  /// steps (see `splitK`), or ping-pong its own work items.
+  int64_t warpgroups() const {
+    return pingpong ? 2 : swapAB ? kSplit() : tileM / 64;
+  }
+  /// Consumer warpgroups that read each stage (ping-pong: its item's one).
+  int64_t stageReaders() const { return pingpong ? 1 : warpgroups(); }
   /// Warpgroups this kernel splits K between (see `splitK`).
   int64_t kSplit() const {
     return swapAB && !mxfp8() && !quantizeOut ? splitK : 1;
@@ -172,8 +182,9 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
   bool specialized() const {
     bool wanted = warpSpecialize == WarpSpecialize::All ||
                   (warpSpecialize == WarpSpecialize::FP8 && fp8());
-    return wanted && !swapAB && !widened() &&
-           (tileM == 128 || (mxfp8() && tileM == 64)) && clusterSize() == 1;
+    return pingpong ||
+           (wanted && !swapAB && !widened() &&
+            (tileM == 128 || (mxfp8() && tileM == 64)) && clusterSize() == 1);
   }
   /// Threads of the block: the consumer warpgroups and the producer's.
   int64_t threads() const {

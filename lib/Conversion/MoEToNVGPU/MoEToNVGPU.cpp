@@ -331,6 +331,7 @@ static GroupedMatmulTile formTile(const GemmPart &part, GemmFormAttr form) {
   tile.splitK = form.getSplitK();
   tile.cluster = form.getCluster();
   tile.widen = form.getWiden();
+  tile.pingpong = form.getPingpong();
   tile.warpSpecialize = form.getWarpSpecialized()
                             ? GroupedMatmulTile::WarpSpecialize::All
                             : GroupedMatmulTile::WarpSpecialize::None;

@@ -50,8 +50,9 @@ static GroupedMatmulTile swapABTile(const GroupedMatmulTile &tile,
     tokens *= 2;
   GroupedMatmulTile swapped =
       tile.withShape(tokens, 64, stages, /*swapAB=*/true);
-  // Widening is for the normal (prefill) forms only.
+  // Widening and ping-pong are for the normal (prefill) forms only.
   swapped.widen = false;
+  swapped.pingpong = false;
   swapped.splitK = splitK;
   return fitStages(swapped);
 }
@@ -123,7 +124,7 @@ static GemmFormAttr formAttr(MLIRContext *context,
   return GemmFormAttr::get(context, rowsMin, rowsMax, tile.tileM, tile.tileN,
                            tile.tileK, tile.stages, tile.swapAB, tile.kSplit(),
                            tile.clusterSize(), tile.specialized(),
-                           tile.widened());
+                           tile.widened(), tile.pingpong);
 }
 
 namespace {
@@ -196,6 +197,7 @@ struct MoESelectKernelsPass
     check("cluster", cluster != defaults.cluster);
     check("warp-specialize", warpSpecialize != defaults.warpSpecialize);
     check("swap-ab", swapAB != defaults.swapAB);
+    check("pingpong", pingpong != defaults.pingpong);
     if (set.empty())
       return success();
     return fail() << "chip=sm_100a has one kernel form (the tcgen05 MXFP8 "
@@ -232,7 +234,9 @@ struct MoESelectKernelsPass
                     << warpSpecialize << "'";
     baseTile.warpSpecialize = *specialize;
     auto failHere = [&] { return fail(); };
-    if (failed(verifyTile(failHere, baseTile)))
+    // With pingpong the bf16 prefill forms are its 64-row tile instead.
+    GroupedMatmulTile bf16Tile = pingpongTile(baseTile).value_or(baseTile);
+    if (failed(verifyTile(failHere, bf16Tile)))
       return failure();
     if (fp8TileN != 128 && fp8TileN != 192)
       return fail() << "'fp8-tile-n' must be 128 or 192, got "
@@ -243,7 +247,7 @@ struct MoESelectKernelsPass
         baseTile, Format::FP8Block, false, fp8TileN, /*quantizeOut=*/true);
     quantizedGateUp.epilogue = GroupedMatmulTile::Epilogue::SwiGLU;
     for (const GroupedMatmulTile &base :
-         {baseTile, blockFP8,
+         {bf16Tile, blockFP8,
           fitStages(fp8Tile(baseTile, Format::MXFP8, mxfp8Widen, fp8TileN)),
           quantizedGateUp}) {
       if (failed(verifyTile(failHere, base)))
@@ -304,17 +308,33 @@ struct MoESelectKernelsPass
       // A 128-row tile would be mostly padding for experts of at most 64
       // rows: they take one warpgroup's 64-row tile instead.
       int64_t firstRows = swapRows + 1;
-      if (tile.tileM == 128 && swapRows < 64) {
+      if (auto pp = pingpongTile(tile)) {
+        addForm(*pp, firstRows, kMaxLaunchRows);
+      } else if (tile.tileM == 128 && swapRows < 64) {
         // FP8's 64-row form keeps 128 columns: one warpgroup holds them and
         // their products (bench/RESULTS.md, fp8-tile-n).
         int64_t columns = tile.fp8() ? 128 : tile.tileN;
         addForm(tile.withShape(64, columns, tile.stages, false), firstRows, 64);
         firstRows = 65;
+        addForm(tile, firstRows, kMaxLaunchRows);
+      } else {
+        addForm(tile, firstRows, kMaxLaunchRows);
       }
-      addForm(tile, firstRows, kMaxLaunchRows);
     }
     return GemmKernelsAttr::get(context, chip, ArrayAttr::get(context, forms),
                                 part.quantizeOut);
+  }
+
+  /// With `pingpong`, the ping-pong form of a bf16 normal `tile` (64 rows,
+  /// its columns, one CTA): one kernel for every expert past swap-AB's.
+  std::optional<GroupedMatmulTile>
+  pingpongTile(const GroupedMatmulTile &tile) const {
+    if (!pingpong || tile.fp8() || tile.swapAB || tile.quantizeOut)
+      return std::nullopt;
+    GroupedMatmulTile pp = tile.withShape(64, tile.tileN, tile.stages, false);
+    pp.pingpong = true;
+    pp.cluster = 1;
+    return pp;
   }
 
   /// The forms of a moe.grouped_dgrad and of a moe.grouped_matmul with
@@ -336,7 +356,9 @@ struct MoESelectKernelsPass
     MLIRContext *context = &getContext();
     SmallVector<Attribute> forms;
     int64_t firstRows = 1;
-    if (tile.tileM == 128) {
+    if (auto pp = pingpongTile(tile)) {
+      tile = *pp;
+    } else if (tile.tileM == 128) {
       forms.push_back(formAttr(
           context, tile.withShape(64, tile.tileN, tile.stages, false), 1, 64));
       firstRows = 65;
@@ -357,7 +379,7 @@ struct MoESelectKernelsPass
                                        tile.tileN, tile.tileK, tile.stages,
                                        /*swapAB=*/false, /*splitK=*/1,
                                        /*cluster=*/1, /*warpSpecialized=*/false,
-                                       /*widen=*/false)),
+                                       /*widen=*/false, /*pingpong=*/false)),
         false);
   }
 

@@ -74,3 +74,44 @@ func.func @clustered(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off
       : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
   return %y : tensor<?x512xbf16>
 }
+
+// -----
+
+// Ping-pong: two consumer warpgroups and a producer; each stage has one
+// reader (128 arrivals) and each consumer a turn mbarrier (8 and 9, after
+// the 4 full and 4 empty ones). Consumer warpgroup w starts at item
+// blockIdx + w * gridDim and pipeline step w * numSteps and steps by two
+// items. Its mainloop waits for its turn (the other warpgroup's last stage
+// wait), and passes the turn once its own K loop is issued.
+// CHECK-LABEL: gpu.func @grouped_matmul_bf16_64x256x64_s4_pp_off32(
+// CHECK-SAME: known_block_size = array<i32: 384, 1, 1>
+// CHECK: %[[WG:.*]] = arith.divui %{{.*}}, %c128 : index
+// CHECK: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 10>
+// CHECK-COUNT-4: nvgpu.mbarrier.init %{{.*}}, %c1
+// CHECK-COUNT-6: nvgpu.mbarrier.init %{{.*}}, %c128
+// CHECK: nvvm.setmaxregister  decrease 56
+// CHECK: nvvm.setmaxregister  increase 224
+// CHECK-NEXT: %[[SKIP:.*]] = arith.muli %[[WG]], %[[CTAS:.*]] : index
+// CHECK-NEXT: %[[FIRST:.*]] = arith.addi %{{.*}}, %[[SKIP]] : index
+// CHECK-NEXT: %[[STEP0:.*]] = arith.muli %[[WG]], %[[STEPS:.*]] : index
+// CHECK: %[[ITEMSTRIDE:.*]] = arith.muli %[[CTAS]], %c2
+// CHECK: %[[STEPSTRIDE:.*]] = arith.muli %[[STEPS]], %c2
+// CHECK: scf.while (%{{.*}} = %[[FIRST]], %{{.*}} = %[[STEP0]], {{.*}}) : (index, index, index, index, index, index)
+// CHECK: arith.addi %{{.*}}, %[[ITEMSTRIDE]] : index
+// CHECK: arith.addi %{{.*}}, %[[STEPSTRIDE]] : index
+// CHECK: nvgpu.warpgroup.mma.init.accumulator
+// CHECK: %[[TURN:.*]] = arith.addi %[[WG]], %c8{{.*}} : index
+// CHECK-NEXT: nvgpu.mbarrier.try_wait.parity %{{.*}}[%[[TURN]]]
+// CHECK: scf.for
+// CHECK: nvgpu.warpgroup.mma
+// CHECK: %[[OTHER:.*]] = arith.subi %c1{{.*}}, %[[WG]] : index
+// CHECK: %[[PASS:.*]] = arith.addi %[[OTHER]], %c8{{.*}} : index
+// CHECK-NEXT: nvgpu.mbarrier.arrive %{{.*}}[%[[PASS]]]
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: gpu.return
+func.func @pingpong(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %y = moe.grouped_matmul %rows, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 64, tile_n = 256, tile_k = 64, stages = 4, warp_specialized = true, pingpong = true>]>}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}

@@ -127,7 +127,7 @@ StagedStoreEpilogue::loadInputChunk(ImplicitLocOpBuilder &nb, int64_t c,
                                     Value readRow, Value readChunk) const {
   IndexMath n{nb};
   constexpr int64_t chunkCols = kStagingColumns / 2;
-  Value groupRow0 = n.add(k.current.row0, n.mul(k.warpgroup, n.c(64)));
+  Value groupRow0 = n.add(k.current.row0, n.mul(k.rowGroup, n.c(64)));
   Value half = arith::DivUIOp::create(nb, readChunk, n.c(4));
   Value col = n.add(
       k.current.col0,
@@ -184,7 +184,7 @@ void StagedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
   Value readChunk = arith::RemUIOp::create(b, groupTid, m.c(8));
   Value readPhysical = arith::XOrIOp::create(
       b, readChunk, arith::RemUIOp::create(b, readRow, m.c(8)));
-  Value groupRow0 = m.mul(k.warpgroup, m.c(64));
+  Value groupRow0 = m.mul(k.rowGroup, m.c(64));
   Value row0 = k.current.row0, col0 = k.current.col0;
   // The routing weights of this thread's two fragment rows (clamped: rows
   // past the expert are computed but never stored).

@@ -75,6 +75,9 @@ struct GemmKernel {
 
   // Launch-wide values.
   Value tid, warpgroup, rank, leader, smem, barriers, rowsMap, weightsMap;
+  /// Which 64 rows of the item this consumer warpgroup multiplies (its
+  /// index; ping-pong: 0, its item is its own).
+  Value rowGroup;
   /// smem's `.shared::cta` byte address (i64), for descriptors built here
   /// (N-major weights only; null otherwise).
   Value smemAddress;
@@ -105,6 +108,11 @@ struct GemmKernel {
   /// Warp-specialized: this consumer thread is done with pipeline step
   /// `step`'s stage (its wgmma retired).
   void releaseStage(ImplicitLocOpBuilder &nb, Value step) const;
+  /// Ping-pong: this consumer warpgroup waits for its turn to run the
+  /// current item's mainloop, and after its last stage wait gives the turn
+  /// to the other one.
+  void waitTurn(ImplicitLocOpBuilder &nb) const;
+  void passTurn(ImplicitLocOpBuilder &nb) const;
   /// The leader loads step `itemStep` of `w` (K step itemStep % numK of
   /// pass itemStep / numK) into `stage`.
   void issueLoad(ImplicitLocOpBuilder &nb, const WorkItem &w, Value stage,

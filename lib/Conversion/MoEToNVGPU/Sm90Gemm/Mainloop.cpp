@@ -17,6 +17,8 @@ Value PipelinedMainloop::runPass(Value pass) {
   Value passBase = m.mul(k.numK, pass);
   Value colBase = m.add(k.current.col0, m.mul(pass, m.c(k.tileCols)));
   beginPass(colBase);
+  if (t.pingpong)
+    k.waitTurn(b);
   // Split K (swap-AB): trip i runs step i * split + warpgroup.
   int64_t split = t.kSplit();
   auto mainLoop = scf::ForOp::create(
@@ -52,8 +54,8 @@ Value PipelinedMainloop::runPass(Value pass) {
             t.swapAB
                 ? n.view(k.smem, base, k.ty.rowsTile)
                 : n.view(k.smem,
-                         n.add(base, n.mul(k.warpgroup, n.c(64 * t.tileK *
-                                                            t.elementBytes()))),
+                         n.add(base, n.mul(k.rowGroup, n.c(64 * t.tileK *
+                                                           t.elementBytes()))),
                          k.ty.rowsSliceTile);
         Value weightsTile =
             n.view(k.smem, n.add(base, n.c(k.rowsBytes)), k.ty.weightsTile);
@@ -110,6 +112,8 @@ Value PipelinedMainloop::runPass(Value pass) {
         });
         scf::YieldOp::create(lb, acc);
       });
+  if (t.pingpong)
+    k.passTurn(b);
   NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(0));
   if (k.specialized)
     k.releaseStage(b,

@@ -49,9 +49,9 @@ KernelTypes::KernelTypes(MLIRContext *ctx, const GroupedMatmulTile &t) {
   rowsMap = tensorMap(rowsTile);
   weightsMap = tensorMap(weightsLoadTile);
   // Warp-specialized: the stages' "full" mbarriers, then their "empty"
-  // ones.
+  // ones; ping-pong, then each consumer warpgroup's mainloop turn.
   barriers = nvgpu::MBarrierGroupType::get(
-      ctx, smem, t.stages * (t.specialized() ? 2 : 1));
+      ctx, smem, t.stages * (t.specialized() ? 2 : 1) + (t.pingpong ? 2 : 0));
   accumulator = nvgpu::WarpgroupAccumulatorType::get(
       ctx, VectorType::get({64, accColumns}, f32));
   products = LLVM::LLVMStructType::getLiteral(
@@ -114,6 +114,31 @@ void GemmKernel::waitLoaded(ImplicitLocOpBuilder &nb, Value step) const {
       nb, nb.getI1Type(), arith::RemSIOp::create(nb, round, n.c(2)));
   nvgpu::MBarrierTryWaitParityOp::create(nb, barriers, parity, n.c(10000000),
                                          stageOf(nb, step));
+}
+
+// Item i of the CTA (i = stepBase / numSteps) is warpgroup i % 2's; its
+// mainloop waits until item i - 1's has passed its last stage wait
+// (completion (i - 1) / 2 of this warpgroup's turn barrier). Without it a
+// warpgroup an item ahead would wait on a stage's parity rounds early.
+void GemmKernel::waitTurn(ImplicitLocOpBuilder &nb) const {
+  IndexMath n{nb};
+  Value item = arith::DivUIOp::create(nb, stepBase, numSteps);
+  ifThen(nb, n.lt(n.c(0), item), [&](ImplicitLocOpBuilder &wb) {
+    IndexMath w{wb};
+    Value parity = arith::IndexCastOp::create(
+        wb, wb.getI1Type(),
+        arith::RemUIOp::create(
+            wb, arith::DivUIOp::create(wb, w.sub(item, w.c(1)), w.c(2)),
+            w.c(2)));
+    nvgpu::MBarrierTryWaitParityOp::create(wb, barriers, parity, w.c(10000000),
+                                           w.add(warpgroup, w.c(2 * t.stages)));
+  });
+}
+
+void GemmKernel::passTurn(ImplicitLocOpBuilder &nb) const {
+  IndexMath n{nb};
+  nvgpu::MBarrierArriveOp::create(
+      nb, barriers, n.add(n.sub(n.c(1), warpgroup), n.c(2 * t.stages)));
 }
 
 void GemmKernel::releaseStage(ImplicitLocOpBuilder &nb, Value step) const {
