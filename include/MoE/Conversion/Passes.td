@@ -115,7 +115,8 @@ def MoESelectKernels : Pass<"moe-select-kernels", "::mlir::ModuleOp"> {
            "consumer warpgroups take alternate 64-row work items behind a "
            "producer warpgroup, so one's epilogue overlaps the other's "
            "wgmma, instead of sharing each 128-row item (one form for every "
-           "expert past swap-AB's; `cluster` does not apply)">,
+           "expert past swap-AB's; `cluster` does not apply; measured "
+           "slower, so off by default)">,
     Option<"warpSpecialize", "warp-specialize", "std::string", "\"auto\"",
            "Which 128-row GEMM forms (and MXFP8's 64-row one) get a producer "
            "warpgroup issuing the TMA loads behind per-stage empty mbarriers "
