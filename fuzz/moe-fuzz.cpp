@@ -119,6 +119,7 @@ static std::string drawOptions(StringRef text) {
           {"cluster", {"1", "2", "0", "3", "4611686018427387904"}},
           {"warp-specialize", {"auto", "all", "none", "some"}},
           {"format", {"bin", "isa", "fatbin", "elf", "llvm"}},
+          {"pingpong", {"0", "1"}},
       };
   std::string options;
   for (const auto &[name, values] : kChoices) {

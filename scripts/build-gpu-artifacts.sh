@@ -92,6 +92,22 @@ func.func @swiglu_silu(%gu: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
   %h = moe.swiglu silu %gu : (tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %h : tensor<?x?xbf16>
 }
+func.func @swiglu_grad_silu_il(%gu: tensor<?x?xbf16>, %dh: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  %d = moe.swiglu_grad silu %gu, %dh interleaved : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %d : tensor<?x?xbf16>
+}
+func.func @swiglu_grad_gptoss_il(%gu: tensor<?x?xbf16>, %dh: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  %d = moe.swiglu_grad gptoss %gu, %dh interleaved alpha 1.702 limit 7.0 : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %d : tensor<?x?xbf16>
+}
+func.func @swiglu_silu_il(%gu: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  %h = moe.swiglu silu %gu interleaved : (tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %h : tensor<?x?xbf16>
+}
+func.func @swiglu_gptoss_il(%gu: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  %h = moe.swiglu gptoss %gu interleaved alpha 1.702 limit 7.0 : (tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %h : tensor<?x?xbf16>
+}
 func.func @swiglu_gptoss(%gu: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
   %h = moe.swiglu gptoss %gu alpha 1.702 limit 7.0 : (tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %h : tensor<?x?xbf16>

@@ -34,6 +34,9 @@ struct FuseActivationGradIntoDgrad : OpRewritePattern<SwiGLUGradOp> {
       return rewriter.notifyMatchFailure(act, "grad is no plain dgrad");
     if (!dgrad.getResult().hasOneUse())
       return rewriter.notifyMatchFailure(act, "the product has other uses");
+    // The fused epilogue reads gate and up N columns apart.
+    if (act.getInterleaved())
+      return rewriter.notifyMatchFailure(act, "gate and up interleaved");
     // The fused result takes the product's element type, which the kernels
     // and the unfused chain already had: no new type combination.
     if (getElementTypeOrSelf(act.getResult()) !=

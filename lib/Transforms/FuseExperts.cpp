@@ -52,6 +52,9 @@ struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
     auto act = activation.getDefiningOp<SwiGLUOp>();
     if (!act)
       return rewriter.notifyMatchFailure(down, "rows are not a swiglu");
+    // moe.expert_mlp's gate and up halves are N / 2 columns apart.
+    if (act.getInterleaved())
+      return rewriter.notifyMatchFailure(down, "gate and up interleaved");
     auto gateUp = act.getInput().getDefiningOp<GroupedMatmulOp>();
     if (!gateUp)
       return rewriter.notifyMatchFailure(down, "swiglu input is no matmul");

@@ -433,17 +433,17 @@ struct MoEGenerateBackwardPass
     Value activated = SwiGLUOp::create(
         b, loc, c.activation.getType(), gateUp, /*scale=*/Value(),
         c.activation.getActivationAttr(), c.activation.getAlphaAttr(),
-        c.activation.getLimitAttr());
+        c.activation.getLimitAttr(), c.activation.getInterleavedAttr());
 
     // Down projection: dW2[e] = dO[e]^T . H[e] first, so that H is dead
     // before dH and dGU are made (a program's workspace), then dH = dO . W2[e].
     auto downGrad = wgrad(b, loc, c.down, dOut, activated, offsets);
     Value dAct = GroupedDgradOp::create(b, loc, c.activation.getType(), dOut,
                                         w2, offsets);
-    Value dGateUp = SwiGLUGradOp::create(b, loc, c.gateUp.getType(), gateUp,
-                                         dAct, c.activation.getActivationAttr(),
-                                         c.activation.getAlphaAttr(),
-                                         c.activation.getLimitAttr());
+    Value dGateUp = SwiGLUGradOp::create(
+        b, loc, c.gateUp.getType(), gateUp, dAct,
+        c.activation.getActivationAttr(), c.activation.getAlphaAttr(),
+        c.activation.getLimitAttr(), c.activation.getInterleavedAttr());
     // Gate-up projection, then the permute's adjoint: a token's k rows summed.
     Value dRows = GroupedDgradOp::create(b, loc, c.gateUp.getRows().getType(),
                                          dGateUp, w13, offsets);

@@ -726,7 +726,8 @@ class Bundle:
     def swiglu_grad(self, entry: str, input, grad, out=None):
         """The gradient of a gated activation (an entry of op
         moe.swiglu_grad, abi planned.v1): input bf16 [M, 2I] (gate columns,
-        then up columns, as the forward's gate-up output), grad bf16 [M, I]
+        then up columns, as the forward's gate-up output; alternating for an
+        op compiled `interleaved`), grad bf16 [M, I]
         (the activation's gradient), out bf16 [M, 2I] or None (allocated):
         the gate and up gradients of the entry's activation (silu, or
         GPT-OSS's clamped form with its compiled constants). All CUDA,

@@ -28,6 +28,23 @@ func.func @gptoss(%gu: tensor<?x?xbf16>, %dh: tensor<?x?xbf16>) -> tensor<?x?xbf
   return %dgu : tensor<?x?xbf16>
 }
 
+// Interleaved (GPT-OSS's gate-up as transformers keeps it): a kernel of its
+// own.
+// CHECK-LABEL: func.func @interleaved(
+// CHECK: moe.swiglu_grad gptoss
+// CHECK-SAME: kernels = [{kernel = @moe_kernels::@moe_swiglu_grad_gptoss_a3fd9db23_l40e00000_il}]
+// CHECK-LABEL: func.func @interleaved_act(
+// CHECK: moe.swiglu silu
+// CHECK-SAME: kernels = [{kernel = @moe_kernels::@moe_swiglu_silu_il}]
+func.func @interleaved(%gu: tensor<?x512xbf16>, %dh: tensor<?x256xbf16>) -> tensor<?x512xbf16> {
+  %dgu = moe.swiglu_grad gptoss %gu, %dh interleaved : (tensor<?x512xbf16>, tensor<?x256xbf16>) -> tensor<?x512xbf16>
+  return %dgu : tensor<?x512xbf16>
+}
+func.func @interleaved_act(%gu: tensor<?x512xbf16>) -> tensor<?x256xbf16> {
+  %h = moe.swiglu silu %gu interleaved : (tensor<?x512xbf16>) -> tensor<?x256xbf16>
+  return %h : tensor<?x256xbf16>
+}
+
 // The silu kernel: 8-wide bf16 loads of gate, up (I columns further) and the
 // gradient, 8 scalar slopes, two 8-wide stores.
 // CHECK: gpu.func @moe_swiglu_grad_silu(%{{.*}}: memref<?x?xbf16>, %{{.*}}: memref<?x?xbf16>, %{{.*}}: memref<?x?xbf16>)
@@ -44,3 +61,24 @@ func.func @gptoss(%gu: tensor<?x?xbf16>, %dh: tensor<?x?xbf16>) -> tensor<?x?xbf
 // CHECK: arith.cmpf ole
 // CHECK: arith.cmpf oge
 // CHECK: arith.select
+// Interleaved: the 16 input columns from 2 * col (two 8-wide loads) and
+// the gradient's 8, and the gradients stored alternating as the input lies:
+// two 8-wide stores from 2 * col.
+// CHECK: gpu.func @moe_swiglu_grad_gptoss_a3fd9db23_l40e00000_il(
+// CHECK: scf.for
+// CHECK: %[[COL2:.*]] = arith.muli %[[COL:.*]], %c2{{.*}} : index
+// CHECK-NEXT: vector.load %{{.*}}[%{{.*}}, %[[COL2]]] {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
+// CHECK: %[[HI:.*]] = arith.addi %[[COL2]], %c8{{.*}} : index
+// CHECK-NEXT: vector.load %{{.*}}[%{{.*}}, %[[HI]]] {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
+// CHECK: vector.load %{{.*}}[%{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
+// CHECK: vector.store {{.*}} : memref<?x?xbf16>, vector<8xbf16>
+// CHECK: vector.store {{.*}} : memref<?x?xbf16>, vector<8xbf16>
+// CHECK-NOT: vector.store
+// CHECK: gpu.return
+// The forward activation, interleaved: two loads from 2 * col, one store.
+// CHECK: gpu.func @moe_swiglu_silu_il(
+// CHECK: arith.muli %{{.*}}, %c2{{.*}} : index
+// CHECK-COUNT-2: vector.load {{.*}} : memref<?x?xbf16>, vector<8xbf16>
+// CHECK: vector.store {{.*}} : memref<?x?xbf16>, vector<8xbf16>
+// CHECK-NOT: vector.store
+// CHECK: gpu.return

@@ -52,6 +52,10 @@ func.func @gptoss_parts(%logits: tensor<3x16xbf16>, %rows: tensor<?x24xf32>,
   // CHECK: moe.swiglu gptoss %{{.*}} scale %{{.*}} alpha 1.702000e+00 limit 7.000000e+00
   %h = moe.swiglu gptoss %gu scale %scale alpha 1.702 limit 7.0
       : (tensor<?x32xf32>, tensor<?xf32>) -> tensor<?x16xf32>
+  // Gate and up alternating, as transformers keeps GPT-OSS's gate-up.
+  // CHECK: moe.swiglu gptoss %{{.*}} scale %{{.*}} interleaved alpha 1.702000e+00 :
+  %hi = moe.swiglu gptoss %gu scale %scale interleaved alpha 1.702
+      : (tensor<?x32xf32>, tensor<?xf32>) -> tensor<?x16xf32>
   return %ids, %h : tensor<3x4xi32>, tensor<?x16xf32>
 }
 
@@ -267,6 +271,9 @@ func.func @backward_f32(%dy: tensor<3x24xf32>, %o: tensor<?x24xf32>, %slots: ten
       : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
   // CHECK: moe.swiglu_grad gptoss %{{.*}}, %{{.*}} : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
   %b = moe.swiglu_grad gptoss %gu, %dh
+      : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  // CHECK: moe.swiglu_grad gptoss %{{.*}}, %{{.*}} interleaved limit 7.000000e+00 : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+  %bi = moe.swiglu_grad gptoss %gu, %dh interleaved limit 7.0
       : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
   // CHECK: moe.swiglu_grad gptoss %{{.*}}, %{{.*}} limit 5.000000e+00 : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
   %c = moe.swiglu_grad gptoss %gu, %dh limit 5.0

@@ -76,3 +76,19 @@ func.func @not_dgrad(%gu: tensor<?x16xbf16>, %dh: tensor<?x8xbf16>) -> tensor<?x
       : (tensor<?x16xbf16>, tensor<?x8xbf16>) -> tensor<?x16xbf16>
   return %dgu : tensor<?x16xbf16>
 }
+
+// -----
+
+// Gate and up interleaved: the fused epilogue reads them N columns apart.
+// CHECK-LABEL: func @interleaved
+// CHECK: %[[DH:.*]] = moe.grouped_dgrad
+// CHECK-NOT: act_grad
+// CHECK: moe.swiglu_grad silu %{{.*}}, %[[DH]] interleaved
+func.func @interleaved(%do: tensor<?x12xbf16>, %w2: tensor<4x12x8xbf16>,
+                       %offsets: tensor<5xi64>, %gu: tensor<?x16xbf16>) -> tensor<?x16xbf16> {
+  %dh = moe.grouped_dgrad %do, %w2, %offsets
+      : (tensor<?x12xbf16>, tensor<4x12x8xbf16>, tensor<5xi64>) -> tensor<?x8xbf16>
+  %dgu = moe.swiglu_grad silu %gu, %dh interleaved
+      : (tensor<?x16xbf16>, tensor<?x8xbf16>) -> tensor<?x16xbf16>
+  return %dgu : tensor<?x16xbf16>
+}

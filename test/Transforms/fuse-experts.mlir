@@ -392,3 +392,20 @@ func.func @kn_weights(%rows: tensor<?x64xbf16>, %w13: tensor<8x64x256xbf16>,
       : (tensor<?x128xbf16>, tensor<8x128x64xbf16>, tensor<9xi64>) -> tensor<?x64xbf16>
   return %o : tensor<?x64xbf16>
 }
+
+// -----
+
+// Gate and up interleaved: moe.expert_mlp's epilogue reads them N / 2
+// columns apart, so the chain stays as it is.
+// CHECK-LABEL: func @interleaved
+// CHECK-NOT: moe.expert_mlp
+// CHECK: moe.swiglu silu %{{.*}} interleaved
+func.func @interleaved(%rows: tensor<?x64xbf16>, %w13: tensor<8x256x64xbf16>,
+                       %w2: tensor<8x64x128xbf16>, %offsets: tensor<9xi64>) -> tensor<?x64xbf16> {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x64xbf16>, tensor<8x256x64xbf16>, tensor<9xi64>) -> tensor<?x256xbf16>
+  %h = moe.swiglu silu %gu interleaved : (tensor<?x256xbf16>) -> tensor<?x128xbf16>
+  %o = moe.grouped_matmul %h, %w2, %offsets
+      : (tensor<?x128xbf16>, tensor<8x64x128xbf16>, tensor<9xi64>) -> tensor<?x64xbf16>
+  return %o : tensor<?x64xbf16>
+}

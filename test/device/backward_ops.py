@@ -5,7 +5,9 @@ runtime (run on the H200).
 backward-ops.moebundle (scripts/build-gpu-artifacts.sh) holds moe.swiglu_grad
 for silu (a static and a dynamic width) and GPT-OSS's clamped form (alpha
 1.702, limit 7), moe.swiglu (the train forward's activation of a saved
-gate-up output) for both, moe.unpermute_grad (weighted with i64 slots at
+gate-up output) for both, each also with `interleaved` (gate and up
+alternating: the same inputs interleaved, the gradient put back into halves
+before the check), moe.unpermute_grad (weighted with i64 slots at
 Mixtral's hidden size, unweighted with i32 slots and k = 8) and
 moe.route_grad for the routers of Mixtral (softmax then
 top-2, renormalised), OLMoE (softmax then top-8, bf16 logits), DeepSeek-V3
@@ -43,6 +45,16 @@ def reference(kind, gu, dh):
     up = gu[:, width:].double().requires_grad_()
     d_gate, d_up = torch.autograd.grad(activation(kind, gate, up), [gate, up], dh.double())
     return torch.cat([d_gate, d_up], dim=1)
+
+
+def interleave(gu, width):
+    """[gate | up] as alternating columns: gate i at 2i, up i at 2i + 1."""
+    return torch.stack([gu[:, :width], gu[:, width:]], dim=2).reshape(gu.shape[0], 2 * width).contiguous()
+
+
+def halves(gu):
+    """Alternating columns back into [gate | up]."""
+    return torch.cat([gu[:, 0::2], gu[:, 1::2]], dim=1)
 
 
 def inputs(kind, m, width, seed):
@@ -89,7 +101,8 @@ def route_weights(routing, logits, ids, renormalize, scale):
 
 def check_swiglu(bundle, report):
     seed = 100
-    for entry, kind in (("swiglu_silu", "silu"), ("swiglu_gptoss", "gptoss")):
+    for entry, kind in (("swiglu_silu", "silu"), ("swiglu_gptoss", "gptoss"),
+                        ("swiglu_silu_il", "silu"), ("swiglu_gptoss_il", "gptoss")):
         for width in (256, 768, 2880):
             for m in (1, 7, 300, 16384):
                 seed += 1
@@ -97,7 +110,8 @@ def check_swiglu(bundle, report):
                 try:
                     gu, _ = inputs(kind, m, width, seed)
                     out = torch.full((m, width), float("nan"), device=DEV, dtype=torch.bfloat16)
-                    bundle.launch(entry, input=gu, out=out)
+                    given = interleave(gu, width) if entry.endswith("_il") else gu
+                    bundle.launch(entry, input=given, out=out)
                     torch.cuda.synchronize()
                     g = gu.double()
                     want = activation(kind, g[:, :width], g[:, width:])
@@ -248,6 +262,8 @@ def main():
     cases = [("swiglu_grad_silu_i256", "silu", 256)]
     cases += [("swiglu_grad_silu", "silu", w) for w in (768, 1536, 2048)]
     cases += [("swiglu_grad_gptoss", "gptoss", w) for w in (2880, 64)]
+    cases += [("swiglu_grad_silu_il", "silu", w) for w in (768, 2048)]
+    cases += [("swiglu_grad_gptoss_il", "gptoss", w) for w in (2880, 64)]
     seed = 0
     for entry, kind, width in cases:
         for m in (1, 7, 300, 4096, 16384):
@@ -256,10 +272,11 @@ def main():
             try:
                 gu, dh = inputs(kind, m, width, seed)
                 out = torch.full((m, 2 * width), float("nan"), device=DEV, dtype=torch.bfloat16)
-                bundle.swiglu_grad(entry, gu, dh, out)
+                mixed = entry.endswith("_il")
+                bundle.swiglu_grad(entry, interleave(gu, width) if mixed else gu, dh, out)
                 torch.cuda.synchronize()
                 want = reference(kind, gu, dh)
-                got = out.double()
+                got = halves(out).double() if mixed else out.double()
                 problem = None
                 if not torch.isfinite(got).all():
                     problem = f"{int((~torch.isfinite(got)).sum())} values not finite (poison left?)"

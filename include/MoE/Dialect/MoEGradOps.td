@@ -171,7 +171,9 @@ def MoE_SwiGLUGradOp : MoE_Op<"swiglu_grad", [Pure]> {
   let description = [{
     For `h = moe.swiglu act %input` (no scale) and the gradient `grad` of
     `h`, the gradient of `input`: gate columns first, then up columns, as
-    the input holds them. With `s = sigmoid`:
+    the input holds them (with `interleaved`, alternating: gate column i at
+    2i, up at 2i + 1, as `moe.swiglu ... interleaved` reads them). With
+    `s = sigmoid`:
 
     - `silu`: `d gate = grad * up * s(gate) * (1 + gate * (1 - s(gate)))`,
       `d up = grad * gate * s(gate)`.
@@ -192,10 +194,12 @@ def MoE_SwiGLUGradOp : MoE_Op<"swiglu_grad", [Pure]> {
   let arguments = (ins MoE_FloatTensor:$input, MoE_FloatTensor:$grad,
                        MoE_GatedActivationAttr:$activation,
                        OptionalAttr<F32Attr>:$alpha,
-                       OptionalAttr<F32Attr>:$limit);
+                       OptionalAttr<F32Attr>:$limit,
+                       UnitAttr:$interleaved);
   let results = (outs MoE_FloatTensor:$result);
   let assemblyFormat = [{
-    $activation $input `,` $grad (`alpha` $alpha^)? (`limit` $limit^)?
+    $activation $input `,` $grad (`interleaved` $interleaved^)?
+    (`alpha` $alpha^)? (`limit` $limit^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -204,22 +204,28 @@ def MoE_SwiGLUOp : MoE_Op<"swiglu", [Pure]> {
   let description = [{
     Splits each row into gate (first I columns) and up (last I columns) and
     returns `act(gate, up) * scale[m]` (see `GatedActivation`; `alpha` and
-    `limit` apply to `gptoss` only and default to 1.702 and 7). Computes in
-    f32.
+    `limit` apply to `gptoss` only and default to 1.702 and 7). With
+    `interleaved` gate and up alternate instead: gate column i is input
+    column 2i, up column i is 2i + 1 (GPT-OSS's fused gate-up projection, as
+    transformers keeps it). Computes in f32.
 
     ```mlir
     %h = moe.swiglu silu %gu : (tensor<?x28672xbf16>) -> tensor<?x14336xbf16>
     %h = moe.swiglu gptoss %gu scale %row_weights alpha 1.702 limit 7.0
         : (tensor<?x5760xf32>, tensor<?xf32>) -> tensor<?x2880xf32>
+    %h = moe.swiglu gptoss %gu interleaved
+        : (tensor<?x5760xbf16>) -> tensor<?x2880xbf16>
     ```
   }];
   let arguments = (ins MoE_FloatTensor:$input, Optional<MoE_F32Tensor>:$scale,
                        MoE_GatedActivationAttr:$activation,
                        OptionalAttr<F32Attr>:$alpha,
-                       OptionalAttr<F32Attr>:$limit);
+                       OptionalAttr<F32Attr>:$limit,
+                       UnitAttr:$interleaved);
   let results = (outs MoE_FloatTensor:$result);
   let assemblyFormat = [{
-    $activation $input (`scale` $scale^)? (`alpha` $alpha^)? (`limit` $limit^)?
+    $activation $input (`scale` $scale^)? (`interleaved` $interleaved^)?
+    (`alpha` $alpha^)? (`limit` $limit^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -19,11 +19,12 @@ using namespace mlir::moe;
 
 std::string SwiGLUKernelSpec::kernelName() const {
   std::string prefix = gradient ? "moe_swiglu_grad_" : "moe_swiglu_";
+  std::string suffix = interleaved ? "_il" : "";
   if (!gptOss)
-    return prefix + "silu";
+    return prefix + "silu" + suffix;
   return prefix + "gptoss_a" +
          llvm::utohexstr(llvm::bit_cast<uint32_t>(alpha), true) + "_l" +
-         llvm::utohexstr(llvm::bit_cast<uint32_t>(limit), true);
+         llvm::utohexstr(llvm::bit_cast<uint32_t>(limit), true) + suffix;
 }
 
 gpu::GPUFuncOp mlir::moe::buildSwiGLUKernel(OpBuilder &builder, Location loc,
@@ -73,15 +74,31 @@ gpu::GPUFuncOp mlir::moe::buildSwiGLUKernel(OpBuilder &builder, Location loc,
                                   out, ValueRange{row, c},
                                   /*nontemporal=*/false, llvm::Align(16));
         };
-        Value gates = load(input, col), ups = load(input, n.add(col, width));
         auto at = [&](Value v, int64_t lane) -> Value {
           return vector::ExtractOp::create(nb, v, ArrayRef<int64_t>{lane});
+        };
+        // Interleaved, the 8 columns' gates and ups are the 16 input
+        // columns from 2 * col on, alternating.
+        Value gates, ups, pairs[2];
+        if (spec.interleaved) {
+          Value col2 = n.mul(col, n.c(2));
+          pairs[0] = load(input, col2);
+          pairs[1] = load(input, n.add(col2, n.c(kVector)));
+        } else {
+          gates = load(input, col);
+          ups = load(input, n.add(col, width));
+        }
+        auto inputAt = [&](int64_t lane, int64_t up) -> Value {
+          if (!spec.interleaved)
+            return at(up ? ups : gates, lane);
+          int64_t element = 2 * lane + up;
+          return at(pairs[element / kVector], element % kVector);
         };
         if (!spec.gradient) {
           // The forward epilogue's activation, on the saved gate-up output.
           SmallVector<Value> acts;
           for (int64_t lane = 0; lane < kVector; ++lane) {
-            Value gate = at(gates, lane), up = at(ups, lane);
+            Value gate = inputAt(lane, 0), up = inputAt(lane, 1);
             acts.push_back(spec.gptOss
                                ? gptOssGlu(nb, gate, up, spec.alpha, spec.limit)
                                : siluTimes(nb, gate, up));
@@ -93,11 +110,24 @@ gpu::GPUFuncOp mlir::moe::buildSwiGLUKernel(OpBuilder &builder, Location loc,
         Value dhs = load(grad, col);
         SmallVector<Value> dGates, dUps;
         for (int64_t lane = 0; lane < kVector; ++lane) {
-          auto [dGate, dUp] = gatedActivationGrad(nb, spec.gptOss, spec.alpha,
-                                                  spec.limit, at(gates, lane),
-                                                  at(ups, lane), at(dhs, lane));
+          auto [dGate, dUp] = gatedActivationGrad(
+              nb, spec.gptOss, spec.alpha, spec.limit, inputAt(lane, 0),
+              inputAt(lane, 1), at(dhs, lane));
           dGates.push_back(dGate);
           dUps.push_back(dUp);
+        }
+        if (spec.interleaved) {
+          // Back to the input's order: gate and up gradients alternate.
+          for (int64_t half = 0; half < 2; ++half) {
+            SmallVector<Value> mixed;
+            for (int64_t lane = half * kVector / 2;
+                 lane < (half + 1) * kVector / 2; ++lane)
+              mixed.append({dGates[lane], dUps[lane]});
+            store(vector::FromElementsOp::create(nb, f32Vector, mixed),
+                  n.add(n.mul(col, n.c(2)), n.c(half * kVector)));
+          }
+          scf::YieldOp::create(nb);
+          return;
         }
         Value dGate = vector::FromElementsOp::create(nb, f32Vector, dGates);
         Value dUp = vector::FromElementsOp::create(nb, f32Vector, dUps);

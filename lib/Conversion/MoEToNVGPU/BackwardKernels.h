@@ -27,6 +27,8 @@ namespace mlir::moe {
 struct SwiGLUKernelSpec {
   bool gradient = true;
   bool gptOss = false;
+  /// Gate and up alternate (columns 2i and 2i + 1) instead of halves.
+  bool interleaved = false;
   float alpha = 0, limit = 0;
   std::string kernelName() const;
 };

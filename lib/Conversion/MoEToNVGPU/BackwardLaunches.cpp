@@ -108,6 +108,7 @@ static SwiGLUKernelSpec swigluSpec(Op op, bool gradient) {
   SwiGLUKernelSpec spec;
   spec.gradient = gradient;
   spec.gptOss = op.getActivation() == GatedActivation::gptoss;
+  spec.interleaved = op.getInterleaved();
   if (spec.gptOss) {
     spec.alpha = op.getAlphaOrDefault();
     spec.limit = op.getLimitOrDefault();
