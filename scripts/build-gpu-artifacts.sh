@@ -74,6 +74,23 @@ MLIR
   done < "$1"
 }
 wgrad_module_of "$root/test/device/shapes.txt" > "$out/wgrad.mlir"
+# test/device/grouped_wgrad.py: kn_weights weight gradients ([E, K, N], the
+# operands swapped in the kernel), with an f32, a bf16 or no bias gradient:
+# GPT-OSS-20B's gate-up ([E, H, 2I]) and two small shapes with tails.
+cat > "$out/wgradkn.mlir" <<'MLIR'
+func.func @kn_e8_n256_k512(%g: tensor<?x256xbf16>, %x: tensor<?x512xbf16>, %off: tensor<9xi32>) -> (tensor<8x512x256xbf16>, tensor<8x256xf32>) {
+  %dw, %db = moe.grouped_wgrad %g, %x, %off kn_weights : (tensor<?x256xbf16>, tensor<?x512xbf16>, tensor<9xi32>) -> (tensor<8x512x256xbf16>, tensor<8x256xf32>)
+  return %dw, %db : tensor<8x512x256xbf16>, tensor<8x256xf32>
+}
+func.func @kn_e16_n192_k200_i64(%g: tensor<?x192xbf16>, %x: tensor<?x200xbf16>, %off: tensor<17xi64>) -> tensor<16x200x192xbf16> {
+  %dw = moe.grouped_wgrad %g, %x, %off kn_weights : (tensor<?x192xbf16>, tensor<?x200xbf16>, tensor<17xi64>) -> tensor<16x200x192xbf16>
+  return %dw : tensor<16x200x192xbf16>
+}
+func.func @kn_gptoss_gate_up_e32(%g: tensor<?x5760xbf16>, %x: tensor<?x2880xbf16>, %off: tensor<33xi32>) -> (tensor<32x2880x5760xbf16>, tensor<32x5760xbf16>) {
+  %dw, %db = moe.grouped_wgrad %g, %x, %off kn_weights : (tensor<?x5760xbf16>, tensor<?x2880xbf16>, tensor<33xi32>) -> (tensor<32x2880x5760xbf16>, tensor<32x5760xbf16>)
+  return %dw, %db : tensor<32x2880x5760xbf16>, tensor<32x5760xbf16>
+}
+MLIR
 # test/device/backward_ops.py: the backward's SIMT kernels (planned.v1).
 cat > "$out/backward-ops.mlir" <<'MLIR'
 func.func @swiglu_grad_silu_i256(%gu: tensor<?x512xbf16>, %dh: tensor<?x256xbf16>) -> tensor<?x512xbf16> {
@@ -240,6 +257,7 @@ bundle dgradact-pingpong "$out/dgradact.mlir" --moe-gpu-pipeline="pingpong=1"
 bundle dgradact-64x128-s2 "$out/dgradact.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64 tile-n=128 stages=2"
 # moe.grouped_wgrad: its one kernel.
 bundle wgrad-default "$out/wgrad.mlir" --moe-gpu-pipeline
+bundle wgradkn "$out/wgradkn.mlir" --moe-gpu-pipeline
 bundle wgradbench "$out/wgradbench.mlir" --moe-gpu-pipeline
 bundle backward-ops "$out/backward-ops.mlir" --moe-gpu-pipeline
 bundle swap8-split "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=8"

@@ -124,13 +124,17 @@ LogicalResult GroupedWgradOp::verify() {
   Operation *op = getOperation();
   Value grad = getGrad(), rows = getRows(), weightGrad = getWeightGrad(),
         biasGrad = getBiasGrad();
+  // kn_weights: the weight gradient lies [E, K, N], as the weights do.
+  bool kn = getKnWeights();
+  StringRef weightShape = kn ? "[E, K, N]" : "[E, N, K]";
+  unsigned nDim = kn ? 2 : 1, kDim = kn ? 1 : 2;
   if (failed(checkRank(op, "grad", grad, 2, "[M, N]")) ||
       failed(checkRank(op, "rows", rows, 2, "[M, K]")) ||
-      failed(checkRank(op, "weight_grad", weightGrad, 3, "[E, N, K]")) ||
+      failed(checkRank(op, "weight_grad", weightGrad, 3, weightShape)) ||
       failed(checkStaticSizes(op, {{"grad", grad, "[M, N]"},
                                    {"rows", rows, "[M, K]"},
                                    {"offsets", getOffsets(), "[E+1]"},
-                                   {"weight_grad", weightGrad, "[E, N, K]"},
+                                   {"weight_grad", weightGrad, weightShape},
                                    {"bias_grad", biasGrad, "[E, N]"}})))
     return failure();
   FailureOr<int64_t> numExperts = verifyOffsets(op, getOffsets());
@@ -140,10 +144,11 @@ LogicalResult GroupedWgradOp::verify() {
           checkOffsetsFit(op, *numExperts, {"weight_grad", weightGrad, 0})) ||
       failed(checkSameExtent(op, "row count", {"rows", rows, 0},
                              {"grad", grad, 0})) ||
-      failed(checkSameExtent(op, "output size", {"weight_grad", weightGrad, 1},
+      failed(checkSameExtent(op, "output size",
+                             {"weight_grad", weightGrad, nDim},
                              {"grad", grad, 1})) ||
       failed(checkSameExtent(op, "contraction size",
-                             {"weight_grad", weightGrad, 2},
+                             {"weight_grad", weightGrad, kDim},
                              {"rows", rows, 1})))
     return failure();
   if (biasGrad &&

@@ -88,3 +88,23 @@ func.func @wgrad_bias(%g: tensor<?x256xbf16>, %x: tensor<?x512xbf16>, %off: tens
   %dw, %db = moe.grouped_wgrad %g, %x, %off : (tensor<?x256xbf16>, tensor<?x512xbf16>, tensor<9xi32>) -> (tensor<8x256x512xbf16>, tensor<8x256xf32>)
   return %dw, %db : tensor<8x256x512xbf16>, tensor<8x256xf32>
 }
+
+// -----
+
+// kn_weights: out [E, K, N] = [8, 512, 256], the same kernel over the
+// operands swapped (the rows first); a planned.v1 entry (grouped_wgrad.v1
+// has [E, N, K] only) whose n and k still name the gradient's and the rows'
+// columns; grid E * ceil(K/128) * ceil(N/256) = 32.
+// CHECK-LABEL: func.func @kn(
+// CHECK: moe.grouped_wgrad {{.*}} kn_weights
+// CHECK-SAME: abi = "planned.v1", experts = 8 : i64, k = 512 : i64
+// CHECK-SAME: n = 256 : i64
+// CHECK-SAME: op = "moe.grouped_wgrad"
+// CHECK-SAME: {align = 16 : i64, dims = "8,512,256", dtype = "bf16", name = "out", role = "out"}
+// CHECK-SAME: {grid = "32", kernel = 0 : i64, params = "tmap:rows:bf16:[512,M]:[1024]:[64,64];tmap:grad:bf16:[256,M]:[512]:[64,64];mem:offsets[9];mem:out[8,512,256];i32:M", when = "M>=1"}
+// CHECK-SAME: weights = "kn"
+func.func @kn(%g: tensor<?x256xbf16>, %x: tensor<?x512xbf16>, %off: tensor<9xi32>) -> tensor<8x512x256xbf16> {
+  %dw = moe.grouped_wgrad %g, %x, %off kn_weights
+      : (tensor<?x256xbf16>, tensor<?x512xbf16>, tensor<9xi32>) -> tensor<8x512x256xbf16>
+  return %dw : tensor<8x512x256xbf16>
+}

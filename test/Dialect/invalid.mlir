@@ -1397,6 +1397,15 @@ func.func @f(%g: tensor<?x32xf32>, %r: tensor<?x16xf32>, %o: tensor<5xi64>) {
 
 // -----
 
+// kn_weights: the weight gradient lies [E, K, N], as the weights do.
+func.func @f(%g: tensor<?x32xf32>, %r: tensor<?x16xf32>, %o: tensor<5xi64>) {
+  // expected-error @+1 {{output size of 'weight_grad' (dim 2 = 16) does not match 'grad' (dim 1 = 32)}}
+  %d = moe.grouped_wgrad %g, %r, %o kn_weights : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<5xi64>) -> tensor<4x32x16xf32>
+  return
+}
+
+// -----
+
 func.func @f(%g: tensor<?x32xf32>, %r: tensor<?x16xf32>, %o: tensor<5xi64>) {
   // expected-error @+1 {{'bias_grad' must have rank 2 ([E, N]), got rank 1}}
   %d, %b = moe.grouped_wgrad %g, %r, %o : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<5xi64>) -> (tensor<4x32x16xf32>, tensor<32xf32>)

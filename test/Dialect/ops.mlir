@@ -266,6 +266,9 @@ func.func @backward_f32(%dy: tensor<3x24xf32>, %o: tensor<?x24xf32>, %slots: ten
   // CHECK: moe.grouped_wgrad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x24xf32>, tensor<?x16xf32>, tensor<17xi32>) -> (tensor<16x24x16xf32>, tensor<16x24xf32>)
   %dw2, %db2 = moe.grouped_wgrad %do, %h, %offsets
       : (tensor<?x24xf32>, tensor<?x16xf32>, tensor<17xi32>) -> (tensor<16x24x16xf32>, tensor<16x24xf32>)
+  // CHECK: moe.grouped_wgrad %{{.*}}, %{{.*}}, %{{.*}} kn_weights : (tensor<?x24xf32>, tensor<?x16xf32>, tensor<17xi32>) -> (tensor<16x16x24xf32>, tensor<16x24xf32>)
+  %dw2kn, %db2kn = moe.grouped_wgrad %do, %h, %offsets kn_weights
+      : (tensor<?x24xf32>, tensor<?x16xf32>, tensor<17xi32>) -> (tensor<16x16x24xf32>, tensor<16x24xf32>)
   // CHECK: moe.swiglu_grad gptoss %{{.*}}, %{{.*}} alpha 1.702000e+00 limit 7.000000e+00 : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
   %a = moe.swiglu_grad gptoss %gu, %dh alpha 1.702 limit 7.0
       : (tensor<?x32xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>

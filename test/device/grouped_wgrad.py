@@ -14,7 +14,10 @@ match (relative L2 error per expert), an expert without rows must be exactly
 zero, and two runs must be bit-identical (no atomics). Also: an infinity in
 the next expert's rows must not reach an expert whose last rows share a
 pipeline step with them; M = 0; a CUDA-graph replay with a new routing; the
-runtime's argument errors. Prints `N passed, N failed`.
+runtime's argument errors. wgradkn.moebundle holds kn_weights gradients
+(out[e] = rows^T @ grad, [K, N], and the gradient's column sums as the bias
+gradient), checked the same way on skewed routings. Prints `N passed, N
+failed`.
 
     python3 test/device/grouped_wgrad.py .gpu-artifacts
 """
@@ -94,6 +97,43 @@ def poisoned(case):
     return torch.full((case.experts, case.n, case.k), float("nan"), device=DEV, dtype=torch.bfloat16)
 
 
+def check_kn(report):
+    """wgradkn.moebundle: weight gradients lying [E, K, N], and bias
+    gradients, on skewed routings (one hot expert, empty ones, one row)."""
+    bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "wgradkn.moebundle"))
+    rng = random.Random(1357)
+    for seed, info in enumerate(bundle.entries):
+        # A planned.v1 entry: its shapes are its signature's.
+        args_of = {a.name: a for a in bundle.signature(info.name).args}
+        e, k, n = (int(d) for d in args_of["out"].dims)
+        for counts in (skewed_counts(rng, e, 900, 0.3), [0] * (e - 1) + [700], [1] + [0] * (e - 1)):
+            what = f"wgradkn {info.name} M={sum(counts)}"
+            try:
+                dtype = torch.int64 if args_of["offsets"].dtype == "i64" else torch.int32
+                case = Case(counts, None, e, n, k, dtype, 500 + seed)
+                out = torch.full((e, k, n), float("nan"), device=DEV, dtype=torch.bfloat16)
+                args = dict(grad=case.grad, rows=case.rows, offsets=case.offsets, out=out)
+                bias = None
+                if "bias_grad" in args_of:
+                    bias = torch.full((e, n), float("nan"), device=DEV,
+                                      dtype=torch.float32 if args_of["bias_grad"].dtype == "f32"
+                                      else torch.bfloat16)
+                    args["bias_grad"] = bias
+                bundle.launch(info.name, **args)
+                torch.cuda.synchronize()
+                # [K, N] per expert: the [N, K] reference transposed.
+                problem = case.check(out.transpose(1, 2))
+                for x, (lo, hi) in enumerate(case.ranges):
+                    if problem is None and bias is not None:
+                        want = case.grad[lo:hi].float().sum(0)
+                        err = ((bias[x].float() - want).norm() / want.norm().clamp_min(1e-30)).item()
+                        if not (err <= TOLERANCE or (hi == lo and torch.equal(bias[x].float(), want))):
+                            problem = f"expert {x}: bias gradient relative L2 error {err:.3e}"
+                report(problem is None, what, problem or "")
+            except Exception as error:
+                report(False, what, f"{type(error).__name__}: {error}")
+
+
 def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     bundles = sorted(f for f in os.listdir(ARTIFACTS)
@@ -101,6 +141,7 @@ def main():
     tally = Tally()
     report = tally.report
     report(len(bundles) >= 1, f"{len(bundles)} wgrad bundles built", ", ".join(bundles))
+    check_kn(report)
     loaded = {name: moe_mlir.Bundle(os.path.join(ARTIFACTS, name)) for name in bundles}
     shapes = {entry.name: entry for entry in loaded[bundles[0]].entries}
     for name, entry in shapes.items():

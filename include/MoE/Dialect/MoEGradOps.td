@@ -140,6 +140,11 @@ def MoE_GroupedWgradOp : MoE_Op<"grouped_wgrad", [Pure]> {
     order of the reduction is fixed (rows in order), so the result is
     deterministic.
 
+    With `kn_weights` (the gradient of a `moe.grouped_matmul ... kn_weights`,
+    whose weights lie `[E, K, N]`) the weight gradient lies as those weights
+    do: `weight_grad[e] = rows[o_e : o_e+1, :]^T @ grad[o_e : o_e+1, :]`,
+    `[K, N]`, the same sums transposed; `bias_grad` is unchanged.
+
     ```mlir
     %dw2 = moe.grouped_wgrad %do, %h, %offsets
         : (tensor<?x4096xbf16>, tensor<?x14336xbf16>, tensor<9xi64>)
@@ -148,14 +153,18 @@ def MoE_GroupedWgradOp : MoE_Op<"grouped_wgrad", [Pure]> {
     %dw2, %db2 = moe.grouped_wgrad %do, %h, %offsets
         : (tensor<?x2880xbf16>, tensor<?x2880xbf16>, tensor<129xi32>)
         -> (tensor<128x2880x2880xbf16>, tensor<128x2880xf32>)
+    // GPT-OSS's gate-up as transformers keeps it: [E, H, 2I]
+    %dw13, %db13 = moe.grouped_wgrad %dgu, %rows, %offsets kn_weights
+        : (tensor<?x5760xbf16>, tensor<?x2880xbf16>, tensor<129xi32>)
+        -> (tensor<128x2880x5760xbf16>, tensor<128x5760xf32>)
     ```
   }];
   let arguments = (ins MoE_FloatTensor:$grad, MoE_FloatTensor:$rows,
-                       MoE_IndexTensor:$offsets);
+                       MoE_IndexTensor:$offsets, UnitAttr:$kn_weights);
   let results = (outs MoE_FloatTensor:$weight_grad,
                       Optional<MoE_FloatTensor>:$bias_grad);
   let assemblyFormat = [{
-    $grad `,` $rows `,` $offsets attr-dict `:`
+    $grad `,` $rows `,` $offsets (`kn_weights` $kn_weights^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

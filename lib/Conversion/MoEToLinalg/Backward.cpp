@@ -181,8 +181,14 @@ struct GroupedWgradLowering : OpConversionPattern<GroupedWgradOp> {
     int64_t numExperts = weightType.getDimSize(0);
     OpFoldResult n = em.size(grad, 1), kSize = em.size(rows, 1);
     bool withBias = static_cast<bool>(op.getBiasGrad());
-    SmallVector<Value> init{em.filled({b.getIndexAttr(numExperts), n, kSize},
-                                      em.f32(), em.f32(0.0))};
+    // kn_weights: [E, K, N], the same sums transposed.
+    bool kn = op.getKnWeights();
+    SmallVector<OpFoldResult> tileSizes{n, kSize};
+    if (kn)
+      std::swap(tileSizes[0], tileSizes[1]);
+    SmallVector<Value> init{
+        em.filled({b.getIndexAttr(numExperts), tileSizes[0], tileSizes[1]},
+                  em.f32(), em.f32(0.0))};
     if (withBias)
       init.push_back(
           em.filled({b.getIndexAttr(numExperts), n}, em.f32(), em.f32(0.0)));
@@ -192,8 +198,10 @@ struct GroupedWgradLowering : OpConversionPattern<GroupedWgradOp> {
             ValueRange iter) {
           Value g = e.rowSlice(grad, start, count);
           Value r = e.rowSlice(rows, start, count);
-          // (n, k, m): sum over the expert's rows m of grad[m, n] * rows[m, k].
-          Value tile = e.contract(g, {2, 0}, r, {2, 1}, {n, kSize});
+          // (n, k, m): sum over the expert's rows m of grad[m, n] * rows[m, k]
+          // (kn_weights: (k, n, m)).
+          Value tile = kn ? e.contract(r, {2, 0}, g, {2, 1}, tileSizes)
+                          : e.contract(g, {2, 0}, r, {2, 1}, tileSizes);
           SmallVector<Value> next{insertExpert(e, tile, iter[0], expert)};
           if (withBias) {
             Value column = e.generic(

@@ -34,8 +34,11 @@ FailureOr<DictionaryAttr> mlir::moe::wgradLaunch(OpBuilder &builder,
   };
   NamedAttrList info;
   SmallVector<gpu::GPUFuncOp, 2> funcs = {func};
-  // With a bias gradient, a second kernel: an entry its plan alone
-  // describes (grouped_wgrad.v1 has one kernel).
+  // kn_weights: the same kernel over the operands swapped, [E, K, N]; an
+  // entry its plan alone describes (grouped_wgrad.v1 has [E, N, K] only).
+  bool kn = op.getKnWeights();
+  // With a bias gradient, a second kernel: also planned.v1
+  // (grouped_wgrad.v1 has one kernel).
   if (Value biasGrad = op.getBiasGrad()) {
     BiasGradKernelSpec bias;
     bias.outF32 =
@@ -50,12 +53,18 @@ FailureOr<DictionaryAttr> mlir::moe::wgradLaunch(OpBuilder &builder,
     info.set("bias",
              TypeAttr::get(
                  cast<RankedTensorType>(biasGrad.getType()).getElementType()));
+  } else if (kn) {
+    info.set("abi", builder.getStringAttr("planned.v1"));
+    info.set("op", builder.getStringAttr(op->getName().getStringRef()));
   } else {
     info.set("abi", builder.getStringAttr("grouped_wgrad.v1"));
   }
+  // n: the gradient's columns, k: the rows' (whichever way out lies).
+  if (kn)
+    info.set("weights", builder.getStringAttr("kn"));
   info.set("experts", builder.getI64IntegerAttr(size(result.getDimSize(0))));
-  info.set("n", builder.getI64IntegerAttr(size(result.getDimSize(1))));
-  info.set("k", builder.getI64IntegerAttr(size(result.getDimSize(2))));
+  info.set("n", builder.getI64IntegerAttr(size(result.getDimSize(kn ? 2 : 1))));
+  info.set("k", builder.getI64IntegerAttr(size(result.getDimSize(kn ? 1 : 2))));
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(grad.getDimSize(0))));
   info.set("offsets", TypeAttr::get(offsets.getElementType()));

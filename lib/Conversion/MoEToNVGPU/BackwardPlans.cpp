@@ -34,15 +34,21 @@ void wgradPlan(const EntryKeys &e, Scope &p) {
   p.arg("grad", "bf16", Role::In, 16, {m, n});
   p.arg("rows", "bf16", Role::In, 16, {m, k});
   p.arg("offsets", dtypeOf(offsets), Role::In, bytesOf(offsets), {experts + 1});
-  p.arg("out", "bf16", Role::Out, 16, {experts, n, k});
-  Expr grid = experts * ceilDiv(n, tileM) * ceilDiv(k, tileN);
+  // The kernel computes out[e] = A^T B over the expert's rows: A the
+  // gradient and B the rows, or for weights lying [E, K, N] (kn) the other
+  // way round.
+  bool kn = e.string("weights") == "kn";
+  StringRef a = kn ? "rows" : "grad", bOperand = kn ? "grad" : "rows";
+  Expr aCols = kn ? k : n, bCols = kn ? n : k;
+  p.arg("out", "bf16", Role::Out, 16, {experts, aCols, bCols});
+  Expr grid = experts * ceilDiv(aCols, tileM) * ceilDiv(bCols, tileN);
   for (bool empty : {false, true}) {
     Step &s = p.launch(0, grid, compare(empty ? "==" : ">=", m, empty ? 0 : 1));
-    s.tmap(empty ? "out" : "grad", "bf16", {n, empty ? Expr(1) : m}, {n * 2},
+    s.tmap(empty ? "out" : a, "bf16", {aCols, empty ? Expr(1) : m}, {aCols * 2},
            {64, tileK});
-    s.tmap(empty ? "out" : "rows", "bf16", {k, empty ? Expr(1) : m}, {k * 2},
-           {64, tileK});
-    s.mem("offsets", {experts + 1}).mem("out", {experts, n, k}).i32(m);
+    s.tmap(empty ? "out" : bOperand, "bf16", {bCols, empty ? Expr(1) : m},
+           {bCols * 2}, {64, tileK});
+    s.mem("offsets", {experts + 1}).mem("out", {experts, aCols, bCols}).i32(m);
   }
   // planned.v1 with a bias gradient: each expert's rows of the gradient
   // summed, a CTA per (expert, 256 columns), zeros where it has none.
