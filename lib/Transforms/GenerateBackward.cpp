@@ -74,9 +74,6 @@ static FailureOr<Chain> matchChain(Value output, std::string &why) {
   if (!c.gateUp)
     return no("the activation's input is not a moe.grouped_matmul's (the "
               "gate-up projection)");
-  if (c.down.getKnWeights() || c.gateUp.getKnWeights())
-    return no("weights that lie [E, K, N] (kn_weights) have no backward "
-              "yet");
   if (c.down.getRowScale() || c.gateUp.getRowScale() || c.activation.getScale())
     return no("a per-row scale on the expert MLP has no backward (the "
               "routing weight belongs on the combine)");
@@ -410,7 +407,8 @@ struct MoEGenerateBackwardPass
       Value bias = c.gateUp.getBias() ? get(c.gateUp.getBias()) : Value();
       gateUp = GroupedMatmulOp::create(b, loc, c.gateUp.getType(), getRows(),
                                        w13, offsets, bias,
-                                       /*row_scale=*/Value());
+                                       /*row_scale=*/Value(),
+                                       c.gateUp.getKnWeightsAttr());
     }
     // The combine's adjoint; with expert parallelism, the rows' gradients go
     // back to the ranks that computed them (the undispatch's adjoint is a
@@ -438,15 +436,15 @@ struct MoEGenerateBackwardPass
     // Down projection: dW2[e] = dO[e]^T . H[e] first, so that H is dead
     // before dH and dGU are made (a program's workspace), then dH = dO . W2[e].
     auto downGrad = wgrad(b, loc, c.down, dOut, activated, offsets);
-    Value dAct = GroupedDgradOp::create(b, loc, c.activation.getType(), dOut,
-                                        w2, offsets);
+    Value dAct =
+        dgrad(b, loc, c.down, c.activation.getType(), dOut, w2, offsets);
     Value dGateUp = SwiGLUGradOp::create(
         b, loc, c.gateUp.getType(), gateUp, dAct,
         c.activation.getActivationAttr(), c.activation.getAlphaAttr(),
         c.activation.getLimitAttr(), c.activation.getInterleavedAttr());
     // Gate-up projection, then the permute's adjoint: a token's k rows summed.
-    Value dRows = GroupedDgradOp::create(b, loc, c.gateUp.getRows().getType(),
-                                         dGateUp, w13, offsets);
+    Value dRows = dgrad(b, loc, c.gateUp, c.gateUp.getRows().getType(),
+                        dGateUp, w13, offsets);
     if (DispatchOp dispatch = c.dispatch) {
       // The local permute's adjoint, then the dispatch's: back to the
       // tokens' ranks, in their rows' order.
@@ -507,13 +505,27 @@ struct MoEGenerateBackwardPass
     func::ReturnOp::create(b, loc, results);
   }
 
-  /// The weight (and bias) gradient of the forward `matmul`.
+  /// The weight (and bias) gradient of the forward `matmul`, lying as its
+  /// weights do.
   static GroupedWgradOp wgrad(OpBuilder &b, Location loc,
                               GroupedMatmulOp matmul, Value grad, Value rows,
                               Value offsets) {
     Type biasType = matmul.getBias() ? matmul.getBias().getType() : Type();
     return GroupedWgradOp::create(b, loc, matmul.getWeights().getType(),
-                                  biasType, grad, rows, offsets);
+                                  biasType, grad, rows, offsets,
+                                  matmul.getKnWeightsAttr());
+  }
+
+  /// The rows' gradient of the forward `matmul` (its `weights` here):
+  /// grad . W[e]^T. Weights [E, N, K] are a dgrad's; weights lying
+  /// [E, K, N] are already W^T as a plain grouped matmul reads them
+  /// (K-major, its fastest kernels).
+  static Value dgrad(OpBuilder &b, Location loc, GroupedMatmulOp matmul,
+                     Type type, Value grad, Value weights, Value offsets) {
+    if (matmul.getKnWeights())
+      return GroupedMatmulOp::create(b, loc, type, grad, weights, offsets,
+                                     /*bias=*/Value(), /*row_scale=*/Value());
+    return GroupedDgradOp::create(b, loc, type, grad, weights, offsets);
   }
 };
 

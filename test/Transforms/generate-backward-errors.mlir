@@ -200,16 +200,3 @@ func.func @f(%x: tensor<?x4xbf16>, %logits: tensor<?x2xf32>, %w13: tensor<2x8x4x
   %y = moe.unpermute %o, %slots weights %w : (tensor<?x4xbf16>, tensor<?x1xi64>, tensor<?x1xf32>) -> tensor<?x4xbf16>
   return %y : tensor<?x4xbf16>
 }
-
-// -----
-
-// expected-error @+1 {{--moe-generate-backward: cannot derive the backward of @kn: weights that lie [E, K, N] (kn_weights) have no backward yet}}
-func.func @kn(%x: tensor<?x4xbf16>, %logits: tensor<?x2xf32>, %w13: tensor<2x4x8xbf16>, %w2: tensor<2x4x4xbf16>) -> tensor<?x4xbf16> {
-  %ids, %w = moe.route softmax_topk %logits top 1 : (tensor<?x2xf32>) -> (tensor<?x1xi32>, tensor<?x1xf32>)
-  %rows, %offsets, %slots = moe.permute %x, %ids : (tensor<?x4xbf16>, tensor<?x1xi32>) -> (tensor<?x4xbf16>, tensor<3xi64>, tensor<?x1xi64>)
-  %gu = moe.grouped_matmul %rows, %w13, %offsets kn_weights : (tensor<?x4xbf16>, tensor<2x4x8xbf16>, tensor<3xi64>) -> tensor<?x8xbf16>
-  %h = moe.swiglu silu %gu : (tensor<?x8xbf16>) -> tensor<?x4xbf16>
-  %o = moe.grouped_matmul %h, %w2, %offsets kn_weights : (tensor<?x4xbf16>, tensor<2x4x4xbf16>, tensor<3xi64>) -> tensor<?x4xbf16>
-  %y = moe.unpermute %o, %slots weights %w : (tensor<?x4xbf16>, tensor<?x1xi64>, tensor<?x1xf32>) -> tensor<?x4xbf16>
-  return %y : tensor<?x4xbf16>
-}

@@ -68,9 +68,15 @@ CASES.update({
 # f32 expert biases (gptoss's inputs, rounded), a gated shared expert
 # (layer_case's shared-bf16) and DeepSeek-V3's ungated one (shared-deepseek's
 # inputs, rounded).
+# GPT-OSS's experts as transformers keeps them (layer_case.native_layout):
+# kn_weights matmuls and the interleaved activation, on gptoss's inputs,
+# gradients put back into the reference's layout before the checks.
+CASES["gptoss-native"] = dict(layer_case.CASES["gptoss"], native=True, inputs_of="gptoss")
 CASES.update({
     "bf16": layer_case.CASES["bf16"],
     "gptoss-bf16": dict(layer_case.CASES["gptoss"], dtype="bf16", inputs_of="gptoss"),
+    "gptoss-native-bf16": dict(layer_case.CASES["gptoss"], dtype="bf16", native=True,
+                               inputs_of="gptoss"),
     "shared-bf16": layer_case.CASES["shared-bf16"],
     "shared-deepseek-bf16": dict(layer_case.CASES["shared-deepseek"], dtype="bf16",
                                  inputs_of="shared-deepseek"),
@@ -242,7 +248,8 @@ def main(name, path):
     if problems:
         sys.exit("main %s: %s" % (name, "; ".join(problems)))
     L = ["func.func @main() {"]
-    lines, names = layer_case.constants(c, d, args)
+    lines, names = layer_case.constants(c, layer_case.native_layout(d) if c.get("native") else d,
+                                        args)
     L += lines
     # dy has y's type, f32 in every case (bf16 cases hold bf16 values in it).
     lines, dy_name = layer_case.constants(dict(c, dtype="f32"), dict(dy=upstream(name)),
@@ -411,6 +418,8 @@ def check(name, path):
         if flat.size != g_ref[arg].size:
             failures.append("d%s has %d elements, not %d" % (arg, flat.size, g_ref[arg].size))
             continue
+        if c.get("native"):
+            flat = layer_case.from_native(arg, flat, c)
         got[arg] = flat.reshape(g_ref[arg].shape)
         errs[arg] = rel_l2(got[arg], g_ref[arg])
         worst = max(worst, (errs[arg], arg))

@@ -133,7 +133,12 @@ def layer_args(c, d):
         args += [("ids", ty([None, k], "i32")), ("w", ty([None, k], "f32"))]
     else:
         args += [("logits", ty([None, E], "f32"))]
-    args += [("w13", ty([E, 2 * I, H])), ("w2", ty([E, H, I]))]
+    if c.get("native"):
+        # As transformers keeps GPT-OSS's experts: [E, K, N], gate and up
+        # alternating (native_layout).
+        args += [("w13", ty([E, H, 2 * I])), ("w2", ty([E, I, H]))]
+    else:
+        args += [("w13", ty([E, 2 * I, H])), ("w2", ty([E, H, I]))]
     if "b13" in d:
         args += [("b13", ty([E, 2 * I], "f32")), ("b2", ty([E, H], "f32"))]
     if "bias" in d:
@@ -195,13 +200,17 @@ def layer_func(c, d, routing_results=True):
             tys += [ty([E, 2 * I], "f32"), ty([E, H], "f32")]
         L.append("  %%o = moe.expert_mlp %s %s : (%s) -> %s" % (act, ops, ", ".join(tys), ty([None, H])))
     else:
-        tys = [ty([None, H]), ty([E, 2 * I, H]), off_t] + ([ty([E, 2 * I], "f32")] if b13 else [])
-        L.append("  %%gu = moe.grouped_matmul %%rows, %%w13, %%offsets%s : (%s) -> %s"
-                 % (b13, ", ".join(tys), ty([None, 2 * I])))
-        L.append("  %%h = moe.swiglu %s %%gu : (%s) -> %s" % (act, ty([None, 2 * I]), ty([None, I])))
-        tys = [ty([None, I]), ty([E, H, I]), off_t] + ([ty([E, H], "f32")] if b2 else [])
-        L.append("  %%o = moe.grouped_matmul %%h, %%w2, %%offsets%s : (%s) -> %s"
-                 % (b2, ", ".join(tys), ty([None, H])))
+        native = c.get("native")
+        kn, il = (" kn_weights", " interleaved") if native else ("", "")
+        w13_t = ty([E, H, 2 * I]) if native else ty([E, 2 * I, H])
+        w2_t = ty([E, I, H]) if native else ty([E, H, I])
+        tys = [ty([None, H]), w13_t, off_t] + ([ty([E, 2 * I], "f32")] if b13 else [])
+        L.append("  %%gu = moe.grouped_matmul %%rows, %%w13, %%offsets%s%s : (%s) -> %s"
+                 % (b13, kn, ", ".join(tys), ty([None, 2 * I])))
+        L.append("  %%h = moe.swiglu %s %%gu%s : (%s) -> %s" % (act, il, ty([None, 2 * I]), ty([None, I])))
+        tys = [ty([None, I]), w2_t, off_t] + ([ty([E, H], "f32")] if b2 else [])
+        L.append("  %%o = moe.grouped_matmul %%h, %%w2, %%offsets%s%s : (%s) -> %s"
+                 % (b2, kn, ", ".join(tys), ty([None, H])))
     shared, shared_t = "", ""
     if "sw13" in d:
         # The shared expert's f32 result is the combine's addend.
@@ -229,6 +238,39 @@ def layer_func(c, d, routing_results=True):
         L.append("  return %%y : %s" % y_t)
     L.append("}")
     return L
+
+
+def _interleave(a, axis):
+    """[gate | up] along `axis` as alternating gate, up."""
+    gate, up = np.split(a, 2, axis=axis)
+    return np.stack([gate, up], axis=axis + 1).reshape(a.shape)
+
+
+def native_layout(d):
+    """d's expert weights as a `native` case takes them (transformers'
+    GPT-OSS layout): w13 [E, H, 2I] with gate and up columns alternating,
+    b13 alternating, w2 [E, I, H]."""
+    d = dict(d)
+    d["w13"] = np.ascontiguousarray(_interleave(d["w13"], 1).transpose(0, 2, 1))
+    d["w2"] = np.ascontiguousarray(d["w2"].transpose(0, 2, 1))
+    if "b13" in d:
+        d["b13"] = np.ascontiguousarray(_interleave(d["b13"], 1))
+    return d
+
+
+def from_native(arg, flat, c):
+    """A native case's gradient of `arg` (flat, as printed) in the layout
+    the reference computes: [E, 2I, H] halves, [2I] halves, [E, H, I]."""
+    E, H, I = c["E"], c["H"], c["I"]
+    if arg == "w13":
+        v = flat.reshape(E, H, 2 * I).transpose(0, 2, 1)
+        return np.concatenate([v[:, 0::2], v[:, 1::2]], axis=1)
+    if arg == "b13":
+        v = flat.reshape(E, 2 * I)
+        return np.concatenate([v[:, 0::2], v[:, 1::2]], axis=1)
+    if arg == "w2":
+        return flat.reshape(E, I, H).transpose(0, 2, 1)
+    return flat
 
 
 def constants(c, d, args):
