@@ -118,13 +118,16 @@ struct BuildLayer : mlir::moe::impl::MoEBuildLayerBase<BuildLayer> {
       inputs.push_back(tensor({E}, f32));
     }
     int w13 = inputs.size();
-    inputs.push_back(tensor({E, 2 * I, H}, bf16));
+    // native-layout: [E, K, N], as transformers keeps GPT-OSS's experts.
+    inputs.push_back(nativeLayout ? tensor({E, H, 2 * I}, bf16)
+                                  : tensor({E, 2 * I, H}, bf16));
     if (expertBias) {
       b13 = inputs.size();
       inputs.push_back(tensor({E, 2 * I}, bf16));
     }
     int w2 = inputs.size();
-    inputs.push_back(tensor({E, H, I}, bf16));
+    inputs.push_back(nativeLayout ? tensor({E, I, H}, bf16)
+                                  : tensor({E, H, I}, bf16));
     if (expertBias) {
       b2 = inputs.size();
       inputs.push_back(tensor({E, H}, f32));
@@ -166,18 +169,34 @@ struct BuildLayer : mlir::moe::impl::MoEBuildLayerBase<BuildLayer> {
         PermuteOp::create(b, loc, x, tensor({E + 1}, i64),
                           tensor({dyn, k}, i64), arg(0), ids, nullptr);
     bool gptoss = *act == GatedActivation::gptoss;
-    auto mlp = ExpertMLPOp::create(
-        b, loc, x, permute.getRows(), permute.getOffsets(), arg(w13), arg(w2),
-        arg(b13), arg(b2), Value(), GatedActivationAttr::get(context, *act),
-        gptoss ? b.getF32FloatAttr(alpha) : nullptr,
-        gptoss ? b.getF32FloatAttr(limit) : nullptr, nullptr);
+    auto actAttr = GatedActivationAttr::get(context, *act);
+    FloatAttr alphaAttr = gptoss ? b.getF32FloatAttr(alpha) : nullptr;
+    FloatAttr limitAttr = gptoss ? b.getF32FloatAttr(limit) : nullptr;
+    Value experts;
+    if (nativeLayout) {
+      // The unfused chain over the weights as they lie (moe.expert_mlp's
+      // are [E, N, K] with gate and up in halves).
+      Value offsets = permute.getOffsets();
+      Value gateUp = GroupedMatmulOp::create(
+          b, loc, tensor({dyn, 2 * I}, bf16), permute.getRows(), arg(w13),
+          offsets, arg(b13), Value(), b.getUnitAttr());
+      Value activated =
+          SwiGLUOp::create(b, loc, tensor({dyn, I}, bf16), gateUp, Value(),
+                           actAttr, alphaAttr, limitAttr, b.getUnitAttr());
+      experts = GroupedMatmulOp::create(b, loc, x, activated, arg(w2), offsets,
+                                        arg(b2), Value(), b.getUnitAttr());
+    } else {
+      experts = ExpertMLPOp::create(
+          b, loc, x, permute.getRows(), permute.getOffsets(), arg(w13), arg(w2),
+          arg(b13), arg(b2), Value(), actAttr, alphaAttr, limitAttr, nullptr);
+    }
     Value shared;
     if (Is)
       shared = SharedMLPOp::create(
           b, loc, x, arg(0), arg(s13), arg(s13 + 1), arg(sg),
           GatedActivationAttr::get(context, GatedActivation::silu));
-    auto out = UnpermuteOp::create(b, loc, x, mlp.getResult(),
-                                   permute.getSlots(), weights, shared);
+    auto out = UnpermuteOp::create(b, loc, x, experts, permute.getSlots(),
+                                   weights, shared);
     func::ReturnOp::create(b, loc, out.getResult());
     // Options no layer can have are the ops' own rules.
     if (failed(verify(func))) {

@@ -405,10 +405,9 @@ struct MoEGenerateBackwardPass
     Value gateUp = forward.lookupOrNull(c.gateUp.getResult());
     if (!gateUp) {
       Value bias = c.gateUp.getBias() ? get(c.gateUp.getBias()) : Value();
-      gateUp = GroupedMatmulOp::create(b, loc, c.gateUp.getType(), getRows(),
-                                       w13, offsets, bias,
-                                       /*row_scale=*/Value(),
-                                       c.gateUp.getKnWeightsAttr());
+      gateUp = GroupedMatmulOp::create(
+          b, loc, c.gateUp.getType(), getRows(), w13, offsets, bias,
+          /*row_scale=*/Value(), c.gateUp.getKnWeightsAttr());
     }
     // The combine's adjoint; with expert parallelism, the rows' gradients go
     // back to the ranks that computed them (the undispatch's adjoint is a
@@ -443,8 +442,8 @@ struct MoEGenerateBackwardPass
         c.activation.getActivationAttr(), c.activation.getAlphaAttr(),
         c.activation.getLimitAttr(), c.activation.getInterleavedAttr());
     // Gate-up projection, then the permute's adjoint: a token's k rows summed.
-    Value dRows = dgrad(b, loc, c.gateUp, c.gateUp.getRows().getType(),
-                        dGateUp, w13, offsets);
+    Value dRows = dgrad(b, loc, c.gateUp, c.gateUp.getRows().getType(), dGateUp,
+                        w13, offsets);
     if (DispatchOp dispatch = c.dispatch) {
       // The local permute's adjoint, then the dispatch's: back to the
       // tokens' ranks, in their rows' order.

@@ -4,6 +4,7 @@
 // RUN: moe-opt %s --moe-build-layer="name=dsv3 hidden=7168 intermediate=2048 experts=256 top-k=8 routing=sigmoid_topk logits=f32 score-bias=true groups=8 select-groups=4 renormalize=true scale=2.5 shared-intermediate=2048" | FileCheck %s --check-prefix=DSV3
 // RUN: moe-opt %s --moe-build-layer="name=qwen2 hidden=2048 intermediate=1408 experts=60 top-k=4 shared-intermediate=5632 shared-gate=true" | FileCheck %s --check-prefix=QWEN2
 // RUN: moe-opt %s --moe-build-layer="name=gptoss hidden=2880 intermediate=2880 experts=128 top-k=4 routing=topk_softmax activation=gptoss alpha=1.702 limit=7.0 expert-bias=true" | FileCheck %s --check-prefix=GPTOSS
+// RUN: moe-opt %s --moe-build-layer="name=gptoss hidden=2880 intermediate=2880 experts=128 top-k=4 routing=topk_softmax activation=gptoss alpha=1.702 limit=7.0 expert-bias=true native-layout=true" | FileCheck %s --check-prefix=NATIVE
 // routing=none: the model routes; the function takes the ids and weights.
 // RUN: moe-opt %s --moe-build-layer="name=experts hidden=2880 intermediate=2880 experts=128 top-k=4 routing=none activation=gptoss alpha=1.702 limit=7.0 expert-bias=true" | FileCheck %s --check-prefix=NONE
 // RUN: moe-opt %s --moe-build-layer="routing=none hidden=64 intermediate=32 experts=4 top-k=2" --moe-fuse-layer | FileCheck %s --check-prefix=NONE-FUSED
@@ -47,6 +48,15 @@ func.func private @taken()
 // QWEN2: moe.route softmax_topk %{{.*}} top 4 : (tensor<?x60xbf16>)
 // QWEN2: moe.shared_mlp silu %{{.*}}, %[[S13]], %[[S2]] gate %[[G]] :
 
+// native-layout: the weights as transformers keeps GPT-OSS's ([E, H, 2I]
+// interleaved, [E, I, H]), the experts the kn_weights chain around an
+// interleaved activation instead of moe.expert_mlp.
+// NATIVE-LABEL: func.func @gptoss(
+// NATIVE-SAME: %[[W13:[^:]*]]: tensor<128x2880x5760xbf16>, %[[B13:[^:]*]]: tensor<128x5760xbf16>, %[[W2:[^:]*]]: tensor<128x2880x2880xbf16>, %[[B2:[^:]*]]: tensor<128x2880xf32>)
+// NATIVE: %[[GU:.*]] = moe.grouped_matmul %{{.*}}, %[[W13]], %{{.*}} bias %[[B13]] kn_weights
+// NATIVE: %[[H:.*]] = moe.swiglu gptoss %[[GU]] interleaved alpha 1.702000e+00 limit 7.000000e+00
+// NATIVE: moe.grouped_matmul %[[H]], %[[W2]], %{{.*}} bias %[[B2]] kn_weights
+// NATIVE-NOT: moe.expert_mlp
 // GPTOSS-LABEL: func.func @gptoss(
 // GPTOSS-SAME: %{{.*}}: tensor<128x5760x2880xbf16>, %[[B13:[^:]*]]: tensor<128x5760xbf16>, %{{.*}}: tensor<128x2880x2880xbf16>, %[[B2:[^:]*]]: tensor<128x2880xf32>)
 // GPTOSS: moe.route topk_softmax %{{.*}} top 4 :

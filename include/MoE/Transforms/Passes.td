@@ -613,7 +613,13 @@ def MoEBuildLayer : Pass<"moe-build-layer", "::mlir::ModuleOp"> {
     `routing=none` the model routes: the function takes
     `%ids: tensor<?xkxi32>, %w: tensor<?xkxf32>` in the logits' place, has
     no moe.route, and takes no routing option (renormalize, groups, scale,
-    score-bias) and no shared expert. The built ops are
+    score-bias) and no shared expert. With `native-layout` the experts'
+    weights lie as transformers keeps GPT-OSS's: `%w13: tensor<ExHx2Ixbf16>`
+    with gate and up columns alternating (and `%b13` too), `%w2:
+    tensor<ExIxHxbf16>`; the experts are then the chain
+    `moe.grouped_matmul ... kn_weights`, `moe.swiglu ... interleaved`,
+    `moe.grouped_matmul ... kn_weights`, which --moe-generate-backward
+    differentiates as it lies (no copy of the weights per step). The built ops are
     verified: options no layer can have (k above E, groups that do not
     divide E, ...) are errors naming the op's rule. The Python package's
     `moe_mlir.layer` compiles Hugging Face blocks this way.
@@ -651,6 +657,10 @@ def MoEBuildLayer : Pass<"moe-build-layer", "::mlir::ModuleOp"> {
            "Is, the shared expert's width (0: no shared expert)">,
     Option<"sharedGate", "shared-gate", "bool", "false",
            "The shared expert is scaled by sigmoid(x . gate) (Qwen2-MoE)">,
+    Option<"nativeLayout", "native-layout", "bool", "false",
+           "Expert weights as transformers keeps GPT-OSS's: gate-up "
+           "[E, H, 2I] with gate and up alternating, down [E, I, H] "
+           "(kn_weights matmuls around an interleaved activation)">,
   ];
   let dependentDialects = ["::mlir::moe::MoEDialect",
                            "::mlir::func::FuncDialect"];
