@@ -484,7 +484,8 @@ def _compiler_identity(tools: Tuple[str, str]) -> str:
 
 def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
                   compiler: Optional[str] = None, train: bool = False,
-                  recompute_rows: bool = False) -> str:
+                  recompute_rows: bool = False,
+                  native_layout: bool = False) -> str:
     """The path of the bundle of `spec` (entry ENTRY), compiled on first
     use. The cache holds <cache_dir>/<spec.key()>/layer.mlir and one
     <compiler id>.moebundle per compiler that compiled it. With train, the
@@ -492,7 +493,11 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     (--moe-generate-backward; training.py), as <compiler id>.train.moebundle;
     with recompute_rows too, its backward permutes the tokens again instead
     of saving the permuted rows (<compiler id>.train-recompute-rows.moebundle).
-    With a compiler
+    With native_layout too (GPT-OSS), the layer takes the experts' weights as
+    transformers keeps them (--moe-build-layer native-layout: gate-up
+    [E, H, 2I] interleaved, down [E, I, H]) and trains on them as they lie
+    (<compiler id>.train-native[-recompute-rows].moebundle, its source
+    layer.train-native.mlir). With a compiler
     (find_compiler), its own bundle is returned, compiled first when
     missing; without one, the newest bundle of the layer (one compiled
     elsewhere and copied here). Raises MoERuntimeError: NOT_FOUND (no
@@ -504,9 +509,13 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     if recompute_rows and not train:
         raise ValueError("compile_layer: recompute_rows is an option of the "
                          "train bundle (train=True)")
+    if native_layout and not (train and spec.activation == "gptoss"):
+        raise ValueError("compile_layer: native_layout is an option of a "
+                         "GPT-OSS train bundle (train=True, activation "
+                         "gptoss)")
     suffix = (".moebundle" if not train else
-              ".train-recompute-rows.moebundle" if recompute_rows else
-              ".train.moebundle")
+              ".train" + ("-native" if native_layout else "") +
+              ("-recompute-rows" if recompute_rows else "") + ".moebundle")
     if tools is None:
         bundles = [b for b in glob.glob(os.path.join(layer_dir, "*" + suffix))
                    if train or ".train" not in os.path.basename(b)]
@@ -524,7 +533,9 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     if os.path.exists(bundle):
         return bundle
     os.makedirs(layer_dir, exist_ok=True)
-    source = os.path.join(layer_dir, "layer.mlir")
+    source = os.path.join(layer_dir, "layer.train-native.mlir"
+                          if native_layout else "layer.mlir")
+    options = spec.options() + (" native-layout=true" if native_layout else "")
     with tempfile.TemporaryDirectory(dir=layer_dir) as scratch:
         empty = os.path.join(scratch, "empty.mlir")
         open(empty, "w").close()
@@ -532,7 +543,7 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
         lowered = os.path.join(scratch, "layer.gpu.mlir")
         built = os.path.join(scratch, "layer.moebundle")
         for command in ([tools[0], empty,
-                         f"--moe-build-layer={spec.options()}", "-o",
+                         f"--moe-build-layer={options}", "-o",
                          built_source],
                         [tools[0], built_source] +
                         (["--moe-generate-backward=recompute-rows=true"]
@@ -576,11 +587,15 @@ def main(argv=None) -> int:
             ("--train", "the training bundle TrainableMoELayer reads (the "
              "train forward and the backward) instead"),
             ("--recompute-rows", "with --train: the one of "
-             "TrainableMoELayer.from_hf(block, recompute_rows=True)")):
+             "TrainableMoELayer.from_hf(block, recompute_rows=True)"),
+            ("--native-layout", "with --train, GPT-OSS: the one of "
+             "TrainableMoELayer.from_hf(block, native_layout=True)")):
         parser.add_argument(flag, action="store_true", help=what)
     args = parser.parse_args(argv)
     if args.recompute_rows and not args.train:
         parser.error("--recompute-rows is an option of --train")
+    if args.native_layout and not args.train:
+        parser.error("--native-layout is an option of --train")
     if args.train and args.experts:
         parser.error("--train compiles MoELayer's layer, not --experts'")
     for path in args.configs:
@@ -588,9 +603,13 @@ def main(argv=None) -> int:
             spec = spec_from_config(json.load(f))
         if args.experts:
             spec = spec.experts_only()
-        print(spec.options() if args.options else compile_layer(
-            spec, cache_dir=args.cache_dir, compiler=args.compiler,
-            train=args.train, recompute_rows=args.recompute_rows))
+        try:
+            print(spec.options() if args.options else compile_layer(
+                spec, cache_dir=args.cache_dir, compiler=args.compiler,
+                train=args.train, recompute_rows=args.recompute_rows,
+                native_layout=args.native_layout))
+        except ValueError as error:
+            parser.error(f"{path}: {error}")
     return 0
 
 

@@ -24,7 +24,11 @@ the choice and gets no gradient.
 GPT-OSS's experts are rearranged into the runtime's layout by
 differentiable torch ops on each call (its gate-up columns interleave gate
 and up units, its weights are [E, K, N]): a copy of the expert weights per
-step, whose backward hands the gradients back in the block's layout. Its
+step, whose backward hands the gradients back in the block's layout. With
+native_layout=True its layer takes them as they lie instead (kn_weights
+GEMMs around an interleaved activation, compile_layer(native_layout=True)):
+no copy, the gradients written in the block's layout; not yet the default
+until the GPU suite has run it. Its
 block returns the routing scores beside the output: those are computed by
 torch from the logits (top-k, softmax over the k), so that a loss on them
 reaches the router through torch's autograd.
@@ -61,26 +65,30 @@ def _refuse_training(block, spec) -> None:
                          "works (MoELayer)")
 
 
-def _expert_biases(block):
+def _expert_biases(block, native: bool = False):
     """(gate_up_bias [E, 2I] bf16, down_bias [E, H] f32) of a GPT-OSS block
     as differentiable tensors of its parameters (gate units first, then
-    up), or None."""
+    up; native: as they lie, interleaved), or None."""
     experts = block.experts
     if not hasattr(experts, "gate_up_proj_bias"):
         return None
     bias = experts.gate_up_proj_bias
+    if native:
+        return bias, experts.down_proj_bias.float()
     E, columns = bias.shape
     return (bias.view(E, columns // 2, 2).permute(0, 2, 1).reshape(E, columns),
             experts.down_proj_bias.float())
 
 
-def _expert_parameters(block):
+def _expert_parameters(block, native: bool = False):
     """(gate_up [E, 2I, H], down [E, H, I]) of the block as differentiable
     tensors of its own parameters: the parameters themselves (5.x fused
     experts), GPT-OSS's rearranged (gate_up_proj [E, H, 2I] with gate unit
-    i in column 2i and up unit i in 2i + 1, down_proj [E, I, H]) or a stack
-    of the per-expert weights (4.x)."""
+    i in column 2i and up unit i in 2i + 1, down_proj [E, I, H]; native:
+    those two as they are) or a stack of the per-expert weights (4.x)."""
     experts = block.experts
+    if native:
+        return experts.gate_up_proj, experts.down_proj
     if hasattr(experts, "gate_up_proj_bias"):
         # One copy each way: [E, H, I, 2] -> [E, 2, I, H].
         gate_up = experts.gate_up_proj
@@ -268,10 +276,12 @@ if torch is not None:
         and hidden_states. Deterministic: two backward passes on the same
         inputs give the same bits (no float atomics)."""
 
-        def __init__(self, block, spec, returns, bundle_path: str):
+        def __init__(self, block, spec, returns, bundle_path: str,
+                     native_layout: bool = False):
             super().__init__()
             self.block = block
             self.spec = spec
+            self.native_layout = native_layout
             self._returns = returns
             self.bundle_path = bundle_path
             self._bundle = _BUNDLES.get(bundle_path) or _open_bundle(
@@ -284,22 +294,26 @@ if torch is not None:
         @classmethod
         def from_hf(cls, block, *, cache_dir: Optional[str] = None,
                     compiler: Optional[str] = None,
-                    recompute_rows: bool = False) -> "TrainableMoELayer":
+                    recompute_rows: bool = False,
+                    native_layout: bool = False) -> "TrainableMoELayer":
             """The trainable layer of a Hugging Face sparse MoE block
             (bfloat16, on a CUDA device; no gated shared expert), its
             forward and backward compiled on first use
             (compile_layer(..., train=True)). With recompute_rows, the
             forward does not keep the tokens' [T*k, H] expert-ordered copy
             for the backward, which makes it again (a gather): less memory
-            for a little time (not with expert parallelism). Raises what
-            MoELayer.from_hf raises, and ValueError for the blocks training
-            does not support yet."""
+            for a little time (not with expert parallelism). With
+            native_layout (GPT-OSS only), the layer trains on the experts'
+            weights as they lie, without the per-step copy into the
+            runtime's layout. Raises what MoELayer.from_hf raises, and
+            ValueError for the blocks training does not support yet."""
             spec, sources, returns = _read_block(block)
             _refuse_training(block, spec)
             path = compile_layer(spec, cache_dir=cache_dir,
                                  compiler=compiler, train=True,
-                                 recompute_rows=recompute_rows)
-            layer = cls(block, spec, returns, path)
+                                 recompute_rows=recompute_rows,
+                                 native_layout=native_layout)
+            layer = cls(block, spec, returns, path, native_layout)
             layer._load(sources["router_weight"].device)
             return layer
 
@@ -334,11 +348,12 @@ if torch is not None:
                 logits = torch.nn.functional.linear(
                     tokens, weight, getattr(router, "bias", None))
             self._load(tokens.device)
-            gate_up, down = _expert_parameters(self.block)
+            gate_up, down = _expert_parameters(self.block,
+                                               self.native_layout)
             given = dict(tokens=tokens, logits=logits.contiguous(),
                          gate_up_weights=gate_up.contiguous(),
                          down_weights=down.contiguous())
-            biases = _expert_biases(self.block)
+            biases = _expert_biases(self.block, self.native_layout)
             if spec.expert_bias and biases is not None:
                 given["gate_up_bias"] = biases[0]
                 given["down_bias"] = biases[1].contiguous()

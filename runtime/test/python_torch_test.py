@@ -20,7 +20,8 @@ moe_mlir is imported as Python finds it: from the source tree
 (check-moe-runtime sets PYTHONPATH=python and MOE_RUNTIME_LIB to the
 build's library) or as `pip install ./python` installed it (scripts/test.sh).
 
-Exits 1 on failure.
+Exits 1 on failure. One file past 800 lines: its checks share one compiled
+cache, whose compiles are most of its run time.
 """
 import contextlib
 import copy
@@ -306,6 +307,8 @@ with tempfile.TemporaryDirectory() as scratch:
         check(moe_mlir.compile_layer(specs["olmoe"], cache_dir=cache) == paths[2],
               "the layer's bundle beside newer training bundles")
     for flags, message in ((["--recompute-rows"], "an option of --train"),
+                           (["--native-layout"], "an option of --train"),
+                           (["--train", "--native-layout"], "an option of a GPT-OSS"),
                            (["--train", "--experts"], "not --experts'")):
         cli = subprocess.run(commands[0] + [config_path] + flags,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -314,6 +317,18 @@ with tempfile.TemporaryDirectory() as scratch:
     expect(lambda: moe_mlir.compile_layer(specs["olmoe"], cache_dir=cache,
                                            recompute_rows=True),
            ValueError, "recompute_rows is an option of the train bundle")
+    # GPT-OSS's train bundle over the weights as transformers keeps them:
+    # its own cache name, and the train entry takes gate-up [E, H, 2I] and
+    # down [E, I, H]; only GPT-OSS's train bundle has that option.
+    native = moe_mlir.compile_layer(specs["gpt_oss"], cache_dir=cache, train=True,
+                                    native_layout=True)
+    dims = {a.name: a.dims for a in Bundle(native).signature("moe_layer_train").args}
+    check(native.endswith(".train-native.moebundle") and
+          dims["gate_up_weights"] == ("128", "2880", "5760") and
+          dims["down_weights"] == ("128", "2880", "2880"), f"native layout: {native} {dims}")
+    expect(lambda: moe_mlir.compile_layer(specs["olmoe"], cache_dir=cache, train=True,
+                                           native_layout=True),
+           ValueError, "native_layout is an option of a GPT-OSS train bundle")
 
     # Not on PATH: the checkout's build tree where it has the compiler (the
     # checkout of this file, or the one pip installed the package from).
