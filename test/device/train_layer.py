@@ -8,7 +8,8 @@ groups and shared expert with 32 of its 256 experts: group-limited sigmoid
 routing with a correction bias, and the shared expert that the program runs
 as grouped ops of one group), GPT-OSS-20B (expert biases, the clamped
 SwiGLU, a router bias; its interleaved [E, H, 2I] weights rearranged by
-torch on each call) and a tiny Mixtral-style block, builds
+torch on each call, and again with native_layout: the weights as they
+lie) and a tiny Mixtral-style block, builds
 the transformers 5.x block on the GPU in bfloat16 with random weights and,
 as the reference, the same layer in float64 autograd on the same weights
 (`reference`: the model's routing, SwiGLU experts, the weighted combine,
@@ -121,11 +122,14 @@ def build_cache(argv):
     cache = os.path.abspath(argv[0])
     compiler = argv[argv.index("--compiler") + 1] if "--compiler" in argv else None
     for name, (_, _, _, fields) in dict(MODELS, **BENCH_MODELS).items():
+        spec = moe_mlir.spec_from_config(fields)
         for recompute_rows in (False, True):
-            path = moe_mlir.compile_layer(moe_mlir.spec_from_config(fields),
-                                          cache_dir=cache, compiler=compiler, train=True,
-                                          recompute_rows=recompute_rows)
-            print(f"{name}: {path}")
+            # GPT-OSS also over its weights as transformers keeps them.
+            for native in (False, True) if spec.activation == "gptoss" else (False,):
+                path = moe_mlir.compile_layer(spec, cache_dir=cache, compiler=compiler,
+                                              train=True, recompute_rows=recompute_rows,
+                                              native_layout=native)
+                print(f"{name}: {path}")
     return 0
 
 
@@ -341,11 +345,16 @@ def main():
     import transformers
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
           f"{torch.cuda.get_device_name()}", flush=True)
-    for name, spec in MODELS.items():
+    # GPT-OSS twice: also with native_layout (its weights as they lie).
+    variants = [(name, spec, False) for name, spec in MODELS.items()]
+    variants += [(name + " native", spec, True) for name, spec in MODELS.items()
+                 if spec[0] == "gpt_oss"]
+    for name, spec, native in variants:
         H = spec[3]["hidden_size"]
         try:
             block = make_block(spec)
-            layer = moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=cache)
+            layer = moe_mlir.TrainableMoELayer.from_hf(block, cache_dir=cache,
+                                                       native_layout=native)
         except Exception as error:
             report(False, f"{name} from_hf", f"{type(error).__name__}: {error}")
             continue
