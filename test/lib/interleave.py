@@ -40,26 +40,22 @@ def reshuffle(indent, name, temp, source, width, element, interleave):
 def main(path):
     lines, count = [], 0
     for line in open(path):
-        m = GRAD.match(line)
-        if m:
-            indent, result, act, source, grad, rest, width, element, tail = m.groups()
-            count += 1
-            il = f"%il{count}"
-            lines += reshuffle(indent, il, il, source, int(width), element, True)
-            lines.append(f"{indent}{il}_grad = moe.swiglu_grad {act} {il}, {grad} interleaved{rest} : "
-                         f"(tensor<?x{width}x{element}>{tail}\n")
+        grad = GRAD.match(line)
+        m = grad or ACT.match(line)
+        if not m:
+            lines.append(line)
+            continue
+        # `extra`: the gradient's operand, or the activation's scale clause.
+        indent, result, act, source, extra, rest, width, element, tail = m.groups()
+        count += 1
+        il = f"%il{count}"
+        types = f"(tensor<?x{width}x{element}>{tail}\n"
+        lines += reshuffle(indent, il, il, source, int(width), element, True)
+        if grad:
+            lines.append(f"{indent}{il}_grad = moe.swiglu_grad {act} {il}, {extra} interleaved{rest} : {types}")
             lines += reshuffle(indent, result, f"{il}_back", f"{il}_grad", int(width), element, False)
-            continue
-        m = ACT.match(line)
-        if m:
-            indent, result, act, source, scale, rest, width, element, tail = m.groups()
-            count += 1
-            il = f"%il{count}"
-            lines += reshuffle(indent, il, il, source, int(width), element, True)
-            lines.append(f"{indent}{result} = moe.swiglu {act} {il}{scale or ''} interleaved{rest} : "
-                         f"(tensor<?x{width}x{element}>{tail}\n")
-            continue
-        lines.append(line)
+        else:
+            lines.append(f"{indent}{result} = moe.swiglu {act} {il}{extra or ''} interleaved{rest} : {types}")
     if not count:
         sys.exit(f"interleave.py: no moe.swiglu or moe.swiglu_grad in {path}")
     sys.stdout.write("".join(lines))
