@@ -284,24 +284,15 @@ struct SwiGLUGradLowering : OpConversionPattern<SwiGLUGradOp> {
     Value input = adaptor.getInput(), grad = adaptor.getGrad();
     OpFoldResult m = em.size(input, 0), width = em.size(grad, 1);
     auto one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
-    // Interleaved: gate and up (and their gradients) are the even and odd
-    // columns.
     bool interleaved = op.getInterleaved();
-    OpFoldResult stride = interleaved ? b.getIndexAttr(2) : one;
-    OpFoldResult upColumn = interleaved ? one : width;
-    auto half = [&](OpFoldResult col) {
-      return tensor::ExtractSliceOp::create(b, input,
-                                            ArrayRef<OpFoldResult>{zero, col},
-                                            ArrayRef<OpFoldResult>{m, width},
-                                            ArrayRef<OpFoldResult>{one, stride})
-          .getResult();
-    };
     auto resultType = cast<RankedTensorType>(op.getType());
     Type elementType = resultType.getElementType();
     GatedActivation activation = op.getActivation();
     float alpha = op.getAlphaOrDefault(), limit = op.getLimitOrDefault();
     SmallVector<Value> halves = em.generic(
-        2, {}, {half(zero), half(upColumn), grad},
+        2, {},
+        {em.gatedSlice(input, width, interleaved, 0),
+         em.gatedSlice(input, width, interleaved, 1), grad},
         SmallVector<AffineMap>(3, em.identity(2)),
         {em.empty({m, width}, elementType), em.empty({m, width}, elementType)},
         {em.identity(2), em.identity(2)},
@@ -314,12 +305,13 @@ struct SwiGLUGradLowering : OpConversionPattern<SwiGLUGradOp> {
                                     e.fromF32(dUp, elementType)};
         });
     Value result = em.empty({m, em.size(input, 1)}, elementType);
-    for (auto [i, part] : llvm::enumerate(halves))
+    for (auto [i, part] : llvm::enumerate(halves)) {
+      auto [col, stride] = em.gatedPart(width, interleaved, i);
       result = tensor::InsertSliceOp::create(
-          b, part, result,
-          ArrayRef<OpFoldResult>{zero, i == 0 ? OpFoldResult(zero) : upColumn},
+          b, part, result, ArrayRef<OpFoldResult>{zero, col},
           ArrayRef<OpFoldResult>{m, width},
           ArrayRef<OpFoldResult>{one, stride});
+    }
     rewriter.replaceOp(op, em.castTo(result, resultType));
     return success();
   }

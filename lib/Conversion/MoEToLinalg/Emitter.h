@@ -236,6 +236,27 @@ struct Emitter {
         ArrayRef<OpFoldResult>{one, one});
   }
 
+  /// Where part `part` (0: gate, 1: up) of a gated activation's `[M, 2I]`
+  /// columns lies, for I = `width`: (first column, stride) of its halves,
+  /// or `interleaved`, of its even and odd columns. Their gradients go back
+  /// to the same places.
+  std::pair<OpFoldResult, OpFoldResult>
+  gatedPart(OpFoldResult width, bool interleaved, int64_t part) {
+    if (interleaved)
+      return {b.getIndexAttr(part), b.getIndexAttr(2)};
+    return {part ? width : OpFoldResult(b.getIndexAttr(0)), b.getIndexAttr(1)};
+  }
+
+  /// Part `part` of `tensor`'s gated columns (gatedPart): `[M, I]`.
+  Value gatedSlice(Value tensor, OpFoldResult width, bool interleaved,
+                   int64_t part) {
+    auto [col, stride] = gatedPart(width, interleaved, part);
+    return tensor::ExtractSliceOp::create(
+        b, tensor, ArrayRef<OpFoldResult>{b.getIndexAttr(0), col},
+        ArrayRef<OpFoldResult>{size(tensor, 0), width},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), stride});
+  }
+
   /// Expert `expert`'s `[N, K]` (or `[N]`) slice of a `[E, N, K]` (`[E, N]`)
   /// tensor, rank-reduced.
   Value expertSlice(Value tensor, Value expert) {

@@ -521,19 +521,9 @@ struct SwiGLULowering : OpConversionPattern<SwiGLUOp> {
     OpFoldResult m = em.size(input, 0);
     Value width =
         arith::DivUIOp::create(b, em.sizeValue(input, 1), em.index(2));
-    auto one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
-    // Interleaved: gate and up are the even and odd columns.
     bool interleaved = op.getInterleaved();
-    OpFoldResult stride = interleaved ? b.getIndexAttr(2) : one;
-    auto half = [&](OpFoldResult col) {
-      return tensor::ExtractSliceOp::create(b, input,
-                                            ArrayRef<OpFoldResult>{zero, col},
-                                            ArrayRef<OpFoldResult>{m, width},
-                                            ArrayRef<OpFoldResult>{one, stride})
-          .getResult();
-    };
-    SmallVector<Value> ins{half(zero), half(interleaved ? OpFoldResult(one)
-                                                        : OpFoldResult(width))};
+    SmallVector<Value> ins{em.gatedSlice(input, width, interleaved, 0),
+                           em.gatedSlice(input, width, interleaved, 1)};
     SmallVector<AffineMap> maps{em.map(2, {0, 1}), em.map(2, {0, 1})};
     if (Value scale = adaptor.getScale()) {
       ins.push_back(scale);

@@ -309,17 +309,15 @@ struct MoESelectKernelsPass
       // rows: they take one warpgroup's 64-row tile instead.
       int64_t firstRows = swapRows + 1;
       if (auto pp = pingpongTile(tile)) {
-        addForm(*pp, firstRows, kMaxLaunchRows);
+        tile = *pp;
       } else if (tile.tileM == 128 && swapRows < 64) {
         // FP8's 64-row form keeps 128 columns: one warpgroup holds them and
         // their products (bench/RESULTS.md, fp8-tile-n).
         int64_t columns = tile.fp8() ? 128 : tile.tileN;
         addForm(tile.withShape(64, columns, tile.stages, false), firstRows, 64);
         firstRows = 65;
-        addForm(tile, firstRows, kMaxLaunchRows);
-      } else {
-        addForm(tile, firstRows, kMaxLaunchRows);
       }
+      addForm(tile, firstRows, kMaxLaunchRows);
     }
     return GemmKernelsAttr::get(context, chip, ArrayAttr::get(context, forms),
                                 part.quantizeOut);
