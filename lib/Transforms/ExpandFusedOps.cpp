@@ -113,6 +113,10 @@ struct MoEExpandFusedOpsPass
 
 } // namespace
 
+void mlir::moe::populateExpandExpertMLPPatterns(RewritePatternSet &patterns) {
+  patterns.add<ExpandExpertMLP>(patterns.getContext());
+}
+
 void mlir::moe::populateExpandFusedOpsPatterns(RewritePatternSet &patterns) {
   patterns.add<InlineLayer, ExpandExpertMLP, ExpandActivationDgrad>(
       patterns.getContext());

@@ -2,6 +2,9 @@
 
 #include "MoE/Transforms/Passes.h"
 
+#include "MoE/Target/Contract.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -125,10 +128,34 @@ struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
 
 struct MoEFuseExpertsPass : moe::impl::MoEFuseExpertsBase<MoEFuseExpertsPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateFuseExpertsPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    // A program's steps are one entry each, and a fused expert MLP is two:
+    // there the chain stays (or becomes) unfused.
+    SmallVector<Operation *> programs, others;
+    getOperation()->walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<func::FuncOp>(op)) {
+        (op->hasAttr(kProgramAttr) ? programs : others).push_back(op);
+        return WalkResult::skip();
+      }
+      return WalkResult::advance();
+    });
+    if (others.empty() && programs.empty())
+      others.push_back(getOperation());
+    FrozenRewritePatternSet fuse = [&] {
+      RewritePatternSet patterns(&getContext());
+      populateFuseExpertsPatterns(patterns);
+      return FrozenRewritePatternSet(std::move(patterns));
+    }();
+    FrozenRewritePatternSet expand = [&] {
+      RewritePatternSet patterns(&getContext());
+      populateExpandExpertMLPPatterns(patterns);
+      return FrozenRewritePatternSet(std::move(patterns));
+    }();
+    for (Operation *op : others)
+      if (failed(applyPatternsGreedily(op, fuse)))
+        return signalPassFailure();
+    for (Operation *op : programs)
+      if (failed(applyPatternsGreedily(op, expand)))
+        return signalPassFailure();
   }
 };
 

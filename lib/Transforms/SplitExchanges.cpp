@@ -7,9 +7,12 @@
 
 #include "MoE/Transforms/Passes.h"
 
+#include "MoE/Target/Contract.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::moe {
 #define GEN_PASS_DEF_MOESPLITEXCHANGES
@@ -80,80 +83,121 @@ struct MoESplitExchangesPass
                               << name << " already exists";
     }
 
-    // The stage a value becomes available in (an exchange's results: the
-    // next one) and the last stage that reads it.
-    auto definedIn = [&](Value v) -> unsigned {
-      Operation *def = v.getDefiningOp();
-      return isExchange(def) ? stageOf[def] + 1 : stageOf[def];
-    };
-    auto usedUntil = [&](Value v) {
-      unsigned last = 0;
-      for (Operation *user : v.getUsers())
-        last = std::max(last, stageOf[body.findAncestorOpInBlock(*user)]);
-      return last;
-    };
-    // carried[s]: values from stages <= s (not exchange s's results) that a
-    // later stage reads.
-    SmallVector<SmallVector<Value>> carried(numStages);
+    // Every value a stage can read, in definition order (@F's arguments,
+    // then the block's results), with the stage that defines it (none for
+    // the arguments and the exchanges' results: the caller holds those).
+    constexpr unsigned kCaller = ~0u;
+    SmallVector<Value> values(fn.getArguments());
+    DenseMap<Value, unsigned> definedIn;
+    DenseMap<Value, std::string> names;
+    for (BlockArgument arg : fn.getArguments()) {
+      definedIn[arg] = kCaller;
+      auto name =
+          fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr);
+      names[arg] =
+          name ? name.str() : ("arg" + Twine(arg.getArgNumber())).str();
+    }
+    for (Operation &op : body.without_terminator())
+      for (OpResult v : op.getResults()) {
+        values.push_back(v);
+        definedIn[v] = isExchange(&op) ? kCaller : stageOf[&op];
+        if (isExchange(&op))
+          names[v] =
+              ("x" + Twine(stageOf[&op]) + "_" + Twine(v.getResultNumber()))
+                  .str();
+      }
+    // readers[s]: the values stage s's ops (or, s = n, @F's return) read.
+    SmallVector<llvm::SetVector<Value>> readers(numStages);
     for (Operation &op : body) {
       if (isExchange(&op))
         continue;
-      for (Value v : op.getResults())
-        for (unsigned s = definedIn(v); s + 1 < numStages && s < usedUntil(v);
-             ++s)
-          carried[s].push_back(v);
+      unsigned s = stageOf[&op];
+      op.walk([&](Operation *nested) {
+        for (Value v : nested->getOperands())
+          if (definedIn.count(v))
+            readers[s].insert(v);
+      });
     }
-    for (Operation *exchange : exchanges)
-      for (Value v : exchange->getResults())
-        for (unsigned s = definedIn(v); s + 1 < numStages && s < usedUntil(v);
-             ++s)
-          carried[s].push_back(v);
+    auto exchangeReads = [&](unsigned s, Value v) {
+      return llvm::is_contained(exchanges[s]->getOperands(), v);
+    };
+    // Stage s returns what it defines that exchange s or a later stage
+    // reads, once each; stage s takes what it reads and does not define.
+    SmallVector<SmallVector<Value>> inputs(numStages), outputs(numStages);
+    unsigned numbered = 0;
+    for (Value v : values) {
+      unsigned def = definedIn[v];
+      for (unsigned s = 0; s < numStages; ++s)
+        if (def != s && readers[s].contains(v))
+          inputs[s].push_back(v);
+      if (def == kCaller || def + 1 == numStages)
+        continue;
+      bool later = exchangeReads(def, v);
+      for (unsigned s = def + 1; s < numStages; ++s)
+        later |= readers[s].contains(v);
+      if (!later)
+        continue;
+      outputs[def].push_back(v);
+      names[v] = ("v" + Twine(numbered++)).str();
+    }
+    llvm::append_range(outputs.back(), body.getTerminator()->getOperands());
 
     OpBuilder b(&getContext());
+    auto nameList = [&](ValueRange range) {
+      SmallVector<Attribute> list;
+      for (Value v : range)
+        list.push_back(b.getStringAttr(names.lookup(v)));
+      return b.getArrayAttr(list);
+    };
     Block::iterator where = std::next(Block::iterator(fn));
     for (unsigned s = 0; s < numStages; ++s) {
-      SmallVector<Value> inputs(fn.getArguments());
-      if (s > 0) {
-        llvm::append_range(inputs, exchanges[s - 1]->getResults());
-        llvm::append_range(inputs, carried[s - 1]);
-      }
-      SmallVector<Value> outputs;
-      if (s + 1 < numStages) {
-        llvm::append_range(outputs, exchanges[s]->getOperands());
-        llvm::append_range(outputs, carried[s]);
-      } else {
-        llvm::append_range(outputs, body.getTerminator()->getOperands());
-      }
       b.clearInsertionPoint();
       auto stage = func::FuncOp::create(
           b, fn.getLoc(), (fn.getSymName() + "_stage" + Twine(s)).str(),
-          b.getFunctionType(ValueRange(inputs).getTypes(),
-                            ValueRange(outputs).getTypes()));
+          b.getFunctionType(ValueRange(inputs[s]).getTypes(),
+                            ValueRange(outputs[s]).getTypes()));
       symbols.insert(stage, where);
       where = std::next(Block::iterator(stage));
       // @F's own attributes (what its results and arguments mean) hold for
       // every stage.
       for (NamedAttribute attr : fn->getDiscardableAttrs())
         stage->setAttr(attr.getName(), attr.getValue());
+      // Each argument and result is named as the caller keeps it (moe.name:
+      // a program entry's argument names).
+      for (auto [i, v] : llvm::enumerate(inputs[s])) {
+        if (auto arg = dyn_cast<BlockArgument>(v))
+          stage.setArgAttrs(i, fn.getArgAttrDict(arg.getArgNumber()));
+        stage.setArgAttr(i, kNameAttr, b.getStringAttr(names.lookup(v)));
+      }
       stage->setAttr("moe.stage", b.getI64IntegerAttr(s));
+      stage->setAttr("moe.function_args", nameList(fn.getArguments()));
+      stage->setAttr("moe.stage_args", nameList(inputs[s]));
       if (s + 1 < numStages) {
         Operation *exchange = exchanges[s];
+        stage->setAttr("moe.stage_results", nameList(outputs[s]));
+        for (auto [i, v] : llvm::enumerate(outputs[s]))
+          stage.setResultAttr(i, kNameAttr, b.getStringAttr(names.lookup(v)));
         stage->setAttr("moe.exchange",
                        b.getStringAttr(exchange->getName().getStringRef()));
         stage->setAttr("moe.exchange_ranks",
                        b.getI64IntegerAttr(exchangeRanks(exchange)));
-        stage->setAttr("moe.exchange_operands",
-                       b.getI64IntegerAttr(exchange->getNumOperands()));
+        stage->setAttr("moe.exchange_args", nameList(exchange->getOperands()));
+        stage->setAttr("moe.exchange_results",
+                       nameList(exchange->getResults()));
+      } else {
+        // The last stage returns @F's results, as @F says them.
+        for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i)
+          stage.setResultAttrs(i, fn.getResultAttrDict(i));
       }
       Block *entry = stage.addEntryBlock();
       IRMapping mapping;
-      mapping.map(inputs, entry->getArguments());
+      mapping.map(inputs[s], entry->getArguments());
       b.setInsertionPointToStart(entry);
       for (Operation &op : body.without_terminator())
         if (stageOf[&op] == s && !isExchange(&op))
           b.clone(op, mapping);
       SmallVector<Value> results;
-      for (Value v : outputs)
+      for (Value v : outputs[s])
         results.push_back(mapping.lookupOrDefault(v));
       func::ReturnOp::create(b, fn.getLoc(), results);
     }

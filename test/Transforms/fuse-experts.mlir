@@ -409,3 +409,33 @@ func.func @interleaved(%rows: tensor<?x64xbf16>, %w13: tensor<8x256x64xbf16>,
       : (tensor<?x128xbf16>, tensor<8x64x128xbf16>, tensor<9xi64>) -> tensor<?x64xbf16>
   return %o : tensor<?x64xbf16>
 }
+
+// -----
+
+// In a program (moe.program: one GPU entry whose steps are one entry each)
+// the chain stays unfused, and an expert MLP written fused is expanded.
+// CHECK-LABEL: func @program_chain
+// CHECK-NOT: moe.expert_mlp
+// CHECK: moe.swiglu silu
+// CHECK-LABEL: func @program_fused
+// CHECK-NOT: moe.expert_mlp
+// CHECK: moe.grouped_matmul
+// CHECK: moe.swiglu silu
+// CHECK: moe.grouped_matmul
+func.func @program_chain(%rows: tensor<?x64xbf16>, %w13: tensor<8x256x64xbf16>,
+                         %w2: tensor<8x64x128xbf16>, %offsets: tensor<9xi64>) -> tensor<?x64xbf16>
+    attributes {moe.program} {
+  %gu = moe.grouped_matmul %rows, %w13, %offsets
+      : (tensor<?x64xbf16>, tensor<8x256x64xbf16>, tensor<9xi64>) -> tensor<?x256xbf16>
+  %h = moe.swiglu silu %gu : (tensor<?x256xbf16>) -> tensor<?x128xbf16>
+  %o = moe.grouped_matmul %h, %w2, %offsets
+      : (tensor<?x128xbf16>, tensor<8x64x128xbf16>, tensor<9xi64>) -> tensor<?x64xbf16>
+  return %o : tensor<?x64xbf16>
+}
+func.func @program_fused(%rows: tensor<?x64xbf16>, %w13: tensor<8x256x64xbf16>,
+                         %w2: tensor<8x64x128xbf16>, %offsets: tensor<9xi64>) -> tensor<?x64xbf16>
+    attributes {moe.program} {
+  %o = moe.expert_mlp silu %rows, %offsets, %w13, %w2
+      : (tensor<?x64xbf16>, tensor<9xi64>, tensor<8x256x64xbf16>, tensor<8x64x128xbf16>) -> tensor<?x64xbf16>
+  return %o : tensor<?x64xbf16>
+}

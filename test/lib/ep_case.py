@@ -15,9 +15,9 @@ and biases, then
 - rewrites the layer with --moe-expert-parallel=ranks=N
   --moe-split-exchanges and runs it stage by stage: one mlir-runner run per
   stage whose @main calls @layer_stage<s> once per rank with that rank's
-  inputs as exact constants and prints every result exactly; between stages
-  it performs the exchange in numpy as moe.dispatch / moe.undispatch define
-  it and feeds its results and the carried values to the next stage;
+  values its moe.stage_args name (exact constants) and prints every result
+  exactly; between stages it performs the exchange in numpy as moe.dispatch
+  / moe.undispatch define it on the values its moe.exchange_args name;
 - requires each rank's final y to equal the one-rank y's rows of its tokens
   bit for bit, and prints `PASS CASE N=...` with the rows each rank sent and
   received, or `FAIL ...` (exit status 1).
@@ -391,10 +391,13 @@ def stage_functions(module, fn="layer"):
 
 
 def attr(attrs, key, kind):
-    m = re.search(r"\b%s\s*=\s*%s" % (re.escape(key), {"str": r'"([^"]*)"', "int": r"(-?\d+)"}[kind]),
+    m = re.search(r"\b%s\s*=\s*%s" % (re.escape(key), {"str": r'"([^"]*)"', "int": r"(-?\d+)",
+                                                     "names": r"\[([^\]]*)\]"}[kind]),
                   attrs)
     if m is None:
         return None
+    if kind == "names":
+        return re.findall(r'"([^"]*)"', m.group(1))
     return m.group(1) if kind == "str" else int(m.group(1))
 
 
@@ -408,41 +411,56 @@ def rank_types(c, args, N):
 
 def run_stages(tools, module, fn, fixed, fixed_types, final_types, N, tag):
     """Runs @<fn>_stage0.. of the split module on N ranks as the
-    split-exchanges contract says: stage s on every rank (one mlir-runner
-    run) with that rank's values of @fn's arguments (fixed[r], of types
-    fixed_types), then (s > 0) the results of exchange s-1 and the values
-    stage s-1 carried; between stages the exchange stage s names in its
-    attributes, done in numpy. The last stage must return final_types and
-    name no exchange. Returns (each rank's last-stage results, [(exchange
-    op, rows sent, each rank's exchange results)], the number of stages,
-    problems: how the program breaks the contract, if it does)."""
+    split-exchanges contract says: each rank keeps its named values (its
+    @fn arguments fixed[r], of types fixed_types, under the names
+    moe.function_args gives them); stage s runs
+    on every rank (one mlir-runner run) with the values its moe.stage_args
+    name and adds its results under its moe.stage_results; then the
+    exchange it names (moe.exchange on the values moe.exchange_args name,
+    done in numpy) adds its results under moe.exchange_results. The last
+    stage must return final_types and name no exchange. Returns (each
+    rank's last-stage results, [(exchange op, rows sent, each rank's
+    exchange results)], the number of stages, problems: how the program
+    breaks the contract, if it does)."""
     stages = stage_functions(module, fn)
     problems = []
     if len(stages) < 2:
         problems.append("%d stage functions of @%s" % (len(stages), fn))
-    values = [[] for _ in range(N)]  # exchange results and carried values
+    inputs = attr(stages[0][2], "moe.function_args", "names") if stages else None
+    if inputs is None or len(inputs) != len(fixed_types):
+        problems.append("@%s_stage0 names @%s's arguments %s, not %d of them"
+                        % (fn, fn, inputs, len(fixed_types)))
+        return None, [], len(stages), problems
+    values = [dict(zip(inputs, fixed[r])) for r in range(N)]
+    types = dict(zip(inputs, fixed_types))
     traffic = []
     final = None
-    n = len(fixed_types)
     for s, (s_args, s_results, attrs) in enumerate(stages):
         stage = "@%s_stage%d" % (fn, s)
+        last = s == len(stages) - 1
         if attr(attrs, "moe.stage", "int") != s:
             problems.append("%s has moe.stage %s" % (stage, attr(attrs, "moe.stage", "int")))
-        if s_args[:n] != fixed_types:
-            problems.append("%s takes (%s) first, not the rank's @%s arguments (%s)"
-                            % (stage, ", ".join(s_args[:n]), fn, ", ".join(fixed_types)))
+        names = attr(attrs, "moe.stage_args", "names")
+        outs = final_types if last else attr(attrs, "moe.stage_results", "names")
+        if names is None or len(names) != len(s_args) or outs is None or \
+                len(outs) != len(s_results):
+            problems.append("%s names %s arguments and %s results for its %d and %d"
+                            % (stage, names, outs, len(s_args), len(s_results)))
+        elif any(n not in types for n in names):
+            problems.append("%s takes %s, which no earlier stage or exchange gave"
+                            % (stage, [n for n in names if n not in types]))
+        elif any(types[n] not in (t, None) for n, t in zip(names, s_args)):
+            problems.append("%s takes (%s) as (%s), which are (%s)"
+                            % (stage, ", ".join(names), ", ".join(s_args),
+                               ", ".join(types[n] for n in names)))
         if problems:
             break
-        ranks_args = [list(fixed[r]) + values[r] for r in range(N)]
-        if len(s_args) != len(ranks_args[0]):
-            problems.append("%s takes %d arguments; the contract gives it %d"
-                            % (stage, len(s_args), len(ranks_args[0])))
-            break
-        main = call_and_print("%s_stage%d" % (fn, s), s_args, s_results, ranks_args)
+        main = call_and_print("%s_stage%d" % (fn, s), s_args, s_results,
+                              [[values[r][n] for n in names] for r in range(N)])
         out = tools.execute(with_main(module, main), "%s%d" % (tag, s))
         printed = parse_printed(out, s_results * N)
         results = [printed[r * len(s_results):(r + 1) * len(s_results)] for r in range(N)]
-        if s == len(stages) - 1:
+        if last:
             if s_results != final_types or attr(attrs, "moe.exchange", "str") is not None:
                 problems.append("the last stage returns (%s) and names exchange %s, not @%s's "
                                 "results (%s) alone" % (", ".join(s_results),
@@ -450,26 +468,30 @@ def run_stages(tools, module, fn, fixed, fixed_types, final_types, N, tag):
                                                          ", ".join(final_types)))
             final = results
             break
+        for r in range(N):
+            values[r].update(zip(outs, results[r]))
+        types.update(zip(outs, s_results))
         op = attr(attrs, "moe.exchange", "str")
-        n_ops = attr(attrs, "moe.exchange_operands", "int")
+        ins = attr(attrs, "moe.exchange_args", "names")
+        res = attr(attrs, "moe.exchange_results", "names")
         ranks = attr(attrs, "moe.exchange_ranks", "int")
-        if op not in EXCHANGES or ranks != N or n_ops != EXCHANGES[op][1]:
-            problems.append("%s names exchange %s ranks %s operands %s" % (stage, op, ranks, n_ops))
+        if op not in EXCHANGES or ranks != N or ins is None or res is None or \
+                len(ins) != EXCHANGES[op][1] or len(res) != EXCHANGES[op][2] or \
+                any(n not in types for n in ins):
+            problems.append("%s names exchange %s ranks %s of %s giving %s"
+                            % (stage, op, ranks, ins, res))
             break
-        exchange, _, n_res = EXCHANGES[op]
+        exchange = EXCHANGES[op][0]
         try:
-            exch, sent = exchange([tuple(res[:n_ops]) for res in results], N)
+            exch, sent = exchange([tuple(values[r][n] for n in ins) for r in range(N)], N)
         except RuntimeError as e:
             problems.append("exchange %d of @%s (%s): %s" % (s, fn, op, e))
             break
         traffic.append((op, sent, exch))
-        values = [list(exch[r]) + results[r][n_ops:] for r in range(N)]
-        want = s_results[n_ops:]
-        nxt = stages[s + 1][0][n:]
-        if nxt[n_res:] != want:
-            problems.append("@%s_stage%d takes carried values (%s), stage %d carries (%s)"
-                            % (fn, s + 1, ", ".join(nxt[n_res:]), s, ", ".join(want)))
-            break
+        for r in range(N):
+            values[r].update(zip(res, exch[r]))
+        # An exchange's results are typed as the stages that take them say.
+        types.update((n, None) for n in res)
     return final, traffic, len(stages), problems
 
 

@@ -22,6 +22,8 @@ Value quantizeDequantize(OpBuilder &builder, Location loc, Value tensor,
 /// Patterns that rewrite fused moe ops (`moe.layer`, `moe.expert_mlp`) into
 /// basic ones.
 void populateExpandFusedOpsPatterns(RewritePatternSet &patterns);
+/// moe.expert_mlp into its parts only.
+void populateExpandExpertMLPPatterns(RewritePatternSet &patterns);
 
 /// Patterns that fuse grouped_matmul -> swiglu -> grouped_matmul chains into
 /// `moe.expert_mlp` where that computes the same thing.

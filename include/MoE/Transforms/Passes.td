@@ -265,6 +265,10 @@ def MoEFuseExperts : Pass<"moe-fuse-experts"> {
       example the down matmul must map back to the hidden size of `%rows`).
 
     Anything else is left as it is.
+
+    In a function marked `moe.program` (one GPU entry whose steps are one
+    entry each, where the fused op would be two) the chain stays unfused,
+    and a `moe.expert_mlp` written there is expanded into it.
   }];
   let dependentDialects = ["::mlir::moe::MoEDialect"];
 }
@@ -435,17 +439,26 @@ def MoESplitExchanges : Pass<"moe-split-exchanges", "::mlir::ModuleOp"> {
     its top level), this pass writes the stages between them as n + 1
     functions `@F_stage0 .. @F_stage<n>` and removes @F:
 
-    - `@F_stage<s>` takes @F's arguments, then (s > 0) the results of
-      exchange s-1, then the values stage s-1 carried;
-    - it returns (s < n) the operands of exchange s, then the values later
-      stages need (carried), or (s = n) @F's results.
+    - `@F_stage<s>` takes the values its ops read and do not define, in
+      definition order: @F's arguments (with their attributes), the
+      results of earlier exchanges, the values earlier stages returned;
+    - it returns (s < n) what it defines that exchange s or a later stage
+      reads, once each, or (s = n) @F's results (with their attributes).
 
-    A caller (the CPU simulation of N ranks, test/lib/ep_case.py; later the
-    runtime with NCCL) runs stage s on every rank, performs exchange s as
-    the op defines it, and passes its results and the carried values to
-    stage s+1. Stage s < n names its exchange in `moe.exchange` (the op
-    name), `moe.exchange_ranks` and `moe.exchange_operands` (how many of
-    its results are the exchange's operands); every stage has `moe.stage`.
+    Each value crossing a stage boundary has a name: @F's argument i its
+    `moe.name` or `arg<i>`, result j of exchange s `x<s>_<j>`, the rest
+    `v<k>`. Every stage lists @F's arguments' names in `moe.function_args`
+    (how a caller binds its inputs), its own arguments' in `moe.stage_args` and
+    (s < n) its results' in `moe.stage_results`, and gives each its name as
+    `moe.name` (a program entry's argument names), and names its exchange in
+    `moe.exchange` (the op), `moe.exchange_ranks`, `moe.exchange_args` (its
+    operands' names) and `moe.exchange_results`. A caller (the CPU
+    simulation of N ranks, test/lib/ep_case.py; the runtime with NCCL)
+    keeps the named values of each rank, runs stage s on them, performs
+    exchange s as the op defines it, and goes on with stage s+1. No stage
+    takes an argument it does not read or returns a value twice, so a stage
+    of a `moe.program` is one GPU entry. Every stage keeps @F's attributes
+    and has `moe.stage`.
     An exchange nested in a region is an error.
   }];
   let dependentDialects = ["::mlir::moe::MoEDialect",
