@@ -56,6 +56,11 @@ if [ ! -x "$site/nvidia/cu13/bin/cuobjdump" ] || [ ! -x "$site/nvidia/cu13/bin/n
   "$venv/bin/pip" install -q "nvidia-cuda-cuobjdump>=13,<14" "nvidia-cuda-nvdisasm>=13,<14"
 fi
 disasm=$site/nvidia/cu13/bin
+# NCCL's header, against which the runtime's tests check the NCCL ABI it
+# declares (runtime/test/NcclABICheck.cpp): PyPI's nvidia-nccl-cu13.
+if [ ! -f "$site/nvidia/nccl/include/nccl.h" ]; then
+  "$venv/bin/pip" install -q "nvidia-nccl-cu13>=2.27,<3"
+fi
 
 echo "== CUDA toolkit for ptxas/libdevice: $cuda ($("$cuda/bin/ptxas" --version | tail -1))"
 
@@ -72,6 +77,7 @@ cmake -G Ninja -S "$root" -B "$build" \
   -DLLVM_USE_LINKER=lld \
   -DMLIR_DIR=$llvm/lib/cmake/mlir -DLLVM_EXTERNAL_LIT=$llvm/bin/lit \
   -DMOE_PYTHON="$venv/bin/python" -DMOE_CUDA_TOOLKIT="$cuda" -DMOE_CUDA_DISASSEMBLERS="$disasm" \
+  -DMOE_NCCL_INCLUDE="$site/nvidia/nccl/include" \
   -DMOE_ENABLE_FUZZER=ON > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
 cmake --build "$build"
 

@@ -444,6 +444,77 @@ MOE_API moeStatus moeWorkspaceBytes(const moeBundle *bundle, const char *entry,
                                     const int64_t *sizes, int32_t num_sizes,
                                     uint64_t *bytes);
 
+/* ------------------------------------------------------------------------ */
+/* Expert-parallel exchanges through NCCL (docs/expert-parallel.md)          */
+/* ------------------------------------------------------------------------ */
+
+/// moe.dispatch and moe.undispatch between the stage entries of an
+/// expert-parallel layer (--moe-split-exchanges), on one rank of the
+/// caller's NCCL communicator of N ranks, for a layer of E experts (rank d
+/// owns experts [d*E/N, (d+1)*E/N)). NCCL is libnccl.so.2 as the process
+/// has it (PyTorch's, when it is loaded), or $MOE_NCCL_LIBRARY. Every rank
+/// makes the same calls in the same order. Each call synchronizes `stream`
+/// (NCCL's send and receive sizes are host values): not capturable in a
+/// CUDA graph. Device addresses are of the current context's device.
+typedef struct moeExchange moeExchange;
+
+/// An exchange over `nccl_comm` (an ncclComm_t the caller keeps alive and
+/// owns) for E = `experts`, which N must divide. UNSUPPORTED when NCCL or
+/// the driver's copies are missing, with the reason.
+MOE_API moeStatus moeExchangeCreate(void *nccl_comm, int64_t experts,
+                                    moeExchange **out);
+MOE_API void moeExchangeDestroy(moeExchange *exchange);
+
+/// N and this rank's index.
+MOE_API moeStatus moeExchangeGetRanks(const moeExchange *exchange,
+                                      int32_t *ranks, int32_t *rank);
+
+/// The device workspace the exchange calls take: N * E/N counts sent and
+/// as many received (int64), aligned to 8.
+MOE_API moeStatus moeExchangeWorkspaceBytes(const moeExchange *exchange,
+                                            uint64_t *bytes);
+
+/// moe.dispatch, first half. `offsets` (E + 1 integers of `offsets_bits` 32
+/// or 64, device) group this rank's `rows` rows by expert, read as
+/// moe.grouped_matmul reads them (clamped to [0, rows], never decreasing).
+/// Exchanges the rows per local expert with every rank; writes `counts` (N
+/// int64, device: the op's counts, rows received from each rank) and, on the
+/// host, *sent (rows this rank sends: the undispatch's result rows) and
+/// *received (R: the rows moeDispatchRows receives).
+MOE_API moeStatus moeDispatchCounts(moeExchange *exchange, uint64_t offsets,
+                                    int32_t offsets_bits, int64_t rows,
+                                    uint64_t counts, uint64_t workspace,
+                                    int64_t *sent, int64_t *received,
+                                    void *stream);
+
+/// moe.dispatch, second half, after this exchange's last moeDispatchCounts:
+/// sends the rows of `rows` (`row_bytes` each) to their experts' ranks and
+/// receives `received` (R rows, from rank 0 first) and `local_ids` (R int32:
+/// each received row's expert on this rank).
+MOE_API moeStatus moeDispatchRows(moeExchange *exchange, uint64_t rows,
+                                  int64_t row_bytes, uint64_t received,
+                                  uint64_t local_ids, void *stream);
+
+/// moe.undispatch: `rows` (`num_rows` = the sum of `counts`, in the order
+/// moeDispatchRows received them) go back to their ranks; `result` (the
+/// dispatch's *sent rows) gets, at the rows this rank sent rank d, what d
+/// returns. `counts` and `offsets` are the dispatch's (device), `rows_sent`
+/// its `rows`. Synchronizes to read counts and offsets.
+MOE_API moeStatus moeUndispatch(moeExchange *exchange, uint64_t rows,
+                                int64_t num_rows, int64_t row_bytes,
+                                uint64_t counts, uint64_t offsets,
+                                int32_t offsets_bits, int64_t rows_sent,
+                                uint64_t result, int64_t result_rows,
+                                void *stream);
+
+/// A communicator of the process's NCCL for a caller without NCCL bindings:
+/// ncclGetUniqueId into `id` (128 bytes, to share with every rank), then
+/// ncclCommInitRank; moeNcclCommDestroy frees it.
+MOE_API moeStatus moeNcclGetUniqueId(void *id);
+MOE_API moeStatus moeNcclCommInitRank(int32_t ranks, const void *id,
+                                      int32_t rank, void **comm);
+MOE_API moeStatus moeNcclCommDestroy(void *comm);
+
 #ifdef __cplusplus
 } // extern "C"
 #endif

@@ -34,7 +34,8 @@ using TensorMapInterleave = int;
 using TensorMapSwizzle = int;
 using TensorMapL2Promotion = int;
 using TensorMapFloatOOBFill = int;
-using LaunchAttributeID = int; // CUlaunchAttributeID
+using LaunchAttributeID = int;        // CUlaunchAttributeID
+using DevicePtr = unsigned long long; // CUdeviceptr
 
 /// CUtensorMap: 128 opaque bytes. The driver needs 64-byte alignment; CUDA
 /// 13's cuda.h declares 128, which satisfies both.
@@ -157,12 +158,19 @@ inline constexpr LaunchAttributeID
 /// goes through cuLaunchKernel, without programmatic dependent launch (a
 /// cluster kernel then gets its cluster size from its image).
 /// cuOccupancyMaxActiveClusters (CUDA 11.8+): without it the residency of a
-/// cluster kernel is derived from its CTAs per multiprocessor.
+/// cluster kernel is derived from its CTAs per multiprocessor. The copies and
+/// the stream synchronisation only the expert-parallel exchanges use
+/// (Exchange.cpp; without them those calls are UNSUPPORTED).
 #define MOE_DRIVER_OPTIONAL_FUNCTIONS(X)                                       \
   X(launchKernelEx, cuLaunchKernelEx, const cu::LaunchConfig *, cu::Function,  \
     void **, void **)                                                          \
   X(occupancyMaxActiveClusters, cuOccupancyMaxActiveClusters, int *,           \
-    cu::Function, const cu::LaunchConfig *)
+    cu::Function, const cu::LaunchConfig *)                                    \
+  X(memcpyDtoHAsync, cuMemcpyDtoHAsync_v2, void *, cu::DevicePtr, std::size_t, \
+    cu::Stream)                                                                \
+  X(memcpyHtoDAsync, cuMemcpyHtoDAsync_v2, cu::DevicePtr, const void *,        \
+    std::size_t, cu::Stream)                                                   \
+  X(streamSynchronize, cuStreamSynchronize, cu::Stream)
 
 /// The driver entry points: those of MOE_DRIVER_FUNCTIONS all non-null in a
 /// usable table, those of MOE_DRIVER_OPTIONAL_FUNCTIONS null where the

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AbiCheck.h"
 #include "DriverAPI.h"
 
 #include <cuda.h>
@@ -20,6 +21,7 @@
 namespace {
 
 using namespace moe::runtime;
+using namespace moe_abi;
 
 // Constants.
 static_assert(cu::kSuccess == CUDA_SUCCESS);
@@ -79,6 +81,7 @@ static_assert(sizeof(cu::Context) == sizeof(CUcontext));
 static_assert(sizeof(cu::Module) == sizeof(CUmodule));
 static_assert(sizeof(cu::Function) == sizeof(CUfunction));
 static_assert(sizeof(cu::Stream) == sizeof(CUstream));
+static_assert(std::is_same_v<cu::DevicePtr, CUdeviceptr>);
 static_assert(std::is_same_v<std::uint32_t, cuuint32_t>);
 static_assert(std::is_same_v<std::uint64_t, cuuint64_t>);
 
@@ -146,58 +149,6 @@ MOE_CHECK_LAUNCH_CONFIG_FIELD(attrs)
 MOE_CHECK_LAUNCH_CONFIG_FIELD(numAttrs)
 #undef MOE_CHECK_LAUNCH_CONFIG_FIELD
 
-template <typename T, typename = void> struct IsComplete : std::false_type {};
-template <typename T>
-struct IsComplete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
-
-/// Whether the calling convention treats A and B alike: integers and enums
-/// of one size; pointers to such types, to void, to two complete types of
-/// one size (A at least as aligned as B), or to two opaque structs.
-template <typename A, typename B> constexpr bool sameAbi() {
-  if constexpr (std::is_pointer_v<A> || std::is_pointer_v<B>) {
-    if constexpr (!std::is_pointer_v<A> || !std::is_pointer_v<B>) {
-      return false;
-    } else {
-      using PA = std::remove_pointer_t<A>;
-      using PB = std::remove_pointer_t<B>;
-      if constexpr (std::is_const_v<PA> != std::is_const_v<PB>)
-        return false;
-      else if constexpr (std::is_void_v<PA> || std::is_void_v<PB>)
-        return std::is_void_v<PA> && std::is_void_v<PB>;
-      else if constexpr (std::is_class_v<PA> && std::is_class_v<PB>) {
-        if constexpr (IsComplete<PA>::value != IsComplete<PB>::value)
-          return false;
-        else if constexpr (IsComplete<PA>::value)
-          return sizeof(PA) == sizeof(PB) && alignof(PA) >= alignof(PB);
-        else
-          return true;
-      } else {
-        return sameAbi<std::remove_const_t<PA>, std::remove_const_t<PB>>();
-      }
-    }
-  } else {
-    return (std::is_integral_v<A> || std::is_enum_v<A>) &&
-           (std::is_integral_v<B> || std::is_enum_v<B>) &&
-           sizeof(A) == sizeof(B);
-  }
-}
-
-template <typename R1, typename... A1, typename R2, typename... A2>
-constexpr bool sameSignature(R1 (*)(A1...), R2 (*)(A2...)) {
-  if constexpr (sizeof...(A1) != sizeof...(A2))
-    return false;
-  else
-    return sameAbi<R1, R2>() && (sameAbi<A1, A2>() && ...);
-}
-
-constexpr bool sameString(const char *a, const char *b) {
-  while (*a && *a == *b)
-    ++a, ++b;
-  return *a == *b;
-}
-
-#define MOE_STRINGIFY_EXPANDED(x) #x
-#define MOE_STRINGIFY(x) MOE_STRINGIFY_EXPANDED(x)
 #define MOE_CHECK_DRIVER_FUNCTION(member, symbol, ...)                         \
   static_assert(sameSignature(static_cast<decltype(Driver::member)>(nullptr),  \
                               &::symbol),                                      \
@@ -207,5 +158,10 @@ constexpr bool sameString(const char *a, const char *b) {
 MOE_DRIVER_FUNCTIONS(MOE_CHECK_DRIVER_FUNCTION)
 MOE_DRIVER_OPTIONAL_FUNCTIONS(MOE_CHECK_DRIVER_FUNCTION)
 #undef MOE_CHECK_DRIVER_FUNCTION
+// The copies are dlsym'd by their `_v2` names: those cuda.h binds today.
+static_assert(sameString(MOE_STRINGIFY(cuMemcpyDtoHAsync),
+                         "cuMemcpyDtoHAsync_v2"));
+static_assert(sameString(MOE_STRINGIFY(cuMemcpyHtoDAsync),
+                         "cuMemcpyHtoDAsync_v2"));
 
 } // namespace

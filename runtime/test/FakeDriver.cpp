@@ -408,6 +408,22 @@ cu::Result fakeTensorMapEncodeTiled(
   return cu::kSuccess;
 }
 
+// Device memory is host memory here: the copies are memcpy (not recorded,
+// so that the exchange tests' ranks may run them on threads of their own).
+cu::Result fakeMemcpyDtoHAsync(void *dst, cu::DevicePtr src, size_t bytes,
+                               cu::Stream) {
+  std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+  return cu::kSuccess;
+}
+
+cu::Result fakeMemcpyHtoDAsync(cu::DevicePtr dst, const void *src, size_t bytes,
+                               cu::Stream) {
+  std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
+  return cu::kSuccess;
+}
+
+cu::Result fakeStreamSynchronize(cu::Stream) { return cu::kSuccess; }
+
 } // namespace
 
 FakeGpu &fakeGpu() { return gpu(); }
@@ -441,6 +457,9 @@ const Driver &fakeDriverTable(bool withLaunchKernelEx,
     d.launchKernelEx = fakeLaunchKernelEx;
     d.occupancyMaxActiveClusters = fakeOccupancyClusters;
     d.tensorMapEncodeTiled = fakeTensorMapEncodeTiled;
+    d.memcpyDtoHAsync = fakeMemcpyDtoHAsync;
+    d.memcpyHtoDAsync = fakeMemcpyHtoDAsync;
+    d.streamSynchronize = fakeStreamSynchronize;
     return d;
   }();
   // Without cuLaunchKernelEx (older than CUDA 12.0), without

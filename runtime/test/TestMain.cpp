@@ -59,6 +59,11 @@ int main(int argc, char **argv) {
 #else
   std::printf("driver ABI check skipped (no cuda.h at configure time)\n");
 #endif
+#ifdef MOE_RUNTIME_NCCL_ABI_CHECKED
+  std::printf("NCCL ABI declarations checked against nccl.h at compile time\n");
+#else
+  std::printf("NCCL ABI check skipped (no nccl.h at configure time)\n");
+#endif
   std::printf("%ld checks\n", moe_test::checksMade);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
