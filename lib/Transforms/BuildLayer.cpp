@@ -7,6 +7,8 @@
 
 #include "MoE/Transforms/Passes.h"
 
+#include "MoE/Target/Contract.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
@@ -146,6 +148,26 @@ struct BuildLayer : mlir::moe::impl::MoEBuildLayerBase<BuildLayer> {
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     auto func =
         func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, {x}));
+    // Each argument named as --moe-generate-backward and the runtime's
+    // callers name it (moe.name: a program's argument names).
+    SmallVector<std::pair<int, StringRef>> names = {
+        {0, "tokens"},
+        {w13, "gate_up_weights"},
+        {w2, "down_weights"},
+        {b13, "gate_up_bias"},
+        {b2, "down_bias"},
+        {bias, "score_bias"},
+        {s13, "shared_gate_up_weights"},
+        {s13 < 0 ? -1 : s13 + 1, "shared_down_weights"},
+        {sg, "shared_gate_weights"}};
+    if (routed)
+      names.push_back({1, "logits"});
+    else
+      names.append({{1, "ids"}, {2, "weights"}});
+    for (auto [index, argName] : names)
+      if (index >= 0)
+        func.setArgAttr(index, kNameAttr, b.getStringAttr(argName));
+    func.setResultAttr(0, kNameAttr, b.getStringAttr("out"));
     Block *body = func.addEntryBlock();
     b.setInsertionPointToStart(body);
     auto arg = [&](int index) {

@@ -169,6 +169,8 @@ struct MoESplitExchangesPass
           stage.setArgAttrs(i, fn.getArgAttrDict(arg.getArgNumber()));
         stage.setArgAttr(i, kNameAttr, b.getStringAttr(names.lookup(v)));
       }
+      // A caller runs each stage as one call: on the GPU, one entry.
+      stage->setAttr(kProgramAttr, b.getUnitAttr());
       stage->setAttr("moe.stage", b.getI64IntegerAttr(s));
       stage->setAttr("moe.function_args", nameList(fn.getArguments()));
       stage->setAttr("moe.stage_args", nameList(inputs[s]));

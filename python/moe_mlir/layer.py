@@ -485,7 +485,7 @@ def _compiler_identity(tools: Tuple[str, str]) -> str:
 def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
                   compiler: Optional[str] = None, train: bool = False,
                   recompute_rows: bool = False,
-                  native_layout: bool = False) -> str:
+                  native_layout: Optional[bool] = None) -> str:
     """The path of the bundle of `spec` (entry ENTRY), compiled on first
     use. The cache holds <cache_dir>/<spec.key()>/layer.mlir and one
     <compiler id>.moebundle per compiler that compiled it. With train, the
@@ -493,11 +493,14 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     (--moe-generate-backward; training.py), as <compiler id>.train.moebundle;
     with recompute_rows too, its backward permutes the tokens again instead
     of saving the permuted rows (<compiler id>.train-recompute-rows.moebundle).
-    With native_layout too (GPT-OSS), the layer takes the experts' weights as
-    transformers keeps them (--moe-build-layer native-layout: gate-up
-    [E, H, 2I] interleaved, down [E, I, H]) and trains on them as they lie
+    A GPT-OSS train bundle takes the experts' weights as transformers keeps
+    them (--moe-build-layer native-layout: gate-up [E, H, 2I] interleaved,
+    down [E, I, H]) and trains on them as they lie
     (<compiler id>.train-native[-recompute-rows].moebundle, its source
-    layer.train-native.mlir). With a compiler
+    layer.train-native.mlir): native_layout None (the default) is that for
+    GPT-OSS's train bundle and False otherwise; native_layout=False gives
+    GPT-OSS's train bundle over the runtime's layout (the caller copies the
+    weights into it). With a compiler
     (find_compiler), its own bundle is returned, compiled first when
     missing; without one, the newest bundle of the layer (one compiled
     elsewhere and copied here). Raises MoERuntimeError: NOT_FOUND (no
@@ -509,6 +512,8 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     if recompute_rows and not train:
         raise ValueError("compile_layer: recompute_rows is an option of the "
                          "train bundle (train=True)")
+    if native_layout is None:
+        native_layout = train and spec.activation == "gptoss"
     if native_layout and not (train and spec.activation == "gptoss"):
         raise ValueError("compile_layer: native_layout is an option of a "
                          "GPT-OSS train bundle (train=True, activation "
@@ -588,14 +593,16 @@ def main(argv=None) -> int:
              "train forward and the backward) instead"),
             ("--recompute-rows", "with --train: the one of "
              "TrainableMoELayer.from_hf(block, recompute_rows=True)"),
-            ("--native-layout", "with --train, GPT-OSS: the one of "
-             "TrainableMoELayer.from_hf(block, native_layout=True)")):
+            ("--copy-layout", "with --train, GPT-OSS: the one of "
+             "TrainableMoELayer.from_hf(block, native_layout=False) (the "
+             "experts' weights copied into the runtime's layout each step) "
+             "instead of the default's (over them as they lie)")):
         parser.add_argument(flag, action="store_true", help=what)
     args = parser.parse_args(argv)
     if args.recompute_rows and not args.train:
         parser.error("--recompute-rows is an option of --train")
-    if args.native_layout and not args.train:
-        parser.error("--native-layout is an option of --train")
+    if args.copy_layout and not args.train:
+        parser.error("--copy-layout is an option of --train")
     if args.train and args.experts:
         parser.error("--train compiles MoELayer's layer, not --experts'")
     for path in args.configs:
@@ -603,11 +610,15 @@ def main(argv=None) -> int:
             spec = spec_from_config(json.load(f))
         if args.experts:
             spec = spec.experts_only()
+        if args.copy_layout and spec.activation != "gptoss":
+            parser.error(f"{path}: --copy-layout is an option of a GPT-OSS "
+                         "train bundle (the other models' weights already "
+                         "have the runtime's layout)")
         try:
             print(spec.options() if args.options else compile_layer(
                 spec, cache_dir=args.cache_dir, compiler=args.compiler,
                 train=args.train, recompute_rows=args.recompute_rows,
-                native_layout=args.native_layout))
+                native_layout=False if args.copy_layout else None))
         except ValueError as error:
             parser.error(f"{path}: {error}")
     return 0

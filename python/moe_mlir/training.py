@@ -21,14 +21,13 @@ its half) and the down projection; the program runs it as grouped ops of
 one group (--moe-expand-shared-mlp). DeepSeek-V3's correction bias steers
 the choice and gets no gradient.
 
-GPT-OSS's experts are rearranged into the runtime's layout by
-differentiable torch ops on each call (its gate-up columns interleave gate
-and up units, its weights are [E, K, N]): a copy of the expert weights per
-step, whose backward hands the gradients back in the block's layout. With
-native_layout=True its layer takes them as they lie instead (kn_weights
-GEMMs around an interleaved activation, compile_layer(native_layout=True)):
-no copy, the gradients written in the block's layout; not yet the default
-until the GPU suite has run it. Its
+GPT-OSS's experts (gate-up columns interleaving gate and up units, weights
+[E, K, N]) are taken as they lie: kn_weights GEMMs around an interleaved
+activation (compile_layer's native layout), no copy, the gradients written
+in the block's layout. With native_layout=False they are rearranged into the
+runtime's layout by differentiable torch ops on each call instead (a copy of
+the expert weights per step, whose backward hands the gradients back in the
+block's layout; kept for comparison). Its
 block returns the routing scores beside the output: those are computed by
 torch from the logits (top-k, softmax over the k), so that a loss on them
 reaches the router through torch's autograd.
@@ -295,20 +294,23 @@ if torch is not None:
         def from_hf(cls, block, *, cache_dir: Optional[str] = None,
                     compiler: Optional[str] = None,
                     recompute_rows: bool = False,
-                    native_layout: bool = False) -> "TrainableMoELayer":
+                    native_layout: Optional[bool] = None) -> "TrainableMoELayer":
             """The trainable layer of a Hugging Face sparse MoE block
             (bfloat16, on a CUDA device; no gated shared expert), its
             forward and backward compiled on first use
             (compile_layer(..., train=True)). With recompute_rows, the
             forward does not keep the tokens' [T*k, H] expert-ordered copy
             for the backward, which makes it again (a gather): less memory
-            for a little time (not with expert parallelism). With
-            native_layout (GPT-OSS only), the layer trains on the experts'
-            weights as they lie, without the per-step copy into the
-            runtime's layout. Raises what MoELayer.from_hf raises, and
-            ValueError for the blocks training does not support yet."""
+            for a little time (not with expert parallelism). For GPT-OSS
+            the layer trains on the experts' weights as they lie
+            (native_layout None or True); native_layout=False copies them
+            into the runtime's layout each step instead. Raises what
+            MoELayer.from_hf raises, and ValueError for the blocks training
+            does not support yet."""
             spec, sources, returns = _read_block(block)
             _refuse_training(block, spec)
+            if native_layout is None:
+                native_layout = spec.activation == "gptoss"
             path = compile_layer(spec, cache_dir=cache_dir,
                                  compiler=compiler, train=True,
                                  recompute_rows=recompute_rows,

@@ -307,8 +307,8 @@ with tempfile.TemporaryDirectory() as scratch:
         check(moe_mlir.compile_layer(specs["olmoe"], cache_dir=cache) == paths[2],
               "the layer's bundle beside newer training bundles")
     for flags, message in ((["--recompute-rows"], "an option of --train"),
-                           (["--native-layout"], "an option of --train"),
-                           (["--train", "--native-layout"], "an option of a GPT-OSS"),
+                           (["--copy-layout"], "an option of --train"),
+                           (["--train", "--copy-layout"], "an option of a GPT-OSS"),
                            (["--train", "--experts"], "not --experts'")):
         cli = subprocess.run(commands[0] + [config_path] + flags,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -320,8 +320,16 @@ with tempfile.TemporaryDirectory() as scratch:
     # GPT-OSS's train bundle over the weights as transformers keeps them:
     # its own cache name, and the train entry takes gate-up [E, H, 2I] and
     # down [E, I, H]; only GPT-OSS's train bundle has that option.
-    native = moe_mlir.compile_layer(specs["gpt_oss"], cache_dir=cache, train=True,
-                                    native_layout=True)
+    native = moe_mlir.compile_layer(specs["gpt_oss"], cache_dir=cache, train=True)
+    check(native == moe_mlir.compile_layer(specs["gpt_oss"], cache_dir=cache, train=True,
+                                           native_layout=True),
+          "GPT-OSS's train bundle is the native-layout one by default")
+    copied = moe_mlir.compile_layer(specs["gpt_oss"], cache_dir=cache, train=True,
+                                    native_layout=False)
+    copied_dims = {a.name: a.dims for a in Bundle(copied).signature("moe_layer_train").args}
+    check(copied.endswith(".train.moebundle") and
+          copied_dims["gate_up_weights"] == ("128", "5760", "2880"),
+          f"copy layout: {copied} {copied_dims}")
     dims = {a.name: a.dims for a in Bundle(native).signature("moe_layer_train").args}
     check(native.endswith(".train-native.moebundle") and
           dims["gate_up_weights"] == ("128", "2880", "5760") and

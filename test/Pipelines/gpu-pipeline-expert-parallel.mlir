@@ -1,6 +1,5 @@
 // A rank's expert-parallel layer for the GPU: --moe-expert-parallel and
-// --moe-split-exchanges on a layer marked moe.program give three stage
-// programs, each one entry of the bundle (program.v1) whose arguments are
+// --moe-split-exchanges give three stage programs (moe.program), each one entry of the bundle (program.v1) whose arguments are
 // named as the stages name their values (moe.stage_args / stage_results):
 // route + permute up to the dispatch, the rank's experts (the permute by
 // local expert, the expert MLP unfused since a program's steps are one
@@ -11,7 +10,7 @@
 
 func.func @layer(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
                  %w13: tensor<8x256x256xbf16>, %w2: tensor<8x256x128xbf16>)
-    -> tensor<?x256xbf16> attributes {moe.program} {
+    -> tensor<?x256xbf16> {
   %ids, %w = moe.route softmax_topk %logits top 2 renormalize
       : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
   %rows, %offsets, %slots = moe.permute %x, %ids

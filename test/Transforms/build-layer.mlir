@@ -30,7 +30,9 @@
 func.func private @taken()
 
 // MIXTRAL-LABEL: func.func @moe_layer(
-// MIXTRAL-SAME: %[[X:.*]]: tensor<?x4096xbf16>, %[[L:.*]]: tensor<?x8xbf16>, %[[W13:.*]]: tensor<8x28672x4096xbf16>, %[[W2:.*]]: tensor<8x4096x14336xbf16>) -> tensor<?x4096xbf16>
+// Each argument named as --moe-generate-backward and the runtime's callers
+// name it (moe.name).
+// MIXTRAL-SAME: %[[X:[^:]*]]: tensor<?x4096xbf16> {moe.name = "tokens"}, %[[L:[^:]*]]: tensor<?x8xbf16> {moe.name = "logits"}, %[[W13:[^:]*]]: tensor<8x28672x4096xbf16> {moe.name = "gate_up_weights"}, %[[W2:[^:]*]]: tensor<8x4096x14336xbf16> {moe.name = "down_weights"}) -> (tensor<?x4096xbf16> {moe.name = "out"})
 // MIXTRAL: %[[IDS:.*]], %[[W:.*]] = moe.route softmax_topk %[[L]] top 2 renormalize : (tensor<?x8xbf16>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
 // MIXTRAL: %[[ROWS:.*]], %[[OFF:.*]], %[[SLOTS:.*]] = moe.permute %[[X]], %[[IDS]] : (tensor<?x4096xbf16>, tensor<?x2xi32>) -> (tensor<?x4096xbf16>, tensor<9xi64>, tensor<?x2xi64>)
 // MIXTRAL: %[[Y:.*]] = moe.expert_mlp silu %[[ROWS]], %[[OFF]], %[[W13]], %[[W2]] :
@@ -38,13 +40,13 @@ func.func private @taken()
 // MIXTRAL: return %[[OUT]] : tensor<?x4096xbf16>
 
 // DSV3-LABEL: func.func @dsv3(
-// DSV3-SAME: %[[X:.*]]: tensor<?x7168xbf16>, %[[L:.*]]: tensor<?x256xf32>, %[[B:.*]]: tensor<256xf32>, %[[W13:.*]]: tensor<256x4096x7168xbf16>, %[[W2:.*]]: tensor<256x7168x2048xbf16>, %[[S13:.*]]: tensor<4096x7168xbf16>, %[[S2:.*]]: tensor<7168x2048xbf16>)
+// DSV3-SAME: %[[X:[^:]*]]: tensor<?x7168xbf16> {moe.name = "tokens"}, %[[L:[^:]*]]: tensor<?x256xf32> {moe.name = "logits"}, %[[B:[^:]*]]: tensor<256xf32> {moe.name = "score_bias"}, %[[W13:[^:]*]]: tensor<256x4096x7168xbf16> {moe.name = "gate_up_weights"}, %[[W2:[^:]*]]: tensor<256x7168x2048xbf16> {moe.name = "down_weights"}, %[[S13:[^:]*]]: tensor<4096x7168xbf16> {moe.name = "shared_gate_up_weights"}, %[[S2:[^:]*]]: tensor<7168x2048xbf16> {moe.name = "shared_down_weights"})
 // DSV3: moe.route sigmoid_topk %[[L]] bias %[[B]] top 8 groups 8 select 4 renormalize scale 2.500000e+00
 // DSV3: %[[S:.*]] = moe.shared_mlp silu %[[X]], %[[S13]], %[[S2]] :
 // DSV3: moe.unpermute %{{.*}}, %{{.*}} weights %{{.*}} shared %[[S]] :
 
 // QWEN2-LABEL: func.func @qwen2(
-// QWEN2-SAME: %[[S13:[^:]*]]: tensor<11264x2048xbf16>, %[[S2:[^:]*]]: tensor<2048x5632xbf16>, %[[G:[^:]*]]: tensor<1x2048xbf16>)
+// QWEN2-SAME: %[[S13:[^:]*]]: tensor<11264x2048xbf16> {moe.name = "shared_gate_up_weights"}, %[[S2:[^:]*]]: tensor<2048x5632xbf16> {moe.name = "shared_down_weights"}, %[[G:[^:]*]]: tensor<1x2048xbf16> {moe.name = "shared_gate_weights"})
 // QWEN2: moe.route softmax_topk %{{.*}} top 4 : (tensor<?x60xbf16>)
 // QWEN2: moe.shared_mlp silu %{{.*}}, %[[S13]], %[[S2]] gate %[[G]] :
 
@@ -52,18 +54,18 @@ func.func private @taken()
 // interleaved, [E, I, H]), the experts the kn_weights chain around an
 // interleaved activation instead of moe.expert_mlp.
 // NATIVE-LABEL: func.func @gptoss(
-// NATIVE-SAME: %[[W13:[^:]*]]: tensor<128x2880x5760xbf16>, %[[B13:[^:]*]]: tensor<128x5760xbf16>, %[[W2:[^:]*]]: tensor<128x2880x2880xbf16>, %[[B2:[^:]*]]: tensor<128x2880xf32>)
+// NATIVE-SAME: %[[W13:[^:]*]]: tensor<128x2880x5760xbf16> {moe.name = "gate_up_weights"}, %[[B13:[^:]*]]: tensor<128x5760xbf16> {moe.name = "gate_up_bias"}, %[[W2:[^:]*]]: tensor<128x2880x2880xbf16> {moe.name = "down_weights"}, %[[B2:[^:]*]]: tensor<128x2880xf32> {moe.name = "down_bias"})
 // NATIVE: %[[GU:.*]] = moe.grouped_matmul %{{.*}}, %[[W13]], %{{.*}} bias %[[B13]] kn_weights
 // NATIVE: %[[H:.*]] = moe.swiglu gptoss %[[GU]] interleaved alpha 1.702000e+00 limit 7.000000e+00
 // NATIVE: moe.grouped_matmul %[[H]], %[[W2]], %{{.*}} bias %[[B2]] kn_weights
 // NATIVE-NOT: moe.expert_mlp
 // GPTOSS-LABEL: func.func @gptoss(
-// GPTOSS-SAME: %{{.*}}: tensor<128x5760x2880xbf16>, %[[B13:[^:]*]]: tensor<128x5760xbf16>, %{{.*}}: tensor<128x2880x2880xbf16>, %[[B2:[^:]*]]: tensor<128x2880xf32>)
+// GPTOSS-SAME: %{{[^:]*}}: tensor<128x5760x2880xbf16> {moe.name = "gate_up_weights"}, %[[B13:[^:]*]]: tensor<128x5760xbf16> {moe.name = "gate_up_bias"}, %{{[^:]*}}: tensor<128x2880x2880xbf16> {moe.name = "down_weights"}, %[[B2:[^:]*]]: tensor<128x2880xf32> {moe.name = "down_bias"})
 // GPTOSS: moe.route topk_softmax %{{.*}} top 4 :
 // GPTOSS: moe.expert_mlp gptoss %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} gate_up_bias %[[B13]] down_bias %[[B2]] alpha 1.702000e+00 limit 7.000000e+00 :
 
 // NONE-LABEL: func.func @experts(
-// NONE-SAME: %[[X:.*]]: tensor<?x2880xbf16>, %[[IDS:.*]]: tensor<?x4xi32>, %[[W:.*]]: tensor<?x4xf32>, %[[W13:.*]]: tensor<128x5760x2880xbf16>, %[[B13:.*]]: tensor<128x5760xbf16>, %[[W2:.*]]: tensor<128x2880x2880xbf16>, %[[B2:.*]]: tensor<128x2880xf32>) -> tensor<?x2880xbf16>
+// NONE-SAME: %[[X:[^:]*]]: tensor<?x2880xbf16> {moe.name = "tokens"}, %[[IDS:[^:]*]]: tensor<?x4xi32> {moe.name = "ids"}, %[[W:[^:]*]]: tensor<?x4xf32> {moe.name = "weights"}, %[[W13:[^:]*]]: tensor<128x5760x2880xbf16> {moe.name = "gate_up_weights"}, %[[B13:[^:]*]]: tensor<128x5760xbf16> {moe.name = "gate_up_bias"}, %[[W2:[^:]*]]: tensor<128x2880x2880xbf16> {moe.name = "down_weights"}, %[[B2:[^:]*]]: tensor<128x2880xf32> {moe.name = "down_bias"}) -> (tensor<?x2880xbf16> {moe.name = "out"})
 // NONE-NOT: moe.route
 // NONE: %[[ROWS:.*]], %[[OFF:.*]], %[[SLOTS:.*]] = moe.permute %[[X]], %[[IDS]] :
 // NONE: %[[Y:.*]] = moe.expert_mlp gptoss %[[ROWS]], %[[OFF]], %[[W13]], %[[W2]] gate_up_bias %[[B13]] down_bias %[[B2]] alpha

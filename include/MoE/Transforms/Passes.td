@@ -456,9 +456,9 @@ def MoESplitExchanges : Pass<"moe-split-exchanges", "::mlir::ModuleOp"> {
     simulation of N ranks, test/lib/ep_case.py; the runtime with NCCL)
     keeps the named values of each rank, runs stage s on them, performs
     exchange s as the op defines it, and goes on with stage s+1. No stage
-    takes an argument it does not read or returns a value twice, so a stage
-    of a `moe.program` is one GPU entry. Every stage keeps @F's attributes
-    and has `moe.stage`.
+    takes an argument it does not read or returns a value twice: each stage
+    is a `moe.program` (one call; on the GPU one entry). Every stage keeps
+    @F's attributes and has `moe.stage`.
     An exchange nested in a region is an error.
   }];
   let dependentDialects = ["::mlir::moe::MoEDialect",
