@@ -24,3 +24,5 @@ mkdir -p "$root/.gpu-artifacts"
   --compiler "$build/bin"
 "$python" "$root/test/device/train_layer.py" --build-cache "$root/.gpu-artifacts/hf-cache" \
   --compiler "$build/bin"
+"$python" "$root/test/device/expert_parallel.py" --build-cache "$root/.gpu-artifacts/hf-cache" \
+  --compiler "$build/bin"

@@ -485,7 +485,8 @@ def _compiler_identity(tools: Tuple[str, str]) -> str:
 def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
                   compiler: Optional[str] = None, train: bool = False,
                   recompute_rows: bool = False,
-                  native_layout: Optional[bool] = None) -> str:
+                  native_layout: Optional[bool] = None,
+                  expert_parallel: int = 0) -> str:
     """The path of the bundle of `spec` (entry ENTRY), compiled on first
     use. The cache holds <cache_dir>/<spec.key()>/layer.mlir and one
     <compiler id>.moebundle per compiler that compiled it. With train, the
@@ -500,7 +501,12 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     layer.train-native.mlir): native_layout None (the default) is that for
     GPT-OSS's train bundle and False otherwise; native_layout=False gives
     GPT-OSS's train bundle over the runtime's layout (the caller copies the
-    weights into it). With a compiler
+    weights into it). With expert_parallel=N, the layer one of N ranks runs
+    (--moe-expert-parallel=ranks=N --moe-split-exchanges: its stage
+    programs, each one entry, with the exchanges between them; the experts'
+    weights the rank's E/N; <compiler id>.ep<N>.moebundle, its source
+    layer.ep<N>.mlir the stages as split, whose attributes say how they
+    connect: parallel.py). With a compiler
     (find_compiler), its own bundle is returned, compiled first when
     missing; without one, the newest bundle of the layer (one compiled
     elsewhere and copied here). Raises MoERuntimeError: NOT_FOUND (no
@@ -512,18 +518,26 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     if recompute_rows and not train:
         raise ValueError("compile_layer: recompute_rows is an option of the "
                          "train bundle (train=True)")
+    if expert_parallel and (train or expert_parallel < 1 or
+                            spec.experts % expert_parallel):
+        raise ValueError(
+            "compile_layer: expert_parallel is the number of ranks, which "
+            f"must divide the {spec.experts} experts, of an inference layer "
+            f"(not train), got {expert_parallel}")
     if native_layout is None:
         native_layout = train and spec.activation == "gptoss"
     if native_layout and not (train and spec.activation == "gptoss"):
         raise ValueError("compile_layer: native_layout is an option of a "
                          "GPT-OSS train bundle (train=True, activation "
                          "gptoss)")
-    suffix = (".moebundle" if not train else
+    suffix = (f".ep{expert_parallel}.moebundle" if expert_parallel else
+              ".moebundle" if not train else
               ".train" + ("-native" if native_layout else "") +
               ("-recompute-rows" if recompute_rows else "") + ".moebundle")
     if tools is None:
         bundles = [b for b in glob.glob(os.path.join(layer_dir, "*" + suffix))
-                   if train or ".train" not in os.path.basename(b)]
+                   if train or expert_parallel or not any(
+                       part in os.path.basename(b) for part in (".train", ".ep"))]
         if bundles:
             return max(bundles, key=os.path.getmtime)
         raise MoERuntimeError(
@@ -538,7 +552,8 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     if os.path.exists(bundle):
         return bundle
     os.makedirs(layer_dir, exist_ok=True)
-    source = os.path.join(layer_dir, "layer.train-native.mlir"
+    source = os.path.join(layer_dir, f"layer.ep{expert_parallel}.mlir"
+                          if expert_parallel else "layer.train-native.mlir"
                           if native_layout else "layer.mlir")
     options = spec.options() + (" native-layout=true" if native_layout else "")
     with tempfile.TemporaryDirectory(dir=layer_dir) as scratch:
@@ -547,15 +562,20 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
         built_source = os.path.join(scratch, "layer.mlir")
         lowered = os.path.join(scratch, "layer.gpu.mlir")
         built = os.path.join(scratch, "layer.moebundle")
-        for command in ([tools[0], empty,
+        # Expert parallelism: the rank's stages, kept as the source.
+        split = ([[tools[0], built_source,
+                   f"--moe-expert-parallel=ranks={expert_parallel}",
+                   "--moe-split-exchanges", "-o", built_source]]
+                 if expert_parallel else [])
+        for command in [[tools[0], empty,
                          f"--moe-build-layer={options}", "-o",
-                         built_source],
+                         built_source]] + split + [
                         [tools[0], built_source] +
                         (["--moe-generate-backward=recompute-rows=true"]
                          if recompute_rows else
                          ["--moe-generate-backward"] if train else []) +
                         [PIPELINE, "-o", lowered],
-                        [tools[1], "--moe-to-bundle", lowered, "-o", built]):
+                        [tools[1], "--moe-to-bundle", lowered, "-o", built]]:
             result = subprocess.run(command, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT)
             if result.returncode != 0:

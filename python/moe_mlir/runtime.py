@@ -333,6 +333,29 @@ def _library():
                                       ctypes.POINTER(ctypes.c_int64),
                                       ctypes.c_int32,
                                       ctypes.POINTER(ctypes.c_uint64)]
+    # The expert-parallel exchanges (moe_runtime.h; parallel.py).
+    u64, i64, i32 = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32
+    stream = ctypes.c_void_p
+    for name, args in (
+            ("moeExchangeCreate", [handle, i64, ctypes.POINTER(handle)]),
+            ("moeExchangeGetRanks", [handle, ctypes.POINTER(i32),
+                                     ctypes.POINTER(i32)]),
+            ("moeExchangeWorkspaceBytes", [handle, ctypes.POINTER(u64)]),
+            ("moeDispatchCounts", [handle, u64, i32, i64, u64, u64,
+                                   ctypes.POINTER(i64), ctypes.POINTER(i64),
+                                   stream]),
+            ("moeDispatchRows", [handle, u64, i64, u64, u64, stream]),
+            ("moeUndispatch", [handle, u64, i64, i64, u64, u64, i32, i64, u64,
+                               i64, stream]),
+            ("moeNcclGetUniqueId", [ctypes.c_char_p]),
+            ("moeNcclCommInitRank", [i32, ctypes.c_char_p, i32,
+                                     ctypes.POINTER(handle)]),
+            ("moeNcclCommDestroy", [handle])):
+        function = getattr(lib, name)
+        function.restype = status
+        function.argtypes = args
+    lib.moeExchangeDestroy.restype = None
+    lib.moeExchangeDestroy.argtypes = [handle]
     _lib = lib
     return lib
 

@@ -337,6 +337,33 @@ with tempfile.TemporaryDirectory() as scratch:
     expect(lambda: moe_mlir.compile_layer(specs["olmoe"], cache_dir=cache, train=True,
                                            native_layout=True),
            ValueError, "native_layout is an option of a GPT-OSS train bundle")
+    # Expert parallelism: the rank's stage programs, one entry each, and the
+    # split source whose attributes say how they connect (parallel.py).
+    from moe_mlir import parallel
+    ep = moe_mlir.compile_layer(specs["mixtral"], cache_dir=cache, expert_parallel=2)
+    with open(os.path.join(os.path.dirname(ep), "layer.ep2.mlir")) as f:
+        plan = parallel.stages(f.read(), "moe_layer")
+    check(ep.endswith(".ep2.moebundle") and [s.exchange for s in plan] ==
+          ["moe.dispatch", "moe.undispatch", None] and plan[0].args == ["tokens", "logits"]
+          and plan[1].args[:2] == ["gate_up_weights", "down_weights"] and
+          plan[-1].results == [] and plan[0].function_args[:2] == ["tokens", "logits"],
+          f"expert-parallel stages: {ep} {plan}")
+    ep_dims = {a.name: a.dims for a in Bundle(ep).signature("moe_layer_stage1").args}
+    check(ep_dims["gate_up_weights"][0] == "4" and "out" in {
+        a.name for a in Bundle(ep).signature("moe_layer_stage2").args},
+          f"the rank's 8 / 2 experts, the last stage's out: {ep_dims}")
+    check(ep != paths[0], "the layer's bundle is not the expert-parallel one")
+    for bad in (3, -1):
+        expect(lambda: moe_mlir.compile_layer(specs["mixtral"], cache_dir=cache,
+                                               expert_parallel=bad),
+               ValueError, "must divide the 8 experts")
+    expect(lambda: moe_mlir.compile_layer(specs["mixtral"], cache_dir=cache, train=True,
+                                           expert_parallel=2),
+           ValueError, "of an inference layer (not train)")
+    expect(lambda: parallel.stages("func.func @moe_layer_stage0() {}", "moe_layer"),
+           ValueError, "lacks the attributes")
+    expect(lambda: parallel.Exchange(0, 8), MoERuntimeError,
+           "nccl_comm is NULL", status="INVALID_ARGUMENT")
 
     # Not on PATH: the checkout's build tree where it has the compiler (the
     # checkout of this file, or the one pip installed the package from).

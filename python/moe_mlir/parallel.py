@@ -1,0 +1,282 @@
+"""Expert parallelism: one compiled layer per rank, the exchanges through NCCL.
+
+    import torch.distributed as dist
+    from moe_mlir.parallel import ExpertParallelMoELayer
+    layer = ExpertParallelMoELayer.from_hf(block, ep_group=dist.group.WORLD)
+    y = layer(hidden_states)                    # this rank's tokens [..., H]
+
+Each of the N ranks of `ep_group` routes its own tokens and keeps E/N of the
+experts (rank d experts [d*E/N, (d+1)*E/N): their weights are copied out of
+the block, which the caller may then drop). The compiler writes the rank's
+program as stages (compile_layer(spec, expert_parallel=N):
+--moe-expert-parallel and --moe-split-exchanges, docs/expert-parallel.md),
+one runtime entry each; between them the runtime's exchanges send each
+token row to the rank owning its expert and the results back
+(moeDispatchCounts / moeDispatchRows / moeUndispatch over NCCL, on torch's
+current stream). The stages' attributes in the split source name every
+value that crosses a stage boundary; `Stage` reads them, and `run_stages`
+keeps the named values and performs each exchange a stage names.
+
+The communicator: rank 0 of `ep_group` makes an NCCL unique id, the group
+broadcasts it (any torch.distributed backend), and each rank joins an NCCL
+communicator of the group's ranks on its current device with the
+process's NCCL (PyTorch's libnccl.so.2): the group's own communicator is
+not reachable from Python.
+
+Inference only; not capturable in a CUDA graph (each exchange synchronizes
+the stream: NCCL's host API takes host sizes). Not yet: a shared expert
+(the layer's weights would be replicated beside the rank's experts).
+"""
+import ctypes
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from .layer import _devices, _open_bundle, _pack, _read_block, compile_layer
+from .runtime import MoERuntimeError, _check, _library
+
+try:
+    import torch
+except ImportError:  # the compiler side needs no torch
+    torch = None
+
+
+@dataclass
+class Stage:
+    """One stage function of a split program, as its attributes say."""
+    entry: str
+    args: List[str]
+    results: List[str]
+    exchange: Optional[str] = None
+    exchange_args: List[str] = field(default_factory=list)
+    exchange_results: List[str] = field(default_factory=list)
+    function_args: List[str] = field(default_factory=list)
+
+
+def _names(attrs: str, key: str) -> Optional[List[str]]:
+    m = re.search(r"\b%s\s*=\s*\[([^\]]*)\]" % re.escape(key), attrs)
+    return None if m is None else re.findall(r'"([^"]*)"', m.group(1))
+
+
+def stages(source: str, function: str) -> List[Stage]:
+    """The stages @<function>_stage0.. of a split module's text, in order.
+    Raises ValueError where a stage's attributes are missing."""
+    out = []
+    while True:
+        entry = f"{function}_stage{len(out)}"
+        m = re.search(r"func\.func\s+@%s\s*\(.*" % re.escape(entry), source)
+        if not m:
+            break
+        attrs = m.group(0)
+        attrs = attrs[attrs.rfind("attributes"):] if "attributes" in attrs else ""
+        args, function_args = _names(attrs, "moe.stage_args"), _names(
+            attrs, "moe.function_args")
+        exchange = re.search(r'\bmoe\.exchange\s*=\s*"([^"]*)"', attrs)
+        stage = Stage(entry, args or [], _names(attrs, "moe.stage_results") or [],
+                      exchange.group(1) if exchange else None,
+                      _names(attrs, "moe.exchange_args") or [],
+                      _names(attrs, "moe.exchange_results") or [],
+                      function_args or [])
+        if args is None or function_args is None or (
+                stage.exchange and (not stage.exchange_args or not stage.exchange_results)):
+            raise ValueError(f"@{entry} lacks the attributes of "
+                             "--moe-split-exchanges' stages")
+        out.append(stage)
+    if len(out) < 2 or out[-1].exchange:
+        raise ValueError(f"no stages of @{function} in the source, or its last "
+                         "stage names an exchange")
+    return out
+
+
+class Exchange:
+    """moeExchange over an NCCL communicator (an ncclComm_t address) for a
+    layer of `experts` experts."""
+
+    def __init__(self, comm: int, experts: int):
+        self._handle = ctypes.c_void_p()
+        _check(_library().moeExchangeCreate(ctypes.c_void_p(comm), experts,
+                                            ctypes.byref(self._handle)))
+        ranks, rank = ctypes.c_int32(), ctypes.c_int32()
+        _check(_library().moeExchangeGetRanks(self._handle, ctypes.byref(ranks),
+                                              ctypes.byref(rank)))
+        self.ranks, self.rank = ranks.value, rank.value
+        space = ctypes.c_uint64()
+        _check(_library().moeExchangeWorkspaceBytes(self._handle,
+                                                    ctypes.byref(space)))
+        self.workspace_bytes = space.value
+
+    def close(self) -> None:
+        if self._handle:
+            _library().moeExchangeDestroy(self._handle)
+            self._handle = ctypes.c_void_p()
+
+    def __del__(self):
+        self.close()
+
+    def dispatch(self, rows, offsets):
+        """moe.dispatch: (received [R, H], local_ids [R, 1] int32, counts
+        [N] int64) and the rows this rank sent."""
+        stream = ctypes.c_void_p(torch.cuda.current_stream(rows.device).cuda_stream)
+        counts = torch.empty(self.ranks, dtype=torch.int64, device=rows.device)
+        work = torch.empty(self.workspace_bytes, dtype=torch.uint8, device=rows.device)
+        sent, received = ctypes.c_int64(), ctypes.c_int64()
+        bits = 64 if offsets.dtype == torch.int64 else 32
+        _check(_library().moeDispatchCounts(
+            self._handle, offsets.data_ptr(), bits, rows.shape[0], counts.data_ptr(),
+            work.data_ptr(), ctypes.byref(sent), ctypes.byref(received), stream))
+        out = torch.empty(received.value, rows.shape[1], dtype=rows.dtype,
+                          device=rows.device)
+        ids = torch.empty(received.value, 1, dtype=torch.int32, device=rows.device)
+        _check(_library().moeDispatchRows(
+            self._handle, rows.data_ptr(), rows.shape[1] * rows.element_size(),
+            out.data_ptr(), ids.data_ptr(), stream))
+        return (out, ids, counts), sent.value
+
+    def undispatch(self, rows, counts, offsets, rows_sent: int, sent: int):
+        """moe.undispatch: [sent, H], what each rank returned for the rows
+        this rank sent it (`rows_sent` the dispatch's rows, `sent` what it
+        sent)."""
+        stream = ctypes.c_void_p(torch.cuda.current_stream(rows.device).cuda_stream)
+        out = torch.empty(sent, rows.shape[1], dtype=rows.dtype, device=rows.device)
+        bits = 64 if offsets.dtype == torch.int64 else 32
+        _check(_library().moeUndispatch(
+            self._handle, rows.data_ptr(), rows.shape[0],
+            rows.shape[1] * rows.element_size(), counts.data_ptr(), offsets.data_ptr(),
+            bits, rows_sent, out.data_ptr(), sent, stream))
+        return out
+
+
+def run_stages(bundle, plan: List[Stage], inputs: Dict[str, "torch.Tensor"],
+               exchange: Exchange):
+    """Runs the stages on one rank: the named values start as `inputs` (by
+    the names of moe.function_args), each stage's entry takes the ones it
+    names and adds its results, each exchange adds its results. Returns
+    the last stage's outputs ({name: tensor})."""
+    values = dict(inputs)
+    dispatched = {}  # offsets name -> (rows it grouped, rows sent)
+    for stage in plan:
+        missing = [n for n in stage.args if n not in values]
+        if missing:
+            raise MoERuntimeError("INVALID_ARGUMENT", f"{stage.entry} takes "
+                                  f"{missing}, which nothing gave")
+        outputs = bundle.launch(stage.entry, **{n: values[n] for n in stage.args})
+        values.update(outputs)
+        if stage.exchange == "moe.dispatch":
+            rows, offsets = (values[n] for n in stage.exchange_args)
+            results, sent = exchange.dispatch(rows, offsets)
+            dispatched[stage.exchange_args[1]] = (rows.shape[0], sent)
+            values.update(zip(stage.exchange_results, results))
+        elif stage.exchange == "moe.undispatch":
+            rows, counts, offsets = (values[n] for n in stage.exchange_args)
+            rows_sent, sent = dispatched[stage.exchange_args[2]]
+            values.update(zip(stage.exchange_results, [exchange.undispatch(
+                rows, counts, offsets, rows_sent, sent)]))
+        elif stage.exchange:
+            raise MoERuntimeError("UNSUPPORTED", f"{stage.entry} names "
+                                  f"exchange {stage.exchange}")
+    return outputs
+
+
+def nccl_communicator(group) -> int:
+    """An NCCL communicator of `group`'s ranks (its address), on the current
+    device: rank 0's unique id broadcast through the group."""
+    import torch.distributed as dist
+
+    ranks, rank = dist.get_world_size(group), dist.get_rank(group)
+    unique = ctypes.create_string_buffer(128)
+    if rank == 0:
+        _check(_library().moeNcclGetUniqueId(unique))
+    box = [unique.raw if rank == 0 else None]
+    dist.broadcast_object_list(box, src=dist.get_global_rank(group, 0), group=group)
+    comm = ctypes.c_void_p()
+    _check(_library().moeNcclCommInitRank(ranks, box[0], rank, ctypes.byref(comm)))
+    return comm.value
+
+
+if torch is not None:
+
+    class ExpertParallelMoELayer(torch.nn.Module):
+        """A Hugging Face sparse MoE block on one rank of an expert-parallel
+        group; build it with from_hf. forward(hidden_states [..., H],
+        bfloat16) returns the block's output for this rank's tokens (and what
+        the block returns beside it, as MoELayer)."""
+
+        def __init__(self, packed, bundle_path: str, plan: List[Stage], comm: int,
+                     ranks: int, rank: int):
+            super().__init__()
+            spec = packed.spec
+            self.spec, self.bundle_path, self.ranks, self.rank = spec, bundle_path, ranks, rank
+            self._bundle = _open_bundle(bundle_path)
+            self._plan = plan
+            self._returns = packed.returns
+            self._comm = comm
+            local = slice(rank * spec.experts // ranks, (rank + 1) * spec.experts // ranks)
+            # The rank's experts only (copies: the block's may be dropped).
+            for name in ("gate_up_weights", "down_weights", "gate_up_bias", "down_bias"):
+                tensor = getattr(packed, name)
+                self.register_buffer(name, None if tensor is None else
+                                     tensor[local].clone(), persistent=False)
+            for name in ("router_weight", "router_bias", "score_bias"):
+                self.register_buffer(name, getattr(packed, name), persistent=False)
+            self._exchange = Exchange(comm, spec.experts)
+
+        @classmethod
+        def from_hf(cls, block, *, ep_group, cache_dir: Optional[str] = None,
+                    compiler: Optional[str] = None) -> "ExpertParallelMoELayer":
+            """This rank's layer of `block` (as MoELayer.from_hf reads it) in
+            `ep_group` (a torch.distributed process group of N ranks, one
+            GPU each, N dividing the experts). Raises what MoELayer.from_hf
+            raises, and ValueError for a block with a shared expert."""
+            import torch.distributed as dist
+
+            spec, sources, returns = _read_block(block)
+            if spec.shared_intermediate:
+                raise ValueError(f"{type(block).__name__}: expert parallelism "
+                                 "of a layer with a shared expert is not "
+                                 "supported yet")
+            devices = _devices(sources)
+            if len(devices) != 1 or next(iter(devices)).type != "cuda":
+                raise ValueError(f"{type(block).__name__}: its weights must be "
+                                 "on one CUDA device")
+            ranks, rank = dist.get_world_size(ep_group), dist.get_rank(ep_group)
+            path = compile_layer(spec, cache_dir=cache_dir, compiler=compiler,
+                                 expert_parallel=ranks)
+            with open(os.path.join(os.path.dirname(path),
+                                   f"layer.ep{ranks}.mlir")) as f:
+                plan = stages(f.read(), "moe_layer")
+            device = next(iter(devices))
+            with torch.cuda.device(device):
+                comm = nccl_communicator(ep_group)
+                layer = cls(_pack(spec, sources, returns), path, plan, comm, ranks, rank)
+                layer._bundle.load()
+            return layer
+
+        def forward(self, hidden_states):
+            spec = self.spec
+            if hidden_states.dtype != torch.bfloat16 or hidden_states.shape[-1] != spec.hidden:
+                raise ValueError(f"ExpertParallelMoELayer: hidden_states is "
+                                 f"{hidden_states.dtype} {tuple(hidden_states.shape)}, "
+                                 f"expected torch.bfloat16 [..., {spec.hidden}]")
+            tokens = hidden_states.reshape(-1, spec.hidden).contiguous()
+            if spec.logits == "f32":
+                logits = torch.nn.functional.linear(tokens.float(), self.router_weight)
+            else:
+                logits = torch.nn.functional.linear(tokens, self.router_weight,
+                                                    self.router_bias)
+            inputs = {"tokens": tokens, "logits": logits.contiguous(),
+                      "gate_up_weights": self.gate_up_weights,
+                      "down_weights": self.down_weights,
+                      "gate_up_bias": self.gate_up_bias, "down_bias": self.down_bias,
+                      "score_bias": self.score_bias}
+            with torch.cuda.device(tokens.device):
+                out = run_stages(self._bundle, self._plan,
+                                 {k: v for k, v in inputs.items() if v is not None},
+                                 self._exchange)["out"]
+            output = out.view(hidden_states.shape)
+            if self._returns == "router_logits":
+                return output, logits
+            if self._returns == "router_scores":
+                top, _ = torch.topk(logits, spec.top_k, dim=-1)
+                return output, torch.softmax(top.float(), dim=-1).to(logits.dtype)
+            return output
