@@ -25,43 +25,21 @@ input. Prints `N passed, N failed`; exits non-zero on failure.
     python3 test/device/expert_parallel.py --build-cache DIR [--compiler BIN]
         (here: compiles the one-rank layers of MODELS; scripts/build-hf-cache.sh)
 """
-import importlib
 import os
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD_CACHE = "--build-cache" in sys.argv
-ARTIFACTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 and not BUILD_CACHE
-                            else ".gpu-artifacts")
-sys.path.insert(0, os.path.join(REPO, "python") if BUILD_CACHE
-                else os.path.join(ARTIFACTS, "site"))
-import moe_mlir  # noqa: E402
+import train_layer  # noqa: E402  (the models, blocks and the package path)
 from tally import Tally, run  # noqa: E402
 
-# name: (transformers model module, config class, block class, config fields)
-MODELS = {
-    "mixtral-8x7b": ("mixtral", "MixtralConfig", "MixtralSparseMoeBlock", dict(
-        model_type="mixtral", hidden_size=4096, intermediate_size=14336,
-        num_local_experts=8, num_experts_per_tok=2, hidden_act="silu")),
-    "qwen3-30b-a3b": ("qwen3_moe", "Qwen3MoeConfig", "Qwen3MoeSparseMoeBlock", dict(
-        model_type="qwen3_moe", hidden_size=2048, moe_intermediate_size=768,
-        num_experts=128, num_experts_per_tok=8, hidden_act="silu",
-        norm_topk_prob=True)),
-    "olmoe-1b-7b": ("olmoe", "OlmoeConfig", "OlmoeSparseMoeBlock", dict(
-        model_type="olmoe", hidden_size=2048, intermediate_size=1024,
-        num_experts=64, num_experts_per_tok=8, hidden_act="silu",
-        norm_topk_prob=False)),
-    "gpt-oss-20b": ("gpt_oss", "GptOssConfig", "GptOssMLP", dict(
-        model_type="gpt_oss", hidden_size=2880, intermediate_size=2880,
-        num_local_experts=32, num_experts_per_tok=4)),
-}
-SHARED = ("deepseek_v3", "DeepseekV3Config", "DeepseekV3MoE", dict(
-    model_type="deepseek_v3", hidden_size=256, moe_intermediate_size=128,
-    n_routed_experts=16, num_experts_per_tok=4, hidden_act="silu",
-    norm_topk_prob=True, n_group=4, topk_group=2, routed_scaling_factor=2.5,
-    n_shared_experts=1))
+moe_mlir = train_layer.moe_mlir
+# train_layer's blocks: Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B at their
+# real shapes and GPT-OSS-20B; DeepSeek-V3 (32 experts) for the refusal.
+MODELS = {name: train_layer.MODELS[name] for name in (
+    "mixtral-8x7b", "qwen3-30b-a3b", "olmoe-1b-7b", "gpt-oss-20b")}
+SHARED = train_layer.MODELS["deepseek-v3-e32"]
 TOKENS = (1, 7, 300, 4096)
 TOLERANCE = 1e-2
+make_block, router_of = train_layer.make_block, train_layer.router_of
 
 
 def build_cache(argv):
@@ -75,37 +53,6 @@ def build_cache(argv):
     return 0
 
 
-def make_block(model, device="cuda"):
-    import torch
-
-    module, config_class, block_class, fields = model
-    modeling = importlib.import_module(f"transformers.models.{module}.modeling_{module}")
-    configuration = importlib.import_module(f"transformers.models.{module}")
-    config = getattr(configuration, config_class)(
-        **{k: v for k, v in fields.items() if k != "model_type"})
-    config._experts_implementation = "eager"
-    default = torch.get_default_dtype()
-    torch.set_default_dtype(torch.bfloat16)
-    try:
-        with torch.device(device):
-            block = getattr(modeling, block_class)(config)
-    finally:
-        torch.set_default_dtype(default)
-    with torch.no_grad():
-        for pname, p in block.named_parameters():
-            if p.dim() == 1 or pname.endswith("_bias"):
-                p.normal_(0, 0.1)
-            elif module == "gpt_oss" and pname.startswith("experts."):
-                p.normal_(0, (3 if "gate_up" in pname else 1) * p.shape[1] ** -0.5)
-            else:
-                p.normal_(0, p.shape[-1] ** -0.5)
-    return block.eval()
-
-
-def router_of(block):
-    return block.router if hasattr(block, "router") else block.gate
-
-
 def main():
     import copy
 
@@ -115,7 +62,7 @@ def main():
     from moe_mlir.parallel import ExpertParallelMoELayer
 
     dev = "cuda"
-    cache = os.path.join(ARTIFACTS, "hf-cache")
+    cache = os.path.join(train_layer.ARTIFACTS, "hf-cache")
     tally = Tally()
     report = tally.report
     print(f"torch {torch.__version__} (NCCL {torch.cuda.nccl.version()}), transformers "
@@ -134,7 +81,7 @@ def main():
     for name, model in MODELS.items():
         H = model[3]["hidden_size"]
         try:
-            block = make_block(model)
+            block = make_block(model).eval()
             layer = ExpertParallelMoELayer.from_hf(block, ep_group=group, cache_dir=cache)
             single = moe_mlir.MoELayer.from_hf(block, cache_dir=cache)
             reference = copy.deepcopy(block).float()
@@ -202,6 +149,6 @@ def main():
 
 
 if __name__ == "__main__":
-    if BUILD_CACHE:
+    if train_layer.BUILD_CACHE:
         sys.exit(build_cache(sys.argv[sys.argv.index("--build-cache") + 1:]))
     run(main)
