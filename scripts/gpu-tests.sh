@@ -39,9 +39,10 @@ PYTHONPATH=$art/site python3 -c 'import moe_mlir; print(f"moe_mlir {moe_mlir.__v
 status=0 passed=0 failed=0
 # With .gpu-artifacts/hf-cache (scripts/build-hf-cache.sh): test/device/hf_module.py
 # (MoELayer.from_hf), hf_experts.py (experts_implementation="moe_mlir"),
-# readme.py (the README's GPU snippets as written) and train_layer.py
-# (TrainableMoELayer's gradients against the blocks' autograd) too.
-for test in grouped_matmul grouped_dgrad grouped_wgrad backward_ops fp8_grouped_matmul expert_mlp routing layer shared_layer empty_batch quantize fp8_layer mxfp8_layer $([ -d "$art/hf-cache" ] && echo hf_module hf_experts readme train_layer); do
+# readme.py (the README's GPU snippets as written), train_layer.py
+# (TrainableMoELayer's gradients against the blocks' autograd) and
+# expert_parallel.py (one rank through NCCL) too.
+for test in grouped_matmul grouped_dgrad grouped_wgrad backward_ops fp8_grouped_matmul expert_mlp routing layer shared_layer empty_batch quantize fp8_layer mxfp8_layer $([ -d "$art/hf-cache" ] && echo hf_module hf_experts readme train_layer expert_parallel); do
   log=$(mktemp)
   python3 "$root/test/device/$test.py" "$art" "$root/.shared-bench" 2>&1 | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
@@ -56,7 +57,7 @@ done
 echo "all GPU tests: $passed passed, $failed failed"
 # Say so when hf_module.py did not run (scripts/build-gpu-artifacts.sh
 # removes the cache): the total is then short of the whole suite.
-[ -d "$art/hf-cache" ] || echo "hf_module.py, hf_experts.py, readme.py and train_layer.py not run: no $art/hf-cache (run scripts/build-hf-cache.sh here, then carry .gpu-artifacts)"
+[ -d "$art/hf-cache" ] || echo "hf_module.py, hf_experts.py, readme.py, train_layer.py and expert_parallel.py not run: no $art/hf-cache (run scripts/build-hf-cache.sh here, then carry .gpu-artifacts)"
 if [ "${1:-}" = "--bench" ]; then
   python3 "$root/bench/grouped_matmul.py" "$art" "$root/.shared-bench" || status=1
 fi
