@@ -13,6 +13,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::moe {
 #define GEN_PASS_DEF_MOESPLITEXCHANGES
@@ -106,9 +107,10 @@ struct MoESplitExchangesPass
               ("x" + Twine(stageOf[&op]) + "_" + Twine(v.getResultNumber()))
                   .str();
       }
-    // readers[s]: the values stage s's ops (or, s = n, @F's return) read.
+    // readers[s]: the values stage s's ops read (@F's return is no reader:
+    // the caller takes @F's results from its named values).
     SmallVector<llvm::SetVector<Value>> readers(numStages);
-    for (Operation &op : body) {
+    for (Operation &op : body.without_terminator()) {
       if (isExchange(&op))
         continue;
       unsigned s = stageOf[&op];
@@ -119,10 +121,25 @@ struct MoESplitExchangesPass
       });
     }
     auto exchangeReads = [&](unsigned s, Value v) {
-      return llvm::is_contained(exchanges[s]->getOperands(), v);
+      return s < exchanges.size() &&
+             llvm::is_contained(exchanges[s]->getOperands(), v);
     };
-    // Stage s returns what it defines that exchange s or a later stage
-    // reads, once each; stage s takes what it reads and does not define.
+    // What @F returns, by its first result's name (moe.name, else
+    // result<i>) unless an argument already has that name.
+    ValueRange returned = body.getTerminator()->getOperands();
+    llvm::StringSet<> taken;
+    for (BlockArgument arg : fn.getArguments())
+      taken.insert(names[arg]);
+    DenseMap<Value, std::string> resultNames;
+    for (auto [i, v] : llvm::enumerate(returned)) {
+      auto name = fn.getResultAttrOfType<StringAttr>(i, kNameAttr);
+      std::string text = name ? name.str() : ("result" + Twine(i)).str();
+      if (!resultNames.count(v) && taken.insert(text).second)
+        resultNames[v] = text;
+    }
+    // Stage s returns what it defines that exchange s, a later stage or
+    // @F's return reads, once each; stage s takes what it reads and does not
+    // define.
     SmallVector<SmallVector<Value>> inputs(numStages), outputs(numStages);
     unsigned numbered = 0;
     for (Value v : values) {
@@ -130,17 +147,21 @@ struct MoESplitExchangesPass
       for (unsigned s = 0; s < numStages; ++s)
         if (def != s && readers[s].contains(v))
           inputs[s].push_back(v);
-      if (def == kCaller || def + 1 == numStages)
+      if (def == kCaller)
         continue;
-      bool later = exchangeReads(def, v);
+      bool later = exchangeReads(def, v) || llvm::is_contained(returned, v);
       for (unsigned s = def + 1; s < numStages; ++s)
         later |= readers[s].contains(v);
       if (!later)
         continue;
       outputs[def].push_back(v);
-      names[v] = ("v" + Twine(numbered++)).str();
+      std::string name = resultNames.lookup(v); // reserved above
+      while (name.empty())
+        if (std::string next = ("v" + Twine(numbered++)).str();
+            taken.insert(next).second)
+          name = next;
+      names[v] = name;
     }
-    llvm::append_range(outputs.back(), body.getTerminator()->getOperands());
 
     OpBuilder b(&getContext());
     auto nameList = [&](ValueRange range) {
@@ -174,11 +195,18 @@ struct MoESplitExchangesPass
       stage->setAttr("moe.stage", b.getI64IntegerAttr(s));
       stage->setAttr("moe.function_args", nameList(fn.getArguments()));
       stage->setAttr("moe.stage_args", nameList(inputs[s]));
+      stage->setAttr("moe.stage_results", nameList(outputs[s]));
+      stage->setAttr("moe.function_results", nameList(returned));
+      // A result @F returns keeps what @F says of it (its first position's
+      // attributes); every result is named as the caller keeps it.
+      for (auto [i, v] : llvm::enumerate(outputs[s])) {
+        if (auto at = llvm::find(returned, v); at != returned.end())
+          stage.setResultAttrs(
+              i, fn.getResultAttrDict(std::distance(returned.begin(), at)));
+        stage.setResultAttr(i, kNameAttr, b.getStringAttr(names.lookup(v)));
+      }
       if (s + 1 < numStages) {
         Operation *exchange = exchanges[s];
-        stage->setAttr("moe.stage_results", nameList(outputs[s]));
-        for (auto [i, v] : llvm::enumerate(outputs[s]))
-          stage.setResultAttr(i, kNameAttr, b.getStringAttr(names.lookup(v)));
         stage->setAttr("moe.exchange",
                        b.getStringAttr(exchange->getName().getStringRef()));
         stage->setAttr("moe.exchange_ranks",
@@ -186,10 +214,6 @@ struct MoESplitExchangesPass
         stage->setAttr("moe.exchange_args", nameList(exchange->getOperands()));
         stage->setAttr("moe.exchange_results",
                        nameList(exchange->getResults()));
-      } else {
-        // The last stage returns @F's results, as @F says them.
-        for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i)
-          stage.setResultAttrs(i, fn.getResultAttrDict(i));
       }
       Block *entry = stage.addEntryBlock();
       IRMapping mapping;

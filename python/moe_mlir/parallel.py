@@ -52,6 +52,7 @@ class Stage:
     exchange_args: List[str] = field(default_factory=list)
     exchange_results: List[str] = field(default_factory=list)
     function_args: List[str] = field(default_factory=list)
+    function_results: List[str] = field(default_factory=list)
 
 
 def _names(attrs: str, key: str) -> Optional[List[str]]:
@@ -77,8 +78,8 @@ def stages(source: str, function: str) -> List[Stage]:
                       exchange.group(1) if exchange else None,
                       _names(attrs, "moe.exchange_args") or [],
                       _names(attrs, "moe.exchange_results") or [],
-                      function_args or [])
-        if args is None or function_args is None or (
+                      function_args or [], _names(attrs, "moe.function_results") or [])
+        if args is None or function_args is None or not stage.function_results or (
                 stage.exchange and (not stage.exchange_args or not stage.exchange_results)):
             raise ValueError(f"@{entry} lacks the attributes of "
                              "--moe-split-exchanges' stages")
@@ -152,7 +153,8 @@ def run_stages(bundle, plan: List[Stage], inputs: Dict[str, "torch.Tensor"],
     """Runs the stages on one rank: the named values start as `inputs` (by
     the names of moe.function_args), each stage's entry takes the ones it
     names and adds its results, each exchange adds its results. Returns
-    the last stage's outputs ({name: tensor})."""
+    the split function's results ({name in moe.function_results:
+    tensor})."""
     values = dict(inputs)
     dispatched = {}  # offsets name -> (rows it grouped, rows sent)
     for stage in plan:
@@ -175,7 +177,7 @@ def run_stages(bundle, plan: List[Stage], inputs: Dict[str, "torch.Tensor"],
         elif stage.exchange:
             raise MoERuntimeError("UNSUPPORTED", f"{stage.entry} names "
                                   f"exchange {stage.exchange}")
-    return outputs
+    return {name: values[name] for name in plan[-1].function_results}
 
 
 def nccl_communicator(group) -> int:

@@ -346,7 +346,8 @@ with tempfile.TemporaryDirectory() as scratch:
     check(ep.endswith(".ep2.moebundle") and [s.exchange for s in plan] ==
           ["moe.dispatch", "moe.undispatch", None] and plan[0].args == ["tokens", "logits"]
           and plan[1].args[:2] == ["gate_up_weights", "down_weights"] and
-          plan[-1].results == [] and plan[0].function_args[:2] == ["tokens", "logits"],
+          plan[-1].results == ["out"] and plan[-1].function_results == ["out"] and
+          plan[0].function_args[:2] == ["tokens", "logits"],
           f"expert-parallel stages: {ep} {plan}")
     ep_dims = {a.name: a.dims for a in Bundle(ep).signature("moe_layer_stage1").args}
     check(ep_dims["gate_up_weights"][0] == "4" and "out" in {

@@ -7,6 +7,11 @@
 // RUN: moe-opt %s --moe-expert-parallel=ranks=2 --moe-split-exchanges --moe-gpu-pipeline -o %t.mlir
 // RUN: moe-translate --moe-to-bundle %t.mlir -o %t.moebundle
 // RUN: moe-bundle-info %t.moebundle | FileCheck %s
+// Its train forward and backward (--moe-generate-backward after the
+// rewrite: the adjoint exchanges) split the same way, every stage a program.
+// RUN: moe-opt %s --moe-expert-parallel=ranks=2 --moe-generate-backward --moe-split-exchanges --moe-gpu-pipeline -o %t.train.mlir
+// RUN: moe-translate --moe-to-bundle %t.train.mlir -o %t.train.moebundle
+// RUN: moe-bundle-info %t.train.moebundle | FileCheck %s --check-prefix=TRAIN
 
 func.func @layer(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
                  %w13: tensor<8x256x256xbf16>, %w2: tensor<8x256x128xbf16>)
@@ -53,3 +58,15 @@ func.func @layer(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
 // CHECK-NEXT: arg v3 i64 in align=8 dims=T,2
 // CHECK-NEXT: arg x1_0 bf16 in align=16 dims=M,256
 // CHECK-NEXT: arg result0 bf16 out align=16 dims=T,256
+
+// TRAIN: entry layer_stage2 op=func.func abi=program.v1
+// TRAIN: entry layer_train_stage0 op=func.func abi=program.v1
+// TRAIN: entry layer_train_stage1 op=func.func abi=program.v1
+// TRAIN: entry layer_train_stage2 op=func.func abi=program.v1
+// TRAIN: entry layer_backward_stage0 op=func.func abi=program.v1
+// TRAIN: entry layer_backward_stage1 op=func.func abi=program.v1
+// The rank's experts' weight gradients where the backward computes them.
+// TRAIN: arg grad_down_weights bf16 out align=16 dims=4,256,128
+// TRAIN: entry layer_backward_stage2 op=func.func abi=program.v1
+// TRAIN: arg grad_gate_up_weights bf16 out align=16 dims=4,256,256
+// TRAIN: arg grad_tokens bf16 out align=16 dims=T,256

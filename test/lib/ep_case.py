@@ -418,7 +418,8 @@ def run_stages(tools, module, fn, fixed, fixed_types, final_types, N, tag):
     name and adds its results under its moe.stage_results; then the
     exchange it names (moe.exchange on the values moe.exchange_args name,
     done in numpy) adds its results under moe.exchange_results. The last
-    stage must return final_types and name no exchange. Returns (each
+    stage names no exchange, and @fn's results (of final_types) are the
+    values its moe.function_results names. Returns (each
     rank's last-stage results, [(exchange op, rows sent, each rank's
     exchange results)], the number of stages, problems: how the program
     breaks the contract, if it does)."""
@@ -441,7 +442,7 @@ def run_stages(tools, module, fn, fixed, fixed_types, final_types, N, tag):
         if attr(attrs, "moe.stage", "int") != s:
             problems.append("%s has moe.stage %s" % (stage, attr(attrs, "moe.stage", "int")))
         names = attr(attrs, "moe.stage_args", "names")
-        outs = final_types if last else attr(attrs, "moe.stage_results", "names")
+        outs = attr(attrs, "moe.stage_results", "names")
         if names is None or len(names) != len(s_args) or outs is None or \
                 len(outs) != len(s_results):
             problems.append("%s names %s arguments and %s results for its %d and %d"
@@ -460,17 +461,21 @@ def run_stages(tools, module, fn, fixed, fixed_types, final_types, N, tag):
         out = tools.execute(with_main(module, main), "%s%d" % (tag, s))
         printed = parse_printed(out, s_results * N)
         results = [printed[r * len(s_results):(r + 1) * len(s_results)] for r in range(N)]
-        if last:
-            if s_results != final_types or attr(attrs, "moe.exchange", "str") is not None:
-                problems.append("the last stage returns (%s) and names exchange %s, not @%s's "
-                                "results (%s) alone" % (", ".join(s_results),
-                                                         attr(attrs, "moe.exchange", "str"), fn,
-                                                         ", ".join(final_types)))
-            final = results
-            break
         for r in range(N):
             values[r].update(zip(outs, results[r]))
         types.update(zip(outs, s_results))
+        if last:
+            # @fn's results: the named values moe.function_results lists.
+            fres = attr(attrs, "moe.function_results", "names")
+            if attr(attrs, "moe.exchange", "str") is not None or fres is None or \
+                    len(fres) != len(final_types) or any(n not in types for n in fres) or \
+                    any(types[n] not in (t, None) for n, t in zip(fres, final_types)):
+                problems.append("the last stage names exchange %s and @%s's results %s, "
+                                "not (%s)" % (attr(attrs, "moe.exchange", "str"), fn, fres,
+                                              ", ".join(final_types)))
+            else:
+                final = [[values[r][n] for n in fres] for r in range(N)]
+            break
         op = attr(attrs, "moe.exchange", "str")
         ins = attr(attrs, "moe.exchange_args", "names")
         res = attr(attrs, "moe.exchange_results", "names")

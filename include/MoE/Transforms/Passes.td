@@ -442,23 +442,28 @@ def MoESplitExchanges : Pass<"moe-split-exchanges", "::mlir::ModuleOp"> {
     - `@F_stage<s>` takes the values its ops read and do not define, in
       definition order: @F's arguments (with their attributes), the
       results of earlier exchanges, the values earlier stages returned;
-    - it returns (s < n) what it defines that exchange s or a later stage
-      reads, once each, or (s = n) @F's results (with their attributes).
+    - it returns what it defines that exchange s, a later stage or @F's
+      return reads, once each (a result of @F with @F's attributes for it).
 
     Each value crossing a stage boundary has a name: @F's argument i its
-    `moe.name` or `arg<i>`, result j of exchange s `x<s>_<j>`, the rest
-    `v<k>`. Every stage lists @F's arguments' names in `moe.function_args`
-    (how a caller binds its inputs), its own arguments' in `moe.stage_args` and
-    (s < n) its results' in `moe.stage_results`, and gives each its name as
-    `moe.name` (a program entry's argument names), and names its exchange in
+    `moe.name` or `arg<i>`, result j of exchange s `x<s>_<j>`, a value @F
+    returns (first at position i) @F's result `moe.name` or `result<i>`
+    where no argument has that name, the rest `v<k>`. Every stage lists
+    @F's arguments' names in `moe.function_args` (how a caller binds its
+    inputs) and its results' in `moe.function_results` (where the caller
+    finds them: an argument, an exchange result or a value some stage
+    returned), its own arguments' in `moe.stage_args` and results' in
+    `moe.stage_results`, and gives each its name as `moe.name` (a program
+    entry's argument names); stage s < n names its exchange in
     `moe.exchange` (the op), `moe.exchange_ranks`, `moe.exchange_args` (its
     operands' names) and `moe.exchange_results`. A caller (the CPU
-    simulation of N ranks, test/lib/ep_case.py; the runtime with NCCL)
-    keeps the named values of each rank, runs stage s on them, performs
-    exchange s as the op defines it, and goes on with stage s+1. No stage
-    takes an argument it does not read or returns a value twice: each stage
-    is a `moe.program` (one call; on the GPU one entry). Every stage keeps
-    @F's attributes and has `moe.stage`.
+    simulation of N ranks, test/lib/ep_case.py; the runtime with NCCL,
+    moe_mlir.parallel) keeps the named values of each rank, runs stage s on
+    them, performs exchange s as the op defines it, and goes on with stage
+    s+1. No stage takes an argument it does not read or returns a value
+    twice or one it did not make: each stage is a `moe.program` (one call;
+    on the GPU one entry), a train forward's and a backward's too. Every
+    stage keeps @F's attributes and has `moe.stage`.
     An exchange nested in a region is an error.
   }];
   let dependentDialects = ["::mlir::moe::MoEDialect",
