@@ -21,7 +21,7 @@ T in {1, 7, 300, 4096}:
 and the refusals: a block with a shared expert (DeepSeek-V3), a float32
 input. Prints `N passed, N failed`; exits non-zero on failure.
 
-    python3 test/device/expert_parallel.py .gpu-artifacts
+    python3 test/device/expert_parallel.py .gpu-artifacts [model ...]
     python3 test/device/expert_parallel.py --build-cache DIR [--compiler BIN]
         (here: compiles the one-rank layers of MODELS; scripts/build-hf-cache.sh)
 """
@@ -78,7 +78,8 @@ def main():
         return ((got.float() - want.float()).norm() / want.float().norm()).item()
 
     torch.manual_seed(0)
-    for name, model in MODELS.items():
+    chosen = [a for a in sys.argv[2:] if a in MODELS] or list(MODELS)
+    for name, model in ((n, MODELS[n]) for n in chosen):
         H = model[3]["hidden_size"]
         try:
             block = make_block(model).eval()
