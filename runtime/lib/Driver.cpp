@@ -1,10 +1,9 @@
 //===- Driver.cpp - finding the CUDA driver at run time -------------------===//
 
 #include "DriverAPI.h"
+#include "RuntimeLibrary.h"
 
-#include <atomic>
 #include <dlfcn.h>
-#include <mutex>
 
 namespace moe::runtime {
 
@@ -46,53 +45,22 @@ bool loadDriverLibrary(const char *path, Driver &out, std::string &error) {
 }
 
 namespace {
-// The injected table, or the error to report instead of loading libcuda.
-std::atomic<const Driver *> injectedDriver{nullptr};
-std::atomic<bool> injectedFailure{false};
-std::mutex injectedErrorMutex;
-std::string injectedError;
-
-struct RealDriver {
-  Driver table;
-  bool ok = false;
-  std::string error;
-};
-
-const RealDriver &realDriver() {
-  // Loaded once per process; a missing driver is not retried.
-  static const RealDriver *real = [] {
-    auto *result = new RealDriver;
-    result->ok =
-        loadDriverLibrary("libcuda.so.1", result->table, result->error);
-    return result;
-  }();
-  return *real;
+RuntimeLibrary<Driver> &driverLibrary() {
+  // Never destroyed: the process's libcuda stays open.
+  static auto *library = new RuntimeLibrary<Driver>(
+      "no CUDA driver: ", [](Driver &table, std::string &error) {
+        return loadDriverLibrary("libcuda.so.1", table, error);
+      });
+  return *library;
 }
 } // namespace
 
 const Driver *getDriver(std::string &whyNot) {
-  if (const Driver *driver = injectedDriver.load(std::memory_order_acquire))
-    return driver;
-  if (injectedFailure.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(injectedErrorMutex);
-    whyNot = "no CUDA driver: " + injectedError;
-    return nullptr;
-  }
-  const RealDriver &real = realDriver();
-  if (!real.ok) {
-    whyNot = "no CUDA driver: " + real.error;
-    return nullptr;
-  }
-  return &real.table;
+  return driverLibrary().get(whyNot);
 }
 
 void setDriverForTesting(const Driver *driver, const char *loadError) {
-  {
-    std::lock_guard<std::mutex> lock(injectedErrorMutex);
-    injectedError = loadError ? loadError : "";
-  }
-  injectedFailure.store(!driver && loadError, std::memory_order_release);
-  injectedDriver.store(driver, std::memory_order_release);
+  driverLibrary().inject(driver, loadError);
 }
 
 } // namespace moe::runtime

@@ -1,11 +1,11 @@
 //===- Nccl.cpp - finding NCCL at run time --------------------------------===//
 
 #include "NcclAPI.h"
+#include "RuntimeLibrary.h"
 
-#include <atomic>
 #include <cstdlib>
 #include <dlfcn.h>
-#include <mutex>
+#include <type_traits>
 
 namespace moe::runtime {
 namespace {
@@ -37,53 +37,22 @@ bool loadNcclLibrary(const char *path, Nccl &out, std::string &error) {
   return ok && lookup("ncclGetErrorString", out.getErrorString);
 }
 
-std::atomic<const Nccl *> injectedNccl{nullptr};
-std::atomic<bool> injectedFailure{false};
-std::mutex injectedErrorMutex;
-std::string injectedError;
-
-struct RealNccl {
-  Nccl table;
-  bool ok = false;
-  std::string error;
-};
-
-const RealNccl &realNccl() {
-  // Loaded once per process; a missing library is not retried.
-  static const RealNccl *real = [] {
-    auto *result = new RealNccl;
-    const char *path = std::getenv("MOE_NCCL_LIBRARY");
-    result->ok = loadNcclLibrary(path && *path ? path : "libnccl.so.2",
-                                 result->table, result->error);
-    return result;
-  }();
-  return *real;
+RuntimeLibrary<Nccl> &ncclLibrary() {
+  // Never destroyed: the process's NCCL stays open.
+  static auto *library = new RuntimeLibrary<Nccl>(
+      "no NCCL: ", [](Nccl &table, std::string &error) {
+        const char *path = std::getenv("MOE_NCCL_LIBRARY");
+        return loadNcclLibrary(path && *path ? path : "libnccl.so.2", table,
+                               error);
+      });
+  return *library;
 }
 } // namespace
 
-const Nccl *getNccl(std::string &whyNot) {
-  if (const Nccl *nccl = injectedNccl.load(std::memory_order_acquire))
-    return nccl;
-  if (injectedFailure.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(injectedErrorMutex);
-    whyNot = "no NCCL: " + injectedError;
-    return nullptr;
-  }
-  const RealNccl &real = realNccl();
-  if (!real.ok) {
-    whyNot = "no NCCL: " + real.error;
-    return nullptr;
-  }
-  return &real.table;
-}
+const Nccl *getNccl(std::string &whyNot) { return ncclLibrary().get(whyNot); }
 
 void setNcclForTesting(const Nccl *nccl, const char *loadError) {
-  {
-    std::lock_guard<std::mutex> lock(injectedErrorMutex);
-    injectedError = loadError ? loadError : "";
-  }
-  injectedFailure.store(!nccl && loadError, std::memory_order_release);
-  injectedNccl.store(nccl, std::memory_order_release);
+  ncclLibrary().inject(nccl, loadError);
 }
 
 } // namespace moe::runtime
