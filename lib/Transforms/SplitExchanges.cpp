@@ -125,11 +125,11 @@ struct MoESplitExchangesPass
              llvm::is_contained(exchanges[s]->getOperands(), v);
     };
     // What @F returns, by its first result's name (moe.name, else
-    // result<i>) unless an argument already has that name.
+    // result<i>) unless an argument or exchange result already has it.
     ValueRange returned = body.getTerminator()->getOperands();
     llvm::StringSet<> taken;
-    for (BlockArgument arg : fn.getArguments())
-      taken.insert(names[arg]);
+    for (auto &[value, name] : names)
+      taken.insert(name);
     DenseMap<Value, std::string> resultNames;
     for (auto [i, v] : llvm::enumerate(returned)) {
       auto name = fn.getResultAttrOfType<StringAttr>(i, kNameAttr);

@@ -106,6 +106,7 @@ class Exchange:
         _check(_library().moeExchangeWorkspaceBytes(self._handle,
                                                     ctypes.byref(space)))
         self.workspace_bytes = space.value
+        self._work = None  # the counts' device staging, kept between calls
 
     def close(self) -> None:
         if self._handle:
@@ -120,7 +121,10 @@ class Exchange:
         [N] int64) and the rows this rank sent."""
         stream = ctypes.c_void_p(torch.cuda.current_stream(rows.device).cuda_stream)
         counts = torch.empty(self.ranks, dtype=torch.int64, device=rows.device)
-        work = torch.empty(self.workspace_bytes, dtype=torch.uint8, device=rows.device)
+        if self._work is None or self._work.device != rows.device:
+            self._work = torch.empty(self.workspace_bytes, dtype=torch.uint8,
+                                     device=rows.device)
+        work = self._work
         sent, received = ctypes.c_int64(), ctypes.c_int64()
         bits = 64 if offsets.dtype == torch.int64 else 32
         _check(_library().moeDispatchCounts(

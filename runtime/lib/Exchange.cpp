@@ -111,16 +111,14 @@ moeStatus readOffsets(moeExchange *x, const char *caller, uint64_t offsets,
 /// One NCCL group: for each peer p, a send of sendCount[p] units of `unit`
 /// bytes from unit sendAt[p] of `send`, and a receive of recvCount[p] units
 /// into unit recvAt[p] of `recv` (none where the count is 0: both sides
-/// know it is), as elements of `type`.
-moeStatus exchangeGroup(moeExchange *x, const char *caller, nccl::DataType type,
-                        size_t unit, uint64_t send,
-                        const std::vector<int64_t> &sendAt,
+/// know it is). NCCL moves them as bytes: send and receive do no arithmetic.
+moeStatus exchangeGroup(moeExchange *x, const char *caller, size_t unit,
+                        uint64_t send, const std::vector<int64_t> &sendAt,
                         const std::vector<int64_t> &sendCount, uint64_t recv,
                         const std::vector<int64_t> &recvAt,
                         const std::vector<int64_t> &recvCount,
                         cu::Stream stream) {
   const Nccl *nccl = x->nccl;
-  size_t perUnit = unit / (type == nccl::kInt64 ? 8 : 1);
   if (nccl::Result result = nccl->groupStart())
     return ncclError(nccl, caller, "ncclGroupStart", result);
   nccl::Result failed = nccl::kSuccess;
@@ -129,12 +127,12 @@ moeStatus exchangeGroup(moeExchange *x, const char *caller, nccl::DataType type,
     if (sendCount[p] > 0 &&
         (failed = nccl->send(
              reinterpret_cast<const void *>(send + sendAt[p] * unit),
-             size_t(sendCount[p]) * perUnit, type, p, x->comm, stream)))
+             size_t(sendCount[p]) * unit, nccl::kInt8, p, x->comm, stream)))
       what = "ncclSend";
     if (!failed && recvCount[p] > 0 &&
         (failed = nccl->recv(reinterpret_cast<void *>(recv + recvAt[p] * unit),
-                             size_t(recvCount[p]) * perUnit, type, p, x->comm,
-                             stream)))
+                             size_t(recvCount[p]) * unit, nccl::kInt8, p,
+                             x->comm, stream)))
       what = "ncclRecv";
   }
   nccl::Result ended = nccl->groupEnd();
@@ -256,7 +254,7 @@ MOE_API moeStatus moeDispatchCounts(moeExchange *x, uint64_t offsets,
           toDevice(x->driver, caller, "counts sent", sendCounts,
                    perExpert.data(), perExpert.size() * 8, stream))
     return status;
-  if (moeStatus status = exchangeGroup(x, caller, nccl::kInt64, 8, sendCounts,
+  if (moeStatus status = exchangeGroup(x, caller, sizeof(int64_t), sendCounts,
                                        at, len, recvCounts, at, len, stream))
     return status;
   x->received.assign(size_t(x->experts), 0);
@@ -288,8 +286,6 @@ MOE_API moeStatus moeDispatchCounts(moeExchange *x, uint64_t offsets,
   if (moeStatus status = toDevice(x->driver, caller, "counts", counts,
                                   fromRank.data(), fromRank.size() * 8, stream))
     return status;
-  if (cu::Result result = x->driver->streamSynchronize(stream))
-    return driverError(x->driver, caller, "cuStreamSynchronize", result);
   *sent = bounds[size_t(x->experts)];
   *received = total;
   return MOE_STATUS_SUCCESS;
@@ -331,9 +327,8 @@ MOE_API moeStatus moeDispatchRows(moeExchange *x, uint64_t rows,
   if (moeStatus status = toDevice(x->driver, caller, "local_ids", localIds,
                                   ids.data(), ids.size() * 4, stream))
     return status;
-  return exchangeGroup(x, caller, nccl::kInt8, size_t(rowBytes), rows,
-                       x->sendStart, x->sendCount, received, recvAt, recvCount,
-                       stream);
+  return exchangeGroup(x, caller, size_t(rowBytes), rows, x->sendStart,
+                       x->sendCount, received, recvAt, recvCount, stream);
 }
 
 MOE_API moeStatus moeUndispatch(moeExchange *x, uint64_t rows, int64_t numRows,
@@ -385,8 +380,8 @@ MOE_API moeStatus moeUndispatch(moeExchange *x, uint64_t rows, int64_t numRows,
     return setError(MOE_STATUS_INVALID_ARGUMENT,
                     "%s: rows and result must be non-null where rows move",
                     caller);
-  return exchangeGroup(x, caller, nccl::kInt8, size_t(rowBytes), rows, backAt,
-                       fromRank, result, sentAt, sentCount, stream);
+  return exchangeGroup(x, caller, size_t(rowBytes), rows, backAt, fromRank,
+                       result, sentAt, sentCount, stream);
 }
 
 MOE_API moeStatus moeNcclGetUniqueId(void *id) {

@@ -28,8 +28,7 @@ using Result = int;                        // ncclResult_t
 using Comm = struct ncclComm *;            // ncclComm_t
 using DataType = int;                      // ncclDataType_t
 inline constexpr Result kSuccess = 0;      // ncclSuccess
-inline constexpr DataType kInt8 = 0;       // ncclInt8: rows, as bytes
-inline constexpr DataType kInt64 = 4;      // ncclInt64: counts
+inline constexpr DataType kInt8 = 0;       // ncclInt8: all moves as bytes
 inline constexpr int kUniqueIdBytes = 128; // NCCL_UNIQUE_ID_BYTES
 
 /// ncclUniqueId: 128 opaque bytes, passed by value.

@@ -18,7 +18,6 @@ using namespace moe_abi;
 
 static_assert(nccl::kSuccess == ncclSuccess);
 static_assert(nccl::kInt8 == ncclInt8);
-static_assert(nccl::kInt64 == ncclInt64);
 static_assert(nccl::kUniqueIdBytes == NCCL_UNIQUE_ID_BYTES);
 static_assert(sizeof(nccl::Result) == sizeof(ncclResult_t));
 static_assert(sizeof(nccl::DataType) == sizeof(ncclDataType_t));
