@@ -163,6 +163,19 @@ struct MoESplitExchangesPass
       names[v] = name;
     }
 
+    // A donated argument (its buffer the callee's to overwrite) stays
+    // donated only in the last stage that reads it, and only if no exchange
+    // from that stage on reads it: earlier readers must leave it intact.
+    auto donatedIn = [&](unsigned s, Value v) {
+      for (unsigned later = s + 1; later < numStages; ++later)
+        if (readers[later].contains(v))
+          return false;
+      for (unsigned e = s; e < exchanges.size(); ++e)
+        if (exchangeReads(e, v))
+          return false;
+      return true;
+    };
+
     OpBuilder b(&getContext());
     auto nameList = [&](ValueRange range) {
       SmallVector<Attribute> list;
@@ -186,8 +199,11 @@ struct MoESplitExchangesPass
       // Each argument and result is named as the caller keeps it (moe.name:
       // a program entry's argument names).
       for (auto [i, v] : llvm::enumerate(inputs[s])) {
-        if (auto arg = dyn_cast<BlockArgument>(v))
+        if (auto arg = dyn_cast<BlockArgument>(v)) {
           stage.setArgAttrs(i, fn.getArgAttrDict(arg.getArgNumber()));
+          if (!donatedIn(s, v))
+            stage.removeArgAttr(i, kDonatedAttr);
+        }
         stage.setArgAttr(i, kNameAttr, b.getStringAttr(names.lookup(v)));
       }
       // A caller runs each stage as one call: on the GPU, one entry.
