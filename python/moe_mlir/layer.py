@@ -506,7 +506,11 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     programs, each one entry, with the exchanges between them; the experts'
     weights the rank's E/N; <compiler id>.ep<N>.moebundle, its source
     layer.ep<N>.mlir the stages as split, whose attributes say how they
-    connect: parallel.py). With a compiler
+    connect: parallel.py); with train too, the train forward's and the
+    backward's stages beside them (--moe-generate-backward before the
+    split: the adjoint exchanges; <compiler id>.train.ep<N>.moebundle, its
+    source layer.train.ep<N>.mlir; the runtime's weight layout, rows
+    saved). With a compiler
     (find_compiler), its own bundle is returned, compiled first when
     missing; without one, the newest bundle of the layer (one compiled
     elsewhere and copied here). Raises MoERuntimeError: NOT_FOUND (no
@@ -518,26 +522,30 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     if recompute_rows and not train:
         raise ValueError("compile_layer: recompute_rows is an option of the "
                          "train bundle (train=True)")
-    if expert_parallel and (train or expert_parallel < 1 or
+    if expert_parallel and (expert_parallel < 1 or
                             spec.experts % expert_parallel):
         raise ValueError(
             "compile_layer: expert_parallel is the number of ranks, which "
-            f"must divide the {spec.experts} experts, of an inference layer "
-            f"(not train), got {expert_parallel}")
+            f"must divide the {spec.experts} experts, got {expert_parallel}")
+    if expert_parallel and (recompute_rows or native_layout):
+        raise ValueError("compile_layer: an expert-parallel train bundle "
+                         "saves the rows and takes the runtime's weight "
+                         "layout (no recompute_rows, no native_layout)")
     if native_layout is None:
-        native_layout = train and spec.activation == "gptoss"
+        native_layout = (train and spec.activation == "gptoss" and
+                         not expert_parallel)
     if native_layout and not (train and spec.activation == "gptoss"):
         raise ValueError("compile_layer: native_layout is an option of a "
                          "GPT-OSS train bundle (train=True, activation "
                          "gptoss)")
-    suffix = (f".ep{expert_parallel}.moebundle" if expert_parallel else
-              ".moebundle" if not train else
+    suffix = (f".{'train.' if train else ''}ep{expert_parallel}.moebundle"
+              if expert_parallel else ".moebundle" if not train else
               ".train" + ("-native" if native_layout else "") +
               ("-recompute-rows" if recompute_rows else "") + ".moebundle")
     if tools is None:
         bundles = [b for b in glob.glob(os.path.join(layer_dir, "*" + suffix))
-                   if train or expert_parallel or not any(
-                       part in os.path.basename(b) for part in (".train", ".ep"))]
+                   if (train or ".train" not in os.path.basename(b)) and
+                   (expert_parallel or ".ep" not in os.path.basename(b))]
         if bundles:
             return max(bundles, key=os.path.getmtime)
         raise MoERuntimeError(
@@ -552,7 +560,8 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     if os.path.exists(bundle):
         return bundle
     os.makedirs(layer_dir, exist_ok=True)
-    source = os.path.join(layer_dir, f"layer.ep{expert_parallel}.mlir"
+    source = os.path.join(layer_dir, f"layer.{'train.' if train else ''}"
+                          f"ep{expert_parallel}.mlir"
                           if expert_parallel else "layer.train-native.mlir"
                           if native_layout else "layer.mlir")
     options = spec.options() + (" native-layout=true" if native_layout else "")
@@ -562,18 +571,20 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
         built_source = os.path.join(scratch, "layer.mlir")
         lowered = os.path.join(scratch, "layer.gpu.mlir")
         built = os.path.join(scratch, "layer.moebundle")
-        # Expert parallelism: the rank's stages, kept as the source.
+        backward = (["--moe-generate-backward=recompute-rows=true"]
+                    if recompute_rows else
+                    ["--moe-generate-backward"] if train else [])
+        # Expert parallelism: the rank's stages (of the train forward and
+        # its backward too, with the adjoint exchanges), kept as the source.
         split = ([[tools[0], built_source,
-                   f"--moe-expert-parallel=ranks={expert_parallel}",
-                   "--moe-split-exchanges", "-o", built_source]]
+                   f"--moe-expert-parallel=ranks={expert_parallel}"] +
+                  backward + ["--moe-split-exchanges", "-o", built_source]]
                  if expert_parallel else [])
         for command in [[tools[0], empty,
                          f"--moe-build-layer={options}", "-o",
                          built_source]] + split + [
                         [tools[0], built_source] +
-                        (["--moe-generate-backward=recompute-rows=true"]
-                         if recompute_rows else
-                         ["--moe-generate-backward"] if train else []) +
+                        ([] if expert_parallel else backward) +
                         [PIPELINE, "-o", lowered],
                         [tools[1], "--moe-to-bundle", lowered, "-o", built]]:
             result = subprocess.run(command, stdout=subprocess.PIPE,

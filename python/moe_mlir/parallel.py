@@ -153,12 +153,16 @@ class Exchange:
 
 
 def run_stages(bundle, plan: List[Stage], inputs: Dict[str, "torch.Tensor"],
-               exchange: Exchange):
+               exchange: Exchange) -> List["torch.Tensor"]:
     """Runs the stages on one rank: the named values start as `inputs` (by
     the names of moe.function_args), each stage's entry takes the ones it
     names and adds its results, each exchange adds its results. Returns
-    the split function's results ({name in moe.function_results:
-    tensor})."""
+    the split function's results, in the order of moe.function_results."""
+    if torch.cuda.is_current_stream_capturing():
+        raise MoERuntimeError(
+            "INVALID_ARGUMENT", "expert parallelism cannot be captured in a "
+            "CUDA graph: each exchange reads its sizes on the host (NCCL's "
+            "host API), which synchronizes the stream")
     values = dict(inputs)
     dispatched = {}  # offsets name -> (rows it grouped, rows sent)
     for stage in plan:
@@ -181,7 +185,7 @@ def run_stages(bundle, plan: List[Stage], inputs: Dict[str, "torch.Tensor"],
         elif stage.exchange:
             raise MoERuntimeError("UNSUPPORTED", f"{stage.entry} names "
                                   f"exchange {stage.exchange}")
-    return {name: values[name] for name in plan[-1].function_results}
+    return [values[name] for name in plan[-1].function_results]
 
 
 def nccl_communicator(group) -> int:
@@ -200,40 +204,117 @@ def nccl_communicator(group) -> int:
     return comm.value
 
 
+#: The expert weights and biases a rank keeps, in the entries' names.
+_EXPERT_TENSORS = ("gate_up_weights", "down_weights", "gate_up_bias", "down_bias")
+
+
+def _train_plans(source: str):
+    """(train forward stages, backward stages) of a train split source,
+    checked to connect: the backward's arguments are the train forward's
+    results after `out`, in order, then grad_out."""
+    train, backward = stages(source, "moe_layer_train"), stages(source,
+                                                                 "moe_layer_backward")
+    saved, takes = train[0].function_results, backward[0].function_args
+    if (not saved or saved[0] != "out" or not takes or takes[-1] != "grad_out" or
+            len(takes) != len(saved)):
+        raise ValueError("the backward's stages do not take the train "
+                         f"forward's saved values: {saved} -> {takes}")
+    return train, backward
+
+
 if torch is not None:
+
+    class _TrainStages(torch.autograd.Function):
+        """The train forward's stages, and the backward's (with the adjoint
+        exchanges) as its gradient: one backward per forward, since the
+        backward writes over the values the forward saved for it."""
+
+        @staticmethod
+        def forward(ctx, layer, tokens, logits, *weights):
+            given = dict(tokens=tokens, logits=logits, score_bias=layer.score_bias)
+            given.update((n, w) for n, w in zip(_EXPERT_TENSORS, weights) if w is not None)
+            results = run_stages(layer._bundle, layer._train_plan,
+                                 {n: given[n] for n in layer._train_plan[0].function_args},
+                                 layer._exchange)
+            ctx.layer, ctx.backward_ran = layer, False
+            ctx.weights = [w is not None for w in weights]
+            ctx.save_for_backward(*results[1:])
+            ctx.set_materialize_grads(False)
+            return results[0]
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            if grad_out is None:
+                return (None,) * (3 + len(ctx.weights))
+            if ctx.backward_ran:
+                raise RuntimeError(
+                    "ExpertParallelMoELayer: the backward of one forward runs "
+                    "once (it writes over the values the forward saved for "
+                    "it): run the forward again for another backward")
+            ctx.backward_ran = True
+            layer = ctx.layer
+            plan = layer._backward_plan
+            given = dict(zip(plan[0].function_args[:-1], ctx.saved_tensors))
+            given["grad_out"] = grad_out.contiguous()
+            grads = dict(zip(plan[-1].function_results,
+                             run_stages(layer._bundle, plan, given, layer._exchange)))
+            return (None, grads.get("grad_tokens"), grads.get("grad_logits"),
+                    *[grads.get("grad_" + n) if present else None
+                      for n, present in zip(_EXPERT_TENSORS, ctx.weights)])
 
     class ExpertParallelMoELayer(torch.nn.Module):
         """A Hugging Face sparse MoE block on one rank of an expert-parallel
         group; build it with from_hf. forward(hidden_states [..., H],
         bfloat16) returns the block's output for this rank's tokens (and what
-        the block returns beside it, as MoELayer)."""
+        the block returns beside it, as MoELayer). A trainable layer (from_hf
+        with train=True) holds the rank's experts and the router as its own
+        parameters and differentiates through the backward's stages when
+        gradients are enabled."""
 
         def __init__(self, packed, bundle_path: str, plan: List[Stage], comm: int,
-                     ranks: int, rank: int):
+                     ranks: int, rank: int, train_plans=None):
             super().__init__()
             spec = packed.spec
             self.spec, self.bundle_path, self.ranks, self.rank = spec, bundle_path, ranks, rank
             self._bundle = _open_bundle(bundle_path)
             self._plan = plan
+            self._train_plan, self._backward_plan = train_plans or (None, None)
             self._returns = packed.returns
             self._comm = comm
-            local = slice(rank * spec.experts // ranks, (rank + 1) * spec.experts // ranks)
+            L = spec.experts // ranks
+            #: The experts this rank holds: [first, first + count).
+            self.experts = range(rank * L, (rank + 1) * L)
+            trainable = train_plans is not None
             # The rank's experts only (copies: the block's may be dropped).
-            for name in ("gate_up_weights", "down_weights", "gate_up_bias", "down_bias"):
+            # Trained, the biases are bfloat16 parameters as the block's are.
+            for name in _EXPERT_TENSORS + ("router_weight", "router_bias", "score_bias"):
                 tensor = getattr(packed, name)
-                self.register_buffer(name, None if tensor is None else
-                                     tensor[local].clone(), persistent=False)
-            for name in ("router_weight", "router_bias", "score_bias"):
-                self.register_buffer(name, getattr(packed, name), persistent=False)
+                if tensor is not None and name in _EXPERT_TENSORS:
+                    tensor = tensor[rank * L:(rank + 1) * L]
+                if tensor is not None and trainable and name != "score_bias":
+                    self.register_parameter(name, torch.nn.Parameter(
+                        tensor.detach().to(torch.bfloat16 if name.endswith("bias")
+                                           else tensor.dtype, copy=True)))
+                else:
+                    self.register_buffer(name, None if tensor is None else
+                                         tensor.clone(), persistent=False)
             self._exchange = Exchange(comm, spec.experts)
 
         @classmethod
-        def from_hf(cls, block, *, ep_group, cache_dir: Optional[str] = None,
+        def from_hf(cls, block, *, ep_group, train: bool = False,
+                    cache_dir: Optional[str] = None,
                     compiler: Optional[str] = None) -> "ExpertParallelMoELayer":
             """This rank's layer of `block` (as MoELayer.from_hf reads it) in
             `ep_group` (a torch.distributed process group of N ranks, one
-            GPU each, N dividing the experts). Raises what MoELayer.from_hf
-            raises, and ValueError for a block with a shared expert."""
+            GPU each, N dividing the experts). With train, the layer's
+            parameters are copies of the rank's experts (the runtime's
+            layout: gate_up_weights [E/N, 2I, H], down_weights [E/N, H, I],
+            GPT-OSS's biases [E/N, 2I] and [E/N, H]) and of the router;
+            their gradients are this rank's: the experts' over every rank's
+            tokens routed to them, the router's over this rank's tokens
+            (all-reduce it over the group, as data parallelism would).
+            Raises what MoELayer.from_hf raises, and ValueError for a block
+            with a shared expert or (train) a gated one."""
             import torch.distributed as dist
 
             spec, sources, returns = _read_block(block)
@@ -247,14 +328,17 @@ if torch is not None:
                                  "on one CUDA device")
             ranks, rank = dist.get_world_size(ep_group), dist.get_rank(ep_group)
             path = compile_layer(spec, cache_dir=cache_dir, compiler=compiler,
-                                 expert_parallel=ranks)
-            with open(os.path.join(os.path.dirname(path),
-                                   f"layer.ep{ranks}.mlir")) as f:
-                plan = stages(f.read(), "moe_layer")
+                                 expert_parallel=ranks, train=train)
+            with open(os.path.join(os.path.dirname(path), "layer.{}ep{}.mlir".format(
+                    "train." if train else "", ranks))) as f:
+                source = f.read()
+            plan = stages(source, "moe_layer")
+            train_plans = _train_plans(source) if train else None
             device = next(iter(devices))
             with torch.cuda.device(device):
                 comm = nccl_communicator(ep_group)
-                layer = cls(_pack(spec, sources, returns), path, plan, comm, ranks, rank)
+                layer = cls(_pack(spec, sources, returns), path, plan, comm, ranks, rank,
+                            train_plans)
                 layer._bundle.load()
             return layer
 
@@ -266,23 +350,29 @@ if torch is not None:
                                  f"expected torch.bfloat16 [..., {spec.hidden}]")
             tokens = hidden_states.reshape(-1, spec.hidden).contiguous()
             if spec.logits == "f32":
-                logits = torch.nn.functional.linear(tokens.float(), self.router_weight)
+                logits = torch.nn.functional.linear(tokens.float(),
+                                                    self.router_weight.float())
             else:
                 logits = torch.nn.functional.linear(tokens, self.router_weight,
                                                     self.router_bias)
-            inputs = {"tokens": tokens, "logits": logits.contiguous(),
-                      "gate_up_weights": self.gate_up_weights,
-                      "down_weights": self.down_weights,
-                      "gate_up_bias": self.gate_up_bias, "down_bias": self.down_bias,
-                      "score_bias": self.score_bias}
+            logits = logits.contiguous()
+            weights = [getattr(self, n) for n in _EXPERT_TENSORS]
+            if weights[3] is not None:
+                weights[3] = weights[3].float()  # the entries take f32
             with torch.cuda.device(tokens.device):
-                out = run_stages(self._bundle, self._plan,
-                                 {k: v for k, v in inputs.items() if v is not None},
-                                 self._exchange)["out"]
+                if self._train_plan is not None and torch.is_grad_enabled():
+                    out = _TrainStages.apply(self, tokens, logits, *weights)
+                else:
+                    given = dict(tokens=tokens, logits=logits,
+                                 score_bias=self.score_bias,
+                                 **dict(zip(_EXPERT_TENSORS, weights)))
+                    out = run_stages(self._bundle, self._plan,
+                                     {n: given[n] for n in self._plan[0].function_args},
+                                     self._exchange)[0]
             output = out.view(hidden_states.shape)
             if self._returns == "router_logits":
                 return output, logits
             if self._returns == "router_scores":
-                top, _ = torch.topk(logits, spec.top_k, dim=-1)
-                return output, torch.softmax(top.float(), dim=-1).to(logits.dtype)
+                top = torch.topk(logits, spec.top_k, dim=-1).values
+                return output, torch.softmax(top, dim=-1, dtype=top.dtype)
             return output

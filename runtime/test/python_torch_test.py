@@ -358,9 +358,28 @@ with tempfile.TemporaryDirectory() as scratch:
         expect(lambda: moe_mlir.compile_layer(specs["mixtral"], cache_dir=cache,
                                                expert_parallel=bad),
                ValueError, "must divide the 8 experts")
-    expect(lambda: moe_mlir.compile_layer(specs["mixtral"], cache_dir=cache, train=True,
-                                           expert_parallel=2),
-           ValueError, "of an inference layer (not train)")
+    # Trained: the train forward's and the backward's stages beside the
+    # layer's, the backward taking what the train forward saved.
+    ep_train = moe_mlir.compile_layer(specs["gpt_oss"], cache_dir=cache, train=True,
+                                      expert_parallel=2)
+    ep_path = ep
+    with open(os.path.join(os.path.dirname(ep_train), "layer.train.ep2.mlir")) as f:
+        train_plan, backward_plan = parallel._train_plans(f.read())
+    entries = {e.name for e in Bundle(ep_train).entries}
+    check(ep_train.endswith(".train.ep2.moebundle") and
+          [s.exchange for s in backward_plan] == ["moe.dispatch", "moe.undispatch", None]
+          and {s.entry for s in train_plan + backward_plan} <= entries and
+          "moe_layer_stage0" in entries and
+          set(backward_plan[-1].function_results) == {
+              "grad_tokens", "grad_logits", "grad_gate_up_weights", "grad_gate_up_bias",
+              "grad_down_weights", "grad_down_bias"},
+          f"expert-parallel train stages: {ep_train} {sorted(entries)} {backward_plan}")
+    for option in (dict(recompute_rows=True), dict(native_layout=True)):
+        expect(lambda: moe_mlir.compile_layer(specs["gpt_oss"], cache_dir=cache, train=True,
+                                               expert_parallel=2, **option),
+               ValueError, "no recompute_rows, no native_layout")
+    expect(lambda: parallel._train_plans(open(os.path.join(
+        os.path.dirname(ep), "layer.ep2.mlir")).read()), ValueError, "no stages of")
     expect(lambda: parallel.stages("func.func @moe_layer_stage0() {}", "moe_layer"),
            ValueError, "lacks the attributes")
     expect(lambda: parallel.Exchange(0, 8), MoERuntimeError,
@@ -387,6 +406,16 @@ with tempfile.TemporaryDirectory() as scratch:
         with environment(MOE_CACHE_DIR=cache):
             check(moe_mlir.compile_layer(specs["gpt_oss"]) == paths[4],
                   "$MOE_CACHE_DIR")
+        # Each kind of bundle serves only its own kind: GPT-OSS's one
+        # expert-parallel bundle is a train bundle.
+        check(moe_mlir.compile_layer(specs["mixtral"], cache_dir=cache,
+                                     expert_parallel=2) == ep_path and
+              moe_mlir.compile_layer(specs["gpt_oss"], cache_dir=cache, train=True,
+                                     expert_parallel=2) == ep_train,
+              "expert-parallel bundles from the cache without a compiler")
+        expect(lambda: moe_mlir.compile_layer(specs["gpt_oss"], cache_dir=cache,
+                                               expert_parallel=2),
+               MoERuntimeError, "no compiled bundle for this layer", status="NOT_FOUND")
         expect(lambda: moe_mlir.compile_layer(specs["mixtral"],
                                                cache_dir=os.path.join(scratch, "empty")),
                MoERuntimeError, "no compiled bundle for this layer (LayerSpec(hidden=4096",
