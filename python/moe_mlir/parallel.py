@@ -23,9 +23,16 @@ communicator of the group's ranks on its current device with the
 process's NCCL (PyTorch's libnccl.so.2): the group's own communicator is
 not reachable from Python.
 
-Inference only; not capturable in a CUDA graph (each exchange synchronizes
-the stream: NCCL's host API takes host sizes). Not yet: a shared expert
-(the layer's weights would be replicated beside the rank's experts).
+Training: from_hf(block, ep_group=pg, train=True) holds the rank's experts
+and the router as the layer's own parameters and, under autograd, runs the
+train forward's stages and the backward's (the adjoint exchanges) as their
+gradient; the router's gradient is this rank's tokens' part (all-reduce it
+over the group).
+
+Not capturable in a CUDA graph (each exchange synchronizes the stream:
+NCCL's host API takes host sizes; refused with a message). Not yet: a
+shared expert (the layer's weights would be replicated beside the rank's
+experts).
 """
 import ctypes
 import os
