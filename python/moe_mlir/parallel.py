@@ -29,10 +29,13 @@ train forward's stages and the backward's (the adjoint exchanges) as their
 gradient; the router's gradient is this rank's tokens' part (all-reduce it
 over the group).
 
+A shared expert (DeepSeek-V3) is replicated: every rank runs it on its own
+tokens in the last stage (the combine's moe.shared_mlp); trained, its
+gradient is this rank's tokens' part, as the router's.
+
 Not capturable in a CUDA graph (each exchange synchronizes the stream:
 NCCL's host API takes host sizes; refused with a message). Not yet: a
-shared expert (the layer's weights would be replicated beside the rank's
-experts).
+gated shared expert (Qwen2-MoE).
 """
 import ctypes
 import os
@@ -211,8 +214,12 @@ def nccl_communicator(group) -> int:
     return comm.value
 
 
-#: The expert weights and biases a rank keeps, in the entries' names.
-_EXPERT_TENSORS = ("gate_up_weights", "down_weights", "gate_up_bias", "down_bias")
+#: The expert weights and biases a rank keeps, its slice of the experts
+#: (the first four) or replicated (the shared expert's), in the entries'
+#: names.
+_EXPERT_TENSORS = ("gate_up_weights", "down_weights", "gate_up_bias", "down_bias",
+                   "shared_gate_up_weights", "shared_down_weights")
+_SLICED = _EXPERT_TENSORS[:4]
 
 
 def _train_plans(source: str):
@@ -279,7 +286,7 @@ if torch is not None:
         gradients are enabled."""
 
         def __init__(self, packed, bundle_path: str, plan: List[Stage], comm: int,
-                     ranks: int, rank: int, train_plans=None):
+                     ranks: int, rank: int, train_plans=None, shared=None):
             super().__init__()
             spec = packed.spec
             self.spec, self.bundle_path, self.ranks, self.rank = spec, bundle_path, ranks, rank
@@ -294,9 +301,14 @@ if torch is not None:
             trainable = train_plans is not None
             # The rank's experts only (copies: the block's may be dropped).
             # Trained, the biases are bfloat16 parameters as the block's are.
+            # The shared expert (DeepSeek-V3) is replicated: the combine's
+            # moe.shared_mlp, gate and up projections concatenated.
+            shared = (None, None) if shared is None else (
+                torch.cat(shared[:2]), shared[2])
             for name in _EXPERT_TENSORS + ("router_weight", "router_bias", "score_bias"):
-                tensor = getattr(packed, name)
-                if tensor is not None and name in _EXPERT_TENSORS:
+                tensor = (shared[_EXPERT_TENSORS.index(name) - 4] if name.startswith("shared")
+                          else getattr(packed, name))
+                if tensor is not None and name in _SLICED:
                     tensor = tensor[rank * L:(rank + 1) * L]
                 if tensor is not None and trainable and name != "score_bias":
                     self.register_parameter(name, torch.nn.Parameter(
@@ -304,8 +316,16 @@ if torch is not None:
                                            else tensor.dtype, copy=True)))
                 else:
                     self.register_buffer(name, None if tensor is None else
-                                         tensor.clone(), persistent=False)
+                                         tensor.contiguous().clone(), persistent=False)
             self._exchange = Exchange(comm, spec.experts)
+
+        def close(self) -> None:
+            """Frees the layer's NCCL communicator (every rank of the group
+            calls it); the layer is unusable after."""
+            self._exchange.close()
+            if self._comm:
+                _check(_library().moeNcclCommDestroy(ctypes.c_void_p(self._comm)))
+                self._comm = 0
 
         @classmethod
         def from_hf(cls, block, *, ep_group, train: bool = False,
@@ -321,14 +341,16 @@ if torch is not None:
             tokens routed to them, the router's over this rank's tokens
             (all-reduce it over the group, as data parallelism would).
             Raises what MoELayer.from_hf raises, and ValueError for a block
-            with a shared expert or (train) a gated one."""
+            with a gated shared expert (Qwen2-MoE)."""
             import torch.distributed as dist
 
             spec, sources, returns = _read_block(block)
-            if spec.shared_intermediate:
+            if spec.shared_gate:
                 raise ValueError(f"{type(block).__name__}: expert parallelism "
-                                 "of a layer with a shared expert is not "
-                                 "supported yet")
+                                 "of a layer with a gated shared expert "
+                                 "(Qwen2-MoE) is not supported yet (the GPU "
+                                 "runs no gated moe.shared_mlp of the "
+                                 "combine); MoELayer runs it on one GPU")
             devices = _devices(sources)
             if len(devices) != 1 or next(iter(devices)).type != "cuda":
                 raise ValueError(f"{type(block).__name__}: its weights must be "
@@ -345,12 +367,15 @@ if torch is not None:
             with torch.cuda.device(device):
                 comm = nccl_communicator(ep_group)
                 layer = cls(_pack(spec, sources, returns), path, plan, comm, ranks, rank,
-                            train_plans)
+                            train_plans, sources.get("shared"))
                 layer._bundle.load()
             return layer
 
         def forward(self, hidden_states):
             spec = self.spec
+            if not self._comm:
+                raise MoERuntimeError("INVALID_ARGUMENT", "ExpertParallelMoELayer: "
+                                      "the layer is closed")
             if hidden_states.dtype != torch.bfloat16 or hidden_states.shape[-1] != spec.hidden:
                 raise ValueError(f"ExpertParallelMoELayer: hidden_states is "
                                  f"{hidden_states.dtype} {tuple(hidden_states.shape)}, "

@@ -374,6 +374,15 @@ with tempfile.TemporaryDirectory() as scratch:
               "grad_tokens", "grad_logits", "grad_gate_up_weights", "grad_gate_up_bias",
               "grad_down_weights", "grad_down_bias"},
           f"expert-parallel train stages: {ep_train} {sorted(entries)} {backward_plan}")
+    # A shared expert stays replicated: the last stage runs it on the rank's
+    # own tokens.
+    ep_shared = moe_mlir.compile_layer(specs["deepseek_v3"], cache_dir=cache,
+                                       expert_parallel=2)
+    with open(os.path.join(os.path.dirname(ep_shared), "layer.ep2.mlir")) as f:
+        shared_plan = parallel.stages(f.read(), "moe_layer")
+    check({"shared_gate_up_weights", "shared_down_weights", "tokens"} <=
+          set(shared_plan[-1].args) and "score_bias" in shared_plan[0].args,
+          f"the shared expert in the last stage: {shared_plan}")
     for option in (dict(recompute_rows=True), dict(native_layout=True)):
         expect(lambda: moe_mlir.compile_layer(specs["gpt_oss"], cache_dir=cache, train=True,
                                                expert_parallel=2, **option),

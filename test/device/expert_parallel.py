@@ -43,10 +43,11 @@ from tally import Tally, run  # noqa: E402
 
 moe_mlir = train_layer.moe_mlir
 # train_layer's blocks: Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B at their
-# real shapes and GPT-OSS-20B; DeepSeek-V3 (32 experts) for the refusal.
+# real shapes, GPT-OSS-20B and DeepSeek-V3 with 32 experts (its shared
+# expert replicated); Qwen2-MoE's gated shared expert for the refusal.
 MODELS = {name: train_layer.MODELS[name] for name in (
-    "mixtral-8x7b", "qwen3-30b-a3b", "olmoe-1b-7b", "gpt-oss-20b")}
-SHARED = train_layer.MODELS["deepseek-v3-e32"]
+    "mixtral-8x7b", "qwen3-30b-a3b", "olmoe-1b-7b", "gpt-oss-20b", "deepseek-v3-e32")}
+GATED = train_layer.REFUSED["qwen1.5-moe-a2.7b"]
 TOKENS = (1, 7, 300, 4096)
 TOLERANCE = 1e-2
 make_block, router_of = train_layer.make_block, train_layer.router_of
@@ -65,12 +66,35 @@ def build_cache(argv):
     return 0
 
 
-def _block_layout(name, tensor, I):
-    """A gradient of the layer's parameter `name` (the runtime's layout) in
-    the block's (GPT-OSS: gate and up units interleaved, [E, H, 2I] and
-    [E, I, H]; the other blocks' fused experts are the runtime's)."""
+def _block_layout(own, I):
+    """The gradients of the layer's parameters (the runtime's layout) as
+    train_layer.reference names them, in the block's layout (GPT-OSS: gate
+    and up units interleaved, [E, H, 2I] and [E, I, H]; the other blocks'
+    fused experts are the runtime's; the shared expert's gate and up
+    projections are halves of one weight)."""
+    out = {}
+    for name, p in own.items():
+        g = p.grad
+        if g is None:
+            out[name] = None
+        elif name == "shared_gate_up_weights":
+            half = g.shape[0] // 2
+            out["shared_gate"], out["shared_up"] = g[:half], g[half:]
+        elif name == "shared_down_weights":
+            out["shared_down"] = g
+        else:
+            out[{"router_weight": "router", "gate_up_weights": "gate_up",
+                 "down_weights": "down"}.get(name, name)] = (
+                _gpt_oss_layout(name, g, I) if I else g)
+    return out
+
+
+def _gpt_oss_layout(name, tensor, I):
+    """A GPT-OSS expert gradient from the runtime's layout to the block's."""
     import torch
 
+    if tensor is None:
+        return None
     if name == "gate_up_weights":
         out = torch.empty(tensor.shape[0], tensor.shape[2], 2 * I, dtype=tensor.dtype,
                           device=tensor.device)
@@ -97,12 +121,11 @@ def check_training(name, model, group, cache, report):
     H = fields["hidden_size"]
     gptoss = fields["model_type"] == "gpt_oss"
     I = fields.get("moe_intermediate_size") or fields["intermediate_size"]
-    # Layer parameter -> the block gradient train_layer.reference names.
-    names = {"router_weight": "router", "gate_up_weights": "gate_up",
-             "down_weights": "down"}
+    names = {"router_weight", "gate_up_weights", "down_weights"}
     if gptoss:
-        names.update(router_bias="router_bias", gate_up_bias="gate_up_bias",
-                     down_bias="down_bias")
+        names |= {"router_bias", "gate_up_bias", "down_bias"}
+    if "n_shared_experts" in fields:
+        names |= {"shared_gate_up_weights", "shared_down_weights"}
     try:
         block = make_block(model)
         before = {k: v.detach().clone() for k, v in block.state_dict().items()}
@@ -153,11 +176,11 @@ def check_training(name, model, group, cache, report):
                               for _ in range(4)]
                     del blocks
                     y, dx = run_once(layer, x, dy)
-                    ours = {names[k]: _block_layout(k, p.grad, I) for k, p in own.items()}
+                    ours = _block_layout(own, I if gptoss else 0)
                     y2, dx2 = run_once(layer, x, dy)
+                    again = _block_layout(own, I if gptoss else 0)
                     same = torch.equal(dx, dx2) and all(
-                        torch.equal(_block_layout(k, p.grad, I), ours[names[k]])
-                        for k, p in own.items())
+                        torch.equal(again[k], ours[k]) for k in ours)
                     hf_y, hf_dx = run_once(block, x, dy)
                     hf = train_layer_grads(block)
                     ref = train_layer.reference(block, fields, x, dy)
@@ -210,6 +233,9 @@ def train_layer_grads(block):
         found.update(router_bias=router_of(block).bias.grad,
                      gate_up_bias=block.experts.gate_up_proj_bias.grad,
                      down_bias=block.experts.down_proj_bias.grad)
+    if hasattr(block, "shared_experts"):
+        found.update({"shared_" + n: getattr(block.shared_experts, n + "_proj").weight.grad
+                      for n in ("gate", "up", "down")})
     return found
 
 
@@ -303,11 +329,11 @@ def main():
 
     # Refusals.
     try:
-        ExpertParallelMoELayer.from_hf(make_block(SHARED), ep_group=group, cache_dir=cache)
-        report(False, "shared expert refused", "no error")
+        ExpertParallelMoELayer.from_hf(make_block(GATED), ep_group=group, cache_dir=cache)
+        report(False, "gated shared expert refused", "no error")
     except ValueError as error:
-        report("shared expert is not supported yet" in str(error),
-               "shared expert refused", str(error))
+        report("gated shared expert (Qwen2-MoE) is not supported yet" in str(error),
+               "gated shared expert refused", str(error))
     dist.destroy_process_group()
     return tally.summary()
 
