@@ -98,14 +98,38 @@ struct MoESplitExchangesPass
       names[arg] =
           name ? name.str() : ("arg" + Twine(arg.getArgNumber())).str();
     }
+    // What @F returns, by its first result's name (moe.name, else
+    // result<i>) unless an argument already has it.
+    ValueRange returned = body.getTerminator()->getOperands();
+    llvm::StringSet<> taken;
+    for (auto &[value, name] : names)
+      taken.insert(name);
+    DenseMap<Value, std::string> resultNames;
+    for (auto [i, v] : llvm::enumerate(returned)) {
+      auto name = fn.getResultAttrOfType<StringAttr>(i, kNameAttr);
+      std::string text = name ? name.str() : ("result" + Twine(i)).str();
+      if (!names.count(v) && !resultNames.count(v) && taken.insert(text).second)
+        resultNames[v] = text;
+    }
+    // An exchange's results are x<s>_<j>, or the name @F returns one by
+    // (the train forward's saved counts keep the name its backward takes).
     for (Operation &op : body.without_terminator())
       for (OpResult v : op.getResults()) {
         values.push_back(v);
         definedIn[v] = isExchange(&op) ? kCaller : stageOf[&op];
-        if (isExchange(&op))
-          names[v] =
-              ("x" + Twine(stageOf[&op]) + "_" + Twine(v.getResultNumber()))
-                  .str();
+        if (!isExchange(&op))
+          continue;
+        std::string name = resultNames.lookup(v);
+        if (name.empty()) {
+          name = ("x" + Twine(stageOf[&op]) + "_" + Twine(v.getResultNumber()))
+                     .str();
+          if (!taken.insert(name).second)
+            return fn.emitError() << "--moe-split-exchanges: @"
+                                  << fn.getSymName() << " names a value '"
+                                  << name << "', the name of an exchange's "
+                                  << "result";
+        }
+        names[v] = name;
       }
     // readers[s]: the values stage s's ops read (@F's return is no reader:
     // the caller takes @F's results from its named values).
@@ -124,19 +148,6 @@ struct MoESplitExchangesPass
       return s < exchanges.size() &&
              llvm::is_contained(exchanges[s]->getOperands(), v);
     };
-    // What @F returns, by its first result's name (moe.name, else
-    // result<i>) unless an argument or exchange result already has it.
-    ValueRange returned = body.getTerminator()->getOperands();
-    llvm::StringSet<> taken;
-    for (auto &[value, name] : names)
-      taken.insert(name);
-    DenseMap<Value, std::string> resultNames;
-    for (auto [i, v] : llvm::enumerate(returned)) {
-      auto name = fn.getResultAttrOfType<StringAttr>(i, kNameAttr);
-      std::string text = name ? name.str() : ("result" + Twine(i)).str();
-      if (!resultNames.count(v) && taken.insert(text).second)
-        resultNames[v] = text;
-    }
     // Stage s returns what it defines that exchange s, a later stage or
     // @F's return reads, once each; stage s takes what it reads and does not
     // define.

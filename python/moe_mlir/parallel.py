@@ -224,13 +224,13 @@ _SLICED = _EXPERT_TENSORS[:4]
 
 def _train_plans(source: str):
     """(train forward stages, backward stages) of a train split source,
-    checked to connect: the backward's arguments are the train forward's
-    results after `out`, in order, then grad_out."""
+    checked to connect: each backward argument but grad_out is a train
+    forward result of the same name (contract §3.13)."""
     train, backward = stages(source, "moe_layer_train"), stages(source,
                                                                  "moe_layer_backward")
     saved, takes = train[0].function_results, backward[0].function_args
-    if (not saved or saved[0] != "out" or not takes or takes[-1] != "grad_out" or
-            len(takes) != len(saved)):
+    if (not saved or saved[0] != "out" or "grad_out" not in takes or
+            not set(takes) - {"grad_out"} <= set(saved[1:])):
         raise ValueError("the backward's stages do not take the train "
                          f"forward's saved values: {saved} -> {takes}")
     return train, backward
@@ -268,8 +268,9 @@ if torch is not None:
             ctx.backward_ran = True
             layer = ctx.layer
             plan = layer._backward_plan
-            given = dict(zip(plan[0].function_args[:-1], ctx.saved_tensors))
+            given = dict(zip(layer._train_plan[0].function_results[1:], ctx.saved_tensors))
             given["grad_out"] = grad_out.contiguous()
+            given = {n: given[n] for n in plan[0].function_args}
             grads = dict(zip(plan[-1].function_results,
                              run_stages(layer._bundle, plan, given, layer._exchange)))
             return (None, grads.get("grad_tokens"), grads.get("grad_logits"),

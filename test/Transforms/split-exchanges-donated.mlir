@@ -22,8 +22,10 @@ func.func @layer(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
   return %y : tensor<?x256xbf16>
 }
 
-// The train forward donates nothing.
+// The train forward donates nothing; the counts it saves keep the name its
+// backward takes them by.
 // CHECK: func.func @layer_train_stage0(
+// CHECK-SAME: moe.exchange_results = ["x0_0", "x0_1", "counts"]
 // CHECK-NOT: moe.donated
 // CHECK: func.func @layer_backward_stage0(
 // `slots` is read again by stage 2: not donated here.

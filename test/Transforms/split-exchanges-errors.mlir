@@ -27,3 +27,12 @@ func.func @f(%rows: tensor<?x4xbf16>, %offsets: tensor<9xi64>) -> tensor<?x4xbf1
   %r, %i, %n = moe.dispatch %rows, %offsets ranks 2 : (tensor<?x4xbf16>, tensor<9xi64>) -> (tensor<?x4xbf16>, tensor<?x1xi32>, tensor<2xi64>)
   return %r : tensor<?x4xbf16>
 }
+
+// -----
+
+// A result of @F named as an exchange's result would be.
+// expected-error @+1 {{--moe-split-exchanges: @f names a value 'x0_0', the name of an exchange's result}}
+func.func @f(%rows: tensor<?x4xbf16>, %offsets: tensor<9xi64>) -> (tensor<?x1xi32> {moe.name = "x0_0"}) {
+  %r, %i, %n = moe.dispatch %rows, %offsets ranks 2 : (tensor<?x4xbf16>, tensor<9xi64>) -> (tensor<?x4xbf16>, tensor<?x1xi32>, tensor<2xi64>)
+  return %i : tensor<?x1xi32>
+}
