@@ -287,6 +287,18 @@ struct MoEExtractDeviceCodePass
     for (int64_t i = 0; i < parts.getInt(); ++i)
       entry.set("p" + std::to_string(i),
                 b.getStringAttr(func.getName() + "." + std::to_string(i)));
+    // A stage of a split function says how its caller connects it
+    // (contract §3.14): --moe-split-exchanges' attributes, as keys.
+    for (auto [key, attr] : {std::pair{"stage_of", "moe.stage_of"},
+                             {"stage", "moe.stage"},
+                             {"exchange", "moe.exchange"},
+                             {"ranks", "moe.exchange_ranks"},
+                             {"exchange_args", "moe.exchange_args"},
+                             {"exchange_results", "moe.exchange_results"},
+                             {"function_args", "moe.function_args"},
+                             {"function_results", "moe.function_results"}})
+      if (Attribute value = func->getAttr(attr))
+        entry.set(key, value);
     return addEntry(func, entry.getDictionary(&getContext()), out);
   }
 

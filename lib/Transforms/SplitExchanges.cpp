@@ -219,6 +219,7 @@ struct MoESplitExchangesPass
       }
       // A caller runs each stage as one call: on the GPU, one entry.
       stage->setAttr(kProgramAttr, b.getUnitAttr());
+      stage->setAttr("moe.stage_of", fn.getSymNameAttr());
       stage->setAttr("moe.stage", b.getI64IntegerAttr(s));
       stage->setAttr("moe.function_args", nameList(fn.getArguments()));
       stage->setAttr("moe.stage_args", nameList(inputs[s]));

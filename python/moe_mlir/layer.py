@@ -504,9 +504,9 @@ def compile_layer(spec: LayerSpec, *, cache_dir: Optional[str] = None,
     weights into it). With expert_parallel=N, the layer one of N ranks runs
     (--moe-expert-parallel=ranks=N --moe-split-exchanges: its stage
     programs, each one entry, with the exchanges between them; the experts'
-    weights the rank's E/N; <compiler id>.ep<N>.moebundle, its source
-    layer.ep<N>.mlir the stages as split, whose attributes say how they
-    connect: parallel.py); with train too, the train forward's and the
+    weights the rank's E/N; <compiler id>.ep<N>.moebundle, whose stage
+    entries say how they connect (contract 3.14: parallel.stages), its
+    source layer.ep<N>.mlir the stages as split); with train too, the train forward's and the
     backward's stages beside them (--moe-generate-backward before the
     split: the adjoint exchanges; <compiler id>.train.ep<N>.moebundle, its
     source layer.train.ep<N>.mlir; the runtime's weight layout, rows

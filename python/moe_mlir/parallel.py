@@ -13,9 +13,10 @@ program as stages (compile_layer(spec, expert_parallel=N):
 one runtime entry each; between them the runtime's exchanges send each
 token row to the rank owning its expert and the results back
 (moeDispatchCounts / moeDispatchRows / moeUndispatch over NCCL, on torch's
-current stream). The stages' attributes in the split source name every
-value that crosses a stage boundary; `Stage` reads them, and `run_stages`
-keeps the named values and performs each exchange a stage names.
+current stream). The bundle says how the stages connect (each stage
+entry's keys, contract §3.14, and its signature name every value that
+crosses a stage boundary); `stages` reads them, and `run_stages` keeps the
+named values and performs each exchange a stage names.
 
 The communicator: rank 0 of `ep_group` makes an NCCL unique id, the group
 broadcasts it (any torch.distributed backend), and each rank joins an NCCL
@@ -38,8 +39,6 @@ NCCL's host API takes host sizes; refused with a message). Not yet: a
 gated shared expert (Qwen2-MoE).
 """
 import ctypes
-import os
-import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -65,39 +64,27 @@ class Stage:
     function_results: List[str] = field(default_factory=list)
 
 
-def _names(attrs: str, key: str) -> Optional[List[str]]:
-    m = re.search(r"\b%s\s*=\s*\[([^\]]*)\]" % re.escape(key), attrs)
-    return None if m is None else re.findall(r'"([^"]*)"', m.group(1))
-
-
-def stages(source: str, function: str) -> List[Stage]:
-    """The stages @<function>_stage0.. of a split module's text, in order.
-    Raises ValueError where a stage's attributes are missing."""
-    out = []
-    while True:
-        entry = f"{function}_stage{len(out)}"
-        m = re.search(r"func\.func\s+@%s\s*\(.*" % re.escape(entry), source)
-        if not m:
-            break
-        attrs = m.group(0)
-        attrs = attrs[attrs.rfind("attributes"):] if "attributes" in attrs else ""
-        args, function_args = _names(attrs, "moe.stage_args"), _names(
-            attrs, "moe.function_args")
-        exchange = re.search(r'\bmoe\.exchange\s*=\s*"([^"]*)"', attrs)
-        stage = Stage(entry, args or [], _names(attrs, "moe.stage_results") or [],
-                      exchange.group(1) if exchange else None,
-                      _names(attrs, "moe.exchange_args") or [],
-                      _names(attrs, "moe.exchange_results") or [],
-                      function_args or [], _names(attrs, "moe.function_results") or [])
-        if args is None or function_args is None or not stage.function_results or (
-                stage.exchange and (not stage.exchange_args or not stage.exchange_results)):
-            raise ValueError(f"@{entry} lacks the attributes of "
-                             "--moe-split-exchanges' stages")
-        out.append(stage)
-    if len(out) < 2 or out[-1].exchange:
-        raise ValueError(f"no stages of @{function} in the source, or its last "
-                         "stage names an exchange")
-    return out
+def stages(bundle, function: str) -> List[Stage]:
+    """The stages @<function>_stage0.. of a bundle, in order, as the bundle
+    says they connect (its program.v1 entries' stage keys, contract §3.14;
+    their arguments and results are their signatures'). Raises ValueError
+    where the bundle has no stages of `function`."""
+    found = {}
+    for entry in bundle.entries:
+        info = bundle.stage(entry.name)
+        if info is None or info.function != function:
+            continue
+        signature = bundle.signature(entry.name)
+        found[info.index] = Stage(
+            entry.name, [a.name for a in signature.args if a.role != "out"],
+            [a.name for a in signature.args if a.role == "out"], info.exchange,
+            list(info.exchange_args), list(info.exchange_results),
+            list(info.function_args), list(info.function_results))
+    if len(found) < 2:
+        raise ValueError(f"the bundle has no stages of @{function} (compile it "
+                         "with --moe-split-exchanges: compile_layer(..., "
+                         "expert_parallel=N))")
+    return [found[i] for i in range(len(found))]  # the reader checked 0..n-1
 
 
 class Exchange:
@@ -222,12 +209,12 @@ _EXPERT_TENSORS = ("gate_up_weights", "down_weights", "gate_up_bias", "down_bias
 _SLICED = _EXPERT_TENSORS[:4]
 
 
-def _train_plans(source: str):
-    """(train forward stages, backward stages) of a train split source,
-    checked to connect: each backward argument but grad_out is a train
-    forward result of the same name (contract §3.13)."""
-    train, backward = stages(source, "moe_layer_train"), stages(source,
-                                                                 "moe_layer_backward")
+def _train_plans(bundle):
+    """(train forward stages, backward stages) of a train bundle, checked to
+    connect: each backward argument but grad_out is a train forward result
+    of the same name (contract §3.13)."""
+    train, backward = stages(bundle, "moe_layer_train"), stages(bundle,
+                                                                "moe_layer_backward")
     saved, takes = train[0].function_results, backward[0].function_args
     if (not saved or saved[0] != "out" or "grad_out" not in takes or
             not set(takes) - {"grad_out"} <= set(saved[1:])):
@@ -359,11 +346,9 @@ if torch is not None:
             ranks, rank = dist.get_world_size(ep_group), dist.get_rank(ep_group)
             path = compile_layer(spec, cache_dir=cache_dir, compiler=compiler,
                                  expert_parallel=ranks, train=train)
-            with open(os.path.join(os.path.dirname(path), "layer.{}ep{}.mlir".format(
-                    "train." if train else "", ranks))) as f:
-                source = f.read()
-            plan = stages(source, "moe_layer")
-            train_plans = _train_plans(source) if train else None
+            bundle = _open_bundle(path)
+            plan = stages(bundle, "moe_layer")
+            train_plans = _train_plans(bundle) if train else None
             device = next(iter(devices))
             with torch.cuda.device(device):
                 comm = nccl_communicator(ep_group)

@@ -42,7 +42,7 @@ import ctypes
 import glob
 import os
 from dataclasses import dataclass
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 __all__ = ["Arg", "Bundle", "Entry", "Kernel", "MoERuntimeError", "Signature",
            "library_path"]
@@ -115,6 +115,15 @@ class _KernelInfo(ctypes.Structure):
                 ("stages", ctypes.c_int32), ("swap_ab", ctypes.c_int32)]
 
 
+class _StageInfo(ctypes.Structure):
+    _fields_ = [("function", ctypes.c_char_p), ("stage", ctypes.c_int32),
+                ("exchange", ctypes.c_char_p), ("ranks", ctypes.c_int32),
+                ("exchange_args", ctypes.c_char_p),
+                ("exchange_results", ctypes.c_char_p),
+                ("function_args", ctypes.c_char_p),
+                ("function_results", ctypes.c_char_p)]
+
+
 class _Signature(ctypes.Structure):
     _fields_ = [("num_sizes", ctypes.c_int32), ("num_args", ctypes.c_int32),
                 ("num_checks", ctypes.c_int32), ("num_slices", ctypes.c_int32),
@@ -164,6 +173,23 @@ class Signature:
     and its arguments, in call order."""
     sizes: Tuple[Tuple[str, str, str], ...]
     args: Tuple[Arg, ...]
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    """A program.v1 entry that is stage `index` of the split function
+    `function` (moeStageInfo, contract §3.14): the exchange its caller
+    runs after it (None after the last stage) on the named values
+    `exchange_args`, naming what it gives `exchange_results`, and the
+    split function's arguments and results by name."""
+    function: str
+    index: int
+    exchange: Optional[str]
+    ranks: int
+    exchange_args: Tuple[str, ...]
+    exchange_results: Tuple[str, ...]
+    function_args: Tuple[str, ...]
+    function_results: Tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -306,6 +332,9 @@ def _library():
     lib.moeBundleGetEntry.restype = status
     lib.moeBundleGetEntry.argtypes = [handle, ctypes.c_int32,
                                       ctypes.POINTER(_EntryInfo)]
+    lib.moeBundleGetStage.restype = status
+    lib.moeBundleGetStage.argtypes = [handle, ctypes.c_int32,
+                                      ctypes.POINTER(_StageInfo)]
     lib.moeBundleGetKernel.restype = status
     lib.moeBundleGetKernel.argtypes = [handle, ctypes.c_int32, ctypes.c_int32,
                                        ctypes.POINTER(_KernelInfo)]
@@ -441,6 +470,26 @@ class Bundle:
                 "NOT_FOUND", f"no entry {name!r} in the bundle (entries: "
                 f"{names})")
         return found
+
+    def stage(self, name: str) -> Optional[StageInfo]:
+        """What the bundle says of entry `name` as a stage of a split
+        function, or None if it is none (MoERuntimeError NOT_FOUND if the
+        bundle has no such entry)."""
+        index = self.entries.index(self.entry(name))  # the bundle's order
+        info = _StageInfo()
+        status = _library().moeBundleGetStage(self._live_handle(), index,
+                                              ctypes.byref(info))
+        if _STATUS_NAMES.get(status) == "NOT_FOUND":
+            return None
+        _check(status)
+
+        def names(raw):
+            return tuple(n for n in raw.decode().split(",") if n)
+
+        return StageInfo(info.function.decode(), info.stage,
+                         info.exchange.decode() or None, info.ranks,
+                         names(info.exchange_args), names(info.exchange_results),
+                         names(info.function_args), names(info.function_results))
 
     def close(self) -> None:
         handle = getattr(self, "_handle", None)

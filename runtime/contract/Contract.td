@@ -34,6 +34,7 @@ def IntKey : KeyKind<"Int">;   // decimal integer (an IntegerAttr)
 def NameKey : KeyKind<"Name">; // [A-Za-z0-9_.$]+ (a StringAttr)
 def TypeKey : KeyKind<"Type">; // i32, i64, f32, bf16 (a TypeAttr)
 def FlagKey : KeyKind<"Flag">; // 0 or 1 (a BoolAttr)
+def NamesKey : KeyKind<"Names">; // names joined by ',' (an ArrayAttr of StringAttr)
 
 class Key<string n, KeyKind k, bit opt = 0> {
   string name = n;
@@ -91,8 +92,15 @@ def PlannedAbi : Abi<"planned.v1", [
 // A function of moe ops as one call (contract §3.13): its plan runs the
 // steps of its ops' entries (its parts, each `launch ... part=<entry>`) on
 // the function's arguments and a workspace for the values between them.
+// A stage of a split function (--moe-split-exchanges, contract §3.14)
+// also says which function and stage it is, the exchange its caller runs
+// after it, and the split function's arguments and results by name.
 def ProgramAbi : Abi<"program.v1", [
-  Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>],
+  Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>,
+  Opt<"stage_of", NameKey>, Opt<"stage", IntKey>, Opt<"exchange", NameKey>,
+  Opt<"ranks", IntKey>, Opt<"exchange_args", NamesKey>,
+  Opt<"exchange_results", NamesKey>, Opt<"function_args", NamesKey>,
+  Opt<"function_results", NamesKey>],
   NoKernel>;
 def RouteAbi : Abi<"route.v1", [
   Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>,
@@ -210,6 +218,11 @@ def : CStruct<"moeKernelInfo", "_KernelInfo", [
   Field<"rows_min", I64>, Field<"rows_max", I64>, Field<"threads", I32>,
   Field<"smem", I32>, Field<"tile_m", I32>, Field<"tile_n", I32>,
   Field<"tile_k", I32>, Field<"stages", I32>, Field<"swap_ab", I32>]>;
+def : CStruct<"moeStageInfo", "_StageInfo", [
+  Field<"function", Str>, Field<"stage", I32>, Field<"exchange", Str>,
+  Field<"ranks", I32>, Field<"exchange_args", Str>,
+  Field<"exchange_results", Str>, Field<"function_args", Str>,
+  Field<"function_results", Str>]>;
 def : CStruct<"moeSignature", "_Signature", [
   Field<"num_sizes", I32>, Field<"num_args", I32>, Field<"num_checks", I32>,
   Field<"num_slices", I32>, Field<"num_steps", I32>]>;

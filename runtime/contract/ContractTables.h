@@ -23,8 +23,8 @@ namespace moe::contract {
 inline constexpr int kVersion = 7;
 
 /// How a key's value is spelled: a decimal, a name, an element type
-/// (i32, i64, f32, bf16), or 0/1.
-enum class KeyKind { Int, Name, Type, Flag };
+/// (i32, i64, f32, bf16), 0/1, or names joined by ','.
+enum class KeyKind { Int, Name, Type, Flag, Names };
 
 struct KeySchema {
   const char *name;
@@ -58,8 +58,8 @@ inline constexpr AbiSchema kGroupedWgradAbi = {"grouped_wgrad.v1", {kGroupedWgra
 inline constexpr KeySchema kPlannedAbiEntryKeys[] = {{"op", KeyKind::Name, false}, {"abi", KeyKind::Name, false}, {"max_rows", KeyKind::Int, false}};
 inline constexpr KeySchema kPlannedAbiKernelKeys[] = {{"image", KeyKind::Name, false}, {"threads", KeyKind::Int, false}, {"smem", KeyKind::Int, false}, {"cluster", KeyKind::Int, true}};
 inline constexpr AbiSchema kPlannedAbi = {"planned.v1", {kPlannedAbiEntryKeys, 3, "(abi planned.v1 takes op, abi and max_rows)"}, {kPlannedAbiKernelKeys, 4, "(the kernels of an abi planned.v1 entry take image, threads, smem and the optional cluster)"}};
-inline constexpr KeySchema kProgramAbiEntryKeys[] = {{"op", KeyKind::Name, false}, {"abi", KeyKind::Name, false}, {"max_rows", KeyKind::Int, false}};
-inline constexpr AbiSchema kProgramAbi = {"program.v1", {kProgramAbiEntryKeys, 3, "(abi program.v1 takes op, abi and max_rows)"}, {nullptr, 0, ""}};
+inline constexpr KeySchema kProgramAbiEntryKeys[] = {{"op", KeyKind::Name, false}, {"abi", KeyKind::Name, false}, {"max_rows", KeyKind::Int, false}, {"stage_of", KeyKind::Name, true}, {"stage", KeyKind::Int, true}, {"exchange", KeyKind::Name, true}, {"ranks", KeyKind::Int, true}, {"exchange_args", KeyKind::Names, true}, {"exchange_results", KeyKind::Names, true}, {"function_args", KeyKind::Names, true}, {"function_results", KeyKind::Names, true}};
+inline constexpr AbiSchema kProgramAbi = {"program.v1", {kProgramAbiEntryKeys, 11, "(abi program.v1 takes op, abi, max_rows, the optional stage_of, the optional stage, the optional exchange, the optional ranks, the optional exchange_args, the optional exchange_results, the optional function_args and the optional function_results)"}, {nullptr, 0, ""}};
 inline constexpr KeySchema kRouteAbiEntryKeys[] = {{"op", KeyKind::Name, false}, {"abi", KeyKind::Name, false}, {"max_rows", KeyKind::Int, false}, {"experts", KeyKind::Int, false}, {"top_k", KeyKind::Int, false}, {"logits", KeyKind::Type, false}, {"bias", KeyKind::Flag, false}, {"shared", KeyKind::Int, true}, {"shared_gate", KeyKind::Flag, true}, {"hidden", KeyKind::Int, true}};
 inline constexpr KeySchema kRouteAbiKernelKeys[] = {{"image", KeyKind::Name, false}, {"threads", KeyKind::Int, false}, {"smem", KeyKind::Int, false}, {"cluster", KeyKind::Int, true}};
 inline constexpr AbiSchema kRouteAbi = {"route.v1", {kRouteAbiEntryKeys, 10, "(abi route.v1 takes op, abi, max_rows, experts, top_k, logits, bias, the optional shared, the optional shared_gate and the optional hidden)"}, {kRouteAbiKernelKeys, 4, "(the kernels of an abi route.v1 entry take image, threads, smem and the optional cluster)"}};

@@ -277,6 +277,28 @@ typedef struct moeKernelInfo {
   int32_t swap_ab; ///< 1 for the swap-AB form, else 0.
 } moeKernelInfo;
 
+/// A program.v1 entry that is a stage of a split function
+/// (--moe-split-exchanges, contract §3.14): which stage of which function,
+/// the exchange its caller performs after it, and the split function's
+/// arguments and results. A list is names joined by ',' ("" when empty);
+/// the entry's own arguments and results are its plan's.
+typedef struct moeStageInfo {
+  const char *function;         ///< The split function @F (stages F_stage<i>).
+  int32_t stage;                ///< i: 0, 1, ... in call order.
+  const char *exchange;         ///< "moe.dispatch", "moe.undispatch", or ""
+                                ///< after the last stage.
+  int32_t ranks;                ///< The exchange's ranks (0 without one).
+  const char *exchange_args;    ///< The values the exchange takes, by name.
+  const char *exchange_results; ///< The names of what the exchange gives.
+  const char *function_args;    ///< @F's arguments, in order.
+  const char *function_results; ///< @F's results, in order.
+} moeStageInfo;
+
+/// Fills *out for entry `index` when it is a stage; NOT_FOUND when it is
+/// not (another ABI, or a program.v1 entry of a function not split).
+MOE_API moeStatus moeBundleGetStage(const moeBundle *bundle, int32_t index,
+                                    moeStageInfo *out);
+
 /// Fills *out. INVALID_ARGUMENT if bundle or out is NULL.
 MOE_API moeStatus moeBundleGetInfo(const moeBundle *bundle, moeBundleInfo *out);
 

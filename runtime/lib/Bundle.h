@@ -244,10 +244,20 @@ inline const char *layerPartName(int part) {
   return names[part];
 }
 
+/// A program.v1 entry that is a stage of a split function (contract
+/// §3.14); `function` is empty for any other entry. Lists are names joined
+/// by ','.
+struct Stage {
+  std::string function, exchange, exchangeArgs, exchangeResults;
+  std::string functionArgs, functionResults;
+  int32_t index = 0, ranks = 0;
+};
+
 struct Entry {
   std::string name, op, abi;
   Abi kind = Abi::GroupedMatmul;
   int64_t maxRows = 0;
+  Stage stage;
   // grouped_matmul.v3 and grouped_matmul_fp8.v1 (experts also for route.v1
   // and permute.v2, offsetsBits also for permute.v2).
   Epilogue epilogue = Epilogue::Store;

@@ -19,6 +19,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string_view>
 
 namespace moe::runtime {
@@ -200,6 +201,18 @@ private:
   moeStatus finish();
 
   moeStatus checkName(std::string_view name, const char *what);
+  /// `key`'s names joined by ',' (none: empty), each a valid name; sets
+  /// `count` to how many.
+  moeStatus checkNames(const std::string &who, const char *key,
+                       std::string_view list, size_t &count);
+  /// A program.v1 entry's stage keys (values 3-10; contract §3.14).
+  moeStatus parseStageKeys(const std::string &who,
+                           const std::vector<std::string_view> &values,
+                           Entry &entry);
+  /// The stages of each split function: 0, 1, ... once each, an exchange
+  /// after each but the last, one list of the function's arguments and
+  /// results.
+  moeStatus checkStages();
   /// Splits tokens[first..] into key=value pairs in the order of spec.keys;
   /// rejects missing '=', unknown, duplicate and missing keys.
   /// experts, n, k, max_rows and offsets: values 2-6 of both grouped
@@ -320,6 +333,139 @@ moeStatus Reader::checkName(std::string_view name, const char *what) {
   return fail(MOE_STATUS_INVALID_BUNDLE,
               "%s name %s has a character outside [A-Za-z0-9_.$]", what,
               quote(name).c_str());
+}
+
+moeStatus Reader::checkNames(const std::string &who, const char *key,
+                             std::string_view list, size_t &count) {
+  count = 0;
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view name = list.substr(0, comma);
+    if (!isValidName(name))
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: %s=... has %s, not a name of at most %zu characters of "
+                  "[A-Za-z0-9_.$] (names are joined by ',')",
+                  who.c_str(), key, quote(name).c_str(), kMaxNameBytes);
+    ++count;
+    if (comma == std::string_view::npos)
+      break;
+    list.remove_prefix(comma + 1);
+    if (list.empty())
+      return fail(MOE_STATUS_INVALID_BUNDLE, "%s: %s=... ends with ','",
+                  who.c_str(), key);
+  }
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::parseStageKeys(const std::string &who,
+                                 const std::vector<std::string_view> &values,
+                                 Entry &entry) {
+  std::string_view function = values[3], index = values[4],
+                   exchange = values[5], ranks = values[6];
+  bool any = false;
+  for (size_t i = 3; i <= 10; ++i)
+    any |= !values[i].empty();
+  if (!any)
+    return MOE_STATUS_SUCCESS;
+  if (function.empty() || index.empty() || values[9].empty())
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: a stage (a key of stage_of, stage, exchange, ranks, "
+                "exchange_args, exchange_results, function_args, "
+                "function_results) needs stage_of, stage and function_args",
+                who.c_str());
+  if (moeStatus status = checkName(function, "stage_of"))
+    return status;
+  int64_t number = 0;
+  if (moeStatus status =
+          this->number(who, "stage", index, 0, kMaxEntries - 1, false, number))
+    return status;
+  Stage &stage = entry.stage;
+  stage.function = std::string(function);
+  stage.index = int32_t(number);
+  size_t count = 0, args = 0, results = 0;
+  if (moeStatus status = checkNames(who, "function_args", values[9], count))
+    return status;
+  if (moeStatus status = checkNames(who, "function_results", values[10], count))
+    return status;
+  if (count == 0)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: a stage's function_results names none", who.c_str());
+  if (moeStatus status = checkNames(who, "exchange_args", values[7], args))
+    return status;
+  if (moeStatus status =
+          checkNames(who, "exchange_results", values[8], results))
+    return status;
+  if (exchange.empty()) {
+    if (!ranks.empty() || args || results)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: ranks, exchange_args and exchange_results belong to a "
+                  "stage with an exchange",
+                  who.c_str());
+  } else {
+    // moe.dispatch (rows, offsets) -> (rows, local ids, counts);
+    // moe.undispatch (rows, counts, offsets) -> rows.
+    bool dispatch = exchange == "moe.dispatch";
+    if (!dispatch && exchange != "moe.undispatch")
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: exchange=%s is not moe.dispatch or moe.undispatch",
+                  who.c_str(), quote(exchange).c_str());
+    if (args != (dispatch ? 2u : 3u) || results != (dispatch ? 3u : 1u))
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: exchange=%s takes %u values and gives %u, but "
+                  "exchange_args names %zu and exchange_results %zu",
+                  who.c_str(), std::string(exchange).c_str(),
+                  dispatch ? 2u : 3u, dispatch ? 3u : 1u, args, results);
+    if (moeStatus status =
+            this->number(who, "ranks", ranks, 1, 1 << 20, false, number))
+      return status;
+    stage.exchange = std::string(exchange);
+    stage.ranks = int32_t(number);
+  }
+  stage.exchangeArgs = std::string(values[7]);
+  stage.exchangeResults = std::string(values[8]);
+  stage.functionArgs = std::string(values[9]);
+  stage.functionResults = std::string(values[10]);
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::checkStages() {
+  std::map<std::string, std::vector<const Entry *>> byFunction;
+  for (const Entry &entry : out.entries)
+    if (!entry.stage.function.empty())
+      byFunction[entry.stage.function].push_back(&entry);
+  for (auto &[function, stages] : byFunction) {
+    std::sort(stages.begin(), stages.end(), [](const Entry *a, const Entry *b) {
+      return a->stage.index < b->stage.index;
+    });
+    for (size_t i = 0; i < stages.size(); ++i) {
+      const Entry &entry = *stages[i];
+      bool last = i + 1 == stages.size();
+      if (entry.stage.index < int32_t(i))
+        return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
+                      "entry '%s' is stage %d of '%s', as is entry '%s'",
+                      entry.name.c_str(), entry.stage.index, function.c_str(),
+                      stages[i - 1]->name.c_str());
+      if (entry.stage.index > int32_t(i))
+        return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
+                      "entry '%s' is stage %d of '%s', which has no stage %zu",
+                      entry.name.c_str(), entry.stage.index, function.c_str(),
+                      i);
+      if (entry.stage.exchange.empty() != last)
+        return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
+                      "entry '%s': stage %d of '%s' %s", entry.name.c_str(),
+                      entry.stage.index, function.c_str(),
+                      last ? "is its last, after which no exchange runs"
+                           : "is followed by another, so an exchange runs "
+                             "after it");
+      if (entry.stage.functionArgs != stages[0]->stage.functionArgs ||
+          entry.stage.functionResults != stages[0]->stage.functionResults)
+        return failAt(entry.line, MOE_STATUS_INVALID_BUNDLE,
+                      "entry '%s': its function_args or function_results "
+                      "differ from those of stage 0 of '%s'",
+                      entry.name.c_str(), function.c_str());
+    }
+  }
+  return MOE_STATUS_SUCCESS;
 }
 
 moeStatus Reader::number(std::string_view owner, const char *key,
@@ -638,6 +784,8 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
           ? number(who, "max_rows", values[2], 1, kMaxRows, false,
                    entry.maxRows)
           : parseGroupedMatmulEntry(who, values, entry);
+  if (status == MOE_STATUS_SUCCESS && kind == Abi::Program)
+    status = parseStageKeys(who, values, entry);
   if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmulFp8)
     status = parseFp8Keys(who, values, entry);
   if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmul)
@@ -1575,6 +1723,8 @@ moeStatus Reader::finish() {
                 "%zu bytes of trailing data after 'end'", size - pos);
   if (out.chip.empty())
     return fail(MOE_STATUS_INVALID_BUNDLE, "the bundle has no 'chip' line");
+  if (moeStatus status = checkStages())
+    return status;
   for (Entry &entry : out.entries) {
     std::string why;
     auto kernelsOf = [&](const PlanStep &step) {

@@ -742,6 +742,35 @@ MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
   return MOE_STATUS_SUCCESS;
 }
 
+MOE_API moeStatus moeBundleGetStage(const moeBundle *bundle, int32_t index,
+                                    moeStageInfo *out) {
+  if (!bundle || !out)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeBundleGetStage: %s is NULL", bundle ? "out" : "bundle");
+  const auto &entries = bundle->data.entries;
+  if (index < 0 || size_t(index) >= entries.size())
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "moeBundleGetStage: index %d is out of range (the bundle "
+                    "has %zu entries)",
+                    index, entries.size());
+  const Entry &entry = entries[index];
+  const Stage &stage = entry.stage;
+  if (stage.function.empty())
+    return setError(MOE_STATUS_NOT_FOUND,
+                    "moeBundleGetStage: entry '%s' is not a stage of a split "
+                    "function",
+                    entry.name.c_str());
+  out->function = stage.function.c_str();
+  out->stage = stage.index;
+  out->exchange = stage.exchange.c_str();
+  out->ranks = stage.ranks;
+  out->exchange_args = stage.exchangeArgs.c_str();
+  out->exchange_results = stage.exchangeResults.c_str();
+  out->function_args = stage.functionArgs.c_str();
+  out->function_results = stage.functionResults.c_str();
+  return MOE_STATUS_SUCCESS;
+}
+
 MOE_API moeStatus moeBundleFindEntry(const moeBundle *bundle, const char *name,
                                      int32_t *index) {
   if (!bundle || !name || !index)

@@ -2597,6 +2597,122 @@ TEST(bundleProgramParses) {
   }
 }
 
+/// Two stages of a split function `f` (contract §3.14), each a program
+/// over the planned.v1 entry `p.0`, with the stage keys `first` and
+/// `second`.
+static std::string stageBundle(const std::string &first,
+                               const std::string &second) {
+  std::string program;
+  for (auto [name, keys] : {std::pair{"f_stage0", first}, {"f_stage1", second}})
+    program += std::string("entry ") + name +
+               " op=func.func abi=program.v1 max_rows=2147483647" +
+               (keys.empty() ? "" : " " + keys) + "\nsize " + name +
+               " M min=0 max=2147483647\narg " + name +
+               " gate_up bf16 in align=16 dims=M,512\narg " + name +
+               " act bf16 out align=16 dims=M,256\nlaunch " + name +
+               " 0 part=p.0 grid=ceildiv(M*32,256) when=M>=1 "
+               "params=mem:gate_up[M,512];mem:act[M,256]\n";
+  return withChecksums(
+      "MOEBUNDLE 7\n"
+      "chip sm_90a\n" +
+      imageRecord("moe_kernels", fakeCubin('P')) +
+      "entry p.0 op=moe.swiglu abi=planned.v1 max_rows=2147483647\n" +
+      simpleKernelLine("p.0", "moe_swiglu_silu", "moe_kernels", 256, 0) +
+      "size p.0 M min=0 max=2147483647\n"
+      "arg p.0 input bf16 in align=16 dims=M,512\n"
+      "arg p.0 out bf16 out align=16 dims=M,256\n"
+      "launch p.0 0 grid=ceildiv(M*32,256) when=M>=1 "
+      "params=mem:input[M,512];mem:out[M,256]\n" +
+      program + "end\n");
+}
+
+TEST(bundleStagesParse) {
+  const std::string first =
+      "stage_of=f stage=0 exchange=moe.dispatch ranks=4 "
+      "exchange_args=act,offsets exchange_results=x0_0,x0_1,x0_2 "
+      "function_args=tokens,logits function_results=out,logits";
+  const std::string second = "stage_of=f stage=1 function_args=tokens,logits "
+                             "function_results=out,logits";
+  moeBundle *bundle = OPEN_VALID(stageBundle(first, second));
+  if (!bundle)
+    return;
+  moeStageInfo stage;
+  CHECK_EQ(moeBundleGetStage(bundle, 1, &stage), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(stage.function), "f");
+  CHECK_EQ(stage.stage, 0);
+  CHECK_EQ(std::string(stage.exchange), "moe.dispatch");
+  CHECK_EQ(stage.ranks, 4);
+  CHECK_EQ(std::string(stage.exchange_args), "act,offsets");
+  CHECK_EQ(std::string(stage.exchange_results), "x0_0,x0_1,x0_2");
+  CHECK_EQ(std::string(stage.function_args), "tokens,logits");
+  CHECK_EQ(std::string(stage.function_results), "out,logits");
+  CHECK_EQ(moeBundleGetStage(bundle, 2, &stage), MOE_STATUS_SUCCESS);
+  CHECK_EQ(stage.stage, 1);
+  CHECK_EQ(std::string(stage.exchange), "");
+  CHECK_EQ(stage.ranks, 0);
+  CHECK_EQ(std::string(stage.exchange_args), "");
+  // The part is no stage; bad arguments are refused.
+  CHECK_EQ(moeBundleGetStage(bundle, 0, &stage), MOE_STATUS_NOT_FOUND);
+  CHECK_CONTAINS(std::string(moeLastErrorMessage()),
+                 "entry 'p.0' is not a stage of a split function");
+  CHECK_EQ(moeBundleGetStage(bundle, 3, &stage), MOE_STATUS_INVALID_ARGUMENT);
+  CHECK_EQ(moeBundleGetStage(bundle, 1, nullptr), MOE_STATUS_INVALID_ARGUMENT);
+  moeBundleClose(bundle);
+  // A program that is no stage has none.
+  moeBundle *plain = OPEN_VALID(stageBundle("", ""));
+  if (plain) {
+    CHECK_EQ(moeBundleGetStage(plain, 1, &stage), MOE_STATUS_NOT_FOUND);
+    moeBundleClose(plain);
+  }
+
+  auto with = [](std::string text, const std::string &from,
+                 const std::string &to) { return replacedAll(text, from, to); };
+  struct {
+    std::string first, second, message;
+  } bad[] = {
+      {with(first, "stage_of=f ", ""), second,
+       "needs stage_of, stage and function_args"},
+      {with(first, " function_args=tokens,logits", ""), second,
+       "needs stage_of, stage and function_args"},
+      {with(first, "moe.dispatch", "moe.all_to_all"), second,
+       "exchange='moe.all_to_all' is not moe.dispatch or moe.undispatch"},
+      {with(first, "moe.dispatch", "moe.undispatch"), second,
+       "exchange=moe.undispatch takes 3 values and gives 1, but "
+       "exchange_args names 2 and exchange_results 3"},
+      {with(first, "ranks=4", "ranks=0"), second, "ranks"},
+      {with(first, "x0_1", ""), second, "not a name of at most 255"},
+      {with(first, "offsets", "offsets,"), second, "ends with ','"},
+      {with(first, "x0_0", "x 0"), second, ""},
+      {first, second + " ranks=2", "belong to a stage with an exchange"},
+      {first, with(second, "stage=1", "stage=0"),
+       "is stage 0 of 'f', as is entry 'f_stage0'"},
+      {first, with(second, "stage=1", "stage=2"),
+       "entry 'f_stage1' is stage 2 of 'f', which has no stage 1"},
+      {first,
+       second + " exchange=moe.undispatch ranks=4 exchange_args=a,b,c "
+                "exchange_results=y",
+       "is its last, after which no exchange runs"},
+      {with(first,
+            "exchange=moe.dispatch ranks=4 exchange_args=act,offsets "
+            "exchange_results=x0_0,x0_1,x0_2 ",
+            ""),
+       second, "is followed by another, so an exchange runs after it"},
+      {first,
+       with(second, "function_args=tokens,logits", "function_args=tokens"),
+       "its function_args or function_results differ from those of stage 0"},
+      {first, with(second, "stage=1", "stage=x"), "stage"},
+  };
+  moeStatus status = MOE_STATUS_SUCCESS;
+  for (const auto &c : bad) {
+    moeBundle *refused = openBundle(stageBundle(c.first, c.second), &status);
+    CHECK(refused == nullptr);
+    CHECK_EQ(status, MOE_STATUS_INVALID_BUNDLE);
+    CHECK_CONTAINS(std::string(moeLastErrorMessage()), c.message);
+    if (refused)
+      moeBundleClose(refused);
+  }
+}
+
 TEST(bundleLayerParses) {
   moeBundle *bundle = OPEN_VALID(layerBundle());
   if (!bundle)

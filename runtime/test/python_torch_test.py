@@ -28,6 +28,7 @@ import copy
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -337,12 +338,27 @@ with tempfile.TemporaryDirectory() as scratch:
     expect(lambda: moe_mlir.compile_layer(specs["olmoe"], cache_dir=cache, train=True,
                                            native_layout=True),
            ValueError, "native_layout is an option of a GPT-OSS train bundle")
-    # Expert parallelism: the rank's stage programs, one entry each, and the
-    # split source whose attributes say how they connect (parallel.py).
+    # Expert parallelism: the rank's stage programs, one entry each, whose
+    # keys say how they connect (contract 3.14), as the split source's
+    # attributes do.
     from moe_mlir import parallel
     ep = moe_mlir.compile_layer(specs["mixtral"], cache_dir=cache, expert_parallel=2)
-    with open(os.path.join(os.path.dirname(ep), "layer.ep2.mlir")) as f:
-        plan = parallel.stages(f.read(), "moe_layer")
+    plan = parallel.stages(Bundle(ep), "moe_layer")
+
+    def source_attrs(path, entry):
+        """{key: names} of moe.<key> = [...] of @entry in the split source."""
+        with open(path) as f:
+            text = f.read()
+        line = re.search(r"func\.func @%s\(.*" % entry, text).group(0)
+        return {k: re.findall(r'"([^"]*)"', v) for k, v in re.findall(
+            r"moe\.(exchange_args|exchange_results|function_args|function_results)"
+            r" = \[([^\]]*)\]", line)}
+
+    for stage in plan:
+        want = source_attrs(os.path.join(os.path.dirname(ep), "layer.ep2.mlir"), stage.entry)
+        got = {k: getattr(stage, k) for k in want}
+        check(got == want, f"{stage.entry}: the bundle's stage keys are the source's "
+              f"attributes: {got} != {want}")
     check(ep.endswith(".ep2.moebundle") and [s.exchange for s in plan] ==
           ["moe.dispatch", "moe.undispatch", None] and plan[0].args == ["tokens", "logits"]
           and plan[1].args[:2] == ["gate_up_weights", "down_weights"] and
@@ -363,8 +379,7 @@ with tempfile.TemporaryDirectory() as scratch:
     ep_train = moe_mlir.compile_layer(specs["gpt_oss"], cache_dir=cache, train=True,
                                       expert_parallel=2)
     ep_path = ep
-    with open(os.path.join(os.path.dirname(ep_train), "layer.train.ep2.mlir")) as f:
-        train_plan, backward_plan = parallel._train_plans(f.read())
+    train_plan, backward_plan = parallel._train_plans(Bundle(ep_train))
     entries = {e.name for e in Bundle(ep_train).entries}
     check(ep_train.endswith(".train.ep2.moebundle") and
           [s.exchange for s in backward_plan] == ["moe.dispatch", "moe.undispatch", None]
@@ -378,8 +393,7 @@ with tempfile.TemporaryDirectory() as scratch:
     # own tokens.
     ep_shared = moe_mlir.compile_layer(specs["deepseek_v3"], cache_dir=cache,
                                        expert_parallel=2)
-    with open(os.path.join(os.path.dirname(ep_shared), "layer.ep2.mlir")) as f:
-        shared_plan = parallel.stages(f.read(), "moe_layer")
+    shared_plan = parallel.stages(Bundle(ep_shared), "moe_layer")
     check({"shared_gate_up_weights", "shared_down_weights", "tokens"} <=
           set(shared_plan[-1].args) and "score_bias" in shared_plan[0].args,
           f"the shared expert in the last stage: {shared_plan}")
@@ -387,10 +401,10 @@ with tempfile.TemporaryDirectory() as scratch:
         expect(lambda: moe_mlir.compile_layer(specs["gpt_oss"], cache_dir=cache, train=True,
                                                expert_parallel=2, **option),
                ValueError, "no recompute_rows, no native_layout")
-    expect(lambda: parallel._train_plans(open(os.path.join(
-        os.path.dirname(ep), "layer.ep2.mlir")).read()), ValueError, "no stages of")
-    expect(lambda: parallel.stages("func.func @moe_layer_stage0() {}", "moe_layer"),
-           ValueError, "lacks the attributes")
+    expect(lambda: parallel._train_plans(Bundle(ep)), ValueError,
+           "the bundle has no stages of @moe_layer_train")
+    check(Bundle(paths[0]).stage(Bundle(paths[0]).entries[0].name) is None,
+          "an entry of a layer is no stage")
     expect(lambda: parallel.Exchange(0, 8), MoERuntimeError,
            "nccl_comm is NULL", status="INVALID_ARGUMENT")
 

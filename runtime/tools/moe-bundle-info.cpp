@@ -55,6 +55,12 @@
 //     kernel moe_quantize_bf16_e4m3_f32_1x128 threads=256 smem=0
 //     image=moe_kernels                                      (one line)
 //
+//   entry layer_stage0 op=func.func abi=program.v1 max_rows=2147483647
+//     stage_of=layer stage=0 exchange=moe.dispatch ranks=2
+//     exchange_args=v1,v2 exchange_results=x0_0,x0_1,x0_2
+//     function_args=arg0,arg1 function_results=result0      (one line; a
+//     program.v1 entry that is no stage ends after max_rows)
+//
 // Entries print their ABI's keys in the order of the bundle line (contract
 // §2; a grouped_matmul_fp8.v1 entry's `format` right after its abi, then
 // its `out` where the bundle line has one; a permute.v2 entry's `out`, where
@@ -199,10 +205,23 @@ int main(int argc, char **argv) {
                   *entry.quantize ? " quantize=" : "", entry.quantize,
                   entry.gate_up, *entry.intermediate ? " intermediate=" : "",
                   entry.intermediate, entry.down, entry.unpermute);
-    else if (planOnly)
-      std::printf("entry %s op=%s abi=%s max_rows=%" PRId64 "\n", entry.name,
+    else if (planOnly) {
+      std::printf("entry %s op=%s abi=%s max_rows=%" PRId64, entry.name,
                   entry.op, entry.abi, entry.max_rows);
-    else
+      // A stage of a split function: its keys as the bundle line has them.
+      moeStageInfo stage;
+      if (moeBundleGetStage(bundle, e, &stage) == MOE_STATUS_SUCCESS) {
+        std::printf(" stage_of=%s stage=%d", stage.function, stage.stage);
+        if (*stage.exchange)
+          std::printf(" exchange=%s ranks=%d exchange_args=%s "
+                      "exchange_results=%s",
+                      stage.exchange, stage.ranks, stage.exchange_args,
+                      stage.exchange_results);
+        std::printf(" function_args=%s function_results=%s",
+                    stage.function_args, stage.function_results);
+      }
+      std::printf("\n");
+    } else
       std::printf("entry %s op=%s abi=%s%s%s%s%s epilogue=%s experts=%" PRId64
                   " n=%" PRId64 " k=%" PRId64 " max_rows=%" PRId64
                   " offsets=i%d bias=%s activation=%s\n",

@@ -45,7 +45,8 @@ func.func @layer(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
 // CHECK: entry layer_stage1.2 op=moe.swiglu
 // CHECK: entry layer_stage1.3 op=moe.grouped_matmul {{.*}} experts=4 n=256 k=128
 // CHECK: entry layer_stage1.4 op=moe.unpermute {{.*}} top_k=1
-// CHECK-LABEL: entry layer_stage1 op=func.func abi=program.v1
+// Each stage entry says how its caller connects it (contract 3.14).
+// CHECK-LABEL: entry layer_stage1 op=func.func abi=program.v1 max_rows=2147483647 stage_of=layer stage=1 exchange=moe.undispatch ranks=2 exchange_args=v4,x0_2,v2 exchange_results=x1_0 function_args=arg0,arg1,arg2,arg3 function_results=result0
 // CHECK-NEXT: size T
 // CHECK-NEXT: arg arg2 bf16 in align=16 dims=4,256,256
 // CHECK-NEXT: arg arg3 bf16 in align=16 dims=4,256,128
@@ -53,18 +54,19 @@ func.func @layer(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
 // CHECK-NEXT: arg x0_1 i32 in align=4 dims=T,1
 // CHECK-NEXT: arg v4 bf16 out align=16 dims=T,256
 // CHECK: entry layer_stage2.0 op=moe.unpermute {{.*}} top_k=2 {{.*}} weighted=1
-// CHECK-LABEL: entry layer_stage2 op=func.func abi=program.v1
+// CHECK-LABEL: entry layer_stage2 op=func.func abi=program.v1 max_rows=2147483647 stage_of=layer stage=2 function_args=arg0,arg1,arg2,arg3 function_results=result0{{$}}
 // CHECK: arg v0 f32 in align=4 dims=T,2
 // CHECK-NEXT: arg v3 i64 in align=8 dims=T,2
 // CHECK-NEXT: arg x1_0 bf16 in align=16 dims=M,256
 // CHECK-NEXT: arg result0 bf16 out align=16 dims=T,256
 
 // TRAIN: entry layer_stage2 op=func.func abi=program.v1
-// TRAIN: entry layer_train_stage0 op=func.func abi=program.v1
+// The train forward's saved counts keep the name the backward takes.
+// TRAIN: entry layer_train_stage0 op=func.func abi=program.v1 {{.*}} exchange_results=x0_0,x0_1,counts
 // TRAIN: entry layer_train_stage1 op=func.func abi=program.v1
 // TRAIN: entry layer_train_stage2 op=func.func abi=program.v1
 // TRAIN: entry layer_backward_stage0 op=func.func abi=program.v1
-// TRAIN: entry layer_backward_stage1 op=func.func abi=program.v1
+// TRAIN: entry layer_backward_stage1 op=func.func abi=program.v1 {{.*}} exchange=moe.undispatch ranks=2 exchange_args=v3,counts,dispatch_offsets
 // The rank's experts' weight gradients where the backward computes them.
 // TRAIN: arg grad_down_weights bf16 out align=16 dims=4,256,128
 // TRAIN: entry layer_backward_stage2 op=func.func abi=program.v1

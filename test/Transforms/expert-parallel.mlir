@@ -33,14 +33,14 @@
 // STAGES-NOT: func.func @mixtral(
 // STAGES-LABEL: func.func @mixtral_stage0(
 // STAGES-SAME: %[[X:[^:]+]]: tensor<?x16xbf16> {moe.name = "arg0"}, %[[L:[^:]+]]: tensor<?x8xf32> {moe.name = "arg1"}) -> (tensor<?x2xf32> {moe.name = "v0"}, tensor<?x16xbf16> {moe.name = "v1"}, tensor<9xi64> {moe.name = "v2"}, tensor<?x2xi64> {moe.name = "v3"})
-// STAGES-SAME: moe.exchange = "moe.dispatch", moe.exchange_args = ["v1", "v2"], moe.exchange_ranks = 4 : i64, moe.exchange_results = ["x0_0", "x0_1", "x0_2"], moe.expert_parallel_ranks = 4 : i64, moe.function_args = ["arg0", "arg1", "arg2", "arg3"], moe.function_results = ["result0"], moe.program, moe.stage = 0 : i64, moe.stage_args = ["arg0", "arg1"], moe.stage_results = ["v0", "v1", "v2", "v3"]
+// STAGES-SAME: moe.exchange = "moe.dispatch", moe.exchange_args = ["v1", "v2"], moe.exchange_ranks = 4 : i64, moe.exchange_results = ["x0_0", "x0_1", "x0_2"], moe.expert_parallel_ranks = 4 : i64, moe.function_args = ["arg0", "arg1", "arg2", "arg3"], moe.function_results = ["result0"], moe.program, moe.stage = 0 : i64, moe.stage_args = ["arg0", "arg1"], moe.stage_of = "mixtral", moe.stage_results = ["v0", "v1", "v2", "v3"]
 // STAGES: %{{.*}}, %[[W:.*]] = moe.route softmax_topk %[[L]]
 // STAGES: %[[ROWS:.*]], %[[OFF:.*]], %[[SLOTS:.*]] = moe.permute %[[X]]
 // STAGES: return %[[W]], %[[ROWS]], %[[OFF]], %[[SLOTS]] :
 // STAGES-LABEL: func.func @mixtral_stage1(
 // STAGES-SAME: %[[W13:[^:]+]]: tensor<2x48x16xbf16> {moe.name = "arg2"}, %[[W2:[^:]+]]: tensor<2x16x24xbf16> {moe.name = "arg3"}, %[[RECV:[^:]+]]: tensor<?x16xbf16> {moe.name = "x0_0"}, %[[LIDS:[^:]+]]: tensor<?x1xi32> {moe.name = "x0_1"}) -> (tensor<?x16xbf16> {moe.name = "v4"})
 // STAGES-SAME: moe.exchange = "moe.undispatch", moe.exchange_args = ["v4", "x0_2", "v2"], moe.exchange_ranks = 4 : i64, moe.exchange_results = ["x1_0"]
-// STAGES-SAME: moe.function_results = ["result0"], moe.program, moe.stage = 1 : i64, moe.stage_args = ["arg2", "arg3", "x0_0", "x0_1"], moe.stage_results = ["v4"]
+// STAGES-SAME: moe.function_results = ["result0"], moe.program, moe.stage = 1 : i64, moe.stage_args = ["arg2", "arg3", "x0_0", "x0_1"], moe.stage_of = "mixtral", moe.stage_results = ["v4"]
 // STAGES-NOT: moe.dispatch
 // STAGES: moe.permute %[[RECV]], %[[LIDS]]
 // STAGES: moe.expert_mlp silu %{{.*}}, %{{.*}}, %[[W13]], %[[W2]]
@@ -48,7 +48,7 @@
 // STAGES: return %[[BACK]] :
 // STAGES-LABEL: func.func @mixtral_stage2(
 // STAGES-SAME: %[[W2:[^:]+]]: tensor<?x2xf32> {moe.name = "v0"}, %[[SLOTS2:[^:]+]]: tensor<?x2xi64> {moe.name = "v3"}, %[[RET:[^:]+]]: tensor<?x16xbf16> {moe.name = "x1_0"}) -> (tensor<?x16xbf16> {moe.name = "result0"})
-// STAGES-SAME: moe.function_results = ["result0"], moe.program, moe.stage = 2 : i64, moe.stage_args = ["v0", "v3", "x1_0"], moe.stage_results = ["result0"]
+// STAGES-SAME: moe.function_results = ["result0"], moe.program, moe.stage = 2 : i64, moe.stage_args = ["v0", "v3", "x1_0"], moe.stage_of = "mixtral", moe.stage_results = ["result0"]
 // STAGES-NOT: moe.exchange
 // STAGES: moe.unpermute %[[RET]], %[[SLOTS2]] weights %[[W2]]
 func.func @mixtral(%x: tensor<?x16xbf16>, %logits: tensor<?x8xf32>,

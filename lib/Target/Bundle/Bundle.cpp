@@ -60,6 +60,23 @@ struct ManifestReader {
                             << "' is not 1-255 characters of [A-Za-z0-9_.$]";
     return attr.getValue();
   }
+  /// An array of names, joined by ','.
+  FailureOr<std::string> names(StringRef key) {
+    auto array = dyn_cast_or_null<ArrayAttr>(dict.get(key));
+    if (!array)
+      return emitError(loc)
+             << "moe-to-bundle: " << what << " lacks the list '" << key << "'";
+    std::string joined;
+    for (Attribute item : array) {
+      auto name = dyn_cast<StringAttr>(item);
+      if (!name || !isBundleName(name.getValue()))
+        return emitError(loc)
+               << "moe-to-bundle: " << what << " " << key << " has " << item
+               << ", not 1-255 characters of [A-Za-z0-9_.$]";
+      joined += (joined.empty() ? "" : ",") + name.getValue().str();
+    }
+    return joined;
+  }
 };
 } // namespace
 
@@ -269,6 +286,13 @@ LogicalResult mlir::moe::writeBundle(ModuleOp module, llvm::raw_ostream &os) {
                             : t.isBF16()  ? "bf"
                                           : "f") +
                            std::to_string(t.getIntOrFloatBitWidth());
+        break;
+      }
+      case contract::KeyKind::Names: {
+        FailureOr<std::string> value = r.names(key.name);
+        if (failed(value))
+          return failure();
+        values[key.name] = *value;
         break;
       }
       case contract::KeyKind::Flag: {
