@@ -35,26 +35,13 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "test", "device"))
 import train_layer  # noqa: E402  (the blocks, and the package's path)
+from expert_parallel_ranks import build_cache, option  # noqa: E402
 
 moe_mlir = train_layer.moe_mlir
 MODELS = {"deepseek-v3": train_layer.BENCH_MODELS["deepseek-v3"],
           "qwen3-30b-a3b": train_layer.MODELS["qwen3-30b-a3b"]}
 TOKENS = (128, 8192)
 RUNS = 20
-
-
-def option(name, default=None):
-    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
-
-
-def build_cache(cache, ranks, compiler):
-    for name, (_, _, _, fields) in MODELS.items():
-        spec = moe_mlir.spec_from_config(fields)
-        print(name, moe_mlir.compile_layer(spec, cache_dir=cache, compiler=compiler))
-        for n in ranks:
-            print(name, moe_mlir.compile_layer(spec, cache_dir=cache, compiler=compiler,
-                                               expert_parallel=n))
-    return 0
 
 
 def worker(rank, ranks, models, results):
@@ -184,5 +171,5 @@ if __name__ == "__main__":
     if train_layer.BUILD_CACHE:
         cache = os.path.abspath(sys.argv[sys.argv.index("--build-cache") + 1])
         sys.exit(build_cache(cache, [int(n) for n in option("--ranks", "1,2,4,8").split(",")],
-                             option("--compiler")))
+                             option("--compiler"), MODELS, train=(False,)))
     sys.exit(main())

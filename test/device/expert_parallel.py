@@ -182,7 +182,7 @@ def check_training(name, model, group, cache, report):
                     same = torch.equal(dx, dx2) and all(
                         torch.equal(again[k], ours[k]) for k in ours)
                     hf_y, hf_dx = run_once(block, x, dy)
-                    hf = train_layer_grads(block)
+                    hf = train_layer.block_grads(block)
                     ref = train_layer.reference(block, fields, x, dy)
                     pairs = [("out", y, hf_y, ref[0]), ("tokens", dx, hf_dx, ref[1])]
                     pairs += [(k, ours[k], hf[k], ref[2][k]) for k in ours]
@@ -222,21 +222,6 @@ def check_training(name, model, group, cache, report):
     report(not changed, f"{name} train: the block's expert weights untouched", str(changed))
     del layer, block
     torch.cuda.empty_cache()
-
-
-def train_layer_grads(block):
-    """The block's parameters' gradients as train_layer.reference names them."""
-    found = {"router": router_of(block).weight.grad,
-             "gate_up": block.experts.gate_up_proj.grad,
-             "down": block.experts.down_proj.grad}
-    if hasattr(block.experts, "gate_up_proj_bias"):
-        found.update(router_bias=router_of(block).bias.grad,
-                     gate_up_bias=block.experts.gate_up_proj_bias.grad,
-                     down_bias=block.experts.down_proj_bias.grad)
-    if hasattr(block, "shared_experts"):
-        found.update({"shared_" + n: getattr(block.shared_experts, n + "_proj").weight.grad
-                      for n in ("gate", "up", "down")})
-    return found
 
 
 def main():

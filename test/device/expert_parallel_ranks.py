@@ -38,7 +38,7 @@ import os
 import sys
 
 import train_layer  # noqa: E402  (the models, blocks and the package path)
-from expert_parallel import MODELS, _block_layout, train_layer_grads  # noqa: E402
+from expert_parallel import MODELS, _block_layout  # noqa: E402
 from tally import Tally  # noqa: E402
 
 moe_mlir = train_layer.moe_mlir
@@ -53,14 +53,16 @@ def option(name, default=None):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
-def build_cache(cache, ranks, compiler):
-    for name, (_, _, _, fields) in MODELS.items():
+def build_cache(cache, ranks, compiler, models=MODELS, train=(False, True)):
+    """Compiles each model's one-GPU layer and its N-rank layers (and train
+    layers) for each N of `ranks` into `cache`."""
+    for name, (_, _, _, fields) in models.items():
         spec = moe_mlir.spec_from_config(fields)
         print(name, moe_mlir.compile_layer(spec, cache_dir=cache, compiler=compiler))
         for n in ranks:
-            for train in (False, True):
+            for trained in train:
                 print(name, moe_mlir.compile_layer(spec, cache_dir=cache, compiler=compiler,
-                                                   expert_parallel=n, train=train))
+                                                   expert_parallel=n, train=trained))
     return 0
 
 
@@ -217,7 +219,7 @@ def worker(rank, ranks, models, results):
                 dys = torch.cat(gather(dy.reshape(-1, H))).view(1, -1, H)
                 xa = xs.detach().clone().requires_grad_()
                 first(block(xa)).backward(dys)
-                hf = train_layer_grads(block)
+                hf = train_layer.block_grads(block)
                 y_ref, dx_ref, ref = train_layer.reference(block, fields, xs, dys)
                 start = sum(tokens_of(r, ranks, T) for r in range(rank))
                 problems, worst = [], []

@@ -239,6 +239,21 @@ def reduced(y, dx, grads):
     return y, dx, {k: g.float() for k, g in grads.items()}
 
 
+def block_grads(block):
+    """The block's parameters' gradients as `reference` names them."""
+    found = {"router": router_of(block).weight.grad,
+             "gate_up": block.experts.gate_up_proj.grad,
+             "down": block.experts.down_proj.grad}
+    if hasattr(block.experts, "gate_up_proj_bias"):
+        found.update(router_bias=router_of(block).bias.grad,
+                     gate_up_bias=block.experts.gate_up_proj_bias.grad,
+                     down_bias=block.experts.down_proj_bias.grad)
+    if hasattr(block, "shared_experts"):
+        found.update({"shared_" + n: getattr(block.shared_experts, n + "_proj").weight.grad
+                      for n in ("gate", "up", "down")})
+    return found
+
+
 def reference(block, fields, x, dy):
     """(y, dx, gradients as grads() names them) of the block's layer in
     float64 autograd: its router linear, the routing (`route`), SwiGLU
@@ -306,19 +321,6 @@ def main():
     def first(out):
         return out[0] if isinstance(out, tuple) else out
 
-    def grads(block):
-        found = {"router": router_of(block).weight.grad,
-                 "gate_up": block.experts.gate_up_proj.grad,
-                 "down": block.experts.down_proj.grad}
-        if hasattr(block.experts, "gate_up_proj_bias"):
-            found.update(router_bias=router_of(block).bias.grad,
-                         gate_up_bias=block.experts.gate_up_proj_bias.grad,
-                         down_bias=block.experts.down_proj_bias.grad)
-        if hasattr(block, "shared_experts"):
-            found.update({"shared_" + n: getattr(block.shared_experts, n + "_proj").weight.grad
-                          for n in ("gate", "up", "down")})
-        return found
-
     def zero(block):
         for p in block.parameters():
             p.grad = None
@@ -340,7 +342,7 @@ def main():
         y = first(module(x))
         y.backward(dy)
         torch.cuda.synchronize()
-        return y.detach(), x.grad, grads(block)
+        return y.detach(), x.grad, block_grads(block)
 
     import transformers
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
