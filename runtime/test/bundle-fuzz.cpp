@@ -398,6 +398,17 @@ void exercise(moeBundle *bundle, const moe::runtime::BundleData &parsed,
     require(moeBundleFindEntry(bundle, entry.name, &found) ==
                 MOE_STATUS_SUCCESS &&
             found == e);
+    // A stage (contract §3.14) is a program; one with an exchange names its
+    // ranks, one without names no exchange values.
+    moeStageInfo stage;
+    moeStatus staged = moeBundleGetStage(bundle, e, &stage);
+    require(staged == MOE_STATUS_SUCCESS || staged == MOE_STATUS_NOT_FOUND);
+    if (staged == MOE_STATUS_SUCCESS)
+      require(program && *stage.function && stage.stage >= 0 &&
+              *stage.function_args && *stage.function_results &&
+              (*stage.exchange != '\0') == (stage.ranks > 0) &&
+              (*stage.exchange != '\0') == (*stage.exchange_args != '\0') &&
+              (*stage.exchange != '\0') == (*stage.exchange_results != '\0'));
     const bool fp8 = std::strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL_FP8) == 0;
     const bool gemm =
         fp8 || std::strcmp(entry.abi, MOE_ABI_GROUPED_MATMUL) == 0;
