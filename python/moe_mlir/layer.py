@@ -629,7 +629,15 @@ def main(argv=None) -> int:
              "experts' weights copied into the runtime's layout each step) "
              "instead of the default's (over them as they lie)")):
         parser.add_argument(flag, action="store_true", help=what)
+    parser.add_argument("--expert-parallel", type=int, default=0, metavar="N",
+                        help="the layer one of N ranks runs (with --train, "
+                        "its training bundle too) that "
+                        "ExpertParallelMoELayer.from_hf(block, ep_group=pg) "
+                        "reads for a group of N ranks")
     args = parser.parse_args(argv)
+    if args.expert_parallel and args.experts:
+        parser.error("--expert-parallel compiles MoELayer's layer, not "
+                     "--experts'")
     if args.recompute_rows and not args.train:
         parser.error("--recompute-rows is an option of --train")
     if args.copy_layout and not args.train:
@@ -649,7 +657,8 @@ def main(argv=None) -> int:
             print(spec.options() if args.options else compile_layer(
                 spec, cache_dir=args.cache_dir, compiler=args.compiler,
                 train=args.train, recompute_rows=args.recompute_rows,
-                native_layout=False if args.copy_layout else None))
+                native_layout=False if args.copy_layout else None,
+                expert_parallel=args.expert_parallel))
         except ValueError as error:
             parser.error(f"{path}: {error}")
     return 0

@@ -292,9 +292,12 @@ with tempfile.TemporaryDirectory() as scratch:
     # still the one served without a compiler; flags that do not go
     # together are refused.
     layer_dir = os.path.join(cache, specs["olmoe"].key())
-    for flags, suffix in ((["--train"], ".train.moebundle"),
-                          (["--train", "--recompute-rows"],
-                           ".train-recompute-rows.moebundle")):
+    for flags, suffix, compiles in (
+            (["--train"], ".train.moebundle", 3),
+            (["--train", "--recompute-rows"], ".train-recompute-rows.moebundle", 3),
+            # Expert parallelism: the split is a fourth compiler run.
+            (["--expert-parallel", "2"], ".ep2.moebundle", 4),
+            (["--train", "--expert-parallel", "2"], ".train.ep2.moebundle", 4)):
         before = runs()
         for _ in range(2):
             cli = subprocess.run(commands[0] + [config_path, "--cache-dir", cache,
@@ -302,7 +305,7 @@ with tempfile.TemporaryDirectory() as scratch:
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             out = cli.stdout.decode().strip()
             check(cli.returncode == 0 and out.startswith(layer_dir) and
-                  out.endswith(suffix) and runs() == before + 3,
+                  out.endswith(suffix) and runs() == before + compiles,
                   f"{flags}: {out} ({runs() - before} compiler runs)")
     with environment(PATH="/usr/bin:/bin", MOE_MLIR_BIN=None), no_build_tree():
         check(moe_mlir.compile_layer(specs["olmoe"], cache_dir=cache) == paths[2],
@@ -310,7 +313,11 @@ with tempfile.TemporaryDirectory() as scratch:
     for flags, message in ((["--recompute-rows"], "an option of --train"),
                            (["--copy-layout"], "an option of --train"),
                            (["--train", "--copy-layout"], "an option of a GPT-OSS"),
-                           (["--train", "--experts"], "not --experts'")):
+                           (["--train", "--experts"], "not --experts'"),
+                           (["--expert-parallel", "2", "--experts"], "not --experts'"),
+                           (["--expert-parallel", "3"], "must divide the 64 experts"),
+                           (["--train", "--recompute-rows", "--expert-parallel", "2"],
+                            "no recompute_rows")):
         cli = subprocess.run(commands[0] + [config_path] + flags,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         check(cli.returncode == 2 and message in cli.stdout.decode(),
