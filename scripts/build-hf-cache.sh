@@ -8,7 +8,9 @@
 # cache keys match. Output:
 # .gpu-artifacts/hf-cache/<layer key>/{layer.mlir,<compiler id>.moebundle}.
 # Run it after scripts/build-gpu-artifacts.sh (which empties .gpu-artifacts),
-# then carry .gpu-artifacts with the device tool.
+# then carry .gpu-artifacts with the device tool. With MOE_EP_RANKS=2,4,8
+# (for a multi-GPU machine) also the N-rank layers of
+# test/device/expert_parallel_ranks.py and bench/expert_parallel.py.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
@@ -26,3 +28,9 @@ mkdir -p "$root/.gpu-artifacts"
   --compiler "$build/bin"
 "$python" "$root/test/device/expert_parallel.py" --build-cache "$root/.gpu-artifacts/hf-cache" \
   --compiler "$build/bin"
+if [ -n "${MOE_EP_RANKS:-}" ]; then
+  "$python" "$root/test/device/expert_parallel_ranks.py" --build-cache \
+    "$root/.gpu-artifacts/hf-cache" --ranks "$MOE_EP_RANKS" --compiler "$build/bin"
+  "$python" "$root/bench/expert_parallel.py" --build-cache "$root/.gpu-artifacts/hf-cache" \
+    --ranks "1,$MOE_EP_RANKS" --compiler "$build/bin"
+fi
