@@ -10,12 +10,15 @@ Mixtral-8x7B, Qwen3-30B-A3B, OLMoE-1B-7B and GPT-OSS-20B (real shapes,
 random weights of a trained layer's scale, bfloat16), on random and skewed
 routings (every token's top choice one hot expert, two experts cold) at
 T in {1, 7, 300, 4096}:
+- against MoELayer (one layer.v1 call: the same routing of the same bf16
+  logits) on the same input: within 1e-2 (the stage runs the expert MLP
+  unfused: the gate-up output is rounded to bfloat16 before the
+  activation);
 - the output against the block in float32 (the transformers block's own
-  expert loop on a float32 copy): relative L2 error <= 1e-2, and no worse
-  than 1.5x the bf16 block's own error (+1e-3);
-- against MoELayer (one layer.v1 call) on the same input: within 1e-2
-  (the stage runs the expert MLP unfused: the gate-up output is rounded to
-  bfloat16 before the activation);
+  expert loop on a float32 copy): relative L2 error no worse than
+  max(1.5x the bf16 block's own error, 1e-2) (from a few hundred tokens on,
+  the float32 router picks other experts than the bf16 one for some
+  near-tied tokens, which costs the bf16 block as much: 2-5e-2);
 - the output poisoned (NaN blocks of its size freed first) and finite;
 - a second call on the same input gives the same bits;
 and the refusals: a block with a shared expert (DeepSeek-V3), a float32
@@ -159,9 +162,10 @@ def check_training(name, model, group, cache, report):
             u = torch.randn(H, device=dev)
             u /= u.norm()
             with torch.no_grad():
+                skew = (8.0 * u).to(torch.bfloat16)  # one value in every dtype
                 for g in (gate, layer.router_weight):
-                    g[0] = (8.0 * u).to(g.dtype)
-                    g[E - 2:] = (-8.0 * u).to(g.dtype)
+                    g[0] = skew.to(g.dtype)
+                    g[E - 2:] = (-skew).to(g.dtype)
         for T in TOKENS:
             what = f"{name} train {routing} T={T}"
             try:
@@ -276,9 +280,15 @@ def main():
         for routing in ("random", "skewed"):
             if routing == "skewed":
                 with torch.no_grad():
+                    skew = (8.0 * u).to(torch.bfloat16)  # one value in every dtype
                     for g in (gate, ref_gate):
-                        g[0] = (8.0 * u).to(g.dtype)
-                        g[E - 2:] = (-8.0 * u).to(g.dtype)
+                        g[0] = skew.to(g.dtype)
+                        g[E - 2:] = (-skew).to(g.dtype)
+                # The layers hold copies of the router (DeepSeek-V3's in
+                # float32): built again from the skewed block.
+                layer.close()
+                layer = ExpertParallelMoELayer.from_hf(block, ep_group=group, cache_dir=cache)
+                single = moe_mlir.MoELayer.from_hf(block, cache_dir=cache)
             for T in TOKENS:
                 what = f"{name} {routing} T={T}"
                 try:
@@ -298,14 +308,14 @@ def main():
                     torch.cuda.synchronize()
                     err, hf_err = rel(got, want), rel(hf, want)
                     vs_single = rel(got, one)
-                    ok = (bool(torch.isfinite(got).all()) and err <= TOLERANCE and
-                          err <= 1.5 * hf_err + 1e-3 and vs_single <= TOLERANCE and
-                          torch.equal(got, again))
+                    ok = (bool(torch.isfinite(got).all()) and vs_single <= TOLERANCE and
+                          err <= max(1.5 * hf_err, TOLERANCE) and torch.equal(got, again))
                     report(ok, what, f"error {err:.2e} (bf16 block {hf_err:.2e}), against "
                            f"MoELayer {vs_single:.2e}, repeat bit-equal "
                            f"{torch.equal(got, again)}")
                 except Exception as error:
                     report(False, what, f"{type(error).__name__}: {error}")
+        layer.close()
         del layer, single, reference, block
         torch.cuda.empty_cache()
 

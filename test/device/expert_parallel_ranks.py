@@ -135,8 +135,14 @@ def worker(rank, ranks, models, results):
         for routing in ("random", "skewed"):
             if routing == "skewed":  # the last rank's experts hot
                 with torch.no_grad():
-                    for g in (gate, ref_gate, layer.router_weight):
-                        g[E - L:] = (8.0 * u).to(g.dtype)
+                    skew = (8.0 * u).to(torch.bfloat16)  # one value in every dtype
+                    for g in (gate, ref_gate):
+                        g[E - L:] = skew.to(g.dtype)
+                # The layers hold copies of the router (DeepSeek-V3's in
+                # float32): built again from the skewed block.
+                layer.close()
+                layer = ExpertParallelMoELayer.from_hf(block, ep_group=group, cache_dir=cache)
+                single = moe_mlir.MoELayer.from_hf(block, cache_dir=cache)
             for T in (t for t in TOKENS if t < 65536 or name in LARGEST):
                 Tr = tokens_of(rank, ranks, T)
                 what = f"{name} {routing} T={T} (this rank {Tr})"
@@ -170,7 +176,7 @@ def worker(rank, ranks, models, results):
                 except Exception as error:
                     report(False, what, f"{type(error).__name__}: {error}")
             with torch.no_grad():
-                for g in (gate, ref_gate, layer.router_weight):
+                for g in (gate, ref_gate):
                     g.copy_(saved_gate.to(g.dtype))
         # A CUDA graph is refused, with the reason.
         try:
