@@ -44,6 +44,7 @@ from typing import Dict, List, Optional
 
 from .layer import _devices, _open_bundle, _pack, _read_block, compile_layer
 from .runtime import MoERuntimeError, _check, _library
+from .training import _block_result
 
 try:
     import torch
@@ -53,7 +54,8 @@ except ImportError:  # the compiler side needs no torch
 
 @dataclass
 class Stage:
-    """One stage function of a split program, as its attributes say."""
+    """One stage entry of a split function, as the bundle says (its stage
+    keys, contract §3.14, and its signature's argument names)."""
     entry: str
     args: List[str]
     results: List[str]
@@ -387,10 +389,5 @@ if torch is not None:
                     out = run_stages(self._bundle, self._plan,
                                      {n: given[n] for n in self._plan[0].function_args},
                                      self._exchange)[0]
-            output = out.view(hidden_states.shape)
-            if self._returns == "router_logits":
-                return output, logits
-            if self._returns == "router_scores":
-                top = torch.topk(logits, spec.top_k, dim=-1).values
-                return output, torch.softmax(top, dim=-1, dtype=top.dtype)
-            return output
+            return _block_result(self._returns, out.view(hidden_states.shape),
+                                 logits, spec.top_k)

@@ -475,7 +475,8 @@ class Bundle:
         """What the bundle says of entry `name` as a stage of a split
         function, or None if it is none (MoERuntimeError NOT_FOUND if the
         bundle has no such entry)."""
-        index = self.entries.index(self.entry(name))  # the bundle's order
+        self.entry(name)  # NOT_FOUND with the entries listed
+        index = next(i for i, e in enumerate(self.entries) if e.name == name)
         info = _StageInfo()
         status = _library().moeBundleGetStage(self._live_handle(), index,
                                               ctypes.byref(info))

@@ -116,6 +116,19 @@ def _shared_parameters(block):
             mlp.down_proj.weight)
 
 
+def _block_result(returns: str, output, logits, top_k: int):
+    """What the block returns (PackedBlock.returns) beside its output, from
+    the router's logits [T, E], torch-differentiable: the logits, or
+    GPT-OSS's routing weights [T, k] as its router gives them (softmax over
+    the top k logits, in their dtype)."""
+    if returns == "router_logits":
+        return output, logits
+    if returns == "router_scores":
+        top = torch.topk(logits, top_k, dim=-1).values
+        return output, torch.softmax(top, dim=-1, dtype=top.dtype)
+    return output
+
+
 #: Bundles by path: the custom ops name their layer by its bundle's path.
 _BUNDLES = {}
 
@@ -367,12 +380,5 @@ if torch is not None:
                 given["shared_down_weights"] = shared[1].contiguous()
             out = _train_forward(self.bundle_path,
                                  [given[n] for n in _inputs(self._bundle)])[0]
-            output = out.view(hidden_states.shape)
-            if self._returns == "router_logits":
-                return output, logits
-            if self._returns == "router_scores":
-                # GPT-OSS: the routing weights [T, k], as its router gives
-                # them (softmax over the top k logits, in their dtype).
-                top = torch.topk(logits, spec.top_k, dim=-1).values
-                return output, torch.softmax(top, dim=-1, dtype=top.dtype)
-            return output
+            return _block_result(self._returns, out.view(hidden_states.shape),
+                                 logits, spec.top_k)

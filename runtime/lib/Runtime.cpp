@@ -685,17 +685,28 @@ MOE_API moeStatus moeBundleGetInfo(const moeBundle *bundle,
   return MOE_STATUS_SUCCESS;
 }
 
+/// INVALID_ARGUMENT naming `function` unless `bundle` and `out` are set and
+/// `index` (called `label` in the message) is one of the bundle's entries.
+static moeStatus checkEntryIndex(const char *function, const moeBundle *bundle,
+                                 const void *out, int32_t index,
+                                 const char *label = "index") {
+  if (!bundle || !out)
+    return setError(MOE_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", function,
+                    bundle ? "out" : "bundle");
+  size_t count = bundle->data.entries.size();
+  if (index < 0 || size_t(index) >= count)
+    return setError(MOE_STATUS_INVALID_ARGUMENT,
+                    "%s: %s %d is out of range (the bundle has %zu entries)",
+                    function, label, index, count);
+  return MOE_STATUS_SUCCESS;
+}
+
 MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
                                     moeEntryInfo *out) {
-  if (!bundle || !out)
-    return setError(MOE_STATUS_INVALID_ARGUMENT,
-                    "moeBundleGetEntry: %s is NULL", bundle ? "out" : "bundle");
+  if (moeStatus status =
+          checkEntryIndex("moeBundleGetEntry", bundle, out, index))
+    return status;
   const auto &entries = bundle->data.entries;
-  if (index < 0 || size_t(index) >= entries.size())
-    return setError(MOE_STATUS_INVALID_ARGUMENT,
-                    "moeBundleGetEntry: index %d is out of range (the bundle "
-                    "has %zu entries)",
-                    index, entries.size());
   const Entry &entry = entries[index];
   out->name = entry.name.c_str();
   out->op = entry.op.c_str();
@@ -744,16 +755,10 @@ MOE_API moeStatus moeBundleGetEntry(const moeBundle *bundle, int32_t index,
 
 MOE_API moeStatus moeBundleGetStage(const moeBundle *bundle, int32_t index,
                                     moeStageInfo *out) {
-  if (!bundle || !out)
-    return setError(MOE_STATUS_INVALID_ARGUMENT,
-                    "moeBundleGetStage: %s is NULL", bundle ? "out" : "bundle");
-  const auto &entries = bundle->data.entries;
-  if (index < 0 || size_t(index) >= entries.size())
-    return setError(MOE_STATUS_INVALID_ARGUMENT,
-                    "moeBundleGetStage: index %d is out of range (the bundle "
-                    "has %zu entries)",
-                    index, entries.size());
-  const Entry &entry = entries[index];
+  if (moeStatus status =
+          checkEntryIndex("moeBundleGetStage", bundle, out, index))
+    return status;
+  const Entry &entry = bundle->data.entries[index];
   const Stage &stage = entry.stage;
   if (stage.function.empty())
     return setError(MOE_STATUS_NOT_FOUND,
@@ -791,16 +796,10 @@ MOE_API moeStatus moeBundleFindEntry(const moeBundle *bundle, const char *name,
 
 MOE_API moeStatus moeBundleGetKernel(const moeBundle *bundle, int32_t entry,
                                      int32_t kernel, moeKernelInfo *out) {
-  if (!bundle || !out)
-    return setError(MOE_STATUS_INVALID_ARGUMENT,
-                    "moeBundleGetKernel: %s is NULL",
-                    bundle ? "out" : "bundle");
+  if (moeStatus status = checkEntryIndex("moeBundleGetKernel", bundle, out,
+                                         entry, "entry index"))
+    return status;
   const auto &entries = bundle->data.entries;
-  if (entry < 0 || size_t(entry) >= entries.size())
-    return setError(MOE_STATUS_INVALID_ARGUMENT,
-                    "moeBundleGetKernel: entry index %d is out of range (the "
-                    "bundle has %zu entries)",
-                    entry, entries.size());
   const auto &kernels = entries[entry].kernels;
   if (kernel < 0 || size_t(kernel) >= kernels.size())
     return setError(MOE_STATUS_INVALID_ARGUMENT,

@@ -446,9 +446,11 @@ def MoESplitExchanges : Pass<"moe-split-exchanges", "::mlir::ModuleOp"> {
       return reads, once each (a result of @F with @F's attributes for it).
 
     Each value crossing a stage boundary has a name: @F's argument i its
-    `moe.name` or `arg<i>`, result j of exchange s `x<s>_<j>`, a value @F
-    returns (first at position i) @F's result `moe.name` or `result<i>`
-    where no argument has that name, the rest `v<k>`. Every stage lists
+    `moe.name` or `arg<i>`, a value @F returns (first at position i) @F's
+    result `moe.name` or `result<i>` where no argument has that name (an
+    exchange's result too: a train forward's saved `counts` keep the name
+    its backward takes), result j of exchange s otherwise `x<s>_<j>` (a
+    value of @F already named so is an error), the rest `v<k>`. Every stage lists
     @F's arguments' names in `moe.function_args` (how a caller binds its
     inputs) and its results' in `moe.function_results` (where the caller
     finds them: an argument, an exchange result or a value some stage
@@ -462,8 +464,11 @@ def MoESplitExchanges : Pass<"moe-split-exchanges", "::mlir::ModuleOp"> {
     them, performs exchange s as the op defines it, and goes on with stage
     s+1. No stage takes an argument it does not read or returns a value
     twice or one it did not make: each stage is a `moe.program` (one call;
-    on the GPU one entry), a train forward's and a backward's too. Every
-    stage keeps @F's attributes and has `moe.stage`.
+    on the GPU one entry whose bundle keys carry these attributes, contract
+    §3.14), a train forward's and a backward's too. Every stage keeps @F's
+    attributes, but `moe.donated` only on the last stage that reads the
+    argument and only where no exchange from that stage on reads it, and
+    has `moe.stage` and `moe.stage_of` (@F's name).
     An exchange nested in a region is an error.
   }];
   let dependentDialects = ["::mlir::moe::MoEDialect",
