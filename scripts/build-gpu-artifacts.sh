@@ -433,6 +433,9 @@ bundle layer-pingpong "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="
 bundle layer-pingpong-s5 "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="pingpong=1 stages=5"
 # Without the split-K swap-AB forms (bench/ab_layer.py).
 bundle layer-nosplit "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="swap-ab-split-k=1"
+# test/device/decode_layer.py: the layers with their decode kernel
+# (docs/decode-kernel.md), against layer.moebundle.
+bundle layer-decode "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="decode-max-tokens=16"
 # The same layers in block FP8 (test/device/fp8_layer.py), but GPT-OSS
 # (H = 2880: no whole [1, 128] groups): prepack entries and layer_fp8.v1.
 awk '/^func.func @gpt_oss_120b/ { skip = 1 } !skip { print } skip && /^}/ { skip = 0 }' \

@@ -179,12 +179,36 @@ GemmKernelsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult
 ExpertMLPKernelsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                             GemmKernelsAttr gateUp, GemmKernelsAttr down) {
+                             GemmKernelsAttr gateUp, GemmKernelsAttr down,
+                             int64_t decode) {
   if (gateUp.getChip() != down.getChip())
     return emitError() << "expert_mlp_kernels parts must target one chip, got "
                        << gateUp.getChip() << " and " << down.getChip();
   if (down.getQuantizeOutput())
     return emitError() << "only the gate_up GEMM can quantize its output";
+  if (decode < 0 || decode > 64)
+    return emitError() << "expert_mlp_kernels decode must be in [0, 64] "
+                          "(token rows of a swap-AB tile), got "
+                       << decode;
+  if (decode == 0)
+    return success();
+  if (gateUp.getChip() != "sm_90a" || gateUp.getQuantizeOutput())
+    return emitError() << "expert_mlp_kernels decode needs sm_90a bf16 "
+                          "GEMMs without a quantized output";
+  // The decode kernel runs the first (swap-AB) forms' tiles for every
+  // expert: they must take experts of up to `decode` rows.
+  for (GemmKernelsAttr gemm : {gateUp, down}) {
+    GemmFormAttr first = *gemm.getFormList().begin();
+    if (!first.getSwapAb() || first.getRowsMax() < decode ||
+        first.getTileM() < decode || first.getSplitK() != 1 ||
+        first.getStages() != (*gateUp.getFormList().begin()).getStages() ||
+        first.getTileM() != (*gateUp.getFormList().begin()).getTileM())
+      return emitError()
+             << "expert_mlp_kernels decode = " << decode
+             << " needs both GEMMs' first forms swap-AB, of the same tile and "
+                "stages, without split K, taking experts of up to "
+             << decode << " rows in one tile";
+  }
   return success();
 }
 

@@ -9,6 +9,8 @@
 // RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 fp8-scatter-min-tokens=-1" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SCATTER
 // RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 swap-ab-stages=40" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SWAP-SMEM
 // RUN: moe-opt %s --moe-select-kernels="swap-ab-stages=8" --convert-moe-to-nvgpu | FileCheck %s --check-prefix=SWAP-EIGHT
+// RUN: not moe-opt %s --moe-select-kernels="decode-max-tokens=17" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=DECODE
+// RUN: not moe-opt %s --moe-select-kernels="decode-max-tokens=-1" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=DECODE-NEG
 // RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 swap-ab=1 tile-m=12 tile-n=64" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=SWAP
 // RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 tile-k=32" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=TILEK
 // RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=0 tile-m=96" --convert-moe-to-nvgpu 2>&1 | FileCheck %s --check-prefix=ROWS
@@ -20,6 +22,8 @@
 // TILE: error: moe-select-kernels: without swap-ab the tile must be 64 or 128 rows x 128 or 256 columns x 64, got 64x192x64
 // STAGES: error: moe-select-kernels: 'stages' must be in [2, 64] (a pipelined K loop refills a stage after the step that read it, so it needs two; more never fit 227 KiB of shared memory), got 0
 // SMEM: error: moe-select-kernels: 'stages' (10): the bf16 64x256x64 form needs 417792 bytes of shared memory, more than the 227 KiB (232448) of a block; it fits 2..5 stages
+// DECODE: error: moe-select-kernels: 'decode-max-tokens' must be in [0, swap-ab-max-rows = 16] (the decode kernel runs the swap-AB tiles), got 17
+// DECODE-NEG: error: moe-select-kernels: 'decode-max-tokens' must be in [0, swap-ab-max-rows = 16] (the decode kernel runs the swap-AB tiles), got -1
 // SCATTER: error: moe-select-kernels: 'fp8-scatter-min-tokens' must be 0 (no scatter kernel) or a token count in [1, 2147483647], got -1
 // SWAP-STAGES: error: moe-select-kernels: 'swap-ab-stages' must be in [2, 64] (0 chooses per GEMM; else the swap-AB forms' pipeline, which needs two stages), got -1
 // SWAP-SMEM: error: moe-select-kernels: 'swap-ab-stages' (40): the bf16 64x64x64 swap-AB form needs 655360 bytes of shared memory, more than the 227 KiB (232448) of a block; it fits 2..14 stages

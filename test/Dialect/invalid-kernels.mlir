@@ -120,6 +120,32 @@
 
 // -----
 
+#swap = #moe.gemm_kernels<chip = "sm_90a", forms = [#moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 16, tile_n = 64, tile_k = 64, stages = 4, swap_ab = true>, #moe.gemm_form<rows_min = 17, rows_max = 2147483647, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>]>
+// expected-error @+1 {{expert_mlp_kernels decode must be in [0, 64] (token rows of a swap-AB tile), got 65}}
+#m = #moe.expert_mlp_kernels<gate_up = #swap, down = #swap, decode = 65>
+
+// -----
+
+#swap = #moe.gemm_kernels<chip = "sm_90a", forms = [#moe.gemm_form<rows_min = 1, rows_max = 8, tile_m = 8, tile_n = 64, tile_k = 64, stages = 4, swap_ab = true>, #moe.gemm_form<rows_min = 9, rows_max = 2147483647, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>]>
+// expected-error @+1 {{expert_mlp_kernels decode = 16 needs both GEMMs' first forms swap-AB, of the same tile and stages, without split K, taking experts of up to 16 rows in one tile}}
+#m = #moe.expert_mlp_kernels<gate_up = #swap, down = #swap, decode = 16>
+
+// -----
+
+#swap = #moe.gemm_kernels<chip = "sm_90a", forms = [#moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 16, tile_n = 64, tile_k = 64, stages = 4, swap_ab = true>, #moe.gemm_form<rows_min = 17, rows_max = 2147483647, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>]>
+#split = #moe.gemm_kernels<chip = "sm_90a", forms = [#moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 16, tile_n = 64, tile_k = 64, stages = 4, swap_ab = true, split_k = 2>, #moe.gemm_form<rows_min = 17, rows_max = 2147483647, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>]>
+// expected-error @+1 {{expert_mlp_kernels decode = 16 needs both GEMMs' first forms swap-AB, of the same tile and stages, without split K}}
+#m = #moe.expert_mlp_kernels<gate_up = #swap, down = #split, decode = 16>
+
+// -----
+
+#q = #moe.gemm_kernels<chip = "sm_90a", forms = [#moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 64, tile_n = 128, tile_k = 128, stages = 4>], quantize_output = true>
+#plain = #moe.gemm_kernels<chip = "sm_90a", forms = [#moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 64, tile_n = 128, tile_k = 128, stages = 4>]>
+// expected-error @+1 {{expert_mlp_kernels decode needs sm_90a bf16 GEMMs without a quantized output}}
+#m = #moe.expert_mlp_kernels<gate_up = #q, down = #plain, decode = 16>
+
+// -----
+
 // expected-error @+1 {{permute_kernels scatter_from must be 0 (no scatter kernel) or a token count in [1, 2147483647], got -1}}
 #p = #moe.permute_kernels<chip = "sm_90a", quantize_rows = true, scatter_from = -1>
 

@@ -122,6 +122,12 @@ def MoESelectKernels : Pass<"moe-select-kernels", "::mlir::ModuleOp"> {
            "warpgroup issuing the TMA loads behind per-stage empty mbarriers "
            "instead of a CTA barrier per K step: auto (block FP8 and MXFP8; "
            "bf16 measured neutral), all (bf16 too), none">,
+    Option<"decodeMaxTokens", "decode-max-tokens", "int64_t", "0",
+           "A bf16 moe.layer (silu, no biases) runs calls of at most this "
+           "many tokens through one persistent kernel for its expert MLP "
+           "and combine (docs/decode-kernel.md) where its swap-AB forms "
+           "take every expert of that many rows (0: never; at most "
+           "swap-ab-max-rows)">,
     Option<"swapAB", "swap-ab", "bool", "false",
            "One swap-AB form for every expert: the weights fill WGMMA's "
            "64-row M operand and tile-m tokens (8..64) its N (tile-n must be "

@@ -155,8 +155,19 @@ def MoE_ExpertMLPKernelsAttr : AttrDef<MoE_Dialect, "ExpertMLPKernels"> {
     intermediate stays in registers); `down` applies the row scale. With
     FP8 operands a quantize kernel between them makes the activation the
     down GEMM's FP8 rows, unless `gate_up` has `quantize_output`.
+
+    `decode` (0: none): in a bf16 `moe.layer`, calls of at most this many
+    tokens run the expert MLP and the combine as one persistent kernel
+    (docs/decode-kernel.md) instead of the two GEMMs and the combine
+    kernel; the swap-AB form must then take every expert of up to that
+    many rows.
   }];
-  let parameters = (ins "GemmKernelsAttr":$gate_up, "GemmKernelsAttr":$down);
+  let parameters = (ins "GemmKernelsAttr":$gate_up, "GemmKernelsAttr":$down,
+                        DefaultValuedParameter<"int64_t", "0">:$decode);
+  let builders = [AttrBuilder<(ins "GemmKernelsAttr":$gate_up,
+                                   "GemmKernelsAttr":$down), [{
+      return $_get($_ctxt, gate_up, down, 0);
+    }]>];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -168,6 +168,8 @@ void swigluPlan(const EntryKeys &e, Scope &p);
 void unpermuteGradPlan(const EntryKeys &e, Scope &p);
 void routeGradPlan(const EntryKeys &e, Scope &p);
 void constantPlan(const EntryKeys &e, Scope &p);
+/// moe.decode_experts, a bf16 layer's decode part (LayerPlan.cpp).
+void decodePlan(const EntryKeys &e, Scope &p);
 
 /// The plan of the entry `keys` into `scope`, by its abi (EntryPlans.cpp);
 /// an internal error at `loc` for an abi without one.

@@ -335,6 +335,8 @@ LogicalResult mlir::moe::plan::detail::writeSteps(Location loc,
     wgradPlan(keys, scope);
   else if (abi == "planned.v1" && keys.string("op") == "arith.constant")
     constantPlan(keys, scope);
+  else if (abi == "planned.v1" && keys.string("op") == "moe.decode_experts")
+    decodePlan(keys, scope);
   else if (abi == "grouped_matmul.v3" || abi == "grouped_matmul_fp8.v1" ||
            (abi == "planned.v1" && keys.string("op") == "moe.grouped_dgrad")) {
     for (gpu::GPUFuncOp kernel : SmallVector<gpu::GPUFuncOp>(keys.kernels))

@@ -340,7 +340,7 @@ Step &PlanBuilder::launch(int64_t kernel, const Expr &grid, const Expr &when) {
   Step &step = steps.back();
   step.kernel = kernel;
   step.grid = grid;
-  step.when = when;
+  step.when = guard ? both(*guard, when) : when;
   return step;
 }
 

@@ -140,8 +140,12 @@ public:
   bool uniqueChecks = false;
   /// A workspace slice of `bytes`, aligned to `align`, after the previous.
   void work(StringRef name, const Expr &bytes, int64_t align);
-  /// A launch of kernel `kernel` on `grid` CTAs when `when` is not 0.
+  /// A launch of kernel `kernel` on `grid` CTAs when `when` (and the guard,
+  /// where set) is not 0.
   Step &launch(int64_t kernel, const Expr &grid, const Expr &when = 1);
+  /// A condition every launch from here on also needs (a layer's choice
+  /// between its parts' steps), or none.
+  std::optional<Expr> guard;
 
   /// The plan dictionary {sizes, args, checks, work, steps}, after parsing
   /// every expression with PlanExpr and checking every name; an internal

@@ -155,6 +155,24 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
   plan.work("counts", ceilDiv(n, chunk) * experts * 4, 256);
   plan.work("rows", n * h * 2, 256);
   plan.work("inter", n * i * 2, 256);
+  // With a decode part (docs/decode-kernel.md), calls of at most `decode`
+  // tokens run it instead of the gate-up, down and combine steps; its
+  // experts' output cannot share `rows`, which its gate-up items still read
+  // while its down items write.
+  int64_t decode = 0, decodeTile = 1;
+  if (byRole.count("decode")) {
+    EntryKeys keys = keysOf("decode");
+    decode = keys.integer("decode_max_tokens");
+    decodeTile = keys.integer("tile_m");
+  }
+  Expr decoding = compare("<=", t, decode);
+  if (decode > 0) {
+    plan.work("decode_out", decoding * n * h * 2, 256);
+    plan.work("decode_counters",
+              decoding * (ceilDiv(n, decodeTile) + experts + ceilDiv(h, 64)) *
+                  4,
+              256);
+  }
   if (fp8) {
     int64_t group = mx ? kMxBlockSize : kFp8BlockSize, scaleBytes = mx ? 1 : 4;
     plan.work("rows_q", n * h, 256);
@@ -197,8 +215,25 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
       (hasQuantize && failed(steps("quantize", {{"R", n}, {"C", h}},
                                    {{"input", "@rows"},
                                     {"values", "@rows_q"},
-                                    {"scales", "@rows_scale"}}))) ||
-      failed(steps("gate_up",
+                                    {"scales", "@rows_scale"}}))))
+    return failure();
+  if (decode > 0) {
+    plan.guard = decoding;
+    if (failed(steps("decode", {{"T", t}, {"H", h}, {"I", i}},
+                     {{"rows", "@rows"},
+                      {"gate_up_weights", "gate_up_weights"},
+                      {"down_weights", "down_weights"},
+                      {"offsets", "@offsets"},
+                      {"slots", "@slots"},
+                      {"weights", weights},
+                      {"out", "out"},
+                      {"@inter", "@inter"},
+                      {"@experts_out", "@decode_out"},
+                      {"@counters", "@decode_counters"}})))
+      return failure();
+    plan.guard = compare(">", t, decode);
+  }
+  if (failed(steps("gate_up",
                    {{"M", n}, {"N", i * 2}, {"K", h}, {"E", experts}},
                    {{"rows", rows},
                     {"weights", "gate_up_weights"},
@@ -226,6 +261,7 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
                     {"weights", weights},
                     {"out", "out"}})))
     return failure();
+  plan.guard.reset();
   FailureOr<DictionaryAttr> dict = plan.build(b, loc, [&](StringRef role) {
     auto it = byRole.find(role.str());
     return it == byRole.end() ? int64_t(0) : int64_t(it->second.kernels.size());
@@ -235,3 +271,65 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
   info.set("plan", *dict);
   return success();
 }
+
+namespace mlir::moe::plan::detail {
+
+/// planned.v1 of moe.decode_experts (docs/decode-kernel.md): the expert MLP
+/// and the combine of a bf16 layer in one persistent kernel, after a kernel
+/// that zeroes its counters. rows [T·k, H] (the gather's), offsets,
+/// slots, weights -> out [T, H]; nothing is launched at T = 0.
+void decodePlan(const EntryKeys &e, Scope &p) {
+  int64_t tileM = e.integer("tile_m"), k = e.integer("top_k");
+  Expr t = p.size("T", 0, e.integer("max_rows"));
+  Expr h = p.dim("H", e.integer("hidden"), 8, kUnbounded);
+  Expr i = p.dim("I", e.integer("intermediate"), 8, kUnbounded);
+  Expr experts = e.integer("experts");
+  Expr n = t * k;
+  p.check(compare("<=", n, kMaxRows), "T*k rows must be at most 2147483647");
+  p.check(multipleOf(h, 8), "H must be a multiple of 8 (TMA rows are "
+                            "multiples of 16 bytes)");
+  p.check(multipleOf(i, 8), "I must be a multiple of 8 (TMA rows are "
+                            "multiples of 16 bytes)");
+  p.check(compare("<", h * i * 4, kTmaStrideLimit),
+          "2I*H bytes per expert must stay below the TMA stride limit of "
+          "2^40");
+  Type offsets = e.type("offsets"), slots = e.type("slots");
+  p.arg("rows", "bf16", Role::In, 16, {n, h});
+  p.arg("gate_up_weights", "bf16", Role::In, 16, {experts, i * 2, h});
+  p.arg("down_weights", "bf16", Role::In, 16, {experts, h, i});
+  p.arg("offsets", dtypeOf(offsets), Role::In, bytesOf(offsets), {experts + 1});
+  p.arg("slots", dtypeOf(slots), Role::In, bytesOf(slots), {t, k});
+  p.arg("weights", "f32", Role::In, 4, {t, k});
+  p.arg("out", "bf16", Role::Out, 16, {t, h});
+  // A counter per token tile (at most ceil(n / tileM) + E of them), then
+  // one per 64 columns of the experts' output.
+  Expr counters = ceilDiv(n, tileM) + experts + ceilDiv(h, 64);
+  p.work("inter", n * i * 2, 256);
+  p.work("experts_out", n * h * 2, 256);
+  p.work("counters", counters * 4, 256);
+  Expr some = min(n, 1);
+  p.launch(0, some * min(ceilDiv(counters, e.threads(0)), 1024))
+      .mem("@counters", {counters});
+  // Work items: token tiles x (activation column tiles of 32 + output
+  // column tiles of 64), one wave of resident CTAs.
+  Expr slotsBound =
+      min(ceilDiv(n, tileM) + min(experts, n), experts * ceilDiv(n, tileM));
+  Expr work = slotsBound * (ceilDiv(i, 32) + ceilDiv(h, 64));
+  p.launch(1, min(work, Expr::name("resident")))
+      .tmap("rows", "bf16", {h, n}, {h * 2}, {64, tileM})
+      .tmap("gate_up_weights", "bf16", {h, i * 2, experts}, {h * 2, i * h * 4},
+            {64, 32, 1})
+      .tmap("@inter", "bf16", {i, n}, {i * 2}, {64, tileM})
+      .tmap("down_weights", "bf16", {i, h, experts}, {i * 2, h * i * 2},
+            {64, 64, 1})
+      .mem("offsets", {experts + 1})
+      .mem("@inter", {n, i})
+      .mem("@experts_out", {n, h})
+      .mem("@counters", {counters})
+      .mem("slots", {t, k})
+      .mem("weights", {t, k})
+      .mem("out", {t, h})
+      .i32(h);
+}
+
+} // namespace mlir::moe::plan::detail

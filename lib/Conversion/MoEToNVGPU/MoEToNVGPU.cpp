@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BackwardKernels.h"
+#include "DecodeExpertsKernel.h"
 #include "GroupedMatmulKernel.h"
 #include "KernelSupport.h"
 #include "LaunchPlan.h"
@@ -664,9 +665,22 @@ struct LayerLowering : KernelPattern<LayerOp> {
     add("permute", chain->permute);
     if (chain->rowsQuantize)
       add("quantize", chain->rowsQuantize);
-    if (auto mlp = chain->mlp->getAttrOfType<ArrayAttr>(kLaunchAttr))
+    // A decode part joins the expert MLP's parts (its entry
+    // `<layer>_decode`, --moe-extract-device-code).
+    FailureOr<DictionaryAttr> decode =
+        decodeLaunch(builder, kernels, *chain, maxTokens(tokens.getDimSize(0)));
+    if (failed(decode))
+      return failure();
+    if (auto mlp = chain->mlp->getAttrOfType<ArrayAttr>(kLaunchAttr)) {
+      if (*decode) {
+        SmallVector<Attribute> withDecode(mlp.getValue());
+        withDecode.push_back(*decode);
+        mlp = builder.getArrayAttr(withDecode);
+        chain->mlp->setAttr(kLaunchAttr, mlp);
+      }
       for (auto part : mlp.getAsRange<DictionaryAttr>())
         parts.push_back({part.getAs<StringAttr>("part").getValue(), part});
+    }
     add("unpermute", chain->combine);
     if (failed(plan::addLayerPlan(builder, op.getLoc(), info, parts, kernels,
                                   configChip(chain->mlp))))

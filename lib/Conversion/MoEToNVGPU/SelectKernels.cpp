@@ -168,6 +168,12 @@ struct MoESelectKernelsPass
       return fail() << "'swap-ab-max-rows' must be in [0, 64] (WGMMA's N "
                        "holds at most 64 tokens), got "
                     << static_cast<int64_t>(swapABMaxRows);
+    if (decodeMaxTokens < 0 || decodeMaxTokens > swapABMaxRows)
+      return fail() << "'decode-max-tokens' must be in [0, swap-ab-max-rows "
+                       "= "
+                    << static_cast<int64_t>(swapABMaxRows)
+                    << "] (the decode kernel runs the swap-AB tiles), got "
+                    << static_cast<int64_t>(decodeMaxTokens);
     if (fp8ScatterMinTokens < 0 || fp8ScatterMinTokens > kMaxLaunchRows)
       return fail() << "'fp8-scatter-min-tokens' must be 0 (no scatter "
                        "kernel) or a token count in [1, "
@@ -381,6 +387,30 @@ struct MoESelectKernelsPass
         false);
   }
 
+  /// `decode-max-tokens` for the expert MLP of a bf16 layer whose kernel
+  /// the decode kernel is built for (silu, no biases) and whose first forms
+  /// it can run (the attribute's verifier says which); else 0.
+  int64_t selectDecode(ExpertMLPOp mlp, ArrayRef<GemmPart> parts,
+                       GemmKernelsAttr gateUp, GemmKernelsAttr down) {
+    if (decodeMaxTokens == 0 || !isa<LayerOp>(mlp->getParentOp()))
+      return 0;
+    for (const GemmPart &part : parts)
+      if (part.format != GemmPart::Format::BF16 || part.biasType ||
+          part.activation != GemmPart::Activation::Silu || part.quantizeOut ||
+          part.weightsKN())
+        return 0;
+    auto fits = [&](GemmKernelsAttr gemm) {
+      GemmFormAttr first = *gemm.getFormList().begin(),
+                   gateUpFirst = *gateUp.getFormList().begin();
+      return first.getSwapAb() && first.getRowsMax() >= decodeMaxTokens &&
+             first.getTileM() >= decodeMaxTokens && first.getSplitK() == 1 &&
+             first.getStages() == gateUpFirst.getStages() &&
+             first.getTileM() == gateUpFirst.getTileM();
+    };
+    return fits(gateUp) && fits(down) ? static_cast<int64_t>(decodeMaxTokens)
+                                      : 0;
+  }
+
   /// The configuration of `op`, or null for moe.layer (it launches its
   /// body's kernels).
   Attribute select(Operation *op) {
@@ -396,9 +426,10 @@ struct MoESelectKernelsPass
       return selectDgrad(getGemmParts(op, false).front());
     if (auto mlp = dyn_cast<ExpertMLPOp>(op)) {
       SmallVector<GemmPart, 2> parts = getGemmParts(op, fp8EpilogueQuantize);
-      return ExpertMLPKernelsAttr::get(context,
-                                       selectGemm(parts[0], mlp.getRows()),
-                                       selectGemm(parts[1], mlp.getRows()));
+      GemmKernelsAttr gateUp = selectGemm(parts[0], mlp.getRows()),
+                      down = selectGemm(parts[1], mlp.getRows());
+      return ExpertMLPKernelsAttr::get(context, gateUp, down,
+                                       selectDecode(mlp, parts, gateUp, down));
     }
     // In a block-FP8 layer the gather can store the rows quantized: the
     // quantize between the permute and the expert MLP then has no kernel.

@@ -468,5 +468,6 @@ WorkItem L2WorkOrder::describe(ImplicitLocOpBuilder &nb, Value work) const {
           n.add(found.rowBegin, n.mul(found.mTile, n.c(scheduler.tileM))),
           found.rowEnd,
           n.add(n.mul(nTile, n.c(itemColumns * clusterSize)),
-                n.mul(rank, n.c(itemColumns)))};
+                n.mul(rank, n.c(itemColumns))),
+          slot};
 }

@@ -31,6 +31,8 @@ inline constexpr int64_t kTableSegments = 32;
 /// A work item: an output tile of one expert.
 struct WorkItem {
   Value expert, row0, rowEnd, col0;
+  /// The token tile (scheduler slot); set by L2WorkOrder::describe.
+  Value slot = {};
 };
 
 /// The (expert, token tile) a CTA's slot stands for, and the expert's rows.
