@@ -17,6 +17,7 @@
 #include "KernelUtils.h"
 #include "LaunchPlan.h"
 #include "MoE/Conversion/Passes.h"
+#include "MoE/Target/Contract.h"
 #include "RoutingKernelUtils.h"
 #include "Sm90Gemm/GemmKernel.h"
 #include "TileScheduler.h"
@@ -440,17 +441,19 @@ void mlir::moe::emitDecodeCombine(ImplicitLocOpBuilder &b,
   });
 }
 
-FailureOr<DictionaryAttr> mlir::moe::decodeLaunch(OpBuilder &builder,
-                                                  gpu::GPUModuleOp kernels,
-                                                  LayerChain chain,
-                                                  int64_t maxTokens) {
+LogicalResult mlir::moe::addDecodePart(OpBuilder &builder,
+                                       gpu::GPUModuleOp kernels,
+                                       LayerChain chain, int64_t maxTokens) {
   auto config = chain.mlp->getAttrOfType<ExpertMLPKernelsAttr>(kKernelsAttr);
   int64_t decode = config ? config.getDecode() : 0;
   // The combine must be the weighted sum of the slots alone, and the rows
   // the gather's bf16 ones, one per slot.
   if (decode == 0 || chain.rowsQuantize || !chain.combine.getWeights() ||
       chain.combine.getShared() || chain.permute.getPadTo())
-    return DictionaryAttr();
+    return success();
+  auto mlpLaunch = chain.mlp->getAttrOfType<ArrayAttr>(kLaunchAttr);
+  if (!mlpLaunch)
+    return success();
   Location loc = chain.mlp.getLoc();
   auto slots = cast<RankedTensorType>(chain.permute.getSlots().getType());
   auto offsets = cast<RankedTensorType>(chain.permute.getOffsets().getType());
@@ -493,5 +496,8 @@ FailureOr<DictionaryAttr> mlir::moe::decodeLaunch(OpBuilder &builder,
   info.set("kernels", builder.getArrayAttr({zeroForm, expertsForm}));
   if (failed(plan::addLaunchPlan(builder, loc, info, {zero, experts}, "")))
     return failure();
-  return info.getDictionary(builder.getContext());
+  SmallVector<Attribute> parts(mlpLaunch.getValue());
+  parts.push_back(info.getDictionary(builder.getContext()));
+  chain.mlp->setAttr(kLaunchAttr, builder.getArrayAttr(parts));
+  return success();
 }

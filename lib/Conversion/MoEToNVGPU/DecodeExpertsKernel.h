@@ -47,12 +47,11 @@ gpu::GPUFuncOp buildDecodeExpertsKernel(OpBuilder &builder, Location loc,
 gpu::GPUFuncOp buildDecodeZeroKernel(OpBuilder &builder, Location loc,
                                      gpu::GPUModuleOp module);
 
-/// The `decode` part of the layer `chain` (a planned.v1 moe.decode_experts
-/// entry of the zero and decode kernels, with its plan), or a null
-/// dictionary where its expert MLP has no decode kernel.
-FailureOr<DictionaryAttr> decodeLaunch(OpBuilder &builder,
-                                       gpu::GPUModuleOp kernels,
-                                       LayerChain chain, int64_t maxTokens);
+/// Where the expert MLP of the layer `chain` has `decode`, appends its
+/// `decode` part to the MLP's moe.launch: a planned.v1 entry (op
+/// moe.expert_mlp) of the zero and decode kernels, with its own plan.
+LogicalResult addDecodePart(OpBuilder &builder, gpu::GPUModuleOp kernels,
+                            LayerChain chain, int64_t maxTokens);
 
 /// The combine of columns [col0, col0 + 64) of every token by the CTA's
 /// 128 threads: out[t] = sum_j weights[t, j] * rows[slots[t, j]] in f32,

@@ -665,22 +665,13 @@ struct LayerLowering : KernelPattern<LayerOp> {
     add("permute", chain->permute);
     if (chain->rowsQuantize)
       add("quantize", chain->rowsQuantize);
-    // A decode part joins the expert MLP's parts (its entry
-    // `<layer>_decode`, --moe-extract-device-code).
-    FailureOr<DictionaryAttr> decode =
-        decodeLaunch(builder, kernels, *chain, maxTokens(tokens.getDimSize(0)));
-    if (failed(decode))
+    // A decode part joins the expert MLP's (`<layer>_decode`).
+    if (failed(addDecodePart(builder, kernels, *chain,
+                             maxTokens(tokens.getDimSize(0)))))
       return failure();
-    if (auto mlp = chain->mlp->getAttrOfType<ArrayAttr>(kLaunchAttr)) {
-      if (*decode) {
-        SmallVector<Attribute> withDecode(mlp.getValue());
-        withDecode.push_back(*decode);
-        mlp = builder.getArrayAttr(withDecode);
-        chain->mlp->setAttr(kLaunchAttr, mlp);
-      }
+    if (auto mlp = chain->mlp->getAttrOfType<ArrayAttr>(kLaunchAttr))
       for (auto part : mlp.getAsRange<DictionaryAttr>())
         parts.push_back({part.getAs<StringAttr>("part").getValue(), part});
-    }
     add("unpermute", chain->combine);
     if (failed(plan::addLayerPlan(builder, op.getLoc(), info, parts, kernels,
                                   configChip(chain->mlp))))
