@@ -16,6 +16,8 @@
 # route_model, the permutation and the combine; needs .shared-bench carried)
 # and test/device/layer.py (whole layers route -> permute -> expert MLP ->
 # unpermute against shared/bench's reference() for four models) and
+# test/device/decode_layer.py (the decode kernel's layers, bit-equal to the
+# default ones) and
 # test/device/quantize.py (the quantize kernel, bit-exact against
 # test/lib/moe_ref.py's quantize) and test/device/fp8_layer.py (the
 # block-FP8 layers of four models against a float32 reference on the
@@ -42,7 +44,7 @@ status=0 passed=0 failed=0
 # readme.py (the README's GPU snippets as written), train_layer.py
 # (TrainableMoELayer's gradients against the blocks' autograd) and
 # expert_parallel.py (one rank through NCCL) too.
-for test in grouped_matmul grouped_dgrad grouped_wgrad backward_ops fp8_grouped_matmul expert_mlp routing layer shared_layer empty_batch quantize fp8_layer mxfp8_layer $([ -d "$art/hf-cache" ] && echo hf_module hf_experts readme train_layer expert_parallel); do
+for test in grouped_matmul grouped_dgrad grouped_wgrad backward_ops fp8_grouped_matmul expert_mlp routing layer decode_layer shared_layer empty_batch quantize fp8_layer mxfp8_layer $([ -d "$art/hf-cache" ] && echo hf_module hf_experts readme train_layer expert_parallel); do
   log=$(mktemp)
   python3 "$root/test/device/$test.py" "$art" "$root/.shared-bench" 2>&1 | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
