@@ -20,8 +20,8 @@ constexpr int kRows = 64, kThreads = 128, kInflight = 4;
 // Step s of CTA c: 16 bytes per thread, 8 threads per row, 16 rows per
 // pass, 4 passes: the box of 64 rows x 128 bytes at column s * 128 bytes.
 __global__ void boxes(const int4 *weights, int k, int4 *sink) {
-  const char *base =
-      reinterpret_cast<const char *>(weights) + size_t(blockIdx.x) * kRows * k * 2;
+  const char *base = reinterpret_cast<const char *>(weights) +
+                     size_t(blockIdx.x) * kRows * k * 2;
   int steps = k / 64, lane = threadIdx.x % 8, row = threadIdx.x / 8;
   int4 acc = {0, 0, 0, 0};
   for (int s0 = 0; s0 < steps; s0 += kInflight) {
@@ -32,7 +32,7 @@ __global__ void boxes(const int4 *weights, int k, int4 *sink) {
       for (int p = 0; p < 4; ++p) {
         int s = min(s0 + i, steps - 1), r = row + 16 * p;
         v[i][p] = *reinterpret_cast<const int4 *>(base + size_t(r) * k * 2 +
-                                                   s * 128 + lane * 16);
+                                                  s * 128 + lane * 16);
       }
 #pragma unroll
     for (int i = 0; i < kInflight; ++i)
@@ -71,7 +71,8 @@ __global__ void contiguous(const int4 *weights, int k, int4 *sink) {
 }
 
 int main(int argc, char **argv) {
-  int k = argc > 1 ? atoi(argv[1]) : 2048, ctas = argc > 2 ? atoi(argv[2]) : 448;
+  int k = argc > 1 ? atoi(argv[1]) : 2048,
+      ctas = argc > 2 ? atoi(argv[2]) : 448;
   size_t bytes = size_t(ctas) * kRows * k * 2, flushBytes = size_t(256) << 20;
   int4 *weights, *sink;
   char *flush;
