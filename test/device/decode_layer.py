@@ -31,6 +31,7 @@ PEERS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].sta
 sys.path[:0] = [os.path.join(ARTIFACTS, "site"), PEERS, os.path.dirname(__file__)]
 import moe_mlir  # noqa: E402
 from peers import SHAPES, reference  # noqa: E402
+from layer import FloatExperts, Layer, rel_err  # noqa: E402
 from tally import Tally, run  # noqa: E402
 
 DEV = "cuda"
@@ -41,36 +42,6 @@ if "--quick" in sys.argv:
     MODELS = {"qwen3_30b_a3b": "qwen3-30b-a3b"}
     TOKENS = [1, 7, 17]
 TOLERANCE = 1e-2
-
-
-class Layer:
-    """Layer `name` of `bundle` with its own output and workspace."""
-
-    def __init__(self, bundle, name, T, H, I, bias):
-        self.bundle, self.name, self.bias = bundle, name, bias
-        self.workspace = torch.empty(bundle.layer_workspace_bytes(name, T, H, I), device=DEV,
-                                     dtype=torch.uint8)
-        self.out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
-
-    def poison(self):
-        self.out.fill_(float("nan"))
-        self.workspace.fill_(0xFF)
-
-    def __call__(self, x, logits, w13, w2):
-        return self.bundle.layer(self.name, x, logits, w13, w2, score_bias=self.bias,
-                                 out=self.out, workspace=self.workspace)
-
-
-class FloatExperts:
-    def __init__(self, weights):
-        self.weights, self.shape = weights, weights.shape
-
-    def __getitem__(self, expert):
-        return self.weights[expert].float()
-
-
-def rel_err(got, want):
-    return ((got.float() - want.float()).norm() / want.float().norm()).item()
 
 
 def main():

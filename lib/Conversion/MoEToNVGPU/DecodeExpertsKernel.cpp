@@ -138,15 +138,7 @@ mlir::moe::buildDecodeExpertsKernel(OpBuilder &builder, Location loc,
   auto smemSpace =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
 
-  // The grouped GEMM kernel's dynamic shared memory global (the same name:
-  // one per module).
-  StringRef smemName = "moe_dynamic_smem";
-  auto smemGlobalType = MemRefType::get({0}, b.getI8Type(),
-                                        MemRefLayoutAttrInterface(), smemSpace);
-  if (!SymbolTable::lookupSymbolIn(module, smemName))
-    memref::GlobalOp::create(b, b.getStringAttr(smemName), StringAttr(),
-                             TypeAttr::get(smemGlobalType), Attribute(),
-                             UnitAttr(), b.getI64IntegerAttr(1024));
+  DynamicSharedMemory dynamicSmem(b, module);
 
   Type ptrType = LLVM::LLVMPointerType::get(ctx), i32 = b.getI32Type(),
        bf16 = b.getBF16Type();
@@ -185,7 +177,7 @@ mlir::moe::buildDecodeExpertsKernel(OpBuilder &builder, Location loc,
 
   // Launch-wide values, shared by both GEMMs.
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  Value smemRaw = memref::GetGlobalOp::create(b, smemGlobalType, smemName);
+  Value smemRaw = dynamicSmem.get(b);
   Value smem = memref::ReinterpretCastOp::create(
       b,
       MemRefType::get({spec.sharedBytes()}, b.getI8Type(),

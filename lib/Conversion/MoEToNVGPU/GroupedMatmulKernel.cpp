@@ -157,15 +157,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   GemmKernel k(b, t);
   const KernelTypes &ty = k.ty;
 
-  // A public, uninitialized global becomes `.extern .shared` dynamic shared
-  // memory; gpu.dynamic_shared_memory would overlap the mbarriers in MLIR 22.
-  StringRef smemName = "moe_dynamic_smem";
-  auto smemGlobalType =
-      MemRefType::get({0}, b.getI8Type(), MemRefLayoutAttrInterface(), ty.smem);
-  if (!SymbolTable::lookupSymbolIn(module, smemName))
-    memref::GlobalOp::create(b, b.getStringAttr(smemName), StringAttr(),
-                             TypeAttr::get(smemGlobalType), Attribute(),
-                             UnitAttr(), b.getI64IntegerAttr(1024));
+  DynamicSharedMemory dynamicSmem(b, module);
 
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   auto offsetsType = MemRefType::get({ShapedType::kDynamic}, offsetType);
@@ -265,7 +257,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   k.weightsMap =
       UnrealizedConversionCastOp::create(b, ty.weightsMap, k.weightsMapPtr)
           .getResult(0);
-  Value smemRaw = memref::GetGlobalOp::create(b, smemGlobalType, smemName);
+  Value smemRaw = dynamicSmem.get(b);
   k.smem = memref::ReinterpretCastOp::create(b, ty.sharedBytes, smemRaw, 0,
                                              {t.dynamicSharedBytes()}, {1});
   if (t.weightsKN())

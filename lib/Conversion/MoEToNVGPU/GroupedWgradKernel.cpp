@@ -74,14 +74,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedWgradKernel(OpBuilder &builder,
   auto descBType = nvgpu::WarpgroupMatrixDescriptorType::get(
       ctx, shared({16, t.tileN}, bf16));
 
-  // Dynamic shared memory as the GEMM's (a public uninitialized global).
-  StringRef smemName = "moe_dynamic_smem";
-  auto smemGlobalType = MemRefType::get({0}, b.getI8Type(),
-                                        MemRefLayoutAttrInterface(), smemSpace);
-  if (!SymbolTable::lookupSymbolIn(module, smemName))
-    memref::GlobalOp::create(b, b.getStringAttr(smemName), StringAttr(),
-                             TypeAttr::get(smemGlobalType), Attribute(),
-                             UnitAttr(), b.getI64IntegerAttr(1024));
+  DynamicSharedMemory dynamicSmem(b, module);
 
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   auto offsetsType = MemRefType::get({ShapedType::kDynamic}, offsetType);
@@ -125,7 +118,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedWgradKernel(OpBuilder &builder,
   Value m0 = m.mul(arith::DivUIOp::create(b, tile, colTiles), m.c(t.tileM));
   Value n0 = m.mul(arith::RemUIOp::create(b, tile, colTiles), m.c(t.tileN));
 
-  Value smemRaw = memref::GetGlobalOp::create(b, smemGlobalType, smemName);
+  Value smemRaw = dynamicSmem.get(b);
   Value smem = memref::ReinterpretCastOp::create(
       b, shared({t.dynamicSharedBytes()}, b.getI8Type()), smemRaw, 0,
       {t.dynamicSharedBytes()}, {1});

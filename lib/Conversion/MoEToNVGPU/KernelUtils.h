@@ -72,6 +72,29 @@ inline Value warpReduce(ImplicitLocOpBuilder &b, Value v,
   return v;
 }
 
+/// The kernels' dynamic shared memory: a public, uninitialized i8 global of
+/// the module, which becomes `.extern .shared` (gpu.dynamic_shared_memory
+/// next to static shared memory would overlap the mbarriers in MLIR 22).
+struct DynamicSharedMemory {
+  MemRefType type;
+  StringRef name = "moe_dynamic_smem";
+
+  /// Declares the global at `b` (the module's body) unless it exists.
+  DynamicSharedMemory(ImplicitLocOpBuilder &b, Operation *module) {
+    type = MemRefType::get({0}, b.getI8Type(), MemRefLayoutAttrInterface(),
+                           gpu::AddressSpaceAttr::get(
+                               b.getContext(), gpu::AddressSpace::Workgroup));
+    if (!SymbolTable::lookupSymbolIn(module, name))
+      memref::GlobalOp::create(b, b.getStringAttr(name), StringAttr(),
+                               TypeAttr::get(type), Attribute(), UnitAttr(),
+                               b.getI64IntegerAttr(1024));
+  }
+  /// Its bytes, in a kernel's body at `b`.
+  Value get(ImplicitLocOpBuilder &b) const {
+    return memref::GetGlobalOp::create(b, type, name);
+  }
+};
+
 /// Emits `scf.if cond { body }` without results.
 inline void ifThen(ImplicitLocOpBuilder &b, Value cond,
                    function_ref<void(ImplicitLocOpBuilder &)> body) {

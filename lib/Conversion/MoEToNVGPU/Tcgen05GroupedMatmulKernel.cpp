@@ -113,13 +113,7 @@ gpu::GPUFuncOp mlir::moe::buildTcgen05GroupedMatmulKernel(
   };
   auto barriersType = nvgpu::MBarrierGroupType::get(ctx, smemSpace, t.stages);
 
-  // Dynamic shared memory, as the sm_90a kernel declares it.
-  StringRef smemName = "moe_dynamic_smem";
-  auto smemGlobalType = shared({0}, i8);
-  if (!SymbolTable::lookupSymbolIn(module, smemName))
-    memref::GlobalOp::create(b, b.getStringAttr(smemName), StringAttr(),
-                             TypeAttr::get(smemGlobalType), Attribute(),
-                             UnitAttr(), b.getI64IntegerAttr(1024));
+  DynamicSharedMemory dynamicSmem(b, module);
 
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   auto sharedPtr = LLVM::LLVMPointerType::get(ctx, 3);
@@ -176,7 +170,7 @@ gpu::GPUFuncOp mlir::moe::buildTcgen05GroupedMatmulKernel(
   Value lastWeightRow = m.sub(
       memref::DimOp::create(b, weightsScales, m.c(1)).getResult(), m.c(1));
 
-  Value smemRaw = memref::GetGlobalOp::create(b, smemGlobalType, smemName);
+  Value smemRaw = dynamicSmem.get(b);
   Value smem = memref::ReinterpretCastOp::create(b, sharedBytesType, smemRaw, 0,
                                                  {sharedBytes}, {1});
   // The same bytes as an `.shared::cta` address (i64) for the descriptors
