@@ -6,7 +6,7 @@
 // item of the grouped GEMM kernel (Sm90Gemm's bf16 mainloop and transposed
 // epilogue, unchanged); the two GEMMs share the stages, the mbarriers and
 // the pipeline's step count. Counters in global memory, zeroed by the zero
-// kernel before the call's route, order them: a down item waits for every
+// kernel launched just before it, order them: a down item waits for every
 // gate-up item of its token tile, and the CTA that completes a column tile
 // of the experts' output combines it for every token.
 //
@@ -390,9 +390,7 @@ void mlir::moe::emitDecodeCombine(ImplicitLocOpBuilder &b,
   // columns, in slot order in f32, rounded once.
   IndexMath m{b};
   constexpr int64_t kVector = 8;
-  Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
-  auto f32Vector = VectorType::get({kVector}, f32);
-  auto bf16Vector = VectorType::get({kVector}, bf16);
+  auto bf16Vector = VectorType::get({kVector}, b.getBF16Type());
   Value numRows = memref::DimOp::create(b, rows, m.c(0));
   Value tokens = memref::DimOp::create(b, out, m.c(0));
   Value col =
@@ -403,28 +401,9 @@ void mlir::moe::emitDecodeCombine(ImplicitLocOpBuilder &b,
         nb, firstToken, tokens, IndexMath{nb}.c(16), ValueRange{},
         [&](OpBuilder &nested, Location l, Value t, ValueRange) {
           ImplicitLocOpBuilder ib(l, nested);
-          IndexMath i{ib};
-          SmallVector<Value> loaded, take, weight;
-          for (int64_t j = 0; j < spec.topK; ++j) {
-            Value slot = i.toIndex(i.load(slots, ValueRange{t, i.c(j)}));
-            take.push_back(arith::AndIOp::create(ib, i.le(i.c(0), slot),
-                                                 i.lt(slot, numRows)));
-            Value row = arith::SelectOp::create(ib, take.back(), slot, i.c(0));
-            weight.push_back(i.load(weights, ValueRange{t, i.c(j)}));
-            loaded.push_back(vector::LoadOp::create(
-                ib, bf16Vector, rows, ValueRange{row, col},
-                /*nontemporal=*/false, llvm::Align(16)));
-          }
-          Value zero = arith::ConstantOp::create(
-              ib, DenseElementsAttr::get(f32Vector, 0.0f));
-          Value acc = zero;
-          for (int64_t j = 0; j < spec.topK; ++j) {
-            Value scaled = arith::MulFOp::create(
-                ib, arith::ExtFOp::create(ib, f32Vector, loaded[j]),
-                vector::BroadcastOp::create(ib, f32Vector, weight[j]));
-            acc = arith::AddFOp::create(
-                ib, acc, arith::SelectOp::create(ib, take[j], scaled, zero));
-          }
+          CombineSlots pairs =
+              loadCombineSlots(ib, slots, weights, t, numRows, spec.topK);
+          Value acc = combineColumns(ib, rows, pairs, col);
           vector::StoreOp::create(
               ib, arith::TruncFOp::create(ib, bf16Vector, acc), out,
               ValueRange{t, col}, /*nontemporal=*/false, llvm::Align(16));

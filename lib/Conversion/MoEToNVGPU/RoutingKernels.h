@@ -73,6 +73,22 @@ gpu::GPUFuncOp buildRouteKernel(OpBuilder &builder, Location loc,
                                 gpu::GPUModuleOp module,
                                 const RouteKernelSpec &spec);
 
+/// A token's k slots as the combine reads them: each slot's row (row 0
+/// where the slot lies outside [0, numRows): `take` is then false) and its
+/// weight (1 without `weights`).
+struct CombineSlots {
+  SmallVector<Value> row, take, weight;
+};
+CombineSlots loadCombineSlots(ImplicitLocOpBuilder &b, Value slots,
+                              Value weights, Value token, Value numRows,
+                              int64_t topK);
+
+/// The combine's f32 sum of 8 columns from `col`: sum over the slots, in
+/// order, of weight * rows[row, col..col+8] (0 for a slot not taken); the
+/// k rows' loads are issued first, so that they are in flight together.
+Value combineColumns(ImplicitLocOpBuilder &b, Value rows,
+                     const CombineSlots &slots, Value col);
+
 /// Builds the combine kernel: (rows memref<?x?xbf16>, slots memref<?x?xiN>,
 /// [weights memref<?x?xf32>], out memref<?x?xbf16>), one CTA per token.
 gpu::GPUFuncOp buildUnpermuteKernel(OpBuilder &builder, Location loc,

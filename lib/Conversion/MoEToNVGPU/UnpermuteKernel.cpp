@@ -70,36 +70,12 @@ mlir::moe::buildUnpermuteKernel(OpBuilder &builder, Location loc,
         Value firstColumn =
             n.mul(arith::RemUIOp::create(nb, pair, blocks), n.c(blockColumns));
         // The token's rows and weights, read once per thread.
-        SmallVector<Value> row, take, weight;
-        for (int64_t j = 0; j < spec.topK; ++j) {
-          Value slot = n.toIndex(n.load(slots, ValueRange{t, n.c(j)}));
-          // Slots outside [0, M) contribute nothing (docs/semantics.md).
-          take.push_back(arith::AndIOp::create(nb, n.le(n.c(0), slot),
-                                               n.lt(slot, numRows)));
-          row.push_back(arith::SelectOp::create(nb, take.back(), slot, n.c(0)));
-          weight.push_back(weights ? n.load(weights, ValueRange{t, n.c(j)})
-                                   : f32Constant(nb, 1.0));
-        }
+        CombineSlots pairs =
+            loadCombineSlots(nb, slots, weights, t, numRows, spec.topK);
         Value col = n.add(firstColumn, n.mul(tid, n.c(kVector)));
         ifThen(nb, n.lt(col, hidden), [&](ImplicitLocOpBuilder &ib) {
-          // All k loads first, so they are in flight together (a
-          // dropped slot reads row 0 and counts as zero); then the sum
-          // in slot order.
-          Value zero = arith::ConstantOp::create(
-              ib, DenseElementsAttr::get(f32Vector, 0.0f));
-          SmallVector<Value> loaded;
-          for (int64_t j = 0; j < spec.topK; ++j)
-            loaded.push_back(vector::LoadOp::create(
-                ib, bf16Vector, rows, ValueRange{row[j], col},
-                /*nontemporal=*/false, llvm::Align(16)));
-          Value acc = zero;
-          for (int64_t j = 0; j < spec.topK; ++j) {
-            Value scaled = arith::MulFOp::create(
-                ib, arith::ExtFOp::create(ib, f32Vector, loaded[j]),
-                vector::BroadcastOp::create(ib, f32Vector, weight[j]));
-            acc = arith::AddFOp::create(
-                ib, acc, arith::SelectOp::create(ib, take[j], scaled, zero));
-          }
+          // A dropped slot reads row 0 and counts as zero.
+          Value acc = combineColumns(ib, rows, pairs, col);
           // The shared expert's row joins the f32 sum before the rounding.
           if (shared) {
             Value row = vector::LoadOp::create(
@@ -116,4 +92,46 @@ mlir::moe::buildUnpermuteKernel(OpBuilder &builder, Location loc,
       });
   gpu::ReturnOp::create(b);
   return func;
+}
+
+CombineSlots mlir::moe::loadCombineSlots(ImplicitLocOpBuilder &b, Value slots,
+                                         Value weights, Value token,
+                                         Value numRows, int64_t topK) {
+  IndexMath n{b};
+  CombineSlots out;
+  for (int64_t j = 0; j < topK; ++j) {
+    Value slot = n.toIndex(n.load(slots, ValueRange{token, n.c(j)}));
+    // Slots outside [0, M) contribute nothing (docs/semantics.md).
+    out.take.push_back(
+        arith::AndIOp::create(b, n.le(n.c(0), slot), n.lt(slot, numRows)));
+    out.row.push_back(
+        arith::SelectOp::create(b, out.take.back(), slot, n.c(0)));
+    out.weight.push_back(weights ? n.load(weights, ValueRange{token, n.c(j)})
+                                 : f32Constant(b, 1.0));
+  }
+  return out;
+}
+
+Value mlir::moe::combineColumns(ImplicitLocOpBuilder &b, Value rows,
+                                const CombineSlots &slots, Value col) {
+  constexpr int64_t kVector = 8;
+  auto f32Vector = VectorType::get({kVector}, b.getF32Type());
+  auto bf16Vector = VectorType::get({kVector}, b.getBF16Type());
+  SmallVector<Value> loaded;
+  for (Value row : slots.row)
+    loaded.push_back(
+        vector::LoadOp::create(b, bf16Vector, rows, ValueRange{row, col},
+                               /*nontemporal=*/false, llvm::Align(16)));
+  Value zero =
+      arith::ConstantOp::create(b, DenseElementsAttr::get(f32Vector, 0.0f));
+  Value acc = zero;
+  for (auto [value, take, weight] :
+       llvm::zip_equal(loaded, slots.take, slots.weight)) {
+    Value scaled = arith::MulFOp::create(
+        b, arith::ExtFOp::create(b, f32Vector, value),
+        vector::BroadcastOp::create(b, f32Vector, weight));
+    acc = arith::AddFOp::create(b, acc,
+                                arith::SelectOp::create(b, take, scaled, zero));
+  }
+  return acc;
 }
