@@ -68,6 +68,15 @@ gpu::GPUFuncOp buildQuantizeKernel(OpBuilder &builder, Location loc,
                                    gpu::GPUModuleOp module,
                                    const QuantizeKernelSpec &spec);
 
+/// The moe.launch (quantize.v1) of the kernel quantizing `input` with
+/// `encoding` (RoutingLaunches.cpp), built into `kernels` on first use;
+/// `part` names it inside a fused op.
+FailureOr<DictionaryAttr> quantizeLaunch(OpBuilder &builder,
+                                         gpu::GPUModuleOp kernels, Location loc,
+                                         RankedTensorType input,
+                                         BlockScaledEncodingAttr encoding,
+                                         StringRef part = "");
+
 } // namespace mlir::moe
 
 #endif // MOE_CONVERSION_MOETONVGPU_QUANTIZEKERNEL_H

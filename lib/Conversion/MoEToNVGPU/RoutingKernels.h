@@ -127,6 +127,18 @@ gpu::GPUFuncOp buildPermuteScatterKernel(OpBuilder &builder, Location loc,
                                          gpu::GPUModuleOp module,
                                          const PermuteKernelSpec &spec);
 
+/// The moe.launch of each op (RoutingLaunches.cpp), its kernels built into
+/// `kernels` on first use. permuteLaunch: count, index and gather, the
+/// gather storing e4m3 rows with [1, 128]-group scales with `quantize`, and
+/// with `scatterFrom` > 0 the scatter the runtime runs from that T on.
+FailureOr<DictionaryAttr> routeLaunch(OpBuilder &builder,
+                                      gpu::GPUModuleOp kernels, RouteOp op);
+FailureOr<DictionaryAttr> permuteLaunch(OpBuilder &builder,
+                                        gpu::GPUModuleOp kernels, PermuteOp op,
+                                        bool quantize, int64_t scatterFrom);
+FailureOr<DictionaryAttr>
+unpermuteLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, UnpermuteOp op);
+
 } // namespace mlir::moe
 
 #endif // MOE_CONVERSION_MOETONVGPU_ROUTINGKERNELS_H
