@@ -74,9 +74,7 @@ FailureOr<DictionaryAttr> mlir::moe::wgradLaunch(OpBuilder &builder,
   info.set("kernels", builder.getArrayAttr(forms));
   func->setAttr("moe.dynamic_shared_bytes",
                 builder.getI64IntegerAttr(tile.dynamicSharedBytes()));
-  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, funcs, "")))
-    return failure();
-  return info.getDictionary(builder.getContext());
+  return plan::finishLaunch(builder, op.getLoc(), info, funcs);
 }
 
 /// The keys every planned.v1 entry has (contract §3.12): abi, op, and the
@@ -106,9 +104,7 @@ swigluKernelLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, Operation *op,
   info.set("intermediate", builder.getI64IntegerAttr(
                                ShapedType::isDynamic(width) ? -1 : width));
   info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
-  if (failed(plan::addLaunchPlan(builder, op->getLoc(), info, func, "")))
-    return failure();
-  return info.getDictionary(builder.getContext());
+  return plan::finishLaunch(builder, op->getLoc(), info, func);
 }
 
 /// The swiglu(_grad) kernel spec of `op`'s activation.
@@ -170,9 +166,7 @@ mlir::moe::unpermuteGradLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
   info.set("slots", TypeAttr::get(slots.getElementType()));
   info.set("weighted", builder.getBoolAttr(spec.weighted));
   info.set("kernels", builder.getArrayAttr(forms));
-  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, funcs, "")))
-    return failure();
-  return info.getDictionary(builder.getContext());
+  return plan::finishLaunch(builder, op.getLoc(), info, funcs);
 }
 
 /// Builds (or reuses) the kernel of `op`; returns its moe.launch (a
@@ -198,7 +192,5 @@ FailureOr<DictionaryAttr> mlir::moe::routeGradLaunch(OpBuilder &builder,
   info.set("top_k", builder.getI64IntegerAttr(spec.topK));
   info.set("logits", TypeAttr::get(logits.getElementType()));
   info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
-  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
-    return failure();
-  return info.getDictionary(builder.getContext());
+  return plan::finishLaunch(builder, op.getLoc(), info, func);
 }

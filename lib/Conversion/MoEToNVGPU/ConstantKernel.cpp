@@ -80,9 +80,7 @@ static FailureOr<DictionaryAttr> constantLaunch(OpBuilder &builder,
   info.set("elements", builder.getI64IntegerAttr(type.getNumElements()));
   info.set("element", TypeAttr::get(element));
   info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
-  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
-    return failure();
-  return info.getDictionary(builder.getContext());
+  return plan::finishLaunch(builder, op.getLoc(), info, func);
 }
 
 LogicalResult mlir::moe::addConstantLaunches(OpBuilder &builder,

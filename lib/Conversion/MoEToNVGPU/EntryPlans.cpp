@@ -403,3 +403,12 @@ LogicalResult mlir::moe::plan::addLaunchPlan(OpBuilder &b, Location loc,
   info.set("plan", *dict);
   return success();
 }
+
+FailureOr<DictionaryAttr>
+mlir::moe::plan::finishLaunch(OpBuilder &b, Location loc, NamedAttrList &info,
+                              ArrayRef<gpu::GPUFuncOp> kernels,
+                              StringRef chip) {
+  if (failed(addLaunchPlan(b, loc, info, kernels, chip)))
+    return failure();
+  return info.getDictionary(b.getContext());
+}

@@ -187,6 +187,12 @@ private:
 LogicalResult addLaunchPlan(OpBuilder &b, Location loc, NamedAttrList &info,
                             ArrayRef<gpu::GPUFuncOp> kernels, StringRef chip);
 
+/// `info` with its plan added (addLaunchPlan): the op's whole moe.launch.
+FailureOr<DictionaryAttr> finishLaunch(OpBuilder &b, Location loc,
+                                       NamedAttrList &info,
+                                       ArrayRef<gpu::GPUFuncOp> kernels,
+                                       StringRef chip = "");
+
 /// The plan's name of an element type (bf16 f32 i32 i64 e4m3 e5m2 e8m0),
 /// "" for another.
 StringRef dtypeOf(Type type);

@@ -121,9 +121,7 @@ launchInfo(OpBuilder &b, Location loc, Value rows, Value weights, Value offsets,
     info.set("weights", b.getStringAttr("kn"));
   if (!part.empty())
     info.set("part", b.getStringAttr(part));
-  if (failed(plan::addLaunchPlan(b, loc, info, funcs, chip)))
-    return failure();
-  return info.getDictionary(b.getContext());
+  return plan::finishLaunch(b, loc, info, funcs, chip);
 }
 
 /// The gpu.module every moe kernel goes into, created at the end of

@@ -55,9 +55,7 @@ FailureOr<DictionaryAttr> mlir::moe::routeLaunch(OpBuilder &builder,
                        .getDimSize(1)));
   }
   info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
-  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
-    return failure();
-  return info.getDictionary(builder.getContext());
+  return plan::finishLaunch(builder, op.getLoc(), info, func);
 }
 
 /// Builds (or reuses) the three kernels of `op` (count, index, then
@@ -113,9 +111,7 @@ FailureOr<DictionaryAttr> mlir::moe::permuteLaunch(OpBuilder &builder,
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(tokens.getDimSize(0))));
   info.set("kernels", builder.getArrayAttr(kernelForms));
-  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, funcs, "")))
-    return failure();
-  return info.getDictionary(builder.getContext());
+  return plan::finishLaunch(builder, op.getLoc(), info, funcs);
 }
 
 /// Builds (or reuses) the combine kernel of `op`; returns its moe.launch.
@@ -150,9 +146,7 @@ FailureOr<DictionaryAttr> mlir::moe::unpermuteLaunch(OpBuilder &builder,
   info.set("max_rows",
            builder.getI64IntegerAttr(maxTokens(slots.getDimSize(0))));
   info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
-  if (failed(plan::addLaunchPlan(builder, op.getLoc(), info, func, "")))
-    return failure();
-  return info.getDictionary(builder.getContext());
+  return plan::finishLaunch(builder, op.getLoc(), info, func);
 }
 
 /// Builds (or reuses) the kernel quantizing `input` with `encoding`;
@@ -194,7 +188,5 @@ mlir::moe::quantizeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
   info.set("kernels", builder.getArrayAttr(kernelForm(builder, func)));
   if (!part.empty())
     info.set("part", builder.getStringAttr(part));
-  if (failed(plan::addLaunchPlan(builder, loc, info, func, "")))
-    return failure();
-  return info.getDictionary(builder.getContext());
+  return plan::finishLaunch(builder, loc, info, func);
 }
