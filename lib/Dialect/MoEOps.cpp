@@ -411,6 +411,31 @@ LogicalResult DequantizeOp::verify() {
                            getScales());
 }
 
+LogicalResult FakeQuantizeOp::verify() {
+  if (failed(checkStaticSizes(getOperation(), {{"input", getInput()}})))
+    return failure();
+  // The scales the pair would hold, so that the blocks are checked as a
+  // moe.quantize checks them.
+  RankedTensorType input = tensorType(getInput());
+  BlockScaledEncodingAttr encoding = getEncoding();
+  if (static_cast<int64_t>(encoding.getBlock().size()) > input.getRank())
+    return emitOpError() << "block shape of rank " << encoding.getBlock().size()
+                         << " does not fit 'input' of rank " << input.getRank();
+  for (int64_t d = 0; d < input.getRank(); ++d) {
+    int64_t size = input.getDimSize(d);
+    int64_t block = encoding.getBlockExtent(d, input.getRank());
+    if (ShapedType::isDynamic(size) ? block != 1 : size % block != 0)
+      return emitOpError() << "block extent " << block << " does not divide "
+                           << "dim " << d << " of 'input' ("
+                           << (ShapedType::isDynamic(size)
+                                   ? std::string("dynamic: its block extent "
+                                                 "must be 1")
+                                   : std::to_string(size))
+                           << ")";
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ExpertMLPOp
 //===----------------------------------------------------------------------===//

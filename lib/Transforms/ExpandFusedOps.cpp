@@ -101,6 +101,19 @@ struct InlineLayer : OpRewritePattern<LayerOp> {
   }
 };
 
+/// Expands `moe.fake_quantize` into the moe.quantize -> moe.dequantize pair
+/// it stands for.
+struct ExpandFakeQuantize : OpRewritePattern<FakeQuantizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(FakeQuantizeOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, quantizeDequantize(rewriter, op.getLoc(),
+                                              op.getInput(), op.getEncoding()));
+    return success();
+  }
+};
+
 struct MoEExpandFusedOpsPass
     : moe::impl::MoEExpandFusedOpsBase<MoEExpandFusedOpsPass> {
   void runOnOperation() override {
@@ -118,6 +131,6 @@ void mlir::moe::populateExpandExpertMLPPatterns(RewritePatternSet &patterns) {
 }
 
 void mlir::moe::populateExpandFusedOpsPatterns(RewritePatternSet &patterns) {
-  patterns.add<InlineLayer, ExpandExpertMLP, ExpandActivationDgrad>(
-      patterns.getContext());
+  patterns.add<InlineLayer, ExpandExpertMLP, ExpandActivationDgrad,
+               ExpandFakeQuantize>(patterns.getContext());
 }

@@ -2143,3 +2143,35 @@ func.func @f(%g: tensor<?x32xf32>, %w: tensor<4x32x16xf32>, %o: tensor<5xi64>, %
   %d = "moe.grouped_dgrad"(%g, %w, %o, %gu) : (tensor<?x32xf32>, tensor<4x32x16xf32>, tensor<5xi64>, tensor<?x32xf32>) -> tensor<?x32xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<64xbf16>) {
+  // expected-error @+1 {{block shape of rank 2 does not fit 'input' of rank 1}}
+  %y = moe.fake_quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<64xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x48xbf16>) {
+  // expected-error @+1 {{block extent 32 does not divide dim 1 of 'input' (48)}}
+  %y = moe.fake_quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<4x48xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x256xbf16>) {
+  // expected-error @+1 {{block extent 128 does not divide dim 0 of 'input' (dynamic: its block extent must be 1)}}
+  %y = moe.fake_quantize %x to <f8E4M3FN, [128, 128], f32> : tensor<?x256xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xi32>) {
+  // expected-error @+1 {{operand #0 must be}}
+  %y = moe.fake_quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<4x64xi32>
+  return
+}

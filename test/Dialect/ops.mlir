@@ -102,6 +102,16 @@ func.func @quantization(%x: tensor<?x64xbf16>, %w: tensor<2x256x128xf32>)
   return %d, %wd : tensor<?x64xf32>, tensor<2x256x128xbf16>
 }
 
+// CHECK-LABEL: func @fake_quantization
+func.func @fake_quantization(%x: tensor<?x64xbf16>, %w: tensor<2x256x128xf32>)
+    -> (tensor<?x64xbf16>, tensor<2x256x128xf32>) {
+  // CHECK: moe.fake_quantize %{{.*}} to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<?x64xbf16>
+  %x2 = moe.fake_quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<?x64xbf16>
+  // CHECK: moe.fake_quantize %{{.*}} to <f8E5M2, [128, 128], f32> : tensor<2x256x128xf32>
+  %w2 = moe.fake_quantize %w to <f8E5M2, [128, 128], f32> : tensor<2x256x128xf32>
+  return %x2, %w2 : tensor<?x64xbf16>, tensor<2x256x128xf32>
+}
+
 // An FP8 intermediate, with rows and weights read through moe.dequantize.
 // CHECK-LABEL: func @expert_mlp_intermediate
 // CHECK: moe.expert_mlp silu %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale %{{.*}} intermediate <f8E4M3FN, [1, 128], f32> : (tensor<?x128xbf16>, tensor<5xi64>, tensor<4x512x128xbf16>, tensor<4x128x256xbf16>, tensor<?xf32>) -> tensor<?x128xbf16>

@@ -73,3 +73,17 @@ func.func @act_grad(%do: tensor<?x12xbf16>, %w2: tensor<4x12x8xbf16>,
       -> tensor<?x16xbf16>
   return %dgu : tensor<?x16xbf16>
 }
+
+// -----
+
+// A fake quantize is the quantize -> dequantize pair, in the input's type.
+// CHECK-LABEL: func @fake_quantize
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xbf16>)
+// CHECK: %[[Q:.*]], %[[S:.*]] = moe.quantize %[[X]] to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU>
+// CHECK: %[[D:.*]] = moe.dequantize %[[Q]], %[[S]] from <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU> -> tensor<?x64xbf16>
+// CHECK-NOT: moe.fake_quantize
+// CHECK: return %[[D]]
+func.func @fake_quantize(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %y = moe.fake_quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}

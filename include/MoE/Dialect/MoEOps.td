@@ -330,6 +330,30 @@ def MoE_DequantizeOp : MoE_Op<"dequantize", [Pure]> {
   let hasVerifier = 1;
 }
 
+def MoE_FakeQuantizeOp : MoE_Op<"fake_quantize", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "block-scaled FP8 quantization and back, in the input's type";
+  let description = [{
+    `moe.quantize` of `input` with `encoding`, then `moe.dequantize` to the
+    input's type: every element becomes the nearest value the encoding can
+    hold, its block's scale included. Computes with quantized numerics where
+    only the values matter: on a GPU without block-scaled matrix
+    instructions (Hopper and MXFP8), a bf16 GEMM of such values equals the
+    block-scaled one. `--moe-expand-fused-ops` turns it into the pair.
+
+    ```mlir
+    %y = moe.fake_quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU>
+        : tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins MoE_FloatTensor:$input,
+                       MoE_BlockScaledEncodingAttr:$encoding);
+  let results = (outs MoE_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `to` $encoding attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // moe.expert_mlp (fused)
 //===----------------------------------------------------------------------===//

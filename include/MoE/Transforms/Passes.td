@@ -209,7 +209,7 @@ def MoEExpandFusedOps : Pass<"moe-expand-fused-ops"> {
     intermediate takes the element type of the rows. An `intermediate`
     encoding becomes `moe.quantize` -> `moe.dequantize` of the activation
     output (scales one per `[1, B]` group), between the swiglu and the down
-    matmul.
+    matmul, and so does each `moe.fake_quantize`.
   }];
   let dependentDialects = ["::mlir::moe::MoEDialect"];
 }
