@@ -25,8 +25,11 @@ f32 NaN scales included (0x7FC00000). Outputs are poisoned before each call
 chance) inside larger buffers whose tails must stay poisoned; the input
 must be unchanged. Also: launches of more than 65535 CTAs (grid-stride,
 checked against a tiled pattern), a CUDA-graph replay on new data, and the
-runtime's argument errors (nothing written when refused). Prints
-`N passed, N failed`.
+runtime's argument errors (nothing written when refused). The
+moe.fake_quantize entries (`fq_<name>`, planned.v1, through Bundle.launch)
+must give, on each of `<name>`'s inputs, moe_ref's dequantize of its codes
+and scales rounded to the input's type, bit for bit, into poisoned outputs
+and in place. Prints `N passed, N failed`.
 
     scripts/build-gpu-artifacts.sh     # here: .gpu-artifacts/quantize.moebundle
     python3 test/device/quantize.py .gpu-artifacts
@@ -334,6 +337,60 @@ def check_case(tally, bundle, entry, name, x, ref):
                  "; ".join(problems))
 
 
+def dequantized(entry, ref):
+    """moe.dequantize of the reference codes and scales in the entry's input
+    type: exact in float64, rounded once to f32 (as the f32 product), then
+    to bf16 (round to nearest even)."""
+    codes, scales = ref
+    lead = codes.shape[:-2]
+    block = [1] * len(lead) + [entry.block_rows, entry.block_cols]
+    values = moe_ref.dequantize(codes, scales, entry.element, block, scale_type(entry))
+    t = torch.from_numpy(np.asarray(values, dtype=np.float64).astype(np.float32))
+    return t.to(torch.bfloat16) if entry.input_bits == 16 else t
+
+
+def check_fake_case(tally, bundle, entry, name, x, ref):
+    """fq_<entry> (moe.fake_quantize, planned.v1) on x: the dequantized
+    reference bit for bit (NaN where it is NaN), into poisoned outputs and
+    in place."""
+    fq = "fq_" + entry.name
+    want = dequantized(entry, ref).to(DEV)
+    bits = torch.int16 if entry.input_bits == 16 else torch.int32
+    xt = to_device(x, entry)
+    before = xt.clone()
+    problems = []
+
+    def differs(got):
+        nan = torch.isnan(want)
+        same = (got.view(bits) == want.view(bits)) | (nan & torch.isnan(got))
+        if bool(same.all()):
+            return ""
+        bad = (~same).nonzero()
+        i = tuple(bad[0].tolist())
+        return (f"{bad.shape[0]} values differ, first at {i}: {got[i].item()!r} vs "
+                f"reference {want[i].item()!r} (input {x[i]!r})")
+
+    for byte in POISONS:
+        out, buf, count = poisoned(x.shape, xt.dtype, byte)
+        bundle.launch(fq, input=xt, out=out)
+        torch.cuda.synchronize()
+        d = differs(out)
+        if d:
+            problems.append(f"poison {byte:#x}: {d}")
+        if not bool((buf[count:] == byte).all()):
+            problems.append(f"poison {byte:#x}: wrote past the end of out")
+    if before.view(bits).ne(xt.view(bits)).any():
+        problems.append("the input's bits changed")
+    inplace = xt.clone()
+    bundle.launch(fq, input=inplace, out=inplace)
+    torch.cuda.synchronize()
+    d = differs(inplace)
+    if d:
+        problems.append(f"in place: {d}")
+    tally.report(not problems, f"{fq}: {name} {tuple(x.shape)}, bit-exact with the dequantized "
+                 "reference", "; ".join(problems))
+
+
 def check_grid_stride(tally, bundle, entry, pattern, ref, repeats):
     """The pattern [m, C] (or [1, R, C]) repeated `repeats` times along its
     first dimension: more than 65535 CTAs, so every CTA loops; each copy's
@@ -519,8 +576,12 @@ def main():
     print(f"references of {len(jobs)} inputs ({sum(x.size for _, x in jobs)} elements) "
           f"computed on {processes} processes", flush=True)
 
+    fakes = {e.name for e in bundle.entries if e.op == "moe.fake_quantize"}
+    tally.report(len(fakes) >= 6, f"{len(fakes)} moe.fake_quantize entries in {path}")
     for (entry, name, x), ref in zip(cases, refs):
         check_case(tally, bundle, entry, name, x, ref)
+        if "fq_" + entry.name in fakes:
+            check_fake_case(tally, bundle, entry, name, x, ref)
     offset = len(cases)
     for i, (name, (x, repeats)) in enumerate(big.items()):
         check_grid_stride(tally, bundle, bundle.entry(name), x, refs[offset + i], repeats)

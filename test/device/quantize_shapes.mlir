@@ -68,3 +68,30 @@ func.func @w2d_e4m3_bf16(%x: tensor<512x384xbf16>) -> (tensor<512x384xf8E4M3FN>,
   %q, %s = moe.quantize %x to <f8E4M3FN, [128, 128], f32> : tensor<512x384xbf16> -> tensor<512x384xf8E4M3FN>, tensor<4x3xf32>
   return %q, %s : tensor<512x384xf8E4M3FN>, tensor<4x3xf32>
 }
+// moe.fake_quantize (planned.v1): the quantize kernel's round trip, of some
+// of the encodings above; quantize.py checks `fq_<name>` against the
+// dequantized reference of `<name>`.
+func.func @fq_mx_e4m3_bf16(%x: tensor<?x4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = moe.fake_quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<?x4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}
+func.func @fq_mx_e5m2_f32(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
+  %y = moe.fake_quantize %x to <f8E5M2, [1, 32], f8E8M0FNU> : tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}
+func.func @fq_act_e4m3_bf16(%x: tensor<?x7168xbf16>) -> tensor<?x7168xbf16> {
+  %y = moe.fake_quantize %x to <f8E4M3FN, [1, 128], f32> : tensor<?x7168xbf16>
+  return %y : tensor<?x7168xbf16>
+}
+func.func @fq_group8_bf16(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
+  %y = moe.fake_quantize %x to <f8E4M3FN, [1, 8], f32> : tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+func.func @fq_w_e4m3_bf16(%x: tensor<8x256x512xbf16>) -> tensor<8x256x512xbf16> {
+  %y = moe.fake_quantize %x to <f8E4M3FN, [128, 128], f32> : tensor<8x256x512xbf16>
+  return %y : tensor<8x256x512xbf16>
+}
+func.func @fq_w_e5m2_f32(%x: tensor<4x256x256xf32>) -> tensor<4x256x256xf32> {
+  %y = moe.fake_quantize %x to <f8E5M2, [128, 128], f32> : tensor<4x256x256xf32>
+  return %y : tensor<4x256x256xf32>
+}

@@ -136,7 +136,9 @@ void permutePlan(const EntryKeys &e, Scope &p) {
     gather(3, t, "slots", {t, k}, scatter);
 }
 
-/// quantize.v1 (contract §3.8, validateQuantize).
+/// quantize.v1 (contract §3.8, validateQuantize), and planned.v1 of
+/// moe.fake_quantize (§3.12), the same kernel storing values of the input's
+/// type.
 void quantizePlan(const EntryKeys &e, Scope &p) {
   int64_t rank = e.integer("rank"), br = e.integer("block_rows"),
           bc = e.integer("block_cols");
@@ -159,19 +161,27 @@ void quantizePlan(const EntryKeys &e, Scope &p) {
   dims.append({r, c});
   scaleDims.append({floorDiv(r, br), floorDiv(c, bc)});
   StringRef element = e.string("element") == "f8E5M2" ? "e5m2" : "e4m3";
+  // moe.fake_quantize (planned.v1): out [batch, R, C] of the input's type.
+  bool roundTrip = e.string("op") == "moe.fake_quantize";
   p.arg("input", dtypeOf(input), Role::In, 16, dims);
-  p.arg("values", element, Role::Out, 16, dims);
-  p.arg("scales", mx ? "e8m0" : "f32", Role::Out, mx ? 1 : 4, scaleDims);
+  if (roundTrip) {
+    p.arg("out", dtypeOf(input), Role::Out, 16, dims);
+  } else {
+    p.arg("values", element, Role::Out, 16, dims);
+    p.arg("scales", mx ? "e8m0" : "f32", Role::Out, mx ? 1 : 4, scaleDims);
+  }
   // The input as the [batch * R, C] matrix; [1, B] blocks: 32 elements per
   // thread per grid-stride step; [128, 128]: a CTA per block.
   Expr rows = batch * r, elements = rows * c;
   Expr work = br == 1
                   ? ceilDiv(elements, kQuantizeElementsPerThread * e.threads(0))
                   : floorDiv(elements, br * bc);
-  p.launch(0, min(work, kMaxQuantizeGrid))
-      .mem("input", {rows, c})
-      .mem("values", {rows, c})
-      .mem("scales", {floorDiv(rows, br), floorDiv(c, bc)});
+  Step &step = p.launch(0, min(work, kMaxQuantizeGrid)).mem("input", {rows, c});
+  if (roundTrip)
+    step.mem("out", {rows, c});
+  else
+    step.mem("values", {rows, c})
+        .mem("scales", {floorDiv(rows, br), floorDiv(c, bc)});
 }
 
 /// grouped_matmul.v3 and grouped_matmul_fp8.v1 (contract §3.1, §3.7, §3.9:
@@ -318,7 +328,8 @@ LogicalResult mlir::moe::plan::detail::writeSteps(Location loc,
     unpermutePlan(keys, scope);
   else if (abi == "permute.v2")
     permutePlan(keys, scope);
-  else if (abi == "quantize.v1")
+  else if (abi == "quantize.v1" ||
+           (abi == "planned.v1" && keys.string("op") == "moe.fake_quantize"))
     quantizePlan(keys, scope);
   else if (abi == "grouped_wgrad.v1")
     wgradPlan(keys, scope);

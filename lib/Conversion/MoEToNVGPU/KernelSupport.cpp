@@ -253,14 +253,15 @@ static std::string unsupportedReason(UnpermuteOp op) {
 }
 
 /// Why the quantize kernel cannot run `op`, or an empty string.
-static std::string unsupportedReason(QuantizeOp op) {
-  auto input = cast<RankedTensorType>(op.getInput().getType());
+/// Why the quantize kernel cannot quantize `input` with `encoding`, or an
+/// empty string.
+static std::string unsupportedQuantize(RankedTensorType input,
+                                       BlockScaledEncodingAttr encoding) {
   if (!input.getElementType().isBF16() && !input.getElementType().isF32())
     return "only bf16 and f32 inputs are implemented";
   int64_t rank = input.getRank();
   if (rank != 2 && rank != 3)
     return "only 2-D [R, C] and 3-D [E, R, C] inputs are implemented";
-  BlockScaledEncodingAttr encoding = op.getEncoding();
   // The verifier makes MX blocks [1, 32]; a 3-D input's leading extent is 1
   // unless the block spells one: then blocks would span experts.
   if (rank == 3 && encoding.getBlockExtent(0, rank) != 1)
@@ -268,6 +269,15 @@ static std::string unsupportedReason(QuantizeOp op) {
            "(block [1, br, bc] or [br, bc])";
   return unsupportedQuantizeBlock(encoding.getBlockExtent(rank - 2, rank),
                                   encoding.getBlockExtent(rank - 1, rank));
+}
+
+static std::string unsupportedReason(QuantizeOp op) {
+  return unsupportedQuantize(op.getInput().getType(), op.getEncoding());
+}
+
+/// The round trip is the quantize kernel's: the same inputs and blocks.
+static std::string unsupportedReason(FakeQuantizeOp op) {
+  return unsupportedQuantize(op.getInput().getType(), op.getEncoding());
 }
 
 /// Why the runtime's layer.v1 (or, with quantized rows, layer_fp8.v1)
@@ -440,7 +450,7 @@ std::string mlir::moe::missingKernelReason(Operation *op) {
 bool mlir::moe::hasKernels(Operation *op) {
   return isa<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, SwiGLUGradOp,
              SwiGLUOp, UnpermuteGradOp, RouteGradOp, ExpertMLPOp, RouteOp,
-             UnpermuteOp, PermuteOp, LayerOp, QuantizeOp>(op);
+             UnpermuteOp, PermuteOp, LayerOp, QuantizeOp, FakeQuantizeOp>(op);
 }
 
 std::string mlir::moe::unsupportedReason(Operation *op, StringRef chip) {
@@ -449,7 +459,7 @@ std::string mlir::moe::unsupportedReason(Operation *op, StringRef chip) {
   return llvm::TypeSwitch<Operation *, std::string>(op)
       .Case<GroupedMatmulOp, GroupedDgradOp, GroupedWgradOp, SwiGLUGradOp,
             SwiGLUOp, UnpermuteGradOp, RouteGradOp, ExpertMLPOp, RouteOp,
-            UnpermuteOp, PermuteOp, LayerOp, QuantizeOp>(
+            UnpermuteOp, PermuteOp, LayerOp, QuantizeOp, FakeQuantizeOp>(
           [](auto concrete) { return ::unsupportedReason(concrete); })
       .Default([](Operation *) { return std::string("no kernels"); });
 }

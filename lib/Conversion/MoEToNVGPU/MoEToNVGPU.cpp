@@ -456,6 +456,16 @@ struct QuantizeLowering : KernelPattern<QuantizeOp> {
   }
 };
 
+/// Lowers `moe.fake_quantize` to the quantize kernel's round trip.
+struct FakeQuantizeLowering : KernelPattern<FakeQuantizeOp> {
+  using KernelPattern::KernelPattern;
+  FailureOr<Attribute> build(FakeQuantizeOp op,
+                             OpBuilder &builder) const override {
+    return fakeQuantizeLaunch(builder, kernels, op.getLoc(),
+                              op.getInput().getType(), op.getEncoding());
+  }
+};
+
 /// Lowers `moe.layer` to one entry launching its parts' kernels
 /// (--moe-extract-device-code names the parts).
 struct LayerLowering : KernelPattern<LayerOp> {
@@ -500,12 +510,12 @@ struct LayerLowering : KernelPattern<LayerOp> {
 
 void mlir::moe::populateMoEToNVGPUPatterns(RewritePatternSet &patterns,
                                            gpu::GPUModuleOp kernels) {
-  patterns
-      .add<GroupedMatmulLowering, GroupedDgradLowering, GroupedWgradLowering,
-           SwiGLUGradLowering, SwiGLULowering, UnpermuteGradLowering,
-           RouteGradLowering, ExpertMLPLowering, RouteLowering, PermuteLowering,
-           UnpermuteLowering, QuantizeLowering, LayerLowering>(
-          patterns.getContext(), kernels);
+  patterns.add<GroupedMatmulLowering, GroupedDgradLowering,
+               GroupedWgradLowering, SwiGLUGradLowering, SwiGLULowering,
+               UnpermuteGradLowering, RouteGradLowering, ExpertMLPLowering,
+               RouteLowering, PermuteLowering, UnpermuteLowering,
+               QuantizeLowering, FakeQuantizeLowering, LayerLowering>(
+      patterns.getContext(), kernels);
 }
 
 namespace {

@@ -53,7 +53,8 @@ using namespace mlir;
 using namespace mlir::moe;
 
 std::string QuantizeKernelSpec::kernelName() const {
-  return llvm::formatv("moe_quantize_{0}_{1}_{2}_{3}x{4}",
+  return llvm::formatv("moe_{0}_{1}_{2}_{3}_{4}x{5}",
+                       roundTrip ? "fake_quantize" : "quantize",
                        bf16Input ? "bf16" : "f32", e5m2 ? "e5m2" : "e4m3",
                        mx ? "e8m0" : "f32", blockRows, blockCols)
       .str();
@@ -198,6 +199,49 @@ Value encodeChunk(ImplicitLocOpBuilder &b, ArrayRef<Value> bits, Value divisor,
       b, VectorType::get({kQuantizeChunk / 4}, i32), words);
 }
 
+/// The 8 codes `packed` (encodeChunk's) decoded, times `scale` in f32 and
+/// rounded to `type` (bf16 or f32): moe.dequantize's value of each. Pairs
+/// decode by cvt.f16x2.{e4m3,e5m2}x2, exact (every code is an f16).
+Value decodeChunk(ImplicitLocOpBuilder &b, Value packed, Value scale,
+                  Type fp8Type, Type type) {
+  Type i8Pair = VectorType::get({2}, b.getI8Type());
+  Type halfPair = VectorType::get({2}, b.getF16Type());
+  SmallVector<Value> values;
+  for (int64_t w = 0; w < kQuantizeChunk / 4; ++w) {
+    Value bytes = vector::BitCastOp::create(
+        b, VectorType::get({4}, b.getI8Type()),
+        vector::FromElementsOp::create(
+            b, VectorType::get({1}, b.getI32Type()),
+            ValueRange{vector::ExtractOp::create(b, packed, w)}));
+    for (int64_t pair = 0; pair < 2; ++pair) {
+      Value codes = vector::FromElementsOp::create(
+          b, i8Pair,
+          ValueRange{vector::ExtractOp::create(b, bytes, 2 * pair),
+                     vector::ExtractOp::create(b, bytes, 2 * pair + 1)});
+      Value halves = NVVM::ConvertF8x2ToF16x2Op::create(
+          b, halfPair, codes, b.getBoolAttr(false), TypeAttr::get(fp8Type));
+      for (int64_t j = 0; j < 2; ++j) {
+        Value half = vector::ExtractOp::create(b, halves, j);
+        Value x = arith::ExtFOp::create(b, b.getF32Type(), half);
+        Value product = arith::MulFOp::create(b, x, scale);
+        values.push_back(
+            type.isF32()
+                ? product
+                : arith::TruncFOp::create(b, type, product).getResult());
+      }
+    }
+  }
+  return vector::FromElementsOp::create(
+      b, VectorType::get({kQuantizeChunk}, type), values);
+}
+
+/// Stores the 8 values `chunk` at `index` of the 1-D `out` (16-byte
+/// aligned).
+void storeChunk(ImplicitLocOpBuilder &b, Value chunk, Value out, Value index) {
+  vector::StoreOp::create(b, chunk, out, ValueRange{index},
+                          /*nontemporal=*/false, llvm::Align(16));
+}
+
 /// A dense [M, C] memref as the 1-D memref of its M * C elements.
 Value flatten(ImplicitLocOpBuilder &b, Value memref) {
   return memref::CollapseShapeOp::create(
@@ -232,8 +276,9 @@ void buildRowBlocks(ImplicitLocOpBuilder &b, const QuantizeKernelSpec &spec,
   Value lane = arith::RemUIOp::create(b, tid, m.c(32));
   Value warp = arith::DivUIOp::create(b, tid, m.c(32));
   Value flatInput = flatten(b, input);
-  Value flatScales = flatten(b, scales);
-  Value words = codeWords(b, values);
+  // A round trip stores values of the input's type to `values`, no scales.
+  Value flatScales = spec.roundTrip ? Value() : flatten(b, scales);
+  Value words = spec.roundTrip ? flatten(b, values) : codeWords(b, values);
   Value chunks = arith::DivUIOp::create(
       b, memref::DimOp::create(b, flatInput, m.c(0)).getResult(),
       m.c(kQuantizeChunk));
@@ -273,6 +318,13 @@ void buildRowBlocks(ImplicitLocOpBuilder &b, const QuantizeKernelSpec &spec,
           Value packed = encodeChunk(nb, bits[u], scale.divisor, fp8Type);
           ifThen(nb, valid[u], [&](ImplicitLocOpBuilder &sb) {
             IndexMath s{sb};
+            if (spec.roundTrip) {
+              storeChunk(sb,
+                         decodeChunk(sb, packed, scale.divisor, fp8Type,
+                                     getElementTypeOrSelf(input.getType())),
+                         words, s.mul(chunk[u], s.c(kQuantizeChunk)));
+              return;
+            }
             storeWords(sb, packed, words, s.mul(chunk[u], s.c(2)));
             auto storeScale = [&](ImplicitLocOpBuilder &lb) {
               IndexMath l{lb};
@@ -307,7 +359,7 @@ void buildTileBlocks(ImplicitLocOpBuilder &b, const QuantizeKernelSpec &spec,
   Value blocksPerRow = arith::DivUIOp::create(b, columns, m.c(kTile));
   Value numBlocks =
       m.mul(arith::DivUIOp::create(b, numRows, m.c(kTile)), blocksPerRow);
-  Value words = codeWords(b, values);
+  Value words = spec.roundTrip ? Value() : codeWords(b, values);
   Value wordsPerRow = arith::DivUIOp::create(b, columns, m.c(4));
   Value rowInTile = arith::DivUIOp::create(b, tid, m.c(kChunksPerRow));
   Value columnInTile = m.mul(arith::RemUIOp::create(b, tid, m.c(kChunksPerRow)),
@@ -355,14 +407,24 @@ void buildTileBlocks(ImplicitLocOpBuilder &b, const QuantizeKernelSpec &spec,
         BlockScale scale = blockScale(nb, blockMax, spec.mx, fp8Type);
         for (int64_t i = 0; i < kPasses; ++i) {
           Value packed = encodeChunk(nb, bits[i], scale.divisor, fp8Type);
+          if (spec.roundTrip) {
+            vector::StoreOp::create(
+                nb,
+                decodeChunk(nb, packed, scale.divisor, fp8Type,
+                            getElementTypeOrSelf(input.getType())),
+                values, ValueRange{row[i], column}, /*nontemporal=*/false,
+                llvm::Align(16));
+            continue;
+          }
           Value index = n.add(n.mul(row[i], wordsPerRow),
                               arith::DivUIOp::create(nb, column, n.c(4)));
           storeWords(nb, packed, words, index);
         }
-        ifThen(nb, isThread0, [&](ImplicitLocOpBuilder &sb) {
-          memref::StoreOp::create(sb, scale.stored, scales,
-                                  ValueRange{blockRow, blockColumn});
-        });
+        if (!spec.roundTrip)
+          ifThen(nb, isThread0, [&](ImplicitLocOpBuilder &sb) {
+            memref::StoreOp::create(sb, scale.stored, scales,
+                                    ValueRange{blockRow, blockColumn});
+          });
         scf::YieldOp::create(nb);
       });
 }
@@ -396,6 +458,8 @@ gpu::GPUFuncOp mlir::moe::buildQuantizeKernel(OpBuilder &builder, Location loc,
   Type inputType = spec.bf16Input ? Type(b.getBF16Type()) : f32;
   SmallVector<Type> args{dynamic2D(inputType), dynamic2D(i8),
                          dynamic2D(spec.mx ? i8 : f32)};
+  if (spec.roundTrip)
+    args = {dynamic2D(inputType), dynamic2D(inputType)};
   const bool tiles = spec.blockRows > 1;
   SmallVector<Type> shared;
   if (tiles)
@@ -414,7 +478,7 @@ gpu::GPUFuncOp mlir::moe::buildQuantizeKernel(OpBuilder &builder, Location loc,
   waitForPreviousKernel(b);
   Type fp8Type = spec.elementType(b.getContext());
   Value input = func.getArgument(0), values = func.getArgument(1),
-        scales = func.getArgument(2);
+        scales = spec.roundTrip ? Value() : func.getArgument(2);
   if (tiles)
     buildTileBlocks(b, spec, fp8Type, input, values, scales,
                     func.getWorkgroupAttributions()[0]);

@@ -31,6 +31,9 @@ struct QuantizeKernelSpec {
   bool bf16Input = true; // else f32
   bool e5m2 = false;     // else e4m3 (f8E4M3FN)
   bool mx = false;       // E8M0 scales, else f32
+  /// moe.fake_quantize: the dequantized values in the input's type, in
+  /// place of the codes and scales.
+  bool roundTrip = false;
   int64_t blockRows = 1, blockCols = 32;
   std::string kernelName() const;
   /// The FP8 element type in `context`.
@@ -64,6 +67,9 @@ QuantizedChunk quantizeChunkE4M3(ImplicitLocOpBuilder &b, ArrayRef<Value> bits,
 /// i8 (E8M0 codes), row-major and dense. It computes exactly what the CPU
 /// lowering of moe.quantize computes (the same FP8Codec emitters: the
 /// integer encode, the scale, the IEEE division of every element by it).
+/// A round trip (moe.fake_quantize) is (input, out memref<?x?xT>): each
+/// code decoded (exact), times its block's scale in f32, rounded to T, as
+/// the CPU lowering of moe.dequantize computes it; out may be input.
 gpu::GPUFuncOp buildQuantizeKernel(OpBuilder &builder, Location loc,
                                    gpu::GPUModuleOp module,
                                    const QuantizeKernelSpec &spec);
@@ -76,6 +82,13 @@ FailureOr<DictionaryAttr> quantizeLaunch(OpBuilder &builder,
                                          RankedTensorType input,
                                          BlockScaledEncodingAttr encoding,
                                          StringRef part = "");
+
+/// The moe.launch (planned.v1 of moe.fake_quantize) of the round-trip
+/// kernel of `input` and `encoding`; `part` names it inside a fused op.
+FailureOr<DictionaryAttr>
+fakeQuantizeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, Location loc,
+                   RankedTensorType input, BlockScaledEncodingAttr encoding,
+                   StringRef part = "");
 
 } // namespace mlir::moe
 

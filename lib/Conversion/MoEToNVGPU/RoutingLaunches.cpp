@@ -149,14 +149,15 @@ FailureOr<DictionaryAttr> mlir::moe::unpermuteLaunch(OpBuilder &builder,
   return plan::finishLaunch(builder, op.getLoc(), info, func);
 }
 
-/// Builds (or reuses) the kernel quantizing `input` with `encoding`;
-/// returns its moe.launch (`part` names it inside a fused op).
-FailureOr<DictionaryAttr>
-mlir::moe::quantizeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
-                          Location loc, RankedTensorType input,
-                          BlockScaledEncodingAttr encoding, StringRef part) {
+/// The launch of moe.quantize (quantize.v1) or, a round trip, of
+/// moe.fake_quantize (planned.v1 with quantize.v1's keys, contract §3.12).
+static FailureOr<DictionaryAttr>
+quantizeKernelLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels, Location loc,
+                     RankedTensorType input, BlockScaledEncodingAttr encoding,
+                     StringRef part, bool roundTrip) {
   int64_t rank = input.getRank();
   QuantizeKernelSpec spec;
+  spec.roundTrip = roundTrip;
   spec.bf16Input = input.getElementType().isBF16();
   spec.e5m2 = isa<Float8E5M2Type>(encoding.getElement());
   spec.mx = encoding.isMX();
@@ -171,7 +172,10 @@ mlir::moe::quantizeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
                                                                    : extent);
   };
   NamedAttrList info;
-  info.set("abi", builder.getStringAttr("quantize.v1"));
+  info.set("abi",
+           builder.getStringAttr(roundTrip ? "planned.v1" : "quantize.v1"));
+  if (roundTrip)
+    info.set("op", builder.getStringAttr(FakeQuantizeOp::getOperationName()));
   // Bundle names ([A-Za-z0-9_.$]): the MLIR spelling of the element type,
   // `e8m0` or `f32` for the scales.
   info.set("element", builder.getStringAttr(spec.e5m2 ? "f8E5M2" : "f8E4M3FN"));
@@ -189,4 +193,21 @@ mlir::moe::quantizeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
   if (!part.empty())
     info.set("part", builder.getStringAttr(part));
   return plan::finishLaunch(builder, loc, info, func);
+}
+
+/// Builds (or reuses) the kernel quantizing `input` with `encoding`;
+/// returns its moe.launch (`part` names it inside a fused op).
+FailureOr<DictionaryAttr>
+mlir::moe::quantizeLaunch(OpBuilder &builder, gpu::GPUModuleOp kernels,
+                          Location loc, RankedTensorType input,
+                          BlockScaledEncodingAttr encoding, StringRef part) {
+  return quantizeKernelLaunch(builder, kernels, loc, input, encoding, part,
+                              /*roundTrip=*/false);
+}
+
+FailureOr<DictionaryAttr> mlir::moe::fakeQuantizeLaunch(
+    OpBuilder &builder, gpu::GPUModuleOp kernels, Location loc,
+    RankedTensorType input, BlockScaledEncodingAttr encoding, StringRef part) {
+  return quantizeKernelLaunch(builder, kernels, loc, input, encoding, part,
+                              /*roundTrip=*/true);
 }
