@@ -337,6 +337,32 @@ LogicalResult SharedMLPOp::verify() {
 // QuantizeOp / DequantizeOp
 //===----------------------------------------------------------------------===//
 
+/// Checks that the blocks of `encoding` tile `data` (named `name`): a block
+/// of at most its rank, dividing each static dim, 1 along dynamic ones.
+static LogicalResult verifyBlocks(Operation *op,
+                                  BlockScaledEncodingAttr encoding, Value data,
+                                  StringRef name) {
+  RankedTensorType type = tensorType(data);
+  int64_t rank = type.getRank();
+  if (static_cast<int64_t>(encoding.getBlock().size()) > rank)
+    return op->emitOpError()
+           << "block shape of rank " << encoding.getBlock().size()
+           << " does not fit '" << name << "' of rank " << rank;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = type.getDimSize(d);
+    int64_t block = encoding.getBlockExtent(d, rank);
+    if (ShapedType::isDynamic(size) && block != 1)
+      return op->emitOpError()
+             << "dim " << d << " of '" << name
+             << "' is dynamic, so its block extent must be 1, got " << block;
+    if (!ShapedType::isDynamic(size) && size % block != 0)
+      return op->emitOpError()
+             << "block extent " << block << " does not divide dim " << d
+             << " of '" << name << "' (" << size << ")";
+  }
+  return success();
+}
+
 /// Checks that `values` and `scales` fit `encoding` for data of shape
 /// `values`: element and scale types, and one scale per block.
 static LogicalResult verifyBlockScaled(Operation *op,
@@ -353,10 +379,8 @@ static LogicalResult verifyBlockScaled(Operation *op,
     return op->emitOpError()
            << "'scales' element type " << scalesType.getElementType()
            << " does not match the encoding's " << encoding.getScale();
-  if (static_cast<int64_t>(encoding.getBlock().size()) > rank)
-    return op->emitOpError()
-           << "block shape of rank " << encoding.getBlock().size()
-           << " does not fit 'values' of rank " << rank;
+  if (failed(verifyBlocks(op, encoding, values, "values")))
+    return failure();
   if (scalesType.getRank() != rank)
     return op->emitOpError()
            << "'scales' must have rank " << rank
@@ -366,21 +390,12 @@ static LogicalResult verifyBlockScaled(Operation *op,
     int64_t block = encoding.getBlockExtent(d, rank);
     int64_t scaleSize = scalesType.getDimSize(d);
     if (ShapedType::isDynamic(size)) {
-      if (block != 1)
-        return op->emitOpError() << "dim " << d
-                                 << " of 'values' is dynamic, so its block "
-                                    "extent must be 1, got "
-                                 << block;
       if (!ShapedType::isDynamic(scaleSize))
         return op->emitOpError() << "dim " << d
                                  << " of 'scales' must be dynamic like "
                                     "'values'";
       continue;
     }
-    if (size % block != 0)
-      return op->emitOpError()
-             << "block extent " << block << " does not divide dim " << d
-             << " of 'values' (" << size << ")";
     if (!ShapedType::isDynamic(scaleSize) && scaleSize != size / block)
       return op->emitOpError()
              << "dim " << d << " of 'scales' (" << scaleSize << ") must be "
@@ -414,26 +429,8 @@ LogicalResult DequantizeOp::verify() {
 LogicalResult FakeQuantizeOp::verify() {
   if (failed(checkStaticSizes(getOperation(), {{"input", getInput()}})))
     return failure();
-  // The scales the pair would hold, so that the blocks are checked as a
-  // moe.quantize checks them.
-  RankedTensorType input = tensorType(getInput());
-  BlockScaledEncodingAttr encoding = getEncoding();
-  if (static_cast<int64_t>(encoding.getBlock().size()) > input.getRank())
-    return emitOpError() << "block shape of rank " << encoding.getBlock().size()
-                         << " does not fit 'input' of rank " << input.getRank();
-  for (int64_t d = 0; d < input.getRank(); ++d) {
-    int64_t size = input.getDimSize(d);
-    int64_t block = encoding.getBlockExtent(d, input.getRank());
-    if (ShapedType::isDynamic(size) ? block != 1 : size % block != 0)
-      return emitOpError() << "block extent " << block << " does not divide "
-                           << "dim " << d << " of 'input' ("
-                           << (ShapedType::isDynamic(size)
-                                   ? std::string("dynamic: its block extent "
-                                                 "must be 1")
-                                   : std::to_string(size))
-                           << ")";
-  }
-  return success();
+  // The blocks as moe.quantize checks them (the pair's scales are implied).
+  return verifyBlocks(getOperation(), getEncoding(), getInput(), "input");
 }
 
 //===----------------------------------------------------------------------===//

@@ -2163,7 +2163,7 @@ func.func @f(%x: tensor<4x48xbf16>) {
 // -----
 
 func.func @f(%x: tensor<?x256xbf16>) {
-  // expected-error @+1 {{block extent 128 does not divide dim 0 of 'input' (dynamic: its block extent must be 1)}}
+  // expected-error @+1 {{dim 0 of 'input' is dynamic, so its block extent must be 1, got 128}}
   %y = moe.fake_quantize %x to <f8E4M3FN, [128, 128], f32> : tensor<?x256xbf16>
   return
 }
