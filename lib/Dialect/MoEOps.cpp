@@ -543,20 +543,22 @@ std::optional<LayerChain> mlir::moe::getLayerChain(LayerOp layer) {
   auto ops =
       llvm::to_vector(llvm::make_pointer_range(body.without_terminator()));
   // A leading route (else the ids and weights come from outside), then the
-  // permute, the rows' quantize round trip when quantized, the expert MLP
-  // and the combine.
+  // permute, the rows' quantize -> dequantize pair when quantized or their
+  // moe.fake_quantize, the expert MLP and the combine.
   LayerChain chain{};
   ArrayRef<Operation *> rest = ops;
   if (!rest.empty() && (chain.route = dyn_cast<RouteOp>(rest.front())))
     rest = rest.drop_front();
-  bool quantized = rest.size() == 5;
-  if (rest.size() != 3 && !quantized)
+  bool quantized = rest.size() == 5, roundTrip = rest.size() == 4;
+  if (rest.size() != 3 && !quantized && !roundTrip)
     return std::nullopt;
   chain.permute = dyn_cast<PermuteOp>(rest[0]);
   if (quantized) {
     chain.rowsQuantize = dyn_cast<QuantizeOp>(rest[1]);
     chain.rowsDequantize = dyn_cast<DequantizeOp>(rest[2]);
   }
+  if (roundTrip && !(chain.rowsRoundTrip = dyn_cast<FakeQuantizeOp>(rest[1])))
+    return std::nullopt;
   chain.mlp = dyn_cast<ExpertMLPOp>(rest[rest.size() - 2]);
   chain.combine = dyn_cast<UnpermuteOp>(rest.back());
   if (!chain.permute || !chain.mlp || !chain.combine)
@@ -569,6 +571,11 @@ std::optional<LayerChain> mlir::moe::getLayerChain(LayerOp layer) {
         chain.rowsQuantize.getInput() != chain.permute.getRows())
       return std::nullopt;
     mlpRows = chain.rowsDequantize.getResult();
+  }
+  if (roundTrip) {
+    if (chain.rowsRoundTrip.getInput() != mlpRows || !mlpRows.hasOneUse())
+      return std::nullopt;
+    mlpRows = chain.rowsRoundTrip.getResult();
   }
   // layer.v1 has no shared expert: its combine adds nothing.
   if (chain.combine.getShared())

@@ -115,7 +115,7 @@ struct MoEExtractDeviceCodePass
             "moe.swiglu, moe.swiglu_grad, moe.unpermute_grad, "
             "moe.route_grad, "
             "moe.expert_mlp, "
-            "moe.unpermute, moe.layer, moe.quantize)");
+            "moe.unpermute, moe.layer, moe.quantize, moe.fake_quantize)");
         failedAny = true;
       }
       // A launch of an unpermute with a `shared` addend must say that its
@@ -249,6 +249,8 @@ struct MoEExtractDeviceCodePass
     // part.
     if (chain->rowsQuantize && chain->rowsQuantize->hasAttr(moe::kLaunchAttr))
       parts.push_back({"quantize", chain->rowsQuantize});
+    if (chain->rowsRoundTrip)
+      parts.push_back({"quantize", chain->rowsRoundTrip});
     parts.append({{"", chain->mlp}, {"unpermute", chain->combine}});
     for (auto [role, op] : parts) {
       Attribute launch = op->getAttr(moe::kLaunchAttr);

@@ -18,7 +18,8 @@ namespace {
 /// Groups route -> permute -> expert_mlp -> unpermute, rooted at the
 /// unpermute, into `moe.layer` (without the route when the ids and weights
 /// come from elsewhere); quantized activations bring the rows'
-/// quantize -> dequantize round trip along, and the `moe.shared_mlp` whose
+/// quantize -> dequantize pair (or their `moe.fake_quantize`) along, and the
+/// `moe.shared_mlp` whose
 /// result only the unpermute adds comes along too (any other addend is read
 /// from above).
 struct FuseLayer : OpRewritePattern<UnpermuteOp> {
@@ -32,7 +33,10 @@ struct FuseLayer : OpRewritePattern<UnpermuteOp> {
     if (!mlp)
       return rewriter.notifyMatchFailure(combine, "rows are no expert_mlp");
     auto roundTrip = getRowsRoundTrip(mlp.getRows());
-    Value rows = roundTrip ? roundTrip->first.getInput() : mlp.getRows();
+    auto fakeQuantize = mlp.getRows().getDefiningOp<FakeQuantizeOp>();
+    Value rows = roundTrip      ? roundTrip->first.getInput()
+                 : fakeQuantize ? fakeQuantize.getInput()
+                                : mlp.getRows();
     auto permute = rows.getDefiningOp<PermuteOp>();
     if (!permute || rows != permute.getRows() ||
         mlp.getOffsets() != permute.getOffsets() ||
@@ -58,6 +62,8 @@ struct FuseLayer : OpRewritePattern<UnpermuteOp> {
     chain.push_back(permute);
     if (roundTrip)
       chain.append({roundTrip->first, roundTrip->second});
+    if (fakeQuantize)
+      chain.push_back(fakeQuantize);
     chain.push_back(mlp);
     Value shared = combine.getShared();
     if (auto sharedMLP = shared ? shared.getDefiningOp<SharedMLPOp>() : nullptr;

@@ -283,11 +283,28 @@ func.func @fused_mlp_mixed_formats(
 
 // -----
 
-// An FP8 intermediate of a bf16 MLP has no kernel.
-func.func @fused_mlp_intermediate_only(%x: tensor<?x512xbf16>, %w13: tensor<8x512x512xbf16>,
-                                       %w2: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
-  // expected-error @+1 {{an FP8 'intermediate' needs block-FP8 or MXFP8 rows and weights}}
-  %y = moe.expert_mlp silu %x, %off, %w13, %w2 intermediate <f8E4M3FN, [1, 128], f32>
+// A bf16 MLP with an `intermediate`: bf16 GEMMs on the activation's round
+// trip (MXFP8 computed as bf16 GEMMs of exact values), a third part between
+// them, the quantize kernel's round trip (planned.v1 moe.fake_quantize) on
+// the [M, I] activation, which a caller runs in place.
+// CHECK-LABEL: func @fused_mlp_bf16_round_trip
+// CHECK: moe.launch = [{abi = "grouped_matmul.v3", activation = "silu", {{.*}}epilogue = "swiglu"{{.*}}part = "gate_up"
+// CHECK-SAME: {abi = "planned.v1", batch = 1 : i64, block_cols = 32 : i64, block_rows = 1 : i64, cols = 256 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_fake_quantize_bf16_e4m3_e8m0_1x32}], {{.*}}op = "moe.fake_quantize", part = "intermediate"
+// CHECK-SAME: {abi = "grouped_matmul.v3", activation = "none", {{.*}}epilogue = "store", {{.*}}k = 256 : i64{{.*}}part = "down"
+func.func @fused_mlp_bf16_round_trip(%x: tensor<?x512xbf16>, %w13: tensor<8x512x512xbf16>,
+                                     %w2: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %y = moe.expert_mlp silu %x, %off, %w13, %w2 intermediate <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : (tensor<?x512xbf16>, tensor<9xi32>, tensor<8x512x512xbf16>, tensor<8x512x256xbf16>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// A round trip the quantize kernel has no block for is refused.
+func.func @fused_mlp_bf16_round_trip_block(%x: tensor<?x512xbf16>, %w13: tensor<8x512x512xbf16>,
+                                           %w2: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{the round trip of the 'intermediate' between the bf16 GEMMs: blocks of [1, B] with B one of 8, 16, 32, 64, 128, 256}}
+  %y = moe.expert_mlp silu %x, %off, %w13, %w2 intermediate <f8E4M3FN, [1, 4], f32>
       : (tensor<?x512xbf16>, tensor<9xi32>, tensor<8x512x512xbf16>, tensor<8x512x256xbf16>) -> tensor<?x512xbf16>
   return %y : tensor<?x512xbf16>
 }

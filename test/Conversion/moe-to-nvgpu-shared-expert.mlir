@@ -54,8 +54,8 @@ func.func @layer(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>,
 // A layer's body that is not the layer.v1 chain (here: no expert MLP) is
 // refused by convert-moe-to-nvgpu too, not lowered as if it were (it
 // crashed there before).
-// SELECT: error: 'moe.layer' op cannot be lowered to sm_90a yet: the body must be (moe.route,) moe.permute, (moe.quantize, moe.dequantize,) moe.expert_mlp and moe.unpermute
-// CONVERT: error: 'moe.layer' op cannot be lowered to the GPU yet: the body must be (moe.route,) moe.permute, (moe.quantize, moe.dequantize,) moe.expert_mlp and moe.unpermute
+// SELECT: error: 'moe.layer' op cannot be lowered to sm_90a yet: the body must be (moe.route,) moe.permute, (moe.quantize, moe.dequantize, or moe.fake_quantize,) moe.expert_mlp and moe.unpermute
+// CONVERT: error: 'moe.layer' op cannot be lowered to the GPU yet: the body must be (moe.route,) moe.permute, (moe.quantize, moe.dequantize, or moe.fake_quantize,) moe.expert_mlp and moe.unpermute
 func.func @not_a_chain(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>) -> tensor<?x256xbf16> {
   %y = moe.layer : tensor<?x256xbf16> {
     %ids, %w = moe.route softmax_topk %logits top 2 renormalize {moe.kernels = #moe.kernel<chip = "sm_90a">}

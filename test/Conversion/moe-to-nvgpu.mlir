@@ -170,7 +170,7 @@ func.func @odd_k(%rows: tensor<?x100xbf16>, %w: tensor<8x512x100xbf16>, %off: te
 // layer.v1 launches exactly the chain --moe-fuse-layer builds.
 func.func @layer_without_permute(%rows: tensor<?x256xbf16>, %off: tensor<9xi64>, %w13: tensor<8x512x256xbf16>,
                                  %w2: tensor<8x256x256xbf16>) -> tensor<?x256xbf16> {
-  // expected-error @+1 {{cannot be lowered to sm_90a yet: the body must be (moe.route,) moe.permute, (moe.quantize, moe.dequantize,) moe.expert_mlp and moe.unpermute, in that order}}
+  // expected-error @+1 {{cannot be lowered to sm_90a yet: the body must be (moe.route,) moe.permute, (moe.quantize, moe.dequantize, or moe.fake_quantize,) moe.expert_mlp and moe.unpermute, in that order}}
   %y = moe.layer : tensor<?x256xbf16> {
     %h = moe.expert_mlp silu %rows, %off, %w13, %w2
         : (tensor<?x256xbf16>, tensor<9xi64>, tensor<8x512x256xbf16>, tensor<8x256x256xbf16>) -> tensor<?x256xbf16>

@@ -42,6 +42,41 @@ func.func @mixtral(%x: tensor<?x16xbf16>, %logits: tensor<?x8xf32>,
 
 // -----
 
+// Rows that make a round trip through MXFP8 (moe.fake_quantize) on their way
+// to the expert MLP bring it into the layer; the CPU reference expands it
+// into the quantize -> dequantize pair it stands for.
+// CHECK-LABEL: func @round_trip
+// CHECK-NEXT: moe.layer : tensor<?x64xbf16> {
+// CHECK-NEXT: moe.route
+// CHECK-NEXT: %[[ROWS:.*]], %[[OFF:.*]], %{{.*}} = moe.permute
+// CHECK-NEXT: %[[RQ:.*]] = moe.fake_quantize %[[ROWS]] to <f8E4M3FN, [1, 32], f8E8M0FNU>
+// CHECK-NEXT: moe.expert_mlp silu %[[RQ]], %[[OFF]], {{.*}} intermediate <f8E4M3FN, [1, 32], f8E8M0FNU>
+// CHECK-NEXT: moe.unpermute
+// CHECK-NEXT: moe.yield
+// ROUND-LABEL: func @round_trip
+// ROUND: moe.permute
+// ROUND-NEXT: moe.quantize
+// ROUND-NEXT: moe.dequantize
+// ROUND-NEXT: moe.grouped_matmul
+// CPU-LABEL: func @round_trip
+// CPU-NOT: moe.
+// CPU: return
+func.func @round_trip(%x: tensor<?x64xbf16>, %logits: tensor<?x8xf32>,
+                      %w13: tensor<8x64x64xbf16>, %w2: tensor<8x64x32xbf16>) -> tensor<?x64xbf16> {
+  %ids, %w = moe.route softmax_topk %logits top 2 renormalize
+      : (tensor<?x8xf32>) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+  %rows, %offsets, %slots = moe.permute %x, %ids
+      : (tensor<?x64xbf16>, tensor<?x2xi32>) -> (tensor<?x64xbf16>, tensor<9xi64>, tensor<?x2xi64>)
+  %rq = moe.fake_quantize %rows to <f8E4M3FN, [1, 32], f8E8M0FNU> : tensor<?x64xbf16>
+  %h = moe.expert_mlp silu %rq, %offsets, %w13, %w2 intermediate <f8E4M3FN, [1, 32], f8E8M0FNU>
+      : (tensor<?x64xbf16>, tensor<9xi64>, tensor<8x64x64xbf16>, tensor<8x64x32xbf16>) -> tensor<?x64xbf16>
+  %y = moe.unpermute %h, %slots weights %w
+      : (tensor<?x64xbf16>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
 // DeepSeek-V3's biased group-limited routing and GPT-OSS's biased experts
 // stay what they are inside the layer; unrelated ops in between stay out.
 // CHECK-LABEL: func @biases

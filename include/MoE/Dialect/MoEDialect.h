@@ -56,6 +56,8 @@ struct LayerChain {
   PermuteOp permute;
   QuantizeOp rowsQuantize;     // null unless the rows are quantized
   DequantizeOp rowsDequantize; // null unless the rows are quantized
+  /// null unless the bf16 rows make a round trip (bf16 GEMMs of MXFP8 values)
+  FakeQuantizeOp rowsRoundTrip;
   ExpertMLPOp mlp;
   UnpermuteOp combine;
 };

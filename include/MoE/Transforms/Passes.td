@@ -292,7 +292,11 @@ def MoEFuseLayer : Pass<"moe-fuse-layer"> {
     `--moe-fuse-experts`. When the ids do not come from a `moe.route` (the
     model routes: they and the combine's weights are function arguments or
     any other values), the layer is the chain from the permute on and takes
-    them as inputs.
+    them as inputs. The permuted rows may pass through a
+    `moe.quantize` -> `moe.dequantize` pair (`layer_fp8.v1`) or a
+    `moe.fake_quantize` (bf16 GEMMs on quantized values, `layer.v1` with a
+    round trip part) on their way to the expert MLP; the pair or the op
+    comes into the layer.
 
     The chain is grouped only when it is exactly that dataflow and nothing
     outside it uses an intermediate (ids, weights, rows, offsets, slots or

@@ -417,10 +417,11 @@ LogicalResult mlir::moe::addDecodePart(OpBuilder &builder,
                                        LayerChain chain, int64_t maxTokens) {
   auto config = chain.mlp->getAttrOfType<ExpertMLPKernelsAttr>(kKernelsAttr);
   int64_t decode = config ? config.getDecode() : 0;
-  // The combine must be the weighted sum of the slots alone, and the rows
-  // the gather's bf16 ones, one per slot.
-  if (decode == 0 || chain.rowsQuantize || !chain.combine.getWeights() ||
-      chain.combine.getShared() || chain.permute.getPadTo())
+  // The combine must be the weighted sum of the slots alone, the rows the
+  // gather's bf16 ones, one per slot, and the activation not rounded.
+  if (decode == 0 || chain.rowsQuantize || chain.mlp.getIntermediateAttr() ||
+      !chain.combine.getWeights() || chain.combine.getShared() ||
+      chain.permute.getPadTo())
     return success();
   auto mlpLaunch = chain.mlp->getAttrOfType<ArrayAttr>(kLaunchAttr);
   if (!mlpLaunch)

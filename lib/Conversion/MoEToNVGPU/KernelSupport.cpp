@@ -139,6 +139,9 @@ static std::string unsupportedReasonSm100(Operation *op) {
   return "";
 }
 
+static std::string unsupportedQuantize(RankedTensorType input,
+                                       BlockScaledEncodingAttr encoding);
+
 /// Why the sm_90a kernels cannot run `op` with quantized operands, or an
 /// empty string: both GEMMs in block FP8 or both in MXFP8, the intermediate
 /// quantized to their row format between them.
@@ -171,9 +174,17 @@ static std::string unsupportedReason(ExpertMLPOp op) {
   if (quantized) {
     if (std::string reason = unsupportedQuantizedReason(op); !reason.empty())
       return reason;
-  } else if (op.getIntermediateAttr()) {
-    return "an FP8 'intermediate' needs block-FP8 or MXFP8 rows and weights "
-           "(the down GEMM reads FP8 rows only from an FP8 expert MLP)";
+  } else if (BlockScaledEncodingAttr inter = op.getIntermediateAttr()) {
+    // bf16 GEMMs: the activation's round trip (the quantize kernel's) runs
+    // in place between them.
+    auto rows = cast<RankedTensorType>(op.getRows().getType());
+    std::string reason = unsupportedQuantize(
+        RankedTensorType::get({rows.getDimSize(0), ShapedType::kDynamic},
+                              rows.getElementType()),
+        inter);
+    if (!reason.empty())
+      return "the round trip of the 'intermediate' between the bf16 GEMMs: " +
+             reason;
   }
   for (Value v : {op.getRows(), op.getGateUpWeights(), op.getDownWeights(),
                   op.getResult()})
@@ -252,7 +263,6 @@ static std::string unsupportedReason(UnpermuteOp op) {
   return "";
 }
 
-/// Why the quantize kernel cannot run `op`, or an empty string.
 /// Why the quantize kernel cannot quantize `input` with `encoding`, or an
 /// empty string.
 static std::string unsupportedQuantize(RankedTensorType input,
@@ -293,9 +303,10 @@ static std::string unsupportedReason(LayerOp op) {
   std::optional<LayerChain> chain = getLayerChain(op);
   if (!chain)
     return "the body must be (moe.route,) moe.permute, (moe.quantize, "
-           "moe.dequantize,) moe.expert_mlp and moe.unpermute, in that "
-           "order, the route's ids (or ids from outside) into the permute, "
-           "its rows (through the quantize round trip) and offsets into the "
+           "moe.dequantize, or moe.fake_quantize,) moe.expert_mlp and "
+           "moe.unpermute, in that order, the route's ids (or ids from "
+           "outside) into the permute, its rows (through the quantize round "
+           "trip) and offsets into the "
            "expert MLP, whose rows the unpermute combines with the permute's "
            "slots and the route's weights (or weights from outside), "
            "yielded";

@@ -54,7 +54,9 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
                                 : "") == "layer_fp8.v1";
   bool mx = gateUp.string("format") == "mxfp8";
   // Without a quantize part the gather writes the e4m3 rows; without an
-  // intermediate part the gate-up GEMM writes the e4m3 activation.
+  // intermediate part the gate-up GEMM writes the e4m3 activation. In a
+  // layer.v1 the two parts are round trips of the bf16 rows and activation
+  // (moe.fake_quantize), made in place.
   bool permuteQuantizes = fp8 && !hasQuantize,
        gateUpQuantizes = fp8 && !hasIntermediate;
   // The permute's experts and slots: the routed ones and, after them, the
@@ -215,7 +217,8 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
       (hasQuantize && failed(steps("quantize", {{"R", n}, {"C", h}},
                                    {{"input", "@rows"},
                                     {"values", "@rows_q"},
-                                    {"scales", "@rows_scale"}}))))
+                                    {"scales", "@rows_scale"},
+                                    {"out", "@rows"}}))))
     return failure();
   if (decode > 0) {
     plan.guard = decoding;
@@ -246,7 +249,8 @@ LogicalResult mlir::moe::plan::addLayerPlan(OpBuilder &b, Location loc,
       (hasIntermediate && failed(steps("intermediate", {{"R", n}, {"C", i}},
                                        {{"input", "@inter"},
                                         {"values", "@inter_q"},
-                                        {"scales", "@inter_scale"}}))) ||
+                                        {"scales", "@inter_scale"},
+                                        {"out", "@inter"}}))) ||
       failed(steps("down", {{"M", n}, {"N", h}, {"K", i}, {"E", experts}},
                    {{"rows", inter},
                     {"weights", "down_weights"},

@@ -379,7 +379,8 @@ struct GroupedDgradLowering : KernelPattern<GroupedDgradOp> {
 };
 
 /// Lowers `moe.expert_mlp` to its gate-up and down GEMM kernels, with a
-/// quantize kernel between them for FP8 unless the gate-up quantizes.
+/// quantize kernel between them for FP8 unless the gate-up quantizes, or
+/// the round trip of a bf16 MLP's `intermediate`.
 struct ExpertMLPLowering : KernelPattern<ExpertMLPOp> {
   using KernelPattern::KernelPattern;
   FailureOr<Attribute> build(ExpertMLPOp op,
@@ -392,15 +393,19 @@ struct ExpertMLPLowering : KernelPattern<ExpertMLPOp> {
     if (failed(gateUp))
       return failure();
     SmallVector<Attribute, 3> launches = {*gateUp};
-    if (parts[0].format != Format::BF16 && !parts[0].quantizeOut) {
+    // FP8 GEMMs read the activation quantized; bf16 ones read its round
+    // trip, made in place.
+    bool fp8 = parts[0].format != Format::BF16;
+    if ((fp8 && !parts[0].quantizeOut) || (!fp8 && op.getIntermediateAttr())) {
       auto rowsType = cast<RankedTensorType>(op.getRows().getType());
       int64_t intermediate =
           cast<RankedTensorType>(op.getDownWeights().getType()).getDimSize(2);
-      FailureOr<DictionaryAttr> quantize = quantizeLaunch(
-          builder, kernels, op.getLoc(),
-          RankedTensorType::get({rowsType.getDimSize(0), intermediate},
-                                rowsType.getElementType()),
-          op.getIntermediateAttr(), "intermediate");
+      auto interType = RankedTensorType::get(
+          {rowsType.getDimSize(0), intermediate}, rowsType.getElementType());
+      FailureOr<DictionaryAttr> quantize =
+          (fp8 ? quantizeLaunch
+               : fakeQuantizeLaunch)(builder, kernels, op.getLoc(), interType,
+                                     op.getIntermediateAttr(), "intermediate");
       if (failed(quantize))
         return failure();
       launches.push_back(*quantize);
@@ -492,6 +497,8 @@ struct LayerLowering : KernelPattern<LayerOp> {
     add("permute", chain->permute);
     if (chain->rowsQuantize)
       add("quantize", chain->rowsQuantize);
+    if (chain->rowsRoundTrip)
+      add("quantize", chain->rowsRoundTrip);
     // A decode part joins the expert MLP's (`<layer>_decode`).
     if (failed(addDecodePart(builder, kernels, *chain,
                              maxTokens(tokens.getDimSize(0)))))

@@ -392,7 +392,9 @@ struct MoESelectKernelsPass
   /// it can run (the attribute's verifier says which); else 0.
   int64_t selectDecode(ExpertMLPOp mlp, ArrayRef<GemmPart> parts,
                        GemmKernelsAttr gateUp, GemmKernelsAttr down) {
-    if (decodeMaxTokens == 0 || !isa<LayerOp>(mlp->getParentOp()))
+    // The decode kernel keeps the activation in registers: no round trip.
+    if (decodeMaxTokens == 0 || !isa<LayerOp>(mlp->getParentOp()) ||
+        mlp.getIntermediateAttr())
       return 0;
     for (const GemmPart &part : parts)
       if (part.format != GemmPart::Format::BF16 || part.biasType ||
