@@ -487,6 +487,12 @@ bundle mxlayer-unspecialized "$root/test/device/layer_models.mlir" \
 bundle mxlayer-widen "$root/test/device/layer_models.mlir" \
   --moe-quantize="format=mxfp8 scope=weights+activations" \
   --moe-gpu-pipeline="mxfp8-widen=1"
+# The same as bf16 GEMMs on the exact dequantized values (gemm=dequantized:
+# layer.v1 with the rows' and the activation's round trips; prepack entries
+# returning the dequantized weights).
+bundle mxlayer-bf16 "$root/test/device/layer_models.mlir" \
+  --moe-quantize="format=mxfp8 scope=weights+activations gemm=dequantized" \
+  --moe-gpu-pipeline
 # The quantize kernel (test/device/quantize.py): every encoding it
 # implements, bf16 and f32 inputs.
 bundle quantize "$root/test/device/quantize_shapes.mlir" --moe-gpu-pipeline

@@ -21,9 +21,10 @@ using namespace mlir::moe;
 
 namespace {
 
-/// Fuses grouped_matmul -> swiglu (-> quantize -> dequantize) ->
-/// grouped_matmul, rooted at the down matmul, into `moe.expert_mlp` (the pair
-/// as its `intermediate` encoding) where that computes the same thing.
+/// Fuses grouped_matmul -> swiglu (-> quantize -> dequantize, or
+/// fake_quantize) -> grouped_matmul, rooted at the down matmul, into
+/// `moe.expert_mlp` (the round trip as its `intermediate` encoding) where
+/// that computes the same thing.
 struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -32,7 +33,17 @@ struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
     // An FP8 intermediate: swiglu -> quantize -> dequantize -> down.
     Value activation = down.getRows();
     QuantizeOp quantize;
+    BlockScaledEncodingAttr encoding;
     auto dequantize = activation.getDefiningOp<DequantizeOp>();
+    // Or its round trip in one op, of the activation's type.
+    auto fakeQuantize = activation.getDefiningOp<FakeQuantizeOp>();
+    if (fakeQuantize) {
+      if (!fakeQuantize.getResult().hasOneUse())
+        return rewriter.notifyMatchFailure(down, "quantized intermediate has "
+                                                 "other uses");
+      encoding = fakeQuantize.getEncodingAttr();
+      activation = fakeQuantize.getInput();
+    }
     if (dequantize) {
       quantize = dequantize.getValues().getDefiningOp<QuantizeOp>();
       if (!quantize || dequantize.getScales() != quantize.getScales() ||
@@ -51,6 +62,7 @@ struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
         return rewriter.notifyMatchFailure(down, "dequantize changes the "
                                                  "intermediate's type");
       activation = quantize.getInput();
+      encoding = quantize.getEncodingAttr();
     }
     auto act = activation.getDefiningOp<SwiGLUOp>();
     if (!act)
@@ -81,7 +93,7 @@ struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
     if (actScale && down.getBias())
       return rewriter.notifyMatchFailure(down, "swiglu scale before a bias");
     // Quantization is not linear: quantize(s * h) != s * quantize(h).
-    if (actScale && quantize)
+    if (actScale && encoding)
       return rewriter.notifyMatchFailure(down,
                                          "swiglu scale before a quantize");
     // The fused intermediates take the rows' element type (see expansion).
@@ -100,7 +112,7 @@ struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
         gateUp.getWeights(), down.getWeights(), gateUp.getBias(),
         down.getBias(), actScale ? actScale : downScale,
         act.getActivationAttr(), act.getAlphaAttr(), act.getLimitAttr(),
-        quantize ? quantize.getEncodingAttr() : BlockScaledEncodingAttr());
+        encoding);
     LogicalResult verified = success();
     {
       // A refused fusion is not an error: keep its diagnostics quiet.
@@ -116,6 +128,8 @@ struct FuseExpertMLP : OpRewritePattern<GroupedMatmulOp> {
     rewriter.setInsertionPoint(down);
     rewriter.insert(fused);
     rewriter.replaceOp(down, fused.getResult());
+    if (fakeQuantize)
+      rewriter.eraseOp(fakeQuantize);
     if (dequantize) {
       rewriter.eraseOp(dequantize);
       rewriter.eraseOp(quantize);

@@ -29,6 +29,9 @@ namespace {
 struct Policy {
   BlockScaledEncodingAttr weights;
   BlockScaledEncodingAttr activations;
+  /// gemm=dequantized: the GEMMs read the dequantized values in the
+  /// operands' own type (moe.fake_quantize), not FP8 values and scales.
+  bool dequantized = false;
 };
 
 /// What the pass does to one function, decided before anything changes.
@@ -88,20 +91,32 @@ static LogicalResult checkBlocksDivide(Operation *op, StringRef policy,
   return result;
 }
 
-/// Checks an operand that already comes from `moe.dequantize`: left alone
-/// when its encoding is the policy's, refused otherwise.
+/// Checks an operand that already comes from `moe.dequantize` or
+/// `moe.fake_quantize` (`producer`, of `encoding`): left alone when its
+/// encoding is the policy's, refused otherwise.
 static LogicalResult checkAlreadyQuantized(Operation *op, StringRef policy,
-                                           StringRef name,
-                                           DequantizeOp dequantize,
+                                           StringRef name, Operation *producer,
+                                           BlockScaledEncodingAttr encoding,
                                            BlockScaledEncodingAttr expected) {
-  int64_t rank = cast<RankedTensorType>(dequantize.getType()).getRank();
-  if (sameEncoding(dequantize.getEncoding(), expected, rank))
+  int64_t rank =
+      cast<RankedTensorType>(producer->getResult(0).getType()).getRank();
+  if (sameEncoding(encoding, expected, rank))
     return success();
   return op->emitOpError()
          << "moe-quantize (" << policy << "): '" << name
-         << "' is already quantized with " << dequantize.getEncoding()
-         << ", not the policy's " << expected
+         << "' is already quantized with " << encoding << ", not the policy's "
+         << expected
          << "; requantizing FP8 values would compound two roundings";
+}
+
+/// The encoding of the quantization `value` comes out of (a
+/// `moe.dequantize` or `moe.fake_quantize`), or null.
+static BlockScaledEncodingAttr quantizedBy(Value value) {
+  if (auto dequantize = value.getDefiningOp<DequantizeOp>())
+    return dequantize.getEncoding();
+  if (auto fakeQuantize = value.getDefiningOp<FakeQuantizeOp>())
+    return fakeQuantize.getEncoding();
+  return {};
 }
 
 namespace {
@@ -115,6 +130,8 @@ struct MoEQuantizePass : moe::impl::MoEQuantizeBase<MoEQuantizePass> {
     if (failed(policy))
       return signalPassFailure();
     policyName = "format=" + format + " element=" + element + " scope=" + scope;
+    if (policy->dequantized)
+      policyName += " gemm=dequantized";
 
     // Decide everything first: a refused op leaves the module untouched.
     SmallVector<std::pair<func::FuncOp, FunctionPlan>> plans;
@@ -153,7 +170,11 @@ private:
     if (scope != "weights" && scope != "weights+activations")
       return emitError(loc) << "moe-quantize: unknown 'scope' value '" << scope
                             << "' (expected weights or weights+activations)";
+    if (gemm != "fp8" && gemm != "dequantized")
+      return emitError(loc) << "moe-quantize: unknown 'gemm' value '" << gemm
+                            << "' (expected fp8 or dequantized)";
     Policy policy;
+    policy.dequantized = gemm == "dequantized";
     Type scaleType;
     SmallVector<int64_t> weightBlock, activationBlock;
     if (format == "fp8-block") {
@@ -186,8 +207,9 @@ private:
                             const Policy &policy, func::FuncOp func,
                             FunctionPlan &plan) {
     Value weights = operand.get();
-    if (auto dequantize = weights.getDefiningOp<DequantizeOp>())
-      return checkAlreadyQuantized(op, policyName, name, dequantize,
+    if (BlockScaledEncodingAttr encoding = quantizedBy(weights))
+      return checkAlreadyQuantized(op, policyName, name,
+                                   weights.getDefiningOp(), encoding,
                                    policy.weights);
     static constexpr StringRef kDims[] = {"E", "N", "K"};
     if (failed(checkBlocksDivide(op, policyName, name, weights, kDims,
@@ -218,8 +240,9 @@ private:
   /// Records the quantization of a GEMM's rows (scope=weights+activations).
   LogicalResult planRows(Operation *op, OpOperand &operand,
                          const Policy &policy, FunctionPlan &plan) {
-    if (auto dequantize = operand.get().getDefiningOp<DequantizeOp>())
-      return checkAlreadyQuantized(op, policyName, "rows", dequantize,
+    if (BlockScaledEncodingAttr encoding = quantizedBy(operand.get()))
+      return checkAlreadyQuantized(op, policyName, "rows",
+                                   operand.get().getDefiningOp(), encoding,
                                    policy.activations);
     static constexpr StringRef kDims[] = {"M", "K"};
     if (failed(checkBlocksDivide(op, policyName, "rows", operand.get(), kDims,
@@ -335,16 +358,30 @@ private:
     OpBuilder builder(&getContext());
     for (OpOperand *operand : plan.rows) {
       builder.setInsertionPoint(operand->getOwner());
-      operand->set(quantizeDequantize(builder, operand->getOwner()->getLoc(),
-                                      operand->get(), policy.activations));
+      Location loc = operand->getOwner()->getLoc();
+      operand->set(
+          policy.dequantized
+              ? FakeQuantizeOp::create(builder, loc, operand->get().getType(),
+                                       operand->get(), policy.activations)
+                    .getResult()
+              : quantizeDequantize(builder, loc, operand->get(),
+                                   policy.activations));
     }
     for (ExpertMLPOp mlp : plan.intermediates)
       mlp.setIntermediateAttr(policy.activations);
 
-    // Constants: one quantize after the constant, a dequantize per use.
+    // Constants: one quantize after the constant, a dequantize per use (or
+    // one round trip that the uses read).
     for (auto &[constant, uses] : plan.constantWeights) {
       builder.setInsertionPointAfterValue(constant);
       auto type = cast<RankedTensorType>(constant.getType());
+      if (policy.dequantized) {
+        Value values = FakeQuantizeOp::create(builder, constant.getLoc(), type,
+                                              constant, policy.weights);
+        for (OpOperand *use : uses)
+          use->set(values);
+        continue;
+      }
       auto quantize = QuantizeOp::create(
           builder, constant.getLoc(), type.clone(policy.weights.getElement()),
           getBlockScalesType(type, policy.weights), constant, policy.weights);
@@ -367,7 +404,8 @@ private:
                                  values, scales, encoding));
   }
 
-  /// Replaces each weight argument of `func` by its values and scales, adds
+  /// Replaces each weight argument of `func` by its values and scales (or,
+  /// gemm=dequantized, keeps it: it then holds the dequantized values), adds
   /// `@<name>_prepack` and makes every call site call it first.
   void rewriteSignature(func::FuncOp func, const Policy &policy,
                         FunctionPlan &plan) {
@@ -387,33 +425,23 @@ private:
       weightTypes.push_back(type);
       weightAttrs.push_back(func.getArgAttrDict(index));
       weightLocs.push_back(arg.getLoc());
+      if (policy.dequantized) {
+        packedTypes.push_back(type);
+        continue;
+      }
       packedTypes.push_back(type.clone(policy.weights.getElement()));
       packedTypes.push_back(getBlockScalesType(type, policy.weights));
     }
+    // Results per weight of the prepack function: the dequantized values,
+    // or the values and scales that replace the argument.
+    unsigned packed = policy.dequantized ? 1 : 2;
 
-    // The values and scales arguments go right after each weight argument,
-    // which is erased once its uses read them.
-    SmallVector<unsigned> insertAt;
-    SmallVector<DictionaryAttr> insertAttrs;
-    SmallVector<Location> insertLocs;
-    for (auto [i, index] : llvm::enumerate(indices)) {
-      insertAt.append(2, index + 1);
-      insertAttrs.append({weightAttrs[i], DictionaryAttr()});
-      insertLocs.append(2, weightLocs[i]);
-    }
-    (void)func.insertArguments(insertAt, packedTypes, insertAttrs, insertLocs);
-    llvm::BitVector erase(func.getNumArguments());
+    // FP8 values and scales replace each weight argument; dequantized
+    // weights keep their argument.
+    if (!policy.dequantized)
+      replaceWeightArguments(func, policy, plan, indices, packedTypes,
+                             weightAttrs, weightLocs);
     OpBuilder builder(context);
-    for (auto [i, index] : llvm::enumerate(indices)) {
-      // Each earlier weight added two arguments before this one.
-      unsigned shifted = index + 2 * i;
-      Value values = func.getArgument(shifted + 1);
-      Value scales = func.getArgument(shifted + 2);
-      for (OpOperand *use : plan.weightArgs[index])
-        dequantizeBefore(builder, *use, values, scales, policy.weights);
-      erase.set(shifted);
-    }
-    (void)func.eraseArguments(erase);
 
     // Calls in the module will quantize their weights first (planFunction
     // made sure that calls are the only references); collected before the
@@ -437,15 +465,20 @@ private:
         prepack.setArgAttrs(i, attrs);
     Block *body = prepack.addEntryBlock();
     builder.setInsertionPointToStart(body);
-    SmallVector<Value> packed;
+    SmallVector<Value> results;
     for (BlockArgument weights : body->getArguments()) {
       auto type = cast<RankedTensorType>(weights.getType());
+      if (policy.dequantized) {
+        results.push_back(FakeQuantizeOp::create(
+            builder, weights.getLoc(), type, weights, policy.weights));
+        continue;
+      }
       auto quantize = QuantizeOp::create(
           builder, weights.getLoc(), type.clone(policy.weights.getElement()),
           getBlockScalesType(type, policy.weights), weights, policy.weights);
-      packed.append({quantize.getValues(), quantize.getScales()});
+      results.append({quantize.getValues(), quantize.getScales()});
     }
-    func::ReturnOp::create(builder, func.getLoc(), packed);
+    func::ReturnOp::create(builder, func.getLoc(), results);
 
     for (func::CallOp call : calls) {
       builder.setInsertionPoint(call);
@@ -458,8 +491,8 @@ private:
       unsigned next = 0;
       for (auto [index, operand] : llvm::enumerate(call.getOperands())) {
         if (next < indices.size() && indices[next] == index) {
-          operands.append({prepackCall.getResult(2 * next),
-                           prepackCall.getResult(2 * next + 1)});
+          for (unsigned r = 0; r < packed; ++r)
+            operands.push_back(prepackCall.getResult(packed * next + r));
           ++next;
           continue;
         }
@@ -467,8 +500,42 @@ private:
       }
       call.getOperandsMutable().assign(operands);
       // Per-argument attributes of the call no longer line up.
-      call.removeArgAttrsAttr();
+      if (!policy.dequantized)
+        call.removeArgAttrsAttr();
     }
+  }
+
+  /// Replaces the weight arguments `indices` of `func` by their FP8 values
+  /// and scales (`packedTypes`), each GEMM reading them through
+  /// `moe.dequantize`.
+  void replaceWeightArguments(func::FuncOp func, const Policy &policy,
+                              FunctionPlan &plan, ArrayRef<unsigned> indices,
+                              ArrayRef<Type> packedTypes,
+                              ArrayRef<DictionaryAttr> weightAttrs,
+                              ArrayRef<Location> weightLocs) {
+    // The values and scales go right after each weight argument, which is
+    // erased once its uses read them.
+    SmallVector<unsigned> insertAt;
+    SmallVector<DictionaryAttr> insertAttrs;
+    SmallVector<Location> insertLocs;
+    for (auto [i, index] : llvm::enumerate(indices)) {
+      insertAt.append(2, index + 1);
+      insertAttrs.append({weightAttrs[i], DictionaryAttr()});
+      insertLocs.append(2, weightLocs[i]);
+    }
+    (void)func.insertArguments(insertAt, packedTypes, insertAttrs, insertLocs);
+    llvm::BitVector erase(func.getNumArguments());
+    OpBuilder builder(&getContext());
+    for (auto [i, index] : llvm::enumerate(indices)) {
+      // Each earlier weight added two arguments before this one.
+      unsigned shifted = index + 2 * i;
+      Value values = func.getArgument(shifted + 1);
+      Value scales = func.getArgument(shifted + 2);
+      for (OpOperand *use : plan.weightArgs[index])
+        dequantizeBefore(builder, *use, values, scales, policy.weights);
+      erase.set(shifted);
+    }
+    (void)func.eraseArguments(erase);
   }
 };
 

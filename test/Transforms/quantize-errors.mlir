@@ -5,11 +5,13 @@
 // RUN: not moe-opt %s --moe-quantize="element=e5m2" 2>&1 | FileCheck %s --check-prefix=E5M2
 // RUN: not moe-opt %s --moe-quantize="format=mxfp8 element=e3m4" 2>&1 | FileCheck %s --check-prefix=ELEMENT
 // RUN: not moe-opt %s --moe-quantize="scope=activations" 2>&1 | FileCheck %s --check-prefix=SCOPE
+// RUN: not moe-opt %s --moe-quantize="gemm=bf16" 2>&1 | FileCheck %s --check-prefix=GEMM
 
 // FORMAT: error: moe-quantize: unknown 'format' value 'fp8' (expected fp8-block or mxfp8)
 // E5M2: error: moe-quantize: 'element=e5m2' is not available with 'format=fp8-block' (e4m3 only; use format=mxfp8 for e5m2)
 // ELEMENT: error: moe-quantize: unknown 'element' value 'e3m4' (expected e4m3 or e5m2)
 // SCOPE: error: moe-quantize: unknown 'scope' value 'activations' (expected weights or weights+activations)
+// GEMM: error: moe-quantize: unknown 'gemm' value 'bf16' (expected fp8 or dequantized)
 
 // DeepSeek-style [128, 128] blocks need K to be a multiple of 128.
 func.func @k_100(%rows: tensor<?x100xbf16>, %offsets: tensor<5xi64>,

@@ -26,10 +26,20 @@ the experts never chosen) at T = 64 and 1000:
 - the error against the unquantized bf16 layer reported and bounded by 0.1;
 - the layer captured in a CUDA graph, replayed on new inputs;
 - bad arguments refused with a message and nothing launched.
+The same layers compiled with `gemm=dequantized` (mxlayer-bf16.moebundle:
+bf16 GEMMs on the exact dequantized values, a layer.v1 entry whose parts
+make the rows' and the activation's round trips in place; prepack entries
+returning the dequantized weights in bf16), on the same inputs:
+- the prepacked weights bit-exact with the dequantized quantize_mx codes;
+- the layer (output and workspace poisoned) against the same float32
+  reference on dequantized values: <= 1e-2; its distance to the MXFP8
+  layer's output reported;
+- captured in a CUDA graph, replayed on new inputs.
 `--bench`: the MXFP8 layer beside the same layer whose prefill forms widen
-e4m3 to bf16 (mxlayer-widen.moebundle, `mxfp8-widen=1`), our block-FP8
-layer (fp8layer.moebundle) and bf16 layer (layer.moebundle) on the same
-inputs, medians of CUDA-graph replays. Prints `N passed, N failed` (and a table).
+e4m3 to bf16 (mxlayer-widen.moebundle, `mxfp8-widen=1`), the layer with
+bf16 GEMMs on dequantized values, our block-FP8 layer (fp8layer.moebundle)
+and bf16 layer (layer.moebundle) on the same inputs, medians of CUDA-graph
+replays. Prints `N passed, N failed` (and a table).
 
     python3 test/device/mxfp8_layer.py .gpu-artifacts .shared-bench [--bench]
 """
@@ -125,6 +135,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     generator = torch.Generator(device=DEV).manual_seed(3)
     bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "mxlayer.moebundle"))
+    as_bf16 = moe_mlir.Bundle(os.path.join(ARTIFACTS, "mxlayer-bf16.moebundle"))
     others = {}
     if BENCH:
         others = {"widen": moe_mlir.Bundle(os.path.join(ARTIFACTS, "mxlayer-widen.moebundle")),
@@ -154,6 +165,17 @@ def main():
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
         weights = (w13q, w13s, w2q, w2s)
+        what = f"mxfp8-as-bf16 layer {model} weights prepacked: the dequantized MXFP8 codes, bit-exact"
+        try:
+            w13d = as_bf16.launch(f"{name}_prepack", input=w13)["out"]
+            w2d = as_bf16.launch(f"{name}_prepack_0", input=w2)["out"]
+            same = all(torch.equal(d[e:e + 8].double(), dequantize_mx(q[e:e + 8], s[e:e + 8]))
+                       for d, q, s in ((w13d, w13q, w13s), (w2d, w2q, w2s)) for e in range(0, E, 8))
+            report(same and w13d.dtype == torch.bfloat16, what)
+        except Exception as error:
+            w13d = w2d = None
+            report(False, what, f"{type(error).__name__}: {error}")
+        dequantized = (w13d, None, w2d, None)
         mx_w13 = lambda e: dequantize_mx(w13q[e], w13s[e]).float()  # noqa: E731
         mx_w2 = lambda e: dequantize_mx(w2q[e], w2s[e]).float()  # noqa: E731
         bf16_w13 = lambda e: w13[e].float()  # noqa: E731
@@ -181,9 +203,17 @@ def main():
                        f"{gate_up_err:.2e}, down step {down_err:.2e}, layer {err:.2e} (vs the bf16 layer "
                        f"{vs_bf16:.2e})")
                 del steps
+                what = f"mxfp8-as-bf16 layer {model} T={T} {routing} routing"
+                bf16_layer = Fp8Layer(as_bf16, name, T, H, I, dequantized, bias, b13, b2)
+                bf16_layer.poison()
+                out_d = bf16_layer(x, logits).clone()
+                err_d = rel_err(out_d, layer_reference(model, x, logits, bias, mx_w13, mx_w2, b13, b2, True))
+                report(err_d <= TOLERANCE and not torch.isnan(out_d).any(), what,
+                       f"layer {err_d:.2e} (vs the MXFP8 layer {rel_err(out_d, out):.2e})")
                 if BENCH and routing == "random":
-                    table.append(bench_point(model, name, T, x, logits, layer, others, w13, w2, b13, b2))
-                del layer
+                    table.append(bench_point(model, name, T, x, logits, layer, bf16_layer, others, w13, w2,
+                                             b13, b2))
+                del layer, bf16_layer
             except Exception as error:
                 report(False, what, f"{type(error).__name__}: {error}")
 
@@ -203,6 +233,14 @@ def main():
                 lambda: layer(x, logits), refresh, layer.poison,
                 lambda: rel_err(layer.out, layer_reference(model, x, logits, bias, mx_w13, mx_w2, b13, b2, True)))
             report(all(e <= TOLERANCE for e in errs), what, ", ".join(f"{e:.2e}" for e in errs))
+            what = f"mxfp8-as-bf16 layer {model} CUDA graph replay on new inputs"
+            bf16_layer = Fp8Layer(as_bf16, name, T, H, I, dequantized, bias, b13, b2)
+            errs = graph_replay_errors(
+                lambda: bf16_layer(x, logits), refresh, bf16_layer.poison,
+                lambda: rel_err(bf16_layer.out, layer_reference(model, x, logits, bias, mx_w13, mx_w2, b13, b2,
+                                                                True)))
+            report(all(e <= TOLERANCE for e in errs), what, ", ".join(f"{e:.2e}" for e in errs))
+            del bf16_layer
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
 
@@ -227,31 +265,34 @@ def main():
             report(len(refused) == len(bad), what, f"{len(refused)} of {len(bad)} refused without launching")
         except Exception as error:
             report(False, what, f"{type(error).__name__}: {error}")
-        del w13, w2, weights, w13q, w13s, w2q, w2s
+        del w13, w2, weights, w13q, w13s, w2q, w2s, dequantized, w13d, w2d
         torch.cuda.empty_cache()
 
     if table:
         print()
-        print("| model | T | ours MXFP8 ms | widening at prefill ms | ours block FP8 ms | ours bf16 ms "
-              "| MXFP8 / block FP8 | MXFP8 / bf16 |")
-        print("|---|---|---|---|---|---|---|---|")
-        for model, T, mx, widen, block, bf16 in table:
+        print("| model | T | ours MXFP8 ms | widening at prefill ms | as bf16 GEMMs ms | ours block FP8 ms "
+              "| ours bf16 ms | MXFP8 / bf16 | as bf16 GEMMs / bf16 |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for model, T, mx, widen, dq, block, bf16 in table:
             fmt = lambda v: f"{v:.4f}" if v else "—"  # noqa: E731
             ratio = lambda a, b: f"{a / b:.2f}" if a and b else "—"  # noqa: E731
-            print(f"| {model} | {T} | {mx:.4f} | {widen:.4f} | {fmt(block)} | {fmt(bf16)} | {ratio(mx, block)} "
-                  f"| {ratio(mx, bf16)} |")
+            print(f"| {model} | {T} | {mx:.4f} | {widen:.4f} | {dq:.4f} | {fmt(block)} | {fmt(bf16)} "
+                  f"| {ratio(mx, bf16)} | {ratio(dq, bf16)} |")
     return tally.summary()
 
 
-def bench_point(model, name, T, x, logits, layer, others, w13, w2, b13, b2):
-    """Medians (ms) of CUDA-graph replays of the MXFP8 layer, and of our
-    block-FP8 (its own prepacked weights; none for GPT-OSS) and bf16 layers
-    on the same inputs; DeepSeek-V3 with a zero correction bias."""
+def bench_point(model, name, T, x, logits, layer, bf16_layer, others, w13, w2, b13, b2):
+    """Medians (ms) of CUDA-graph replays of the MXFP8 layer, of the same
+    as bf16 GEMMs on dequantized values (`bf16_layer`), and of our block-FP8
+    (its own prepacked weights; none for GPT-OSS) and bf16 layers on the
+    same inputs; DeepSeek-V3 with a zero correction bias."""
     H, I, E, _ = SHAPES[model]
     zero_bias = torch.zeros(E, device=DEV) if model == "deepseek-v3" else None
     timed = lambda fn: min(v for v in bench(fn) if v)  # noqa: E731
     layer.bias = zero_bias
     mx = timed(lambda: layer(x, logits))
+    bf16_layer.bias = zero_bias
+    dq = timed(lambda: bf16_layer(x, logits))
     widening = Fp8Layer(others["widen"], name, T, H, I, layer.weights, zero_bias, b13, b2)
     widen = timed(lambda: widening(x, logits))
     del widening
@@ -271,9 +312,9 @@ def bench_point(model, name, T, x, logits, layer, others, w13, w2, b13, b2):
     out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
     ours_bf16 = timed(lambda: bf16.layer(name, x, logits, w13, w2, score_bias=zero_bias, gate_up_bias=b13,
                                          down_bias=b2, out=out, workspace=ws))
-    print(f"  {model} T={T}: MXFP8 {mx:.4f} ms (widening at prefill {widen:.4f}), block FP8 "
-          f"{block if block is None else round(block, 4)}, bf16 {ours_bf16:.4f}", flush=True)
-    return model, T, mx, widen, block, ours_bf16
+    print(f"  {model} T={T}: MXFP8 {mx:.4f} ms (widening at prefill {widen:.4f}, as bf16 GEMMs {dq:.4f}), "
+          f"block FP8 {block if block is None else round(block, 4)}, bf16 {ours_bf16:.4f}", flush=True)
+    return model, T, mx, widen, dq, block, ours_bf16
 
 
 if __name__ == "__main__":

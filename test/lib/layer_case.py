@@ -42,6 +42,11 @@ CASES = {
                                      quant=dict(format="fp8-block", scope="weights+activations")),
     "quant-mxfp8-e4m3-wa": dict(T=9, H=64, I=32, E=4, k=2, routing="softmax_topk", renormalize=True,
                                 cold=[2], quant=dict(format="mxfp8", scope="weights+activations")),
+    # A bf16 layer wide enough for [1, 32] blocks, which a RUN line quantizes
+    # twice (gemm=fp8 and gemm=dequantized) to compare the two runs' outputs
+    # value for value; its `check` compares with the unquantized reference.
+    "bf16-mx": dict(T=9, H=64, I=64, E=4, k=2, routing="softmax_topk", renormalize=True,
+                    dtype="bf16", cold=[1]),
     "quant-mxfp8-e5m2-w": dict(T=7, H=64, I=64, E=8, k=2, routing="softmax_topk", renormalize=True,
                                quant=dict(format="mxfp8", element="e5m2", scope="weights")),
     "quant-fp8-block-w-gptoss": dict(T=6, H=128, I=128, E=4, k=2, routing="topk_softmax",

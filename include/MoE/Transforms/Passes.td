@@ -123,6 +123,16 @@ def MoEQuantize : Pass<"moe-quantize", "::mlir::ModuleOp"> {
       projection's input, the swiglu output) and before each
       `moe.expert_mlp`, whose activation output gets the `intermediate`
       encoding instead.
+    - `gemm=fp8` (default): the GEMMs read FP8 values and scales, as above.
+      `gemm=dequantized`: they read the exact dequantized values in the
+      operands' own type, for chips without block-scaled matrix
+      instructions (MXFP8 on Hopper: bf16 GEMMs of these values equal the
+      block-scaled ones, docs/quantization-design.md). A weight argument
+      keeps its type and then holds the dequantized weights, which
+      `@<name>_prepack` makes once (`moe.fake_quantize` of each weight, one
+      result per weight): the same bytes as unquantized weights, twice the
+      FP8 ones. Rows go through `moe.fake_quantize` instead of the pair;
+      an expert MLP's `intermediate` is set as with `gemm=fp8`.
 
     Weights:
 
@@ -150,7 +160,7 @@ def MoEQuantize : Pass<"moe-quantize", "::mlir::ModuleOp"> {
     Refused, with a diagnostic naming the option or the op, and a pass
     failure (nothing is rewritten then):
 
-    - an unknown `format`, `element` or `scope`, and `element=e5m2` with
+    - an unknown `format`, `element`, `scope` or `gemm`, and `element=e5m2` with
       `format=fp8-block`;
     - a block that does not divide a weight's N or K (fp8-block: 128 for
       both; mxfp8: 32 for K), or the activation's I (expert_mlp), or a
@@ -170,6 +180,10 @@ def MoEQuantize : Pass<"moe-quantize", "::mlir::ModuleOp"> {
     Option<"scope", "scope", "std::string", "\"weights\"",
            "What is quantized: weights, or weights+activations (every "
            "GEMM's rows too)">,
+    Option<"gemm", "gemm", "std::string", "\"fp8\"",
+           "What the GEMMs read: fp8 (values and scales) or dequantized "
+           "(the exact dequantized values in the operands' type; weights "
+           "dequantized once by the prepack function)">,
   ];
   let dependentDialects = ["::mlir::moe::MoEDialect",
                            "::mlir::func::FuncDialect"];
@@ -247,7 +261,8 @@ def MoEFuseExperts : Pass<"moe-fuse-experts"> {
     none of the three values has another user, the dequantized type is the
     swiglu's, the swiglu has no scale (quantization is not linear, so the
     scale cannot move past it), and `<enc>` has the `[1, B]` block the fused
-    op accepts.
+    op accepts. The pair's one-op form, `%h2 = moe.fake_quantize %h to
+    <enc>` (`gemm=dequantized`), is absorbed the same way.
     Rows and weights that come from `moe.dequantize` are operands like any
     other (the fused op reads them as they are).
 
