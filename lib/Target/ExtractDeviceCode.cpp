@@ -21,14 +21,15 @@ using namespace mlir;
 
 /// Whether a moe.launch (an array of part dictionaries) quantizes the fused
 /// MLP's intermediate: a part named `intermediate`, or a `gate_up` part
-/// whose output is FP8 (`out`).
+/// whose output is FP8 (`out`) or its round trip (`round_trip`).
 static bool recordsIntermediate(Attribute launch) {
   auto parts = dyn_cast_or_null<ArrayAttr>(launch);
   return parts && llvm::any_of(parts, [](Attribute part) {
            auto dict = dyn_cast<DictionaryAttr>(part);
            auto name = dict ? dict.getAs<StringAttr>("part") : StringAttr();
            return name && (name.getValue() == "intermediate" ||
-                           (name.getValue() == "gate_up" && dict.get("out")));
+                           (name.getValue() == "gate_up" &&
+                            (dict.get("out") || dict.get("round_trip"))));
          });
 }
 

@@ -72,8 +72,11 @@ defvar GemmKeys = [
 
 // weights=kn (moe.grouped_dgrad): the weights are [E, K, N] and the entry
 // computes rows @ weights[e]; absent: [E, N, K] and rows @ weights[e]^T.
+// round_trip: the swiglu epilogue stores its activation's MXFP8 round trip
+// (mxfp8_e4m3 or mxfp8_e5m2; contract §3.1).
 def GroupedMatmulAbi : Abi<"grouped_matmul.v3",
-  !listconcat(GemmKeys, [Opt<"weights", NameKey>]), GemmKernel>;
+  !listconcat(GemmKeys, [Opt<"weights", NameKey>, Opt<"round_trip", NameKey>]),
+  GemmKernel>;
 def GroupedMatmulFp8Abi : Abi<"grouped_matmul_fp8.v1",
   !listconcat(GemmKeys, [Key<"format", NameKey>, Opt<"out", NameKey>]),
   GemmKernel>;

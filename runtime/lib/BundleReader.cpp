@@ -223,7 +223,10 @@ private:
   moeStatus parseWgradEntry(const std::string &who,
                             const std::vector<std::string_view> &values,
                             Entry &entry);
-  /// grouped_matmul.v3's optional `weights` key (contract §3.1).
+  /// grouped_matmul.v3's optional `round_trip` and `weights` keys
+  /// (contract §3.1).
+  moeStatus parseRoundTripKey(const std::string &who,
+                              std::string_view roundTrip, const Entry &entry);
   moeStatus parseWeightsKey(const std::string &who, std::string_view weights,
                             Entry &entry);
   moeStatus collectKeys(const std::vector<std::string_view> &tokens,
@@ -790,6 +793,8 @@ moeStatus Reader::parseEntry(const std::vector<std::string_view> &tokens) {
     status = parseFp8Keys(who, values, entry);
   if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmul)
     status = parseWeightsKey(who, values[10], entry);
+  if (status == MOE_STATUS_SUCCESS && kind == Abi::GroupedMatmul)
+    status = parseRoundTripKey(who, values[11], entry);
   if (status != MOE_STATUS_SUCCESS)
     return status;
   out.entries.push_back(std::move(entry));
@@ -902,6 +907,26 @@ moeStatus Reader::parseWeightsKey(const std::string &who,
                 "(op=" MOE_OP_GROUPED_DGRAD " stores plainly, without a bias; "
                 "op=" MOE_OP_GROUPED_MATMUL " stores, with a bias or not)",
                 who.c_str(), epilogueName(entry.epilogue), int(entry.biasBits));
+  return MOE_STATUS_SUCCESS;
+}
+
+moeStatus Reader::parseRoundTripKey(const std::string &who,
+                                    std::string_view roundTrip,
+                                    const Entry &entry) {
+  // The activation stored as its MXFP8 round trip: what the kernels do to
+  // their output, nothing a launch passes.
+  if (!isPresent(roundTrip))
+    return MOE_STATUS_SUCCESS;
+  if (roundTrip != "mxfp8_e4m3" && roundTrip != "mxfp8_e5m2")
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: round_trip=%s is not mxfp8_e4m3 or mxfp8_e5m2",
+                who.c_str(), quote(roundTrip).c_str());
+  if (entry.epilogue != Epilogue::SwiGLU)
+    return fail(MOE_STATUS_INVALID_BUNDLE,
+                "%s: round_trip=%s with epilogue=%s (only a swiglu epilogue "
+                "stores an activation's round trip)",
+                who.c_str(), quote(roundTrip).c_str(),
+                epilogueName(entry.epilogue));
   return MOE_STATUS_SUCCESS;
 }
 

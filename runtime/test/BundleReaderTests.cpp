@@ -1488,7 +1488,8 @@ std::vector<Malformed> malformedBundles() {
       {"unknown entry key", replaced("offsets=i32", "offsets=i32 foo=1"), bad,
        "bundle line 5: entry 'gate_up': unknown key 'foo' (abi "
        "grouped_matmul.v3 takes op, abi, experts, n, k, max_rows, offsets, "
-       "epilogue, bias, activation and the optional weights)"},
+       "epilogue, bias, activation, the optional weights and the optional "
+       "round_trip)"},
       {"unknown kernel key", replaced("swap_ab=1", "swap_ab=1 split_k=2"), bad,
        "bundle line 7: kernel 'grouped_matmul_bf16_16x64x64_s4_swapab_off32': "
        "unknown key 'split_k'"},
@@ -1613,6 +1614,20 @@ std::vector<Malformed> malformedBundles() {
        "weights=kn (the weights of op=moe.grouped_dgrad are [E, K, N], those "
        "of op=moe.grouped_matmul [E, K, N] or [E, N, K], every other op's "
        "[E, N, K])"},
+      // round_trip: a swiglu epilogue's MXFP8 round trip of its activation.
+      {"round_trip on a row_scale epilogue",
+       replaced("activation=none", "activation=none round_trip=mxfp8_e4m3",
+                mlpBundle()),
+       bad,
+       "bundle line 7: entry 'mlp_down': round_trip='mxfp8_e4m3' with "
+       "epilogue=row_scale (only a swiglu epilogue stores an activation's "
+       "round trip)"},
+      {"round_trip of another format",
+       replaced("activation=silu", "activation=silu round_trip=mxfp4",
+                mlpBundle()),
+       bad,
+       "bundle line 4: entry 'mlp_gate_up': round_trip='mxfp4' is not "
+       "mxfp8_e4m3 or mxfp8_e5m2"},
       {"a grouped_dgrad without weights=kn",
        replaced("entry gate_up op=moe.grouped_matmul",
                 "entry gate_up op=moe.grouped_dgrad"),
@@ -1946,6 +1961,19 @@ TEST(bundleExpertMlpParses) {
   CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
   CHECK_EQ(entry.n, 28672); // the weights' N, not the output columns
   moeBundleClose(bundle);
+
+  // A gate-up that stores its activation's MXFP8 round trip launches as
+  // any other (the kernels make it).
+  for (const char *roundTrip : {"mxfp8_e4m3", "mxfp8_e5m2"}) {
+    std::string rt = mlpBundle();
+    rt.replace(rt.find("activation=silu"), 15,
+               std::string("activation=silu round_trip=") + roundTrip);
+    bundle = openBundle(rt, &status);
+    CHECK_EQ(status, MOE_STATUS_SUCCESS);
+    CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+    CHECK_EQ(std::string(entry.epilogue), "swiglu");
+    moeBundleClose(bundle);
+  }
 
   // The reader does not care about the op: any name it accepts is
   // reported. Odd N and tile_n are fine outside swiglu

@@ -3,6 +3,7 @@
 // RUN: moe-opt %s --moe-select-kernels="mxfp8-widen=1" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=WIDEN
 // RUN: moe-opt %s --moe-select-kernels="warp-specialize=none" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=UNSPEC
 // RUN: moe-opt %s --moe-select-kernels="stages=3" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=STAGES3
+// RUN: moe-opt %s --moe-select-kernels="round-trip-epilogue=0" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=SEPARATE
 
 // Block FP8 (DeepSeek-V3's format): a grouped_matmul whose rows and weights
 // are both dequantized e4m3 with f32 scales in [1, 128] and [128, 128]
@@ -283,14 +284,46 @@ func.func @fused_mlp_mixed_formats(
 
 // -----
 
-// A bf16 MLP with an `intermediate`: bf16 GEMMs on the activation's round
-// trip (MXFP8 computed as bf16 GEMMs of exact values), a third part between
-// them, the quantize kernel's round trip (planned.v1 moe.fake_quantize) on
-// the [M, I] activation, which a caller runs in place.
+// A bf16 MLP with an MXFP8 `intermediate`: bf16 GEMMs on the activation's
+// round trip (MXFP8 computed as bf16 GEMMs of exact values). The gate-up
+// epilogue stores the round trip (quantize_output, `round_trip` in its
+// launch, kernels named _mxe4m3rt), so there is no part between the GEMMs.
+// With round-trip-epilogue=0 the gate-up stores bf16 and a third part, the
+// quantize kernel's round trip (planned.v1 moe.fake_quantize) on the
+// [M, I] activation, runs between them, in place.
 // CHECK-LABEL: func @fused_mlp_bf16_round_trip
-// CHECK: moe.launch = [{abi = "grouped_matmul.v3", activation = "silu", {{.*}}epilogue = "swiglu"{{.*}}part = "gate_up"
-// CHECK-SAME: {abi = "planned.v1", batch = 1 : i64, block_cols = 32 : i64, block_rows = 1 : i64, cols = 256 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_fake_quantize_bf16_e4m3_e8m0_1x32}], {{.*}}op = "moe.fake_quantize", part = "intermediate"
-// CHECK-SAME: {abi = "grouped_matmul.v3", activation = "none", {{.*}}epilogue = "store", {{.*}}k = 256 : i64{{.*}}part = "down"
+// CHECK: moe.expert_mlp {{.*}}#moe.expert_mlp_kernels<gate_up = <chip = "sm_90a", forms = [{{.*}}], quantize_output = true>, down = <chip = "sm_90a", forms = [{{.*}}]>>
+// CHECK-SAME: moe.launch = [{abi = "grouped_matmul.v3", activation = "silu", {{.*}}epilogue = "swiglu"
+// CHECK-SAME: kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_16x64x64_s4_swapab_swiglu_mxe4m3rt_off32,
+// CHECK-SAME: part = "gate_up"{{.*}}round_trip = "mxfp8_e4m3"}
+// CHECK-SAME: , {abi = "grouped_matmul.v3", activation = "none", {{.*}}epilogue = "store", {{.*}}k = 256 : i64{{.*}}part = "down"
+// CHECK-NOT: part = "intermediate"
+// Swap-AB: a warp's 32 lanes are 32 columns of one row, one block.
+// CHECK-LABEL: gpu.func @grouped_matmul_bf16_16x64x64_s4_swapab_swiglu_mxe4m3rt_off32
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c8_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c4_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c1_i32
+// CHECK: nvvm.convert.f8x2.to.f16x2
+// CHECK: memref.store %{{.*}} : memref<?x?xbf16>
+// CHECK: gpu.return
+// The readers of the staging tile make it: four lanes' 8 columns are a
+// [1, 32] block (two shuffles), each chunk's codes decoded, times the scale,
+// rounded to bf16, stored.
+// CHECK-LABEL: gpu.func @grouped_matmul_bf16_128x256x64_s4_swiglu_mxe4m3rt_off32
+// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c1_i32
+// CHECK: arith.divf
+// CHECK-COUNT-4: nvvm.convert.f32x2.to.f8x2
+// CHECK-COUNT-4: nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16>, vector<8xbf16>
+// CHECK: gpu.return
+// SEPARATE-LABEL: func @fused_mlp_bf16_round_trip
+// SEPARATE: moe.launch = [{abi = "grouped_matmul.v3", activation = "silu", {{.*}}epilogue = "swiglu"{{.*}}kernels = [{kernel = @moe_kernels::@grouped_matmul_bf16_16x64x64_s4_swapab_swiglu_off32,{{.*}}part = "gate_up"
+// SEPARATE-NOT: round_trip
+// SEPARATE-SAME: {abi = "planned.v1", batch = 1 : i64, block_cols = 32 : i64, block_rows = 1 : i64, cols = 256 : i64, element = "f8E4M3FN", input = bf16, kernels = [{kernel = @moe_kernels::@moe_fake_quantize_bf16_e4m3_e8m0_1x32}], {{.*}}op = "moe.fake_quantize", part = "intermediate"
+// SEPARATE-SAME: {abi = "grouped_matmul.v3", activation = "none", {{.*}}epilogue = "store", {{.*}}k = 256 : i64{{.*}}part = "down"
 func.func @fused_mlp_bf16_round_trip(%x: tensor<?x512xbf16>, %w13: tensor<8x512x512xbf16>,
                                      %w2: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
   %y = moe.expert_mlp silu %x, %off, %w13, %w2 intermediate <f8E4M3FN, [1, 32], f8E8M0FNU>

@@ -33,11 +33,15 @@ returning the dequantized weights in bf16), on the same inputs:
 - the prepacked weights bit-exact with the dequantized quantize_mx codes;
 - the layer (output and workspace poisoned) against the same float32
   reference on dequantized values: <= 1e-2; its distance to the MXFP8
-  layer's output reported;
+  layer's output reported; bit-exact with the same layer whose activation's
+  round trip is a kernel of its own (mxlayer-bf16-separate.moebundle,
+  `round-trip-epilogue=0`; the gate-up epilogue makes it by default);
 - captured in a CUDA graph, replayed on new inputs.
 `--bench`: the MXFP8 layer beside the same layer whose prefill forms widen
 e4m3 to bf16 (mxlayer-widen.moebundle, `mxfp8-widen=1`), the layer with
-bf16 GEMMs on dequantized values, our block-FP8 layer (fp8layer.moebundle)
+bf16 GEMMs on dequantized values (and the same with the activation's round
+trip a kernel of its own, mxlayer-bf16-separate.moebundle, checked against
+the fused one), our block-FP8 layer (fp8layer.moebundle)
 and bf16 layer (layer.moebundle) on the same inputs, medians of CUDA-graph
 replays. Prints `N passed, N failed` (and a table).
 
@@ -136,11 +140,12 @@ def main():
     generator = torch.Generator(device=DEV).manual_seed(3)
     bundle = moe_mlir.Bundle(os.path.join(ARTIFACTS, "mxlayer.moebundle"))
     as_bf16 = moe_mlir.Bundle(os.path.join(ARTIFACTS, "mxlayer-bf16.moebundle"))
-    others = {}
+    as_bf16_separate = moe_mlir.Bundle(os.path.join(ARTIFACTS, "mxlayer-bf16-separate.moebundle"))
+    others = {"separate": as_bf16_separate}
     if BENCH:
-        others = {"widen": moe_mlir.Bundle(os.path.join(ARTIFACTS, "mxlayer-widen.moebundle")),
-                  "block fp8": moe_mlir.Bundle(os.path.join(ARTIFACTS, "fp8layer.moebundle")),
-                  "bf16": moe_mlir.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))}
+        others.update({"widen": moe_mlir.Bundle(os.path.join(ARTIFACTS, "mxlayer-widen.moebundle")),
+                       "block fp8": moe_mlir.Bundle(os.path.join(ARTIFACTS, "fp8layer.moebundle")),
+                       "bf16": moe_mlir.Bundle(os.path.join(ARTIFACTS, "layer.moebundle"))})
     tally = Tally()
     report = tally.report
     table = []
@@ -208,8 +213,14 @@ def main():
                 bf16_layer.poison()
                 out_d = bf16_layer(x, logits).clone()
                 err_d = rel_err(out_d, layer_reference(model, x, logits, bias, mx_w13, mx_w2, b13, b2, True))
-                report(err_d <= TOLERANCE and not torch.isnan(out_d).any(), what,
-                       f"layer {err_d:.2e} (vs the MXFP8 layer {rel_err(out_d, out):.2e})")
+                # The round trip in the gate-up epilogue is its kernel's, bit for bit.
+                separate = Fp8Layer(as_bf16_separate, name, T, H, I, dequantized, bias, b13, b2)
+                separate.poison()
+                same = torch.equal(separate(x, logits), out_d)
+                del separate
+                report(err_d <= TOLERANCE and same and not torch.isnan(out_d).any(), what,
+                       f"layer {err_d:.2e} (vs the MXFP8 layer {rel_err(out_d, out):.2e}), "
+                       f"{'=' if same else 'DIFFERS FROM'} the layer with a round-trip kernel")
                 if BENCH and routing == "random":
                     table.append(bench_point(model, name, T, x, logits, layer, bf16_layer, others, w13, w2,
                                              b13, b2))
@@ -270,14 +281,14 @@ def main():
 
     if table:
         print()
-        print("| model | T | ours MXFP8 ms | widening at prefill ms | as bf16 GEMMs ms | ours block FP8 ms "
-              "| ours bf16 ms | MXFP8 / bf16 | as bf16 GEMMs / bf16 |")
-        print("|---|---|---|---|---|---|---|---|---|")
-        for model, T, mx, widen, dq, block, bf16 in table:
+        print("| model | T | ours MXFP8 ms | widening at prefill ms | as bf16 GEMMs ms | same, round-trip "
+              "kernel ms | ours block FP8 ms | ours bf16 ms | MXFP8 / bf16 | as bf16 GEMMs / bf16 |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for model, T, mx, widen, dq, dq_separate, block, bf16 in table:
             fmt = lambda v: f"{v:.4f}" if v else "—"  # noqa: E731
             ratio = lambda a, b: f"{a / b:.2f}" if a and b else "—"  # noqa: E731
-            print(f"| {model} | {T} | {mx:.4f} | {widen:.4f} | {dq:.4f} | {fmt(block)} | {fmt(bf16)} "
-                  f"| {ratio(mx, bf16)} | {ratio(dq, bf16)} |")
+            print(f"| {model} | {T} | {mx:.4f} | {widen:.4f} | {dq:.4f} | {dq_separate:.4f} | {fmt(block)} "
+                  f"| {fmt(bf16)} | {ratio(mx, bf16)} | {ratio(dq, bf16)} |")
     return tally.summary()
 
 
@@ -293,6 +304,9 @@ def bench_point(model, name, T, x, logits, layer, bf16_layer, others, w13, w2, b
     mx = timed(lambda: layer(x, logits))
     bf16_layer.bias = zero_bias
     dq = timed(lambda: bf16_layer(x, logits))
+    separate = Fp8Layer(others["separate"], name, T, H, I, bf16_layer.weights, zero_bias, b13, b2)
+    dq_separate = timed(lambda: separate(x, logits))
+    del separate
     widening = Fp8Layer(others["widen"], name, T, H, I, layer.weights, zero_bias, b13, b2)
     widen = timed(lambda: widening(x, logits))
     del widening
@@ -312,9 +326,10 @@ def bench_point(model, name, T, x, logits, layer, bf16_layer, others, w13, w2, b
     out = torch.empty(T, H, device=DEV, dtype=torch.bfloat16)
     ours_bf16 = timed(lambda: bf16.layer(name, x, logits, w13, w2, score_bias=zero_bias, gate_up_bias=b13,
                                          down_bias=b2, out=out, workspace=ws))
-    print(f"  {model} T={T}: MXFP8 {mx:.4f} ms (widening at prefill {widen:.4f}, as bf16 GEMMs {dq:.4f}), "
-          f"block FP8 {block if block is None else round(block, 4)}, bf16 {ours_bf16:.4f}", flush=True)
-    return model, T, mx, widen, dq, block, ours_bf16
+    print(f"  {model} T={T}: MXFP8 {mx:.4f} ms (widening at prefill {widen:.4f}, as bf16 GEMMs {dq:.4f}, "
+          f"with a round-trip kernel {dq_separate:.4f}), block FP8 {block if block is None else round(block, 4)}, "
+          f"bf16 {ours_bf16:.4f}", flush=True)
+    return model, T, mx, widen, dq, dq_separate, block, ours_bf16
 
 
 if __name__ == "__main__":

@@ -47,7 +47,9 @@ def MoESelectKernels : Pass<"moe-select-kernels", "::mlir::ModuleOp"> {
       `swap-ab-max-rows` keeps the swap-AB form alone.
     - `moe.expert_mlp`: `#moe.expert_mlp_kernels`, the forms of its gate-up
       and down GEMMs (block FP8 with `fp8-epilogue-quantize`: the gate-up
-      quantizes its activation).
+      quantizes its activation; bf16 with an MXFP8 `intermediate` and
+      `round-trip-epilogue`: the gate-up stores the activation's round
+      trip).
     - `moe.permute`: `#moe.permute_kernels` (in a block-FP8 layer with
       `fp8-gather-quantize`, the gather quantizes the rows; and from
       `fp8-scatter-min-tokens` tokens on a scatter kernel runs instead).
@@ -96,6 +98,10 @@ def MoESelectKernels : Pass<"moe-select-kernels", "::mlir::ModuleOp"> {
            "A block-FP8 expert MLP's gate-up epilogue stores the activation "
            "as e4m3 and scales (else bf16, then a quantize kernel; off by "
            "default: slower until the GEMM overlaps its epilogue)">,
+    Option<"roundTripEpilogue", "round-trip-epilogue", "bool", "true",
+           "A bf16 expert MLP with an MXFP8 'intermediate' (MXFP8 as bf16 "
+           "GEMMs) stores the activation's round trip from its gate-up "
+           "epilogue (else bf16, then a round-trip kernel in place)">,
     Option<"fp8TileN", "fp8-tile-n", "int64_t", "192",
            "Output columns per tile of the block-FP8 128-row forms: 192 "
            "(each row tile feeds 1.5x the columns) or 128. The 64-row, "

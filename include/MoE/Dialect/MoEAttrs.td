@@ -124,7 +124,9 @@ def MoE_GemmKernelsAttr : AttrDef<MoE_Dialect, "GemmKernels"> {
     whose row ranges follow each other from 1 to the largest row count a
     launch takes (2^31 - 1), so that every expert has exactly one form.
     With `quantize_output` the gated epilogue stores the activation as e4m3
-    with one f32 scale per row and 128 columns (block FP8 only).
+    with one f32 scale per row and 128 columns (block FP8), or, for bf16
+    GEMMs of an expert MLP with an MXFP8 `intermediate`, as its round trip
+    in bf16.
 
     ```mlir
     #moe.gemm_kernels<chip = "sm_90a", forms = [
@@ -154,7 +156,9 @@ def MoE_ExpertMLPKernelsAttr : AttrDef<MoE_Dialect, "ExpertMLPKernels"> {
     `gate_up` computes act(gate, up) in its epilogue (the [M, 2I]
     intermediate stays in registers); `down` applies the row scale. With
     FP8 operands a quantize kernel between them makes the activation the
-    down GEMM's FP8 rows, unless `gate_up` has `quantize_output`.
+    down GEMM's FP8 rows, unless `gate_up` has `quantize_output`; with bf16
+    operands and an `intermediate`, a round-trip kernel between them makes
+    its values, unless `gate_up` has `quantize_output`.
 
     `decode` (0: none): in a bf16 `moe.layer`, calls of at most this many
     tokens run the expert MLP and the combine as one persistent kernel

@@ -89,6 +89,8 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
     suffix += "_wkn";
   if (quantizeOut)
     suffix += "_e4m3out";
+  if (roundTripOut)
+    suffix += roundTripE5M2 ? "_mxe5m2rt" : "_mxe4m3rt";
   if (clusterSize() > 1)
     suffix += "_c" + std::to_string(clusterSize());
   if (pingpong)

@@ -102,6 +102,10 @@ launchInfo(OpBuilder &b, Location loc, Value rows, Value weights, Value offsets,
   info.set("epilogue", b.getStringAttr(epilogueName(tile.epilogue)));
   if (tile.quantizeOut)
     info.set("out", b.getStringAttr("f8E4M3FN"));
+  // The activation stored as its MXFP8 round trip (contract §3.1).
+  if (tile.roundTripOut)
+    info.set("round_trip",
+             b.getStringAttr(tile.roundTripE5M2 ? "mxfp8_e5m2" : "mxfp8_e4m3"));
   info.set("activation",
            b.getStringAttr(!tile.gated() && !tile.activationGrad() ? "none"
                            : tile.activation == Activation::GptOss ? "gptoss"
@@ -168,10 +172,10 @@ static LogicalResult verifyGemmKernels(Operation *op, const GemmPart &part,
          << form.getRowsMax() << "]: ";
     return diag;
   };
-  if (config.getQuantizeOutput() != part.quantizeOut)
+  if (config.getQuantizeOutput() != (part.quantizeOut || part.roundTripOut))
     return op->emitOpError()
            << "quantize_output needs the gate_up GEMM of a block-FP8 expert "
-              "MLP";
+              "MLP or of a bf16 one with an MXFP8 'intermediate'";
   for (GemmFormAttr form : config.getFormList()) {
     if (config.getChip() == "sm_100a") {
       if (form.getStages() != Tcgen05GroupedMatmulTile().stages)
@@ -396,7 +400,8 @@ struct ExpertMLPLowering : KernelPattern<ExpertMLPOp> {
     // FP8 GEMMs read the activation quantized; bf16 ones read its round
     // trip, made in place.
     bool fp8 = parts[0].format != Format::BF16;
-    if ((fp8 && !parts[0].quantizeOut) || (!fp8 && op.getIntermediateAttr())) {
+    if ((fp8 && !parts[0].quantizeOut) ||
+        (!fp8 && op.getIntermediateAttr() && !parts[0].roundTripOut)) {
       auto rowsType = cast<RankedTensorType>(op.getRows().getType());
       int64_t intermediate =
           cast<RankedTensorType>(op.getDownWeights().getType()).getDimSize(2);

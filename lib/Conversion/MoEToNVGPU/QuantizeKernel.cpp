@@ -442,6 +442,33 @@ QuantizedChunk mlir::moe::quantizeChunkE4M3(ImplicitLocOpBuilder &b,
   return {encodeChunk(b, bits, scale.divisor, fp8Type), scale.stored};
 }
 
+Value mlir::moe::roundTripChunkMX(ImplicitLocOpBuilder &b, Value chunk,
+                                  int64_t lanesPerBlock, Type fp8Type) {
+  SmallVector<Value> bits = bf16ChunkBits(b, chunk);
+  Value amax = magnitudeMax(b, bits);
+  for (int64_t d = lanesPerBlock / 2; d >= 1; d /= 2)
+    amax = arith::MaxUIOp::create(b, amax, shuffleXor(b, amax, d));
+  BlockScale scale = blockScale(b, amax, /*mx=*/true, fp8Type);
+  return decodeChunk(b, encodeChunk(b, bits, scale.divisor, fp8Type),
+                     scale.divisor, fp8Type, b.getBF16Type());
+}
+
+Value mlir::moe::roundTripValueMX(ImplicitLocOpBuilder &b, Value value,
+                                  int64_t lanes, Type fp8Type) {
+  // The lane's value as a chunk of 8 copies: the block's amax is the same,
+  // and element 0 of the chunk's round trip is the value's.
+  Value chunk = vector::BroadcastOp::create(
+      b, VectorType::get({kQuantizeChunk}, b.getBF16Type()), value);
+  SmallVector<Value> bits = bf16ChunkBits(b, chunk);
+  Value amax = magnitudeMax(b, ArrayRef(bits).take_front(1));
+  for (int64_t d = lanes / 2; d >= 1; d /= 2)
+    amax = arith::MaxUIOp::create(b, amax, shuffleXor(b, amax, d));
+  BlockScale scale = blockScale(b, amax, /*mx=*/true, fp8Type);
+  Value decoded = decodeChunk(b, encodeChunk(b, bits, scale.divisor, fp8Type),
+                              scale.divisor, fp8Type, b.getBF16Type());
+  return vector::ExtractOp::create(b, decoded, 0);
+}
+
 gpu::GPUFuncOp mlir::moe::buildQuantizeKernel(OpBuilder &builder, Location loc,
                                               gpu::GPUModuleOp module,
                                               const QuantizeKernelSpec &spec) {

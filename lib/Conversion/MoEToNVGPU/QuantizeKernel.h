@@ -62,6 +62,17 @@ struct QuantizedChunk {
 QuantizedChunk quantizeChunkE4M3(ImplicitLocOpBuilder &b, ArrayRef<Value> bits,
                                  int64_t lanesPerBlock);
 
+/// The MXFP8 round trip (moe.fake_quantize with E8M0 scales) of `chunk`, a
+/// vector<8xbf16> of a [1, 8 * lanesPerBlock] block whose chunks are held
+/// by `lanesPerBlock` aligned consecutive lanes (every lane of the warp
+/// takes part), exactly as the round-trip kernel computes it: vector<8xbf16>.
+Value roundTripChunkMX(ImplicitLocOpBuilder &b, Value chunk,
+                       int64_t lanesPerBlock, Type fp8Type);
+/// The same for one bf16 value per lane, `lanes` aligned consecutive lanes
+/// holding a block's values.
+Value roundTripValueMX(ImplicitLocOpBuilder &b, Value value, int64_t lanes,
+                       Type fp8Type);
+
 /// Builds the kernel: (input memref<?x?xT> [M, C], values memref<?x?xi8>
 /// [M, C], scales memref<?x?xS> [M/br, C/bc]) with T bf16 or f32 and S f32 or
 /// i8 (E8M0 codes), row-major and dense. It computes exactly what the CPU

@@ -326,7 +326,7 @@ struct MoESelectKernelsPass
       addForm(tile, firstRows, kMaxLaunchRows);
     }
     return GemmKernelsAttr::get(context, chip, ArrayAttr::get(context, forms),
-                                part.quantizeOut);
+                                part.quantizeOut || part.roundTripOut);
   }
 
   /// With `pingpong`, the ping-pong form of a bf16 normal `tile` (64 rows,
@@ -427,7 +427,11 @@ struct MoESelectKernelsPass
     if (isa<GroupedDgradOp>(op))
       return selectDgrad(getGemmParts(op, false).front());
     if (auto mlp = dyn_cast<ExpertMLPOp>(op)) {
-      SmallVector<GemmPart, 2> parts = getGemmParts(op, fp8EpilogueQuantize);
+      // The gate-up epilogue quantizes FP8 activations, or makes a bf16
+      // one's round trip, as the options say.
+      bool bf16 = getGemmParts(op, false).front().format == Format::BF16;
+      SmallVector<GemmPart, 2> parts =
+          getGemmParts(op, bf16 ? roundTripEpilogue : fp8EpilogueQuantize);
       GemmKernelsAttr gateUp = selectGemm(parts[0], mlp.getRows()),
                       down = selectGemm(parts[1], mlp.getRows());
       return ExpertMLPKernelsAttr::get(context, gateUp, down,

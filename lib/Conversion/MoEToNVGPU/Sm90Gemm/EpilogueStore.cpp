@@ -9,11 +9,14 @@
 // N + c of act_input), loaded into registers while the mainloop runs, come
 // into the staging tile as the stores read it, each thread turns its
 // fragment's inputs into their gradients in place, and the rows go to the
-// same columns of out.
+// same columns of out. A bf16 activation's MXFP8 round trip
+// (GroupedMatmulSemantics::roundTripOut) is made by the readers: each holds
+// 8 columns of a row, four consecutive ones a [1, 32] block.
 //
 //===----------------------------------------------------------------------===//
 
 #include "../KernelUtils.h"
+#include "../QuantizeKernel.h"
 #include "Fragment.h"
 #include "GemmKernel.h"
 
@@ -27,6 +30,8 @@ namespace {
 
 /// Elements of one 16-byte store.
 constexpr int64_t kVector = 8;
+/// Readers of one [1, 32] MXFP8 block (8 columns each).
+constexpr int64_t kMxLanes = 32 / kVector;
 
 class StagedStoreEpilogue final : public GemmEpilogue {
 public:
@@ -289,6 +294,9 @@ void StagedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
       Value values = vector::LoadOp::create(
           b, chunkType, staging, ValueRange{r, m.mul(readPhysical, m.c(8))},
           /*nontemporal=*/false, llvm::Align(16));
+      // Every lane, stored or not, takes part in its block's shuffles.
+      if (t.roundTripOut)
+        values = roundTripChunkMX(b, values, kMxLanes, roundTripElement(b, t));
       Value tileRow = m.add(groupRow0, r);
       Value stores = m.lt(tileRow, rowsHere);
       // Gradients: chunks 0-3 are gate columns, 4-7 up columns N further.

@@ -5,11 +5,14 @@
 // tile's expert. Threads t and t + 64 share column t % 64 and take
 // alternate token rows, so each row's 64 columns are stored by 64
 // consecutive threads. Split K: warpgroup w's partial sums are rows
-// [64w, 64w + 64) of the f32 tile, and the values are their sum.
+// [64w, 64w + 64) of the f32 tile, and the values are their sum. A bf16
+// activation's MXFP8 round trip (roundTripOut): a warp holds 32 columns of
+// a row, one [1, 32] block.
 //
 //===----------------------------------------------------------------------===//
 
 #include "../KernelUtils.h"
+#include "../QuantizeKernel.h"
 #include "Fragment.h"
 #include "GemmKernel.h"
 
@@ -93,6 +96,10 @@ void TransposedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
               k.rowScales ? i.load(k.rowScales, i.add(row0, r)) : Value();
           v = fuseEpilogueValue(ib, t, v, up, bias.first, bias.second, weight);
           Value narrowed = arith::TruncFOp::create(ib, ib.getBF16Type(), v);
+          // A warp's lanes are one row's block: all in the loop or none.
+          if (t.roundTripOut)
+            narrowed =
+                roundTripValueMX(ib, narrowed, 32, roundTripElement(ib, t));
           memref::StoreOp::create(ib, narrowed, k.out,
                                   ValueRange{i.add(row0, r), col});
           scf::YieldOp::create(ib);
