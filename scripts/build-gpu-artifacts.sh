@@ -497,7 +497,7 @@ bundle mxlayer-bf16 "$root/test/device/layer_models.mlir" \
 # gate-up GEMM (mxfp8_layer.py --bench: the epilogue's A/B).
 bundle mxlayer-bf16-separate "$root/test/device/layer_models.mlir" \
   --moe-quantize="format=mxfp8 scope=weights+activations gemm=dequantized" \
-  --moe-gpu-pipeline="round-trip-epilogue=0"
+  --moe-gpu-pipeline="fuse-round-trips=0"
 # The quantize kernel (test/device/quantize.py): every encoding it
 # implements, bf16 and f32 inputs.
 bundle quantize "$root/test/device/quantize_shapes.mlir" --moe-gpu-pipeline

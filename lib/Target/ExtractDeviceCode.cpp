@@ -250,7 +250,7 @@ struct MoEExtractDeviceCodePass
     // part.
     if (chain->rowsQuantize && chain->rowsQuantize->hasAttr(moe::kLaunchAttr))
       parts.push_back({"quantize", chain->rowsQuantize});
-    if (chain->rowsRoundTrip)
+    if (chain->rowsRoundTrip && chain->rowsRoundTrip->hasAttr(moe::kLaunchAttr))
       parts.push_back({"quantize", chain->rowsRoundTrip});
     parts.append({{"", chain->mlp}, {"unpermute", chain->combine}});
     for (auto [role, op] : parts) {

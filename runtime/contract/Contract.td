@@ -121,7 +121,9 @@ def PermuteAbi : Abi<"permute.v2", [
   Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>,
   Key<"experts", IntKey>, Key<"top_k", IntKey>, Key<"hidden", IntKey>,
   Key<"offsets", TypeKey>, Key<"chunk", IntKey>, Opt<"out", NameKey>,
-  Opt<"index_counts", FlagKey>, Opt<"scatter_from", IntKey>], SimpleKernel>;
+  Opt<"index_counts", FlagKey>, Opt<"scatter_from", IntKey>,
+  // The gather stores the rows' MXFP8 round trip (bf16; contract §3.4).
+  Opt<"round_trip", NameKey>], SimpleKernel>;
 def LayerAbi : Abi<"layer.v1", [
   Key<"op", NameKey>, Key<"abi", NameKey>, Key<"max_rows", IntKey>,
   Opt<"route", NameKey>, Key<"permute", NameKey>, Key<"gate_up", NameKey>,

@@ -1108,6 +1108,25 @@ moeStatus Reader::parsePermuteEntry(const std::string &who,
                   " (only a quantizing permute has a scatter kernel)",
                   who.c_str(), (long long)entry.scatterFrom);
   }
+  // round_trip: the gather stores the bf16 rows' MXFP8 round trip, in
+  // [1, 32] blocks of a row (contract §3.4): bf16 rows still.
+  if (isPresent(values[11])) {
+    if (values[11] != "mxfp8_e4m3" && values[11] != "mxfp8_e5m2")
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: round_trip=%s is not mxfp8_e4m3 or mxfp8_e5m2",
+                  who.c_str(), quote(values[11]).c_str());
+    if (isPresent(values[8]))
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: round_trip=%s with out=%s (a gather stores e4m3 rows "
+                  "or the bf16 rows' round trip, not both)",
+                  who.c_str(), quote(values[11]).c_str(),
+                  quote(values[8]).c_str());
+    if (entry.hidden != -1 && entry.hidden % kMxBlockSize)
+      return fail(MOE_STATUS_INVALID_BUNDLE,
+                  "%s: hidden=%lld with round_trip is not a multiple of 32 "
+                  "(the gather makes whole [1, 32] blocks of a row)",
+                  who.c_str(), (long long)entry.hidden);
+  }
   // out=f8E4M3FN: the gather quantizes the rows, in [1, 128] groups of a row
   // (contract §3.4). Absent: bf16.
   if (!isPresent(values[8]))

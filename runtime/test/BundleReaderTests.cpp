@@ -301,8 +301,8 @@ std::vector<Malformed> malformedPermuteBundles() {
        permuteReplaced("chunk=4096\n", "chunk=4096 slots=i64\n"), bad,
        "bundle line 4: entry 'perm': unknown key 'slots' (abi permute.v2 "
        "takes op, abi, max_rows, experts, top_k, hidden, offsets, chunk, the "
-       "optional out, the optional index_counts and the optional "
-       "scatter_from)"},
+       "optional out, the optional index_counts, the optional scatter_from "
+       "and the optional round_trip)"},
       // index_counts: 0 or 1 (absent: 0).
       {"permute index_counts 2",
        permuteReplaced("chunk=4096\n", "chunk=4096 index_counts=2\n"), bad,
@@ -314,6 +314,23 @@ std::vector<Malformed> malformedPermuteBundles() {
        permuteReplaced("chunk=4096\n", "chunk=4096 index_counts=1 "
                                        "index_counts=1\n"),
        bad, "bundle line 4: entry 'perm': duplicate key 'index_counts'"},
+      // round_trip: the gather stores the bf16 rows' MXFP8 round trip.
+      {"permute round_trip of another format",
+       permuteReplaced("chunk=4096\n", "chunk=4096 round_trip=mxfp4\n"), bad,
+       "bundle line 4: entry 'perm': round_trip='mxfp4' is not mxfp8_e4m3 or "
+       "mxfp8_e5m2"},
+      {"permute round_trip with out",
+       permuteFp8Replaced("out=f8E4M3FN\n",
+                          "out=f8E4M3FN round_trip=mxfp8_e4m3\n"),
+       bad,
+       "bundle line 4: entry 'qperm': round_trip='mxfp8_e4m3' with "
+       "out='f8E4M3FN' (a gather stores e4m3 rows or the bf16 rows' round "
+       "trip, not both)"},
+      {"permute round_trip on hidden 8",
+       permuteReplaced("hidden=8 offsets=i32 chunk=65536\n",
+                       "hidden=8 offsets=i32 chunk=65536 "
+                       "round_trip=mxfp8_e4m3\n"),
+       bad, "entry 'wide': hidden=8 with round_trip is not a multiple of 32"},
       // scatter_from: a positive T, only with out=f8E4M3FN and then with a
       // fourth kernel, the scatter.
       {"permute scatter_from 0",
@@ -2239,6 +2256,17 @@ TEST(bundlePermuteParses) {
   CHECK_EQ(entry.chunk, 32);
   CHECK_EQ(moeBundleGetKernel(bundle, 0, 2, &kernel), MOE_STATUS_SUCCESS);
   CHECK_EQ(kernel.threads, 100);
+  moeBundleClose(bundle);
+
+  // A gather storing the rows' MXFP8 round trip is a permute like any other.
+  std::string roundTrip = permuteBundle();
+  roundTrip.replace(roundTrip.find("chunk=4096\n"), 11,
+                    "chunk=4096 round_trip=mxfp8_e4m3\n");
+  bundle = OPEN_VALID(roundTrip);
+  if (!bundle)
+    return;
+  CHECK_EQ(moeBundleGetEntry(bundle, 0, &entry), MOE_STATUS_SUCCESS);
+  CHECK_EQ(std::string(entry.name), "perm");
   moeBundleClose(bundle);
 }
 

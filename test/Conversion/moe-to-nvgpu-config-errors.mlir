@@ -88,10 +88,20 @@ func.func @two_chips(%x: tensor<?x256xbf16>, %logits: tensor<?x8xf32>, %rows: te
 
 // A quantize is fused only into its layer's quantizing gather.
 func.func @fused_alone(%x: tensor<?x256xbf16>) -> (tensor<?x256xf8E4M3FN>, tensor<?x2xf32>) {
-  // expected-error @+1 {{is 'fused' only as the quantize of a layer's rows whose permute has quantize_rows}}
+  // expected-error @+1 {{is 'fused' only as the quantize (or round trip) of a layer's rows whose permute has quantize_rows}}
   %q, %s = moe.quantize %x to <f8E4M3FN, [1, 128], f32> {moe.kernels = #moe.kernel<chip = "sm_90a", fused = true>}
       : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
   return %q, %s : tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+}
+
+// -----
+
+// So is a round trip, into its bf16 layer's gather.
+func.func @fused_round_trip_alone(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{is 'fused' only as the quantize (or round trip) of a layer's rows whose permute has quantize_rows}}
+  %y = moe.fake_quantize %x to <f8E4M3FN, [1, 32], f8E8M0FNU> {moe.kernels = #moe.kernel<chip = "sm_90a", fused = true>}
+      : tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
 }
 
 // -----

@@ -3,7 +3,7 @@
 // RUN: moe-opt %s --moe-select-kernels="mxfp8-widen=1" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=WIDEN
 // RUN: moe-opt %s --moe-select-kernels="warp-specialize=none" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=UNSPEC
 // RUN: moe-opt %s --moe-select-kernels="stages=3" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=STAGES3
-// RUN: moe-opt %s --moe-select-kernels="round-trip-epilogue=0" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=SEPARATE
+// RUN: moe-opt %s --moe-select-kernels="fuse-round-trips=0" --convert-moe-to-nvgpu --split-input-file --mlir-print-op-on-diagnostic=false -verify-diagnostics | FileCheck %s --check-prefix=SEPARATE
 
 // Block FP8 (DeepSeek-V3's format): a grouped_matmul whose rows and weights
 // are both dequantized e4m3 with f32 scales in [1, 128] and [128, 128]
@@ -288,7 +288,7 @@ func.func @fused_mlp_mixed_formats(
 // round trip (MXFP8 computed as bf16 GEMMs of exact values). The gate-up
 // epilogue stores the round trip (quantize_output, `round_trip` in its
 // launch, kernels named _mxe4m3rt), so there is no part between the GEMMs.
-// With round-trip-epilogue=0 the gate-up stores bf16 and a third part, the
+// With fuse-round-trips=0 the gate-up stores bf16 and a third part, the
 // quantize kernel's round trip (planned.v1 moe.fake_quantize) on the
 // [M, I] activation, runs between them, in place.
 // CHECK-LABEL: func @fused_mlp_bf16_round_trip

@@ -35,7 +35,7 @@ returning the dequantized weights in bf16), on the same inputs:
   reference on dequantized values: <= 1e-2; its distance to the MXFP8
   layer's output reported; bit-exact with the same layer whose activation's
   round trip is a kernel of its own (mxlayer-bf16-separate.moebundle,
-  `round-trip-epilogue=0`; the gate-up epilogue makes it by default);
+  `fuse-round-trips=0`; the gate-up epilogue makes it by default);
 - captured in a CUDA graph, replayed on new inputs.
 `--bench`: the MXFP8 layer beside the same layer whose prefill forms widen
 e4m3 to bf16 (mxlayer-widen.moebundle, `mxfp8-widen=1`), the layer with

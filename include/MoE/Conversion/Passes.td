@@ -48,8 +48,11 @@ def MoESelectKernels : Pass<"moe-select-kernels", "::mlir::ModuleOp"> {
     - `moe.expert_mlp`: `#moe.expert_mlp_kernels`, the forms of its gate-up
       and down GEMMs (block FP8 with `fp8-epilogue-quantize`: the gate-up
       quantizes its activation; bf16 with an MXFP8 `intermediate` and
-      `round-trip-epilogue`: the gate-up stores the activation's round
+      `fuse-round-trips`: the gate-up stores the activation's round
       trip).
+    - `moe.permute`'s gather, in a bf16 layer whose rows make an MXFP8
+      round trip (`moe.fake_quantize`), stores the rows' round trip with
+      `fuse-round-trips` (`quantize_rows`; the round trip is `fused`).
     - `moe.permute`: `#moe.permute_kernels` (in a block-FP8 layer with
       `fp8-gather-quantize`, the gather quantizes the rows; and from
       `fp8-scatter-min-tokens` tokens on a scatter kernel runs instead).
@@ -98,10 +101,11 @@ def MoESelectKernels : Pass<"moe-select-kernels", "::mlir::ModuleOp"> {
            "A block-FP8 expert MLP's gate-up epilogue stores the activation "
            "as e4m3 and scales (else bf16, then a quantize kernel; off by "
            "default: slower until the GEMM overlaps its epilogue)">,
-    Option<"roundTripEpilogue", "round-trip-epilogue", "bool", "true",
-           "A bf16 expert MLP with an MXFP8 'intermediate' (MXFP8 as bf16 "
-           "GEMMs) stores the activation's round trip from its gate-up "
-           "epilogue (else bf16, then a round-trip kernel in place)">,
+    Option<"fuseRoundTrips", "fuse-round-trips", "bool", "true",
+           "MXFP8 as bf16 GEMMs: a bf16 expert MLP with an MXFP8 "
+           "'intermediate' stores the activation's round trip from its "
+           "gate-up epilogue, and a layer's gather the rows' round trip "
+           "(else round-trip kernels of their own, in place)">,
     Option<"fp8TileN", "fp8-tile-n", "int64_t", "192",
            "Output columns per tile of the block-FP8 128-row forms: 192 "
            "(each row tile feeds 1.5x the columns) or 128. The 64-row, "

@@ -449,6 +449,16 @@ QuantizeOp mlir::moe::getGatherQuantizedRows(Operation *op) {
   return chain->rowsQuantize;
 }
 
+FakeQuantizeOp mlir::moe::getGatherRoundTripRows(Operation *op) {
+  auto layer = dyn_cast_or_null<LayerOp>(op->getParentOp());
+  std::optional<LayerChain> chain = layer ? getLayerChain(layer) : std::nullopt;
+  if (!chain || !chain->rowsRoundTrip ||
+      (op != chain->permute && op != chain->rowsRoundTrip) ||
+      !chain->rowsRoundTrip.getEncoding().isMX())
+    return {};
+  return chain->rowsRoundTrip;
+}
+
 std::string mlir::moe::missingKernelReason(Operation *op) {
   if (isa<SharedMLPOp, SharedMLPGradOp>(op))
     return "the shared expert runs on the GPU as routed experts of its "

@@ -37,6 +37,10 @@ GroupedMatmulTile::Format formatOf(FP8Operands operands);
 /// or that quantize) when the permute's gather can do it (block FP8's
 /// [1, 128] groups), or null.
 QuantizeOp getGatherQuantizedRows(Operation *op);
+/// The MXFP8 round trip of the rows of the bf16 moe.layer that holds `op`
+/// (its permute or that moe.fake_quantize), which the gather can make, or
+/// null.
+FakeQuantizeOp getGatherRoundTripRows(Operation *op);
 
 /// Why `op`, a moe op the GPU path does not implement at all yet
 /// (moe.shared_mlp), cannot be compiled for any chip, or an empty string.

@@ -239,11 +239,18 @@ static LogicalResult verifyKernelConfig(Operation *op) {
       return expect("permute_kernels<...>");
     if (!permute.getQuantizeRows())
       return success();
-    QuantizeOp rows = getGatherQuantizedRows(op);
+    Operation *rows = getGatherQuantizedRows(op);
+    if (!rows)
+      rows = getGatherRoundTripRows(op);
     if (!rows)
       return op->emitOpError()
              << "quantize_rows needs a block-FP8 layer whose permuted rows "
-                "are quantized in [1, 128] groups";
+                "are quantized in [1, 128] groups, or a bf16 one whose rows "
+                "make an MXFP8 round trip";
+    if (permute.getScatterFrom() > 0 && isa<FakeQuantizeOp>(rows))
+      return op->emitOpError()
+             << "has scatter_from, which a gather of round-tripped rows "
+                "does not implement";
     // Else the rows would be quantized twice, by the gather and a kernel.
     auto rowsConfig = rows->getAttrOfType<KernelAttr>(kKernelsAttr);
     if (!rowsConfig || !rowsConfig.getFused())
@@ -257,16 +264,18 @@ static LogicalResult verifyKernelConfig(Operation *op) {
     return expect("kernel<...>");
   if (!kernel.getFused())
     return success();
-  // A fused quantize is the one its layer's permute stores.
-  QuantizeOp rows = isa<QuantizeOp>(op) ? getGatherQuantizedRows(op) : nullptr;
+  // A fused quantize (or round trip) is the one its layer's permute stores.
+  Operation *rows = isa<QuantizeOp>(op)       ? getGatherQuantizedRows(op)
+                    : isa<FakeQuantizeOp>(op) ? getGatherRoundTripRows(op)
+                                              : nullptr;
   auto permuteConfig =
       rows ? getLayerChain(cast<LayerOp>(op->getParentOp()))
                  ->permute->getAttrOfType<PermuteKernelsAttr>(kKernelsAttr)
            : nullptr;
   if (!permuteConfig || !permuteConfig.getQuantizeRows())
     return op->emitOpError()
-           << "is 'fused' only as the quantize of a layer's rows whose "
-              "permute has quantize_rows";
+           << "is 'fused' only as the quantize (or round trip) of a layer's "
+              "rows whose permute has quantize_rows";
   return success();
 }
 
@@ -466,11 +475,14 @@ struct QuantizeLowering : KernelPattern<QuantizeOp> {
   }
 };
 
-/// Lowers `moe.fake_quantize` to the quantize kernel's round trip.
+/// Lowers `moe.fake_quantize` to the quantize kernel's round trip (none
+/// when fused into the permute's gather).
 struct FakeQuantizeLowering : KernelPattern<FakeQuantizeOp> {
   using KernelPattern::KernelPattern;
   FailureOr<Attribute> build(FakeQuantizeOp op,
                              OpBuilder &builder) const override {
+    if (op->getAttrOfType<KernelAttr>(kKernelsAttr).getFused())
+      return Attribute();
     return fakeQuantizeLaunch(builder, kernels, op.getLoc(),
                               op.getInput().getType(), op.getEncoding());
   }

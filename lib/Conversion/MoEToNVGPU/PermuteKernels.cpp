@@ -32,7 +32,10 @@ std::string PermuteKernelSpec::indexKernelName() const {
 
 std::string PermuteKernelSpec::gatherKernelName() const {
   return llvm::formatv("moe_permute_gather_off{0}{1}", offsetBits,
-                       quantize ? "_e4m3" : "")
+                       quantize        ? "_e4m3"
+                       : !roundTrip    ? ""
+                       : roundTripE5M2 ? "_mxe5m2rt"
+                                       : "_mxe4m3rt")
       .str();
 }
 
@@ -518,6 +521,14 @@ mlir::moe::buildPermuteGatherKernel(OpBuilder &builder, Location loc,
               /*nontemporal=*/false, llvm::Align(16)));
         for (int64_t i = 0; i < kGatherRows; ++i) {
           Value v = arith::SelectOp::create(ib, has[i], values[i], zeros);
+          // A [1, 32] block is 4 lanes' chunks (threads * 8 columns a CTA
+          // from a multiple of 32; H a multiple of 32): all in or all out.
+          if (spec.roundTrip)
+            v = roundTripChunkMX(
+                ib, v, 32 / kVector,
+                spec.roundTripE5M2
+                    ? Type(Float8E5M2Type::get(ib.getContext()))
+                    : Type(Float8E4M3FNType::get(ib.getContext())));
           if (spec.quantize) {
             QuantizedChunk q =
                 quantizeChunkE4M3(ib, bf16ChunkBits(ib, v), kGroupLanes);

@@ -74,7 +74,12 @@ FailureOr<DictionaryAttr> mlir::moe::permuteLaunch(OpBuilder &builder,
   spec.experts = offsets.getDimSize(0) - 1;
   spec.topK = ids.getDimSize(1);
   spec.offsetBits = offsets.getElementType().getIntOrFloatBitWidth();
-  spec.quantize = quantize;
+  // In a bf16 layer of MXFP8 values the gather makes the rows' round trip.
+  FakeQuantizeOp roundTrip = quantize ? getGatherRoundTripRows(op) : nullptr;
+  spec.quantize = quantize && !roundTrip;
+  spec.roundTrip = roundTrip != nullptr;
+  spec.roundTripE5M2 =
+      roundTrip && isa<Float8E5M2Type>(roundTrip.getEncoding().getElement());
   gpu::GPUFuncOp count = lookUpOrBuild(kernels, spec.countKernelName(), [&] {
     return buildPermuteCountKernel(builder, op.getLoc(), kernels, spec);
   });
@@ -85,7 +90,7 @@ FailureOr<DictionaryAttr> mlir::moe::permuteLaunch(OpBuilder &builder,
     return buildPermuteGatherKernel(builder, op.getLoc(), kernels, spec);
   });
   SmallVector<gpu::GPUFuncOp, 4> funcs{count, index, gather};
-  if (quantize && scatterFrom > 0)
+  if (spec.quantize && scatterFrom > 0)
     funcs.push_back(lookUpOrBuild(kernels, spec.scatterKernelName(), [&] {
       return buildPermuteScatterKernel(builder, op.getLoc(), kernels, spec);
     }));
@@ -98,8 +103,13 @@ FailureOr<DictionaryAttr> mlir::moe::permuteLaunch(OpBuilder &builder,
   info.set("chunk", builder.getI64IntegerAttr(kPermuteChunk));
   // Its index kernel counts a single chunk itself: no count launch then.
   info.set("index_counts", builder.getBoolAttr(true));
-  if (quantize)
+  if (spec.quantize)
     info.set("out", builder.getStringAttr("f8E4M3FN"));
+  // The rows stored as their MXFP8 round trip (contract §3.4).
+  if (spec.roundTrip)
+    info.set("round_trip",
+             builder.getStringAttr(spec.roundTripE5M2 ? "mxfp8_e5m2"
+                                                      : "mxfp8_e4m3"));
   // From this many tokens on, the runtime launches the scatter (§3.4).
   if (kernelForms.size() == 4)
     info.set("scatter_from", builder.getI64IntegerAttr(scatterFrom));

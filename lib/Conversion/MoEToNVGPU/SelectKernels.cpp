@@ -431,7 +431,7 @@ struct MoESelectKernelsPass
       // one's round trip, as the options say.
       bool bf16 = getGemmParts(op, false).front().format == Format::BF16;
       SmallVector<GemmPart, 2> parts =
-          getGemmParts(op, bf16 ? roundTripEpilogue : fp8EpilogueQuantize);
+          getGemmParts(op, bf16 ? fuseRoundTrips : fp8EpilogueQuantize);
       GemmKernelsAttr gateUp = selectGemm(parts[0], mlp.getRows()),
                       down = selectGemm(parts[1], mlp.getRows());
       return ExpertMLPKernelsAttr::get(context, gateUp, down,
@@ -440,14 +440,17 @@ struct MoESelectKernelsPass
     // In a block-FP8 layer the gather can store the rows quantized: the
     // quantize between the permute and the expert MLP then has no kernel.
     bool gatherQuantizes = fp8GatherQuantize && getGatherQuantizedRows(op);
+    // In a bf16 layer of MXFP8 values it can store the rows' round trip.
+    bool gatherRoundTrips = fuseRoundTrips && getGatherRoundTripRows(op);
     if (isa<PermuteOp>(op))
       return PermuteKernelsAttr::get(
-          context, chip, gatherQuantizes,
+          context, chip, gatherQuantizes || gatherRoundTrips,
           gatherQuantizes ? static_cast<int64_t>(fp8ScatterMinTokens) : 0);
     if (isa<LayerOp>(op))
       return {};
     return KernelAttr::get(context, chip,
-                           /*fused=*/isa<QuantizeOp>(op) && gatherQuantizes);
+                           /*fused=*/(isa<QuantizeOp>(op) && gatherQuantizes) ||
+                               (isa<FakeQuantizeOp>(op) && gatherRoundTrips));
   }
 
   void runOnOperation() override {
