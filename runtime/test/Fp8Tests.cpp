@@ -162,7 +162,8 @@ TEST(fp8MalformedEntries) {
       {"format on a v3 entry", v3WithFormat, bad,
        "bundle line 5: entry 'gate_up': unknown key 'format' (abi "
        "grouped_matmul.v3 takes op, abi, experts, n, k, max_rows, offsets, "
-       "epilogue, bias, activation, the optional weights and the optional round_trip)"},
+       "epilogue, bias, activation, the optional weights and the optional "
+       "round_trip)"},
       {"unknown fp8 key",
        fp8Replaced("format=fp8_block", "format=fp8_block block=128"), bad,
        "bundle line 4: entry 'gemm': unknown key 'block' (abi "
@@ -385,7 +386,8 @@ TEST(fp8OutMalformedEntries) {
       {"out on a v3 entry", v3WithOut,
        "bundle line 5: entry 'gate_up': unknown key 'out' (abi "
        "grouped_matmul.v3 takes op, abi, experts, n, k, max_rows, offsets, "
-       "epilogue, bias, activation, the optional weights and the optional round_trip)"},
+       "epilogue, bias, activation, the optional weights and the optional "
+       "round_trip)"},
       {"out on a v3 swiglu entry", v3SwiGLUWithOut,
        "bundle line 4: entry 'mlp_gate_up': unknown key 'out'"},
       // The kernels write whole [1, 128] groups of the n/2 columns.

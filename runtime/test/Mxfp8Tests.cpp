@@ -141,7 +141,8 @@ TEST(mxfp8MalformedEntries) {
       {"mxfp8 format on a v3 entry", v3WithFormat,
        "bundle line 5: entry 'gate_up': unknown key 'format' (abi "
        "grouped_matmul.v3 takes op, abi, experts, n, k, max_rows, offsets, "
-       "epilogue, bias, activation, the optional weights and the optional round_trip)"},
+       "epilogue, bias, activation, the optional weights and the optional "
+       "round_trip)"},
       {"mxfp8 of a quantize op",
        mxReplaced("entry mgemm op=moe.grouped_matmul",
                   "entry mgemm op=moe.quantize"),
