@@ -380,7 +380,9 @@ def MoE_ExpertMLPOp : MoE_Op<"expert_mlp", [Pure, AttrSizedOperandSegments]> {
     encoding and dequantizes it before the down projection, exactly as
     `moe.quantize` then `moe.dequantize` of `h` would:
     `h' = dequantize(quantize(h))`, rounded to the rows' element type. A
-    kernel keeps the FP8 values and their scales in memory instead of `h`.
+    kernel of FP8 GEMMs keeps the FP8 values and their scales in memory
+    instead of `h`; one of bf16 GEMMs (bf16 rows and weights: MXFP8
+    computed on exact dequantized values) keeps `h'` itself.
 
     ```mlir
     %o = moe.expert_mlp silu %rows, %offsets, %w13, %w2 scale %row_weights
