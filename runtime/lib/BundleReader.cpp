@@ -910,6 +910,11 @@ moeStatus Reader::parseWeightsKey(const std::string &who,
   return MOE_STATUS_SUCCESS;
 }
 
+/// A `round_trip` value (contract §3.1, §3.4): the MXFP8 elements.
+static bool isRoundTripName(std::string_view value) {
+  return value == "mxfp8_e4m3" || value == "mxfp8_e5m2";
+}
+
 moeStatus Reader::parseRoundTripKey(const std::string &who,
                                     std::string_view roundTrip,
                                     const Entry &entry) {
@@ -917,7 +922,7 @@ moeStatus Reader::parseRoundTripKey(const std::string &who,
   // their output, nothing a launch passes.
   if (!isPresent(roundTrip))
     return MOE_STATUS_SUCCESS;
-  if (roundTrip != "mxfp8_e4m3" && roundTrip != "mxfp8_e5m2")
+  if (!isRoundTripName(roundTrip))
     return fail(MOE_STATUS_INVALID_BUNDLE,
                 "%s: round_trip=%s is not mxfp8_e4m3 or mxfp8_e5m2",
                 who.c_str(), quote(roundTrip).c_str());
@@ -1111,7 +1116,7 @@ moeStatus Reader::parsePermuteEntry(const std::string &who,
   // round_trip: the gather stores the bf16 rows' MXFP8 round trip, in
   // [1, 32] blocks of a row (contract §3.4): bf16 rows still.
   if (isPresent(values[11])) {
-    if (values[11] != "mxfp8_e4m3" && values[11] != "mxfp8_e5m2")
+    if (!isRoundTripName(values[11]))
       return fail(MOE_STATUS_INVALID_BUNDLE,
                   "%s: round_trip=%s is not mxfp8_e4m3 or mxfp8_e5m2",
                   who.c_str(), quote(values[11]).c_str());

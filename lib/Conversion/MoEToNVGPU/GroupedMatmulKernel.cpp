@@ -11,6 +11,7 @@
 #include "GroupedMatmulKernel.h"
 #include "KernelUtils.h"
 #include "MoE/Conversion/Passes.h"
+#include "QuantizeKernel.h"
 #include "Sm90Gemm/GemmKernel.h"
 #include "TileScheduler.h"
 
@@ -90,7 +91,7 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
   if (quantizeOut)
     suffix += "_e4m3out";
   if (roundTripOut)
-    suffix += roundTripE5M2 ? "_mxe5m2rt" : "_mxe4m3rt";
+    suffix += mxRoundTripSuffix(roundTripOut);
   if (clusterSize() > 1)
     suffix += "_c" + std::to_string(clusterSize());
   if (pingpong)

@@ -66,13 +66,12 @@ struct GroupedMatmulSemantics {
   /// then covers a whole group: passes() tiles back to back, their
   /// activations gathered in shared memory.
   bool quantizeOut = false;
-  /// bf16 SwiGLU only: the activation is stored as its MXFP8 round trip
-  /// (moe.fake_quantize with [1, 32] blocks and E8M0 scales, from its bf16
-  /// rounding; e5m2 codes with `roundTripE5M2`, else e4m3), made by the
+  /// bf16 SwiGLU only, when set (f8E4M3FN or f8E5M2): the activation is
+  /// stored as its MXFP8 round trip to this element (moe.fake_quantize with
+  /// [1, 32] blocks and E8M0 scales, from its bf16 rounding), made by the
   /// lanes that store each 32 columns of a row: the `intermediate` of a
   /// bf16 expert MLP (MXFP8 computed as bf16 GEMMs).
-  bool roundTripOut = false;
-  bool roundTripE5M2 = false;
+  Type roundTripOut;
   /// The element type (f32 or bf16) of a per-expert bias [E, N] added to
   /// the accumulator before the activation or row scale; null: no bias.
   Type biasType;

@@ -551,10 +551,8 @@ SmallVector<GemmPart, 2> mlir::moe::getGemmParts(Operation *op,
   // bf16 GEMMs of an MXFP8 intermediate ([1, 32] blocks, as the verifier
   // makes MX blocks): the epilogue makes its round trip.
   BlockScaledEncodingAttr inter = mlp.getIntermediateAttr();
-  gateUp.roundTripOut =
-      quantizeGateUp && gateUp.format == Format::BF16 && inter && inter.isMX();
-  gateUp.roundTripE5M2 =
-      gateUp.roundTripOut && isa<Float8E5M2Type>(inter.getElement());
+  if (quantizeGateUp && gateUp.format == Format::BF16 && inter && inter.isMX())
+    gateUp.roundTripOut = inter.getElement();
   if (mlp.getActivation() == GatedActivation::gptoss) {
     gateUp.activation = Activation::GptOss;
     gateUp.alpha = mlp.getAlphaOrDefault();

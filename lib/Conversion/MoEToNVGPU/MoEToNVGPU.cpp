@@ -104,8 +104,7 @@ launchInfo(OpBuilder &b, Location loc, Value rows, Value weights, Value offsets,
     info.set("out", b.getStringAttr("f8E4M3FN"));
   // The activation stored as its MXFP8 round trip (contract §3.1).
   if (tile.roundTripOut)
-    info.set("round_trip",
-             b.getStringAttr(tile.roundTripE5M2 ? "mxfp8_e5m2" : "mxfp8_e4m3"));
+    info.set("round_trip", b.getStringAttr(mxRoundTripName(tile.roundTripOut)));
   info.set("activation",
            b.getStringAttr(!tile.gated() && !tile.activationGrad() ? "none"
                            : tile.activation == Activation::GptOss ? "gptoss"
@@ -172,7 +171,8 @@ static LogicalResult verifyGemmKernels(Operation *op, const GemmPart &part,
          << form.getRowsMax() << "]: ";
     return diag;
   };
-  if (config.getQuantizeOutput() != (part.quantizeOut || part.roundTripOut))
+  if (config.getQuantizeOutput() !=
+      (part.quantizeOut || bool(part.roundTripOut)))
     return op->emitOpError()
            << "quantize_output needs the gate_up GEMM of a block-FP8 expert "
               "MLP or of a bf16 one with an MXFP8 'intermediate'";

@@ -32,10 +32,9 @@ std::string PermuteKernelSpec::indexKernelName() const {
 
 std::string PermuteKernelSpec::gatherKernelName() const {
   return llvm::formatv("moe_permute_gather_off{0}{1}", offsetBits,
-                       quantize        ? "_e4m3"
-                       : !roundTrip    ? ""
-                       : roundTripE5M2 ? "_mxe5m2rt"
-                                       : "_mxe4m3rt")
+                       quantize    ? "_e4m3"
+                       : roundTrip ? mxRoundTripSuffix(roundTrip)
+                                   : "")
       .str();
 }
 
@@ -524,11 +523,7 @@ mlir::moe::buildPermuteGatherKernel(OpBuilder &builder, Location loc,
           // A [1, 32] block is 4 lanes' chunks (threads * 8 columns a CTA
           // from a multiple of 32; H a multiple of 32): all in or all out.
           if (spec.roundTrip)
-            v = roundTripChunkMX(
-                ib, v, 32 / kVector,
-                spec.roundTripE5M2
-                    ? Type(Float8E5M2Type::get(ib.getContext()))
-                    : Type(Float8E4M3FNType::get(ib.getContext())));
+            v = roundTripChunkMX(ib, v, 32 / kVector, spec.roundTrip);
           if (spec.quantize) {
             QuantizedChunk q =
                 quantizeChunkE4M3(ib, bf16ChunkBits(ib, v), kGroupLanes);

@@ -137,6 +137,15 @@ Value magnitudeMax(ImplicitLocOpBuilder &b, ArrayRef<Value> bits) {
   return result;
 }
 
+/// The largest |x| (as bits) of a block whose elements `bits` are spread
+/// over `lanes` aligned consecutive lanes: each lane's, then xor shuffles.
+Value blockAmax(ImplicitLocOpBuilder &b, ArrayRef<Value> bits, int64_t lanes) {
+  Value amax = magnitudeMax(b, bits);
+  for (int64_t d = lanes / 2; d >= 1; d /= 2)
+    amax = arith::MaxUIOp::create(b, amax, shuffleXor(b, amax, d));
+  return amax;
+}
+
 /// A block's stored scale (f32, or the E8M0 code as i8) and the f32 its
 /// elements are divided by.
 struct BlockScale {
@@ -311,9 +320,7 @@ void buildRowBlocks(ImplicitLocOpBuilder &b, const QuantizeKernelSpec &spec,
               nb, flatInput, ValueRange{n.mul(safe, n.c(8))}, spec.bf16Input));
         }
         for (int64_t u = 0; u < kQuantizeUnroll; ++u) {
-          Value amax = magnitudeMax(nb, bits[u]);
-          for (int64_t d = lanesPerBlock / 2; d >= 1; d /= 2)
-            amax = arith::MaxUIOp::create(nb, amax, shuffleXor(nb, amax, d));
+          Value amax = blockAmax(nb, bits[u], lanesPerBlock);
           BlockScale scale = blockScale(nb, amax, spec.mx, fp8Type);
           Value packed = encodeChunk(nb, bits[u], scale.divisor, fp8Type);
           ifThen(nb, valid[u], [&](ImplicitLocOpBuilder &sb) {
@@ -435,38 +442,45 @@ QuantizedChunk mlir::moe::quantizeChunkE4M3(ImplicitLocOpBuilder &b,
                                             ArrayRef<Value> bits,
                                             int64_t lanesPerBlock) {
   Type fp8Type = Float8E4M3FNType::get(b.getContext());
-  Value amax = magnitudeMax(b, bits);
-  for (int64_t d = lanesPerBlock / 2; d >= 1; d /= 2)
-    amax = arith::MaxUIOp::create(b, amax, shuffleXor(b, amax, d));
-  BlockScale scale = blockScale(b, amax, /*mx=*/false, fp8Type);
+  BlockScale scale =
+      blockScale(b, blockAmax(b, bits, lanesPerBlock), /*mx=*/false, fp8Type);
   return {encodeChunk(b, bits, scale.divisor, fp8Type), scale.stored};
+}
+
+std::string mlir::moe::mxRoundTripName(Type fp8Type) {
+  return isa<Float8E5M2Type>(fp8Type) ? "mxfp8_e5m2" : "mxfp8_e4m3";
+}
+
+std::string mlir::moe::mxRoundTripSuffix(Type fp8Type) {
+  return isa<Float8E5M2Type>(fp8Type) ? "_mxe5m2rt" : "_mxe4m3rt";
+}
+
+/// The MXFP8 round trip of the 8 elements `bits` of a lane, its block's
+/// amax taken over `amaxBits` of each of `lanes` lanes.
+static Value roundTripBitsMX(ImplicitLocOpBuilder &b, ArrayRef<Value> bits,
+                             ArrayRef<Value> amaxBits, int64_t lanes,
+                             Type fp8Type) {
+  BlockScale scale =
+      blockScale(b, blockAmax(b, amaxBits, lanes), /*mx=*/true, fp8Type);
+  return decodeChunk(b, encodeChunk(b, bits, scale.divisor, fp8Type),
+                     scale.divisor, fp8Type, b.getBF16Type());
 }
 
 Value mlir::moe::roundTripChunkMX(ImplicitLocOpBuilder &b, Value chunk,
                                   int64_t lanesPerBlock, Type fp8Type) {
   SmallVector<Value> bits = bf16ChunkBits(b, chunk);
-  Value amax = magnitudeMax(b, bits);
-  for (int64_t d = lanesPerBlock / 2; d >= 1; d /= 2)
-    amax = arith::MaxUIOp::create(b, amax, shuffleXor(b, amax, d));
-  BlockScale scale = blockScale(b, amax, /*mx=*/true, fp8Type);
-  return decodeChunk(b, encodeChunk(b, bits, scale.divisor, fp8Type),
-                     scale.divisor, fp8Type, b.getBF16Type());
+  return roundTripBitsMX(b, bits, bits, lanesPerBlock, fp8Type);
 }
 
 Value mlir::moe::roundTripValueMX(ImplicitLocOpBuilder &b, Value value,
                                   int64_t lanes, Type fp8Type) {
-  // The lane's value as a chunk of 8 copies: the block's amax is the same,
-  // and element 0 of the chunk's round trip is the value's.
-  Value chunk = vector::BroadcastOp::create(
-      b, VectorType::get({kQuantizeChunk}, b.getBF16Type()), value);
-  SmallVector<Value> bits = bf16ChunkBits(b, chunk);
-  Value amax = magnitudeMax(b, ArrayRef(bits).take_front(1));
-  for (int64_t d = lanes / 2; d >= 1; d /= 2)
-    amax = arith::MaxUIOp::create(b, amax, shuffleXor(b, amax, d));
-  BlockScale scale = blockScale(b, amax, /*mx=*/true, fp8Type);
-  Value decoded = decodeChunk(b, encodeChunk(b, bits, scale.divisor, fp8Type),
-                              scale.divisor, fp8Type, b.getBF16Type());
-  return vector::ExtractOp::create(b, decoded, 0);
+  // The lane's value as a chunk of 8 copies, its amax the value's own.
+  SmallVector<Value> bits = bf16ChunkBits(
+      b, vector::BroadcastOp::create(
+             b, VectorType::get({kQuantizeChunk}, b.getBF16Type()), value));
+  return vector::ExtractOp::create(
+      b, roundTripBitsMX(b, bits, ArrayRef(bits).take_front(1), lanes, fp8Type),
+      0);
 }
 
 gpu::GPUFuncOp mlir::moe::buildQuantizeKernel(OpBuilder &builder, Location loc,

@@ -62,6 +62,12 @@ struct QuantizedChunk {
 QuantizedChunk quantizeChunkE4M3(ImplicitLocOpBuilder &b, ArrayRef<Value> bits,
                                  int64_t lanesPerBlock);
 
+/// The bundle's name of an MXFP8 round trip to `fp8Type` (the `round_trip`
+/// key): mxfp8_e4m3 or mxfp8_e5m2; its kernels' name suffix: _mxe4m3rt or
+/// _mxe5m2rt.
+std::string mxRoundTripName(Type fp8Type);
+std::string mxRoundTripSuffix(Type fp8Type);
+
 /// The MXFP8 round trip (moe.fake_quantize with E8M0 scales) of `chunk`, a
 /// vector<8xbf16> of a [1, 8 * lanesPerBlock] block whose chunks are held
 /// by `lanesPerBlock` aligned consecutive lanes (every lane of the warp

@@ -58,9 +58,9 @@ struct PermuteKernelSpec {
   /// The gather stores the rows as e4m3 with one f32 scale per row and 128
   /// columns (moe.quantize's [1, 128] groups) instead of bf16.
   bool quantize = false;
-  /// The gather stores the rows' MXFP8 round trip ([1, 32] blocks, E8M0
-  /// scales; e5m2 codes with roundTripE5M2) in bf16 instead.
-  bool roundTrip = false, roundTripE5M2 = false;
+  /// When set (f8E4M3FN or f8E5M2): the gather stores the rows' MXFP8 round
+  /// trip to this element ([1, 32] blocks, E8M0 scales), in bf16.
+  Type roundTrip;
   std::string countKernelName() const;
   std::string indexKernelName() const;
   std::string gatherKernelName() const;

@@ -77,9 +77,8 @@ FailureOr<DictionaryAttr> mlir::moe::permuteLaunch(OpBuilder &builder,
   // In a bf16 layer of MXFP8 values the gather makes the rows' round trip.
   FakeQuantizeOp roundTrip = quantize ? getGatherRoundTripRows(op) : nullptr;
   spec.quantize = quantize && !roundTrip;
-  spec.roundTrip = roundTrip != nullptr;
-  spec.roundTripE5M2 =
-      roundTrip && isa<Float8E5M2Type>(roundTrip.getEncoding().getElement());
+  if (roundTrip)
+    spec.roundTrip = roundTrip.getEncoding().getElement();
   gpu::GPUFuncOp count = lookUpOrBuild(kernels, spec.countKernelName(), [&] {
     return buildPermuteCountKernel(builder, op.getLoc(), kernels, spec);
   });
@@ -108,8 +107,7 @@ FailureOr<DictionaryAttr> mlir::moe::permuteLaunch(OpBuilder &builder,
   // The rows stored as their MXFP8 round trip (contract §3.4).
   if (spec.roundTrip)
     info.set("round_trip",
-             builder.getStringAttr(spec.roundTripE5M2 ? "mxfp8_e5m2"
-                                                      : "mxfp8_e4m3"));
+             builder.getStringAttr(mxRoundTripName(spec.roundTrip)));
   // From this many tokens on, the runtime launches the scatter (§3.4).
   if (kernelForms.size() == 4)
     info.set("scatter_from", builder.getI64IntegerAttr(scatterFrom));

@@ -326,7 +326,7 @@ struct MoESelectKernelsPass
       addForm(tile, firstRows, kMaxLaunchRows);
     }
     return GemmKernelsAttr::get(context, chip, ArrayAttr::get(context, forms),
-                                part.quantizeOut || part.roundTripOut);
+                                part.quantizeOut || bool(part.roundTripOut));
   }
 
   /// With `pingpong`, the ping-pong form of a bf16 normal `tile` (64 rows,

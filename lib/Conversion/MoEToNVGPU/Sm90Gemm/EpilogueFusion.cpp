@@ -51,9 +51,3 @@ std::pair<Value, Value> sm90::loadBiasPair(ImplicitLocOpBuilder &b,
   Value columns = m.mul(k.numCols, m.c(2));
   return {bias, loadBias(b, k.biases, k.current.expert, upColumn, columns)};
 }
-
-Type sm90::roundTripElement(ImplicitLocOpBuilder &b,
-                            const GroupedMatmulTile &t) {
-  return t.roundTripE5M2 ? Type(Float8E5M2Type::get(b.getContext()))
-                         : Type(Float8E4M3FNType::get(b.getContext()));
-}

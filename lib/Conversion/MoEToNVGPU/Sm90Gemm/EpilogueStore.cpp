@@ -296,7 +296,7 @@ void StagedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
           /*nontemporal=*/false, llvm::Align(16));
       // Every lane, stored or not, takes part in its block's shuffles.
       if (t.roundTripOut)
-        values = roundTripChunkMX(b, values, kMxLanes, roundTripElement(b, t));
+        values = roundTripChunkMX(b, values, kMxLanes, t.roundTripOut);
       Value tileRow = m.add(groupRow0, r);
       Value stores = m.lt(tileRow, rowsHere);
       // Gradients: chunks 0-3 are gate columns, 4-7 up columns N further.

@@ -98,8 +98,7 @@ void TransposedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
           Value narrowed = arith::TruncFOp::create(ib, ib.getBF16Type(), v);
           // A warp's lanes are one row's block: all in the loop or none.
           if (t.roundTripOut)
-            narrowed =
-                roundTripValueMX(ib, narrowed, 32, roundTripElement(ib, t));
+            narrowed = roundTripValueMX(ib, narrowed, 32, t.roundTripOut);
           memref::StoreOp::create(ib, narrowed, k.out,
                                   ValueRange{i.add(row0, r), col});
           scf::YieldOp::create(ib);

@@ -204,8 +204,6 @@ std::unique_ptr<GemmEpilogue> makeQuantizeEpilogue(GemmKernel &k);
 Value fuseEpilogueValue(ImplicitLocOpBuilder &b, const GroupedMatmulTile &t,
                         Value v, Value up, Value bias, Value upBias,
                         Value weight);
-/// The FP8 element of a roundTripOut activation's codes.
-Type roundTripElement(ImplicitLocOpBuilder &b, const GroupedMatmulTile &t);
 /// biases[expert, column] in f32; column is clamped below `columns` (values
 /// of columns past N are computed but never stored).
 Value loadBias(ImplicitLocOpBuilder &b, Value biases, Value expert,
