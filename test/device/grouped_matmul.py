@@ -99,7 +99,7 @@ class Case:
 def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     bundles = sorted(f for f in os.listdir(ARTIFACTS)
-                     if f.endswith(".moebundle") and not f.startswith(("bench-", "mlp-", "dgrad-", "dgradact-", "knfwd", "dgradbench", "wgrad-", "wgradbench", "backward-", "mlpbench-", "routing", "layer", "fp8", "mx", "quantize")))
+                     if f.endswith(".moebundle") and not f.startswith(("bench-", "mlp-", "dgrad-", "dgradact-", "knfwd", "dgradbench", "wgrad", "backward-", "mlpbench-", "routing", "layer", "fp8", "mx", "quantize")))
     tally = Tally()
     report = tally.report
 
