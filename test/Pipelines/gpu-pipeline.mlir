@@ -9,7 +9,7 @@
 // RUN: FileCheck %s --check-prefix=MANIFEST --input-file %t.isa.mlir
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.isa.mlir %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX --input-file %t.ptx
-// RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
+// RUN: %ptxas -arch=sm_90a -v %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS --implicit-check-not=C7515
 // RUN: env CUDA_ROOT=%cuda_toolkit moe-opt %s --moe-gpu-pipeline -o %t.bin.mlir
 // RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.bin.mlir %t.bin.cubin
 // RUN: %python -c "import sys; d = open(sys.argv[1], 'rb').read(); sys.exit(0 if d[:4] == b'\x7fELF' else 'not an ELF cubin')" %t.bin.cubin
@@ -28,6 +28,10 @@
 // WIDE-SASS: Function : grouped_matmul_bf16_128x256x64_s4_off64
 // WIDE-SASS-COUNT-4: HGMMA.64x256x16.F32.BF16
 // WIDE-SASS: UTMALDG.3D
+// ptxas keeps the wgmma of every form in flight across K steps: no
+// "wgmma.mma_async instructions are serialized" (C7515, e.g. from a branch
+// whose join defines accumulators of wgmma still in flight).
+// PTXAS: Compiling entry function 'grouped_matmul_bf16_128x256x64_s4_off64'
 
 // Three forms by default, each for the experts whose row count lies in its
 // range: swap-AB up to 16 rows (--moe-select-kernels' swap-ab-max-rows), a 64-row tile
