@@ -246,6 +246,7 @@ bundle dgrad-default "$out/dgrad.mlir" --moe-gpu-pipeline
 bundle dgrad-64x128-s2 "$out/dgrad.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64 tile-n=128 stages=2"
 bundle dgrad-ws "$out/dgrad.mlir" --moe-gpu-pipeline="warp-specialize=all"
 bundle dgrad-pingpong "$out/dgrad.mlir" --moe-gpu-pipeline="pingpong=1"
+bundle dgrad-pingpong128 "$out/dgrad.mlir" --moe-gpu-pipeline="pingpong=1 tile-n=128 stages=5"
 bundle dgrad-cluster2 "$out/dgrad.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
 bundle dgradbench "$out/dgradbench.mlir" --moe-gpu-pipeline
 # The activation's gradient in the dgrad epilogue: the default forms, the
@@ -270,9 +271,11 @@ bundle cluster2 "$out/shapes.mlir" --moe-gpu-pipeline="cluster=2"
 bundle normal-64-128-cluster2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
 # The 128-row bf16 forms with a producer warpgroup too (warp-specialized).
 bundle ws "$out/shapes.mlir" --moe-gpu-pipeline="warp-specialize=all"
-# Ping-pong consumers (64-row items, two warpgroups), with 4 and 5 stages.
+# Ping-pong consumers (64-row items, two warpgroups), with 4 and 5 stages;
+# 128 x 128 items (two accumulators a warpgroup), with 5.
 bundle pingpong "$out/shapes.mlir" --moe-gpu-pipeline="pingpong=1"
 bundle pingpong-s5 "$out/shapes.mlir" --moe-gpu-pipeline="pingpong=1 stages=5"
+bundle pingpong128 "$out/shapes.mlir" --moe-gpu-pipeline="pingpong=1 tile-n=128 stages=5"
 # The swap-AB forms with two warpgroups splitting K (the default for
 # K >= 8192 only).
 bundle swap-split2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-split-k=2"
@@ -320,6 +323,7 @@ bundle mlp-normal-64x256 "$out/mlp.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 
 bundle mlp-cluster2 "$out/mlp.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
 bundle mlp-ws "$out/mlp.mlir" --moe-gpu-pipeline="warp-specialize=all"
 bundle mlp-pingpong "$out/mlp.mlir" --moe-gpu-pipeline="pingpong=1"
+bundle mlp-pingpong128 "$out/mlp.mlir" --moe-gpu-pipeline="pingpong=1 tile-n=128 stages=5"
 
 printf 'mixtral_mlp 8 4096 14336 i32 scale\nqwen3_mlp 128 2048 768 i32 scale\ndeepseek_mlp 256 7168 2048 i32 scale\n' > "$out/bench-mlp.txt"
 mlp_module_of "$out/bench-mlp.txt" fused > "$out/bench-mlp.mlir"
@@ -431,6 +435,8 @@ bundle layer-cluster2 "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="
 bundle layer-ws "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="warp-specialize=all"
 bundle layer-pingpong "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="pingpong=1"
 bundle layer-pingpong-s5 "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="pingpong=1 stages=5"
+bundle layer-pingpong128 "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="pingpong=1 tile-n=128 stages=5"
+bundle layer-128x128 "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="tile-n=128"
 # Without the split-K swap-AB forms (bench/ab_layer.py).
 bundle layer-nosplit "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="swap-ab-split-k=1"
 # test/device/decode_layer.py: the layers with their decode kernel

@@ -116,10 +116,10 @@ LogicalResult GemmFormAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           "warpgroup or widening";
   if (!swapAB && splitK != 1)
     return emitError() << "split_k needs a swap_ab gemm_form";
-  // Each consumer warpgroup holds a whole item: one wgmma's 64 rows.
-  if (pingpong &&
-      (tileM != 64 || swapAB || cluster != 1 || !warpSpecialized || widen))
-    return emitError() << "a pingpong gemm_form has tile_m = 64 and a "
+  // Each consumer warpgroup holds a whole item: one or two wgmma's 64 rows.
+  if (pingpong && ((tileM != 64 && tileM != 128) || swapAB || cluster != 1 ||
+                   !warpSpecialized || widen))
+    return emitError() << "a pingpong gemm_form has tile_m = 64 or 128 and a "
                           "producer warpgroup (warp_specialized), and no "
                           "swap_ab, cluster or widening";
   return success();

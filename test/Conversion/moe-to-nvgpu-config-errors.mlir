@@ -149,9 +149,22 @@ func.func @pingpong_fp8(%xq: tensor<?x256xf8E4M3FN>, %xs: tensor<?x2xf32>,
       : tensor<?x256xf8E4M3FN>, tensor<?x2xf32> -> tensor<?x256xbf16>
   %w = moe.dequantize %wq, %ws from <f8E4M3FN, [128, 128], f32>
       : tensor<8x512x256xf8E4M3FN>, tensor<8x4x2xf32> -> tensor<8x512x256xbf16>
-  // expected-error @+1 {{kernel form for rows [1, 2147483647]: a ping-pong form is a bf16 64-row tile without swap-AB, cluster or quantized output}}
+  // expected-error @+1 {{kernel form for rows [1, 2147483647]: a ping-pong form is a bf16 64- or 128-row tile without swap-AB, cluster or quantized output}}
   %y = moe.grouped_matmul %x, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
       #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 64, tile_n = 128, tile_k = 128, stages = 4, warp_specialized = true, pingpong = true>]>}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// A 128-row ping-pong item of 256 columns: two 64 x 256 accumulators would
+// take 256 registers a thread.
+func.func @pingpong_128x256(%x: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>,
+                            %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  // expected-error @+1 {{kernel form for rows [1, 2147483647]: a 128-row ping-pong form has at most 128 columns and no activation's gradient, got 256 columns}}
+  %y = moe.grouped_matmul %x, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, warp_specialized = true, pingpong = true>]>}
       : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
   return %y : tensor<?x512xbf16>
 }

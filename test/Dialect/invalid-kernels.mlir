@@ -166,10 +166,10 @@
 
 // -----
 
-// expected-error @+1 {{a pingpong gemm_form has tile_m = 64 and a producer warpgroup (warp_specialized), and no swap_ab, cluster or widening}}
-#f = #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, warp_specialized = true, pingpong = true>
+// expected-error @+1 {{a pingpong gemm_form has tile_m = 64 or 128 and a producer warpgroup (warp_specialized), and no swap_ab, cluster or widening}}
+#f = #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 32, tile_n = 256, tile_k = 64, stages = 4, warp_specialized = true, pingpong = true>
 
 // -----
 
-// expected-error @+1 {{a pingpong gemm_form has tile_m = 64 and a producer warpgroup (warp_specialized), and no swap_ab, cluster or widening}}
+// expected-error @+1 {{a pingpong gemm_form has tile_m = 64 or 128 and a producer warpgroup (warp_specialized), and no swap_ab, cluster or widening}}
 #f = #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 64, tile_n = 256, tile_k = 64, stages = 4, pingpong = true>

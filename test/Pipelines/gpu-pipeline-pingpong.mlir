@@ -1,6 +1,7 @@
 // --moe-gpu-pipeline="pingpong=1": the bf16 prefill GEMMs (forward and
 // input gradient) as one ping-pong form past swap-AB's: two consumer
-// warpgroups take alternate 64-row items behind a producer warpgroup.
+// warpgroups take alternate 64-row items behind a producer warpgroup
+// (128-row items with tile-n=128).
 // Block FP8 keeps its forms.
 // RUN: moe-opt %s --moe-gpu-pipeline="pingpong=1 format=isa" -o %t.isa.mlir
 // RUN: FileCheck %s --check-prefix=FORMS --input-file %t.isa.mlir
@@ -9,6 +10,12 @@
 // RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
 // RUN: %cuobjdump --dump-resource-usage %t.cubin | FileCheck %s --check-prefix=REGS
 // RUN: moe-opt %s --moe-gpu-pipeline="pingpong=1 stages=5 format=isa" -o - | FileCheck %s --check-prefix=FIVE
+// RUN: moe-opt %s --moe-gpu-pipeline="pingpong=1 tile-n=128 format=isa" -o %t.128.isa.mlir
+// RUN: FileCheck %s --check-prefix=FORMS128 --input-file %t.128.isa.mlir
+// RUN: %python %S/../../prototypes/sm90_grouped_gemm/extract_gpu_object.py %t.128.isa.mlir %t.128.ptx
+// RUN: awk '/[.]entry /{f = /grouped_matmul_bf16_128x128x64_s4_pp_off64[(]/} f' %t.128.ptx | FileCheck %s --check-prefix=PTX128
+// RUN: %ptxas -arch=sm_90a -v %t.128.ptx -o %t.128.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS128 --implicit-check-not=C75
+// RUN: %cuobjdump --dump-resource-usage %t.128.cubin | FileCheck %s --check-prefix=REGS
 // RUN: moe-opt %s --moe-gpu-pipeline="format=isa" -o - | FileCheck %s --check-prefix=OFF
 // RUN: not moe-opt %s --moe-gpu-pipeline="pingpong=1 chip=sm_100a" 2>&1 | FileCheck %s --check-prefix=SM100
 
@@ -38,6 +45,27 @@
 // No kernel spills within the consumers' 224 registers.
 // REGS-NOT: LOCAL:{{[1-9]}}
 // REGS-NOT: STACK:{{[1-9]}}
+
+// With tile-n=128, 128 x 128 items: each consumer warpgroup holds two
+// 64 x 128 accumulators (rows 0-63 and 64-127 of the stage's token tile),
+// 8 wgmma per K step of which a whole step stays in flight; its 64-row
+// form takes the experts of 17-64 rows. The dgrad (N-major weights) has
+// the same two forms.
+// FORMS128: name = "grouped_matmul_bf16_16x64x64_s4_swapab_off64", rows_max = 16 : i64, rows_min = 1 : i64
+// FORMS128-SAME: name = "grouped_matmul_bf16_64x128x64_s4_pp_off64", rows_max = 64 : i64, rows_min = 17 : i64
+// FORMS128-SAME: name = "grouped_matmul_bf16_128x128x64_s4_pp_off64", rows_max = 2147483647 : i64, rows_min = 65 : i64, swap_ab = false, tensor_map_args = array<i64: 0, 1>, threads = 384
+// FORMS128: name = "grouped_matmul_bf16_64x128x64_s4_wkn_pp_off32", rows_max = 64 : i64, rows_min = 1 : i64
+// FORMS128-SAME: name = "grouped_matmul_bf16_128x128x64_s4_wkn_pp_off32", rows_max = 2147483647 : i64, rows_min = 65 : i64
+// The second accumulator's zeros are written before the pass's first
+// wgmma fence, so ptxas serializes none of them (C7520).
+// PTX128: .visible .entry grouped_matmul_bf16_128x128x64_s4_pp_off64(
+// PTX128: mov.b32 {{.*}}, 0;
+// PTX128: wgmma.fence.sync.aligned;
+// PTX128-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX128: wgmma.wait_group.sync.aligned 8;
+// PTX128: wgmma.wait_group.sync.aligned 0;
+// PTX128: ret;
+// PTXAS128: Compiling entry function 'grouped_matmul_bf16_128x128x64_s4_pp_off64'
 
 // Five stages of (64 + 256) x 64 bf16 and two staging tiles fit.
 // FIVE: name = "grouped_matmul_bf16_64x256x64_s5_pp_off64"

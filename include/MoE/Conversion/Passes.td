@@ -122,11 +122,13 @@ def MoESelectKernels : Pass<"moe-select-kernels", "::mlir::ModuleOp"> {
            "off by default)">,
     Option<"pingpong", "pingpong", "bool", "false",
            "bf16 prefill forms (grouped_matmul and grouped_dgrad): two "
-           "consumer warpgroups take alternate 64-row work items behind a "
+           "consumer warpgroups take alternate work items behind a "
            "producer warpgroup, so one's epilogue overlaps the other's "
-           "wgmma, instead of sharing each 128-row item (one form for every "
-           "expert past swap-AB's; `cluster` does not apply; measured "
-           "slower, so off by default)">,
+           "wgmma, instead of sharing each 128-row item. The items are "
+           "128-row tiles where tile-n is at most 128 (two accumulators a "
+           "warpgroup), else 64-row ones (one form for every expert past "
+           "swap-AB's); `cluster` does not apply; measured slower, so off "
+           "by default">,
     Option<"warpSpecialize", "warp-specialize", "std::string", "\"auto\"",
            "Which 128-row GEMM forms (and MXFP8's 64-row one) get a producer "
            "warpgroup issuing the TMA loads behind per-stage empty mbarriers "

@@ -92,9 +92,10 @@ def MoE_GemmFormAttr : AttrDef<MoE_Dialect, "GemmForm"> {
     64-row M operand and `tile_m` tokens (8..64) its N; `split_k`
     warpgroups then share each work item's K steps. `cluster` CTAs share a
     row tile by TMA multicast; `warp_specialized` adds a producer
-    warpgroup issuing the loads; `pingpong` (bf16, 64-row tiles, with a
-    producer) has two consumer warpgroups take alternate work items, so
-    that one's epilogue overlaps the other's mainloop; `widen` (MXFP8)
+    warpgroup issuing the loads; `pingpong` (bf16, 64-row tiles, or 128-row ones
+    of at most 128 columns held as two accumulators, with a producer) has
+    two consumer warpgroups take alternate work items, so that one's
+    epilogue overlaps the other's mainloop; `widen` (MXFP8)
     widens e4m3 to bf16 in shared memory and runs bf16 WGMMA. Every value
     is the kernel's own (no "auto"): the form describes exactly one kernel.
 

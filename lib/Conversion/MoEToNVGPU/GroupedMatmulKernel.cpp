@@ -233,7 +233,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
 
   Value tid = k.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   k.warpgroup = arith::DivUIOp::create(b, tid, m.c(128));
-  // Ping-pong: each consumer warpgroup holds all 64 rows of its own item.
+  // Ping-pong: each consumer warpgroup holds all rows of its own item.
   k.rowGroup = t.pingpong ? m.c(0) : k.warpgroup;
   // Clustered: this CTA's half of each work item; rank 0 loads the rows.
   k.rank = m.c(0);

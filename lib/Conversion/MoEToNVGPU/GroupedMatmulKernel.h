@@ -135,11 +135,12 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
     All,
   };
   WarpSpecialize warpSpecialize = WarpSpecialize::None;
-  /// Ping-pong (bf16 normal form, tileM = 64): two consumer warpgroups take
-  /// alternate work items of the CTA, each a whole 64-row tile, behind a
-  /// producer warpgroup. The producer loads the items' steps in order, so
-  /// one warpgroup's mainloop runs while the other stores its tile: the
-  /// epilogue overlaps the next item's wgmma instead of stalling them.
+  /// Ping-pong (bf16 normal form, tileM = 64, or 128 with at most 128
+  /// accumulator columns): two consumer warpgroups take alternate work items
+  /// of the CTA, each a whole tile, behind a producer warpgroup. The producer
+  /// loads the items' steps in order, so one warpgroup's mainloop runs while
+  /// the other stores its tile: the epilogue overlaps the next item's wgmma
+  /// instead of stalling them.
   bool pingpong = false;
 
   /// Columns of one TMA box of N-major weights (WeightsLayout::KN): 128
@@ -154,6 +155,9 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
   int64_t warpgroups() const {
     return pingpong ? 2 : swapAB ? kSplit() : tileM / 64;
   }
+  /// 64-row accumulators each consumer warpgroup holds: a 128-row
+  /// ping-pong item is two (one wgmma's rows each), every other form one.
+  int64_t rowGroups() const { return pingpong ? tileM / 64 : 1; }
   /// Consumer warpgroups that read each stage (ping-pong: its item's one).
   int64_t stageReaders() const { return pingpong ? 1 : warpgroups(); }
   /// Warpgroups this kernel splits K between (see `splitK`).

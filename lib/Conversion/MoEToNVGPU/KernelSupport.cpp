@@ -591,11 +591,21 @@ LogicalResult mlir::moe::verifyTile(function_ref<InFlightDiagnostic()> fail,
     return fail() << "swap-ab needs tile-n = 64 and "
                      "tile-m in {8, 16, 32, 64}, got tile-m = "
                   << tile.tileM << ", tile-n = " << tile.tileN;
-  // Ping-pong items are whole 64-row tiles through the staging epilogue.
-  if (tile.pingpong && (tile.fp8() || tile.swapAB || tile.tileM != 64 ||
-                        tile.quantizeOut || tile.clusterSize() > 1))
-    return fail() << "a ping-pong form is a bf16 64-row tile without swap-AB, "
-                     "cluster or quantized output";
+  // Ping-pong items are whole tiles through the staging epilogue.
+  if (tile.pingpong &&
+      (tile.fp8() || tile.swapAB || (tile.tileM != 64 && tile.tileM != 128) ||
+       tile.quantizeOut || tile.clusterSize() > 1))
+    return fail() << "a ping-pong form is a bf16 64- or 128-row tile without "
+                     "swap-AB, cluster or quantized output";
+  // A 128-row item is two accumulators in one warpgroup: 128 registers a
+  // thread at most, and no activation inputs held beside them.
+  if (tile.pingpong && tile.tileM == 128 &&
+      (tile.accumulatorColumns() > 128 || tile.activationGrad()))
+    return fail() << "a 128-row ping-pong form has at most 128 columns and no "
+                     "activation's gradient, got "
+                  << tile.tileN << " columns"
+                  << (tile.activationGrad() ? " with an activation's gradient"
+                                            : "");
   // The bias is added per output column in the epilogue, whatever the
   // weights' layout (moe.grouped_matmul with kn_weights: GPT-OSS's).
   if (tile.weightsKN() &&

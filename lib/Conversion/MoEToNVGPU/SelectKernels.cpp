@@ -314,9 +314,9 @@ struct MoESelectKernelsPass
       // A 128-row tile would be mostly padding for experts of at most 64
       // rows: they take one warpgroup's 64-row tile instead.
       int64_t firstRows = swapRows + 1;
-      if (auto pp = pingpongTile(tile)) {
+      if (auto pp = pingpongTile(tile))
         tile = *pp;
-      } else if (tile.tileM == 128 && swapRows < 64) {
+      if (tile.tileM == 128 && swapRows < 64) {
         // FP8's 64-row form keeps 128 columns: one warpgroup holds them and
         // their products (bench/RESULTS.md, fp8-tile-n).
         int64_t columns = tile.fp8() ? 128 : tile.tileN;
@@ -329,13 +329,18 @@ struct MoESelectKernelsPass
                                 part.quantizeOut || bool(part.roundTripOut));
   }
 
-  /// With `pingpong`, the ping-pong form of a bf16 normal `tile` (64 rows,
-  /// its columns, one CTA): one kernel for every expert past swap-AB's.
+  /// With `pingpong`, the ping-pong form of a bf16 normal `tile` (its
+  /// columns, one CTA): 128-row items where a warpgroup holds two 64-row
+  /// accumulators (at most 128 columns, no activation's gradient), else
+  /// 64-row ones, which then take every expert past swap-AB's.
   std::optional<GroupedMatmulTile>
   pingpongTile(const GroupedMatmulTile &tile) const {
     if (!pingpong || tile.fp8() || tile.swapAB || tile.quantizeOut)
       return std::nullopt;
-    GroupedMatmulTile pp = tile.withShape(64, tile.tileN, tile.stages, false);
+    bool twoGroups = tile.tileM == 128 && tile.accumulatorColumns() <= 128 &&
+                     !tile.activationGrad();
+    GroupedMatmulTile pp =
+        tile.withShape(twoGroups ? 128 : 64, tile.tileN, tile.stages, false);
     pp.pingpong = true;
     pp.cluster = 1;
     return pp;
@@ -360,9 +365,9 @@ struct MoESelectKernelsPass
     MLIRContext *context = &getContext();
     SmallVector<Attribute> forms;
     int64_t firstRows = 1;
-    if (auto pp = pingpongTile(tile)) {
+    if (auto pp = pingpongTile(tile))
       tile = *pp;
-    } else if (tile.tileM == 128) {
+    if (tile.tileM == 128) {
       forms.push_back(formAttr(
           context, tile.withShape(64, tile.tileN, tile.stages, false), 1, 64));
       firstRows = 65;

@@ -122,7 +122,8 @@ void QuantizeEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
     int64_t upDistance = Fragment::upDistance(t.accumulatorColumns());
     // A loop, not unrolled: ptxas spilled the unrolled passes.
     forEachPass([&](Value pass) {
-      FragmentRegs regs(b, mainloop.runPass(pass), t.accumulatorColumns());
+      FragmentRegs regs(b, mainloop.runPass(pass).front(),
+                        t.accumulatorColumns());
       for (int64_t j = 0; j < tileCols / 8; ++j) {
         Value col =
             m.add(m.add(m.mul(pass, m.c(tileCols)), m.c(8 * j)), frag.col);
@@ -171,7 +172,7 @@ void QuantizeEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
   Value lane = arith::RemUIOp::create(b, k.tid, m.c(tileCols));
   Value firstRow = arith::DivUIOp::create(b, k.tid, m.c(tileCols));
   forEachPass([&](Value pass) {
-    Value accumulator = mainloop.runPass(pass);
+    Value accumulator = mainloop.runPass(pass).front();
     gpu::BarrierOp::create(b);
     nvgpu::WarpgroupMmaStoreOp::create(b, accumulator, outTile);
     gpu::BarrierOp::create(b);

@@ -40,6 +40,10 @@ public:
             Value rowsHere) override;
 
 private:
+  /// Stores the accumulator of the tile's 64 rows from (k.rowGroup + g) *
+  /// 64; `inputs` are an activation's gradient inputs (loadInputChunk).
+  void storeRowGroup(Value accumulator, int64_t g, Value rowsHere,
+                     ArrayRef<SmallVector<Value, 4>> inputs);
   /// Stores 8 bf16 values at out[row, base + col ..): one 16-byte store
   /// when rows are 16-byte aligned (N % 8 == 0; the runtime aligns `out`)
   /// and all 8 columns exist, else column by column below N. Rows are
@@ -168,13 +172,26 @@ void StagedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
     for (int64_t c = 0; c * kStagingColumns / 2 < k.tileCols; ++c)
       inputs.push_back(loadInputChunk(b, c, loaderRow, loaderChunk));
   }
-  Value accumulator = mainloop.runPass(m.c(0));
+  SmallVector<Value, 2> accumulators = mainloop.runPass(m.c(0));
   // The stage buffers are free: the next item's first loads overlap this
   // epilogue (warp-specialized, the producer is at it already).
   if (!k.specialized) {
     k.syncStages(b);
     k.issuePrologue(b, next.item, next.stepBase, next.active);
   }
+  // A 128-row ping-pong item's two accumulators go through the staging tile
+  // one after the other.
+  for (auto [g, accumulator] : llvm::enumerate(accumulators))
+    storeRowGroup(accumulator, g, rowsHere, inputs);
+}
+
+void StagedStoreEpilogue::storeRowGroup(
+    Value accumulator, int64_t g, Value rowsHere,
+    ArrayRef<SmallVector<Value, 4>> inputs) {
+  ImplicitLocOpBuilder &b = k.b;
+  const GroupedMatmulTile &t = k.t;
+  IndexMath m{b};
+  bool actGrad = t.activationGrad();
   int64_t accColumns = t.accumulatorColumns();
   Type bf16 = b.getBF16Type();
   FragmentRegs regs(b, accumulator, accColumns);
@@ -189,7 +206,7 @@ void StagedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
   Value readChunk = arith::RemUIOp::create(b, groupTid, m.c(8));
   Value readPhysical = arith::XOrIOp::create(
       b, readChunk, arith::RemUIOp::create(b, readRow, m.c(8)));
-  Value groupRow0 = m.mul(k.rowGroup, m.c(64));
+  Value groupRow0 = m.mul(g ? m.add(k.rowGroup, m.c(g)) : k.rowGroup, m.c(64));
   Value row0 = k.current.row0, col0 = k.current.col0;
   // The routing weights of this thread's two fragment rows (clamped: rows
   // past the expert are computed but never stored).

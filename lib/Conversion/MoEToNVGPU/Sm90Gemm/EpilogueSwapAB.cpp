@@ -44,7 +44,7 @@ void TransposedStoreEpilogue::emit(GemmMainloop &mainloop, const NextItem &next,
   Value sums = m.view(k.smem, m.c(0),
                       MemRefType::get({64 * split, accColumns}, b.getF32Type(),
                                       MemRefLayoutAttrInterface(), k.ty.smem));
-  Value accumulator = mainloop.runPass(m.c(0));
+  Value accumulator = mainloop.runPass(m.c(0)).front();
   gpu::BarrierOp::create(b);
   if (split == 1) {
     nvgpu::WarpgroupMmaStoreOp::create(b, accumulator, sums);

@@ -76,7 +76,7 @@ struct GemmKernel {
   // Launch-wide values.
   Value tid, warpgroup, rank, leader, smem, barriers, rowsMap, weightsMap;
   /// Which 64 rows of the item this consumer warpgroup multiplies (its
-  /// index; ping-pong: 0, its item is its own).
+  /// index; ping-pong: 0, its item is its own, rows 64.. too at 128 rows).
   Value rowGroup;
   /// smem's `.shared::cta` byte address (i64), for descriptors built here
   /// (N-major weights only; null otherwise).
@@ -144,8 +144,9 @@ public:
   /// Launch-wide set-up, emitted at k.b before the work loop.
   virtual void setUp() {}
   /// Emits at k.b the K loop of pass `pass` of k.current (output columns
-  /// col0 + pass * tileCols); returns the accumulator.
-  virtual Value runPass(Value pass) = 0;
+  /// col0 + pass * tileCols); returns the accumulators, one per 64 rows the
+  /// warpgroup holds (GroupedMatmulTile::rowGroups).
+  virtual SmallVector<Value, 2> runPass(Value pass) = 0;
   /// Warp-specialized producer thread `loader` (of 128), per pipeline step:
   /// what it loads for item step `itemStep` of `w` while the stage drains,
   /// and publishes into the stage once the loads are issued.

@@ -2,18 +2,48 @@
 
 #include "Mainloop.h"
 #include "../KernelUtils.h"
+#include "Fragment.h"
 #include "WgmmaDescriptor.h"
 
 using namespace mlir;
 using namespace mlir::moe;
 using namespace mlir::moe::sm90;
 
-Value PipelinedMainloop::runPass(Value pass) {
+Value PipelinedMainloop::zeroAccumulator(ImplicitLocOpBuilder &b) const {
+  // Zero constants would be materialized right before the accumulator's
+  // first wgmma, after its fence and while the other accumulator's wgmma
+  // run: ptxas then fences them itself and serializes every wgmma (C7520).
+  // A side-effecting asm writes them here, before the pass's first fence.
+  int64_t regs = k.t.accumulatorColumns() / 2;
+  std::string text, constraints;
+  for (int64_t r = 0; r < regs; ++r) {
+    text += "mov.b32 $" + std::to_string(r) + ", 0;\n";
+    constraints += (r ? ",=f" : "=f");
+  }
+  Value zeros = LLVM::InlineAsmOp::create(
+                    b, k.ty.products, ValueRange{}, text, constraints,
+                    /*has_side_effects=*/true, /*is_align_stack=*/false,
+                    LLVM::tailcallkind::TailCallKind::None,
+                    LLVM::AsmDialectAttr(), ArrayAttr())
+                    .getResult(0);
+  Type regsType = FragmentRegs::structType(b.getContext(), 2 * regs);
+  Value accRegs = LLVM::InsertValueOp::create(
+      b, LLVM::PoisonOp::create(b, regsType), zeros, ArrayRef<int64_t>{0});
+  return UnrealizedConversionCastOp::create(b, k.ty.accumulator, accRegs)
+      .getResult(0);
+}
+
+SmallVector<Value, 2> PipelinedMainloop::runPass(Value pass) {
   ImplicitLocOpBuilder &b = k.b;
   const GroupedMatmulTile &t = k.t;
   IndexMath m{b};
-  Value acc0 =
-      nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, k.ty.accumulator);
+  // One accumulator per 64 rows this warpgroup multiplies.
+  int64_t groups = t.rowGroups();
+  SmallVector<Value, 2> acc0;
+  for (int64_t g = 0; g < groups; ++g)
+    acc0.push_back(groups == 1 ? nvgpu::WarpgroupMmaInitAccumulatorOp::create(
+                                     b, k.ty.accumulator)
+                               : zeroAccumulator(b));
   Value passBase = m.mul(k.numK, pass);
   Value colBase = m.add(k.current.col0, m.mul(pass, m.c(k.tileCols)));
   beginPass(colBase);
@@ -22,7 +52,7 @@ Value PipelinedMainloop::runPass(Value pass) {
   // Split K (swap-AB): trip i runs step i * split + warpgroup.
   int64_t split = t.kSplit();
   auto mainLoop = scf::ForOp::create(
-      b, m.c(0), m.ceilDiv(k.numK, split), m.c(1), ValueRange{acc0},
+      b, m.c(0), m.ceilDiv(k.numK, split), m.c(1), ValueRange(acc0),
       [&](OpBuilder &nested, Location l, Value trip, ValueRange iter) {
         ImplicitLocOpBuilder lb(l, nested);
         IndexMath o{lb};
@@ -32,12 +62,11 @@ Value PipelinedMainloop::runPass(Value pass) {
         // A warpgroup past the last step only meets the others below.
         scf::IfOp active;
         if (split > 1) {
-          active = scf::IfOp::create(lb, TypeRange{k.ty.accumulator},
-                                     o.lt(kStep, k.numK),
+          active = scf::IfOp::create(lb, iter.getTypes(), o.lt(kStep, k.numK),
                                      /*withElseRegion=*/true);
           ImplicitLocOpBuilder eb =
               ImplicitLocOpBuilder::atBlockBegin(l, active.elseBlock());
-          scf::YieldOp::create(eb, iter[0]);
+          scf::YieldOp::create(eb, iter);
         }
         ImplicitLocOpBuilder nb =
             split > 1
@@ -49,22 +78,30 @@ Value PipelinedMainloop::runPass(Value pass) {
         Value stage = k.stageOf(nb, step);
         k.waitLoaded(nb, step);
         Value base = n.mul(stage, n.c(k.stageBytes));
-        // Warpgroup w multiplies rows [64w, 64w + 64) of the token tile.
-        Value rowsTile =
-            t.swapAB
-                ? n.view(k.smem, base, k.ty.rowsTile)
-                : n.view(k.smem,
-                         n.add(base, n.mul(k.rowGroup, n.c(64 * t.tileK *
+        Value weightsTile;
+        SmallVector<Value> accs;
+        for (int64_t g = 0; g < groups; ++g) {
+          // Warpgroup w multiplies rows [64w, 64w + 64) of the token tile
+          // (a 128-row ping-pong item: rows [64g, 64g + 64) into acc g).
+          Value rowGroup = g ? n.add(k.rowGroup, n.c(g)) : k.rowGroup;
+          Value rowsTile =
+              t.swapAB
+                  ? n.view(k.smem, base, k.ty.rowsTile)
+                  : n.view(k.smem,
+                           n.add(base, n.mul(rowGroup, n.c(64 * t.tileK *
                                                            t.elementBytes()))),
-                         k.ty.rowsSliceTile);
-        Value weightsTile =
-            n.view(k.smem, n.add(base, n.c(k.rowsBytes)), k.ty.weightsTile);
-        Value acc = multiply(
-            nb, KStep{kStep, stage, colBase, rowsTile, weightsTile, prefetched},
-            iter[0]);
+                           k.ty.rowsSliceTile);
+          if (!weightsTile)
+            weightsTile =
+                n.view(k.smem, n.add(base, n.c(k.rowsBytes)), k.ty.weightsTile);
+          accs.push_back(multiply(
+              nb,
+              KStep{kStep, stage, colBase, rowsTile, weightsTile, prefetched},
+              iter[g]));
+        }
         if (split > 1) {
-          scf::YieldOp::create(nb, acc);
-          acc = active.getResult(0);
+          scf::YieldOp::create(nb, accs);
+          accs.assign(active.getResults().begin(), active.getResults().end());
         }
         // The previous trip's stages are free once this thread has seen
         // their wgmma retire. Warp-specialized, the thread releases its
@@ -75,7 +112,7 @@ Value PipelinedMainloop::runPass(Value pass) {
             IndexMath r{rb};
             k.releaseStage(rb, r.add(k.stepBase, r.sub(itemStep, r.c(1))));
           });
-          scf::YieldOp::create(lb, acc);
+          scf::YieldOp::create(lb, accs);
           return;
         }
         // Else they are free once every warp has (in both CTAs of a
@@ -110,7 +147,7 @@ Value PipelinedMainloop::runPass(Value pass) {
                       k.stageOf(rb, IndexMath{rb}.add(k.stepBase, previous)),
                       refillStep);
         });
-        scf::YieldOp::create(lb, acc);
+        scf::YieldOp::create(lb, accs);
       });
   if (t.pingpong)
     k.passTurn(b);
@@ -118,7 +155,7 @@ Value PipelinedMainloop::runPass(Value pass) {
   if (k.specialized)
     k.releaseStage(b,
                    m.add(k.stepBase, m.sub(m.add(passBase, k.numK), m.c(1))));
-  return mainLoop.getResult(0);
+  return SmallVector<Value, 2>(mainLoop.getResults());
 }
 
 std::pair<Value, Value>
@@ -170,7 +207,8 @@ Value sm90::nMajorDescriptor(ImplicitLocOpBuilder &nb, Value smemAddress,
 Value PipelinedMainloop::multiplyInto(ImplicitLocOpBuilder &nb,
                                       const KStep &step, Value acc) const {
   const GroupedMatmulTile &t = k.t;
-  int64_t groupsPerStep = t.tileK / t.mmaK();
+  // Every row group's wgmma of the step may stay in flight.
+  int64_t groupsPerStep = t.tileK / t.mmaK() * t.rowGroups();
   for (int64_t kk = 0; kk < t.tileK; kk += t.mmaK()) {
     auto [descA, descB] = descriptorsAt(nb, step, kk);
     // N-major weights are WGMMA's transposed B (imm-trans-b).

@@ -28,7 +28,7 @@ struct KStep {
 class PipelinedMainloop : public GemmMainloop {
 public:
   using GemmMainloop::GemmMainloop;
-  Value runPass(Value pass) final;
+  SmallVector<Value, 2> runPass(Value pass) final;
 
 protected:
   /// Before a pass's K loop, at k.b.
@@ -50,10 +50,13 @@ protected:
   /// the step's stage (WgmmaDescriptor.h).
   Value nMajorWeightsDescriptor(ImplicitLocOpBuilder &nb, const KStep &step,
                                 int64_t kk) const;
+  /// An accumulator of zeros written before the pass's first wgmma (a
+  /// warpgroup's second accumulator; see Mainloop.cpp).
+  Value zeroAccumulator(ImplicitLocOpBuilder &b) const;
   /// The step's wgmma, one per 32 bytes of K inside the 128-byte swizzle
   /// atom (nvgpu.warpgroup.mma over a longer K steps K-major B wrongly),
-  /// accumulating into `acc`. Each may leave one K step of wgmma in flight:
-  /// after the last, the previous step has retired.
+  /// accumulating into `acc`. Each may leave one K step of wgmma (of every
+  /// row group) in flight: after the last, the previous step has retired.
   Value multiplyInto(ImplicitLocOpBuilder &nb, const KStep &step,
                      Value acc) const;
 };

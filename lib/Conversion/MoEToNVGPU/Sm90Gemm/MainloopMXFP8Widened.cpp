@@ -25,7 +25,7 @@ public:
   explicit WidenedMXFP8Mainloop(GemmKernel &k) : GemmMainloop(k), scales(k) {}
 
   void setUp() override { scales.setUp(); }
-  Value runPass(Value pass) override;
+  SmallVector<Value, 2> runPass(Value pass) override;
 
 private:
   /// Where K step kStep's bf16 copy lies in shared memory.
@@ -161,7 +161,7 @@ Value WidenedMXFP8Mainloop::multiply(ImplicitLocOpBuilder &nb, Value kStep,
   return acc;
 }
 
-Value WidenedMXFP8Mainloop::runPass(Value pass) {
+SmallVector<Value, 2> WidenedMXFP8Mainloop::runPass(Value pass) {
   ImplicitLocOpBuilder &b = k.b;
   IndexMath m{b};
   Value colBase = m.add(k.current.col0, m.mul(pass, m.c(k.tileCols)));
@@ -220,7 +220,7 @@ Value WidenedMXFP8Mainloop::runPass(Value pass) {
         scf::YieldOp::create(nb, acc);
       });
   NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(0));
-  return loop.getResult(0);
+  return {loop.getResult(0)};
 }
 
 std::unique_ptr<GemmMainloop> sm90::makeWidenedMXFP8Mainloop(GemmKernel &k) {
