@@ -360,6 +360,7 @@ bundle fp8-cluster2 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 clust
 bundle fp8-single "$out/fp8.mlir" --moe-gpu-pipeline="warp-specialize=none"
 # The 128-row forms 128 columns wide (the default: 192).
 bundle fp8-n128 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 fp8-tile-n=128"
+bundle fp8-s5 "$out/fp8.mlir" --moe-gpu-pipeline="fp8-stages=5"
 bundle fp8-swap-split2 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-split-k=2"
 bundle fp8-swap-only-16-split2 "$out/fp8.mlir" \
   --moe-select-kernels="swap-ab=1 tile-m=16 tile-n=64 stages=4 swap-ab-split-k=2" --convert-moe-to-nvgpu \
@@ -477,6 +478,9 @@ bundle fp8layer-single "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="warp-specialize=none"
 bundle fp8layer-nosplit "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="swap-ab-split-k=1"
+# Five stages in the FP8 prefill forms (bench/ab_layer.py).
+bundle fp8layer-s5 "$out/fp8_layer_models.mlir" \
+  --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-stages=5"
 # The 128-row forms 128 columns wide (bench/ab_layer.py baseline).
 bundle fp8layer-n128 "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-tile-n=128"

@@ -9,6 +9,8 @@
 // RUN: %cuobjdump --dump-resource-usage %t.cubin | FileCheck %s --check-prefix=REGS
 // RUN: moe-opt %s --moe-gpu-pipeline="fp8-tile-n=128" -o - | FileCheck %s --check-prefix=NARROW
 // RUN: not moe-opt %s --moe-gpu-pipeline="fp8-tile-n=256" 2>&1 | FileCheck %s --check-prefix=BAD-N
+// RUN: moe-opt %s --moe-gpu-pipeline="fp8-stages=5" -o - | FileCheck %s --check-prefix=FIVE
+// RUN: not moe-opt %s --moe-gpu-pipeline="fp8-stages=6" 2>&1 | FileCheck %s --check-prefix=SIX
 
 // MANIFEST: moe.manifest = {entries = [{abi = "grouped_matmul_fp8.v1", {{.*}}format = "fp8_block", k = 7168 : i64,
 // MANIFEST-SAME: name = "grouped_matmul_fp8block_16x64x128_s4_swapab_off32", rows_max = 16 : i64, rows_min = 1 : i64, swap_ab = true
@@ -36,6 +38,13 @@
 // NARROW: name = "grouped_matmul_fp8block_64x128x128_s4_off32"
 // NARROW-SAME: name = "grouped_matmul_fp8block_128x128x128_s4_ws_off32"
 // BAD-N: error: moe-select-kernels: 'fp8-tile-n' must be 128 or 192, got 256
+
+// fp8-stages=5: the FP8 prefill forms' pipelines alone (the bf16 128 x 256
+// tile fits 4); the swap-AB form keeps its own.
+// FIVE: name = "grouped_matmul_fp8block_16x64x128_s4_swapab_off32"
+// FIVE-SAME: name = "grouped_matmul_fp8block_64x128x128_s5_off32"
+// FIVE-SAME: name = "grouped_matmul_fp8block_128x192x128_s5_ws_off32"
+// SIX: error: moe-select-kernels: 'fp8-stages' (6): the block-FP8 128x192x128 form needs 262144 bytes of shared memory, more than the 227 KiB (232448) of a block; it fits 2..5 stages
 
 // No kernel spills: the K step's products and the f32 accumulator both stay
 // in registers.

@@ -32,6 +32,7 @@
 // RUN: not moe-opt %s --moe-select-kernels="swap-ab-split-k=4611686018427387904" 2>&1 | FileCheck %s --check-prefix=SPLIT
 // RUN: not moe-opt %s --moe-select-kernels="cluster=4611686018427387904" 2>&1 | FileCheck %s --check-prefix=CLUSTER
 // RUN: not moe-opt %s --moe-select-kernels="fp8-tile-n=4611686018427387904" 2>&1 | FileCheck %s --check-prefix=FP8-TILE
+// RUN: not moe-opt %s --moe-select-kernels="fp8-stages=1" 2>&1 | FileCheck %s --check-prefix=FP8-STAGES
 // RUN: not moe-opt %s --moe-select-kernels="swap-ab-max-rows=4611686018427387904" 2>&1 | FileCheck %s --check-prefix=MAX-ROWS
 // RUN: not moe-opt %s --moe-select-kernels="fp8-scatter-min-tokens=2147483648" 2>&1 | FileCheck %s --check-prefix=SCATTER
 // RUN: not moe-opt %s --moe-select-kernels="fp8-scatter-min-tokens=4611686018427387904" 2>&1 | FileCheck %s --check-prefix=SCATTER-HUGE
@@ -39,7 +40,7 @@
 //
 // sm_100a has one form: options that shape sm_90a forms would be ignored.
 // RUN: not moe-opt %s --moe-select-kernels="chip=sm_100a stages=4611686018427387904" 2>&1 | FileCheck %s --check-prefix=SM100-HUGE
-// RUN: not moe-opt %s --moe-select-kernels="chip=sm_100a stages=3 tile-m=64" 2>&1 | FileCheck %s --check-prefix=SM100-IGNORED
+// RUN: not moe-opt %s --moe-select-kernels="chip=sm_100a stages=3 tile-m=64 fp8-stages=5" 2>&1 | FileCheck %s --check-prefix=SM100-IGNORED
 //
 // The same through --moe-gpu-pipeline (its options are --moe-select-kernels').
 // RUN: not moe-opt %s --moe-gpu-pipeline="stages=4611686018427387904" 2>&1 | FileCheck %s --check-prefix=STAGES-HUGE
@@ -71,12 +72,13 @@
 // SPLIT: error: moe-select-kernels: 'swap-ab-split-k' must be 0 (chosen per GEMM), 1 or 2, got 4611686018427387904
 // CLUSTER: error: moe-select-kernels: 'cluster' must be 1 or 2, got 4611686018427387904
 // FP8-TILE: error: moe-select-kernels: 'fp8-tile-n' must be 128 or 192, got 4611686018427387904
+// FP8-STAGES: error: moe-select-kernels: 'fp8-stages' must be in [2, 64] (a pipelined K loop refills a stage after the step that read it, so it needs two; more never fit 227 KiB of shared memory), got 1
 // MAX-ROWS: error: moe-select-kernels: 'swap-ab-max-rows' must be in [0, 64] (WGMMA's N holds at most 64 tokens), got 4611686018427387904
 // SCATTER: error: moe-select-kernels: 'fp8-scatter-min-tokens' must be 0 (no scatter kernel) or a token count in [1, 2147483647], got 2147483648
 // SCATTER-HUGE: error: moe-select-kernels: 'fp8-scatter-min-tokens' must be 0 (no scatter kernel) or a token count in [1, 2147483647], got 4611686018427387904
 // EDGES: #moe.gemm_form<rows_min = 1, rows_max = 64, tile_m = 64, tile_n = 64, tile_k = 64, stages = 4, swap_ab = true>
 // SM100-HUGE: error: moe-select-kernels: 'stages' must be in [2, 64] {{.*}}, got 4611686018427387904
-// SM100-IGNORED: error: moe-select-kernels: chip=sm_100a has one kernel form (the tcgen05 MXFP8 GEMM's 128x128x128 tile, 4 stages), so these options would be ignored: tile-m, stages
+// SM100-IGNORED: error: moe-select-kernels: chip=sm_100a has one kernel form (the tcgen05 MXFP8 GEMM's 128x128x128 tile, 4 stages), so these options would be ignored: tile-m, stages, fp8-stages
 func.func @gm(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
   %y = moe.grouped_matmul %rows, %w, %off
       : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>

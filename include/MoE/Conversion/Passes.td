@@ -106,6 +106,10 @@ def MoESelectKernels : Pass<"moe-select-kernels", "::mlir::ModuleOp"> {
            "'intermediate' stores the activation's round trip from its "
            "gate-up epilogue, and a layer's gather the rows' round trip "
            "(else round-trip kernels of their own, in place)">,
+    Option<"fp8Stages", "fp8-stages", "int64_t", "0",
+           "Pipeline stages of the FP8 (block FP8 and MXFP8) prefill forms; "
+           "0 (the default) takes `stages` (5 for block FP8 measured "
+           "neutral: its mainloop does not wait on loads)">,
     Option<"fp8TileN", "fp8-tile-n", "int64_t", "192",
            "Output columns per tile of the block-FP8 128-row forms: 192 "
            "(each row tile feeds 1.5x the columns) or 128. The 64-row, "

@@ -139,6 +139,16 @@ struct MoESelectKernelsPass
     return mlir::emitError(getOperation().getLoc()) << "moe-select-kernels: ";
   }
 
+  /// The prefill tile of an FP8 `format` (fp8Tile), with `fp8-stages`
+  /// stages where it is set.
+  GroupedMatmulTile fp8Base(Format format, bool quantizeOut = false) const {
+    GroupedMatmulTile tile =
+        fp8Tile(baseTile, format, mxfp8Widen, fp8TileN, quantizeOut);
+    if (fp8Stages > 0 && !tile.swapAB)
+      tile.stages = fp8Stages;
+    return tile;
+  }
+
   /// The option that sets the swap-AB forms' stage count.
   StringRef swapStagesName() const {
     return swapABStages > 0 ? "swap-ab-stages" : "stages";
@@ -158,6 +168,9 @@ struct MoESelectKernelsPass
                           "that read it, so it needs two; more never fit "
                           "227 KiB of shared memory";
     if (failed(range("stages", stages, kMinStages, kMaxStages, stagesWhy)))
+      return failure();
+    if (fp8Stages != 0 && failed(range("fp8-stages", fp8Stages, kMinStages,
+                                       kMaxStages, stagesWhy)))
       return failure();
     if (swapABStages != 0 &&
         failed(range("swap-ab-stages", swapABStages, kMinStages, kMaxStages,
@@ -196,6 +209,7 @@ struct MoESelectKernelsPass
     check("tile-n", tileN != defaults.tileN);
     check("tile-k", tileK != defaults.tileK);
     check("stages", stages != defaults.stages);
+    check("fp8-stages", fp8Stages != defaults.fp8Stages);
     check("swap-ab-stages", swapABStages != defaults.swapABStages);
     check("swap-ab-split-k", swapABSplitK != defaults.swapABSplitK);
     check("fp8-tile-n", fp8TileN != defaults.fp8TileN);
@@ -247,16 +261,16 @@ struct MoESelectKernelsPass
     if (fp8TileN != 128 && fp8TileN != 192)
       return fail() << "'fp8-tile-n' must be 128 or 192, got "
                     << static_cast<int64_t>(fp8TileN);
-    GroupedMatmulTile blockFP8 =
-        fp8Tile(baseTile, Format::FP8Block, false, fp8TileN);
-    GroupedMatmulTile quantizedGateUp = fp8Tile(
-        baseTile, Format::FP8Block, false, fp8TileN, /*quantizeOut=*/true);
+    GroupedMatmulTile blockFP8 = fp8Base(Format::FP8Block);
+    GroupedMatmulTile quantizedGateUp =
+        fp8Base(Format::FP8Block, /*quantizeOut=*/true);
     quantizedGateUp.epilogue = GroupedMatmulTile::Epilogue::SwiGLU;
     for (const GroupedMatmulTile &base :
-         {bf16Tile, blockFP8,
-          fitStages(fp8Tile(baseTile, Format::MXFP8, mxfp8Widen, fp8TileN)),
+         {bf16Tile, blockFP8, fitStages(fp8Base(Format::MXFP8)),
           quantizedGateUp}) {
-      if (failed(verifyTile(failHere, base)))
+      bool fp8 = base.format != Format::BF16;
+      if (failed(verifyTile(failHere, base,
+                            fp8 && fp8Stages > 0 ? "fp8-stages" : "stages")))
         return failure();
       for (int64_t k : {int64_t(1), kLongK}) {
         // With swap-ab the base tile is the one form, split as on its K.
@@ -285,8 +299,7 @@ struct MoESelectKernelsPass
   GemmKernelsAttr selectGemm(const GemmPart &part, Value rows) {
     GroupedMatmulTile tile = part.apply(
         part.format == Format::BF16 ? baseTile
-                                    : fp8Tile(baseTile, part.format, mxfp8Widen,
-                                              fp8TileN, part.quantizeOut));
+                                    : fp8Base(part.format, part.quantizeOut));
     int64_t swapStages = swapStagesFor(part.k(), baseTile.stages, swapABStages,
                                        part.quantizeOut);
     int64_t swapSplit = swapSplitFor(part.k(), swapABSplitK, swapStages);
