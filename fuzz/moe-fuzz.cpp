@@ -115,6 +115,8 @@ static std::string drawOptions(StringRef text) {
             "4611686018427387904"}},
           {"fp8-epilogue-quantize", {"0", "1"}},
           {"fp8-tile-n", {"192", "128", "64", "0", "4611686018427387904"}},
+          {"fp8-stages",
+           {"0", "2", "5", "6", "1", "-1", "65", "4611686018427387904"}},
           {"mxfp8-widen", {"0", "1"}},
           {"cluster", {"1", "2", "0", "3", "4611686018427387904"}},
           {"warp-specialize", {"auto", "all", "none", "some"}},
