@@ -158,6 +158,11 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
   /// 64-row accumulators each consumer warpgroup holds: a 128-row
   /// ping-pong item is two (one wgmma's rows each), every other form one.
   int64_t rowGroups() const { return pingpong ? tileM / 64 : 1; }
+  /// Whether a warpgroup can hold a 128-row item as two accumulators: at
+  /// most 128 columns (128 registers a thread), no activation inputs beside.
+  bool twoRowGroupsFit() const {
+    return accumulatorColumns() <= 128 && !activationGrad();
+  }
   /// Consumer warpgroups that read each stage (ping-pong: its item's one).
   int64_t stageReaders() const { return pingpong ? 1 : warpgroups(); }
   /// Warpgroups this kernel splits K between (see `splitK`).

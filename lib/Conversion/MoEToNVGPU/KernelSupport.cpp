@@ -597,10 +597,7 @@ LogicalResult mlir::moe::verifyTile(function_ref<InFlightDiagnostic()> fail,
        tile.quantizeOut || tile.clusterSize() > 1))
     return fail() << "a ping-pong form is a bf16 64- or 128-row tile without "
                      "swap-AB, cluster or quantized output";
-  // A 128-row item is two accumulators in one warpgroup: 128 registers a
-  // thread at most, and no activation inputs held beside them.
-  if (tile.pingpong && tile.tileM == 128 &&
-      (tile.accumulatorColumns() > 128 || tile.activationGrad()))
+  if (tile.pingpong && tile.tileM == 128 && !tile.twoRowGroupsFit())
     return fail() << "a 128-row ping-pong form has at most 128 columns and no "
                      "activation's gradient, got "
                   << tile.tileN << " columns"

@@ -350,8 +350,7 @@ struct MoESelectKernelsPass
   pingpongTile(const GroupedMatmulTile &tile) const {
     if (!pingpong || tile.fp8() || tile.swapAB || tile.quantizeOut)
       return std::nullopt;
-    bool twoGroups = tile.tileM == 128 && tile.accumulatorColumns() <= 128 &&
-                     !tile.activationGrad();
+    bool twoGroups = tile.tileM == 128 && tile.twoRowGroupsFit();
     GroupedMatmulTile pp =
         tile.withShape(twoGroups ? 128 : 64, tile.tileN, tile.stages, false);
     pp.pingpong = true;

@@ -91,6 +91,8 @@ SmallVector<Value, 2> PipelinedMainloop::runPass(Value pass) {
                            n.add(base, n.mul(rowGroup, n.c(64 * t.tileK *
                                                            t.elementBytes()))),
                            k.ty.rowsSliceTile);
+          // Viewed after the first rows: hoisted, it reorders (and changes)
+          // the PTX of every other form.
           if (!weightsTile)
             weightsTile =
                 n.view(k.smem, n.add(base, n.c(k.rowsBytes)), k.ty.weightsTile);
