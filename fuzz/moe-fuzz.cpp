@@ -122,6 +122,7 @@ static std::string drawOptions(StringRef text) {
           {"warp-specialize", {"auto", "all", "none", "some"}},
           {"format", {"bin", "isa", "fatbin", "elf", "llvm"}},
           {"pingpong", {"0", "1"}},
+          {"tma-store", {"0", "1"}},
       };
   std::string options;
   for (const auto &[name, values] : kChoices) {

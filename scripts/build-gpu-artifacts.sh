@@ -248,6 +248,7 @@ bundle dgrad-ws "$out/dgrad.mlir" --moe-gpu-pipeline="warp-specialize=all"
 bundle dgrad-pingpong "$out/dgrad.mlir" --moe-gpu-pipeline="pingpong=1"
 bundle dgrad-pingpong128 "$out/dgrad.mlir" --moe-gpu-pipeline="pingpong=1 tile-n=128 stages=5"
 bundle dgrad-cluster2 "$out/dgrad.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 cluster=2"
+bundle dgrad-tmastore "$out/dgrad.mlir" --moe-gpu-pipeline="tma-store=1"
 bundle dgradbench "$out/dgradbench.mlir" --moe-gpu-pipeline
 # The activation's gradient in the dgrad epilogue: the default forms, the
 # warp-specialized ones and a 64x128 two-stage one.
@@ -276,6 +277,13 @@ bundle ws "$out/shapes.mlir" --moe-gpu-pipeline="warp-specialize=all"
 bundle pingpong "$out/shapes.mlir" --moe-gpu-pipeline="pingpong=1"
 bundle pingpong-s5 "$out/shapes.mlir" --moe-gpu-pipeline="pingpong=1 stages=5"
 bundle pingpong128 "$out/shapes.mlir" --moe-gpu-pipeline="pingpong=1 tile-n=128 stages=5"
+# TMA stores of the staged tiles whose rows are all their expert's: the
+# default tiles, 64 x 128 ones (one chunk a row group), 2-CTA clusters and
+# 128 x 128 ping-pong items (two row groups a warpgroup).
+bundle tmastore "$out/shapes.mlir" --moe-gpu-pipeline="tma-store=1"
+bundle tmastore-64x128-s2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 tile-m=64 tile-n=128 stages=2 tma-store=1"
+bundle tmastore-cluster2 "$out/shapes.mlir" --moe-gpu-pipeline="cluster=2 tma-store=1"
+bundle tmastore-pingpong128 "$out/shapes.mlir" --moe-gpu-pipeline="pingpong=1 tile-n=128 stages=5 tma-store=1"
 # The swap-AB forms with two warpgroups splitting K (the default for
 # K >= 8192 only).
 bundle swap-split2 "$out/shapes.mlir" --moe-gpu-pipeline="swap-ab-split-k=2"
@@ -324,6 +332,7 @@ bundle mlp-cluster2 "$out/mlp.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 clust
 bundle mlp-ws "$out/mlp.mlir" --moe-gpu-pipeline="warp-specialize=all"
 bundle mlp-pingpong "$out/mlp.mlir" --moe-gpu-pipeline="pingpong=1"
 bundle mlp-pingpong128 "$out/mlp.mlir" --moe-gpu-pipeline="pingpong=1 tile-n=128 stages=5"
+bundle mlp-tmastore "$out/mlp.mlir" --moe-gpu-pipeline="tma-store=1"
 
 printf 'mixtral_mlp 8 4096 14336 i32 scale\nqwen3_mlp 128 2048 768 i32 scale\ndeepseek_mlp 256 7168 2048 i32 scale\n' > "$out/bench-mlp.txt"
 mlp_module_of "$out/bench-mlp.txt" fused > "$out/bench-mlp.mlir"
@@ -361,6 +370,7 @@ bundle fp8-single "$out/fp8.mlir" --moe-gpu-pipeline="warp-specialize=none"
 # The 128-row forms 128 columns wide (the default: 192).
 bundle fp8-n128 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-max-rows=0 fp8-tile-n=128"
 bundle fp8-s5 "$out/fp8.mlir" --moe-gpu-pipeline="fp8-stages=5"
+bundle fp8-tmastore "$out/fp8.mlir" --moe-gpu-pipeline="tma-store=1"
 bundle fp8-swap-split2 "$out/fp8.mlir" --moe-gpu-pipeline="swap-ab-split-k=2"
 bundle fp8-swap-only-16-split2 "$out/fp8.mlir" \
   --moe-select-kernels="swap-ab=1 tile-m=16 tile-n=64 stages=4 swap-ab-split-k=2" --convert-moe-to-nvgpu \
@@ -438,6 +448,7 @@ bundle layer-pingpong "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="
 bundle layer-pingpong-s5 "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="pingpong=1 stages=5"
 bundle layer-pingpong128 "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="pingpong=1 tile-n=128 stages=5"
 bundle layer-128x128 "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="tile-n=128"
+bundle layer-tmastore "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="tma-store=1"
 # Without the split-K swap-AB forms (bench/ab_layer.py).
 bundle layer-nosplit "$root/test/device/layer_models.mlir" --moe-gpu-pipeline="swap-ab-split-k=1"
 # test/device/decode_layer.py: the layers with their decode kernel
@@ -481,6 +492,9 @@ bundle fp8layer-nosplit "$out/fp8_layer_models.mlir" \
 # Five stages in the FP8 prefill forms (bench/ab_layer.py).
 bundle fp8layer-s5 "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-stages=5"
+# TMA stores of the down GEMM's output (bench/ab_layer.py).
+bundle fp8layer-tmastore "$out/fp8_layer_models.mlir" \
+  --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="tma-store=1"
 # The 128-row forms 128 columns wide (bench/ab_layer.py baseline).
 bundle fp8layer-n128 "$out/fp8_layer_models.mlir" \
   --moe-quantize="scope=weights+activations" --moe-gpu-pipeline="fp8-tile-n=128"
@@ -508,6 +522,10 @@ bundle mxlayer-bf16 "$root/test/device/layer_models.mlir" \
 bundle mxlayer-bf16-separate "$root/test/device/layer_models.mlir" \
   --moe-quantize="format=mxfp8 scope=weights+activations gemm=dequantized" \
   --moe-gpu-pipeline="fuse-round-trips=0"
+# The same with TMA stores of the down GEMM's output (bench/ab_layer.py).
+bundle mxlayer-bf16-tmastore "$root/test/device/layer_models.mlir" \
+  --moe-quantize="format=mxfp8 scope=weights+activations gemm=dequantized" \
+  --moe-gpu-pipeline="tma-store=1"
 # The quantize kernel (test/device/quantize.py): every encoding it
 # implements, bf16 and f32 inputs.
 bundle quantize "$root/test/device/quantize_shapes.mlir" --moe-gpu-pipeline

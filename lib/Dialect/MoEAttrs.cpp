@@ -91,7 +91,7 @@ LogicalResult GemmFormAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t tileM, int64_t tileN, int64_t tileK,
                                    int64_t stages, bool swapAB, int64_t splitK,
                                    int64_t cluster, bool warpSpecialized,
-                                   bool widen, bool pingpong) {
+                                   bool widen, bool pingpong, bool tmaStore) {
   if (rowsMin < 1 || rowsMax < rowsMin || rowsMax > kMaxLaunchRows)
     return emitError() << "gemm_form rows must satisfy 1 <= rows_min <= "
                           "rows_max <= 2147483647, got ["
@@ -122,6 +122,9 @@ LogicalResult GemmFormAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a pingpong gemm_form has tile_m = 64 or 128 and a "
                           "producer warpgroup (warp_specialized), and no "
                           "swap_ab, cluster or widening";
+  // Swap-AB stores out^T from an f32 tile: no staged bf16 rows to hand over.
+  if (tmaStore && swapAB)
+    return emitError() << "a swap_ab gemm_form has no tma_store";
   return success();
 }
 

@@ -168,3 +168,27 @@ func.func @pingpong_128x256(%x: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>,
       : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
   return %y : tensor<?x512xbf16>
 }
+
+// -----
+
+// A TMA-storing form of the activation's gradient: its epilogue writes the
+// gate and up gradients N columns apart, column by column pairs.
+func.func @act_grad_tma_store(%g: tensor<?x256xbf16>, %w: tensor<8x256x512xbf16>, %off: tensor<9xi32>, %gu: tensor<?x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @+1 {{kernel form for rows [1, 2147483647]: tma_store is for the normal forms with a bf16 output, without an activation's gradient or round trip, only}}
+  %d = moe.grouped_dgrad %g, %w, %off act_grad silu %gu {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 128, tile_n = 128, tile_k = 64, stages = 4, tma_store = true>]>}
+      : (tensor<?x256xbf16>, tensor<8x256x512xbf16>, tensor<9xi32>, tensor<?x1024xbf16>) -> tensor<?x1024xbf16>
+  return %d : tensor<?x1024xbf16>
+}
+
+// -----
+
+// Out's rows of 1004 columns are 2008 bytes: no tensor map can describe them.
+func.func @tma_store_pitch(%x: tensor<?x256xbf16>, %w: tensor<8x1004x256xbf16>,
+                           %off: tensor<9xi32>) -> tensor<?x1004xbf16> {
+  // expected-error @+1 {{kernel form for rows [1, 2147483647]: tma_store needs the output's columns to be a static multiple of 8 (a 16-byte row pitch for its tensor map)}}
+  %y = moe.grouped_matmul %x, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, tma_store = true>]>}
+      : (tensor<?x256xbf16>, tensor<8x1004x256xbf16>, tensor<9xi32>) -> tensor<?x1004xbf16>
+  return %y : tensor<?x1004xbf16>
+}

@@ -173,3 +173,8 @@
 
 // expected-error @+1 {{a pingpong gemm_form has tile_m = 64 or 128 and a producer warpgroup (warp_specialized), and no swap_ab, cluster or widening}}
 #f = #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 64, tile_n = 256, tile_k = 64, stages = 4, pingpong = true>
+
+// -----
+
+// expected-error @+1 {{a swap_ab gemm_form has no tma_store}}
+#f = #moe.gemm_form<rows_min = 1, rows_max = 16, tile_m = 16, tile_n = 64, tile_k = 64, stages = 4, swap_ab = true, tma_store = true>

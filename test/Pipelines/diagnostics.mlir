@@ -3,7 +3,7 @@
 // options says so.
 // RUN: not moe-opt %s --moe-gpu-pipeline="tile-mm=64" 2>&1 | FileCheck %s --check-prefix=OPTION
 // RUN: not moe-opt %s --moe-cpu-reference-pipeline="tile-m=64" 2>&1 | FileCheck %s --check-prefix=NO-OPTIONS
-// OPTION: error: moe-gpu-pipeline: the options are chip, cluster, decode-max-tokens, format, {{.*}}, tile-m, tile-n, warp-specialize (got 'tile-mm=64')
+// OPTION: error: moe-gpu-pipeline: the options are chip, cluster, decode-max-tokens, format, {{.*}}, tile-m, tile-n, tma-store, warp-specialize (got 'tile-mm=64')
 // NO-OPTIONS: error: moe-cpu-reference-pipeline: it takes no options (got 'tile-m=64')
 
 // The GPU pipeline finds the ptxas it will run before it runs anything; PTX

@@ -133,6 +133,14 @@ def MoESelectKernels : Pass<"moe-select-kernels", "::mlir::ModuleOp"> {
            "warpgroup), else 64-row ones (one form for every expert past "
            "swap-AB's); `cluster` does not apply; measured slower, so off "
            "by default">,
+    Option<"tmaStore", "tma-store", "bool", "false",
+           "Prefill forms with a bf16 output (grouped_matmul, the expert "
+           "MLP's down GEMM and its gate-up without a round trip, "
+           "grouped_dgrad without an activation's gradient) whose output "
+           "columns are a multiple of 8: each warpgroup hands every staged "
+           "64 x 64 tile whose rows are all its expert's to one TMA store "
+           "(an out tensor map) instead of storing it with its threads; "
+           "rows at an expert's end are stored as before. Off by default">,
     Option<"warpSpecialize", "warp-specialize", "std::string", "\"auto\"",
            "Which 128-row GEMM forms (and MXFP8's 64-row one) get a producer "
            "warpgroup issuing the TMA loads behind per-stage empty mbarriers "

@@ -95,7 +95,10 @@ def MoE_GemmFormAttr : AttrDef<MoE_Dialect, "GemmForm"> {
     warpgroup issuing the loads; `pingpong` (bf16, 64-row tiles, or 128-row ones
     of at most 128 columns held as two accumulators, with a producer) has
     two consumer warpgroups take alternate work items, so that one's
-    epilogue overlaps the other's mainloop; `widen` (MXFP8)
+    epilogue overlaps the other's mainloop; `tma_store` (a bf16 output of
+    a normal form without an activation's gradient or round trip, its
+    columns a multiple of 8) stores each staged 64 x 64 tile whose rows are
+    all its expert's with one TMA store; `widen` (MXFP8)
     widens e4m3 to bf16 in shared memory and runs bf16 WGMMA. Every value
     is the kernel's own (no "auto"): the form describes exactly one kernel.
 
@@ -112,7 +115,8 @@ def MoE_GemmFormAttr : AttrDef<MoE_Dialect, "GemmForm"> {
                         DefaultValuedParameter<"int64_t", "1">:$cluster,
                         DefaultValuedParameter<"bool", "false">:$warp_specialized,
                         DefaultValuedParameter<"bool", "false">:$widen,
-                        DefaultValuedParameter<"bool", "false">:$pingpong);
+                        DefaultValuedParameter<"bool", "false">:$pingpong,
+                        DefaultValuedParameter<"bool", "false">:$tma_store);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

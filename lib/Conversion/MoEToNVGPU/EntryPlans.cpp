@@ -295,6 +295,10 @@ void gemmPlan(const EntryKeys &e, Scope &p, StringRef chip) {
     else
       s.tmap("weights", dtype, {k, n, experts}, {k * elementBytes, expertBytes},
              {tileK, swiglu ? tileN / 2 : tileN, 1});
+    // A TMA-storing kernel's third parameter: out as boxes of the staging
+    // tile (64 rows x 64 columns), in its 128-byte swizzle.
+    if (e.kernels[i]->hasAttr("moe.tma_store"))
+      s.tmap("out", "bf16", {cols, m}, {cols * 2}, {64, 64});
     s.mem("offsets", {experts + 1}).mem("out", {m, cols});
     s.i32(k).i32(rowsMin).i32(rowsMax);
     if (fp8)

@@ -100,6 +100,8 @@ std::string GroupedMatmulTile::kernelName(Type offsetType) const {
     suffix += "_ws";
   if (kSplit() > 1)
     suffix += "_k" + std::to_string(kSplit());
+  if (tmaStores())
+    suffix += "_tmastore";
   return llvm::formatv("grouped_matmul_{7}_{0}x{1}x{2}_s{3}{4}{5}_off{6}",
                        tileM, tileN, tileK, stages, swapAB ? "_swapab" : "",
                        suffix, offsetType.getIntOrFloatBitWidth(),
@@ -168,8 +170,13 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                                  t.quantizeOut ? Type(b.getI8Type())
                                                : Type(b.getBF16Type()));
   Type i32 = b.getI32Type();
-  SmallVector<Type> argTypes{ptrType, ptrType, offsetsType, outType,
-                             i32,     i32,     i32};
+  // A TMA-storing kernel's out tensor map comes third: tensor maps lead,
+  // where memref expansion keeps their parameter index.
+  bool outMap = t.tmaStores();
+  SmallVector<Type> argTypes{ptrType, ptrType};
+  if (outMap)
+    argTypes.push_back(ptrType);
+  argTypes.append({offsetsType, outType, i32, i32, i32});
   bool rowScale = t.epilogue == GroupedMatmulTile::Epilogue::RowScale;
   if (t.fp8()) {
     // MXFP8 scales are UE8M0 bytes.
@@ -208,22 +215,26 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   // The tensor maps travel by value in parameter space (see
   // docs/runtime-contract.md); moe-finalize-kernel-abi marks them so once
   // the function is an llvm.func, since gpu.func drops llvm.byval.
-  func->setAttr(kTensorMapArgsAttr, b.getDenseI64ArrayAttr({0, 1}));
-  for (unsigned arg : {0u, 1u})
+  SmallVector<int64_t, 3> mapArgs{0, 1};
+  if (outMap)
+    mapArgs.push_back(2);
+  func->setAttr(kTensorMapArgsAttr, b.getDenseI64ArrayAttr(mapArgs));
+  for (int64_t arg : mapArgs)
     func.setArgAttr(arg, LLVM::LLVMDialect::getAlignAttrName(),
                     b.getI64IntegerAttr(64));
 
   Block *entry = &func.getBody().front();
   k.rowsMapPtr = entry->getArgument(0);
   k.weightsMapPtr = entry->getArgument(1);
-  Value offsets = k.offsets = entry->getArgument(2);
-  Value out = k.out = entry->getArgument(3);
-  Value kArg = entry->getArgument(4);
+  unsigned nextArg = 2;
+  k.outMapPtr = outMap ? entry->getArgument(nextArg++) : Value();
+  Value offsets = k.offsets = entry->getArgument(nextArg++);
+  Value out = k.out = entry->getArgument(nextArg++);
+  Value kArg = entry->getArgument(nextArg++);
   b.setInsertionPointToStart(entry);
   IndexMath m{b};
-  Value rowsMin = m.toIndex(entry->getArgument(5));
-  Value rowsMax = m.toIndex(entry->getArgument(6));
-  unsigned nextArg = 7;
+  Value rowsMin = m.toIndex(entry->getArgument(nextArg++));
+  Value rowsMax = m.toIndex(entry->getArgument(nextArg++));
   k.rowsScales = t.fp8() ? entry->getArgument(nextArg++) : Value();
   k.weightsScales = t.fp8() ? entry->getArgument(nextArg++) : Value();
   k.outScales = t.quantizeOut ? entry->getArgument(nextArg++) : Value();
@@ -260,6 +271,9 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
   k.weightsMap =
       UnrealizedConversionCastOp::create(b, ty.weightsMap, k.weightsMapPtr)
           .getResult(0);
+  if (k.outMapPtr)
+    k.outMap = UnrealizedConversionCastOp::create(b, ty.outMap, k.outMapPtr)
+                   .getResult(0);
   Value smemRaw = dynamicSmem.get(b);
   k.smem = memref::ReinterpretCastOp::create(b, ty.sharedBytes, smemRaw, 0,
                                              {t.dynamicSharedBytes()}, {1});
@@ -293,6 +307,8 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
     NVVM::FenceMbarrierInitOp::create(nb);
     nvgpu::TmaPrefetchOp::create(nb, k.rowsMap, Value());
     nvgpu::TmaPrefetchOp::create(nb, k.weightsMap, Value());
+    if (k.outMap)
+      nvgpu::TmaPrefetchOp::create(nb, k.outMap, Value());
   });
   // The set-up above, and the tile table, overlap the previous kernel: the
   // offsets are complete when this kernel can launch (contract §3.6: in a
@@ -437,6 +453,7 @@ gpu::GPUFuncOp mlir::moe::buildGroupedMatmulKernel(OpBuilder &builder,
                                      next.item.row0, next.item.rowEnd,
                                      next.item.col0});
   b.setInsertionPointAfter(loop);
+  epilogue->finish();
   // No CTA leaves while its peer may still multicast into it.
   if (cluster > 1)
     k.syncStages(b);

@@ -142,6 +142,13 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
   /// the other stores its tile: the epilogue overlaps the next item's wgmma
   /// instead of stalling them.
   bool pingpong = false;
+  /// The staged epilogue (bf16 out of a normal form, no activation's
+  /// gradient or round trip) hands each 64 x 64 staging tile whose rows are
+  /// all the expert's to one TMA store through an out tensor map (the
+  /// kernel's last argument) instead of 128 threads' 16-byte stores; the
+  /// staging tile is reused once the TMA has read it. Needs out's columns a
+  /// multiple of 8 (a 16-byte row pitch).
+  bool tmaStore = false;
 
   /// Columns of one TMA box of N-major weights (WeightsLayout::KN): 128
   /// bytes of bf16, one row of the 128-byte swizzle.
@@ -201,6 +208,11 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
            (wanted && !swapAB && !widened() &&
             (tileM == 128 || (mxfp8() && tileM == 64)) && clusterSize() == 1);
   }
+  /// Whether this kernel stores through a tensor map (see `tmaStore`).
+  bool tmaStores() const {
+    return tmaStore && !swapAB && !quantizeOut && !roundTripOut &&
+           !activationGrad();
+  }
   /// Threads of the block: the consumer warpgroups and the producer's.
   int64_t threads() const {
     return 128 * (warpgroups() + (specialized() ? 1 : 0));
@@ -250,11 +262,11 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
 /// (weights [E, N, K]; WeightsLayout::KN: @ weights[e], weights [E, K, N])
 /// for bf16 or block-FP8 operands with f32 accumulation (then the tile's
 /// epilogue), inside `module`. Its arguments: (rows tensor map ptr, weights
-/// tensor map ptr, offsets memref<?xT>, out memref<?x?xbf16>, K, rows_min,
-/// rows_max as i32, for Format::FP8Block the rows' scales memref<?x?xf32>
-/// and the weights' scales memref<?x?x?xf32> (Format::MXFP8: memref<?x?xi8>
-/// and memref<?x?x?xi8> of UE8M0 codes), with `quantizeOut` the
-/// output's scales memref<?x?xf32> [M, N / 256] (out is then
+/// tensor map ptr, with `tmaStore` out's tensor map ptr, offsets memref<?xT>,
+/// out memref<?x?xbf16>, K, rows_min, rows_max as i32, for Format::FP8Block the
+/// rows' scales memref<?x?xf32> and the weights' scales memref<?x?x?xf32>
+/// (Format::MXFP8: memref<?x?xi8> and memref<?x?x?xi8> of UE8M0 codes), with
+/// `quantizeOut` the output's scales memref<?x?xf32> [M, N / 256] (out is then
 /// memref<?x?xi8>), for Epilogue::RowScale the
 /// scale memref<?xf32>, and with a bias the bias memref<?x?xT> [E, N]). See
 /// docs/hopper-notes.md and docs/runtime-contract.md.

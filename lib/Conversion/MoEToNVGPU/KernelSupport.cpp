@@ -490,6 +490,17 @@ int64_t GemmPart::k() const {
       .getDimSize(weightsKN() ? 1 : 2);
 }
 
+bool GemmPart::outRowsAligned() const {
+  int64_t n =
+      cast<RankedTensorType>(weights.getType()).getDimSize(weightsKN() ? 2 : 1);
+  if (ShapedType::isDynamic(n))
+    return false;
+  int64_t columns = epilogue == Epilogue::SwiGLU           ? n / 2
+                    : epilogue == Epilogue::ActivationGrad ? 2 * n
+                                                           : n;
+  return columns % 8 == 0;
+}
+
 /// The element type of `bias`, or null.
 static Type biasElementType(Value bias) {
   return bias ? cast<RankedTensorType>(bias.getType()).getElementType()

@@ -68,6 +68,9 @@ struct GemmPart : GroupedMatmulSemantics {
   }
   /// The reduction size K (dynamic: ShapedType::kDynamic).
   int64_t k() const;
+  /// Whether out's columns are a static multiple of 8: its rows 16-byte
+  /// aligned, as an out tensor map (tmaStore) needs.
+  bool outRowsAligned() const;
 };
 
 /// The grouped GEMMs of a moe.grouped_matmul (one) or a moe.expert_mlp

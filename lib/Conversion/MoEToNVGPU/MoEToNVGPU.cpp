@@ -55,6 +55,9 @@ static gpu::GPUFuncOp getOrBuildKernel(OpBuilder &builder,
   // Launched as clusters (docs/runtime-contract.md §3.1); absent: single CTAs.
   if (tile.clusterSize() > 1)
     func->setAttr("moe.cluster", builder.getI64IntegerAttr(tile.clusterSize()));
+  // Its last parameter is out's tensor map (contract §3.1).
+  if (tile.tmaStores())
+    func->setAttr("moe.tma_store", builder.getUnitAttr());
   return func;
 }
 
@@ -153,6 +156,7 @@ static GroupedMatmulTile formTile(const GemmPart &part, GemmFormAttr form) {
   tile.cluster = form.getCluster();
   tile.widen = form.getWiden();
   tile.pingpong = form.getPingpong();
+  tile.tmaStore = form.getTmaStore();
   tile.warpSpecialize = form.getWarpSpecialized()
                             ? GroupedMatmulTile::WarpSpecialize::All
                             : GroupedMatmulTile::WarpSpecialize::None;
@@ -194,6 +198,14 @@ static LogicalResult verifyGemmKernels(Operation *op, const GemmPart &part,
                            "forms without a quantized output only";
     if (tile.cluster != tile.clusterSize())
       return fail(form) << "a widened form has no cluster";
+    if (tile.tmaStore && !tile.tmaStores())
+      return fail(form) << "tma_store is for the normal forms with a bf16 "
+                           "output, without an activation's gradient or "
+                           "round trip, only";
+    if (tile.tmaStore && !part.outRowsAligned())
+      return fail(form) << "tma_store needs the output's columns to be a "
+                           "static multiple of 8 (a 16-byte row pitch for its "
+                           "tensor map)";
     if (form.getWarpSpecialized() != tile.specialized())
       return fail(form) << "a producer warpgroup is built for the 128-row "
                            "prefill forms (and MXFP8's 64-row one) of one "

@@ -124,7 +124,7 @@ static GemmFormAttr formAttr(MLIRContext *context,
   return GemmFormAttr::get(context, rowsMin, rowsMax, tile.tileM, tile.tileN,
                            tile.tileK, tile.stages, tile.swapAB, tile.kSplit(),
                            tile.clusterSize(), tile.specialized(),
-                           tile.widened(), tile.pingpong);
+                           tile.widened(), tile.pingpong, tile.tmaStores());
 }
 
 namespace {
@@ -218,6 +218,7 @@ struct MoESelectKernelsPass
     check("warp-specialize", warpSpecialize != defaults.warpSpecialize);
     check("swap-ab", swapAB != defaults.swapAB);
     check("pingpong", pingpong != defaults.pingpong);
+    check("tma-store", tmaStore != defaults.tmaStore);
     if (set.empty())
       return success();
     return fail() << "chip=sm_100a has one kernel form (the tcgen05 MXFP8 "
@@ -300,6 +301,7 @@ struct MoESelectKernelsPass
     GroupedMatmulTile tile = part.apply(
         part.format == Format::BF16 ? baseTile
                                     : fp8Base(part.format, part.quantizeOut));
+    tile.tmaStore = tmaStore && part.outRowsAligned();
     int64_t swapStages = swapStagesFor(part.k(), baseTile.stages, swapABStages,
                                        part.quantizeOut);
     int64_t swapSplit = swapSplitFor(part.k(), swapABSplitK, swapStages);
@@ -364,6 +366,7 @@ struct MoESelectKernelsPass
   /// rows where the tile has 128.
   GemmKernelsAttr selectDgrad(const GemmPart &part) {
     GroupedMatmulTile tile = part.apply(baseTile);
+    tile.tmaStore = tmaStore && part.outRowsAligned();
     if (tile.swapAB)
       tile = tile.withShape(128, 128, tile.stages, /*swapAB=*/false);
     // With the activation's gradient, 128 columns: the tile's inputs then
@@ -400,7 +403,8 @@ struct MoESelectKernelsPass
                                        tile.tileN, tile.tileK, tile.stages,
                                        /*swapAB=*/false, /*splitK=*/1,
                                        /*cluster=*/1, /*warpSpecialized=*/false,
-                                       /*widen=*/false, /*pingpong=*/false)),
+                                       /*widen=*/false, /*pingpong=*/false,
+                                       /*tmaStore=*/false)),
         false);
   }
 

@@ -60,3 +60,58 @@ func.func @normal(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: t
       : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
   return %y : tensor<?x512xbf16>
 }
+
+// -----
+
+// tma_store: out's tensor map is the third parameter. Each item's first
+// chunk waits (its warpgroup's thread 0) until the TMA has read the staging
+// tile, then the warpgroup syncs; the staged values are fenced for the async
+// proxy before the barrier. A chunk whose 64 rows are all the expert's goes
+// out as one TMA store at (col0 + 64 c, row0 + 64 w) from thread 0, else
+// the threads store it as without tma_store. After the last item: one more
+// wait, so that the CTA outlives the TMA's reads.
+// CHECK-LABEL: gpu.func @grouped_matmul_bf16_64x128x64_s3_tmastore_off32(
+// CHECK-SAME: %arg1: !llvm.ptr {llvm.align = 64 : i64}, %[[MAPPTR:arg2]]: !llvm.ptr {llvm.align = 64 : i64}, %arg3: memref<?xi32>, %arg4: memref<?x?xbf16>
+// CHECK-SAME: moe.tensor_map_args = array<i64: 0, 1, 2>
+// CHECK-SAME: moe.tma_store
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[MAP:.*]] = builtin.unrealized_conversion_cast %[[MAPPTR]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
+// CHECK: nvgpu.tma.prefetch.descriptor %[[MAP]]
+// CHECK: scf.while
+// CHECK: %[[ROWSHERE:.*]] = arith.minsi %{{.*}}, %c64{{.*}} : index
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: %[[AT:.*]] = arith.addi %c73728{{.*}}, %{{.*}} : index
+// CHECK-NEXT: %[[STAGING:.*]] = memref.view %{{.*}}[%[[AT]]][] : {{.*}} to memref<64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[GTID:.*]] = arith.remui %[[TID]], %c128{{.*}} : index
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[GTID]], %c0{{.*}} : index
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NEXT: }
+// CHECK: nvvm.barrier id
+// CHECK-COUNT-16: vector.store %{{.*}}, %[[STAGING]]{{.*}} vector<2xbf16>
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: nvvm.barrier id
+// CHECK: %[[END:.*]] = arith.addi %{{.*}}, %c64{{.*}} : index
+// CHECK-NEXT: %[[WHOLE:.*]] = arith.cmpi sle, %[[END]], %[[ROWSHERE]] : index
+// CHECK-NEXT: scf.if %[[WHOLE]] {
+// CHECK-NEXT: scf.if %{{.*}} {
+// CHECK: nvgpu.tma.async.store %[[STAGING]] to %[[MAP]][%{{.*}}, %{{.*}}]
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: }
+// CHECK-NEXT: } else {
+// CHECK-COUNT-4: vector.load %[[STAGING]]{{.*}} vector<8xbf16>
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvvm.barrier id
+// CHECK-COUNT-16: vector.store %{{.*}}, %[[STAGING]]{{.*}} vector<2xbf16>
+// CHECK: nvgpu.tma.async.store %[[STAGING]] to %[[MAP]]
+// CHECK-NOT: nvgpu.tma.async.store
+// CHECK: scf.yield
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvvm.barrier id
+// CHECK-NEXT: gpu.return
+func.func @tma_store(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %y = moe.grouped_matmul %rows, %w, %off {moe.kernels = #moe.gemm_kernels<chip = "sm_90a", forms = [
+      #moe.gemm_form<rows_min = 1, rows_max = 2147483647, tile_m = 64, tile_n = 128, tile_k = 64, stages = 3, tma_store = true>]>}
+      : (tensor<?x256xbf16>, tensor<8x512x256xbf16>, tensor<9xi32>) -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}

@@ -11,7 +11,10 @@
 // fragment's inputs into their gradients in place, and the rows go to the
 // same columns of out. A bf16 activation's MXFP8 round trip
 // (GroupedMatmulSemantics::roundTripOut) is made by the readers: each holds
-// 8 columns of a row, four consecutive ones a [1, 32] block.
+// 8 columns of a row, four consecutive ones a [1, 32] block. With
+// `tmaStore` a staged tile whose 64 rows are all the expert's goes out as
+// one TMA store (the staging tile's swizzle is the tensor map's 128-byte
+// one); the tile is rewritten only after the TMA has read it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +23,7 @@
 #include "Fragment.h"
 #include "GemmKernel.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -38,6 +42,7 @@ public:
   using GemmEpilogue::GemmEpilogue;
   void emit(GemmMainloop &mainloop, const NextItem &next,
             Value rowsHere) override;
+  void finish() override;
 
 private:
   /// Stores the accumulator of the tile's 64 rows from (k.rowGroup + g) *
@@ -63,6 +68,10 @@ private:
   /// clamped below N.
   Value loadVector(ImplicitLocOpBuilder &nb, Value row, Value col,
                    Value base) const;
+
+  /// TMA stores: the warpgroup's elected thread waits until the TMA has
+  /// read its staging tile, then the warpgroup syncs.
+  void waitStagingFree(ImplicitLocOpBuilder &nb) const;
 
   Value rowsAligned;
 };
@@ -226,6 +235,14 @@ void StagedStoreEpilogue::storeRowGroup(
   // gated 192-column tile: 64 + 32).
   int64_t chunkCols = actGrad ? kStagingColumns / 2 : kStagingColumns;
   int64_t tileCols = k.tileCols;
+  // TMA stores: this warpgroup's elected thread issues them; the previous
+  // item's last one must have read the staging tile before it is rewritten.
+  bool tma = t.tmaStores();
+  Value elected =
+      tma ? arith::CmpIOp::create(b, arith::CmpIPredicate::eq, groupTid, m.c(0))
+          : Value();
+  if (tma)
+    waitStagingFree(b);
   for (int64_t c = 0; c * chunkCols < tileCols; ++c) {
     int64_t width = std::min(chunkCols, tileCols - c * chunkCols);
     if (actGrad) {
@@ -305,38 +322,97 @@ void StagedStoreEpilogue::storeRowGroup(
             /*nontemporal=*/false, llvm::Align(4));
       }
     }
+    // The TMA (async proxy) reads what these threads wrote.
+    if (tma)
+      NVVM::FenceProxyOp::create(
+          b, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(k.ctx, NVVM::SharedSpace::shared_cta));
     k.syncWarpgroup(b);
-    for (int64_t pass = 0; pass < 64 / 16; ++pass) {
-      Value r = m.add(readRow, m.c(16 * pass));
-      Value values = vector::LoadOp::create(
-          b, chunkType, staging, ValueRange{r, m.mul(readPhysical, m.c(8))},
-          /*nontemporal=*/false, llvm::Align(16));
-      // Every lane, stored or not, takes part in its block's shuffles.
-      if (t.roundTripOut)
-        values = roundTripChunkMX(b, values, kMxLanes, t.roundTripOut);
-      Value tileRow = m.add(groupRow0, r);
-      Value stores = m.lt(tileRow, rowsHere);
-      // Gradients: chunks 0-3 are gate columns, 4-7 up columns N further.
-      Value chunkInHalf =
-          actGrad ? arith::RemUIOp::create(b, readChunk, m.c(4)) : readChunk;
-      if (width < chunkCols)
-        stores =
-            arith::AndIOp::create(b, stores, m.lt(chunkInHalf, m.c(width / 8)));
-      ifThen(b, stores, [&](ImplicitLocOpBuilder &nb) {
-        IndexMath n{nb};
-        Value base = actGrad
-                         ? n.mul(arith::DivUIOp::create(nb, readChunk, n.c(4)),
-                                 k.numCols)
-                         : Value();
-        storeVector(
-            nb, values, n.add(row0, tileRow),
-            n.add(col0, n.add(n.c(c * chunkCols), n.mul(chunkInHalf, n.c(8)))),
-            base);
-      });
+    // The threads store the staged rows, 8 columns each.
+    auto storeStaged = [&](ImplicitLocOpBuilder &sb) {
+      IndexMath s{sb};
+      for (int64_t pass = 0; pass < 64 / 16; ++pass) {
+        Value r = s.add(readRow, s.c(16 * pass));
+        Value values = vector::LoadOp::create(
+            sb, chunkType, staging, ValueRange{r, s.mul(readPhysical, s.c(8))},
+            /*nontemporal=*/false, llvm::Align(16));
+        // Every lane, stored or not, takes part in its block's shuffles.
+        if (t.roundTripOut)
+          values = roundTripChunkMX(sb, values, kMxLanes, t.roundTripOut);
+        Value tileRow = s.add(groupRow0, r);
+        Value stores = s.lt(tileRow, rowsHere);
+        // Gradients: chunks 0-3 are gate columns, 4-7 up columns N further.
+        Value chunkInHalf =
+            actGrad ? arith::RemUIOp::create(sb, readChunk, s.c(4)) : readChunk;
+        if (width < chunkCols)
+          stores = arith::AndIOp::create(sb, stores,
+                                         s.lt(chunkInHalf, s.c(width / 8)));
+        ifThen(sb, stores, [&](ImplicitLocOpBuilder &nb) {
+          IndexMath n{nb};
+          Value base =
+              actGrad ? n.mul(arith::DivUIOp::create(nb, readChunk, n.c(4)),
+                              k.numCols)
+                      : Value();
+          storeVector(nb, values, n.add(row0, tileRow),
+                      n.add(col0, n.add(n.c(c * chunkCols),
+                                        n.mul(chunkInHalf, n.c(8)))),
+                      base);
+        });
+      }
+    };
+    if (!tma) {
+      storeStaged(b);
+      // The next chunk overwrites the staging tile just read.
+      k.syncWarpgroup(b);
+      continue;
     }
-    // The next chunk overwrites the staging tile just read.
-    k.syncWarpgroup(b);
+    // All 64 rows the expert's: one thread hands the tile to the TMA, which
+    // drops the columns past N; else the threads store the expert's rows.
+    Value whole = m.le(m.add(groupRow0, m.c(64)), rowsHere);
+    scf::IfOp::create(
+        b, whole,
+        [&](OpBuilder &thenBuilder, Location tl) {
+          ImplicitLocOpBuilder tb(tl, thenBuilder);
+          ifThen(tb, elected, [&](ImplicitLocOpBuilder &eb) {
+            IndexMath e{eb};
+            nvgpu::TmaAsyncStoreOp::create(
+                eb, staging, k.outMap,
+                ValueRange{e.add(col0, e.c(c * chunkCols)),
+                           e.add(row0, groupRow0)},
+                Value());
+            NVVM::CpAsyncBulkCommitGroupOp::create(eb);
+          });
+          scf::YieldOp::create(tb);
+        },
+        [&](OpBuilder &elseBuilder, Location el) {
+          ImplicitLocOpBuilder eb(el, elseBuilder);
+          storeStaged(eb);
+          scf::YieldOp::create(eb);
+        });
+    // The next chunk overwrites the staging tile once the TMA has read it;
+    // after the last, the next item's first chunk waits (finish: the exit).
+    if ((c + 1) * chunkCols < tileCols)
+      waitStagingFree(b);
   }
+}
+
+void StagedStoreEpilogue::waitStagingFree(ImplicitLocOpBuilder &nb) const {
+  IndexMath m{nb};
+  Value elected = arith::CmpIOp::create(
+      nb, arith::CmpIPredicate::eq, arith::RemUIOp::create(nb, k.tid, m.c(128)),
+      m.c(0));
+  ifThen(nb, elected, [&](ImplicitLocOpBuilder &eb) {
+    NVVM::CpAsyncBulkWaitGroupOp::create(eb, eb.getI32IntegerAttr(0),
+                                         eb.getUnitAttr());
+  });
+  k.syncWarpgroup(nb);
+}
+
+void StagedStoreEpilogue::finish() {
+  // The TMA may still read a staging tile: the CTA's shared memory must
+  // outlive that.
+  if (k.t.tmaStores())
+    waitStagingFree(k.b);
 }
 
 std::unique_ptr<GemmEpilogue> sm90::makeStagedStoreEpilogue(GemmKernel &k) {

@@ -39,7 +39,7 @@ inline constexpr int64_t kNMajorChunk = GroupedMatmulTile::kNMajorChunk;
 /// Types and constants of one kernel, derived from its tile shape.
 struct KernelTypes {
   gpu::AddressSpaceAttr smem;
-  nvgpu::TensorMapDescriptorType rowsMap, weightsMap;
+  nvgpu::TensorMapDescriptorType rowsMap, weightsMap, outMap;
   MemRefType rowsTile, rowsSliceTile, weightsLoadTile, weightsTile, outTile,
       stagingTile, activationTile, sharedBytes;
   nvgpu::MBarrierGroupType barriers;
@@ -71,10 +71,11 @@ struct GemmKernel {
 
   // Arguments (null where the tile has none).
   Value rowsMapPtr, weightsMapPtr, offsets, out, rowsScales, weightsScales,
-      outScales, rowScales, biases, actInput;
+      outScales, rowScales, biases, actInput, outMapPtr;
 
   // Launch-wide values.
-  Value tid, warpgroup, rank, leader, smem, barriers, rowsMap, weightsMap;
+  Value tid, warpgroup, rank, leader, smem, barriers, rowsMap, weightsMap,
+      outMap;
   /// Which 64 rows of the item this consumer warpgroup multiplies (its
   /// index; ping-pong: 0, its item is its own, rows 64.. too at 128 rows).
   Value rowGroup;
@@ -187,6 +188,9 @@ public:
   /// item's first loads as soon as the stages are free.
   virtual void emit(GemmMainloop &mainloop, const NextItem &next,
                     Value rowsHere) = 0;
+  /// Emits at k.b, after the consumers' last item, what must complete
+  /// before the CTA exits.
+  virtual void finish() {}
 
 protected:
   GemmKernel &k;

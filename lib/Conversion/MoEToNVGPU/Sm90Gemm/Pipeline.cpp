@@ -48,6 +48,7 @@ KernelTypes::KernelTypes(MLIRContext *ctx, const GroupedMatmulTile &t) {
   };
   rowsMap = tensorMap(rowsTile);
   weightsMap = tensorMap(weightsLoadTile);
+  outMap = tensorMap(stagingTile);
   // Warp-specialized: the stages' "full" mbarriers, then their "empty"
   // ones; ping-pong, then each consumer warpgroup's mainloop turn.
   barriers = nvgpu::MBarrierGroupType::get(
