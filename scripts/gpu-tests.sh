@@ -23,7 +23,9 @@
 # block-FP8 layers of four models against a float32 reference on the
 # dequantized values) and test/device/mxfp8_layer.py (the MXFP8 layers of
 # five models, the same way) and test/device/plans.py (each layer through
-# its launch plan, moeLaunch, bit-identical to moeLayer), against float32
+# its launch plan, moeLaunch, bit-identical to moeLayer) and
+# test/device/layer_variants.py (the TMA-store layers bit-identical to the
+# default ones over skewed routings), against float32
 # torch references with
 # outputs poisoned first. Prints each test's and the
 # total `N passed, N failed`; exits non-zero on any failure.
@@ -44,7 +46,7 @@ status=0 passed=0 failed=0
 # readme.py (the README's GPU snippets as written), train_layer.py
 # (TrainableMoELayer's gradients against the blocks' autograd) and
 # expert_parallel.py (one rank through NCCL) too.
-for test in grouped_matmul grouped_dgrad grouped_wgrad backward_ops fp8_grouped_matmul expert_mlp routing layer decode_layer shared_layer empty_batch quantize fp8_layer mxfp8_layer $([ -d "$art/hf-cache" ] && echo hf_module hf_experts readme train_layer expert_parallel); do
+for test in grouped_matmul grouped_dgrad grouped_wgrad backward_ops fp8_grouped_matmul expert_mlp routing layer decode_layer shared_layer empty_batch quantize fp8_layer mxfp8_layer layer_variants $([ -d "$art/hf-cache" ] && echo hf_module hf_experts readme train_layer expert_parallel); do
   log=$(mktemp)
   python3 "$root/test/device/$test.py" "$art" "$root/.shared-bench" 2>&1 | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -12,9 +12,9 @@
 // same columns of out. A bf16 activation's MXFP8 round trip
 // (GroupedMatmulSemantics::roundTripOut) is made by the readers: each holds
 // 8 columns of a row, four consecutive ones a [1, 32] block. With
-// `tmaStore` a staged tile whose 64 rows are all the expert's goes out as
-// one TMA store (the staging tile's swizzle is the tensor map's 128-byte
-// one); the tile is rewritten only after the TMA has read it.
+// `tmaStore` a staged 64-column chunk whose 64 rows are all the expert's
+// goes out as one TMA store (the staging tile's swizzle is the tensor map's
+// 128-byte one); the tile is rewritten only after the TMA has read it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -322,8 +322,10 @@ void StagedStoreEpilogue::storeRowGroup(
             /*nontemporal=*/false, llvm::Align(4));
       }
     }
-    // The TMA (async proxy) reads what these threads wrote.
-    if (tma)
+    // The TMA (async proxy) reads what these threads wrote: whole 64-column
+    // chunks only, since its box would store a narrower one's neighbours.
+    bool tmaChunk = tma && width == chunkCols;
+    if (tmaChunk)
       NVVM::FenceProxyOp::create(
           b, NVVM::ProxyKind::async_shared,
           NVVM::SharedSpaceAttr::get(k.ctx, NVVM::SharedSpace::shared_cta));
@@ -366,29 +368,34 @@ void StagedStoreEpilogue::storeRowGroup(
       k.syncWarpgroup(b);
       continue;
     }
-    // All 64 rows the expert's: one thread hands the tile to the TMA, which
-    // drops the columns past N; else the threads store the expert's rows.
-    Value whole = m.le(m.add(groupRow0, m.c(64)), rowsHere);
-    scf::IfOp::create(
-        b, whole,
-        [&](OpBuilder &thenBuilder, Location tl) {
-          ImplicitLocOpBuilder tb(tl, thenBuilder);
-          ifThen(tb, elected, [&](ImplicitLocOpBuilder &eb) {
-            IndexMath e{eb};
-            nvgpu::TmaAsyncStoreOp::create(
-                eb, staging, k.outMap,
-                ValueRange{e.add(col0, e.c(c * chunkCols)),
-                           e.add(row0, groupRow0)},
-                Value());
-            NVVM::CpAsyncBulkCommitGroupOp::create(eb);
+    if (!tmaChunk) {
+      storeStaged(b);
+    } else {
+      // All 64 rows the expert's: one thread hands the tile to the TMA,
+      // which drops the columns past N; else the threads store the
+      // expert's rows.
+      Value whole = m.le(m.add(groupRow0, m.c(64)), rowsHere);
+      scf::IfOp::create(
+          b, whole,
+          [&](OpBuilder &thenBuilder, Location tl) {
+            ImplicitLocOpBuilder tb(tl, thenBuilder);
+            ifThen(tb, elected, [&](ImplicitLocOpBuilder &eb) {
+              IndexMath e{eb};
+              nvgpu::TmaAsyncStoreOp::create(
+                  eb, staging, k.outMap,
+                  ValueRange{e.add(col0, e.c(c * chunkCols)),
+                             e.add(row0, groupRow0)},
+                  Value());
+              NVVM::CpAsyncBulkCommitGroupOp::create(eb);
+            });
+            scf::YieldOp::create(tb);
+          },
+          [&](OpBuilder &elseBuilder, Location el) {
+            ImplicitLocOpBuilder eb(el, elseBuilder);
+            storeStaged(eb);
+            scf::YieldOp::create(eb);
           });
-          scf::YieldOp::create(tb);
-        },
-        [&](OpBuilder &elseBuilder, Location el) {
-          ImplicitLocOpBuilder eb(el, elseBuilder);
-          storeStaged(eb);
-          scf::YieldOp::create(eb);
-        });
+    }
     // The next chunk overwrites the staging tile once the TMA has read it;
     // after the last, the next item's first chunk waits (finish: the exit).
     if ((c + 1) * chunkCols < tileCols)
