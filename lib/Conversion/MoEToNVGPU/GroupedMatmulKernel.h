@@ -145,7 +145,7 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
   /// The staged epilogue (bf16 out of a normal form, no activation's
   /// gradient or round trip) hands each 64 x 64 staging tile whose rows are
   /// all the expert's to one TMA store through an out tensor map (the
-  /// kernel's last argument) instead of 128 threads' 16-byte stores; the
+  /// kernel's third argument) instead of 128 threads' 16-byte stores; the
   /// staging tile is reused once the TMA has read it. Needs out's columns a
   /// multiple of 8 (a 16-byte row pitch).
   bool tmaStore = false;

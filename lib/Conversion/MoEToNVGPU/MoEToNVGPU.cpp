@@ -55,7 +55,7 @@ static gpu::GPUFuncOp getOrBuildKernel(OpBuilder &builder,
   // Launched as clusters (docs/runtime-contract.md §3.1); absent: single CTAs.
   if (tile.clusterSize() > 1)
     func->setAttr("moe.cluster", builder.getI64IntegerAttr(tile.clusterSize()));
-  // Its last parameter is out's tensor map (contract §3.1).
+  // Its third parameter is out's tensor map (contract §3.1).
   if (tile.tmaStores())
     func->setAttr("moe.tma_store", builder.getUnitAttr());
   return func;
