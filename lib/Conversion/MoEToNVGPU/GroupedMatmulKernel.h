@@ -143,8 +143,8 @@ struct GroupedMatmulTile : GroupedMatmulSemantics {
   /// instead of stalling them.
   bool pingpong = false;
   /// The staged epilogue (bf16 out of a normal form, no activation's
-  /// gradient or round trip) hands each 64 x 64 staging tile whose rows are
-  /// all the expert's to one TMA store through an out tensor map (the
+  /// gradient or round trip) hands each whole 64 x 64 staging tile whose
+  /// rows are all the expert's to one TMA store through an out tensor map (the
   /// kernel's third argument) instead of 128 threads' 16-byte stores; the
   /// staging tile is reused once the TMA has read it. Needs out's columns a
   /// multiple of 8 (a 16-byte row pitch).

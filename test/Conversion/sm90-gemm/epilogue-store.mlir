@@ -82,9 +82,8 @@ func.func @normal(%rows: tensor<?x256xbf16>, %w: tensor<8x512x256xbf16>, %off: t
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: %[[AT:.*]] = arith.addi %c73728{{.*}}, %{{.*}} : index
 // CHECK-NEXT: %[[STAGING:.*]] = memref.view %{{.*}}[%[[AT]]][] : {{.*}} to memref<64x64xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[GTID:.*]] = arith.remui %[[TID]], %c128{{.*}} : index
-// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[GTID]], %c0{{.*}} : index
-// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK: arith.remui %[[TID]], %c128{{.*}} : index
+// CHECK: scf.if %{{.*}} {
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NEXT: }
 // CHECK: nvvm.barrier id

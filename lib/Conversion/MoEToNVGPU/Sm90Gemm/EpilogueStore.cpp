@@ -72,6 +72,8 @@ private:
   /// TMA stores: the warpgroup's elected thread waits until the TMA has
   /// read its staging tile, then the warpgroup syncs.
   void waitStagingFree(ImplicitLocOpBuilder &nb) const;
+  /// Whether this thread is its warpgroup's first (the TMA stores' issuer).
+  Value warpgroupLeader(ImplicitLocOpBuilder &nb) const;
 
   Value rowsAligned;
 };
@@ -238,9 +240,7 @@ void StagedStoreEpilogue::storeRowGroup(
   // TMA stores: this warpgroup's elected thread issues them; the previous
   // item's last one must have read the staging tile before it is rewritten.
   bool tma = t.tmaStores();
-  Value elected =
-      tma ? arith::CmpIOp::create(b, arith::CmpIPredicate::eq, groupTid, m.c(0))
-          : Value();
+  Value elected = tma ? warpgroupLeader(b) : Value();
   if (tma)
     waitStagingFree(b);
   for (int64_t c = 0; c * chunkCols < tileCols; ++c) {
@@ -362,12 +362,6 @@ void StagedStoreEpilogue::storeRowGroup(
         });
       }
     };
-    if (!tma) {
-      storeStaged(b);
-      // The next chunk overwrites the staging tile just read.
-      k.syncWarpgroup(b);
-      continue;
-    }
     if (!tmaChunk) {
       storeStaged(b);
     } else {
@@ -396,19 +390,25 @@ void StagedStoreEpilogue::storeRowGroup(
             scf::YieldOp::create(eb);
           });
     }
-    // The next chunk overwrites the staging tile once the TMA has read it;
-    // after the last, the next item's first chunk waits (finish: the exit).
-    if ((c + 1) * chunkCols < tileCols)
+    // The next chunk overwrites the staging tile just read (with TMA
+    // stores, once the TMA has read it; after the last chunk the next
+    // item's first one waits, and finish() before the exit).
+    if (!tma)
+      k.syncWarpgroup(b);
+    else if ((c + 1) * chunkCols < tileCols)
       waitStagingFree(b);
   }
 }
 
-void StagedStoreEpilogue::waitStagingFree(ImplicitLocOpBuilder &nb) const {
+Value StagedStoreEpilogue::warpgroupLeader(ImplicitLocOpBuilder &nb) const {
   IndexMath m{nb};
-  Value elected = arith::CmpIOp::create(
-      nb, arith::CmpIPredicate::eq, arith::RemUIOp::create(nb, k.tid, m.c(128)),
-      m.c(0));
-  ifThen(nb, elected, [&](ImplicitLocOpBuilder &eb) {
+  return arith::CmpIOp::create(nb, arith::CmpIPredicate::eq,
+                               arith::RemUIOp::create(nb, k.tid, m.c(128)),
+                               m.c(0));
+}
+
+void StagedStoreEpilogue::waitStagingFree(ImplicitLocOpBuilder &nb) const {
+  ifThen(nb, warpgroupLeader(nb), [&](ImplicitLocOpBuilder &eb) {
     NVVM::CpAsyncBulkWaitGroupOp::create(eb, eb.getI32IntegerAttr(0),
                                          eb.getUnitAttr());
   });
