@@ -54,6 +54,6 @@ bundle fp8permute-scatter "$tree/test/device/fp8_permutes.mlir" "$q" --moe-gpu-p
 bundle fp8permute-separate "$tree/test/device/fp8_permutes.mlir" "$q" --moe-gpu-pipeline="fp8-gather-quantize=0"
 cp "$tree/build/lib/libmoe_runtime.so" "$tree/runtime/python/moe_runtime.py" \
   "$tree/test/device/layer.py" "$tree/test/device/fp8_layer.py" "$tree/test/device/fp8_grouped_matmul.py" \
-  "$tree/test/device/tally.py" "$dir/"
+  "$tree/test/device/tally.py" "$tree/test/device/routings.py" "$dir/"
 echo "$commit" > "$dir/COMMIT"
 ls -l "$dir"
