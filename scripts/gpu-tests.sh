@@ -1,37 +1,27 @@
 #!/usr/bin/env bash
 # GPU tests, run on the H200 through the device tool with `.gpu-artifacts`
-# carried (build it here first: scripts/build-gpu-artifacts.sh). Runs
-# test/device/grouped_matmul.py (every compiled bundle, both swap-AB and
-# normal forms, each alone and split per expert on the device, over 15
-# routings, a CUDA-graph replay and the runtime's argument errors) and
-# test/device/grouped_dgrad.py (moe.grouped_dgrad's N-major-weights GEMMs,
-# the same way, and two runs bit-identical; with the activation's gradient
-# in the epilogue, against float64 autograd) and test/device/grouped_wgrad.py
-# (moe.grouped_wgrad's per-expert weight gradients: skewed and empty experts,
-# M = 0, the next expert's rows kept out, bit-identical runs) and
-# test/device/backward_ops.py (the backward's SIMT kernels: swiglu_grad, silu
-# and GPT-OSS at its clamps, against torch autograd) and
-# test/device/expert_mlp.py (the fused expert MLP bundles) and
-# test/device/routing.py (the five models' routers against shared/bench's
-# route_model, the permutation and the combine; needs .shared-bench carried)
-# and test/device/layer.py (whole layers route -> permute -> expert MLP ->
-# unpermute against shared/bench's reference() for four models) and
-# test/device/decode_layer.py (the decode kernel's layers, bit-equal to the
-# default ones) and
-# test/device/quantize.py (the quantize kernel, bit-exact against
-# test/lib/moe_ref.py's quantize) and test/device/fp8_layer.py (the
-# block-FP8 layers of four models against a float32 reference on the
-# dequantized values) and test/device/mxfp8_layer.py (the MXFP8 layers of
-# five models, the same way) and test/device/plans.py (each layer through
-# its launch plan, moeLaunch, bit-identical to moeLayer) and
-# test/device/layer_variants.py (the TMA-store layers bit-identical to the
-# default ones over skewed routings), against float32
-# torch references with
-# outputs poisoned first. Prints each test's and the
-# total `N passed, N failed`; exits non-zero on any failure.
+# and `.shared-bench` carried (build the first here: scripts/build-gpu-
+# artifacts.sh, then scripts/build-hf-cache.sh). Each test checks against
+# float32/float64 torch references with outputs poisoned first; the file's
+# docstring says what it covers:
+#   grouped_matmul   every compiled GEMM bundle, swap-AB and normal, over 15
+#                    routings, a CUDA-graph replay, the argument errors
+#   grouped_dgrad    N-major-weight GEMMs, the activation's gradient fused
+#   grouped_wgrad    per-expert weight gradients, skewed and empty experts
+#   backward_ops     the backward's SIMT kernels against autograd
+#   fp8_grouped_matmul, expert_mlp   block-FP8 GEMMs, the fused expert MLPs
+#   routing          the five routers, the permutation and the combine
+#   layer, shared_layer, decode_layer   whole bf16 layers against reference()
+#   empty_batch      T = 0 through every token-dependent entry
+#   quantize         the quantize kernel, bit-exact
+#   fp8_layer, mxfp8_layer   block-FP8 and MXFP8 layers
+#   layer_variants   the TMA-store layers bit-identical to the default ones
+#   with .gpu-artifacts/hf-cache: hf_module, hf_experts, readme, train_layer,
+#                    expert_parallel (one rank through NCCL)
+# Prints each test's and the total `N passed, N failed`; exits non-zero on
+# any failure.
 #   scripts/gpu-tests.sh            the tests
-#   scripts/gpu-tests.sh --bench    then bench/grouped_matmul.py (needs
-#                                   .shared-bench carried too)
+#   scripts/gpu-tests.sh --bench    then bench/grouped_matmul.py
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 art=$root/.gpu-artifacts
