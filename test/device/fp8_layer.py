@@ -247,8 +247,13 @@ def scaled_grouped_peer(model, x, logits, peer_weights, k):
 
 
 def rowwise_weights(w):
-    scale = (w.abs().amax(-1).float() / 448.0).clamp_min(1e-12)
-    return (w.float() / scale[..., None]).to(torch.float8_e4m3fn), scale
+    # One expert at a time: a float32 copy of DeepSeek-V3's gate-up weights alone is 28 GiB.
+    q = torch.empty(w.shape, device=w.device, dtype=torch.float8_e4m3fn)
+    scale = torch.empty(w.shape[:-1], device=w.device, dtype=torch.float32)
+    for e in range(w.shape[0]):
+        scale[e] = (w[e].abs().amax(-1).float() / 448.0).clamp_min(1e-12)
+        q[e] = (w[e].float() / scale[e][..., None]).to(torch.float8_e4m3fn)
+    return q, scale
 
 
 def main():
