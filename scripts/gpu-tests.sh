@@ -20,14 +20,27 @@
 #                    expert_parallel (one rank through NCCL)
 # Prints each test's and the total `N passed, N failed`; exits non-zero on
 # any failure.
-#   scripts/gpu-tests.sh            the tests
-#   scripts/gpu-tests.sh --bench    then bench/grouped_matmul.py
+#   scripts/gpu-tests.sh                the tests
+#   scripts/gpu-tests.sh layer quantize only these tests
+#   scripts/gpu-tests.sh --bench        then bench/grouped_matmul.py
+# With the hf-cache, .gpu-artifacts outgrows the device tool's 64 MiB carry:
+# pack it here (`mkdir -p .gpu-pack && tar czf .gpu-pack/artifacts.tgz
+# .gpu-artifacts`, about a third of the size) and carry .gpu-pack instead;
+# this script unpacks it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 art=$root/.gpu-artifacts
 # The moe_mlir package (runtime library, ctypes layer, PyTorch module) as
 # scripts/build-gpu-artifacts.sh installed its wheel: each test puts
 # $art/site first on sys.path, so nothing is installed on this machine.
+bench=0 only=()
+for arg in "$@"; do
+  if [ "$arg" = --bench ]; then bench=1; else only+=("$arg"); fi
+done
+pack=$root/.gpu-pack/artifacts.tgz
+if [ ! -d "$art" ] && [ -f "$pack" ]; then
+  tar -xzf "$pack" -C "$root" || exit 2
+fi
 [ -f "$art/site/moe_mlir/libmoe_runtime.so" ] || { echo "no $art/site/moe_mlir: run scripts/build-gpu-artifacts.sh and carry .gpu-artifacts"; exit 2; }
 PYTHONPATH=$art/site python3 -c 'import moe_mlir; print(f"moe_mlir {moe_mlir.__version__} from {moe_mlir.__file__}, {moe_mlir.library_path()}")' || exit 2
 status=0 passed=0 failed=0
@@ -36,7 +49,11 @@ status=0 passed=0 failed=0
 # readme.py (the README's GPU snippets as written), train_layer.py
 # (TrainableMoELayer's gradients against the blocks' autograd) and
 # expert_parallel.py (one rank through NCCL) too.
-for test in grouped_matmul grouped_dgrad grouped_wgrad backward_ops fp8_grouped_matmul expert_mlp routing layer decode_layer shared_layer empty_batch quantize fp8_layer mxfp8_layer layer_variants $([ -d "$art/hf-cache" ] && echo hf_module hf_experts readme train_layer expert_parallel); do
+tests=(grouped_matmul grouped_dgrad grouped_wgrad backward_ops fp8_grouped_matmul expert_mlp routing
+       layer decode_layer shared_layer empty_batch quantize fp8_layer mxfp8_layer layer_variants)
+[ -d "$art/hf-cache" ] && tests+=(hf_module hf_experts readme train_layer expert_parallel)
+[ ${#only[@]} -eq 0 ] || tests=("${only[@]}")
+for test in "${tests[@]}"; do
   log=$(mktemp)
   python3 "$root/test/device/$test.py" "$art" "$root/.shared-bench" 2>&1 | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
@@ -51,8 +68,8 @@ done
 echo "all GPU tests: $passed passed, $failed failed"
 # Say so when hf_module.py did not run (scripts/build-gpu-artifacts.sh
 # removes the cache): the total is then short of the whole suite.
-[ -d "$art/hf-cache" ] || echo "hf_module.py, hf_experts.py, readme.py, train_layer.py and expert_parallel.py not run: no $art/hf-cache (run scripts/build-hf-cache.sh here, then carry .gpu-artifacts)"
-if [ "${1:-}" = "--bench" ]; then
+[ -d "$art/hf-cache" ] || [ ${#only[@]} -gt 0 ] || echo "hf_module.py, hf_experts.py, readme.py, train_layer.py and expert_parallel.py not run: no $art/hf-cache (run scripts/build-hf-cache.sh here, then carry .gpu-artifacts)"
+if [ $bench -eq 1 ]; then
   python3 "$root/bench/grouped_matmul.py" "$art" "$root/.shared-bench" || status=1
 fi
 exit $status
