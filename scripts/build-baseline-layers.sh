@@ -10,6 +10,10 @@
 # machine (the peers' columns are the control):
 #   python3 <dir>/layer.py <dir> .shared-bench --bench
 #   python3 test/device/layer.py .gpu-artifacts .shared-bench --bench
+# and the same for fp8_layer.py, with PYTORCH_CUDA_ALLOC_CONF=
+# expandable_segments:True. On an 80 GB card DeepSeek-V3's block-FP8 bench
+# fits only with today's rowwise_weights (one expert at a time) in <dir>'s
+# fp8_layer.py too: the peer's weights, not the layer under test.
 # Usage: scripts/build-baseline-layers.sh <commit> <dir>
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
