@@ -30,9 +30,6 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 art=$root/.gpu-artifacts
-# The moe_mlir package (runtime library, ctypes layer, PyTorch module) as
-# scripts/build-gpu-artifacts.sh installed its wheel: each test puts
-# $art/site first on sys.path, so nothing is installed on this machine.
 bench=0 only=()
 for arg in "$@"; do
   if [ "$arg" = --bench ]; then bench=1; else only+=("$arg"); fi
@@ -41,14 +38,12 @@ pack=$root/.gpu-pack/artifacts.tgz
 if [ ! -d "$art" ] && [ -f "$pack" ]; then
   tar -xzf "$pack" -C "$root" || exit 2
 fi
-[ -f "$art/site/moe_mlir/libmoe_runtime.so" ] || { echo "no $art/site/moe_mlir: run scripts/build-gpu-artifacts.sh and carry .gpu-artifacts"; exit 2; }
+# The moe_mlir package (runtime library, ctypes layer, PyTorch module) as
+# scripts/build-gpu-artifacts.sh installed its wheel: each test puts
+# $art/site first on sys.path, so nothing is installed on this machine.
+[ -f "$art/site/moe_mlir/libmoe_runtime.so" ] || { echo "no $art/site/moe_mlir: run scripts/build-gpu-artifacts.sh and carry .gpu-artifacts (or .gpu-pack)"; exit 2; }
 PYTHONPATH=$art/site python3 -c 'import moe_mlir; print(f"moe_mlir {moe_mlir.__version__} from {moe_mlir.__file__}, {moe_mlir.library_path()}")' || exit 2
 status=0 passed=0 failed=0
-# With .gpu-artifacts/hf-cache (scripts/build-hf-cache.sh): test/device/hf_module.py
-# (MoELayer.from_hf), hf_experts.py (experts_implementation="moe_mlir"),
-# readme.py (the README's GPU snippets as written), train_layer.py
-# (TrainableMoELayer's gradients against the blocks' autograd) and
-# expert_parallel.py (one rank through NCCL) too.
 tests=(grouped_matmul grouped_dgrad grouped_wgrad backward_ops fp8_grouped_matmul expert_mlp routing
        layer decode_layer shared_layer empty_batch quantize fp8_layer mxfp8_layer layer_variants)
 [ -d "$art/hf-cache" ] && tests+=(hf_module hf_experts readme train_layer expert_parallel)
