@@ -2,7 +2,8 @@
 # The refactoring guard: compiles every bundle scripts/build-gpu-artifacts.sh
 # makes for the GPU suite (default kernels and every option variant it
 # tests) to PTX and compares it, with the manifests, byte for byte against a
-# snapshot taken before the change.
+# snapshot taken before the change. The hf-cache layers of train_layer.py and
+# expert_parallel.py: scripts/snapshot-layer-kernels.sh.
 # Usage: scripts/compare-kernels.sh save <dir>      (before the change)
 #        scripts/compare-kernels.sh check <dir>     (after: exit 1 on any difference)
 set -euo pipefail
